@@ -1,0 +1,43 @@
+# Two commands on a fresh clone: `make run` and `make test`. Both set up .venv when missing.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export ANONYMIZED_TELEMETRY ?= False
+
+.PHONY: run test test-unit lint bench eval format clean-venv
+
+$(VENV)/.runtime: requirements.txt scripts/install.sh
+	scripts/install.sh $(VENV)
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt scripts/install.sh
+	scripts/install.sh $(VENV) dev
+	touch $(VENV)/.runtime $@
+
+run: $(VENV)/.runtime
+	RAG_ENV=$${RAG_ENV:-development} $(PY) -m app.serve
+
+test: $(VENV)/.dev
+	$(PY) -m pytest
+
+test-unit: $(VENV)/.dev
+	$(PY) -m pytest -m unit
+
+lint: $(VENV)/.dev
+	$(PY) -m ruff check app eval scripts tests bench
+	$(PY) -m ruff format --check app eval scripts tests bench
+	$(PY) -m mypy app
+
+format: $(VENV)/.dev
+	$(PY) -m ruff format app eval scripts tests bench
+	$(PY) -m ruff check --fix app eval scripts tests bench
+
+bench: $(VENV)/.dev
+	$(PY) -m bench
+
+eval: $(VENV)/.dev
+	$(PY) -m eval
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,77 @@
+"""Domain types shared by every layer: pages in, chunks out, hits back."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Literal
+
+PageKind = Literal["text", "table", "code"]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One citable unit of a document: a PDF page, a slide, a sheet, or the whole text file.
+
+    `number` is 1-based (the page a reader opens); `label` is the printed label (`iv`, `A-1`).
+    For tables, `header` is the header row repeated in every chunk and `text` holds the data rows,
+    one per line, with `first_row` the 1-based row number of the first one.
+    """
+
+    number: int
+    label: str
+    text: str
+    kind: PageKind = "text"
+    header: str | None = None
+    first_row: int = 1
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of one page of one document of one tenant, with everything a citation needs."""
+
+    id: str
+    tenant_id: str
+    document_id: str
+    source: str
+    page: int
+    page_label: str
+    chunk_index: int
+    start: int
+    end: int
+    text: str
+    metadata: dict[str, str | int] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass
+class SearchHit:
+    """A ranked chunk with the evidence of each retrieval stage."""
+
+    chunk: Chunk
+    score: float
+    stages: dict[str, float | int | None] = field(default_factory=dict)
+
+
+def chunk_id(tenant_id: str, document_id: str, page: int, text: str) -> str:
+    """Stable content hash over (tenant, document, page, chunk text): re-ingesting is an upsert."""
+    digest = hashlib.sha256()
+    for part in (tenant_id, document_id, str(page), text):
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()[:32]
+
+
+def document_id(tenant_id: str, source: str) -> str:
+    """A document is identified by its tenant and file name: re-uploading a name replaces it."""
+    digest = hashlib.sha256(f"{tenant_id}\x00{source}".encode())
+    return "doc_" + digest.hexdigest()[:24]
+
+
+@dataclass
+class RetrievalResult:
+    """Ranked hits for a query, and whether any of them is relevant enough to answer from."""
+
+    hits: list[SearchHit]
+    relevant: bool
+    reason: str = ""

@@ -1,0 +1,70 @@
+"""Per-request stage timing held in a context variable, so concurrent requests never mix.
+
+Stages never nest: starting a stage while another runs is a programming error, because nested
+timers would be counted twice and the stages would no longer add up to the total.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+
+@dataclass
+class StageTimer:
+    """Milliseconds spent per named stage during one request."""
+
+    started: float = field(default_factory=time.perf_counter)
+    stages: dict[str, float] = field(default_factory=dict)
+    _running: str | None = None
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time one stage; repeated stages accumulate."""
+        if self._running is not None:
+            raise RuntimeError(f"stage {name!r} started inside stage {self._running!r}")
+        self._running = name
+        begin = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = (time.perf_counter() - begin) * 1000.0
+            self.stages[name] = self.stages.get(name, 0.0) + elapsed
+            self._running = None
+
+    def total_ms(self) -> float:
+        """Wall time since the timer was created."""
+        return (time.perf_counter() - self.started) * 1000.0
+
+    def rounded(self) -> dict[str, float]:
+        """Stage timings rounded for display."""
+        return {name: round(ms, 2) for name, ms in self.stages.items()}
+
+
+_current: ContextVar[StageTimer | None] = ContextVar("stage_timer", default=None)
+
+
+def start_timer() -> StageTimer:
+    """Begin timing a request in the current context and return its timer."""
+    timer = StageTimer()
+    _current.set(timer)
+    return timer
+
+
+def current_timer() -> StageTimer | None:
+    """The timer of the request being served, if any."""
+    return _current.get()
+
+
+@contextmanager
+def timed(name: str) -> Iterator[None]:
+    """Time a stage on the current request's timer; a no-op outside a timed request."""
+    timer = _current.get()
+    if timer is None:
+        yield
+        return
+    with timer.stage(name):
+        yield
