@@ -1,0 +1,120 @@
+"""Request and response bodies of the public API (the contract clients code against)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+JobStatus = Literal["queued", "processing", "done", "failed"]
+
+
+class TokenOut(BaseModel):
+    access_token: str
+    token_type: Literal["bearer"] = "bearer"
+    expires_in: int
+
+
+class UploadAccepted(BaseModel):
+    job_id: str
+    document_id: str
+    status: JobStatus
+    source: str
+
+
+class Progress(BaseModel):
+    done: int
+    total: int
+    stage: str
+
+
+class JobOut(BaseModel):
+    job_id: str
+    document_id: str
+    status: JobStatus
+    source: str
+    progress: Progress
+    chunks_indexed: int
+    pages: int
+    error: str | None
+    created_at: str
+    updated_at: str
+
+
+class DocumentOut(BaseModel):
+    document_id: str
+    source: str
+    status: str
+    pages: int
+    chunks: int
+    size_bytes: int
+    uploaded_at: str
+
+
+class DocumentList(BaseModel):
+    data: list[DocumentOut]
+    count: int
+
+
+class SearchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=20_000)
+    k: int | None = Field(default=None, ge=1, le=1000)
+
+
+class SearchResultOut(BaseModel):
+    rank: int
+    document_id: str
+    source: str
+    page: int
+    page_label: str
+    text: str
+    score: float
+    stages: dict[str, float | int | None]
+
+
+class SearchOut(BaseModel):
+    results: list[SearchResultOut]
+    relevant: bool
+    timings: dict[str, float]
+    total_ms: float
+
+
+class QueryIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=20_000)
+    k: int | None = Field(default=None, ge=1, le=1000)
+
+
+class CitationOut(BaseModel):
+    marker: int
+    document_id: str
+    source: str
+    page: int
+    page_label: str
+    snippet: str
+
+
+class QueryOut(BaseModel):
+    answer: str
+    citations: list[CitationOut]
+    refused: bool
+    cache: Literal["hit", "miss"]
+    timings: dict[str, float]
+    total_ms: float
+
+
+class StatsOut(BaseModel):
+    documents: int
+    chunks: int
+    cache_entries: int
+    cache_hits: int
+    cache_misses: int
+    cache_hit_rate: float
+
+
+class StatusOut(BaseModel):
+    status: str
+    detail: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,167 @@
+"""Command line: `python -m app.cli {ingest,search,reindex,create-user,list-users,delete-user}`.
+
+The CLI opens the same data directory as the server; with the embedded store, run it while the
+server is stopped (one process owns a Chroma directory) or use the HTTP API instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from app.config import get_settings
+from app.errors import RagError
+from app.services.container import Container
+
+
+def _progress_bar(label: str) -> object:
+    def show(done: int, total: int, stage: str) -> None:
+        width = 30
+        filled = int(width * done / total) if total else width
+        bar = "#" * filled + "-" * (width - filled)
+        print(f"\r{label} [{bar}] {done}/{total} {stage:<10}", end="", file=sys.stderr, flush=True)
+
+    return show
+
+
+def cmd_ingest(container: Container, args: argparse.Namespace) -> int:
+    """Ingest files synchronously, printing pages and chunks per file."""
+    from app.services.documents import ingest_local_file
+
+    failures = 0
+    for raw in args.paths:
+        path = Path(raw)
+        try:
+            doc = ingest_local_file(
+                container, args.tenant, path, progress=_progress_bar(path.name)  # type: ignore[arg-type]
+            )
+        except RagError as exc:
+            failures += 1
+            print(f"\r{path.name}: FAILED ({exc.code}): {exc.message}", file=sys.stderr)
+            continue
+        print(f"\r{doc.source}: {doc.pages} pages, {doc.chunks} chunks ({doc.document_id})")
+    return 1 if failures else 0
+
+
+def cmd_search(container: Container, args: argparse.Namespace) -> int:
+    """Print ranked chunks with source, page, page label and score."""
+    from app.services.search import search
+
+    result = search(container, args.tenant, args.question, args.k)
+    rows = [
+        {
+            "rank": i,
+            "document_id": hit.chunk.document_id,
+            "source": hit.chunk.source,
+            "page": hit.chunk.page,
+            "page_label": hit.chunk.page_label,
+            "score": round(hit.score, 6),
+            "stages": hit.stages,
+            "text": hit.chunk.text,
+        }
+        for i, hit in enumerate(result.hits, start=1)
+    ]
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return 0
+    if not result.relevant:
+        print(f"(no passage is relevant enough: {result.reason})")
+    for row in rows:
+        snippet = " ".join(str(row["text"]).split())[:160]
+        print(
+            f"{row['rank']:>2}. {row['score']:.4f}  {row['source']}  "
+            f"p.{row['page']} ({row['page_label']})\n    {snippet}"
+        )
+    return 0
+
+
+def cmd_reindex(container: Container, args: argparse.Namespace) -> int:
+    """Re-embed a tenant's chunks with the configured embedding model."""
+    count = container.store.reindex_tenant(args.tenant)  # type: ignore[attr-defined]
+    print(f"re-indexed {count} chunks of tenant {args.tenant} with {container.embedder.model_id}")
+    return 0
+
+
+def cmd_create_user(container: Container, args: argparse.Namespace) -> int:
+    """Create a user; the password is read from stdin so it never lands in shell history."""
+    from app.services.users import create_user
+
+    password = sys.stdin.readline().rstrip("\r\n")
+    user = create_user(container, args.tenant, args.username, password, admin=args.admin)
+    print(f"created user {user.username} in tenant {user.tenant_id}")
+    return 0
+
+
+def cmd_list_users(container: Container, args: argparse.Namespace) -> int:
+    """List users, optionally of one tenant."""
+    from app.services.users import list_users
+
+    for user in list_users(container, args.tenant):
+        admin = " (admin)" if user.is_admin else ""
+        print(f"{user.tenant_id}\t{user.username}{admin}\t{user.created_at}")
+    return 0
+
+
+def cmd_delete_user(container: Container, args: argparse.Namespace) -> int:
+    """Delete a user by name."""
+    from app.services.users import delete_user
+
+    delete_user(container, args.username)
+    print(f"deleted user {args.username}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every sub-command."""
+    parser = argparse.ArgumentParser(prog="python -m app.cli", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ingest = sub.add_parser("ingest", help="ingest files into a tenant")
+    ingest.add_argument("--tenant", required=True)
+    ingest.add_argument("paths", nargs="+")
+    ingest.set_defaults(run=cmd_ingest)
+
+    search = sub.add_parser("search", help="retrieve ranked chunks (no LLM)")
+    search.add_argument("--tenant", required=True)
+    search.add_argument("question")
+    search.add_argument("-k", type=int, default=None)
+    search.add_argument("--json", action="store_true", help="print a JSON list")
+    search.set_defaults(run=cmd_search)
+
+    reindex = sub.add_parser("reindex", help="re-embed a tenant with the configured model")
+    reindex.add_argument("--tenant", required=True)
+    reindex.set_defaults(run=cmd_reindex)
+
+    create = sub.add_parser("create-user", help="create a user (password on stdin)")
+    create.add_argument("--tenant", required=True)
+    create.add_argument("--username", required=True)
+    create.add_argument("--password-stdin", action="store_true", required=True)
+    create.add_argument("--admin", action="store_true")
+    create.set_defaults(run=cmd_create_user)
+
+    list_cmd = sub.add_parser("list-users", help="list users")
+    list_cmd.add_argument("--tenant", default=None)
+    list_cmd.set_defaults(run=cmd_list_users)
+
+    delete = sub.add_parser("delete-user", help="delete a user")
+    delete.add_argument("--username", required=True)
+    delete.set_defaults(run=cmd_delete_user)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; typed errors become a one-line message and exit status 1."""
+    args = build_parser().parse_args(argv)
+    try:
+        container = Container(get_settings())
+        code: int = args.run(container, args)
+        return code
+    except RagError as exc:
+        print(f"error ({exc.code}): {exc.message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Structured JSON logs carrying the request id, and opt-in LangSmith tracing."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from contextvars import ContextVar
+from datetime import UTC, datetime
+
+from app.config import Settings
+
+request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
+
+_STANDARD_ATTRS = set(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, request id and any extras."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        payload: dict[str, object] = {
+            "ts": datetime.fromtimestamp(record.created, tz=UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        request_id = request_id_var.get()
+        if request_id:
+            payload["request_id"] = request_id
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRS and not key.startswith("_"):
+                payload[key] = value
+        if record.exc_info:
+            payload["exc"] = self.formatException(record.exc_info)
+        return json.dumps(payload, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str) -> None:
+    """Send every log record to stderr as JSON (idempotent)."""
+    root = logging.getLogger()
+    if any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
+        root.setLevel(level)
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root.handlers = [handler]
+    root.setLevel(level)
+
+
+def configure_tracing(settings: Settings) -> bool:
+    """Turn LangSmith tracing on only when settings ask for it; nothing is sent by default."""
+    if not settings.langsmith_tracing:
+        os.environ["LANGSMITH_TRACING"] = "false"
+        os.environ.pop("LANGCHAIN_TRACING_V2", None)
+        return False
+    if not settings.langsmith_api_key:
+        from app.errors import ConfigurationError
+
+        raise ConfigurationError("RAG_LANGSMITH_TRACING is on but RAG_LANGSMITH_API_KEY is empty")
+    os.environ["LANGSMITH_TRACING"] = "true"
+    os.environ["LANGSMITH_API_KEY"] = settings.langsmith_api_key
+    os.environ["LANGSMITH_PROJECT"] = settings.langsmith_project
+    return True

@@ -1,0 +1,34 @@
+"""`python -m app.serve`: start the API on RAG_HOST:RAG_PORT (what `make run` calls)."""
+
+from __future__ import annotations
+
+import sys
+
+import uvicorn
+
+from app.config import get_settings
+from app.errors import ConfigurationError
+
+
+def main() -> None:
+    """Validate settings, tell the operator how to get a user, then serve."""
+    try:
+        settings = get_settings()
+    except ConfigurationError as exc:
+        sys.exit(f"error: {exc}")
+    print(
+        "RAG service starting on "
+        f"http://{settings.host}:{settings.port} (docs at /docs, data in {settings.data_dir}).\n"
+        "Create a user with:\n"
+        "  echo 'a-long-password' | .venv/bin/python -m app.cli create-user "
+        "--tenant acme --username alice --password-stdin\n"
+        "then: curl -d 'username=alice&password=a-long-password' "
+        f"http://{settings.host}:{settings.port}/auth/token",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run("app.main:app", host=settings.host, port=settings.port, log_config=None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The composition root: builds each component once per process, lazily, from Settings.
+
+Routes, the CLI, workers and tests all get their components here, so a test can hand in
+settings with fake providers and nothing heavy loads at import time.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from app.config import Settings
+from app.ingestion import LoadLimits
+from app.services.pipeline import PipelineConfig
+
+if TYPE_CHECKING:
+    from app.providers.llms import LLM
+    from app.providers.types import Embedder, Reranker
+    from app.retrieval.hybrid import HybridRetriever
+    from app.storage.cache import AnswerCache
+    from app.storage.db import Database
+    from app.storage.documents import DocumentStore
+    from app.storage.jobs import JobStore
+    from app.storage.rate_limit import RateLimiter
+    from app.storage.users import UserStore
+    from app.storage.vector_store import VectorStore
+
+
+class Container:
+    """Lazily built, process-wide components for one Settings object."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        from app.providers.embeddings import build_embedder
+
+        return build_embedder(self.settings)
+
+    @cached_property
+    def store(self) -> VectorStore:
+        from app.storage.chroma_store import build_vector_store
+
+        return build_vector_store(self.settings, self.embedder)
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        from app.providers.rerankers import build_reranker
+
+        return build_reranker(self.settings)
+
+    @cached_property
+    def retriever(self) -> HybridRetriever:
+        from app.retrieval.hybrid import build_retriever
+
+        return build_retriever(self.settings, self.embedder, self.store, self.reranker)
+
+    @cached_property
+    def llm(self) -> LLM:
+        from app.providers.llms import build_llm
+
+        return build_llm(self.settings)
+
+    @cached_property
+    def database(self) -> Database:
+        from app.storage.db import Database
+
+        return Database(self.settings.sqlalchemy_url)
+
+    @cached_property
+    def users(self) -> UserStore:
+        from app.storage.users import UserStore
+
+        return UserStore(self.database, rounds=self.settings.bcrypt_rounds)
+
+    @cached_property
+    def jobs(self) -> JobStore:
+        from app.storage.jobs import JobStore
+
+        return JobStore(self.database)
+
+    @cached_property
+    def documents(self) -> DocumentStore:
+        from app.storage.documents import DocumentStore
+
+        return DocumentStore(self.database)
+
+    @cached_property
+    def cache(self) -> AnswerCache:
+        from app.storage.cache import build_cache
+
+        return build_cache(self.settings)
+
+    @cached_property
+    def rate_limiter(self) -> RateLimiter:
+        from app.storage.rate_limit import build_rate_limiter
+
+        return build_rate_limiter(self.settings)
+
+    @cached_property
+    def pipeline_config(self) -> PipelineConfig:
+        s = self.settings
+        return PipelineConfig(
+            chunk_size=s.chunk_size,
+            chunk_overlap=s.chunk_overlap,
+            limits=LoadLimits.from_settings(s),
+            parse_timeout_s=s.parse_timeout_s,
+            batch_size=s.embedding_batch_size,
+        )

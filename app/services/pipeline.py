@@ -1,0 +1,81 @@
+"""The ingestion pipeline below the job layer: file -> pages -> chunks -> vectors -> store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.domain import Chunk, document_id
+from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
+from app.providers.types import Embedder
+from app.storage.vector_store import VectorStore
+
+# (done, total, stage): pages parsed, then chunks embedded, so a client can draw a bar.
+ProgressCallback = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Plain values the pipeline needs, taken from Settings by the caller."""
+
+    chunk_size: int
+    chunk_overlap: int
+    limits: LoadLimits
+    parse_timeout_s: float
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class IngestedDocument:
+    """What one file became."""
+
+    document_id: str
+    source: str
+    pages: int
+    chunks: int
+
+
+def _ignore_progress(done: int, total: int, stage: str) -> None:
+    return None
+
+
+def index_file(
+    path: Path,
+    *,
+    tenant_id: str,
+    source: str,
+    embedder: Embedder,
+    store: VectorStore,
+    config: PipelineConfig,
+    progress: ProgressCallback = _ignore_progress,
+) -> IngestedDocument:
+    """Parse, chunk, embed and store one file; the stored document replaces any older version."""
+    pages = load_with_timeout(path, config.limits, config.parse_timeout_s)
+    progress(len(pages), len(pages), "parsed")
+    doc_id = document_id(tenant_id, source)
+    chunks = chunk_pages(
+        pages,
+        tenant_id=tenant_id,
+        document_id=doc_id,
+        source=source,
+        chunk_size=config.chunk_size,
+        chunk_overlap=config.chunk_overlap,
+    )
+    vectors = embed_chunks(chunks, embedder, config.batch_size, progress)
+    store.replace_document(tenant_id, doc_id, chunks, vectors)
+    return IngestedDocument(doc_id, source, len(pages), len(chunks))
+
+
+def embed_chunks(
+    chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: ProgressCallback
+) -> list[list[float]]:
+    """Embed chunk texts in batches, reporting progress after each batch."""
+    vectors: list[list[float]] = []
+    total = len(chunks)
+    progress(0, total, "embedding")
+    for start in range(0, total, batch_size):
+        batch = chunks[start : start + batch_size]
+        vectors.extend(embedder.embed_documents([c.text for c in batch]))
+        progress(len(vectors), total, "embedding")
+    return vectors

@@ -1,0 +1,33 @@
+"""Small helpers shared by the benchmarks: percentiles and a markdown table."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The pct-th percentile (nearest rank) of values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(pct / 100.0 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of values."""
+    return statistics.median(values) if values else float("nan")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A markdown table, numbers formatted compactly."""
+
+    def fmt(value: object) -> str:
+        if isinstance(value, float):
+            return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
