@@ -35,7 +35,10 @@ def cmd_ingest(container: Container, args: argparse.Namespace) -> int:
         path = Path(raw)
         try:
             doc = ingest_local_file(
-                container, args.tenant, path, progress=_progress_bar(path.name)  # type: ignore[arg-type]
+                container,
+                args.tenant,
+                path,
+                progress=_progress_bar(path.name),  # type: ignore[arg-type]
             )
         except RagError as exc:
             failures += 1
@@ -86,19 +89,15 @@ def cmd_reindex(container: Container, args: argparse.Namespace) -> int:
 
 def cmd_create_user(container: Container, args: argparse.Namespace) -> int:
     """Create a user; the password is read from stdin so it never lands in shell history."""
-    from app.services.users import create_user
-
     password = sys.stdin.readline().rstrip("\r\n")
-    user = create_user(container, args.tenant, args.username, password, admin=args.admin)
+    user = container.users.create_user(args.tenant, args.username, password, admin=args.admin)
     print(f"created user {user.username} in tenant {user.tenant_id}")
     return 0
 
 
 def cmd_list_users(container: Container, args: argparse.Namespace) -> int:
     """List users, optionally of one tenant."""
-    from app.services.users import list_users
-
-    for user in list_users(container, args.tenant):
+    for user in container.users.list_users(args.tenant):
         admin = " (admin)" if user.is_admin else ""
         print(f"{user.tenant_id}\t{user.username}{admin}\t{user.created_at}")
     return 0
@@ -106,9 +105,9 @@ def cmd_list_users(container: Container, args: argparse.Namespace) -> int:
 
 def cmd_delete_user(container: Container, args: argparse.Namespace) -> int:
     """Delete a user by name."""
-    from app.services.users import delete_user
-
-    delete_user(container, args.username)
+    if not container.users.delete_user(args.username):
+        print(f"error: no user named {args.username}", file=sys.stderr)
+        return 1
     print(f"deleted user {args.username}")
     return 0
 

@@ -94,6 +94,10 @@ class Settings(BaseSettings):
     llm_context_tokens: int = Field(default=4096, gt=0)
     llm_threads: int = Field(default=2, gt=0)
     llm_timeout_s: float = Field(default=120.0, gt=0)
+    llm_max_passages: int = Field(default=5, gt=0, description="passages shown to the LLM")
+    llm_max_context_chars: int = Field(
+        default=4000, gt=0, description="passage characters in the prompt (latency lever)"
+    )
     models_dir: Path = Path("models")
     refusal_text: str = "I could not find the answer in the provided documents."
 
@@ -115,6 +119,7 @@ class Settings(BaseSettings):
     bcrypt_rounds: int = Field(default=12, ge=12, le=16)
     rate_limit_auth_per_minute: int = Field(default=10, gt=0)
     rate_limit_query_per_minute: int = Field(default=120, gt=0)
+    rate_limit_backend: CacheBackend = "memory"
     max_question_chars: int = Field(default=2000, gt=0)
     max_page_size: int = Field(default=100, gt=0)
 

@@ -91,3 +91,48 @@ class ProviderUnavailable(RagError):
 
     code = "provider_unavailable"
     http_status = 503
+
+
+class ModelIntegrityError(ConfigurationError):
+    """A model file does not match its expected size or sha256; it is never loaded."""
+
+    code = "model_integrity_error"
+
+
+class GenerationTimeout(ProviderUnavailable):
+    """The language model did not finish (or could not start) within the configured time."""
+
+    code = "generation_timeout"
+    http_status = 504
+
+
+class InvalidInput(RagError):
+    """A value supplied by a user or operator (user name, tenant id, password) is not acceptable."""
+
+    code = "invalid_input"
+    http_status = 422
+
+
+class Conflict(RagError):
+    """The thing to create already exists (for example a user name that is taken)."""
+
+    code = "conflict"
+    http_status = 409
+
+
+class AuthenticationFailed(RagError):
+    """Credentials or a bearer token were rejected; the message never says which part was wrong."""
+
+    code = "unauthorized"
+    http_status = 401
+
+
+class RateLimited(RagError):
+    """Too many requests for this user or client; `retry_after_s` says when to try again."""
+
+    code = "rate_limited"
+    http_status = 429
+
+    def __init__(self, message: str, retry_after_s: float = 0.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

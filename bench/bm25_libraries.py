@@ -64,7 +64,7 @@ def quality() -> list[list[object]]:
         rows.append(
             [
                 ds.name,
-                round(_ndcg(lambda t: okapi.get_scores(t), ds.questions), 4),
+                round(_ndcg(okapi.get_scores, ds.questions), 4),
                 round(_ndcg(_bm25s_scores(fast, len(tokens)), ds.questions), 4),
             ]
         )

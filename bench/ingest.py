@@ -22,7 +22,9 @@ from app.services.pipeline import PipelineConfig, index_file
 from app.storage.chroma_store import build_vector_store
 from bench.common import table
 
-DATA = Path(os.environ.get("RAG_EVAL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared/data"))
+DATA = Path(
+    os.environ.get("RAG_EVAL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared/data")
+)
 
 
 def _write_documents(folder: Path, count: int) -> list[Path]:
@@ -103,8 +105,12 @@ def main() -> None:
             ["workload", "seconds", "chunks/s", "vs raw embedder"],
             [
                 ["raw embedder (embed_documents)", raw_s, len(texts) / raw_s, "1.00x"],
-                ["pipeline (parse+chunk+embed+store)", pipeline_s, len(texts) / pipeline_s,
-                 f"{pipeline_s / raw_s:.2f}x"],
+                [
+                    "pipeline (parse+chunk+embed+store)",
+                    pipeline_s,
+                    len(texts) / pipeline_s,
+                    f"{pipeline_s / raw_s:.2f}x",
+                ],
             ],
         )
     )

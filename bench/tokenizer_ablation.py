@@ -21,7 +21,9 @@ import numpy as np
 from app.retrieval.tokenizer import Tokenizer, TokenizerOptions
 from bench.common import table
 
-DATA = Path(os.environ.get("RAG_EVAL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared/data"))
+DATA = Path(
+    os.environ.get("RAG_EVAL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared/data")
+)
 
 
 @dataclasses.dataclass

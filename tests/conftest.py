@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import redis
 
 # No test may reach a model hub or send telemetry.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from app.config import Settings, load_settings  # noqa: E402
+from app.config import Settings, load_settings
+from app.storage.db import Database, open_database
 
 
 @pytest.fixture
@@ -33,3 +38,76 @@ def settings(data_dir: Path) -> Settings:
         llm_provider="extractive",
         env="development",
     )
+
+
+# --- real SQL databases and Redis, for integration tests -----------------------------------------
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "RAG_TEST_POSTGRES_URL", "postgresql+psycopg://root@127.0.0.1:5432/test"
+)
+REDIS_TEST_URL = os.environ.get("RAG_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL database created for this test session and dropped afterwards."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import OperationalError
+
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"rag_test_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    except OperationalError as exc:
+        admin.dispose()
+        pytest.skip(f"PostgreSQL unreachable at {POSTGRES_ADMIN_URL}: {exc}")
+    try:
+        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sql_database(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Database]:
+    """The service database with fresh tables, on a SQLite file and on the local PostgreSQL."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{data_dir / 'service.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    database = open_database(url)
+    try:
+        yield database
+    finally:
+        if request.param == "postgresql":
+            database.drop_schema()
+        database.dispose()
+
+
+@dataclass
+class RedisNamespace:
+    """A live Redis client and a key prefix no other test uses."""
+
+    client: redis.Redis[bytes]
+    prefix: str
+
+
+@pytest.fixture
+def redis_namespace() -> Iterator[RedisNamespace]:
+    """The local Redis with a unique key prefix; every key under it is deleted afterwards."""
+    client: redis.Redis[bytes] = redis.Redis.from_url(REDIS_TEST_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"Redis unreachable at {REDIS_TEST_URL}: {exc}")
+    prefix = f"ragtest-{uuid.uuid4().hex[:12]}"
+    try:
+        yield RedisNamespace(client, prefix)
+    finally:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=500))
+        if keys:
+            client.delete(*keys)
+        client.close()

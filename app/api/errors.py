@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -46,11 +47,11 @@ class ApiError(Exception):
 
 
 def error_response(
-    status: int, code: str, message: str, headers: dict[str, str] | None = None
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
     """The JSON error body every failure shares."""
     return JSONResponse(
-        {"error": {"code": code, "message": message}}, status_code=status, headers=headers
+        {"error": {"code": code, "message": message}}, status_code=status, headers=dict(headers or {})
     )
 
 

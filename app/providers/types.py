@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
 
 
 @runtime_checkable
@@ -40,4 +41,45 @@ class Reranker(Protocol):
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         """One relevance score per passage, in input order."""
+        ...
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One turn of a chat prompt."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One generation call: the chat messages, plus the question and numbered passages (passage
+    i has marker i + 1) for providers that answer without generating, such as `extractive`."""
+
+    messages: tuple[ChatMessage, ...]
+    question: str
+    passages: tuple[str, ...]
+    refusal_text: str
+
+
+@dataclass(frozen=True)
+class LLMDelta:
+    """A piece of streamed answer text; `prompt_tokens` is set on some delta when known."""
+
+    text: str
+    prompt_tokens: int | None = None
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """Generates an answer to a request, streamed as text deltas (temperature 0)."""
+
+    @property
+    def model_id(self) -> str:
+        """Which provider and model answers."""
+        ...
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+        """Stream the answer; raises ProviderUnavailable or GenerationTimeout on failure."""
         ...

@@ -14,15 +14,16 @@ from app.ingestion import LoadLimits
 from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
-    from app.providers.llms import LLM
+    from app.providers.types import LLM
     from app.providers.types import Embedder, Reranker
     from app.retrieval.hybrid import HybridRetriever
+    from app.security import TokenCodec
+    from app.services.users import UserService
     from app.storage.cache import AnswerCache
     from app.storage.db import Database
     from app.storage.documents import DocumentStore
     from app.storage.jobs import JobStore
     from app.storage.rate_limit import RateLimiter
-    from app.storage.users import UserStore
     from app.storage.vector_store import VectorStore
 
 
@@ -64,15 +65,21 @@ class Container:
 
     @cached_property
     def database(self) -> Database:
-        from app.storage.db import Database
+        from app.storage.db import database_from_settings
 
-        return Database(self.settings.sqlalchemy_url)
+        return database_from_settings(self.settings)
 
     @cached_property
-    def users(self) -> UserStore:
-        from app.storage.users import UserStore
+    def users(self) -> UserService:
+        from app.services.users import build_user_service
 
-        return UserStore(self.database, rounds=self.settings.bcrypt_rounds)
+        return build_user_service(self.settings, self.database)
+
+    @cached_property
+    def token_codec(self) -> TokenCodec:
+        from app.security import build_token_codec
+
+        return build_token_codec(self.settings)
 
     @cached_property
     def jobs(self) -> JobStore:
@@ -99,6 +106,12 @@ class Container:
         return build_rate_limiter(self.settings)
 
     @cached_property
+    def config_fingerprint(self) -> str:
+        from app.storage.cache import config_fingerprint
+
+        return config_fingerprint(self.settings)
+
+    @cached_property
     def pipeline_config(self) -> PipelineConfig:
         s = self.settings
         return PipelineConfig(
@@ -108,3 +121,19 @@ class Container:
             parse_timeout_s=s.parse_timeout_s,
             batch_size=s.embedding_batch_size,
         )
+
+    def warm_up(self, *, serving: bool) -> None:
+        """Build and load everything now, so configuration errors fail start-up, not a request.
+
+        `serving` also loads what only the API needs (token codec, LLM, dummy password hash).
+        """
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        _ = self.database, self.documents, self.jobs, self.cache
+        self.embedder.embed_query("warm up")
+        _ = self.store, self.retriever
+        if serving:
+            _ = self.token_codec, self.rate_limiter
+            self.users.warm_up()
+            load = getattr(self.llm, "warm_up", None)  # only in-process models have weights
+            if callable(load):
+                load()

@@ -1,0 +1,63 @@
+"""Every dependency alias of the API in one place, so route signatures read like functions."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.api.errors import ApiError
+from app.errors import AuthenticationFailed
+from app.security import TokenClaims
+from app.services.container import Container
+from app.storage.rate_limit import retry_after_header
+
+_bearer = HTTPBearer(auto_error=False, description="access token from POST /auth/token")
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+
+def get_container(request: Request) -> Container:
+    """The process's components, created by the app's lifespan."""
+    container: Container = request.app.state.container
+    return container
+
+
+ContainerDep = Annotated[Container, Depends(get_container)]
+
+
+def get_principal(
+    container: ContainerDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> TokenClaims:
+    """The verified identity of the caller; 401 for a missing, invalid or revoked token."""
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise ApiError(401, "unauthorized", "missing bearer token", _CHALLENGE)
+    try:
+        claims = container.token_codec.verify(credentials.credentials)
+    except AuthenticationFailed as exc:
+        raise ApiError(401, "unauthorized", exc.message, _CHALLENGE) from None
+    user = container.users.get(claims.user_id)
+    if user is None or user.tenant_id != claims.tenant_id:  # deleted user or moved tenant
+        raise ApiError(401, "unauthorized", "invalid or expired token", _CHALLENGE)
+    return claims
+
+
+Principal = Annotated[TokenClaims, Depends(get_principal)]
+
+
+def limit_queries(container: ContainerDep, principal: Principal) -> None:
+    """429 when the caller exceeds the per-user query/search rate."""
+    decision = container.rate_limiter.hit(
+        f"query:{principal.user_id}", container.settings.rate_limit_query_per_minute
+    )
+    if not decision.allowed:
+        raise ApiError(
+            429,
+            "rate_limited",
+            "too many requests; slow down",
+            {"Retry-After": retry_after_header(decision)},
+        )
+
+
+QueryRateLimit = Depends(limit_queries)

@@ -1,0 +1,125 @@
+"""Uploads, jobs and documents of the caller's tenant."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+
+from app.api.deps import ContainerDep, Principal
+from app.api.schemas import DocumentList, DocumentOut, JobOut, Progress, UploadAccepted
+from app.api.upload import receive_upload
+from app.errors import InvalidInput
+from app.ingestion import SUPPORTED_EXTENSIONS
+from app.services import documents as service
+from app.storage.documents import DocumentRecord
+from app.storage.jobs import JobRecord
+
+router = APIRouter(tags=["documents"])
+
+_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {"file": {"type": "string", "format": "binary"}},
+                }
+            }
+        },
+    }
+}
+
+
+def _document_out(record: DocumentRecord) -> DocumentOut:
+    return DocumentOut(
+        document_id=record.document_id,
+        source=record.source,
+        status=record.status,
+        pages=record.pages,
+        chunks=record.chunks,
+        size_bytes=record.size_bytes,
+        uploaded_at=record.uploaded_at.isoformat(),
+    )
+
+
+def _job_out(job: JobRecord) -> JobOut:
+    return JobOut(
+        job_id=job.job_id,
+        document_id=job.document_id,
+        status=job.status,
+        source=job.source,
+        progress=Progress(
+            done=job.progress_done, total=job.progress_total, stage=job.progress_stage
+        ),
+        chunks_indexed=job.chunks_indexed,
+        pages=job.pages,
+        error=job.error,
+        created_at=job.created_at.isoformat(),
+        updated_at=job.updated_at.isoformat(),
+    )
+
+
+@router.post(
+    "/documents",
+    status_code=202,
+    response_model=UploadAccepted,
+    openapi_extra=_UPLOAD_BODY,
+    responses={413: {"description": "too large"}, 415: {"description": "unsupported type"}},
+)
+async def upload_document(
+    request: Request, container: ContainerDep, principal: Principal
+) -> UploadAccepted:
+    """Accept a file (multipart field `file`) and queue it for background indexing."""
+    received = await receive_upload(
+        request,
+        dest_dir=service.uploads_dir(container),
+        max_bytes=container.settings.max_upload_bytes,
+        accept_suffix=SUPPORTED_EXTENSIONS,
+    )
+    job = service.submit_upload(
+        container,
+        principal.tenant_id,
+        received.path,
+        received.client_filename,
+        received.size_bytes,
+    )
+    request.app.state.workers.notify()
+    return UploadAccepted(
+        job_id=job.job_id, document_id=job.document_id, status=job.status, source=job.source
+    )
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut)
+def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOut:
+    """An ingestion job's state and progress."""
+    return _job_out(service.get_job(container, principal.tenant_id, job_id))
+
+
+@router.get("/documents", response_model=DocumentList)
+def list_documents(
+    container: ContainerDep,
+    principal: Principal,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+) -> DocumentList:
+    """The tenant's documents, newest first."""
+    if limit > container.settings.max_page_size:
+        raise InvalidInput(f"limit must not exceed {container.settings.max_page_size}")
+    records, total = service.list_documents(container, principal.tenant_id, limit, offset)
+    return DocumentList(data=[_document_out(r) for r in records], count=total)
+
+
+@router.get("/documents/{document_id}", response_model=DocumentOut)
+def get_document(document_id: str, container: ContainerDep, principal: Principal) -> DocumentOut:
+    """One document of the tenant."""
+    return _document_out(service.get_document(container, principal.tenant_id, document_id))
+
+
+@router.delete("/documents/{document_id}", status_code=204)
+def delete_document(document_id: str, container: ContainerDep, principal: Principal) -> Response:
+    """Delete a document; no search or answer can reach it afterwards."""
+    service.delete_document(container, principal.tenant_id, document_id)
+    return Response(status_code=204)

@@ -1,0 +1,64 @@
+"""The public routes: liveness, readiness and token issue. Everything else needs a token."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import JSONResponse
+
+from app.api.deps import ContainerDep
+from app.api.errors import ApiError
+from app.api.schemas import StatusOut, TokenOut
+from app.errors import AuthenticationFailed
+from app.services.readiness import readiness_problems
+from app.storage.rate_limit import retry_after_header
+
+router = APIRouter()
+
+
+@router.get("/health", response_model=StatusOut, tags=["ops"])
+def health() -> StatusOut:
+    """Liveness: the process answers."""
+    return StatusOut(status="ok")
+
+
+@router.get(
+    "/ready",
+    response_model=StatusOut,
+    tags=["ops"],
+    responses={503: {"model": StatusOut, "description": "a component is not ready"}},
+)
+def ready(request: Request, container: ContainerDep) -> JSONResponse:
+    """Readiness: models loaded and every store reachable, else 503 naming what is not."""
+    problems = readiness_problems(container, loaded=bool(request.app.state.ready))
+    if problems:
+        return JSONResponse({"status": "not_ready", "detail": problems}, status_code=503)
+    return JSONResponse({"status": "ok", "detail": {}})
+
+
+@router.post("/auth/token", response_model=TokenOut, tags=["auth"])
+def issue_token(
+    request: Request,
+    container: ContainerDep,
+    username: Annotated[str, Form(min_length=1, max_length=128)],
+    password: Annotated[str, Form(min_length=1, max_length=1024)],
+) -> TokenOut:
+    """OAuth2 password grant: a bearer token for valid credentials, one generic 401 otherwise."""
+    client = request.client.host if request.client else "unknown"
+    limit = container.settings.rate_limit_auth_per_minute
+    for key in (f"auth-user:{username.strip().lower()}", f"auth-ip:{client}"):
+        decision = container.rate_limiter.hit(key, limit)
+        if not decision.allowed:
+            raise ApiError(
+                429,
+                "rate_limited",
+                "too many login attempts; try again later",
+                {"Retry-After": retry_after_header(decision)},
+            )
+    try:
+        user = container.users.authenticate(username, password)
+    except AuthenticationFailed as exc:
+        raise ApiError(401, "unauthorized", exc.message, {"WWW-Authenticate": "Bearer"}) from None
+    token = container.token_codec.issue(user.id, user.tenant_id)
+    return TokenOut(access_token=token.access_token, expires_in=token.expires_in)

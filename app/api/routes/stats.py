@@ -1,0 +1,25 @@
+"""Per-tenant statistics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.api.deps import ContainerDep, Principal
+from app.api.schemas import StatsOut
+
+router = APIRouter(tags=["ops"])
+
+
+@router.get("/stats", response_model=StatsOut)
+def stats(container: ContainerDep, principal: Principal) -> StatsOut:
+    """The tenant's documents, chunks, cache entries and cache hit rate."""
+    tenant = principal.tenant_id
+    cache = container.cache.stats(tenant)
+    return StatsOut(
+        documents=container.documents.count(tenant),
+        chunks=container.store.count(tenant),
+        cache_entries=cache.entries,
+        cache_hits=cache.hits,
+        cache_misses=cache.misses,
+        cache_hit_rate=cache.hit_rate,
+    )

@@ -1,0 +1,155 @@
+"""Streaming multipart receiver: the upload goes straight to disk and the size limit is enforced
+while the body is read, so an oversize upload is refused before it is stored.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from fastapi import Request
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+
+from app.api.errors import ApiError
+
+FILE_FIELD = "file"
+_MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers around the file
+
+
+@dataclass
+class ReceivedUpload:
+    """A file the client sent, stored under a generated name."""
+
+    client_filename: str
+    path: Path
+    size_bytes: int
+
+
+class _Abort(Exception):
+    def __init__(self, error: ApiError) -> None:
+        self.error = error
+
+
+@dataclass
+class _PartState:
+    dest_dir: Path
+    max_bytes: int
+    accept_suffix: frozenset[str]
+    header_field: bytearray = field(default_factory=bytearray)
+    header_value: bytearray = field(default_factory=bytearray)
+    headers: dict[str, bytes] = field(default_factory=dict)
+    handle: BinaryIO | None = None
+    upload: ReceivedUpload | None = None
+
+    def on_part_begin(self) -> None:
+        self.headers = {}
+
+    def on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self.header_field += data[start:end]
+
+    def on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self.header_value += data[start:end]
+
+    def on_header_end(self) -> None:
+        self.headers[self.header_field.decode("latin-1").lower()] = bytes(self.header_value)
+        self.header_field.clear()
+        self.header_value.clear()
+
+    def on_headers_finished(self) -> None:
+        _, params = parse_options_header(self.headers.get("content-disposition", b""))
+        if params.get(b"name") != FILE_FIELD.encode() or self.upload is not None:
+            return
+        raw_name = params.get(b"filename")
+        if raw_name is None:
+            raise _Abort(ApiError(422, "validation_error", "field 'file' must be a file upload"))
+        filename = raw_name.decode("utf-8", errors="replace")
+        suffix = Path(filename.replace("\\", "/")).suffix.lower()
+        if suffix not in self.accept_suffix:
+            allowed = ", ".join(sorted(self.accept_suffix))
+            raise _Abort(
+                ApiError(
+                    415,
+                    "unsupported_file_type",
+                    f"files of type {suffix or '(none)'!r} are not supported; use one of {allowed}",
+                )
+            )
+        path = self.dest_dir / f"{secrets.token_hex(16)}{suffix}"
+        self.handle = path.open("wb")
+        self.upload = ReceivedUpload(filename, path, 0)
+
+    def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        if self.handle is None or self.upload is None:
+            return
+        self.upload.size_bytes += end - start
+        if self.upload.size_bytes > self.max_bytes:
+            raise _Abort(too_large(self.max_bytes))
+        self.handle.write(data[start:end])
+
+    def on_part_end(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+    def discard(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+        if self.upload is not None:
+            self.upload.path.unlink(missing_ok=True)
+
+
+def too_large(max_bytes: int) -> ApiError:
+    """The 413 error for an upload over the limit."""
+    return ApiError(
+        413, "payload_too_large", f"the file is larger than the limit of {max_bytes} bytes"
+    )
+
+
+async def receive_upload(
+    request: Request, *, dest_dir: Path, max_bytes: int, accept_suffix: frozenset[str]
+) -> ReceivedUpload:
+    """Stream the multipart field `file` to `dest_dir`; 413/415/422 ApiError on bad input."""
+    content_type, params = parse_options_header(request.headers.get("content-type", ""))
+    boundary = params.get(b"boundary")
+    if content_type != b"multipart/form-data" or not boundary:
+        raise ApiError(422, "validation_error", "send multipart/form-data with a field 'file'")
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > max_bytes + _MULTIPART_OVERHEAD:
+        raise too_large(max_bytes)
+
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    state = _PartState(dest_dir, max_bytes, accept_suffix)
+    callbacks = {
+        name: getattr(state, name)
+        for name in (
+            "on_part_begin",
+            "on_header_field",
+            "on_header_value",
+            "on_header_end",
+            "on_headers_finished",
+            "on_part_data",
+            "on_part_end",
+        )
+    }
+    parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
+    try:
+        async for chunk in request.stream():
+            parser.write(chunk)
+        parser.finalize()
+    except _Abort as abort:
+        state.discard()
+        raise abort.error from None
+    except (MultipartParseError, ValueError) as exc:
+        state.discard()
+        raise ApiError(422, "validation_error", f"malformed multipart body: {exc}") from None
+    except BaseException:
+        state.discard()
+        raise
+    if state.upload is None:
+        raise ApiError(422, "validation_error", "field 'file' is required")
+    if state.handle is not None:  # body ended inside the part
+        state.discard()
+        raise ApiError(422, "validation_error", "malformed multipart body: truncated file part")
+    return state.upload

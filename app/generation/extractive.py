@@ -1,0 +1,102 @@
+"""The `extractive` provider: no language model, only the passages' own best sentences.
+
+Each sentence of the top passages is scored by the question terms it contains (weighted by how
+rare each term is among the candidate sentences, so "the" counts for little and "1889" for a lot),
+with a small preference for higher-ranked passages. The best sentences are returned verbatim,
+each followed by the marker of its passage. Deterministic and instant.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from app.providers.types import LLMDelta, LLMRequest
+from app.retrieval.tokenizer import tokenize
+
+_SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+|\n+")
+_MAX_SENTENCE_CHARS = 400
+_RANK_DECAY = 0.15
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    marker: int
+    position: int
+    text: str
+    terms: frozenset[str]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences (or lines) of a passage, long ones cut at a word boundary."""
+    sentences = []
+    for raw in _SENTENCE_END.split(text):
+        sentence = " ".join(raw.split())
+        if len(sentence) > _MAX_SENTENCE_CHARS:
+            sentence = sentence[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
+        if sentence:
+            sentences.append(sentence)
+    return sentences
+
+
+def best_sentences(
+    question: str, passages: tuple[str, ...], *, max_passages: int, max_sentences: int
+) -> list[tuple[int, str]]:
+    """The (marker, sentence) pairs that best support an answer, best first."""
+    candidates = [
+        _Sentence(marker, position, sentence, frozenset(tokenize(sentence)))
+        for marker, passage in enumerate(passages[:max_passages], start=1)
+        for position, sentence in enumerate(split_sentences(passage))
+    ]
+    if not candidates:
+        return []
+    question_terms = set(tokenize(question))
+    total = len(candidates)
+
+    def rarity(term: str) -> float:
+        containing = sum(1 for c in candidates if term in c.terms)
+        return math.log(1 + total / containing) if containing else 0.0
+
+    weights = {term: rarity(term) for term in question_terms}
+
+    def score(sentence: _Sentence) -> float:
+        overlap = sum(weights[t] for t in question_terms & sentence.terms)
+        return overlap / (1 + _RANK_DECAY * (sentence.marker - 1))
+
+    ranked = sorted(candidates, key=lambda c: (-score(c), c.marker, c.position))
+    if score(ranked[0]) == 0:
+        # No shared term (e.g. an Arabic question over English text): retrieval judged the
+        # top passage relevant, so its opening sentence is the most honest extract there is.
+        # Ties sort by rank and position, so this is the first sentence of passage 1.
+        return [(ranked[0].marker, ranked[0].text)]
+    chosen = [c for c in ranked[:max_sentences] if score(c) > 0]
+    return [(c.marker, c.text) for c in chosen]
+
+
+class ExtractiveLLM:
+    """Answers with the passages' best supporting sentences, each with its marker."""
+
+    def __init__(self, *, max_passages: int = 3, max_sentences: int = 2) -> None:
+        self._max_passages = max_passages
+        self._max_sentences = max_sentences
+
+    @property
+    def model_id(self) -> str:
+        return "extractive"
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+        """One delta per chosen sentence, or the refusal when nothing supports an answer."""
+        chosen = best_sentences(
+            request.question,
+            request.passages,
+            max_passages=self._max_passages,
+            max_sentences=self._max_sentences,
+        )
+        if not chosen:
+            yield LLMDelta(request.refusal_text, 0)
+            return
+        for index, (marker, sentence) in enumerate(chosen):
+            separator = " " if index else ""
+            yield LLMDelta(f"{separator}{sentence} [{marker}]", 0 if index == 0 else None)

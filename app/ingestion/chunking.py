@@ -1,0 +1,104 @@
+"""Pages to citable chunks: prose and code by the overlap-exact splitter, tables by rows.
+
+Chunk ids are content hashes (`app.domain.chunk_id`) so re-ingesting a file is an upsert.
+When the same text occurs twice on one page (a repeated disclaimer, a table row block), the
+second occurrence hashes `text + "\\x00#2"`, so ids stay distinct and still stable across runs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from app.domain import Chunk, Page, chunk_id
+from app.ingestion.splitter import TABLE_SEPARATORS, Span, separators_for, split_cores, split_text
+
+
+def _row_range_label(page: Page, first: int, last: int) -> str:
+    rows = f"row {first}" if first == last else f"rows {first}-{last}"
+    return f"{page.label} {rows}" if page.label else rows
+
+
+def _table_spans(page: Page, chunk_size: int) -> list[tuple[Span, str]]:
+    """Whole rows per chunk under the header; (span of the rows, row-range label)."""
+    header = page.header or ""
+    # Room left for rows once the header and its line break are in. A header that eats
+    # more than 3/4 of a chunk would leave rows cut into slivers, so rows keep a quarter of
+    # a chunk at least: such chunks may exceed chunk_size by up to that quarter.
+    room = max(chunk_size - len(header) - 1, chunk_size // 4, 1)
+    text = page.text
+    result: list[tuple[Span, str]] = []
+    for core in split_cores(text, 0, len(text), room, TABLE_SEPARATORS):
+        end = core.start + len(text[core.start : core.end].rstrip("\n"))
+        if not text[core.start : end].strip():
+            continue
+        first = page.first_row + text.count("\n", 0, core.start)
+        last = page.first_row + text.count("\n", 0, max(end - 1, core.start))
+        result.append((Span(core.start, end), _row_range_label(page, first, last)))
+    return result
+
+
+def _unique_id(
+    seen: Counter[tuple[int, str]], tenant_id: str, document_id: str, page: int, text: str
+) -> str:
+    seen[(page, text)] += 1
+    occurrence = seen[(page, text)]
+    hashed = text if occurrence == 1 else f"{text}\x00#{occurrence}"
+    return chunk_id(tenant_id, document_id, page, hashed)
+
+
+def chunk_pages(
+    pages: Sequence[Page],
+    *,
+    tenant_id: str,
+    document_id: str,
+    source: str,
+    chunk_size: int,
+    chunk_overlap: int,
+) -> list[Chunk]:
+    """Split pages into chunks that never span pages, numbered 0.. across the document.
+
+    Text and code chunks satisfy `chunk.text == page.text[chunk.start:chunk.end]` and
+    `len(chunk.text) <= chunk_size`; neighbours on a page share `chunk_overlap` characters
+    (minus at most `overlap_tolerance(chunk_overlap)` to start on a word). Table chunks are
+    `header + "\\n" + page.text[start:end]` (whole rows, no overlap), labelled with their rows;
+    they exceed chunk_size only when the header takes more than 3/4 of it.
+    """
+    if chunk_overlap >= chunk_size:
+        raise ValueError("chunk_overlap must be smaller than chunk_size")
+    chunks: list[Chunk] = []
+    seen: Counter[tuple[int, str]] = Counter()
+    for page in pages:
+        if page.kind == "table":
+            pieces = [
+                (span, f"{page.header}\n{page.text[span.start : span.end]}", label)
+                for span, label in _table_spans(page, chunk_size)
+            ]
+        else:
+            separators = separators_for(page.language)
+            pieces = [
+                (span, page.text[span.start : span.end], page.label)
+                for span in split_text(page.text, chunk_size, chunk_overlap, separators)
+            ]
+        for span, text, label in pieces:
+            if not text.strip():
+                continue
+            metadata: dict[str, str | int] = {"kind": page.kind}
+            if page.language:
+                metadata["language"] = page.language
+            chunks.append(
+                Chunk(
+                    id=_unique_id(seen, tenant_id, document_id, page.number, text),
+                    tenant_id=tenant_id,
+                    document_id=document_id,
+                    source=source,
+                    page=page.number,
+                    page_label=label,
+                    chunk_index=len(chunks),
+                    start=span.start,
+                    end=span.end,
+                    text=text,
+                    metadata=metadata,
+                )
+            )
+    return chunks

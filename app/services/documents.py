@@ -1,0 +1,140 @@
+"""Documents of a tenant: accept uploads as jobs, index them, list, show and delete them."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import unicodedata
+from pathlib import Path
+
+from app.domain import document_id as make_document_id
+from app.errors import NotFound, RateLimited
+from app.services.container import Container
+from app.services.pipeline import IngestedDocument, ProgressCallback, index_file
+from app.storage.documents import DocumentRecord
+from app.storage.jobs import JobRecord
+
+log = logging.getLogger(__name__)
+
+_UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
+MAX_SOURCE_CHARS = 200
+
+
+def sanitise_filename(raw: str) -> str:
+    """The client's file name reduced to a safe display name (no path, no control chars)."""
+    name = unicodedata.normalize("NFC", raw).replace("\\", "/").rsplit("/", 1)[-1]
+    name = _UNSAFE_NAME_CHARS.sub("_", name).strip(" .")
+    suffix = Path(name).suffix.lower()
+    stem = name[: len(name) - len(suffix)] if suffix else name
+    stem = stem[: MAX_SOURCE_CHARS - len(suffix)] or "upload"
+    return stem + suffix
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def uploads_dir(container: Container) -> Path:
+    """Where uploads wait for their job, under the data directory."""
+    return container.settings.data_dir / "uploads"
+
+
+def submit_upload(
+    container: Container, tenant_id: str, stored_path: Path, client_filename: str, size: int
+) -> JobRecord:
+    """Queue an already stored upload for indexing; the caller's file becomes the job's."""
+    if container.jobs.count_active(tenant_id) >= container.settings.max_jobs_per_tenant:
+        stored_path.unlink(missing_ok=True)
+        raise RateLimited(
+            f"this tenant already has {container.settings.max_jobs_per_tenant} ingestion jobs "
+            "queued or running; wait for one to finish",
+            retry_after_s=5.0,
+        )
+    source = sanitise_filename(client_filename)
+    doc_id = make_document_id(tenant_id, source)
+    existing = container.documents.get(tenant_id, doc_id)
+    if existing is None:
+        container.documents.upsert(tenant_id, doc_id, source, size, file_sha256(stored_path))
+    job = container.jobs.create(tenant_id, doc_id, source, str(stored_path), size)
+    log.info("upload queued", extra={"job_id": job.job_id, "document_id": doc_id, "bytes": size})
+    return job
+
+
+def index_document(
+    container: Container,
+    tenant_id: str,
+    path: Path,
+    source: str,
+    progress: ProgressCallback | None = None,
+) -> IngestedDocument:
+    """Index one stored file for a tenant and record it; invalidates the tenant's answers."""
+    sha = file_sha256(path)
+    done = index_file(
+        path,
+        tenant_id=tenant_id,
+        source=source,
+        embedder=container.embedder,
+        store=container.store,
+        config=container.pipeline_config,
+        progress=progress or (lambda done, total, stage: None),
+    )
+    container.documents.upsert(tenant_id, done.document_id, source, path.stat().st_size, sha)
+    container.documents.set_status(
+        tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
+    )
+    container.cache.invalidate_tenant(tenant_id)
+    container.retriever.refresh(tenant_id)
+    return done
+
+
+def ingest_local_file(
+    container: Container, tenant_id: str, path: Path, progress: ProgressCallback | None = None
+) -> IngestedDocument:
+    """Index a local file synchronously (the CLI path); its file name is the document source."""
+    from app.services.users import validate_tenant_id
+
+    validate_tenant_id(tenant_id)
+    return index_document(container, tenant_id, path, sanitise_filename(path.name), progress)
+
+
+def list_documents(
+    container: Container, tenant_id: str, limit: int, offset: int
+) -> tuple[list[DocumentRecord], int]:
+    """One page of the tenant's documents and the total count."""
+    return (
+        container.documents.list(tenant_id, limit, offset),
+        container.documents.count(tenant_id),
+    )
+
+
+def get_document(container: Container, tenant_id: str, document_id: str) -> DocumentRecord:
+    """The tenant's document; NotFound whether missing or another tenant's."""
+    record = container.documents.get(tenant_id, document_id)
+    if record is None:
+        raise NotFound("document not found")
+    return record
+
+
+def delete_document(container: Container, tenant_id: str, document_id: str) -> None:
+    """Remove a document's chunks and record; no search or answer reaches it afterwards."""
+    if container.documents.get(tenant_id, document_id) is None:
+        raise NotFound("document not found")
+    removed = container.store.delete_document(tenant_id, document_id)
+    container.documents.delete(tenant_id, document_id)
+    container.cache.invalidate_tenant(tenant_id)
+    container.retriever.refresh(tenant_id)
+    log.info("document deleted", extra={"document_id": document_id, "chunks": removed})
+
+
+def get_job(container: Container, tenant_id: str, job_id: str) -> JobRecord:
+    """The tenant's job; NotFound whether missing or another tenant's."""
+    job = container.jobs.get(tenant_id, job_id)
+    if job is None:
+        raise NotFound("job not found")
+    return job

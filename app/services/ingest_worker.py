@@ -1,0 +1,100 @@
+"""A bounded in-process pool of threads that run queued ingestion jobs from the job table.
+
+Jobs are durable rows: a worker receives only ids, claims a job atomically, records progress and
+every failure on the job, and removes the upload file once the job has ended either way. Jobs a
+crash left `processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from app.errors import IngestionError, RagError
+from app.services.container import Container
+from app.services.documents import index_document
+from app.storage.jobs import JobRecord
+
+log = logging.getLogger(__name__)
+
+INTERNAL_FAILURE = "internal error while indexing; the upload was not indexed, try again later"
+
+
+def run_job(container: Container, job: JobRecord) -> None:
+    """Index one claimed job and record how it ended; never raises."""
+    path = Path(job.stored_path)
+    jobs = container.jobs
+
+    def progress(done: int, total: int, stage: str) -> None:
+        jobs.update_progress(job.job_id, done, total, stage)
+
+    try:
+        if container.documents.get(job.tenant_id, job.document_id) is None:
+            raise IngestionError("the document was deleted before it could be indexed")
+        result = index_document(container, job.tenant_id, path, job.source, progress)
+        jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
+        log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})
+    except RagError as exc:
+        _fail(container, job, f"{exc.message}")
+        log.warning("job failed", extra={"job_id": job.job_id, "code": exc.code})
+    except Exception:
+        log.exception("job crashed", extra={"job_id": job.job_id})
+        _fail(container, job, INTERNAL_FAILURE)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _fail(container: Container, job: JobRecord, message: str) -> None:
+    container.jobs.mark_failed(job.job_id, message)
+    record = container.documents.get(job.tenant_id, job.document_id)
+    if record is not None and record.chunks == 0:  # a failed replacement keeps the old version
+        container.documents.set_status(job.tenant_id, job.document_id, "failed")
+
+
+class IngestWorkerPool:
+    """`size` daemon threads taking queued jobs until stopped."""
+
+    def __init__(self, container: Container, size: int, poll_interval_s: float = 1.0) -> None:
+        self._container = container
+        self._size = size
+        self._poll = poll_interval_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> int:
+        """Re-queue jobs a crash left processing, then start the threads; returns re-queued."""
+        requeued = self._container.jobs.requeue_stale()
+        if requeued:
+            log.warning("re-queued interrupted jobs", extra={"count": requeued})
+        for i in range(self._size):
+            thread = threading.Thread(target=self._loop, name=f"ingest-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return requeued
+
+    def notify(self) -> None:
+        """Wake idle workers because a job was queued."""
+        self._wake.set()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Ask the threads to finish their current job and exit."""
+        self._stop.set()
+        self._wake.set()
+        for thread in self._threads:
+            thread.join(timeout_s)
+        self._threads.clear()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                job = self._container.jobs.claim_next()
+            except Exception:
+                log.exception("could not claim a job")
+                job = None
+            if job is None:
+                self._wake.wait(self._poll)
+                self._wake.clear()
+                continue
+            run_job(self._container, job)

@@ -1,0 +1,398 @@
+"""Chroma implementation of `VectorStore`: one collection per tenant and embedding model.
+
+We call chromadb directly rather than through langchain-chroma: its `Chroma` class always embeds
+texts itself (no way to upsert precomputed vectors) and exposes neither collection-metadata updates
+nor deletes by metadata filter, which the per-tenant versioning and document replacement need.
+
+A collection is named from a hash of the tenant id and a hash of (embedding model id, dimension),
+so vectors of two models never share a collection; a tenant whose collection was built with
+another model is refused until `reindex_tenant` has re-embedded it. Distance is cosine, set
+explicitly; every query also filters on the `tenant_id` metadata (defence in depth).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from app.domain import Chunk
+from app.errors import EmbeddingModelMismatch
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+
+    from app.config import Settings
+    from app.providers.types import Embedder
+
+COLLECTION_PREFIX = "rag"
+PAGE_SIZE = 1000
+CORE_METADATA = (
+    "tenant_id",
+    "document_id",
+    "source",
+    "page",
+    "page_label",
+    "chunk_index",
+    "start",
+    "end",
+)
+
+
+def _short_hash(text: str, length: int) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def tenant_prefix(tenant_id: str) -> str:
+    """The part of a collection name that identifies the tenant."""
+    return f"{COLLECTION_PREFIX}_{_short_hash(tenant_id, 20)}_"
+
+
+def collection_name(tenant_id: str, model_id: str, dimension: int) -> str:
+    """Collection of one tenant for one embedding model and dimension."""
+    return tenant_prefix(tenant_id) + _short_hash(f"{model_id}\x00{dimension}", 12)
+
+
+def _chunk_metadata(chunk: Chunk) -> dict[str, str | int]:
+    clash = set(chunk.metadata) & set(CORE_METADATA)
+    if clash:
+        raise ValueError(f"chunk metadata must not override core fields: {sorted(clash)}")
+    core: dict[str, str | int] = {
+        "tenant_id": chunk.tenant_id,
+        "document_id": chunk.document_id,
+        "source": chunk.source,
+        "page": chunk.page,
+        "page_label": chunk.page_label,
+        "chunk_index": chunk.chunk_index,
+        "start": chunk.start,
+        "end": chunk.end,
+    }
+    return {**chunk.metadata, **core}
+
+
+def _chunk_from_record(chunk_id: str, text: str, metadata: Mapping[str, Any]) -> Chunk:
+    extra = {k: v for k, v in metadata.items() if k not in CORE_METADATA}
+    return Chunk(
+        id=chunk_id,
+        tenant_id=str(metadata["tenant_id"]),
+        document_id=str(metadata["document_id"]),
+        source=str(metadata["source"]),
+        page=int(metadata["page"]),
+        page_label=str(metadata["page_label"]),
+        chunk_index=int(metadata["chunk_index"]),
+        start=int(metadata["start"]),
+        end=int(metadata["end"]),
+        text=text,
+        metadata=extra,
+    )
+
+
+def _records(result: Mapping[str, Any]) -> list[Chunk]:
+    documents = result["documents"] or []
+    metadatas = result["metadatas"] or []
+    return [
+        _chunk_from_record(cid, text or "", meta or {})
+        for cid, text, meta in zip(result["ids"], documents, metadatas, strict=True)
+    ]
+
+
+class ChromaVectorStore:
+    """Per-tenant chunk storage in Chroma (persistent directory or server); see module doc."""
+
+    def __init__(self, client: ClientAPI, embedder: Embedder) -> None:
+        self._client = client
+        self._embedder = embedder
+        self._model_id = embedder.model_id
+        self._dimension = embedder.dimension
+        self._collections: dict[str, Collection] = {}
+        # Writes read-modify-write the corpus version; serialise them within the process.
+        self._write_lock = threading.RLock()
+
+    # --- collections ---
+
+    def collection_name(self, tenant_id: str) -> str:
+        """Name of the tenant's collection for the current embedding model."""
+        _check_tenant(tenant_id)
+        return collection_name(tenant_id, self._model_id, self._dimension)
+
+    def _tenant_collections(self, tenant_id: str) -> list[str]:
+        prefix = tenant_prefix(tenant_id)
+        return [c.name for c in self._client.list_collections() if c.name.startswith(prefix)]
+
+    def _stale_collections(self, tenant_id: str) -> list[str]:
+        current = self.collection_name(tenant_id)
+        return [name for name in self._tenant_collections(tenant_id) if name != current]
+
+    def _create_collection(self, tenant_id: str) -> Collection:
+        return self._client.get_or_create_collection(
+            self.collection_name(tenant_id),
+            embedding_function=None,  # we always supply vectors; never Chroma's default model
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={
+                "tenant_id": tenant_id,
+                "embedding_model_id": self._model_id,
+                "dimension": self._dimension,
+                "distance": "cosine",
+                "corpus_version": 0,
+            },
+        )
+
+    def _collection(self, tenant_id: str, create: bool) -> Collection | None:
+        """The tenant's collection; refuses one built with another model (or a half reindex)."""
+        cached = self._collections.get(tenant_id)
+        if cached is not None:
+            return cached
+        name = self.collection_name(tenant_id)
+        existing = self._tenant_collections(tenant_id)
+        stale = [other for other in existing if other != name]
+        if stale:
+            old = self._client.get_collection(stale[0], embedding_function=None)
+            old_model = (old.metadata or {}).get("embedding_model_id", "an unknown model")
+            old_dimension = (old.metadata or {}).get("dimension", "?")
+            raise EmbeddingModelMismatch(
+                f"tenant {tenant_id!r} was indexed with embedding model {old_model} "
+                f"(dimension {old_dimension}), but this service embeds with {self._model_id} "
+                f"(dimension {self._dimension}); vectors of two models cannot be mixed. Run "
+                f"`python -m app.cli reindex --tenant {tenant_id}` to re-embed its documents."
+            )
+        if name in existing:
+            collection = self._client.get_collection(name, embedding_function=None)
+        elif create:
+            collection = self._create_collection(tenant_id)
+        else:
+            return None
+        self._collections[tenant_id] = collection
+        return collection
+
+    def _bump_version(self, tenant_id: str, collection: Collection) -> None:
+        # Re-read the metadata: another client may have written since we cached the collection.
+        fresh = self._client.get_collection(collection.name, embedding_function=None)
+        metadata = dict(fresh.metadata or {})
+        previous = int(metadata.get("corpus_version", 0))
+        # Nanosecond clock, never below previous + 1: strictly increasing here, and two writers
+        # racing from separate processes still produce different versions.
+        metadata["corpus_version"] = max(previous + 1, time.time_ns())
+        collection.modify(metadata=metadata)
+
+    # --- writes ---
+
+    def replace_document(
+        self,
+        tenant_id: str,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Sequence[float]],
+    ) -> None:
+        """Upsert these chunks; afterwards no other chunk of the document survives."""
+        if len(chunks) != len(vectors):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        for chunk, vector in zip(chunks, vectors, strict=True):
+            if chunk.tenant_id != tenant_id or chunk.document_id != document_id:
+                raise ValueError(f"chunk {chunk.id} does not belong to {tenant_id}/{document_id}")
+            if len(vector) != self._dimension:
+                raise ValueError(
+                    f"vector of length {len(vector)} for {self._model_id} "
+                    f"(dimension {self._dimension})"
+                )
+        with self._write_lock:
+            collection = self._collection(tenant_id, create=True)
+            assert collection is not None
+            self._upsert(collection, chunks, vectors)
+            keep = {chunk.id for chunk in chunks}
+            existing = collection.get(where=_document_filter(tenant_id, document_id), include=[])
+            obsolete = [cid for cid in existing["ids"] if cid not in keep]
+            if obsolete:
+                collection.delete(ids=obsolete)
+            self._bump_version(tenant_id, collection)
+
+    def _upsert(
+        self, collection: Collection, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]]
+    ) -> None:
+        step = min(PAGE_SIZE, self._client.get_max_batch_size())
+        for begin in range(0, len(chunks), step):
+            part = chunks[begin : begin + step]
+            collection.upsert(
+                ids=[chunk.id for chunk in part],
+                embeddings=np.asarray(vectors[begin : begin + step], dtype=np.float32),
+                documents=[chunk.text for chunk in part],
+                metadatas=[_chunk_metadata(chunk) for chunk in part],  # type: ignore[misc]
+            )
+
+    def delete_document(self, tenant_id: str, document_id: str) -> int:
+        """Remove every chunk of a document; returns how many were removed."""
+        with self._write_lock:
+            collection = self._collection(tenant_id, create=False)
+            if collection is None:
+                return 0
+            ids = collection.get(where=_document_filter(tenant_id, document_id), include=[])["ids"]
+            if ids:
+                collection.delete(ids=ids)
+                self._bump_version(tenant_id, collection)
+            return len(ids)
+
+    def drop_tenant(self, tenant_id: str) -> None:
+        """Remove the tenant's collections (of every embedding model) entirely."""
+        with self._write_lock:
+            self._collections.pop(tenant_id, None)
+            for name in self._tenant_collections(tenant_id):
+                self._client.delete_collection(name)
+
+    def reindex_tenant(self, tenant_id: str) -> int:
+        """Re-embed the tenant's chunks from older-model collections into the current one.
+
+        Returns how many chunks were re-embedded. The old collection is dropped only after the
+        new one holds every chunk, so an interrupted run can simply be repeated.
+        """
+        with self._write_lock:
+            self._collections.pop(tenant_id, None)
+            stale = self._stale_collections(tenant_id)
+            if not stale:
+                return 0
+            target = self._create_collection(tenant_id)
+            total = 0
+            for old_name in stale:
+                old = self._client.get_collection(old_name, embedding_function=None)
+                for page in _pages(old, tenant_id):
+                    vectors = self._embedder.embed_documents([chunk.text for chunk in page])
+                    self._upsert(target, page, vectors)
+                    total += len(page)
+            self._bump_version(tenant_id, target)
+            for old_name in stale:
+                self._client.delete_collection(old_name)
+            self._collections[tenant_id] = target
+            return total
+
+    # --- reads ---
+
+    def query(self, tenant_id: str, vector: Sequence[float], k: int) -> list[tuple[Chunk, float]]:
+        """The k nearest chunks by cosine similarity (1 - cosine distance), best first."""
+        if k <= 0:
+            raise ValueError(f"k must be positive, got {k}")
+        if len(vector) != self._dimension:
+            raise ValueError(f"query vector of length {len(vector)}, expected {self._dimension}")
+        collection = self._collection(tenant_id, create=False)
+        if collection is None:
+            return []
+        result = collection.query(
+            query_embeddings=np.asarray([vector], dtype=np.float32),
+            n_results=k,
+            where={"tenant_id": tenant_id},
+            include=["documents", "metadatas", "distances"],  # type: ignore[list-item]
+        )
+        chunks = _records(
+            {
+                "ids": result["ids"][0],
+                "documents": (result["documents"] or [[]])[0],
+                "metadatas": (result["metadatas"] or [[]])[0],
+            }
+        )
+        distances = (result["distances"] or [[]])[0]
+        return [
+            (chunk, 1.0 - float(distance))
+            for chunk, distance in zip(chunks, distances, strict=True)
+            if chunk.tenant_id == tenant_id
+        ]
+
+    def find_containing(self, tenant_id: str, text: str, limit: int) -> list[Chunk]:
+        """Chunks whose text contains `text` exactly (case-sensitive), up to `limit`."""
+        if not text or limit <= 0:
+            return []
+        collection = self._collection(tenant_id, create=False)
+        if collection is None:
+            return []
+        result = collection.get(
+            where={"tenant_id": tenant_id},
+            where_document={"$contains": text},
+            limit=limit,
+            include=["documents", "metadatas"],  # type: ignore[list-item]
+        )
+        return [chunk for chunk in _records(result) if chunk.tenant_id == tenant_id]
+
+    def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
+        """The chunks with these ids that belong to the tenant, in the given order."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        collection = self._collection(tenant_id, create=False)
+        if collection is None:
+            return []
+        result = collection.get(
+            ids=wanted,
+            where={"tenant_id": tenant_id},
+            include=["documents", "metadatas"],  # type: ignore[list-item]
+        )
+        found = {chunk.id: chunk for chunk in _records(result) if chunk.tenant_id == tenant_id}
+        return [found[cid] for cid in wanted if cid in found]
+
+    def iter_chunks(self, tenant_id: str) -> Iterator[Chunk]:
+        """Every chunk of the tenant, page by page (for building its keyword index)."""
+        collection = self._collection(tenant_id, create=False)
+        if collection is None:
+            return
+        for page in _pages(collection, tenant_id):
+            yield from page
+
+    def count(self, tenant_id: str) -> int:
+        """Number of chunks the tenant has."""
+        collection = self._collection(tenant_id, create=False)
+        return 0 if collection is None else collection.count()
+
+    def corpus_version(self, tenant_id: str) -> int:
+        """Changes on every write or delete; read fresh, so other clients' writes are seen."""
+        collection = self._collection(tenant_id, create=False)
+        if collection is None:
+            return 0
+        fresh = self._client.get_collection(collection.name, embedding_function=None)
+        return int((fresh.metadata or {}).get("corpus_version", 0))
+
+
+def _check_tenant(tenant_id: str) -> None:
+    if not tenant_id or not tenant_id.strip():
+        raise ValueError("tenant_id must be a non-empty string")
+
+
+def _document_filter(tenant_id: str, document_id: str) -> dict[str, Any]:
+    return {"$and": [{"tenant_id": tenant_id}, {"document_id": document_id}]}
+
+
+def _pages(collection: Collection, tenant_id: str) -> Iterator[list[Chunk]]:
+    offset = 0
+    while True:
+        result = collection.get(
+            where={"tenant_id": tenant_id},
+            limit=PAGE_SIZE,
+            offset=offset,
+            include=["documents", "metadatas"],  # type: ignore[list-item]
+        )
+        page = _records(result)
+        if not page:
+            return
+        yield page
+        offset += len(page)
+
+
+def build_vector_store(settings: Settings, embedder: Embedder | None = None) -> ChromaVectorStore:
+    """The configured Chroma store (persistent directory or server) for the configured embedder."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    if embedder is None:
+        from app.providers.embeddings import build_embedder
+
+        embedder = build_embedder(settings)
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    client: ClientAPI
+    if settings.vector_backend == "chroma-http":
+        client = chromadb.HttpClient(
+            host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings
+        )
+    else:
+        path = settings.data_dir / "chroma"
+        path.mkdir(parents=True, exist_ok=True)
+        client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+    return ChromaVectorStore(client, embedder)

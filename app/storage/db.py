@@ -1,0 +1,160 @@
+"""The SQL database of users, jobs and documents: one engine per process, short sessions.
+
+SQLite (a file under the data directory) is the default; PostgreSQL is the same code with another
+URL. SQLite runs in WAL mode with a busy timeout, so API threads, worker threads and a second
+process can read while one writes, and writers wait for each other instead of failing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import DateTime, Engine, create_engine, event
+from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.types import TypeDecorator
+
+from app.config import Settings
+from app.errors import ConfigurationError
+
+# How long a SQLite writer waits for the lock before giving up (ms). Ingestion commits are short,
+# so seconds of waiting means something is wrong rather than busy.
+SQLITE_BUSY_TIMEOUT_MS = 15_000
+
+# Arbitrary constant naming the PostgreSQL advisory lock that serialises schema creation.
+_SCHEMA_LOCK_ID = 0x5241_4701
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table in the service database."""
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp stored in UTC and always read back timezone-aware (SQLite drops the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+def _configure_sqlite(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        # WAL + NORMAL is durable across application crashes (only power loss can lose the last
+        # commits), and much cheaper than FULL's fsync per commit.
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def build_engine(url: str) -> Engine:
+    """An engine for a SQLite or PostgreSQL URL, configured for concurrent use."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        database = parsed.database or ""
+        if database in ("", ":memory:"):
+            raise ConfigurationError(
+                "RAG_DATABASE_URL: an in-memory SQLite database is not shared between threads "
+                "or processes; use a file path"
+            )
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        )
+        event.listen(engine, "connect", _configure_sqlite)
+        return engine
+    if backend == "postgresql":
+        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    raise ConfigurationError(
+        f"RAG_DATABASE_URL: unsupported database {backend!r}; use sqlite:///path or "
+        "postgresql+psycopg://user@host:port/db"
+    )
+
+
+class Database:
+    """An engine plus a session factory; build one per process and share it between threads."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = build_engine(url)
+        self.dialect = self.engine.dialect.name
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session that commits when the block succeeds and rolls back when it raises."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def create_schema(self) -> None:
+        """Create every table that does not exist yet (idempotent; safe at every start-up)."""
+        _register_tables()
+        with self.engine.begin() as connection:
+            if self.dialect == "postgresql":
+                # Several processes start together; without the lock two of them can both see a
+                # table missing and one fails on the duplicate CREATE.
+                connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK_ID})")
+            Base.metadata.create_all(connection)
+
+    def drop_schema(self) -> None:
+        """Drop every table of the service (tests and resets only)."""
+        _register_tables()
+        Base.metadata.drop_all(self.engine)
+
+    def ping(self) -> bool:
+        """Whether the database answers a trivial query (for `/ready`)."""
+        try:
+            with self.engine.connect() as connection:
+                connection.exec_driver_sql("SELECT 1")
+            return True
+        except Exception:
+            return False
+
+    def dispose(self) -> None:
+        """Close pooled connections (at shutdown, and in a child process after fork)."""
+        self.engine.dispose()
+
+
+def _register_tables() -> None:
+    # Importing the modules attaches their tables to Base.metadata; done lazily because those
+    # modules import this one.
+    from app.storage import documents, jobs, users  # noqa: F401
+
+
+def open_database(url: str) -> Database:
+    """Connect and make sure the schema exists: what the API and the workers call at start-up."""
+    database = Database(url)
+    database.create_schema()
+    return database
+
+
+def database_from_settings(settings: Settings) -> Database:
+    """The service database named by `settings.sqlalchemy_url`, with its tables created."""
+    return open_database(settings.sqlalchemy_url)

@@ -1,0 +1,191 @@
+"""The documents table the API lists: one row per (tenant, document), replaced on re-upload.
+
+Every method takes the tenant; a document of another tenant behaves exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import BigInteger, Integer, String, delete, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.storage.db import Base, Database, UTCDateTime, utc_now
+
+DocumentStatus = Literal["queued", "processing", "done", "failed"]
+
+
+class DocumentRow(Base):
+    __tablename__ = "documents"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    document_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    source: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16))
+    pages: Mapped[int] = mapped_column(Integer, default=0)
+    chunks: Mapped[int] = mapped_column(Integer, default=0)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """A document as the API shows it (detached from any session)."""
+
+    document_id: str
+    tenant_id: str
+    source: str
+    status: DocumentStatus
+    pages: int
+    chunks: int
+    size_bytes: int
+    content_sha256: str
+    uploaded_at: datetime
+    updated_at: datetime
+
+
+def _record(row: DocumentRow) -> DocumentRecord:
+    return DocumentRecord(
+        document_id=row.document_id,
+        tenant_id=row.tenant_id,
+        source=row.source,
+        status=row.status,  # type: ignore[arg-type]
+        pages=row.pages,
+        chunks=row.chunks,
+        size_bytes=row.size_bytes,
+        content_sha256=row.content_sha256,
+        uploaded_at=row.uploaded_at,
+        updated_at=row.updated_at,
+    )
+
+
+class DocumentStore:
+    """Tenant-scoped document metadata in the service database."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def upsert(
+        self,
+        tenant_id: str,
+        document_id: str,
+        source: str,
+        size_bytes: int,
+        content_sha256: str,
+        status: DocumentStatus = "queued",
+    ) -> DocumentRecord:
+        """Record an upload; re-uploading the same name replaces the row (one row per document).
+
+        `pages` and `chunks` keep describing what is indexed now until the new job finishes.
+        """
+        now = utc_now()
+        values: dict[str, Any] = {
+            "tenant_id": tenant_id,
+            "document_id": document_id,
+            "source": source,
+            "status": status,
+            "pages": 0,
+            "chunks": 0,
+            "size_bytes": size_bytes,
+            "content_sha256": content_sha256,
+            "uploaded_at": now,
+            "updated_at": now,
+        }
+        insert = postgresql.insert if self._db.dialect == "postgresql" else sqlite.insert
+        statement = (
+            insert(DocumentRow)
+            .values(**values)
+            .on_conflict_do_update(
+                index_elements=[DocumentRow.tenant_id, DocumentRow.document_id],
+                set_={
+                    "source": source,
+                    "status": status,
+                    "size_bytes": size_bytes,
+                    "content_sha256": content_sha256,
+                    "uploaded_at": now,
+                    "updated_at": now,
+                },
+            )
+        )
+        with self._db.session() as session:
+            session.execute(statement)
+            row = session.get(DocumentRow, (tenant_id, document_id), populate_existing=True)
+            assert row is not None  # just written in this transaction
+            return _record(row)
+
+    def set_status(
+        self,
+        tenant_id: str,
+        document_id: str,
+        status: DocumentStatus,
+        pages: int | None = None,
+        chunks: int | None = None,
+    ) -> bool:
+        """Update a document's state; False when it no longer exists (deleted meanwhile)."""
+        values: dict[str, Any] = {"status": status, "updated_at": utc_now()}
+        if pages is not None:
+            values["pages"] = pages
+        if chunks is not None:
+            values["chunks"] = chunks
+        with self._db.session() as session:
+            result = session.execute(
+                update(DocumentRow)
+                .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
+                .values(**values)
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def get(self, tenant_id: str, document_id: str) -> DocumentRecord | None:
+        """The tenant's document, or None when missing or another tenant's."""
+        with self._db.session() as session:
+            row = session.get(DocumentRow, (tenant_id, document_id))
+            return _record(row) if row else None
+
+    def list(self, tenant_id: str, limit: int, offset: int = 0) -> list[DocumentRecord]:
+        """One page of the tenant's documents, most recently uploaded first."""
+        if limit < 0 or offset < 0:
+            raise ValueError("limit and offset must not be negative")
+        query = (
+            select(DocumentRow)
+            .where(DocumentRow.tenant_id == tenant_id)
+            .order_by(DocumentRow.uploaded_at.desc(), DocumentRow.document_id)
+            .limit(limit)
+            .offset(offset)
+        )
+        with self._db.session() as session:
+            return [_record(row) for row in session.scalars(query)]
+
+    def count(self, tenant_id: str) -> int:
+        """How many documents the tenant has (the `count` of a listing)."""
+        with self._db.session() as session:
+            total = session.scalar(
+                select(func.count())
+                .select_from(DocumentRow)
+                .where(DocumentRow.tenant_id == tenant_id)
+            )
+            return int(total or 0)
+
+    def total_chunks(self, tenant_id: str) -> int:
+        """Sum of indexed chunks over the tenant's documents (for `/stats`)."""
+        with self._db.session() as session:
+            total = session.scalar(
+                select(func.coalesce(func.sum(DocumentRow.chunks), 0)).where(
+                    DocumentRow.tenant_id == tenant_id
+                )
+            )
+            return int(total or 0)
+
+    def delete(self, tenant_id: str, document_id: str) -> bool:
+        """Remove the tenant's document row; returns whether it existed."""
+        with self._db.session() as session:
+            result = session.execute(
+                delete(DocumentRow).where(
+                    DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
+                )
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -1,0 +1,267 @@
+"""The durable ingestion job table: the API creates and polls, workers claim and report.
+
+A job moves queued -> processing -> done | failed. `claim_next` hands each queued job to exactly
+one worker, across threads and processes: PostgreSQL locks the row with `FOR UPDATE SKIP LOCKED`;
+SQLite serialises writers, so a single conditional UPDATE cannot hand the same job out twice.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from sqlalchemy import Integer, String, Text, func, select, update
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from app.storage.db import Base, Database, UTCDateTime, utc_now
+
+JobStatus = Literal["queued", "processing", "done", "failed"]
+ACTIVE_STATUSES: tuple[JobStatus, ...] = ("queued", "processing")
+MAX_ERROR_CHARS = 2000
+
+
+class JobRow(Base):
+    __tablename__ = "jobs"
+
+    job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    document_id: Mapped[str] = mapped_column(String(64))
+    source: Mapped[str] = mapped_column(String(255))
+    stored_path: Mapped[str] = mapped_column(String(1024))
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    progress_done: Mapped[int] = mapped_column(Integer, default=0)
+    progress_total: Mapped[int] = mapped_column(Integer, default=0)
+    progress_stage: Mapped[str] = mapped_column(String(32), default="queued")
+    chunks_indexed: Mapped[int] = mapped_column(Integer, default=0)
+    pages: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job as the API and workers see it (detached from any session)."""
+
+    job_id: str
+    tenant_id: str
+    document_id: str
+    source: str
+    stored_path: str
+    size_bytes: int
+    status: JobStatus
+    progress_done: int
+    progress_total: int
+    progress_stage: str
+    chunks_indexed: int
+    pages: int
+    error: str | None
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+
+
+def _record(row: JobRow) -> JobRecord:
+    return JobRecord(
+        job_id=row.job_id,
+        tenant_id=row.tenant_id,
+        document_id=row.document_id,
+        source=row.source,
+        stored_path=row.stored_path,
+        size_bytes=row.size_bytes,
+        status=row.status,  # type: ignore[arg-type]
+        progress_done=row.progress_done,
+        progress_total=row.progress_total,
+        progress_stage=row.progress_stage,
+        chunks_indexed=row.chunks_indexed,
+        pages=row.pages,
+        error=row.error,
+        attempts=row.attempts,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+class JobStore:
+    """Durable job state in the service database."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def create(
+        self, tenant_id: str, document_id: str, source: str, stored_path: str, size_bytes: int
+    ) -> JobRecord:
+        """Queue a job for a stored upload; `source` must already be sanitised."""
+        now = utc_now()
+        row = JobRow(
+            job_id="job_" + secrets.token_hex(12),
+            tenant_id=tenant_id,
+            document_id=document_id,
+            source=source,
+            stored_path=stored_path,
+            size_bytes=size_bytes,
+            status="queued",
+            progress_done=0,
+            progress_total=0,
+            progress_stage="queued",
+            chunks_indexed=0,
+            pages=0,
+            error=None,
+            attempts=0,
+            created_at=now,
+            updated_at=now,
+        )
+        with self._db.session() as session:
+            session.add(row)
+        return _record(row)
+
+    def get(self, tenant_id: str, job_id: str) -> JobRecord | None:
+        """The tenant's job, or None when it is missing or belongs to another tenant."""
+        with self._db.session() as session:
+            row = session.scalars(
+                select(JobRow).where(JobRow.tenant_id == tenant_id, JobRow.job_id == job_id)
+            ).first()
+            return _record(row) if row else None
+
+    def claim_next(self) -> JobRecord | None:
+        """Move the oldest queued job to processing and return it; None when nothing is queued."""
+        with self._db.session() as session:
+            if self._db.dialect == "postgresql":
+                return self._claim_locked(session, None)
+            return self._claim_conditional(session, None)
+
+    def claim(self, job_id: str) -> JobRecord | None:
+        """Claim one specific queued job (for queues that deliver ids); None if not queued."""
+        with self._db.session() as session:
+            if self._db.dialect == "postgresql":
+                return self._claim_locked(session, job_id)
+            return self._claim_conditional(session, job_id)
+
+    def _claim_locked(self, session: Session, job_id: str | None) -> JobRecord | None:
+        query = select(JobRow).where(JobRow.status == "queued")
+        if job_id is not None:
+            query = query.where(JobRow.job_id == job_id)
+        query = query.order_by(JobRow.created_at, JobRow.job_id).limit(1)
+        row = session.scalars(query.with_for_update(skip_locked=True)).first()
+        if row is None:
+            return None
+        row.status = "processing"
+        row.attempts += 1
+        row.progress_stage = "starting"
+        row.updated_at = utc_now()
+        session.flush()
+        return _record(row)
+
+    def _claim_conditional(self, session: Session, job_id: str | None) -> JobRecord | None:
+        # One statement: SQLite takes the write lock before evaluating the subquery, so two
+        # claimers can never both see the same row as queued.
+        candidate = select(JobRow.job_id).where(JobRow.status == "queued")
+        if job_id is not None:
+            candidate = candidate.where(JobRow.job_id == job_id)
+        candidate = candidate.order_by(JobRow.created_at, JobRow.job_id).limit(1)
+        statement = (
+            update(JobRow)
+            .where(JobRow.job_id == candidate.scalar_subquery(), JobRow.status == "queued")
+            .values(
+                status="processing",
+                attempts=JobRow.attempts + 1,
+                progress_stage="starting",
+                updated_at=utc_now(),
+            )
+            .returning(JobRow)
+        )
+        row = session.scalars(statement, execution_options={"synchronize_session": False}).first()
+        return _record(row) if row else None
+
+    def update_progress(self, job_id: str, done: int, total: int, stage: str) -> None:
+        """Record progress of a processing job (also its heartbeat for `requeue_stale`)."""
+        with self._db.session() as session:
+            session.execute(
+                update(JobRow)
+                .where(JobRow.job_id == job_id, JobRow.status == "processing")
+                .values(
+                    progress_done=done,
+                    progress_total=total,
+                    progress_stage=stage,
+                    updated_at=utc_now(),
+                )
+            )
+
+    def mark_done(self, job_id: str, chunks_indexed: int, pages: int) -> None:
+        """Finish a job successfully."""
+        with self._db.session() as session:
+            session.execute(
+                update(JobRow)
+                .where(JobRow.job_id == job_id)
+                .values(
+                    status="done",
+                    chunks_indexed=chunks_indexed,
+                    pages=pages,
+                    progress_stage="done",
+                    error=None,
+                    updated_at=utc_now(),
+                )
+            )
+
+    def mark_failed(self, job_id: str, error: str) -> None:
+        """Finish a job with a message the user can act on."""
+        message = error.strip() or "ingestion failed for an unknown reason"
+        with self._db.session() as session:
+            session.execute(
+                update(JobRow)
+                .where(JobRow.job_id == job_id)
+                .values(
+                    status="failed",
+                    error=message[:MAX_ERROR_CHARS],
+                    progress_stage="failed",
+                    updated_at=utc_now(),
+                )
+            )
+
+    def requeue_stale(self, stale_after_s: float | None = None, max_attempts: int = 3) -> int:
+        """Put jobs left `processing` by a crash back in the queue; returns how many.
+
+        With `stale_after_s=None` every processing job is requeued (single-process start-up,
+        when no worker can be running yet). With a number, only jobs whose heartbeat
+        (`updated_at`) is older, so live workers in other processes keep their jobs. A job that
+        has already been attempted `max_attempts` times is failed instead: a file that kills
+        the process every time must not crash-loop the service.
+        """
+        now = utc_now()
+        stale = [JobRow.status == "processing"]
+        if stale_after_s is not None:
+            stale.append(JobRow.updated_at < now - timedelta(seconds=stale_after_s))
+        with self._db.session() as session:
+            session.execute(
+                update(JobRow)
+                .where(*stale, JobRow.attempts >= max_attempts)
+                .values(
+                    status="failed",
+                    error=(
+                        f"processing was interrupted {max_attempts} times; the file may be "
+                        "crashing the parser. Check it opens, or upload it in another format"
+                    ),
+                    progress_stage="failed",
+                    updated_at=now,
+                )
+            )
+            requeued = session.execute(
+                update(JobRow)
+                .where(*stale)
+                .values(status="queued", progress_stage="queued", updated_at=now)
+            )
+            return int(requeued.rowcount)  # type: ignore[attr-defined]
+
+    def count_active(self, tenant_id: str) -> int:
+        """Queued plus processing jobs of a tenant (for the per-tenant concurrency limit)."""
+        with self._db.session() as session:
+            count = session.scalar(
+                select(func.count())
+                .select_from(JobRow)
+                .where(JobRow.tenant_id == tenant_id, JobRow.status.in_(ACTIVE_STATUSES))
+            )
+            return int(count or 0)

@@ -1,0 +1,133 @@
+"""Sliding-window rate limits per key (a user id or a client IP), in memory or shared via Redis.
+
+A hit is allowed when fewer than `limit` hits were allowed in the last 60 seconds; refused hits
+are not counted, so a client that waits `retry_after_s` gets in. The Redis backend keeps one
+sorted set of timestamps per key, updated atomically by a script, so all API processes share
+the counts and the Redis server's clock.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+import redis
+
+from app.config import Settings
+from app.errors import ProviderUnavailable
+
+WINDOW_S = 60.0
+
+
+class RateDecision(NamedTuple):
+    """Whether a hit is allowed and, if not, how many seconds until the next one would be."""
+
+    allowed: bool
+    retry_after_s: float
+
+
+class RateLimiter(Protocol):
+    """Counts hits per key over a sliding one-minute window."""
+
+    def hit(self, key: str, limit_per_minute: int) -> RateDecision:
+        """Record a hit if it is within the limit; say when to retry if not."""
+        ...
+
+
+class MemoryRateLimiter:
+    """A thread-safe sliding-window log per key; one process only."""
+
+    # Forget idle keys now and then, so a scan over many client IPs cannot grow memory forever.
+    _SWEEP_EVERY = 1000
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._hits: dict[str, deque[float]] = {}
+        self._calls = 0
+
+    def hit(self, key: str, limit_per_minute: int) -> RateDecision:
+        """Record a hit if fewer than limit_per_minute were allowed in the last minute."""
+        if limit_per_minute <= 0:
+            raise ValueError("limit_per_minute must be positive")
+        now = self._clock()
+        with self._lock:
+            self._calls += 1
+            if self._calls % self._SWEEP_EVERY == 0:
+                self._sweep(now)
+            window = self._hits.setdefault(key, deque())
+            while window and window[0] <= now - WINDOW_S:
+                window.popleft()
+            if len(window) < limit_per_minute:
+                window.append(now)
+                return RateDecision(True, 0.0)
+            # The hit that frees a slot is the one that was `limit` places back.
+            oldest_counted = window[len(window) - limit_per_minute]
+            return RateDecision(False, max(oldest_counted + WINDOW_S - now, 0.001))
+
+    def _sweep(self, now: float) -> None:
+        idle = [key for key, hits in self._hits.items() if not hits or hits[-1] <= now - WINDOW_S]
+        for key in idle:
+            del self._hits[key]
+
+
+_HIT_SCRIPT = """
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local window_us = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_us - window_us)
+local count = redis.call('ZCARD', KEYS[1])
+if count < limit then
+  redis.call('ZADD', KEYS[1], now_us, now_us .. '-' .. ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window_us / 1000))
+  return {1, 0}
+end
+local freeing = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
+return {0, tonumber(freeing[2]) + window_us - now_us}
+"""
+
+
+class RedisRateLimiter:
+    """A sliding-window log per key in Redis, shared by every API process."""
+
+    def __init__(self, client: redis.Redis[bytes], prefix: str = "rag") -> None:
+        self._client = client
+        self._prefix = f"{prefix}:ratelimit"
+        self._hit = client.register_script(_HIT_SCRIPT)
+
+    def hit(self, key: str, limit_per_minute: int) -> RateDecision:
+        """Record a hit if fewer than limit_per_minute were allowed in the last minute."""
+        if limit_per_minute <= 0:
+            raise ValueError("limit_per_minute must be positive")
+        window_us = int(WINDOW_S * 1_000_000)
+        try:
+            allowed, wait_us = self._hit(
+                keys=[f"{self._prefix}:{key}"],
+                args=[window_us, limit_per_minute, secrets.token_hex(6)],
+            )
+        except redis.RedisError as exc:
+            raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc
+        if allowed:
+            return RateDecision(True, 0.0)
+        return RateDecision(False, max(int(wait_us) / 1_000_000, 0.001))
+
+
+def retry_after_header(decision: RateDecision) -> str:
+    """The `Retry-After` header value: whole seconds, rounded up, at least 1."""
+    return str(max(1, math.ceil(decision.retry_after_s)))
+
+
+def build_rate_limiter(settings: Settings) -> RateLimiter:
+    """The limiter chosen by RAG_RATE_LIMIT_BACKEND (Redis when several API processes run)."""
+    if settings.rate_limit_backend == "redis":
+        client = redis.Redis.from_url(
+            settings.redis_url, socket_timeout=2.0, socket_connect_timeout=1.0
+        )
+        return RedisRateLimiter(client)
+    return MemoryRateLimiter()

@@ -1,0 +1,1 @@
+"""Offline evaluation of retrieval and answers on the data in ../shared/data."""

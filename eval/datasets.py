@@ -1,0 +1,102 @@
+"""Retrieval tasks from the SQuAD-format data in ../shared/data (never copied into the repo).
+
+A task is a set of paragraphs with stable ids and questions whose gold paragraph ids are known.
+Tasks: XQuAD en->en, ar->ar, ar->en (Arabic questions over the English paragraphs; the XQuAD files
+are parallel) and ARCD test. The data directory can be moved with RAG_EVAL_DATA_DIR.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+TASKS = ("xquad-en-en", "xquad-ar-ar", "xquad-ar-en", "arcd-test")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question, its gold paragraph ids and its gold answer spans."""
+
+    id: str
+    text: str
+    gold: frozenset[str]
+    answers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RetrievalTask:
+    """Paragraphs (id -> text, in file order) and the questions asked over them."""
+
+    name: str
+    paragraphs: dict[str, str]
+    questions: list[Question]
+
+
+def data_dir() -> Path:
+    """Where the evaluation data lives (RAG_EVAL_DATA_DIR, else ../shared/data)."""
+    configured = os.environ.get("RAG_EVAL_DATA_DIR")
+    return Path(configured) if configured else DEFAULT_DATA_DIR
+
+
+def _read(relative: str, root: Path | None) -> list[dict[str, Any]]:
+    path = (root or data_dir()) / relative
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found; set RAG_EVAL_DATA_DIR to the data folder")
+    articles: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["data"]
+    return articles
+
+
+def _squad_task(
+    name: str,
+    prefix: str,
+    paragraph_articles: list[dict[str, Any]],
+    question_articles: list[dict[str, Any]] | None = None,
+) -> RetrievalTask:
+    """Paragraph (a, p) of one file is gold for the questions of paragraph (a, p) of the other."""
+    question_articles = question_articles if question_articles is not None else paragraph_articles
+    paragraphs: dict[str, str] = {}
+    by_text: dict[str, str] = {}
+    questions: list[Question] = []
+    for a, (article, q_article) in enumerate(
+        zip(paragraph_articles, question_articles, strict=True)
+    ):
+        for p, (paragraph, q_paragraph) in enumerate(
+            zip(article["paragraphs"], q_article["paragraphs"], strict=True)
+        ):
+            context = paragraph["context"]
+            # An identical paragraph appearing twice is one retrievable unit, not two.
+            pid = by_text.setdefault(context, f"{prefix}:{a}:{p}")
+            paragraphs.setdefault(pid, context)
+            for qa in q_paragraph["qas"]:
+                answers = tuple(answer["text"] for answer in qa.get("answers", []))
+                questions.append(Question(str(qa["id"]), qa["question"], frozenset({pid}), answers))
+    return RetrievalTask(name, paragraphs, questions)
+
+
+def load_task(name: str, root: Path | None = None) -> RetrievalTask:
+    """One of TASKS, read from the data directory."""
+    if name == "xquad-en-en":
+        return _squad_task(name, "xquad.en", _read("xquad/xquad.en.json", root))
+    if name == "xquad-ar-ar":
+        return _squad_task(name, "xquad.ar", _read("xquad/xquad.ar.json", root))
+    if name == "xquad-ar-en":
+        english = _read("xquad/xquad.en.json", root)
+        arabic = _read("xquad/xquad.ar.json", root)
+        task = _squad_task(name, "xquad.en", english, arabic)
+        _check_parallel(english, arabic)
+        return task
+    if name == "arcd-test":
+        return _squad_task(name, "arcd.test", _read("arcd/arcd-test.json", root))
+    raise ValueError(f"unknown task {name!r}; expected one of {', '.join(TASKS)}")
+
+
+def _check_parallel(english: list[dict[str, Any]], arabic: list[dict[str, Any]]) -> None:
+    """The cross-lingual gold relies on the files being parallel: verify, don't assume."""
+    english_ids = [qa["id"] for a in english for p in a["paragraphs"] for qa in p["qas"]]
+    arabic_ids = [qa["id"] for a in arabic for p in a["paragraphs"] for qa in p["qas"]]
+    if english_ids != arabic_ids:
+        raise ValueError("xquad.en.json and xquad.ar.json are not parallel (question ids differ)")

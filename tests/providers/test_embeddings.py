@@ -1,0 +1,103 @@
+"""Embedder factory and the fake embedder: configuration errors, caching, normalisation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.config import Settings, load_settings
+from app.errors import ConfigurationError
+from app.providers.embeddings import FakeEmbedder, build_embedder, l2_normalise
+from app.providers.types import Embedder
+
+pytestmark = pytest.mark.unit
+
+
+def test_fake_provider_builds_once_per_configuration(settings: Settings):
+    first = build_embedder(settings)
+
+    assert isinstance(first, Embedder)
+    assert build_embedder(settings.model_copy()) is first
+    assert first.model_id == "fake:hashed-bow-512" and first.dimension == 512
+
+
+@given(st.text(max_size=200))
+def test_fake_vectors_are_unit_length_for_any_text(text):
+    vector = FakeEmbedder().embed_query(text)
+
+    assert len(vector) == 512
+    assert math.isclose(float(np.linalg.norm(vector)), 1.0, rel_tol=1e-5)
+
+
+def test_fake_embedder_carries_lexical_signal_and_is_deterministic():
+    embedder = FakeEmbedder()
+    passages = [
+        "Invoices are paid within thirty days of receipt.",
+        "The server room is cooled to eighteen degrees.",
+        "Holiday requests go to your line manager.",
+    ]
+    vectors = np.array(embedder.embed_documents(passages))
+
+    scores = vectors @ np.array(embedder.embed_query("how cold is the server room"))
+
+    assert int(np.argmax(scores)) == 1
+    assert embedder.embed_documents(passages) == FakeEmbedder().embed_documents(passages)
+
+
+def test_l2_normalise_keeps_zero_rows_finite():
+    out = l2_normalise([[3.0, 4.0], [0.0, 0.0]])
+
+    assert out.tolist() == [[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize("provider", ["openai", "ollama", "huggingface"])
+def test_providers_without_a_named_model_fail_naming_the_variable(settings, provider):
+    configured = settings.model_copy(
+        update={"embedding_provider": provider, "embedding_model": "  ", "openai_api_key": "k"}
+    )
+
+    with pytest.raises(ConfigurationError, match="RAG_EMBEDDING_MODEL"):
+        build_embedder(configured)
+
+
+def test_openai_without_an_api_key_fails_naming_the_variable(settings):
+    configured = settings.model_copy(
+        update={"embedding_provider": "openai", "embedding_model": "text-embedding-3-small"}
+    )
+
+    with pytest.raises(ConfigurationError, match="RAG_OPENAI_API_KEY"):
+        build_embedder(configured)
+
+
+def test_unknown_provider_is_refused_at_settings_time(data_dir):
+    with pytest.raises(ConfigurationError, match="RAG_EMBEDDING_PROVIDER"):
+        load_settings(_env_file=None, data_dir=data_dir, embedding_provider="word2vec")
+
+
+def test_remote_providers_build_without_contacting_the_server(settings):
+    openai = build_embedder(
+        settings.model_copy(
+            update={
+                "embedding_provider": "openai",
+                "embedding_model": "text-embedding-3-small",
+                "openai_api_key": "sk-test",
+            }
+        )
+    )
+    ollama = build_embedder(
+        settings.model_copy(
+            update={
+                "embedding_provider": "ollama",
+                "embedding_model": "nomic-embed-text",
+                "embedding_query_prefix": "search_query: ",
+                "embedding_passage_prefix": "search_document: ",
+            }
+        )
+    )
+
+    assert openai.model_id == "openai:text-embedding-3-small"
+    assert ollama.model_id.startswith("ollama:nomic-embed-text|query_prefix='search_query: '")

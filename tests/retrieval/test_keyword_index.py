@@ -1,0 +1,207 @@
+"""The per-tenant keyword index: isolation, rebuilt exactly when documents change, persisted."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from app.domain import document_id
+from app.providers.embeddings import FakeEmbedder
+from app.retrieval.keyword import KeywordIndex
+from app.retrieval.tokenizer import Tokenizer, TokenizerOptions
+from tests.retrieval.memory_store import InMemoryVectorStore, add_document
+
+pytestmark = pytest.mark.unit
+
+
+def _texts(store: InMemoryVectorStore, tenant: str, hits: list[tuple[str, float]]) -> list[str]:
+    return [c.text for c in store.get_chunks(tenant, [cid for cid, _ in hits])]
+
+
+def test_one_tenant_never_sees_another_tenants_chunks(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    add_document(store, embedder, "acme", "a.txt", ["the secret acme formula is blue"])
+    add_document(store, embedder, "globex", "g.txt", ["globex quarterly report"])
+    index = KeywordIndex(store, data_dir / "keyword")
+    assert index.search("globex", "secret acme formula", 10) == []
+    hits = index.search("acme", "secret acme formula", 10)
+    assert _texts(store, "acme", hits) == ["the secret acme formula is blue"]
+    # Each tenant's index holds its own chunks only, and idf is computed per tenant.
+    assert index.snapshot("globex").chunk_ids == tuple(c.id for c in store.iter_chunks("globex"))
+    assert set(index.rebuilds) == {"acme", "globex"}
+
+
+class _LeakyStore(InMemoryVectorStore):
+    """A broken store that returns every tenant's chunks."""
+
+    def iter_chunks(self, tenant_id: str):  # type: ignore[no-untyped-def]
+        for tenant in list(self._data):
+            yield from super().iter_chunks(tenant)
+
+
+def test_a_store_leaking_other_tenants_chunks_is_refused(
+    embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    leaky = _LeakyStore()
+    add_document(leaky, embedder, "acme", "a.txt", ["acme text"])
+    add_document(leaky, embedder, "globex", "g.txt", ["globex text"])
+    with pytest.raises(RuntimeError, match="another tenant"):
+        KeywordIndex(leaky, data_dir / "keyword").search("acme", "text", 5)
+
+
+def test_rebuilt_after_upload_replace_and_delete_and_not_otherwise(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    index = KeywordIndex(store, data_dir / "keyword")
+    tenant = "acme"
+    add_document(store, embedder, tenant, "a.txt", ["alpha valve manual"])
+    for _ in range(5):
+        assert index.search(tenant, "valve", 5)
+    assert index.rebuilds[tenant] == 1
+
+    add_document(store, embedder, tenant, "b.txt", ["beta pump manual"])  # upload
+    assert _texts(store, tenant, index.search(tenant, "pump", 5)) == ["beta pump manual"]
+    index.search(tenant, "pump", 5)
+    assert index.rebuilds[tenant] == 2
+
+    add_document(store, embedder, tenant, "b.txt", ["beta compressor manual"])  # replace
+    assert index.search(tenant, "pump", 5) == []
+    assert _texts(store, tenant, index.search(tenant, "compressor", 5)) == [
+        "beta compressor manual"
+    ]
+    assert index.rebuilds[tenant] == 3
+
+    store.delete_document(tenant, document_id(tenant, "a.txt"))  # delete
+    assert index.search(tenant, "valve", 5) == []
+    assert index.rebuilds[tenant] == 4
+
+    # Another tenant's upload does not rebuild this tenant's index.
+    add_document(store, embedder, "other", "o.txt", ["valve"])
+    index.search(tenant, "valve", 5)
+    assert index.rebuilds[tenant] == 4
+    assert store.iterations[tenant] == 4
+
+
+def test_restart_loads_the_persisted_index_without_reading_chunks(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    add_document(store, embedder, "acme", "a.txt", ["alpha valve manual", "beta pump SR-33"])
+    first = KeywordIndex(store, data_dir / "keyword")
+    expected = first.search("acme", "pump sr-33", 5)
+    assert first.rebuilds["acme"] == 1
+
+    restarted = KeywordIndex(store, data_dir / "keyword")
+    assert restarted.search("acme", "pump sr-33", 5) == expected
+    assert restarted.rebuilds["acme"] == 0
+    assert restarted.loads["acme"] == 1
+    assert store.iterations["acme"] == 1  # only the first process read the chunks
+
+    # After a change, the persisted index is stale and is not used.
+    add_document(store, embedder, "acme", "c.txt", ["gamma pump"])
+    third = KeywordIndex(store, data_dir / "keyword")
+    assert len(third.search("acme", "pump", 5)) == 2
+    assert third.rebuilds["acme"] == 1
+
+
+def test_another_process_rebuild_is_loaded_from_disk(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    add_document(store, embedder, "acme", "a.txt", ["alpha valve"])
+    mine = KeywordIndex(store, data_dir / "keyword")
+    theirs = KeywordIndex(store, data_dir / "keyword")
+    mine.search("acme", "valve", 5)
+    theirs.search("acme", "valve", 5)
+    add_document(store, embedder, "acme", "b.txt", ["beta valve"])  # written elsewhere
+    assert len(theirs.search("acme", "valve", 5)) == 2
+    assert len(mine.search("acme", "valve", 5)) == 2
+    assert mine.rebuilds["acme"] + theirs.rebuilds["acme"] == 2  # one initial + one rebuild
+    assert mine.loads["acme"] + theirs.loads["acme"] == 2
+
+
+def test_a_changed_tokenizer_does_not_reuse_the_persisted_index(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    add_document(store, embedder, "acme", "a.txt", ["والمدرسة الكبيرة"])
+    KeywordIndex(store, data_dir / "keyword").search("acme", "مدرسة", 5)
+    other = Tokenizer(TokenizerOptions(arabic_article=False, arabic_waw=False))
+    index = KeywordIndex(store, data_dir / "keyword", tokenizer=other)
+    index.search("acme", "مدرسة", 5)
+    assert index.rebuilds["acme"] == 1 and index.loads["acme"] == 0
+
+
+def test_corrupt_persisted_index_is_rebuilt(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    add_document(store, embedder, "acme", "a.txt", ["alpha valve"])
+    KeywordIndex(store, data_dir / "keyword").search("acme", "valve", 5)
+    for path in (data_dir / "keyword").rglob("*.json"):
+        if path.name == "chunk_ids.json":
+            path.write_text("[broken", encoding="utf-8")
+    index = KeywordIndex(store, data_dir / "keyword")
+    assert len(index.search("acme", "valve", 5)) == 1
+    assert index.rebuilds["acme"] == 1
+
+
+def test_empty_tenant_and_unknown_words_return_nothing(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    index = KeywordIndex(store, data_dir / "keyword")
+    assert index.search("nobody", "anything", 5) == []
+    add_document(store, embedder, "acme", "a.txt", ["alpha valve"])
+    assert index.search("acme", "zebra", 5) == []
+    assert index.search("acme", "?!", 5) == []
+    assert index.search("acme", "", 5) == []
+
+
+def test_tenant_ids_cannot_escape_the_index_directory(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    tenant = "../../etc"
+    add_document(store, embedder, tenant, "a.txt", ["alpha valve"])
+    index = KeywordIndex(store, data_dir / "keyword")
+    index.search(tenant, "valve", 5)
+    written = [p.resolve() for p in data_dir.rglob("*") if p.is_file()]
+    assert written and all((data_dir / "keyword").resolve() in p.parents for p in written)
+
+
+def test_forget_drops_memory_and_disk(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    add_document(store, embedder, "acme", "a.txt", ["alpha valve"])
+    index = KeywordIndex(store, data_dir / "keyword")
+    index.search("acme", "valve", 5)
+    index.forget("acme")
+    assert not any((data_dir / "keyword").iterdir())
+
+
+def test_queries_during_rebuilds_see_a_whole_index(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    """Readers race a writer: every answer is a complete old or new index, never a mix."""
+    index = KeywordIndex(store, data_dir / "keyword")
+    tenant = "acme"
+    add_document(store, embedder, tenant, "doc.txt", ["shared word v0"] * 1 + ["filler"])
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            snap = index.snapshot(tenant)
+            hits = snap.search(index.tokenizer("shared word"), 50)
+            # Each version holds exactly one "shared word" chunk plus filler.
+            if len(hits) != 1 or len(snap.chunk_ids) != 2:
+                errors.append(f"{len(hits)} hits, {len(snap.chunk_ids)} ids")
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for version in range(1, 15):
+        add_document(store, embedder, tenant, "doc.txt", [f"shared word v{version}", "filler"])
+    stop.set()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert index.snapshot(tenant).corpus_version == store.corpus_version(tenant)

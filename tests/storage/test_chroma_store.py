@@ -1,0 +1,245 @@
+"""The Chroma vector store against a real Chroma directory (fake embedder for speed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from chroma_helpers import ingest, make_chunks
+
+from app.config import Settings
+from app.domain import document_id
+from app.providers.embeddings import FakeEmbedder
+from app.storage import chroma_store
+from app.storage.chroma_store import ChromaVectorStore, build_vector_store, collection_name
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+MANUAL = [
+    "Reset the router by holding the power button for ten seconds.",
+    "The warranty covers manufacturing defects for two years.",
+    "Firmware updates are installed from the settings page.",
+]
+RECIPES = [
+    "Knead the dough for eight minutes until it is smooth.",
+    "Bake the bread at 220 degrees for thirty minutes.",
+]
+
+
+@pytest.fixture
+def embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def store(settings: Settings, embedder: FakeEmbedder) -> ChromaVectorStore:
+    return build_vector_store(settings, embedder)
+
+
+def test_reingesting_the_same_document_keeps_the_count(store, embedder):
+    ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+    ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+
+    assert store.count("acme") == len(MANUAL)
+
+
+def test_changed_document_leaves_no_chunk_of_the_old_version(store, embedder):
+    old = ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+    ingest(store, embedder, "acme", "recipes.txt", RECIPES)
+    new_text = [MANUAL[0], "The warranty now covers accidental damage for three years."]
+
+    new = ingest(store, embedder, "acme", "manual.pdf", new_text)
+
+    remaining = {c.id for c in store.iter_chunks("acme")}
+    assert remaining == {c.id for c in new} | {
+        c.id for c in make_chunks("acme", "recipes.txt", RECIPES)
+    }
+    assert not {old[1].id, old[2].id} & remaining
+    assert store.find_containing("acme", "two years", 10) == []
+
+
+def test_delete_removes_every_chunk_of_that_document_only(store, embedder):
+    ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+    ingest(store, embedder, "acme", "recipes.txt", RECIPES)
+
+    removed = store.delete_document("acme", document_id("acme", "manual.pdf"))
+
+    assert removed == len(MANUAL)
+    assert {c.source for c in store.iter_chunks("acme")} == {"recipes.txt"}
+    assert store.delete_document("acme", document_id("acme", "manual.pdf")) == 0
+
+
+def test_tenants_never_see_each_others_chunks(store, embedder):
+    acme = ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+    globex = ingest(store, embedder, "globex", "recipes.txt", RECIPES)
+
+    # A query that matches globex's text exactly, asked as acme, must return only acme's chunks.
+    hits = store.query("acme", embedder.embed_query(RECIPES[1]), k=10)
+    assert hits and {chunk.tenant_id for chunk, _ in hits} == {"acme"}
+    assert store.find_containing("acme", "Bake the bread", 10) == []
+    assert store.get_chunks("acme", [c.id for c in globex]) == []
+    assert {c.id for c in store.iter_chunks("globex")} == {c.id for c in globex}
+    assert store.count("acme") == len(acme)
+
+
+def test_metadata_round_trips_exactly(store, embedder):
+    text = "الفصل الأول: مقدمة عن الشبكات"
+    chunk = replace(
+        make_chunks("acme", "كتاب.pdf", [text], page=1, label="iv")[0],
+        start=17,
+        end=17 + len(text),
+        metadata={"kind": "text", "language": "ar"},
+    )
+    store.replace_document("acme", chunk.document_id, [chunk], embedder.embed_documents([text]))
+
+    (hit, score), *_ = store.query("acme", embedder.embed_query(text), k=1)
+
+    assert hit == chunk
+    assert (hit.page, hit.page_label, hit.start, hit.end) == (1, "iv", 17, 17 + len(text))
+    assert hit.metadata == {"kind": "text", "language": "ar"}
+    assert hit.text == text
+    assert score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_similarity_is_one_minus_cosine_distance(store, embedder):
+    dim = embedder.dimension
+    chunks = make_chunks("acme", "axes.txt", ["x axis", "y axis"])
+    x_axis = [1.0] + [0.0] * (dim - 1)
+    y_axis = [0.0, 1.0] + [0.0] * (dim - 2)
+    store.replace_document("acme", chunks[0].document_id, chunks, [x_axis, y_axis])
+
+    # Unnormalised query at 45 degrees between them: cosine is 0.7071 for both, whatever its length.
+    hits = store.query("acme", [3.0, 3.0] + [0.0] * (dim - 2), k=2)
+
+    assert [round(score, 4) for _, score in hits] == [0.7071, 0.7071]
+    collection = store._client.get_collection(store.collection_name("acme"))
+    assert collection.configuration["hnsw"]["space"] == "cosine"
+
+
+def test_query_returns_best_first_and_at_most_what_exists(store, embedder):
+    ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+
+    hits = store.query("acme", embedder.embed_query("how long is the warranty"), k=50)
+
+    assert len(hits) == len(MANUAL)
+    assert "warranty" in hits[0][0].text
+    scores = [score for _, score in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_find_containing_is_exact_case_sensitive_and_limited(store, embedder):
+    ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+
+    assert [c.text for c in store.find_containing("acme", "power button", 10)] == [MANUAL[0]]
+    assert store.find_containing("acme", "Power Button", 10) == []
+    assert len(store.find_containing("acme", "the", 2)) == 2
+    assert store.find_containing("acme", "", 10) == []
+
+
+def test_get_chunks_keeps_the_requested_order_and_skips_unknown_ids(store, embedder):
+    chunks = ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+    wanted = [chunks[2].id, "no-such-id", chunks[0].id]
+
+    assert [c.id for c in store.get_chunks("acme", wanted)] == [chunks[2].id, chunks[0].id]
+
+
+def test_iter_chunks_pages_through_large_tenants(store, embedder, monkeypatch):
+    monkeypatch.setattr(chroma_store, "PAGE_SIZE", 7)
+    texts = [f"paragraph number {i} about topic {i % 5}" for i in range(23)]
+
+    chunks = ingest(store, embedder, "acme", "long.txt", texts)
+
+    assert sorted(c.id for c in store.iter_chunks("acme")) == sorted(c.id for c in chunks)
+    assert store.count("acme") == 23
+
+
+def test_unknown_tenant_reads_empty_without_creating_a_collection(store, embedder):
+    assert store.count("nobody") == 0
+    assert store.query("nobody", embedder.embed_query("x"), k=3) == []
+    assert list(store.iter_chunks("nobody")) == []
+    assert store.corpus_version("nobody") == 0
+    assert store._client.list_collections() == []
+
+
+def test_bad_input_is_refused(store, embedder):
+    chunks = make_chunks("acme", "manual.pdf", MANUAL)
+    vectors = embedder.embed_documents(MANUAL)
+    doc = chunks[0].document_id
+
+    with pytest.raises(ValueError, match="3 chunks but 2 vectors"):
+        store.replace_document("acme", doc, chunks, vectors[:2])
+    with pytest.raises(ValueError, match="does not belong"):
+        store.replace_document("globex", document_id("globex", "manual.pdf"), chunks, vectors)
+    with pytest.raises(ValueError, match="length 3"):
+        store.replace_document("acme", doc, chunks[:1], [[0.1, 0.2, 0.3]])
+    with pytest.raises(ValueError, match="override core fields"):
+        bad = replace(chunks[0], metadata={"page": 9})
+        store.replace_document("acme", doc, [bad], vectors[:1])
+    with pytest.raises(ValueError, match="k must be positive"):
+        store.query("acme", vectors[0], k=0)
+    with pytest.raises(ValueError, match="tenant_id"):
+        store.count("")
+    assert store.count("acme") == 0
+
+
+def test_corpus_version_changes_on_every_write(store, embedder):
+    versions = [store.corpus_version("acme")]
+    ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+    versions.append(store.corpus_version("acme"))
+    ingest(store, embedder, "acme", "manual.pdf", MANUAL[:2])
+    versions.append(store.corpus_version("acme"))
+    store.delete_document("acme", document_id("acme", "manual.pdf"))
+    versions.append(store.corpus_version("acme"))
+
+    assert versions == sorted(set(versions)), versions
+
+
+def test_corpus_version_is_seen_by_another_client_and_process(settings, embedder):
+    writer = build_vector_store(settings, embedder)
+    ingest(writer, embedder, "acme", "manual.pdf", MANUAL)
+    reader = build_vector_store(settings, embedder)
+    before = reader.corpus_version("acme")  # the reader now holds the collection open
+
+    ingest(writer, embedder, "acme", "recipes.txt", RECIPES)
+
+    after = reader.corpus_version("acme")
+    assert after != before and after == writer.corpus_version("acme")
+    script = (
+        "import json; from app.config import load_settings;"
+        "from app.providers.embeddings import FakeEmbedder;"
+        "from app.storage.chroma_store import build_vector_store;"
+        f"s = build_vector_store(load_settings(_env_file=None, data_dir={str(settings.data_dir)!r}),"
+        " FakeEmbedder());"
+        "print(json.dumps([s.corpus_version('acme'), s.count('acme')]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [after, len(MANUAL) + len(RECIPES)]
+
+
+def test_drop_tenant_removes_only_that_tenant(store, embedder):
+    ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+    ingest(store, embedder, "globex", "recipes.txt", RECIPES)
+
+    store.drop_tenant("acme")
+
+    assert store.count("acme") == 0
+    assert store.count("globex") == len(RECIPES)
+
+
+def test_collection_names_separate_tenants_models_and_dimensions():
+    names = {
+        collection_name("acme", "use:m", 512),
+        collection_name("globex", "use:m", 512),
+        collection_name("acme", "e5:m", 512),
+        collection_name("acme", "use:m", 256),
+    }
+    assert len(names) == 4
+    assert all(name.replace("_", "").isalnum() and len(name) < 64 for name in names)

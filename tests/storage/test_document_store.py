@@ -1,0 +1,122 @@
+"""The documents table on SQLite and PostgreSQL: one row per name, paging, tenant scoping."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from app.domain import document_id
+from app.storage.db import Database
+from app.storage.documents import DocumentStore
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def documents(sql_database: Database) -> DocumentStore:
+    return DocumentStore(sql_database)
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def add(documents: DocumentStore, tenant: str, source: str, content: str = "v1") -> str:
+    doc_id = document_id(tenant, source)
+    documents.upsert(tenant, doc_id, source, len(content), sha(content))
+    return doc_id
+
+
+def test_upload_creates_a_queued_document_visible_to_its_tenant_only(
+    documents: DocumentStore,
+) -> None:
+    doc_id = add(documents, "acme", "handbook.pdf")
+    doc = documents.get("acme", doc_id)
+    assert doc is not None
+    assert (doc.source, doc.status, doc.pages, doc.chunks, doc.size_bytes) == (
+        "handbook.pdf",
+        "queued",
+        0,
+        0,
+        2,
+    )
+    assert doc.content_sha256 == sha("v1")
+    assert doc.uploaded_at.tzinfo is not None
+    assert documents.get("globex", doc_id) is None
+    assert documents.list("globex", limit=10) == []
+
+
+def test_reupload_of_the_same_name_replaces_the_row(documents: DocumentStore) -> None:
+    doc_id = add(documents, "acme", "handbook.pdf", "v1")
+    documents.set_status("acme", doc_id, "done", pages=3, chunks=12)
+    first = documents.get("acme", doc_id)
+    assert first is not None
+
+    add(documents, "acme", "handbook.pdf", "version two")
+    second = documents.get("acme", doc_id)
+    assert second is not None
+    assert documents.count("acme") == 1
+    assert (second.status, second.size_bytes, second.content_sha256) == (
+        "queued",
+        len("version two"),
+        sha("version two"),
+    )
+    assert second.uploaded_at > first.uploaded_at
+    # Until the new version is indexed, the figures describe what search can still find.
+    assert (second.pages, second.chunks) == (3, 12)
+
+
+def test_same_name_in_two_tenants_is_two_documents(documents: DocumentStore) -> None:
+    acme, globex = add(documents, "acme", "plan.txt"), add(documents, "globex", "plan.txt")
+    assert acme != globex
+    documents.set_status("acme", acme, "done", pages=1, chunks=4)
+    assert documents.get("globex", globex).status == "queued"  # type: ignore[union-attr]
+
+
+def test_status_update_reports_a_document_deleted_meanwhile(documents: DocumentStore) -> None:
+    doc_id = add(documents, "acme", "gone.txt")
+    assert documents.set_status("acme", doc_id, "processing") is True
+    assert documents.set_status("globex", doc_id, "failed") is False  # another tenant's
+    assert documents.get("acme", doc_id).status == "processing"  # type: ignore[union-attr]
+    documents.delete("acme", doc_id)
+    assert documents.set_status("acme", doc_id, "done", pages=1, chunks=1) is False
+    assert documents.get("acme", doc_id) is None
+
+
+def test_listing_pages_through_every_document_newest_first(documents: DocumentStore) -> None:
+    sources = [f"file{i}.txt" for i in range(7)]
+    for source in sources:
+        add(documents, "acme", source)
+    add(documents, "globex", "secret.txt")
+
+    pages = [documents.list("acme", limit=3, offset=offset) for offset in (0, 3, 6, 9)]
+    assert [len(page) for page in pages] == [3, 3, 1, 0]
+    listed = [doc.source for page in pages for doc in page]
+    assert listed == list(reversed(sources))
+    assert documents.count("acme") == 7
+    assert all(doc.tenant_id == "acme" for page in pages for doc in page)
+
+
+def test_negative_paging_is_refused(documents: DocumentStore) -> None:
+    with pytest.raises(ValueError):
+        documents.list("acme", limit=-1)
+    with pytest.raises(ValueError):
+        documents.list("acme", limit=10, offset=-5)
+
+
+def test_delete_is_tenant_scoped(documents: DocumentStore) -> None:
+    doc_id = add(documents, "acme", "contract.pdf")
+    assert documents.delete("globex", doc_id) is False
+    assert documents.get("acme", doc_id) is not None
+    assert documents.delete("acme", doc_id) is True
+    assert documents.delete("acme", doc_id) is False
+    assert documents.count("acme") == 0
+
+
+def test_total_chunks_sums_one_tenant(documents: DocumentStore) -> None:
+    assert documents.total_chunks("acme") == 0
+    for source, chunks in (("a", 5), ("b", 7)):
+        documents.set_status("acme", add(documents, "acme", source), "done", chunks=chunks)
+    documents.set_status("globex", add(documents, "globex", "c"), "done", chunks=100)
+    assert documents.total_chunks("acme") == 12

@@ -1,0 +1,210 @@
+"""Durable ingestion jobs on SQLite and PostgreSQL: scoping, claiming under contention, recovery."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+
+from app.storage.db import Database, open_database, utc_now
+from app.storage.jobs import JobRow, JobStore
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def jobs(sql_database: Database) -> JobStore:
+    return JobStore(sql_database)
+
+
+def queue(jobs: JobStore, tenant: str = "acme", name: str = "report.pdf") -> str:
+    return jobs.create(tenant, f"doc_{name}", name, f"/data/uploads/{name}.bin", 1234).job_id
+
+
+def test_created_job_is_queued_and_visible_to_its_tenant_only(jobs: JobStore) -> None:
+    job_id = queue(jobs)
+    job = jobs.get("acme", job_id)
+    assert job is not None
+    assert (job.status, job.source, job.size_bytes, job.attempts) == ("queued", "report.pdf", 1234, 0)
+    assert (job.progress_done, job.progress_total, job.chunks_indexed, job.error) == (0, 0, 0, None)
+    assert job.created_at.tzinfo is not None and job.created_at == job.updated_at
+    assert jobs.get("globex", job_id) is None
+    assert jobs.get("acme", "job_missing") is None
+
+
+def test_claim_next_takes_jobs_oldest_first_then_reports_empty(jobs: JobStore) -> None:
+    first, second = queue(jobs, name="a.pdf"), queue(jobs, name="b.pdf")
+    claimed = jobs.claim_next()
+    assert claimed is not None and claimed.job_id == first
+    assert (claimed.status, claimed.attempts) == ("processing", 1)
+    assert jobs.get("acme", first).status == "processing"  # type: ignore[union-attr]
+    again = jobs.claim_next()
+    assert again is not None and again.job_id == second
+    assert jobs.claim_next() is None
+
+
+def test_claim_of_a_specific_job_happens_once(jobs: JobStore) -> None:
+    job_id = queue(jobs)
+    assert jobs.claim(job_id) is not None
+    assert jobs.claim(job_id) is None
+    assert jobs.claim("job_missing") is None
+
+
+def test_concurrent_threads_never_claim_the_same_job(jobs: JobStore) -> None:
+    created = {queue(jobs, tenant=f"t{i % 3}", name=f"f{i}.txt") for i in range(60)}
+    claimed: list[str] = []
+    lock = threading.Lock()
+    start = threading.Barrier(6)
+
+    def worker() -> None:
+        start.wait()
+        while (job := jobs.claim_next()) is not None:
+            with lock:
+                claimed.append(job.job_id)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(claimed) == len(set(claimed)) == 60
+    assert set(claimed) == created
+
+
+def _claim_all_in_child(
+    url: str, start: threading.Barrier, results: multiprocessing.Queue[list[str]]
+) -> None:
+    database = Database(url)
+    store = JobStore(database)
+    ids = []
+    start.wait(timeout=60)  # all children connected: they really compete
+    while (job := store.claim_next()) is not None:
+        ids.append(job.job_id)
+    database.dispose()
+    results.put(ids)
+
+
+def test_concurrent_processes_never_claim_the_same_job(
+    jobs: JobStore, sql_database: Database
+) -> None:
+    created = {queue(jobs, name=f"f{i}.txt") for i in range(40)}
+    context = multiprocessing.get_context("spawn")
+    results: multiprocessing.Queue[list[str]] = context.Queue()
+    start = context.Barrier(3)
+    children = [
+        context.Process(target=_claim_all_in_child, args=(sql_database.url, start, results))
+        for _ in range(3)
+    ]
+    for child in children:
+        child.start()
+    per_child = [results.get(timeout=120) for _ in children]
+    print("jobs claimed per process:", [len(ids) for ids in per_child])
+    claimed = [job_id for ids in per_child for job_id in ids]
+    for child in children:
+        child.join(timeout=30)
+        assert child.exitcode == 0
+    assert len(claimed) == len(set(claimed)) == 40
+    assert set(claimed) == created
+
+
+def test_progress_done_and_failed_are_recorded(jobs: JobStore) -> None:
+    ok, bad = queue(jobs, name="ok.pdf"), queue(jobs, name="bad.pdf")
+    jobs.update_progress(ok, 1, 5, "parsing")  # not claimed yet: ignored
+    assert jobs.get("acme", ok).progress_stage == "queued"  # type: ignore[union-attr]
+
+    jobs.claim(ok)
+    jobs.update_progress(ok, 3, 5, "parsing")
+    job = jobs.get("acme", ok)
+    assert job is not None
+    assert (job.progress_done, job.progress_total, job.progress_stage) == (3, 5, "parsing")
+    assert job.updated_at > job.created_at
+
+    jobs.mark_done(ok, chunks_indexed=42, pages=5)
+    job = jobs.get("acme", ok)
+    assert job is not None
+    assert (job.status, job.chunks_indexed, job.pages, job.error) == ("done", 42, 5, None)
+
+    jobs.claim(bad)
+    jobs.mark_failed(bad, "the PDF is encrypted; upload an unencrypted copy")
+    job = jobs.get("acme", bad)
+    assert job is not None
+    assert job.status == "failed"
+    assert job.error == "the PDF is encrypted; upload an unencrypted copy"
+
+
+def test_a_failure_always_carries_a_message(jobs: JobStore) -> None:
+    empty, huge = queue(jobs, name="a"), queue(jobs, name="b")
+    jobs.mark_failed(empty, "   ")
+    jobs.mark_failed(huge, "x" * 10_000)
+    assert jobs.get("acme", empty).error  # type: ignore[union-attr]
+    assert len(jobs.get("acme", huge).error or "") <= 2000  # type: ignore[union-attr]
+
+
+def test_requeue_stale_returns_crashed_jobs_to_the_queue(jobs: JobStore) -> None:
+    first, second, finished = (queue(jobs, name=n) for n in ("a", "b", "c"))
+    for _ in range(3):
+        jobs.claim_next()
+    jobs.mark_done(finished, 1, 1)
+
+    assert jobs.requeue_stale() == 2
+    assert {jobs.get("acme", j).status for j in (first, second)} == {"queued"}  # type: ignore[union-attr]
+    assert jobs.get("acme", finished).status == "done"  # type: ignore[union-attr]
+    reclaimed = jobs.claim_next()
+    assert reclaimed is not None and reclaimed.job_id == first and reclaimed.attempts == 2
+
+
+def test_requeue_stale_with_a_threshold_spares_live_workers(
+    jobs: JobStore, sql_database: Database
+) -> None:
+    stuck, alive = queue(jobs, name="stuck"), queue(jobs, name="alive")
+    jobs.claim(stuck)
+    jobs.claim(alive)
+    with sql_database.session() as session:
+        session.execute(
+            update(JobRow)
+            .where(JobRow.job_id == stuck)
+            .values(updated_at=utc_now() - timedelta(minutes=10))
+        )
+    jobs.update_progress(alive, 1, 2, "embedding")  # a heartbeat
+
+    assert jobs.requeue_stale(stale_after_s=300) == 1
+    assert jobs.get("acme", stuck).status == "queued"  # type: ignore[union-attr]
+    assert jobs.get("acme", alive).status == "processing"  # type: ignore[union-attr]
+
+
+def test_a_job_that_keeps_crashing_is_failed_not_retried_forever(jobs: JobStore) -> None:
+    job_id = queue(jobs, name="poison.pdf")
+    for _ in range(3):
+        assert jobs.claim(job_id) is not None
+        jobs.requeue_stale(max_attempts=3)
+    job = jobs.get("acme", job_id)
+    assert job is not None
+    assert job.status == "failed" and job.attempts == 3
+    assert "interrupted 3 times" in (job.error or "")
+
+
+def test_count_active_counts_queued_and_processing_of_one_tenant(jobs: JobStore) -> None:
+    queued, processing, done, failed = (queue(jobs, name=n) for n in "abcd")
+    queue(jobs, tenant="globex")
+    for job_id in (processing, done, failed):
+        jobs.claim(job_id)
+    jobs.mark_done(done, 1, 1)
+    jobs.mark_failed(failed, "broken")
+    assert jobs.count_active("acme") == 2
+    assert jobs.count_active("globex") == 1
+    assert jobs.count_active("initech") == 0
+    del queued
+
+
+def test_jobs_survive_a_restart(jobs: JobStore, sql_database: Database) -> None:
+    job_id = queue(jobs)
+    sql_database.dispose()
+    reopened = open_database(sql_database.url)
+    try:
+        job = JobStore(reopened).get("acme", job_id)
+        assert job is not None and job.status == "queued"
+    finally:
+        reopened.dispose()
