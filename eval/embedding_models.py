@@ -64,9 +64,10 @@ def embed_queries(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, lis
     return np.asarray(vectors, dtype=np.float32), timings
 
 
-def evaluate_model(provider: str, tasks: list[RetrievalTask]) -> list[dict[str, Any]]:
+def evaluate_model(provider: str, tasks: list[RetrievalTask], threads: int) -> list[dict[str, Any]]:
     """Metrics and speed of one embedding provider on each task."""
-    embedder = build_embedder(load_settings(_env_file=None, embedding_provider=provider))
+    settings = load_settings(_env_file=None, embedding_provider=provider, embedding_threads=threads)
+    embedder = build_embedder(settings)
     corpora: dict[tuple[str, ...], CorpusEmbedding] = {}
     queries: dict[tuple[str, ...], tuple[np.ndarray, list[float]]] = {}
     rows = []
@@ -90,6 +91,7 @@ def evaluate_model(provider: str, tasks: list[RetrievalTask]) -> list[dict[str, 
                 "model": provider,
                 "model_id": embedder.model_id,
                 "dimension": embedder.dimension,
+                "threads": threads,
                 "task": task.name,
                 "paragraphs": len(corpus.ids),
                 "questions": len(task.questions),
@@ -132,13 +134,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", nargs="+", default=["use", "e5"])
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     parser.add_argument("--limit", type=int, default=None, help="questions per task (smoke runs)")
+    parser.add_argument("--threads", type=int, default=load_settings().embedding_threads)
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
     tasks = [limit_task(load_task(name), args.limit) for name in args.tasks]
     load_before = os.getloadavg()
     started = time.perf_counter()
-    rows = [row for provider in args.models for row in evaluate_model(provider, tasks)]
+    rows = [
+        row for provider in args.models for row in evaluate_model(provider, tasks, args.threads)
+    ]
     table = markdown_table(rows)
     print(table)
     report = {

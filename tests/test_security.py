@@ -73,11 +73,15 @@ def test_issued_token_verifies_to_the_same_user_and_tenant() -> None:
 
 def test_every_token_has_its_own_id() -> None:
     first, second = codec().issue("usr_1", "acme"), codec().issue("usr_1", "acme")
-    assert codec().verify(first.access_token).token_id != codec().verify(second.access_token).token_id
+    assert (
+        codec().verify(first.access_token).token_id != codec().verify(second.access_token).token_id
+    )
 
 
 def _alg_none() -> str:
-    claims = {k: int(v.timestamp()) if isinstance(v, datetime) else v for k, v in valid_claims().items()}
+    claims = {
+        k: int(v.timestamp()) if isinstance(v, datetime) else v for k, v in valid_claims().items()
+    }
     return f"{b64({'alg': 'none', 'typ': 'JWT'})}.{b64(claims)}."
 
 

@@ -115,6 +115,10 @@ class StatsOut(BaseModel):
     cache_hit_rate: float
 
 
+class HealthOut(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
 class StatusOut(BaseModel):
     status: str
     detail: dict[str, str] = Field(default_factory=dict)

@@ -8,11 +8,11 @@ from pathlib import Path
 from app.domain import Page
 from app.errors import CorruptDocument, EmptyDocument, IngestionError, UnsupportedFileType
 from app.ingestion.limits import LoadLimits
-from app.ingestion.loaders import LOADERS
+from app.ingestion.loaders import LOADER_NAMES, loader_for
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(LOADERS)
+SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(LOADER_NAMES)
 
 
 def load(path: Path, limits: LoadLimits) -> list[Page]:
@@ -21,7 +21,7 @@ def load(path: Path, limits: LoadLimits) -> list[Page]:
     Raises only IngestionError subclasses, each with a message a user can act on.
     """
     extension = path.suffix.lower()
-    loader = LOADERS.get(extension)
+    loader = loader_for(extension)
     if loader is None:
         supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
         raise UnsupportedFileType(

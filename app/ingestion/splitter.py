@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 
-from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
-
 # Boundaries in order of preference; the separator stays at the end of the piece before it.
 TEXT_SEPARATORS: tuple[str, ...] = (
     r"\n[ \t]*\n\s*",  # paragraph
@@ -62,6 +60,9 @@ def separators_for(language: str | None) -> tuple[str, ...]:
         return PYTHON_SEPARATORS
     if language == "json":
         return JSON_SEPARATORS
+    # Imported here: langchain_text_splitters costs about a second to import.
+    from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+
     try:
         lang = Language(language)
     except ValueError:

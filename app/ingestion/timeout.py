@@ -17,11 +17,13 @@ from app.domain import Page
 from app.errors import CorruptDocument, IngestionError, ParseTimeout
 from app.ingestion.dispatch import load
 from app.ingestion.limits import LoadLimits
+from app.ingestion.loaders import LOADER_MODULES
 
 # forkserver: forking a process that runs threads (web server, worker pool) can deadlock the
 # child on a lock held by another thread; the fork server is a clean single-threaded parent.
 _CONTEXT = multiprocessing.get_context("forkserver")
-_CONTEXT.set_forkserver_preload(["app.ingestion.dispatch"])
+# The fork server imports the parsers once; each child then starts with them loaded.
+_CONTEXT.set_forkserver_preload(["app.ingestion.dispatch", *LOADER_MODULES])
 _KILL_GRACE_S = 2.0
 
 

@@ -92,7 +92,9 @@ class UserService:
         An unknown user costs one bcrypt check against a dummy hash of the same cost, so the
         response time does not reveal whether the name exists.
         """
-        user = self._store.get_by_username(normalise_username(username))
+        name = normalise_username(username)
+        # A name that could never have been created is not looked up, but costs the same.
+        user = self._store.get_by_username(name) if USERNAME_PATTERN.fullmatch(name) else None
         if user is None:
             security.verify_password(password, security.dummy_hash(self._rounds))
             raise AuthenticationFailed(LOGIN_FAILED_MESSAGE)

@@ -22,6 +22,7 @@ import redis
 
 from app.config import Settings
 from app.errors import ProviderUnavailable
+from app.storage.redis_client import connect_redis
 
 log = logging.getLogger(__name__)
 
@@ -342,8 +343,6 @@ class RedisAnswerCache:
 def build_cache(settings: Settings) -> AnswerCache:
     """The answer cache chosen by RAG_CACHE_BACKEND."""
     if settings.cache_backend == "redis":
-        client = redis.Redis.from_url(
-            settings.redis_url, socket_timeout=2.0, socket_connect_timeout=1.0
-        )
+        client = connect_redis(settings.redis_url)
         return RedisAnswerCache(client, settings.cache_ttl_s, settings.cache_max_entries)
     return MemoryAnswerCache(settings.cache_max_entries, settings.cache_ttl_s)

@@ -1,9 +1,10 @@
 """Sliding-window rate limits per key (a user id or a client IP), in memory or shared via Redis.
 
-A hit is allowed when fewer than `limit` hits were allowed in the last 60 seconds; refused hits
-are not counted, so a client that waits `retry_after_s` gets in. The Redis backend keeps one
-sorted set of timestamps per key, updated atomically by a script, so all API processes share
-the counts and the Redis server's clock.
+A hit is allowed when fewer than `limit` hits were allowed in the last minute (the window is a
+constructor argument only so tests need not wait a minute). Refused hits are not counted, so a
+client that waits `retry_after_s` gets in. The Redis backend keeps one sorted set of timestamps
+per key, updated atomically by a script, so all API processes share the counts and the Redis
+server's clock.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import redis
 
 from app.config import Settings
 from app.errors import ProviderUnavailable
+from app.storage.redis_client import connect_redis
 
 WINDOW_S = 60.0
 
@@ -45,8 +47,11 @@ class MemoryRateLimiter:
     # Forget idle keys now and then, so a scan over many client IPs cannot grow memory forever.
     _SWEEP_EVERY = 1000
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, window_s: float = WINDOW_S
+    ) -> None:
         self._clock = clock
+        self._window_s = window_s
         self._lock = threading.Lock()
         self._hits: dict[str, deque[float]] = {}
         self._calls = 0
@@ -61,17 +66,18 @@ class MemoryRateLimiter:
             if self._calls % self._SWEEP_EVERY == 0:
                 self._sweep(now)
             window = self._hits.setdefault(key, deque())
-            while window and window[0] <= now - WINDOW_S:
+            while window and window[0] <= now - self._window_s:
                 window.popleft()
             if len(window) < limit_per_minute:
                 window.append(now)
                 return RateDecision(True, 0.0)
             # The hit that frees a slot is the one that was `limit` places back.
             oldest_counted = window[len(window) - limit_per_minute]
-            return RateDecision(False, max(oldest_counted + WINDOW_S - now, 0.001))
+            return RateDecision(False, max(oldest_counted + self._window_s - now, 0.001))
 
     def _sweep(self, now: float) -> None:
-        idle = [key for key, hits in self._hits.items() if not hits or hits[-1] <= now - WINDOW_S]
+        cutoff = now - self._window_s
+        idle = [key for key, hits in self._hits.items() if not hits or hits[-1] <= cutoff]
         for key in idle:
             del self._hits[key]
 
@@ -96,8 +102,11 @@ return {0, tonumber(freeing[2]) + window_us - now_us}
 class RedisRateLimiter:
     """A sliding-window log per key in Redis, shared by every API process."""
 
-    def __init__(self, client: redis.Redis[bytes], prefix: str = "rag") -> None:
+    def __init__(
+        self, client: redis.Redis[bytes], prefix: str = "rag", window_s: float = WINDOW_S
+    ) -> None:
         self._client = client
+        self._window_us = int(window_s * 1_000_000)
         self._prefix = f"{prefix}:ratelimit"
         self._hit = client.register_script(_HIT_SCRIPT)
 
@@ -105,11 +114,10 @@ class RedisRateLimiter:
         """Record a hit if fewer than limit_per_minute were allowed in the last minute."""
         if limit_per_minute <= 0:
             raise ValueError("limit_per_minute must be positive")
-        window_us = int(WINDOW_S * 1_000_000)
         try:
             allowed, wait_us = self._hit(
                 keys=[f"{self._prefix}:{key}"],
-                args=[window_us, limit_per_minute, secrets.token_hex(6)],
+                args=[self._window_us, limit_per_minute, secrets.token_hex(6)],
             )
         except redis.RedisError as exc:
             raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc
@@ -126,8 +134,6 @@ def retry_after_header(decision: RateDecision) -> str:
 def build_rate_limiter(settings: Settings) -> RateLimiter:
     """The limiter chosen by RAG_RATE_LIMIT_BACKEND (Redis when several API processes run)."""
     if settings.rate_limit_backend == "redis":
-        client = redis.Redis.from_url(
-            settings.redis_url, socket_timeout=2.0, socket_connect_timeout=1.0
-        )
+        client = connect_redis(settings.redis_url)
         return RedisRateLimiter(client)
     return MemoryRateLimiter()

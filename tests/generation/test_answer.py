@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from generation_builders import PARIS, make_hits, relevant
 
 from app.config import Settings
 from app.domain import RetrievalResult
@@ -18,7 +19,6 @@ from app.generation.answer import (
 from app.generation.prompt import PASSAGES_CLOSE, PASSAGES_OPEN
 from app.providers.llms import FakeLLM, build_llm
 from app.timing import start_timer, timed
-from generation_builders import PARIS, make_hits, relevant
 
 pytestmark = pytest.mark.unit
 
@@ -110,7 +110,9 @@ def test_a_client_that_stops_reading_closes_the_model_stream() -> None:
             finally:
                 closed.append(True)
 
-    events = stream_answer("q", relevant(PARIS), Tracking("A long answer [1]."), refusal_text=REFUSAL)
+    events = stream_answer(
+        "q", relevant(PARIS), Tracking("A long answer [1]."), refusal_text=REFUSAL
+    )
     next(events)
     events.close()  # type: ignore[attr-defined]
     assert closed == [True]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from generation_builders import PARIS, make_hits
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,7 +17,6 @@ from app.generation.citations import (
     is_refusal,
     marker_numbers,
 )
-from generation_builders import PARIS, make_hits
 
 pytestmark = pytest.mark.unit
 
@@ -68,7 +70,7 @@ deltas_text = st.text(alphabet=st.sampled_from(list("ab 1239[],،.٣\n")), max_s
 def test_streaming_any_split_gives_the_same_text_as_whole(text: str, cuts: list[int]) -> None:
     bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
     marker_filter = MarkerFilter(3)
-    streamed = "".join(marker_filter.feed(text[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
+    streamed = "".join(marker_filter.feed(text[a:b]) for a, b in itertools.pairwise(bounds))
     streamed += marker_filter.finish()
     whole, cited = clean_markers(text, 3)
     assert streamed == whole

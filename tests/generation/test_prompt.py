@@ -1,11 +1,11 @@
-"""The prompt: numbered, delimited passages with sources; rules and examples; injection stays data."""
+"""The prompt: numbered, delimited passages with sources, rules, examples; injection stays data."""
 
 from __future__ import annotations
 
 import pytest
+from generation_builders import PARIS, make_hits
 
 from app.generation.prompt import PASSAGES_CLOSE, PASSAGES_OPEN, build_request
-from generation_builders import PARIS, make_hits
 
 pytestmark = pytest.mark.unit
 

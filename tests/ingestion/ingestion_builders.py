@@ -12,11 +12,42 @@ from pypdf.constants import PageLabelStyle
 
 ARABIC_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 
-WORDS = (
-    "retrieval ranking index vector tenant answer citation passage context model query "
-    "document page label overlap chunk window token embedding search filter score cache "
-    "upload worker stream parser header footer section appendix figure table result"
-).split()
+WORDS = [
+    "retrieval",
+    "ranking",
+    "index",
+    "vector",
+    "tenant",
+    "answer",
+    "citation",
+    "passage",
+    "context",
+    "model",
+    "query",
+    "document",
+    "page",
+    "label",
+    "overlap",
+    "chunk",
+    "window",
+    "token",
+    "embedding",
+    "search",
+    "filter",
+    "score",
+    "cache",
+    "upload",
+    "worker",
+    "stream",
+    "parser",
+    "header",
+    "footer",
+    "section",
+    "appendix",
+    "figure",
+    "table",
+    "result",
+]
 
 
 def pdf_from_pages(path: Path, pages: Sequence[Sequence[str]], font_size: float = 8) -> Path:

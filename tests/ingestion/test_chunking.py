@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 from pathlib import Path
@@ -32,9 +33,7 @@ def chunk(pages: list[Page], size: int, overlap: int) -> list[Chunk]:
 
 def neighbour_overlaps(chunks: list[Chunk]) -> list[int]:
     return [
-        prev.end - cur.start
-        for prev, cur in zip(chunks, chunks[1:], strict=False)
-        if prev.page == cur.page
+        prev.end - cur.start for prev, cur in itertools.pairwise(chunks) if prev.page == cur.page
     ]
 
 
@@ -43,7 +42,7 @@ def langchain_overlaps(text: str, size: int, overlap: int) -> list[int]:
     splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
     parts = splitter.split_text(text)
     shared = []
-    for a, b in zip(parts, parts[1:], strict=False):
+    for a, b in itertools.pairwise(parts):
         shared.append(
             max((n for n in range(min(len(a), len(b)) + 1) if a.endswith(b[:n])), default=0)
         )
@@ -75,7 +74,7 @@ def test_configured_overlap_is_delivered_on_a_pdf_with_95_char_lines(
     assert len(measured) >= 6
     tolerance = overlap_tolerance(overlap)
     assert all(overlap - tolerance <= n <= overlap for n in measured), measured
-    for prev, cur in zip(chunks, chunks[1:], strict=False):
+    for prev, cur in itertools.pairwise(chunks):
         if prev.page == cur.page:  # the shared characters really are the same text
             assert prev.text.endswith(cur.text[: prev.end - cur.start])
     assert all(len(c.text) <= size for c in chunks)
@@ -213,3 +212,16 @@ def test_invalid_json_is_indexed_as_written(tmp_path: Path, limits: LoadLimits) 
     path = tmp_path / "tsconfig.json"
     path.write_text('{\n  // comments are not JSON\n  "strict": true,\n}\n')
     assert "// comments are not JSON" in load(path, limits)[0].text
+
+
+def test_markdown_splits_at_headings(tmp_path: Path, limits: LoadLimits) -> None:
+    sections = [f"## Section {n}\n\n" + "Body sentence of this section. " * 4 for n in range(1, 6)]
+    path = tmp_path / "guide.md"
+    path.write_text("# Guide\n\n" + "\n\n".join(sections))
+    pages = load(path, limits)
+    text = pages[0].text
+    for overlap in (0, 30):
+        chunks = chunk(pages, 260, overlap)
+        # The new part of every chunk (after the overlap it shares) opens at a heading.
+        opened = [text[prev.end :].split("\n", 1)[0] for prev in chunks[:-1]]
+        assert opened == [f"## Section {n}" for n in range(2, 6)], (overlap, opened)

@@ -12,8 +12,13 @@ from openpyxl import Workbook
 from pptx import Presentation
 from pptx.util import Inches
 
-from app.errors import CorruptDocument, DocumentTooLarge, EmptyDocument, EncryptedDocument
-from app.errors import SuspiciousArchive
+from app.errors import (
+    CorruptDocument,
+    DocumentTooLarge,
+    EmptyDocument,
+    EncryptedDocument,
+    SuspiciousArchive,
+)
 from app.ingestion import LoadLimits, chunk_pages, load
 
 pytestmark = pytest.mark.unit

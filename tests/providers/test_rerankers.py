@@ -68,7 +68,11 @@ def test_model_downloaded_into_models_dir_is_found_by_name(
     name = "someone/tiny-reranker"
     save_tiny_cross_encoder(local_model_dir(tmp_path / "models", name))
     configured = settings.model_copy(
-        update={"reranker": "cross-encoder", "reranker_model": name, "models_dir": tmp_path / "models"}
+        update={
+            "reranker": "cross-encoder",
+            "reranker_model": name,
+            "models_dir": tmp_path / "models",
+        }
     )
     reranker = build_reranker(configured)
     assert reranker is not None and reranker.model_id == f"cross-encoder:{name}"

@@ -210,11 +210,12 @@ def test_corpus_version_is_seen_by_another_client_and_process(settings, embedder
 
     after = reader.corpus_version("acme")
     assert after != before and after == writer.corpus_version("acme")
+    data_dir = str(settings.data_dir)
     script = (
         "import json; from app.config import load_settings;"
         "from app.providers.embeddings import FakeEmbedder;"
         "from app.storage.chroma_store import build_vector_store;"
-        f"s = build_vector_store(load_settings(_env_file=None, data_dir={str(settings.data_dir)!r}),"
+        f"s = build_vector_store(load_settings(_env_file=None, data_dir={data_dir!r}),"
         " FakeEmbedder());"
         "print(json.dumps([s.corpus_version('acme'), s.count('acme')]))"
     )

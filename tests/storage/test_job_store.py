@@ -28,7 +28,12 @@ def test_created_job_is_queued_and_visible_to_its_tenant_only(jobs: JobStore) ->
     job_id = queue(jobs)
     job = jobs.get("acme", job_id)
     assert job is not None
-    assert (job.status, job.source, job.size_bytes, job.attempts) == ("queued", "report.pdf", 1234, 0)
+    assert (job.status, job.source, job.size_bytes, job.attempts) == (
+        "queued",
+        "report.pdf",
+        1234,
+        0,
+    )
     assert (job.progress_done, job.progress_total, job.chunks_indexed, job.error) == (0, 0, 0, None)
     assert job.created_at.tzinfo is not None and job.created_at == job.updated_at
     assert jobs.get("globex", job_id) is None

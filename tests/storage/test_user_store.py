@@ -67,10 +67,13 @@ def test_unknown_user_still_pays_for_a_bcrypt_check_at_full_cost(
         return real_verify(password, password_hash)
 
     monkeypatch.setattr(security, "verify_password", recording_verify)
-    with pytest.raises(AuthenticationFailed):
-        users.authenticate("ghost", PASSWORD)
-    assert len(checked) == 1
-    assert checked[0][1] == security.dummy_hash(settings.bcrypt_rounds)
+    for unknown in ("ghost", "not a valid name!", "x" * 10_000):
+        with pytest.raises(AuthenticationFailed):
+            users.authenticate(unknown, PASSWORD)
+    assert len(checked) == 3
+    assert {password_hash for _, password_hash in checked} == {
+        security.dummy_hash(settings.bcrypt_rounds)
+    }
     assert security.hash_cost(checked[0][1]) == settings.bcrypt_rounds
 
 

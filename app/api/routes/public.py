@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from app.api.deps import ContainerDep
 from app.api.errors import ApiError
-from app.api.schemas import StatusOut, TokenOut
+from app.api.schemas import HealthOut, StatusOut, TokenOut
 from app.errors import AuthenticationFailed
 from app.services.readiness import readiness_problems
 from app.storage.rate_limit import retry_after_header
@@ -17,10 +17,10 @@ from app.storage.rate_limit import retry_after_header
 router = APIRouter()
 
 
-@router.get("/health", response_model=StatusOut, tags=["ops"])
-def health() -> StatusOut:
-    """Liveness: the process answers."""
-    return StatusOut(status="ok")
+@router.get("/health", response_model=HealthOut, tags=["ops"])
+def health() -> HealthOut:
+    """Liveness: the process answers (the body is exactly `{"status": "ok"}`)."""
+    return HealthOut()
 
 
 @router.get(

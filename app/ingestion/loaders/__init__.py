@@ -1,29 +1,43 @@
-"""One loader per document family, chosen by file extension."""
+"""One loader per document family, chosen by file extension and imported on first use.
+
+Parsing libraries (pypdf, openpyxl, python-pptx) take about a second to import together, so
+importing the package stays cheap and only the loaders a process actually uses are loaded.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 
 from app.domain import Page
 from app.ingestion.limits import LoadLimits
-from app.ingestion.loaders.code import CODE_LANGUAGES, load_code
-from app.ingestion.loaders.docx import load_docx
-from app.ingestion.loaders.pdf import load_pdf
-from app.ingestion.loaders.pptx import load_pptx
-from app.ingestion.loaders.sheets import load_csv, load_xlsx
-from app.ingestion.loaders.text import load_text
+from app.ingestion.loaders.languages import CODE_LANGUAGES
 
 Loader = Callable[[Path, LoadLimits], list[Page]]
 
-LOADERS: dict[str, Loader] = {
-    ".pdf": load_pdf,
-    ".docx": load_docx,
-    ".txt": load_text,
-    ".md": load_text,
-    ".markdown": load_text,
-    ".pptx": load_pptx,
-    ".xlsx": load_xlsx,
-    ".csv": load_csv,
-    **{extension: load_code for extension in CODE_LANGUAGES},
+# extension -> (module under app.ingestion.loaders, function)
+LOADER_NAMES: dict[str, tuple[str, str]] = {
+    ".pdf": ("pdf", "load_pdf"),
+    ".docx": ("docx", "load_docx"),
+    ".txt": ("text", "load_text"),
+    ".md": ("text", "load_text"),
+    ".markdown": ("text", "load_text"),
+    ".pptx": ("pptx", "load_pptx"),
+    ".xlsx": ("sheets", "load_xlsx"),
+    ".csv": ("sheets", "load_csv"),
+    **{extension: ("code", "load_code") for extension in CODE_LANGUAGES},
 }
+LOADER_MODULES: tuple[str, ...] = tuple(
+    sorted({f"{__name__}.{module}" for module, _ in LOADER_NAMES.values()})
+)
+
+
+def loader_for(extension: str) -> Loader | None:
+    """The loader for a lower-case extension with its dot, or None when unsupported."""
+    entry = LOADER_NAMES.get(extension)
+    if entry is None:
+        return None
+    module = importlib.import_module(f"{__name__}.{entry[0]}")
+    loader: Loader = getattr(module, entry[1])
+    return loader

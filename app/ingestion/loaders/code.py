@@ -7,36 +7,8 @@ from pathlib import Path
 
 from app.domain import Page
 from app.ingestion.limits import CharBudget, LoadLimits
+from app.ingestion.loaders.languages import CODE_LANGUAGES
 from app.ingestion.loaders.text import read_text_file
-
-# Extension -> language name understood by app.ingestion.chunking (LangChain's names).
-CODE_LANGUAGES: dict[str, str] = {
-    ".py": "python",
-    ".js": "js",
-    ".mjs": "js",
-    ".jsx": "js",
-    ".ts": "ts",
-    ".tsx": "ts",
-    ".java": "java",
-    ".kt": "kotlin",
-    ".go": "go",
-    ".rs": "rust",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".hpp": "cpp",
-    ".cs": "csharp",
-    ".rb": "ruby",
-    ".php": "php",
-    ".scala": "scala",
-    ".swift": "swift",
-    ".lua": "lua",
-    ".r": "r",
-    ".sh": "shell",
-    ".sql": "sql",
-    ".json": "json",
-}
 
 
 def _pretty_json(text: str) -> str:

@@ -1,0 +1,30 @@
+"""Source-code extensions and the language names the splitter understands."""
+
+# Extension -> language name understood by app.ingestion.chunking (LangChain's names).
+CODE_LANGUAGES: dict[str, str] = {
+    ".py": "python",
+    ".js": "js",
+    ".mjs": "js",
+    ".jsx": "js",
+    ".ts": "ts",
+    ".tsx": "ts",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".go": "go",
+    ".rs": "rust",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".scala": "scala",
+    ".swift": "swift",
+    ".lua": "lua",
+    ".r": "r",
+    ".sh": "shell",
+    ".sql": "sql",
+    ".json": "json",
+}

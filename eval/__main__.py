@@ -1,0 +1,14 @@
+"""`python -m eval` (what `make eval` runs): retrieval evaluation, then answer evaluation."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+STEPS = ["eval.retrieval", "eval.answers"]
+
+if __name__ == "__main__":
+    for module in STEPS:
+        print(f"\n== {module} ==", flush=True)
+        sys.argv = [module]
+        runpy.run_module(module, run_name="__main__")

@@ -1,0 +1,258 @@
+"""Retrieval evaluation on real data through the real pipeline: dense, keyword, hybrid, rerank.
+
+Every paragraph is written to a file and ingested through the service's ingestion pipeline into
+its corpus's own tenant (XQuAD English, XQuAD Arabic, ARCD test); questions are then asked through
+the retriever in each mode and scored by document. Our own small set (eval/custom_set.py) covers
+SKUs, page citations in multi-page PDFs, and questions no document answers.
+
+    python -m eval.retrieval [--provider use] [--tasks ...] [--modes ...] [--limit N]
+
+Prints a table and writes eval/results/retrieval-<provider>.json with configuration, models,
+git commit and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.config import Settings, load_settings
+from app.domain import document_id
+from app.retrieval.hybrid import RETRIEVAL_MODES
+from app.services.container import Container
+from app.services.pipeline import index_file
+from eval.custom_set import CustomCase, build_custom_set
+from eval.datasets import TASKS, RetrievalTask, load_task
+from eval.metrics import summarize
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# Both XQuAD tasks over English paragraphs share one tenant; each corpus is ingested once.
+CORPUS_OF_TASK = {
+    "xquad-en-en": "xquad-en",
+    "xquad-ar-en": "xquad-en",
+    "xquad-ar-ar": "xquad-ar",
+    "arcd-test": "arcd",
+}
+
+
+@dataclass
+class ModeResult:
+    """Metrics of one task in one retrieval mode."""
+
+    metrics: dict[str, float]
+    ms_per_query: float
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def git_commit() -> str:
+    """The commit the evaluated code is at (with -dirty when the tree has changes)."""
+    try:
+        commit = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit
+
+
+def ingest_paragraphs(
+    container: Container, tenant: str, paragraphs: dict[str, str], folder: Path
+) -> dict[str, str]:
+    """Ingest each paragraph as its own document; returns document id -> paragraph id."""
+    folder.mkdir(parents=True, exist_ok=True)
+    doc_to_paragraph: dict[str, str] = {}
+    for pid, text in paragraphs.items():
+        source = pid.replace(":", "_") + ".txt"
+        path = folder / source
+        path.write_text(text, encoding="utf-8")
+        index_file(
+            path,
+            tenant_id=tenant,
+            source=source,
+            embedder=container.embedder,
+            store=container.store,
+            config=container.pipeline_config,
+        )
+        doc_to_paragraph[document_id(tenant, source)] = pid
+    return doc_to_paragraph
+
+
+def ranked_documents(container: Container, tenant: str, query: str, mode: str) -> list[str]:
+    """Document ids in rank order (first chunk of each document counts), top 10."""
+    result = container.retriever.search(tenant, query, 30, mode)  # type: ignore[arg-type]
+    seen: list[str] = []
+    for hit in result.hits:
+        if hit.chunk.document_id not in seen:
+            seen.append(hit.chunk.document_id)
+    return seen[:10]
+
+
+def evaluate_task(
+    container: Container,
+    task: RetrievalTask,
+    tenant: str,
+    doc_map: dict[str, str],
+    modes: list[str],
+) -> dict[str, ModeResult]:
+    """Metrics per mode for every question of the task."""
+    out: dict[str, ModeResult] = {}
+    for mode in modes:
+        rankings, timings = [], []
+        for question in task.questions:
+            started = time.perf_counter()
+            docs = ranked_documents(container, tenant, question.text, mode)
+            timings.append((time.perf_counter() - started) * 1000)
+            rankings.append([doc_map.get(d, d) for d in docs])
+        metrics = summarize(rankings, [q.gold for q in task.questions])
+        out[mode] = ModeResult(metrics, statistics.fmean(timings))
+    return out
+
+
+def evaluate_custom(
+    container: Container, cases: list[CustomCase], tenant: str, modes: list[str]
+) -> dict[str, ModeResult]:
+    """Our own set: document hit, cited page, and refusal of unanswerable questions."""
+    out: dict[str, ModeResult] = {}
+    answerable = [c for c in cases if c.gold_source is not None]
+    unanswerable = [c for c in cases if c.gold_source is None]
+    for mode in modes:
+        rankings, golds, page_ok, gated, timings = [], [], [], [], []
+        for case in answerable:
+            started = time.perf_counter()
+            result = container.retriever.search(tenant, case.question, 10, mode)  # type: ignore[arg-type]
+            timings.append((time.perf_counter() - started) * 1000)
+            sources = list(dict.fromkeys(h.chunk.source for h in result.hits))
+            rankings.append(sources)
+            golds.append({case.gold_source})
+            top = result.hits[0] if result.hits else None
+            page_ok.append(
+                float(
+                    top is not None
+                    and top.chunk.source == case.gold_source
+                    and (case.gold_page is None or top.chunk.page_label == case.gold_page)
+                )
+            )
+        for case in unanswerable:
+            result = container.retriever.search(tenant, case.question, 10, mode)  # type: ignore[arg-type]
+            gated.append(float(not result.relevant))
+        metrics = summarize(rankings, golds)
+        extra = {
+            "top1_page_correct": statistics.fmean(page_ok),
+            "unanswerable_refused": statistics.fmean(gated) if gated else float("nan"),
+        }
+        out[mode] = ModeResult(metrics, statistics.fmean(timings), extra)
+    return out
+
+
+def available_modes(container: Container, requested: list[str]) -> list[str]:
+    """The requested modes, without `rerank` when no reranker is configured."""
+    return [m for m in requested if m != "rerank" or container.reranker is not None]
+
+
+def print_table(results: dict[str, dict[str, ModeResult]]) -> None:
+    """A markdown table: one row per task and mode."""
+    print("| task | mode | nDCG@10 | hit@1 | hit@5 | MRR | ms/query | extra |")
+    print("|---|---|---|---|---|---|---|---|")
+    for task, modes in results.items():
+        for mode, r in modes.items():
+            m = r.metrics
+            extra = ", ".join(f"{k}={v:.3f}" for k, v in r.extra.items())
+            print(
+                f"| {task} | {mode} | {m['ndcg@10']:.3f} | {m['hit@1']:.3f} | {m['hit@5']:.3f} "
+                f"| {m['mrr']:.3f} | {r.ms_per_query:.1f} | {extra} |"
+            )
+
+
+def run(
+    settings: Settings, tasks: list[str], modes: list[str], limit: int | None
+) -> dict[str, Any]:
+    """Ingest, evaluate and return the full report."""
+    container = Container(settings)
+    modes = available_modes(container, modes)
+    results: dict[str, dict[str, ModeResult]] = {}
+    ingest_s: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        corpora: dict[str, dict[str, str]] = {}
+        for name in tasks:
+            task = load_task(name)
+            if limit:
+                task.questions[:] = task.questions[:limit]
+            tenant = CORPUS_OF_TASK[name]
+            if tenant not in corpora:
+                started = time.perf_counter()
+                corpora[tenant] = ingest_paragraphs(
+                    container, tenant, task.paragraphs, Path(tmp) / tenant
+                )
+                ingest_s[tenant] = time.perf_counter() - started
+            results[name] = evaluate_task(container, task, tenant, corpora[tenant], modes)
+        cases, files = build_custom_set(Path(tmp) / "custom")
+        for path in files:
+            index_file(
+                path,
+                tenant_id="custom",
+                source=path.name,
+                embedder=container.embedder,
+                store=container.store,
+                config=container.pipeline_config,
+            )
+        results["custom"] = evaluate_custom(container, cases, "custom", modes)
+    print_table(results)
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "models": {
+            "embedder": container.embedder.model_id,
+            "reranker": container.reranker.model_id if container.reranker else None,
+        },
+        "config": {
+            name: getattr(settings, name)
+            for name in (
+                "chunk_size",
+                "chunk_overlap",
+                "dense_candidates",
+                "keyword_candidates",
+                "rrf_k",
+                "dense_weight",
+                "keyword_weight",
+                "reranker",
+            )
+        },
+        "ingest_seconds": ingest_s,
+        "results": {
+            task: {
+                mode: {**r.metrics, **r.extra, "ms_per_query": r.ms_per_query}
+                for mode, r in modes_.items()
+            }
+            for task, modes_ in results.items()
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--provider", default="use", help="embedding provider (use, e5, ...)")
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
+    parser.add_argument("--modes", nargs="+", default=list(RETRIEVAL_MODES))
+    parser.add_argument("--limit", type=int, default=None, help="questions per task")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as data:
+        settings = load_settings(
+            _env_file=None, data_dir=Path(data), embedding_provider=args.provider, env="development"
+        )
+        report = run(settings, args.tasks, args.modes, args.limit)
+    RESULTS_DIR.mkdir(exist_ok=True)
+    out = RESULTS_DIR / f"retrieval-{args.provider}.json"
+    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""Abuse limits: login and query rate limits, upload size and type, jobs per tenant.
+
+The app here runs without workers, so uploads stay queued and nothing else changes under the test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
+
+pytestmark = pytest.mark.integration
+
+MAX_UPLOAD = 4096
+BOUNDARY = "----rag-test-boundary"
+
+
+@pytest.fixture(scope="module")
+def api(api_factory: ApiFactory) -> ApiHarness:
+    return api_factory(
+        start_workers=False,
+        max_upload_bytes=MAX_UPLOAD,
+        rate_limit_auth_per_minute=3,
+        rate_limit_query_per_minute=5,
+        max_jobs_per_tenant=2,
+    )
+
+
+def _retry_after(response: Any) -> int:
+    value = int(response.headers["retry-after"])
+    assert 1 <= value <= 60
+    return value
+
+
+def _multipart(filename: str, payload: Iterator[bytes]) -> Iterator[bytes]:
+    yield (
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n"
+    ).encode()
+    yield from payload
+    yield f"\r\n--{BOUNDARY}--\r\n".encode()
+
+
+def test_login_rate_limit_is_429_with_retry_after_even_for_the_right_password(
+    api: ApiHarness,
+) -> None:
+    user = api.add_user("limits-login", login=False)
+    for _ in range(3):
+        response = api.client.post(
+            "/auth/token", data={"username": user.username, "password": "wrong password!!"}
+        )
+        assert_error_body(response, 401, "unauthorized")
+    refused = api.client.post(
+        "/auth/token", data={"username": user.username, "password": user.password}
+    )
+    assert_error_body(refused, 429, "rate_limited")
+    _retry_after(refused)
+    assert "access_token" not in refused.text
+    # The client address is limited too: guessing other names from it does not help.
+    other = api.client.post(
+        "/auth/token", data={"username": "someone-else", "password": "whatever it is"}
+    )
+    assert_error_body(other, 429, "rate_limited")
+
+
+def test_query_and_search_share_a_per_user_rate_limit(api: ApiHarness) -> None:
+    user = api.add_user("limits-query", login=False)
+    neighbour = api.add_user("limits-query", login=False)
+    calls = [("/search", "query"), ("/query", "question")] * 3
+    statuses = []
+    for path, field in calls:
+        response = api.client.post(path, json={field: "anything at all"}, headers=user.headers)
+        statuses.append(response.status_code)
+        if response.status_code == 429:
+            assert_error_body(response, 429, "rate_limited")
+            _retry_after(response)
+    assert statuses == [200] * 5 + [429]
+    stream = api.client.post(
+        "/query/stream", json={"question": "anything"}, headers=user.headers
+    )
+    assert_error_body(stream, 429, "rate_limited")
+    # Another user of the same tenant has their own budget.
+    assert api.client.post("/search", json={"query": "x"}, headers=neighbour.headers).status_code == 200
+
+
+@pytest.fixture
+def uploader(api: ApiHarness) -> ApiUser:
+    # A tenant per test: the per-tenant job limit must not carry over between tests.
+    return api.add_user(f"limits-up{len(api.users)}", login=False)
+
+
+def test_a_file_at_the_size_limit_is_accepted(api: ApiHarness, uploader: ApiUser) -> None:
+    before = len(api.uploads_left())
+    response = api.upload(uploader, "exact.txt", b"a" * MAX_UPLOAD)
+    assert response.status_code == 202, response.text
+    assert len(api.uploads_left()) == before + 1
+
+
+@pytest.mark.parametrize("extra", [1, 10 * MAX_UPLOAD, 5 * 1024 * 1024])
+def test_an_oversize_file_is_413_and_not_stored(
+    api: ApiHarness, uploader: ApiUser, extra: int
+) -> None:
+    before = api.uploads_left()
+    response = api.upload(uploader, "big.txt", b"a" * (MAX_UPLOAD + extra))
+    error = assert_error_body(response, 413, "payload_too_large")
+    assert str(MAX_UPLOAD) in error["message"]
+    assert api.uploads_left() == before
+
+
+def test_an_oversize_body_without_content_length_is_413(
+    api: ApiHarness, uploader: ApiUser
+) -> None:
+    before = api.uploads_left()
+    chunks = (b"b" * 1024 for _ in range(64))
+    headers = {**uploader.headers, "Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
+    response = api.client.post(
+        "/documents", content=_multipart("stream.txt", chunks), headers=headers
+    )
+    assert "content-length" not in {k.lower() for k in response.request.headers}
+    assert_error_body(response, 413, "payload_too_large")
+    assert api.uploads_left() == before
+
+
+def test_a_declared_content_length_far_over_the_limit_is_refused_up_front(
+    api: ApiHarness, uploader: ApiUser
+) -> None:
+    # The body is small, but the client announces 1 GB: refused before reading anything.
+    body = b"".join(_multipart("liar.txt", iter([b"tiny"])))
+    headers = {
+        **uploader.headers,
+        "Content-Type": f"multipart/form-data; boundary={BOUNDARY}",
+        "Content-Length": str(len(body)),
+    }
+    small = api.client.post("/documents", content=body, headers=headers)
+    assert small.status_code == 202, small.text
+    headers["Content-Length"] = str(1024**3)
+    # TestClient sends the header as given; the app must trust it only to refuse early.
+    big = api.client.post("/documents", content=body, headers=headers)
+    assert_error_body(big, 413, "payload_too_large")
+
+
+@pytest.mark.parametrize(
+    "filename",
+    ["setup.exe", "photo.png", "notes", "report.txt.exe", "archive.zip", "old.doc", ".bashrc"],
+)
+def test_unsupported_types_are_415_and_not_stored(
+    api: ApiHarness, uploader: ApiUser, filename: str
+) -> None:
+    before = api.uploads_left()
+    response = api.upload(uploader, filename, b"MZ\x90\x00 some bytes")
+    error = assert_error_body(response, 415, "unsupported_file_type")
+    assert ".pdf" in error["message"] and ".txt" in error["message"]
+    assert api.uploads_left() == before
+
+
+@pytest.mark.parametrize("filename", ["REPORT.PDF", "../../etc/passwd.txt", "C:\\Users\\a\\b.md"])
+def test_supported_types_are_recognised_by_suffix_whatever_the_path(
+    api: ApiHarness, uploader: ApiUser, filename: str
+) -> None:
+    response = api.upload(uploader, filename, b"%PDF-1.4 not really" if "PDF" in filename else b"x")
+    assert response.status_code == 202, response.text
+    source = response.json()["source"]
+    assert "/" not in source and "\\" not in source and ".." not in source.split(".")[0]
+    stored = api.uploads_left()
+    assert all(path.parent == api.settings.data_dir / "uploads" for path in stored)
+    assert not any(source in path.name for path in stored)  # generated names, not the client's
+
+
+def test_per_tenant_job_limit_is_429_with_retry_after(api: ApiHarness, uploader: ApiUser) -> None:
+    for i in range(2):
+        assert api.upload(uploader, f"doc{i}.txt", b"queued text").status_code == 202
+    before = api.uploads_left()
+    refused = api.upload(uploader, "doc3.txt", b"one too many")
+    error = assert_error_body(refused, 429, "rate_limited")
+    assert "2" in error["message"]
+    _retry_after(refused)
+    assert api.uploads_left() == before
+    other_tenant = api.add_user("limits-other", login=False)
+    assert api.upload(other_tenant, "doc.txt", b"their own budget").status_code == 202

@@ -1,0 +1,192 @@
+"""The answer cache key and the in-memory backend: tenant isolation, TTL, LRU, invalidation."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.config import Settings, load_settings
+from app.storage.cache import (
+    FINGERPRINT_FIELDS,
+    CacheKey,
+    MemoryAnswerCache,
+    RedisAnswerCache,
+    answer_cache_key,
+    build_cache,
+    config_fingerprint,
+    normalise_question,
+)
+
+pytestmark = pytest.mark.unit
+
+ANSWER = {"answer": "42 [1]", "citations": [{"marker": 1, "page": 3}], "refused": False}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def key(
+    tenant: str = "acme", question: str = "What is the notice period?", **kw: object
+) -> CacheKey:
+    args: dict[str, object] = {"k": 5, "corpus_version": 1, "config_fingerprint": "cfg", **kw}
+    return answer_cache_key(tenant, question, **args)  # type: ignore[arg-type]
+
+
+# --- the key ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variant", "original"),
+    [
+        ("  What   is\tthe notice\nperiod? ", "what is the notice period?"),
+        ("WHAT IS THE NOTICE PERIOD?", "what is the notice period?"),
+        ("Caf\u0065\u0301 opening hours", "Caf\u00e9 opening hours"),  # decomposed vs composed
+        ("STRASSE", "straße"),
+    ],
+)
+def test_questions_that_differ_only_in_form_share_a_key(variant: str, original: str) -> None:
+    assert normalise_question(variant) == normalise_question(original)
+    assert key(question=variant) == key(question=original)
+
+
+def test_two_tenants_asking_the_same_question_never_share_an_entry() -> None:
+    acme, globex = key("acme"), key("globex")
+    assert acme.tenant_id == "acme" and globex.tenant_id == "globex"
+    assert acme.digest != globex.digest
+    cache = MemoryAnswerCache(max_entries=10, ttl_s=60)
+    cache.set(acme, ANSWER)
+    assert cache.get(globex) is None
+    assert cache.get(acme) == ANSWER
+
+
+@pytest.mark.parametrize(
+    "change", [{"corpus_version": 2}, {"k": 6}, {"config_fingerprint": "other"}]
+)
+def test_corpus_version_k_and_configuration_are_part_of_the_key(change: dict[str, object]) -> None:
+    assert key(**change) != key()
+
+
+def test_fingerprint_follows_answer_shaping_settings_only() -> None:
+    base = load_settings(_env_file=None)
+    assert set(FINGERPRINT_FIELDS) <= set(Settings.model_fields)
+    assert config_fingerprint(base) == config_fingerprint(load_settings(_env_file=None))
+    assert config_fingerprint(base) != config_fingerprint(
+        load_settings(_env_file=None, llm_model="another-model")
+    )
+    assert config_fingerprint(base) != config_fingerprint(load_settings(_env_file=None, top_k=3))
+    assert config_fingerprint(base) == config_fingerprint(load_settings(_env_file=None, port=9000))
+
+
+@given(st.text(max_size=200))
+def test_normalisation_is_idempotent_and_ignores_surrounding_whitespace(question: str) -> None:
+    once = normalise_question(question)
+    assert normalise_question(once) == once
+    assert normalise_question(f" \t{question}\n ") == once
+    assert "  " not in once
+
+
+# --- the in-memory backend ----------------------------------------------------------------------
+
+
+def test_entries_expire_after_their_ttl() -> None:
+    clock = FakeClock()
+    cache = MemoryAnswerCache(max_entries=10, ttl_s=60, clock=clock)
+    cache.set(key(), ANSWER)
+    cache.set(key(question="short-lived"), ANSWER, ttl_s=5)
+    clock.now += 5
+    assert cache.get(key(question="short-lived")) is None
+    assert cache.get(key()) == ANSWER
+    clock.now += 55
+    assert cache.get(key()) is None
+    assert cache.stats("acme").entries == 0
+
+
+def test_least_recently_used_entry_is_evicted_beyond_the_bound() -> None:
+    cache = MemoryAnswerCache(max_entries=3, ttl_s=60)
+    a, b, c, d = (key(question=q) for q in "abcd")
+    for entry in (a, b, c):
+        cache.set(entry, {"q": str(entry)})
+    assert cache.get(a) is not None  # a is now the most recently used
+    cache.set(d, ANSWER)
+    assert len(cache) == 3
+    assert cache.get(b) is None
+    assert all(cache.get(entry) is not None for entry in (a, c, d))
+
+
+def test_invalidating_a_tenant_keeps_other_tenants_entries() -> None:
+    cache = MemoryAnswerCache(max_entries=10, ttl_s=60)
+    cache.set(key("acme"), ANSWER)
+    cache.set(key("acme", "second question"), ANSWER)
+    cache.set(key("globex"), ANSWER)
+    cache.invalidate_tenant("acme")
+    assert cache.get(key("acme")) is None
+    assert cache.get(key("acme", "second question")) is None
+    assert cache.get(key("globex")) == ANSWER
+    assert cache.stats("acme").entries == 0
+    assert cache.stats("globex").entries == 1
+
+
+def test_hits_and_misses_are_counted_per_tenant() -> None:
+    cache = MemoryAnswerCache(max_entries=10, ttl_s=60)
+    cache.get(key("acme"))
+    cache.set(key("acme"), ANSWER)
+    cache.get(key("acme"))
+    cache.get(key("acme"))
+    stats = cache.stats("acme")
+    assert (stats.entries, stats.hits, stats.misses) == (1, 2, 1)
+    assert stats.hit_rate == pytest.approx(2 / 3)
+    assert cache.stats("globex").hit_rate == 0.0
+
+
+def test_a_caller_mutating_its_copy_does_not_change_the_cached_answer() -> None:
+    cache = MemoryAnswerCache(max_entries=10, ttl_s=60)
+    cache.set(key(), ANSWER)
+    first = cache.get(key())
+    assert first is not None
+    first["answer"] = "tampered"
+    assert cache.get(key()) == ANSWER
+
+
+def test_values_that_are_not_json_are_refused_at_set_time() -> None:
+    cache = MemoryAnswerCache(max_entries=10, ttl_s=60)
+    with pytest.raises(TypeError):
+        cache.set(key(), {"answer": object()})
+
+
+def test_concurrent_use_keeps_the_bound_and_loses_nothing_recent() -> None:
+    cache = MemoryAnswerCache(max_entries=50, ttl_s=60)
+    errors: list[BaseException] = []
+
+    def worker(tenant: str) -> None:
+        try:
+            for i in range(300):
+                cache.set(key(tenant, f"q{i}"), {"i": i})
+                assert cache.get(key(tenant, f"q{i}")) is not None or len(cache) <= 50
+                if i % 100 == 0:
+                    cache.invalidate_tenant(tenant)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(f"t{n}",)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(cache) <= 50
+    assert sum(cache.stats(f"t{n}").entries for n in range(6)) == len(cache)
+
+
+def test_factory_builds_the_configured_backend(settings: Settings) -> None:
+    memory = build_cache(settings)
+    assert isinstance(memory, MemoryAnswerCache)
+    redis_backed = build_cache(settings.model_copy(update={"cache_backend": "redis"}))
+    assert isinstance(redis_backed, RedisAnswerCache)
