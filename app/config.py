@@ -106,6 +106,20 @@ class Settings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6379/0"
     job_backend: JobBackend = "threads"
     worker_pool_size: int = Field(default=2, gt=0)
+    job_heartbeat_s: float = Field(
+        default=5.0, gt=0, description="how often a worker touches its running job (redis jobs)"
+    )
+    job_stale_after_s: float = Field(
+        default=60.0, gt=0, description="a processing job without heartbeat this long is re-run"
+    )
+    job_max_attempts: int = Field(default=3, ge=1, le=20)
+    job_retry_base_s: float = Field(
+        default=5.0, ge=0, description="first retry delay after a transient failure; x4 per try"
+    )
+    job_timeout_s: int = Field(default=3600, gt=0, description="hard limit on one ingestion job")
+    redis_key_prefix: str = Field(
+        default="rag", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$"
+    )
     max_jobs_per_tenant: int = Field(default=4, gt=0)
     cache_backend: CacheBackend = "memory"
     cache_ttl_s: int = Field(default=3600, gt=0)
@@ -137,6 +151,17 @@ class Settings(BaseSettings):
             )
         if self.top_k > self.max_k:
             raise ValueError(f"{ENV_PREFIX}TOP_K must not exceed {ENV_PREFIX}MAX_K")
+        if self.job_stale_after_s < 3 * self.job_heartbeat_s:
+            raise ValueError(
+                f"{ENV_PREFIX}JOB_STALE_AFTER_S must be at least 3 x {ENV_PREFIX}JOB_HEARTBEAT_S, "
+                "or a slow heartbeat makes a live job look abandoned"
+            )
+        if self.job_backend == "redis" and self.vector_backend == "chroma":
+            raise ValueError(
+                f"{ENV_PREFIX}JOB_BACKEND=redis runs ingestion in separate worker processes, "
+                "which cannot share an embedded Chroma directory; set "
+                f"{ENV_PREFIX}VECTOR_BACKEND=chroma-http"
+            )
         return self
 
     @property

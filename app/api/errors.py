@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
@@ -10,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.errors import RagError
+from app.errors import RagError, RateLimited
 
 log = logging.getLogger("app.api")
 
@@ -74,7 +75,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RagError)
     async def _rag_error(request: Request, exc: RagError) -> JSONResponse:
         log.warning("request failed", extra={"status": exc.http_status, "code": exc.code})
-        return error_response(exc.http_status, exc.code, exc.message)
+        headers = None
+        if isinstance(exc, RateLimited):  # every 429 tells the client when to come back
+            headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
+        return error_response(exc.http_status, exc.code, exc.message, headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

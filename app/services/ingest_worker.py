@@ -11,7 +11,9 @@ import logging
 import threading
 from pathlib import Path
 
-from app.errors import IngestionError, RagError
+import httpx
+
+from app.errors import IngestionError, ProviderUnavailable, RagError
 from app.services.container import Container
 from app.services.documents import index_document
 from app.storage.jobs import JobRecord
@@ -21,10 +23,23 @@ log = logging.getLogger(__name__)
 INTERNAL_FAILURE = "internal error while indexing; the upload was not indexed, try again later"
 
 
-def run_job(container: Container, job: JobRecord) -> None:
-    """Index one claimed job and record how it ended; never raises."""
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failure is an unreachable server (worth retrying), not a problem of the file."""
+    if isinstance(exc, ProviderUnavailable):
+        return True
+    # chromadb's HttpClient surfaces a down server as httpx transport errors.
+    return isinstance(exc, ConnectionError | TimeoutError | httpx.TransportError)
+
+
+def run_job(container: Container, job: JobRecord, *, may_retry: bool = False) -> bool:
+    """Index one claimed job and record how it ended; never raises.
+
+    With `may_retry`, a transient failure puts the job back in the queue (the upload is kept)
+    and False is returned, so the caller schedules the retry; otherwise every failure is final.
+    """
     path = Path(job.stored_path)
     jobs = container.jobs
+    keep_upload = False
 
     def progress(done: int, total: int, stage: str) -> None:
         jobs.update_progress(job.job_id, done, total, stage)
@@ -35,14 +50,22 @@ def run_job(container: Container, job: JobRecord) -> None:
         result = index_document(container, job.tenant_id, path, job.source, progress)
         jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
         log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})
-    except RagError as exc:
-        _fail(container, job, f"{exc.message}")
-        log.warning("job failed", extra={"job_id": job.job_id, "code": exc.code})
-    except Exception:
-        log.exception("job crashed", extra={"job_id": job.job_id})
-        _fail(container, job, INTERNAL_FAILURE)
+    except Exception as exc:
+        if may_retry and is_transient(exc):
+            keep_upload = True
+            jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
+            log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
+            return False
+        if isinstance(exc, RagError):
+            _fail(container, job, f"{exc.message}")
+            log.warning("job failed", extra={"job_id": job.job_id, "code": exc.code})
+        else:
+            log.exception("job crashed", extra={"job_id": job.job_id})
+            _fail(container, job, INTERNAL_FAILURE)
     finally:
-        path.unlink(missing_ok=True)
+        if not keep_upload:
+            path.unlink(missing_ok=True)
+    return True
 
 
 def _fail(container: Container, job: JobRecord, message: str) -> None:
@@ -76,6 +99,10 @@ class IngestWorkerPool:
 
     def notify(self) -> None:
         """Wake idle workers because a job was queued."""
+        self._wake.set()
+
+    def enqueue(self, job: JobRecord) -> None:
+        """Hand over a newly queued job: the threads poll the table, so just wake them."""
         self._wake.set()
 
     def stop(self, timeout_s: float = 10.0) -> None:

@@ -344,5 +344,7 @@ def build_cache(settings: Settings) -> AnswerCache:
     """The answer cache chosen by RAG_CACHE_BACKEND."""
     if settings.cache_backend == "redis":
         client = connect_redis(settings.redis_url)
-        return RedisAnswerCache(client, settings.cache_ttl_s, settings.cache_max_entries)
+        return RedisAnswerCache(
+            client, settings.cache_ttl_s, settings.cache_max_entries, settings.redis_key_prefix
+        )
     return MemoryAnswerCache(settings.cache_max_entries, settings.cache_ttl_s)

@@ -222,6 +222,42 @@ class JobStore:
                 )
             )
 
+    def heartbeat(self, job_id: str) -> bool:
+        """Touch a processing job so `requeue_stale` leaves it alone; False if it is not ours."""
+        with self._db.session() as session:
+            result = session.execute(
+                update(JobRow)
+                .where(JobRow.job_id == job_id, JobRow.status == "processing")
+                .values(updated_at=utc_now())
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def release(self, job_id: str, reason: str) -> None:
+        """Put a processing job back in the queue after a transient failure, saying why."""
+        with self._db.session() as session:
+            session.execute(
+                update(JobRow)
+                .where(JobRow.job_id == job_id, JobRow.status == "processing")
+                .values(
+                    status="queued",
+                    progress_stage="retrying",
+                    error=reason.strip()[:MAX_ERROR_CHARS] or None,
+                    updated_at=utc_now(),
+                )
+            )
+
+    def queued_since(self, older_than_s: float, limit: int = 500) -> list[tuple[str, int]]:
+        """(job id, attempts) of jobs queued and untouched for `older_than_s`, oldest first."""
+        cutoff = utc_now() - timedelta(seconds=older_than_s)
+        with self._db.session() as session:
+            rows = session.execute(
+                select(JobRow.job_id, JobRow.attempts)
+                .where(JobRow.status == "queued", JobRow.updated_at < cutoff)
+                .order_by(JobRow.updated_at, JobRow.job_id)
+                .limit(limit)
+            )
+            return [(str(job_id), int(attempts)) for job_id, attempts in rows]
+
     def requeue_stale(self, stale_after_s: float | None = None, max_attempts: int = 3) -> int:
         """Put jobs left `processing` by a crash back in the queue; returns how many.
 

@@ -135,5 +135,5 @@ def build_rate_limiter(settings: Settings) -> RateLimiter:
     """The limiter chosen by RAG_RATE_LIMIT_BACKEND (Redis when several API processes run)."""
     if settings.rate_limit_backend == "redis":
         client = connect_redis(settings.redis_url)
-        return RedisRateLimiter(client)
+        return RedisRateLimiter(client, prefix=settings.redis_key_prefix)
     return MemoryRateLimiter()

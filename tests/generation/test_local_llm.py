@@ -26,13 +26,9 @@ INJECTION: PassageSpec = (
 
 
 def _settings(tmp: Path, **changes: object) -> Settings:
-    return load_settings(
-        _env_file=None,
-        data_dir=tmp,
-        llm_provider="llamacpp",
-        models_dir=ROOT / "models",  # the shared cache; assembled from the parts if missing
-        **changes,
-    )
+    # By default the repository's model cache (assembled from the part packages if missing).
+    changes.setdefault("models_dir", ROOT / "models")
+    return load_settings(_env_file=None, data_dir=tmp, llm_provider="llamacpp", **changes)
 
 
 @pytest.fixture(scope="module")
@@ -111,5 +107,5 @@ def test_a_corrupt_default_model_of_the_right_size_is_never_loaded(tmp_path: Pat
         handle.truncate(DEFAULT_MODEL.size)
     llm = build_llm(_settings(tmp_path, models_dir=models_dir))
     assert isinstance(llm, LlamaCppLLM)
-    with pytest.raises(ModelIntegrityError, match="refusing to load .*sha256"):
+    with pytest.raises(ModelIntegrityError, match=r"refusing to load .*sha256"):
         llm.warm_up()

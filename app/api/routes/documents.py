@@ -86,7 +86,7 @@ async def upload_document(
         received.client_filename,
         received.size_bytes,
     )
-    request.app.state.workers.notify()
+    request.app.state.workers.enqueue(job)
     return UploadAccepted(
         job_id=job.job_id, document_id=job.document_id, status=job.status, source=job.source
     )

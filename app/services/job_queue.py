@@ -1,0 +1,150 @@
+"""How an accepted upload reaches a worker, chosen by RAG_JOB_BACKEND.
+
+`threads` (default): the in-process `IngestWorkerPool` polls the job table; one API process.
+`redis`: the API pushes the job id onto an rq queue in Redis and runs no job itself; separate
+`python -m app.worker` processes take the ids (see app/worker.py).
+
+The SQL job table stays the truth in both cases, so `GET /jobs/{id}` works from any API process.
+A Redis message carries only the job id and the attempt it is for; a worker must `claim` the row
+before running it, so a duplicate or late message is a no-op. Because of that, losing a message
+(Redis down during an upload, a worker killed mid-job) is repaired by re-sending: every worker
+sweeps the table and re-sends jobs that are queued without a pending message.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import TYPE_CHECKING, Protocol
+
+import redis
+
+from app.storage.jobs import JobRecord
+
+if TYPE_CHECKING:
+    from rq import Queue
+
+    from app.config import Settings
+    from app.services.container import Container
+
+log = logging.getLogger(__name__)
+
+# The rq task a worker runs for a message; imported by name in the worker process.
+TASK = "app.worker.process_job"
+# rq keeps finished messages briefly (their state lives in SQL) and failed ones a week for
+# inspection with `rq info`.
+RESULT_TTL_S = 3600
+FAILURE_TTL_S = 7 * 24 * 3600
+
+
+class JobQueue(Protocol):
+    """Where the API hands a queued job; started and stopped with the API process."""
+
+    def start(self) -> object:
+        """Begin delivering jobs (threads: start the pool)."""
+        ...
+
+    def enqueue(self, job: JobRecord) -> None:
+        """Hand over a job just created in the job table; never fails the upload."""
+        ...
+
+    def stop(self) -> None:
+        """Stop delivering jobs (threads: let running jobs finish)."""
+        ...
+
+
+def queue_name(settings: Settings) -> str:
+    """The rq queue of this deployment; the key prefix keeps deployments sharing a Redis apart."""
+    return f"{settings.redis_key_prefix}-ingest"
+
+
+def message_id(job_id: str, attempts: int) -> str:
+    """The rq id of the message for a job's next attempt (one message per attempt)."""
+    return f"{job_id}-a{attempts}"
+
+
+def retry_delay_s(base_s: float, attempt: int) -> float:
+    """Backoff before retrying after the `attempt`-th try failed transiently (x4 per try)."""
+    return base_s * 4 ** max(attempt - 1, 0)
+
+
+def send(queue: Queue, job_id: str, attempts: int, timeout_s: int, delay_s: float = 0.0) -> None:
+    """Put the message for a job's next attempt on the queue, now or after `delay_s`."""
+    options: dict[str, object] = {
+        "job_id": message_id(job_id, attempts),
+        "job_timeout": timeout_s,
+        "result_ttl": RESULT_TTL_S,
+        "failure_ttl": FAILURE_TTL_S,
+        "description": f"ingest {job_id} attempt {attempts + 1}",
+    }
+    if delay_s > 0:
+        queue.enqueue_in(timedelta(seconds=delay_s), TASK, job_id, **options)
+    else:
+        queue.enqueue(TASK, job_id, **options)
+
+
+def message_pending(queue: Queue, job_id: str, attempts: int) -> bool:
+    """Whether the message for this attempt is still waiting for or held by a worker."""
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job, JobStatus
+
+    try:
+        message = Job.fetch(message_id(job_id, attempts), connection=queue.connection)
+    except NoSuchJobError:
+        return False
+    waiting = (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, JobStatus.STARTED)
+    if message.get_status(refresh=False) in waiting:
+        return True
+    message.delete()  # consumed without running the job: make room to send it again
+    return False
+
+
+def rq_queue(settings: Settings, client: redis.Redis[bytes]) -> Queue:
+    """The deployment's ingestion queue on a given Redis client."""
+    from rq import Queue
+
+    return Queue(queue_name(settings), connection=client)
+
+
+class RedisJobQueue:
+    """The API side of the Redis backend: sends job ids to worker processes, runs none itself.
+
+    It never re-queues jobs at start-up: with several API processes and live workers, only a
+    worker's sweep (which respects heartbeats) may decide a job was abandoned.
+    """
+
+    def __init__(self, queue: Queue, timeout_s: int) -> None:
+        self._queue = queue
+        self._timeout_s = timeout_s
+
+    def start(self) -> None:
+        """Nothing to start in the API process; workers run elsewhere."""
+        log.info("ingestion jobs go to Redis queue %s", self._queue.name)
+
+    def enqueue(self, job: JobRecord) -> None:
+        """Send the job id; if Redis is down the job stays queued and a worker's sweep sends it."""
+        try:
+            send(self._queue, job.job_id, job.attempts, self._timeout_s)
+        except redis.RedisError as exc:
+            log.warning(
+                "could not send job %s to Redis (%s); it stays queued and will be re-sent",
+                job.job_id,
+                exc,
+            )
+
+    def stop(self) -> None:
+        """Close the Redis connections of this process."""
+        self._queue.connection.close()
+
+
+def build_job_queue(container: Container) -> JobQueue:
+    """The queue chosen by RAG_JOB_BACKEND, for the API process of this container."""
+    settings = container.settings
+    if settings.job_backend == "redis":
+        from app.storage.redis_client import connect_redis
+
+        client = connect_redis(settings.redis_url)
+        return RedisJobQueue(rq_queue(settings, client), settings.job_timeout_s)
+    from app.services.ingest_worker import IngestWorkerPool
+
+    return IngestWorkerPool(container, settings.worker_pool_size)

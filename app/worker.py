@@ -1,0 +1,181 @@
+"""`python -m app.worker`: an ingestion worker process for RAG_JOB_BACKEND=redis.
+
+It loads the models once, then takes job ids from the rq queue, one job at a time, in this
+process (rq's `SimpleWorker`: no fork per job, so the embedder stays loaded). Run as many as the
+machine has cores for (`docker compose up --scale worker=N`).
+
+Beside the rq loop, a sweeper thread keeps the queue honest against the job table:
+- a running job's heartbeat (`updated_at`) is refreshed every RAG_JOB_HEARTBEAT_S;
+- jobs `processing` without a heartbeat for RAG_JOB_STALE_AFTER_S (their worker died) go back to
+  `queued`, or fail after RAG_JOB_MAX_ATTEMPTS tries;
+- jobs `queued` with no pending message (worker death, Redis outage at upload) are sent again.
+A retried job re-indexes from its upload; stable chunk ids make that an upsert, not a duplicate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+import threading
+from types import TracebackType
+
+import redis
+
+from app.config import Settings, get_settings
+from app.errors import ConfigurationError
+from app.observability import configure_logging
+from app.services.container import Container
+from app.services.ingest_worker import run_job
+from app.services.job_queue import (
+    message_pending,
+    queue_name,
+    retry_delay_s,
+    rq_queue,
+    send,
+)
+from app.storage.jobs import JobStore
+from app.storage.redis_client import connect_redis
+
+log = logging.getLogger("app.worker")
+
+
+class Heartbeat:
+    """While open, touches a processing job every `interval_s` from a background thread."""
+
+    def __init__(self, jobs: JobStore, job_id: str, interval_s: float) -> None:
+        self._jobs = jobs
+        self._job_id = job_id
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{job_id}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            try:
+                if not self._jobs.heartbeat(self._job_id):
+                    log.warning("job %s is no longer ours (re-queued as stale?)", self._job_id)
+                    return
+            except Exception:
+                log.exception("heartbeat of job %s failed", self._job_id)
+
+
+class IngestWorker:
+    """Runs the messages of one worker process and sweeps the job table."""
+
+    def __init__(self, container: Container, client: redis.Redis[bytes]) -> None:
+        self.container = container
+        self.settings: Settings = container.settings
+        self._queue = rq_queue(self.settings, client)
+
+    def process(self, job_id: str) -> str:
+        """Claim and run one job; a message for a job that is not queued does nothing."""
+        job = self.container.jobs.claim(job_id)
+        if job is None:
+            return "skipped: not queued (done, failed, or taken by another worker)"
+        settings = self.settings
+        may_retry = job.attempts < settings.job_max_attempts
+        with Heartbeat(self.container.jobs, job_id, settings.job_heartbeat_s):
+            finished = run_job(self.container, job, may_retry=may_retry)
+        if finished:
+            return "finished"
+        delay = retry_delay_s(settings.job_retry_base_s, job.attempts)
+        try:
+            send(self._queue, job_id, job.attempts, settings.job_timeout_s, delay_s=delay)
+        except redis.RedisError:
+            log.warning("could not schedule the retry of %s; the sweep will send it", job_id)
+        return f"transient failure; retry in {delay:.0f} s"
+
+    def sweep(self) -> tuple[int, int]:
+        """Re-queue abandoned jobs and re-send queued jobs without a message; returns both counts."""
+        settings = self.settings
+        jobs = self.container.jobs
+        requeued = jobs.requeue_stale(settings.job_stale_after_s, settings.job_max_attempts)
+        if requeued:
+            log.warning("re-queued %d jobs whose worker stopped heart-beating", requeued)
+        resent = 0
+        # The grace period covers an API process between creating the row and sending its message.
+        for job_id, attempts in jobs.queued_since(2 * settings.job_heartbeat_s):
+            if not message_pending(self._queue, job_id, attempts):
+                send(self._queue, job_id, attempts, settings.job_timeout_s)
+                resent += 1
+        if resent:
+            log.warning("re-sent %d queued jobs that had no pending message", resent)
+        return requeued, resent
+
+    def run_sweeper(self, stop: threading.Event) -> None:
+        """Sweep every heartbeat interval until `stop` is set; errors are logged and retried."""
+        while not stop.wait(self.settings.job_heartbeat_s):
+            try:
+                self.sweep()
+            except Exception:
+                log.exception("job sweep failed; will try again")
+
+
+_current: IngestWorker | None = None
+
+
+def process_job(job_id: str) -> str:
+    """The rq task: run a job id in this worker process."""
+    if _current is None:
+        raise RuntimeError("process_job runs only inside `python -m app.worker`")
+    return _current.process(job_id)
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m app.worker", description=__doc__)
+    parser.add_argument("--name", help="worker name shown by `rq info` (default: host.pid)")
+    parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Load models, then process ingestion messages until SIGTERM (finishes the current job)."""
+    global _current
+    args = _parse(argv)
+    try:
+        settings = get_settings()
+    except ConfigurationError as exc:
+        sys.exit(f"error: {exc}")
+    if settings.job_backend != "redis":
+        sys.exit("error: set RAG_JOB_BACKEND=redis; with `threads` the API process runs the jobs")
+    configure_logging(settings.log_level)
+    from rq import SimpleWorker
+
+    container = Container(settings)
+    container.warm_up(serving=False)
+    # The sweeper and the retries use short timeouts; rq's blocking pop needs none.
+    _current = IngestWorker(container, connect_redis(settings.redis_url))
+    name = args.name or f"{queue_name(settings)}.{socket.gethostname()}.{os.getpid()}"
+    listen = redis.Redis.from_url(settings.redis_url)
+    worker = SimpleWorker([rq_queue(settings, listen)], connection=listen, name=name)
+    stop = threading.Event()
+    sweeper = threading.Thread(target=_current.run_sweeper, args=(stop,), daemon=True)
+    sweeper.start()
+    log.info("worker %s ready on queue %s", name, queue_name(settings))
+    try:
+        worker.work(burst=args.burst, with_scheduler=True, logging_level=settings.log_level)
+    finally:
+        stop.set()
+        container.database.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    # rq imports the task as `app.worker.process_job`; run `main` in that module, not in
+    # `__main__`, so the task sees the worker this process built.
+    from app import worker
+
+    sys.exit(worker.main())

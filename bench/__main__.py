@@ -1,0 +1,22 @@
+"""`python -m bench` (what `make bench` runs): every benchmark in turn, each printing a table."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+STEPS = [
+    ["bench.ingest"],
+    ["bench.retrieval", "--sizes", "1000,10000,100000"],
+    ["bench.answer"],
+    ["bench.load"],
+]
+
+if __name__ == "__main__":
+    only = set(sys.argv[1:])
+    for module, *args in STEPS:
+        if only and module.split(".")[-1] not in only:
+            continue
+        print(f"\n== {module} {' '.join(args)} ==", flush=True)
+        sys.argv = [module, *args]
+        runpy.run_module(module, run_name="__main__")

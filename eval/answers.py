@@ -1,0 +1,274 @@
+"""Answer evaluation on real data: gold span, citation accuracy, valid markers, refusal.
+
+For each task (XQuAD en, XQuAD ar, ARCD test) a fixed-seed sample of questions is asked twice
+through the real retriever and the real generation code:
+- of a tenant holding the whole corpus (answerable): does the answer contain a gold answer span
+  (normalised token match), and does it cite the gold paragraph (scored on all questions and on
+  those whose gold paragraph was among the passages the model saw);
+- of a tenant holding the corpus minus the sampled questions' gold paragraphs (unanswerable):
+  is the answer a refusal (by the relevance gate before the model, or by the model).
+
+    python -m eval.answers [--providers llamacpp extractive] [--questions 50] [--seed 2026]
+
+Prints a table per provider and writes eval/results/answers-<provider>.json with every answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.config import Settings, load_settings
+from app.domain import RetrievalResult
+from app.generation.answer import Answer, answer_question, fit_passages
+from app.generation.citations import MARKER_GROUP, marker_numbers
+from app.providers.llms import build_llm
+from app.providers.types import LLM
+from app.retrieval.tokenizer import tokenize
+from app.services.container import Container
+from eval.datasets import Question, RetrievalTask, load_task
+from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit, ingest_paragraphs
+
+TASKS = ("xquad-en-en", "xquad-ar-ar", "arcd-test")
+
+
+@dataclass
+class Outcome:
+    """One question asked of one tenant with one provider."""
+
+    task: str
+    setting: str  # "answerable" or "unanswerable"
+    question: str
+    gold_answers: list[str]
+    answer: str
+    refused: bool
+    gate_refused: bool
+    gold_shown: bool  # the gold paragraph was among the passages given to the model
+    contains_gold: bool
+    cites_gold: bool
+    shown_markers: int
+    shown_invalid: int
+    dropped_markers: int
+    prompt_tokens: int | None
+    seconds: float
+
+
+def contains_span(answer: str, gold: str) -> bool:
+    """Whether the gold span's normalised tokens occur, in order and adjacent, in the answer."""
+    needle, haystack = tokenize(gold), tokenize(answer)
+    if not needle:
+        return False
+    width = len(needle)
+    return any(haystack[i : i + width] == needle for i in range(len(haystack) - width + 1))
+
+
+def shown_marker_counts(text: str, passages: int) -> tuple[int, int]:
+    """(markers shown, of which outside 1..passages) in an answer's text."""
+    numbers = [n for m in MARKER_GROUP.finditer(text) for n in marker_numbers(m.group(1))]
+    return len(numbers), sum(1 for n in numbers if not 1 <= n <= passages)
+
+
+def sample_questions(task: RetrievalTask, count: int, seed: int) -> list[Question]:
+    """A fixed-seed sample of questions that have a gold answer span."""
+    answerable = [q for q in task.questions if q.answers]
+    return random.Random(seed).sample(answerable, min(count, len(answerable)))
+
+
+def ask(
+    llm: LLM,
+    settings: Settings,
+    question: Question,
+    retrieval: RetrievalResult,
+    doc_map: dict[str, str],
+) -> tuple[Answer, bool, float]:
+    """Answer one question; returns the answer, whether gold was shown, and seconds taken."""
+    shown = fit_passages(
+        retrieval.hits[: settings.llm_max_passages], settings.llm_max_context_chars
+    )
+    gold_shown = retrieval.relevant and any(
+        doc_map.get(hit.chunk.document_id) in question.gold for hit in shown
+    )
+    started = time.perf_counter()
+    answer = answer_question(
+        question.text,
+        retrieval,
+        llm,
+        refusal_text=settings.refusal_text,
+        max_passages=settings.llm_max_passages,
+        max_passage_chars=settings.llm_max_context_chars,
+    )
+    return answer, gold_shown, time.perf_counter() - started
+
+
+def outcome(
+    task: str,
+    setting: str,
+    question: Question,
+    retrieval: RetrievalResult,
+    answer: Answer,
+    gold_shown: bool,
+    seconds: float,
+    doc_map: dict[str, str],
+    passages: int,
+) -> Outcome:
+    """Score one answer."""
+    shown, invalid = shown_marker_counts(answer.text, passages)
+    return Outcome(
+        task=task,
+        setting=setting,
+        question=question.text,
+        gold_answers=list(question.answers),
+        answer=answer.text,
+        refused=answer.refused,
+        gate_refused=not retrieval.relevant or not retrieval.hits,
+        gold_shown=gold_shown,
+        contains_gold=not answer.refused
+        and any(contains_span(answer.text, gold) for gold in question.answers),
+        cites_gold=any(doc_map.get(c.document_id) in question.gold for c in answer.citations),
+        shown_markers=shown,
+        shown_invalid=invalid,
+        dropped_markers=answer.dropped_markers,
+        prompt_tokens=answer.prompt_tokens,
+        seconds=seconds,
+    )
+
+
+def _rate(values: list[bool]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
+def summarise(outcomes: list[Outcome]) -> dict[str, float]:
+    """The reported metrics of one task and provider."""
+    answerable = [o for o in outcomes if o.setting == "answerable"]
+    unanswerable = [o for o in outcomes if o.setting == "unanswerable"]
+    gold_shown = [o for o in answerable if o.gold_shown]
+    shown = sum(o.shown_markers for o in outcomes)
+    emitted = shown + sum(o.dropped_markers for o in outcomes)
+    tokens = [o.prompt_tokens for o in outcomes if o.prompt_tokens]
+    return {
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
+        "contains_gold": _rate([o.contains_gold for o in answerable]),
+        "citation_acc_gold_shown": _rate([o.cites_gold for o in gold_shown]),
+        "citation_acc_all": _rate([o.cites_gold for o in answerable]),
+        "gold_shown": _rate([o.gold_shown for o in answerable]),
+        "false_refusal": _rate([o.refused for o in answerable]),
+        "shown_markers_valid": 1 - sum(o.shown_invalid for o in outcomes) / shown if shown else 1.0,
+        "emitted_markers_valid": shown / emitted if emitted else 1.0,
+        "refusal_unanswerable": _rate([o.refused for o in unanswerable]),
+        "refused_by_gate": _rate([o.gate_refused for o in unanswerable]),
+        "prompt_tokens_mean": statistics.fmean(tokens) if tokens else float("nan"),
+        "seconds_p50": statistics.median([o.seconds for o in outcomes]),
+    }
+
+
+def print_table(provider: str, summaries: dict[str, dict[str, float]]) -> None:
+    """A markdown table: one row per task."""
+    print(f"\nprovider: {provider}")
+    print(
+        "| task | n | contains gold | cites gold (gold shown) | cites gold (all) | gold shown "
+        "| false refusal | markers valid (shown / emitted) | refusal unanswerable (gate) "
+        "| prompt tokens | s/answer p50 |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for task, s in summaries.items():
+        print(
+            f"| {task} | {s['answerable']:.0f}+{s['unanswerable']:.0f} | {s['contains_gold']:.2f} "
+            f"| {s['citation_acc_gold_shown']:.2f} | {s['citation_acc_all']:.2f} "
+            f"| {s['gold_shown']:.2f} | {s['false_refusal']:.2f} "
+            f"| {s['shown_markers_valid']:.3f} / {s['emitted_markers_valid']:.3f} "
+            f"| {s['refusal_unanswerable']:.2f} ({s['refused_by_gate']:.2f}) "
+            f"| {s['prompt_tokens_mean']:.0f} | {s['seconds_p50']:.2f} |"
+        )
+
+
+def run(settings: Settings, providers: list[str], tasks: list[str], count: int, seed: int) -> None:
+    """Ingest the tenants, ask every sampled question, print and write the results."""
+    container = Container(settings)
+    llms = {p: build_llm(settings.model_copy(update={"llm_provider": p})) for p in providers}
+    outcomes: dict[str, list[Outcome]] = {p: [] for p in providers}
+    with tempfile.TemporaryDirectory() as tmp:
+        corpora: dict[str, dict[str, str]] = {}
+        for name in tasks:
+            task = load_task(name)
+            questions = sample_questions(task, count, seed)
+            corpus = CORPUS_OF_TASK[name]
+            if corpus not in corpora:
+                corpora[corpus] = ingest_paragraphs(
+                    container, corpus, task.paragraphs, Path(tmp) / corpus
+                )
+            gold = set().union(*(q.gold for q in questions))
+            missing = {pid: text for pid, text in task.paragraphs.items() if pid not in gold}
+            no_gold_tenant = f"{name}-without-gold"
+            doc_map = dict(corpora[corpus])
+            doc_map.update(
+                ingest_paragraphs(container, no_gold_tenant, missing, Path(tmp) / no_gold_tenant)
+            )
+            for setting, tenant in (("answerable", corpus), ("unanswerable", no_gold_tenant)):
+                for number, question in enumerate(questions, start=1):
+                    retrieval = container.retriever.search(tenant, question.text, settings.top_k)
+                    passages = min(len(retrieval.hits), settings.llm_max_passages)
+                    for provider, llm in llms.items():
+                        answer, shown, seconds = ask(llm, settings, question, retrieval, doc_map)
+                        outcomes[provider].append(
+                            outcome(
+                                name,
+                                setting,
+                                question,
+                                retrieval,
+                                answer,
+                                shown,
+                                seconds,
+                                doc_map,
+                                passages,
+                            )
+                        )
+                    print(f"{name} {setting} {number}/{len(questions)}", end="\r", flush=True)
+    RESULTS_DIR.mkdir(exist_ok=True)
+    for provider, results in outcomes.items():
+        summaries = {name: summarise([o for o in results if o.task == name]) for name in tasks}
+        print_table(provider, summaries)
+        report: dict[str, Any] = {
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "commit": git_commit(),
+            "provider": provider,
+            "model": llms[provider].model_id,
+            "embedder": container.embedder.model_id,
+            "questions_per_task": count,
+            "seed": seed,
+            "summary": summaries,
+            "answers": [asdict(o) for o in results],
+        }
+        out = RESULTS_DIR / f"answers-{provider}.json"
+        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--providers", nargs="+", default=["llamacpp", "extractive"])
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
+    parser.add_argument("--questions", type=int, default=50, help="questions per task")
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--embedding-provider", default="use")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as data:
+        settings = load_settings(
+            _env_file=None,
+            data_dir=Path(data),
+            embedding_provider=args.embedding_provider,
+            env="development",
+        )
+        run(settings, args.providers, args.tasks, args.questions, args.seed)
+
+
+if __name__ == "__main__":
+    main()
