@@ -99,7 +99,7 @@ class IngestWorker:
         return f"transient failure; retry in {delay:.0f} s"
 
     def sweep(self) -> tuple[int, int]:
-        """Re-queue abandoned jobs and re-send queued jobs without a message; returns both counts."""
+        """Re-queue abandoned jobs, re-send queued ones without a message; returns both counts."""
         settings = self.settings
         jobs = self.container.jobs
         requeued = jobs.requeue_stale(settings.job_stale_after_s, settings.job_max_attempts)

@@ -192,7 +192,9 @@ def main() -> None:
     ]
     print(table(headers, rows))
     p50, p95 = reranker_latency()
-    print(f"\nreranker (tiny random BERT cross-encoder), 20 candidates: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+    print(
+        f"\nreranker (tiny random BERT cross-encoder), 20 candidates: p50 {p50:.1f} ms, p95 {p95:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ ENV_EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
         ({"port": 70000}, "RAG_PORT"),
     ],
 )
-def test_invalid_values_fail_naming_the_variable(overrides: dict[str, object], variable: str) -> None:
+def test_invalid_values_fail_naming_the_variable(
+    overrides: dict[str, object], variable: str
+) -> None:
     with pytest.raises(ConfigurationError) as info:
         load_settings(_env_file=None, **overrides)
     assert variable in str(info.value)
@@ -51,7 +53,9 @@ def test_env_example_lists_every_setting_with_its_default() -> None:
     text = ENV_EXAMPLE.read_text(encoding="utf-8")
     documented = dict(re.findall(r"^#? ?(RAG_[A-Z0-9_]+)=(.*)$", text, flags=re.MULTILINE))
     defaults = Settings.model_fields
-    missing = [f"RAG_{name.upper()}" for name in defaults if f"RAG_{name.upper()}" not in documented]
+    missing = [
+        f"RAG_{name.upper()}" for name in defaults if f"RAG_{name.upper()}" not in documented
+    ]
     assert not missing, f".env.example lacks {missing}"
     unknown = [name for name in documented if name[4:].lower() not in defaults]
     assert not unknown, f".env.example documents unknown settings {unknown}"

@@ -143,7 +143,6 @@ class HybridRetriever:
                 for chunk_id in pinned:
                     cand = candidates.setdefault(chunk_id, _Candidate(None, _empty_stages()))
                     cand.stages["exact_match"] = 1
-                self._load_missing_chunks(tenant_id, candidates)
         else:
             pinned = []
 
@@ -154,7 +153,12 @@ class HybridRetriever:
             ordered = [i for i in ordered if i in pinned_set] + [
                 i for i in ordered if i not in pinned_set
             ]
-            ordered = [i for i in ordered if candidates[i].chunk is not None]
+
+        # Only the chunks that can still make the result are fetched (a store round trip).
+        window = max(k, self.config.reranker_max_candidates) if mode == "rerank" else k
+        if mode != "dense":
+            with timed("keyword"):
+                ordered = self._materialise(tenant_id, ordered, candidates, window)
 
         if mode == "rerank":
             ordered = self._rerank(query, ordered, candidates, pinned_set)
@@ -177,13 +181,27 @@ class HybridRetriever:
         found.sort(key=lambda cid: position.get(cid, len(position)))
         return found[:MAX_EXACT_CHUNKS]
 
-    def _load_missing_chunks(self, tenant_id: str, candidates: dict[str, _Candidate]) -> None:
-        missing = [cid for cid, cand in candidates.items() if cand.chunk is None]
-        for chunk in self.store.get_chunks(tenant_id, missing):
+    def _materialise(
+        self,
+        tenant_id: str,
+        ordered: list[str],
+        candidates: dict[str, _Candidate],
+        window: int,
+    ) -> list[str]:
+        """Load the chunks of the first `window` candidates; drop ids the store no longer has."""
+        head = ordered[:window]
+        missing = [cid for cid in head if candidates[cid].chunk is None]
+        for chunk in self.store.get_chunks(tenant_id, missing) if missing else []:
             if chunk.tenant_id != tenant_id:
                 logger.error("store returned a chunk of another tenant; dropped")
                 continue
             candidates[chunk.id].chunk = chunk
+        present = [cid for cid in head if candidates[cid].chunk is not None]
+        if len(present) < len(head) and len(ordered) > window:
+            # Chunks deleted since the keyword snapshot was read: fill up from the rest.
+            rest = self._materialise(tenant_id, ordered[window:], candidates, window - len(present))
+            return present + rest
+        return present + ordered[window:]
 
     def _fuse(
         self,

@@ -42,7 +42,10 @@ class Container:
     @cached_property
     def store(self) -> VectorStore:
         from app.storage.chroma_store import build_vector_store
+        from app.storage.directory_lock import lock_directory
 
+        if self.settings.vector_backend == "chroma":
+            lock_directory(self.settings.data_dir / "chroma")
         return build_vector_store(self.settings, self.embedder)
 
     @cached_property

@@ -65,7 +65,7 @@ def message_id(job_id: str, attempts: int) -> str:
 
 def retry_delay_s(base_s: float, attempt: int) -> float:
     """Backoff before retrying after the `attempt`-th try failed transiently (x4 per try)."""
-    return base_s * 4 ** max(attempt - 1, 0)
+    return base_s * float(4 ** max(attempt - 1, 0))
 
 
 def send(queue: Queue, job_id: str, attempts: int, timeout_s: int, delay_s: float = 0.0) -> None:

@@ -74,9 +74,9 @@ def test_exact_sku_wins_among_near_identical_items(
         retriever.search("shop", f"How heavy is the drill {sku}?", 1, mode="dense").hits[0]
         for sku in SKUS
     ]
-    assert sum(h.chunk.text.endswith(f"SKU {s}.") for h, s in zip(dense_hits, SKUS, strict=True)) < len(
-        SKUS
-    )
+    assert sum(
+        h.chunk.text.endswith(f"SKU {s}.") for h, s in zip(dense_hits, SKUS, strict=True)
+    ) < len(SKUS)
 
 
 def test_index_follows_upload_replace_delete_and_survives_restart(

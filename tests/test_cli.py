@@ -1,0 +1,105 @@
+"""The command line, run as a user runs it: a real process on a temp data directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(
+    data_dir: Path, *args: str, stdin: str = "", **env: str
+) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **os.environ,
+        "RAG_DATA_DIR": str(data_dir),
+        "RAG_EMBEDDING_PROVIDER": "use",
+        "RAG_ENV": "development",
+        "HF_HUB_OFFLINE": "1",
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=environment,
+        timeout=300,
+    )
+
+
+def test_ingest_then_search_prints_pages_and_json(tmp_path: Path) -> None:
+    doc = tmp_path / "valves.md"
+    doc.write_text(
+        "# Valves\n\nThe SR-33 relief valve opens at 4.2 bar.\n\n"
+        "# Pumps\n\nThe P-7 pump delivers 30 litres per minute.\n",
+        encoding="utf-8",
+    )
+    bad = tmp_path / "empty.txt"
+    bad.write_bytes(b"")
+    ingested = cli(tmp_path / "data", "ingest", "--tenant", "acme", str(doc), str(bad))
+    assert ingested.returncode == 1  # one file failed, and the exit status says so
+    assert "valves.md: 1 pages" in ingested.stdout
+    assert "empty.txt: FAILED" in ingested.stderr
+
+    found = cli(
+        tmp_path / "data", "search", "--tenant", "acme", "SR-33 opening pressure?", "--json"
+    )
+    assert found.returncode == 0, found.stderr
+    rows = json.loads(found.stdout)
+    assert rows[0]["source"] == "valves.md"
+    assert rows[0]["page"] == 1 and rows[0]["page_label"] == "1"
+    assert "4.2 bar" in rows[0]["text"]
+
+    other = cli(
+        tmp_path / "data", "search", "--tenant", "globex", "SR-33 opening pressure?", "--json"
+    )
+    assert json.loads(other.stdout) == []  # another tenant sees nothing
+
+    text = cli(tmp_path / "data", "search", "--tenant", "acme", "P-7 pump flow", "-k", "1")
+    assert "valves.md" in text.stdout and "p.1" in text.stdout
+
+
+def test_user_commands(tmp_path: Path) -> None:
+    created = cli(
+        tmp_path / "data",
+        "create-user",
+        "--tenant",
+        "acme",
+        "--username",
+        "alice",
+        "--password-stdin",
+        stdin="a-very-long-password\n",
+    )
+    assert created.returncode == 0, created.stderr
+    short = cli(
+        tmp_path / "data",
+        "create-user",
+        "--tenant",
+        "acme",
+        "--username",
+        "bob",
+        "--password-stdin",
+        stdin="short\n",
+    )
+    assert short.returncode == 1 and "at least 12" in short.stderr
+    listed = cli(tmp_path / "data", "list-users", "--tenant", "acme")
+    assert "alice" in listed.stdout and "bob" not in listed.stdout
+    assert cli(tmp_path / "data", "delete-user", "--username", "alice").returncode == 0
+    assert "alice" not in cli(tmp_path / "data", "list-users").stdout
+    assert cli(tmp_path / "data", "delete-user", "--username", "alice").returncode == 1
+
+
+def test_invalid_setting_is_reported_by_name(tmp_path: Path) -> None:
+    result = cli(tmp_path / "data", "list-users", RAG_CHUNK_OVERLAP="5000")
+    assert result.returncode == 1
+    assert "RAG_CHUNK_OVERLAP" in result.stderr
