@@ -11,7 +11,8 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI, Request, Response
 
 from app.api.deps import get_principal
-from app.api.errors import install_error_handlers
+from app.api.errors import error_responses, install_error_handlers
+from app.api.openapi import install_openapi_limits
 from app.api.routes import answers, documents, public, stats
 from app.config import Settings, get_settings
 from app.observability import configure_logging, configure_tracing, request_id_var
@@ -61,6 +62,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    install_openapi_limits(app, lambda: settings or get_settings())
 
     @app.middleware("http")
     async def request_context(
@@ -89,7 +91,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     app.include_router(public.router)
     protected = [Depends(get_principal)]  # authenticated by default
     for router in (documents.router, answers.router, stats.router):
-        app.include_router(router, dependencies=protected)
+        app.include_router(router, dependencies=protected, responses=error_responses(401))
     return app
 
 

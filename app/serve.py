@@ -27,7 +27,13 @@ def main() -> None:
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run("app.main:app", host=settings.host, port=settings.port, log_config=None)
+    uvicorn.run(
+        "app.main:app",
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,  # the app logs every request as JSON with its request id
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import os
 import socket
 import sys
 import threading
+from pathlib import Path
 from types import TracebackType
 
 import redis
@@ -66,7 +67,8 @@ class Heartbeat:
         while not self._stop.wait(self._interval_s):
             try:
                 if not self._jobs.heartbeat(self._job_id):
-                    log.warning("job %s is no longer ours (re-queued as stale?)", self._job_id)
+                    if not self._stop.is_set():  # not merely the job ending under our feet
+                        log.warning("job %s is no longer ours (re-queued as stale?)", self._job_id)
                     return
             except Exception:
                 log.exception("heartbeat of job %s failed", self._job_id)
@@ -78,7 +80,7 @@ class IngestWorker:
     def __init__(self, container: Container, client: redis.Redis[bytes]) -> None:
         self.container = container
         self.settings: Settings = container.settings
-        self._queue = rq_queue(self.settings, client)
+        self.queue = rq_queue(self.settings, client)
 
     def process(self, job_id: str) -> str:
         """Claim and run one job; a message for a job that is not queued does nothing."""
@@ -93,7 +95,7 @@ class IngestWorker:
             return "finished"
         delay = retry_delay_s(settings.job_retry_base_s, job.attempts)
         try:
-            send(self._queue, job_id, job.attempts, settings.job_timeout_s, delay_s=delay)
+            send(self.queue, job_id, job.attempts, settings.job_timeout_s, delay_s=delay)
         except redis.RedisError:
             log.warning("could not schedule the retry of %s; the sweep will send it", job_id)
         return f"transient failure; retry in {delay:.0f} s"
@@ -108,20 +110,27 @@ class IngestWorker:
         resent = 0
         # The grace period covers an API process between creating the row and sending its message.
         for job_id, attempts in jobs.queued_since(2 * settings.job_heartbeat_s):
-            if not message_pending(self._queue, job_id, attempts):
-                send(self._queue, job_id, attempts, settings.job_timeout_s)
+            if not message_pending(self.queue, job_id, attempts):
+                send(self.queue, job_id, attempts, settings.job_timeout_s)
                 resent += 1
         if resent:
             log.warning("re-sent %d queued jobs that had no pending message", resent)
         return requeued, resent
 
-    def run_sweeper(self, stop: threading.Event) -> None:
-        """Sweep every heartbeat interval until `stop` is set; errors are logged and retried."""
+    def run_sweeper(self, stop: threading.Event, health_file: Path | None = None) -> None:
+        """Sweep every heartbeat interval until `stop` is set; errors are logged and retried.
+
+        After each successful sweep `health_file` is touched: a container health check reads
+        its age to tell a live worker (database and Redis reachable) from a hung one.
+        """
         while not stop.wait(self.settings.job_heartbeat_s):
             try:
                 self.sweep()
             except Exception:
                 log.exception("job sweep failed; will try again")
+                continue
+            if health_file is not None:
+                health_file.touch()
 
 
 _current: IngestWorker | None = None
@@ -138,6 +147,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.worker", description=__doc__)
     parser.add_argument("--name", help="worker name shown by `rq info` (default: host.pid)")
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    parser.add_argument(
+        "--health-file", type=Path, help="touched after every successful sweep (health checks)"
+    )
     return parser.parse_args(argv)
 
 
@@ -162,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     listen = redis.Redis.from_url(settings.redis_url)
     worker = SimpleWorker([rq_queue(settings, listen)], connection=listen, name=name)
     stop = threading.Event()
-    sweeper = threading.Thread(target=_current.run_sweeper, args=(stop,), daemon=True)
+    sweeper = threading.Thread(
+        target=_current.run_sweeper, args=(stop, args.health_file), daemon=True
+    )
     sweeper.start()
     log.info("worker %s ready on queue %s", name, queue_name(settings))
     try:

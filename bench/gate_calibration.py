@@ -12,36 +12,48 @@ The threshold kept is the highest that still keeps >= 95% of answerable question
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
 from app.config import load_settings
 from app.providers.embeddings import build_embedder
+from app.providers.types import Embedder
 from bench.common import table
 from bench.tokenizer_ablation import QADataset, datasets
 
 KEEP = 0.95
 
 
-def _embed(embedder: object, texts: list[str], query: bool) -> np.ndarray:
-    if query:
-        return np.array([embedder.embed_query(t) for t in texts])  # type: ignore[attr-defined]
-    return np.array(embedder.embed_documents(texts))  # type: ignore[attr-defined]
+CACHE = Path(os.environ.get("RAG_BENCH_CACHE", Path(tempfile.gettempdir()) / "rag-bench-cache"))
+
+
+def embedded(embedder: Embedder, ds: QADataset) -> tuple[np.ndarray, np.ndarray]:
+    """(paragraph vectors, question vectors), cached on disk per model and dataset."""
+    safe = "".join(ch if ch.isalnum() else "_" for ch in embedder.model_id)
+    path = CACHE / f"{safe}-{ds.name}.npz"
+    if path.exists():
+        cached = np.load(path)
+        return cached["paragraphs"], cached["questions"]
+    paragraphs = np.array(embedder.embed_documents(ds.paragraphs))
+    questions = np.array([embedder.embed_query(q) for q, _ in ds.questions])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, paragraphs=paragraphs, questions=questions)
+    return paragraphs, questions
 
 
 def best_similarities(
-    embedder: object, ds: QADataset, foreign: list[str]
+    paragraphs: np.ndarray, questions: np.ndarray, gold: np.ndarray, foreign: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(answerable best, gold-removed best, foreign-question best) similarities."""
-    paragraphs = _embed(embedder, ds.paragraphs, query=False)
-    questions = _embed(embedder, [q for q, _ in ds.questions], query=True)
-    gold = np.array([g for _, g in ds.questions])
     sims = questions @ paragraphs.T
     answerable = sims.max(axis=1)
     masked = sims.copy()
     masked[np.arange(len(gold)), gold] = -np.inf
     removed = masked.max(axis=1)
-    foreign_best = (_embed(embedder, foreign, query=True) @ paragraphs.T).max(axis=1)
+    foreign_best = (foreign @ paragraphs.T).max(axis=1)
     return answerable, removed, foreign_best
 
 
@@ -54,10 +66,12 @@ def main() -> None:
     foreign_of = {"xquad-en": "arcd-test", "xquad-ar": "arcd-test", "arcd-test": "xquad-ar"}
     for provider in args.models.split(","):
         embedder = build_embedder(load_settings(_env_file=None, embedding_provider=provider))
+        vectors = {name: embedded(embedder, ds) for name, ds in sets.items()}
         per_set = {}
         for name, ds in sets.items():
-            foreign = [q for q, _ in sets[foreign_of[name]].questions][:300]
-            per_set[name] = best_similarities(embedder, ds, foreign)
+            gold = np.array([g for _, g in ds.questions])
+            foreign = vectors[foreign_of[name]][1]
+            per_set[name] = best_similarities(*vectors[name], gold, foreign)
         pooled = np.concatenate([v[0] for v in per_set.values()])
         threshold = float(np.quantile(pooled, 1 - KEEP))
         rows = []
@@ -73,6 +87,23 @@ def main() -> None:
                     f"{(foreign < threshold).mean():.1%}",
                 ]
             )
+        removed_all = np.concatenate([v[1] for v in per_set.values()])
+        foreign_all = np.concatenate([v[2] for v in per_set.values()])
+        sweep = []
+        for keep in (0.99, 0.95, 0.90, 0.80, 0.70):
+            cut = float(np.quantile(pooled, 1 - keep))
+            sweep.append(
+                [
+                    f"{cut:.3f}",
+                    f"{(pooled >= cut).mean():.1%}",
+                    f"{(removed_all < cut).mean():.1%}",
+                    f"{(foreign_all < cut).mean():.1%}",
+                ]
+            )
+        print(f"\n{embedder.model_id}: trade-off, all datasets pooled")
+        print(
+            table(["threshold", "answerable kept", "gold-removed refused", "other refused"], sweep)
+        )
         print(f"\n{embedder.model_id}: threshold {threshold:.3f} (keeps {KEEP:.0%} pooled)")
         print(
             table(

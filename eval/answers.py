@@ -19,6 +19,7 @@ import argparse
 import json
 import random
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -27,15 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings, load_settings
-from app.domain import RetrievalResult
+from app.domain import Page, RetrievalResult, document_id
 from app.generation.answer import Answer, answer_question, fit_passages
 from app.generation.citations import MARKER_GROUP, marker_numbers
+from app.ingestion import chunk_pages
 from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.retrieval.tokenizer import tokenize
 from app.services.container import Container
+from app.services.pipeline import embed_chunks
 from eval.datasets import Question, RetrievalTask, load_task
-from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit, ingest_paragraphs
+from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit
 
 TASKS = ("xquad-en-en", "xquad-ar-ar", "arcd-test")
 
@@ -59,6 +62,37 @@ class Outcome:
     dropped_markers: int
     prompt_tokens: int | None
     seconds: float
+
+
+def index_paragraphs(
+    container: Container, tenant: str, paragraphs: dict[str, str]
+) -> dict[str, str]:
+    """Chunk, embed and store each paragraph as a document; returns document id -> paragraph id.
+
+    The service's chunker, embedder and store, without its file parser: parsing each paragraph
+    in its own sandboxed process costs ~1 s apiece here and tells nothing about answers.
+    """
+    settings = container.settings
+    doc_to_paragraph: dict[str, str] = {}
+    for pid, text in paragraphs.items():
+        source = pid.replace(":", "_") + ".txt"
+        doc_id = document_id(tenant, source)
+        chunks = chunk_pages(
+            [Page(number=1, label="1", text=text)],
+            tenant_id=tenant,
+            document_id=doc_id,
+            source=source,
+            chunk_size=settings.chunk_size,
+            chunk_overlap=settings.chunk_overlap,
+        )
+        vectors = embed_chunks(chunks, container.embedder, settings.embedding_batch_size, _quiet)
+        container.store.replace_document(tenant, doc_id, chunks, vectors)
+        doc_to_paragraph[doc_id] = pid
+    return doc_to_paragraph
+
+
+def _quiet(done: int, total: int, stage: str) -> None:
+    return None
 
 
 def contains_span(answer: str, gold: str) -> bool:
@@ -195,43 +229,38 @@ def run(settings: Settings, providers: list[str], tasks: list[str], count: int, 
     container = Container(settings)
     llms = {p: build_llm(settings.model_copy(update={"llm_provider": p})) for p in providers}
     outcomes: dict[str, list[Outcome]] = {p: [] for p in providers}
-    with tempfile.TemporaryDirectory() as tmp:
-        corpora: dict[str, dict[str, str]] = {}
-        for name in tasks:
-            task = load_task(name)
-            questions = sample_questions(task, count, seed)
-            corpus = CORPUS_OF_TASK[name]
-            if corpus not in corpora:
-                corpora[corpus] = ingest_paragraphs(
-                    container, corpus, task.paragraphs, Path(tmp) / corpus
-                )
-            gold = set().union(*(q.gold for q in questions))
-            missing = {pid: text for pid, text in task.paragraphs.items() if pid not in gold}
-            no_gold_tenant = f"{name}-without-gold"
-            doc_map = dict(corpora[corpus])
-            doc_map.update(
-                ingest_paragraphs(container, no_gold_tenant, missing, Path(tmp) / no_gold_tenant)
-            )
-            for setting, tenant in (("answerable", corpus), ("unanswerable", no_gold_tenant)):
-                for number, question in enumerate(questions, start=1):
-                    retrieval = container.retriever.search(tenant, question.text, settings.top_k)
-                    passages = min(len(retrieval.hits), settings.llm_max_passages)
-                    for provider, llm in llms.items():
-                        answer, shown, seconds = ask(llm, settings, question, retrieval, doc_map)
-                        outcomes[provider].append(
-                            outcome(
-                                name,
-                                setting,
-                                question,
-                                retrieval,
-                                answer,
-                                shown,
-                                seconds,
-                                doc_map,
-                                passages,
-                            )
+    corpora: dict[str, dict[str, str]] = {}
+    for name in tasks:
+        task = load_task(name)
+        questions = sample_questions(task, count, seed)
+        corpus = CORPUS_OF_TASK[name]
+        if corpus not in corpora:
+            corpora[corpus] = index_paragraphs(container, corpus, task.paragraphs)
+        gold = set().union(*(q.gold for q in questions))
+        missing = {pid: text for pid, text in task.paragraphs.items() if pid not in gold}
+        no_gold_tenant = f"{name}-without-gold"
+        doc_map = dict(corpora[corpus])
+        doc_map.update(index_paragraphs(container, no_gold_tenant, missing))
+        for setting, tenant in (("answerable", corpus), ("unanswerable", no_gold_tenant)):
+            for number, question in enumerate(questions, start=1):
+                retrieval = container.retriever.search(tenant, question.text, settings.top_k)
+                passages = min(len(retrieval.hits), settings.llm_max_passages)
+                for provider, llm in llms.items():
+                    answer, shown, seconds = ask(llm, settings, question, retrieval, doc_map)
+                    outcomes[provider].append(
+                        outcome(
+                            name,
+                            setting,
+                            question,
+                            retrieval,
+                            answer,
+                            shown,
+                            seconds,
+                            doc_map,
+                            passages,
                         )
-                    print(f"{name} {setting} {number}/{len(questions)}", end="\r", flush=True)
+                    )
+                print(f"{name} {setting} {number}/{len(questions)}", file=sys.stderr, flush=True)
     RESULTS_DIR.mkdir(exist_ok=True)
     for provider, results in outcomes.items():
         summaries = {name: summarise([o for o in results if o.task == name]) for name in tasks}

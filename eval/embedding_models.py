@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     print(table)
     report = {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": "python -m eval.embedding_models " + " ".join(argv or []),
+        "command": " ".join(["python -m eval.embedding_models", *(argv or sys.argv[1:])]),
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),

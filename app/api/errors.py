@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api.schemas import ErrorOut
 from app.errors import RagError, RateLimited
 
 log = logging.getLogger("app.api")
@@ -28,6 +30,25 @@ _STATUS_CODES = {
     429: "rate_limited",
     503: "unavailable",
 }
+
+
+_DESCRIPTIONS = {
+    401: "missing, invalid or expired bearer token (or wrong credentials)",
+    404: "not found (another tenant's resource is reported the same way)",
+    409: "conflicts with the current state (e.g. an index built with another embedding model)",
+    413: "the upload is larger than the configured limit",
+    415: "the file type is not supported",
+    422: "the request is invalid; the message says which field and why",
+    429: "rate limited; retry after the `Retry-After` header's seconds",
+    503: "a component (model, store, provider) is unavailable",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entries documenting the shared error body for these statuses."""
+    return {
+        status: {"model": ErrorOut, "description": _DESCRIPTIONS[status]} for status in statuses
+    }
 
 
 class ApiError(Exception):
@@ -88,6 +109,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # FastAPI's "error parsing the body": a bad body, like the rest
+            message = f"the request body could not be decoded: {exc.detail}"
+            return error_response(422, "validation_error", message)
         code = _STATUS_CODES.get(exc.status_code, "error")
         log.info("http error", extra={"status": exc.status_code, "code": code})
         return error_response(exc.status_code, code, str(exc.detail), exc.headers)

@@ -115,6 +115,17 @@ class StatsOut(BaseModel):
     cache_hit_rate: float
 
 
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    """The one body of every error response."""
+
+    error: ErrorDetail
+
+
 class HealthOut(BaseModel):
     status: Literal["ok"] = "ok"
 

@@ -82,18 +82,23 @@ def find_exact(
     """For each literal term of the query, the tenant's chunks that contain it.
 
     Matching uses the keyword tokens (so case and edge punctuation do not matter, `sr-33`
-    finds `SR-33.`); a multi-token term must appear as a contiguous token sequence. A term the
-    tokenizer cannot express (`C++`) falls back to the store's case-sensitive substring search.
+    finds `SR-33.`); a multi-token term must appear as a contiguous token sequence. A term with
+    symbols at its edges (`C++`, `#45`) is first looked up as typed, by the store's substring
+    search, and falls back to its tokens.
     """
     matches: list[ExactMatch] = []
     for term in exact_terms(query):
         tokens = tokenizer(term)
-        ids = snapshot.containing_all(tokens) if tokens else []
-        if len(tokens) > 1 and ids:
-            chunks = store.get_chunks(tenant_id, ids[:_VERIFY_LIMIT])
-            ids = [c.id for c in chunks if _contains_sequence(tokenizer(c.text), tokens)]
-        if not ids:
+        ids: list[str] = []
+        if not tokens or not (term[0].isalnum() and term[-1].isalnum()):
+            # Edge symbols carry meaning here (`C++`, `#45`, `.NET`) and tokens would drop them.
+            # The store's substring scan is slow on big tenants, so only these terms use it.
             ids = [c.id for c in store.find_containing(tenant_id, term, MAX_EXACT_CHUNKS)]
+        if not ids and tokens:
+            ids = snapshot.containing_all(tokens)
+            if len(tokens) > 1 and ids:
+                chunks = store.get_chunks(tenant_id, ids[:_VERIFY_LIMIT])
+                ids = [c.id for c in chunks if _contains_sequence(tokenizer(c.text), tokens)]
         if ids:
             matches.append(ExactMatch(term, ids))
     return matches

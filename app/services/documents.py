@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 import unicodedata
 from pathlib import Path
 
 from app.domain import document_id as make_document_id
-from app.errors import NotFound, RateLimited
+from app.errors import IngestionError, NotFound, RateLimited
 from app.services.container import Container
 from app.services.pipeline import IngestedDocument, ProgressCallback, index_file
 from app.storage.documents import DocumentRecord
@@ -17,6 +18,9 @@ from app.storage.jobs import JobRecord
 
 log = logging.getLogger(__name__)
 
+# Serialises "delete a document" with "record a freshly indexed one" within the process, so an
+# upload finishing during a delete cannot bring the document back.
+_record_lock = threading.Lock()
 _UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
 MAX_SOURCE_CHARS = 200
 
@@ -72,8 +76,14 @@ def index_document(
     path: Path,
     source: str,
     progress: ProgressCallback | None = None,
+    *,
+    must_exist: bool = False,
 ) -> IngestedDocument:
-    """Index one stored file for a tenant and record it; invalidates the tenant's answers."""
+    """Index one stored file for a tenant and record it; invalidates the tenant's answers.
+
+    With `must_exist` (a queued upload), a document deleted while it was being indexed stays
+    deleted: its fresh chunks are removed again and IngestionError says so.
+    """
     sha = file_sha256(path)
     done = index_file(
         path,
@@ -84,12 +94,23 @@ def index_document(
         config=container.pipeline_config,
         progress=progress or (lambda done, total, stage: None),
     )
-    container.documents.upsert(tenant_id, done.document_id, source, path.stat().st_size, sha)
-    container.documents.set_status(
-        tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
-    )
-    container.cache.invalidate_tenant(tenant_id)
-    container.retriever.refresh(tenant_id)
+    try:
+        with _record_lock:  # a concurrent delete sees the record either before or after this
+            if must_exist and container.documents.get(tenant_id, done.document_id) is None:
+                container.store.delete_document(tenant_id, done.document_id)
+                raise IngestionError(
+                    "the document was deleted while it was being indexed; upload it again "
+                    "if you still want it"
+                )
+            container.documents.upsert(
+                tenant_id, done.document_id, source, path.stat().st_size, sha
+            )
+            container.documents.set_status(
+                tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
+            )
+    finally:
+        container.cache.invalidate_tenant(tenant_id)
+        container.retriever.refresh(tenant_id)
     return done
 
 
@@ -123,10 +144,11 @@ def get_document(container: Container, tenant_id: str, document_id: str) -> Docu
 
 def delete_document(container: Container, tenant_id: str, document_id: str) -> None:
     """Remove a document's chunks and record; no search or answer reaches it afterwards."""
-    if container.documents.get(tenant_id, document_id) is None:
-        raise NotFound("document not found")
-    removed = container.store.delete_document(tenant_id, document_id)
-    container.documents.delete(tenant_id, document_id)
+    with _record_lock:
+        if container.documents.get(tenant_id, document_id) is None:
+            raise NotFound("document not found")
+        removed = container.store.delete_document(tenant_id, document_id)
+        container.documents.delete(tenant_id, document_id)
     container.cache.invalidate_tenant(tenant_id)
     container.retriever.refresh(tenant_id)
     log.info("document deleted", extra={"document_id": document_id, "chunks": removed})

@@ -47,7 +47,9 @@ def run_job(container: Container, job: JobRecord, *, may_retry: bool = False) ->
     try:
         if container.documents.get(job.tenant_id, job.document_id) is None:
             raise IngestionError("the document was deleted before it could be indexed")
-        result = index_document(container, job.tenant_id, path, job.source, progress)
+        result = index_document(
+            container, job.tenant_id, path, job.source, progress, must_exist=True
+        )
         jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
         log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})
     except Exception as exc:

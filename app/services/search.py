@@ -18,13 +18,16 @@ def resolve_k(container: Container, k: int | None) -> int:
 
 
 def check_question(container: Container, text: str) -> str:
-    """The question stripped; InvalidInput when empty or over the length cap."""
+    """The question stripped; InvalidInput when blank or over the length cap.
+
+    The cap applies to the text as sent (as /openapi.json documents it), whitespace included.
+    """
+    limit = container.settings.max_question_chars
+    if len(text) > limit:
+        raise InvalidInput(f"the question is longer than {limit} characters")
     stripped = text.strip()
     if not stripped:
         raise InvalidInput("the question is empty")
-    limit = container.settings.max_question_chars
-    if len(stripped) > limit:
-        raise InvalidInput(f"the question is longer than {limit} characters")
     return stripped
 
 

@@ -25,6 +25,7 @@ def api(api_factory: ApiFactory) -> ApiHarness:
         rate_limit_auth_per_minute=3,
         rate_limit_query_per_minute=5,
         max_jobs_per_tenant=2,
+        max_page_size=20,
     )
 
 
@@ -179,3 +180,16 @@ def test_per_tenant_job_limit_is_429_with_retry_after(api: ApiHarness, uploader:
     assert api.uploads_left() == before
     other_tenant = api.add_user("limits-other", login=False)
     assert api.upload(other_tenant, "doc.txt", b"their own budget").status_code == 202
+
+
+def test_a_page_size_cap_below_the_default_page_still_lists(api: ApiHarness) -> None:
+    user = api.add_user("limits-pages", login=False)
+    for i in range(3):
+        assert api.upload(user, f"p{i}.txt", b"page me").status_code in (202, 429)
+    listing = api.client.get("/documents", headers=user.headers)
+    assert listing.status_code == 200, listing.text
+    assert listing.json()["count"] == len(listing.json()["data"]) == 2
+    assert api.client.get("/documents?limit=20", headers=user.headers).status_code == 200
+    assert_error_body(api.client.get("/documents?limit=21", headers=user.headers), 422)
+    one = api.client.get("/documents?limit=1&offset=1", headers=user.headers).json()
+    assert one["count"] == 2 and len(one["data"]) == 1

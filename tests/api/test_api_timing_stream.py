@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
 import pytest
@@ -36,27 +37,28 @@ def _events(response: Any) -> list[tuple[str, Any]]:
     return events
 
 
-@pytest.mark.parametrize("station", [3, 11, 19, 23])
-def test_query_stages_add_up_to_the_total(
-    api: ApiHarness, reader: ApiUser, station: int
-) -> None:
-    body = api.query(reader, f"What tide does station {station} record?")
-    assert body["cache"] == "miss"
-    stages = body["timings"]
-    assert MISS_STAGES <= set(stages) <= KNOWN_STAGES
-    assert all(ms >= 0 for ms in stages.values())
-    total = body["total_ms"]
-    summed = sum(stages.values())
-    # Stages never nest, so their sum cannot exceed the total; untimed glue is under 10%.
-    assert summed <= total + 0.05 * len(stages)  # rounding to 0.01 ms per stage
-    assert summed >= 0.9 * total, (summed, total, stages)
+def test_query_stages_add_up_to_the_total(api: ApiHarness, reader: ApiUser) -> None:
+    ratios = []
+    for station in (3, 8, 11, 16, 19, 23):
+        body = api.query(reader, f"What tide does station {station} record?")
+        assert body["cache"] == "miss"
+        stages = body["timings"]
+        assert MISS_STAGES <= set(stages) <= KNOWN_STAGES
+        assert all(ms >= 0 for ms in stages.values())
+        summed = sum(stages.values())
+        # Stages never nest, so their sum cannot exceed the total (0.01 ms rounding per stage).
+        assert summed <= body["total_ms"] + 0.01 * len(stages), (summed, body)
+        ratios.append(summed / body["total_ms"])
+    print("stage sum / total_ms per query:", [round(r, 3) for r in ratios])
+    # Untimed glue stays under 10%; the median ignores a thread pre-empted on a busy machine.
+    assert statistics.median(ratios) >= 0.9, ratios
 
 
 def test_search_stages_add_up_to_the_total(api: ApiHarness, reader: ApiUser) -> None:
     body = api.search(reader, "wind speed at station 7")
     stages = body["timings"]
     assert {"embed_query", "dense", "keyword", "fuse"} <= set(stages) <= KNOWN_STAGES
-    assert 0.9 * body["total_ms"] <= sum(stages.values()) <= body["total_ms"] + 0.05
+    assert 0.9 * body["total_ms"] <= sum(stages.values()) <= body["total_ms"] + 0.04
 
 
 def test_a_cache_hit_times_only_the_cache(api: ApiHarness, reader: ApiUser) -> None:
@@ -91,7 +93,7 @@ def test_a_client_request_id_is_echoed(
 def test_a_missing_or_unsafe_request_id_is_replaced_by_a_fresh_one(
     api: ApiHarness, sent: str | None
 ) -> None:
-    headers = {} if sent is None else {"X-Request-ID": sent.encode("utf-8").decode("latin-1")}
+    headers = {} if sent is None else {"X-Request-ID": sent.encode("utf-8")}
     first = api.client.get("/health", headers=headers).headers["x-request-id"]
     second = api.client.get("/health", headers=headers).headers["x-request-id"]
     for value in (first, second):
@@ -124,7 +126,8 @@ def test_stream_sends_tokens_then_citations_then_done(api: ApiHarness, reader: A
     assert citations["refused"] is False and citations["citations"]
     assert all(c["source"] == "survey.txt" and c["page"] == 1 for c in citations["citations"])
     assert done["cache"] == "miss" and MISS_STAGES <= set(done["timings"])
-    assert 0.9 * done["total_ms"] <= sum(done["timings"].values()) <= done["total_ms"] + 0.1
+    # No nesting; the 10% rule is for /query: a stream's total also holds the event sends.
+    assert sum(done["timings"].values()) <= done["total_ms"] + 0.01 * len(done["timings"])
 
     # The stream cached its answer: /query now hits and returns exactly what was streamed.
     cached = api.query(reader, question)

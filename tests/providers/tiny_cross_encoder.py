@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_WORDS = (
+_WORD_TEXT = (
     "the a of and to in is was what who which when where how why product weight price colour "
     "red blue green handle kg sku item model number page document answer question river city "
     "war year king law school water power"
-).split()
+)
+_WORDS = _WORD_TEXT.split()
 
 
 def save_tiny_cross_encoder(folder: Path, seed: int = 0) -> Path:

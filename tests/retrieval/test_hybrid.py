@@ -238,3 +238,14 @@ def test_rerank_mode_orders_by_the_cross_encoder_within_its_cap(
         "the river and the mountain and the capital", [h.chunk.text for h in scored]
     )
     assert direct == pytest.approx([h.stages["rerank_score"] for h in scored], abs=1e-5)
+
+
+def test_identifier_with_symbols_is_matched_as_typed(
+    retriever: HybridRetriever, store: InMemoryVectorStore, embedder: FakeEmbedder
+) -> None:
+    texts = [f"Invoice {n}: 45 units shipped, total {n * 3} EUR." for n in range(100, 120)]
+    texts.append("Invoice #45 was cancelled by the customer.")
+    add_document(store, embedder, "acme", "invoices.txt", texts)
+    result = retriever.search("acme", "what happened to #45", 3)
+    assert result.hits[0].chunk.text == texts[-1]
+    assert sum(h.stages["exact_match"] for h in result.hits) == 1  # type: ignore[misc]

@@ -11,12 +11,17 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from app.api.deps import ContainerDep, Principal, QueryRateLimit
+from app.api.errors import error_responses
 from app.api.schemas import QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
 from app.services import answer as answer_service
 from app.services.search import search as search_service
 from app.timing import start_timer
 
-router = APIRouter(tags=["retrieval"], dependencies=[QueryRateLimit])
+router = APIRouter(
+    tags=["retrieval"],
+    dependencies=[QueryRateLimit],
+    responses=error_responses(409, 422, 429, 503),
+)
 
 
 @router.post("/search", response_model=SearchOut)

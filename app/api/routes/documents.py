@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from app.api.deps import ContainerDep, Principal
+from app.api.errors import error_responses
 from app.api.schemas import DocumentList, DocumentOut, JobOut, Progress, UploadAccepted
 from app.api.upload import receive_upload
 from app.errors import InvalidInput
@@ -16,6 +17,7 @@ from app.storage.documents import DocumentRecord
 from app.storage.jobs import JobRecord
 
 router = APIRouter(tags=["documents"])
+DEFAULT_PAGE_SIZE = 50
 
 _UPLOAD_BODY = {
     "requestBody": {
@@ -67,7 +69,7 @@ def _job_out(job: JobRecord) -> JobOut:
     status_code=202,
     response_model=UploadAccepted,
     openapi_extra=_UPLOAD_BODY,
-    responses={413: {"description": "too large"}, 415: {"description": "unsupported type"}},
+    responses=error_responses(413, 415, 422, 429),
 )
 async def upload_document(
     request: Request, container: ContainerDep, principal: Principal
@@ -92,33 +94,42 @@ async def upload_document(
     )
 
 
-@router.get("/jobs/{job_id}", response_model=JobOut)
+@router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
 def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOut:
     """An ingestion job's state and progress."""
     return _job_out(service.get_job(container, principal.tenant_id, job_id))
 
 
-@router.get("/documents", response_model=DocumentList)
+@router.get("/documents", response_model=DocumentList, responses=error_responses(422))
 def list_documents(
     container: ContainerDep,
     principal: Principal,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    limit: Annotated[
+        int | None, Query(ge=1, le=1000, description="page size; default 50 or the cap")
+    ] = None,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> DocumentList:
     """The tenant's documents, newest first."""
-    if limit > container.settings.max_page_size:
-        raise InvalidInput(f"limit must not exceed {container.settings.max_page_size}")
+    cap = container.settings.max_page_size
+    if limit is None:  # the default page never exceeds a smaller configured cap
+        limit = min(DEFAULT_PAGE_SIZE, cap)
+    if limit > cap:
+        raise InvalidInput(f"limit must not exceed {cap}")
     records, total = service.list_documents(container, principal.tenant_id, limit, offset)
     return DocumentList(data=[_document_out(r) for r in records], count=total)
 
 
-@router.get("/documents/{document_id}", response_model=DocumentOut)
+@router.get(
+    "/documents/{document_id}", response_model=DocumentOut, responses=error_responses(404, 422)
+)
 def get_document(document_id: str, container: ContainerDep, principal: Principal) -> DocumentOut:
     """One document of the tenant."""
     return _document_out(service.get_document(container, principal.tenant_id, document_id))
 
 
-@router.delete("/documents/{document_id}", status_code=204)
+@router.delete(
+    "/documents/{document_id}", status_code=204, responses=error_responses(404, 422, 503)
+)
 def delete_document(document_id: str, container: ContainerDep, principal: Principal) -> Response:
     """Delete a document; no search or answer can reach it afterwards."""
     service.delete_document(container, principal.tenant_id, document_id)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import JSONResponse
 
 from app.api.deps import ContainerDep
-from app.api.errors import ApiError
+from app.api.errors import ApiError, error_responses
 from app.api.schemas import HealthOut, StatusOut, TokenOut
 from app.errors import AuthenticationFailed
 from app.services.readiness import readiness_problems
@@ -37,7 +37,9 @@ def ready(request: Request, container: ContainerDep) -> JSONResponse:
     return JSONResponse({"status": "ok", "detail": {}})
 
 
-@router.post("/auth/token", response_model=TokenOut, tags=["auth"])
+@router.post(
+    "/auth/token", response_model=TokenOut, tags=["auth"], responses=error_responses(401, 422, 429)
+)
 def issue_token(
     request: Request,
     container: ContainerDep,

@@ -1,0 +1,57 @@
+"""/openapi.json with the configured caps, so clients generated from it send what is accepted.
+
+The request models carry static outer bounds; the real limits (`RAG_MAX_K`,
+`RAG_MAX_QUESTION_CHARS`, `RAG_MAX_PAGE_SIZE`) are settings, written into the schema here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI
+
+from app.config import Settings
+
+# JSON Schema `pattern` is a search: the text must contain one non-whitespace character.
+NOT_BLANK = r"\S"
+
+
+def _set_text_limit(model: dict[str, Any], field: str, max_chars: int) -> None:
+    prop = model["properties"][field]
+    prop["maxLength"] = max_chars
+    prop["pattern"] = NOT_BLANK
+
+
+def _set_k_limit(model: dict[str, Any], max_k: int) -> None:
+    for option in model["properties"]["k"].get("anyOf", []):
+        if option.get("type") == "integer":
+            option["maximum"] = max_k
+
+
+def apply_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """Write the configured caps into an OpenAPI document (in place) and return it."""
+    models = schema.get("components", {}).get("schemas", {})
+    for name, field in (("SearchIn", "query"), ("QueryIn", "question")):
+        if name in models:
+            _set_text_limit(models[name], field, settings.max_question_chars)
+            _set_k_limit(models[name], settings.max_k)
+    listing = schema.get("paths", {}).get("/documents", {}).get("get", {})
+    for parameter in listing.get("parameters", []):
+        if parameter.get("name") == "limit":
+            for option in parameter["schema"].get("anyOf", [parameter["schema"]]):
+                if option.get("type") == "integer":
+                    option["maximum"] = settings.max_page_size
+    return schema
+
+
+def install_openapi_limits(app: FastAPI, settings: Callable[[], Settings]) -> None:
+    """Make `app.openapi()` document the limits of the settings the app runs with."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = apply_limits(build(), settings())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

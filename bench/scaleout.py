@@ -1,0 +1,220 @@
+"""`python -m bench.scaleout`: API throughput with 1 vs 2 API processes, ingestion throughput
+with 1 vs 2 worker processes, on the scale-out stack (Chroma server, Redis, PostgreSQL).
+
+The stack is the one the integration test starts (tests/scaleout/scaleout_stack.py): real
+processes, `use` embedder, `extractive` LLM (so /query measures the service, not an LLM).
+
+- `/query` (cache hits): one question asked over and over; every request after the first is
+  answered from the shared Redis cache, so this measures auth + cache + HTTP per process.
+- `/search`: rotating queries (no cache): embed + Chroma query + keyword index per request.
+- ingestion: N files uploaded at once, wall time until every job is done.
+
+The load generator runs on the same machine, in this process, and takes CPU from the servers;
+on 2 cores that is part of what the ratios show.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from bench.common import median, percentile, table
+from tests.scaleout.scaleout_stack import PASSWORD, ApiClient, LocalStack, Process
+
+QUESTION = "Which team checked the pump in bay 12, and which code was logged?"
+SEARCHES = [
+    "pump in bay 12",
+    "valve checked by team 3",
+    "code R004242",
+    "filter maintenance records",
+    "gauge logged with code",
+    "sensor in bay 40 team 7",
+    "motor inspection",
+    "seal replaced bay 9",
+]
+
+
+def corpus_file(index: int, records: int) -> bytes:
+    """A text file of distinct maintenance records (every chunk different)."""
+    parts = ["pump", "valve", "filter", "gauge", "sensor", "motor", "seal"]
+    lines = [
+        f"File {index} record {i:05d}: the {parts[i % 7]} in bay {i % 97} was checked by team "
+        f"{i % 13} and logged with code R{(i * 7919 + index) % 100003:06d}."
+        for i in range(records)
+    ]
+    return "\n".join(lines).encode()
+
+
+@dataclass
+class LoadResult:
+    """Requests completed in a fixed time and their latencies."""
+
+    requests: int
+    errors: int
+    seconds: float
+    latencies_ms: list[float]
+
+    @property
+    def throughput(self) -> float:
+        """Successful requests per second."""
+        return self.requests / self.seconds
+
+
+def run_load(
+    base_url: str,
+    token: str,
+    path: str,
+    bodies: list[dict[str, object]],
+    seconds: float,
+    users: int,
+) -> LoadResult:
+    """`users` threads send requests back to back for `seconds`; each has its own connection."""
+    stop_at = time.perf_counter() + seconds
+    lock = threading.Lock()
+    latencies: list[float] = []
+    errors = [0]
+
+    def user(offset: int) -> None:
+        with httpx.Client(base_url=base_url, timeout=60) as client:
+            headers = {"Authorization": f"Bearer {token}"}
+            i = offset
+            while time.perf_counter() < stop_at:
+                started = time.perf_counter()
+                response = client.post(path, json=bodies[i % len(bodies)], headers=headers)
+                elapsed = (time.perf_counter() - started) * 1000
+                with lock:
+                    if response.status_code == 200:
+                        latencies.append(elapsed)
+                    else:
+                        errors[0] += 1
+                i += 1
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(users) as pool:
+        list(pool.map(user, range(users)))
+    return LoadResult(len(latencies), errors[0], time.perf_counter() - started, latencies)
+
+
+def wait_all_processes(stack: LocalStack, api: Process, checks: int = 30) -> None:
+    """Ready, and answering on fresh connections many times (so every uvicorn worker is up)."""
+    stack.wait_ready(api)
+    ok = 0
+    while ok < checks:
+        response = httpx.get(api.url + "/ready", timeout=5)
+        ok = ok + 1 if response.status_code == 200 else 0
+        time.sleep(0.05)
+
+
+def ingest(stack: LocalStack, client: ApiClient, files: int, records: int, tag: str) -> float:
+    """Upload `files` files at once; seconds until all their jobs are done."""
+    started = time.perf_counter()
+    jobs = []
+    for i in range(files):
+        job = client.upload(f"{tag}-{i}.txt", corpus_file(i, records))
+        stack.job_ids.add(job["job_id"])
+        jobs.append(job["job_id"])
+    for job_id in jobs:
+        done = client.wait_job(job_id, timeout_s=1800)
+        if done["status"] != "done":
+            raise RuntimeError(f"job failed: {done}")
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    """Run both comparisons and print the tables."""
+    parser = argparse.ArgumentParser(prog="python -m bench.scaleout")
+    parser.add_argument("--seconds", type=float, default=20.0, help="per load run")
+    parser.add_argument("--users", type=int, default=8, help="concurrent clients")
+    parser.add_argument("--files", type=int, default=6, help="files per ingestion run")
+    parser.add_argument("--records", type=int, default=400, help="records per file (~0.5 chunk)")
+    args = parser.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="bench-scaleout-"))
+    stack = LocalStack(
+        root,
+        settings={
+            "RAG_RATE_LIMIT_QUERY_PER_MINUTE": "1000000",
+            "RAG_MAX_JOBS_PER_TENANT": "64",
+            "RAG_CHUNK_SIZE": "300",
+            "RAG_CHUNK_OVERLAP": "50",
+        },
+    )
+    print(f"load average before: {os.getloadavg()}")
+    try:
+        stack.start_backends()
+        stack.create_user("bench", "bench-user")
+
+        # --- ingestion: 1 vs 2 workers (one API process takes the uploads) ---
+        api = stack.start_api("api-ingest")
+        workers = [stack.start_worker("w1")]
+        wait_all_processes(stack, api)
+        stack.wait_worker_ready(workers[0])
+        client = ApiClient(api.url)
+        client.login("bench-user", PASSWORD)
+        ingest(stack, client, 1, 50, "warmup")  # first collection, first keyword index
+        one = ingest(stack, client, args.files, args.records, "one")
+        workers.append(stack.start_worker("w2"))
+        stack.wait_worker_ready(workers[1])
+        two = ingest(stack, client, args.files, args.records, "two")
+        chunks = client.get("/stats").json()["chunks"]
+        for process in [*workers, api]:
+            stack.stop(process)
+        rows = [
+            ["1 worker", args.files, one, args.files / one, 1.0],
+            ["2 workers", args.files, two, args.files / two, one / two],
+        ]
+        print(f"\ningestion ({args.files} files x ~{args.records // 2} chunks; {chunks} in store)")
+        print(table(["workers", "files", "wall s", "files/s", "ratio"], rows))
+
+        # --- API: 1 vs 2 uvicorn processes, cache-hit /query and /search ---
+        results: dict[tuple[str, int], LoadResult] = {}
+        for processes in (1, 2):
+            api = stack.start_api(f"api-x{processes}", workers=processes)
+            wait_all_processes(stack, api)
+            token = ApiClient(api.url).login("bench-user", PASSWORD)
+            query_body: list[dict[str, object]] = [{"question": QUESTION}]
+            search_bodies: list[dict[str, object]] = [{"query": q} for q in SEARCHES]
+            run_load(api.url, token, "/query", query_body, 3, args.users)  # warm up, fill cache
+            run_load(api.url, token, "/search", search_bodies, 3, args.users)
+            for path, bodies in (("/query", query_body), ("/search", search_bodies)):
+                results[(path, processes)] = run_load(
+                    api.url, token, path, bodies, args.seconds, args.users
+                )
+            stack.stop(api)
+        rows = []
+        for path in ("/query", "/search"):
+            base = results[(path, 1)].throughput
+            for processes in (1, 2):
+                r = results[(path, processes)]
+                rows.append(
+                    [
+                        f"{path} ({'cache hit' if path == '/query' else 'no cache'})",
+                        processes,
+                        r.requests,
+                        r.errors,
+                        r.throughput,
+                        median(r.latencies_ms),
+                        percentile(r.latencies_ms, 95),
+                        r.throughput / base,
+                    ]
+                )
+        print(f"\nAPI ({args.users} concurrent clients, {args.seconds:.0f} s per run)")
+        headers = ["workload", "API procs", "requests", "errors", "req/s", "p50 ms", "p95 ms"]
+        print(table([*headers, "ratio"], rows))
+        print(f"\nload average after: {os.getloadavg()}; cores: {os.cpu_count()}")
+    finally:
+        leftovers = stack.close()
+        if leftovers:
+            print(f"warning: Redis keys left behind: {leftovers[:5]}")
+
+
+if __name__ == "__main__":
+    main()

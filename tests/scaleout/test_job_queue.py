@@ -1,0 +1,194 @@
+"""The Redis job queue and the worker's sweep, in one process against the local Redis and a real
+job table (SQLite and PostgreSQL). The multi-process test covers the same paths end to end; these
+cover the cases it cannot stage reliably: a lost message, a transient failure and its retry, a
+message delivered twice, and a live job that must not be taken away.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+from rq import Queue
+from rq.registry import ScheduledJobRegistry
+from sqlalchemy import select
+
+from app.config import Settings
+from app.errors import ProviderUnavailable
+from app.services.container import Container
+from app.services.documents import submit_upload
+from app.services.job_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
+from app.storage.db import Database
+from app.storage.jobs import JobRow, JobStore
+from app.worker import Heartbeat, IngestWorker
+
+pytestmark = pytest.mark.integration
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+TEXT = b"The relief valve is inspected every 30 days.\n\nReports go to the safety officer."
+
+
+@pytest.fixture
+def container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
+    """Fake embedder, embedded Chroma, SQLite, and the test's own Redis key prefix.
+
+    The settings keep the threads backend (an embedded Chroma may not be shared between
+    processes); the worker code under test does not look at it.
+    """
+    fast = settings.model_copy(
+        update={
+            "redis_key_prefix": redis_namespace.prefix,
+            "job_heartbeat_s": 0.05,
+            "job_stale_after_s": 0.3,
+            "job_retry_base_s": 30.0,
+        }
+    )
+    built = Container(fast)
+    yield built
+    # rq names its keys after the queue (our prefix) or the message id (our job ids).
+    client = redis_namespace.client
+    with built.database.session() as session:
+        job_ids = session.scalars(select(JobRow.job_id)).all()
+    patterns = [f"rq:*{redis_namespace.prefix}*"] + [f"rq:*{job_id}*" for job_id in job_ids]
+    for pattern in patterns:
+        for key in client.scan_iter(match=pattern, count=1000):
+            client.delete(key)
+    client.srem("rq:queues", f"rq:queue:{redis_namespace.prefix}-ingest")
+
+
+@pytest.fixture
+def worker(container: Container) -> IngestWorker:
+    return IngestWorker(container, redis.Redis.from_url(REDIS_URL))
+
+
+def queued_upload(container: Container, data_dir: Path, name: str = "valves.txt") -> str:
+    """Store an upload and create its job row, as the upload route does; returns the job id."""
+    uploads = data_dir / "uploads"
+    uploads.mkdir(exist_ok=True)
+    path = uploads / f"upload-{name}"  # stored like the upload route: random name, same suffix
+    path.write_bytes(TEXT)
+    return submit_upload(container, "acme", path, name, len(TEXT)).job_id
+
+
+def test_retry_delays_grow_fourfold() -> None:
+    assert [retry_delay_s(5.0, attempt) for attempt in (1, 2, 3)] == [5.0, 20.0, 80.0]
+
+
+def test_an_upload_sent_while_redis_is_down_is_sent_again_by_a_worker_sweep(
+    container: Container, worker: IngestWorker, data_dir: Path
+) -> None:
+    job_id = queued_upload(container, data_dir)
+    down = redis.Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)
+    RedisJobQueue(Queue("down", connection=down), 60).enqueue(container.jobs.get("acme", job_id))  # type: ignore[arg-type]
+
+    queue = worker.queue
+    assert not message_pending(queue, job_id, 0)
+    time.sleep(2 * container.settings.job_heartbeat_s + 0.05)  # the API's grace period
+    assert worker.sweep() == (0, 1)
+    assert message_pending(queue, job_id, 0)
+    assert worker.sweep() == (0, 0)  # a pending message is not sent twice
+
+
+def test_a_message_delivered_twice_runs_the_job_once(
+    container: Container, worker: IngestWorker, data_dir: Path
+) -> None:
+    job_id = queued_upload(container, data_dir)
+    assert worker.process(job_id) == "finished"
+    first = container.jobs.get("acme", job_id)
+    assert first is not None and first.status == "done" and first.chunks_indexed >= 1
+
+    assert worker.process(job_id).startswith("skipped")
+    again = container.jobs.get("acme", job_id)
+    assert again is not None and again.attempts == 1 and again.updated_at == first.updated_at
+    assert container.store.count("acme") == first.chunks_indexed
+
+
+def test_a_transient_failure_is_retried_later_with_the_upload_kept(
+    container: Container, worker: IngestWorker, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = queued_upload(container, data_dir)
+    upload = Path(container.jobs.get("acme", job_id).stored_path)  # type: ignore[union-attr]
+    real_replace = container.store.replace_document
+    calls = []
+
+    def chroma_down_once(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise httpx.ConnectError("[Errno 111] Connection refused")
+        real_replace(*args, **kwargs)
+
+    monkeypatch.setattr(container.store, "replace_document", chroma_down_once)
+
+    assert "retry in 30 s" in worker.process(job_id)
+    waiting = container.jobs.get("acme", job_id)
+    assert waiting is not None and waiting.status == "queued"
+    assert waiting.progress_stage == "retrying" and "Connection refused" in (waiting.error or "")
+    assert upload.exists()  # the retry needs the file
+    scheduled = ScheduledJobRegistry(queue=worker.queue)
+    assert message_id(job_id, 1) in scheduled.get_job_ids()
+    delay = scheduled.get_scheduled_time(message_id(job_id, 1)).timestamp() - time.time()
+    assert 20 < delay <= 30
+
+    # What the scheduler delivers after the delay:
+    assert worker.process(job_id) == "finished"
+    done = container.jobs.get("acme", job_id)
+    assert done is not None and done.status == "done" and done.error is None
+    assert done.attempts == 2 and not upload.exists()
+
+
+def test_a_job_that_keeps_failing_transiently_fails_after_the_last_attempt(
+    container: Container, worker: IngestWorker, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = queued_upload(container, data_dir)
+
+    def down(*args: Any, **kwargs: Any) -> None:
+        raise ProviderUnavailable("embedding server unreachable")
+
+    monkeypatch.setattr(container.store, "replace_document", down)
+    for _ in range(container.settings.job_max_attempts - 1):
+        assert "retry" in worker.process(job_id)
+    assert worker.process(job_id) == "finished"
+    failed = container.jobs.get("acme", job_id)
+    assert failed is not None and failed.status == "failed"
+    assert "embedding server unreachable" in (failed.error or "")
+    assert failed.attempts == container.settings.job_max_attempts
+
+
+def test_the_sweep_takes_back_a_dead_workers_job_but_not_a_live_one(
+    container: Container, worker: IngestWorker, data_dir: Path
+) -> None:
+    dead = queued_upload(container, data_dir, "dead.txt")
+    live = queued_upload(container, data_dir, "live.txt")
+    assert container.jobs.claim(dead) is not None and container.jobs.claim(live) is not None
+    settings = container.settings
+    with Heartbeat(container.jobs, live, settings.job_heartbeat_s):
+        time.sleep(settings.job_stale_after_s + 0.2)
+        requeued, _ = worker.sweep()
+        assert requeued == 1
+        assert container.jobs.get("acme", live).status == "processing"  # type: ignore[union-attr]
+    container.jobs.mark_done(live, chunks_indexed=1, pages=1)
+    assert container.jobs.get("acme", dead).status == "queued"  # type: ignore[union-attr]
+    time.sleep(2 * settings.job_heartbeat_s + 0.05)
+    assert worker.sweep() == (0, 1)  # re-sent as the message for attempt 2
+    assert message_pending(worker.queue, dead, 1)
+
+
+def test_job_store_heartbeat_release_and_queued_since(sql_database: Database) -> None:
+    jobs = JobStore(sql_database)
+    job = jobs.create("acme", "doc_1", "a.txt", "/tmp/a", 10)
+    assert not jobs.heartbeat(job.job_id)  # only a processing job has a heartbeat
+    assert jobs.claim(job.job_id) is not None
+    assert jobs.heartbeat(job.job_id)
+    assert jobs.queued_since(0) == []
+    jobs.release(job.job_id, "chroma unreachable")
+    released = jobs.get("acme", job.job_id)
+    assert released is not None and released.status == "queued" and released.attempts == 1
+    assert released.error == "chroma unreachable"
+    assert jobs.queued_since(60) == []  # just released: inside the grace period
+    time.sleep(0.01)
+    assert jobs.queued_since(0) == [(job.job_id, 1)]
