@@ -173,7 +173,7 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         naive_n = args.naive_queries if size < 50_000 else max(2, args.naive_queries // 5)
         rows.append(run_size(size, questions, naive_n))
-        print(f"done {size}", flush=True)
+        print(f"done {size}: {rows[-1]}", flush=True)
     headers = [
         "chunks",
         "load s",

@@ -16,17 +16,16 @@ on 2 cores that is part of what the ratios show.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from bench.common import median, percentile, table
+from bench.load import RouteStats, run_phase
 from tests.scaleout.scaleout_stack import PASSWORD, ApiClient, LocalStack, Process
 
 QUESTION = "Which team checked the pump in bay 12, and which code was logged?"
@@ -53,54 +52,21 @@ def corpus_file(index: int, records: int) -> bytes:
     return "\n".join(lines).encode()
 
 
-@dataclass
-class LoadResult:
-    """Requests completed in a fixed time and their latencies."""
-
-    requests: int
-    errors: int
-    seconds: float
-    latencies_ms: list[float]
-
-    @property
-    def throughput(self) -> float:
-        """Successful requests per second."""
-        return self.requests / self.seconds
-
-
 def run_load(
-    base_url: str,
-    token: str,
-    path: str,
-    bodies: list[dict[str, object]],
-    seconds: float,
-    users: int,
-) -> LoadResult:
-    """`users` threads send requests back to back for `seconds`; each has its own connection."""
-    stop_at = time.perf_counter() + seconds
-    lock = threading.Lock()
-    latencies: list[float] = []
-    errors = [0]
+    base_url: str, token: str, path: str, bodies: list[dict[str, object]], requests: int, users: int
+) -> RouteStats:
+    """`requests` POSTs from `users` concurrent clients, with bench.load's client code."""
+    headers = {"Authorization": f"Bearer {token}"}
 
-    def user(offset: int) -> None:
-        with httpx.Client(base_url=base_url, timeout=60) as client:
-            headers = {"Authorization": f"Bearer {token}"}
-            i = offset
-            while time.perf_counter() < stop_at:
-                started = time.perf_counter()
-                response = client.post(path, json=bodies[i % len(bodies)], headers=headers)
-                elapsed = (time.perf_counter() - started) * 1000
-                with lock:
-                    if response.status_code == 200:
-                        latencies.append(elapsed)
-                    else:
-                        errors[0] += 1
-                i += 1
+    async def call(client: httpx.AsyncClient, number: int) -> httpx.Response:
+        return await client.post(path, json=bodies[number % len(bodies)], headers=headers)
 
-    started = time.perf_counter()
-    with ThreadPoolExecutor(users) as pool:
-        list(pool.map(user, range(users)))
-    return LoadResult(len(latencies), errors[0], time.perf_counter() - started, latencies)
+    async def phase() -> RouteStats:
+        limits = httpx.Limits(max_connections=users)
+        async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits) as client:
+            return await run_phase(client, call, requests, users)
+
+    return asyncio.run(phase())
 
 
 def wait_all_processes(stack: LocalStack, api: Process, checks: int = 30) -> None:
@@ -131,7 +97,7 @@ def ingest(stack: LocalStack, client: ApiClient, files: int, records: int, tag: 
 def main() -> None:
     """Run both comparisons and print the tables."""
     parser = argparse.ArgumentParser(prog="python -m bench.scaleout")
-    parser.add_argument("--seconds", type=float, default=20.0, help="per load run")
+    parser.add_argument("--requests", type=int, default=400, help="per load run")
     parser.add_argument("--users", type=int, default=8, help="concurrent clients")
     parser.add_argument("--files", type=int, default=6, help="files per ingestion run")
     parser.add_argument("--records", type=int, default=400, help="records per file (~0.5 chunk)")
@@ -175,38 +141,39 @@ def main() -> None:
         print(table(["workers", "files", "wall s", "files/s", "ratio"], rows))
 
         # --- API: 1 vs 2 uvicorn processes, cache-hit /query and /search ---
-        results: dict[tuple[str, int], LoadResult] = {}
+        results: dict[tuple[str, int], RouteStats] = {}
         for processes in (1, 2):
             api = stack.start_api(f"api-x{processes}", workers=processes)
             wait_all_processes(stack, api)
             token = ApiClient(api.url).login("bench-user", PASSWORD)
             query_body: list[dict[str, object]] = [{"question": QUESTION}]
             search_bodies: list[dict[str, object]] = [{"query": q} for q in SEARCHES]
-            run_load(api.url, token, "/query", query_body, 3, args.users)  # warm up, fill cache
-            run_load(api.url, token, "/search", search_bodies, 3, args.users)
+            run_load(api.url, token, "/query", query_body, 50, args.users)  # warm up, fill cache
+            run_load(api.url, token, "/search", search_bodies, 50, args.users)
             for path, bodies in (("/query", query_body), ("/search", search_bodies)):
                 results[(path, processes)] = run_load(
-                    api.url, token, path, bodies, args.seconds, args.users
+                    api.url, token, path, bodies, args.requests, args.users
                 )
             stack.stop(api)
         rows = []
         for path in ("/query", "/search"):
-            base = results[(path, 1)].throughput
+            base = results[(path, 1)].ok / results[(path, 1)].seconds
             for processes in (1, 2):
                 r = results[(path, processes)]
+                errors = r.client_errors + r.server_errors + r.transport_errors
                 rows.append(
                     [
                         f"{path} ({'cache hit' if path == '/query' else 'no cache'})",
                         processes,
-                        r.requests,
-                        r.errors,
-                        r.throughput,
+                        r.ok,
+                        errors,
+                        r.ok / r.seconds,
                         median(r.latencies_ms),
                         percentile(r.latencies_ms, 95),
-                        r.throughput / base,
+                        r.ok / r.seconds / base,
                     ]
                 )
-        print(f"\nAPI ({args.users} concurrent clients, {args.seconds:.0f} s per run)")
+        print(f"\nAPI ({args.users} concurrent clients, {args.requests} requests per run)")
         headers = ["workload", "API procs", "requests", "errors", "req/s", "p50 ms", "p95 ms"]
         print(table([*headers, "ratio"], rows))
         print(f"\nload average after: {os.getloadavg()}; cores: {os.cpu_count()}")

@@ -73,7 +73,9 @@ def error_response(
 ) -> JSONResponse:
     """The JSON error body every failure shares."""
     return JSONResponse(
-        {"error": {"code": code, "message": message}}, status_code=status, headers=dict(headers or {})
+        {"error": {"code": code, "message": message}},
+        status_code=status,
+        headers=dict(headers or {}),
     )
 
 

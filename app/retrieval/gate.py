@@ -23,6 +23,9 @@ CALIBRATED_THRESHOLDS: dict[str, float] = {
 }
 
 
+_warned: set[str] = set()
+
+
 def threshold_for(model_id: str, override: float | None) -> float | None:
     """The threshold for this embedding model; None when neither calibrated nor configured."""
     if override is not None:
@@ -30,6 +33,9 @@ def threshold_for(model_id: str, override: float | None) -> float | None:
     for key, value in CALIBRATED_THRESHOLDS.items():
         if model_id == key or model_id.startswith(key + "@"):
             return value
+    if model_id in _warned:
+        return None
+    _warned.add(model_id)
     logger.warning(
         "no calibrated relevance threshold for embedding model %r; the gate only refuses "
         "when nothing matched (set RAG_RELEVANCE_THRESHOLD)",

@@ -14,8 +14,7 @@ from app.ingestion import LoadLimits
 from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
-    from app.providers.types import LLM
-    from app.providers.types import Embedder, Reranker
+    from app.providers.types import LLM, Embedder, Reranker
     from app.retrieval.hybrid import HybridRetriever
     from app.security import TokenCodec
     from app.services.users import UserService

@@ -117,6 +117,11 @@ class RedisJobQueue:
         self._queue = queue
         self._timeout_s = timeout_s
 
+    @property
+    def name(self) -> str:
+        """The rq queue the jobs go to."""
+        return str(self._queue.name)
+
     def start(self) -> None:
         """Nothing to start in the API process; workers run elsewhere."""
         log.info("ingestion jobs go to Redis queue %s", self._queue.name)

@@ -87,9 +87,7 @@ def attacks(api: ApiHarness, alice: ApiUser, bob: ApiUser) -> dict[str, str]:
         "wrong-audience": _sign(_claims(api, alice, aud="another-api")),
         "wrong-issuer": _sign(_claims(api, alice, iss="someone-else")),
         "expired": _sign(_claims(api, alice, iat=past, nbf=past, exp=past + timedelta(hours=1))),
-        "not-yet-valid": _sign(
-            _claims(api, alice, nbf=datetime.now(UTC) + timedelta(hours=1))
-        ),
+        "not-yet-valid": _sign(_claims(api, alice, nbf=datetime.now(UTC) + timedelta(hours=1))),
         "no-jti": _sign(_claims(api, alice, jti=None)),
         "no-exp": _sign(_claims(api, alice, exp=None)),
         "no-tenant": _sign(_claims(api, alice, tenant_id=None)),
@@ -184,7 +182,9 @@ def test_unknown_user_costs_a_password_check_too(api: ApiHarness, alice: ApiUser
 
     wrong = fastest({"username": alice.username, "password": "wrong password here"})
     unknown = fastest({"username": "nobody-at-all", "password": "wrong password here"})
-    print(f"login failure: wrong password {wrong * 1000:.0f} ms, unknown user {unknown * 1000:.0f} ms")
+    print(
+        f"login failure: wrong password {wrong * 1000:.0f} ms, unknown user {unknown * 1000:.0f} ms"
+    )
     assert unknown > 0.5 * wrong
 
 

@@ -135,7 +135,9 @@ def test_another_tenants_id_is_indistinguishable_from_a_missing_one(
         job_id=owned_job["job_id"],
         document_id=owned_job["document_id"],
     )
-    missing = _call(api, method, path, outsider.headers, job_id=MISSING_JOB, document_id=MISSING_DOC)
+    missing = _call(
+        api, method, path, outsider.headers, job_id=MISSING_JOB, document_id=MISSING_DOC
+    )
     assert_error_body(theirs, 404, "not_found")
     assert theirs.status_code == missing.status_code
     assert theirs.json() == missing.json()
@@ -237,7 +239,7 @@ def test_page_size_cap_is_the_configured_one(api: ApiHarness, owner: ApiUser) ->
         {"files": {"document": ("notes.txt", b"right content, wrong field name")}},
         {"content": b"raw bytes", "headers": {"Content-Type": "application/octet-stream"}},
         {
-            "content": b"--XYZ\r\nContent-Disposition: form-data; name=\"file\"; "
+            "content": b'--XYZ\r\nContent-Disposition: form-data; name="file"; '
             b'filename="a.txt"\r\n\r\nhello',
             "headers": {"Content-Type": "multipart/form-data; boundary=XYZ"},
         },
@@ -257,7 +259,12 @@ def test_bad_upload_bodies_are_422_and_leave_no_file(
 
 @pytest.mark.parametrize(
     "data",
-    [{}, {"username": "someone"}, {"password": "something long"}, {"username": "", "password": "x"}],
+    [
+        {},
+        {"username": "someone"},
+        {"password": "something long"},
+        {"username": "", "password": "x"},
+    ],
 )
 def test_bad_login_bodies_are_422(api: ApiHarness, data: dict[str, str]) -> None:
     assert_error_body(api.client.post("/auth/token", data=data), 422, "validation_error")
@@ -268,8 +275,6 @@ def test_login_with_json_instead_of_a_form_is_422(api: ApiHarness) -> None:
     assert_error_body(response, 422, "validation_error")
 
 
-def test_unknown_route_and_wrong_method_use_the_error_body(
-    api: ApiHarness, owner: ApiUser
-) -> None:
+def test_unknown_route_and_wrong_method_use_the_error_body(api: ApiHarness, owner: ApiUser) -> None:
     assert_error_body(api.client.get("/nope", headers=owner.headers), 404, "not_found")
     assert_error_body(api.client.put("/search", headers=owner.headers), 405)

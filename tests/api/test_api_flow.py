@@ -84,7 +84,9 @@ def test_two_tenants_full_flow_with_isolation(
     for tenant, (user, _, _, _) in own.items():
         other = b if user is a else a
         for item in accepted[tenant]:
-            assert api.client.get(f"/jobs/{item['job_id']}", headers=other.headers).status_code == 404
+            assert (
+                api.client.get(f"/jobs/{item['job_id']}", headers=other.headers).status_code == 404
+            )
             job = api.wait_for_job(user, item["job_id"])
             assert job["status"] == "done", job
             assert job["chunks_indexed"] > 0 and job["pages"] >= 1
@@ -96,7 +98,7 @@ def test_two_tenants_full_flow_with_isolation(
     assert api.uploads_left() == []
 
     # 3. Documents and stats: only one's own.
-    for tenant, (user, files, mark, foreign) in own.items():
+    for tenant, (user, files, _, _) in own.items():
         listing = api.client.get("/documents", headers=user.headers).json()
         assert listing["count"] == len(files) == len(listing["data"])
         assert {d["source"] for d in listing["data"]} == set(files)
@@ -109,7 +111,7 @@ def test_two_tenants_full_flow_with_isolation(
         assert stats["chunks"] == api.container.store.count(tenant)
 
     # 4. Search and query: every hit and citation is the tenant's own; no foreign text anywhere.
-    for user, _, mark, foreign in own.values():
+    for user, _, _, foreign in own.values():
         expected_ids = a_doc_ids if user is a else b_doc_ids
         for question in QUESTIONS:
             found = api.search(user, question, k=10)

@@ -78,12 +78,13 @@ def test_query_and_search_share_a_per_user_rate_limit(api: ApiHarness) -> None:
             assert_error_body(response, 429, "rate_limited")
             _retry_after(response)
     assert statuses == [200] * 5 + [429]
-    stream = api.client.post(
-        "/query/stream", json={"question": "anything"}, headers=user.headers
-    )
+    stream = api.client.post("/query/stream", json={"question": "anything"}, headers=user.headers)
     assert_error_body(stream, 429, "rate_limited")
     # Another user of the same tenant has their own budget.
-    assert api.client.post("/search", json={"query": "x"}, headers=neighbour.headers).status_code == 200
+    assert (
+        api.client.post("/search", json={"query": "x"}, headers=neighbour.headers).status_code
+        == 200
+    )
 
 
 @pytest.fixture
@@ -110,9 +111,7 @@ def test_an_oversize_file_is_413_and_not_stored(
     assert api.uploads_left() == before
 
 
-def test_an_oversize_body_without_content_length_is_413(
-    api: ApiHarness, uploader: ApiUser
-) -> None:
+def test_an_oversize_body_without_content_length_is_413(api: ApiHarness, uploader: ApiUser) -> None:
     before = api.uploads_left()
     chunks = (b"b" * 1024 for _ in range(64))
     headers = {**uploader.headers, "Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}

@@ -37,7 +37,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         },
     )
     server.cli(
-        "create-user", "--tenant", "live", "--username", "operator", "--password-stdin",
+        "create-user",
+        "--tenant",
+        "live",
+        "--username",
+        "operator",
+        "--password-stdin",
         stdin=PASSWORD + "\n",
     )
     server.start()
@@ -93,7 +98,7 @@ def test_an_oversize_upload_is_refused_while_the_body_is_still_arriving(
     intended = 40 * MAX_UPLOAD
     boundary = "livebound"
     head = (
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"huge.txt\"\r\n"
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="huge.txt"\r\n'
         "Content-Type: text/plain\r\n\r\n"
     ).encode()
     request = (
@@ -153,7 +158,7 @@ def test_a_crash_mid_ingestion_is_resumed_without_loss_or_duplicates(
     while True:
         progress = httpx.get(f"{live.url}/jobs/{job_id}", headers=headers).json()
         p = progress["progress"]
-        if progress["status"] == "processing" and p["stage"] == "embedding" and 0 < p["done"]:
+        if progress["status"] == "processing" and p["stage"] == "embedding" and p["done"] > 0:
             assert p["done"] < p["total"] == expected
             break
         assert progress["status"] in ("queued", "processing"), progress

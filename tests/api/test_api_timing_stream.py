@@ -125,7 +125,7 @@ def test_stream_sends_tokens_then_citations_then_done(api: ApiHarness, reader: A
     assert "Station 14" in streamed
     assert citations["refused"] is False and citations["citations"]
     assert all(c["source"] == "survey.txt" and c["page"] == 1 for c in citations["citations"])
-    assert done["cache"] == "miss" and MISS_STAGES <= set(done["timings"])
+    assert done["cache"] == "miss" and set(done["timings"]) >= MISS_STAGES
     # No nesting; the 10% rule is for /query: a stream's total also holds the event sends.
     assert sum(done["timings"].values()) <= done["total_ms"] + 0.01 * len(done["timings"])
 
@@ -162,5 +162,7 @@ def test_question_length_and_k_caps_are_the_configured_ones(
         assert api.client.post(path, json=at_cap, headers=reader.headers).status_code == 200
         over = api.client.post(path, json={field: "y" * (cap + 1)}, headers=reader.headers)
         assert str(cap) in assert_error_body(over, 422)["message"]
-        too_many = api.client.post(path, json={field: "tide", "k": max_k + 1}, headers=reader.headers)
+        too_many = api.client.post(
+            path, json={field: "tide", "k": max_k + 1}, headers=reader.headers
+        )
         assert str(max_k) in assert_error_body(too_many, 422)["message"]

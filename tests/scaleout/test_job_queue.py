@@ -168,13 +168,16 @@ def test_the_sweep_takes_back_a_dead_workers_job_but_not_a_live_one(
     settings = container.settings
     with Heartbeat(container.jobs, live, settings.job_heartbeat_s):
         time.sleep(settings.job_stale_after_s + 0.2)
-        requeued, _ = worker.sweep()
+        requeued, resent_at_once = worker.sweep()
         assert requeued == 1
         assert container.jobs.get("acme", live).status == "processing"  # type: ignore[union-attr]
     container.jobs.mark_done(live, chunks_indexed=1, pages=1)
     assert container.jobs.get("acme", dead).status == "queued"  # type: ignore[union-attr]
     time.sleep(2 * settings.job_heartbeat_s + 0.05)
-    assert worker.sweep() == (0, 1)  # re-sent as the message for attempt 2
+    requeued, resent = worker.sweep()
+    # Sent once, as the message for attempt 2: usually by this sweep, by the first one when it
+    # ran slower than the grace period (a loaded machine).
+    assert (requeued, resent_at_once + resent) == (0, 1)
     assert message_pending(worker.queue, dead, 1)
 
 

@@ -24,9 +24,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 MARKER = "QUARTZ-4471"
 NOTE = (
     f"The {MARKER} relief valve must be inspected every 30 days.\n\n"
-    "Inspection results are filed with the plant safety officer on level two."
+    f"{MARKER} inspection results are filed with the plant safety officer on level two."
 ).encode()
 QUESTION = f"How often must the {MARKER} relief valve be inspected?"
+# One chunk mentioning the marker once, so BM25 ranks it below NOTE while NOTE exists.
+ASIDE = (
+    f"Pump room log: seals, filters and gauges were checked; one entry mentions {MARKER} but "
+    "refers to another site, and the rest cover lubrication and two worn belts."
+).encode()
 
 
 def maintenance_log(records: int) -> bytes:
@@ -96,6 +101,15 @@ def document_ids(result: dict[str, Any]) -> set[str]:
     return {hit["document_id"] for hit in result["results"]}
 
 
+def keyword_ranks(result: dict[str, Any]) -> dict[str, int | None]:
+    """Each returned document's best rank in the keyword arm (None: not a keyword hit)."""
+    ranks: dict[str, int | None] = {}
+    for hit in result["results"]:
+        rank, best = hit["stages"]["keyword_rank"], ranks.get(hit["document_id"])
+        ranks[hit["document_id"]] = rank if best is None else min(best, rank or best)
+    return ranks
+
+
 def job_attempts(stack: LocalStack, job_id: str) -> int:
     engine = create_engine(stack.database_url)
     try:
@@ -108,9 +122,12 @@ def job_attempts(stack: LocalStack, job_id: str) -> int:
 
 def test_a_document_is_seen_and_forgotten_by_every_api_process(stack: LocalStack) -> None:
     first, second = clients(stack, "scale-visible")
-    # Both processes build their (empty) keyword index for the tenant before the upload, so
-    # seeing the document afterwards needs the cross-process freshness check, not a first build.
-    assert first.search(MARKER)["results"] == [] and second.search(MARKER)["results"] == []
+    aside = upload(stack, first, "pumps.txt", ASIDE)
+    assert second.wait_job(aside["job_id"], timeout_s=60)["status"] == "done"
+    # Both processes build their keyword index of the tenant before the upload, so seeing the
+    # new document afterwards needs the cross-process freshness check, not a first build.
+    for client in (first, second):
+        assert document_ids(client.search(MARKER)) == {aside["document_id"]}
 
     job = upload(stack, first, "valves.txt", NOTE)
     done = second.wait_job(job["job_id"], timeout_s=60)
@@ -118,12 +135,12 @@ def test_a_document_is_seen_and_forgotten_by_every_api_process(stack: LocalStack
     assert first.job(job["job_id"])["status"] == "done"
 
     for client in (first, second):
-        hits = client.search(MARKER)["results"]
-        assert hits and hits[0]["document_id"] == job["document_id"]
-        assert hits[0]["stages"]["keyword_rank"] == 1  # this process's keyword index has it
+        # Each process's own keyword index has the new document, ranked first on the marker.
+        ranks = keyword_ranks(client.search(MARKER))
+        assert ranks == {job["document_id"]: 1, aside["document_id"]: 2}
         answer = client.query(QUESTION)
         assert "30 days" in answer["answer"]
-        assert [c["source"] for c in answer["citations"]] == ["valves.txt"]
+        assert "valves.txt" in [c["source"] for c in answer["citations"]]
     # The answer cache is shared: the second process served the first one's answer.
     assert second.query(QUESTION)["cache"] == "hit"
 
@@ -131,11 +148,14 @@ def test_a_document_is_seen_and_forgotten_by_every_api_process(stack: LocalStack
     # The cached answer died with the document: the first query after the delete is a miss.
     assert second.query(QUESTION)["cache"] == "miss"
     for client in (second, first):
-        assert job["document_id"] not in document_ids(client.search(MARKER))
+        # Keyword rank 1 for the remaining document: the index itself forgot the deleted one
+        # (a stale index would still rank it first, and the aside second).
+        assert keyword_ranks(client.search(MARKER)) == {aside["document_id"]: 1}
         assert client.get(f"/documents/{job['document_id']}").status_code == 404
         after = client.query(QUESTION)
-        assert after["citations"] == [] and "30 days" not in after["answer"]
-    assert second.get("/stats").json()["chunks"] == 0
+        assert "valves.txt" not in [c["source"] for c in after["citations"]]
+        assert "30 days" not in after["answer"]
+    assert second.get("/stats").json()["documents"] == 1
 
 
 def test_a_job_whose_worker_is_killed_is_finished_by_another_worker(stack: LocalStack) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import ContainerDep, Principal
 from app.api.errors import error_responses
@@ -81,14 +82,16 @@ async def upload_document(
         max_bytes=container.settings.max_upload_bytes,
         accept_suffix=SUPPORTED_EXTENSIONS,
     )
-    job = service.submit_upload(
+    # Hashing the file and writing the job row block: keep them off the event loop.
+    job = await run_in_threadpool(
+        service.submit_upload,
         container,
         principal.tenant_id,
         received.path,
         received.client_filename,
         received.size_bytes,
     )
-    request.app.state.workers.enqueue(job)
+    await run_in_threadpool(request.app.state.workers.enqueue, job)  # may talk to Redis
     return UploadAccepted(
         job_id=job.job_id, document_id=job.document_id, status=job.status, source=job.source
     )
