@@ -94,9 +94,9 @@ class Settings(BaseSettings):
     llm_context_tokens: int = Field(default=4096, gt=0)
     llm_threads: int = Field(default=2, gt=0)
     llm_timeout_s: float = Field(default=120.0, gt=0)
-    llm_max_passages: int = Field(default=5, gt=0, description="passages shown to the LLM")
+    llm_max_passages: int = Field(default=3, gt=0, description="passages shown to the LLM")
     llm_max_context_chars: int = Field(
-        default=4000, gt=0, description="passage characters in the prompt (latency lever)"
+        default=3000, gt=0, description="passage characters in the prompt (latency lever)"
     )
     models_dir: Path = Path("models")
     refusal_text: str = "I could not find the answer in the provided documents."

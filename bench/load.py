@@ -9,7 +9,7 @@ real `use` vectors for 300 of them, the rest those plus noise, as bench.retrieva
 so that the load is measured, not the rate limiter. The client runs in this process (asyncio +
 httpx) and shares the 2 cores with the server.
 
-    python -m bench.load [--chunks 10000] [--concurrency 8] [--scale 1.0]
+    python -m bench.load [--chunks 10000] [--concurrency 8] [--scale 1.0] [--set RAG_X=value]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import httpx
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from bench.common import percentile, table
+from bench.common import median, percentile, table
 from tests.api.live_server import LiveServer
 
 SEARCH_TENANT = "bench-tenant"  # the tenant bench.retrieval's loader writes
@@ -73,6 +73,18 @@ class RouteStats:
     server_errors: int = 0
     transport_errors: int = 0
     seconds: float = 0.0
+    server_ms: list[float] = field(default_factory=list)  # the response's own total_ms
+    stages: dict[str, list[float]] = field(default_factory=dict)
+
+    def record_timings(self, response: httpx.Response) -> None:
+        """Keep the server-side stage timings a /search or /query body reports."""
+        if response.status_code != 200 or "json" not in response.headers.get("content-type", ""):
+            return
+        body = response.json()
+        if "total_ms" in body:
+            self.server_ms.append(body["total_ms"])
+            for name, ms in body["timings"].items():
+                self.stages.setdefault(name, []).append(ms)
 
     def record(self, status: int | None, ms: float) -> None:
         """Count one request by its outcome."""
@@ -101,10 +113,13 @@ async def run_phase(
         for number in counter:
             started = time.perf_counter()
             try:
-                status: int | None = (await call(client, number)).status_code
+                response = await call(client, number)
+                status: int | None = response.status_code
             except httpx.TransportError:
                 status = None
             stats.record(status, (time.perf_counter() - started) * 1000)
+            if status is not None:
+                stats.record_timings(response)
 
     began = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(workers)))
@@ -242,6 +257,16 @@ async def measure(server: LiveServer, chunks: int, concurrency: int, scale: floa
         f"\nuploads: {len(job_ids)} jobs, {failed_jobs} failed; after the throughput phase the "
         f"last jobs finished {ingest_s:.1f} s later"
     )
+    print("\nserver-side medians (ms) of the 1-client phases, from the responses' timings:")
+    stage_rows = []
+    names = ("embed_query", "dense", "keyword", "fuse", "generate", "cache")
+    for route in ("/search", "/query (cache hit)", "/query (miss)"):
+        stats = results[("latency", route)]
+        stage_rows.append(
+            [route, round(median(stats.latencies_ms), 1), round(median(stats.server_ms), 1)]
+            + [round(median(stats.stages.get(name, [])), 2) for name in names]
+        )
+    print(table(["route", "client p50", "server total", *names], stage_rows))
     all_5xx = sum(row[6] for row in rows)  # type: ignore[misc]
     hit_p50 = percentile(results[("latency", "/query (cache hit)")].latencies_ms, 50)
     search_p50 = percentile(results[("latency", "/search")].latencies_ms, 50)
@@ -276,7 +301,15 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply request counts")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="RAG_NAME=VALUE",
+        help="extra server setting, e.g. --set RAG_EMBEDDING_THREADS=1 (repeatable)",
+    )
     args = parser.parse_args()
+    extra = dict(item.split("=", 1) for item in args.set)
 
     with tempfile.TemporaryDirectory() as tmp:
         server = LiveServer(
@@ -286,6 +319,7 @@ def main() -> None:
                 "RAG_RATE_LIMIT_QUERY_PER_MINUTE": str(10**9),
                 "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
                 "RAG_MAX_JOBS_PER_TENANT": str(10**6),
+                **extra,
             },
         )
         started = time.perf_counter()
@@ -296,6 +330,7 @@ def main() -> None:
         child.join()
         assert child.exitcode == 0, "preloading the store failed"
         print(f"preloaded {args.chunks} chunks in {time.perf_counter() - started:.1f} s")
+        print(f"server settings beyond the defaults: {server.env_overrides}")
         for tenant, user in ((SEARCH_TENANT, "bench-reader"), (UPLOAD_TENANT, "bench-uploader")):
             server.cli(
                 "create-user",

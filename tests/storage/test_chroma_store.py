@@ -244,3 +244,22 @@ def test_collection_names_separate_tenants_models_and_dimensions():
     }
     assert len(names) == 4
     assert all(name.replace("_", "").isalnum() and len(name) < 64 for name in names)
+
+
+def test_a_foreign_chunk_in_a_tenant_collection_is_never_returned(store, embedder):
+    """Defence in depth: even if a bug wrote another tenant's chunk into this collection."""
+    ingest(store, embedder, "acme", "manual.txt", MANUAL)
+    intruder = make_chunks("globex", "secret.txt", ["The router password is hunter2."])
+    collection = store._collection("acme", create=False)
+    assert collection is not None
+    collection.upsert(
+        ids=[intruder[0].id],
+        embeddings=embedder.embed_documents([intruder[0].text]),
+        documents=[intruder[0].text],
+        metadatas=[chroma_store._chunk_metadata(intruder[0])],
+    )
+    vector = embedder.embed_query("router password hunter2")
+    hits = store.query("acme", vector, k=10)
+    assert hits and all(chunk.tenant_id == "acme" for chunk, _ in hits)
+    assert "hunter2" not in " ".join(chunk.text for chunk, _ in hits)
+    assert store.get_chunks("acme", [intruder[0].id]) == []
