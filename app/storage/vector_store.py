@@ -50,7 +50,7 @@ class VectorStore(Protocol):
         ...
 
     def corpus_version(self, tenant_id: str) -> int:
-        """A counter that changes whenever the tenant's chunks change (indexes, caches key on it)."""
+        """A counter that changes whenever the tenant's chunks change (for indexes, caches)."""
         ...
 
     def drop_tenant(self, tenant_id: str) -> None:
