@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 from generation_builders import PARIS, PassageSpec, relevant
@@ -14,12 +13,11 @@ from app.generation.answer import answer_question
 from app.generation.extractive import ExtractiveLLM, split_sentences
 from app.providers.llms import build_llm
 from app.providers.types import LLMRequest
+from eval.datasets import data_dir
 
 pytestmark = pytest.mark.unit
 
-DATA = Path("/work/shared/data")
-if not DATA.exists():
-    DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = data_dir()
 
 Case = tuple[str, list[str], list[PassageSpec]]
 
