@@ -55,7 +55,8 @@ class Settings(BaseSettings):
     embedding_query_prefix: str = ""
     embedding_passage_prefix: str = ""
     embedding_batch_size: int = Field(default=32, gt=0)
-    embedding_threads: int = Field(default=2, gt=0)
+    # One BLAS thread per call: concurrent queries then share the cores instead of thrashing.
+    embedding_threads: int = Field(default=1, gt=0, description="BLAS threads per embedding call")
 
     # --- OpenAI-compatible and Ollama servers ---
     openai_base_url: str | None = None
