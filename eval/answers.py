@@ -28,17 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings, load_settings
-from app.domain import Page, RetrievalResult, document_id
+from app.domain import RetrievalResult
 from app.generation.answer import Answer, answer_question, fit_passages
 from app.generation.citations import MARKER_GROUP, marker_numbers
-from app.ingestion import chunk_pages
 from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.retrieval.tokenizer import tokenize
 from app.services.container import Container
-from app.services.pipeline import embed_chunks
 from eval.datasets import Question, RetrievalTask, load_task
-from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit
+from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit, ingest_paragraphs
 
 TASKS = ("xquad-en-en", "xquad-ar-ar", "arcd-test")
 
@@ -62,37 +60,6 @@ class Outcome:
     dropped_markers: int
     prompt_tokens: int | None
     seconds: float
-
-
-def index_paragraphs(
-    container: Container, tenant: str, paragraphs: dict[str, str]
-) -> dict[str, str]:
-    """Chunk, embed and store each paragraph as a document; returns document id -> paragraph id.
-
-    The service's chunker, embedder and store, without its file parser: parsing each paragraph
-    in its own sandboxed process costs ~1 s apiece here and tells nothing about answers.
-    """
-    settings = container.settings
-    doc_to_paragraph: dict[str, str] = {}
-    for pid, text in paragraphs.items():
-        source = pid.replace(":", "_") + ".txt"
-        doc_id = document_id(tenant, source)
-        chunks = chunk_pages(
-            [Page(number=1, label="1", text=text)],
-            tenant_id=tenant,
-            document_id=doc_id,
-            source=source,
-            chunk_size=settings.chunk_size,
-            chunk_overlap=settings.chunk_overlap,
-        )
-        vectors = embed_chunks(chunks, container.embedder, settings.embedding_batch_size, _quiet)
-        container.store.replace_document(tenant, doc_id, chunks, vectors)
-        doc_to_paragraph[doc_id] = pid
-    return doc_to_paragraph
-
-
-def _quiet(done: int, total: int, stage: str) -> None:
-    return None
 
 
 def contains_span(answer: str, gold: str) -> bool:
@@ -230,17 +197,20 @@ def run(settings: Settings, providers: list[str], tasks: list[str], count: int, 
     llms = {p: build_llm(settings.model_copy(update={"llm_provider": p})) for p in providers}
     outcomes: dict[str, list[Outcome]] = {p: [] for p in providers}
     corpora: dict[str, dict[str, str]] = {}
+    files = settings.data_dir / "eval-files"
     for name in tasks:
         task = load_task(name)
         questions = sample_questions(task, count, seed)
         corpus = CORPUS_OF_TASK[name]
         if corpus not in corpora:
-            corpora[corpus] = index_paragraphs(container, corpus, task.paragraphs)
+            corpora[corpus] = ingest_paragraphs(container, corpus, task.paragraphs, files / corpus)
         gold = set().union(*(q.gold for q in questions))
         missing = {pid: text for pid, text in task.paragraphs.items() if pid not in gold}
         no_gold_tenant = f"{name}-without-gold"
         doc_map = dict(corpora[corpus])
-        doc_map.update(index_paragraphs(container, no_gold_tenant, missing))
+        doc_map.update(
+            ingest_paragraphs(container, no_gold_tenant, missing, files / no_gold_tenant)
+        )
         for setting, tenant in (("answerable", corpus), ("unanswerable", no_gold_tenant)):
             for number, question in enumerate(questions, start=1):
                 retrieval = container.retriever.search(tenant, question.text, settings.top_k)
