@@ -72,6 +72,13 @@ class KeywordSnapshot:
         order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
         return [(self.chunk_ids[i], float(scores[i])) for i in order if scores[i] > 0]
 
+    def coverage(self, tokens: list[str]) -> float:
+        """Share of the distinct query tokens that occur in this tenant's chunks (0..1)."""
+        distinct = list(dict.fromkeys(t for t in tokens if t))
+        if self.bm25 is None or not distinct:
+            return 0.0
+        return len(self.bm25.get_tokens_ids(distinct)) / len(distinct)
+
     def containing_all(self, tokens: list[str]) -> list[str]:
         """Ids of chunks that contain every one of `tokens` (empty if any is unknown)."""
         if self.bm25 is None or not tokens:

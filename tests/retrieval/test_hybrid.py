@@ -249,3 +249,25 @@ def test_identifier_with_symbols_is_matched_as_typed(
     result = retriever.search("acme", "what happened to #45", 3)
     assert result.hits[0].chunk.text == texts[-1]
     assert sum(h.stages["exact_match"] for h in result.hits) == 1  # type: ignore[misc]
+
+
+def test_keyword_arm_weighs_only_the_query_terms_the_tenant_has(
+    facts_retriever: HybridRetriever,
+) -> None:
+    """A question in words the corpus lacks (another language) is ranked by the dense arm."""
+    snapshot = facts_retriever.keyword_index.snapshot("acme")
+    tokens = facts_retriever.keyword_index.tokenizer("Nile xyzzy plugh")
+    assert snapshot.coverage(tokens) == pytest.approx(1 / 3)
+    assert snapshot.coverage(facts_retriever.keyword_index.tokenizer("qwerty zork")) == 0.0
+
+    query = "zork qwerty Eiffel"  # one accidental keyword match among unknown words
+    hybrid = facts_retriever.search("acme", query, 5, "hybrid")
+    dense = facts_retriever.search("acme", query, 5, "dense")
+    coverage = snapshot.coverage(facts_retriever.keyword_index.tokenizer(query))
+    top = hybrid.hits[0]
+    config = facts_retriever.config
+    expected = config.dense_weight / (config.rrf_k + top.stages["dense_rank"])
+    if top.stages["keyword_rank"] is not None:
+        expected += config.keyword_weight * coverage / (config.rrf_k + top.stages["keyword_rank"])
+    assert top.stages["fused_score"] == pytest.approx(expected)
+    assert {h.chunk.id for h in hybrid.hits} >= {dense.hits[0].chunk.id}
