@@ -62,7 +62,9 @@ def test_hits_carry_text_citation_fields_and_every_stage(
     assert set(top.stages) == STAGE_KEYS
     assert top.chunk.source == "facts.txt" and top.chunk.page == 1 and top.chunk.page_label == "1"
     assert top.stages["dense_rank"] == 1 and top.stages["keyword_rank"] == 1
-    assert top.stages["fused_score"] == pytest.approx(2 / 61)
+    config = facts_retriever.config
+    both_first = (config.dense_weight + config.keyword_weight) / (config.rrf_k + 1)
+    assert top.stages["fused_score"] == pytest.approx(both_first)
     assert top.stages["rerank_score"] is None
     assert top.score == top.stages["fused_score"]
     assert len(result.hits) == 3
