@@ -79,6 +79,8 @@ class FakeEmbedder:
             bucket = int.from_bytes(digest[:4], "little") % self._dimension
             sign = 1.0 if digest[4] & 1 else -1.0
             vector[bucket] += sign
+        if not vector.any():  # colliding tokens of opposite sign cancelled out
+            vector[0] = 1.0
         row: FloatMatrix = l2_normalise(vector)[0]
         return row
 

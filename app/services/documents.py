@@ -28,10 +28,12 @@ MAX_SOURCE_CHARS = 200
 def sanitise_filename(raw: str) -> str:
     """The client's file name reduced to a safe display name (no path, no control chars)."""
     name = unicodedata.normalize("NFC", raw).replace("\\", "/").rsplit("/", 1)[-1]
-    name = _UNSAFE_NAME_CHARS.sub("_", name).strip(" .")
-    suffix = Path(name).suffix.lower()
-    stem = name[: len(name) - len(suffix)] if suffix else name
-    stem = stem[: MAX_SOURCE_CHARS - len(suffix)] or "upload"
+    name = _UNSAFE_NAME_CHARS.sub("_", name).strip()
+    # The suffix is taken before the stem is trimmed, so ".pdf" stays a PDF ("upload.pdf").
+    stem, dot, extension = name.rpartition(".")
+    suffix = f".{extension.lower()}" if dot and extension and extension.strip() == extension else ""
+    stem = stem if suffix else name
+    stem = stem.strip(" .")[: MAX_SOURCE_CHARS - len(suffix)].rstrip(" .") or "upload"
     return stem + suffix
 
 
