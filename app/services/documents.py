@@ -94,7 +94,7 @@ def index_document(
         embedder=container.embedder,
         store=container.store,
         config=container.pipeline_config,
-        progress=progress or (lambda done, total, stage: None),
+        progress=progress,
     )
     try:
         with _record_lock:  # a concurrent delete sees the record either before or after this

@@ -48,9 +48,10 @@ def index_file(
     embedder: Embedder,
     store: VectorStore,
     config: PipelineConfig,
-    progress: ProgressCallback = _ignore_progress,
+    progress: ProgressCallback | None = None,
 ) -> IngestedDocument:
     """Parse, chunk, embed and store one file; the stored document replaces any older version."""
+    progress = progress or _ignore_progress
     pages = load_with_timeout(path, config.limits, config.parse_timeout_s)
     progress(len(pages), len(pages), "parsed")
     doc_id = document_id(tenant_id, source)
