@@ -59,6 +59,7 @@ class Outcome:
     shown_invalid: int
     dropped_markers: int
     prompt_tokens: int | None
+    refusal_probability: float | None
     seconds: float
 
 
@@ -105,6 +106,7 @@ def ask(
         refusal_text=settings.refusal_text,
         max_passages=settings.llm_max_passages,
         max_passage_chars=settings.llm_max_context_chars,
+        abstain_threshold=settings.llm_abstain_threshold,
     )
     return answer, gold_shown, time.perf_counter() - started
 
@@ -138,6 +140,7 @@ def outcome(
         shown_invalid=invalid,
         dropped_markers=answer.dropped_markers,
         prompt_tokens=answer.prompt_tokens,
+        refusal_probability=answer.refusal_probability,
         seconds=seconds,
     )
 
@@ -171,6 +174,51 @@ def summarise(outcomes: list[Outcome]) -> dict[str, float]:
     }
 
 
+SWEEP_THRESHOLDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+
+def abstention_sweep(outcomes: list[Outcome], ran_with: float) -> list[dict[str, float]]:
+    """What each abstain threshold <= the one the run used would have scored, computed from the
+    recorded first-token refusal probabilities (exact: a lower threshold only turns more
+    answers into refusals, and the text of the others does not change)."""
+    rows = []
+    for threshold in (t for t in SWEEP_THRESHOLDS if t <= ran_with):
+
+        def refuses(o: Outcome, threshold: float = threshold) -> bool:
+            p = o.refusal_probability
+            return o.refused or (p is not None and p >= threshold)
+
+        answerable = [o for o in outcomes if o.setting == "answerable"]
+        unanswerable = [o for o in outcomes if o.setting == "unanswerable"]
+        gold_shown = [o for o in answerable if o.gold_shown]
+        rows.append(
+            {
+                "threshold": threshold,
+                "refusal_unanswerable": _rate([refuses(o) for o in unanswerable]),
+                "false_refusal": _rate([refuses(o) for o in answerable]),
+                "contains_gold": _rate([o.contains_gold and not refuses(o) for o in answerable]),
+                "citation_acc_gold_shown": _rate(
+                    [o.cites_gold and not refuses(o) for o in gold_shown]
+                ),
+            }
+        )
+    return rows
+
+
+def print_sweep(rows: list[dict[str, float]]) -> None:
+    """A markdown table of the abstention sweep."""
+    print(
+        "| abstain threshold | refusal unanswerable | false refusal | contains gold "
+        "| cites gold (gold shown) |"
+    )
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['threshold']:g} | {r['refusal_unanswerable']:.2f} | {r['false_refusal']:.2f} "
+            f"| {r['contains_gold']:.2f} | {r['citation_acc_gold_shown']:.2f} |"
+        )
+
+
 def print_table(provider: str, summaries: dict[str, dict[str, float]]) -> None:
     """A markdown table: one row per task."""
     print(f"\nprovider: {provider}")
@@ -191,7 +239,14 @@ def print_table(provider: str, summaries: dict[str, dict[str, float]]) -> None:
         )
 
 
-def run(settings: Settings, providers: list[str], tasks: list[str], count: int, seed: int) -> None:
+def run(
+    settings: Settings,
+    providers: list[str],
+    tasks: list[str],
+    count: int,
+    seed: int,
+    tag: str = "",
+) -> None:
     """Ingest the tenants, ask every sampled question, print and write the results."""
     container = Container(settings)
     llms = {p: build_llm(settings.model_copy(update={"llm_provider": p})) for p in providers}
@@ -235,6 +290,17 @@ def run(settings: Settings, providers: list[str], tasks: list[str], count: int, 
     for provider, results in outcomes.items():
         summaries = {name: summarise([o for o in results if o.task == name]) for name in tasks}
         print_table(provider, summaries)
+        sweep = {}
+        if any(o.refusal_probability is not None for o in results):
+            sweep = {
+                name: abstention_sweep(
+                    [o for o in results if o.task == name], settings.llm_abstain_threshold
+                )
+                for name in tasks
+            }
+            sweep["all"] = abstention_sweep(results, settings.llm_abstain_threshold)
+            print("\nabstention sweep, all tasks:")
+            print_sweep(sweep["all"])
         report: dict[str, Any] = {
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "commit": git_commit(),
@@ -243,10 +309,12 @@ def run(settings: Settings, providers: list[str], tasks: list[str], count: int, 
             "embedder": container.embedder.model_id,
             "questions_per_task": count,
             "seed": seed,
+            "abstain_threshold": settings.llm_abstain_threshold,
             "summary": summaries,
+            "abstention_sweep": sweep,
             "answers": [asdict(o) for o in results],
         }
-        out = RESULTS_DIR / f"answers-{provider}.json"
+        out = RESULTS_DIR / f"answers-{provider}{'-' + tag if tag else ''}.json"
         out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"wrote {out}")
 
@@ -258,6 +326,13 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=50, help="questions per task")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--embedding-provider", default="use")
+    parser.add_argument(
+        "--abstain-threshold",
+        type=float,
+        default=1.0,
+        help="RAG_LLM_ABSTAIN_THRESHOLD for this run; 1 records the sweep for every threshold",
+    )
+    parser.add_argument("--tag", default="", help="suffix of the results file name")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(
@@ -265,8 +340,9 @@ def main() -> None:
             data_dir=Path(data),
             embedding_provider=args.embedding_provider,
             env="development",
+            llm_abstain_threshold=args.abstain_threshold,
         )
-        run(settings, args.providers, args.tasks, args.questions, args.seed)
+        run(settings, args.providers, args.tasks, args.questions, args.seed, args.tag)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from app.domain import RetrievalResult, SearchHit
 from app.generation.citations import Citation, MarkerFilter, citations_for, is_refusal
+from app.generation.grounding import CitationChecker
 from app.generation.prompt import build_request
 from app.providers.types import LLM, LLMDelta
 from app.timing import timed
@@ -28,6 +29,7 @@ class Answer:
     prompt_tokens: int | None = None
     model_id: str = ""
     dropped_markers: int = 0  # invented markers removed from the text
+    refusal_probability: float | None = None  # the model's, at its first token, when known
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,14 @@ def stream_answer(
     refusal_text: str,
     max_passages: int | None = None,
     max_passage_chars: int | None = None,
+    abstain_threshold: float = 1.0,
 ) -> Iterator[AnswerEvent]:
-    """Yield cleaned text deltas, then one AnswerDone with citations and the refusal flag."""
+    """Yield cleaned text deltas, then one AnswerDone with citations and the refusal flag.
+
+    When the model's first delta says it was at least `abstain_threshold` likely to start the
+    refusal sentence, the generation is stopped before any text is shown and the answer is the
+    refusal: a small model that hesitates between answering and refusing is usually guessing.
+    """
     hits = fit_passages(retrieval.hits[:max_passages], max_passage_chars)
     if not retrieval.relevant or not hits:
         yield AnswerDelta(refusal_text)
@@ -81,14 +89,22 @@ def stream_answer(
         return
 
     request = build_request(question, hits, refusal_text)
-    marker_filter = MarkerFilter(len(hits))
+    checker = CitationChecker(question, request.passages)
+    marker_filter = MarkerFilter(len(hits), checker.repoint)
     shown: list[str] = []
     prompt_tokens: int | None = None
+    refusal_probability: float | None = None
+    abstained = False
     deltas = iter(llm.stream(request))
     try:
         while (delta := _next_delta(deltas)) is not None:
             if delta.prompt_tokens is not None:
                 prompt_tokens = delta.prompt_tokens
+            if delta.refusal_probability is not None:
+                refusal_probability = delta.refusal_probability
+                if not shown and refusal_probability >= abstain_threshold:
+                    abstained = True
+                    break
             text = marker_filter.feed(delta.text)
             if text:
                 shown.append(text)
@@ -97,13 +113,22 @@ def stream_answer(
         close = getattr(deltas, "close", None)
         if close is not None:
             close()  # a client that hangs up frees the model lock now
-    tail = marker_filter.finish()
-    if tail:
-        shown.append(tail)
-        yield AnswerDelta(tail)
+    if abstained:
+        yield AnswerDelta(refusal_text)
+        shown = [refusal_text]
+    else:
+        tail = marker_filter.finish()
+        if not marker_filter.cited and not is_refusal("".join(shown) + tail, refusal_text):
+            supported = checker.best_supported("".join(shown) + tail)
+            if supported is not None:  # an uncited answer gets its evident source
+                tail += f" [{supported}]"
+                marker_filter.cited.append(supported)
+        if tail:
+            shown.append(tail)
+            yield AnswerDelta(tail)
 
     text = "".join(shown)
-    refused = not text or is_refusal(text, refusal_text)
+    refused = abstained or not text or is_refusal(text, refusal_text)
     with timed("generate"):  # resolving citations is part of the answer; untimed, it was ~10%
         citations = [] if refused else citations_for(marker_filter.cited, hits, text)
     yield AnswerDone(
@@ -114,6 +139,7 @@ def stream_answer(
             prompt_tokens=prompt_tokens,
             model_id=llm.model_id,
             dropped_markers=marker_filter.dropped,
+            refusal_probability=refusal_probability,
         )
     )
 
@@ -126,6 +152,7 @@ def answer_question(
     refusal_text: str,
     max_passages: int | None = None,
     max_passage_chars: int | None = None,
+    abstain_threshold: float = 1.0,
 ) -> Answer:
     """The complete answer (the same text `stream_answer` streams)."""
     for event in stream_answer(
@@ -135,6 +162,7 @@ def answer_question(
         refusal_text=refusal_text,
         max_passages=max_passages,
         max_passage_chars=max_passage_chars,
+        abstain_threshold=abstain_threshold,
     ):
         if isinstance(event, AnswerDone):
             return event.answer

@@ -9,7 +9,7 @@ together with the space before them, so a reader never sees a source that does n
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.domain import SearchHit
@@ -42,8 +42,12 @@ def marker_numbers(group: str) -> list[int]:
 class MarkerFilter:
     """Incremental cleaner for streamed answer text with `n` valid passages."""
 
-    def __init__(self, passage_count: int) -> None:
+    def __init__(
+        self, passage_count: int, repoint: Callable[[str, list[int]], list[int]] | None = None
+    ) -> None:
         self._count = passage_count
+        self._repoint = repoint  # (claim written since the last marker, numbers) -> numbers
+        self._claim = ""
         self._held = ""  # text that may still turn out to be a marker
         self._space = ""  # trailing whitespace, dropped if an invalid marker follows
         self._started = False
@@ -91,6 +95,7 @@ class MarkerFilter:
         if not body:
             self._space += text
             return ""
+        self._claim += self._space + body
         shown = self._space + body
         self._space = text[len(body) :]
         return shown
@@ -106,6 +111,9 @@ class MarkerFilter:
         if not valid:
             self._space = ""  # "word [7]." shows as "word."
             return ""
+        if self._repoint is not None:
+            valid = self._repoint(self._claim, valid)
+        self._claim = ""
         for number in valid:
             if number not in self.cited:
                 self.cited.append(number)

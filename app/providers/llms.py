@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from app.config import Settings
 from app.errors import ConfigurationError, GenerationTimeout, ProviderUnavailable
 from app.providers.gguf import check_gguf_header, ensure_default_model
@@ -29,12 +31,19 @@ class FakeLLM:
     """
 
     def __init__(
-        self, replies: Reply | None = None, *, piece_chars: int = 3, prompt_tokens: int = 42
+        self,
+        replies: Reply | None = None,
+        *,
+        piece_chars: int = 3,
+        prompt_tokens: int = 42,
+        refusal_probability: float | None = None,
     ) -> None:
         self._replies = replies
         self._piece_chars = piece_chars
         self._prompt_tokens = prompt_tokens
+        self._refusal_probability = refusal_probability
         self.requests: list[LLMRequest] = []
+        self.pieces_streamed = 0
 
     @property
     def model_id(self) -> str:
@@ -56,7 +65,11 @@ class FakeLLM:
         text = self._reply(request)
         for start in range(0, len(text), self._piece_chars):
             piece = text[start : start + self._piece_chars]
-            yield LLMDelta(piece, self._prompt_tokens if start == 0 else None)
+            self.pieces_streamed += 1
+            if start == 0:
+                yield LLMDelta(piece, self._prompt_tokens, self._refusal_probability)
+            else:
+                yield LLMDelta(piece)
 
 
 @dataclass
@@ -115,6 +128,27 @@ def _as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
 
+def _first_token(llama: Any, text: str) -> int | None:
+    tokens = llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+    return int(tokens[0]) if tokens else None
+
+
+class FirstTokenProbe:
+    """A llama.cpp logits processor that records, at the first generated position, the
+    probability of one token (the refusal's first token) and leaves the logits unchanged."""
+
+    def __init__(self, token: int | None) -> None:
+        self._token = token
+        self.probability: float | None = None
+
+    def __call__(self, input_ids: Any, logits: Any) -> Any:
+        if self.probability is None and self._token is not None:
+            shifted = np.asarray(logits, dtype=np.float64)
+            shifted = np.exp(shifted - shifted.max())
+            self.probability = float(shifted[self._token] / shifted.sum())
+        return logits
+
+
 class LlamaCppLLM:
     """In-process llama.cpp generation; one answer at a time per process, with a deadline."""
 
@@ -151,9 +185,14 @@ class LlamaCppLLM:
         llama = self._model.loaded()
         messages = _as_dicts(request.messages)
         prompt_tokens = self._model.count_prompt_tokens(messages)
+        probe = FirstTokenProbe(_first_token(llama, request.refusal_text))
         try:
             chunks = llama.create_chat_completion(
-                messages=messages, temperature=0.0, max_tokens=self._max_tokens, stream=True
+                messages=messages,
+                temperature=0.0,
+                max_tokens=self._max_tokens,
+                stream=True,
+                logits_processor=[probe],
             )
             first = True
             for chunk in chunks:
@@ -164,8 +203,11 @@ class LlamaCppLLM:
                     )
                 text = chunk["choices"][0]["delta"].get("content")
                 if text:
-                    yield LLMDelta(text, prompt_tokens if first else None)
-                    first = False
+                    if first:
+                        yield LLMDelta(text, prompt_tokens, probe.probability)
+                        first = False
+                    else:
+                        yield LLMDelta(text)
         except ValueError as exc:  # llama.cpp's "Requested tokens exceed context window"
             raise ConfigurationError(
                 f"the prompt ({prompt_tokens} tokens) does not fit RAG_LLM_CONTEXT_TOKENS="

@@ -65,10 +65,13 @@ class LLMRequest:
 
 @dataclass(frozen=True)
 class LLMDelta:
-    """A piece of streamed answer text; `prompt_tokens` is set on some delta when known."""
+    """A piece of streamed answer text. On the first delta, where the provider knows them:
+    `prompt_tokens`, and `refusal_probability`, the model's probability of starting the exact
+    refusal sentence instead of this answer (a confidence signal for abstaining)."""
 
     text: str
     prompt_tokens: int | None = None
+    refusal_probability: float | None = None
 
 
 @runtime_checkable

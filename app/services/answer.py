@@ -56,6 +56,7 @@ def _generation_limits(container: Container) -> dict[str, Any]:
         "refusal_text": settings.refusal_text,
         "max_passages": settings.llm_max_passages,
         "max_passage_chars": settings.llm_max_context_chars,
+        "abstain_threshold": settings.llm_abstain_threshold,
     }
 
 

@@ -79,13 +79,13 @@ def test_relevance_gate_refuses_without_calling_the_model(retrieval: RetrievalRe
 
 
 def test_stream_is_deltas_then_one_final_event_matching_their_text() -> None:
-    llm = FakeLLM("Built in 1889 [1, 3]; tall [2].", piece_chars=2)
+    llm = FakeLLM("Built in 1889 [1, 3]; most-visited museum [2].", piece_chars=2)
     events = list(stream_answer("q", relevant(PARIS), llm, refusal_text=REFUSAL))
     *deltas, final = events
     assert all(isinstance(event, AnswerDelta) for event in deltas) and len(deltas) > 3
     assert isinstance(final, AnswerDone)
     streamed = "".join(event.text for event in deltas if isinstance(event, AnswerDelta))
-    assert streamed == final.answer.text == "Built in 1889 [1][3]; tall [2]."
+    assert streamed == final.answer.text == "Built in 1889 [1][3]; most-visited museum [2]."
     assert [c.marker for c in final.answer.citations] == [1, 3, 2]
 
 
@@ -153,8 +153,8 @@ def test_passage_budget_keeps_the_best_ranked_hits() -> None:
 
 
 def test_fake_provider_is_built_through_the_factory(settings: Settings, tmp_path: Path) -> None:
-    scripted = settings.model_copy(update={"llm_provider": "fake", "llm_model": "Paris [2]."})
+    scripted = settings.model_copy(update={"llm_provider": "fake", "llm_model": "Louvre [2]."})
     llm = build_llm(scripted)
     answer = answer_question("q", relevant(PARIS), llm, refusal_text=settings.refusal_text)
-    assert answer.text == "Paris [2]."
+    assert answer.text == "Louvre [2]."
     assert answer.citations[0].source == "museums.txt"

@@ -51,8 +51,13 @@ def test_answerable_question_is_answered_and_cited(
     local_llm: LlamaCppLLM, refusal: str, question: str
 ) -> None:
     answer = answer_question(question, relevant(PARIS), local_llm, refusal_text=refusal)
-    print(f"{question} -> {answer.text!r} ({answer.prompt_tokens} prompt tokens)")
+    print(
+        f"{question} -> {answer.text!r} ({answer.prompt_tokens} prompt tokens, "
+        f"refusal probability {answer.refusal_probability})"
+    )
     assert not answer.refused
+    # The model is sure here: the abstention signal must not call this a hesitation.
+    assert answer.refusal_probability is not None and answer.refusal_probability < 0.05
     assert "1889" in answer.text
     assert [c.source for c in answer.citations] == ["eiffel.pdf"]
     assert answer.prompt_tokens is not None and answer.prompt_tokens > 100
@@ -63,9 +68,10 @@ def test_unanswerable_question_gets_the_exact_refusal(
     local_llm: LlamaCppLLM, refusal: str, question: str
 ) -> None:
     answer = answer_question(question, relevant(PARIS), local_llm, refusal_text=refusal)
-    print(f"{question} -> {answer.text!r}")
+    print(f"{question} -> {answer.text!r} (refusal probability {answer.refusal_probability})")
     assert answer.refused
     assert answer.text == refusal and answer.citations == []
+    assert answer.refusal_probability is not None and answer.refusal_probability > 0.05
 
 
 def test_instructions_inside_a_document_do_not_change_the_rules(

@@ -1,0 +1,53 @@
+"""Checks that a citation marker points at a passage that holds what the answer claims.
+
+A small model often writes the right fact with the wrong number (`[2]` for a fact of passage 1)
+or none at all. The claim of a marker is the text written since the previous marker; its
+*distinctive terms* are the tokens that are neither in the question nor in every passage (those
+cannot tell passages apart). A marker is re-pointed only when the passages it names hold at most
+half of those terms and another passage holds nearly all of them; an answer that cites nothing
+gets the marker of the passage that holds nearly all of its terms, if one does. Otherwise the
+model's choice stands: this corrects clear mistakes, it does not second-guess close calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.retrieval.tokenizer import tokenize
+
+WEAK_SUPPORT = 0.5  # the cited passages hold at most this share of the claim's terms ...
+STRONG_SUPPORT = 0.8  # ... and another passage holds at least this share: re-point
+
+
+class CitationChecker:
+    """Support of each passage (numbered from 1) for a claim, for one question."""
+
+    def __init__(self, question: str, passages: Sequence[str]) -> None:
+        self._passages = [set(tokenize(text)) for text in passages]
+        shared = set.intersection(*self._passages) if self._passages else set()
+        self._uninformative = set(tokenize(question)) | shared
+
+    def _support(self, claim: str) -> list[float] | None:
+        terms = set(tokenize(claim)) - self._uninformative
+        if not terms:
+            return None
+        return [len(terms & passage) / len(terms) for passage in self._passages]
+
+    def repoint(self, claim: str, numbers: list[int]) -> list[int]:
+        """The marker numbers to show for `claim` (the model's, unless clearly wrong)."""
+        support = self._support(claim)
+        if support is None:
+            return numbers
+        best = max(range(len(support)), key=support.__getitem__)
+        cited = max(support[n - 1] for n in numbers)
+        if cited <= WEAK_SUPPORT and support[best] >= STRONG_SUPPORT:
+            return [best + 1]
+        return numbers
+
+    def best_supported(self, answer: str) -> int | None:
+        """The passage number that holds nearly all of an uncited answer's terms, if any."""
+        support = self._support(answer)
+        if support is None:
+            return None
+        best = max(range(len(support)), key=support.__getitem__)
+        return best + 1 if support[best] >= STRONG_SUPPORT else None

@@ -1,0 +1,86 @@
+"""Marker checking against the passages, and abstaining on the model's own hesitation."""
+
+from __future__ import annotations
+
+import pytest
+from generation_builders import PARIS, relevant
+
+from app.generation.answer import AnswerDelta, answer_question, stream_answer
+from app.generation.grounding import CitationChecker
+from app.providers.llms import FakeLLM
+
+pytestmark = pytest.mark.unit
+
+REFUSAL = "I could not find the answer in the provided documents."
+TEXTS = [text for *_, text in PARIS]
+
+
+def test_a_marker_naming_a_passage_without_the_fact_is_pointed_at_the_one_with_it() -> None:
+    llm = FakeLLM("It is 330 metres tall [2].", piece_chars=4)
+    events = list(
+        stream_answer("How tall is the tower?", relevant(PARIS), llm, refusal_text=REFUSAL)
+    )
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerDelta))
+    answer = events[-1].answer  # type: ignore[union-attr]
+
+    assert streamed == answer.text == "It is 330 metres tall [1]."
+    assert [c.source for c in answer.citations] == ["eiffel.pdf"]
+
+
+def test_a_marker_is_kept_when_its_passage_holds_the_claim() -> None:
+    checker = CitationChecker("When did Paris host the Olympics?", TEXTS)
+    assert checker.repoint("Paris hosted them in 1900, 1924 and 2024", [3]) == [3]
+    # 1889 is only in passage 1, but the cited one holds most of the claim: a close call stays.
+    assert checker.repoint("in 1900, 1924 and 2024 (and 1889)", [3]) == [3]
+
+
+def test_a_claim_with_no_distinctive_terms_keeps_its_marker() -> None:
+    checker = CitationChecker("When was the Eiffel Tower completed?", TEXTS)
+    assert checker.repoint("The Eiffel Tower was completed", [2]) == [2]
+
+
+def test_an_uncited_answer_gets_the_marker_of_its_evident_source() -> None:
+    answer = answer_question(
+        "Which museum is the most visited?",
+        relevant(PARIS),
+        FakeLLM("The Louvre."),
+        refusal_text=REFUSAL,
+    )
+    assert answer.text == "The Louvre. [2]"
+    assert [c.source for c in answer.citations] == ["museums.txt"]
+
+
+def test_an_uncited_answer_no_passage_supports_stays_uncited() -> None:
+    answer = answer_question(
+        "Who painted the Mona Lisa?",
+        relevant(PARIS),
+        FakeLLM("Leonardo da Vinci."),
+        refusal_text=REFUSAL,
+    )
+    assert answer.text == "Leonardo da Vinci." and answer.citations == []
+
+
+def test_a_refusal_never_gets_a_marker() -> None:
+    answer = answer_question("q", relevant(PARIS), FakeLLM(REFUSAL), refusal_text=REFUSAL)
+    assert answer.refused and answer.text == REFUSAL and answer.citations == []
+
+
+def test_a_hesitant_model_is_stopped_and_the_answer_is_the_refusal() -> None:
+    llm = FakeLLM("Guessed answer [1].", refusal_probability=0.3)
+    events = list(
+        stream_answer("q", relevant(PARIS), llm, refusal_text=REFUSAL, abstain_threshold=0.2)
+    )
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerDelta))
+    answer = events[-1].answer  # type: ignore[union-attr]
+
+    assert streamed == answer.text == REFUSAL
+    assert answer.refused and answer.citations == []
+    assert answer.refusal_probability == 0.3
+    assert llm.pieces_streamed == 1  # generation stopped at the first delta
+
+
+def test_a_confident_model_answers_below_the_threshold() -> None:
+    llm = FakeLLM("Built in 1889 [1].", refusal_probability=0.1)
+    answer = answer_question("q", relevant(PARIS), llm, refusal_text=REFUSAL, abstain_threshold=0.2)
+    assert not answer.refused and answer.text == "Built in 1889 [1]."
+    assert answer.refusal_probability == 0.1
