@@ -72,7 +72,7 @@ def _load(store: object, embedder: object, texts: list[str], seed: int = 3) -> f
         vectors = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
         real = min(max(len(pool) - begin, 0), len(part))  # the pool's own chunks keep theirs
         vectors[:real] = pool[begin : begin + real]
-        store.replace_document(TENANT, doc, [(chunks, vectors.tolist())])  # type: ignore[attr-defined]
+        store.replace_document(TENANT, doc, chunks, vectors.tolist())  # type: ignore[attr-defined]
     return time.perf_counter() - started
 
 

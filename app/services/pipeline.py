@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,36 +63,20 @@ def index_file(
         chunk_size=config.chunk_size,
         chunk_overlap=config.chunk_overlap,
     )
-    batches = embedded_batches(chunks, embedder, config.batch_size, progress)
-    store.replace_document(tenant_id, doc_id, batches)
+    vectors = embed_chunks(chunks, embedder, config.batch_size, progress)
+    store.replace_document(tenant_id, doc_id, chunks, vectors)
     return IngestedDocument(doc_id, source, len(pages), len(chunks))
 
 
-def embedded_batches(
+def embed_chunks(
     chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: ProgressCallback
-) -> Iterator[tuple[list[Chunk], list[list[float]]]]:
-    """Chunk batches with their vectors, embedded one batch ahead on a helper thread.
-
-    While the consumer (the store) writes batch k, batch k+1 is being embedded, so the write
-    costs no wall time on a machine with a spare core. Progress is reported as batches are
-    handed over. If the consumer stops early, at most one batch of embedding is wasted.
-    """
-    batches = [chunks[start : start + batch_size] for start in range(0, len(chunks), batch_size)]
-    progress(0, len(chunks), "embedding")
-
-    def embed(batch: list[Chunk]) -> list[list[float]]:
-        return embedder.embed_documents([chunk.text for chunk in batch])
-
-    done = 0
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as pool:
-        ahead: Future[list[list[float]]] | None = (
-            pool.submit(embed, batches[0]) if batches else None
-        )
-        for index, batch in enumerate(batches):
-            assert ahead is not None
-            vectors = ahead.result()
-            following = index + 1
-            ahead = pool.submit(embed, batches[following]) if following < len(batches) else None
-            done += len(batch)
-            progress(done, len(chunks), "embedding")
-            yield batch, vectors
+) -> list[list[float]]:
+    """Embed chunk texts in batches, reporting progress after each batch."""
+    vectors: list[list[float]] = []
+    total = len(chunks)
+    progress(0, total, "embedding")
+    for start in range(0, total, batch_size):
+        batch = chunks[start : start + batch_size]
+        vectors.extend(embedder.embed_documents([c.text for c in batch]))
+        progress(len(vectors), total, "embedding")
+    return vectors

@@ -16,14 +16,13 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from app.domain import Chunk
 from app.errors import EmbeddingModelMismatch
-from app.storage.vector_store import ChunkBatch
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -117,8 +116,6 @@ class ChromaVectorStore:
         self._collections: dict[str, Collection] = {}
         # Writes read-modify-write the corpus version; serialise them within the process.
         self._write_lock = threading.RLock()
-        # Two replacements of one document must not interleave (each would keep its chunks).
-        self._document_locks: dict[tuple[str, str], threading.Lock] = {}
 
     # --- collections ---
 
@@ -189,54 +186,13 @@ class ChromaVectorStore:
     # --- writes ---
 
     def replace_document(
-        self, tenant_id: str, document_id: str, batches: Iterable[ChunkBatch]
-    ) -> int:
-        """Write a new version of a document batch by batch; see `VectorStore.replace_document`."""
-        with self._write_lock:
-            lock = self._document_locks.setdefault((tenant_id, document_id), threading.Lock())
-        with lock:
-            return self._replace_document(tenant_id, document_id, batches)
-
-    def _replace_document(
-        self, tenant_id: str, document_id: str, batches: Iterable[ChunkBatch]
-    ) -> int:
-        with self._write_lock:
-            collection = self._collection(tenant_id, create=True)
-            assert collection is not None
-            previous = set(self._document_ids(collection, tenant_id, document_id))
-        written: set[str] = set()
-        try:
-            for chunks, vectors in batches:
-                self._check_batch(tenant_id, document_id, chunks, vectors)
-                with self._write_lock:
-                    self._upsert(collection, chunks, vectors)
-                written.update(chunk.id for chunk in chunks)
-        except BaseException:
-            added = sorted(written - previous)
-            if added:  # the old version stays whole: take back only what this one added
-                with self._write_lock:
-                    collection.delete(ids=added)
-                    self._bump_version(tenant_id, collection)
-            raise
-        with self._write_lock:
-            obsolete = sorted(previous - written)
-            if obsolete:
-                collection.delete(ids=obsolete)
-            self._bump_version(tenant_id, collection)
-        return len(written)
-
-    def _document_ids(self, collection: Collection, tenant_id: str, document_id: str) -> list[str]:
-        return list(
-            collection.get(where=_document_filter(tenant_id, document_id), include=[])["ids"]
-        )
-
-    def _check_batch(
         self,
         tenant_id: str,
         document_id: str,
         chunks: Sequence[Chunk],
         vectors: Sequence[Sequence[float]],
     ) -> None:
+        """Upsert these chunks; afterwards no other chunk of the document survives."""
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         for chunk, vector in zip(chunks, vectors, strict=True):
@@ -247,6 +203,16 @@ class ChromaVectorStore:
                     f"vector of length {len(vector)} for {self._model_id} "
                     f"(dimension {self._dimension})"
                 )
+        with self._write_lock:
+            collection = self._collection(tenant_id, create=True)
+            assert collection is not None
+            self._upsert(collection, chunks, vectors)
+            keep = {chunk.id for chunk in chunks}
+            existing = collection.get(where=_document_filter(tenant_id, document_id), include=[])
+            obsolete = [cid for cid in existing["ids"] if cid not in keep]
+            if obsolete:
+                collection.delete(ids=obsolete)
+            self._bump_version(tenant_id, collection)
 
     def _upsert(
         self, collection: Collection, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]]
@@ -267,7 +233,7 @@ class ChromaVectorStore:
             collection = self._collection(tenant_id, create=False)
             if collection is None:
                 return 0
-            ids = self._document_ids(collection, tenant_id, document_id)
+            ids = collection.get(where=_document_filter(tenant_id, document_id), include=[])["ids"]
             if ids:
                 collection.delete(ids=ids)
                 self._bump_version(tenant_id, collection)

@@ -6,28 +6,23 @@ A Chroma persistent directory (embedded default) or a Chroma server implements i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from app.domain import Chunk
-
-# Chunks of one document with their vectors, in the same order.
-ChunkBatch = tuple[Sequence[Chunk], Sequence[Sequence[float]]]
 
 
 class VectorStore(Protocol):
     """Per-tenant chunk storage; every method takes the tenant explicitly."""
 
     def replace_document(
-        self, tenant_id: str, document_id: str, batches: Iterable[ChunkBatch]
-    ) -> int:
-        """Store a new version of a document, upserting each batch as the iterable yields it
-        (so a caller can embed the next batch while this one is written).
-
-        When the iterable is exhausted, no chunk of the document outside the batches survives.
-        When it raises (or a write fails), the chunks this call added are removed again and the
-        old version is left as it was; the error propagates. Returns the chunks written.
-        """
+        self,
+        tenant_id: str,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Sequence[float]],
+    ) -> None:
+        """Upsert these chunks; afterwards no other chunk of the document survives."""
         ...
 
     def delete_document(self, tenant_id: str, document_id: str) -> int:

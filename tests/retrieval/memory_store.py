@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from app.domain import Chunk, chunk_id, document_id
 from app.providers.types import Embedder
-from app.storage.vector_store import ChunkBatch
 
 
 class InMemoryVectorStore:
@@ -29,20 +28,22 @@ class InMemoryVectorStore:
         self._lock = threading.Lock()
 
     def replace_document(
-        self, tenant_id: str, document_id: str, batches: Iterable[ChunkBatch]
-    ) -> int:
-        pairs = [pair for chunks, vectors in batches for pair in zip(chunks, vectors, strict=True)]
+        self,
+        tenant_id: str,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Sequence[float]],
+    ) -> None:
         with self._lock:
             rows = dict(self._data.get(tenant_id, {}))
             for cid in [cid for cid, (c, _) in rows.items() if c.document_id == document_id]:
                 del rows[cid]
-            for chunk, vector in pairs:
+            for chunk, vector in zip(chunks, vectors, strict=True):
                 assert chunk.tenant_id == tenant_id
                 v = np.asarray(vector, dtype=np.float64)
                 rows[chunk.id] = (chunk, v / (np.linalg.norm(v) or 1.0))
             self._data[tenant_id] = rows
             self._versions[tenant_id] += 1
-        return len(pairs)
 
     def delete_document(self, tenant_id: str, document_id: str) -> int:
         rows = self._data.get(tenant_id, {})
@@ -111,5 +112,5 @@ def add_document(
         for i, text in enumerate(texts)
     ]
     vectors = embedder.embed_documents([c.text for c in chunks])
-    store.replace_document(tenant, doc, [(chunks, vectors)])  # type: ignore[attr-defined]
+    store.replace_document(tenant, doc, chunks, vectors)  # type: ignore[attr-defined]
     return chunks

@@ -40,5 +40,5 @@ def ingest(
     """Embed and store `texts` as the whole of document `source`; returns its chunks."""
     chunks = make_chunks(tenant, source, texts)
     vectors = embedder.embed_documents([c.text for c in chunks])
-    store.replace_document(tenant, document_id(tenant, source), [(chunks, vectors)])
+    store.replace_document(tenant, document_id(tenant, source), chunks, vectors)
     return chunks

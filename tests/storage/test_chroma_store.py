@@ -64,43 +64,6 @@ def test_changed_document_leaves_no_chunk_of_the_old_version(store, embedder):
     assert store.find_containing("acme", "two years", 10) == []
 
 
-def test_a_replacement_written_in_batches_keeps_exactly_the_new_version(store, embedder):
-    ingest(store, embedder, "acme", "manual.pdf", MANUAL)
-    new_text = [MANUAL[0], "Warranty: three years.", "Updates: automatic.", "Support: email."]
-    new = make_chunks("acme", "manual.pdf", new_text)
-    doc = new[0].document_id
-    seen_during: list[set[str]] = []
-
-    def batches():
-        for start in range(0, len(new), 2):
-            part = new[start : start + 2]
-            yield part, embedder.embed_documents([c.text for c in part])
-            seen_during.append({c.text for c in store.iter_chunks("acme")})
-
-    assert store.replace_document("acme", doc, batches()) == len(new)
-
-    assert {c.id for c in store.iter_chunks("acme")} == {c.id for c in new}
-    # While batches were still coming, the old version was not yet removed.
-    assert {MANUAL[1], "Warranty: three years."} <= seen_during[0]
-
-
-def test_a_replacement_that_fails_midway_leaves_the_old_version_whole(store, embedder):
-    old = ingest(store, embedder, "acme", "manual.pdf", MANUAL)
-    version = store.corpus_version("acme")
-    new = make_chunks("acme", "manual.pdf", [MANUAL[0], "Warranty: three years.", "Other."])
-
-    def batches_then_failure():
-        yield new[:2], embedder.embed_documents([c.text for c in new[:2]])
-        raise RuntimeError("embedding server went away")
-
-    with pytest.raises(RuntimeError, match="went away"):
-        store.replace_document("acme", new[0].document_id, batches_then_failure())
-
-    assert {c.id for c in store.iter_chunks("acme")} == {c.id for c in old}
-    assert store.find_containing("acme", "three years", 10) == []
-    assert store.corpus_version("acme") != version  # readers rebuild after the rollback
-
-
 def test_delete_removes_every_chunk_of_that_document_only(store, embedder):
     ingest(store, embedder, "acme", "manual.pdf", MANUAL)
     ingest(store, embedder, "acme", "recipes.txt", RECIPES)
@@ -133,7 +96,7 @@ def test_metadata_round_trips_exactly(store, embedder):
         end=17 + len(text),
         metadata={"kind": "text", "language": "ar"},
     )
-    store.replace_document("acme", chunk.document_id, [([chunk], embedder.embed_documents([text]))])
+    store.replace_document("acme", chunk.document_id, [chunk], embedder.embed_documents([text]))
 
     (hit, score), *_ = store.query("acme", embedder.embed_query(text), k=1)
 
@@ -149,7 +112,7 @@ def test_similarity_is_one_minus_cosine_distance(store, embedder):
     chunks = make_chunks("acme", "axes.txt", ["x axis", "y axis"])
     x_axis = [1.0] + [0.0] * (dim - 1)
     y_axis = [0.0, 1.0] + [0.0] * (dim - 2)
-    store.replace_document("acme", chunks[0].document_id, [(chunks, [x_axis, y_axis])])
+    store.replace_document("acme", chunks[0].document_id, chunks, [x_axis, y_axis])
 
     # Unnormalised query at 45 degrees between them: cosine is 0.7071 for both, whatever its length.
     hits = store.query("acme", [3.0, 3.0] + [0.0] * (dim - 2), k=2)
@@ -210,14 +173,14 @@ def test_bad_input_is_refused(store, embedder):
     doc = chunks[0].document_id
 
     with pytest.raises(ValueError, match="3 chunks but 2 vectors"):
-        store.replace_document("acme", doc, [(chunks, vectors[:2])])
+        store.replace_document("acme", doc, chunks, vectors[:2])
     with pytest.raises(ValueError, match="does not belong"):
-        store.replace_document("globex", document_id("globex", "manual.pdf"), [(chunks, vectors)])
+        store.replace_document("globex", document_id("globex", "manual.pdf"), chunks, vectors)
     with pytest.raises(ValueError, match="length 3"):
-        store.replace_document("acme", doc, [(chunks[:1], [[0.1, 0.2, 0.3]])])
+        store.replace_document("acme", doc, chunks[:1], [[0.1, 0.2, 0.3]])
     with pytest.raises(ValueError, match="override core fields"):
         bad = replace(chunks[0], metadata={"page": 9})
-        store.replace_document("acme", doc, [([bad], vectors[:1])])
+        store.replace_document("acme", doc, [bad], vectors[:1])
     with pytest.raises(ValueError, match="k must be positive"):
         store.query("acme", vectors[0], k=0)
     with pytest.raises(ValueError, match="tenant_id"):
