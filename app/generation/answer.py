@@ -88,9 +88,10 @@ def stream_answer(
         yield AnswerDone(Answer(refusal_text, refused=True, model_id=llm.model_id))
         return
 
-    request = build_request(question, hits, refusal_text)
-    checker = CitationChecker(question, request.passages)
-    marker_filter = MarkerFilter(len(hits), checker.repoint)
+    with timed("generate"):  # preparing the prompt and the marker checks is part of it
+        request = build_request(question, hits, refusal_text)
+        checker = CitationChecker(question, request.passages)
+        marker_filter = MarkerFilter(len(hits), checker.repoint)
     shown: list[str] = []
     prompt_tokens: int | None = None
     refusal_probability: float | None = None
@@ -105,7 +106,8 @@ def stream_answer(
                 if not shown and refusal_probability >= abstain_threshold:
                     abstained = True
                     break
-            text = marker_filter.feed(delta.text)
+            with timed("generate"):
+                text = marker_filter.feed(delta.text)
             if text:
                 shown.append(text)
                 yield AnswerDelta(text)
@@ -117,12 +119,14 @@ def stream_answer(
         yield AnswerDelta(refusal_text)
         shown = [refusal_text]
     else:
-        tail = marker_filter.finish()
-        if not marker_filter.cited and not is_refusal("".join(shown) + tail, refusal_text):
-            supported = checker.best_supported("".join(shown) + tail)
-            if supported is not None:  # an uncited answer gets its evident source
-                tail += f" [{supported}]"
-                marker_filter.cited.append(supported)
+        with timed("generate"):
+            tail = marker_filter.finish()
+            written = "".join(shown) + tail
+            if not marker_filter.cited and not is_refusal(written, refusal_text):
+                supported = checker.best_supported(written)
+                if supported is not None:  # an uncited answer gets its evident source
+                    tail += f" [{supported}]"
+                    marker_filter.cited.append(supported)
         if tail:
             shown.append(tail)
             yield AnswerDelta(tail)
