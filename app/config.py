@@ -102,11 +102,11 @@ class Settings(BaseSettings):
     models_dir: Path = Path("models")
     refusal_text: str = "I could not find the answer in the provided documents."
     llm_abstain_threshold: float = Field(
-        default=1.0,
+        default=0.02,
         ge=0,
         le=1,
         description="refuse when the local model's probability of starting the refusal is at "
-        "least this (1 = only when it does refuse); calibrated by eval.answers",
+        "least this (1 = only when it does refuse); 0.02 won on every held-out eval task",
     )
 
     # --- storage, jobs, cache ---
