@@ -1,0 +1,28 @@
+"""Every benchmark and evaluation script imports cleanly and has a `main`.
+
+They are run by hand (`make bench`, `make eval`), not by the suite, so a renamed function they
+import would otherwise go unnoticed until someone runs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(
+    f"{folder}.{path.stem}"
+    for folder in ("bench", "eval")
+    for path in (ROOT / folder).glob("*.py")
+    if path.stem not in {"__init__", "__main__", "common", "datasets", "metrics", "custom_set"}
+)
+
+
+@pytest.mark.parametrize("module", SCRIPTS)
+def test_script_imports_and_has_a_main(module: str) -> None:
+    loaded = importlib.import_module(module)
+    assert callable(getattr(loaded, "main", None)), f"{module} has no main()"
