@@ -22,6 +22,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from app.config import Settings, load_settings
 from app.generation.answer import AnswerDelta, AnswerDone, stream_answer
+from app.services.answer import generation_limits
 from app.services.container import Container
 from app.timing import start_timer
 from bench.common import median, percentile, table
@@ -50,15 +51,7 @@ def answer_once(container: Container, tenant: str, question: str) -> dict[str, f
     first_token_ms = float("nan")
     prompt_tokens = float("nan")
     refused = 0.0
-    for event in stream_answer(
-        question,
-        retrieval,
-        container.llm,
-        refusal_text=settings.refusal_text,
-        max_passages=settings.llm_max_passages,
-        max_passage_chars=settings.llm_max_context_chars,
-        abstain_threshold=settings.llm_abstain_threshold,
-    ):
+    for event in stream_answer(question, retrieval, container.llm, **generation_limits(settings)):
         if isinstance(event, AnswerDelta) and first_token_ms != first_token_ms:
             first_token_ms = timer.total_ms()
         if isinstance(event, AnswerDone):

@@ -34,6 +34,7 @@ from app.generation.citations import MARKER_GROUP, marker_numbers
 from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.retrieval.tokenizer import tokenize
+from app.services.answer import generation_limits
 from app.services.container import Container
 from eval.datasets import Question, RetrievalTask, load_task
 from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit, ingest_paragraphs
@@ -99,15 +100,7 @@ def ask(
         doc_map.get(hit.chunk.document_id) in question.gold for hit in shown
     )
     started = time.perf_counter()
-    answer = answer_question(
-        question.text,
-        retrieval,
-        llm,
-        refusal_text=settings.refusal_text,
-        max_passages=settings.llm_max_passages,
-        max_passage_chars=settings.llm_max_context_chars,
-        abstain_threshold=settings.llm_abstain_threshold,
-    )
+    answer = answer_question(question.text, retrieval, llm, **generation_limits(settings))
     return answer, gold_shown, time.perf_counter() - started
 
 
@@ -181,6 +174,9 @@ def abstention_sweep(outcomes: list[Outcome], ran_with: float) -> list[dict[str,
     """What each abstain threshold <= the one the run used would have scored, computed from the
     recorded first-token refusal probabilities (exact: a lower threshold only turns more
     answers into refusals, and the text of the others does not change)."""
+    answerable = [o for o in outcomes if o.setting == "answerable"]
+    unanswerable = [o for o in outcomes if o.setting == "unanswerable"]
+    gold_shown = [o for o in answerable if o.gold_shown]
     rows = []
     for threshold in (t for t in SWEEP_THRESHOLDS if t <= ran_with):
 
@@ -188,9 +184,6 @@ def abstention_sweep(outcomes: list[Outcome], ran_with: float) -> list[dict[str,
             p = o.refusal_probability
             return o.refused or (p is not None and p >= threshold)
 
-        answerable = [o for o in outcomes if o.setting == "answerable"]
-        unanswerable = [o for o in outcomes if o.setting == "unanswerable"]
-        gold_shown = [o for o in answerable if o.gold_shown]
         rows.append(
             {
                 "threshold": threshold,

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
+from app.config import Settings
 from app.errors import RagError
 from app.generation.answer import Answer, AnswerDelta, AnswerDone, answer_question, stream_answer
 from app.services.container import Container
@@ -50,8 +51,9 @@ def prepare(container: Container, question: str, k: int | None) -> tuple[str, in
     return check_question(container, question), resolve_k(container, k)
 
 
-def _generation_limits(container: Container) -> dict[str, Any]:
-    settings = container.settings
+def generation_limits(settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of `stream_answer` / `answer_question` that come from settings
+    (one list, so the service, the evaluation and the benchmark answer alike)."""
     return {
         "refusal_text": settings.refusal_text,
         "max_passages": settings.llm_max_passages,
@@ -70,7 +72,9 @@ def answer(container: Container, tenant_id: str, question: str, k: int | None) -
     if cached is not None:
         return _finish(cached, "hit", timer)
     retrieval = container.retriever.search(tenant_id, question, k)
-    result = answer_question(question, retrieval, container.llm, **_generation_limits(container))
+    result = answer_question(
+        question, retrieval, container.llm, **generation_limits(container.settings)
+    )
     payload = _payload(result)
     with timed("cache"):
         container.cache.set(key, payload)
@@ -101,7 +105,9 @@ def stream(container: Container, tenant_id: str, question: str, k: int) -> Itera
             yield "done", _finish({"refused": cached["refused"]}, "hit", timer)
             return
         retrieval = container.retriever.search(tenant_id, question, k)
-        events = stream_answer(question, retrieval, container.llm, **_generation_limits(container))
+        events = stream_answer(
+            question, retrieval, container.llm, **generation_limits(container.settings)
+        )
         for event in events:
             if isinstance(event, AnswerDelta):
                 yield "token", {"text": event.text}
