@@ -27,7 +27,7 @@ test-unit: $(VENV)/.dev
 lint: $(VENV)/.dev
 	$(PY) -m ruff check app eval scripts tests bench
 	$(PY) -m ruff format --check app eval scripts tests bench
-	$(PY) -m mypy app
+	$(PY) -m mypy
 
 format: $(VENV)/.dev
 	$(PY) -m ruff format app eval scripts tests bench

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fpdf import FPDF
 from pypdf import PdfReader, PdfWriter
+from pypdf.constants import PageLabelStyle
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,8 @@ def _write_manual(path: Path) -> None:
     raw = path.with_suffix(".raw.pdf")
     pdf.output(str(raw))
     writer = PdfWriter(clone_from=PdfReader(raw))
-    writer.set_page_label(0, 1, style="/r")
-    writer.set_page_label(2, len(_MANUAL_PAGES) - 1, style="/D", start=1)
+    writer.set_page_label(0, 1, style=PageLabelStyle.LOWERCASE_ROMAN)
+    writer.set_page_label(2, len(_MANUAL_PAGES) - 1, style=PageLabelStyle.DECIMAL, start=1)
     with path.open("wb") as handle:
         writer.write(handle)
     raw.unlink()

@@ -124,8 +124,13 @@ def evaluate_custom(
     answerable = [c for c in cases if c.gold_source is not None]
     unanswerable = [c for c in cases if c.gold_source is None]
     for mode in modes:
-        rankings, golds, page_ok, gated, timings = [], [], [], [], []
+        rankings: list[list[str]] = []
+        golds: list[set[str]] = []
+        page_ok: list[float] = []
+        gated: list[float] = []
+        timings: list[float] = []
         for case in answerable:
+            assert case.gold_source is not None
             started = time.perf_counter()
             result = container.retriever.search(tenant, case.question, 10, mode)  # type: ignore[arg-type]
             timings.append((time.perf_counter() - started) * 1000)

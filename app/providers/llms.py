@@ -19,6 +19,7 @@ from app.config import Settings
 from app.errors import ConfigurationError, GenerationTimeout, ProviderUnavailable
 from app.providers.gguf import check_gguf_header, ensure_default_model
 from app.providers.types import LLM, ChatMessage, LLMDelta, LLMRequest
+from app.retrieval.arabic import has_latin_letter, has_letter, is_mostly_arabic
 
 Reply = str | Sequence[str] | Callable[[LLMRequest], str]
 
@@ -82,6 +83,7 @@ class _LocalModel:
     lock: threading.Lock = field(default_factory=threading.Lock)
     llama: Any = None
     formatter: Any = None
+    _token_scripts: tuple[Any, Any] | None = None
 
     def loaded(self) -> Any:
         """The llama.cpp model, loading it now if needed (call with `lock` held)."""
@@ -101,6 +103,21 @@ class _LocalModel:
                 eos = self.llama.detokenize([self.llama.token_eos()]).decode("utf-8", "ignore")
                 self.formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token="")
         return self.llama
+
+    def token_scripts(self) -> tuple[Any, Any]:
+        """Two boolean arrays over the vocabulary: which tokens hold a Latin letter, and which
+        hold any letter (call with `lock` held; computed once, ~1 s)."""
+        if self._token_scripts is None:
+            llama = self.loaded()
+            pieces = [
+                llama.detokenize([token]).decode("utf-8", "ignore")
+                for token in range(llama.n_vocab())
+            ]
+            self._token_scripts = (
+                np.array([has_latin_letter(piece) for piece in pieces]),
+                np.array([has_letter(piece) for piece in pieces]),
+            )
+        return self._token_scripts
 
     def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
         """Tokens of the chat prompt as the model's own template renders it."""
@@ -149,6 +166,32 @@ class FirstTokenProbe:
         return logits
 
 
+class ArabicStartGuard:
+    """A llama.cpp logits processor for a question written in Arabic: until the answer has
+    produced its first letter, tokens holding a Latin letter are masked, except the refusal's
+    first token. The small default model otherwise answers a fair share of Arabic questions in
+    English (see README); once the answer has started in Arabic it continues in Arabic."""
+
+    def __init__(self, latin: Any, letters: Any, allowed: int | None) -> None:
+        self._blocked = latin.copy()
+        if allowed is not None:
+            self._blocked[allowed] = False
+        self._letters = letters
+        self._prompt_length: int | None = None
+        self._done = False
+
+    def __call__(self, input_ids: Any, logits: Any) -> Any:
+        if self._done:
+            return logits
+        if self._prompt_length is None:
+            self._prompt_length = len(input_ids)
+        elif self._letters[input_ids[-1]]:
+            self._done = True
+            return logits
+        logits[self._blocked] = -np.inf
+        return logits
+
+
 class LlamaCppLLM:
     """In-process llama.cpp generation; one answer at a time per process, with a deadline."""
 
@@ -185,14 +228,18 @@ class LlamaCppLLM:
         llama = self._model.loaded()
         messages = _as_dicts(request.messages)
         prompt_tokens = self._model.count_prompt_tokens(messages)
-        probe = FirstTokenProbe(_first_token(llama, request.refusal_text))
+        refusal_token = _first_token(llama, request.refusal_text)
+        probe = FirstTokenProbe(refusal_token)
+        processors: list[Callable[[Any, Any], Any]] = [probe]
+        if is_mostly_arabic(request.question):
+            processors.append(ArabicStartGuard(*self._model.token_scripts(), refusal_token))
         try:
             chunks = llama.create_chat_completion(
                 messages=messages,
                 temperature=0.0,
                 max_tokens=self._max_tokens,
                 stream=True,
-                logits_processor=[probe],
+                logits_processor=processors,
             )
             first = True
             for chunk in chunks:

@@ -8,6 +8,7 @@ import socket
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.config import Settings
@@ -18,8 +19,9 @@ from app.errors import (
     ProviderUnavailable,
 )
 from app.providers.gguf import DEFAULT_MODEL, ModelFile, assemble, verify_model_file
-from app.providers.llms import LlamaCppLLM, build_llm
+from app.providers.llms import ArabicStartGuard, LlamaCppLLM, build_llm
 from app.providers.types import LLM, ChatMessage, LLMRequest
+from app.retrieval.arabic import has_latin_letter, has_letter, is_mostly_arabic
 
 pytestmark = pytest.mark.unit
 
@@ -188,3 +190,49 @@ def test_lock_is_released_when_loading_fails(settings: Settings, tmp_path: Path)
     for _ in range(2):  # the second call would time out if the first had kept the lock
         with pytest.raises(ModelIntegrityError):
             list(llm.stream(REQUEST))
+
+
+# Vocabulary of a toy model: which tokens hold a Latin letter, which hold any letter.
+TOY_PIECES = ["The", " answer", "ال", "جواب", " ", "1889", "[", "I"]
+TOY_LATIN = np.array([has_latin_letter(p) for p in TOY_PIECES])
+TOY_LETTERS = np.array([has_letter(p) for p in TOY_PIECES])
+
+
+def _argmax_after(guard: ArabicStartGuard, input_ids: list[int], logits: list[float]) -> int:
+    return int(np.argmax(guard(np.array(input_ids), np.array(logits, dtype=np.float32))))
+
+
+def test_arabic_guard_masks_latin_tokens_until_the_answer_has_its_first_letter() -> None:
+    refusal_first = TOY_PIECES.index("I")
+    guard = ArabicStartGuard(TOY_LATIN, TOY_LETTERS, refusal_first)
+    prompt = [4, 4, 4]
+    # The model prefers "The": masked, so the best non-Latin token ("ال") wins.
+    first = [9.0, 8.0, 5.0, 1.0, 6.0, 0.0, 0.0, 0.0]
+    assert TOY_PIECES[_argmax_after(guard, prompt, first)] == " "
+    # A space carries no letter: the mask still applies at the next position.
+    second = [9.0, 8.0, 5.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert TOY_PIECES[_argmax_after(guard, [*prompt, 4], second)] == "ال"
+    # Once an Arabic letter has been produced, the logits are left alone (names in Latin
+    # script can follow).
+    assert TOY_PIECES[_argmax_after(guard, [*prompt, 4, 2], second)] == "The"
+
+
+def test_arabic_guard_leaves_the_refusal_open() -> None:
+    refusal_first = TOY_PIECES.index("I")
+    guard = ArabicStartGuard(TOY_LATIN, TOY_LETTERS, refusal_first)
+    logits = [5.0, 4.0, 1.0, 1.0, 0.0, 0.0, 0.0, 9.0]
+    assert TOY_PIECES[_argmax_after(guard, [4], logits)] == "I"
+
+
+@pytest.mark.parametrize(
+    ("text", "arabic"),
+    [
+        ("متى اكتمل بناء برج إيفل؟", True),
+        ("ما هو DNA؟", True),
+        ("When was the Eiffel Tower completed?", False),
+        ("What does الجواب mean in English?", False),
+        ("1889", False),
+    ],
+)
+def test_question_language_by_majority_of_letters(text: str, arabic: bool) -> None:
+    assert is_mostly_arabic(text) is arabic

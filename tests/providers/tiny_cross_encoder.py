@@ -19,7 +19,8 @@ _WORDS = _WORD_TEXT.split()
 def save_tiny_cross_encoder(folder: Path, seed: int = 0) -> Path:
     """Write a ~50k-parameter BERT sequence classifier (1 label) and its tokenizer to `folder`."""
     import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    from transformers import BertConfig, BertForSequenceClassification
+    from transformers import BertTokenizerFast  # type: ignore[attr-defined]
 
     folder.mkdir(parents=True, exist_ok=True)
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + list("0123456789")
@@ -37,8 +38,8 @@ def save_tiny_cross_encoder(folder: Path, seed: int = 0) -> Path:
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=512,
-        num_labels=1,
     )
+    config.num_labels = 1  # one relevance score per pair
     model = BertForSequenceClassification(config)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
