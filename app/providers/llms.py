@@ -177,15 +177,15 @@ class ArabicStartGuard:
         if allowed is not None:
             self._blocked[allowed] = False
         self._letters = letters
-        self._prompt_length: int | None = None
+        self._started = False  # False until the first generated position has been masked
         self._done = False
 
     def __call__(self, input_ids: Any, logits: Any) -> Any:
         if self._done:
             return logits
-        if self._prompt_length is None:
-            self._prompt_length = len(input_ids)
-        elif self._letters[input_ids[-1]]:
+        if not self._started:
+            self._started = True
+        elif self._letters[input_ids[-1]]:  # the token generated last
             self._done = True
             return logits
         logits[self._blocked] = -np.inf

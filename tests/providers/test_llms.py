@@ -54,13 +54,14 @@ def _closed_port() -> int:
     ],
 )
 def test_every_provider_builds_without_loading_anything(
-    settings: Settings, changes: dict[str, object], model_id: str
+    settings: Settings, changes: dict[str, object], model_id: str, tmp_path: Path
 ) -> None:
-    started = time.perf_counter()
-    llm = build_llm(_with(settings, **changes))
+    models = tmp_path / "models"
+    llm = build_llm(_with(settings, models_dir=models, **changes))
     assert isinstance(llm, LLM)
     assert llm.model_id == model_id
-    assert time.perf_counter() - started < 5  # heavy models load on first use, not here
+    # The local model is assembled (1.1 GB) and loaded on first use, not when it is built.
+    assert not models.exists() or not any(models.iterdir())
 
 
 @pytest.mark.parametrize(
