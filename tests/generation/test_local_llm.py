@@ -74,6 +74,34 @@ def test_unanswerable_question_gets_the_exact_refusal(
     assert answer.refusal_probability is not None and answer.refusal_probability > 0.05
 
 
+POEMS: list[PassageSpec] = [
+    (
+        "adab.docx",
+        3,
+        "3",
+        "في عام 1819، بعد مذبحة بيترلو في مانشستر، كتب الشاعر الإنجليزي بيرسي شيلي قصيدته "
+        "السياسية «قناع الفوضى»، ولم تُنشر إلا في عام 1832.",
+    ),
+    ("mudun.txt", 1, "1", "افتُتح سوق غرينجر في نيوكاسل عام 1835، وكان أول سوق مسقوف في المدينة."),
+    ("paris.pdf", 7, "7", "اكتمل بناء برج إيفل في باريس عام 1889."),
+]
+
+
+def test_arabic_question_about_an_english_name_is_answered_in_arabic(
+    local_llm: LlamaCppLLM, refusal: str
+) -> None:
+    # In the answer eval, a quarter of the Arabic questions were answered in English before
+    # ArabicStartGuard; this one (an English poet's name) must start in Arabic and stay cited.
+    question = "من هو كاتب قصيدة قناع الفوضى؟"
+    answer = answer_question(question, relevant(POEMS), local_llm, refusal_text=refusal)
+    print(f"{question} -> {answer.text!r}")
+    assert not answer.refused
+    first_letter = next(ch for ch in answer.text if ch.isalpha())
+    assert "\u0600" <= first_letter <= "\u06ff", answer.text
+    assert "شيلي" in answer.text
+    assert [c.source for c in answer.citations] == ["adab.docx"]
+
+
 def test_instructions_inside_a_document_do_not_change_the_rules(
     local_llm: LlamaCppLLM, refusal: str
 ) -> None:

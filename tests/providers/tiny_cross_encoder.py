@@ -19,8 +19,11 @@ _WORDS = _WORD_TEXT.split()
 def save_tiny_cross_encoder(folder: Path, seed: int = 0) -> Path:
     """Write a ~50k-parameter BERT sequence classifier (1 label) and its tokenizer to `folder`."""
     import torch
-    from transformers import BertConfig, BertForSequenceClassification
-    from transformers import BertTokenizerFast  # type: ignore[attr-defined]
+    from transformers import (  # type: ignore[attr-defined]
+        BertConfig,
+        BertForSequenceClassification,
+        BertTokenizerFast,
+    )
 
     folder.mkdir(parents=True, exist_ok=True)
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + list("0123456789")
