@@ -43,6 +43,19 @@ PARIS: list[PassageSpec] = [
     ("olympics.docx", 2, "2", "Paris hosted the Summer Olympics in 1900, 1924 and 2024."),
 ]
 
+# Arabic passages; the first names an English poet (a question about it tempts an English answer).
+POEMS: list[PassageSpec] = [
+    (
+        "adab.docx",
+        3,
+        "3",
+        "في عام 1819، بعد مذبحة بيترلو في مانشستر، كتب الشاعر الإنجليزي بيرسي شيلي قصيدته "
+        "السياسية «قناع الفوضى»، ولم تُنشر إلا في عام 1832.",
+    ),
+    ("mudun.txt", 1, "1", "افتُتح سوق غرينجر في نيوكاسل عام 1835، وكان أول سوق مسقوف في المدينة."),
+    ("paris.pdf", 7, "7", "اكتمل بناء برج إيفل في باريس عام 1889."),
+]
+
 
 def relevant(passages: Sequence[PassageSpec]) -> RetrievalResult:
     """A retrieval result that passed the relevance gate, ranked in the given order."""

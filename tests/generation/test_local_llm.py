@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from generation_builders import PARIS, PassageSpec, relevant
+from generation_builders import PARIS, POEMS, PassageSpec, relevant
 
 from app.config import Settings, load_settings
 from app.errors import ModelIntegrityError
@@ -72,19 +72,6 @@ def test_unanswerable_question_gets_the_exact_refusal(
     assert answer.refused
     assert answer.text == refusal and answer.citations == []
     assert answer.refusal_probability is not None and answer.refusal_probability > 0.05
-
-
-POEMS: list[PassageSpec] = [
-    (
-        "adab.docx",
-        3,
-        "3",
-        "في عام 1819، بعد مذبحة بيترلو في مانشستر، كتب الشاعر الإنجليزي بيرسي شيلي قصيدته "
-        "السياسية «قناع الفوضى»، ولم تُنشر إلا في عام 1832.",
-    ),
-    ("mudun.txt", 1, "1", "افتُتح سوق غرينجر في نيوكاسل عام 1835، وكان أول سوق مسقوف في المدينة."),
-    ("paris.pdf", 7, "7", "اكتمل بناء برج إيفل في باريس عام 1889."),
-]
 
 
 def test_arabic_question_about_an_english_name_is_answered_in_arabic(
