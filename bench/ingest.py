@@ -33,6 +33,14 @@ DATA = Path(
 )
 
 
+# Timed in this order in every round; the keys name them in the results.
+WORKLOADS = {
+    "per_document": "raw embedder, per document (the pipeline's calls)",
+    "pooled": "raw embedder, batches across documents",
+    "pipeline": "pipeline (parse+chunk+embed+store)",
+}
+
+
 def _write_documents(folder: Path, count: int, per_document: int) -> list[Path]:
     """Text files built from real XQuAD paragraphs (English and Arabic), `per_document` each."""
     paragraphs: list[str] = []
@@ -120,11 +128,7 @@ def main() -> None:
                 indexed += result.chunks
             assert indexed == len(texts), (indexed, len(texts))
 
-        timings: dict[str, list[tuple[float, float]]] = {
-            "per_document": [],
-            "pooled": [],
-            "pipeline": [],
-        }
+        timings: dict[str, list[tuple[float, float]]] = {name: [] for name in WORKLOADS}
         for round_number in range(args.rounds):
             timings["per_document"].append(_timed(embed_per_document))
             timings["pooled"].append(_timed(embed_pooled))
@@ -136,11 +140,6 @@ def main() -> None:
         f"embedder: {embedder.model_id}; {len(paths)} files, {len(texts)} chunks; "
         f"median of {args.rounds} interleaved rounds"
     )
-    names = {
-        "per_document": "raw embedder, per document (the pipeline's calls)",
-        "pooled": "raw embedder, batches across documents",
-        "pipeline": "pipeline (parse+chunk+embed+store)",
-    }
     print(
         table(
             ["workload", "seconds", "CPU seconds", "chunks/s", "pipeline vs this"],
@@ -152,7 +151,7 @@ def main() -> None:
                     len(texts) / wall[name],
                     f"{wall['pipeline'] / wall[name]:.2f}x",
                 ]
-                for name, label in names.items()
+                for name, label in WORKLOADS.items()
             ],
         )
     )
