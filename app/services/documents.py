@@ -14,7 +14,7 @@ from app.errors import IngestionError, NotFound, RateLimited
 from app.services.container import Container
 from app.services.pipeline import IngestedDocument, ProgressCallback, index_file
 from app.storage.documents import DocumentRecord
-from app.storage.jobs import JobRecord
+from app.storage.jobs import JobLimitReached, JobRecord
 
 log = logging.getLogger(__name__)
 
@@ -54,20 +54,35 @@ def uploads_dir(container: Container) -> Path:
 def submit_upload(
     container: Container, tenant_id: str, stored_path: Path, client_filename: str, size: int
 ) -> JobRecord:
-    """Queue an already stored upload for indexing; the caller's file becomes the job's."""
-    if container.jobs.count_active(tenant_id) >= container.settings.max_jobs_per_tenant:
-        stored_path.unlink(missing_ok=True)
-        raise RateLimited(
-            f"this tenant already has {container.settings.max_jobs_per_tenant} ingestion jobs "
-            "queued or running; wait for one to finish",
-            retry_after_s=5.0,
-        )
+    """Queue an already stored upload for indexing; the caller's file becomes the job's.
+
+    Over the tenant's job limit, RateLimited is raised and the upload leaves nothing behind.
+    """
     source = sanitise_filename(client_filename)
     doc_id = make_document_id(tenant_id, source)
-    existing = container.documents.get(tenant_id, doc_id)
-    if existing is None:
-        container.documents.upsert(tenant_id, doc_id, source, size, file_sha256(stored_path))
-    job = container.jobs.create(tenant_id, doc_id, source, str(stored_path), size)
+    limit = container.settings.max_jobs_per_tenant
+    sha = file_sha256(stored_path)  # before the transaction, which must stay short
+    try:
+        # The job and, if missing, the document row are committed in one transaction, after the
+        # limit check: a worker cannot claim the job before its row exists (it would fail it as
+        # "deleted before it could be indexed"), and a refused upload writes no row, so there is
+        # none to clean up that a concurrent upload of the same name might already rely on.
+        job = container.jobs.create(
+            tenant_id,
+            doc_id,
+            source,
+            str(stored_path),
+            size,
+            active_limit=limit,
+            document_sha256=sha,
+        )
+    except JobLimitReached:
+        stored_path.unlink(missing_ok=True)
+        raise RateLimited(
+            f"this tenant already has {limit} ingestion jobs queued or running; wait for one "
+            "to finish",
+            retry_after_s=5.0,
+        ) from None
     log.info("upload queued", extra={"job_id": job.job_id, "document_id": doc_id, "bytes": size})
     return job
 

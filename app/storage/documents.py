@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from sqlalchemy import BigInteger, Integer, String, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from app.storage.db import Base, Database, UTCDateTime, utc_now
 
@@ -189,3 +189,36 @@ class DocumentStore:
                 )
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def insert_missing_document(
+    session: Session,
+    tenant_id: str,
+    document_id: str,
+    source: str,
+    size_bytes: int,
+    content_sha256: str,
+) -> None:
+    """Add a queued document row in `session`'s transaction unless the tenant already has one.
+
+    An existing row is left as it is (its pages and chunks still describe what is indexed); the
+    job store calls this so a job and the row its worker needs are committed together.
+    """
+    now = utc_now()
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    session.execute(
+        insert(DocumentRow)
+        .values(
+            tenant_id=tenant_id,
+            document_id=document_id,
+            source=source,
+            status="queued",
+            pages=0,
+            chunks=0,
+            size_bytes=size_bytes,
+            content_sha256=content_sha256,
+            uploaded_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=[DocumentRow.tenant_id, DocumentRow.document_id])
+    )

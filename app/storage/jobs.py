@@ -3,23 +3,40 @@
 A job moves queued -> processing -> done | failed. `claim_next` hands each queued job to exactly
 one worker, across threads and processes: PostgreSQL locks the row with `FOR UPDATE SKIP LOCKED`;
 SQLite serialises writers, so a single conditional UPDATE cannot hand the same job out twice.
+
+`create` with an `active_limit` never lets a tenant exceed it, however many uploads race: the job
+is inserted by one conditional INSERT ... SELECT that counts the tenant's active jobs. SQLite
+evaluates it under the write lock; PostgreSQL first takes a per-tenant advisory lock for the
+transaction, so the count of the next creator already sees this one's job.
 """
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import Integer, String, Text, func, select, update
+from sqlalchemy import Integer, String, Text, func, insert, literal, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.sql.dml import ReturningInsert
 
 from app.storage.db import Base, Database, UTCDateTime, utc_now
+from app.storage.documents import insert_missing_document
 
 JobStatus = Literal["queued", "processing", "done", "failed"]
 ACTIVE_STATUSES: tuple[JobStatus, ...] = ("queued", "processing")
 MAX_ERROR_CHARS = 2000
+
+
+class JobLimitReached(Exception):
+    """The tenant already has `limit` jobs queued or processing; no job was created."""
+
+    def __init__(self, tenant_id: str, limit: int) -> None:
+        super().__init__(f"tenant {tenant_id!r} already has {limit} active jobs")
+        self.tenant_id = tenant_id
+        self.limit = limit
 
 
 class JobRow(Base):
@@ -93,9 +110,24 @@ class JobStore:
         self._db = database
 
     def create(
-        self, tenant_id: str, document_id: str, source: str, stored_path: str, size_bytes: int
+        self,
+        tenant_id: str,
+        document_id: str,
+        source: str,
+        stored_path: str,
+        size_bytes: int,
+        *,
+        active_limit: int | None = None,
+        document_sha256: str | None = None,
     ) -> JobRecord:
-        """Queue a job for a stored upload; `source` must already be sanitised."""
+        """Queue a job for a stored upload; `source` must already be sanitised.
+
+        With `active_limit`, JobLimitReached is raised and nothing is written when the tenant
+        already has that many jobs queued or processing. With `document_sha256`, the document's
+        row (status queued) is created in the same transaction unless the tenant already has one,
+        which is kept as it is: a worker never sees the job without its document, and a refused
+        job leaves no row behind.
+        """
         now = utc_now()
         row = JobRow(
             job_id="job_" + secrets.token_hex(12),
@@ -116,7 +148,15 @@ class JobStore:
             updated_at=now,
         )
         with self._db.session() as session:
-            session.add(row)
+            if active_limit is not None and self._db.dialect == "postgresql":
+                session.execute(select(func.pg_advisory_xact_lock(tenant_lock_key(tenant_id))))
+            if session.execute(_insert_below_limit(row, active_limit)).first() is None:
+                assert active_limit is not None  # only the limit makes the INSERT skip its row
+                raise JobLimitReached(tenant_id, active_limit)
+            if document_sha256 is not None:
+                insert_missing_document(
+                    session, tenant_id, document_id, source, size_bytes, document_sha256
+                )
         return _record(row)
 
     def get(self, tenant_id: str, job_id: str) -> JobRecord | None:
@@ -292,12 +332,30 @@ class JobStore:
             )
             return int(requeued.rowcount)  # type: ignore[attr-defined]
 
-    def count_active(self, tenant_id: str) -> int:
-        """Queued plus processing jobs of a tenant (for the per-tenant concurrency limit)."""
-        with self._db.session() as session:
-            count = session.scalar(
-                select(func.count())
-                .select_from(JobRow)
-                .where(JobRow.tenant_id == tenant_id, JobRow.status.in_(ACTIVE_STATUSES))
-            )
-            return int(count or 0)
+
+def tenant_lock_key(tenant_id: str) -> int:
+    """The PostgreSQL advisory lock key (signed 64-bit) serialising job creation of a tenant.
+
+    Derived from sha256, so every process computes the same key (Python's hash() is salted).
+    """
+    digest = hashlib.sha256(b"rag-jobs-create:" + tenant_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _insert_below_limit(row: JobRow, active_limit: int | None) -> ReturningInsert[str]:
+    # One statement, INSERT ... SELECT <the row> WHERE (active jobs of the tenant) < limit: it
+    # inserts nothing, and returns no id, once the limit is reached. SQLite takes the write lock
+    # before evaluating the count (it must be the transaction's first statement, as it is here);
+    # PostgreSQL relies on the caller's advisory lock and READ COMMITTED, where each statement
+    # sees what earlier holders of the lock committed.
+    columns = JobRow.__table__.columns
+    values = select(*(literal(getattr(row, c.key), c.type).label(c.key) for c in columns))
+    if active_limit is not None:
+        active = (
+            select(func.count())
+            .select_from(JobRow)
+            .where(JobRow.tenant_id == row.tenant_id, JobRow.status.in_(ACTIVE_STATUSES))
+            .scalar_subquery()
+        )
+        values = values.where(active < active_limit)
+    return insert(JobRow).from_select([c.key for c in columns], values).returning(JobRow.job_id)

@@ -5,6 +5,7 @@ The app here runs without workers, so uploads stay queued and nothing else chang
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -179,6 +180,45 @@ def test_per_tenant_job_limit_is_429_with_retry_after(api: ApiHarness, uploader:
     assert api.uploads_left() == before
     other_tenant = api.add_user("limits-other", login=False)
     assert api.upload(other_tenant, "doc.txt", b"their own budget").status_code == 202
+
+
+@pytest.mark.parametrize(
+    "names",
+    [[f"race{i}.txt" for i in range(6)], ["same.txt"] * 3 + ["other.txt"] * 3],
+    ids=["distinct-names", "shared-names"],
+)
+def test_concurrent_uploads_over_the_job_limit_are_refused_without_leftovers(
+    api: ApiHarness, uploader: ApiUser, names: list[str]
+) -> None:
+    before = set(api.uploads_left())
+    start = threading.Barrier(len(names))
+    responses: list[Any] = [None] * len(names)
+
+    def send(i: int) -> None:
+        start.wait(timeout=60)
+        responses[i] = api.upload(uploader, names[i], f"racing upload {i}".encode())
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(names))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    statuses = sorted(response.status_code for response in responses)
+    assert statuses == [202, 202] + [429] * (len(names) - 2), [r.text for r in responses]
+    for response in responses:
+        if response.status_code == 429:
+            assert "2" in assert_error_body(response, 429, "rate_limited")["message"]
+            _retry_after(response)
+    accepted = [response.json() for response in responses if response.status_code == 202]
+    # Only the accepted uploads' files wait for a worker; the refused ones were deleted.
+    assert len(set(api.uploads_left()) - before) == 2
+    # Each accepted job has its document; no refused upload left one.
+    listing = api.client.get("/documents", headers=uploader.headers).json()
+    assert {d["document_id"] for d in listing["data"]} == {a["document_id"] for a in accepted}
+    for upload in accepted:
+        job = api.client.get(f"/jobs/{upload['job_id']}", headers=uploader.headers).json()
+        assert (job["status"], job["document_id"]) == ("queued", upload["document_id"])
 
 
 def test_a_page_size_cap_below_the_default_page_still_lists(api: ApiHarness) -> None:

@@ -1,4 +1,6 @@
-"""Durable ingestion jobs on SQLite and PostgreSQL: scoping, claiming under contention, recovery."""
+"""Durable ingestion jobs on SQLite and PostgreSQL: scoping, the per-tenant limit, claiming under
+contention, recovery.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +9,11 @@ import threading
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from app.storage.db import Database, open_database, utc_now
-from app.storage.jobs import JobRow, JobStore
+from app.storage.documents import DocumentRow, DocumentStore
+from app.storage.jobs import JobLimitReached, JobRow, JobStore
 
 pytestmark = pytest.mark.integration
 
@@ -191,17 +194,117 @@ def test_a_job_that_keeps_crashing_is_failed_not_retried_forever(jobs: JobStore)
     assert "interrupted 3 times" in (job.error or "")
 
 
-def test_count_active_counts_queued_and_processing_of_one_tenant(jobs: JobStore) -> None:
+def test_the_active_limit_counts_queued_and_processing_jobs_of_one_tenant(
+    jobs: JobStore,
+) -> None:
     queued, processing, done, failed = (queue(jobs, name=n) for n in "abcd")
     queue(jobs, tenant="globex")
     for job_id in (processing, done, failed):
         jobs.claim(job_id)
     jobs.mark_done(done, 1, 1)
     jobs.mark_failed(failed, "broken")
-    assert jobs.count_active("acme") == 2
-    assert jobs.count_active("globex") == 1
-    assert jobs.count_active("initech") == 0
-    del queued
+
+    # acme has 2 active jobs: a third fits under 3, a fourth does not.
+    third = jobs.create("acme", "doc_e", "e", "/data/uploads/e.bin", 1, active_limit=3)
+    assert jobs.get("acme", third.job_id) is not None
+    with pytest.raises(JobLimitReached) as refused:
+        jobs.create("acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3)
+    assert (refused.value.tenant_id, refused.value.limit) == ("acme", 3)
+    with pytest.raises(JobLimitReached):
+        jobs.create("globex", "doc_g", "g", "/data/uploads/g.bin", 1, active_limit=1)
+    jobs.create("initech", "doc_h", "h", "/data/uploads/h.bin", 1, active_limit=1)
+    # A finished job frees its place.
+    jobs.claim(queued)
+    jobs.mark_done(queued, 1, 1)
+    jobs.create("acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3)
+
+
+def _job_ids(database: Database, tenant: str) -> set[str]:
+    with database.session() as session:
+        return set(session.scalars(select(JobRow.job_id).where(JobRow.tenant_id == tenant)))
+
+
+def _document_ids(database: Database, tenant: str) -> set[str]:
+    with database.session() as session:
+        query = select(DocumentRow.document_id).where(DocumentRow.tenant_id == tenant)
+        return set(session.scalars(query))
+
+
+def test_concurrent_creates_never_exceed_the_active_limit(
+    jobs: JobStore, sql_database: Database
+) -> None:
+    attempts = [("acme", i) for i in range(8)] + [("globex", i) for i in range(2)]
+    created: list[tuple[str, str, str]] = []
+    refused: list[str] = []
+    lock = threading.Lock()
+    start = threading.Barrier(len(attempts))
+
+    def upload(tenant: str, i: int) -> None:
+        start.wait(timeout=60)
+        try:
+            job = jobs.create(
+                tenant,
+                f"doc_{i}",
+                f"f{i}.txt",
+                f"/data/uploads/{tenant}-{i}.bin",
+                10,
+                active_limit=3,
+                document_sha256="0" * 64,
+            )
+        except JobLimitReached:
+            with lock:
+                refused.append(tenant)
+            return
+        with lock:
+            created.append((tenant, job.job_id, job.document_id))
+
+    threads = [threading.Thread(target=upload, args=attempt) for attempt in attempts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    acme = [(job_id, doc_id) for tenant, job_id, doc_id in created if tenant == "acme"]
+    assert len(acme) == 3 and refused == ["acme"] * 5
+    assert _job_ids(sql_database, "acme") == {job_id for job_id, _ in acme}
+    # A refused job left no document row; an accepted one has its row.
+    assert _document_ids(sql_database, "acme") == {doc_id for _, doc_id in acme}
+    assert len(_job_ids(sql_database, "globex")) == 2  # another tenant has its own budget
+
+
+def test_a_created_job_comes_with_its_document_row_but_keeps_an_existing_one(
+    jobs: JobStore, sql_database: Database
+) -> None:
+    documents = DocumentStore(sql_database)
+    jobs.create("acme", "doc_new", "new.txt", "/data/uploads/n.bin", 12, document_sha256="a" * 64)
+    row = documents.get("acme", "doc_new")
+    assert row is not None
+    assert (row.status, row.source, row.size_bytes, row.content_sha256, row.chunks) == (
+        "queued",
+        "new.txt",
+        12,
+        "a" * 64,
+        0,
+    )
+
+    documents.upsert("acme", "doc_old", "old.txt", 5, "b" * 64, status="done")
+    documents.set_status("acme", "doc_old", "done", pages=1, chunks=7)
+    jobs.create("acme", "doc_old", "old.txt", "/data/uploads/o.bin", 99, document_sha256="c" * 64)
+    kept = documents.get("acme", "doc_old")
+    assert kept is not None
+    assert (kept.status, kept.chunks, kept.size_bytes, kept.content_sha256) == (
+        "done",
+        7,
+        5,
+        "b" * 64,
+    )
+
+    with pytest.raises(JobLimitReached):
+        jobs.create(
+            "acme", "doc_refused", "r.txt", "/u/r.bin", 1, active_limit=2, document_sha256="d" * 64
+        )
+    assert documents.get("acme", "doc_refused") is None
+    assert len(_job_ids(sql_database, "acme")) == 2
 
 
 def test_jobs_survive_a_restart(jobs: JobStore, sql_database: Database) -> None:
