@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import re
 
-# Harakat, Quranic annotation marks, superscript alef: marks that sit on a letter.
-_DIACRITICS = re.compile(
-    "[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e8\u06ea-\u06ed]"
-)
 _TATWEEL = "\u0640"
-_ALEF_FORMS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا"})
-_TA_MARBUTA = str.maketrans({"ة": "ه"})
-_ALEF_MAQSURA = str.maketrans({"ى": "ي"})
-_HAMZA_CARRIERS = str.maketrans({"ؤ": "و", "ئ": "ي"})
-_ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹", "01234567890123456789")
+_ALEF_FORMS = {"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا"}
+_TA_MARBUTA = {"ة": "ه"}
+_ALEF_MAQSURA = {"ى": "ي"}
+_HAMZA_CARRIERS = {"ؤ": "و", "ئ": "ي"}
+_ARABIC_DIGITS = dict(zip("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹", "01234567890123456789", strict=True))
+# Harakat, Quranic annotation marks, superscript alef: marks that sit on a letter.
+_DIACRITIC_RANGES: tuple[tuple[int, int], ...] = (
+    (0x610, 0x61A),
+    (0x64B, 0x65F),
+    (0x670, 0x670),
+    (0x6D6, 0x6DC),
+    (0x6DF, 0x6E8),
+    (0x6EA, 0x6ED),
+)
 
 # Longest first, so "وال" is removed whole rather than leaving "ال".
 _ARTICLE_PREFIXES = ("وال", "بال", "كال", "فال", "لل", "ال")
@@ -45,34 +50,27 @@ def has_latin_letter(text: str) -> bool:
     return bool(_LATIN_LETTER.search(text))
 
 
-def strip_diacritics(text: str) -> str:
-    """Remove harakat and tatweel."""
-    return _DIACRITICS.sub("", text).replace(_TATWEEL, "")
-
-
-def unify_alef(text: str) -> str:
-    """Write every alef form (أ إ آ ٱ) as a bare alef."""
-    return text.translate(_ALEF_FORMS)
-
-
-def ta_marbuta_to_ha(text: str) -> str:
-    """Write ta marbuta (ة) as ha (ه), as many writers do at a word's end."""
-    return text.translate(_TA_MARBUTA)
-
-
-def alef_maqsura_to_ya(text: str) -> str:
-    """Write alef maqsura (ى) as ya (ي)."""
-    return text.translate(_ALEF_MAQSURA)
-
-
-def hamza_carriers_to_letters(text: str) -> str:
-    """Write hamza on waw/ya (ؤ ئ) as the bare carrier letter."""
-    return text.translate(_HAMZA_CARRIERS)
-
-
-def arabic_digits_to_ascii(text: str) -> str:
-    """Write Arabic-Indic and Persian digits as 0-9, so `٤٢` matches `42`."""
-    return text.translate(_ARABIC_DIGITS)
+def normalisation_table(
+    *, ta_marbuta: bool, alef_maqsura: bool, hamza_carriers: bool, arabic_digits: bool
+) -> dict[int, str | None]:
+    """One `str.translate` table doing the always-on steps (diacritics, tatweel, alef forms) and
+    the chosen optional ones, so text is walked once instead of once per step. No step's output
+    is another step's input, so the result equals applying the steps one after the other."""
+    letters = dict(_ALEF_FORMS)
+    for wanted, step in (
+        (ta_marbuta, _TA_MARBUTA),
+        (alef_maqsura, _ALEF_MAQSURA),
+        (hamza_carriers, _HAMZA_CARRIERS),
+        (arabic_digits, _ARABIC_DIGITS),
+    ):
+        if wanted:
+            letters.update(step)
+    table: dict[int, str | None] = {ord(char): out for char, out in letters.items()}
+    table[ord(_TATWEEL)] = None
+    table.update(
+        {code: None for first, last in _DIACRITIC_RANGES for code in range(first, last + 1)}
+    )
+    return table
 
 
 def strip_article(token: str) -> str:

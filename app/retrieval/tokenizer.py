@@ -26,6 +26,7 @@ _STOPWORD_TEXT = (
     "which with what who whom when where why how did do does this these those"
 )
 ENGLISH_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_MAX_CACHED_WORDS = 200_000
 
 
 @dataclass(frozen=True)
@@ -51,40 +52,47 @@ class Tokenizer:
         # Persisted indexes record this; a changed tokenizer forces a rebuild instead of a
         # silent mismatch between indexed and query tokens.
         self.version = "tok2-" + digest.hexdigest()[:12]
+        self._table = arabic.normalisation_table(
+            ta_marbuta=self.options.ta_marbuta,
+            alef_maqsura=self.options.alef_maqsura,
+            hamza_carriers=self.options.hamza_carriers,
+            arabic_digits=self.options.arabic_digits,
+        )
+        # Word -> its index tokens. Text repeats words, so most words are looked up, not redone;
+        # cleared when full, so memory stays bounded whatever the tenant uploads.
+        self._words: dict[str, tuple[str, ...]] = {}
 
     def normalise(self, text: str) -> str:
         """Character-level normalisation: NFKC, case folding, Arabic variants."""
-        opts = self.options
-        text = unicodedata.normalize("NFKC", text).casefold()
-        text = arabic.unify_alef(arabic.strip_diacritics(text))
-        if opts.ta_marbuta:
-            text = arabic.ta_marbuta_to_ha(text)
-        if opts.alef_maqsura:
-            text = arabic.alef_maqsura_to_ya(text)
-        if opts.hamza_carriers:
-            text = arabic.hamza_carriers_to_letters(text)
-        if opts.arabic_digits:
-            text = arabic.arabic_digits_to_ascii(text)
-        return text
+        return unicodedata.normalize("NFKC", text).casefold().translate(self._table)
 
     def __call__(self, text: str) -> list[str]:
         """The tokens of `text`, in order."""
-        opts = self.options
         tokens: list[str] = []
-        for match in _TOKEN.finditer(self.normalise(text)):
-            token = match.group()
-            while token.endswith(_POSSESSIVE) and len(token) > 2:
-                token = token[:-2]
-            if opts.english_stopwords and token in ENGLISH_STOPWORDS:
-                continue
-            if opts.arabic_waw:
-                token = arabic.strip_waw(token)
-            if opts.arabic_article:
-                token = arabic.strip_article(token)
-            tokens.append(token)
-            if opts.split_compounds and _SPLIT_JOINERS.search(token):
-                tokens.extend(part for part in _SPLIT_JOINERS.split(token) if part)
+        words = self._words
+        for word in _TOKEN.findall(self.normalise(text)):
+            found = words.get(word)
+            if found is None:
+                if len(words) >= _MAX_CACHED_WORDS:
+                    words.clear()
+                found = words[word] = self._word_tokens(word)
+            tokens.extend(found)
         return tokens
+
+    def _word_tokens(self, token: str) -> tuple[str, ...]:
+        """The index tokens of one normalised word: none for a stopword, several for compounds."""
+        opts = self.options
+        while token.endswith(_POSSESSIVE) and len(token) > 2:
+            token = token[:-2]
+        if opts.english_stopwords and token in ENGLISH_STOPWORDS:
+            return ()
+        if opts.arabic_waw:
+            token = arabic.strip_waw(token)
+        if opts.arabic_article:
+            token = arabic.strip_article(token)
+        if opts.split_compounds and _SPLIT_JOINERS.search(token):
+            return (token, *(part for part in _SPLIT_JOINERS.split(token) if part))
+        return (token,)
 
 
 DEFAULT_TOKENIZER = Tokenizer()

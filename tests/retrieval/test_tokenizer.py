@@ -70,6 +70,24 @@ def test_arabic_indic_digits_match_ascii() -> None:
     assert tokenize("عام ١٩٩٠") == tokenize("عام 1990")
 
 
+def test_optional_steps_follow_their_options() -> None:
+    with_hamza = Tokenizer(TokenizerOptions(hamza_carriers=True))
+    assert with_hamza("مسؤول") == with_hamza("مسوول")
+    assert tokenize("مسؤول") != tokenize("مسوول")  # off by default: no measurable effect
+    plain = Tokenizer(TokenizerOptions(ta_marbuta=False, arabic_digits=False))
+    assert plain("مدرسة") != plain("مدرسه")
+    assert plain("١٩٩٠") == ["١٩٩٠"]
+
+
+def test_a_full_word_cache_changes_no_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "The SR-33 valve: والمدرسة كِتَابٌ ١٩٩٠, the valve again and again."
+    expected = Tokenizer()(text)
+    monkeypatch.setattr("app.retrieval.tokenizer._MAX_CACHED_WORDS", 2)
+    small_cache = Tokenizer()
+    assert [small_cache(text) for _ in range(3)] == [expected] * 3
+    assert len(small_cache._words) <= 2
+
+
 def test_arabic_is_not_broken_into_letters() -> None:
     tokens = tokenize("ما هي عاصمة مصر؟")
     assert all(len(t) >= 2 for t in tokens)
