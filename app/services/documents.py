@@ -95,11 +95,14 @@ def index_document(
     progress: ProgressCallback | None = None,
     *,
     must_exist: bool = False,
+    refresh_keywords: bool = True,
 ) -> IngestedDocument:
     """Index one stored file for a tenant and record it; invalidates the tenant's answers.
 
     With `must_exist` (a queued upload), a document deleted while it was being indexed stays
-    deleted: its fresh chunks are removed again and IngestionError says so.
+    deleted: its fresh chunks are removed again and IngestionError says so. Without
+    `refresh_keywords` the keyword index is left to the next query or job to bring up to date
+    (queries always check it is current).
     """
     sha = file_sha256(path)
     done = index_file(
@@ -127,7 +130,8 @@ def index_document(
             )
     finally:
         container.cache.invalidate_tenant(tenant_id)
-        container.retriever.refresh(tenant_id)
+        if refresh_keywords:
+            container.retriever.refresh(tenant_id)
     return done
 
 

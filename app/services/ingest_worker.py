@@ -48,7 +48,14 @@ def run_job(container: Container, job: JobRecord, *, may_retry: bool = False) ->
         if container.documents.get(job.tenant_id, job.document_id) is None:
             raise IngestionError("the document was deleted before it could be indexed")
         result = index_document(
-            container, job.tenant_id, path, job.source, progress, must_exist=True
+            container,
+            job.tenant_id,
+            path,
+            job.source,
+            progress,
+            must_exist=True,
+            # A burst of uploads rebuilds the tenant's keyword index once, after its last job.
+            refresh_keywords=not jobs.has_queued(job.tenant_id),
         )
         jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
         log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})

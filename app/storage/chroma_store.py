@@ -344,6 +344,17 @@ class ChromaVectorStore:
         for page in _pages(collection, tenant_id):
             yield from page
 
+    def chunk_ids(self, tenant_id: str) -> list[str]:
+        """Every chunk id of the tenant. The collection is the tenant's own; callers read the
+        chunks themselves through `get_chunks`, which checks each chunk's tenant."""
+        collection = self._collection(tenant_id, create=False)
+        if collection is None:
+            return []
+        ids: list[str] = []
+        while page := collection.get(limit=PAGE_SIZE, offset=len(ids), include=[])["ids"]:
+            ids.extend(page)
+        return ids
+
     def count(self, tenant_id: str) -> int:
         """Number of chunks the tenant has."""
         collection = self._collection(tenant_id, create=False)

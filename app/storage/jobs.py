@@ -286,6 +286,16 @@ class JobStore:
                 )
             )
 
+    def has_queued(self, tenant_id: str) -> bool:
+        """Whether the tenant has a job waiting to be claimed."""
+        with self._db.session() as session:
+            waiting = session.scalar(
+                select(JobRow.job_id)
+                .where(JobRow.tenant_id == tenant_id, JobRow.status == "queued")
+                .limit(1)
+            )
+            return waiting is not None
+
     def queued_since(self, older_than_s: float, limit: int = 500) -> list[tuple[str, int]]:
         """(job id, attempts) of jobs queued and untouched for `older_than_s`, oldest first."""
         cutoff = utc_now() - timedelta(seconds=older_than_s)

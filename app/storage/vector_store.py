@@ -45,6 +45,10 @@ class VectorStore(Protocol):
         """Every chunk of the tenant (for building its keyword index)."""
         ...
 
+    def chunk_ids(self, tenant_id: str) -> list[str]:
+        """The ids of every chunk of the tenant, without their texts (cheap to list)."""
+        ...
+
     def count(self, tenant_id: str) -> int:
         """Number of chunks the tenant has."""
         ...

@@ -1,7 +1,8 @@
 """A tiny in-memory `VectorStore` (brute-force cosine) for fast unit tests of retrieval.
 
 It follows the Protocol's contract, including a corpus version bumped on every write, and counts
-how often the keyword index reads the whole tenant (`iterations`). Integration tests run the
+how often the keyword index reads the whole tenant (`iterations`) and how many chunk texts
+were read (`chunks_read`). Integration tests run the
 same retrieval code against real Chroma.
 """
 
@@ -24,6 +25,7 @@ class InMemoryVectorStore:
         self._data: dict[str, dict[str, tuple[Chunk, np.ndarray]]] = {}
         self._versions: Counter[str] = Counter()
         self.iterations: Counter[str] = Counter()
+        self.chunks_read: Counter[str] = Counter()  # texts handed out by get/iter_chunks
         # Writes are atomic to readers, as in a real store (no half-replaced document visible).
         self._lock = threading.Lock()
 
@@ -67,14 +69,21 @@ class InMemoryVectorStore:
 
     def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
         rows = self._data.get(tenant_id, {})
-        return [rows[cid][0] for cid in dict.fromkeys(ids) if cid in rows]
+        found = [rows[cid][0] for cid in dict.fromkeys(ids) if cid in rows]
+        self.chunks_read[tenant_id] += len(found)
+        return found
 
     def iter_chunks(self, tenant_id: str) -> Iterator[Chunk]:
         self.iterations[tenant_id] += 1
         with self._lock:
             rows = list(self._data.get(tenant_id, {}).values())
         for chunk, _ in rows:
+            self.chunks_read[tenant_id] += 1
             yield chunk
+
+    def chunk_ids(self, tenant_id: str) -> list[str]:
+        with self._lock:
+            return list(self._data.get(tenant_id, {}))
 
     def count(self, tenant_id: str) -> int:
         return len(self._data.get(tenant_id, {}))

@@ -149,20 +149,24 @@ def test_get_chunks_keeps_the_requested_order_and_skips_unknown_ids(store, embed
     assert [c.id for c in store.get_chunks("acme", wanted)] == [chunks[2].id, chunks[0].id]
 
 
-def test_iter_chunks_pages_through_large_tenants(store, embedder, monkeypatch):
+def test_iter_chunks_and_chunk_ids_page_through_large_tenants(store, embedder, monkeypatch):
     monkeypatch.setattr(chroma_store, "PAGE_SIZE", 7)
     texts = [f"paragraph number {i} about topic {i % 5}" for i in range(23)]
 
     chunks = ingest(store, embedder, "acme", "long.txt", texts)
 
     assert sorted(c.id for c in store.iter_chunks("acme")) == sorted(c.id for c in chunks)
+    assert sorted(store.chunk_ids("acme")) == sorted(c.id for c in chunks)
     assert store.count("acme") == 23
+    ingest(store, embedder, "globex", "other.txt", ["another tenant's paragraph"])
+    assert len(store.chunk_ids("acme")) == 23 and len(store.chunk_ids("globex")) == 1
 
 
 def test_unknown_tenant_reads_empty_without_creating_a_collection(store, embedder):
     assert store.count("nobody") == 0
     assert store.query("nobody", embedder.embed_query("x"), k=3) == []
     assert list(store.iter_chunks("nobody")) == []
+    assert store.chunk_ids("nobody") == []
     assert store.corpus_version("nobody") == 0
     assert store._client.list_collections() == []
 
