@@ -11,8 +11,18 @@ python_bin=${PYTHON:-python3}
 pip="$venv/bin/python -m pip"
 $pip install --quiet --upgrade pip
 $pip install --quiet torch==2.13.0
-# llama-cpp-python builds from source; the multimodal part is not needed.
-export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}"
+# llama-cpp-python builds from source for this CPU (-march=native); the multimodal part is not
+# needed. Its AMX kernels are compiled out: on a CPU with AMX (Xeon Sapphire Rapids and later)
+# they crashed the process (SIGSEGV in the first decode of the Q4_K_M model) while the AVX-512
+# build without them answers normally. Built on its own and never from pip's wheel cache, whose
+# key ignores CMAKE_ARGS: a wheel cached from an earlier build would come back unchanged.
+if [ -z "${CMAKE_ARGS:-}" ]; then
+  no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  CMAKE_ARGS="-DLLAVA_BUILD=OFF '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
+fi
+export CMAKE_ARGS
+llama_pin=$(grep -E '^llama-cpp-python==' requirements.txt)
+$venv/bin/python -c "import llama_cpp" 2>/dev/null || $pip install --quiet --no-cache-dir "$llama_pin"
 if [ "$extra" = "dev" ]; then
   $pip install --quiet -r requirements-dev.txt
 else
