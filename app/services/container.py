@@ -45,7 +45,7 @@ class Container:
 
         if self.settings.vector_backend == "chroma":
             lock_directory(self.settings.data_dir / "chroma")
-        return build_vector_store(self.settings, self.embedder)
+        return build_vector_store(self.settings, self.embedder, self.database)
 
     @cached_property
     def reranker(self) -> Reranker | None:

@@ -4,10 +4,15 @@ We call chromadb directly rather than through langchain-chroma: its `Chroma` cla
 texts itself (no way to upsert precomputed vectors) and exposes neither collection-metadata updates
 nor deletes by metadata filter, which the per-tenant versioning and document replacement need.
 
-A collection is named from a hash of the tenant id and a hash of (embedding model id, dimension),
-so vectors of two models never share a collection; a tenant whose collection was built with
-another model is refused until `reindex_tenant` has re-embedded it. Distance is cosine, set
-explicitly; every query also filters on the `tenant_id` metadata (defence in depth).
+A collection is named from a hash of the tenant id and a hash of (embedding model id, dimension,
+storage layout), so vectors of two models never share a collection; a tenant whose collection was
+built with another model, or by an older layout, is refused until `reindex_tenant` has rebuilt
+it. Distance is cosine, set explicitly; every chunk read back is checked for its tenant.
+
+Chroma holds each chunk's vector and location metadata; its text lives in the service database
+(`ChunkTextStore`, see that module for the measured reason). A text is written before its vector
+and deleted after it, so a vector without a text only exists after a crash mid-write; such a
+chunk is skipped on read (and logged) until the document is written again.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import numpy as np
 
 from app.domain import Chunk
 from app.errors import EmbeddingModelMismatch
+from app.storage.chunk_texts import ChunkTextStore
+from app.storage.db import Database, database_from_settings
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -33,6 +40,9 @@ if TYPE_CHECKING:
 
 COLLECTION_PREFIX = "rag"
 PAGE_SIZE = 1000
+# Part of every collection name: layout 2 keeps chunk texts out of Chroma. A collection of the
+# earlier layout (texts stored as Chroma documents) is refused until reindexed.
+STORAGE_LAYOUT = 2
 CORE_METADATA = (
     "tenant_id",
     "document_id",
@@ -59,7 +69,9 @@ def tenant_prefix(tenant_id: str) -> str:
 
 def collection_name(tenant_id: str, model_id: str, dimension: int) -> str:
     """Collection of one tenant for one embedding model and dimension."""
-    return tenant_prefix(tenant_id) + _short_hash(f"{model_id}\x00{dimension}", 12)
+    return tenant_prefix(tenant_id) + _short_hash(
+        f"{model_id}\x00{dimension}\x00{STORAGE_LAYOUT}", 12
+    )
 
 
 def _chunk_metadata(chunk: Chunk) -> dict[str, str | int]:
@@ -96,21 +108,38 @@ def _chunk_from_record(chunk_id: str, text: str, metadata: Mapping[str, Any]) ->
     )
 
 
-def _records(result: Mapping[str, Any]) -> list[Chunk]:
-    documents = result["documents"] or []
+def _records(result: Mapping[str, Any], texts: Mapping[str, str]) -> list[Chunk]:
+    """Chunks from a Chroma result and their texts; a record whose text is missing is skipped.
+
+    Texts come from the service database; an old-layout collection (read only to reindex it)
+    still carries them as Chroma documents.
+    """
+    ids = result["ids"]
+    documents = result.get("documents") or [None] * len(ids)
     metadatas = result["metadatas"] or []
-    return [
-        _chunk_from_record(cid, text or "", meta or {})
-        for cid, text, meta in zip(result["ids"], documents, metadatas, strict=True)
-    ]
+    chunks, missing = [], []
+    for cid, document, meta in zip(ids, documents, metadatas, strict=True):
+        text = texts.get(cid, document)
+        if text is None:
+            missing.append(cid)
+            continue
+        chunks.append(_chunk_from_record(cid, text, meta or {}))
+    if missing:
+        log.error(
+            "chunks without a stored text were skipped (a write was interrupted; uploading the "
+            "document again repairs it)",
+            extra={"chunks": len(missing)},
+        )
+    return chunks
 
 
 class ChromaVectorStore:
     """Per-tenant chunk storage in Chroma (persistent directory or server); see module doc."""
 
-    def __init__(self, client: ClientAPI, embedder: Embedder) -> None:
+    def __init__(self, client: ClientAPI, embedder: Embedder, texts: ChunkTextStore) -> None:
         self._client = client
         self._embedder = embedder
+        self._texts = texts
         self._model_id = embedder.model_id
         self._dimension = embedder.dimension
         self._collections: dict[str, Collection] = {}
@@ -142,6 +171,7 @@ class ChromaVectorStore:
                 "embedding_model_id": self._model_id,
                 "dimension": self._dimension,
                 "distance": "cosine",
+                "storage_layout": STORAGE_LAYOUT,
                 "corpus_version": 0,
             },
         )
@@ -158,11 +188,17 @@ class ChromaVectorStore:
             old = self._client.get_collection(stale[0], embedding_function=None)
             old_model = (old.metadata or {}).get("embedding_model_id", "an unknown model")
             old_dimension = (old.metadata or {}).get("dimension", "?")
+            reindex = f"`python -m app.cli reindex --tenant {tenant_id}`"
+            if (old_model, old_dimension) == (self._model_id, self._dimension):
+                raise EmbeddingModelMismatch(
+                    f"tenant {tenant_id!r} was indexed by an earlier version of this service "
+                    f"that stored chunk texts in Chroma; run {reindex} to move them"
+                )
             raise EmbeddingModelMismatch(
                 f"tenant {tenant_id!r} was indexed with embedding model {old_model} "
                 f"(dimension {old_dimension}), but this service embeds with {self._model_id} "
                 f"(dimension {self._dimension}); vectors of two models cannot be mixed. Run "
-                f"`python -m app.cli reindex --tenant {tenant_id}` to re-embed its documents."
+                f"{reindex} to re-embed its documents."
             )
         if name in existing:
             collection = self._client.get_collection(name, embedding_function=None)
@@ -206,12 +242,15 @@ class ChromaVectorStore:
         with self._write_lock:
             collection = self._collection(tenant_id, create=True)
             assert collection is not None
+            self._texts.put(chunks)  # before the vectors: no vector is ever without its text
             self._upsert(collection, chunks, vectors)
             keep = {chunk.id for chunk in chunks}
-            existing = collection.get(where=_document_filter(tenant_id, document_id), include=[])
-            obsolete = [cid for cid in existing["ids"] if cid not in keep]
+            # Every stored vector has its text row, so the rows list the document's chunks.
+            existing = self._texts.document_chunk_ids(tenant_id, document_id)
+            obsolete = [cid for cid in existing if cid not in keep]
             if obsolete:
                 collection.delete(ids=obsolete)
+                self._texts.delete(tenant_id, obsolete)
             self._bump_version(tenant_id, collection)
 
     def _upsert(
@@ -223,7 +262,6 @@ class ChromaVectorStore:
             collection.upsert(
                 ids=[chunk.id for chunk in part],
                 embeddings=np.asarray(vectors[begin : begin + step], dtype=np.float32),
-                documents=[chunk.text for chunk in part],
                 metadatas=[_chunk_metadata(chunk) for chunk in part],  # type: ignore[misc]
             )
 
@@ -237,6 +275,7 @@ class ChromaVectorStore:
             if ids:
                 collection.delete(ids=ids)
                 self._bump_version(tenant_id, collection)
+            self._texts.delete_document(tenant_id, document_id)  # after the vectors
             return len(ids)
 
     def drop_tenant(self, tenant_id: str) -> None:
@@ -245,12 +284,14 @@ class ChromaVectorStore:
             self._collections.pop(tenant_id, None)
             for name in self._tenant_collections(tenant_id):
                 self._client.delete_collection(name)
+            self._texts.drop_tenant(tenant_id)
 
     def reindex_tenant(self, tenant_id: str) -> int:
         """Re-embed the tenant's chunks from older-model collections into the current one.
 
         Returns how many chunks were re-embedded. The old collection is dropped only after the
-        new one holds every chunk, so an interrupted run can simply be repeated.
+        new one holds every chunk, so an interrupted run can simply be repeated. A collection of
+        the earlier storage layout is rebuilt the same way, its texts moved to the database.
         """
         with self._write_lock:
             self._collections.pop(tenant_id, None)
@@ -261,8 +302,9 @@ class ChromaVectorStore:
             total = 0
             for old_name in stale:
                 old = self._client.get_collection(old_name, embedding_function=None)
-                for page in _pages(old, tenant_id):
+                for page in self._pages(old, tenant_id, with_documents=True):
                     vectors = self._embedder.embed_documents([chunk.text for chunk in page])
+                    self._texts.put(page)
                     self._upsert(target, page, vectors)
                     total += len(page)
             self._bump_version(tenant_id, target)
@@ -288,37 +330,19 @@ class ChromaVectorStore:
             # No `where` here: a metadata filter makes Chroma's HNSW query ~10x slower (74 vs
             # 6.6 ms at 10k chunks). The collection is the tenant's own; every result's tenant
             # is still verified below, so a foreign chunk can never be returned.
-            include=["documents", "metadatas", "distances"],  # type: ignore[list-item]
+            include=["metadatas", "distances"],  # type: ignore[list-item]
         )
-        chunks = _records(
-            {
-                "ids": result["ids"][0],
-                "documents": (result["documents"] or [[]])[0],
-                "metadatas": (result["metadatas"] or [[]])[0],
-            }
-        )
-        distances = (result["distances"] or [[]])[0]
-        owned = set(map(id, _own(chunks, tenant_id)))
-        return [
-            (chunk, 1.0 - float(distance))
-            for chunk, distance in zip(chunks, distances, strict=True)
-            if id(chunk) in owned
-        ]
+        ids = result["ids"][0]
+        distances = dict(zip(ids, (result["distances"] or [[]])[0], strict=True))
+        page = {"ids": ids, "metadatas": (result["metadatas"] or [[]])[0]}
+        chunks = _own(_records(page, self._texts.get(tenant_id, ids)), tenant_id)
+        return [(chunk, 1.0 - float(distances[chunk.id])) for chunk in chunks]
 
     def find_containing(self, tenant_id: str, text: str, limit: int) -> list[Chunk]:
         """Chunks whose text contains `text` exactly (case-sensitive), up to `limit`."""
         if not text or limit <= 0:
             return []
-        collection = self._collection(tenant_id, create=False)
-        if collection is None:
-            return []
-        result = collection.get(
-            where={"tenant_id": tenant_id},
-            where_document={"$contains": text},
-            limit=limit,
-            include=["documents", "metadatas"],  # type: ignore[list-item]
-        )
-        return [chunk for chunk in _records(result) if chunk.tenant_id == tenant_id]
+        return self.get_chunks(tenant_id, self._texts.find_containing(tenant_id, text, limit))
 
     def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
         """The chunks with these ids that belong to the tenant, in the given order."""
@@ -329,11 +353,9 @@ class ChromaVectorStore:
         if collection is None:
             return []
         # By id without a metadata filter (40 ms -> 1 ms at 10k); the tenant is verified below.
-        result = collection.get(
-            ids=wanted,
-            include=["documents", "metadatas"],  # type: ignore[list-item]
-        )
-        found = {chunk.id: chunk for chunk in _own(_records(result), tenant_id)}
+        result = collection.get(ids=wanted, include=["metadatas"])  # type: ignore[list-item]
+        chunks = _records(result, self._texts.get(tenant_id, result["ids"]))
+        found = {chunk.id: chunk for chunk in _own(chunks, tenant_id)}
         return [found[cid] for cid in wanted if cid in found]
 
     def iter_chunks(self, tenant_id: str) -> Iterator[Chunk]:
@@ -341,7 +363,7 @@ class ChromaVectorStore:
         collection = self._collection(tenant_id, create=False)
         if collection is None:
             return
-        for page in _pages(collection, tenant_id):
+        for page in self._pages(collection, tenant_id):
             yield from page
 
     def chunk_ids(self, tenant_id: str) -> list[str]:
@@ -350,10 +372,27 @@ class ChromaVectorStore:
         collection = self._collection(tenant_id, create=False)
         if collection is None:
             return []
-        ids: list[str] = []
-        while page := collection.get(limit=PAGE_SIZE, offset=len(ids), include=[])["ids"]:
-            ids.extend(page)
-        return ids
+        # One call: paging by offset re-walks the skipped rows, quadratic in the tenant's size.
+        return list(collection.get(include=[])["ids"])
+
+    def _pages(
+        self, collection: Collection, tenant_id: str, *, with_documents: bool = False
+    ) -> Iterator[list[Chunk]]:
+        """The collection's chunks of the tenant, PAGE_SIZE at a time, with their texts
+        (`with_documents` also reads texts stored in Chroma by the earlier layout)."""
+        include = ["documents", "metadatas"] if with_documents else ["metadatas"]
+        offset = 0
+        while True:
+            result = collection.get(
+                where={"tenant_id": tenant_id},
+                limit=PAGE_SIZE,
+                offset=offset,
+                include=include,  # type: ignore[arg-type]
+            )
+            if not result["ids"]:
+                return
+            yield _records(result, self._texts.get(tenant_id, result["ids"]))
+            offset += len(result["ids"])
 
     def count(self, tenant_id: str) -> int:
         """Number of chunks the tenant has."""
@@ -389,24 +428,11 @@ def _document_filter(tenant_id: str, document_id: str) -> dict[str, Any]:
     return {"$and": [{"tenant_id": tenant_id}, {"document_id": document_id}]}
 
 
-def _pages(collection: Collection, tenant_id: str) -> Iterator[list[Chunk]]:
-    offset = 0
-    while True:
-        result = collection.get(
-            where={"tenant_id": tenant_id},
-            limit=PAGE_SIZE,
-            offset=offset,
-            include=["documents", "metadatas"],  # type: ignore[list-item]
-        )
-        page = _records(result)
-        if not page:
-            return
-        yield page
-        offset += len(page)
-
-
-def build_vector_store(settings: Settings, embedder: Embedder | None = None) -> ChromaVectorStore:
-    """The configured Chroma store (persistent directory or server) for the configured embedder."""
+def build_vector_store(
+    settings: Settings, embedder: Embedder | None = None, database: Database | None = None
+) -> ChromaVectorStore:
+    """The configured Chroma store (persistent directory or server) for the configured embedder,
+    its chunk texts in `database` (by default the service database the settings name)."""
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
@@ -414,6 +440,8 @@ def build_vector_store(settings: Settings, embedder: Embedder | None = None) -> 
         from app.providers.embeddings import build_embedder
 
         embedder = build_embedder(settings)
+    if database is None:
+        database = database_from_settings(settings)
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
     client: ClientAPI
     if settings.vector_backend == "chroma-http":
@@ -424,4 +452,4 @@ def build_vector_store(settings: Settings, embedder: Embedder | None = None) -> 
         path = settings.data_dir / "chroma"
         path.mkdir(parents=True, exist_ok=True)
         client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-    return ChromaVectorStore(client, embedder)
+    return ChromaVectorStore(client, embedder, ChunkTextStore(database))

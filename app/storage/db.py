@@ -1,4 +1,5 @@
-"""The SQL database of users, jobs and documents: one engine per process, short sessions.
+"""The SQL database of users, jobs, documents and chunk texts: one engine per process, short
+sessions.
 
 SQLite (a file under the data directory) is the default; PostgreSQL is the same code with another
 URL. SQLite runs in WAL mode with a busy timeout, so API threads, worker threads and a second
@@ -145,7 +146,7 @@ class Database:
 def _register_tables() -> None:
     # Importing the modules attaches their tables to Base.metadata; done lazily because those
     # modules import this one.
-    from app.storage import documents, jobs, users  # noqa: F401
+    from app.storage import chunk_texts, documents, jobs, users  # noqa: F401
 
 
 def open_database(url: str) -> Database:

@@ -13,6 +13,7 @@ from chroma_helpers import ingest, make_chunks
 
 from app.config import Settings
 from app.domain import document_id
+from app.errors import EmbeddingModelMismatch
 from app.providers.embeddings import FakeEmbedder
 from app.storage import chroma_store
 from app.storage.chroma_store import ChromaVectorStore, build_vector_store, collection_name
@@ -262,8 +263,86 @@ def test_a_foreign_chunk_in_a_tenant_collection_is_never_returned(store, embedde
         documents=[intruder[0].text],
         metadatas=[chroma_store._chunk_metadata(intruder[0])],
     )
+    # Worst case: the bug also filed its text under this tenant.
+    store._texts.put([replace(intruder[0], tenant_id="acme")])
     vector = embedder.embed_query("router password hunter2")
     hits = store.query("acme", vector, k=10)
     assert hits and all(chunk.tenant_id == "acme" for chunk, _ in hits)
     assert "hunter2" not in " ".join(chunk.text for chunk, _ in hits)
     assert store.get_chunks("acme", [intruder[0].id]) == []
+
+
+def _old_layout_collection(store: ChromaVectorStore, tenant: str, chunks, vectors) -> str:
+    """A collection as the previous storage layout wrote it: texts as Chroma documents."""
+    name = chroma_store.tenant_prefix(tenant) + chroma_store._short_hash(
+        f"{store._model_id}\x00{store._dimension}", 12
+    )
+    old = store._client.create_collection(
+        name,
+        embedding_function=None,
+        configuration={"hnsw": {"space": "cosine"}},
+        metadata={
+            "tenant_id": tenant,
+            "embedding_model_id": store._model_id,
+            "dimension": store._dimension,
+            "corpus_version": 1,
+        },
+    )
+    old.upsert(
+        ids=[c.id for c in chunks],
+        embeddings=vectors,
+        documents=[c.text for c in chunks],
+        metadatas=[chroma_store._chunk_metadata(c) for c in chunks],
+    )
+    return name
+
+
+def test_chunk_texts_live_in_the_database_not_in_chroma(store, embedder):
+    chunks = ingest(store, embedder, "acme", "manual.txt", MANUAL)
+    raw = store._collection("acme", create=False).get(include=["documents"])
+    assert sorted(raw["ids"]) == sorted(c.id for c in chunks)
+    assert raw["documents"] == [None] * len(chunks)
+    assert store._texts.get("acme", raw["ids"]) == {c.id: c.text for c in chunks}
+    assert [c.text for c in store.get_chunks("acme", [chunks[1].id])] == [MANUAL[1]]
+
+
+def test_replace_and_delete_remove_the_texts_with_the_vectors(store, embedder):
+    doc = document_id("acme", "manual.txt")
+    ingest(store, embedder, "acme", "manual.txt", MANUAL)
+    new = ingest(store, embedder, "acme", "manual.txt", [*MANUAL[:1], "A new second step."])
+    assert sorted(store._texts.document_chunk_ids("acme", doc)) == sorted(c.id for c in new)
+    assert sorted(store.chunk_ids("acme")) == sorted(c.id for c in new)
+    ingest(store, embedder, "globex", "manual.txt", MANUAL)
+    assert store.delete_document("acme", doc) == 2
+    assert store._texts.document_chunk_ids("acme", doc) == []
+    assert len(store._texts.document_chunk_ids("globex", document_id("globex", "manual.txt"))) == 3
+    store.drop_tenant("globex")
+    assert (
+        store._texts.get("globex", [c.id for c in make_chunks("globex", "manual.txt", MANUAL)])
+        == {}
+    )
+
+
+def test_a_vector_whose_text_was_lost_is_skipped_not_shown_empty(store, embedder):
+    chunks = ingest(store, embedder, "acme", "manual.txt", MANUAL)
+    store._texts.delete("acme", [chunks[0].id])  # as if a crash separated the two writes
+    hits = store.query("acme", embedder.embed_query(MANUAL[0]), k=10)
+    assert sorted(c.id for c, _ in hits) == sorted(c.id for c in chunks[1:])
+    assert all(c.text for c, _ in hits)
+    assert store.get_chunks("acme", [chunks[0].id, chunks[2].id]) == [
+        c for c in store.get_chunks("acme", [chunks[2].id])
+    ]
+    assert sorted(c.id for c in store.iter_chunks("acme")) == sorted(c.id for c in chunks[1:])
+    ingest(store, embedder, "acme", "manual.txt", MANUAL)  # writing it again repairs it
+    assert len(store.get_chunks("acme", [c.id for c in chunks])) == 3
+
+
+def test_a_tenant_of_the_earlier_layout_is_refused_until_reindexed(store, embedder):
+    chunks = make_chunks("acme", "manual.txt", MANUAL)
+    old_name = _old_layout_collection(store, "acme", chunks, embedder.embed_documents(MANUAL))
+    with pytest.raises(EmbeddingModelMismatch, match=r"earlier version.*reindex --tenant acme"):
+        store.count("acme")
+    assert store.reindex_tenant("acme") == 3
+    assert old_name not in [c.name for c in store._client.list_collections()]
+    assert sorted(c.text for c in store.iter_chunks("acme")) == sorted(MANUAL)
+    assert store.find_containing("acme", "ten seconds", 5)[0].id == chunks[0].id
