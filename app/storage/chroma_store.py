@@ -1,18 +1,20 @@
 """Chroma implementation of `VectorStore`: one collection per tenant and embedding model.
 
 We call chromadb directly rather than through langchain-chroma: its `Chroma` class always embeds
-texts itself (no way to upsert precomputed vectors) and exposes neither collection-metadata updates
-nor deletes by metadata filter, which the per-tenant versioning and document replacement need.
+texts itself (no way to upsert precomputed vectors) and exposes no delete by metadata filter,
+which document replacement needs.
 
 A collection is named from a hash of the tenant id and a hash of (embedding model id, dimension,
 storage layout), so vectors of two models never share a collection; a tenant whose collection was
-built with another model, or by an older layout, is refused until `reindex_tenant` has rebuilt
-it. Distance is cosine, set explicitly; every chunk read back is checked for its tenant.
+built with another model, or by the earlier layout, is refused until `reindex_tenant` has rebuilt
+it. Distance is cosine, set explicitly.
 
-Chroma holds each chunk's vector and location metadata; its text lives in the service database
-(`ChunkTextStore`, see that module for the measured reason). A text is written before its vector
-and deleted after it, so a vector without a text only exists after a crash mid-write; such a
-chunk is skipped on read (and logged) until the document is written again.
+Chroma holds each chunk's vector and the two keys deletes filter on (tenant, document). The
+chunk's record (text, source, page, offsets) and the tenant's corpus version live in the service
+database (`ChunkStore`; that module has the measured reason and the write order that makes its
+rows the truth about which chunks exist). A nearest-neighbour hit is returned only with its row,
+read under the asking tenant: another tenant's chunk can never come back, even if a bug put its
+vector in this collection.
 """
 
 from __future__ import annotations
@@ -20,15 +22,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from app.domain import Chunk
 from app.errors import EmbeddingModelMismatch
-from app.storage.chunk_texts import ChunkTextStore
+from app.storage.chunks import ChunkStore
 from app.storage.db import Database, database_from_settings
 
 if TYPE_CHECKING:
@@ -40,10 +41,10 @@ if TYPE_CHECKING:
 
 COLLECTION_PREFIX = "rag"
 PAGE_SIZE = 1000
-# Part of every collection name: layout 2 keeps chunk texts out of Chroma. A collection of the
-# earlier layout (texts stored as Chroma documents) is refused until reindexed.
+# Part of every collection name: layout 2 keeps chunk records out of Chroma. A collection of the
+# earlier layout (texts and locations stored in Chroma) is refused until reindexed.
 STORAGE_LAYOUT = 2
-CORE_METADATA = (
+LEGACY_METADATA = (
     "tenant_id",
     "document_id",
     "source",
@@ -74,61 +75,27 @@ def collection_name(tenant_id: str, model_id: str, dimension: int) -> str:
     )
 
 
-def _chunk_metadata(chunk: Chunk) -> dict[str, str | int]:
-    clash = set(chunk.metadata) & set(CORE_METADATA)
-    if clash:
-        raise ValueError(f"chunk metadata must not override core fields: {sorted(clash)}")
-    core: dict[str, str | int] = {
-        "tenant_id": chunk.tenant_id,
-        "document_id": chunk.document_id,
-        "source": chunk.source,
-        "page": chunk.page,
-        "page_label": chunk.page_label,
-        "chunk_index": chunk.chunk_index,
-        "start": chunk.start,
-        "end": chunk.end,
-    }
-    return {**chunk.metadata, **core}
-
-
-def _chunk_from_record(chunk_id: str, text: str, metadata: Mapping[str, Any]) -> Chunk:
-    extra = {k: v for k, v in metadata.items() if k not in CORE_METADATA}
-    return Chunk(
-        id=chunk_id,
-        tenant_id=str(metadata["tenant_id"]),
-        document_id=str(metadata["document_id"]),
-        source=str(metadata["source"]),
-        page=int(metadata["page"]),
-        page_label=str(metadata["page_label"]),
-        chunk_index=int(metadata["chunk_index"]),
-        start=int(metadata["start"]),
-        end=int(metadata["end"]),
-        text=text,
-        metadata=extra,
-    )
-
-
-def _records(result: Mapping[str, Any], texts: Mapping[str, str]) -> list[Chunk]:
-    """Chunks from a Chroma result and their texts; a record whose text is missing is skipped.
-
-    Texts come from the service database; an old-layout collection (read only to reindex it)
-    still carries them as Chroma documents.
-    """
-    ids = result["ids"]
-    documents = result.get("documents") or [None] * len(ids)
-    metadatas = result["metadatas"] or []
-    chunks, missing = [], []
-    for cid, document, meta in zip(ids, documents, metadatas, strict=True):
-        text = texts.get(cid, document)
-        if text is None:
-            missing.append(cid)
-            continue
-        chunks.append(_chunk_from_record(cid, text, meta or {}))
-    if missing:
-        log.error(
-            "chunks without a stored text were skipped (a write was interrupted; uploading the "
-            "document again repairs it)",
-            extra={"chunks": len(missing)},
+def _legacy_chunks(result: Any) -> list[Chunk]:
+    """Chunks of a collection of the earlier layout, which kept texts and locations in Chroma."""
+    chunks = []
+    for cid, text, meta in zip(
+        result["ids"], result["documents"], result["metadatas"], strict=True
+    ):
+        extra = {k: v for k, v in meta.items() if k not in LEGACY_METADATA}
+        chunks.append(
+            Chunk(
+                id=cid,
+                tenant_id=str(meta["tenant_id"]),
+                document_id=str(meta["document_id"]),
+                source=str(meta["source"]),
+                page=int(meta["page"]),
+                page_label=str(meta["page_label"]),
+                chunk_index=int(meta["chunk_index"]),
+                start=int(meta["start"]),
+                end=int(meta["end"]),
+                text=text or "",
+                metadata=extra,
+            )
         )
     return chunks
 
@@ -136,14 +103,14 @@ def _records(result: Mapping[str, Any], texts: Mapping[str, str]) -> list[Chunk]
 class ChromaVectorStore:
     """Per-tenant chunk storage in Chroma (persistent directory or server); see module doc."""
 
-    def __init__(self, client: ClientAPI, embedder: Embedder, texts: ChunkTextStore) -> None:
+    def __init__(self, client: ClientAPI, embedder: Embedder, chunks: ChunkStore) -> None:
         self._client = client
         self._embedder = embedder
-        self._texts = texts
+        self._chunks = chunks
         self._model_id = embedder.model_id
         self._dimension = embedder.dimension
         self._collections: dict[str, Collection] = {}
-        # Writes read-modify-write the corpus version; serialise them within the process.
+        # Serialises this process's writes, so a reindex never interleaves with an upload.
         self._write_lock = threading.RLock()
 
     # --- collections ---
@@ -172,7 +139,6 @@ class ChromaVectorStore:
                 "dimension": self._dimension,
                 "distance": "cosine",
                 "storage_layout": STORAGE_LAYOUT,
-                "corpus_version": 0,
             },
         )
 
@@ -209,16 +175,6 @@ class ChromaVectorStore:
         self._collections[tenant_id] = collection
         return collection
 
-    def _bump_version(self, tenant_id: str, collection: Collection) -> None:
-        # Re-read the metadata: another client may have written since we cached the collection.
-        fresh = self._client.get_collection(collection.name, embedding_function=None)
-        metadata = dict(fresh.metadata or {})
-        previous = int(metadata.get("corpus_version", 0))
-        # Nanosecond clock, never below previous + 1: strictly increasing here, and two writers
-        # racing from separate processes still produce different versions.
-        metadata["corpus_version"] = max(previous + 1, time.time_ns())
-        collection.modify(metadata=metadata)
-
     # --- writes ---
 
     def replace_document(
@@ -242,16 +198,11 @@ class ChromaVectorStore:
         with self._write_lock:
             collection = self._collection(tenant_id, create=True)
             assert collection is not None
-            self._texts.put(chunks)  # before the vectors: no vector is ever without its text
             self._upsert(collection, chunks, vectors)
-            keep = {chunk.id for chunk in chunks}
-            # Every stored vector has its text row, so the rows list the document's chunks.
-            existing = self._texts.document_chunk_ids(tenant_id, document_id)
-            obsolete = [cid for cid in existing if cid not in keep]
+            # The rows after the vectors: a chunk exists once its row does.
+            obsolete = self._chunks.write_document(tenant_id, document_id, chunks)
             if obsolete:
                 collection.delete(ids=obsolete)
-                self._texts.delete(tenant_id, obsolete)
-            self._bump_version(tenant_id, collection)
 
     def _upsert(
         self, collection: Collection, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]]
@@ -262,36 +213,38 @@ class ChromaVectorStore:
             collection.upsert(
                 ids=[chunk.id for chunk in part],
                 embeddings=np.asarray(vectors[begin : begin + step], dtype=np.float32),
-                metadatas=[_chunk_metadata(chunk) for chunk in part],  # type: ignore[misc]
+                metadatas=[  # type: ignore[arg-type]
+                    {"tenant_id": chunk.tenant_id, "document_id": chunk.document_id}
+                    for chunk in part
+                ],
             )
 
     def delete_document(self, tenant_id: str, document_id: str) -> int:
         """Remove every chunk of a document; returns how many were removed."""
         with self._write_lock:
+            removed = self._chunks.delete_document(tenant_id, document_id)  # rows first
             collection = self._collection(tenant_id, create=False)
-            if collection is None:
-                return 0
-            ids = collection.get(where=_document_filter(tenant_id, document_id), include=[])["ids"]
-            if ids:
-                collection.delete(ids=ids)
-                self._bump_version(tenant_id, collection)
-            self._texts.delete_document(tenant_id, document_id)  # after the vectors
-            return len(ids)
+            if collection is not None:
+                where = _document_filter(tenant_id, document_id)
+                ids = collection.get(where=where, include=[])["ids"]
+                if ids:
+                    collection.delete(ids=ids)
+            return removed
 
     def drop_tenant(self, tenant_id: str) -> None:
-        """Remove the tenant's collections (of every embedding model) entirely."""
+        """Remove the tenant's chunks and collections (of every embedding model) entirely."""
         with self._write_lock:
+            self._chunks.drop_tenant(tenant_id)
             self._collections.pop(tenant_id, None)
             for name in self._tenant_collections(tenant_id):
                 self._client.delete_collection(name)
-            self._texts.drop_tenant(tenant_id)
 
     def reindex_tenant(self, tenant_id: str) -> int:
         """Re-embed the tenant's chunks from older-model collections into the current one.
 
         Returns how many chunks were re-embedded. The old collection is dropped only after the
         new one holds every chunk, so an interrupted run can simply be repeated. A collection of
-        the earlier storage layout is rebuilt the same way, its texts moved to the database.
+        the earlier storage layout is rebuilt the same way, its records moved to the database.
         """
         with self._write_lock:
             self._collections.pop(tenant_id, None)
@@ -300,18 +253,45 @@ class ChromaVectorStore:
                 return 0
             target = self._create_collection(tenant_id)
             total = 0
-            for old_name in stale:
-                old = self._client.get_collection(old_name, embedding_function=None)
-                for page in self._pages(old, tenant_id, with_documents=True):
-                    vectors = self._embedder.embed_documents([chunk.text for chunk in page])
-                    self._texts.put(page)
-                    self._upsert(target, page, vectors)
-                    total += len(page)
-            self._bump_version(tenant_id, target)
+            for page in self._chunks_to_reindex(tenant_id, stale):
+                vectors = self._embedder.embed_documents([chunk.text for chunk in page])
+                self._upsert(target, page, vectors)
+                self._chunks.add(page)
+                total += len(page)
+            self._chunks.bump_version(tenant_id)
             for old_name in stale:
                 self._client.delete_collection(old_name)
             self._collections[tenant_id] = target
             return total
+
+    def _chunks_to_reindex(self, tenant_id: str, stale: list[str]) -> Iterator[list[Chunk]]:
+        """Pages of the tenant's chunks: from the database, or from earlier-layout collections."""
+        # The database's rows first: the pages taken from an earlier-layout collection are
+        # added to it as they go, and must not be read twice.
+        page: list[Chunk] = []
+        for chunk in self._chunks.iter_tenant(tenant_id):
+            page.append(chunk)
+            if len(page) == PAGE_SIZE:
+                yield page
+                page = []
+        if page:
+            yield page
+        for name in stale:
+            old = self._client.get_collection(name, embedding_function=None)
+            if (old.metadata or {}).get("storage_layout") == STORAGE_LAYOUT:
+                continue  # another model's vectors; its chunks are the rows read above
+            offset = 0
+            while True:
+                result = old.get(
+                    where={"tenant_id": tenant_id},
+                    limit=PAGE_SIZE,
+                    offset=offset,
+                    include=["documents", "metadatas"],  # type: ignore[list-item]
+                )
+                if not result["ids"]:
+                    break
+                yield [c for c in _legacy_chunks(result) if c.tenant_id == tenant_id]
+                offset += len(result["ids"])
 
     # --- reads ---
 
@@ -328,95 +308,47 @@ class ChromaVectorStore:
             query_embeddings=np.asarray([vector], dtype=np.float32),
             n_results=k,
             # No `where` here: a metadata filter makes Chroma's HNSW query ~10x slower (74 vs
-            # 6.6 ms at 10k chunks). The collection is the tenant's own; every result's tenant
-            # is still verified below, so a foreign chunk can never be returned.
-            include=["metadatas", "distances"],  # type: ignore[list-item]
+            # 6.6 ms at 10k chunks). The collection is the tenant's own, and a hit comes back
+            # only with the row the tenant owns.
+            include=["distances"],  # type: ignore[list-item]
         )
         ids = result["ids"][0]
         distances = dict(zip(ids, (result["distances"] or [[]])[0], strict=True))
-        page = {"ids": ids, "metadatas": (result["metadatas"] or [[]])[0]}
-        chunks = _own(_records(page, self._texts.get(tenant_id, ids)), tenant_id)
+        chunks = self._chunks.get(tenant_id, ids)
+        if len(chunks) != len(ids):
+            log.warning(
+                "nearest neighbours without a chunk row were skipped (an interrupted write or a "
+                "foreign vector)",
+                extra={"tenant_id": tenant_id, "skipped": len(ids) - len(chunks)},
+            )
         return [(chunk, 1.0 - float(distances[chunk.id])) for chunk in chunks]
 
     def find_containing(self, tenant_id: str, text: str, limit: int) -> list[Chunk]:
         """Chunks whose text contains `text` exactly (case-sensitive), up to `limit`."""
-        if not text or limit <= 0:
-            return []
-        return self.get_chunks(tenant_id, self._texts.find_containing(tenant_id, text, limit))
+        return self._chunks.find_containing(tenant_id, text, limit)
 
     def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
         """The chunks with these ids that belong to the tenant, in the given order."""
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return []
-        collection = self._collection(tenant_id, create=False)
-        if collection is None:
-            return []
-        # By id without a metadata filter (40 ms -> 1 ms at 10k); the tenant is verified below.
-        result = collection.get(ids=wanted, include=["metadatas"])  # type: ignore[list-item]
-        chunks = _records(result, self._texts.get(tenant_id, result["ids"]))
-        found = {chunk.id: chunk for chunk in _own(chunks, tenant_id)}
-        return [found[cid] for cid in wanted if cid in found]
+        return self._chunks.get(tenant_id, ids)
 
     def iter_chunks(self, tenant_id: str) -> Iterator[Chunk]:
         """Every chunk of the tenant, page by page (for building its keyword index)."""
-        collection = self._collection(tenant_id, create=False)
-        if collection is None:
-            return
-        for page in self._pages(collection, tenant_id):
-            yield from page
+        self._collection(tenant_id, create=False)  # refuses a tenant that needs a reindex
+        return self._chunks.iter_tenant(tenant_id)
 
     def chunk_ids(self, tenant_id: str) -> list[str]:
-        """Every chunk id of the tenant. The collection is the tenant's own; callers read the
-        chunks themselves through `get_chunks`, which checks each chunk's tenant."""
-        collection = self._collection(tenant_id, create=False)
-        if collection is None:
-            return []
-        # One call: paging by offset re-walks the skipped rows, quadratic in the tenant's size.
-        return list(collection.get(include=[])["ids"])
-
-    def _pages(
-        self, collection: Collection, tenant_id: str, *, with_documents: bool = False
-    ) -> Iterator[list[Chunk]]:
-        """The collection's chunks of the tenant, PAGE_SIZE at a time, with their texts
-        (`with_documents` also reads texts stored in Chroma by the earlier layout)."""
-        include = ["documents", "metadatas"] if with_documents else ["metadatas"]
-        offset = 0
-        while True:
-            result = collection.get(
-                where={"tenant_id": tenant_id},
-                limit=PAGE_SIZE,
-                offset=offset,
-                include=include,  # type: ignore[arg-type]
-            )
-            if not result["ids"]:
-                return
-            yield _records(result, self._texts.get(tenant_id, result["ids"]))
-            offset += len(result["ids"])
+        """Every chunk id of the tenant."""
+        self._collection(tenant_id, create=False)
+        return self._chunks.ids(tenant_id)
 
     def count(self, tenant_id: str) -> int:
-        """Number of chunks the tenant has."""
+        """Number of chunk vectors the tenant has (asks Chroma, so it also proves it answers)."""
         collection = self._collection(tenant_id, create=False)
         return 0 if collection is None else collection.count()
 
     def corpus_version(self, tenant_id: str) -> int:
-        """Changes on every write or delete; read fresh, so other clients' writes are seen."""
-        collection = self._collection(tenant_id, create=False)
-        if collection is None:
-            return 0
-        fresh = self._client.get_collection(collection.name, embedding_function=None)
-        return int((fresh.metadata or {}).get("corpus_version", 0))
-
-
-def _own(chunks: list[Chunk], tenant_id: str) -> list[Chunk]:
-    """The chunks that belong to the tenant; any other is dropped and reported loudly."""
-    owned = [chunk for chunk in chunks if chunk.tenant_id == tenant_id]
-    if len(owned) != len(chunks):
-        log.error(
-            "foreign chunks in a tenant collection were dropped",
-            extra={"tenant_id": tenant_id, "dropped": len(chunks) - len(owned)},
-        )
-    return owned
+        """Changes on every write or delete, in this process or another one."""
+        return self._chunks.version(tenant_id)
 
 
 def _check_tenant(tenant_id: str) -> None:
@@ -432,7 +364,7 @@ def build_vector_store(
     settings: Settings, embedder: Embedder | None = None, database: Database | None = None
 ) -> ChromaVectorStore:
     """The configured Chroma store (persistent directory or server) for the configured embedder,
-    its chunk texts in `database` (by default the service database the settings name)."""
+    its chunk records in `database` (by default the service database the settings name)."""
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
@@ -452,4 +384,4 @@ def build_vector_store(
         path = settings.data_dir / "chroma"
         path.mkdir(parents=True, exist_ok=True)
         client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-    return ChromaVectorStore(client, embedder, ChunkTextStore(database))
+    return ChromaVectorStore(client, embedder, ChunkStore(database))

@@ -1,4 +1,4 @@
-"""The SQL database of users, jobs, documents and chunk texts: one engine per process, short
+"""The SQL database of users, jobs, documents and chunks: one engine per process, short
 sessions.
 
 SQLite (a file under the data directory) is the default; PostgreSQL is the same code with another
@@ -146,7 +146,7 @@ class Database:
 def _register_tables() -> None:
     # Importing the modules attaches their tables to Base.metadata; done lazily because those
     # modules import this one.
-    from app.storage import chunk_texts, documents, jobs, users  # noqa: F401
+    from app.storage import chunks, documents, jobs, users  # noqa: F401
 
 
 def open_database(url: str) -> Database:

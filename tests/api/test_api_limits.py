@@ -5,6 +5,7 @@ The app here runs without workers, so uploads stay queued and nothing else chang
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -166,7 +167,8 @@ def test_supported_types_are_recognised_by_suffix_whatever_the_path(
     assert "/" not in source and "\\" not in source and ".." not in source.split(".")[0]
     stored = api.uploads_left()
     assert all(path.parent == api.settings.data_dir / "uploads" for path in stored)
-    assert not any(source in path.name for path in stored)  # generated names, not the client's
+    # Generated names (32 hex digits and the suffix), never the client's.
+    assert all(re.fullmatch(r"[0-9a-f]{32}\.(pdf|txt|md)", path.name) for path in stored)
 
 
 def test_per_tenant_job_limit_is_429_with_retry_after(api: ApiHarness, uploader: ApiUser) -> None:

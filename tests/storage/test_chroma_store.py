@@ -183,9 +183,6 @@ def test_bad_input_is_refused(store, embedder):
         store.replace_document("globex", document_id("globex", "manual.pdf"), chunks, vectors)
     with pytest.raises(ValueError, match="length 3"):
         store.replace_document("acme", doc, chunks[:1], [[0.1, 0.2, 0.3]])
-    with pytest.raises(ValueError, match="override core fields"):
-        bad = replace(chunks[0], metadata={"page": 9})
-        store.replace_document("acme", doc, [bad], vectors[:1])
     with pytest.raises(ValueError, match="k must be positive"):
         store.query("acme", vectors[0], k=0)
     with pytest.raises(ValueError, match="tenant_id"):
@@ -252,28 +249,26 @@ def test_collection_names_separate_tenants_models_and_dimensions():
 
 
 def test_a_foreign_chunk_in_a_tenant_collection_is_never_returned(store, embedder):
-    """Defence in depth: even if a bug wrote another tenant's chunk into this collection."""
+    """Defence in depth: even if a bug wrote another tenant's vector into this collection."""
     ingest(store, embedder, "acme", "manual.txt", MANUAL)
-    intruder = make_chunks("globex", "secret.txt", ["The router password is hunter2."])
+    intruder = ingest(store, embedder, "globex", "secret.txt", ["The router password is hunter2."])
     collection = store._collection("acme", create=False)
     assert collection is not None
     collection.upsert(
         ids=[intruder[0].id],
         embeddings=embedder.embed_documents([intruder[0].text]),
-        documents=[intruder[0].text],
-        metadatas=[chroma_store._chunk_metadata(intruder[0])],
+        metadatas=[{"tenant_id": "globex", "document_id": intruder[0].document_id}],
     )
-    # Worst case: the bug also filed its text under this tenant.
-    store._texts.put([replace(intruder[0], tenant_id="acme")])
     vector = embedder.embed_query("router password hunter2")
     hits = store.query("acme", vector, k=10)
     assert hits and all(chunk.tenant_id == "acme" for chunk, _ in hits)
     assert "hunter2" not in " ".join(chunk.text for chunk, _ in hits)
     assert store.get_chunks("acme", [intruder[0].id]) == []
+    assert [c.text for c, _ in store.query("globex", vector, k=10)] == [intruder[0].text]
 
 
 def _old_layout_collection(store: ChromaVectorStore, tenant: str, chunks, vectors) -> str:
-    """A collection as the previous storage layout wrote it: texts as Chroma documents."""
+    """A collection as the previous storage layout wrote it: records and texts in Chroma."""
     name = chroma_store.tenant_prefix(tenant) + chroma_store._short_hash(
         f"{store._model_id}\x00{store._dimension}", 12
     )
@@ -292,49 +287,60 @@ def _old_layout_collection(store: ChromaVectorStore, tenant: str, chunks, vector
         ids=[c.id for c in chunks],
         embeddings=vectors,
         documents=[c.text for c in chunks],
-        metadatas=[chroma_store._chunk_metadata(c) for c in chunks],
+        metadatas=[
+            {
+                "tenant_id": c.tenant_id,
+                "document_id": c.document_id,
+                "source": c.source,
+                "page": c.page,
+                "page_label": c.page_label,
+                "chunk_index": c.chunk_index,
+                "start": c.start,
+                "end": c.end,
+                "section": "intro",
+            }
+            for c in chunks
+        ],
     )
     return name
 
 
-def test_chunk_texts_live_in_the_database_not_in_chroma(store, embedder):
+def test_chroma_holds_only_vectors_and_the_keys_deletes_filter_on(store, embedder):
     chunks = ingest(store, embedder, "acme", "manual.txt", MANUAL)
-    raw = store._collection("acme", create=False).get(include=["documents"])
+    raw = store._collection("acme", create=False).get(include=["documents", "metadatas"])
     assert sorted(raw["ids"]) == sorted(c.id for c in chunks)
     assert raw["documents"] == [None] * len(chunks)
-    assert store._texts.get("acme", raw["ids"]) == {c.id: c.text for c in chunks}
-    assert [c.text for c in store.get_chunks("acme", [chunks[1].id])] == [MANUAL[1]]
+    assert {tuple(sorted(m)) for m in raw["metadatas"]} == {("document_id", "tenant_id")}
+    assert store.get_chunks("acme", [chunks[1].id]) == [chunks[1]]
 
 
-def test_replace_and_delete_remove_the_texts_with_the_vectors(store, embedder):
+def test_replace_and_delete_remove_the_records_with_the_vectors(store, embedder):
     doc = document_id("acme", "manual.txt")
     ingest(store, embedder, "acme", "manual.txt", MANUAL)
     new = ingest(store, embedder, "acme", "manual.txt", [*MANUAL[:1], "A new second step."])
-    assert sorted(store._texts.document_chunk_ids("acme", doc)) == sorted(c.id for c in new)
     assert sorted(store.chunk_ids("acme")) == sorted(c.id for c in new)
+    assert store.count("acme") == 2  # the old version's vectors are gone too
     ingest(store, embedder, "globex", "manual.txt", MANUAL)
     assert store.delete_document("acme", doc) == 2
-    assert store._texts.document_chunk_ids("acme", doc) == []
-    assert len(store._texts.document_chunk_ids("globex", document_id("globex", "manual.txt"))) == 3
+    assert store.chunk_ids("acme") == [] and store.count("acme") == 0
+    assert len(store.chunk_ids("globex")) == 3
     store.drop_tenant("globex")
-    assert (
-        store._texts.get("globex", [c.id for c in make_chunks("globex", "manual.txt", MANUAL)])
-        == {}
-    )
+    assert store.chunk_ids("globex") == []
 
 
-def test_a_vector_whose_text_was_lost_is_skipped_not_shown_empty(store, embedder):
+def test_a_vector_whose_row_was_never_written_is_not_returned(store, embedder):
     chunks = ingest(store, embedder, "acme", "manual.txt", MANUAL)
-    store._texts.delete("acme", [chunks[0].id])  # as if a crash separated the two writes
-    hits = store.query("acme", embedder.embed_query(MANUAL[0]), k=10)
-    assert sorted(c.id for c, _ in hits) == sorted(c.id for c in chunks[1:])
-    assert all(c.text for c, _ in hits)
-    assert store.get_chunks("acme", [chunks[0].id, chunks[2].id]) == [
-        c for c in store.get_chunks("acme", [chunks[2].id])
-    ]
-    assert sorted(c.id for c in store.iter_chunks("acme")) == sorted(c.id for c in chunks[1:])
-    ingest(store, embedder, "acme", "manual.txt", MANUAL)  # writing it again repairs it
-    assert len(store.get_chunks("acme", [c.id for c in chunks])) == 3
+    # As if a crash came between the vector upsert and the rows' transaction.
+    orphan = make_chunks("acme", "crashed.txt", ["Half-written upload about the router."])
+    store._upsert(
+        store._collection("acme", create=False), orphan, embedder.embed_documents([orphan[0].text])
+    )
+    hits = store.query("acme", embedder.embed_query(orphan[0].text), k=10)
+    assert sorted(c.id for c, _ in hits) == sorted(c.id for c in chunks)
+    assert store.get_chunks("acme", [orphan[0].id]) == []
+    # Uploading it again completes it.
+    ingest(store, embedder, "acme", "crashed.txt", [orphan[0].text])
+    assert store.query("acme", embedder.embed_query(orphan[0].text), k=1)[0][0].id == orphan[0].id
 
 
 def test_a_tenant_of_the_earlier_layout_is_refused_until_reindexed(store, embedder):
@@ -342,7 +348,15 @@ def test_a_tenant_of_the_earlier_layout_is_refused_until_reindexed(store, embedd
     old_name = _old_layout_collection(store, "acme", chunks, embedder.embed_documents(MANUAL))
     with pytest.raises(EmbeddingModelMismatch, match=r"earlier version.*reindex --tenant acme"):
         store.count("acme")
+    version = store.corpus_version("acme")
     assert store.reindex_tenant("acme") == 3
+    assert store.corpus_version("acme") > version
     assert old_name not in [c.name for c in store._client.list_collections()]
-    assert sorted(c.text for c in store.iter_chunks("acme")) == sorted(MANUAL)
+    moved = sorted(store.iter_chunks("acme"), key=lambda c: c.chunk_index)
+    assert [c.text for c in moved] == MANUAL
+    assert [(c.source, c.page, c.start) for c in moved] == [
+        (c.source, c.page, c.start) for c in chunks
+    ]
+    assert moved[0].metadata == {"section": "intro"}
     assert store.find_containing("acme", "ten seconds", 5)[0].id == chunks[0].id
+    assert store.query("acme", embedder.embed_query(MANUAL[1]), k=1)[0][0].id == chunks[1].id

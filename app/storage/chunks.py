@@ -1,0 +1,253 @@
+"""Chunk records and tenant corpus versions in the service database; Chroma holds the vectors.
+
+A chunk's record (text, source, page, page label, offsets, extra metadata) lives here, keyed by
+(tenant, chunk id); Chroma keeps only its vector and the two keys deletes filter on. Why: storing
+texts and location metadata in Chroma cost ~2.5 ms per chunk (a 16-chunk upsert of ~770-char
+texts: 50 ms with them, 10 ms without; the same with Chroma's full-text index disabled), half of
+what embedding the chunk costs, where a 16-row insert here takes ~0.4 ms on SQLite and ~1.4 ms on
+PostgreSQL (bench/README.md, ingestion section).
+
+The rows are the truth about which chunks exist: a document's rows are written after its vectors
+and deleted before them, in one transaction with the tenant's corpus version, so a reader sees a
+document whole or not at all, and a vector whose write was interrupted has no row and is never
+returned. Every read names the tenant, so one tenant's chunk can never come back for another.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+from sqlalchemy import BigInteger, ColumnElement, Integer, String, Text, delete, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from app.domain import Chunk
+from app.storage.db import Base, Database
+
+# Ids per statement: below SQLite's bound-parameter limit, and short statements for PostgreSQL.
+_IDS_PER_STATEMENT = 500
+PAGE_SIZE = 1000
+
+
+class ChunkRow(Base):
+    __tablename__ = "chunks"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chunk_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    document_id: Mapped[str] = mapped_column(String(64), index=True)
+    source: Mapped[str] = mapped_column(String(255))
+    page: Mapped[int] = mapped_column(Integer)
+    page_label: Mapped[str] = mapped_column(String(64))
+    chunk_index: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column(Integer)
+    end: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    extra: Mapped[str] = mapped_column(Text, default="{}")  # JSON of Chunk.metadata
+
+
+class CorpusVersionRow(Base):
+    __tablename__ = "corpus_versions"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
+def _values(chunk: Chunk) -> dict[str, object]:
+    return {
+        "tenant_id": chunk.tenant_id,
+        "chunk_id": chunk.id,
+        "document_id": chunk.document_id,
+        "source": chunk.source,
+        "page": chunk.page,
+        "page_label": chunk.page_label,
+        "chunk_index": chunk.chunk_index,
+        "start": chunk.start,
+        "end": chunk.end,
+        "text": chunk.text,
+        "extra": json.dumps(chunk.metadata, ensure_ascii=False, sort_keys=True),
+    }
+
+
+def _chunk(row: ChunkRow) -> Chunk:
+    return Chunk(
+        id=row.chunk_id,
+        tenant_id=row.tenant_id,
+        document_id=row.document_id,
+        source=row.source,
+        page=row.page,
+        page_label=row.page_label,
+        chunk_index=row.chunk_index,
+        start=row.start,
+        end=row.end,
+        text=row.text,
+        metadata=json.loads(row.extra),
+    )
+
+
+class ChunkStore:
+    """Tenant-scoped chunk records and corpus versions."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    # --- writes (each one transaction, bumping the tenant's corpus version) ---
+
+    def write_document(
+        self, tenant_id: str, document_id: str, chunks: Sequence[Chunk]
+    ) -> list[str]:
+        """Make `chunks` the document's whole content; returns the ids of the chunks it no
+        longer has (their vectors are the caller's to delete)."""
+        keep = {chunk.id for chunk in chunks}
+        with self._db.session() as session:
+            if chunks:
+                session.execute(
+                    self._insert().on_conflict_do_nothing(), [_values(c) for c in chunks]
+                )
+            existing = session.scalars(
+                select(ChunkRow.chunk_id).where(
+                    ChunkRow.tenant_id == tenant_id, ChunkRow.document_id == document_id
+                )
+            )
+            obsolete = [cid for cid in existing if cid not in keep]
+            self._delete_ids(session, tenant_id, obsolete)
+            self._bump(session, tenant_id)
+        return obsolete
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        """Insert records (existing ones are kept); for moving chunks in from an old layout."""
+        if not chunks:
+            return
+        with self._db.session() as session:
+            session.execute(self._insert().on_conflict_do_nothing(), [_values(c) for c in chunks])
+            for tenant_id in {chunk.tenant_id for chunk in chunks}:
+                self._bump(session, tenant_id)
+
+    def delete_document(self, tenant_id: str, document_id: str) -> int:
+        """Remove a document's records; returns how many there were."""
+        with self._db.session() as session:
+            removed = session.execute(
+                delete(ChunkRow).where(
+                    ChunkRow.tenant_id == tenant_id, ChunkRow.document_id == document_id
+                )
+            )
+            count = int(removed.rowcount)  # type: ignore[attr-defined]
+            if count:
+                self._bump(session, tenant_id)
+            return count
+
+    def drop_tenant(self, tenant_id: str) -> None:
+        """Remove every record of the tenant (its version keeps counting up)."""
+        with self._db.session() as session:
+            session.execute(delete(ChunkRow).where(ChunkRow.tenant_id == tenant_id))
+            self._bump(session, tenant_id)
+
+    def bump_version(self, tenant_id: str) -> int:
+        """Mark the tenant's corpus as changed (indexes and cached answers go stale); returns
+        the new version, which no other bump of this tenant ever returns."""
+        with self._db.session() as session:
+            return self._bump(session, tenant_id)
+
+    # --- reads ---
+
+    def get(self, tenant_id: str, chunk_ids: Iterable[str]) -> list[Chunk]:
+        """The tenant's chunks with these ids, in the given order; unknown ids are skipped."""
+        wanted = list(dict.fromkeys(chunk_ids))
+        found: dict[str, Chunk] = {}
+        with self._db.session() as session:
+            for begin in range(0, len(wanted), _IDS_PER_STATEMENT):
+                part = wanted[begin : begin + _IDS_PER_STATEMENT]
+                rows = session.scalars(
+                    select(ChunkRow).where(
+                        ChunkRow.tenant_id == tenant_id, ChunkRow.chunk_id.in_(part)
+                    )
+                )
+                found.update((row.chunk_id, _chunk(row)) for row in rows)
+        return [found[cid] for cid in wanted if cid in found]
+
+    def ids(self, tenant_id: str) -> list[str]:
+        """Every chunk id of the tenant."""
+        with self._db.session() as session:
+            return list(
+                session.scalars(select(ChunkRow.chunk_id).where(ChunkRow.tenant_id == tenant_id))
+            )
+
+    def iter_tenant(self, tenant_id: str) -> Iterator[Chunk]:
+        """Every chunk of the tenant, PAGE_SIZE at a time in id order (keyset, not offset)."""
+        after = ""
+        while True:
+            with self._db.session() as session:
+                page = [
+                    _chunk(row)
+                    for row in session.scalars(
+                        select(ChunkRow)
+                        .where(ChunkRow.tenant_id == tenant_id, ChunkRow.chunk_id > after)
+                        .order_by(ChunkRow.chunk_id)
+                        .limit(PAGE_SIZE)
+                    )
+                ]
+            if not page:
+                return
+            yield from page
+            after = page[-1].id
+
+    def find_containing(self, tenant_id: str, needle: str, limit: int) -> list[Chunk]:
+        """Up to `limit` of the tenant's chunks whose text contains `needle` exactly
+        (case-sensitive). A scan of the tenant's texts: ~20 ms per 10k chunks."""
+        if not needle or limit <= 0:
+            return []
+        with self._db.session() as session:
+            rows = session.scalars(
+                select(ChunkRow)
+                .where(ChunkRow.tenant_id == tenant_id, self._contains(needle))
+                .order_by(ChunkRow.chunk_id)
+                .limit(limit)
+            )
+            return [_chunk(row) for row in rows]
+
+    def version(self, tenant_id: str) -> int:
+        """The tenant's corpus version: 0 before its first write, then larger after every change."""
+        with self._db.session() as session:
+            version = session.scalar(
+                select(CorpusVersionRow.version).where(CorpusVersionRow.tenant_id == tenant_id)
+            )
+            return int(version or 0)
+
+    # --- internals ---
+
+    def _insert(self) -> postgresql.Insert | sqlite.Insert:
+        insert = postgresql.insert if self._db.dialect == "postgresql" else sqlite.insert
+        return insert(ChunkRow)
+
+    def _delete_ids(self, session: Session, tenant_id: str, chunk_ids: Sequence[str]) -> None:
+        for begin in range(0, len(chunk_ids), _IDS_PER_STATEMENT):
+            part = list(chunk_ids[begin : begin + _IDS_PER_STATEMENT])
+            session.execute(
+                delete(ChunkRow).where(ChunkRow.tenant_id == tenant_id, ChunkRow.chunk_id.in_(part))
+            )
+
+    def _bump(self, session: Session, tenant_id: str) -> int:
+        # One atomic statement, so concurrent writers (threads or processes) never share a
+        # version. The nanosecond clock as a floor keeps versions from ever repeating, even
+        # after the table was restored or reset while caches keyed by version survived.
+        now = time.time_ns()
+        postgres = self._db.dialect == "postgresql"
+        larger = func.greatest if postgres else func.max  # SQLite's max() of two values
+        statement = (postgresql.insert if postgres else sqlite.insert)(CorpusVersionRow)
+        version = session.scalar(
+            statement.values(tenant_id=tenant_id, version=now)
+            .on_conflict_do_update(
+                index_elements=[CorpusVersionRow.tenant_id],
+                set_={"version": larger(CorpusVersionRow.version + 1, now)},
+            )
+            .returning(CorpusVersionRow.version)
+        )
+        assert version is not None  # the upsert always returns its row
+        return int(version)
+
+    def _contains(self, needle: str) -> ColumnElement[bool]:
+        # Position functions, not LIKE: SQLite's LIKE ignores ASCII case, and a needle holding
+        # `%` or `_` would need escaping.
+        position = func.strpos if self._db.dialect == "postgresql" else func.instr
+        return position(ChunkRow.text, needle) > 0
