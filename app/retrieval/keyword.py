@@ -192,10 +192,13 @@ class KeywordIndex:
         self, tenant_id: str, version: int, previous: KeywordSnapshot | None = None
     ) -> KeywordSnapshot:
         started = time.perf_counter()
-        known: dict[str, np.ndarray] = {}
+        known: dict[str, np.ndarray] = {}  # chunk id -> token ids, from the previous snapshot
         vocab: dict[str, int] = {}
-        reusable = previous is not None and previous.tokenizer_version == self.tokenizer.version
-        if reusable and previous is not None and previous.bm25 is not None:
+        if (
+            previous is not None
+            and previous.bm25 is not None
+            and previous.tokenizer_version == self.tokenizer.version
+        ):
             known = previous.tokens_by_chunk()
             vocab = dict(previous.bm25.vocab_dict) if known else {}
         ids: list[str] = []
