@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import threading
 import unicodedata
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from app.domain import document_id as make_document_id
@@ -18,9 +18,6 @@ from app.storage.jobs import JobLimitReached, JobRecord
 
 log = logging.getLogger(__name__)
 
-# Serialises "delete a document" with "record a freshly indexed one" within the process, so an
-# upload finishing during a delete cannot bring the document back.
-_record_lock = threading.Lock()
 _UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
 MAX_SOURCE_CHARS = 200
 
@@ -44,6 +41,14 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _document_lock(
+    container: Container, tenant_id: str, document_id: str
+) -> AbstractContextManager[None]:
+    """Serialises "delete a document" with "record a freshly indexed one" across the API and
+    worker processes, so an upload finishing during a delete cannot bring the document back."""
+    return container.database.named_lock(f"document:{tenant_id}:{document_id}")
 
 
 def uploads_dir(container: Container) -> Path:
@@ -115,7 +120,8 @@ def index_document(
         progress=progress,
     )
     try:
-        with _record_lock:  # a concurrent delete sees the record either before or after this
+        # A concurrent delete, in this process or another, sees the record before or after this.
+        with _document_lock(container, tenant_id, done.document_id):
             if must_exist and container.documents.get(tenant_id, done.document_id) is None:
                 container.store.delete_document(tenant_id, done.document_id)
                 raise IngestionError(
@@ -165,7 +171,7 @@ def get_document(container: Container, tenant_id: str, document_id: str) -> Docu
 
 def delete_document(container: Container, tenant_id: str, document_id: str) -> None:
     """Remove a document's chunks and record; no search or answer reaches it afterwards."""
-    with _record_lock:
+    with _document_lock(container, tenant_id, document_id):
         if container.documents.get(tenant_id, document_id) is None:
             raise NotFound("document not found")
         removed = container.store.delete_document(tenant_id, document_id)

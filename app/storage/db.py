@@ -8,13 +8,15 @@ process can read while one writes, and writers wait for each other instead of fa
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import DateTime, Engine, create_engine, event
+from sqlalchemy import DateTime, Engine, create_engine, event, func, select
 from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
@@ -28,6 +30,13 @@ SQLITE_BUSY_TIMEOUT_MS = 15_000
 
 # Arbitrary constant naming the PostgreSQL advisory lock that serialises schema creation.
 _SCHEMA_LOCK_ID = 0x5241_4701
+
+
+def advisory_key(name: str) -> int:
+    """The PostgreSQL advisory lock key (signed 64-bit) for a name, the same in every process
+    (derived from sha256: Python's hash() is salted per process)."""
+    digest = hashlib.sha256(name.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 class Base(DeclarativeBase):
@@ -107,12 +116,51 @@ class Database:
         self.engine = build_engine(url)
         self.dialect = self.engine.dialect.name
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._local_locks: dict[str, tuple[threading.Lock, int]] = {}  # name -> (lock, users)
+        self._local_guard = threading.Lock()
+
+    @contextmanager
+    def named_lock(self, name: str) -> Iterator[None]:
+        """Mutual exclusion for `name` among every thread and process using this database.
+
+        PostgreSQL: a session advisory lock on a connection of its own, so the work inside may
+        use other sessions and other processes wait for it. SQLite: the database of the one
+        process that owns the embedded store, so a process-local lock suffices.
+        """
+        if self.dialect != "postgresql":
+            with self._local_lock(name):
+                yield
+            return
+        key = advisory_key(name)
+        with self.engine.connect() as connection:
+            connection.execute(select(func.pg_advisory_lock(key)))
+            try:
+                yield
+            finally:
+                connection.execute(select(func.pg_advisory_unlock(key)))
 
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A session that commits when the block succeeds and rolls back when it raises."""
         with self._sessions() as session, session.begin():
             yield session
+
+    @contextmanager
+    def _local_lock(self, name: str) -> Iterator[None]:
+        # One lock per name while anyone uses it; dropped after, so names do not accumulate.
+        with self._local_guard:
+            lock, users = self._local_locks.get(name, (threading.Lock(), 0))
+            self._local_locks[name] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._local_guard:
+                lock, users = self._local_locks[name]
+                if users == 1:
+                    del self._local_locks[name]
+                else:
+                    self._local_locks[name] = (lock, users - 1)
 
     def create_schema(self) -> None:
         """Create every table that does not exist yet (idempotent; safe at every start-up)."""

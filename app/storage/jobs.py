@@ -12,7 +12,6 @@ transaction, so the count of the next creator already sees this one's job.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,7 +21,7 @@ from sqlalchemy import Integer, String, Text, func, insert, literal, select, upd
 from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.sql.dml import ReturningInsert
 
-from app.storage.db import Base, Database, UTCDateTime, utc_now
+from app.storage.db import Base, Database, UTCDateTime, advisory_key, utc_now
 from app.storage.documents import insert_missing_document
 
 JobStatus = Literal["queued", "processing", "done", "failed"]
@@ -149,7 +148,8 @@ class JobStore:
         )
         with self._db.session() as session:
             if active_limit is not None and self._db.dialect == "postgresql":
-                session.execute(select(func.pg_advisory_xact_lock(tenant_lock_key(tenant_id))))
+                key = advisory_key(f"jobs-create:{tenant_id}")
+                session.execute(select(func.pg_advisory_xact_lock(key)))
             if session.execute(_insert_below_limit(row, active_limit)).first() is None:
                 assert active_limit is not None  # only the limit makes the INSERT skip its row
                 raise JobLimitReached(tenant_id, active_limit)
@@ -341,15 +341,6 @@ class JobStore:
                 .values(status="queued", progress_stage="queued", updated_at=now)
             )
             return int(requeued.rowcount)  # type: ignore[attr-defined]
-
-
-def tenant_lock_key(tenant_id: str) -> int:
-    """The PostgreSQL advisory lock key (signed 64-bit) serialising job creation of a tenant.
-
-    Derived from sha256, so every process computes the same key (Python's hash() is salted).
-    """
-    digest = hashlib.sha256(b"rag-jobs-create:" + tenant_id.encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def _insert_below_limit(row: JobRow, active_limit: int | None) -> ReturningInsert[str]:
