@@ -2,7 +2,7 @@
 
 We call chromadb directly rather than through langchain-chroma: its `Chroma` class always embeds
 texts itself (no way to upsert precomputed vectors) and exposes no delete by metadata filter,
-which document replacement needs.
+which deleting a document needs.
 
 A collection is named from a hash of the tenant id and a hash of (embedding model id, dimension,
 storage layout), so vectors of two models never share a collection; a tenant whose collection was
