@@ -24,7 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from app.domain import Chunk
-from app.storage.db import Base, Database
+from app.storage.db import Base, Database, conflict_insert
 
 # Ids per statement: below SQLite's bound-parameter limit, and short statements for PostgreSQL.
 _IDS_PER_STATEMENT = 500
@@ -217,8 +217,7 @@ class ChunkStore:
     # --- internals ---
 
     def _insert(self) -> postgresql.Insert | sqlite.Insert:
-        insert = postgresql.insert if self._db.dialect == "postgresql" else sqlite.insert
-        return insert(ChunkRow)
+        return conflict_insert(self._db.dialect, ChunkRow)
 
     def _delete_ids(self, session: Session, tenant_id: str, chunk_ids: Sequence[str]) -> None:
         for begin in range(0, len(chunk_ids), _IDS_PER_STATEMENT):
@@ -232,9 +231,10 @@ class ChunkStore:
         # version. The nanosecond clock as a floor keeps versions from ever repeating, even
         # after the table was restored or reset while caches keyed by version survived.
         now = time.time_ns()
-        postgres = self._db.dialect == "postgresql"
-        larger = func.greatest if postgres else func.max  # SQLite's max() of two values
-        statement = (postgresql.insert if postgres else sqlite.insert)(CorpusVersionRow)
+        larger = (
+            func.greatest if self._db.dialect == "postgresql" else func.max
+        )  # SQLite: max(a, b)
+        statement = conflict_insert(self._db.dialect, CorpusVersionRow)
         version = session.scalar(
             statement.values(tenant_id=tenant_id, version=now)
             .on_conflict_do_update(

@@ -15,8 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import DateTime, Engine, create_engine, event, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
@@ -30,6 +32,11 @@ SQLITE_BUSY_TIMEOUT_MS = 15_000
 
 # Arbitrary constant naming the PostgreSQL advisory lock that serialises schema creation.
 _SCHEMA_LOCK_ID = 0x5241_4701
+
+
+def conflict_insert(dialect: str, table: Any) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT into `table` that supports ON CONFLICT clauses, for this database dialect."""
+    return postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table)
 
 
 def advisory_key(name: str) -> int:

@@ -10,10 +10,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import BigInteger, Integer, String, delete, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from app.storage.db import Base, Database, UTCDateTime, utc_now
+from app.storage.db import Base, Database, UTCDateTime, conflict_insert, utc_now
 
 DocumentStatus = Literal["queued", "processing", "done", "failed"]
 
@@ -96,9 +95,8 @@ class DocumentStore:
             "uploaded_at": now,
             "updated_at": now,
         }
-        insert = postgresql.insert if self._db.dialect == "postgresql" else sqlite.insert
         statement = (
-            insert(DocumentRow)
+            conflict_insert(self._db.dialect, DocumentRow)
             .values(**values)
             .on_conflict_do_update(
                 index_elements=[DocumentRow.tenant_id, DocumentRow.document_id],
@@ -205,9 +203,8 @@ def insert_missing_document(
     job store calls this so a job and the row its worker needs are committed together.
     """
     now = utc_now()
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
     session.execute(
-        insert(DocumentRow)
+        conflict_insert(session.get_bind().dialect.name, DocumentRow)
         .values(
             tenant_id=tenant_id,
             document_id=document_id,
