@@ -54,6 +54,15 @@ class NaiveKeywordIndex(KeywordIndex):
         return None
 
 
+def _page_one_chunks(source: str, texts: list[str]) -> list[Chunk]:
+    """`texts` as the chunks of page 1 of document `source` of the benchmark tenant."""
+    doc = document_id(TENANT, source)
+    return [
+        Chunk(chunk_id(TENANT, doc, 1, t), TENANT, doc, source, 1, "1", i, 0, len(t), t)
+        for i, t in enumerate(texts)
+    ]
+
+
 def _load(store: object, embedder: object, texts: list[str], seed: int = 3) -> float:
     """Store `texts` as documents of DOC_SIZE chunks; pool vectors + noise. Returns seconds."""
     started = time.perf_counter()
@@ -63,10 +72,7 @@ def _load(store: object, embedder: object, texts: list[str], seed: int = 3) -> f
         part = texts[begin : begin + DOC_SIZE]
         source = f"doc{begin // DOC_SIZE:04d}.txt"
         doc = document_id(TENANT, source)
-        chunks = [
-            Chunk(chunk_id(TENANT, doc, 1, t), TENANT, doc, source, 1, "1", i, 0, len(t), t)
-            for i, t in enumerate(part)
-        ]
+        chunks = _page_one_chunks(source, part)
         base = pool[rng.integers(0, len(pool), len(part))]
         noisy = base + 0.35 * rng.standard_normal(base.shape) / np.sqrt(base.shape[1])
         vectors = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
@@ -94,12 +100,9 @@ def _refresh_after_upload(store: object, embedder: object, retriever: HybridRetr
     """Seconds to bring the keyword index up to date after one 16-chunk upload (incremental:
     only the new chunks are read and tokenized, the tenant is re-scored from token ids)."""
     source = "upload.txt"
-    doc = document_id(TENANT, source)
     texts = synthetic_chunks(16, seed=99)
-    chunks = [
-        Chunk(chunk_id(TENANT, doc, 1, t), TENANT, doc, source, 1, "1", i, 0, len(t), t)
-        for i, t in enumerate(texts)
-    ]
+    chunks = _page_one_chunks(source, texts)
+    doc = chunks[0].document_id
     vectors = embedder.embed_documents(texts)  # type: ignore[attr-defined]
     store.replace_document(TENANT, doc, chunks, vectors)  # type: ignore[attr-defined]
     started = time.perf_counter()

@@ -20,7 +20,6 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from sqlalchemy import BigInteger, ColumnElement, Integer, String, Text, delete, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from app.domain import Chunk
@@ -101,10 +100,7 @@ class ChunkStore:
         longer has (their vectors are the caller's to delete)."""
         keep = {chunk.id for chunk in chunks}
         with self._db.session() as session:
-            if chunks:
-                session.execute(
-                    self._insert().on_conflict_do_nothing(), [_values(c) for c in chunks]
-                )
+            self._insert_rows(session, chunks)
             existing = session.scalars(
                 select(ChunkRow.chunk_id).where(
                     ChunkRow.tenant_id == tenant_id, ChunkRow.document_id == document_id
@@ -116,13 +112,10 @@ class ChunkStore:
         return obsolete
 
     def add(self, chunks: Sequence[Chunk]) -> None:
-        """Insert records (existing ones are kept); for moving chunks in from an old layout."""
-        if not chunks:
-            return
+        """Insert records (existing ones are kept), for moving chunks in from an old layout; the
+        caller bumps the version once it has moved them all."""
         with self._db.session() as session:
-            session.execute(self._insert().on_conflict_do_nothing(), [_values(c) for c in chunks])
-            for tenant_id in {chunk.tenant_id for chunk in chunks}:
-                self._bump(session, tenant_id)
+            self._insert_rows(session, chunks)
 
     def delete_document(self, tenant_id: str, document_id: str) -> int:
         """Remove a document's records; returns how many there were."""
@@ -216,8 +209,10 @@ class ChunkStore:
 
     # --- internals ---
 
-    def _insert(self) -> postgresql.Insert | sqlite.Insert:
-        return conflict_insert(self._db.dialect, ChunkRow)
+    def _insert_rows(self, session: Session, chunks: Sequence[Chunk]) -> None:
+        if chunks:
+            insert = conflict_insert(self._db.dialect, ChunkRow).on_conflict_do_nothing()
+            session.execute(insert, [_values(chunk) for chunk in chunks])
 
     def _delete_ids(self, session: Session, tenant_id: str, chunk_ids: Sequence[str]) -> None:
         for begin in range(0, len(chunk_ids), _IDS_PER_STATEMENT):

@@ -30,9 +30,6 @@ from app.errors import ConfigurationError
 # so seconds of waiting means something is wrong rather than busy.
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 
-# Arbitrary constant naming the PostgreSQL advisory lock that serialises schema creation.
-_SCHEMA_LOCK_ID = 0x5241_4701
-
 
 def conflict_insert(dialect: str, table: Any) -> postgresql.Insert | sqlite.Insert:
     """An INSERT into `table` that supports ON CONFLICT clauses, for this database dialect."""
@@ -176,7 +173,7 @@ class Database:
             if self.dialect == "postgresql":
                 # Several processes start together; without the lock two of them can both see a
                 # table missing and one fails on the duplicate CREATE.
-                connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK_ID})")
+                connection.execute(select(func.pg_advisory_xact_lock(advisory_key("schema"))))
             Base.metadata.create_all(connection)
 
     def drop_schema(self) -> None:

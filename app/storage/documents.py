@@ -63,6 +63,30 @@ def _record(row: DocumentRow) -> DocumentRecord:
     )
 
 
+def _new_row(
+    tenant_id: str,
+    document_id: str,
+    source: str,
+    size_bytes: int,
+    content_sha256: str,
+    status: DocumentStatus,
+    now: datetime,
+) -> dict[str, Any]:
+    """Column values of a freshly uploaded document: nothing indexed yet."""
+    return {
+        "tenant_id": tenant_id,
+        "document_id": document_id,
+        "source": source,
+        "status": status,
+        "pages": 0,
+        "chunks": 0,
+        "size_bytes": size_bytes,
+        "content_sha256": content_sha256,
+        "uploaded_at": now,
+        "updated_at": now,
+    }
+
+
 class DocumentStore:
     """Tenant-scoped document metadata in the service database."""
 
@@ -83,18 +107,7 @@ class DocumentStore:
         `pages` and `chunks` keep describing what is indexed now until the new job finishes.
         """
         now = utc_now()
-        values: dict[str, Any] = {
-            "tenant_id": tenant_id,
-            "document_id": document_id,
-            "source": source,
-            "status": status,
-            "pages": 0,
-            "chunks": 0,
-            "size_bytes": size_bytes,
-            "content_sha256": content_sha256,
-            "uploaded_at": now,
-            "updated_at": now,
-        }
+        values = _new_row(tenant_id, document_id, source, size_bytes, content_sha256, status, now)
         statement = (
             conflict_insert(self._db.dialect, DocumentRow)
             .values(**values)
@@ -202,20 +215,11 @@ def insert_missing_document(
     An existing row is left as it is (its pages and chunks still describe what is indexed); the
     job store calls this so a job and the row its worker needs are committed together.
     """
-    now = utc_now()
+    values = _new_row(
+        tenant_id, document_id, source, size_bytes, content_sha256, "queued", utc_now()
+    )
     session.execute(
         conflict_insert(session.get_bind().dialect.name, DocumentRow)
-        .values(
-            tenant_id=tenant_id,
-            document_id=document_id,
-            source=source,
-            status="queued",
-            pages=0,
-            chunks=0,
-            size_bytes=size_bytes,
-            content_sha256=content_sha256,
-            uploaded_at=now,
-            updated_at=now,
-        )
+        .values(**values)
         .on_conflict_do_nothing(index_elements=[DocumentRow.tenant_id, DocumentRow.document_id])
     )
