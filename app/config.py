@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     max_archive_bytes: int = Field(default=200 * 1024 * 1024, gt=0, description="DOCX/XLSX/PPTX")
     max_archive_ratio: float = Field(default=100.0, gt=1)
     parse_timeout_s: float = Field(default=120.0, gt=0)
+    parse_max_memory_mb: int = Field(
+        default=2048, ge=64, description="address space of the parse child (RLIMIT_AS)"
+    )
+    parse_max_cpu_s: int = Field(default=120, gt=0, description="CPU seconds of the parse child")
 
     # --- embeddings ---
     embedding_provider: EmbeddingProvider = "use"
@@ -128,10 +132,25 @@ class Settings(BaseSettings):
     redis_key_prefix: str = Field(
         default="rag", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$"
     )
-    max_jobs_per_tenant: int = Field(default=4, gt=0)
     cache_backend: CacheBackend = "memory"
     cache_ttl_s: int = Field(default=3600, gt=0)
     cache_max_entries: int = Field(default=10_000, gt=0)
+
+    # --- tenant quotas and job scheduling ---
+    quota_documents: int = Field(default=10_000, gt=0, description="documents per tenant")
+    quota_stored_bytes: int = Field(
+        default=5 * 1024**3, gt=0, description="uploaded bytes of a tenant's documents"
+    )
+    quota_chunks: int = Field(default=500_000, gt=0, description="indexed chunks per tenant")
+    quota_queued_jobs: int = Field(
+        default=500, gt=0, description="ingestion jobs a tenant may have waiting or running"
+    )
+    max_running_jobs_per_tenant: int = Field(
+        default=2, gt=0, description="jobs of one tenant processed at the same time"
+    )
+    keyword_snapshots_kept: int = Field(
+        default=2, ge=1, description="keyword index folders kept on disk per tenant"
+    )
 
     # --- auth and abuse limits ---
     jwt_secret: str = ""

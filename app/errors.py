@@ -74,6 +74,12 @@ class ParseTimeout(IngestionError):
     code = "parse_timeout"
 
 
+class DocumentTooComplex(IngestionError):
+    """Parsing the file hit the parse child's memory or CPU limit."""
+
+    code = "document_too_complex"
+
+
 class EmbeddingModelMismatch(RagError):
     """A tenant's index was built with another embedding model; vectors must never mix."""
 
@@ -136,3 +142,21 @@ class RateLimited(RagError):
     def __init__(self, message: str, retry_after_s: float = 0.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class QuotaExceeded(RagError):
+    """Storing this would exceed a tenant quota (`quota` names which); nothing was stored."""
+
+    code = "quota_exceeded"
+    http_status = 413
+
+    def __init__(self, quota: str, message: str) -> None:
+        super().__init__(message)
+        self.quota = quota
+
+
+class JobQueueFull(RateLimited):
+    """The tenant's ingestion queue is at its quota; it drains, so the client may retry."""
+
+    code = "quota_exceeded"
+    quota = "queued_jobs"

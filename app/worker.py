@@ -83,22 +83,29 @@ class IngestWorker:
         self.queue = rq_queue(self.settings, client)
 
     def process(self, job_id: str) -> str:
-        """Claim and run one job; a message for a job that is not queued does nothing."""
-        job = self.container.jobs.claim(job_id)
-        if job is None:
-            return "skipped: not queued (done, failed, or taken by another worker)"
+        """Run one job for a message: its own job if that is a due retry, else the fairest.
+
+        A message is a turn, not an order: each queued job has one message, so every turn finds
+        a job, but which job runs is chosen fairly across tenants (`JobStore.claim_next`). A job
+        whose own message was spent on another job is re-sent by the sweep; a turn that finds
+        nothing (done, taken, or every waiting tenant at its running limit) does nothing.
+        """
         settings = self.settings
+        jobs = self.container.jobs
+        job = jobs.claim_retry(job_id) or jobs.claim_next(settings.max_running_jobs_per_tenant)
+        if job is None:
+            return "skipped: nothing claimable (done, taken, or tenants at their running limit)"
         may_retry = job.attempts < settings.job_max_attempts
-        with Heartbeat(self.container.jobs, job_id, settings.job_heartbeat_s):
+        with Heartbeat(jobs, job.job_id, settings.job_heartbeat_s):
             finished = run_job(self.container, job, may_retry=may_retry)
         if finished:
-            return "finished"
+            return f"finished {job.job_id}"
         delay = retry_delay_s(settings.job_retry_base_s, job.attempts)
         try:
-            send(self.queue, job_id, job.attempts, settings.job_timeout_s, delay_s=delay)
+            send(self.queue, job.job_id, job.attempts, settings.job_timeout_s, delay_s=delay)
         except redis.RedisError:
-            log.warning("could not schedule the retry of %s; the sweep will send it", job_id)
-        return f"transient failure; retry in {delay:.0f} s"
+            log.warning("could not schedule the retry of %s; the sweep will send it", job.job_id)
+        return f"transient failure of {job.job_id}; retry in {delay:.0f} s"
 
     def sweep(self) -> tuple[int, int]:
         """Re-queue abandoned jobs, re-send queued ones without a message; returns both counts."""
@@ -165,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit("error: set RAG_JOB_BACKEND=redis; with `threads` the API process runs the jobs")
     configure_logging(settings.log_level)
     from rq import SimpleWorker
+    from rq.serializers import JSONSerializer
 
     container = Container(settings)
     container.warm_up(serving=False)
@@ -172,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     _current = IngestWorker(container, connect_redis(settings.redis_url))
     name = args.name or f"{queue_name(settings)}.{socket.gethostname()}.{os.getpid()}"
     listen = redis.Redis.from_url(settings.redis_url)
-    worker = SimpleWorker([rq_queue(settings, listen)], connection=listen, name=name)
+    worker = SimpleWorker(
+        [rq_queue(settings, listen)], connection=listen, name=name, serializer=JSONSerializer
+    )
     stop = threading.Event()
     sweeper = threading.Thread(
         target=_current.run_sweeper, args=(stop, args.health_file), daemon=True

@@ -106,6 +106,20 @@ class QueryOut(BaseModel):
     total_ms: float
 
 
+class QuotaOut(BaseModel):
+    """How much of one per-tenant quota is used."""
+
+    used: int
+    limit: int
+
+
+class QuotasOut(BaseModel):
+    documents: QuotaOut
+    stored_bytes: QuotaOut
+    chunks: QuotaOut
+    queued_jobs: QuotaOut
+
+
 class StatsOut(BaseModel):
     documents: int
     chunks: int
@@ -113,6 +127,7 @@ class StatsOut(BaseModel):
     cache_hits: int
     cache_misses: int
     cache_hit_rate: float
+    quotas: QuotasOut
 
 
 class ErrorDetail(BaseModel):

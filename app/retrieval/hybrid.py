@@ -291,5 +291,7 @@ def build_retriever(
         reranker_max_candidates=settings.reranker_max_candidates,
         reranker_max_chars=settings.reranker_max_chars,
     )
-    keyword_index = KeywordIndex(store, settings.data_dir / "keyword")
+    keyword_index = KeywordIndex(
+        store, settings.data_dir / "keyword", keep_snapshots=settings.keyword_snapshots_kept
+    )
     return HybridRetriever(embedder, store, keyword_index, config, reranker)

@@ -47,7 +47,8 @@ _IDS = "chunk_ids.json"
 _TOKENS = "token_ids.npz"
 _FORMAT = 2
 _READ_BATCH = 1000  # chunk texts fetched per store call when only some are new
-# Old snapshot folders are kept this long, so another process still loading one is not broken.
+# Old snapshot folders are kept this long, so another process still loading one is not broken,
+# but never more than `keep_snapshots` folders per tenant: refreshes must not fill the disk.
 _KEEP_OLD_S = 600.0
 
 
@@ -126,7 +127,11 @@ class KeywordIndex:
         tokenizer: Tokenizer = DEFAULT_TOKENIZER,
         k1: float = 1.2,
         b: float = 0.75,
+        keep_snapshots: int = 2,
     ) -> None:
+        if keep_snapshots < 1:
+            raise ValueError("keep_snapshots must be at least 1 (the current snapshot)")
+        self._keep_snapshots = keep_snapshots
         self._store = store
         self._directory = directory
         self.tokenizer = tokenizer
@@ -277,14 +282,20 @@ class KeywordIndex:
         self._remove_old_folders(tenant_dir, keep=folder.name)
 
     def _remove_old_folders(self, tenant_dir: Path, keep: str) -> None:
+        # The current folder stays, then the newest others while younger than _KEEP_OLD_S, up
+        # to `keep_snapshots` folders in all; a reader that loses its folder rebuilds (`_load`).
         now = time.time()
+        others: list[tuple[float, Path]] = []
         for entry in tenant_dir.iterdir():
             if entry.is_dir() and entry.name != keep:
                 try:
-                    if now - entry.stat().st_mtime > _KEEP_OLD_S:
-                        shutil.rmtree(entry, ignore_errors=True)
+                    others.append((entry.stat().st_mtime, entry))
                 except OSError:
                     continue
+        others.sort(reverse=True)
+        for rank, (mtime, entry) in enumerate(others, start=1):
+            if rank >= self._keep_snapshots or now - mtime > _KEEP_OLD_S:
+                shutil.rmtree(entry, ignore_errors=True)
 
     def _load(self, tenant_id: str, version: int) -> KeywordSnapshot | None:
         pointer_path = self._tenant_dir(tenant_id) / _POINTER

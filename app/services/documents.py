@@ -10,11 +10,11 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from app.domain import document_id as make_document_id
-from app.errors import IngestionError, NotFound, RateLimited
+from app.errors import IngestionError, JobQueueFull, NotFound
 from app.services.container import Container
 from app.services.pipeline import IngestedDocument, ProgressCallback, index_file
 from app.storage.documents import DocumentRecord
-from app.storage.jobs import JobLimitReached, JobRecord
+from app.storage.jobs import JobLimitReached, JobRecord, StorageQuota
 
 log = logging.getLogger(__name__)
 
@@ -56,40 +56,93 @@ def uploads_dir(container: Container) -> Path:
     return container.settings.data_dir / "uploads"
 
 
-def submit_upload(
-    container: Container, tenant_id: str, stored_path: Path, client_filename: str, size: int
-) -> JobRecord:
-    """Queue an already stored upload for indexing; the caller's file becomes the job's.
+def storage_quota(container: Container) -> StorageQuota:
+    """The per-tenant storage quotas configured by RAG_QUOTA_*."""
+    settings = container.settings
+    return StorageQuota(
+        documents=settings.quota_documents,
+        stored_bytes=settings.quota_stored_bytes,
+        chunks=settings.quota_chunks,
+    )
 
-    Over the tenant's job limit, RateLimited is raised and the upload leaves nothing behind.
+
+def reserve_upload(container: Container, tenant_id: str) -> str:
+    """Hold a job slot of the tenant before its upload is received; the reservation id.
+
+    A tenant whose queue is at RAG_QUOTA_QUEUED_JOBS gets JobQueueFull (429) and nothing is
+    written, not even the upload.
+    """
+    limit = container.settings.quota_queued_jobs
+    try:
+        return container.jobs.reserve(tenant_id, limit)
+    except JobLimitReached:
+        raise JobQueueFull(
+            f"tenant quota exceeded: queued_jobs (limit {limit} ingestion jobs waiting or "
+            "running); retry when some have finished",
+            retry_after_s=5.0,
+        ) from None
+
+
+def release_upload(container: Container, tenant_id: str, reservation: str) -> None:
+    """Give back the job slot of an upload that failed before it became a job."""
+    container.jobs.cancel_reservation(tenant_id, reservation)
+
+
+def submit_upload(
+    container: Container,
+    tenant_id: str,
+    reservation: str,
+    stored_path: Path,
+    client_filename: str,
+    size: int,
+) -> JobRecord:
+    """Queue a stored upload as the job its reservation held; the caller's file becomes the job's.
+
+    Over a storage quota, QuotaExceeded (413) is raised and the upload, its reservation and
+    any row are gone.
     """
     source = sanitise_filename(client_filename)
     doc_id = make_document_id(tenant_id, source)
-    limit = container.settings.max_jobs_per_tenant
     sha = file_sha256(stored_path)  # before the transaction, which must stay short
     try:
         # The job and, if missing, the document row are committed in one transaction, after the
-        # limit check: a worker cannot claim the job before its row exists (it would fail it as
+        # quota check: a worker cannot claim the job before its row exists (it would fail it as
         # "deleted before it could be indexed"), and a refused upload writes no row, so there is
         # none to clean up that a concurrent upload of the same name might already rely on.
-        job = container.jobs.create(
+        job = container.jobs.fill_reservation(
             tenant_id,
+            reservation,
             doc_id,
             source,
             str(stored_path),
             size,
-            active_limit=limit,
-            document_sha256=sha,
+            sha,
+            storage_quota(container),
         )
-    except JobLimitReached:
+    except BaseException:
         stored_path.unlink(missing_ok=True)
-        raise RateLimited(
-            f"this tenant already has {limit} ingestion jobs queued or running; wait for one "
-            "to finish",
-            retry_after_s=5.0,
-        ) from None
+        release_upload(container, tenant_id, reservation)
+        raise
     log.info("upload queued", extra={"job_id": job.job_id, "document_id": doc_id, "bytes": size})
     return job
+
+
+def quota_usage(container: Container, tenant_id: str) -> dict[str, tuple[int, int]]:
+    """Each tenant quota's (used, limit), by quota name."""
+    settings = container.settings
+    stored = container.documents.usage(tenant_id)
+    return {
+        "documents": (stored.documents, settings.quota_documents),
+        "stored_bytes": (stored.stored_bytes, settings.quota_stored_bytes),
+        "chunks": (stored.chunks, settings.quota_chunks),
+        "queued_jobs": (container.jobs.count_active(tenant_id), settings.quota_queued_jobs),
+    }
+
+
+def chunk_allowance(container: Container, tenant_id: str, document_id: str) -> int:
+    """How many chunks this document may have within the tenant's chunk quota."""
+    others = container.documents.usage(tenant_id, except_document=document_id)
+    return max(container.settings.quota_chunks - others.chunks, 0)
 
 
 def index_document(
@@ -110,6 +163,7 @@ def index_document(
     (queries always check it is current).
     """
     sha = file_sha256(path)
+    doc_id = make_document_id(tenant_id, source)
     done = index_file(
         path,
         tenant_id=tenant_id,
@@ -118,6 +172,7 @@ def index_document(
         store=container.store,
         config=container.pipeline_config,
         progress=progress,
+        max_chunks=chunk_allowance(container, tenant_id, doc_id),
     )
     try:
         # A concurrent delete, in this process or another, sees the record before or after this.

@@ -1,5 +1,8 @@
 """A bounded in-process pool of threads that run queued ingestion jobs from the job table.
 
+Each free thread claims the fairest queued job (`JobStore.claim_next`: tenants with fewer
+running jobs, then the one served least recently), so one tenant's burst cannot starve another.
+
 Jobs are durable rows: a worker receives only ids, claims a job atomically, records progress and
 every failure on the job, and removes the upload file once the job has ended either way. Jobs a
 crash left `processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
@@ -94,6 +97,7 @@ class IngestWorkerPool:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._max_running = container.settings.max_running_jobs_per_tenant
 
     def start(self) -> int:
         """Re-queue jobs a crash left processing, then start the threads; returns re-queued."""
@@ -125,7 +129,7 @@ class IngestWorkerPool:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                job = self._container.jobs.claim_next()
+                job = self._container.jobs.claim_next(self._max_running)
             except Exception:
                 log.exception("could not claim a job")
                 job = None

@@ -5,8 +5,10 @@
 `python -m app.worker` processes take the ids (see app/worker.py).
 
 The SQL job table stays the truth in both cases, so `GET /jobs/{id}` works from any API process.
-A Redis message carries only the job id and the attempt it is for; a worker must `claim` the row
-before running it, so a duplicate or late message is a no-op. Because of that, losing a message
+A Redis message carries only the job id and the attempt it is for, serialised as JSON (never
+pickle: a message is data, not code). A message is a turn: the worker claims the fairest queued
+job across tenants (or the message's own job when it is a due retry), so a duplicate or late
+message is a no-op. Because of that, losing a message
 (Redis down during an upload, a worker killed mid-job) is repaired by re-sending: every worker
 sweeps the table and re-sends jobs that are queued without a pending message.
 """
@@ -87,9 +89,12 @@ def message_pending(queue: Queue, job_id: str, attempts: int) -> bool:
     """Whether the message for this attempt is still waiting for or held by a worker."""
     from rq.exceptions import NoSuchJobError
     from rq.job import Job, JobStatus
+    from rq.serializers import JSONSerializer
 
     try:
-        message = Job.fetch(message_id(job_id, attempts), connection=queue.connection)
+        message = Job.fetch(
+            message_id(job_id, attempts), connection=queue.connection, serializer=JSONSerializer
+        )
     except NoSuchJobError:
         return False
     waiting = (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, JobStatus.STARTED)
@@ -100,10 +105,11 @@ def message_pending(queue: Queue, job_id: str, attempts: int) -> bool:
 
 
 def rq_queue(settings: Settings, client: redis.Redis[bytes]) -> Queue:
-    """The deployment's ingestion queue on a given Redis client."""
+    """The deployment's ingestion queue on a given Redis client; messages are JSON."""
     from rq import Queue
+    from rq.serializers import JSONSerializer
 
-    return Queue(queue_name(settings), connection=client)
+    return Queue(queue_name(settings), connection=client, serializer=JSONSerializer)
 
 
 class RedisJobQueue:

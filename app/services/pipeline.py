@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.domain import Chunk, document_id
+from app.errors import QuotaExceeded
 from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
 from app.providers.types import Embedder
 from app.storage.vector_store import VectorStore
@@ -49,8 +50,13 @@ def index_file(
     store: VectorStore,
     config: PipelineConfig,
     progress: ProgressCallback | None = None,
+    max_chunks: int | None = None,
 ) -> IngestedDocument:
-    """Parse, chunk, embed and store one file; the stored document replaces any older version."""
+    """Parse, chunk, embed and store one file; the stored document replaces any older version.
+
+    With `max_chunks` (the tenant's remaining chunk quota), a document that would have more
+    chunks raises QuotaExceeded before anything is embedded or stored.
+    """
     progress = progress or _ignore_progress
     pages = load_with_timeout(path, config.limits, config.parse_timeout_s)
     progress(len(pages), len(pages), "parsed")
@@ -63,6 +69,12 @@ def index_file(
         chunk_size=config.chunk_size,
         chunk_overlap=config.chunk_overlap,
     )
+    if max_chunks is not None and len(chunks) > max_chunks:
+        raise QuotaExceeded(
+            "chunks",
+            f"tenant quota exceeded: chunks (this document has {len(chunks)} chunks, "
+            f"{max_chunks} remain within the quota); delete documents to make room",
+        )
     vectors = embed_chunks(chunks, embedder, config.batch_size, progress)
     store.replace_document(tenant_id, doc_id, chunks, vectors)
     return IngestedDocument(doc_id, source, len(pages), len(chunks))

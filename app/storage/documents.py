@@ -191,6 +191,11 @@ class DocumentStore:
             )
             return int(total or 0)
 
+    def usage(self, tenant_id: str, except_document: str | None = None) -> StoredUsage:
+        """The tenant's document, byte and chunk totals (quotas and `/stats`)."""
+        with self._db.session() as session:
+            return stored_usage(session, tenant_id, except_document)
+
     def delete(self, tenant_id: str, document_id: str) -> bool:
         """Remove the tenant's document row; returns whether it existed."""
         with self._db.session() as session:
@@ -200,6 +205,30 @@ class DocumentStore:
                 )
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class StoredUsage:
+    """What a tenant's documents hold: documents, uploaded bytes and indexed chunks."""
+
+    documents: int
+    stored_bytes: int
+    chunks: int
+
+
+def stored_usage(
+    session: Session, tenant_id: str, except_document: str | None = None
+) -> StoredUsage:
+    """The tenant's totals in `session`, leaving out `except_document` (a replaced version)."""
+    query = select(
+        func.count(),
+        func.coalesce(func.sum(DocumentRow.size_bytes), 0),
+        func.coalesce(func.sum(DocumentRow.chunks), 0),
+    ).where(DocumentRow.tenant_id == tenant_id)
+    if except_document is not None:
+        query = query.where(DocumentRow.document_id != except_document)
+    documents, stored_bytes, chunks = session.execute(query).one()
+    return StoredUsage(int(documents), int(stored_bytes), int(chunks))
 
 
 def insert_missing_document(

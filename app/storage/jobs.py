@@ -4,10 +4,18 @@ A job moves queued -> processing -> done | failed. `claim_next` hands each queue
 one worker, across threads and processes: PostgreSQL locks the row with `FOR UPDATE SKIP LOCKED`;
 SQLite serialises writers, so a single conditional UPDATE cannot hand the same job out twice.
 
-`create` with an `active_limit` never lets a tenant exceed it, however many uploads race: the job
-is inserted by one conditional INSERT ... SELECT that counts the tenant's active jobs. SQLite
-evaluates it under the write lock; PostgreSQL first takes a per-tenant advisory lock for the
-transaction, so the count of the next creator already sees this one's job.
+`create` and `reserve` with an `active_limit` never let a tenant exceed it, however many uploads
+race: the row is inserted by one conditional INSERT ... SELECT that counts the tenant's active
+jobs. SQLite evaluates it under the write lock; PostgreSQL first takes a per-tenant advisory lock
+for the transaction, so the count of the next creator already sees this one's job.
+
+An upload reserves its slot (a `reserved` row) before its body is read, so a tenant over its
+queue quota is refused before anything is written to disk; `fill_reservation` turns the row into
+a queued job once the file is stored, checking the tenant's storage quotas in that transaction.
+
+Claims are fair across tenants: `claim_next` takes the oldest queued job of the tenant with the
+fewest running jobs, and among those the tenant served least recently (`job_tenant_turns`), so
+a tenant's single upload waits for at most one job per worker of a tenant with hundreds queued.
 """
 
 from __future__ import annotations
@@ -15,18 +23,25 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
-from sqlalchemy import Integer, String, Text, func, insert, literal, select, update
+from sqlalchemy import Integer, String, Text, delete, func, insert, literal, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.sql.dml import ReturningInsert
 
-from app.storage.db import Base, Database, UTCDateTime, advisory_key, utc_now
-from app.storage.documents import insert_missing_document
+from app.errors import QuotaExceeded
+from app.storage.db import Base, Database, UTCDateTime, advisory_key, conflict_insert, utc_now
+from app.storage.documents import insert_missing_document, stored_usage
 
-JobStatus = Literal["queued", "processing", "done", "failed"]
-ACTIVE_STATUSES: tuple[JobStatus, ...] = ("queued", "processing")
+JobStatus = Literal["reserved", "queued", "processing", "done", "failed"]
+# Every job that counts against the tenant's queue quota (a reservation is an upload in flight).
+ACTIVE_STATUSES: tuple[JobStatus, ...] = ("reserved", "queued", "processing")
 MAX_ERROR_CHARS = 2000
+# A reservation whose upload neither finished nor failed this long (the API process died while
+# receiving it) is dropped by `requeue_stale`.
+RESERVATION_TTL_S = 3600.0
+# The stage of a job put back after a transient failure: only its own delayed message claims it.
+RETRYING = "retrying"
 
 
 class JobLimitReached(Exception):
@@ -57,6 +72,24 @@ class JobRow(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class TenantTurnRow(Base):
+    """When each tenant last had a job claimed: the tie-break of fair scheduling."""
+
+    __tablename__ = "job_tenant_turns"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    served_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+@dataclass(frozen=True)
+class StorageQuota:
+    """Per-tenant limits checked when an upload becomes a job."""
+
+    documents: int
+    stored_bytes: int
+    chunks: int
 
 
 @dataclass(frozen=True)
@@ -127,29 +160,10 @@ class JobStore:
         which is kept as it is: a worker never sees the job without its document, and a refused
         job leaves no row behind.
         """
-        now = utc_now()
-        row = JobRow(
-            job_id="job_" + secrets.token_hex(12),
-            tenant_id=tenant_id,
-            document_id=document_id,
-            source=source,
-            stored_path=stored_path,
-            size_bytes=size_bytes,
-            status="queued",
-            progress_done=0,
-            progress_total=0,
-            progress_stage="queued",
-            chunks_indexed=0,
-            pages=0,
-            error=None,
-            attempts=0,
-            created_at=now,
-            updated_at=now,
-        )
+        row = _new_job(tenant_id, document_id, source, stored_path, size_bytes, status="queued")
         with self._db.session() as session:
-            if active_limit is not None and self._db.dialect == "postgresql":
-                key = advisory_key(f"jobs-create:{tenant_id}")
-                session.execute(select(func.pg_advisory_xact_lock(key)))
+            if active_limit is not None:
+                self._lock_tenant(session, tenant_id)
             if session.execute(_insert_below_limit(row, active_limit)).first() is None:
                 assert active_limit is not None  # only the limit makes the INSERT skip its row
                 raise JobLimitReached(tenant_id, active_limit)
@@ -159,6 +173,99 @@ class JobStore:
                 )
         return _record(row)
 
+    def reserve(self, tenant_id: str, active_limit: int) -> str:
+        """Hold one of the tenant's job slots for an upload about to be received; its id.
+
+        Raises JobLimitReached, writing nothing, when the tenant already has `active_limit`
+        jobs reserved, queued or processing.
+        """
+        row = _new_job(tenant_id, "", "", "", 0, status="reserved")
+        with self._db.session() as session:
+            self._lock_tenant(session, tenant_id)
+            if session.execute(_insert_below_limit(row, active_limit)).first() is None:
+                raise JobLimitReached(tenant_id, active_limit)
+        return row.job_id
+
+    def fill_reservation(
+        self,
+        tenant_id: str,
+        job_id: str,
+        document_id: str,
+        source: str,
+        stored_path: str,
+        size_bytes: int,
+        document_sha256: str,
+        quota: StorageQuota,
+    ) -> JobRecord:
+        """Turn a reservation into a queued job for its stored upload, within `quota`.
+
+        Raises QuotaExceeded (nothing changes; the caller cancels the reservation) when the
+        document would exceed the tenant's documents, stored bytes or chunks. The document's
+        row is created in the same transaction, as in `create`.
+        """
+        now = utc_now()
+        with self._db.session() as session:
+            self._lock_tenant(session, tenant_id)
+            # A write first: on SQLite it takes the write lock, so the usage read below and the
+            # job update are one serialised step against every other upload of the tenant.
+            touched = session.execute(
+                update(JobRow)
+                .where(
+                    JobRow.job_id == job_id,
+                    JobRow.tenant_id == tenant_id,
+                    JobRow.status == "reserved",
+                )
+                .values(updated_at=now)
+            )
+            if not touched.rowcount:  # type: ignore[attr-defined]
+                raise LookupError(f"reservation {job_id} no longer exists")
+            _check_storage_quota(session, tenant_id, document_id, size_bytes, quota)
+            session.execute(
+                update(JobRow)
+                .where(JobRow.job_id == job_id)
+                .values(
+                    status="queued",
+                    document_id=document_id,
+                    source=source,
+                    stored_path=stored_path,
+                    size_bytes=size_bytes,
+                    created_at=now,
+                )
+            )
+            insert_missing_document(
+                session, tenant_id, document_id, source, size_bytes, document_sha256
+            )
+            row = session.get(JobRow, job_id, populate_existing=True)
+            assert row is not None  # updated in this transaction
+            return _record(row)
+
+    def cancel_reservation(self, tenant_id: str, job_id: str) -> None:
+        """Give back a reserved slot whose upload failed or was refused."""
+        with self._db.session() as session:
+            session.execute(
+                delete(JobRow).where(
+                    JobRow.job_id == job_id,
+                    JobRow.tenant_id == tenant_id,
+                    JobRow.status == "reserved",
+                )
+            )
+
+    def count_active(self, tenant_id: str) -> int:
+        """The tenant's jobs reserved, queued or processing (its queue quota usage)."""
+        with self._db.session() as session:
+            total = session.scalar(
+                select(func.count())
+                .select_from(JobRow)
+                .where(JobRow.tenant_id == tenant_id, JobRow.status.in_(ACTIVE_STATUSES))
+            )
+            return int(total or 0)
+
+    def _lock_tenant(self, session: Session, tenant_id: str) -> None:
+        # PostgreSQL: one creator of the tenant's jobs at a time (SQLite's write lock does this).
+        if self._db.dialect == "postgresql":
+            key = advisory_key(f"jobs-create:{tenant_id}")
+            session.execute(select(func.pg_advisory_xact_lock(key)))
+
     def get(self, tenant_id: str, job_id: str) -> JobRecord | None:
         """The tenant's job, or None when it is missing or belongs to another tenant."""
         with self._db.session() as session:
@@ -167,55 +274,63 @@ class JobStore:
             ).first()
             return _record(row) if row else None
 
-    def claim_next(self) -> JobRecord | None:
-        """Move the oldest queued job to processing and return it; None when nothing is queued."""
+    def claim_next(self, max_running_per_tenant: int | None = None) -> JobRecord | None:
+        """Move the fairest queued job to processing and return it; None when there is none.
+
+        The fairest job is the oldest queued one of the tenant with the fewest jobs processing,
+        then of the tenant served least recently, then of the tenant waiting longest. Tenants
+        already running `max_running_per_tenant` jobs are skipped. Jobs waiting for a retry
+        are left to their own delayed message (`claim`).
+        """
+        candidate = _fair_candidate(max_running_per_tenant)
         with self._db.session() as session:
             if self._db.dialect == "postgresql":
-                return self._claim_locked(session, None)
-            return self._claim_conditional(session, None)
+                # Claims are short; one at a time keeps the fairness counts exact across workers.
+                session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
+            return self._claim_where(session, JobRow.job_id == candidate)
 
     def claim(self, job_id: str) -> JobRecord | None:
-        """Claim one specific queued job (for queues that deliver ids); None if not queued."""
+        """Claim one specific queued job (a retry's own message); None if not queued."""
         with self._db.session() as session:
             if self._db.dialect == "postgresql":
-                return self._claim_locked(session, job_id)
-            return self._claim_conditional(session, job_id)
+                session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
+            return self._claim_where(session, JobRow.job_id == job_id)
 
-    def _claim_locked(self, session: Session, job_id: str | None) -> JobRecord | None:
-        query = select(JobRow).where(JobRow.status == "queued")
-        if job_id is not None:
-            query = query.where(JobRow.job_id == job_id)
-        query = query.order_by(JobRow.created_at, JobRow.job_id).limit(1)
-        row = session.scalars(query.with_for_update(skip_locked=True)).first()
-        if row is None:
-            return None
-        row.status = "processing"
-        row.attempts += 1
-        row.progress_stage = "starting"
-        row.updated_at = utc_now()
-        session.flush()
-        return _record(row)
+    def claim_retry(self, job_id: str) -> JobRecord | None:
+        """Claim a job put back for a retry, once its delayed message arrives; else None."""
+        with self._db.session() as session:
+            if self._db.dialect == "postgresql":
+                session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
+            due = (JobRow.job_id == job_id) & (JobRow.progress_stage == RETRYING)
+            return self._claim_where(session, due)
 
-    def _claim_conditional(self, session: Session, job_id: str | None) -> JobRecord | None:
-        # One statement: SQLite takes the write lock before evaluating the subquery, so two
-        # claimers can never both see the same row as queued.
-        candidate = select(JobRow.job_id).where(JobRow.status == "queued")
-        if job_id is not None:
-            candidate = candidate.where(JobRow.job_id == job_id)
-        candidate = candidate.order_by(JobRow.created_at, JobRow.job_id).limit(1)
+    def _claim_where(self, session: Session, which: Any) -> JobRecord | None:
+        # One statement: SQLite takes the write lock before evaluating the subquery, and
+        # PostgreSQL claimers hold the claim lock, so no two claimers see the same row queued.
+        now = utc_now()
         statement = (
             update(JobRow)
-            .where(JobRow.job_id == candidate.scalar_subquery(), JobRow.status == "queued")
+            .where(which, JobRow.status == "queued")
             .values(
                 status="processing",
                 attempts=JobRow.attempts + 1,
                 progress_stage="starting",
-                updated_at=utc_now(),
+                updated_at=now,
             )
             .returning(JobRow)
         )
         row = session.scalars(statement, execution_options={"synchronize_session": False}).first()
-        return _record(row) if row else None
+        if row is None:
+            return None
+        turn = conflict_insert(self._db.dialect, TenantTurnRow).values(
+            tenant_id=row.tenant_id, served_at=now
+        )
+        session.execute(
+            turn.on_conflict_do_update(
+                index_elements=[TenantTurnRow.tenant_id], set_={"served_at": now}
+            )
+        )
+        return _record(row)
 
     def update_progress(self, job_id: str, done: int, total: int, stage: str) -> None:
         """Record progress of a processing job (also its heartbeat for `requeue_stale`)."""
@@ -280,7 +395,7 @@ class JobStore:
                 .where(JobRow.job_id == job_id, JobRow.status == "processing")
                 .values(
                     status="queued",
-                    progress_stage="retrying",
+                    progress_stage=RETRYING,
                     error=reason.strip()[:MAX_ERROR_CHARS] or None,
                     updated_at=utc_now(),
                 )
@@ -321,7 +436,11 @@ class JobStore:
         stale = [JobRow.status == "processing"]
         if stale_after_s is not None:
             stale.append(JobRow.updated_at < now - timedelta(seconds=stale_after_s))
+        abandoned = [JobRow.status == "reserved"]
+        if stale_after_s is not None:
+            abandoned.append(JobRow.updated_at < now - timedelta(seconds=RESERVATION_TTL_S))
         with self._db.session() as session:
+            session.execute(delete(JobRow).where(*abandoned))
             session.execute(
                 update(JobRow)
                 .where(*stale, JobRow.attempts >= max_attempts)
@@ -341,6 +460,104 @@ class JobStore:
                 .values(status="queued", progress_stage="queued", updated_at=now)
             )
             return int(requeued.rowcount)  # type: ignore[attr-defined]
+
+
+def _new_job(
+    tenant_id: str,
+    document_id: str,
+    source: str,
+    stored_path: str,
+    size_bytes: int,
+    *,
+    status: JobStatus,
+) -> JobRow:
+    now = utc_now()
+    return JobRow(
+        job_id="job_" + secrets.token_hex(12),
+        tenant_id=tenant_id,
+        document_id=document_id,
+        source=source,
+        stored_path=stored_path,
+        size_bytes=size_bytes,
+        status=status,
+        progress_done=0,
+        progress_total=0,
+        progress_stage="queued",
+        chunks_indexed=0,
+        pages=0,
+        error=None,
+        attempts=0,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def _check_storage_quota(
+    session: Session, tenant_id: str, document_id: str, size_bytes: int, quota: StorageQuota
+) -> None:
+    """Raise QuotaExceeded if storing this upload (new or replacing) passes a quota."""
+    others = stored_usage(session, tenant_id, except_document=document_id)
+    replaces = stored_usage(session, tenant_id).documents > others.documents
+    if not replaces and others.documents + 1 > quota.documents:
+        raise QuotaExceeded(
+            "documents",
+            f"tenant quota exceeded: documents (limit {quota.documents}); delete documents "
+            "before uploading new ones",
+        )
+    if others.stored_bytes + size_bytes > quota.stored_bytes:
+        raise QuotaExceeded(
+            "stored_bytes",
+            f"tenant quota exceeded: stored_bytes (limit {quota.stored_bytes} bytes, "
+            f"{others.stored_bytes} used by other documents, this file is {size_bytes}); delete "
+            "documents to make room",
+        )
+    if others.chunks >= quota.chunks:
+        raise QuotaExceeded(
+            "chunks",
+            f"tenant quota exceeded: chunks (limit {quota.chunks}, {others.chunks} used); "
+            "delete documents to make room",
+        )
+
+
+def _fair_candidate(max_running_per_tenant: int | None) -> Any:
+    """A scalar subquery: the job id `claim_next` should take (see its docstring)."""
+    running = (
+        select(JobRow.tenant_id, func.count().label("jobs"))
+        .where(JobRow.status == "processing")
+        .group_by(JobRow.tenant_id)
+        .subquery()
+    )
+    claimable = [JobRow.status == "queued", JobRow.progress_stage != RETRYING]
+    waiting = (
+        select(JobRow.tenant_id, func.min(JobRow.created_at).label("oldest"))
+        .where(*claimable)
+        .group_by(JobRow.tenant_id)
+        .subquery()
+    )
+    busy = func.coalesce(running.c.jobs, 0)
+    never_served = TenantTurnRow.served_at.is_(None)
+    tenant = (
+        select(waiting.c.tenant_id)
+        .outerjoin(running, running.c.tenant_id == waiting.c.tenant_id)
+        .outerjoin(TenantTurnRow, TenantTurnRow.tenant_id == waiting.c.tenant_id)
+        .order_by(
+            busy,
+            never_served.desc(),
+            TenantTurnRow.served_at,
+            waiting.c.oldest,
+            waiting.c.tenant_id,
+        )
+        .limit(1)
+    )
+    if max_running_per_tenant is not None:
+        tenant = tenant.where(busy < max_running_per_tenant)
+    return (
+        select(JobRow.job_id)
+        .where(JobRow.tenant_id == tenant.scalar_subquery(), *claimable)
+        .order_by(JobRow.created_at, JobRow.job_id)
+        .limit(1)
+        .scalar_subquery()
+    )
 
 
 def _insert_below_limit(row: JobRow, active_limit: int | None) -> ReturningInsert[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -76,17 +77,27 @@ async def upload_document(
     request: Request, container: ContainerDep, principal: Principal
 ) -> UploadAccepted:
     """Accept a file (multipart field `file`) and queue it for background indexing."""
-    received = await receive_upload(
-        request,
-        dest_dir=service.uploads_dir(container),
-        max_bytes=container.settings.max_upload_bytes,
-        accept_suffix=SUPPORTED_EXTENSIONS,
-    )
+    tenant = principal.tenant_id
+    # The job slot is taken before the body is read: a tenant over its queue quota gets 429 and
+    # nothing reaches the disk.
+    reservation = await run_in_threadpool(service.reserve_upload, container, tenant)
+    try:
+        received = await receive_upload(
+            request,
+            dest_dir=service.uploads_dir(container),
+            max_bytes=container.settings.max_upload_bytes,
+            accept_suffix=SUPPORTED_EXTENSIONS,
+        )
+    except BaseException:  # 413/415/422 or a client gone mid-body: the slot is free again
+        release = run_in_threadpool(service.release_upload, container, tenant, reservation)
+        await asyncio.shield(release)  # completes even if this request is being cancelled
+        raise
     # Hashing the file and writing the job row block: keep them off the event loop.
     job = await run_in_threadpool(
         service.submit_upload,
         container,
-        principal.tenant_id,
+        tenant,
+        reservation,
         received.path,
         received.client_filename,
         received.size_bytes,

@@ -5,16 +5,21 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.deps import ContainerDep, Principal
-from app.api.schemas import StatsOut
+from app.api.schemas import QuotaOut, QuotasOut, StatsOut
+from app.services.documents import quota_usage
 
 router = APIRouter(tags=["ops"])
 
 
 @router.get("/stats", response_model=StatsOut)
 def stats(container: ContainerDep, principal: Principal) -> StatsOut:
-    """The tenant's documents, chunks, cache entries and cache hit rate."""
+    """The tenant's documents, chunks, cache entries, cache hit rate and quota usage."""
     tenant = principal.tenant_id
     cache = container.cache.stats(tenant)
+    quotas = {
+        name: QuotaOut(used=used, limit=limit)
+        for name, (used, limit) in quota_usage(container, tenant).items()
+    }
     return StatsOut(
         documents=container.documents.count(tenant),
         chunks=container.store.count(tenant),
@@ -22,4 +27,5 @@ def stats(container: ContainerDep, principal: Principal) -> StatsOut:
         cache_hits=cache.hits,
         cache_misses=cache.misses,
         cache_hit_rate=cache.hit_rate,
+        quotas=QuotasOut(**quotas),
     )
