@@ -318,7 +318,7 @@ def main() -> None:
                 "RAG_LOG_LEVEL": "INFO",
                 "RAG_RATE_LIMIT_QUERY_PER_MINUTE": str(10**9),
                 "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
-                "RAG_MAX_JOBS_PER_TENANT": str(10**6),
+                "RAG_QUOTA_QUEUED_JOBS": str(10**6),
                 **extra,
             },
         )

@@ -108,7 +108,7 @@ def main() -> None:
         root,
         settings={
             "RAG_RATE_LIMIT_QUERY_PER_MINUTE": "1000000",
-            "RAG_MAX_JOBS_PER_TENANT": "64",
+            "RAG_QUOTA_QUEUED_JOBS": "64",
             "RAG_CHUNK_SIZE": "300",
             "RAG_CHUNK_OVERLAP": "50",
         },

@@ -1,4 +1,4 @@
-"""Abuse limits: login and query rate limits, upload size and type, jobs per tenant.
+"""Abuse limits: login and query rate limits, upload size and type, the per-tenant job queue.
 
 The app here runs without workers, so uploads stay queued and nothing else changes under the test.
 """
@@ -26,7 +26,7 @@ def api(api_factory: ApiFactory) -> ApiHarness:
         max_upload_bytes=MAX_UPLOAD,
         rate_limit_auth_per_minute=3,
         rate_limit_query_per_minute=5,
-        max_jobs_per_tenant=2,
+        quota_queued_jobs=2,
         max_page_size=20,
     )
 
@@ -171,13 +171,15 @@ def test_supported_types_are_recognised_by_suffix_whatever_the_path(
     assert all(re.fullmatch(r"[0-9a-f]{32}\.(pdf|txt|md)", path.name) for path in stored)
 
 
-def test_per_tenant_job_limit_is_429_with_retry_after(api: ApiHarness, uploader: ApiUser) -> None:
+def test_per_tenant_job_queue_quota_is_429_with_retry_after(
+    api: ApiHarness, uploader: ApiUser
+) -> None:
     for i in range(2):
         assert api.upload(uploader, f"doc{i}.txt", b"queued text").status_code == 202
     before = api.uploads_left()
     refused = api.upload(uploader, "doc3.txt", b"one too many")
-    error = assert_error_body(refused, 429, "rate_limited")
-    assert "2" in error["message"]
+    error = assert_error_body(refused, 429, "quota_exceeded")
+    assert "queued_jobs" in error["message"] and "2" in error["message"]
     _retry_after(refused)
     assert api.uploads_left() == before
     other_tenant = api.add_user("limits-other", login=False)
@@ -189,7 +191,7 @@ def test_per_tenant_job_limit_is_429_with_retry_after(api: ApiHarness, uploader:
     [[f"race{i}.txt" for i in range(6)], ["same.txt"] * 3 + ["other.txt"] * 3],
     ids=["distinct-names", "shared-names"],
 )
-def test_concurrent_uploads_over_the_job_limit_are_refused_without_leftovers(
+def test_concurrent_uploads_over_the_job_queue_quota_are_refused_without_leftovers(
     api: ApiHarness, uploader: ApiUser, names: list[str]
 ) -> None:
     before = set(api.uploads_left())
@@ -210,7 +212,7 @@ def test_concurrent_uploads_over_the_job_limit_are_refused_without_leftovers(
     assert statuses == [202, 202] + [429] * (len(names) - 2), [r.text for r in responses]
     for response in responses:
         if response.status_code == 429:
-            assert "2" in assert_error_body(response, 429, "rate_limited")["message"]
+            assert "2" in assert_error_body(response, 429, "quota_exceeded")["message"]
             _retry_after(response)
     accepted = [response.json() for response in responses if response.status_code == 202]
     # Only the accepted uploads' files wait for a worker; the refused ones were deleted.

@@ -25,7 +25,7 @@ TOKEN: dict[str, str] = {}
 
 @pytest.fixture(scope="module")
 def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesis.BaseSchema]:
-    settings_ = api_settings(tmp_path_factory.mktemp("schemathesis"), max_jobs_per_tenant=100)
+    settings_ = api_settings(tmp_path_factory.mktemp("schemathesis"), quota_queued_jobs=100)
     app = create_app(settings_)
     # Loading the schema runs the app's lifespan (schemathesis keeps it running) ...
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from app.config import Settings
 from app.errors import ProviderUnavailable
 from app.services.container import Container
-from app.services.documents import submit_upload
+from app.services.documents import reserve_upload, submit_upload
 from app.services.job_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.storage.db import Database
 from app.storage.jobs import JobRow, JobStore
@@ -72,7 +72,8 @@ def queued_upload(container: Container, data_dir: Path, name: str = "valves.txt"
     uploads.mkdir(exist_ok=True)
     path = uploads / f"upload-{name}"  # stored like the upload route: random name, same suffix
     path.write_bytes(TEXT)
-    return submit_upload(container, "acme", path, name, len(TEXT)).job_id
+    reservation = reserve_upload(container, "acme")
+    return submit_upload(container, "acme", reservation, path, name, len(TEXT)).job_id
 
 
 def test_retry_delays_grow_fourfold() -> None:
@@ -98,7 +99,7 @@ def test_a_message_delivered_twice_runs_the_job_once(
     container: Container, worker: IngestWorker, data_dir: Path
 ) -> None:
     job_id = queued_upload(container, data_dir)
-    assert worker.process(job_id) == "finished"
+    assert worker.process(job_id) == f"finished {job_id}"
     first = container.jobs.get("acme", job_id)
     assert first is not None and first.status == "done" and first.chunks_indexed >= 1
 
@@ -135,7 +136,7 @@ def test_a_transient_failure_is_retried_later_with_the_upload_kept(
     assert 20 < delay <= 30
 
     # What the scheduler delivers after the delay:
-    assert worker.process(job_id) == "finished"
+    assert worker.process(job_id) == f"finished {job_id}"
     done = container.jobs.get("acme", job_id)
     assert done is not None and done.status == "done" and done.error is None
     assert done.attempts == 2 and not upload.exists()
@@ -152,7 +153,7 @@ def test_a_job_that_keeps_failing_transiently_fails_after_the_last_attempt(
     monkeypatch.setattr(container.store, "replace_document", down)
     for _ in range(container.settings.job_max_attempts - 1):
         assert "retry" in worker.process(job_id)
-    assert worker.process(job_id) == "finished"
+    assert worker.process(job_id) == f"finished {job_id}"
     failed = container.jobs.get("acme", job_id)
     assert failed is not None and failed.status == "failed"
     assert "embedding server unreachable" in (failed.error or "")

@@ -58,7 +58,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
             # Small chunks: many chunks (several store batches) from a quickly embedded file.
             "RAG_CHUNK_SIZE": "300",
             "RAG_CHUNK_OVERLAP": "50",
-            "RAG_MAX_JOBS_PER_TENANT": "8",
+            "RAG_QUOTA_QUEUED_JOBS": "8",
         },
     )
     try:
