@@ -1,4 +1,5 @@
-"""A burst of uploads to one tenant: each is indexed, the keyword index is rebuilt once."""
+"""Bursts of uploads: each is indexed, the keyword index is rebuilt once, a 300-file folder is
+accepted whole, and another tenant's single upload is not starved by it."""
 
 from __future__ import annotations
 
@@ -47,3 +48,51 @@ def test_a_lone_upload_is_keyword_searchable_without_waiting_for_a_query(
     job = api.container.jobs.claim_next()
     assert job is not None and run_job(api.container, job)
     assert api.container.retriever.keyword_index.rebuilds[user.tenant] == 1
+
+
+def test_a_300_file_burst_within_the_queue_quota_is_accepted_and_indexed(
+    api_factory: ApiFactory,
+) -> None:
+    # The default queue quota (500) takes a folder of 300 files without a single 429; the
+    # tenant's jobs then run through the worker pool.
+    burst = api_factory()
+    assert burst.settings.quota_queued_jobs >= 300
+    user = burst.add_user("bulk")
+    accepted = []
+    for i in range(300):
+        response = burst.upload(
+            user, f"note{i:03}.txt", f"Note {i}: part CODE-{i} is fine.".encode()
+        )
+        assert response.status_code == 202, response.text
+        accepted.append(response.json()["job_id"])
+    stats = burst.client.get("/stats", headers=user.headers).json()
+    assert stats["quotas"]["documents"]["used"] == 300
+    for job_id in accepted:
+        assert burst.wait_for_job(user, job_id, timeout_s=600)["status"] == "done"
+    stats = burst.client.get("/stats", headers=user.headers).json()
+    assert stats["documents"] == 300 and stats["chunks"] == 300
+    assert stats["quotas"]["queued_jobs"]["used"] == 0
+    assert burst.uploads_left() == []
+    hits = burst.search(user, "CODE-271")["results"]
+    assert hits and hits[0]["source"] == "note271.txt"
+
+
+def test_a_single_upload_is_not_starved_by_another_tenants_burst(api_factory: ApiFactory) -> None:
+    # Workers gated: everything is queued first, then one worker drains the queue.
+    gated = api_factory(start_workers=False, worker_pool_size=1)
+    bulk, single = gated.add_user("bulk"), gated.add_user("single")
+    bulk_jobs = [
+        gated.upload(bulk, f"b{i}.txt", f"Bulk note {i}.".encode()).json()["job_id"]
+        for i in range(8)
+    ]
+    single_job = gated.upload(single, "mine.txt", b"The only note of this tenant.").json()["job_id"]
+    gated.app.state.workers.start()
+    done = gated.wait_for_job(single, single_job)
+    assert done["status"] == "done"
+    for job_id in bulk_jobs:
+        gated.wait_for_job(bulk, job_id)
+    ended = {job_id: gated.container.jobs.get(bulk.tenant, job_id) for job_id in bulk_jobs}
+    ended[single_job] = gated.container.jobs.get(single.tenant, single_job)
+    order = sorted(ended, key=lambda job_id: ended[job_id].updated_at)  # type: ignore[union-attr]
+    # One worker: the single upload finished right after the first bulk job, not after all eight.
+    assert order.index(single_job) == 1, order

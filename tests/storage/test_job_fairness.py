@@ -1,0 +1,176 @@
+"""Fair job claims and upload reservations on SQLite and PostgreSQL.
+
+Claims are made one at a time here, with no worker running ("gated" workers), so the order in
+which jobs would reach workers is exact and can be asserted.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+
+from app.errors import QuotaExceeded
+from app.storage.db import Database, utc_now
+from app.storage.documents import DocumentStore
+from app.storage.jobs import JobLimitReached, JobRow, JobStore, StorageQuota
+
+pytestmark = pytest.mark.integration
+
+ROOMY = StorageQuota(documents=100, stored_bytes=10**9, chunks=10**6)
+
+
+@pytest.fixture
+def jobs(sql_database: Database) -> JobStore:
+    return JobStore(sql_database)
+
+
+def queue(jobs: JobStore, tenant: str, name: str) -> str:
+    return jobs.create(tenant, f"doc_{name}", name, f"/uploads/{name}", 10).job_id
+
+
+def claim_order(jobs: JobStore, *, finish: bool = True, limit: int | None = None) -> list[str]:
+    """Tenants of the jobs claimed one after another; each is finished before the next claim
+    when `finish` (one worker), or left running (as many workers as claims)."""
+    order = []
+    while (job := jobs.claim_next(limit)) is not None:
+        order.append(job.tenant_id)
+        if finish:
+            jobs.mark_done(job.job_id, 1, 1)
+    return order
+
+
+def test_one_worker_alternates_between_a_bulk_tenant_and_a_single_upload(jobs: JobStore) -> None:
+    for i in range(6):
+        queue(jobs, "bulk", f"b{i}.txt")
+    queue(jobs, "single", "s.txt")  # queued after all of bulk's jobs
+    order = claim_order(jobs)
+    # The single upload waits behind one bulk job, not six.
+    assert order == ["bulk", "single", "bulk", "bulk", "bulk", "bulk", "bulk"]
+
+
+def test_three_tenants_are_served_round_robin_within_each_tenant_oldest_first(
+    jobs: JobStore,
+) -> None:
+    created = {
+        tenant: [queue(jobs, tenant, f"{tenant}{i}.txt") for i in range(3)] for tenant in "abc"
+    }
+    claimed = []
+    while (job := jobs.claim_next()) is not None:
+        claimed.append(job)
+        jobs.mark_done(job.job_id, 1, 1)
+    assert [job.tenant_id for job in claimed] == list("abc" * 3)
+    for tenant, ids in created.items():
+        assert [job.job_id for job in claimed if job.tenant_id == tenant] == ids
+
+
+def test_a_tenant_with_fewer_running_jobs_goes_first(jobs: JobStore) -> None:
+    for i in range(4):
+        queue(jobs, "bulk", f"b{i}.txt")
+    first = jobs.claim_next()
+    assert first is not None and first.tenant_id == "bulk"
+    queue(jobs, "late", "l.txt")
+    # Two workers: the second free worker takes the tenant with nothing running.
+    second = jobs.claim_next()
+    assert second is not None and second.tenant_id == "late"
+
+
+def test_the_per_tenant_running_limit_leaves_the_rest_queued(jobs: JobStore) -> None:
+    for i in range(5):
+        queue(jobs, "bulk", f"b{i}.txt")
+    # Four free workers, but a tenant may run two jobs at once.
+    assert claim_order(jobs, finish=False, limit=2) == ["bulk", "bulk"]
+    queue(jobs, "other", "o.txt")
+    assert claim_order(jobs, finish=False, limit=2) == ["other"]
+
+
+def test_a_job_waiting_for_its_retry_is_claimed_only_by_its_own_message(jobs: JobStore) -> None:
+    job_id = queue(jobs, "acme", "a.txt")
+    assert jobs.claim_next() is not None
+    jobs.release(job_id, "chroma unreachable")
+    assert jobs.claim_next() is None  # its backoff is not over
+    assert jobs.claim_retry("job_other") is None
+    again = jobs.claim_retry(job_id)
+    assert again is not None and again.job_id == job_id and again.attempts == 2
+    # A fresh job is never claimed as a retry.
+    fresh = queue(jobs, "acme", "b.txt")
+    assert jobs.claim_retry(fresh) is None
+
+
+def test_a_reservation_counts_against_the_queue_and_is_freed_on_cancel(jobs: JobStore) -> None:
+    first = jobs.reserve("acme", 2)
+    jobs.reserve("acme", 2)
+    with pytest.raises(JobLimitReached):
+        jobs.reserve("acme", 2)
+    assert jobs.count_active("acme") == 2
+    assert jobs.claim_next() is None  # a reservation is not a job a worker could run
+    jobs.cancel_reservation("acme", first)
+    assert jobs.count_active("acme") == 1
+    jobs.reserve("acme", 2)
+    assert jobs.reserve("other", 2)  # quotas are per tenant
+
+
+def test_a_filled_reservation_is_a_queued_job_with_its_document(
+    jobs: JobStore, sql_database: Database
+) -> None:
+    reservation = jobs.reserve("acme", 5)
+    job = jobs.fill_reservation(
+        "acme", reservation, "doc_a", "a.txt", "/uploads/a", 42, "ab" * 32, ROOMY
+    )
+    assert (job.job_id, job.status, job.document_id, job.size_bytes) == (
+        reservation,
+        "queued",
+        "doc_a",
+        42,
+    )
+    document = DocumentStore(sql_database).get("acme", "doc_a")
+    assert document is not None and document.size_bytes == 42
+    claimed = jobs.claim_next()
+    assert claimed is not None and claimed.job_id == reservation
+
+
+@pytest.mark.parametrize(
+    ("quota", "size", "name"),
+    [
+        (StorageQuota(documents=1, stored_bytes=10**9, chunks=10**6), 10, "documents"),
+        (StorageQuota(documents=100, stored_bytes=105, chunks=10**6), 10, "stored_bytes"),
+        (StorageQuota(documents=100, stored_bytes=10**9, chunks=5), 10, "chunks"),
+    ],
+)
+def test_a_reservation_over_a_storage_quota_changes_nothing(
+    jobs: JobStore, sql_database: Database, quota: StorageQuota, size: int, name: str
+) -> None:
+    documents = DocumentStore(sql_database)
+    kept = jobs.fill_reservation(
+        "acme", jobs.reserve("acme", 5), "doc_kept", "kept.txt", "/u/kept", 100, "cd" * 32, ROOMY
+    )
+    documents.set_status("acme", "doc_kept", "done", pages=1, chunks=5)
+    jobs.mark_done(kept.job_id, 5, 1)
+    reservation = jobs.reserve("acme", 5)
+    with pytest.raises(QuotaExceeded) as refused:
+        jobs.fill_reservation(
+            "acme", reservation, "doc_new", "new.txt", "/u/new", size, "ef" * 32, quota
+        )
+    assert refused.value.quota == name and name in refused.value.message
+    assert documents.get("acme", "doc_new") is None
+    still = jobs.get("acme", reservation)
+    assert still is not None and still.status == "reserved"  # the caller cancels it
+
+
+def test_requeue_stale_drops_abandoned_reservations_only(
+    jobs: JobStore, sql_database: Database
+) -> None:
+    old = jobs.reserve("acme", 5)
+    fresh = jobs.reserve("acme", 5)
+    with sql_database.session() as session:
+        session.execute(
+            update(JobRow)
+            .where(JobRow.job_id == old)
+            .values(updated_at=utc_now() - timedelta(hours=2))
+        )
+    jobs.requeue_stale(stale_after_s=60)
+    assert jobs.get("acme", old) is None
+    assert jobs.get("acme", fresh) is not None
+    jobs.requeue_stale()  # at start-up of the only API process, no upload can be in flight
+    assert jobs.get("acme", fresh) is None
