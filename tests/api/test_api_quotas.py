@@ -215,3 +215,17 @@ def test_a_document_over_the_chunk_quota_fails_its_job_and_stores_nothing(
     assert {hit["source"] for hit in api.search(user, "valve V-3 paragraph")["results"]} <= {
         "small.txt"
     }
+
+
+def test_the_keyword_index_keeps_a_bounded_number_of_snapshots(api_factory: ApiFactory) -> None:
+    api = api_factory(keyword_snapshots_kept=2)
+    user = api.add_user("quota-snapshots")
+    for i in range(4):  # each finished upload refreshes the index: a new snapshot on disk
+        job = api.upload_and_wait(user, f"s{i}.txt", text_document(f"Snapshot note {i}."))
+        assert job["status"] == "done"
+    keyword_dir = api.settings.data_dir / "keyword"
+    (tenant_dir,) = [p for p in keyword_dir.iterdir() if p.is_dir()]
+    snapshots = [p for p in tenant_dir.iterdir() if p.is_dir()]
+    assert len(snapshots) == 2
+    assert api.container.retriever.keyword_index.rebuilds[user.tenant] >= 4
+    assert api.search(user, "Snapshot note 3")["results"][0]["source"] == "s3.txt"

@@ -270,3 +270,28 @@ def test_queries_during_rebuilds_see_a_whole_index(
         t.join()
     assert errors == []
     assert index.snapshot(tenant).corpus_version == store.corpus_version(tenant)
+
+
+@pytest.mark.parametrize("keep", [1, 3])
+def test_refreshes_keep_at_most_the_configured_number_of_snapshots_on_disk(
+    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path, keep: int
+) -> None:
+    index = KeywordIndex(store, data_dir / "keyword", keep_snapshots=keep)
+    tenant_dir = data_dir / "keyword"
+    for i in range(6):  # each upload makes the next refresh write a whole new snapshot
+        add_document(store, embedder, "acme", f"d{i}.txt", [f"valve number {i}"])
+        index.refresh("acme")
+        folders = [p for p in tenant_dir.rglob("*") if p.is_dir() and p.parent != tenant_dir]
+        assert len(folders) == min(i + 1, keep)
+    assert index.rebuilds["acme"] == 6
+    # The newest is the one served, also by a process that loads it from disk.
+    fresh = KeywordIndex(store, data_dir / "keyword", keep_snapshots=keep)
+    assert _texts(store, "acme", fresh.search("acme", "number 5", 1)) == ["valve number 5"]
+    assert fresh.loads["acme"] == 1
+
+
+def test_keep_snapshots_must_keep_the_current_one(
+    store: InMemoryVectorStore, data_dir: Path
+) -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        KeywordIndex(store, data_dir / "keyword", keep_snapshots=0)

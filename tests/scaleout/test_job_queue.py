@@ -6,7 +6,10 @@ message delivered twice, and a live job that must not be taken away.
 
 from __future__ import annotations
 
+import json
+import pickle
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,14 +69,16 @@ def worker(container: Container) -> IngestWorker:
     return IngestWorker(container, redis.Redis.from_url(REDIS_URL))
 
 
-def queued_upload(container: Container, data_dir: Path, name: str = "valves.txt") -> str:
+def queued_upload(
+    container: Container, data_dir: Path, name: str = "valves.txt", tenant: str = "acme"
+) -> str:
     """Store an upload and create its job row, as the upload route does; returns the job id."""
     uploads = data_dir / "uploads"
     uploads.mkdir(exist_ok=True)
     path = uploads / f"upload-{name}"  # stored like the upload route: random name, same suffix
     path.write_bytes(TEXT)
-    reservation = reserve_upload(container, "acme")
-    return submit_upload(container, "acme", reservation, path, name, len(TEXT)).job_id
+    reservation = reserve_upload(container, tenant)
+    return submit_upload(container, tenant, reservation, path, name, len(TEXT)).job_id
 
 
 def test_retry_delays_grow_fourfold() -> None:
@@ -196,3 +201,47 @@ def test_job_store_heartbeat_release_and_queued_since(sql_database: Database) ->
     assert jobs.queued_since(60) == []  # just released: inside the grace period
     time.sleep(0.01)
     assert jobs.queued_since(0) == [(job.job_id, 1)]
+
+
+def test_messages_are_json_on_redis_and_a_worker_runs_them(
+    container: Container, worker: IngestWorker, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rq import SimpleWorker
+    from rq.serializers import JSONSerializer
+
+    from app import worker as worker_module
+
+    job_id = queued_upload(container, data_dir)
+    RedisJobQueue(worker.queue, 60).enqueue(container.jobs.get("acme", job_id))  # type: ignore[arg-type]
+
+    # What Redis holds for the message: zlib-compressed JSON naming the task and the job id,
+    # not a pickle (which would start with the protocol byte 0x80 and could carry code).
+    raw = worker.queue.connection.hget(f"rq:job:{message_id(job_id, 0)}", "data")
+    assert raw is not None
+    payload = zlib.decompress(raw)
+    assert not payload.startswith(b"\x80")
+    with pytest.raises(pickle.UnpicklingError):
+        pickle.loads(payload)
+    function, _instance, args, _kwargs = json.loads(payload)
+    assert (function, args) == ("app.worker.process_job", [job_id])
+
+    # An rq worker with the JSON serializer, as `python -m app.worker` builds it, runs it.
+    monkeypatch.setattr(worker_module, "_current", worker)
+    rq_worker = SimpleWorker(
+        [worker.queue], connection=worker.queue.connection, serializer=JSONSerializer
+    )
+    assert rq_worker.work(burst=True)
+    done = container.jobs.get("acme", job_id)
+    assert done is not None and done.status == "done" and done.chunks_indexed >= 1
+
+
+def test_a_message_is_a_turn_that_runs_the_fairest_job(
+    container: Container, worker: IngestWorker, data_dir: Path
+) -> None:
+    bulk = [queued_upload(container, data_dir, f"bulk{i}.txt") for i in range(3)]
+    single = queued_upload(container, data_dir, "single.txt", tenant="solo")
+    # rq delivers the messages first in, first out; the jobs run fairly across tenants.
+    ran = [worker.process(message).removeprefix("finished ") for message in [*bulk, single]]
+    assert ran == [bulk[0], single, bulk[1], bulk[2]]
+    assert all(container.jobs.get("acme", job_id).status == "done" for job_id in bulk)  # type: ignore[union-attr]
+    assert container.jobs.get("solo", single).status == "done"  # type: ignore[union-attr]
