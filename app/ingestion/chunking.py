@@ -11,12 +11,15 @@ from collections import Counter
 from collections.abc import Sequence
 
 from app.domain import Chunk, Page, chunk_id
+from app.ingestion.normalise import MAX_LABEL_CHARS, normalise_label
 from app.ingestion.splitter import TABLE_SEPARATORS, Span, separators_for, split_cores, split_text
 
 
 def _row_range_label(page: Page, first: int, last: int) -> str:
     rows = f"row {first}" if first == last else f"rows {first}-{last}"
-    return f"{page.label} {rows}" if page.label else rows
+    # The sheet title gives way so the rows always fit in the label column.
+    title = normalise_label(page.label, MAX_LABEL_CHARS - len(rows) - 1)
+    return f"{title} {rows}" if title else rows
 
 
 def _table_spans(page: Page, chunk_size: int) -> list[tuple[Span, str]]:
@@ -76,8 +79,9 @@ def chunk_pages(
             ]
         else:
             separators = separators_for(page.language)
+            label = normalise_label(page.label) or str(page.number)
             pieces = [
-                (span, page.text[span.start : span.end], page.label)
+                (span, page.text[span.start : span.end], label)
                 for span in split_text(page.text, chunk_size, chunk_overlap, separators)
             ]
         for span, text, label in pieces:

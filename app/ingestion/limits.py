@@ -13,21 +13,27 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LoadLimits:
-    """Caps on one document: pages, extracted characters, and zip expansion (DOCX/PPTX/XLSX)."""
+    """Caps on one document: pages, extracted characters, zip expansion (DOCX/PPTX/XLSX), and
+    the memory and CPU time of the child process that parses it (None: no OS limit)."""
 
     max_pages: int = 2000
     max_chars: int = 5_000_000
     max_archive_bytes: int = 200 * 1024 * 1024
     max_archive_ratio: float = 100.0
+    max_memory_bytes: int | None = None
+    max_cpu_s: int | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoadLimits:
-        """The limits configured by RAG_MAX_PAGES, RAG_MAX_CHARS and RAG_MAX_ARCHIVE_*."""
+        """The limits configured by RAG_MAX_PAGES, RAG_MAX_CHARS, RAG_MAX_ARCHIVE_* and
+        RAG_PARSE_MAX_MEMORY_MB / RAG_PARSE_MAX_CPU_S."""
         return cls(
             max_pages=settings.max_pages,
             max_chars=settings.max_chars,
             max_archive_bytes=settings.max_archive_bytes,
             max_archive_ratio=settings.max_archive_ratio,
+            max_memory_bytes=settings.parse_max_memory_mb * 1024 * 1024,
+            max_cpu_s=settings.parse_max_cpu_s,
         )
 
 

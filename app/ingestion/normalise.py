@@ -13,6 +13,8 @@ _PRESENTATION_FORMS = re.compile("[\ufb00-\ufdff\ufe70-\ufefe]+")
 _NOISE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufeff\u00ad]")
 _TRAILING_SPACE = re.compile(r"[ \t]+\n")
 _BLANK_LINES = re.compile(r"\n{3,}")
+# chunks.page_label is VARCHAR(64): a label from a file (PDF page label, sheet title) must fit.
+MAX_LABEL_CHARS = 64
 
 
 def normalise_text(text: str) -> str:
@@ -29,3 +31,15 @@ def normalise_text(text: str) -> str:
 def normalise_line(text: str) -> str:
     """Normalise a single-line value (a table cell or header): NFC and no line breaks."""
     return " ".join(normalise_text(text).split())
+
+
+def normalise_label(raw: str, max_chars: int = MAX_LABEL_CHARS) -> str:
+    """A page label or sheet title from a file as one short line: NFC, no control or format
+    characters, whitespace collapsed, at most `max_chars` characters."""
+    text = unicodedata.normalize("NFC", raw)
+    # Whitespace of any kind separates words; other control/format/private-use characters
+    # (category C*: bidi overrides, zero-width marks, NUL) are dropped.
+    text = "".join(
+        ch for ch in text if ch.isspace() or not unicodedata.category(ch).startswith("C")
+    )
+    return " ".join(text.split())[:max_chars].rstrip()

@@ -1,20 +1,27 @@
-"""Parse untrusted files in a child process with a hard time limit.
+"""Parse untrusted files in a child process with a hard time limit and OS resource limits.
 
 A hostile PDF can make a parser loop for minutes; a thread cannot be stopped, a process can.
 The child sends back either the pages or the typed error (class name and message), which is
 raised again in the parent as the same class, so callers see the same errors as from `load`.
+
+The child also runs under RLIMIT_AS (memory) and RLIMIT_CPU (CPU seconds) from `LoadLimits`:
+a decompression or object-graph bomb fails with DocumentTooComplex instead of exhausting the
+machine. Past the soft CPU limit the child gets SIGXCPU (reported as DocumentTooComplex);
+a parser stuck in C code is killed at the hard limit a little later, reported the same way.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import resource
+import signal
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from app import errors
 from app.domain import Page
-from app.errors import CorruptDocument, IngestionError, ParseTimeout
+from app.errors import CorruptDocument, DocumentTooComplex, IngestionError, ParseTimeout
 from app.ingestion.dispatch import load
 from app.ingestion.limits import LoadLimits
 from app.ingestion.loaders import LOADER_MODULES
@@ -25,13 +32,81 @@ _CONTEXT = multiprocessing.get_context("forkserver")
 # The fork server imports the parsers once; each child then starts with them loaded.
 _CONTEXT.set_forkserver_preload(["app.ingestion.dispatch", *LOADER_MODULES])
 _KILL_GRACE_S = 2.0
+# After the soft CPU limit (SIGXCPU) the child has this long to report before SIGKILL.
+_CPU_GRACE_S = 5
+# Exit signals of a child stopped by a resource limit (the OOM killer also sends SIGKILL).
+_LIMIT_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU)
+
+
+class _CpuLimitReached(BaseException):
+    """Raised in the child by SIGXCPU: the soft RLIMIT_CPU is spent. A BaseException, like
+    KeyboardInterrupt, so a loader's `except Exception` cannot mistake it for a damaged file."""
+
+
+def _on_sigxcpu(signum: int, frame: object) -> None:
+    raise _CpuLimitReached
+
+
+def too_complex(limits: LoadLimits, resource_name: str) -> DocumentTooComplex:
+    """The error for a file whose parsing needed more memory or CPU time than allowed."""
+    if resource_name == "memory" and limits.max_memory_bytes:
+        limit = f"{limits.max_memory_bytes // (1024 * 1024)} MB of memory"
+    elif resource_name == "cpu" and limits.max_cpu_s:
+        limit = f"{limits.max_cpu_s} s of CPU time"
+    else:
+        limit = "its memory or CPU limit"
+    return DocumentTooComplex(
+        f"document_too_complex: parsing this file needed more than {limit} and was stopped; "
+        "the file may be malformed or built to exhaust the parser. Try a simpler export of it"
+    )
+
+
+def _apply_resource_limits(limits: LoadLimits) -> None:
+    # Only the soft limits bind the parser; the hard ones stay above them so the child can
+    # still report (memory) or is killed shortly after (CPU).
+    if limits.max_memory_bytes:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (limits.max_memory_bytes, hard))
+    if limits.max_cpu_s:
+        signal.signal(signal.SIGXCPU, _on_sigxcpu)
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        cpu_hard = limits.max_cpu_s + _CPU_GRACE_S
+        if hard != resource.RLIM_INFINITY:
+            cpu_hard = min(cpu_hard, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (min(limits.max_cpu_s, cpu_hard), cpu_hard))
+
+
+def _lift_memory_limit() -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+
+def _caused_by_memory(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(20):  # a bounded walk down the cause chain
+        if seen is None:
+            return False
+        if isinstance(seen, MemoryError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _parse_in_child(path: str, limits: LoadLimits, conn: Connection) -> None:
     try:
+        _apply_resource_limits(limits)
         conn.send(("ok", load(Path(path), limits)))
+    except MemoryError:
+        _lift_memory_limit()  # the report itself needs a little memory
+        conn.send(("error", "DocumentTooComplex", too_complex(limits, "memory").message))
+    except _CpuLimitReached:
+        conn.send(("error", "DocumentTooComplex", too_complex(limits, "cpu").message))
     except IngestionError as exc:
-        conn.send(("error", type(exc).__name__, exc.message))
+        if _caused_by_memory(exc):  # a loader wrapped the MemoryError as a damaged file
+            _lift_memory_limit()
+            conn.send(("error", "DocumentTooComplex", too_complex(limits, "memory").message))
+        else:
+            conn.send(("error", type(exc).__name__, exc.message))
     except BaseException as exc:  # anything else is reported, never lost with the child
         conn.send(
             ("error", "CorruptDocument", f"the file could not be read ({type(exc).__name__})")
@@ -85,6 +160,8 @@ def load_with_timeout(path: Path, limits: LoadLimits, timeout_s: float) -> list[
             message = receiver.recv()
         except EOFError:
             process.join(_KILL_GRACE_S)
+            if process.exitcode in _LIMIT_SIGNALS:
+                raise too_complex(limits, "cpu" if limits.max_cpu_s else "memory") from None
             raise CorruptDocument(
                 f"the parser stopped unexpectedly (exit code {process.exitcode}) on this file; "
                 "it may be malformed. Try a simpler export of it"
