@@ -87,8 +87,8 @@ class Uploader:
 
     def done_count(self, tenant: str, job_ids: list[str]) -> int:
         """How many of the jobs are done."""
-        jobs = self.container.jobs
-        return sum(1 for job_id in job_ids if jobs.get(tenant, job_id).status == "done")  # type: ignore[union-attr]
+        records = [self.container.jobs.get(tenant, job_id) for job_id in job_ids]
+        return sum(1 for job in records if job is not None and job.status == "done")
 
     def finished_between(self, tenant: str, job_id: str, other: str) -> int:
         """How many of `other`'s jobs finished while `job_id` (of `tenant`) was queued or running:

@@ -237,8 +237,9 @@ def delete_document(container: Container, tenant_id: str, document_id: str) -> N
 
 
 def get_job(container: Container, tenant_id: str, job_id: str) -> JobRecord:
-    """The tenant's job; NotFound whether missing or another tenant's."""
+    """The tenant's job; NotFound whether missing, another tenant's, or an upload still being
+    received (its id is not given out until the job exists)."""
     job = container.jobs.get(tenant_id, job_id)
-    if job is None:
+    if job is None or job.status == "reserved":
         raise NotFound("job not found")
     return job

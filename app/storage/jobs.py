@@ -267,7 +267,10 @@ class JobStore:
             session.execute(select(func.pg_advisory_xact_lock(key)))
 
     def get(self, tenant_id: str, job_id: str) -> JobRecord | None:
-        """The tenant's job, or None when it is missing or belongs to another tenant."""
+        """The tenant's job, or None when it is missing or belongs to another tenant.
+
+        A reservation (an upload still being received) is returned too, with status `reserved`.
+        """
         with self._db.session() as session:
             row = session.scalars(
                 select(JobRow).where(JobRow.tenant_id == tenant_id, JobRow.job_id == job_id)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -49,11 +49,18 @@ def _document_out(record: DocumentRecord) -> DocumentOut:
     )
 
 
+def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "failed"]:
+    # A reservation is an upload still being received: never handed to a client as a job.
+    status = job.status
+    assert status != "reserved", "a reservation is not a job yet"
+    return status
+
+
 def _job_out(job: JobRecord) -> JobOut:
     return JobOut(
         job_id=job.job_id,
         document_id=job.document_id,
-        status=job.status,
+        status=_shown_status(job),
         source=job.source,
         progress=Progress(
             done=job.progress_done, total=job.progress_total, stage=job.progress_stage
@@ -104,7 +111,7 @@ async def upload_document(
     )
     await run_in_threadpool(request.app.state.workers.enqueue, job)  # may talk to Redis
     return UploadAccepted(
-        job_id=job.job_id, document_id=job.document_id, status=job.status, source=job.source
+        job_id=job.job_id, document_id=job.document_id, status=_shown_status(job), source=job.source
     )
 
 
