@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 
 from app.config import load_settings
 from app.services.container import Container
-from app.services.documents import reserve_upload, submit_upload
+from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
 from app.services.ingest_worker import IngestWorkerPool
 from app.storage.jobs import JobRow
 from bench.common import median, percentile, table
@@ -63,14 +63,8 @@ class Uploader:
         path = self.folder / f"upload-{self.count:05d}.txt"
         path.write_text(body, encoding="utf-8")
         reservation = reserve_upload(self.container, tenant)
-        job = submit_upload(
-            self.container,
-            tenant,
-            reservation,
-            path,
-            f"{tenant}-{self.count}.txt",
-            path.stat().st_size,
-        )
+        received = ReceivedFile(path, f"{tenant}-{self.count}.txt", path.stat().st_size)
+        (job,) = submit_uploads(self.container, tenant, [reservation], [received])
         return job.job_id
 
     def wait(self, tenant: str, job_id: str, timeout_s: float = 1800.0) -> None:

@@ -15,11 +15,17 @@ class TokenOut(BaseModel):
     expires_in: int
 
 
-class UploadAccepted(BaseModel):
+class JobAccepted(BaseModel):
     job_id: str
     document_id: str
     status: JobStatus
     source: str
+
+
+class UploadAccepted(JobAccepted):
+    """The first file's job at the top level (the single-file shape), and every file's in `jobs`."""
+
+    jobs: list[JobAccepted]
 
 
 class Progress(BaseModel):

@@ -1,10 +1,15 @@
 """Streaming multipart receiver: the upload goes straight to disk and the size limit is enforced
 while the body is read, so an oversize upload is refused before it is stored.
+
+A request may carry several `file` fields (one job each); the size limit applies to all of them
+together, and `reserve_slot` is called before each file after the first is written, so a tenant
+over its job queue quota is refused before that file reaches the disk.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -12,20 +17,13 @@ from typing import BinaryIO
 from fastapi import Request
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.concurrency import run_in_threadpool
 
 from app.api.errors import ApiError
+from app.services.documents import ReceivedFile
 
 FILE_FIELD = "file"
 _MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers around the file
-
-
-@dataclass
-class ReceivedUpload:
-    """A file the client sent, stored under a generated name."""
-
-    client_filename: str
-    path: Path
-    size_bytes: int
 
 
 class _Abort(Exception):
@@ -38,11 +36,14 @@ class _PartState:
     dest_dir: Path
     max_bytes: int
     accept_suffix: frozenset[str]
+    max_files: int = 1
+    reserve_slot: Callable[[], object] | None = None
     header_field: bytearray = field(default_factory=bytearray)
     header_value: bytearray = field(default_factory=bytearray)
     headers: dict[str, bytes] = field(default_factory=dict)
     handle: BinaryIO | None = None
-    upload: ReceivedUpload | None = None
+    uploads: list[ReceivedFile] = field(default_factory=list)
+    total_bytes: int = 0
 
     def on_part_begin(self) -> None:
         self.headers = {}
@@ -60,7 +61,7 @@ class _PartState:
 
     def on_headers_finished(self) -> None:
         _, params = parse_options_header(self.headers.get("content-disposition", b""))
-        if params.get(b"name") != FILE_FIELD.encode() or self.upload is not None:
+        if params.get(b"name") != FILE_FIELD.encode():
             return
         raw_name = params.get(b"filename")
         if raw_name is None:
@@ -76,15 +77,26 @@ class _PartState:
                     f"files of type {suffix or '(none)'!r} are not supported; use one of {allowed}",
                 )
             )
+        if len(self.uploads) >= self.max_files:
+            raise _Abort(
+                ApiError(
+                    422,
+                    "validation_error",
+                    f"at most {self.max_files} files per request; send the rest in another one",
+                )
+            )
+        if self.uploads and self.reserve_slot is not None:
+            self.reserve_slot()  # the first file's slot was reserved before the body was read
         path = self.dest_dir / f"{secrets.token_hex(16)}{suffix}"
         self.handle = path.open("wb")
-        self.upload = ReceivedUpload(filename, path, 0)
+        self.uploads.append(ReceivedFile(path=path, client_filename=filename, size_bytes=0))
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
-        if self.handle is None or self.upload is None:
+        if self.handle is None or not self.uploads:
             return
-        self.upload.size_bytes += end - start
-        if self.upload.size_bytes > self.max_bytes:
+        self.uploads[-1].size_bytes += end - start
+        self.total_bytes += end - start
+        if self.total_bytes > self.max_bytes:
             raise _Abort(too_large(self.max_bytes))
         self.handle.write(data[start:end])
 
@@ -96,8 +108,8 @@ class _PartState:
     def discard(self) -> None:
         if self.handle is not None:
             self.handle.close()
-        if self.upload is not None:
-            self.upload.path.unlink(missing_ok=True)
+        for upload in self.uploads:
+            upload.path.unlink(missing_ok=True)
 
 
 def too_large(max_bytes: int) -> ApiError:
@@ -109,8 +121,26 @@ def too_large(max_bytes: int) -> ApiError:
 
 async def receive_upload(
     request: Request, *, dest_dir: Path, max_bytes: int, accept_suffix: frozenset[str]
-) -> ReceivedUpload:
-    """Stream the multipart field `file` to `dest_dir`; 413/415/422 ApiError on bad input."""
+) -> ReceivedFile:
+    """Stream the one multipart field `file` to `dest_dir`; 413/415/422 ApiError on bad input."""
+    (upload,) = await receive_uploads(
+        request, dest_dir=dest_dir, max_bytes=max_bytes, accept_suffix=accept_suffix
+    )
+    return upload
+
+
+async def receive_uploads(
+    request: Request,
+    *,
+    dest_dir: Path,
+    max_bytes: int,
+    accept_suffix: frozenset[str],
+    max_files: int = 1,
+    reserve_slot: Callable[[], object] | None = None,
+) -> list[ReceivedFile]:
+    """Stream every multipart field `file` (at most `max_files`, `max_bytes` in all) to
+    `dest_dir`, calling `reserve_slot` before each file after the first; 413/415/422 ApiError on
+    bad input, and whatever `reserve_slot` raises. On any failure nothing is left on disk."""
     content_type, params = parse_options_header(request.headers.get("content-type", ""))
     boundary = params.get(b"boundary")
     if content_type != b"multipart/form-data" or not boundary:
@@ -120,7 +150,7 @@ async def receive_upload(
         raise too_large(max_bytes)
 
     dest_dir.mkdir(parents=True, exist_ok=True)
-    state = _PartState(dest_dir, max_bytes, accept_suffix)
+    state = _PartState(dest_dir, max_bytes, accept_suffix, max_files, reserve_slot)
     callbacks = {
         name: getattr(state, name)
         for name in (
@@ -136,7 +166,9 @@ async def receive_upload(
     parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
     try:
         async for chunk in request.stream():
-            parser.write(chunk)
+            # In a worker thread: the callbacks write files and may reserve job slots in the
+            # database, neither of which may block the event loop.
+            await run_in_threadpool(parser.write, chunk)
         parser.finalize()
     except _Abort as abort:
         state.discard()
@@ -147,9 +179,9 @@ async def receive_upload(
     except BaseException:
         state.discard()
         raise
-    if state.upload is None:
+    if not state.uploads:
         raise ApiError(422, "validation_error", "field 'file' is required")
     if state.handle is not None:  # body ended inside the part
         state.discard()
         raise ApiError(422, "validation_error", "malformed multipart body: truncated file part")
-    return state.upload
+    return state.uploads

@@ -7,6 +7,7 @@ import logging
 import re
 import unicodedata
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.domain import document_id as make_document_id
@@ -14,7 +15,7 @@ from app.errors import IngestionError, JobQueueFull, NotFound
 from app.services.container import Container
 from app.services.pipeline import IngestedDocument, ProgressCallback, index_file
 from app.storage.documents import DocumentRecord
-from app.storage.jobs import JobLimitReached, JobRecord, StorageQuota
+from app.storage.jobs import JobLimitReached, JobRecord, StorageQuota, StoredUpload
 
 log = logging.getLogger(__name__)
 
@@ -88,43 +89,58 @@ def release_upload(container: Container, tenant_id: str, reservation: str) -> No
     container.jobs.cancel_reservation(tenant_id, reservation)
 
 
-def submit_upload(
-    container: Container,
-    tenant_id: str,
-    reservation: str,
-    stored_path: Path,
-    client_filename: str,
-    size: int,
-) -> JobRecord:
-    """Queue a stored upload as the job its reservation held; the caller's file becomes the job's.
+@dataclass
+class ReceivedFile:
+    """A file the client sent, stored on disk under a generated name (counted while received)."""
 
-    Over a storage quota, QuotaExceeded (413) is raised and the upload, its reservation and
-    any row are gone.
+    path: Path
+    client_filename: str
+    size_bytes: int
+
+
+def submit_uploads(
+    container: Container, tenant_id: str, reservations: list[str], files: list[ReceivedFile]
+) -> list[JobRecord]:
+    """Queue a request's stored files as the jobs their reservations held, all or none; the
+    caller's files become the jobs'.
+
+    Over a storage quota, QuotaExceeded (413) is raised and the files, their reservations and
+    any rows are gone.
     """
-    source = sanitise_filename(client_filename)
-    doc_id = make_document_id(tenant_id, source)
-    sha = file_sha256(stored_path)  # before the transaction, which must stay short
     try:
-        # The job and, if missing, the document row are committed in one transaction, after the
-        # quota check: a worker cannot claim the job before its row exists (it would fail it as
-        # "deleted before it could be indexed"), and a refused upload writes no row, so there is
-        # none to clean up that a concurrent upload of the same name might already rely on.
-        job = container.jobs.fill_reservation(
-            tenant_id,
-            reservation,
-            doc_id,
-            source,
-            str(stored_path),
-            size,
-            sha,
-            storage_quota(container),
-        )
+        uploads = [
+            _stored_upload(tenant_id, reservation, file)
+            for reservation, file in zip(reservations, files, strict=True)
+        ]
+        # The jobs and, if missing, the document rows are committed in one transaction, after
+        # the quota check: a worker cannot claim a job before its row exists (it would fail it
+        # as "deleted before it could be indexed"), and a refused upload writes no row, so there
+        # is none to clean up that a concurrent upload of the same name might already rely on.
+        jobs = container.jobs.fill_reservations(tenant_id, uploads, storage_quota(container))
     except BaseException:
-        stored_path.unlink(missing_ok=True)
-        release_upload(container, tenant_id, reservation)
+        for file in files:
+            file.path.unlink(missing_ok=True)
+        for reservation in reservations:
+            release_upload(container, tenant_id, reservation)
         raise
-    log.info("upload queued", extra={"job_id": job.job_id, "document_id": doc_id, "bytes": size})
-    return job
+    for job in jobs:
+        log.info(
+            "upload queued",
+            extra={"job_id": job.job_id, "document_id": job.document_id, "bytes": job.size_bytes},
+        )
+    return jobs
+
+
+def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> StoredUpload:
+    source = sanitise_filename(file.client_filename)
+    return StoredUpload(
+        job_id=reservation,
+        document_id=make_document_id(tenant_id, source),
+        source=source,
+        stored_path=str(file.path),
+        size_bytes=file.size_bytes,
+        document_sha256=file_sha256(file.path),  # before the transaction, which stays short
+    )
 
 
 def quota_usage(container: Container, tenant_id: str) -> dict[str, tuple[int, int]]:

@@ -10,8 +10,9 @@ jobs. SQLite evaluates it under the write lock; PostgreSQL first takes a per-ten
 for the transaction, so the count of the next creator already sees this one's job.
 
 An upload reserves its slot (a `reserved` row) before its body is read, so a tenant over its
-queue quota is refused before anything is written to disk; `fill_reservation` turns the row into
-a queued job once the file is stored, checking the tenant's storage quotas in that transaction.
+queue quota is refused before anything is written to disk; `fill_reservations` turns the rows
+of a request's stored files into queued jobs, checking the tenant's storage quotas in that same
+transaction.
 
 Claims are fair across tenants: `claim_next` takes the oldest queued job of the tenant with the
 fewest running jobs, and among those the tenant served least recently (`job_tenant_turns`), so
@@ -90,6 +91,18 @@ class StorageQuota:
     documents: int
     stored_bytes: int
     chunks: int
+
+
+@dataclass(frozen=True)
+class StoredUpload:
+    """An upload on disk, to become the queued job its reservation (`job_id`) holds."""
+
+    job_id: str
+    document_id: str
+    source: str
+    stored_path: str
+    size_bytes: int
+    document_sha256: str
 
 
 @dataclass(frozen=True)
@@ -186,58 +199,65 @@ class JobStore:
                 raise JobLimitReached(tenant_id, active_limit)
         return row.job_id
 
-    def fill_reservation(
-        self,
-        tenant_id: str,
-        job_id: str,
-        document_id: str,
-        source: str,
-        stored_path: str,
-        size_bytes: int,
-        document_sha256: str,
-        quota: StorageQuota,
-    ) -> JobRecord:
-        """Turn a reservation into a queued job for its stored upload, within `quota`.
+    def fill_reservations(
+        self, tenant_id: str, uploads: list[StoredUpload], quota: StorageQuota
+    ) -> list[JobRecord]:
+        """Turn the reservations of stored uploads into queued jobs, all or none, within `quota`.
 
-        Raises QuotaExceeded (nothing changes; the caller cancels the reservation) when the
-        document would exceed the tenant's documents, stored bytes or chunks. The document's
-        row is created in the same transaction, as in `create`.
+        Raises QuotaExceeded (nothing changes; the caller cancels the reservations) when the
+        uploads, taken in order, would exceed the tenant's documents, stored bytes or chunks.
+        Each document's row is created in the same transaction, as in `create`; LookupError
+        when a reservation no longer exists.
         """
         now = utc_now()
+        reserved = [upload.job_id for upload in uploads]
         with self._db.session() as session:
             self._lock_tenant(session, tenant_id)
-            # A write first: on SQLite it takes the write lock, so the usage read below and the
-            # job update are one serialised step against every other upload of the tenant.
+            # A write first: on SQLite it takes the write lock, so the usage reads below and the
+            # job updates are one serialised step against every other upload of the tenant.
             touched = session.execute(
                 update(JobRow)
                 .where(
-                    JobRow.job_id == job_id,
+                    JobRow.job_id.in_(reserved),
                     JobRow.tenant_id == tenant_id,
                     JobRow.status == "reserved",
                 )
                 .values(updated_at=now)
             )
-            if not touched.rowcount:  # type: ignore[attr-defined]
-                raise LookupError(f"reservation {job_id} no longer exists")
-            _check_storage_quota(session, tenant_id, document_id, size_bytes, quota)
-            session.execute(
-                update(JobRow)
-                .where(JobRow.job_id == job_id)
-                .values(
-                    status="queued",
-                    document_id=document_id,
-                    source=source,
-                    stored_path=stored_path,
-                    size_bytes=size_bytes,
-                    created_at=now,
+            if touched.rowcount != len(set(reserved)):  # type: ignore[attr-defined]
+                raise LookupError("an upload's job reservation no longer exists")
+            for upload in uploads:
+                _check_storage_quota(
+                    session, tenant_id, upload.document_id, upload.size_bytes, quota
                 )
-            )
-            insert_missing_document(
-                session, tenant_id, document_id, source, size_bytes, document_sha256
-            )
-            row = session.get(JobRow, job_id, populate_existing=True)
-            assert row is not None  # updated in this transaction
-            return _record(row)
+                session.execute(
+                    update(JobRow)
+                    .where(JobRow.job_id == upload.job_id)
+                    .values(
+                        status="queued",
+                        document_id=upload.document_id,
+                        source=upload.source,
+                        stored_path=upload.stored_path,
+                        size_bytes=upload.size_bytes,
+                        created_at=now,
+                    )
+                )
+                # Later uploads of this request see this one's row in their quota check.
+                insert_missing_document(
+                    session,
+                    tenant_id,
+                    upload.document_id,
+                    upload.source,
+                    upload.size_bytes,
+                    upload.document_sha256,
+                )
+            rows = session.scalars(
+                select(JobRow)
+                .where(JobRow.job_id.in_(reserved))
+                .execution_options(populate_existing=True)
+            ).all()
+            by_id = {row.job_id: _record(row) for row in rows}
+            return [by_id[job_id] for job_id in reserved]
 
     def cancel_reservation(self, tenant_id: str, job_id: str) -> None:
         """Give back a reserved slot whose upload failed or was refused."""

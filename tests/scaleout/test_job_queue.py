@@ -24,7 +24,7 @@ from sqlalchemy import select
 from app.config import Settings
 from app.errors import ProviderUnavailable
 from app.services.container import Container
-from app.services.documents import reserve_upload, submit_upload
+from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
 from app.services.job_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.storage.db import Database
 from app.storage.jobs import JobRow, JobStore
@@ -78,7 +78,8 @@ def queued_upload(
     path = uploads / f"upload-{name}"  # stored like the upload route: random name, same suffix
     path.write_bytes(TEXT)
     reservation = reserve_upload(container, tenant)
-    return submit_upload(container, tenant, reservation, path, name, len(TEXT)).job_id
+    (job,) = submit_uploads(container, tenant, [reservation], [ReceivedFile(path, name, len(TEXT))])
+    return job.job_id
 
 
 def test_retry_delays_grow_fourfold() -> None:

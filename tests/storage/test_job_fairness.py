@@ -14,7 +14,7 @@ from sqlalchemy import update
 from app.errors import QuotaExceeded
 from app.storage.db import Database, utc_now
 from app.storage.documents import DocumentStore
-from app.storage.jobs import JobLimitReached, JobRow, JobStore, StorageQuota
+from app.storage.jobs import JobLimitReached, JobRow, JobStore, StorageQuota, StoredUpload
 
 pytestmark = pytest.mark.integration
 
@@ -24,6 +24,15 @@ ROOMY = StorageQuota(documents=100, stored_bytes=10**9, chunks=10**6)
 @pytest.fixture
 def jobs(sql_database: Database) -> JobStore:
     return JobStore(sql_database)
+
+
+def fill(
+    jobs: JobStore, reservation: str, name: str, size: int, quota: StorageQuota = ROOMY
+) -> str:
+    """Queue a stored upload of tenant acme into its reservation; returns the job id."""
+    upload = StoredUpload(reservation, f"doc_{name}", name, f"/uploads/{name}", size, "ab" * 32)
+    (job,) = jobs.fill_reservations("acme", [upload], quota)
+    return job.job_id
 
 
 def queue(jobs: JobStore, tenant: str, name: str) -> str:
@@ -115,16 +124,15 @@ def test_a_filled_reservation_is_a_queued_job_with_its_document(
     jobs: JobStore, sql_database: Database
 ) -> None:
     reservation = jobs.reserve("acme", 5)
-    job = jobs.fill_reservation(
-        "acme", reservation, "doc_a", "a.txt", "/uploads/a", 42, "ab" * 32, ROOMY
-    )
+    job = jobs.get("acme", fill(jobs, reservation, "a.txt", 42))
+    assert job is not None
     assert (job.job_id, job.status, job.document_id, job.size_bytes) == (
         reservation,
         "queued",
-        "doc_a",
+        "doc_a.txt",
         42,
     )
-    document = DocumentStore(sql_database).get("acme", "doc_a")
+    document = DocumentStore(sql_database).get("acme", "doc_a.txt")
     assert document is not None and document.size_bytes == 42
     claimed = jobs.claim_next()
     assert claimed is not None and claimed.job_id == reservation
@@ -142,18 +150,14 @@ def test_a_reservation_over_a_storage_quota_changes_nothing(
     jobs: JobStore, sql_database: Database, quota: StorageQuota, size: int, name: str
 ) -> None:
     documents = DocumentStore(sql_database)
-    kept = jobs.fill_reservation(
-        "acme", jobs.reserve("acme", 5), "doc_kept", "kept.txt", "/u/kept", 100, "cd" * 32, ROOMY
-    )
-    documents.set_status("acme", "doc_kept", "done", pages=1, chunks=5)
-    jobs.mark_done(kept.job_id, 5, 1)
+    kept = fill(jobs, jobs.reserve("acme", 5), "kept.txt", 100)
+    documents.set_status("acme", "doc_kept.txt", "done", pages=1, chunks=5)
+    jobs.mark_done(kept, 5, 1)
     reservation = jobs.reserve("acme", 5)
     with pytest.raises(QuotaExceeded) as refused:
-        jobs.fill_reservation(
-            "acme", reservation, "doc_new", "new.txt", "/u/new", size, "ef" * 32, quota
-        )
+        fill(jobs, reservation, "new.txt", size, quota)
     assert refused.value.quota == name and name in refused.value.message
-    assert documents.get("acme", "doc_new") is None
+    assert documents.get("acme", "doc_new.txt") is None
     still = jobs.get("acme", reservation)
     assert still is not None and still.status == "reserved"  # the caller cancels it
 
@@ -174,3 +178,23 @@ def test_requeue_stale_drops_abandoned_reservations_only(
     assert jobs.get("acme", fresh) is not None
     jobs.requeue_stale()  # at start-up of the only API process, no upload can be in flight
     assert jobs.get("acme", fresh) is None
+
+
+def test_several_uploads_are_queued_together_or_not_at_all(
+    jobs: JobStore, sql_database: Database
+) -> None:
+    quota = StorageQuota(documents=2, stored_bytes=10**9, chunks=10**6)
+    reservations = [jobs.reserve("acme", 5) for _ in range(3)]
+    uploads = [
+        StoredUpload(r, f"doc_{i}", f"{i}.txt", f"/u/{i}", 10, "ab" * 32)
+        for i, r in enumerate(reservations)
+    ]
+    # The third document passes the quota of two: the first two are not queued either.
+    with pytest.raises(QuotaExceeded):
+        jobs.fill_reservations("acme", uploads, quota)
+    assert DocumentStore(sql_database).count("acme") == 0
+    assert {jobs.get("acme", r).status for r in reservations} == {"reserved"}  # type: ignore[union-attr]
+    queued = jobs.fill_reservations("acme", uploads[:2], quota)
+    assert [job.job_id for job in queued] == reservations[:2]
+    assert [job.status for job in queued] == ["queued", "queued"]
+    assert DocumentStore(sql_database).count("acme") == 2

@@ -10,16 +10,26 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import ContainerDep, Principal
 from app.api.errors import error_responses
-from app.api.schemas import DocumentList, DocumentOut, JobOut, Progress, UploadAccepted
-from app.api.upload import receive_upload
+from app.api.schemas import (
+    DocumentList,
+    DocumentOut,
+    JobAccepted,
+    JobOut,
+    Progress,
+    UploadAccepted,
+)
+from app.api.upload import receive_uploads
 from app.errors import InvalidInput
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.services import documents as service
+from app.services.container import Container
 from app.storage.documents import DocumentRecord
 from app.storage.jobs import JobRecord
 
 router = APIRouter(tags=["documents"])
 DEFAULT_PAGE_SIZE = 50
+# Files one upload request may carry (each becomes a job and takes a slot of the queue quota).
+MAX_FILES_PER_REQUEST = 100
 
 _UPLOAD_BODY = {
     "requestBody": {
@@ -29,7 +39,19 @@ _UPLOAD_BODY = {
                 "schema": {
                     "type": "object",
                     "required": ["file"],
-                    "properties": {"file": {"type": "string", "format": "binary"}},
+                    "properties": {
+                        "file": {
+                            "description": "one file, or the field repeated for several",
+                            "oneOf": [
+                                {"type": "string", "format": "binary"},
+                                {
+                                    "type": "array",
+                                    "items": {"type": "string", "format": "binary"},
+                                    "maxItems": MAX_FILES_PER_REQUEST,
+                                },
+                            ],
+                        }
+                    },
                 }
             }
         },
@@ -83,36 +105,50 @@ def _job_out(job: JobRecord) -> JobOut:
 async def upload_document(
     request: Request, container: ContainerDep, principal: Principal
 ) -> UploadAccepted:
-    """Accept a file (multipart field `file`) and queue it for background indexing."""
+    """Accept files (multipart field `file`, repeated for several; one job each) and queue them
+    for background indexing. All files of a request are accepted, or none."""
     tenant = principal.tenant_id
-    # The job slot is taken before the body is read: a tenant over its queue quota gets 429 and
-    # nothing reaches the disk.
-    reservation = await run_in_threadpool(service.reserve_upload, container, tenant)
+    # The first job slot is taken before the body is read, each further one before its file is
+    # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
+    reservations = [await run_in_threadpool(service.reserve_upload, container, tenant)]
+
+    def reserve_next() -> None:  # runs in the receiver's worker thread
+        reservations.append(service.reserve_upload(container, tenant))
+
     try:
-        received = await receive_upload(
+        received = await receive_uploads(
             request,
             dest_dir=service.uploads_dir(container),
             max_bytes=container.settings.max_upload_bytes,
             accept_suffix=SUPPORTED_EXTENSIONS,
+            max_files=MAX_FILES_PER_REQUEST,
+            reserve_slot=reserve_next,
         )
-    except BaseException:  # 413/415/422 or a client gone mid-body: the slot is free again
-        release = run_in_threadpool(service.release_upload, container, tenant, reservation)
+    except BaseException:  # 413/415/422/429 or a client gone mid-body: the slots are free again
+        release = run_in_threadpool(_release_all, container, tenant, reservations)
         await asyncio.shield(release)  # completes even if this request is being cancelled
         raise
-    # Hashing the file and writing the job row block: keep them off the event loop.
-    job = await run_in_threadpool(
-        service.submit_upload,
-        container,
-        tenant,
-        reservation,
-        received.path,
-        received.client_filename,
-        received.size_bytes,
+    # Hashing the files and writing the job rows block: keep them off the event loop.
+    jobs = await run_in_threadpool(
+        service.submit_uploads, container, tenant, reservations, received
     )
-    await run_in_threadpool(request.app.state.workers.enqueue, job)  # may talk to Redis
-    return UploadAccepted(
-        job_id=job.job_id, document_id=job.document_id, status=_shown_status(job), source=job.source
-    )
+    for job in jobs:
+        await run_in_threadpool(request.app.state.workers.enqueue, job)  # may talk to Redis
+    accepted = [
+        JobAccepted(
+            job_id=job.job_id,
+            document_id=job.document_id,
+            status=_shown_status(job),
+            source=job.source,
+        )
+        for job in jobs
+    ]
+    return UploadAccepted(**accepted[0].model_dump(), jobs=accepted)
+
+
+def _release_all(container: Container, tenant: str, reservations: list[str]) -> None:
+    for reservation in reservations:
+        service.release_upload(container, tenant, reservation)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
