@@ -96,7 +96,14 @@ def test_limits_come_from_settings(tmp_path: Path) -> None:
         max_chars=99,
         max_archive_bytes=1234,
         max_archive_ratio=7.5,
+        parse_max_memory_mb=512,
+        parse_max_cpu_s=9,
     )
     assert LoadLimits.from_settings(settings) == LoadLimits(
-        max_pages=3, max_chars=99, max_archive_bytes=1234, max_archive_ratio=7.5
+        max_pages=3,
+        max_chars=99,
+        max_archive_bytes=1234,
+        max_archive_ratio=7.5,
+        max_memory_bytes=512 * 1024 * 1024,
+        max_cpu_s=9,
     )
