@@ -20,6 +20,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -41,6 +42,8 @@ from app.storage.jobs import JobStore
 from app.storage.redis_client import connect_redis
 
 log = logging.getLogger("app.worker")
+# How often a turn that found every waiting tenant at its running limit looks again.
+TURN_POLL_S = 0.5
 
 
 class Heartbeat:
@@ -88,13 +91,20 @@ class IngestWorker:
         A message is a turn, not an order: each queued job has one message, so every turn finds
         a job, but which job runs is chosen fairly across tenants (`JobStore.claim_next`). A job
         whose own message was spent on another job is re-sent by the sweep; a turn that finds
-        nothing (done, taken, or every waiting tenant at its running limit) does nothing.
+        nothing queued does nothing; one that finds only tenants at their running limit waits.
         """
         settings = self.settings
         jobs = self.container.jobs
-        job = jobs.claim_retry(job_id) or jobs.claim_next(settings.max_running_jobs_per_tenant)
+        limit = settings.max_running_jobs_per_tenant
+        job = jobs.claim_retry(job_id) or jobs.claim_next(limit)
+        # Jobs wait, but every waiting tenant is at its running limit: keep this turn until one
+        # of theirs ends (or another tenant's job arrives) rather than drop it, so messages and
+        # queued jobs stay one to one and the sweep has nothing to re-send.
+        while job is None and jobs.has_claimable():
+            time.sleep(TURN_POLL_S)
+            job = jobs.claim_next(limit)
         if job is None:
-            return "skipped: nothing claimable (done, taken, or tenants at their running limit)"
+            return "skipped: nothing queued (done or taken by another worker)"
         may_retry = job.attempts < settings.job_max_attempts
         with Heartbeat(jobs, job.job_id, settings.job_heartbeat_s):
             finished = run_job(self.container, job, may_retry=may_retry)

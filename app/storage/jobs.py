@@ -424,6 +424,17 @@ class JobStore:
                 )
             )
 
+    def has_claimable(self) -> bool:
+        """Whether any tenant has a job waiting that `claim_next` could hand out (ignoring the
+        per-tenant running limit)."""
+        with self._db.session() as session:
+            waiting = session.scalar(
+                select(JobRow.job_id)
+                .where(JobRow.status == "queued", JobRow.progress_stage != RETRYING)
+                .limit(1)
+            )
+            return waiting is not None
+
     def has_queued(self, tenant_id: str) -> bool:
         """Whether the tenant has a job waiting to be claimed."""
         with self._db.session() as session:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
 from app.services.job_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.storage.db import Database
 from app.storage.jobs import JobRow, JobStore
-from app.worker import Heartbeat, IngestWorker
+from app.worker import TURN_POLL_S, Heartbeat, IngestWorker
 
 pytestmark = pytest.mark.integration
 
@@ -246,3 +247,22 @@ def test_a_message_is_a_turn_that_runs_the_fairest_job(
     assert ran == [bulk[0], single, bulk[1], bulk[2]]
     assert all(container.jobs.get("acme", job_id).status == "done" for job_id in bulk)  # type: ignore[union-attr]
     assert container.jobs.get("solo", single).status == "done"  # type: ignore[union-attr]
+
+
+def test_a_turn_waits_while_every_waiting_tenant_is_at_its_running_limit(
+    container: Container, worker: IngestWorker, data_dir: Path
+) -> None:
+    worker.settings = worker.settings.model_copy(update={"max_running_jobs_per_tenant": 1})
+    first = queued_upload(container, data_dir, "one.txt")
+    second = queued_upload(container, data_dir, "two.txt")
+    assert container.jobs.claim(first) is not None  # another worker is running the first
+    outcome: list[str] = []
+    turn = threading.Thread(target=lambda: outcome.append(worker.process(second)))
+    turn.start()
+    turn.join(3 * TURN_POLL_S)
+    # The turn is kept, not dropped: the tenant may run one job at a time.
+    assert turn.is_alive() and outcome == []
+    assert container.jobs.get("acme", second).status == "queued"  # type: ignore[union-attr]
+    container.jobs.mark_done(first, chunks_indexed=1, pages=1)
+    turn.join(30)
+    assert outcome == [f"finished {second}"]
