@@ -1,8 +1,9 @@
 """The durable ingestion job table: the API creates and polls, workers claim and report.
 
-A job moves queued -> processing -> done | failed. `claim_next` hands each queued job to exactly
-one worker, across threads and processes: PostgreSQL locks the row with `FOR UPDATE SKIP LOCKED`;
-SQLite serialises writers, so a single conditional UPDATE cannot hand the same job out twice.
+A job moves (reserved ->) queued -> processing -> done | failed. `claim_next` hands each queued
+job to exactly one worker, across threads and processes, with one conditional UPDATE: SQLite
+serialises writers, and PostgreSQL claimers first take one transaction-scoped advisory lock, so
+the same job is never handed out twice and the fairness counts each claimer reads are exact.
 
 `create` and `reserve` with an `active_limit` never let a tenant exceed it, however many uploads
 race: the row is inserted by one conditional INSERT ... SELECT that counts the tenant's active
