@@ -6,6 +6,7 @@ which jobs would reach workers is exact and can be asserted.
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -198,3 +199,24 @@ def test_several_uploads_are_queued_together_or_not_at_all(
     assert [job.job_id for job in queued] == reservations[:2]
     assert [job.status for job in queued] == ["queued", "queued"]
     assert DocumentStore(sql_database).count("acme") == 2
+
+
+def test_concurrent_reservations_never_exceed_the_queue_quota(jobs: JobStore) -> None:
+    start = threading.Barrier(10)
+    outcomes: list[str] = []
+
+    def reserve() -> None:
+        start.wait(timeout=30)
+        try:
+            jobs.reserve("acme", 4)
+            outcomes.append("reserved")
+        except JobLimitReached:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=reserve) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(outcomes) == ["refused"] * 6 + ["reserved"] * 4
+    assert jobs.count_active("acme") == 4
