@@ -115,7 +115,10 @@ class _PartState:
 def too_large(max_bytes: int) -> ApiError:
     """The 413 error for an upload over the limit."""
     return ApiError(
-        413, "payload_too_large", f"the file is larger than the limit of {max_bytes} bytes"
+        413,
+        "payload_too_large",
+        f"the upload is larger than the limit of {max_bytes} bytes (all files of a request "
+        "together)",
     )
 
 
