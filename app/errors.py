@@ -136,3 +136,29 @@ class RateLimited(RagError):
     def __init__(self, message: str, retry_after_s: float = 0.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class PromptTooLong(RagError):
+    """The question and its passages do not fit the language model's context window."""
+
+    code = "prompt_too_long"
+    http_status = 422
+
+
+# What a client is told for server-side failures: the code says what kind, the request id
+# finds the details in the logs. Messages of server errors can name hosts, ports, URLs and
+# upstream bodies, so they never leave the process.
+_SERVER_SIDE_MESSAGES = {
+    "configuration_error": "the service is misconfigured",
+    "model_integrity_error": "the service is misconfigured",
+    "provider_unavailable": "a component the service depends on is unavailable; try again later",
+    "generation_timeout": "the language model did not answer in time; try again later",
+}
+GENERIC_SERVER_MESSAGE = "internal error"
+
+
+def public_message(error: RagError) -> str:
+    """The message a client may see: a client error's own text, a generic one otherwise."""
+    if error.http_status < 500:
+        return error.message
+    return _SERVER_SIDE_MESSAGES.get(error.code, GENERIC_SERVER_MESSAGE)

@@ -45,6 +45,15 @@ def get_principal(
 
 Principal = Annotated[TokenClaims, Depends(get_principal)]
 
+FORM_URLENCODED = "application/x-www-form-urlencoded"
+
+
+def require_form_urlencoded(request: Request) -> None:
+    """415 unless the body is a urlencoded form (a login never needs multipart's file parts)."""
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != FORM_URLENCODED:
+        raise ApiError(415, "unsupported_media_type", f"send the credentials as {FORM_URLENCODED}")
+
 
 def limit_queries(container: ContainerDep, principal: Principal) -> None:
     """429 when the caller exceeds the per-user query/search rate."""

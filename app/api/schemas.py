@@ -118,6 +118,9 @@ class StatsOut(BaseModel):
 class ErrorDetail(BaseModel):
     code: str
     message: str
+    request_id: str | None = Field(
+        default=None, description="on server errors (5xx): quote it to find the details in logs"
+    )
 
 
 class ErrorOut(BaseModel):
