@@ -9,10 +9,10 @@ from __future__ import annotations
 import ipaddress
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import ConfigurationError
 
@@ -153,7 +153,7 @@ class Settings(BaseSettings):
         default=64 * 1024, ge=4096, description="largest JSON/form body (every route but uploads)"
     )
     # X-Forwarded-For/-Proto/-Prefix are believed only from these peers (IPs or CIDRs).
-    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    trusted_proxies: str = Field(default="", description="comma-separated IPs or CIDRs")
     root_path: str = Field(default="", description="path prefix the gateway serves us under")
     login_concurrency: int = Field(default=2, gt=0, description="bcrypt checks at once")
     login_queue: int = Field(default=8, ge=0, description="logins that may wait for a check")
@@ -169,17 +169,14 @@ class Settings(BaseSettings):
     langsmith_api_key: str | None = None
     langsmith_project: str = "rag-service"
 
-    @field_validator("trusted_proxies", mode="before")
+    @field_validator("trusted_proxies")
     @classmethod
-    def _parse_proxies(cls, value: object) -> object:
-        if isinstance(value, str):  # from the environment: "10.0.0.5, 172.16.0.0/12"
-            value = [part.strip() for part in value.split(",") if part.strip()]
-        if isinstance(value, list):
-            for entry in value:
-                try:
-                    ipaddress.ip_network(str(entry), strict=False)
-                except ValueError:
-                    raise ValueError(f"{entry!r} is not an IP address or CIDR network") from None
+    def _check_proxies(cls, value: str) -> str:
+        for entry in _split_list(value):
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or CIDR network") from None
         return value
 
     @field_validator("root_path")
@@ -220,9 +217,18 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def trusted_proxy_list(self) -> list[str]:
+        """RAG_TRUSTED_PROXIES as a list of IPs and CIDR networks."""
+        return _split_list(self.trusted_proxies)
+
+    @property
     def sqlalchemy_url(self) -> str:
         """The user/job database; a SQLite file under the data directory by default."""
         return self.database_url or f"sqlite:///{(self.data_dir / 'rag.db').resolve()}"
+
+
+def _split_list(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -39,12 +39,12 @@ class ForwardedHeaders:
     def __init__(self, app: ASGIApp, settings: Callable[[], Settings]) -> None:
         active = settings()
         self.root_path = active.root_path
-        self.trusted = [ipaddress.ip_network(p, strict=False) for p in active.trusted_proxies]
+        self.trusted = [ipaddress.ip_network(p, strict=False) for p in active.trusted_proxy_list]
         self.app = app
         # With no trusted proxy the forwarded headers are never read at all.
         self.downstream: ASGIApp = app
         if self.trusted:
-            proxy = ProxyHeadersMiddleware(app, trusted_hosts=list(active.trusted_proxies))  # type: ignore[arg-type]
+            proxy = ProxyHeadersMiddleware(app, trusted_hosts=active.trusted_proxy_list)  # type: ignore[arg-type]
             self.downstream = proxy  # type: ignore[assignment]
 
     def _from_trusted_proxy(self, scope: Scope) -> bool:
