@@ -155,6 +155,9 @@ class Settings(BaseSettings):
     # X-Forwarded-For/-Proto/-Prefix are believed only from these peers (IPs or CIDRs).
     trusted_proxies: str = Field(default="", description="comma-separated IPs or CIDRs")
     root_path: str = Field(default="", description="path prefix the gateway serves us under")
+    login_failures_per_minute: int = Field(
+        default=5, gt=0, description="wrong passwords per (user name, client IP) per minute"
+    )
     login_concurrency: int = Field(default=2, gt=0, description="bcrypt checks at once")
     login_queue: int = Field(default=8, ge=0, description="logins that may wait for a check")
     exact_max_terms: int = Field(default=16, gt=0, description="literal terms checked per query")

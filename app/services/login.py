@@ -62,23 +62,30 @@ class LoginGuard:
     """Checks credentials behind the per-client, per-(user, client) and bcrypt limits."""
 
     def __init__(
-        self, users: UserService, limiter: RateLimiter, per_minute: int, slots: HashSlots
+        self,
+        users: UserService,
+        limiter: RateLimiter,
+        slots: HashSlots,
+        *,
+        attempts_per_ip: int,
+        failures_per_account: int,
     ) -> None:
         self._users = users
         self._limiter = limiter
-        self._per_minute = per_minute
         self._slots = slots
+        self._attempts_per_ip = attempts_per_ip
+        self._failures_per_account = failures_per_account
 
     def login(self, username: str, password: str, client: str) -> UserRecord:
         """The user for these credentials; AuthenticationFailed or RateLimited otherwise."""
-        self._allow(self._limiter.hit(f"auth-ip:{client}", self._per_minute))
+        self._allow(self._limiter.hit(f"auth-ip:{client}", self._attempts_per_ip))
         failures = f"auth-fail:{normalise_username(username)}|{client}"
-        self._allow(self._limiter.peek(failures, self._per_minute))
+        self._allow(self._limiter.peek(failures, self._failures_per_account))
         with self._slots.slot():
             try:
                 user = self._users.authenticate(username, password)
             except AuthenticationFailed:
-                self._limiter.hit(failures, self._per_minute)
+                self._limiter.hit(failures, self._failures_per_account)
                 raise
         self._limiter.reset(failures)
         return user
@@ -92,5 +99,10 @@ class LoginGuard:
 
 def build_login_guard(settings: Settings, users: UserService, limiter: RateLimiter) -> LoginGuard:
     """The guard configured by RAG_RATE_LIMIT_AUTH_PER_MINUTE and RAG_LOGIN_*."""
-    slots = HashSlots(settings.login_concurrency, settings.login_queue)
-    return LoginGuard(users, limiter, settings.rate_limit_auth_per_minute, slots)
+    return LoginGuard(
+        users,
+        limiter,
+        HashSlots(settings.login_concurrency, settings.login_queue),
+        attempts_per_ip=settings.rate_limit_auth_per_minute,
+        failures_per_account=settings.login_failures_per_minute,
+    )
