@@ -162,3 +162,30 @@ def public_message(error: RagError) -> str:
     if error.http_status < 500:
         return error.message
     return _SERVER_SIDE_MESSAGES.get(error.code, GENERIC_SERVER_MESSAGE)
+
+
+def _error_classes(base: type[RagError] = RagError) -> dict[str, type[RagError]]:
+    found: dict[str, type[RagError]] = {}
+    for cls in base.__subclasses__():
+        found.setdefault(cls.code, cls)
+        found.update({k: v for k, v in _error_classes(cls).items() if k not in found})
+    return found
+
+
+# Job-only codes; their messages are ours and say nothing about hosts or upstream errors.
+_JOB_MESSAGES = {
+    "retrying": "a component was briefly unavailable; the job will be retried automatically",
+    "internal_error": "internal error while indexing; the upload was not indexed, try again later",
+}
+_SAFE_JOB_CODES = {"processing_interrupted"}
+
+
+def public_job_error(code: str, detail: str) -> str:
+    """What GET /jobs/{id} shows for a stored job error: the detail only when it is a
+    client-side error's message (what is wrong with the file), a fixed text otherwise."""
+    if code in _JOB_MESSAGES:
+        return _JOB_MESSAGES[code]
+    cls = _error_classes().get(code)
+    if code in _SAFE_JOB_CODES or (cls is not None and cls.http_status < 500):
+        return detail
+    return _SERVER_SIDE_MESSAGES.get(code, GENERIC_SERVER_MESSAGE)

@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.schemas import ErrorOut
 from app.errors import GENERIC_SERVER_MESSAGE, RagError, RateLimited, public_message
-from app.observability import request_id_var
+from app.observability import error_payload
 
 log = logging.getLogger("app.api")
 
@@ -74,12 +74,11 @@ def error_response(
     status: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
     """The JSON error body every failure shares; a server error's also names the request id."""
-    error: dict[str, str] = {"code": code, "message": message}
-    request_id = request_id_var.get()
-    if status >= 500 and request_id:
-        error["message"] = f"{message} (request id {request_id})"
-        error["request_id"] = request_id
-    return JSONResponse({"error": error}, status_code=status, headers=dict(headers or {}))
+    return JSONResponse(
+        {"error": error_payload(code, message, status)},
+        status_code=status,
+        headers=dict(headers or {}),
+    )
 
 
 def internal_error_response() -> JSONResponse:

@@ -36,6 +36,9 @@ class JobOut(BaseModel):
     progress: Progress
     chunks_indexed: int
     pages: int
+    error_code: str | None = Field(
+        default=None, description="stable code of the failure (or `retrying`), else null"
+    )
     error: str | None
     created_at: str
     updated_at: str
