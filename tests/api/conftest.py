@@ -187,7 +187,9 @@ def assert_error_body(response: Any, status: int, code: str | None = None) -> di
     body = response.json()
     assert set(body) == {"error"}, body
     error = body["error"]
-    assert set(error) == {"code", "message"}, body
+    # Server errors (5xx) also name the request id, to find the details in the logs.
+    expected = {"code", "message", "request_id"} if status >= 500 else {"code", "message"}
+    assert set(error) == expected, body
     assert isinstance(error["code"], str) and error["code"]
     assert isinstance(error["message"], str) and error["message"]
     if code is not None:
