@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import ApiFactory, assert_error_body
+from conftest import ApiFactory, ApiHarness, assert_error_body
 from live_server import LiveServer
 from reverse_proxy import Nginx, nginx_binary
 
@@ -190,3 +190,19 @@ def test_the_root_path_setting_serves_the_api_under_a_prefix(api_factory: ApiFac
     assert harness.client.get("/health").json() == {"status": "ok"}
     moved = harness.client.get("/documents/", follow_redirects=False)
     assert moved.headers["location"].endswith("/rag/documents")
+
+
+@pytest.fixture(scope="module")
+def behind_trusted_proxy(api_factory: ApiFactory) -> ApiHarness:
+    return api_factory(client_host="10.1.2.3", trusted_proxies="10.0.0.0/8")
+
+
+@pytest.mark.parametrize("prefix", ["//evil.example", "https://evil.example", "/a?b=1", "/a b"])
+def test_a_forwarded_prefix_that_is_not_a_plain_path_is_ignored(
+    behind_trusted_proxy: ApiHarness, prefix: str
+) -> None:
+    harness = behind_trusted_proxy
+    sane = harness.client.get("/openapi.json", headers={"X-Forwarded-Prefix": "/gw/"}).json()
+    assert sane["servers"] == [{"url": "/gw"}]
+    schema = harness.client.get("/openapi.json", headers={"X-Forwarded-Prefix": prefix}).json()
+    assert "servers" not in schema
