@@ -8,6 +8,9 @@ class RagError(Exception):
 
     code = "error"
     http_status = 400
+    # Server errors (5xx) reach clients as a generic text unless their message is known to be
+    # safe (written for clients, naming no host, URL or upstream reply): then set this.
+    expose_message = False
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -155,13 +158,21 @@ _SERVER_SIDE_MESSAGES = {
     "generation_timeout": "the language model did not answer in time; try again later",
 }
 GENERIC_SERVER_MESSAGE = "internal error"
+_BY_STATUS = {
+    503: "the service is busy or a component is unavailable; try again later",
+    504: "the service did not answer in time; try again later",
+}
 
 
 def public_message(error: RagError) -> str:
     """The message a client may see: a client error's own text, a generic one otherwise."""
-    if error.http_status < 500:
+    if error.http_status < 500 or error.expose_message:
         return error.message
-    return _SERVER_SIDE_MESSAGES.get(error.code, GENERIC_SERVER_MESSAGE)
+    return _server_side_message(error.code, error.http_status)
+
+
+def _server_side_message(code: str, status: int) -> str:
+    return _SERVER_SIDE_MESSAGES.get(code) or _BY_STATUS.get(status, GENERIC_SERVER_MESSAGE)
 
 
 def _error_classes(base: type[RagError] = RagError) -> dict[str, type[RagError]]:
@@ -186,6 +197,8 @@ def public_job_error(code: str, detail: str) -> str:
     if code in _JOB_MESSAGES:
         return _JOB_MESSAGES[code]
     cls = _error_classes().get(code)
-    if code in _SAFE_JOB_CODES or (cls is not None and cls.http_status < 500):
+    if code in _SAFE_JOB_CODES or (
+        cls is not None and (cls.http_status < 500 or cls.expose_message)
+    ):
         return detail
-    return _SERVER_SIDE_MESSAGES.get(code, GENERIC_SERVER_MESSAGE)
+    return _server_side_message(code, cls.http_status if cls is not None else 500)
