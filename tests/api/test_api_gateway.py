@@ -145,6 +145,12 @@ def test_urls_the_service_builds_carry_the_gateway_scheme_and_prefix(gateway: Ng
         headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
         listing = client.get("/documents", headers=headers)
         assert listing.status_code == 200 and listing.json()["count"] == 0
+        # Under the prefix, uploads still get the upload cap and every other route the small one.
+        text = b"The gas shut-off valve is behind the blue panel. " * 2000  # ~100 KB
+        accepted = client.post("/documents", files={"file": ("gas.txt", text)}, headers=headers)
+        assert accepted.status_code == 202, accepted.text
+        refused = client.post("/search", content=text, headers=headers)
+        assert_error_body(refused, 413, "payload_too_large")
 
 
 def test_bcrypt_work_is_bounded_and_the_excess_is_refused_fast(gateway: Nginx) -> None:
