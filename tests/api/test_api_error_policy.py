@@ -18,7 +18,6 @@ from live_server import free_port
 from sqlalchemy import text
 
 from app.services.container import Container
-from app.services.documents import submit_upload
 from app.services.ingest_worker import run_job
 
 pytestmark = pytest.mark.integration
@@ -185,19 +184,18 @@ def test_a_retried_job_shows_a_code_not_the_exception(
             }
         )
     )
-    worker_dir.mkdir(exist_ok=True)
     user = harness.add_user("job-errors", login=False)
-    upload = worker_dir / "upload.txt"
-    upload.write_bytes(DOC)
-    job = submit_upload(worker, user.tenant, upload, "desk.txt", len(DOC))
-    claimed = worker.jobs.claim(job.job_id)
+    accepted = harness.upload(user, "desk.txt", DOC)  # queued: this API process runs no jobs
+    assert accepted.status_code == 202, accepted.text
+    job_id = accepted.json()["job_id"]
+    claimed = worker.jobs.claim(job_id)
     assert claimed is not None
     assert run_job(worker, claimed, may_retry=True) is False  # put back for a retry
 
-    stored = worker.jobs.get(user.tenant, job.job_id)
+    stored = worker.jobs.get(user.tenant, job_id)
     detail = stored.error if stored is not None else ""
     assert detail and "APIConnectionError" in detail  # operators keep the detail
-    shown = harness.client.get(f"/jobs/{job.job_id}", headers=user.headers).json()
+    shown = harness.client.get(f"/jobs/{job_id}", headers=user.headers).json()
     assert shown["status"] == "queued" and shown["error_code"] == "retrying", shown
     assert "retried" in shown["error"]
     for leak in (str(port), "http://", "APIConnectionError", "Connection error", "openai:"):
