@@ -255,7 +255,9 @@ class LlamaCppLLM:
                         first = False
                     else:
                         yield LLMDelta(text)
-        except ValueError as exc:  # llama.cpp's "Requested tokens exceed context window"
+        except ValueError as exc:  # llama.cpp's "Requested tokens (n) exceed context window"
+            if not _is_context_overflow(exc):
+                raise
             raise prompt_too_long(prompt_tokens, self._model.context_tokens) from exc
 
 
