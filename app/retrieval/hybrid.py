@@ -11,11 +11,11 @@ document changes to pay the rebuild then rather than on the next query, but does
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, get_args
 
 from app.domain import Chunk, RetrievalResult, SearchHit
-from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactMatch, find_exact
+from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.gate import judge, threshold_for
 from app.retrieval.keyword import KeywordIndex
@@ -45,6 +45,7 @@ class RetrieverConfig:
     relevance_threshold: float | None = None
     reranker_max_candidates: int = 20
     reranker_max_chars: int = 1200
+    exact: ExactLimits = field(default_factory=ExactLimits)
 
 
 @dataclass
@@ -133,7 +134,12 @@ class HybridRetriever:
                 coverage = snapshot.coverage(tokens)
                 if mode != "keyword":
                     exact = find_exact(
-                        tenant_id, query, snapshot, self.store, self.keyword_index.tokenizer
+                        tenant_id,
+                        query,
+                        snapshot,
+                        self.store,
+                        self.keyword_index.tokenizer,
+                        self.config.exact,
                     )
                 for rank, (chunk_id, score) in enumerate(keyword, start=1):
                     cand = candidates.setdefault(chunk_id, _Candidate(None, _empty_stages()))
@@ -290,6 +296,12 @@ def build_retriever(
         relevance_threshold=settings.relevance_threshold,
         reranker_max_candidates=settings.reranker_max_candidates,
         reranker_max_chars=settings.reranker_max_chars,
+        exact=ExactLimits(
+            max_terms=settings.exact_max_terms,
+            max_phrases=settings.exact_max_phrases,
+            max_scans=settings.exact_max_scans,
+            verify_budget=settings.exact_verify_budget,
+        ),
     )
     keyword_index = KeywordIndex(
         store, settings.data_dir / "keyword", keep_snapshots=settings.keyword_snapshots_kept

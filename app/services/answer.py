@@ -12,8 +12,9 @@ from dataclasses import asdict
 from typing import Any
 
 from app.config import Settings
-from app.errors import RagError
+from app.errors import RagError, public_message
 from app.generation.answer import Answer, AnswerDelta, AnswerDone, answer_question, stream_answer
+from app.observability import error_payload
 from app.services.container import Container
 from app.services.search import check_question, resolve_k
 from app.storage.cache import CacheKey, answer_cache_key
@@ -121,8 +122,8 @@ def stream(container: Container, tenant_id: str, question: str, k: int) -> Itera
                 )
                 yield "done", _finish({"refused": payload["refused"]}, "miss", timer)
     except RagError as exc:
-        log.warning("stream failed", extra={"code": exc.code})
-        yield "error", {"code": exc.code, "message": exc.message}
+        log.warning("stream failed", extra={"code": exc.code, "detail": exc.message})
+        yield "error", error_payload(exc.code, public_message(exc), exc.http_status)
     except Exception:
         log.exception("stream crashed")
-        yield "error", {"code": "internal_error", "message": "internal error; see server logs"}
+        yield "error", error_payload("internal_error", "internal error; see server logs", 500)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from app.providers.types import LLM, Embedder, Reranker
     from app.retrieval.hybrid import HybridRetriever
     from app.security import TokenCodec
+    from app.services.login import LoginGuard
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
     from app.storage.db import Database
@@ -108,6 +109,12 @@ class Container:
         return build_rate_limiter(self.settings)
 
     @cached_property
+    def login_guard(self) -> LoginGuard:
+        from app.services.login import build_login_guard
+
+        return build_login_guard(self.settings, self.users, self.rate_limiter)
+
+    @cached_property
     def config_fingerprint(self) -> str:
         from app.storage.cache import config_fingerprint
 
@@ -134,7 +141,7 @@ class Container:
         self.embedder.embed_query("warm up")
         _ = self.store, self.retriever
         if serving:
-            _ = self.token_codec, self.rate_limiter
+            _ = self.token_codec, self.rate_limiter, self.login_guard
             self.users.warm_up()
             load = getattr(self.llm, "warm_up", None)  # only in-process models have weights
             if callable(load):

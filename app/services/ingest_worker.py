@@ -65,23 +65,27 @@ def run_job(container: Container, job: JobRecord, *, may_retry: bool = False) ->
     except Exception as exc:
         if may_retry and is_transient(exc):
             keep_upload = True
+            # The detail stays in the job row and the log; GET /jobs shows only "retrying".
             jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
             log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
             return False
         if isinstance(exc, RagError):
-            _fail(container, job, f"{exc.message}")
-            log.warning("job failed", extra={"job_id": job.job_id, "code": exc.code})
+            _fail(container, job, exc.message, exc.code)
+            log.warning(
+                "job failed",
+                extra={"job_id": job.job_id, "code": exc.code, "detail": exc.message},
+            )
         else:
             log.exception("job crashed", extra={"job_id": job.job_id})
-            _fail(container, job, INTERNAL_FAILURE)
+            _fail(container, job, INTERNAL_FAILURE, "internal_error")
     finally:
         if not keep_upload:
             path.unlink(missing_ok=True)
     return True
 
 
-def _fail(container: Container, job: JobRecord, message: str) -> None:
-    container.jobs.mark_failed(job.job_id, message)
+def _fail(container: Container, job: JobRecord, message: str, code: str) -> None:
+    container.jobs.mark_failed(job.job_id, message, code)
     record = container.documents.get(job.tenant_id, job.document_id)
     if record is not None and record.chunks == 0:  # a failed replacement keeps the old version
         container.documents.set_status(job.tenant_id, job.document_id, "failed")
