@@ -136,3 +136,14 @@ class RateLimited(RagError):
     def __init__(self, message: str, retry_after_s: float = 0.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class Overloaded(RateLimited):
+    """No capacity for an answer or a stream now: 429 when the caller's own user or tenant bound
+    is full, 503 when the server as a whole is; `retry_after_s` says when to come back."""
+
+    def __init__(self, message: str, retry_after_s: float, *, server_busy: bool) -> None:
+        super().__init__(message, retry_after_s)
+        self.server_busy = server_busy
+        self.code = "server_busy" if server_busy else "concurrency_limited"
+        self.http_status = 503 if server_busy else 429
