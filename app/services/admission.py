@@ -156,16 +156,17 @@ class ConcurrencyLimiter:
         )
 
     def _check_queue_room(self, caller: Caller) -> None:
+        why = "the wait queue is full" if self.bounds.queue_total else "every slot is taken"
+        if len(self._waiters) >= self.bounds.queue_total:
+            raise self._refusal(caller, why)
         tenant_waiting = sum(1 for w in self._waiters if w.caller.tenant_id == caller.tenant_id)
         if tenant_waiting >= self.bounds.queue_per_tenant:
-            raise self._refusal(caller, "the queue is full", own_queue_full=True)
-        if len(self._waiters) >= self.bounds.queue_total:
-            raise self._refusal(caller, "the queue is full")
+            raise self._refusal(caller, "your tenant's share of the queue is full", own=True)
 
-    def _refusal(self, caller: Caller, why: str, *, own_queue_full: bool = False) -> Overloaded:
+    def _refusal(self, caller: Caller, why: str, *, own: bool = False) -> Overloaded:
         ahead = len(self._waiters) + 1
         retry_after_s = max(1.0, math.ceil(self._hold_s * ahead / self.bounds.total))
-        if own_queue_full or self._own_bound_full(caller):
+        if own or self._own_bound_full(caller):
             return Overloaded(
                 f"too many {self.name} in progress for your user or tenant ({why}); "
                 f"retry after {retry_after_s:g} s",
