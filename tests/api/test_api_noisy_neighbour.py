@@ -25,6 +25,7 @@ from bench.noisy_neighbour import manual, measure, noisy_server, print_report
 pytestmark = pytest.mark.slow
 
 BURST = 12
+MAX_WAIT_S = 30.0  # RAG_ANSWER_QUEUE_MAX_WAIT_S's default
 
 
 def test_a_burst_of_answers_from_one_tenant_does_not_stall_another(tmp_path: Path) -> None:
@@ -38,9 +39,12 @@ def test_a_burst_of_answers_from_one_tenant_does_not_stall_another(tmp_path: Pat
     assert len(statuses) == BURST and set(statuses) <= {200, 429, 503}, statuses
     assert report.answered(), "no answer got through at all"
     refused = report.refused()
-    assert refused, "12 concurrent answers on one model must exceed the bounds"
-    assert max(o.seconds for o in refused) < 1.0, [o.seconds for o in refused]
     assert all(o.retry_after and int(o.retry_after) >= 1 for o in refused)
+    # Beyond the queue (1 running + 4 queued per tenant by default) A is refused at once ...
+    at_once = [o for o in refused if o.seconds < 1.0]
+    assert len(at_once) >= BURST - 5, [round(o.seconds, 2) for o in report.answers]
+    # ... and a queued answer either runs or is refused when its bounded wait runs out.
+    assert all(o.seconds < MAX_WAIT_S + 10 for o in refused), [o.seconds for o in refused]
     search, health = report.burst["/search"], report.burst["/health"]
     assert len(search) >= 10 and len(health) >= 10, "B's probes did not run during the burst"
     assert sorted(search)[int(0.95 * (len(search) - 1))] < 1.0, sorted(search)[-5:]
