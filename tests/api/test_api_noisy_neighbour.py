@@ -80,7 +80,7 @@ class Watched:
 
 def _hang_up_after_first_token(url: str, headers: dict[str, str], question: str) -> None:
     with (
-        httpx.Client(timeout=120) as client,
+        httpx.Client(timeout=600) as client,
         client.stream("POST", f"{url}/query/stream", json={"question": question}, headers=headers)
         as response,
     ):  # fmt: skip
@@ -94,7 +94,11 @@ def test_hanging_up_mid_stream_stops_the_local_model_and_frees_it(tmp_path: Path
         tmp_path / "data",
         llm_provider="llamacpp",
         models_dir=REPO_ROOT / "models",
-        llm_max_tokens=256,
+        # A short prompt and generous deadlines: this shared machine is often 5x slower than idle.
+        llm_max_tokens=64,
+        llm_max_passages=1,
+        llm_max_context_chars=400,
+        llm_timeout_s=600.0,
         answer_queue_size=0,
     )
     with serving(create_app(settings)) as server:
@@ -140,7 +144,7 @@ def test_hanging_up_mid_stream_stops_the_local_model_and_frees_it(tmp_path: Path
             f"{server.url}/query/stream",
             json={"question": "Which deck is Aft valve V-007 on?"},
             headers=users[1],
-            timeout=120,
+            timeout=600,
         )
-        assert response.status_code == 200 and "event: done" in response.text, response.text
+        assert response.status_code == 200 and "event: done" in response.text, response.text[-600:]
         assert not lock.locked()
