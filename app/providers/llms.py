@@ -242,21 +242,19 @@ class LlamaCppLLM:
                 logits_processor=processors,
             )
             first = True
-            try:
-                for chunk in chunks:
-                    if time.monotonic() > deadline:
-                        raise GenerationTimeout(
-                            f"the local model did not finish within {self._timeout_s:g} s"
-                        )
-                    text = chunk["choices"][0]["delta"].get("content")
-                    if text:
-                        if first:
-                            yield LLMDelta(text, prompt_tokens, probe.probability)
-                            first = False
-                        else:
-                            yield LLMDelta(text)
-            finally:
-                chunks.close()  # closed early (deadline, client gone): llama.cpp stops here
+            for chunk in chunks:
+                if time.monotonic() > deadline:
+                    chunks.close()
+                    raise GenerationTimeout(
+                        f"the local model did not finish within {self._timeout_s:g} s"
+                    )
+                text = chunk["choices"][0]["delta"].get("content")
+                if text:
+                    if first:
+                        yield LLMDelta(text, prompt_tokens, probe.probability)
+                        first = False
+                    else:
+                        yield LLMDelta(text)
         except ValueError as exc:  # llama.cpp's "Requested tokens exceed context window"
             raise ConfigurationError(
                 f"the prompt ({prompt_tokens} tokens) does not fit RAG_LLM_CONTEXT_TOKENS="
