@@ -29,7 +29,10 @@ MAX_WAIT_S = 30.0  # RAG_ANSWER_QUEUE_MAX_WAIT_S's default
 
 
 def test_a_burst_of_answers_from_one_tenant_does_not_stall_another(tmp_path: Path) -> None:
-    with noisy_server(tmp_path / "data", a_users=3, max_tokens=24) as (server, a_names, b_name):
+    # The model's own deadline is raised: on this shared machine one answer has taken > 120 s,
+    # and what is tested here is the server's bounds, not the machine's speed.
+    slow_machine = {"RAG_LLM_TIMEOUT_S": "900"}
+    with noisy_server(tmp_path / "data", 3, 24, slow_machine) as (server, a_names, b_name):
         report = asyncio.run(
             measure(server.url, a_names, b_name, burst=BURST, quiet_probes=20, b_asks=False)
         )
