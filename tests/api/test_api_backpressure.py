@@ -252,6 +252,14 @@ def test_health_login_search_and_cache_hits_answer_while_the_model_is_saturated(
             assert httpx.get(f"{server.url}/health", timeout=5).status_code == 200
             latencies["/health"] = time.perf_counter() - started
             started = time.perf_counter()
+            login = httpx.post(
+                f"{server.url}/auth/token",
+                data={"username": "b1-beta", "password": PASSWORD},
+                timeout=10,
+            )
+            latencies["/auth/token"] = time.perf_counter() - started
+            assert login.status_code == 200, login.text
+            started = time.perf_counter()
             found = httpx.post(
                 f"{server.url}/search",
                 json={"query": "valve V-012 deck"},
@@ -265,7 +273,9 @@ def test_health_login_search_and_cache_hits_answer_while_the_model_is_saturated(
             latencies["/query (cache hit)"] = time.perf_counter() - started
             assert hit.status_code == 200 and hit.json()["cache"] == "hit"
             print({route: round(s, 3) for route, s in latencies.items()})
-            assert all(s < 2.0 for s in latencies.values()), latencies
+            # The gate holds the model until the end of the test: waiting behind it would time
+            # out; bcrypt and a loaded machine make a few seconds possible.
+            assert all(s < 5.0 for s in latencies.values()), latencies
             assert llm.inside == 1, "more than one answer reached the model"
         finally:
             llm.gate.set()
