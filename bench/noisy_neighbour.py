@@ -254,8 +254,15 @@ def print_report(report: Report) -> None:
     refused = [o.seconds * 1000 for o in report.refused()]
     answered = report.answered()
     print(f"\nA's burst: {len(report.answers)} /query in {report.burst_s:.1f} s -> {statuses}")
-    if refused:
-        print(f"  refused (429/503): p50 {median(refused):.0f} ms, max {max(refused):.0f} ms")
+    at_once = [ms for ms in refused if ms < 1000]
+    if at_once:
+        print(
+            f"  refused at once: {len(at_once)}, "
+            f"p50 {median(at_once):.0f} ms, max {max(at_once):.0f} ms"
+        )
+    waited = [ms / 1000 for ms in refused if ms >= 1000]
+    if waited:
+        print(f"  refused after waiting in the queue: {len(waited)}, max {max(waited):.1f} s")
     if answered:
         print(
             f"  answered: p50 {median([o.seconds for o in answered]):.1f} s, "
