@@ -256,3 +256,18 @@ def test_bounds_below_one_are_rejected() -> None:
         Bounds(total=0, per_tenant=1, per_user=1)
     with pytest.raises(ValueError):
         Bounds(total=1, per_tenant=1, per_user=1, queue_total=-1)
+
+
+def test_without_a_queue_a_full_server_is_503_and_a_full_user_is_429() -> None:
+    async def scenario() -> None:
+        streams = ConcurrencyLimiter("streams", Bounds(total=2, per_tenant=2, per_user=1))
+        await streams.acquire(A1)
+        with pytest.raises(Overloaded) as own:
+            await streams.acquire(A1)
+        assert own.value.http_status == 429 and "every slot is taken" in own.value.message
+        await streams.acquire(B1)
+        with pytest.raises(Overloaded) as busy:
+            await streams.acquire(C1)
+        assert busy.value.http_status == 503 and streams.waiting == 0
+
+    run(scenario)
