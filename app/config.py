@@ -114,6 +114,21 @@ class Settings(BaseSettings):
         "least this (1 = only when it does refuse); 0.02 won on every held-out eval task",
     )
 
+    # --- answer concurrency ---
+    # Per API process (see README "Capacity and backpressure"). Answers beyond the bounds wait
+    # in a bounded queue on the event loop, then get 429 (own user/tenant) or 503 (server busy).
+    answer_max_concurrent: int = Field(
+        default=1, gt=0, description="answers generating at once (the one local model: 1)"
+    )
+    answer_max_per_tenant: int = Field(default=1, gt=0)
+    answer_max_per_user: int = Field(default=1, gt=0)
+    answer_queue_size: int = Field(default=8, ge=0, description="answers waiting, in total")
+    answer_queue_per_tenant: int = Field(default=4, ge=0, description="answers waiting per tenant")
+    answer_queue_max_wait_s: float = Field(default=30.0, ge=0)
+    stream_max_open: int = Field(default=32, gt=0, description="open /query/stream responses")
+    stream_max_per_tenant: int = Field(default=8, gt=0)
+    stream_max_per_user: int = Field(default=4, gt=0)
+
     # --- storage, jobs, cache ---
     database_url: str = ""
     redis_url: str = "redis://127.0.0.1:6379/0"

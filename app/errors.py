@@ -172,6 +172,20 @@ class PromptTooLong(RagError):
     http_status = 422
 
 
+class Overloaded(RateLimited):
+    """No capacity for an answer or a stream now: 429 when the caller's own user or tenant bound
+    is full, 503 when the server as a whole is; `retry_after_s` says when to come back."""
+
+    # The message only says which bound is full and when to retry: safe to show on a 503.
+    expose_message = True
+
+    def __init__(self, message: str, retry_after_s: float, *, server_busy: bool) -> None:
+        super().__init__(message, retry_after_s)
+        self.server_busy = server_busy
+        self.code = "server_busy" if server_busy else "concurrency_limited"
+        self.http_status = 503 if server_busy else 429
+
+
 # What a client is told for server-side failures: the code says what kind, the request id
 # finds the details in the logs. Messages of server errors can name hosts, ports, URLs and
 # upstream bodies, so they never leave the process.

@@ -56,6 +56,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         finally:
             app.state.ready = False
             workers.stop()
+            container.close()
 
     app = FastAPI(
         title="RAG service",

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from app.providers.types import LLM, Embedder, Reranker
     from app.retrieval.hybrid import HybridRetriever
     from app.security import TokenCodec
+    from app.services.answer_lane import AnswerLane
     from app.services.login import LoginGuard
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
@@ -65,6 +66,12 @@ class Container:
         from app.providers.llms import build_llm
 
         return build_llm(self.settings)
+
+    @cached_property
+    def answer_lane(self) -> AnswerLane:
+        from app.services.answer_lane import AnswerLane
+
+        return AnswerLane(self.settings)
 
     @cached_property
     def database(self) -> Database:
@@ -146,3 +153,9 @@ class Container:
             load = getattr(self.llm, "warm_up", None)  # only in-process models have weights
             if callable(load):
                 load()
+
+    def close(self) -> None:
+        """Release what holds threads (the answer lane), if it was built."""
+        lane = self.__dict__.get("answer_lane")
+        if lane is not None:
+            lane.shutdown()
