@@ -83,6 +83,11 @@ class Settings(BaseSettings):
     relevance_threshold: float | None = Field(
         default=None, description="minimum dense similarity; unset = calibrated per model"
     )
+    # Issue 16: keyword weight scaled by coverage ** power (0 = off); role pages yield places.
+    keyword_coverage_power: float = Field(default=1.0, ge=0)
+    page_role_shift: int = Field(
+        default=10, ge=0, description="places contents/index/... pages yield to content pages"
+    )
 
     # --- reranker ---
     reranker: RerankerProvider = "none"
