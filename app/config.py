@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     )
     # Issue 16: keyword weight scaled by coverage ** power (0 = off); role pages yield places.
     keyword_coverage_power: float = Field(default=1.0, ge=0)
+    keyword_coverage_by_script: bool = Field(
+        default=False, description="coverage over the query terms in the tenant's own scripts"
+    )
     page_role_shift: int = Field(
         default=10, ge=0, description="places contents/index/... pages yield to content pages"
     )

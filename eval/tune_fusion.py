@@ -37,6 +37,7 @@ CROSS_LINGUAL = ("xquad-ar-en", "xquad-en-ar")
 DENSE_WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
 RRF_KS = (2, 5, 10, 20, 60)
 COVERAGE_POWERS = (0.0, 0.25, 0.5, 1.0)
+BY_SCRIPT = (False, True)
 PREVIOUS_DEFAULT = RetrieverConfig(rrf_k=5, dense_weight=0.4, keyword_weight=1.0)
 PLAIN_RRF = RetrieverConfig(rrf_k=60, dense_weight=1.0, keyword_coverage_power=0.0)
 
@@ -153,8 +154,12 @@ def run_grid(
         }
 
     grid: list[tuple[float, RetrieverConfig]] = []
-    for weight, k, power in itertools.product(DENSE_WEIGHTS, RRF_KS, COVERAGE_POWERS):
-        config = RetrieverConfig(dense_weight=weight, rrf_k=k, keyword_coverage_power=power)
+    for weight, k, power, by_script in itertools.product(
+        DENSE_WEIGHTS, RRF_KS, COVERAGE_POWERS, BY_SCRIPT
+    ):
+        config = RetrieverConfig(
+            dense_weight=weight, rrf_k=k, keyword_coverage_power=power, coverage_by_script=by_script
+        )
         grid.append((statistics.fmean(table(tune, config).values()), config))
     grid.sort(key=lambda item: -item[0])
     best = grid[0][1]
@@ -170,7 +175,8 @@ def run_grid(
         "keyword": (None, "keyword", True),
         "plain RRF (Haystack)": (PLAIN_RRF, "hybrid", False),
         "previous default 0.4/5/cov^1": (PREVIOUS_DEFAULT, "hybrid", True),
-        f"tuned {best.dense_weight}/{best.rrf_k}/cov^{best.keyword_coverage_power}": (
+        f"tuned {best.dense_weight}/{best.rrf_k}/cov^{best.keyword_coverage_power}"
+        f"{'/by script' if best.coverage_by_script else ''}": (
             best,
             "hybrid",
             True,
@@ -219,6 +225,7 @@ def diagnose(
         "no exact-match pinning": (PREVIOUS_DEFAULT, False),
         "no coverage scaling": (replace(PREVIOUS_DEFAULT, keyword_coverage_power=0.0), True),
         "coverage ** 0.5": (replace(PREVIOUS_DEFAULT, keyword_coverage_power=0.5), True),
+        "coverage by script": (replace(PREVIOUS_DEFAULT, coverage_by_script=True), True),
         "k=60": (replace(PREVIOUS_DEFAULT, rrf_k=60), True),
         "dense weight 1.0": (replace(PREVIOUS_DEFAULT, dense_weight=1.0), True),
         "tuned": (best, True),
@@ -231,6 +238,7 @@ def diagnose(
         for name, (config, pin) in variants.items():
             row[name] = score(asked, docs, paragraph_of, config, "hybrid", pin)["ndcg@10"]
         row["mean coverage"] = statistics.fmean(a.recall.coverage for a in asked)
+        row["mean script coverage"] = statistics.fmean(a.recall.script_coverage for a in asked)
         row["share pinned"] = statistics.fmean(bool(a.recall.pinned) for a in asked)
         # Query length: terciles by characters, hybrid (previous default) minus dense.
         ordered = sorted(asked, key=lambda a: a.chars)

@@ -48,6 +48,9 @@ class RetrieverConfig:
     # The keyword arm's weight is scaled by coverage ** this (share of query terms the tenant's
     # text contains); 0 switches the scaling off.
     keyword_coverage_power: float = 1.0
+    # Coverage over the query terms in the tenant's own scripts only (KeywordSnapshot.
+    # script_coverage): Latin names and numbers in an Arabic question over English text count.
+    coverage_by_script: bool = False
     # Places a contents / index / list / bibliography / blank / cover page yields to content
     # pages in the final order (0: no demotion).
     page_role_shift: int = 0
@@ -100,6 +103,7 @@ class Recall:
     dense_ids: list[str] = field(default_factory=list)
     keyword_ids: list[str] = field(default_factory=list)
     coverage: float = 0.0
+    script_coverage: float = 0.0
     pinned: list[str] = field(default_factory=list)
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
@@ -122,7 +126,8 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
         # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
         # question over English documents matches almost nothing, and its few accidental
         # matches must not outvote the dense arm (measured on XQuAD ar->en).
-        keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
+        coverage = recall.script_coverage if config.coverage_by_script else recall.coverage
+        keyword_weight = config.keyword_weight * coverage**config.keyword_coverage_power
         fused = reciprocal_rank_fusion(
             [recall.dense_ids, recall.keyword_ids],
             [config.dense_weight, keyword_weight],
@@ -252,6 +257,7 @@ class HybridRetriever:
         tokens = self.keyword_index.tokenizer(query)
         keyword = snapshot.search(tokens, self.config.keyword_candidates)
         recall.coverage = snapshot.coverage(tokens)
+        recall.script_coverage = snapshot.script_coverage(tokens)
         for rank, (chunk_id, score) in enumerate(keyword, start=1):
             cand = recall.candidate(chunk_id)
             cand.keyword_rank = rank
@@ -339,6 +345,7 @@ def build_retriever(
         reranker_max_candidates=settings.reranker_max_candidates,
         reranker_max_chars=settings.reranker_max_chars,
         keyword_coverage_power=settings.keyword_coverage_power,
+        coverage_by_script=settings.keyword_coverage_by_script,
         page_role_shift=settings.page_role_shift,
     )
     keyword_index = KeywordIndex(
