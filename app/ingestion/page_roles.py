@@ -8,7 +8,8 @@ read from layout cues of the extracted text, and for PDFs from the outline (book
 - a high share of short lines ending in numbers (an index: `mean, 23, 45`), alphabetically
   ordered;
 - a heading naming the role (`Contents`, `Index`, `List of Figures`, `References`, ...);
-- an outline entry with such a title pointing at the page (`Concept index` -> its pages);
+- an outline entry with such a title pointing at the page (`Concept index` -> its pages), while
+  a page an ordinary bookmark opens (`2.1 Vectors`) needs dotted leaders to lose its content role;
 - near-empty pages (blank), and a short title page that opens a longer document (cover).
 
 A page gets a role only when the cues agree; ordinary prose never does (unit-tested on synthetic
@@ -71,6 +72,7 @@ ENDS_IN_NUMBER_SHARE_WITH_TITLE = 0.3
 INDEX_ENTRY_SHARE = 0.5
 SHORT_LINE_CHARS = 80
 SHORT_LINE_SHARE = 0.7
+MAX_ENTRY_WORDS = 9
 CITATION_SHARE = 0.3
 YEAR_SHARE = 0.4
 
@@ -88,6 +90,8 @@ class LayoutCues:
     citation_share: float
     year_share: float
     sorted_share: float
+    numbered_start_share: float
+    words_per_line: float
 
 
 def role_of_title(title: str) -> PageRole | None:
@@ -123,6 +127,8 @@ def measure(text: str) -> LayoutCues:
         citation_share=share(sum(bool(_CITATION_START.match(line)) for line in lines)),
         year_share=share(sum(bool(_YEAR.search(line)) for line in lines)),
         sorted_share=ordered / max(len(starts) - 1, 1),
+        numbered_start_share=share(sum(line[:1].isdigit() for line in lines)),
+        words_per_line=sum(len(line.split()) for line in collapsed) / count,
     )
 
 
@@ -155,10 +161,16 @@ def _list_role(cues: LayoutCues, named: PageRole | None) -> PageRole | None:
     if named == "index" and (numbered or cues.index_entry_share >= INDEX_ENTRY_SHARE / 2):
         return "index"
     if cues.leader_share >= LEADER_SHARE or (named in ("contents", "figures") and numbered):
-        return named if named in ("contents", "figures") else "contents"
+        if named in ("contents", "figures"):
+            return named
+        # Alphabetical terms with leaders, not numbered sections: an index continued.
+        alphabetical = cues.sorted_share >= 0.85 and cues.numbered_start_share < 0.3
+        return "index" if alphabetical else "contents"
     if cues.index_entry_share >= INDEX_ENTRY_SHARE and cues.sorted_share >= 0.7:
         return "index"
-    if numbered and cues.ends_in_number_share >= ENDS_IN_NUMBER_SHARE:
+    # No leaders and no title: only a list of short entries (titles, not sentences) counts.
+    terse = cues.words_per_line <= MAX_ENTRY_WORDS
+    if terse and cues.ends_in_number_share >= ENDS_IN_NUMBER_SHARE:
         return named if named in ("contents", "figures") else "contents"
     return None
 
@@ -186,7 +198,10 @@ def detect_page_role(
         cited = cues.citation_share >= CITATION_SHARE or cues.year_share >= YEAR_SHARE
         return "bibliography" if cited and cues.lines >= 3 else None
     role = _list_role(cues, named)
-    if role is not None:
+    # A page an ordinary bookmark opens ("2.1 Vectors") starts a section: only dotted leaders
+    # outvote that.
+    opens_section = bool(outline_titles) and named is None
+    if role is not None and (not opens_section or cues.leader_share >= LEADER_SHARE):
         return role
     title_page = page_number == 1 and page_count >= 3 and cues.lines <= 12 and cues.words <= 60
     # A title page: a few short lines, no sentences.
