@@ -31,6 +31,17 @@ SECTIONS = [
         "steady light means the float switch is stuck.",
     ),
 ]
+# Every section page also carries general advice, as real manual pages carry more than one
+# topic: the page's text is then longer than a contents line, which is what lets the contents
+# page win keyword and dense matches on the title alone.
+GENERAL_ADVICE = (
+    "General advice. Keep this manual with the boat and read the safety notes before any work. "
+    "Use only original spare parts from an authorised dealer; other parts void the warranty. "
+    "Wear gloves and eye protection, and make sure nobody can switch the circuit on while you "
+    "work on it. Dispose of old oil and worn parts at a marina collection point. If in doubt, "
+    "ask a qualified marine engineer. Record every service in the log at the back of the book, "
+    "with the date, the engine hours and the name of whoever did the work."
+)
 FIRST_SECTION_PAGE = 3  # 1 cover, 2 contents
 INDEX_PAGE = FIRST_SECTION_PAGE + len(SECTIONS)
 
@@ -61,7 +72,7 @@ def write_manual(path: Path) -> Path:
     for i, (title, body) in enumerate(SECTIONS, start=1):
         pdf.add_page()
         pdf.start_section(f"{i} {title}")
-        pdf.multi_cell(0, 7, f"{i} {title}\n{body} " + "Keep this manual with the pump. " * 3)
+        pdf.multi_cell(0, 7, f"{i} {title}\n{body}\n{GENERAL_ADVICE}")
 
     pdf.add_page()
     pdf.start_section("Index")

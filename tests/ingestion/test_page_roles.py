@@ -107,7 +107,7 @@ def test_a_heading_alone_does_not_make_a_prose_page_a_bibliography() -> None:
         ("Appendix E Concept index", "index"),
         ("Appendix D: Function and variable index 103", "index"),
         ("List of Tables", "figures"),
-        ("F References", None),  # a bare letter before a title is not a section number
+        ("F References", "bibliography"),  # texinfo bookmarks appendices by letter alone
         ("Appendix F References", "bibliography"),
         ("Creating an index", None),
         ("R and statistics", None),
