@@ -85,9 +85,10 @@ class Settings(BaseSettings):
     )
     # Issue 16: keyword weight scaled by coverage ** power (0 = off); role pages yield places.
     keyword_coverage_power: float = Field(default=1.0, ge=0)
-    keyword_coverage_by_script: bool = Field(
-        default=False, description="coverage over the query terms in the tenant's own scripts"
+    cross_script_rrf_k: int = Field(
+        default=0, ge=0, description="RRF k for queries in a script the tenant lacks (0: off)"
     )
+    cross_script_dense_weight: float = Field(default=1.0, ge=0)
     page_role_shift: int = Field(
         default=10, ge=0, description="places contents/index/... pages yield to content pages"
     )

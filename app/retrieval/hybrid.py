@@ -48,9 +48,12 @@ class RetrieverConfig:
     # The keyword arm's weight is scaled by coverage ** this (share of query terms the tenant's
     # text contains); 0 switches the scaling off.
     keyword_coverage_power: float = 1.0
-    # Coverage over the query terms in the tenant's own scripts only (KeywordSnapshot.
-    # script_coverage): Latin names and numbers in an Arabic question over English text count.
-    coverage_by_script: bool = False
+    # A cross-script query (most of its words in a script the tenant's text lacks: an Arabic
+    # question over English documents) is fused flatter, with this k and dense weight and the
+    # keyword arm unscaled: its few matches are the Latin names and numbers it contains, a
+    # precise signal that coverage scaling would switch off. 0 turns the rule off.
+    cross_script_rrf_k: int = 0
+    cross_script_dense_weight: float = 1.0
     # Places a contents / index / list / bibliography / blank / cover page yields to content
     # pages in the final order (0: no demotion).
     page_role_shift: int = 0
@@ -103,7 +106,7 @@ class Recall:
     dense_ids: list[str] = field(default_factory=list)
     keyword_ids: list[str] = field(default_factory=list)
     coverage: float = 0.0
-    script_coverage: float = 0.0
+    cross_script: bool = False
     pinned: list[str] = field(default_factory=list)
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
@@ -126,12 +129,13 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
         # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
         # question over English documents matches almost nothing, and its few accidental
         # matches must not outvote the dense arm (measured on XQuAD ar->en).
-        coverage = recall.script_coverage if config.coverage_by_script else recall.coverage
-        keyword_weight = config.keyword_weight * coverage**config.keyword_coverage_power
+        dense_weight, rrf_k = config.dense_weight, config.rrf_k
+        keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
+        if recall.cross_script and config.cross_script_rrf_k > 0:
+            dense_weight, rrf_k = config.cross_script_dense_weight, config.cross_script_rrf_k
+            keyword_weight = config.keyword_weight
         fused = reciprocal_rank_fusion(
-            [recall.dense_ids, recall.keyword_ids],
-            [config.dense_weight, keyword_weight],
-            config.rrf_k,
+            [recall.dense_ids, recall.keyword_ids], [dense_weight, keyword_weight], rrf_k
         )
         for chunk_id, score in fused:
             recall.candidates[chunk_id].fused_score = score
@@ -257,7 +261,7 @@ class HybridRetriever:
         tokens = self.keyword_index.tokenizer(query)
         keyword = snapshot.search(tokens, self.config.keyword_candidates)
         recall.coverage = snapshot.coverage(tokens)
-        recall.script_coverage = snapshot.script_coverage(tokens)
+        recall.cross_script = snapshot.foreign_share(tokens) > 0.5
         for rank, (chunk_id, score) in enumerate(keyword, start=1):
             cand = recall.candidate(chunk_id)
             cand.keyword_rank = rank
@@ -345,7 +349,8 @@ def build_retriever(
         reranker_max_candidates=settings.reranker_max_candidates,
         reranker_max_chars=settings.reranker_max_chars,
         keyword_coverage_power=settings.keyword_coverage_power,
-        coverage_by_script=settings.keyword_coverage_by_script,
+        cross_script_rrf_k=settings.cross_script_rrf_k,
+        cross_script_dense_weight=settings.cross_script_dense_weight,
         page_role_shift=settings.page_role_shift,
     )
     keyword_index = KeywordIndex(

@@ -112,12 +112,13 @@ class KeywordSnapshot:
         total = sum(counts.values())
         return frozenset(script for script, n in counts.items() if n >= 0.02 * total)
 
-    def script_coverage(self, tokens: list[str]) -> float:
-        """Like `coverage`, over only the query tokens written in a script the tenant's text
-        uses: the Latin names and numbers inside an Arabic question over English documents
-        count fully, its Arabic words (which such text cannot contain) not at all."""
-        usable = [t for t in tokens if t and token_script(t) in self.scripts | {"digits"}]
-        return self.coverage(usable)
+    def foreign_share(self, tokens: list[str]) -> float:
+        """Share of the query's word tokens written in a script the tenant's text does not use
+        (an Arabic question over English documents: close to 1)."""
+        words = [t for t in dict.fromkeys(tokens) if t and token_script(t) != "digits"]
+        if self.bm25 is None or not words:
+            return 0.0
+        return sum(token_script(t) not in self.scripts for t in words) / len(words)
 
     def containing_all(self, tokens: list[str]) -> list[str]:
         """Ids of chunks that contain every one of `tokens` (empty if any is unknown)."""
