@@ -15,6 +15,7 @@ from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.normalise import normalise_text
 from app.ingestion.page_roles import detect_page_role
 from app.ingestion.rtl import fix_reversed_arabic
+from app.ingestion.running_lines import strip_running_lines
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
     labels = _labels(reader, count)
     outline = _outline_titles(reader)
     budget = CharBudget(limits)
-    pages: list[Page] = []
+    texts: list[str] = []
     reversed_pages = 0
     for index in range(count):
         try:
@@ -109,11 +110,15 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
         text = normalise_text(budget.spend(raw))
         text, was_reversed = fix_reversed_arabic(text)
         reversed_pages += was_reversed
-        if text.strip():
+        texts.append(text)
+    pages: list[Page] = []
+    # Roles are read before running headers go: "Concept index 81" on top of a page says a lot.
+    for index, (text, body) in enumerate(zip(texts, strip_running_lines(texts), strict=True)):
+        if body.strip():
             role = detect_page_role(
                 text, page_number=index + 1, page_count=count, outline_titles=outline.get(index, ())
             )
-            pages.append(Page(number=index + 1, label=labels[index], text=text, role=role))
+            pages.append(Page(number=index + 1, label=labels[index], text=body, role=role))
     if not pages:
         raise NeedsOCR(
             "the PDF has no extractable text; it needs OCR (it is probably scanned images). "
