@@ -200,12 +200,19 @@ def run_grid(
             "dense_weight": DENSE_WEIGHTS,
             "rrf_k": RRF_KS,
             "keyword_coverage_power": COVERAGE_POWERS,
+            "cross_script_rrf_k": CROSS_SCRIPT_KS,
+            "cross_script_dense_weight": CROSS_SCRIPT_DENSE_WEIGHTS,
         },
         "best": {
             "dense_weight": best.dense_weight,
             "rrf_k": best.rrf_k,
             "keyword_coverage_power": best.keyword_coverage_power,
+            "cross_script_rrf_k": best.cross_script_rrf_k,
+            "cross_script_dense_weight": best.cross_script_dense_weight,
         },
+        "cross_script_top": [
+            (round(m, 4), c.cross_script_rrf_k, c.cross_script_dense_weight) for m, c in cross[:10]
+        ],
         "top": [
             (round(m, 4), c.dense_weight, c.rrf_k, c.keyword_coverage_power) for m, c in grid[:20]
         ],
