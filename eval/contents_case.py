@@ -7,7 +7,7 @@ demotion the contents pages win such questions, because they repeat the title ve
 
 R-admin.pdf is where the demotion shift was chosen; R-intro.pdf is reported as held out.
 When the package is absent the case is skipped with a message (CI: `apt-get install -y
-r-doc-pdf`).
+r-doc-pdf`). Run alone with `python -m eval.contents_case`; `python -m eval.retrieval` runs it too.
 """
 
 from __future__ import annotations
@@ -120,3 +120,20 @@ def evaluate_contents_case(container: Container, folder: Path) -> dict[str, Any]
             f"MRR {before['mrr']:.3f} -> {after['mrr']:.3f}"
         )
     return report
+
+
+def main() -> None:
+    """Run the contents-page case alone: `python -m eval.contents_case`."""
+    import tempfile
+
+    from app.config import load_settings
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(
+            _env_file=None, data_dir=Path(tmp) / "data", embedding_provider="use", env="development"
+        )
+        evaluate_contents_case(Container(settings), Path(tmp) / "manuals")
+
+
+if __name__ == "__main__":
+    main()
