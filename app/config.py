@@ -79,10 +79,20 @@ class Settings(BaseSettings):
     dense_candidates: int = Field(default=30, gt=0)
     keyword_candidates: int = Field(default=30, gt=0)
     rrf_k: int = Field(default=5, gt=0, description="RRF constant; 5 beat 60 on every eval set")
-    dense_weight: float = Field(default=0.4, ge=0)
+    # 0.3 won held out (eval/tune_fusion.py: tuned on ARCD train + XQuAD dev, issue 16).
+    dense_weight: float = Field(default=0.3, ge=0)
     keyword_weight: float = Field(default=1.0, ge=0)
     relevance_threshold: float | None = Field(
         default=None, description="minimum dense similarity; unset = calibrated per model"
+    )
+    # Issue 16: keyword weight scaled by coverage ** power (0 = off); role pages yield places.
+    keyword_coverage_power: float = Field(default=1.0, ge=0)
+    cross_script_rrf_k: int = Field(
+        default=0, ge=0, description="RRF k for queries in a script the tenant lacks (0: off)"
+    )
+    cross_script_dense_weight: float = Field(default=1.0, ge=0)
+    page_role_shift: int = Field(
+        default=10, ge=0, description="places contents/index/... pages yield to content pages"
     )
 
     # --- reranker ---

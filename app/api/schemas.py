@@ -78,6 +78,8 @@ class SearchResultOut(BaseModel):
     source: str
     page: int
     page_label: str
+    # contents / index / figures / bibliography / blank / cover; null for a content page.
+    page_role: str | None = None
     text: str
     score: float
     stages: dict[str, float | int | None]

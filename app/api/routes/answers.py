@@ -37,6 +37,7 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
             source=hit.chunk.source,
             page=hit.chunk.page,
             page_label=hit.chunk.page_label,
+            page_role=hit.chunk.page_role,
             text=hit.chunk.text,
             score=hit.score,
             stages=hit.stages,
