@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 
+from app.answer_shape import AnswerShape
+from app.config import load_settings
 from app.errors import ProviderUnavailable
-from app.storage.cache import CacheKey, RedisAnswerCache, answer_cache_key
+from app.storage.cache import CacheKey, RedisAnswerCache, answer_cache_key, config_fingerprint
 from app.storage.redis_client import connect_redis
+from tests.storage.settings_variants import settings_with_one_change
 
 pytestmark = pytest.mark.integration
 
@@ -104,3 +107,23 @@ def test_unreachable_redis_degrades_lookups_but_not_invalidation() -> None:
     with pytest.raises(ProviderUnavailable):
         cache.invalidate_tenant("acme")
     print(f"three calls against a dead Redis took {time.perf_counter() - started:.3f} s")
+
+
+@pytest.mark.parametrize("name", sorted(AnswerShape.model_fields))
+def test_an_answer_cached_under_one_configuration_is_not_served_under_another(
+    name: str,
+    api_processes: tuple[RedisAnswerCache, RedisAnswerCache],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first, second = api_processes
+    before = config_fingerprint(load_settings(_env_file=None))
+    after = config_fingerprint(settings_with_one_change(monkeypatch, name))
+
+    def shaped(fingerprint: str) -> CacheKey:
+        return answer_cache_key(
+            "acme", "notice period?", k=5, corpus_version=1, config_fingerprint=fingerprint
+        )
+
+    first.set(shaped(before), ANSWER)
+    assert second.get(shaped(after)) is None
+    assert second.get(shaped(before)) == ANSWER
