@@ -90,7 +90,7 @@ def cmd_reindex(container: Container, args: argparse.Namespace) -> int:
 def cmd_create_user(container: Container, args: argparse.Namespace) -> int:
     """Create a user; the password is read from stdin so it never lands in shell history."""
     password = sys.stdin.readline().rstrip("\r\n")
-    user = container.users.create_user(args.tenant, args.username, password, admin=args.admin)
+    user = container.users.create_user(args.tenant, args.username, password)
     print(f"created user {user.username} in tenant {user.tenant_id}")
     return 0
 
@@ -98,8 +98,7 @@ def cmd_create_user(container: Container, args: argparse.Namespace) -> int:
 def cmd_list_users(container: Container, args: argparse.Namespace) -> int:
     """List users, optionally of one tenant."""
     for user in container.users.list_users(args.tenant):
-        admin = " (admin)" if user.is_admin else ""
-        print(f"{user.tenant_id}\t{user.username}{admin}\t{user.created_at}")
+        print(f"{user.tenant_id}\t{user.username}\t{user.created_at}")
     return 0
 
 
@@ -137,7 +136,6 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--tenant", required=True)
     create.add_argument("--username", required=True)
     create.add_argument("--password-stdin", action="store_true", required=True)
-    create.add_argument("--admin", action="store_true")
     create.set_defaults(run=cmd_create_user)
 
     list_cmd = sub.add_parser("list-users", help="list users")

@@ -67,14 +67,6 @@ def verify_password(password: str, password_hash: str) -> bool:
     return matched and storable
 
 
-def hash_cost(password_hash: str) -> int:
-    """The cost factor recorded in a bcrypt hash (`$2b$12$...` -> 12)."""
-    parts = password_hash.split("$")
-    if len(parts) < 4 or not parts[2].isdigit():
-        raise ValueError("not a bcrypt hash")
-    return int(parts[2])
-
-
 @lru_cache(maxsize=4)
 def dummy_hash(rounds: int) -> str:
     """A hash of a random password at the same cost, checked when a user does not exist."""

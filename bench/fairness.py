@@ -26,7 +26,7 @@ from app.config import load_settings
 from app.services.container import Container
 from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
 from app.services.ingest_worker import IngestWorkerPool
-from app.storage.jobs import JobRow
+from app.storage.jobs import JobRecord, JobRow
 from bench.common import median, percentile, table
 
 DATA = Path(
@@ -53,8 +53,8 @@ class Uploader:
         self.paragraphs = paragraphs
         self.count = 0
 
-    def upload(self, tenant: str, per_file: int) -> str:
-        """Queue one file of `per_file` paragraphs for `tenant`; returns its job id."""
+    def upload(self, tenant: str, per_file: int) -> JobRecord:
+        """Queue one file of `per_file` paragraphs for `tenant`; returns its job."""
         self.count += 1
         start = self.count * per_file
         body = "\n\n".join(
@@ -65,7 +65,7 @@ class Uploader:
         reservation = reserve_upload(self.container, tenant)
         received = ReceivedFile(path, f"{tenant}-{self.count}.txt", path.stat().st_size)
         (job,) = submit_uploads(self.container, tenant, [reservation], [received])
-        return job.job_id
+        return job
 
     def wait(self, tenant: str, job_id: str, timeout_s: float = 1800.0) -> None:
         """Block until the job is done (raises if it fails or takes too long)."""
@@ -134,25 +134,28 @@ def main() -> None:
             alone = []
             for _ in range(args.rounds):
                 started = time.perf_counter()
-                job_id = uploader.upload("tenant-b", args.paragraphs)
-                pool.notify()
-                uploader.wait("tenant-b", job_id)
+                job = uploader.upload("tenant-b", args.paragraphs)
+                pool.enqueue(job)
+                uploader.wait("tenant-b", job.job_id)
                 alone.append(time.perf_counter() - started)
 
             # Behind a burst: A queues `burst` files, then B uploads one at a time.
             burst_started = time.perf_counter()
-            bulk = [uploader.upload("tenant-a", args.paragraphs) for _ in range(args.burst)]
-            pool.notify()
+            bulk_jobs = [uploader.upload("tenant-a", args.paragraphs) for _ in range(args.burst)]
+            pool.enqueue(bulk_jobs[-1])
+            bulk = [job.job_id for job in bulk_jobs]
             queued_s = time.perf_counter() - burst_started
             behind, a_done_meanwhile = [], []
             for _ in range(args.rounds):
                 time.sleep(0.5)  # the workers are busy with A's jobs when B arrives
                 started = time.perf_counter()
-                job_id = uploader.upload("tenant-b", args.paragraphs)
-                pool.notify()
-                uploader.wait("tenant-b", job_id)
+                job = uploader.upload("tenant-b", args.paragraphs)
+                pool.enqueue(job)
+                uploader.wait("tenant-b", job.job_id)
                 behind.append(time.perf_counter() - started)
-                a_done_meanwhile.append(uploader.finished_between("tenant-b", job_id, "tenant-a"))
+                a_done_meanwhile.append(
+                    uploader.finished_between("tenant-b", job.job_id, "tenant-a")
+                )
             still_queued = args.burst - uploader.done_count("tenant-a", bulk)
             for job_id in bulk:
                 uploader.wait("tenant-a", job_id)

@@ -18,6 +18,20 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from app.config import Settings, load_settings
 from app.storage.db import Database, open_database
+from tests.availability import unavailable
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "needs(present, message): fail (or skip if allowed) when not present"
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # A missing dependency fails the test unless RAG_TEST_ALLOW_SKIP_SERVICES=1 is set.
+    for marker in item.iter_markers(name="needs"):
+        if not marker.kwargs["present"]:
+            unavailable(marker.kwargs["message"])
 
 
 @pytest.fixture
@@ -62,7 +76,7 @@ def postgres_url() -> Iterator[str]:
             connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
     except OperationalError as exc:
         admin.dispose()
-        pytest.skip(f"PostgreSQL unreachable at {POSTGRES_ADMIN_URL}: {exc}")
+        unavailable(f"PostgreSQL unreachable at {POSTGRES_ADMIN_URL}: {exc}")
     try:
         yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     finally:
@@ -102,7 +116,7 @@ def redis_namespace() -> Iterator[RedisNamespace]:
     try:
         client.ping()
     except redis.RedisError as exc:
-        pytest.skip(f"Redis unreachable at {REDIS_TEST_URL}: {exc}")
+        unavailable(f"Redis unreachable at {REDIS_TEST_URL}: {exc}")
     prefix = f"ragtest-{uuid.uuid4().hex[:12]}"
     try:
         yield RedisNamespace(client, prefix)

@@ -106,11 +106,15 @@ def test_busy_password_checks_refuse_the_excess_at_once() -> None:
     holding.wait()
     second = threading.Thread(target=wait_for_slot)  # the one allowed to queue
     second.start()
-    time.sleep(0.1)
+    deadline = time.monotonic() + 30  # until the second check is in the queue, not a fixed nap
+    while slots._waiting < 1:
+        assert time.monotonic() < deadline, "the second check never queued"
+        time.sleep(0.005)
     began = time.perf_counter()
     with pytest.raises(RateLimited) as busy, slots.slot():
         pass
-    assert time.perf_counter() - began < 0.5  # refused without waiting for the queue
+    # Refused at once: waiting for the queue would take the full 5 s slot wait.
+    assert time.perf_counter() - began < 2.5
     assert busy.value.retry_after_s >= 1
     release.set()
     first.join()

@@ -188,16 +188,6 @@ class KeywordIndex:
         """Bring the tenant's index up to date now (optional: queries also check freshness)."""
         self.snapshot(tenant_id)
 
-    def forget(self, tenant_id: str) -> None:
-        """Drop the tenant's index from memory and disk (after the tenant is deleted)."""
-        with self._lock_for(tenant_id):
-            self._snapshots.pop(tenant_id, None)
-            shutil.rmtree(self._tenant_dir(tenant_id), ignore_errors=True)
-
-    def total_rebuilds(self) -> int:
-        """Rebuilds from the store across all tenants since this object was made."""
-        return sum(self.rebuilds.values())
-
     # --- internals ---
 
     def _is_fresh(self, snap: KeywordSnapshot | None, version: int) -> bool:

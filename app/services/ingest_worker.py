@@ -114,10 +114,6 @@ class IngestWorkerPool:
             self._threads.append(thread)
         return requeued
 
-    def notify(self) -> None:
-        """Wake idle workers because a job was queued."""
-        self._wake.set()
-
     def enqueue(self, job: JobRecord) -> None:
         """Hand over a newly queued job: the threads poll the table, so just wake them."""
         self._wake.set()

@@ -64,15 +64,13 @@ class UserService:
         """Compute the dummy hash now, so the first unknown-user login is not the slow one."""
         security.dummy_hash(self._rounds)
 
-    def create_user(
-        self, tenant_id: str, username: str, password: str, admin: bool = False
-    ) -> UserRecord:
+    def create_user(self, tenant_id: str, username: str, password: str) -> UserRecord:
         """Validate and add a user; InvalidInput or Conflict (name taken) on failure."""
         validate_tenant_id(tenant_id)
         name = validate_username(username)
         validate_password(password)
         password_hash = security.hash_password(password, self._rounds)
-        return self._store.add(tenant_id, name, password_hash, is_admin=admin)
+        return self._store.add(tenant_id, name, password_hash)
 
     def list_users(self, tenant_id: str | None = None) -> list[UserRecord]:
         """Users of one tenant, or all users when tenant_id is None."""

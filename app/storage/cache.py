@@ -1,8 +1,9 @@
 """The answer cache: a small interface, an in-process LRU and a shared Redis backend.
 
 A key is built from the tenant, the normalised question, `k`, the tenant's corpus version and a
-fingerprint of the retrieval/LLM settings, so an answer is never served to another tenant, after
-the documents it came from changed, or from another configuration. Values are JSON objects.
+fingerprint of every answer-shaping setting (`app.answer_shape.AnswerShape`), so an answer is
+never served to another tenant, after the documents it came from changed, or from another
+configuration. Values are JSON objects.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 
 import redis
 
+from app.answer_shape import answer_shape, shape_fingerprint
 from app.config import Settings
 from app.errors import ProviderUnavailable
 from app.storage.redis_client import connect_redis
@@ -27,37 +29,6 @@ from app.storage.redis_client import connect_redis
 log = logging.getLogger(__name__)
 
 KEY_SCHEME = "answer-v1"
-
-# Settings that change what an answer would be. The corpus itself is covered by its version.
-FINGERPRINT_FIELDS = (
-    "embedding_provider",
-    "embedding_model",
-    "embedding_query_prefix",
-    "embedding_passage_prefix",
-    "chunk_size",
-    "chunk_overlap",
-    "top_k",
-    "dense_candidates",
-    "keyword_candidates",
-    "rrf_k",
-    "dense_weight",
-    "keyword_weight",
-    "relevance_threshold",
-    "reranker",
-    "reranker_model",
-    "reranker_max_candidates",
-    "reranker_max_chars",
-    "llm_provider",
-    "llm_model",
-    "llm_model_path",
-    "llm_max_tokens",
-    "llm_context_tokens",
-    "llm_max_passages",
-    "llm_max_context_chars",
-    "openai_base_url",
-    "ollama_base_url",
-    "refusal_text",
-)
 
 
 @dataclass(frozen=True)
@@ -111,10 +82,8 @@ def normalise_question(question: str) -> str:
 
 
 def config_fingerprint(settings: Settings) -> str:
-    """A short hash of the settings that shape an answer."""
-    values = {name: getattr(settings, name) for name in FINGERPRINT_FIELDS}
-    encoded = json.dumps(values, sort_keys=True, default=str).encode("utf-8")
-    return hashlib.sha256(encoded).hexdigest()[:16]
+    """A short hash of every setting that shapes an answer (see `app.answer_shape`)."""
+    return shape_fingerprint(answer_shape(settings))
 
 
 def answer_cache_key(

@@ -231,14 +231,6 @@ class ChromaVectorStore:
                     collection.delete(ids=ids)
             return removed
 
-    def drop_tenant(self, tenant_id: str) -> None:
-        """Remove the tenant's chunks and collections (of every embedding model) entirely."""
-        with self._write_lock:
-            self._chunks.drop_tenant(tenant_id)
-            self._collections.pop(tenant_id, None)
-            for name in self._tenant_collections(tenant_id):
-                self._client.delete_collection(name)
-
     def reindex_tenant(self, tenant_id: str) -> int:
         """Re-embed the tenant's chunks from older-model collections into the current one.
 
@@ -361,17 +353,13 @@ def _document_filter(tenant_id: str, document_id: str) -> dict[str, Any]:
 
 
 def build_vector_store(
-    settings: Settings, embedder: Embedder | None = None, database: Database | None = None
+    settings: Settings, embedder: Embedder, database: Database | None = None
 ) -> ChromaVectorStore:
-    """The configured Chroma store (persistent directory or server) for the configured embedder,
-    its chunk records in `database` (by default the service database the settings name)."""
+    """The configured Chroma store (persistent directory or server) for `embedder`, its chunk
+    records in `database` (by default the service database the settings name)."""
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
-    if embedder is None:
-        from app.providers.embeddings import build_embedder
-
-        embedder = build_embedder(settings)
     if database is None:
         database = database_from_settings(settings)
     chroma_settings = ChromaSettings(anonymized_telemetry=False)

@@ -141,12 +141,6 @@ class ChunkStore:
                 self._bump(session, tenant_id)
             return count
 
-    def drop_tenant(self, tenant_id: str) -> None:
-        """Remove every record of the tenant (its version keeps counting up)."""
-        with self._db.session() as session:
-            session.execute(delete(ChunkRow).where(ChunkRow.tenant_id == tenant_id))
-            self._bump(session, tenant_id)
-
     def bump_version(self, tenant_id: str) -> int:
         """Mark the tenant's corpus as changed (indexes and cached answers go stale); returns
         the new version, which no other bump of this tenant ever returns."""

@@ -181,16 +181,6 @@ class DocumentStore:
             )
             return int(total or 0)
 
-    def total_chunks(self, tenant_id: str) -> int:
-        """Sum of indexed chunks over the tenant's documents (for `/stats`)."""
-        with self._db.session() as session:
-            total = session.scalar(
-                select(func.coalesce(func.sum(DocumentRow.chunks), 0)).where(
-                    DocumentRow.tenant_id == tenant_id
-                )
-            )
-            return int(total or 0)
-
     def usage(self, tenant_id: str, except_document: str | None = None) -> StoredUsage:
         """The tenant's document, byte and chunk totals (quotas and `/stats`)."""
         with self._db.session() as session:

@@ -24,6 +24,8 @@ class UserRow(Base):
     tenant_id: Mapped[str] = mapped_column(String(64), index=True)
     username: Mapped[str] = mapped_column(String(64), unique=True)
     password_hash: Mapped[str] = mapped_column(String(128))
+    # Granted nothing and is no longer read or set; kept (always False) only because existing
+    # databases have it NOT NULL without a server default. A migration should drop it.
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
@@ -36,7 +38,6 @@ class UserRecord:
     tenant_id: str
     username: str
     password_hash: str
-    is_admin: bool
     created_at: datetime
 
 
@@ -46,7 +47,6 @@ def _record(row: UserRow) -> UserRecord:
         tenant_id=row.tenant_id,
         username=row.username,
         password_hash=row.password_hash,
-        is_admin=row.is_admin,
         created_at=row.created_at,
     )
 
@@ -57,16 +57,13 @@ class UserStore:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    def add(
-        self, tenant_id: str, username: str, password_hash: str, is_admin: bool = False
-    ) -> UserRecord:
+    def add(self, tenant_id: str, username: str, password_hash: str) -> UserRecord:
         """Insert a user; raises Conflict if the user name is taken."""
         row = UserRow(
             id="usr_" + secrets.token_hex(12),
             tenant_id=tenant_id,
             username=username,
             password_hash=password_hash,
-            is_admin=is_admin,
             created_at=utc_now(),
         )
         try:

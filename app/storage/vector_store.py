@@ -56,7 +56,3 @@ class VectorStore(Protocol):
     def corpus_version(self, tenant_id: str) -> int:
         """A counter that changes whenever the tenant's chunks change (for indexes, caches)."""
         ...
-
-    def drop_tenant(self, tenant_id: str) -> None:
-        """Remove the tenant's collection entirely."""
-        ...

@@ -33,6 +33,7 @@ class LiveServer:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    module: str = "app.serve"  # what `python -m` runs (a test may wrap the server)
 
     @property
     def url(self) -> str:
@@ -84,7 +85,7 @@ class LiveServer:
         assert self.process is None, "already running"
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "app.serve"],
+            [sys.executable, "-m", self.module],
             env=self.env(),
             cwd=self.data_dir.parent,
             stdout=log,

@@ -31,10 +31,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         {
             "RAG_CHUNK_SIZE": str(CHUNK_SIZE),
             "RAG_CHUNK_OVERLAP": str(CHUNK_OVERLAP),
-            "RAG_EMBEDDING_BATCH_SIZE": "8",  # frequent progress, so the crash lands mid-job
+            "RAG_EMBEDDING_BATCH_SIZE": "8",  # several batches, so a crash can land mid-job
             "RAG_WORKER_POOL_SIZE": "1",
             "RAG_MAX_UPLOAD_BYTES": str(MAX_UPLOAD),
+            "RAG_TEST_EMBED_GATE": str(root / "embed.gate"),
         },
+        module="tests.api.gated_serve",
     )
     server.cli(
         "create-user",
@@ -143,6 +145,8 @@ def test_a_crash_mid_ingestion_is_resumed_without_loss_or_duplicates(
     ).json()
     assert _wait(live, headers, job["job_id"])["status"] == "done"
 
+    gate = Path(live.env()["RAG_TEST_EMBED_GATE"])
+    gate.touch()  # before the upload: the job cannot run past the gate
     v2 = tmp_path / "v2" / "manual.txt"
     v2.parent.mkdir()
     v2.write_text(_manual("v2", 240))
@@ -153,18 +157,19 @@ def test_a_crash_mid_ingestion_is_resumed_without_loss_or_duplicates(
     assert accepted.status_code == 202, accepted.text
     job_id = accepted.json()["job_id"]
 
-    # Crash while the job is embedding: some batches done, not all.
+    # Crash while the job is embedding: some batches done, not all. The gated server holds the
+    # job right after a batch is reported, so the crash lands there every time.
+    reached = gate.with_suffix(".reached")
     deadline = time.monotonic() + 300
-    while True:
-        progress = httpx.get(f"{live.url}/jobs/{job_id}", headers=headers).json()
-        p = progress["progress"]
-        if progress["status"] == "processing" and p["stage"] == "embedding" and p["done"] > 0:
-            assert p["done"] < p["total"] == expected
-            break
-        assert progress["status"] in ("queued", "processing"), progress
-        assert time.monotonic() < deadline, progress
-        time.sleep(0.01)
+    while not reached.exists():
+        assert time.monotonic() < deadline, live.log()
+        time.sleep(0.05)
+    progress = httpx.get(f"{live.url}/jobs/{job_id}", headers=headers).json()
+    p = progress["progress"]
+    assert progress["status"] == "processing" and p["stage"] == "embedding", progress
+    assert 0 < p["done"] < p["total"] == expected
     live.crash()
+    gate.unlink()  # the restarted server runs the job to the end
     assert len(list((live.data_dir / "uploads").glob("*"))) == 1, "the upload must survive a crash"
 
     live.start()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-import time
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from api_builders import text_document
 from conftest import ApiFactory, ApiHarness
+
+from app.providers.types import Embedder
 
 pytestmark = pytest.mark.integration
 
@@ -17,7 +21,40 @@ def api(api_factory: ApiFactory) -> ApiHarness:
     return api_factory(chunk_size=300, chunk_overlap=30, embedding_batch_size=8, worker_pool_size=1)
 
 
-def test_a_document_deleted_while_it_is_indexed_stays_deleted(api: ApiHarness) -> None:
+class GatedEmbedder:
+    """The real embedder, except that indexing waits at its first batch until released."""
+
+    def __init__(self, real: Embedder) -> None:
+        self._real = real
+        self.embedding_started = threading.Event()
+        self.release = threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.embedding_started.set()
+        assert self.release.wait(timeout=180), "the test never released the embedder"
+        return self._real.embed_documents(texts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+@pytest.fixture
+def gated_embedder(api: ApiHarness) -> Iterator[GatedEmbedder]:
+    """Jobs of this app embed through a gate the test opens (cached_property slot swapped)."""
+    container = api.container
+    real = container.embedder
+    gate = GatedEmbedder(real)
+    container.__dict__["embedder"] = gate
+    try:
+        yield gate
+    finally:
+        gate.release.set()
+        container.__dict__["embedder"] = real
+
+
+def test_a_document_deleted_while_it_is_indexed_stays_deleted(
+    api: ApiHarness, gated_embedder: GatedEmbedder
+) -> None:
     user = api.add_user("race-delete")
     paragraphs = [
         f"Clause {i}: the ORCHIDVAULT tenant agreement sets rent review {i} at "
@@ -25,16 +62,14 @@ def test_a_document_deleted_while_it_is_indexed_stays_deleted(api: ApiHarness) -
         for i in range(200)
     ]
     accepted = api.upload(user, "lease.txt", text_document(*paragraphs)).json()
-    deadline = time.monotonic() + 180
-    while True:
-        job = api.client.get(f"/jobs/{accepted['job_id']}", headers=user.headers).json()
-        if job["status"] == "processing" and job["progress"]["stage"] == "embedding":
-            break
-        assert job["status"] in ("queued", "processing"), job
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    # The job is held inside its first embedding batch, so the delete lands mid-indexing every
+    # time, however fast or slow the machine is.
+    assert gated_embedder.embedding_started.wait(timeout=180), "the job never started embedding"
+    job = api.client.get(f"/jobs/{accepted['job_id']}", headers=user.headers).json()
+    assert job["status"] == "processing" and job["progress"]["stage"] == "embedding", job
     deleted = api.client.delete(f"/documents/{accepted['document_id']}", headers=user.headers)
     assert deleted.status_code == 204
+    gated_embedder.release.set()
 
     final = api.wait_for_job(user, accepted["job_id"])
     assert final["status"] == "failed", final

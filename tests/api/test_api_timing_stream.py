@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import statistics
 from typing import Any
 
 import pytest
@@ -38,7 +37,8 @@ def _events(response: Any) -> list[tuple[str, Any]]:
 
 
 def test_query_stages_add_up_to_the_total(api: ApiHarness, reader: ApiUser) -> None:
-    ratios = []
+    # How much of the work the stages cover is asserted on a deterministic clock in
+    # tests/test_stage_timing.py; wall-clock shares flake on a shared machine.
     for station in (3, 8, 11, 16, 19, 23):
         body = api.query(reader, f"What tide does station {station} record?")
         assert body["cache"] == "miss"
@@ -48,17 +48,13 @@ def test_query_stages_add_up_to_the_total(api: ApiHarness, reader: ApiUser) -> N
         summed = sum(stages.values())
         # Stages never nest, so their sum cannot exceed the total (0.01 ms rounding per stage).
         assert summed <= body["total_ms"] + 0.01 * len(stages), (summed, body)
-        ratios.append(summed / body["total_ms"])
-    print("stage sum / total_ms per query:", [round(r, 3) for r in ratios])
-    # Untimed glue stays under 10%; the median ignores a thread pre-empted on a busy machine.
-    assert statistics.median(ratios) >= 0.9, ratios
 
 
 def test_search_stages_add_up_to_the_total(api: ApiHarness, reader: ApiUser) -> None:
     body = api.search(reader, "wind speed at station 7")
     stages = body["timings"]
     assert {"embed_query", "dense", "keyword", "fuse"} <= set(stages) <= KNOWN_STAGES
-    assert 0.9 * body["total_ms"] <= sum(stages.values()) <= body["total_ms"] + 0.04
+    assert 0 < sum(stages.values()) <= body["total_ms"] + 0.01 * len(stages)
 
 
 def test_a_cache_hit_times_only_the_cache(api: ApiHarness, reader: ApiUser) -> None:
@@ -126,7 +122,7 @@ def test_stream_sends_tokens_then_citations_then_done(api: ApiHarness, reader: A
     assert citations["refused"] is False and citations["citations"]
     assert all(c["source"] == "survey.txt" and c["page"] == 1 for c in citations["citations"])
     assert done["cache"] == "miss" and set(done["timings"]) >= MISS_STAGES
-    # No nesting; the 10% rule is for /query: a stream's total also holds the event sends.
+    # No nesting (a stream's total also holds the event sends).
     assert sum(done["timings"].values()) <= done["total_ms"] + 0.01 * len(done["timings"])
 
     # The stream cached its answer: /query now hits and returns exactly what was streamed.

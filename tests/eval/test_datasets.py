@@ -7,11 +7,12 @@ import json
 import pytest
 
 from eval.datasets import data_dir, load_task, xquad_split
+from tests.availability import needs
 
 pytestmark = pytest.mark.unit
 
-needs_data = pytest.mark.skipif(
-    not (data_dir() / "xquad" / "xquad.en.json").is_file(), reason="evaluation data not present"
+needs_data = needs(
+    (data_dir() / "xquad" / "xquad.en.json").is_file(), "evaluation data not present"
 )
 
 

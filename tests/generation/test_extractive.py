@@ -14,6 +14,7 @@ from app.generation.extractive import ExtractiveLLM, split_sentences
 from app.providers.llms import build_llm
 from app.providers.types import LLMRequest
 from eval.datasets import data_dir
+from tests.availability import unavailable
 
 pytestmark = pytest.mark.unit
 
@@ -26,7 +27,7 @@ def _cases(relative: str, count: int) -> list[Case]:
     """Questions with the gold paragraph ranked first and two same-article paragraphs after it."""
     path = DATA / relative
     if not path.exists():
-        pytest.skip(f"evaluation data {path} is not present")
+        unavailable(f"evaluation data {path} is not present")
     cases: list[Case] = []
     for article in json.loads(path.read_text(encoding="utf-8"))["data"]:
         contexts = [p["context"] for p in article["paragraphs"]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pypdf import PdfReader
 from app.errors import UndecodableText
 from app.ingestion import LoadLimits, load
 from app.ingestion.rtl import direction_evidence, fix_reversed_arabic
+from tests.availability import needs, require
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +29,7 @@ def words(text: str) -> list[str]:
     return ARABIC_WORDS.findall(text)
 
 
-needs_font = pytest.mark.skipif(not ARABIC_FONT.exists(), reason="DejaVuSans.ttf not installed")
+needs_font = needs(ARABIC_FONT.exists(), "DejaVuSans.ttf not installed (fonts-dejavu-core)")
 
 
 @needs_font
@@ -48,7 +50,7 @@ def test_visual_order_pdf_is_detected_and_restored(tmp_path: Path, limits: LoadL
 def test_shaped_pdf_comes_out_in_logical_order_and_is_kept(
     tmp_path: Path, limits: LoadLimits
 ) -> None:
-    pytest.importorskip("uharfbuzz")
+    require(importlib.util.find_spec("uharfbuzz") is not None, "uharfbuzz is not installed")
     path = arabic_pdf(tmp_path / "shaped.pdf", ARABIC, shaped=True)
     raw = PdfReader(path).pages[0].extract_text()
     print(f"\noriginal : {ARABIC}\nextracted: {raw}")

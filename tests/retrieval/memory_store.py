@@ -91,10 +91,6 @@ class InMemoryVectorStore:
     def corpus_version(self, tenant_id: str) -> int:
         return self._versions[tenant_id]
 
-    def drop_tenant(self, tenant_id: str) -> None:
-        self._data.pop(tenant_id, None)
-        self._versions[tenant_id] += 1
-
 
 def add_document(
     store: InMemoryVectorStore | object,

@@ -232,16 +232,6 @@ def test_tenant_ids_cannot_escape_the_index_directory(
     assert written and all((data_dir / "keyword").resolve() in p.parents for p in written)
 
 
-def test_forget_drops_memory_and_disk(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
-) -> None:
-    add_document(store, embedder, "acme", "a.txt", ["alpha valve"])
-    index = KeywordIndex(store, data_dir / "keyword")
-    index.search("acme", "valve", 5)
-    index.forget("acme")
-    assert not any((data_dir / "keyword").iterdir())
-
-
 def test_queries_during_rebuilds_see_a_whole_index(
     store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
 ) -> None:

@@ -19,6 +19,8 @@ import pytest
 from scaleout_stack import ApiClient, LocalStack
 from sqlalchemy import create_engine, text
 
+from tests.availability import unavailable
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 MARKER = "QUARTZ-4471"
@@ -65,7 +67,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         try:
             local.start_backends()
         except Exception as exc:  # no PostgreSQL / Redis / chroma CLI here
-            pytest.skip(f"scale-out backends unavailable: {exc}")
+            unavailable(f"scale-out backends unavailable: {exc}")
         apis = [local.start_api("api1"), local.start_api("api2")]
         worker = local.start_worker("w1")
         for api in apis:

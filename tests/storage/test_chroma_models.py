@@ -16,6 +16,7 @@ from app.errors import EmbeddingModelMismatch
 from app.providers.embeddings import FakeEmbedder, build_embedder
 from app.providers.types import Embedder
 from app.storage.chroma_store import build_vector_store
+from tests.availability import unavailable
 
 pytestmark = pytest.mark.integration
 
@@ -107,7 +108,7 @@ def _free_port() -> int:
 def chroma_server(tmp_path: Path):
     chroma = Path(sys.executable).parent / "chroma"
     if not chroma.exists():
-        pytest.skip("the chroma CLI is not installed")
+        unavailable("the chroma CLI is not installed")
     port = _free_port()
     server = subprocess.Popen(
         [str(chroma), "run", "--path", str(tmp_path / "server"), "--port", str(port)],

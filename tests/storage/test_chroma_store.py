@@ -227,16 +227,6 @@ def test_corpus_version_is_seen_by_another_client_and_process(settings, embedder
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [after, len(MANUAL) + len(RECIPES)]
 
 
-def test_drop_tenant_removes_only_that_tenant(store, embedder):
-    ingest(store, embedder, "acme", "manual.pdf", MANUAL)
-    ingest(store, embedder, "globex", "recipes.txt", RECIPES)
-
-    store.drop_tenant("acme")
-
-    assert store.count("acme") == 0
-    assert store.count("globex") == len(RECIPES)
-
-
 def test_collection_names_separate_tenants_models_and_dimensions():
     names = {
         collection_name("acme", "use:m", 512),
@@ -324,8 +314,6 @@ def test_replace_and_delete_remove_the_records_with_the_vectors(store, embedder)
     assert store.delete_document("acme", doc) == 2
     assert store.chunk_ids("acme") == [] and store.count("acme") == 0
     assert len(store.chunk_ids("globex")) == 3
-    store.drop_tenant("globex")
-    assert store.chunk_ids("globex") == []
 
 
 def test_a_vector_whose_row_was_never_written_is_not_returned(store, embedder):

@@ -114,9 +114,9 @@ def test_delete_is_tenant_scoped(documents: DocumentStore) -> None:
     assert documents.count("acme") == 0
 
 
-def test_total_chunks_sums_one_tenant(documents: DocumentStore) -> None:
-    assert documents.total_chunks("acme") == 0
+def test_chunk_usage_sums_one_tenant(documents: DocumentStore) -> None:
+    assert documents.usage("acme").chunks == 0
     for source, chunks in (("a", 5), ("b", 7)):
         documents.set_status("acme", add(documents, "acme", source), "done", chunks=chunks)
     documents.set_status("globex", add(documents, "globex", "c"), "done", chunks=100)
-    assert documents.total_chunks("acme") == 12
+    assert documents.usage("acme").chunks == 12

@@ -12,6 +12,7 @@ from app.errors import AuthenticationFailed, Conflict, InvalidInput
 from app.services.users import LOGIN_FAILED_MESSAGE, UserService, build_user_service
 from app.storage.db import Database, open_database
 from app.storage.users import UserStore
+from tests.bcrypt_cost import bcrypt_cost
 
 pytestmark = pytest.mark.integration
 
@@ -24,12 +25,8 @@ def users(sql_database: Database, settings: Settings) -> UserService:
 
 
 def test_created_user_can_log_in_and_gets_its_tenant(users: UserService) -> None:
-    created = users.create_user("acme", "Alice@Example.com", PASSWORD, admin=True)
-    assert (created.tenant_id, created.username, created.is_admin) == (
-        "acme",
-        "alice@example.com",
-        True,
-    )
+    created = users.create_user("acme", "Alice@Example.com", PASSWORD)
+    assert (created.tenant_id, created.username) == ("acme", "alice@example.com")
     assert created.created_at.tzinfo is not None
     user = users.authenticate("alice@example.com", PASSWORD)
     assert (user.id, user.tenant_id) == (created.id, "acme")
@@ -43,7 +40,7 @@ def test_stored_hash_uses_the_configured_cost_and_not_the_password(
     users.create_user("acme", "bob", PASSWORD)
     stored = UserStore(sql_database).get_by_username("bob")
     assert stored is not None
-    assert security.hash_cost(stored.password_hash) == settings.bcrypt_rounds >= 12
+    assert bcrypt_cost(stored.password_hash) == settings.bcrypt_rounds >= 12
     assert PASSWORD not in stored.password_hash
 
 
@@ -74,7 +71,7 @@ def test_unknown_user_still_pays_for_a_bcrypt_check_at_full_cost(
     assert {password_hash for _, password_hash in checked} == {
         security.dummy_hash(settings.bcrypt_rounds)
     }
-    assert security.hash_cost(checked[0][1]) == settings.bcrypt_rounds
+    assert bcrypt_cost(checked[0][1]) == settings.bcrypt_rounds
 
 
 def test_user_names_are_unique_across_tenants_and_case(users: UserService) -> None:
