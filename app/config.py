@@ -145,6 +145,15 @@ class Settings(BaseSettings):
     max_question_chars: int = Field(default=2000, gt=0)
     max_page_size: int = Field(default=100, gt=0)
 
+    # --- web app, API docs, cited page images ---
+    docs_enabled: bool | None = Field(
+        default=None, description="/docs and /redoc; unset = on in development, off in production"
+    )
+    page_image_max_px: int = Field(
+        default=1600, ge=200, le=4000, description="longest side of a rendered page image"
+    )
+    page_image_cache_mb: int = Field(default=64, ge=0, description="rendered pages kept in memory")
+
     # --- tracing (off unless configured) ---
     langsmith_tracing: bool = False
     langsmith_api_key: str | None = None
@@ -171,6 +180,11 @@ class Settings(BaseSettings):
                 f"{ENV_PREFIX}VECTOR_BACKEND=chroma-http"
             )
         return self
+
+    @property
+    def docs_on(self) -> bool:
+        """Whether /docs and /redoc are served (RAG_DOCS_ENABLED, else only in development)."""
+        return self.docs_enabled if self.docs_enabled is not None else self.env == "development"
 
     @property
     def sqlalchemy_url(self) -> str:

@@ -1,0 +1,82 @@
+"""The built-in web app at `/` and the API docs (`/docs`, `/redoc`), all served offline.
+
+The app is plain HTML, CSS and JavaScript modules from `app/web/static`; the docs pages load
+Swagger UI and ReDoc from the `fastapi-offline` package's files, never from a CDN.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import fastapi_offline
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from app.api.errors import ApiError
+
+STATIC_DIR = Path(__file__).resolve().parents[2] / "web" / "static"
+DOCS_ASSETS_DIR = Path(fastapi_offline.__file__).resolve().parent / "static"
+STATIC_URL = "/static"
+DOCS_ASSETS_URL = "/docs-assets"
+
+# Only this origin: no CDN, no inline script; blob: for page pictures fetched with the token.
+APP_SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+        "frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/")
+def web_app() -> FileResponse:
+    """The web app's single page."""
+    return FileResponse(STATIC_DIR / "index.html", headers=APP_SECURITY_HEADERS)
+
+
+def _require_docs(request: Request) -> None:
+    if not request.app.state.container.settings.docs_on:
+        raise ApiError(404, "not_found", "Not Found")  # the same answer as any unknown path
+
+
+@router.get("/docs")
+def swagger_ui(request: Request) -> HTMLResponse:
+    """Swagger UI from installed assets (RAG_DOCS_ENABLED)."""
+    _require_docs(request)
+    return get_swagger_ui_html(
+        openapi_url=request.app.openapi_url,
+        title=f"{request.app.title} - Swagger UI",
+        swagger_js_url=f"{DOCS_ASSETS_URL}/swagger-ui-bundle.js",
+        swagger_css_url=f"{DOCS_ASSETS_URL}/swagger-ui.css",
+        swagger_favicon_url=f"{DOCS_ASSETS_URL}/favicon.png",
+        # Swagger UI would otherwise load a validator badge from an external site.
+        swagger_ui_parameters={"validatorUrl": None},
+    )
+
+
+@router.get("/redoc")
+def redoc(request: Request) -> HTMLResponse:
+    """ReDoc from installed assets (RAG_DOCS_ENABLED); no web fonts."""
+    _require_docs(request)
+    return get_redoc_html(
+        openapi_url=request.app.openapi_url,
+        title=f"{request.app.title} - ReDoc",
+        redoc_js_url=f"{DOCS_ASSETS_URL}/redoc.standalone.js",
+        redoc_favicon_url=f"{DOCS_ASSETS_URL}/favicon.png",
+        with_google_fonts=False,
+    )
+
+
+def install_web(app: FastAPI) -> None:
+    """Serve the web app, its static files and the offline docs from this process."""
+    app.mount(STATIC_URL, StaticFiles(directory=STATIC_DIR), name="static")
+    app.mount(DOCS_ASSETS_URL, StaticFiles(directory=DOCS_ASSETS_DIR), name="docs-assets")
+    app.include_router(router)

@@ -1,0 +1,62 @@
+"""/docs and /redoc come from installed assets (no CDN), and RAG_DOCS_ENABLED switches them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import ApiFactory
+
+pytestmark = pytest.mark.integration
+
+EXTERNAL_URL = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.IGNORECASE)
+
+
+def test_docs_pages_and_their_assets_are_served_locally(api_factory: ApiFactory) -> None:
+    api = api_factory(start_workers=False)  # development: docs on by default
+    for path, assets in (
+        ("/docs", ["swagger-ui-bundle.js", "swagger-ui.css"]),
+        ("/redoc", ["redoc.standalone.js"]),
+    ):
+        page = api.client.get(path)
+        assert page.status_code == 200
+        assert not EXTERNAL_URL.search(page.text), page.text
+        assert "fonts.googleapis" not in page.text and "cdn." not in page.text
+        for asset in assets:
+            url = f"/docs-assets/{asset}"
+            assert url in page.text
+            served = api.client.get(url)
+            assert served.status_code == 200 and len(served.content) > 100_000
+
+
+@pytest.mark.parametrize(
+    ("overrides", "served"),
+    [
+        ({"env": "production"}, False),
+        ({"env": "production", "docs_enabled": True}, True),
+        ({"env": "development", "docs_enabled": False}, False),
+    ],
+)
+def test_docs_follow_the_setting(
+    api_factory: ApiFactory, overrides: dict[str, object], served: bool
+) -> None:
+    api = api_factory(start_workers=False, **overrides)
+    for path in ("/docs", "/redoc"):
+        response = api.client.get(path)
+        assert response.status_code == (200 if served else 404), path
+        if not served:
+            assert response.json()["error"]["code"] == "not_found"
+    assert api.client.get("/openapi.json").status_code == 200  # clients still get the schema
+
+
+def test_the_web_app_page_and_its_modules_are_served(api_factory: ApiFactory) -> None:
+    api = api_factory(start_workers=False)
+    page = api.client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert not EXTERNAL_URL.search(page.text)
+    for module in re.findall(r'src="(/static/[^"]+)"', page.text):
+        assert api.client.get(module).status_code == 200
+    script = api.client.get("/static/js/main.js")
+    assert script.status_code == 200
+    assert "javascript" in script.headers["content-type"]
