@@ -16,7 +16,7 @@ def test_docs_pages_and_their_assets_are_served_locally(api_factory: ApiFactory)
     api = api_factory(start_workers=False)  # development: docs on by default
     for path, assets in (
         ("/docs", ["swagger-ui-bundle.js", "swagger-ui.css"]),
-        ("/redoc", ["redoc.standalone.js"]),
+        ("/redoc", []),
     ):
         page = api.client.get(path)
         assert page.status_code == 200
@@ -27,6 +27,10 @@ def test_docs_pages_and_their_assets_are_served_locally(api_factory: ApiFactory)
             assert url in page.text
             served = api.client.get(url)
             assert served.status_code == 200 and len(served.content) > 100_000
+    bundle = api.client.get("/docs-offline/redoc.standalone.js")
+    assert "/docs-offline/redoc.standalone.js" in api.client.get("/redoc").text
+    assert bundle.status_code == 200 and len(bundle.content) > 500_000
+    assert b"cdn.redoc.ly" not in bundle.content
 
 
 @pytest.mark.parametrize(

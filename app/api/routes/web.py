@@ -6,12 +6,13 @@ Swagger UI and ReDoc from the `fastapi-offline` package's files, never from a CD
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import fastapi_offline
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from app.api.errors import ApiError
@@ -20,6 +21,8 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "web" / "static"
 DOCS_ASSETS_DIR = Path(fastapi_offline.__file__).resolve().parent / "static"
 STATIC_URL = "/static"
 DOCS_ASSETS_URL = "/docs-assets"
+REDOC_JS_URL = "/docs-offline/redoc.standalone.js"
+REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
 
 # Only this origin: no CDN, no inline script; blob: for page pictures fetched with the token.
 APP_SECURITY_HEADERS = {
@@ -31,6 +34,19 @@ APP_SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
+}
+
+# The docs pages need their inline start-up script and styles; everything else stays local
+# (ReDoc's bundle would fetch a vendor logo from a CDN: this makes the browser refuse it).
+DOCS_SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' "
+        "'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; "
+        "worker-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+        "frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
 }
 
 router = APIRouter(include_in_schema=False)
@@ -51,7 +67,7 @@ def _require_docs(request: Request) -> None:
 def swagger_ui(request: Request) -> HTMLResponse:
     """Swagger UI from installed assets (RAG_DOCS_ENABLED)."""
     _require_docs(request)
-    return get_swagger_ui_html(
+    page = get_swagger_ui_html(
         openapi_url=request.app.openapi_url,
         title=f"{request.app.title} - Swagger UI",
         swagger_js_url=f"{DOCS_ASSETS_URL}/swagger-ui-bundle.js",
@@ -60,18 +76,40 @@ def swagger_ui(request: Request) -> HTMLResponse:
         # Swagger UI would otherwise load a validator badge from an external site.
         swagger_ui_parameters={"validatorUrl": None},
     )
+    page.headers.update(DOCS_SECURITY_HEADERS)
+    return page
 
 
 @router.get("/redoc")
 def redoc(request: Request) -> HTMLResponse:
     """ReDoc from installed assets (RAG_DOCS_ENABLED); no web fonts."""
     _require_docs(request)
-    return get_redoc_html(
+    page = get_redoc_html(
         openapi_url=request.app.openapi_url,
         title=f"{request.app.title} - ReDoc",
-        redoc_js_url=f"{DOCS_ASSETS_URL}/redoc.standalone.js",
+        redoc_js_url=REDOC_JS_URL,
         redoc_favicon_url=f"{DOCS_ASSETS_URL}/favicon.png",
         with_google_fonts=False,
+    )
+    page.headers.update(DOCS_SECURITY_HEADERS)
+    return page
+
+
+@cache
+def _offline_redoc_bundle() -> bytes:
+    """ReDoc's bundle with its one hard-wired CDN image (the vendor logo) pointed at a local
+    file; the rest of the bundle is used unchanged."""
+    bundle = (DOCS_ASSETS_DIR / "redoc.standalone.js").read_bytes()
+    return bundle.replace(REDOC_CDN_LOGO.encode(), f"{DOCS_ASSETS_URL}/favicon.png".encode())
+
+
+@router.get(REDOC_JS_URL)
+def redoc_bundle() -> Response:
+    """The ReDoc script, without its CDN request."""
+    return Response(
+        _offline_redoc_bundle(),
+        media_type="text/javascript",
+        headers={"Cache-Control": "public, max-age=86400"},
     )
 
 
