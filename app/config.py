@@ -153,6 +153,9 @@ class Settings(BaseSettings):
         default=1600, ge=200, le=4000, description="longest side of a rendered page image"
     )
     page_image_cache_mb: int = Field(default=64, ge=0, description="rendered pages kept in memory")
+    page_render_timeout_s: float = Field(
+        default=20.0, gt=0, description="a page render taking longer is stopped (409)"
+    )
 
     # --- tracing (off unless configured) ---
     langsmith_tracing: bool = False

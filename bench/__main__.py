@@ -10,6 +10,7 @@ STEPS = [
     ["bench.retrieval", "--sizes", "1000,10000,100000"],
     ["bench.answer"],
     ["bench.load"],
+    ["bench.page_render"],
 ]
 
 if __name__ == "__main__":

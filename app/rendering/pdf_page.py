@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import multiprocessing
 import threading
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pypdfium2 as pdfium
@@ -127,3 +129,71 @@ def render_page(
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=False)
     return RenderedPage(buffer.getvalue(), image.width, image.height, len(boxes))
+
+
+# Rendering runs in a child process, like parsing (app/ingestion/timeout.py): a hostile PDF that
+# makes PDFium loop or crash costs one killed child, never the API process. forkserver, because
+# forking a threaded server can deadlock the child; the child imports PDFium itself (~60 ms).
+_CONTEXT = multiprocessing.get_context("forkserver")
+_KILL_GRACE_S = 2.0
+# At most this many renders at once per process; more requests wait for a turn (2 cores).
+_RENDER_SLOTS = threading.BoundedSemaphore(2)
+
+
+def _render_in_child(
+    path: str, page_number: int, max_side_px: int, passage: Passage | None, conn: Connection
+) -> None:
+    try:
+        conn.send(("ok", render_page(Path(path), page_number, max_side_px, passage)))
+    except PageOutOfRange as exc:
+        conn.send(("out_of_range", exc.page_count))
+    except BaseException as exc:  # reported, never lost with the child
+        conn.send(("unreadable", str(exc) or type(exc).__name__))
+    finally:
+        conn.close()
+
+
+def _stop(process: multiprocessing.process.BaseProcess) -> None:
+    process.terminate()
+    process.join(_KILL_GRACE_S)
+    if process.is_alive():
+        process.kill()
+        process.join()
+
+
+def render_page_isolated(
+    path: Path,
+    page_number: int,
+    max_side_px: int,
+    passage: Passage | None = None,
+    timeout_s: float = 20.0,
+) -> RenderedPage:
+    """`render_page` in a child process killed after `timeout_s` (UnreadablePdf then)."""
+    with _RENDER_SLOTS:
+        receiver, sender = _CONTEXT.Pipe(duplex=False)
+        process = _CONTEXT.Process(
+            target=_render_in_child,
+            args=(str(path), page_number, max_side_px, passage, sender),
+            name="rag-render",
+            daemon=True,
+        )
+        process.start()
+        sender.close()  # a dead child then reads as end-of-file
+        try:
+            if not receiver.poll(timeout_s):
+                raise UnreadablePdf(f"rendering took longer than {timeout_s:g} s and was stopped")
+            try:
+                message = receiver.recv()
+            except EOFError:
+                raise UnreadablePdf("the renderer stopped unexpectedly on this file") from None
+        finally:
+            receiver.close()
+            process.join(_KILL_GRACE_S)
+            if process.is_alive():
+                _stop(process)
+    if message[0] == "ok":
+        rendered: RenderedPage = message[1]
+        return rendered
+    if message[0] == "out_of_range":
+        raise PageOutOfRange(message[1])
+    raise UnreadablePdf(message[1])

@@ -16,7 +16,7 @@ from app.rendering.pdf_page import (
     Passage,
     RenderedPage,
     UnreadablePdf,
-    render_page,
+    render_page_isolated,
 )
 from app.services.container import Container
 from app.storage.documents import DocumentRecord
@@ -170,7 +170,13 @@ def page_image(
         return cached
     passage = Passage(_page_body(cited), _position_hint(cited, chunks)) if cited else None
     try:
-        rendered = render_page(path, page, container.settings.page_image_max_px, passage)
+        rendered = render_page_isolated(
+            path,
+            page,
+            container.settings.page_image_max_px,
+            passage,
+            container.settings.page_render_timeout_s,
+        )
     except PageOutOfRange as exc:
         raise NotFound(f"page {page} does not exist; {exc}") from None
     except UnreadablePdf as exc:
