@@ -51,6 +51,7 @@ class RenderedPage:
     width: int
     height: int
     highlight_boxes: int
+    highlight_top: float | None = None  # the passage's top edge, as a fraction of the height
 
 
 def _page_chars(text_page: pdfium.PdfTextPage) -> list[str]:
@@ -124,11 +125,14 @@ def render_page(
             raise UnreadablePdf(str(exc)) from exc
         finally:
             document.close()
+    top = None
     if boxes:
         image = _draw(image, boxes, page_box, scale)
+        page_top, page_height = page_box[3], page_box[3] - page_box[1]
+        top = max(0.0, min(1.0, (page_top - max(box[3] for box in boxes)) / page_height))
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=False)
-    return RenderedPage(buffer.getvalue(), image.width, image.height, len(boxes))
+    return RenderedPage(buffer.getvalue(), image.width, image.height, len(boxes), top)
 
 
 # Rendering runs in a child process, like parsing (app/ingestion/timeout.py): a hostile PDF that

@@ -72,6 +72,8 @@ def test_a_citation_opens_its_pdf_page_with_the_passage_highlighted(
     assert max(image.size) <= api.settings.page_image_max_px
     assert image.size[1] > image.size[0]  # an A4 page, portrait
     assert int(marked.headers["X-Highlight-Boxes"]) >= 2  # the passage spans several lines
+    assert 0.0 < float(marked.headers["X-Highlight-Top"]) < 0.2  # printed near the page's top
+    assert "X-Highlight-Top" not in plain.headers
     assert _highlighted_pixels(plain.content) == 0
     assert _highlighted_pixels(marked.content) > 2000
 

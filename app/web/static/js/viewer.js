@@ -36,6 +36,13 @@ async function showImage(citation) {
     image.src = objectUrl;
   });
   image.hidden = false;
+  const top = Number(response.headers.get("X-Highlight-Top"));
+  if (response.headers.has("X-Highlight-Top") && Number.isFinite(top)) {
+    // Bring the highlighted passage into view, a little below the dialog's top edge.
+    const dialog = $("viewer");
+    const passageY = image.offsetTop + top * image.clientHeight;
+    if (passageY > dialog.clientHeight - 120) dialog.scrollTop = passageY - 120;
+  }
 }
 
 async function showText(citation) {
