@@ -357,3 +357,59 @@ def test_the_app_and_the_docs_load_nothing_from_outside(
     assert any(u.endswith("/docs-assets/swagger-ui-bundle.js") for u in requests_seen)
     assert any(u.endswith("/docs-offline/redoc.standalone.js") for u in requests_seen)
     page.close()
+
+
+# CRLF and LF line ends, a comment line, and a two-byte Arabic letter that a split can cut.
+SSE_BODY = (
+    ': keep-alive\r\n\r\nevent: token\r\ndata: {"text": "مرحبا [1]"}\r\n\r\n'
+    'event: token\ndata: {"text": " world"}\n\nevent: done\ndata: {"total_ms": 3}\n\n'
+)
+SSE_SPLIT_EVERYWHERE = """async (text) => {
+  const { readEvents } = await import("/static/js/sse.js");
+  const bytes = new TextEncoder().encode(text);
+  const results = [];
+  for (const size of [1, 2, 3, 7, bytes.length]) {  // every split point, mid-character too
+    let at = 0;
+    const body = new ReadableStream({
+      pull(controller) {
+        if (at >= bytes.length) { controller.close(); return; }
+        controller.enqueue(bytes.slice(at, at + size));
+        at += size;
+      },
+    });
+    const events = [];
+    await readEvents(new Response(body), (name, data) => events.push([name, data]));
+    results.push(events);
+  }
+  return results;
+}"""
+RENDER_MARKERS = """async () => {
+  const { renderAnswer } = await import("/static/js/ask.js");
+  const box = document.createElement("div");
+  const cite = (marker) => ({ marker, source: "a.pdf", page: 1, page_label: "1",
+    document_id: "doc_x", chunk_id: "", snippet: "" });
+  renderAnswer(box, "Bolts [1, 3]. Nuts [2]. <b>bold</b>", [cite(1), cite(2)]);
+  return {
+    text: box.textContent,
+    links: [...box.querySelectorAll("a.marker")].map((a) => a.dataset.marker),
+    html: box.querySelectorAll("b").length,
+  };
+}"""
+
+
+def test_the_event_parser_and_marker_links_in_the_browser(live: LiveServer, browser: Any) -> None:
+    page = browser.new_page()
+    page.goto(f"{live.url}/")
+    results = page.evaluate(SSE_SPLIT_EVERYWHERE, SSE_BODY)
+    expected = [
+        ["token", {"text": "مرحبا [1]"}],
+        ["token", {"text": " world"}],
+        ["done", {"total_ms": 3}],
+    ]
+    assert all(events == expected for events in results), results
+    rendered = page.evaluate(RENDER_MARKERS)
+    # [3] has no citation (an invented marker) and stays text; server text is never HTML.
+    assert rendered["links"] == ["1", "2"]
+    assert rendered["text"] == "Bolts [1] [3]. Nuts [2]. <b>bold</b>"
+    assert rendered["html"] == 0
+    page.close()

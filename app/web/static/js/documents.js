@@ -94,7 +94,12 @@ async function uploadOne(file) {
     await refreshList();
     await watchJob(accepted.job_id, ui);
   } catch (error) {
-    ui.finish("failed", describeError(error, `“${file.name}”`));
+    // A server may refuse an oversize body before reading it and close the connection: the
+    // browser then reports a network error instead of the 413.
+    const message = error instanceof ApiError ? describeError(error, `“${file.name}”`) :
+      `“${file.name}” could not be sent: the connection closed before the server answered ` +
+      "(the file may be too large for the server, or the server is unreachable)";
+    ui.finish("failed", message);
   }
   await refreshList();
 }
