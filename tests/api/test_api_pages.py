@@ -196,3 +196,26 @@ def test_a_docx_keeps_no_copy_and_shows_its_text(api: ApiHarness, owner: ApiUser
     page = api.client.get(f"/documents/{doc}/pages/1/text", headers=owner.headers)
     assert page.status_code == 200 and "HERON memo" in page.json()["text"]
     assert page.json()["highlight"] is None
+
+
+def test_a_replaced_pdf_never_shows_the_old_picture(api: ApiHarness, owner: ApiUser) -> None:
+    first = api.upload_and_wait(owner, "notice.pdf", pdf_document("Short notice."))
+    url = f"/documents/{first['document_id']}/pages/1.png"
+    old = api.client.get(url, headers=owner.headers)
+    assert old.status_code == 200
+    assert api.client.get(url, headers=owner.headers).content == old.content  # cached, same
+    second = api.upload_and_wait(
+        owner,
+        "notice.pdf",
+        pdf_document("A much longer notice. " * 40 + "Signed, the KESTREL desk."),
+    )
+    assert second["document_id"] == first["document_id"] and second["status"] == "done"
+    new = api.client.get(url, headers=owner.headers)
+    assert new.status_code == 200 and new.content != old.content
+
+    # More printed text: more dark pixels than the one-line picture had.
+    def ink(png: bytes) -> int:
+        pixels = Image.open(io.BytesIO(png)).convert("RGB").getdata()
+        return sum(1 for red, _green, _blue in pixels if red < 128)  # type: ignore[misc]
+
+    assert ink(new.content) > 5 * ink(old.content)
