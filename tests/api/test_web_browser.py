@@ -303,6 +303,19 @@ def test_an_upload_refused_with_429_waits_and_goes_through(live: LiveServer, bro
     page.close()
 
 
+def test_a_failed_job_says_why(live: LiveServer, browser: Any) -> None:
+    page = browser.new_page()
+    _sign_in(page, live, "bruno")
+    damaged = b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R" + bytes(range(256)) * 8
+    _drop(page, [("damaged.pdf", damaged, "application/pdf")])
+    assert _wait_outcome(page, "damaged.pdf") == "failed"
+    message = _upload_row(page, "damaged.pdf").inner_text()
+    assert "Indexing failed: the PDF is damaged" in message, message
+    row = page.locator("#documents-body tr", has_text="damaged.pdf")
+    assert row.locator("td").nth(4).inner_text() == "failed"
+    page.close()
+
+
 def test_another_tenants_page_picture_is_a_404_in_the_browser(
     live: LiveServer, browser: Any
 ) -> None:
