@@ -7,10 +7,10 @@ import sys
 
 STEPS = [
     ["bench.ingest"],
+    ["bench.page_render"],
     ["bench.retrieval", "--sizes", "1000,10000,100000"],
     ["bench.answer"],
     ["bench.load"],
-    ["bench.page_render"],
 ]
 
 if __name__ == "__main__":
