@@ -100,7 +100,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         {
             "RAG_DOCS_ENABLED": "true",
             "RAG_MAX_UPLOAD_BYTES": str(MAX_UPLOAD),
-            "RAG_MAX_JOBS_PER_TENANT": "1",  # a second upload while one indexes is a 429
+            # A second upload while one indexes is a 429 (the setting's name before and after
+            # the upload-quota work; the other one is ignored).
+            "RAG_MAX_JOBS_PER_TENANT": "1",
+            "RAG_QUOTA_QUEUED_JOBS": "1",
         },
     )
     for tenant, username in (("web-a", "alice"), ("web-b", "bruno")):

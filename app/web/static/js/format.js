@@ -25,6 +25,9 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // The wording a person can act on, for the statuses an upload or a question can meet.
 export function describeError(error, subject) {
+  if (error.code === "quota_exceeded" && error.status !== 429) {
+    return `${subject} was refused: ${error.message}`; // a tenant quota, not the file's size
+  }
   switch (error.status) {
     case 413:
       return `${subject} is too large: ${error.message}`;
