@@ -22,11 +22,8 @@ from app.ingestion.loaders import LOADER_MODULES
 # forkserver: forking a process that runs threads (web server, worker pool) can deadlock the
 # child on a lock held by another thread; the fork server is a clean single-threaded parent.
 _CONTEXT = multiprocessing.get_context("forkserver")
-# The fork server imports the parsers once; each child then starts with them loaded. The page
-# renderer shares this fork server (preloaded: 98 ms per render instead of 460, bench.page_render).
-_CONTEXT.set_forkserver_preload(
-    ["app.ingestion.dispatch", *LOADER_MODULES, "app.rendering.pdf_page"]
-)
+# The fork server imports the parsers once; each child then starts with them loaded.
+_CONTEXT.set_forkserver_preload(["app.ingestion.dispatch", *LOADER_MODULES])
 _KILL_GRACE_S = 2.0
 
 
