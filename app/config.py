@@ -109,6 +109,18 @@ class Settings(BaseSettings):
         "least this (1 = only when it does refuse); 0.02 won on every held-out eval task",
     )
 
+    # --- web app, API docs, cited page images ---
+    docs_enabled: bool | None = Field(
+        default=None, description="/docs and /redoc; unset = on in development, off in production"
+    )
+    page_image_max_px: int = Field(
+        default=1600, ge=200, le=4000, description="longest side of a rendered page image"
+    )
+    page_image_cache_mb: int = Field(default=64, ge=0, description="rendered pages kept in memory")
+    page_render_timeout_s: float = Field(
+        default=20.0, gt=0, description="a page render taking longer is stopped (409)"
+    )
+
     # --- storage, jobs, cache ---
     database_url: str = ""
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -145,18 +157,6 @@ class Settings(BaseSettings):
     max_question_chars: int = Field(default=2000, gt=0)
     max_page_size: int = Field(default=100, gt=0)
 
-    # --- web app, API docs, cited page images ---
-    docs_enabled: bool | None = Field(
-        default=None, description="/docs and /redoc; unset = on in development, off in production"
-    )
-    page_image_max_px: int = Field(
-        default=1600, ge=200, le=4000, description="longest side of a rendered page image"
-    )
-    page_image_cache_mb: int = Field(default=64, ge=0, description="rendered pages kept in memory")
-    page_render_timeout_s: float = Field(
-        default=20.0, gt=0, description="a page render taking longer is stopped (409)"
-    )
-
     # --- tracing (off unless configured) ---
     langsmith_tracing: bool = False
     langsmith_api_key: str | None = None
@@ -183,11 +183,6 @@ class Settings(BaseSettings):
                 f"{ENV_PREFIX}VECTOR_BACKEND=chroma-http"
             )
         return self
-
-    @property
-    def docs_on(self) -> bool:
-        """Whether /docs and /redoc are served (RAG_DOCS_ENABLED, else only in development)."""
-        return self.docs_enabled if self.docs_enabled is not None else self.env == "development"
 
     @property
     def sqlalchemy_url(self) -> str:

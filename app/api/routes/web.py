@@ -16,6 +16,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from app.api.errors import ApiError
+from app.config import Settings
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "web" / "static"
 DOCS_ASSETS_DIR = Path(fastapi_offline.__file__).resolve().parent / "static"
@@ -58,8 +59,15 @@ def web_app() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", headers=APP_SECURITY_HEADERS)
 
 
+def docs_enabled(settings: Settings) -> bool:
+    """Whether /docs and /redoc are served: RAG_DOCS_ENABLED, else only in development."""
+    if settings.docs_enabled is not None:
+        return settings.docs_enabled
+    return settings.env == "development"
+
+
 def _require_docs(request: Request) -> None:
-    if not request.app.state.container.settings.docs_on:
+    if not docs_enabled(request.app.state.container.settings):
         raise ApiError(404, "not_found", "Not Found")  # the same answer as any unknown path
 
 
