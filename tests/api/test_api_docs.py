@@ -6,6 +6,7 @@ import re
 
 import pytest
 from conftest import ApiFactory
+from fastapi.testclient import TestClient
 
 pytestmark = pytest.mark.integration
 
@@ -64,3 +65,24 @@ def test_the_web_app_page_and_its_modules_are_served(api_factory: ApiFactory) ->
     script = api.client.get("/static/js/main.js")
     assert script.status_code == 200
     assert "javascript" in script.headers["content-type"]
+
+
+def test_under_a_gateway_prefix_every_link_stays_under_it(api_factory: ApiFactory) -> None:
+    api = api_factory(start_workers=False)
+    prefixed = TestClient(api.app, root_path="/rag")
+    page = prefixed.get("/")
+    assert page.status_code == 200
+    assert '<base href="/rag/">' in page.text
+    assert re.findall(r'(?:src|href)="([^"]+)"', page.text) == [
+        "/rag/",
+        "static/favicon.svg",
+        "static/style.css",
+        "static/js/main.js",
+        "#main",
+    ]
+    assert '<base href="/">' in api.client.get("/").text  # no prefix: the root
+    docs = prefixed.get("/docs").text
+    for url in ("/rag/openapi.json", "/rag/docs-assets/swagger-ui-bundle.js"):
+        assert url in docs
+    redoc = prefixed.get("/redoc").text
+    assert "/rag/openapi.json" in redoc and "/rag/docs-offline/redoc.standalone.js" in redoc

@@ -6,13 +6,14 @@ Swagger UI and ReDoc from the `fastapi-offline` package's files, never from a CD
 
 from __future__ import annotations
 
+import html
 from functools import cache
 from pathlib import Path
 
 import fastapi_offline
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from app.api.errors import ApiError
@@ -29,7 +30,7 @@ REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
 APP_SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
-        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+        "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
         "frame-ancestors 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
@@ -53,10 +54,27 @@ DOCS_SECURITY_HEADERS = {
 router = APIRouter(include_in_schema=False)
 
 
+_BASE_TAG = '<base href="/">'
+
+
+@cache
+def _index_template() -> str:
+    page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+    assert _BASE_TAG in page, "index.html must carry the base tag the prefix is written into"
+    return page
+
+
+def _prefix(request: Request) -> str:
+    """The path prefix a gateway serves us under (RAG_ROOT_PATH or a trusted proxy's), or ""."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
 @router.get("/")
-def web_app() -> FileResponse:
-    """The web app's single page."""
-    return FileResponse(STATIC_DIR / "index.html", headers=APP_SECURITY_HEADERS)
+def web_app(request: Request) -> HTMLResponse:
+    """The web app's single page; its links resolve under the gateway's path prefix."""
+    base = f'<base href="{html.escape(_prefix(request), quote=True)}/">'
+    page = _index_template().replace(_BASE_TAG, base, 1)
+    return HTMLResponse(page, headers=APP_SECURITY_HEADERS)
 
 
 def docs_enabled(settings: Settings) -> bool:
@@ -75,12 +93,13 @@ def _require_docs(request: Request) -> None:
 def swagger_ui(request: Request) -> HTMLResponse:
     """Swagger UI from installed assets (RAG_DOCS_ENABLED)."""
     _require_docs(request)
+    root = _prefix(request)
     page = get_swagger_ui_html(
-        openapi_url=request.app.openapi_url,
+        openapi_url=root + request.app.openapi_url,
         title=f"{request.app.title} - Swagger UI",
-        swagger_js_url=f"{DOCS_ASSETS_URL}/swagger-ui-bundle.js",
-        swagger_css_url=f"{DOCS_ASSETS_URL}/swagger-ui.css",
-        swagger_favicon_url=f"{DOCS_ASSETS_URL}/favicon.png",
+        swagger_js_url=f"{root}{DOCS_ASSETS_URL}/swagger-ui-bundle.js",
+        swagger_css_url=f"{root}{DOCS_ASSETS_URL}/swagger-ui.css",
+        swagger_favicon_url=f"{root}{DOCS_ASSETS_URL}/favicon.png",
         # Swagger UI would otherwise load a validator badge from an external site.
         swagger_ui_parameters={"validatorUrl": None},
     )
@@ -92,11 +111,12 @@ def swagger_ui(request: Request) -> HTMLResponse:
 def redoc(request: Request) -> HTMLResponse:
     """ReDoc from installed assets (RAG_DOCS_ENABLED); no web fonts."""
     _require_docs(request)
+    root = _prefix(request)
     page = get_redoc_html(
-        openapi_url=request.app.openapi_url,
+        openapi_url=root + request.app.openapi_url,
         title=f"{request.app.title} - ReDoc",
-        redoc_js_url=REDOC_JS_URL,
-        redoc_favicon_url=f"{DOCS_ASSETS_URL}/favicon.png",
+        redoc_js_url=root + REDOC_JS_URL,
+        redoc_favicon_url=f"{root}{DOCS_ASSETS_URL}/favicon.png",
         with_google_fonts=False,
     )
     page.headers.update(DOCS_SECURITY_HEADERS)
@@ -105,10 +125,10 @@ def redoc(request: Request) -> HTMLResponse:
 
 @cache
 def _offline_redoc_bundle() -> bytes:
-    """ReDoc's bundle with its one hard-wired CDN image (the vendor logo) pointed at a local
-    file; the rest of the bundle is used unchanged."""
+    """ReDoc's bundle without its one hard-wired CDN image (the vendor logo): an empty data URL
+    instead, which ReDoc's own error handler hides. The rest of the bundle is unchanged."""
     bundle = (DOCS_ASSETS_DIR / "redoc.standalone.js").read_bytes()
-    return bundle.replace(REDOC_CDN_LOGO.encode(), f"{DOCS_ASSETS_URL}/favicon.png".encode())
+    return bundle.replace(REDOC_CDN_LOGO.encode(), b"data:,")
 
 
 @router.get(REDOC_JS_URL)

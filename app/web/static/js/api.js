@@ -14,6 +14,12 @@ export class ApiError extends Error {
 
 let onUnauthorized = () => {};
 
+// API paths are written from the root ("/documents"); they resolve against the page's <base>,
+// which the server sets to its path prefix when it runs behind a gateway (RAG_ROOT_PATH).
+export function apiUrl(path) {
+  return new URL(path.replace(/^\//, ""), document.baseURI).toString();
+}
+
 export function whenUnauthorized(callback) {
   onUnauthorized = callback;
 }
@@ -52,7 +58,7 @@ export async function request(path, options = {}) {
   const headers = new Headers(options.headers || {});
   const bearer = token();
   if (bearer) headers.set("Authorization", `Bearer ${bearer}`);
-  const response = await fetch(path, { ...options, headers });
+  const response = await fetch(apiUrl(path), { ...options, headers });
   if (!response.ok) {
     const error = await errorFrom(response);
     if (response.status === 401 && bearer) {
@@ -71,7 +77,7 @@ export async function json(path, options = {}) {
 
 export async function signIn(username, password) {
   const body = new URLSearchParams({ username, password });
-  const response = await fetch("/auth/token", { method: "POST", body });
+  const response = await fetch(apiUrl("/auth/token"), { method: "POST", body });
   if (!response.ok) throw await errorFrom(response);
   const issued = await response.json();
   sessionStorage.setItem(TOKEN_KEY, issued.access_token);
