@@ -63,6 +63,18 @@ class Settings(BaseSettings):
     openai_api_key: str | None = None
     ollama_base_url: str = "http://127.0.0.1:11434"
 
+    # --- web app, API docs, cited page images ---
+    docs_enabled: bool | None = Field(
+        default=None, description="/docs and /redoc; unset = on in development, off in production"
+    )
+    page_image_max_px: int = Field(
+        default=1600, ge=200, le=4000, description="longest side of a rendered page image"
+    )
+    page_image_cache_mb: int = Field(default=64, ge=0, description="rendered pages kept in memory")
+    page_render_timeout_s: float = Field(
+        default=20.0, gt=0, description="a page render taking longer is stopped (409)"
+    )
+
     # --- vector store ---
     vector_backend: VectorBackend = "chroma"
     chroma_host: str = "127.0.0.1"
@@ -107,18 +119,6 @@ class Settings(BaseSettings):
         le=1,
         description="refuse when the local model's probability of starting the refusal is at "
         "least this (1 = only when it does refuse); 0.02 won on every held-out eval task",
-    )
-
-    # --- web app, API docs, cited page images ---
-    docs_enabled: bool | None = Field(
-        default=None, description="/docs and /redoc; unset = on in development, off in production"
-    )
-    page_image_max_px: int = Field(
-        default=1600, ge=200, le=4000, description="longest side of a rendered page image"
-    )
-    page_image_cache_mb: int = Field(default=64, ge=0, description="rendered pages kept in memory")
-    page_render_timeout_s: float = Field(
-        default=20.0, gt=0, description="a page render taking longer is stopped (409)"
     )
 
     # --- storage, jobs, cache ---
