@@ -68,6 +68,18 @@ class Settings(BaseSettings):
     openai_api_key: str | None = None
     ollama_base_url: str = "http://127.0.0.1:11434"
 
+    # --- web app, API docs, cited page images ---
+    docs_enabled: bool | None = Field(
+        default=None, description="/docs and /redoc; unset = on in development, off in production"
+    )
+    page_image_max_px: int = Field(
+        default=1600, ge=200, le=4000, description="longest side of a rendered page image"
+    )
+    page_image_cache_mb: int = Field(default=64, ge=0, description="rendered pages kept in memory")
+    page_render_timeout_s: float = Field(
+        default=20.0, gt=0, description="a page render taking longer is stopped (409)"
+    )
+
     # --- vector store ---
     vector_backend: VectorBackend = "chroma"
     chroma_host: str = "127.0.0.1"

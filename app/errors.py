@@ -115,6 +115,13 @@ class GenerationTimeout(ProviderUnavailable):
     http_status = 504
 
 
+class PageUnavailable(RagError):
+    """A page cannot be shown as a picture (not a PDF, original not kept, unreadable)."""
+
+    code = "page_unavailable"
+    http_status = 409
+
+
 class InvalidInput(RagError):
     """A value supplied by a user or operator (user name, tenant id, password) is not acceptable."""
 

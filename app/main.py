@@ -15,7 +15,8 @@ from app.api.deps import get_principal
 from app.api.errors import error_responses, install_error_handlers, internal_error_response
 from app.api.forwarded import ForwardedHeaders
 from app.api.openapi import install_openapi_limits
-from app.api.routes import answers, documents, public, stats
+from app.api.routes import answers, documents, pages, public, stats
+from app.api.routes.web import install_web
 from app.config import Settings, get_settings
 from app.observability import configure_logging, configure_tracing, request_id_var
 from app.services.container import Container
@@ -63,6 +64,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         version="0.1.0",
         description="Multi-tenant retrieval-augmented answers with page-level citations.",
         lifespan=lifespan,
+        docs_url=None,  # served offline by install_web, when RAG_DOCS_ENABLED allows
+        redoc_url=None,
     )
     install_error_handlers(app)
     install_openapi_limits(app, lambda: settings or get_settings())
@@ -102,8 +105,9 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
     app.include_router(public.router)
     protected = [Depends(get_principal)]  # authenticated by default
-    for router in (documents.router, answers.router, stats.router):
+    for router in (documents.router, answers.router, stats.router, pages.router):
         app.include_router(router, dependencies=protected, responses=error_responses(401))
+    install_web(app)  # the web app at / and the offline /docs, /redoc
     return app
 
 

@@ -106,6 +106,11 @@ class CitationOut(BaseModel):
     page: int
     page_label: str
     snippet: str
+    chunk_id: str = Field(
+        default="",
+        max_length=64,
+        description="the cited passage; pass it as `chunk` to GET /documents/{id}/pages/{page}.png",
+    )
 
 
 class QueryOut(BaseModel):
@@ -162,3 +167,17 @@ class HealthOut(BaseModel):
 class StatusOut(BaseModel):
     status: str
     detail: dict[str, str] = Field(default_factory=dict)
+
+
+class HighlightOut(BaseModel):
+    start: int = Field(description="offset of the passage's first character in `text`")
+    end: int = Field(description="offset just past the passage's last character")
+
+
+class PageTextOut(BaseModel):
+    document_id: str
+    source: str
+    page: int
+    page_label: str
+    text: str = Field(description="the page's indexed text")
+    highlight: HighlightOut | None = Field(description="the requested passage, if any")

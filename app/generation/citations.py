@@ -32,6 +32,7 @@ class Citation:
     page: int
     page_label: str
     snippet: str
+    chunk_id: str = ""  # the cited chunk: highlights the passage on its page
 
 
 def marker_numbers(group: str) -> list[int]:
@@ -168,6 +169,7 @@ def citations_for(
                 page=chunk.page,
                 page_label=chunk.page_label,
                 snippet=snippet_for(hits[marker - 1], plain_answer),
+                chunk_id=chunk.id,
             )
         )
     return citations

@@ -15,12 +15,14 @@ from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
     from app.providers.types import LLM, Embedder, Reranker
+    from app.rendering.cache import PageImageCache
     from app.retrieval.hybrid import HybridRetriever
     from app.security import TokenCodec
     from app.services.answer_lane import AnswerLane
     from app.services.login import LoginGuard
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
+    from app.storage.chunks import ChunkStore
     from app.storage.db import Database
     from app.storage.documents import DocumentStore
     from app.storage.jobs import JobStore
@@ -102,6 +104,18 @@ class Container:
         from app.storage.documents import DocumentStore
 
         return DocumentStore(self.database)
+
+    @cached_property
+    def chunk_records(self) -> ChunkStore:
+        from app.storage.chunks import ChunkStore
+
+        return ChunkStore(self.database)
+
+    @cached_property
+    def page_images(self) -> PageImageCache:
+        from app.rendering.cache import PageImageCache
+
+        return PageImageCache(self.settings.page_image_cache_mb * 1024 * 1024)
 
     @cached_property
     def cache(self) -> AnswerCache:

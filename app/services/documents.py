@@ -13,6 +13,7 @@ from pathlib import Path
 from app.domain import document_id as make_document_id
 from app.errors import IngestionError, JobQueueFull, NotFound
 from app.services.container import Container
+from app.services.pages import drop_original, keep_original
 from app.services.pipeline import IngestedDocument, ProgressCallback, index_file
 from app.storage.documents import DocumentRecord
 from app.storage.jobs import JobLimitReached, JobRecord, StorageQuota, StoredUpload
@@ -205,6 +206,7 @@ def index_document(
             container.documents.set_status(
                 tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
             )
+            keep_original(container, tenant_id, done.document_id, source, path)
     finally:
         container.cache.invalidate_tenant(tenant_id)
         if refresh_keywords:
@@ -247,6 +249,7 @@ def delete_document(container: Container, tenant_id: str, document_id: str) -> N
             raise NotFound("document not found")
         removed = container.store.delete_document(tenant_id, document_id)
         container.documents.delete(tenant_id, document_id)
+        drop_original(container, tenant_id, document_id)
     container.cache.invalidate_tenant(tenant_id)
     container.retriever.refresh(tenant_id)
     log.info("document deleted", extra={"document_id": document_id, "chunks": removed})

@@ -164,6 +164,20 @@ class ChunkStore:
                 found.update((row.chunk_id, _chunk(row)) for row in rows)
         return [found[cid] for cid in wanted if cid in found]
 
+    def page_chunks(self, tenant_id: str, document_id: str, page: int) -> list[Chunk]:
+        """The tenant's chunks of one page of one document, in reading order."""
+        with self._db.session() as session:
+            rows = session.scalars(
+                select(ChunkRow)
+                .where(
+                    ChunkRow.tenant_id == tenant_id,
+                    ChunkRow.document_id == document_id,
+                    ChunkRow.page == page,
+                )
+                .order_by(ChunkRow.start, ChunkRow.chunk_index)
+            )
+            return [_chunk(row) for row in rows]
+
     def ids(self, tenant_id: str) -> list[str]:
         """Every chunk id of the tenant."""
         with self._db.session() as session:

@@ -25,6 +25,8 @@ PROTECTED = [
     ("POST", "/query"),
     ("POST", "/query/stream"),
     ("GET", "/stats"),
+    ("GET", "/documents/{document_id}/pages/{page}.png"),
+    ("GET", "/documents/{document_id}/pages/{page}/text"),
 ]
 PUBLIC = [("GET", "/health"), ("GET", "/ready"), ("POST", "/auth/token")]
 
@@ -49,7 +51,7 @@ def owned_job(api: ApiHarness, owner: ApiUser) -> dict[str, Any]:
 
 
 def _call(api: ApiHarness, method: str, path: str, headers: dict[str, str], **ids: str) -> Any:
-    url = path.format(**ids)
+    url = path.format(page=1, **ids)
     if path == "/documents" and method == "POST":
         return api.client.post(url, files={"file": ("x.txt", b"hello there")}, headers=headers)
     if method == "POST":
@@ -117,6 +119,8 @@ def test_public_routes_need_no_token(api: ApiHarness) -> None:
         ("GET", "/jobs/{job_id}"),
         ("GET", "/documents/{document_id}"),
         ("DELETE", "/documents/{document_id}"),
+        ("GET", "/documents/{document_id}/pages/{page}.png"),
+        ("GET", "/documents/{document_id}/pages/{page}/text"),
     ],
 )
 def test_another_tenants_id_is_indistinguishable_from_a_missing_one(

@@ -1,0 +1,81 @@
+"""The page a citation points to: a PNG of a PDF page, or any page's text, passage marked."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Response
+
+from app.api.deps import ContainerDep, Principal
+from app.api.errors import error_responses
+from app.api.schemas import HighlightOut, PageTextOut
+from app.services import pages as service
+
+router = APIRouter(tags=["documents"])
+
+PageNumber = Annotated[int, Path(ge=1, le=1_000_000, description="1-based page number")]
+ChunkParam = Annotated[
+    str | None,
+    Query(
+        pattern=r"^[0-9a-f]{32}$",
+        description="a citation's `chunk_id`: its passage is highlighted",
+    ),
+]
+# The picture can change only when the document is replaced; a client may keep it briefly.
+_IMAGE_CACHE_CONTROL = "private, max-age=300"
+
+
+@router.get(
+    "/documents/{document_id}/pages/{page}.png",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {"image/png": {}},
+            "description": "the rendered page; `X-Highlight-Boxes` counts the boxes drawn over "
+            "the passage, `X-Highlight-Top` (0..1) is where the first starts",
+        },
+        **error_responses(404, 409, 422),
+    },
+)
+def page_image(
+    document_id: str,
+    page: PageNumber,
+    container: ContainerDep,
+    principal: Principal,
+    chunk: ChunkParam = None,
+) -> Response:
+    """A PDF page as PNG, the cited passage highlighted; 409 for documents that are not PDFs."""
+    rendered = service.page_image(container, principal.tenant_id, document_id, page, chunk)
+    headers = {
+        "Cache-Control": _IMAGE_CACHE_CONTROL,
+        "X-Highlight-Boxes": str(rendered.highlight_boxes),
+    }
+    if rendered.highlight_top is not None:  # lets a viewer scroll the passage into view
+        headers["X-Highlight-Top"] = f"{rendered.highlight_top:.4f}"
+    return Response(rendered.png, media_type="image/png", headers=headers)
+
+
+@router.get(
+    "/documents/{document_id}/pages/{page}/text",
+    response_model=PageTextOut,
+    responses=error_responses(404, 422),
+)
+def page_text(
+    document_id: str,
+    page: PageNumber,
+    container: ContainerDep,
+    principal: Principal,
+    chunk: ChunkParam = None,
+) -> PageTextOut:
+    """A page's indexed text (any format) with the cited passage's offsets in it."""
+    found = service.page_text(container, principal.tenant_id, document_id, page, chunk)
+    span = found.highlight
+    highlight = HighlightOut(start=span[0], end=span[1]) if span else None
+    return PageTextOut(
+        document_id=found.document_id,
+        source=found.source,
+        page=found.page,
+        page_label=found.page_label,
+        text=found.text,
+        highlight=highlight,
+    )

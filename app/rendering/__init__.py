@@ -1,0 +1,1 @@
+"""Pictures of cited pages: PDF pages rendered with a passage highlighted."""

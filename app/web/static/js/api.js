@@ -1,0 +1,85 @@
+// Talking to the API: the bearer token (sessionStorage, this tab only) and the error envelope.
+
+const TOKEN_KEY = "rag.token";
+const USER_KEY = "rag.user";
+
+export class ApiError extends Error {
+  constructor(status, code, message, retryAfter) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.retryAfter = retryAfter;
+  }
+}
+
+let onUnauthorized = () => {};
+
+// API paths are written from the root ("/documents"); they resolve against the page's <base>,
+// which the server sets to its path prefix when it runs behind a gateway (RAG_ROOT_PATH).
+export function apiUrl(path) {
+  return new URL(path.replace(/^\//, ""), document.baseURI).toString();
+}
+
+export function whenUnauthorized(callback) {
+  onUnauthorized = callback;
+}
+
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function currentUser() {
+  return sessionStorage.getItem(USER_KEY) || "";
+}
+
+export function signOut() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(USER_KEY);
+}
+
+async function errorFrom(response) {
+  let code = "error";
+  let message = `the server answered ${response.status}`;
+  try {
+    const body = await response.json();
+    if (body && body.error) {
+      code = body.error.code || code;
+      message = body.error.message || message;
+    }
+  } catch {
+    // not JSON (a proxy's page): keep the status line
+  }
+  const retryAfter = Number(response.headers.get("Retry-After")) || 0;
+  return new ApiError(response.status, code, message, retryAfter);
+}
+
+// fetch() with the token; throws ApiError for any non-2xx answer (401 also signs out).
+export async function request(path, options = {}) {
+  const headers = new Headers(options.headers || {});
+  const bearer = token();
+  if (bearer) headers.set("Authorization", `Bearer ${bearer}`);
+  const response = await fetch(apiUrl(path), { ...options, headers });
+  if (!response.ok) {
+    const error = await errorFrom(response);
+    if (response.status === 401 && bearer) {
+      signOut();
+      onUnauthorized(error);
+    }
+    throw error;
+  }
+  return response;
+}
+
+export async function json(path, options = {}) {
+  const response = await request(path, options);
+  return response.status === 204 ? null : response.json();
+}
+
+export async function signIn(username, password) {
+  const body = new URLSearchParams({ username, password });
+  const response = await fetch(apiUrl("/auth/token"), { method: "POST", body });
+  if (!response.ok) throw await errorFrom(response);
+  const issued = await response.json();
+  sessionStorage.setItem(TOKEN_KEY, issued.access_token);
+  sessionStorage.setItem(USER_KEY, username);
+}

@@ -1,0 +1,193 @@
+// Documents: drag-and-drop uploads with a progress bar per file, the list, and deletion.
+
+import { ApiError, json, request } from "./api.js";
+import { describeError, element, formatBytes, sleep } from "./format.js";
+
+const POLL_MS = 400;
+const MAX_RATE_LIMIT_RETRIES = 30;
+const STAGES = { parsed: "Parsed", embedding: "Embedding", queued: "Queued" };
+
+const $ = (id) => document.getElementById(id);
+let uploadCounter = 0;
+
+function uploadRow(file) {
+  uploadCounter += 1;
+  const labelId = `upload-${uploadCounter}`;
+  const bar = element("progress", { attrs: { max: "1", value: "0", "aria-labelledby": labelId } });
+  const state = element("span", { className: "state", text: "Uploading…" });
+  const name = element("bdi", { className: "name", text: file.name, attrs: { id: labelId } });
+  const row = element("li", { attrs: { "data-file": file.name } }, [
+    name, bar, element("div", { attrs: { "aria-live": "polite" } }, [state]),
+  ]);
+  $("uploads").prepend(row);
+  return {
+    row,
+    show(fraction, text) {
+      if (fraction === null) bar.removeAttribute("value");
+      else bar.value = fraction;
+      state.textContent = text;
+    },
+    finish(outcome, text) {
+      row.classList.add(outcome);
+      row.dataset.outcome = outcome;
+      if (outcome === "done") bar.value = 1;
+      state.textContent = text;
+    },
+  };
+}
+
+// Pages parsed are the first tenth of the bar, chunks embedded the rest.
+function jobFraction(job) {
+  const { done, total, stage } = job.progress;
+  if (job.status === "done") return 1;
+  if (stage === "embedding" && total > 0) return 0.1 + 0.9 * (done / total);
+  if (stage === "parsed") return 0.1;
+  return 0;
+}
+
+function jobText(job) {
+  const { done, total, stage } = job.progress;
+  if (job.status === "queued") return "Queued";
+  const label = STAGES[stage] || "Processing";
+  if (stage === "embedding") return `${label}: ${done} / ${total} chunks`;
+  if (stage === "parsed") return `${label}: ${total} pages`;
+  return label;
+}
+
+async function postFile(file, ui) {
+  for (let attempt = 0; ; attempt += 1) {
+    const body = new FormData();
+    body.append("file", file, file.name);
+    try {
+      return await json("/documents", { method: "POST", body });
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 429 ||
+          attempt >= MAX_RATE_LIMIT_RETRIES) throw error;
+      const wait = Math.max(1, error.retryAfter || 5);
+      ui.show(null, `Waiting ${wait} s: ${error.message}`);
+      await sleep(wait * 1000);
+    }
+  }
+}
+
+async function watchJob(jobId, ui) {
+  for (;;) {
+    const job = await json(`/jobs/${encodeURIComponent(jobId)}`);
+    ui.show(jobFraction(job), jobText(job));
+    if (job.status === "done") {
+      ui.finish("done", `Done: ${job.pages} pages, ${job.chunks_indexed} chunks`);
+      return;
+    }
+    if (job.status === "failed") {
+      ui.finish("failed", `Indexing failed: ${job.error || "unknown error"}`);
+      return;
+    }
+    await sleep(POLL_MS);
+  }
+}
+
+async function uploadOne(file) {
+  const ui = uploadRow(file);
+  try {
+    const accepted = await postFile(file, ui);
+    ui.show(0, "Queued");
+    await refreshList();
+    await watchJob(accepted.job_id, ui);
+  } catch (error) {
+    // A server may refuse an oversize body before reading it and close the connection: the
+    // browser then reports a network error instead of the 413.
+    const message = error instanceof ApiError ? describeError(error, `“${file.name}”`) :
+      `“${file.name}” could not be sent: the connection closed before the server answered ` +
+      "(the file may be too large for the server, or the server is unreachable)";
+    ui.finish("failed", message);
+  }
+  await refreshList();
+}
+
+export async function uploadFiles(files) {
+  // One request at a time keeps the order predictable; the jobs still run in parallel.
+  const pending = [];
+  for (const file of files) {
+    pending.push(uploadOne(file));
+    await sleep(50);
+  }
+  await Promise.all(pending);
+}
+
+function documentRow(doc, onDelete) {
+  const remove = element("button", {
+    text: "Delete",
+    className: "secondary small",
+    attrs: { type: "button", "aria-label": `Delete ${doc.source}` },
+  });
+  remove.addEventListener("click", () => onDelete(doc));
+  const name = element("td", { className: "name" }, [element("bdi", { text: doc.source })]);
+  return element("tr", { attrs: { "data-document": doc.document_id } }, [
+    name,
+    element("td", { className: "num", text: formatBytes(doc.size_bytes) }),
+    element("td", { className: "num", text: String(doc.pages) }),
+    element("td", { className: "num", text: String(doc.chunks) }),
+    element("td", {}, [element("span", { className: `badge ${doc.status}`, text: doc.status })]),
+    element("td", {}, [remove]),
+  ]);
+}
+
+function confirmDelete(doc) {
+  const dialog = $("confirm");
+  $("confirm-text").textContent =
+    `“${doc.source}” and its ${doc.chunks} indexed chunks will be removed; answers will no ` +
+    "longer cite it.";
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "delete"), {
+      once: true,
+    });
+    dialog.returnValue = "";
+    dialog.showModal();
+  });
+}
+
+async function deleteDocument(doc) {
+  if (!(await confirmDelete(doc))) return;
+  const status = $("documents-status");
+  try {
+    await request(`/documents/${encodeURIComponent(doc.document_id)}`, { method: "DELETE" });
+    status.textContent = `Deleted “${doc.source}”.`;
+  } catch (error) {
+    status.textContent = describeError(error, `Deleting “${doc.source}”`);
+  }
+  await refreshList();
+}
+
+export async function refreshList() {
+  const status = $("documents-status");
+  try {
+    const listing = await json("/documents?limit=100");
+    const body = $("documents-body");
+    body.replaceChildren(...listing.data.map((doc) => documentRow(doc, deleteDocument)));
+    $("documents-empty").hidden = listing.data.length > 0;
+    $("documents-table").hidden = listing.data.length === 0;
+  } catch (error) {
+    status.textContent = describeError(error, "Loading the documents");
+  }
+}
+
+export function setUpDocuments() {
+  const zone = $("drop-zone");
+  const input = $("file-input");
+  input.addEventListener("change", () => {
+    const files = [...input.files];
+    input.value = "";
+    if (files.length) uploadFiles(files);
+  });
+  zone.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    zone.classList.add("dragging");
+  });
+  zone.addEventListener("dragleave", () => zone.classList.remove("dragging"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("dragging");
+    const files = [...(event.dataTransfer?.files || [])];
+    if (files.length) uploadFiles(files);
+  });
+}

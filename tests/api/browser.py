@@ -1,0 +1,73 @@
+"""Headless Chromium from Debian's packages, driven by Playwright (its own browser download
+cannot work offline). Missing browser = a failing test, unless RAG_SKIP_BROWSER_TESTS=1."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",  # CI runs as root
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+INSTALL_HINT = (
+    "install it with `apt-get install -y chromium chromium-driver` (scripts/install.sh does so "
+    "for `dev` when run as root), point RAG_TEST_CHROMIUM at a Chromium binary, or set "
+    "RAG_SKIP_BROWSER_TESTS=1 to skip the browser tests on purpose"
+)
+
+
+def chromium_path() -> str:
+    """The Chromium to drive; fails (or skips, when asked to) if there is none."""
+    wanted = os.environ.get("RAG_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if Path(wanted).is_file() and os.access(wanted, os.X_OK):
+        return wanted
+    if os.environ.get("RAG_SKIP_BROWSER_TESTS") == "1":
+        pytest.skip("no Chromium and RAG_SKIP_BROWSER_TESTS=1")
+    pytest.fail(f"no Chromium at {wanted}; {INSTALL_HINT}")
+
+
+def artifacts_dir() -> Path:
+    """Where screenshots go: RAG_TEST_ARTIFACTS or tmp/artifacts/web in the repository."""
+    folder = Path(os.environ.get("RAG_TEST_ARTIFACTS", REPO_ROOT / "tmp" / "artifacts" / "web"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@contextmanager
+def launched_chromium() -> Iterator[object]:
+    """A Playwright Chromium browser context with a fresh profile directory."""
+    executable = chromium_path()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # a broken dev install must not look like a passing suite
+        pytest.fail("playwright is not installed; run `make test` (installs requirements-dev)")
+    with (
+        tempfile.TemporaryDirectory(prefix="rag-chromium-") as profile,
+        sync_playwright() as playwright,
+    ):
+        context = playwright.chromium.launch_persistent_context(
+            profile,
+            executable_path=executable,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 900},
+            accept_downloads=False,
+        )
+        try:
+            yield context
+        finally:
+            context.close()
