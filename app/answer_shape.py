@@ -98,6 +98,11 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "chroma_port",
         "database_url",
         "redis_url",
+        # web app, API docs and cited-page pictures: how a cited page is shown, not the answer
+        "docs_enabled",
+        "page_image_max_px",
+        "page_image_cache_mb",
+        "page_render_timeout_s",
         # answer and stream admission: they admit, queue or refuse a question
         "answer_max_concurrent",
         "answer_max_per_tenant",

@@ -1,5 +1,5 @@
 """Headless Chromium from Debian's packages, driven by Playwright (its own browser download
-cannot work offline). Missing browser = a failing test, unless RAG_SKIP_BROWSER_TESTS=1."""
+cannot work offline). A missing browser fails the test (tests/availability.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.availability import unavailable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_FLAGS = [
@@ -25,8 +27,7 @@ CHROMIUM_FLAGS = [
 ]
 INSTALL_HINT = (
     "install it with `apt-get install -y chromium chromium-driver` (scripts/install.sh does so "
-    "for `dev` when run as root), point RAG_TEST_CHROMIUM at a Chromium binary, or set "
-    "RAG_SKIP_BROWSER_TESTS=1 to skip the browser tests on purpose"
+    "for `dev` when run as root) or point RAG_TEST_CHROMIUM at a Chromium binary"
 )
 
 
@@ -35,9 +36,7 @@ def chromium_path() -> str:
     wanted = os.environ.get("RAG_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     if Path(wanted).is_file() and os.access(wanted, os.X_OK):
         return wanted
-    if os.environ.get("RAG_SKIP_BROWSER_TESTS") == "1":
-        pytest.skip("no Chromium and RAG_SKIP_BROWSER_TESTS=1")
-    pytest.fail(f"no Chromium at {wanted}; {INSTALL_HINT}")
+    unavailable(f"no Chromium at {wanted}; {INSTALL_HINT}")
 
 
 def artifacts_dir() -> Path:

@@ -19,9 +19,11 @@ from conftest import ApiFactory, ApiHarness, assert_error_body
 from live_server import LiveServer
 from reverse_proxy import Nginx, nginx_binary
 
+from tests.availability import needs
+
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(nginx_binary() is None, reason="needs nginx (apt-get install nginx-light)"),
+    needs(nginx_binary() is not None, "needs nginx (apt-get install nginx-light)"),
 ]
 
 PASSWORD = "a long enough password"
