@@ -98,7 +98,12 @@ RUN HF_HUB_ETAG_TIMEOUT=20 HF_HUB_DOWNLOAD_TIMEOUT=60 \
     python scripts/download_models.py --env-file /app/.env \
     && chmod -R a+rX /models /app/.env
 
-COPY . .
+# The source, not the whole context: docker/wheels would add the 190 MB torch wheel again.
+COPY pyproject.toml requirements.txt ./
+COPY scripts/ scripts/
+COPY bench/ bench/
+COPY eval/ eval/
+COPY app/ app/
 
 USER rag
 EXPOSE 8000

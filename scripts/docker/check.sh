@@ -5,7 +5,8 @@
 # debootstrap, base-image.sh); the project image; redis/postgres images (official if pullable,
 # else Debian stand-ins tagged with the compose names); chroma and proxy images; `compose up`
 # with fresh secrets; the user flow (flow.py); teardown. Prints how long each step took.
-# Environment: CHECK_KEEP=1 leaves the stack running; CHECK_PROJECT names the compose project.
+# Environment: CHECK_KEEP=1 leaves the stack running; CHECK_PROJECT names the compose project;
+# CHECK_FRESH_BASE=1 rebuilds the debootstrap base image even if one exists.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -51,6 +52,10 @@ pullable() {  # an image hub answers for this image within a minute
 base_image() {
   if pullable python:3.11-slim; then
     base=python:3.11-slim
+  elif docker image inspect rag-base:bookworm >/dev/null 2>&1 && [ "${CHECK_FRESH_BASE:-0}" != 1 ]; then
+    # A new base image invalidates every cached layer above it; CHECK_FRESH_BASE=1 forces one.
+    base=rag-base:bookworm
+    log "python:3.11-slim cannot be pulled: reusing $base"
   else
     base=rag-base:bookworm
     log "python:3.11-slim cannot be pulled: building $base with debootstrap"
@@ -110,6 +115,7 @@ EOF
 
 compose=(docker compose -p "$project" --env-file "$work/check.env" -f "$repo/docker-compose.yml" --profile proxy)
 teardown() {
+  local rc=$?
   if [ "${CHECK_KEEP:-0}" = 1 ]; then
     log "CHECK_KEEP=1: stack left running (${compose[*]} down -v to remove)"
   else
@@ -118,6 +124,8 @@ teardown() {
   fi
   report
   log "logs in $work"
+  [ $rc -eq 0 ] && log "all checks passed" || log "FAILED (exit $rc)"
+  exit $rc
 }
 trap teardown EXIT
 
@@ -129,4 +137,3 @@ write_env
 timed "compose up (healthy)" "${compose[@]}" up -d --no-build --wait --wait-timeout 900
 timed "user flow" "$python" scripts/docker/flow.py --compose "${compose[*]}" \
   --url "http://127.0.0.1:$api_port" --proxy "http://127.0.0.1:$proxy_port" --workdir "$work"
-log "all checks passed"

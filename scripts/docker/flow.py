@@ -117,7 +117,7 @@ def make_pdf(path: Path, lines: list[str]) -> Path:
     pdf.add_page()
     pdf.set_font("Helvetica", size=12)
     for line in lines:
-        pdf.multi_cell(0, 8, line)
+        pdf.multi_cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
     pdf.output(str(path))
     return path
 
@@ -291,10 +291,15 @@ def main() -> int:
 
     def upload() -> str:
         document.update(step_upload(stack, pdf))
-        return f"job {document['job_id'][:8]} done by the worker: {document['chunks_indexed']} chunks"
+        job, chunks = document["job_id"][:8], document["chunks_indexed"]
+        return f"job {job} done by the worker container: {chunks} chunks"
+
+    def ready() -> str:
+        wait_ready(stack)
+        return "/ready 200"
 
     steps: list[tuple[str, Callable[[], str]]] = [
-        ("ready", lambda: (wait_ready(stack), "/ready 200")[1]),
+        ("ready", ready),
         ("health checks", lambda: step_health(stack)),
         ("non-root", lambda: step_non_root(stack)),
         ("secrets and ports", lambda: step_private_ports(stack)),
