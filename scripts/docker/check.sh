@@ -110,6 +110,8 @@ API_WORKERS=2
 RAG_ROOT_PATH=/rag
 RAG_TRUSTED_PROXIES=172.29.57.250
 RAG_LOG_LEVEL=INFO
+# The first answer loads the LLM; on a shared, busy machine 120 s (the default) was not enough.
+RAG_LLM_TIMEOUT_S=600
 EOF
 }
 

@@ -233,7 +233,7 @@ def step_search(stack: Stack, document_id: str) -> str:
 def step_query(stack: Stack) -> str:
     """The local LLM answers from the document, with a citation."""
     reply = stack.http.post(
-        f"{stack.url}/query", headers=stack.headers(), json={"question": QUESTION}, timeout=300
+        f"{stack.url}/query", headers=stack.headers(), json={"question": QUESTION}, timeout=700
     )
     expect(reply.status_code == 200, f"/query answered {reply.status_code}: {reply.text}")
     body = reply.json()
