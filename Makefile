@@ -5,7 +5,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export ANONYMIZED_TELEMETRY ?= False
 
-.PHONY: run test test-unit lint bench eval format clean-venv
+.PHONY: run test test-unit lint bench eval format clean-venv docker-check
 
 $(VENV)/.runtime: requirements.txt scripts/install.sh
 	scripts/install.sh $(VENV)
@@ -41,3 +41,8 @@ eval: $(VENV)/.dev
 
 clean-venv:
 	rm -rf $(VENV)
+
+# Opt-in, as root, ~20 min cold: build the image and run the compose stack end to end
+# (scripts/docker/check.sh). Not part of `make test` or CI.
+docker-check: $(VENV)/.dev
+	scripts/docker/check.sh

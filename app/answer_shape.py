@@ -96,6 +96,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "vector_backend",
         "chroma_host",
         "chroma_port",
+        "chroma_token",
         "database_url",
         "redis_url",
         # web app, API docs and cited-page pictures: how a cited page is shown, not the answer

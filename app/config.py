@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     vector_backend: VectorBackend = "chroma"
     chroma_host: str = "127.0.0.1"
     chroma_port: int = Field(default=8001, ge=1, le=65535)
+    # Sent as "Authorization: Bearer <token>" to a Chroma server run with token authentication.
+    chroma_token: str = Field(default="", repr=False)
 
     # --- retrieval ---
     top_k: int = Field(default=5, gt=0)

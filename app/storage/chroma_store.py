@@ -365,6 +365,12 @@ def build_vector_store(
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
     client: ClientAPI
     if settings.vector_backend == "chroma-http":
+        if settings.chroma_token:
+            chroma_settings = ChromaSettings(
+                anonymized_telemetry=False,
+                chroma_client_auth_provider="chromadb.auth.token_authn.TokenAuthClientProvider",
+                chroma_client_auth_credentials=settings.chroma_token,
+            )
         client = chromadb.HttpClient(
             host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings
         )
