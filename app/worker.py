@@ -30,7 +30,7 @@ from app.config import Settings, get_settings
 from app.errors import ConfigurationError
 from app.observability import configure_logging
 from app.services.container import Container
-from app.services.ingest_worker import run_job
+from app.services.ingest_batch import run_jobs
 from app.services.job_queue import (
     message_pending,
     queue_name,
@@ -38,7 +38,7 @@ from app.services.job_queue import (
     rq_queue,
     send,
 )
-from app.storage.jobs import JobStore
+from app.storage.jobs import JobRecord, JobStore
 from app.storage.redis_client import connect_redis
 
 log = logging.getLogger("app.worker")
@@ -47,14 +47,15 @@ TURN_POLL_S = 0.5
 
 
 class Heartbeat:
-    """While open, touches a processing job every `interval_s` from a background thread."""
+    """While open, touches processing jobs every `interval_s` from a background thread."""
 
-    def __init__(self, jobs: JobStore, job_id: str, interval_s: float) -> None:
+    def __init__(self, jobs: JobStore, job_ids: list[str], interval_s: float) -> None:
         self._jobs = jobs
-        self._job_id = job_id
+        self._job_ids = list(job_ids)
         self._interval_s = interval_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{job_id}", daemon=True)
+        name = f"heartbeat-{job_ids[0]}"
+        self._thread = threading.Thread(target=self._beat, name=name, daemon=True)
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
@@ -67,14 +68,14 @@ class Heartbeat:
         self._thread.join()
 
     def _beat(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            try:
-                if not self._jobs.heartbeat(self._job_id):
-                    if not self._stop.is_set():  # not merely the job ending under our feet
-                        log.warning("job %s is no longer ours (re-queued as stale?)", self._job_id)
-                    return
-            except Exception:
-                log.exception("heartbeat of job %s failed", self._job_id)
+        while self._job_ids and not self._stop.wait(self._interval_s):
+            for job_id in list(self._job_ids):
+                try:
+                    if not self._jobs.heartbeat(job_id):
+                        # Ended (a batch's jobs end one by one) or no longer ours.
+                        self._job_ids.remove(job_id)
+                except Exception:
+                    log.exception("heartbeat of job %s failed", job_id)
 
 
 class IngestWorker:
@@ -95,27 +96,39 @@ class IngestWorker:
         """
         settings = self.settings
         jobs = self.container.jobs
-        limit = settings.max_running_jobs_per_tenant
-        job = jobs.claim_retry(job_id) or jobs.claim_next(limit)
+        retry = jobs.claim_retry(job_id)
+        batch = [retry] if retry is not None else self._claim_batch()
         # Jobs wait, but every waiting tenant is at its running limit: keep this turn until one
         # of theirs ends (or another tenant's job arrives) rather than drop it, so messages and
         # queued jobs stay one to one and the sweep has nothing to re-send.
-        while job is None and jobs.has_claimable():
+        while not batch and jobs.has_claimable():
             time.sleep(TURN_POLL_S)
-            job = jobs.claim_next(limit)
-        if job is None:
+            batch = self._claim_batch()
+        if not batch:
             return "skipped: nothing queued (done or taken by another worker)"
-        may_retry = job.attempts < settings.job_max_attempts
-        with Heartbeat(jobs, job.job_id, settings.job_heartbeat_s):
-            finished = run_job(self.container, job, may_retry=may_retry)
-        if finished:
-            return f"finished {job.job_id}"
-        delay = retry_delay_s(settings.job_retry_base_s, job.attempts)
-        try:
-            send(self.queue, job.job_id, job.attempts, settings.job_timeout_s, delay_s=delay)
-        except redis.RedisError:
-            log.warning("could not schedule the retry of %s; the sweep will send it", job.job_id)
-        return f"transient failure of {job.job_id}; retry in {delay:.0f} s"
+        # A job put back after a transient failure is retried alone, by its own delayed message.
+        with Heartbeat(jobs, [job.job_id for job in batch], settings.job_heartbeat_s):
+            retried = set(run_jobs(self.container, batch, max_attempts=settings.job_max_attempts))
+        outcomes = []
+        for job in batch:
+            if job.job_id not in retried:
+                outcomes.append(f"finished {job.job_id}")
+                continue
+            delay = retry_delay_s(settings.job_retry_base_s, job.attempts)
+            outcomes.append(f"transient failure of {job.job_id}; retry in {delay:.0f} s")
+            try:
+                send(self.queue, job.job_id, job.attempts, settings.job_timeout_s, delay_s=delay)
+            except redis.RedisError:
+                log.warning("could not schedule the retry of %s; the sweep sends it", job.job_id)
+        return "; ".join(outcomes)
+
+    def _claim_batch(self) -> list[JobRecord]:
+        settings = self.settings
+        return self.container.jobs.claim_batch(
+            settings.max_running_jobs_per_tenant,
+            max_jobs=settings.ingest_batch_jobs,
+            max_bytes=settings.ingest_batch_bytes,
+        )
 
     def sweep(self) -> tuple[int, int]:
         """Re-queue abandoned jobs, re-send queued ones without a message; returns both counts."""

@@ -7,7 +7,14 @@ RAG_EMBEDDING_BATCH_SIZE), and, for reference, in full batches that cross docume
 which no ingestion of separate uploads can do. Target: the pipeline adds at most 25% over
 embedding the same documents.
 
+`--api` runs the many-small-files workload instead: `--uploads` paragraph-sized files (one XQuAD
+paragraph each), uploaded one per request through the HTTP API (TestClient, threads job backend,
+real Chroma and embedder) and timed until every job is done, once with jobs run one at a time
+(RAG_INGEST_BATCH_JOBS=1) and once batched (the default), next to embedding the same chunk texts
+in full batches in one go. Target: batched uploads within 3x of that one-batch embedding.
+
     python -m bench.ingest [--docs 40] [--paragraphs 10] [--provider use]
+    python -m bench.ingest --api [--uploads 240]
 """
 
 from __future__ import annotations
@@ -74,7 +81,12 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=3, help="interleaved rounds; medians are reported"
     )
+    parser.add_argument("--api", action="store_true", help="the many-small-uploads workload")
+    parser.add_argument("--uploads", type=int, default=240, help="files uploaded with --api")
     args = parser.parse_args()
+    if args.api:
+        api_main(args.uploads, args.provider, args.rounds)
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -180,6 +192,13 @@ def main() -> None:
             f"{values['pipeline'] / values['per_document'] - 1:+.1%} (target <= +25%); "
             f"over cross-document batches: {values['pipeline'] / values['pooled'] - 1:+.1%}"
         )
+
+
+def api_main(uploads: int, provider: str, rounds: int) -> None:
+    """Many small uploads through the API, one job at a time and batched, vs one-batch embedding."""
+    from bench.ingest_api import run_api_workload
+
+    run_api_workload(uploads, provider, rounds)
 
 
 def _timed(work: Callable[[], None]) -> tuple[float, float]:

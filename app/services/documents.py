@@ -191,25 +191,40 @@ def index_document(
         max_chunks=chunk_allowance(container, tenant_id, doc_id),
     )
     try:
-        # A concurrent delete, in this process or another, sees the record before or after this.
-        with _document_lock(container, tenant_id, done.document_id):
-            if must_exist and container.documents.get(tenant_id, done.document_id) is None:
-                container.store.delete_document(tenant_id, done.document_id)
-                raise IngestionError(
-                    "the document was deleted while it was being indexed; upload it again "
-                    "if you still want it"
-                )
-            container.documents.upsert(
-                tenant_id, done.document_id, source, path.stat().st_size, sha
-            )
-            container.documents.set_status(
-                tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
-            )
+        record_indexed(container, tenant_id, done, path.stat().st_size, sha, must_exist=must_exist)
     finally:
         container.cache.invalidate_tenant(tenant_id)
         if refresh_keywords:
             container.retriever.refresh(tenant_id)
     return done
+
+
+def record_indexed(
+    container: Container,
+    tenant_id: str,
+    done: IngestedDocument,
+    size_bytes: int,
+    sha256: str,
+    *,
+    must_exist: bool,
+) -> None:
+    """Record a document whose chunks were just stored (status done, pages, chunks).
+
+    With `must_exist`, a document deleted meanwhile loses its fresh chunks again and
+    IngestionError says so. The caller invalidates the tenant's answers afterwards.
+    """
+    # A concurrent delete, in this process or another, sees the record before or after this.
+    with _document_lock(container, tenant_id, done.document_id):
+        if must_exist and container.documents.get(tenant_id, done.document_id) is None:
+            container.store.delete_document(tenant_id, done.document_id)
+            raise IngestionError(
+                "the document was deleted while it was being indexed; upload it again "
+                "if you still want it"
+            )
+        container.documents.upsert(tenant_id, done.document_id, done.source, size_bytes, sha256)
+        container.documents.set_status(
+            tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
+        )
 
 
 def ingest_local_file(

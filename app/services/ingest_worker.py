@@ -63,21 +63,29 @@ def run_job(container: Container, job: JobRecord, *, may_retry: bool = False) ->
         jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
         log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})
     except Exception as exc:
-        if may_retry and is_transient(exc):
-            keep_upload = True
-            jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
-            log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
-            return False
-        if isinstance(exc, RagError):
-            _fail(container, job, f"{exc.message}")
-            log.warning("job failed", extra={"job_id": job.job_id, "code": exc.code})
-        else:
-            log.exception("job crashed", extra={"job_id": job.job_id})
-            _fail(container, job, INTERNAL_FAILURE)
+        keep_upload = settle_failure(container, job, exc, may_retry=may_retry)
+        return not keep_upload
     finally:
         if not keep_upload:
             path.unlink(missing_ok=True)
     return True
+
+
+def settle_failure(
+    container: Container, job: JobRecord, exc: Exception, *, may_retry: bool
+) -> bool:
+    """Record how a job failed; True when it was put back for a retry (keep its upload)."""
+    if may_retry and is_transient(exc):
+        container.jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
+        log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
+        return True
+    if isinstance(exc, RagError):
+        _fail(container, job, f"{exc.message}")
+        log.warning("job failed", extra={"job_id": job.job_id, "code": exc.code})
+    else:
+        log.error("job crashed", exc_info=exc, extra={"job_id": job.job_id})
+        _fail(container, job, INTERNAL_FAILURE)
+    return False
 
 
 def _fail(container: Container, job: JobRecord, message: str) -> None:
@@ -127,14 +135,21 @@ class IngestWorkerPool:
         self._threads.clear()
 
     def _loop(self) -> None:
+        from app.services.ingest_batch import run_jobs
+
+        settings = self._container.settings
         while not self._stop.is_set():
             try:
-                job = self._container.jobs.claim_next(self._max_running)
+                batch = self._container.jobs.claim_batch(
+                    self._max_running,
+                    max_jobs=settings.ingest_batch_jobs,
+                    max_bytes=settings.ingest_batch_bytes,
+                )
             except Exception:
                 log.exception("could not claim a job")
-                job = None
-            if job is None:
+                batch = []
+            if not batch:
                 self._wake.wait(self._poll)
                 self._wake.clear()
                 continue
-            run_job(self._container, job)
+            run_jobs(self._container, batch)

@@ -18,6 +18,12 @@ transaction.
 Claims are fair across tenants: `claim_next` takes the oldest queued job of the tenant with the
 fewest running jobs, and among those the tenant served least recently (`job_tenant_turns`), so
 a tenant's single upload waits for at most one job per worker of a tenant with hundreds queued.
+
+`claim_batch` hands a worker several of that one tenant's oldest queued jobs at once (small
+files are indexed together: one embedding pass, one store write). A batch is one turn and one
+running slot of its tenant, not one per job: its members are recorded in `job_batch_members`,
+and the running count that fairness and the per-tenant limit read counts a batch once. Each job
+of a batch still ends on its own (done, failed, or put back for a retry).
 """
 
 from __future__ import annotations
@@ -83,6 +89,15 @@ class TenantTurnRow(Base):
 
     tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     served_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class BatchMemberRow(Base):
+    """A processing job that was claimed in a batch, and the batch (its first job's id)."""
+
+    __tablename__ = "job_batch_members"
+
+    job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    batch_id: Mapped[str] = mapped_column(String(40), index=True)
 
 
 @dataclass(frozen=True)
@@ -306,19 +321,49 @@ class JobStore:
         already running `max_running_per_tenant` jobs are skipped. Jobs waiting for a retry
         are left to their own delayed message (`claim`).
         """
-        candidate = _fair_candidate(max_running_per_tenant)
+        batch = self.claim_batch(max_running_per_tenant, max_jobs=1)
+        return batch[0] if batch else None
+
+    def claim_batch(
+        self,
+        max_running_per_tenant: int | None = None,
+        *,
+        max_jobs: int,
+        max_bytes: int | None = None,
+    ) -> list[JobRecord]:
+        """Claim up to `max_jobs` queued jobs of the fairest tenant, oldest first; [] if none.
+
+        The tenant is the one `claim_next` would serve. Its jobs are taken while their uploads
+        add up to at most `max_bytes` (the first is always taken), so a batch stays a batch of
+        small files. The batch counts as one running job of the tenant and takes one turn.
+        """
+        tenant = _fair_tenant(max_running_per_tenant)
+        claimable = [JobRow.tenant_id == tenant, JobRow.status == "queued"]
+        claimable.append(JobRow.progress_stage != RETRYING)
+        order = (JobRow.created_at, JobRow.job_id)
+        ranked = select(
+            JobRow.job_id,
+            func.row_number().over(order_by=order).label("position"),
+            func.sum(JobRow.size_bytes).over(order_by=order).label("bytes_so_far"),
+        ).where(*claimable)
+        ranked_sub = ranked.subquery()
+        within = ranked_sub.c.position <= max_jobs
+        if max_bytes is not None:
+            within &= (ranked_sub.c.bytes_so_far <= max_bytes) | (ranked_sub.c.position == 1)
+        chosen = select(ranked_sub.c.job_id).where(within)
         with self._db.session() as session:
             if self._db.dialect == "postgresql":
                 # Claims are short; one at a time keeps the fairness counts exact across workers.
                 session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
-            return self._claim_where(session, JobRow.job_id == candidate)
+            return self._claim_where(session, JobRow.job_id.in_(chosen))
 
     def claim(self, job_id: str) -> JobRecord | None:
         """Claim one specific queued job (a retry's own message); None if not queued."""
         with self._db.session() as session:
             if self._db.dialect == "postgresql":
                 session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
-            return self._claim_where(session, JobRow.job_id == job_id)
+            claimed = self._claim_where(session, JobRow.job_id == job_id)
+            return claimed[0] if claimed else None
 
     def claim_retry(self, job_id: str) -> JobRecord | None:
         """Claim a job put back for a retry, once its delayed message arrives; else None."""
@@ -326,9 +371,10 @@ class JobStore:
             if self._db.dialect == "postgresql":
                 session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
             due = (JobRow.job_id == job_id) & (JobRow.progress_stage == RETRYING)
-            return self._claim_where(session, due)
+            claimed = self._claim_where(session, due)
+            return claimed[0] if claimed else None
 
-    def _claim_where(self, session: Session, which: Any) -> JobRecord | None:
+    def _claim_where(self, session: Session, which: Any) -> list[JobRecord]:
         # One statement: SQLite takes the write lock before evaluating the subquery, and
         # PostgreSQL claimers hold the claim lock, so no two claimers see the same row queued.
         now = utc_now()
@@ -343,18 +389,25 @@ class JobStore:
             )
             .returning(JobRow)
         )
-        row = session.scalars(statement, execution_options={"synchronize_session": False}).first()
-        if row is None:
-            return None
+        rows = session.scalars(statement, execution_options={"synchronize_session": False}).all()
+        if not rows:
+            return []
+        claimed = sorted((_record(row) for row in rows), key=lambda j: (j.created_at, j.job_id))
+        ids = [job.job_id for job in claimed]
+        session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id.in_(ids)))
+        if len(claimed) > 1:
+            session.execute(
+                insert(BatchMemberRow), [{"job_id": i, "batch_id": ids[0]} for i in ids]
+            )
         turn = conflict_insert(self._db.dialect, TenantTurnRow).values(
-            tenant_id=row.tenant_id, served_at=now
+            tenant_id=claimed[0].tenant_id, served_at=now
         )
         session.execute(
             turn.on_conflict_do_update(
                 index_elements=[TenantTurnRow.tenant_id], set_={"served_at": now}
             )
         )
-        return _record(row)
+        return claimed
 
     def update_progress(self, job_id: str, done: int, total: int, stage: str) -> None:
         """Record progress of a processing job (also its heartbeat for `requeue_stale`)."""
@@ -373,6 +426,7 @@ class JobStore:
     def mark_done(self, job_id: str, chunks_indexed: int, pages: int) -> None:
         """Finish a job successfully."""
         with self._db.session() as session:
+            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
             session.execute(
                 update(JobRow)
                 .where(JobRow.job_id == job_id)
@@ -390,6 +444,7 @@ class JobStore:
         """Finish a job with a message the user can act on."""
         message = error.strip() or "ingestion failed for an unknown reason"
         with self._db.session() as session:
+            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
             session.execute(
                 update(JobRow)
                 .where(JobRow.job_id == job_id)
@@ -414,6 +469,7 @@ class JobStore:
     def release(self, job_id: str, reason: str) -> None:
         """Put a processing job back in the queue after a transient failure, saying why."""
         with self._db.session() as session:
+            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
             session.execute(
                 update(JobRow)
                 .where(JobRow.job_id == job_id, JobRow.status == "processing")
@@ -554,10 +610,13 @@ def _check_storage_quota(
         )
 
 
-def _fair_candidate(max_running_per_tenant: int | None) -> Any:
-    """A scalar subquery: the job id `claim_next` should take (see its docstring)."""
+def _fair_tenant(max_running_per_tenant: int | None) -> Any:
+    """A scalar subquery: the tenant `claim_next` should serve (see its docstring)."""
+    # A batch is one running job: its members count once, under the batch's id.
+    slot = func.coalesce(BatchMemberRow.batch_id, JobRow.job_id)
     running = (
-        select(JobRow.tenant_id, func.count().label("jobs"))
+        select(JobRow.tenant_id, func.count(func.distinct(slot)).label("jobs"))
+        .outerjoin(BatchMemberRow, BatchMemberRow.job_id == JobRow.job_id)
         .where(JobRow.status == "processing")
         .group_by(JobRow.tenant_id)
         .subquery()
@@ -586,13 +645,7 @@ def _fair_candidate(max_running_per_tenant: int | None) -> Any:
     )
     if max_running_per_tenant is not None:
         tenant = tenant.where(busy < max_running_per_tenant)
-    return (
-        select(JobRow.job_id)
-        .where(JobRow.tenant_id == tenant.scalar_subquery(), *claimable)
-        .order_by(JobRow.created_at, JobRow.job_id)
-        .limit(1)
-        .scalar_subquery()
-    )
+    return tenant.scalar_subquery()
 
 
 def _insert_below_limit(row: JobRow, active_limit: int | None) -> ReturningInsert[str]:
