@@ -49,12 +49,12 @@ TURN_POLL_S = 0.5
 class Heartbeat:
     """While open, touches processing jobs every `interval_s` from a background thread."""
 
-    def __init__(self, jobs: JobStore, job_ids: list[str], interval_s: float) -> None:
+    def __init__(self, jobs: JobStore, job_ids: str | list[str], interval_s: float) -> None:
         self._jobs = jobs
-        self._job_ids = list(job_ids)
+        self._job_ids = [job_ids] if isinstance(job_ids, str) else list(job_ids)
         self._interval_s = interval_s
         self._stop = threading.Event()
-        name = f"heartbeat-{job_ids[0]}"
+        name = f"heartbeat-{self._job_ids[0]}"
         self._thread = threading.Thread(target=self._beat, name=name, daemon=True)
 
     def __enter__(self) -> Heartbeat:

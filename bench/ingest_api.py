@@ -35,6 +35,7 @@ def _settings(data_dir: Path, provider: str, **overrides: Any) -> Settings:
         embedding_provider=provider,
         llm_provider="extractive",
         env="development",
+        log_level="WARNING",  # a log line per request and job would be part of what is timed
         jwt_secret=JWT_SECRET,
         rate_limit_auth_per_minute=100_000,
         rate_limit_query_per_minute=100_000,
