@@ -34,6 +34,7 @@ class _Prepared:
     parsed: ParsedFile
     size_bytes: int
     sha256: str
+    replaces_chunks: int  # of the version this upload replaces (0 for a new document)
 
 
 def run_jobs(
@@ -93,7 +94,7 @@ def _run_together(
             _settle(container, job, exc, may_retry, retried)
             continue
         prepared.append(ready)
-        added += len(ready.parsed.chunks) - _stored_chunks(container, job)
+        added += len(ready.parsed.chunks) - ready.replaces_chunks
     if not prepared:
         return retried
     try:
@@ -124,7 +125,8 @@ def _run_together(
 
 
 def _prepare(container: Container, job: JobRecord, added: int) -> _Prepared:
-    if container.documents.get(job.tenant_id, job.document_id) is None:
+    record = container.documents.get(job.tenant_id, job.document_id)
+    if record is None:
         raise IngestionError("the document was deleted before it could be indexed")
     path = Path(job.stored_path)
     sha = file_sha256(path)
@@ -141,12 +143,7 @@ def _prepare(container: Container, job: JobRecord, added: int) -> _Prepared:
     )
     allowance = chunk_allowance(container, job.tenant_id, parsed.document_id) - added
     check_chunk_quota(parsed, max(allowance, 0))
-    return _Prepared(job, parsed, path.stat().st_size, sha)
-
-
-def _stored_chunks(container: Container, job: JobRecord) -> int:
-    record = container.documents.get(job.tenant_id, job.document_id)
-    return record.chunks if record is not None else 0
+    return _Prepared(job, parsed, path.stat().st_size, sha, record.chunks)
 
 
 def _embed(container: Container, prepared: list[_Prepared]) -> list[list[list[float]]]:
@@ -159,10 +156,12 @@ def _embed(container: Container, prepared: list[_Prepared]) -> list[list[list[fl
         embedded = container.embedder.embed_documents([text for _, text in part])
         for (owner, _), vector in zip(part, embedded, strict=True):
             vectors[owner].append(vector)
-        for owner in sorted({owner for owner, _ in part}):
-            total = len(prepared[owner].parsed.chunks)
-            done = len(vectors[owner])
-            container.jobs.update_progress(prepared[owner].job.job_id, done, total, "embedding")
+        container.jobs.update_progress_many(
+            [
+                (prepared[owner].job.job_id, len(vectors[owner]), len(p.parsed.chunks), "embedding")
+                for owner, p in sorted({owner: prepared[owner] for owner, _ in part}.items())
+            ]
+        )
     return vectors
 
 

@@ -423,6 +423,22 @@ class JobStore:
                 )
             )
 
+    def update_progress_many(self, progress: list[tuple[str, int, int, str]]) -> None:
+        """`update_progress` for several (job id, done, total, stage) in one transaction."""
+        now = utc_now()
+        with self._db.session() as session:
+            for job_id, done, total, stage in progress:
+                session.execute(
+                    update(JobRow)
+                    .where(JobRow.job_id == job_id, JobRow.status == "processing")
+                    .values(
+                        progress_done=done,
+                        progress_total=total,
+                        progress_stage=stage,
+                        updated_at=now,
+                    )
+                )
+
     def mark_done(self, job_id: str, chunks_indexed: int, pages: int) -> None:
         """Finish a job successfully."""
         with self._db.session() as session:
