@@ -14,6 +14,8 @@ from app.ingestion import LoadLimits
 from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
+    from app.jobs.queue import JobQueue
+    from app.jobs.store import JobStore
     from app.providers.types import LLM, Embedder, Reranker
     from app.retrieval.hybrid import HybridRetriever
     from app.security import TokenCodec
@@ -21,7 +23,6 @@ if TYPE_CHECKING:
     from app.storage.cache import AnswerCache
     from app.storage.db import Database
     from app.storage.documents import DocumentStore
-    from app.storage.jobs import JobStore
     from app.storage.rate_limit import RateLimiter
     from app.storage.vector_store import VectorStore
 
@@ -85,9 +86,16 @@ class Container:
 
     @cached_property
     def jobs(self) -> JobStore:
-        from app.storage.jobs import JobStore
+        from app.jobs.store import JobStore
 
         return JobStore(self.database)
+
+    @cached_property
+    def job_queue(self) -> JobQueue:
+        """Where uploads' jobs go (RAG_JOB_BACKEND); the API process starts and stops it."""
+        from app.jobs.queue import build_job_queue
+
+        return build_job_queue(self)
 
     @cached_property
     def documents(self) -> DocumentStore:

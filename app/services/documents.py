@@ -12,10 +12,11 @@ from pathlib import Path
 
 from app.domain import document_id as make_document_id
 from app.errors import IngestionError, JobQueueFull, NotFound
+from app.jobs.queue import enqueue
+from app.jobs.store import JobLimitReached, JobRecord, StorageQuota, StoredUpload
 from app.services.container import Container
 from app.services.pipeline import IngestedDocument, ProgressCallback, index_file
 from app.storage.documents import DocumentRecord
-from app.storage.jobs import JobLimitReached, JobRecord, StorageQuota, StoredUpload
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,8 @@ class ReceivedFile:
 def submit_uploads(
     container: Container, tenant_id: str, reservations: list[str], files: list[ReceivedFile]
 ) -> list[JobRecord]:
-    """Queue a request's stored files as the jobs their reservations held, all or none; the
-    caller's files become the jobs'.
+    """Queue a request's stored files as the jobs their reservations held, all or none, and hand
+    them to the workers; the caller's files become the jobs'.
 
     Over a storage quota, QuotaExceeded (413) is raised and the files, their reservations and
     any rows are gone.
@@ -128,6 +129,7 @@ def submit_uploads(
             "upload queued",
             extra={"job_id": job.job_id, "document_id": job.document_id, "bytes": job.size_bytes},
         )
+    enqueue(container, jobs)  # after the commit: a worker never sees a job before its row
     return jobs
 
 

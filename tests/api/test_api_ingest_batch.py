@@ -13,8 +13,8 @@ import pytest
 from api_builders import corrupt_pdf, text_document
 from conftest import ApiFactory, ApiHarness, ApiUser
 
-from app.services.ingest_batch import run_jobs
-from app.services.ingest_worker import run_job
+from app.jobs.batch import run_jobs
+from app.jobs.runner import run_job
 
 pytestmark = pytest.mark.integration
 

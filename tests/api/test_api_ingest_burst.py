@@ -7,7 +7,7 @@ import pytest
 from api_builders import text_document
 from conftest import ApiFactory, ApiHarness
 
-from app.services.ingest_worker import run_job
+from app.jobs.runner import run_job
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +87,7 @@ def test_a_single_upload_is_not_starved_by_another_tenants_burst(api_factory: Ap
         for i in range(8)
     ]
     single_job = gated.upload(single, "mine.txt", b"The only note of this tenant.").json()["job_id"]
-    gated.app.state.workers.start()
+    gated.container.job_queue.start()
     done = gated.wait_for_job(single, single_job)
     assert done["status"] == "done"
     for job_id in bulk_jobs:
@@ -109,7 +109,7 @@ def test_with_batches_a_single_upload_waits_for_one_batch_of_another_tenant(
         for i in range(8)
     ]
     single_job = gated.upload(single, "mine.txt", b"The only note of this tenant.").json()["job_id"]
-    gated.app.state.workers.start()
+    gated.container.job_queue.start()
     assert gated.wait_for_job(single, single_job)["status"] == "done"
     for job_id in bulk_jobs:
         assert gated.wait_for_job(bulk, job_id)["status"] == "done"

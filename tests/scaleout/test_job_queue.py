@@ -24,12 +24,13 @@ from sqlalchemy import select
 
 from app.config import Settings
 from app.errors import ProviderUnavailable
+from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
+from app.jobs.redis_worker import TURN_POLL_S, Heartbeat, IngestWorker
+from app.jobs.store import JobStore
+from app.jobs.tables import JobRow
 from app.services.container import Container
 from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
-from app.services.job_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.storage.db import Database
-from app.storage.jobs import JobRow, JobStore
-from app.worker import TURN_POLL_S, Heartbeat, IngestWorker
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import update
 
 from app.errors import QuotaExceeded
+from app.jobs.store import JobLimitReached, JobRow, JobStore, StorageQuota, StoredUpload
 from app.storage.db import Database, utc_now
 from app.storage.documents import DocumentStore
-from app.storage.jobs import JobLimitReached, JobRow, JobStore, StorageQuota, StoredUpload
 
 pytestmark = pytest.mark.integration
 

@@ -11,9 +11,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
+from app.jobs.store import JobLimitReached, JobRow, JobStore
 from app.storage.db import Database, open_database, utc_now
 from app.storage.documents import DocumentRow, DocumentStore
-from app.storage.jobs import JobLimitReached, JobRow, JobStore
 
 pytestmark = pytest.mark.integration
 

@@ -1,25 +1,21 @@
-"""A bounded in-process pool of threads that run queued ingestion jobs from the job table.
-
-Each free thread claims the fairest queued job (`JobStore.claim_next`: tenants with fewer
-running jobs, then the one served least recently), so one tenant's burst cannot starve another.
+"""Run one claimed ingestion job and record how it ended, whichever backend claimed it.
 
 Jobs are durable rows: a worker receives only ids, claims a job atomically, records progress and
-every failure on the job, and removes the upload file once the job has ended either way. Jobs a
-crash left `processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
+every failure on the job, and removes the upload file once the job has ended either way. A
+transient failure (a server unreachable) may put the job back for a retry instead.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 
 import httpx
 
 from app.errors import IngestionError, ProviderUnavailable, RagError
+from app.jobs.store import JobRecord
 from app.services.container import Container
 from app.services.documents import index_document
-from app.storage.jobs import JobRecord
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +70,15 @@ def run_job(container: Container, job: JobRecord, *, may_retry: bool = False) ->
 def settle_failure(
     container: Container, job: JobRecord, exc: Exception, *, may_retry: bool
 ) -> bool:
-    """Record how a job failed; True when it was put back for a retry (keep its upload)."""
+    """Record how a job failed; True when it was put back for a retry (its upload is kept),
+    else the upload is removed."""
     if may_retry and is_transient(exc):
         container.jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
         log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
         return True
+    # The upload goes before the job is seen failed: a client that sees the failure finds no
+    # file left behind (and a rerun after a crash here would fail the same way).
+    Path(job.stored_path).unlink(missing_ok=True)
     if isinstance(exc, RagError):
         _fail(container, job, f"{exc.message}")
         log.warning("job failed", extra={"job_id": job.job_id, "code": exc.code})
@@ -93,63 +93,3 @@ def _fail(container: Container, job: JobRecord, message: str) -> None:
     record = container.documents.get(job.tenant_id, job.document_id)
     if record is not None and record.chunks == 0:  # a failed replacement keeps the old version
         container.documents.set_status(job.tenant_id, job.document_id, "failed")
-
-
-class IngestWorkerPool:
-    """`size` daemon threads taking queued jobs until stopped."""
-
-    def __init__(self, container: Container, size: int, poll_interval_s: float = 1.0) -> None:
-        self._container = container
-        self._size = size
-        self._poll = poll_interval_s
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._max_running = container.settings.max_running_jobs_per_tenant
-
-    def start(self) -> int:
-        """Re-queue jobs a crash left processing, then start the threads; returns re-queued."""
-        requeued = self._container.jobs.requeue_stale()
-        if requeued:
-            log.warning("re-queued interrupted jobs", extra={"count": requeued})
-        for i in range(self._size):
-            thread = threading.Thread(target=self._loop, name=f"ingest-{i}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return requeued
-
-    def notify(self) -> None:
-        """Wake idle workers because a job was queued."""
-        self._wake.set()
-
-    def enqueue(self, job: JobRecord) -> None:
-        """Hand over a newly queued job: the threads poll the table, so just wake them."""
-        self._wake.set()
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Ask the threads to finish their current job and exit."""
-        self._stop.set()
-        self._wake.set()
-        for thread in self._threads:
-            thread.join(timeout_s)
-        self._threads.clear()
-
-    def _loop(self) -> None:
-        from app.services.ingest_batch import run_jobs
-
-        settings = self._container.settings
-        while not self._stop.is_set():
-            try:
-                batch = self._container.jobs.claim_batch(
-                    self._max_running,
-                    max_jobs=settings.ingest_batch_jobs,
-                    max_bytes=settings.ingest_batch_bytes,
-                )
-            except Exception:
-                log.exception("could not claim a job")
-                batch = []
-            if not batch:
-                self._wake.wait(self._poll)
-                self._wake.clear()
-                continue
-            run_jobs(self._container, batch)

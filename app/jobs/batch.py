@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import IngestionError
+from app.jobs.runner import run_job, settle_failure
+from app.jobs.store import JobRecord
 from app.services.container import Container
 from app.services.documents import chunk_allowance, file_sha256, record_indexed
-from app.services.ingest_worker import run_job, settle_failure
 from app.services.pipeline import IngestedDocument, ParsedFile, check_chunk_quota, parse_file
-from app.storage.jobs import JobRecord
 
 log = logging.getLogger(__name__)
 
@@ -191,5 +191,3 @@ def _settle(
 ) -> None:
     if settle_failure(container, job, exc, may_retry=may_retry(job)):
         retried.append(job.job_id)  # its upload stays for the retry
-    else:
-        Path(job.stored_path).unlink(missing_ok=True)

@@ -1,4 +1,4 @@
-"""The durable ingestion job table: the API creates and polls, workers claim and report.
+"""The durable ingestion jobs: the API creates and polls, workers claim and report.
 
 A job moves (reserved ->) queued -> processing -> done | failed. `claim_next` hands each queued
 job to exactly one worker, across threads and processes, with one conditional UPDATE: SQLite
@@ -33,12 +33,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Integer, String, Text, delete, func, insert, literal, select, update
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import delete, func, insert, literal, select, update
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
 from app.errors import QuotaExceeded
-from app.storage.db import Base, Database, UTCDateTime, advisory_key, conflict_insert, utc_now
+from app.jobs.scheduling import next_batch
+from app.jobs.tables import RETRYING, BatchMemberRow, JobRow, TenantTurnRow
+from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, stored_usage
 
 JobStatus = Literal["reserved", "queued", "processing", "done", "failed"]
@@ -48,8 +50,6 @@ MAX_ERROR_CHARS = 2000
 # A reservation whose upload neither finished nor failed this long (the API process died while
 # receiving it) is dropped by `requeue_stale`.
 RESERVATION_TTL_S = 3600.0
-# The stage of a job put back after a transient failure: only its own delayed message claims it.
-RETRYING = "retrying"
 
 
 class JobLimitReached(Exception):
@@ -59,45 +59,6 @@ class JobLimitReached(Exception):
         super().__init__(f"tenant {tenant_id!r} already has {limit} active jobs")
         self.tenant_id = tenant_id
         self.limit = limit
-
-
-class JobRow(Base):
-    __tablename__ = "jobs"
-
-    job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
-    document_id: Mapped[str] = mapped_column(String(64))
-    source: Mapped[str] = mapped_column(String(255))
-    stored_path: Mapped[str] = mapped_column(String(1024))
-    size_bytes: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), index=True)
-    progress_done: Mapped[int] = mapped_column(Integer, default=0)
-    progress_total: Mapped[int] = mapped_column(Integer, default=0)
-    progress_stage: Mapped[str] = mapped_column(String(32), default="queued")
-    chunks_indexed: Mapped[int] = mapped_column(Integer, default=0)
-    pages: Mapped[int] = mapped_column(Integer, default=0)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
-
-
-class TenantTurnRow(Base):
-    """When each tenant last had a job claimed: the tie-break of fair scheduling."""
-
-    __tablename__ = "job_tenant_turns"
-
-    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    served_at: Mapped[datetime] = mapped_column(UTCDateTime())
-
-
-class BatchMemberRow(Base):
-    """A processing job that was claimed in a batch, and the batch (its first job's id)."""
-
-    __tablename__ = "job_batch_members"
-
-    job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    batch_id: Mapped[str] = mapped_column(String(40), index=True)
 
 
 @dataclass(frozen=True)
@@ -337,20 +298,7 @@ class JobStore:
         add up to at most `max_bytes` (the first is always taken), so a batch stays a batch of
         small files. The batch counts as one running job of the tenant and takes one turn.
         """
-        tenant = _fair_tenant(max_running_per_tenant)
-        claimable = [JobRow.tenant_id == tenant, JobRow.status == "queued"]
-        claimable.append(JobRow.progress_stage != RETRYING)
-        order = (JobRow.created_at, JobRow.job_id)
-        ranked = select(
-            JobRow.job_id,
-            func.row_number().over(order_by=order).label("position"),
-            func.sum(JobRow.size_bytes).over(order_by=order).label("bytes_so_far"),
-        ).where(*claimable)
-        ranked_sub = ranked.subquery()
-        within = ranked_sub.c.position <= max_jobs
-        if max_bytes is not None:
-            within &= (ranked_sub.c.bytes_so_far <= max_bytes) | (ranked_sub.c.position == 1)
-        chosen = select(ranked_sub.c.job_id).where(within)
+        chosen = next_batch(max_running_per_tenant, max_jobs, max_bytes)
         with self._db.session() as session:
             if self._db.dialect == "postgresql":
                 # Claims are short; one at a time keeps the fairness counts exact across workers.
@@ -624,44 +572,6 @@ def _check_storage_quota(
             f"tenant quota exceeded: chunks (limit {quota.chunks}, {others.chunks} used); "
             "delete documents to make room",
         )
-
-
-def _fair_tenant(max_running_per_tenant: int | None) -> Any:
-    """A scalar subquery: the tenant `claim_next` should serve (see its docstring)."""
-    # A batch is one running job: its members count once, under the batch's id.
-    slot = func.coalesce(BatchMemberRow.batch_id, JobRow.job_id)
-    running = (
-        select(JobRow.tenant_id, func.count(func.distinct(slot)).label("jobs"))
-        .outerjoin(BatchMemberRow, BatchMemberRow.job_id == JobRow.job_id)
-        .where(JobRow.status == "processing")
-        .group_by(JobRow.tenant_id)
-        .subquery()
-    )
-    claimable = [JobRow.status == "queued", JobRow.progress_stage != RETRYING]
-    waiting = (
-        select(JobRow.tenant_id, func.min(JobRow.created_at).label("oldest"))
-        .where(*claimable)
-        .group_by(JobRow.tenant_id)
-        .subquery()
-    )
-    busy = func.coalesce(running.c.jobs, 0)
-    never_served = TenantTurnRow.served_at.is_(None)
-    tenant = (
-        select(waiting.c.tenant_id)
-        .outerjoin(running, running.c.tenant_id == waiting.c.tenant_id)
-        .outerjoin(TenantTurnRow, TenantTurnRow.tenant_id == waiting.c.tenant_id)
-        .order_by(
-            busy,
-            never_served.desc(),
-            TenantTurnRow.served_at,
-            waiting.c.oldest,
-            waiting.c.tenant_id,
-        )
-        .limit(1)
-    )
-    if max_running_per_tenant is not None:
-        tenant = tenant.where(busy < max_running_per_tenant)
-    return tenant.scalar_subquery()
 
 
 def _insert_below_limit(row: JobRow, active_limit: int | None) -> ReturningInsert[str]:
