@@ -108,7 +108,9 @@ def _run_together(
         )
     except Exception:
         # Not a problem of one file: let each job meet the failure (or success) on its own.
-        log.warning("batch of %d jobs failed; running them one by one", len(prepared))
+        log.warning(
+            "batch of %d jobs failed; running them one by one", len(prepared), exc_info=True
+        )
         for ready in prepared:
             if not run_job(container, ready.job, may_retry=may_retry(ready.job)):
                 retried.append(ready.job.job_id)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import secrets
+import shutil
 import unicodedata
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.domain import document_id as make_document_id
-from app.errors import IngestionError, JobQueueFull, NotFound
+from app.errors import IngestionError, JobQueueFull, NotFound, UnsupportedFileType
 from app.jobs.queue import enqueue
 from app.jobs.store import JobLimitReached, JobRecord, StorageQuota, StoredUpload
 from app.services.container import Container
@@ -227,6 +229,33 @@ def record_indexed(
         container.documents.set_status(
             tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
         )
+
+
+def queue_local_file(container: Container, tenant_id: str, path: Path) -> JobRecord:
+    """Hand a local file to the service's workers as an upload would be (CLI `ingest --queue`):
+    a copy under the uploads folder becomes a queued job, sent with the one `enqueue`."""
+    from app.ingestion import SUPPORTED_EXTENSIONS
+    from app.services.users import validate_tenant_id
+
+    validate_tenant_id(tenant_id)
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_EXTENSIONS:
+        allowed = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+        raise UnsupportedFileType(
+            f"files of type {suffix or '(none)'!r} are not supported; use one of {allowed}"
+        )
+    reservation = reserve_upload(container, tenant_id)
+    stored = uploads_dir(container) / f"{secrets.token_hex(16)}{suffix}"
+    try:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, stored)
+    except BaseException:
+        stored.unlink(missing_ok=True)
+        release_upload(container, tenant_id, reservation)
+        raise
+    received = ReceivedFile(stored, path.name, stored.stat().st_size)
+    (job,) = submit_uploads(container, tenant_id, [reservation], [received])
+    return job
 
 
 def ingest_local_file(

@@ -7,6 +7,8 @@ themselves (workers not started), so which jobs share a batch is exact.
 
 from __future__ import annotations
 
+from argparse import Namespace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -182,3 +184,24 @@ def test_a_tenant_over_its_chunk_quota_in_a_batch_fails_only_the_jobs_past_it(
     assert statuses == ["done", "done", "done", "failed", "failed"]
     assert "quota" in job(small, user, ids[3])["error"]
     assert [job(small, user, job_id)["chunks_indexed"] for job_id in ids[:3]] == [1, 1, 1]
+
+
+def test_the_cli_queues_files_as_jobs_the_service_runs(
+    api_factory: ApiFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.cli import cmd_ingest
+
+    running = api_factory()
+    user = running.add_user("cli")
+    paths = []
+    for name, content in list(FILES.items())[:2]:
+        paths.append(tmp_path / name)
+        paths[-1].write_bytes(content)
+    assert cmd_ingest(running.container, Namespace(tenant="cli", paths=paths, queue=True)) == 0
+    printed = capsys.readouterr().out.splitlines()
+    job_ids = [line.split(" queued as ")[1].split()[0] for line in printed]
+    for job_id in job_ids:
+        assert running.wait_for_job(user, job_id)["status"] == "done"
+    assert running.search(user, "KESTREL1X")["results"][0]["source"] == "part1.txt"
+    assert all(path.exists() for path in paths)  # the CLI queued copies, not the user's files
+    assert running.uploads_left() == []
