@@ -6,11 +6,12 @@ into one message that names the offending environment variable.
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import ConfigurationError
@@ -78,10 +79,20 @@ class Settings(BaseSettings):
     dense_candidates: int = Field(default=30, gt=0)
     keyword_candidates: int = Field(default=30, gt=0)
     rrf_k: int = Field(default=5, gt=0, description="RRF constant; 5 beat 60 on every eval set")
-    dense_weight: float = Field(default=0.4, ge=0)
+    # 0.3 won held out (eval/tune_fusion.py: tuned on ARCD train + XQuAD dev, issue 16).
+    dense_weight: float = Field(default=0.3, ge=0)
     keyword_weight: float = Field(default=1.0, ge=0)
     relevance_threshold: float | None = Field(
         default=None, description="minimum dense similarity; unset = calibrated per model"
+    )
+    # Issue 16: keyword weight scaled by coverage ** power (0 = off); role pages yield places.
+    keyword_coverage_power: float = Field(default=1.0, ge=0)
+    cross_script_rrf_k: int = Field(
+        default=0, ge=0, description="RRF k for queries in a script the tenant lacks (0: off)"
+    )
+    cross_script_dense_weight: float = Field(default=1.0, ge=0)
+    page_role_shift: int = Field(
+        default=10, ge=0, description="places contents/index/... pages yield to content pages"
     )
 
     # --- reranker ---
@@ -112,6 +123,21 @@ class Settings(BaseSettings):
         description="refuse when the local model's probability of starting the refusal is at "
         "least this (1 = only when it does refuse); 0.02 won on every held-out eval task",
     )
+
+    # --- answer concurrency ---
+    # Per API process (see README "Capacity and backpressure"). Answers beyond the bounds wait
+    # in a bounded queue on the event loop, then get 429 (own user/tenant) or 503 (server busy).
+    answer_max_concurrent: int = Field(
+        default=1, gt=0, description="answers generating at once (the one local model: 1)"
+    )
+    answer_max_per_tenant: int = Field(default=1, gt=0)
+    answer_max_per_user: int = Field(default=1, gt=0)
+    answer_queue_size: int = Field(default=8, ge=0, description="answers waiting, in total")
+    answer_queue_per_tenant: int = Field(default=4, ge=0, description="answers waiting per tenant")
+    answer_queue_max_wait_s: float = Field(default=30.0, ge=0)
+    stream_max_open: int = Field(default=32, gt=0, description="open /query/stream responses")
+    stream_max_per_tenant: int = Field(default=8, gt=0)
+    stream_max_per_user: int = Field(default=4, gt=0)
 
     # --- storage, jobs, cache ---
     database_url: str = ""
@@ -170,13 +196,59 @@ class Settings(BaseSettings):
     max_question_chars: int = Field(default=2000, gt=0)
     max_page_size: int = Field(default=100, gt=0)
 
+    # --- HTTP limits and proxies ---
+    # Every body but an upload is a small JSON or form document; counted as it arrives, before
+    # authentication, so an anonymous client cannot make the API process buffer megabytes.
+    max_body_bytes: int = Field(
+        default=64 * 1024, ge=4096, description="largest JSON/form body (every route but uploads)"
+    )
+    # X-Forwarded-For/-Proto/-Prefix are believed only from these peers (IPs or CIDRs).
+    trusted_proxies: str = Field(default="", description="comma-separated IPs or CIDRs")
+    root_path: str = Field(default="", description="path prefix the gateway serves us under")
+    login_failures_per_minute: int = Field(
+        default=5, gt=0, description="wrong passwords per (user name, client IP) per minute"
+    )
+    login_concurrency: int = Field(default=2, gt=0, description="bcrypt checks at once")
+    login_queue: int = Field(default=8, ge=0, description="logins that may wait for a check")
+    exact_max_terms: int = Field(default=16, gt=0, description="literal terms checked per query")
+    exact_max_phrases: int = Field(default=4, gt=0, description="quoted phrases per query")
+    exact_max_scans: int = Field(default=4, ge=0, description="substring scans per query")
+    exact_verify_budget: int = Field(
+        default=400, ge=0, description="chunk texts fetched to verify phrases, per query"
+    )
+
     # --- tracing (off unless configured) ---
     langsmith_tracing: bool = False
     langsmith_api_key: str | None = None
     langsmith_project: str = "rag-service"
 
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: str) -> str:
+        for entry in _split_list(value):
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or CIDR network") from None
+        return value
+
+    @field_validator("root_path")
+    @classmethod
+    def _check_root_path(cls, value: str) -> str:
+        value = value.rstrip("/")
+        if value and (not value.startswith("/") or "//" in value or "?" in value):
+            raise ValueError("must be empty or a path such as /rag")
+        return value
+
     @model_validator(mode="after")
     def _check_relations(self) -> Settings:
+        # A question of RAG_MAX_QUESTION_CHARS, JSON-escaped at 6 bytes a character, must fit.
+        if self.max_body_bytes < 6 * self.max_question_chars + 1024:
+            raise ValueError(
+                f"{ENV_PREFIX}MAX_BODY_BYTES ({self.max_body_bytes}) is too small for "
+                f"{ENV_PREFIX}MAX_QUESTION_CHARS ({self.max_question_chars}); allow at least "
+                "6 bytes per character plus 1024"
+            )
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError(
                 f"{ENV_PREFIX}CHUNK_OVERLAP ({self.chunk_overlap}) must be smaller than "
@@ -198,9 +270,18 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def trusted_proxy_list(self) -> list[str]:
+        """RAG_TRUSTED_PROXIES as a list of IPs and CIDR networks."""
+        return _split_list(self.trusted_proxies)
+
+    @property
     def sqlalchemy_url(self) -> str:
         """The user/job database; a SQLite file under the data directory by default."""
         return self.database_url or f"sqlite:///{(self.data_dir / 'rag.db').resolve()}"
+
+
+def _split_list(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
 
 
 def load_settings(**overrides: object) -> Settings:

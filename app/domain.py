@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 PageKind = Literal["text", "table", "code"]
+# Pages that point at content rather than hold it (app/ingestion/page_roles.py); None: content.
+PageRole = Literal["contents", "index", "figures", "bibliography", "blank", "cover"]
+PAGE_ROLES: tuple[str, ...] = get_args(PageRole)
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class Page:
     header: str | None = None
     first_row: int = 1
     language: str | None = None
+    role: PageRole | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class Chunk:
     end: int
     text: str
     metadata: dict[str, str | int] = field(default_factory=dict, compare=False, hash=False)
+    page_role: PageRole | None = None
 
 
 @dataclass

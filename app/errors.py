@@ -8,6 +8,9 @@ class RagError(Exception):
 
     code = "error"
     http_status = 400
+    # Server errors (5xx) reach clients as a generic text unless their message is known to be
+    # safe (written for clients, naming no host, URL or upstream reply): then set this.
+    expose_message = False
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -160,3 +163,80 @@ class JobQueueFull(RateLimited):
 
     code = "quota_exceeded"
     quota = "queued_jobs"
+
+
+class PromptTooLong(RagError):
+    """The question and its passages do not fit the language model's context window."""
+
+    code = "prompt_too_long"
+    http_status = 422
+
+
+class Overloaded(RateLimited):
+    """No capacity for an answer or a stream now: 429 when the caller's own user or tenant bound
+    is full, 503 when the server as a whole is; `retry_after_s` says when to come back."""
+
+    # The message only says which bound is full and when to retry: safe to show on a 503.
+    expose_message = True
+
+    def __init__(self, message: str, retry_after_s: float, *, server_busy: bool) -> None:
+        super().__init__(message, retry_after_s)
+        self.server_busy = server_busy
+        self.code = "server_busy" if server_busy else "concurrency_limited"
+        self.http_status = 503 if server_busy else 429
+
+
+# What a client is told for server-side failures: the code says what kind, the request id
+# finds the details in the logs. Messages of server errors can name hosts, ports, URLs and
+# upstream bodies, so they never leave the process.
+_SERVER_SIDE_MESSAGES = {
+    "configuration_error": "the service is misconfigured",
+    "model_integrity_error": "the service is misconfigured",
+    "provider_unavailable": "a component the service depends on is unavailable; try again later",
+    "generation_timeout": "the language model did not answer in time; try again later",
+}
+GENERIC_SERVER_MESSAGE = "internal error"
+_BY_STATUS = {
+    503: "the service is busy or a component is unavailable; try again later",
+    504: "the service did not answer in time; try again later",
+}
+
+
+def public_message(error: RagError) -> str:
+    """The message a client may see: a client error's own text, a generic one otherwise."""
+    if error.http_status < 500 or error.expose_message:
+        return error.message
+    return _server_side_message(error.code, error.http_status)
+
+
+def _server_side_message(code: str, status: int) -> str:
+    return _SERVER_SIDE_MESSAGES.get(code) or _BY_STATUS.get(status, GENERIC_SERVER_MESSAGE)
+
+
+def _error_classes(base: type[RagError] = RagError) -> dict[str, type[RagError]]:
+    found: dict[str, type[RagError]] = {}
+    for cls in base.__subclasses__():
+        found.setdefault(cls.code, cls)
+        found.update({k: v for k, v in _error_classes(cls).items() if k not in found})
+    return found
+
+
+# Job-only codes; their messages are ours and say nothing about hosts or upstream errors.
+_JOB_MESSAGES = {
+    "retrying": "a component was briefly unavailable; the job will be retried automatically",
+    "internal_error": "internal error while indexing; the upload was not indexed, try again later",
+}
+_SAFE_JOB_CODES = {"processing_interrupted"}
+
+
+def public_job_error(code: str, detail: str) -> str:
+    """What GET /jobs/{id} shows for a stored job error: the detail only when it is a
+    client-side error's message (what is wrong with the file), a fixed text otherwise."""
+    if code in _JOB_MESSAGES:
+        return _JOB_MESSAGES[code]
+    cls = _error_classes().get(code)
+    if code in _SAFE_JOB_CODES or (
+        cls is not None and (cls.http_status < 500 or cls.expose_message)
+    ):
+        return detail
+    return _server_side_message(code, cls.http_status if cls is not None else 500)

@@ -10,8 +10,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request, Response
 
+from app.api.body_limit import BodySizeLimit
 from app.api.deps import get_principal
-from app.api.errors import error_responses, install_error_handlers
+from app.api.errors import error_responses, install_error_handlers, internal_error_response
+from app.api.forwarded import ForwardedHeaders
 from app.api.openapi import install_openapi_limits
 from app.api.routes import answers, documents, public, stats
 from app.config import Settings, get_settings
@@ -52,6 +54,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         finally:
             app.state.ready = False
             workers.stop()
+            container.close()
 
     app = FastAPI(
         title="RAG service",
@@ -61,6 +64,9 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     )
     install_error_handlers(app)
     install_openapi_limits(app, lambda: settings or get_settings())
+    # Middleware added later wraps what was added before: the forwarded headers are read
+    # first, then the request gets its id, then the body cap holds before any route runs.
+    app.add_middleware(BodySizeLimit, settings=lambda: settings or get_settings())
 
     @app.middleware("http")
     async def request_context(
@@ -71,6 +77,11 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         started = time.perf_counter()
         try:
             response = await call_next(request)
+        except Exception:
+            # Answered here rather than by Starlette's outermost handler, so the 500 carries
+            # the request id in its body and header, and the log line has it too.
+            log.exception("unhandled error", extra={"request_id": request_id})
+            response = internal_error_response()
         finally:
             request_id_var.reset(token)
         response.headers[_REQUEST_ID_HEADER] = request_id
@@ -86,6 +97,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         )
         return response
 
+    app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
     app.include_router(public.router)
     protected = [Depends(get_principal)]  # authenticated by default
     for router in (documents.router, answers.router, stats.router):

@@ -63,3 +63,16 @@ def configure_tracing(settings: Settings) -> bool:
     os.environ["LANGSMITH_API_KEY"] = settings.langsmith_api_key
     os.environ["LANGSMITH_PROJECT"] = settings.langsmith_project
     return True
+
+
+def error_payload(code: str, message: str, status: int) -> dict[str, str]:
+    """The `error` object of an HTTP error body or SSE error event. A server-side failure
+    (5xx) also carries the request id, in the message and as a field, to find it in the logs."""
+    request_id = request_id_var.get()
+    if status < 500 or not request_id:
+        return {"code": code, "message": message}
+    return {
+        "code": code,
+        "message": f"{message} (request id {request_id})",
+        "request_id": request_id,
+    }

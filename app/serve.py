@@ -33,6 +33,9 @@ def main() -> None:
         port=settings.port,
         log_config=None,
         access_log=False,  # the app logs every request as JSON with its request id
+        # uvicorn would otherwise believe X-Forwarded-For from 127.0.0.1; the app decides
+        # from RAG_TRUSTED_PROXIES instead (app/api/forwarded.py).
+        proxy_headers=False,
     )
 
 

@@ -35,6 +35,12 @@ class StageTimer:
             self.stages[name] = self.stages.get(name, 0.0) + elapsed
             self._running = None
 
+    def record(self, name: str, ms: float) -> None:
+        """Add time measured elsewhere (a wait on the event loop) as a stage of its own."""
+        if self._running is not None:
+            raise RuntimeError(f"stage {name!r} recorded inside stage {self._running!r}")
+        self.stages[name] = self.stages.get(name, 0.0) + ms
+
     def total_ms(self) -> float:
         """Wall time since the timer was created."""
         return (time.perf_counter() - self.started) * 1000.0

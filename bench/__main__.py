@@ -11,6 +11,7 @@ STEPS = [
     ["bench.answer"],
     ["bench.load"],
     ["bench.fairness"],
+    ["bench.noisy_neighbour"],
 ]
 
 if __name__ == "__main__":

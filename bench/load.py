@@ -6,8 +6,8 @@ embedder. Before it starts, `--chunks` chunks are written straight into that dat
 store for the searched tenant (real XQuAD sentences recombined into ~120-word chunks; vectors:
 real `use` vectors for 300 of them, the rest those plus noise, as bench.retrieval does), so
 /search runs against a 10k-chunk tenant without minutes of embedding. Abuse limits are raised
-so that the load is measured, not the rate limiter. The client runs in this process (asyncio +
-httpx) and shares the 2 cores with the server.
+so that the load is measured, not the rate limiter (answer slots: one per client). The client
+runs in this process (asyncio + httpx) and shares the 2 cores with the server.
 
     python -m bench.load [--chunks 10000] [--concurrency 8] [--scale 1.0] [--set RAG_X=value]
 """
@@ -317,6 +317,10 @@ def main() -> None:
             {
                 "RAG_LOG_LEVEL": "INFO",
                 "RAG_RATE_LIMIT_QUERY_PER_MINUTE": str(10**9),
+                # The extractive "model" answers concurrently; bound it by the clients, not 1.
+                "RAG_ANSWER_MAX_CONCURRENT": str(args.concurrency),
+                "RAG_ANSWER_MAX_PER_TENANT": str(args.concurrency),
+                "RAG_ANSWER_MAX_PER_USER": str(args.concurrency),
                 "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
                 "RAG_QUOTA_QUEUED_JOBS": str(10**6),
                 **extra,

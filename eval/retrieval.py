@@ -26,11 +26,12 @@ from typing import Any
 
 from app.config import Settings, load_settings
 from app.domain import document_id
-from app.retrieval.hybrid import RETRIEVAL_MODES
+from app.retrieval.hybrid import RETRIEVAL_MODES, RetrieverConfig, fuse
 from app.services.container import Container
 from app.services.pipeline import index_file
+from eval.contents_case import evaluate_contents_case
 from eval.custom_set import CustomCase, build_custom_set
-from eval.datasets import TASKS, RetrievalTask, load_task
+from eval.datasets import TASKS, Question, RetrievalTask, load_task, xquad_split
 from eval.metrics import summarize
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -39,8 +40,17 @@ CORPUS_OF_TASK = {
     "xquad-en-en": "xquad-en",
     "xquad-ar-en": "xquad-en",
     "xquad-ar-ar": "xquad-ar",
+    "xquad-en-ar": "xquad-ar",
     "arcd-test": "arcd",
+    "arcd-train": "arcd-train",
 }
+# "Haystack plain RRF" (issue 16's baseline), computed with our own fusion over our own arms:
+# both arms weighted 1, k=60, no coverage scaling, no exact-match pinning.
+PLAIN_RRF = "plain-rrf"
+PLAIN_RRF_CONFIG = RetrieverConfig(
+    rrf_k=60, dense_weight=1.0, keyword_weight=1.0, keyword_coverage_power=0.0
+)
+EVAL_MODES = (*RETRIEVAL_MODES, PLAIN_RRF)
 
 
 @dataclass
@@ -85,14 +95,29 @@ def ingest_paragraphs(
     return doc_to_paragraph
 
 
+_DOCUMENT_OF_CHUNK: dict[str, dict[str, str]] = {}
+
+
+def _document_of_chunk(container: Container, tenant: str) -> dict[str, str]:
+    """chunk id -> document id for a tenant (read once; the eval corpora do not change)."""
+    if tenant not in _DOCUMENT_OF_CHUNK:
+        _DOCUMENT_OF_CHUNK[tenant] = {
+            c.id: c.document_id for c in container.store.iter_chunks(tenant)
+        }
+    return _DOCUMENT_OF_CHUNK[tenant]
+
+
 def ranked_documents(container: Container, tenant: str, query: str, mode: str) -> list[str]:
     """Document ids in rank order (first chunk of each document counts), top 10."""
-    result = container.retriever.search(tenant, query, 30, mode)  # type: ignore[arg-type]
-    seen: list[str] = []
-    for hit in result.hits:
-        if hit.chunk.document_id not in seen:
-            seen.append(hit.chunk.document_id)
-    return seen[:10]
+    if mode == PLAIN_RRF:
+        recall = container.retriever.recall(tenant, query, "hybrid")
+        recall.pinned = []
+        doc_of = _document_of_chunk(container, tenant)
+        chunk_docs = [doc_of[cid] for cid in fuse(recall, "hybrid", PLAIN_RRF_CONFIG)]
+    else:
+        result = container.retriever.search(tenant, query, 30, mode)  # type: ignore[arg-type]
+        chunk_docs = [hit.chunk.document_id for hit in result.hits]
+    return list(dict.fromkeys(chunk_docs))[:10]
 
 
 def evaluate_task(
@@ -101,9 +126,13 @@ def evaluate_task(
     tenant: str,
     doc_map: dict[str, str],
     modes: list[str],
-) -> dict[str, ModeResult]:
-    """Metrics per mode for every question of the task."""
+    held_out: list[Question] | None = None,
+) -> tuple[dict[str, ModeResult], dict[str, ModeResult]]:
+    """Metrics per mode for every question of the task, and for the `held_out` subset (the
+    questions tuning never saw; all of them when None)."""
     out: dict[str, ModeResult] = {}
+    out_held: dict[str, ModeResult] = {}
+    held_ids = {q.id for q in (held_out if held_out is not None else task.questions)}
     for mode in modes:
         rankings, timings = [], []
         for question in task.questions:
@@ -113,7 +142,12 @@ def evaluate_task(
             rankings.append([doc_map.get(d, d) for d in docs])
         metrics = summarize(rankings, [q.gold for q in task.questions])
         out[mode] = ModeResult(metrics, statistics.fmean(timings))
-    return out
+        kept = [i for i, q in enumerate(task.questions) if q.id in held_ids]
+        held_metrics = summarize(
+            [rankings[i] for i in kept], [task.questions[i].gold for i in kept]
+        )
+        out_held[mode] = ModeResult(held_metrics, statistics.fmean(timings[i] for i in kept))
+    return out, out_held
 
 
 def evaluate_custom(
@@ -121,6 +155,7 @@ def evaluate_custom(
 ) -> dict[str, ModeResult]:
     """Our own set: document hit, cited page, and refusal of unanswerable questions."""
     out: dict[str, ModeResult] = {}
+    modes = [m for m in modes if m != PLAIN_RRF]
     answerable = [c for c in cases if c.gold_source is not None]
     unanswerable = [c for c in cases if c.gold_source is None]
     for mode in modes:
@@ -162,6 +197,13 @@ def available_modes(container: Container, requested: list[str]) -> list[str]:
     return [m for m in requested if m != "rerank" or container.reranker is not None]
 
 
+def held_out_questions(task: RetrievalTask) -> list[Question] | None:
+    """The questions fusion tuning never saw: the XQuAD remainder; all of ARCD test."""
+    if task.name.startswith("xquad-"):
+        return xquad_split(task)[1]
+    return None
+
+
 def print_table(results: dict[str, dict[str, ModeResult]]) -> None:
     """A markdown table: one row per task and mode."""
     print("| task | mode | nDCG@10 | hit@1 | hit@5 | MRR | ms/query | extra |")
@@ -183,11 +225,13 @@ def run(
     container = Container(settings)
     modes = available_modes(container, modes)
     results: dict[str, dict[str, ModeResult]] = {}
+    held: dict[str, dict[str, ModeResult]] = {}
     ingest_s: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         corpora: dict[str, dict[str, str]] = {}
         for name in tasks:
             task = load_task(name)
+            held_out = held_out_questions(task)
             if limit:
                 task.questions[:] = task.questions[:limit]
             tenant = CORPUS_OF_TASK[name]
@@ -197,7 +241,9 @@ def run(
                     container, tenant, task.paragraphs, Path(tmp) / tenant
                 )
                 ingest_s[tenant] = time.perf_counter() - started
-            results[name] = evaluate_task(container, task, tenant, corpora[tenant], modes)
+            results[name], held[name] = evaluate_task(
+                container, task, tenant, corpora[tenant], modes, held_out
+            )
         cases, files = build_custom_set(Path(tmp) / "custom")
         for path in files:
             index_file(
@@ -209,7 +255,11 @@ def run(
                 config=container.pipeline_config,
             )
         results["custom"] = evaluate_custom(container, cases, "custom", modes)
+        contents = evaluate_contents_case(container, Path(tmp) / "contents")
+    print("\nIn-sample (every question; the XQuAD dev split and ARCD train were tuned on):\n")
     print_table(results)
+    print("\nHeld out (XQuAD questions outside the dev split; ARCD test):\n")
+    print_table(held)
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
@@ -227,10 +277,18 @@ def run(
                 "rrf_k",
                 "dense_weight",
                 "keyword_weight",
+                "keyword_coverage_power",
+                "page_role_shift",
                 "reranker",
             )
         },
         "ingest_seconds": ingest_s,
+        "xquad_dev_split": "14 of 48 articles, random.Random(2026) (eval/datasets.py)",
+        "results_held_out": {
+            task: {mode: {**r.metrics, "ms_per_query": r.ms_per_query} for mode, r in m.items()}
+            for task, m in held.items()
+        },
+        "contents_case": contents,
         "results": {
             task: {
                 mode: {**r.metrics, **r.extra, "ms_per_query": r.ms_per_query}
@@ -245,7 +303,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--provider", default="use", help="embedding provider (use, e5, ...)")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
-    parser.add_argument("--modes", nargs="+", default=list(RETRIEVAL_MODES))
+    parser.add_argument("--modes", nargs="+", default=list(EVAL_MODES), choices=EVAL_MODES)
     parser.add_argument("--limit", type=int, default=None, help="questions per task")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data:

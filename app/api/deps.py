@@ -45,6 +45,16 @@ def get_principal(
 
 Principal = Annotated[TokenClaims, Depends(get_principal)]
 
+FORM_URLENCODED = "application/x-www-form-urlencoded"
+
+
+def require_form_urlencoded(request: Request) -> None:
+    """415 for a body declared as anything but a urlencoded form (a login never needs JSON or
+    multipart's file parts); with no Content-Type at all, validation names the missing fields."""
+    declared = request.headers.get("content-type")
+    if declared is not None and declared.split(";")[0].strip().lower() != FORM_URLENCODED:
+        raise ApiError(415, "unsupported_media_type", f"send the credentials as {FORM_URLENCODED}")
+
 
 def limit_queries(container: ContainerDep, principal: Principal) -> None:
     """429 when the caller exceeds the per-user query/search rate."""

@@ -13,7 +13,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.schemas import ErrorOut
-from app.errors import RagError, RateLimited
+from app.errors import GENERIC_SERVER_MESSAGE, RagError, RateLimited, public_message
+from app.observability import error_payload
 
 log = logging.getLogger("app.api")
 
@@ -28,6 +29,7 @@ _STATUS_CODES = {
     415: "unsupported_media_type",
     422: "validation_error",
     429: "rate_limited",
+    500: "internal_error",
     503: "unavailable",
 }
 
@@ -36,11 +38,11 @@ _DESCRIPTIONS = {
     401: "missing, invalid or expired bearer token (or wrong credentials)",
     404: "not found (another tenant's resource is reported the same way)",
     409: "conflicts with the current state (e.g. an index built with another embedding model)",
-    413: "the upload is larger than the configured limit",
-    415: "the file type is not supported",
+    413: "the body is larger than the configured limit (uploads: RAG_MAX_UPLOAD_BYTES)",
+    415: "the file type (or, for /auth/token, the body's content type) is not supported",
     422: "the request is invalid; the message says which field and why",
     429: "rate limited; retry after the `Retry-After` header's seconds",
-    503: "a component (model, store, provider) is unavailable",
+    503: "a component (model, store, provider) is unavailable; the body carries the request id",
 }
 
 
@@ -71,12 +73,17 @@ class ApiError(Exception):
 def error_response(
     status: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    """The JSON error body every failure shares."""
+    """The JSON error body every failure shares; a server error's also names the request id."""
     return JSONResponse(
-        {"error": {"code": code, "message": message}},
+        {"error": error_payload(code, message, status)},
         status_code=status,
         headers=dict(headers or {}),
     )
+
+
+def internal_error_response() -> JSONResponse:
+    """The 500 for an unexpected exception: nothing about it, only the request id."""
+    return error_response(500, "internal_error", f"{GENERIC_SERVER_MESSAGE}; see server logs")
 
 
 def _describe_validation(exc: RequestValidationError) -> str:
@@ -97,11 +104,15 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RagError)
     async def _rag_error(request: Request, exc: RagError) -> JSONResponse:
-        log.warning("request failed", extra={"status": exc.http_status, "code": exc.code})
+        # The full message stays here: a server error's may name hosts, URLs or upstream bodies.
+        log.warning(
+            "request failed",
+            extra={"status": exc.http_status, "code": exc.code, "detail": exc.message},
+        )
         headers = None
         if isinstance(exc, RateLimited):  # every 429 tells the client when to come back
             headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
-        return error_response(exc.http_status, exc.code, exc.message, headers)
+        return error_response(exc.http_status, exc.code, public_message(exc), headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -115,10 +126,15 @@ def install_error_handlers(app: FastAPI) -> None:
             message = f"the request body could not be decoded: {exc.detail}"
             return error_response(422, "validation_error", message)
         code = _STATUS_CODES.get(exc.status_code, "error")
-        log.info("http error", extra={"status": exc.status_code, "code": code})
-        return error_response(exc.status_code, code, str(exc.detail), exc.headers)
+        log.info(
+            "http error", extra={"status": exc.status_code, "code": code, "detail": exc.detail}
+        )
+        message = str(exc.detail) if exc.status_code < 500 else GENERIC_SERVER_MESSAGE
+        return error_response(exc.status_code, code, message, exc.headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Normally the request-context middleware answers first (with the request id); this
+        # is the last resort should an exception escape it.
         log.exception("unhandled error")
-        return error_response(500, "internal_error", "internal error; see server logs")
+        return internal_error_response()

@@ -42,6 +42,9 @@ class JobOut(BaseModel):
     progress: Progress
     chunks_indexed: int
     pages: int
+    error_code: str | None = Field(
+        default=None, description="stable code of the failure (or `retrying`), else null"
+    )
     error: str | None
     created_at: str
     updated_at: str
@@ -75,6 +78,8 @@ class SearchResultOut(BaseModel):
     source: str
     page: int
     page_label: str
+    # contents / index / figures / bibliography / blank / cover; null for a content page.
+    page_role: str | None = None
     text: str
     score: float
     stages: dict[str, float | int | None]
@@ -139,6 +144,9 @@ class StatsOut(BaseModel):
 class ErrorDetail(BaseModel):
     code: str
     message: str
+    request_id: str | None = Field(
+        default=None, description="on server errors (5xx): quote it to find the details in logs"
+    )
 
 
 class ErrorOut(BaseModel):

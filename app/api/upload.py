@@ -23,7 +23,7 @@ from app.api.errors import ApiError
 from app.services.documents import ReceivedFile
 
 FILE_FIELD = "file"
-_MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers around the file
+MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers around the file
 
 
 class _Abort(Exception):
@@ -112,6 +112,11 @@ class _PartState:
             upload.path.unlink(missing_ok=True)
 
 
+def upload_body_cap(max_bytes: int) -> int:
+    """The largest request body an upload of at most `max_bytes` may need."""
+    return max_bytes + MULTIPART_OVERHEAD
+
+
 def too_large(max_bytes: int) -> ApiError:
     """The 413 error for an upload over the limit."""
     return ApiError(
@@ -149,7 +154,7 @@ async def receive_uploads(
     if content_type != b"multipart/form-data" or not boundary:
         raise ApiError(422, "validation_error", "send multipart/form-data with a field 'file'")
     declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > max_bytes + _MULTIPART_OVERHEAD:
+    if declared and declared.isdigit() and int(declared) > upload_body_cap(max_bytes):
         raise too_large(max_bytes)
 
     dest_dir.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ nothing relevant the model is not called at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from app.domain import RetrievalResult, SearchHit
@@ -75,7 +75,7 @@ def stream_answer(
     max_passages: int | None = None,
     max_passage_chars: int | None = None,
     abstain_threshold: float = 1.0,
-) -> Iterator[AnswerEvent]:
+) -> Generator[AnswerEvent, None, None]:
     """Yield cleaned text deltas, then one AnswerDone with citations and the refusal flag.
 
     When the model's first delta says it was at least `abstain_threshold` likely to start the

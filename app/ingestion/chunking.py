@@ -103,6 +103,7 @@ def chunk_pages(
                     end=span.end,
                     text=text,
                     metadata=metadata,
+                    page_role=page.role,
                 )
             )
     return chunks

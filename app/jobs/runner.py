@@ -73,6 +73,7 @@ def settle_failure(
     """Record how a job failed; True when it was put back for a retry (its upload is kept),
     else the upload is removed."""
     if may_retry and is_transient(exc):
+        # The detail stays in the job row and the log; GET /jobs shows only "retrying".
         container.jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
         log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
         return True
@@ -80,16 +81,19 @@ def settle_failure(
     # file left behind (and a rerun after a crash here would fail the same way).
     Path(job.stored_path).unlink(missing_ok=True)
     if isinstance(exc, RagError):
-        _fail(container, job, f"{exc.message}")
-        log.warning("job failed", extra={"job_id": job.job_id, "code": exc.code})
+        _fail(container, job, exc.message, exc.code)
+        log.warning(
+            "job failed",
+            extra={"job_id": job.job_id, "code": exc.code, "detail": exc.message},
+        )
     else:
         log.error("job crashed", exc_info=exc, extra={"job_id": job.job_id})
-        _fail(container, job, INTERNAL_FAILURE)
+        _fail(container, job, INTERNAL_FAILURE, "internal_error")
     return False
 
 
-def _fail(container: Container, job: JobRecord, message: str) -> None:
-    container.jobs.mark_failed(job.job_id, message)
+def _fail(container: Container, job: JobRecord, message: str, code: str) -> None:
+    container.jobs.mark_failed(job.job_id, message, code)
     record = container.documents.get(job.tenant_id, job.document_id)
     if record is not None and record.chunks == 0:  # a failed replacement keeps the old version
         container.documents.set_status(job.tenant_id, job.document_id, "failed")

@@ -28,6 +28,7 @@ of a batch still ends on its own (done, failed, or put back for a retry).
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -50,6 +51,20 @@ MAX_ERROR_CHARS = 2000
 # A reservation whose upload neither finished nor failed this long (the API process died while
 # receiving it) is dropped by `requeue_stale`.
 RESERVATION_TTL_S = 3600.0
+INTERRUPTED = "processing_interrupted"
+_CODED = re.compile(r"([a-z][a-z0-9_]{0,63}): (.*)", re.DOTALL)
+
+
+def job_error(code: str, message: str) -> str:
+    """The `error` column's text: a stable code, then the detail (`code: message`)."""
+    return f"{code}: {message}"[:MAX_ERROR_CHARS]
+
+
+def split_job_error(stored: str) -> tuple[str, str]:
+    """(code, message) of an `error` column; rows written before codes were stored read as
+    `ingestion_failed` with the whole text."""
+    coded = _CODED.fullmatch(stored)
+    return (coded.group(1), coded.group(2)) if coded else ("ingestion_failed", stored)
 
 
 class JobLimitReached(Exception):
@@ -404,9 +419,10 @@ class JobStore:
                 )
             )
 
-    def mark_failed(self, job_id: str, error: str) -> None:
-        """Finish a job with a message the user can act on."""
-        message = error.strip() or "ingestion failed for an unknown reason"
+    def mark_failed(self, job_id: str, error: str, code: str = "ingestion_failed") -> None:
+        """Finish a job with a stable code and a message (shown to users only for codes of
+        client-side errors, see `app.errors.public_job_error`)."""
+        message = job_error(code, error.strip() or "ingestion failed for an unknown reason")
         with self._db.session() as session:
             session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
             session.execute(
@@ -414,7 +430,7 @@ class JobStore:
                 .where(JobRow.job_id == job_id)
                 .values(
                     status="failed",
-                    error=message[:MAX_ERROR_CHARS],
+                    error=message,
                     progress_stage="failed",
                     updated_at=utc_now(),
                 )
@@ -431,7 +447,8 @@ class JobStore:
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
     def release(self, job_id: str, reason: str) -> None:
-        """Put a processing job back in the queue after a transient failure, saying why."""
+        """Put a processing job back in the queue after a transient failure, saying why (the
+        reason is for operators: the API shows only that the job will be retried)."""
         with self._db.session() as session:
             session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
             session.execute(
@@ -440,7 +457,7 @@ class JobStore:
                 .values(
                     status="queued",
                     progress_stage=RETRYING,
-                    error=reason.strip()[:MAX_ERROR_CHARS] or None,
+                    error=job_error(RETRYING, reason.strip() or "transient failure"),
                     updated_at=utc_now(),
                 )
             )
@@ -501,9 +518,10 @@ class JobStore:
                 .where(*stale, JobRow.attempts >= max_attempts)
                 .values(
                     status="failed",
-                    error=(
+                    error=job_error(
+                        INTERRUPTED,
                         f"processing was interrupted {max_attempts} times; the file may be "
-                        "crashing the parser. Check it opens, or upload it in another format"
+                        "crashing the parser. Check it opens, or upload it in another format",
                     ),
                     progress_stage="failed",
                     updated_at=now,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from app.config import Settings
-from app.errors import ConfigurationError, GenerationTimeout, ProviderUnavailable
+from app.errors import ConfigurationError, GenerationTimeout, PromptTooLong, ProviderUnavailable
 from app.providers.gguf import check_gguf_header, ensure_default_model
 from app.providers.types import LLM, ChatMessage, LLMDelta, LLMRequest
 from app.retrieval.arabic import has_latin_letter, has_letter, is_mostly_arabic
@@ -255,16 +255,36 @@ class LlamaCppLLM:
                         first = False
                     else:
                         yield LLMDelta(text)
-        except ValueError as exc:  # llama.cpp's "Requested tokens exceed context window"
-            raise ConfigurationError(
-                f"the prompt ({prompt_tokens} tokens) does not fit RAG_LLM_CONTEXT_TOKENS="
-                f"{self._model.context_tokens} with RAG_LLM_MAX_TOKENS={self._max_tokens}: "
-                f"{exc}"
-            ) from exc
+        except ValueError as exc:  # llama.cpp's "Requested tokens (n) exceed context window"
+            if not _is_context_overflow(exc):
+                raise
+            raise prompt_too_long(prompt_tokens, self._model.context_tokens) from exc
+
+
+def prompt_too_long(prompt_tokens: int | None, context_tokens: int | None) -> PromptTooLong:
+    """The 422 for a question that, with its passages, overflows the model's context."""
+    needed = f" ({prompt_tokens} tokens)" if prompt_tokens else ""
+    limit = f" of {context_tokens} tokens" if context_tokens else ""
+    return PromptTooLong(
+        f"the question and its passages{needed} exceed the language model's context window"
+        f"{limit} (RAG_LLM_CONTEXT_TOKENS); ask a shorter question"
+    )
+
+
+def _is_context_overflow(exc: BaseException) -> bool:
+    """Whether a server refused the request because the prompt exceeds its context."""
+    text = str(exc).lower()
+    return getattr(exc, "code", None) == "context_length_exceeded" or (
+        "context" in text and ("length" in text or "window" in text or "exceed" in text)
+    )
 
 
 class ChatServerLLM:
-    """A LangChain chat model talking to a server (OpenAI-compatible or Ollama)."""
+    """A LangChain chat model talking to a server (OpenAI-compatible or Ollama).
+
+    Failures keep the endpoint and the server's reply in the exception message, which goes to
+    the logs only: clients see the error code and a generic text (`app.errors.public_message`).
+    """
 
     def __init__(
         self,
@@ -274,12 +294,14 @@ class ChatServerLLM:
         endpoint: str,
         unreachable: tuple[type[BaseException], ...],
         timeouts: tuple[type[BaseException], ...],
+        rejected: tuple[type[BaseException], ...] = (),
     ) -> None:
         self._chat = chat_model
         self._model_id = model_id
         self._endpoint = endpoint
         self._unreachable = unreachable
         self._timeouts = timeouts
+        self._rejected = rejected  # the server refused this request (e.g. HTTP 400)
 
     @property
     def model_id(self) -> str:
@@ -297,6 +319,12 @@ class ChatServerLLM:
                     yield LLMDelta(text, prompt_tokens)
         except self._timeouts as exc:
             raise GenerationTimeout(f"{self._model_id} at {self._endpoint} timed out") from exc
+        except self._rejected as exc:
+            if _is_context_overflow(exc):
+                raise prompt_too_long(None, None) from exc
+            raise ProviderUnavailable(
+                f"{self._model_id} at {self._endpoint} refused the request: {exc}"
+            ) from exc
         except self._unreachable as exc:
             raise ProviderUnavailable(
                 f"{self._model_id} at {self._endpoint} is unavailable: {exc}"
@@ -358,6 +386,7 @@ def _build_openai(settings: Settings) -> LLM:
         endpoint=settings.openai_base_url or "api.openai.com",
         unreachable=(openai.APIConnectionError, openai.APIStatusError, httpx.HTTPError),
         timeouts=(openai.APITimeoutError, httpx.TimeoutException),
+        rejected=(openai.BadRequestError,),
     )
 
 

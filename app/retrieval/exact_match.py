@@ -5,6 +5,10 @@ alone may rank a near-identical item higher. So terms a user clearly means liter
 in quotes, a code mixing digits with letters or hyphens, a number with a unit (`4.2 kg`), a
 numbered reference (`No. 12`) — are looked up exactly and the chunks containing them are pinned
 into the candidate set.
+
+The work is bounded per query (`ExactLimits`, from `RAG_EXACT_*`): a query pasted with hundreds
+of identifiers or quoted phrases checks the first few terms, runs a few substring scans of the
+tenant's texts and fetches a bounded number of chunks to verify phrases, then stops.
 """
 
 from __future__ import annotations
@@ -29,7 +33,17 @@ _EDGE_PUNCT = "\"'“”‘’«»()[]{}<>,;:!?؟،.…"
 _ORDINARY = re.compile(r"^\d+(?:st|nd|rd|th|s)$", re.IGNORECASE)
 
 MAX_EXACT_CHUNKS = 20
-_VERIFY_LIMIT = 200
+_VERIFY_LIMIT = 200  # chunk texts fetched to verify one phrase
+
+
+@dataclass(frozen=True)
+class ExactLimits:
+    """How much exact-match work one query may cause."""
+
+    max_terms: int = 16  # literal terms looked up, quoted phrases included
+    max_phrases: int = 4  # quoted phrases among them
+    max_scans: int = 4  # substring scans of the tenant's chunk texts (terms like `C++`, `#45`)
+    verify_budget: int = 400  # chunk texts fetched to check multi-word phrases, all terms together
 
 
 def _is_identifier(word: str) -> bool:
@@ -41,14 +55,18 @@ def _is_identifier(word: str) -> bool:
     return has_letter or has_joiner
 
 
-def exact_terms(query: str) -> list[str]:
-    """Terms of the query meant literally, as typed, without duplicates (quoted first)."""
+def exact_terms(query: str, limits: ExactLimits | None = None) -> list[str]:
+    """Terms of the query meant literally, as typed, without duplicates (quoted first), at most
+    `limits.max_phrases` quoted phrases and `limits.max_terms` terms in all."""
+    limits = limits or ExactLimits()
     terms: list[str] = []
     rest = query
+    phrases = 0
     for match in _QUOTED.finditer(query):
         phrase = next(group for group in match.groups() if group is not None).strip()
-        if phrase:
+        if phrase and phrase not in terms and phrases < limits.max_phrases:
             terms.append(phrase)
+            phrases += 1
         rest = rest.replace(match.group(), " ")
     for pattern in (_NUMBERED, _WITH_UNIT):
         terms += [m.group().strip() for m in pattern.finditer(rest)]
@@ -56,7 +74,7 @@ def exact_terms(query: str) -> list[str]:
         word = match.group().strip(_EDGE_PUNCT)
         if _is_identifier(word):
             terms.append(word)
-    return list(dict.fromkeys(terms))
+    return list(dict.fromkeys(terms))[: limits.max_terms]
 
 
 @dataclass(frozen=True)
@@ -78,26 +96,35 @@ def find_exact(
     snapshot: KeywordSnapshot,
     store: VectorStore,
     tokenizer: Tokenizer,
+    limits: ExactLimits | None = None,
 ) -> list[ExactMatch]:
     """For each literal term of the query, the tenant's chunks that contain it.
 
     Matching uses the keyword tokens (so case and edge punctuation do not matter, `sr-33`
     finds `SR-33.`); a multi-token term must appear as a contiguous token sequence. A term with
     symbols at its edges (`C++`, `#45`) is first looked up as typed, by the store's substring
-    search, and falls back to its tokens.
+    search, and falls back to its tokens. Once the scans or the verification budget of `limits`
+    are spent, the remaining terms use only what the keyword snapshot (in memory) can tell.
     """
+    limits = limits or ExactLimits()
+    scans_left = limits.max_scans
+    verify_left = limits.verify_budget
     matches: list[ExactMatch] = []
-    for term in exact_terms(query):
+    for term in exact_terms(query, limits):
         tokens = tokenizer(term)
         ids: list[str] = []
-        if not tokens or not (term[0].isalnum() and term[-1].isalnum()):
+        if scans_left > 0 and (not tokens or not (term[0].isalnum() and term[-1].isalnum())):
             # Edge symbols carry meaning here (`C++`, `#45`, `.NET`) and tokens would drop them.
             # The store's substring scan is slow on big tenants, so only these terms use it.
+            scans_left -= 1
             ids = [c.id for c in store.find_containing(tenant_id, term, MAX_EXACT_CHUNKS)]
         if not ids and tokens:
             ids = snapshot.containing_all(tokens)
             if len(tokens) > 1 and ids:
-                chunks = store.get_chunks(tenant_id, ids[:_VERIFY_LIMIT])
+                # A phrase counts only where its words stand together, which needs the texts.
+                batch = ids[: min(_VERIFY_LIMIT, verify_left)]
+                verify_left -= len(batch)
+                chunks = store.get_chunks(tenant_id, batch) if batch else []
                 ids = [c.id for c in chunks if _contains_sequence(tokenizer(c.text), tokens)]
         if ids:
             matches.append(ExactMatch(term, ids))

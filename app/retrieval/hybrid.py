@@ -3,6 +3,11 @@
 `search(tenant, query, k, mode)` is the one entry point. Modes let the eval harness compare
 configurations on the same objects: "dense", "keyword", "hybrid", "rerank" (hybrid + reranker).
 
+Stages, timed by the orchestrator: `recall` (the arms: embed_query, dense, keyword with exact
+matches) fills a `Recall` of typed `Candidate`s; `fuse` orders them (a pure function, which the
+tuner in eval/tune_fusion.py calls directly); the head is materialised from the store, optionally
+reranked, and pages with a role (contents, index, ...) are demoted (`demote_page_roles`).
+
 Keyword freshness relies on the corpus-version check inside `KeywordIndex` (any write through
 the store, in any process, bumps the version); the ingest path may call `refresh(tenant)` after a
 document changes to pay the rebuild then rather than on the next query, but does not have to.
@@ -11,11 +16,11 @@ document changes to pay the rebuild then rather than on the next query, but does
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, get_args
 
 from app.domain import Chunk, RetrievalResult, SearchHit
-from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactMatch, find_exact
+from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.gate import judge, threshold_for
 from app.retrieval.keyword import KeywordIndex
@@ -45,24 +50,124 @@ class RetrieverConfig:
     relevance_threshold: float | None = None
     reranker_max_candidates: int = 20
     reranker_max_chars: int = 1200
+    exact: ExactLimits = field(default_factory=ExactLimits)
+    # The keyword arm's weight is scaled by coverage ** this (share of query terms the tenant's
+    # text contains); 0 switches the scaling off.
+    keyword_coverage_power: float = 1.0
+    # A cross-script query (most of its words in a script the tenant's text lacks: an Arabic
+    # question over English documents) is fused flatter, with this k and dense weight and the
+    # keyword arm unscaled: its few matches are the Latin names and numbers it contains, a
+    # precise signal that coverage scaling would switch off. 0 turns the rule off.
+    cross_script_rrf_k: int = 0
+    cross_script_dense_weight: float = 1.0
+    # Places a contents / index / list / bibliography / blank / cover page yields to content
+    # pages in the final order (0: no demotion).
+    page_role_shift: int = 0
 
 
 @dataclass
-class _Candidate:
-    chunk: Chunk | None
-    stages: dict[str, float | int | None]
+class Candidate:
+    """One chunk on its way through the stages, with the evidence each stage left on it."""
+
+    chunk_id: str
+    chunk: Chunk | None = None
+    dense_rank: int | None = None
+    dense_score: float | None = None
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+    fused_score: float | None = None
+    rerank_score: float | None = None
+    exact_match: bool = False
+
+    def evidence(self) -> dict[str, float | int | None]:
+        """The per-stage evidence as /search shows it (`stages`)."""
+        return {
+            "dense_rank": self.dense_rank,
+            "dense_score": self.dense_score,
+            "keyword_rank": self.keyword_rank,
+            "keyword_score": self.keyword_score,
+            "fused_score": self.fused_score,
+            "rerank_score": self.rerank_score,
+            "exact_match": int(self.exact_match),
+        }
+
+    def score_for(self, mode: RetrievalMode) -> float:
+        """The score a hit shows in this mode (the fused score beyond the reranker's cap)."""
+        score = {
+            "dense": self.dense_score,
+            "keyword": self.keyword_score,
+            "hybrid": self.fused_score,
+            "rerank": self.rerank_score,
+        }[mode]
+        if score is None:
+            score = self.fused_score
+        return float(score or 0.0)
 
 
-def _empty_stages() -> dict[str, float | int | None]:
-    return {
-        "dense_rank": None,
-        "dense_score": None,
-        "keyword_rank": None,
-        "keyword_score": None,
-        "fused_score": None,
-        "rerank_score": None,
-        "exact_match": 0,
-    }
+@dataclass
+class Recall:
+    """What the arms found for one query: the input of fusion (kept whole for the tuner)."""
+
+    candidates: dict[str, Candidate] = field(default_factory=dict)
+    dense_ids: list[str] = field(default_factory=list)
+    keyword_ids: list[str] = field(default_factory=list)
+    coverage: float = 0.0
+    cross_script: bool = False
+    pinned: list[str] = field(default_factory=list)
+    exact_terms: list[str] = field(default_factory=list)
+    best_similarity: float | None = None
+
+    def candidate(self, chunk_id: str) -> Candidate:
+        """The candidate for this id, created on first sight."""
+        found = self.candidates.get(chunk_id)
+        if found is None:
+            found = self.candidates[chunk_id] = Candidate(chunk_id)
+        return found
+
+
+def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[str]:
+    """Candidate ids in fused order, exact matches first; records each fused score."""
+    if mode == "dense":
+        ordered = list(recall.dense_ids)
+    elif mode == "keyword":
+        ordered = list(recall.keyword_ids)
+    else:
+        # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
+        # question over English documents matches almost nothing, and its few accidental
+        # matches must not outvote the dense arm (measured on XQuAD ar->en).
+        dense_weight, rrf_k = config.dense_weight, config.rrf_k
+        keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
+        if recall.cross_script and config.cross_script_rrf_k > 0:
+            dense_weight, rrf_k = config.cross_script_dense_weight, config.cross_script_rrf_k
+            keyword_weight = config.keyword_weight
+        fused = reciprocal_rank_fusion(
+            [recall.dense_ids, recall.keyword_ids], [dense_weight, keyword_weight], rrf_k
+        )
+        for chunk_id, score in fused:
+            recall.candidates[chunk_id].fused_score = score
+        ordered = [cid for cid, _ in fused]
+        # Pinned exact matches seen by neither arm still need a place (after the fused ones).
+        seen = set(ordered)
+        ordered += [cid for cid in recall.candidates if cid not in seen]
+    # Exact matches go first (in fused order among themselves): the user meant them.
+    pinned = set(recall.pinned)
+    return [i for i in ordered if i in pinned] + [i for i in ordered if i not in pinned]
+
+
+def demote_page_roles(ordered: list[str], recall: Recall, shift: int) -> list[str]:
+    """Move pages with a role (contents, index, ...) `shift` places down, content first on ties;
+    exact matches stay ahead of the rest. Ids whose chunk is not loaded keep their place."""
+    if shift <= 0:
+        return ordered
+    pinned = set(recall.pinned)
+
+    def key(item: tuple[int, str]) -> tuple[int, int, int]:
+        position, cid = item
+        chunk = recall.candidates[cid].chunk
+        demoted = chunk is not None and chunk.page_role is not None
+        return (0 if cid in pinned else 1, position + (shift if demoted else 0), int(demoted))
+
+    return [cid for _, cid in sorted(enumerate(ordered), key=key)]
 
 
 class HybridRetriever:
@@ -96,6 +201,48 @@ class HybridRetriever:
         self, tenant_id: str, query: str, k: int, mode: RetrievalMode | None = None
     ) -> RetrievalResult:
         """The k best chunks of the tenant for `query`, with per-stage evidence and a verdict."""
+        mode = self._checked_mode(mode, k)
+        k = min(k, self.config.max_k)
+        if not query.strip():
+            return RetrievalResult([], False, "empty question")
+
+        recall = self.recall(tenant_id, query, mode)
+        with timed("fuse"):
+            ordered = fuse(recall, mode, self.config)
+        # Only the chunks that can still make the result are fetched (a store round trip);
+        # demoted pages may free places for up to `page_role_shift` more.
+        window = k + self.config.page_role_shift
+        if mode == "rerank":
+            window = max(window, self.config.reranker_max_candidates)
+        if mode != "dense":
+            with timed("keyword"):
+                ordered = self._materialise(tenant_id, ordered, recall.candidates, window)
+        if mode == "rerank":
+            ordered = self._rerank(query, ordered, recall)
+        ordered = demote_page_roles(ordered, recall, self.config.page_role_shift)
+
+        hits = [self._hit(recall.candidates[i], mode) for i in ordered[:k]]
+        decision = judge(
+            recall.best_similarity, self.threshold, recall.exact_terms, has_candidates=bool(hits)
+        )
+        return RetrievalResult(hits, decision.relevant, decision.reason)
+
+    def recall(self, tenant_id: str, query: str, mode: RetrievalMode) -> Recall:
+        """Run the arms the mode needs (timed per stage); the input of `fuse`."""
+        recall = Recall()
+        if mode != "keyword":
+            with timed("embed_query"):
+                vector = self.embedder.embed_query(query)
+            with timed("dense"):
+                self._dense_arm(tenant_id, vector, recall)
+        if mode != "dense":
+            with timed("keyword"):
+                self._keyword_arm(tenant_id, query, recall, with_exact=mode != "keyword")
+        return recall
+
+    # --- stages ---
+
+    def _checked_mode(self, mode: RetrievalMode | None, k: int) -> RetrievalMode:
         mode = mode or self.default_mode
         if mode not in RETRIEVAL_MODES:
             raise ValueError(f"unknown retrieval mode {mode!r}; expected one of {RETRIEVAL_MODES}")
@@ -103,78 +250,43 @@ class HybridRetriever:
             raise ValueError("mode 'rerank' needs a reranker (RAG_RERANKER=cross-encoder)")
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
-        k = min(k, self.config.max_k)
-        if not query.strip():
-            return RetrievalResult([], False, "empty question")
+        return mode
 
-        candidates: dict[str, _Candidate] = {}
-        dense_ids: list[str] = []
-        keyword_ids: list[str] = []
-        exact: list[ExactMatch] = []
-        best_similarity: float | None = None
+    def _dense_arm(self, tenant_id: str, vector: list[float], recall: Recall) -> None:
+        dense = self.store.query(tenant_id, vector, self.config.dense_candidates)
+        for rank, (chunk, similarity) in enumerate(dense, start=1):
+            cand = recall.candidate(chunk.id)
+            cand.chunk = chunk
+            cand.dense_rank = rank
+            cand.dense_score = similarity
+            recall.dense_ids.append(chunk.id)
+        recall.best_similarity = max((s for _, s in dense), default=None)
 
-        if mode != "keyword":
-            with timed("embed_query"):
-                vector = self.embedder.embed_query(query)
-            with timed("dense"):
-                dense = self.store.query(tenant_id, vector, self.config.dense_candidates)
-            for rank, (chunk, similarity) in enumerate(dense, start=1):
-                cand = candidates.setdefault(chunk.id, _Candidate(chunk, _empty_stages()))
-                cand.stages["dense_rank"] = rank
-                cand.stages["dense_score"] = similarity
-                dense_ids.append(chunk.id)
-            best_similarity = max((s for _, s in dense), default=None)
-
-        if mode != "dense":
-            with timed("keyword"):
-                snapshot = self.keyword_index.snapshot(tenant_id)
-                tokens = self.keyword_index.tokenizer(query)
-                keyword = snapshot.search(tokens, self.config.keyword_candidates)
-                coverage = snapshot.coverage(tokens)
-                if mode != "keyword":
-                    exact = find_exact(
-                        tenant_id, query, snapshot, self.store, self.keyword_index.tokenizer
-                    )
-                for rank, (chunk_id, score) in enumerate(keyword, start=1):
-                    cand = candidates.setdefault(chunk_id, _Candidate(None, _empty_stages()))
-                    cand.stages["keyword_rank"] = rank
-                    cand.stages["keyword_score"] = score
-                    keyword_ids.append(chunk_id)
-                pinned = self._pinned_ids(exact, keyword_ids)
-                for chunk_id in pinned:
-                    cand = candidates.setdefault(chunk_id, _Candidate(None, _empty_stages()))
-                    cand.stages["exact_match"] = 1
-        else:
-            pinned = []
-            coverage = 0.0
-
-        with timed("fuse"):
-            ordered = self._fuse(mode, dense_ids, keyword_ids, candidates, coverage)
-            # Exact matches go first (in fused order among themselves): the user meant them.
-            pinned_set = set(pinned)
-            ordered = [i for i in ordered if i in pinned_set] + [
-                i for i in ordered if i not in pinned_set
-            ]
-
-        # Only the chunks that can still make the result are fetched (a store round trip).
-        window = max(k, self.config.reranker_max_candidates) if mode == "rerank" else k
-        if mode != "dense":
-            with timed("keyword"):
-                ordered = self._materialise(tenant_id, ordered, candidates, window)
-
-        if mode == "rerank":
-            ordered = self._rerank(query, ordered, candidates, pinned_set)
-
-        hits = [self._hit(candidates[i], mode) for i in ordered[:k]]
-        decision = judge(
-            best_similarity,
-            self.threshold,
-            [m.term for m in exact],
-            has_candidates=bool(hits),
+    def _keyword_arm(self, tenant_id: str, query: str, recall: Recall, with_exact: bool) -> None:
+        snapshot = self.keyword_index.snapshot(tenant_id)
+        tokens = self.keyword_index.tokenizer(query)
+        keyword = snapshot.search(tokens, self.config.keyword_candidates)
+        recall.coverage = snapshot.coverage(tokens)
+        recall.cross_script = snapshot.foreign_share(tokens) > 0.5
+        for rank, (chunk_id, score) in enumerate(keyword, start=1):
+            cand = recall.candidate(chunk_id)
+            cand.keyword_rank = rank
+            cand.keyword_score = score
+            recall.keyword_ids.append(chunk_id)
+        if not with_exact:
+            return
+        exact = find_exact(
+            tenant_id,
+            query,
+            snapshot,
+            self.store,
+            self.keyword_index.tokenizer,
+            self.config.exact,
         )
-        return RetrievalResult(hits, decision.relevant, decision.reason)
-
-    # --- stages ---
+        recall.exact_terms = [m.term for m in exact]
+        recall.pinned = self._pinned_ids(exact, recall.keyword_ids)
+        for chunk_id in recall.pinned:
+            recall.candidate(chunk_id).exact_match = True
 
     def _pinned_ids(self, exact: list[ExactMatch], keyword_ids: list[str]) -> list[str]:
         """Exact-match chunk ids, those the keyword arm ranks first, at most MAX_EXACT_CHUNKS."""
@@ -187,7 +299,7 @@ class HybridRetriever:
         self,
         tenant_id: str,
         ordered: list[str],
-        candidates: dict[str, _Candidate],
+        candidates: dict[str, Candidate],
         window: int,
     ) -> list[str]:
         """Load the chunks of the first `window` candidates; drop ids the store no longer has."""
@@ -205,45 +317,12 @@ class HybridRetriever:
             return present + rest
         return present + ordered[window:]
 
-    def _fuse(
-        self,
-        mode: RetrievalMode,
-        dense_ids: list[str],
-        keyword_ids: list[str],
-        candidates: dict[str, _Candidate],
-        coverage: float,
-    ) -> list[str]:
-        if mode == "dense":
-            return dense_ids
-        if mode == "keyword":
-            return keyword_ids
-        # The keyword arm only speaks for the query terms the tenant's text contains: an Arabic
-        # question over English documents matches almost nothing, and its few accidental
-        # matches must not outvote the dense arm (measured on XQuAD ar->en).
-        fused = reciprocal_rank_fusion(
-            [dense_ids, keyword_ids],
-            [self.config.dense_weight, self.config.keyword_weight * coverage],
-            self.config.rrf_k,
-        )
-        for chunk_id, score in fused:
-            candidates[chunk_id].stages["fused_score"] = score
-        fused_ids = [cid for cid, _ in fused]
-        # Pinned exact matches seen by neither arm still need a place (after the fused ones).
-        seen = set(fused_ids)
-        return fused_ids + [cid for cid in candidates if cid not in seen]
-
-    def _rerank(
-        self,
-        query: str,
-        ordered: list[str],
-        candidates: dict[str, _Candidate],
-        pinned: set[str],
-    ) -> list[str]:
+    def _rerank(self, query: str, ordered: list[str], recall: Recall) -> list[str]:
         assert self.reranker is not None
         head = ordered[: self.config.reranker_max_candidates]
         passages = []
         for cid in head:
-            chunk = candidates[cid].chunk
+            chunk = recall.candidates[cid].chunk
             assert chunk is not None
             passages.append(chunk.text[: self.config.reranker_max_chars])
         with timed("rerank"):
@@ -251,26 +330,18 @@ class HybridRetriever:
         if len(scores) != len(head):
             raise RuntimeError(f"reranker returned {len(scores)} scores for {len(head)} passages")
         for cid, score in zip(head, scores, strict=True):
-            candidates[cid].stages["rerank_score"] = float(score)
+            recall.candidates[cid].rerank_score = float(score)
+        pinned = set(recall.pinned)
 
         def key(cid: str) -> tuple[int, float]:
-            score = candidates[cid].stages["rerank_score"]
+            score = recall.candidates[cid].rerank_score
             return (0 if cid in pinned else 1, -float(score if score is not None else 0.0))
 
         return sorted(head, key=key) + ordered[len(head) :]
 
-    def _hit(self, cand: _Candidate, mode: RetrievalMode) -> SearchHit:
+    def _hit(self, cand: Candidate, mode: RetrievalMode) -> SearchHit:
         assert cand.chunk is not None
-        stage_for_score = {
-            "dense": "dense_score",
-            "keyword": "keyword_score",
-            "hybrid": "fused_score",
-            "rerank": "rerank_score",
-        }[mode]
-        score = cand.stages.get(stage_for_score)
-        if score is None:  # e.g. beyond the reranker cap: fall back to the fused score
-            score = cand.stages.get("fused_score")
-        return SearchHit(cand.chunk, float(score or 0.0), dict(cand.stages))
+        return SearchHit(cand.chunk, cand.score_for(mode), cand.evidence())
 
 
 def build_retriever(
@@ -290,6 +361,16 @@ def build_retriever(
         relevance_threshold=settings.relevance_threshold,
         reranker_max_candidates=settings.reranker_max_candidates,
         reranker_max_chars=settings.reranker_max_chars,
+        exact=ExactLimits(
+            max_terms=settings.exact_max_terms,
+            max_phrases=settings.exact_max_phrases,
+            max_scans=settings.exact_max_scans,
+            verify_budget=settings.exact_verify_budget,
+        ),
+        keyword_coverage_power=settings.keyword_coverage_power,
+        cross_script_rrf_k=settings.cross_script_rrf_k,
+        cross_script_dense_weight=settings.cross_script_dense_weight,
+        page_role_shift=settings.page_role_shift,
     )
     keyword_index = KeywordIndex(
         store, settings.data_dir / "keyword", keep_snapshots=settings.keyword_snapshots_kept

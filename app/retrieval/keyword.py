@@ -31,6 +31,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import bm25s
@@ -101,6 +102,23 @@ class KeywordSnapshot:
         if self.bm25 is None or not distinct:
             return 0.0
         return len(self.bm25.get_tokens_ids(distinct)) / len(distinct)
+
+    @cached_property
+    def scripts(self) -> frozenset[str]:
+        """The scripts the tenant's text is written in (each at least 2% of its vocabulary)."""
+        if self.bm25 is None:
+            return frozenset()
+        counts = Counter(token_script(word) for word in self.bm25.vocab_dict)
+        total = sum(counts.values())
+        return frozenset(script for script, n in counts.items() if n >= 0.02 * total)
+
+    def foreign_share(self, tokens: list[str]) -> float:
+        """Share of the query's word tokens written in a script the tenant's text does not use
+        (an Arabic question over English documents: close to 1)."""
+        words = [t for t in dict.fromkeys(tokens) if t and token_script(t) != "digits"]
+        if self.bm25 is None or not words:
+            return 0.0
+        return sum(token_script(t) not in self.scripts for t in words) / len(words)
 
     def containing_all(self, tokens: list[str]) -> list[str]:
         """Ids of chunks that contain every one of `tokens` (empty if any is unknown)."""
@@ -318,6 +336,16 @@ class KeywordIndex:
         return KeywordSnapshot(
             tenant_id, version, self.tokenizer.version, ids, bm25, token_ids, offsets
         )
+
+
+def token_script(token: str) -> str:
+    """ "arabic", "latin" (any other letters) or "digits" (no letters): the script of a token."""
+    for ch in token:
+        if "\u0600" <= ch <= "\u06ff" or "\u0750" <= ch <= "\u077f":
+            return "arabic"
+        if ch.isalpha():
+            return "latin"
+    return "digits"
 
 
 def _owned(chunk: Chunk, tenant_id: str) -> Chunk:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.config import Settings
-from app.errors import RagError
+from app.errors import RagError, public_message
 from app.generation.answer import Answer, AnswerDelta, AnswerDone, answer_question, stream_answer
+from app.observability import error_payload
 from app.services.container import Container
 from app.services.search import check_question, resolve_k
 from app.storage.cache import CacheKey, answer_cache_key
@@ -62,22 +63,47 @@ def generation_limits(settings: Settings) -> dict[str, Any]:
     }
 
 
-def answer(container: Container, tenant_id: str, question: str, k: int | None) -> dict[str, Any]:
-    """The answer with citations, refusal flag, cache status and per-stage timings."""
+@dataclass
+class Lookup:
+    """A checked question and what the cache holds for it (`cached` is None on a miss).
+
+    The request's stage timer starts here; run every later step in the same context.
+    """
+
+    tenant_id: str
+    question: str
+    k: int
+    key: CacheKey
+    cached: dict[str, Any] | None
+    timer: StageTimer
+
+
+def lookup(container: Container, tenant_id: str, question: str, k: int | None) -> Lookup:
+    """Start timing, validate (InvalidInput -> 422 before any work) and consult the cache."""
     timer = start_timer()
     question, k = prepare(container, question, k)
     with timed("cache"):
         key = _cache_key(container, tenant_id, question, k)
         cached = container.cache.get(key)
-    if cached is not None:
-        return _finish(cached, "hit", timer)
-    retrieval = container.retriever.search(tenant_id, question, k)
+    return Lookup(tenant_id, question, k, key, cached, timer)
+
+
+def cached_answer(found: Lookup) -> dict[str, Any]:
+    """The response body of a cache hit (no retrieval, no model)."""
+    if found.cached is None:
+        raise ValueError("cached_answer needs a cache hit")
+    return _finish(found.cached, "hit", found.timer)
+
+
+def generate_answer(container: Container, found: Lookup) -> dict[str, Any]:
+    """Retrieve, generate and cache the answer of a cache miss (blocking: the model runs here)."""
+    retrieval = container.retriever.search(found.tenant_id, found.question, found.k)
     result = answer_question(
-        question, retrieval, container.llm, **generation_limits(container.settings)
+        found.question, retrieval, container.llm, **generation_limits(container.settings)
     )
     payload = _payload(result)
     with timed("cache"):
-        container.cache.set(key, payload)
+        container.cache.set(found.key, payload)
     log.info(
         "answered",
         extra={
@@ -86,43 +112,47 @@ def answer(container: Container, tenant_id: str, question: str, k: int | None) -
             "prompt_tokens": result.prompt_tokens,
         },
     )
-    return _finish(payload, "miss", timer)
+    return _finish(payload, "miss", found.timer)
 
 
-def stream(container: Container, tenant_id: str, question: str, k: int) -> Iterator[StreamEvent]:
-    """Events `token` (text delta), `citations`, `done` (timings, cache) or `error`.
+def cached_events(found: Lookup) -> Iterator[StreamEvent]:
+    """The stream of a cache hit: the whole answer as one `token`, `citations`, `done`."""
+    cached = found.cached
+    if cached is None:
+        raise ValueError("cached_events needs a cache hit")
+    yield "token", {"text": cached["answer"]}
+    yield "citations", {"citations": cached["citations"], "refused": cached["refused"]}
+    yield "done", _finish({"refused": cached["refused"]}, "hit", found.timer)
 
-    Call `prepare` first; run the whole iteration in one context so the stage timer persists.
+
+def generated_events(container: Container, found: Lookup) -> Iterator[StreamEvent]:
+    """Events `token` (text delta), `citations`, `done` (timings, cache) or `error` of a miss.
+
+    Blocking at every step; closing the iterator stops the model and frees it at once.
     """
-    timer = start_timer()
     try:
-        with timed("cache"):
-            key = _cache_key(container, tenant_id, question, k)
-            cached = container.cache.get(key)
-        if cached is not None:
-            yield "token", {"text": cached["answer"]}
-            yield "citations", {"citations": cached["citations"], "refused": cached["refused"]}
-            yield "done", _finish({"refused": cached["refused"]}, "hit", timer)
-            return
-        retrieval = container.retriever.search(tenant_id, question, k)
+        retrieval = container.retriever.search(found.tenant_id, found.question, found.k)
         events = stream_answer(
-            question, retrieval, container.llm, **generation_limits(container.settings)
+            found.question, retrieval, container.llm, **generation_limits(container.settings)
         )
-        for event in events:
-            if isinstance(event, AnswerDelta):
-                yield "token", {"text": event.text}
-            elif isinstance(event, AnswerDone):
-                payload = _payload(event.answer)
-                with timed("cache"):
-                    container.cache.set(key, payload)
-                yield (
-                    "citations",
-                    {"citations": payload["citations"], "refused": payload["refused"]},
-                )
-                yield "done", _finish({"refused": payload["refused"]}, "miss", timer)
+        try:
+            for event in events:
+                if isinstance(event, AnswerDelta):
+                    yield "token", {"text": event.text}
+                elif isinstance(event, AnswerDone):
+                    payload = _payload(event.answer)
+                    with timed("cache"):
+                        container.cache.set(found.key, payload)
+                    yield (
+                        "citations",
+                        {"citations": payload["citations"], "refused": payload["refused"]},
+                    )
+                    yield "done", _finish({"refused": payload["refused"]}, "miss", found.timer)
+        finally:
+            events.close()  # a client that left: the model's own generator closes now, not at GC
     except RagError as exc:
-        log.warning("stream failed", extra={"code": exc.code})
-        yield "error", {"code": exc.code, "message": exc.message}
+        log.warning("stream failed", extra={"code": exc.code, "detail": exc.message})
+        yield "error", error_payload(exc.code, public_message(exc), exc.http_status)
     except Exception:
         log.exception("stream crashed")
-        yield "error", {"code": "internal_error", "message": "internal error; see server logs"}
+        yield "error", error_payload("internal_error", "internal error; see server logs", 500)

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from app.providers.types import LLM, Embedder, Reranker
     from app.retrieval.hybrid import HybridRetriever
     from app.security import TokenCodec
+    from app.services.answer_lane import AnswerLane
+    from app.services.login import LoginGuard
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
     from app.storage.db import Database
@@ -65,6 +67,12 @@ class Container:
         from app.providers.llms import build_llm
 
         return build_llm(self.settings)
+
+    @cached_property
+    def answer_lane(self) -> AnswerLane:
+        from app.services.answer_lane import AnswerLane
+
+        return AnswerLane(self.settings)
 
     @cached_property
     def database(self) -> Database:
@@ -116,6 +124,12 @@ class Container:
         return build_rate_limiter(self.settings)
 
     @cached_property
+    def login_guard(self) -> LoginGuard:
+        from app.services.login import build_login_guard
+
+        return build_login_guard(self.settings, self.users, self.rate_limiter)
+
+    @cached_property
     def config_fingerprint(self) -> str:
         from app.storage.cache import config_fingerprint
 
@@ -142,8 +156,14 @@ class Container:
         self.embedder.embed_query("warm up")
         _ = self.store, self.retriever
         if serving:
-            _ = self.token_codec, self.rate_limiter
+            _ = self.token_codec, self.rate_limiter, self.login_guard
             self.users.warm_up()
             load = getattr(self.llm, "warm_up", None)  # only in-process models have weights
             if callable(load):
                 load()
+
+    def close(self) -> None:
+        """Release what holds threads (the answer lane), if it was built."""
+        lane = self.__dict__.get("answer_lane")
+        if lane is not None:
+            lane.shutdown()

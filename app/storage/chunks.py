@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import cast
 
 from sqlalchemy import BigInteger, ColumnElement, Integer, String, Text, delete, func, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from app.domain import Chunk
+from app.domain import PAGE_ROLES, Chunk, PageRole
 from app.storage.db import Base, Database, conflict_insert
 
 # Ids per statement: below SQLite's bound-parameter limit, and short statements for PostgreSQL.
@@ -44,6 +45,9 @@ class ChunkRow(Base):
     end: Mapped[int] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text)
     extra: Mapped[str] = mapped_column(Text, default="{}")  # JSON of Chunk.metadata
+    # Added after the first release: nullable, and added to older databases at start-up
+    # (Database.create_schema). None for content pages.
+    page_role: Mapped[str | None] = mapped_column(String(32), nullable=True, default=None)
 
 
 class CorpusVersionRow(Base):
@@ -66,6 +70,7 @@ def _values(chunk: Chunk) -> dict[str, object]:
         "end": chunk.end,
         "text": chunk.text,
         "extra": json.dumps(chunk.metadata, ensure_ascii=False, sort_keys=True),
+        "page_role": chunk.page_role,
     }
 
 
@@ -82,7 +87,13 @@ def _chunk(row: ChunkRow) -> Chunk:
         end=row.end,
         text=row.text,
         metadata=json.loads(row.extra),
+        page_role=_page_role(row.page_role),
     )
+
+
+def _page_role(value: str | None) -> PageRole | None:
+    # A role this version does not know (written by a newer one) reads as a content page.
+    return cast("PageRole", value) if value in PAGE_ROLES else None
 
 
 class ChunkStore:

@@ -9,6 +9,7 @@ process can read while one writes, and writers wait for each other instead of fa
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import DateTime, Engine, create_engine, event, func, select
+from sqlalchemy import Connection, DateTime, Engine, create_engine, event, func, inspect, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
@@ -25,6 +26,8 @@ from sqlalchemy.types import TypeDecorator
 
 from app.config import Settings
 from app.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
 
 # How long a SQLite writer waits for the lock before giving up (ms). Ingestion commits are short,
 # so seconds of waiting means something is wrong rather than busy.
@@ -175,6 +178,7 @@ class Database:
                 # table missing and one fails on the duplicate CREATE.
                 connection.execute(select(func.pg_advisory_xact_lock(advisory_key("schema"))))
             Base.metadata.create_all(connection)
+            add_missing_columns(connection)
 
     def drop_schema(self) -> None:
         """Drop every table of the service (tests and resets only)."""
@@ -193,6 +197,41 @@ class Database:
     def dispose(self) -> None:
         """Close pooled connections (at shutdown, and in a child process after fork)."""
         self.engine.dispose()
+
+
+def add_missing_columns(connection: Connection) -> list[str]:
+    """Add the nullable columns a table gained since the database was created; returns them as
+    `table.column`.
+
+    `create_all` creates missing tables but never alters existing ones, so a database made by an
+    older release would lack a newer column and every read of the table would fail. Only
+    nullable columns are added this way (old rows read as NULL); anything else needs a migration.
+    """
+    inspector = inspect(connection)
+    existing_tables = set(inspector.get_table_names())
+    added: list[str] = []
+    for table in Base.metadata.sorted_tables:
+        if table.name not in existing_tables:
+            continue
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            if not column.nullable:
+                raise ConfigurationError(
+                    f"the database table {table.name!r} lacks the column {column.name!r}, "
+                    "which cannot be added automatically; migrate or recreate the database"
+                )
+            preparer = connection.dialect.identifier_preparer
+            column_type = column.type.compile(dialect=connection.dialect)
+            connection.exec_driver_sql(
+                f"ALTER TABLE {preparer.format_table(table)} "
+                f"ADD COLUMN {preparer.format_column(column)} {column_type}"
+            )
+            added.append(f"{table.name}.{column.name}")
+    if added:
+        logger.info("added columns to an older database schema: %s", ", ".join(added))
+    return added
 
 
 def _register_tables() -> None:

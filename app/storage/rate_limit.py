@@ -40,6 +40,14 @@ class RateLimiter(Protocol):
         """Record a hit if it is within the limit; say when to retry if not."""
         ...
 
+    def peek(self, key: str, limit_per_minute: int) -> RateDecision:
+        """What `hit` would decide now, without recording anything."""
+        ...
+
+    def reset(self, key: str) -> None:
+        """Forget every hit of the key (a successful login clears its failures)."""
+        ...
+
 
 class MemoryRateLimiter:
     """A thread-safe sliding-window log per key; one process only."""
@@ -58,6 +66,18 @@ class MemoryRateLimiter:
 
     def hit(self, key: str, limit_per_minute: int) -> RateDecision:
         """Record a hit if fewer than limit_per_minute were allowed in the last minute."""
+        return self._decide(key, limit_per_minute, record=True)
+
+    def peek(self, key: str, limit_per_minute: int) -> RateDecision:
+        """What `hit` would decide now, without recording anything."""
+        return self._decide(key, limit_per_minute, record=False)
+
+    def reset(self, key: str) -> None:
+        """Forget every hit of the key."""
+        with self._lock:
+            self._hits.pop(key, None)
+
+    def _decide(self, key: str, limit_per_minute: int, *, record: bool) -> RateDecision:
         if limit_per_minute <= 0:
             raise ValueError("limit_per_minute must be positive")
         now = self._clock()
@@ -69,7 +89,8 @@ class MemoryRateLimiter:
             while window and window[0] <= now - self._window_s:
                 window.popleft()
             if len(window) < limit_per_minute:
-                window.append(now)
+                if record:
+                    window.append(now)
                 return RateDecision(True, 0.0)
             # The hit that frees a slot is the one that was `limit` places back.
             oldest_counted = window[len(window) - limit_per_minute]
@@ -90,8 +111,10 @@ local limit = tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_us - window_us)
 local count = redis.call('ZCARD', KEYS[1])
 if count < limit then
-  redis.call('ZADD', KEYS[1], now_us, now_us .. '-' .. ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], math.ceil(window_us / 1000))
+  if ARGV[4] == '1' then
+    redis.call('ZADD', KEYS[1], now_us, now_us .. '-' .. ARGV[3])
+    redis.call('PEXPIRE', KEYS[1], math.ceil(window_us / 1000))
+  end
   return {1, 0}
 end
 local freeing = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
@@ -112,12 +135,31 @@ class RedisRateLimiter:
 
     def hit(self, key: str, limit_per_minute: int) -> RateDecision:
         """Record a hit if fewer than limit_per_minute were allowed in the last minute."""
+        return self._decide(key, limit_per_minute, record=True)
+
+    def peek(self, key: str, limit_per_minute: int) -> RateDecision:
+        """What `hit` would decide now, without recording anything."""
+        return self._decide(key, limit_per_minute, record=False)
+
+    def reset(self, key: str) -> None:
+        """Forget every hit of the key."""
+        try:
+            self._client.delete(f"{self._prefix}:{key}")
+        except redis.RedisError as exc:
+            raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc
+
+    def _decide(self, key: str, limit_per_minute: int, *, record: bool) -> RateDecision:
         if limit_per_minute <= 0:
             raise ValueError("limit_per_minute must be positive")
         try:
             allowed, wait_us = self._hit(
                 keys=[f"{self._prefix}:{key}"],
-                args=[self._window_us, limit_per_minute, secrets.token_hex(6)],
+                args=[
+                    self._window_us,
+                    limit_per_minute,
+                    secrets.token_hex(6),
+                    "1" if record else "0",
+                ],
             )
         except redis.RedisError as exc:
             raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc

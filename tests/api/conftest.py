@@ -41,6 +41,7 @@ def api_settings(data_dir: Path, **overrides: Any) -> Settings:
         "jwt_secret": TEST_JWT_SECRET,
         "bcrypt_rounds": 12,
         "rate_limit_auth_per_minute": 10_000,
+        "login_failures_per_minute": 10_000,
         "rate_limit_query_per_minute": 100_000,
         "worker_pool_size": 2,
     }
@@ -186,7 +187,9 @@ def assert_error_body(response: Any, status: int, code: str | None = None) -> di
     body = response.json()
     assert set(body) == {"error"}, body
     error = body["error"]
-    assert set(error) == {"code", "message"}, body
+    # Server errors (5xx) also name the request id, to find the details in the logs.
+    expected = {"code", "message", "request_id"} if status >= 500 else {"code", "message"}
+    assert set(error) == expected, body
     assert isinstance(error["code"], str) and error["code"]
     assert isinstance(error["message"], str) and error["message"]
     if code is not None:

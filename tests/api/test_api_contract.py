@@ -270,9 +270,9 @@ def test_bad_login_bodies_are_422(api: ApiHarness, data: dict[str, str]) -> None
     assert_error_body(api.client.post("/auth/token", data=data), 422, "validation_error")
 
 
-def test_login_with_json_instead_of_a_form_is_422(api: ApiHarness) -> None:
+def test_login_with_json_instead_of_a_form_is_415(api: ApiHarness) -> None:
     response = api.client.post("/auth/token", json={"username": "a", "password": "b"})
-    assert_error_body(response, 422, "validation_error")
+    assert_error_body(response, 415, "unsupported_media_type")
 
 
 def test_unknown_route_and_wrong_method_use_the_error_body(api: ApiHarness, owner: ApiUser) -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from eval.datasets import data_dir, load_task
+from eval.datasets import data_dir, load_task, xquad_split
 
 pytestmark = pytest.mark.unit
 
@@ -64,3 +64,30 @@ def test_identical_paragraphs_become_one_retrievable_unit(tmp_path, monkeypatch)
 
     assert list(task.paragraphs) == ["arcd.test:0:0"]
     assert [q.gold for q in task.questions] == [frozenset({"arcd.test:0:0"})] * 2
+
+
+@needs_data
+def test_english_questions_over_the_arabic_paragraphs():
+    arabic = load_task("xquad-ar-ar")
+    cross = load_task("xquad-en-ar")
+
+    assert cross.paragraphs == arabic.paragraphs
+    assert [q.gold for q in cross.questions] == [q.gold for q in arabic.questions]
+    assert not any("\u0600" <= ch <= "\u06ff" for q in cross.questions[:50] for ch in q.text)
+
+
+@needs_data
+def test_the_xquad_dev_split_is_fixed_whole_articles_and_disjoint():
+    task = load_task("xquad-en-en")
+    dev, rest = xquad_split(task)
+    again, _ = xquad_split(load_task("xquad-ar-en"))
+
+    assert (len(dev), len(rest)) == (322, 868)
+    assert [q.id for q in dev] == [q.id for q in again]  # the same questions in every language
+    assert not {q.id for q in dev} & {q.id for q in rest}
+
+    def article(q):
+        return next(iter(q.gold)).split(":")[1]
+
+    assert not {article(q) for q in dev} & {article(q) for q in rest}
+    assert len({article(q) for q in dev}) == 14

@@ -45,3 +45,26 @@ def test_ordinary_words_and_numbers_are_not_literal_terms(question: str) -> None
 
 def test_terms_are_not_repeated() -> None:
     assert exact_terms("SR-33 or SR-33?") == ["SR-33"]
+
+
+def test_terms_and_quoted_phrases_are_capped_in_the_order_typed() -> None:
+    from app.retrieval.exact_match import ExactLimits
+
+    phrases = " ".join(f'"phrase number {i}"' for i in range(10))
+    codes = " ".join(f"AB-{i}" for i in range(500))
+    terms = exact_terms(f"{phrases} {codes}", ExactLimits(max_terms=8, max_phrases=3))
+    assert terms == [
+        "phrase number 0",
+        "phrase number 1",
+        "phrase number 2",
+        "AB-0",
+        "AB-1",
+        "AB-2",
+        "AB-3",
+        "AB-4",
+    ]
+
+
+def test_the_default_limits_bound_a_pasted_list_of_identifiers() -> None:
+    codes = " ".join(f"SKU-{i:04d}" for i in range(500))
+    assert len(exact_terms(codes)) == 16

@@ -11,7 +11,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.jobs.store import JobLimitReached, JobRow, JobStore
+from app.jobs.store import JobLimitReached, JobStore, split_job_error
+from app.jobs.tables import JobRow
 from app.storage.db import Database, open_database, utc_now
 from app.storage.documents import DocumentRow, DocumentStore
 
@@ -136,11 +137,14 @@ def test_progress_done_and_failed_are_recorded(jobs: JobStore) -> None:
     assert (job.status, job.chunks_indexed, job.pages, job.error) == ("done", 42, 5, None)
 
     jobs.claim(bad)
-    jobs.mark_failed(bad, "the PDF is encrypted; upload an unencrypted copy")
+    jobs.mark_failed(bad, "the PDF is encrypted; upload an unencrypted copy", "encrypted_document")
     job = jobs.get("acme", bad)
     assert job is not None
     assert job.status == "failed"
-    assert job.error == "the PDF is encrypted; upload an unencrypted copy"
+    assert split_job_error(job.error or "") == (
+        "encrypted_document",
+        "the PDF is encrypted; upload an unencrypted copy",
+    )
 
 
 def test_a_failure_always_carries_a_message(jobs: JobStore) -> None:

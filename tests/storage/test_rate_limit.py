@@ -111,3 +111,16 @@ def test_factory_builds_the_configured_backend(settings: Settings) -> None:
     assert isinstance(build_rate_limiter(settings), MemoryRateLimiter)
     shared = settings.model_copy(update={"rate_limit_backend": "redis"})
     assert isinstance(build_rate_limiter(shared), RedisRateLimiter)
+
+
+def test_peek_decides_like_hit_without_counting_and_reset_forgets() -> None:
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock)
+    for _ in range(5):
+        assert limiter.peek("auth-fail:alice", 2).allowed  # looking never uses up the budget
+    assert limiter.hit("auth-fail:alice", 2).allowed
+    assert limiter.hit("auth-fail:alice", 2).allowed
+    assert limiter.peek("auth-fail:alice", 2) == RateDecision(False, pytest.approx(60.0))
+    limiter.reset("auth-fail:alice")
+    assert limiter.peek("auth-fail:alice", 2).allowed
+    assert limiter.hit("auth-fail:alice", 2).allowed

@@ -78,3 +78,15 @@ def test_unreachable_redis_is_reported_not_ignored() -> None:
     limiter = RedisRateLimiter(connect_redis("redis://127.0.0.1:1/0"), prefix="ragtest-dead")
     with pytest.raises(ProviderUnavailable):
         limiter.hit("user:alice", 5)
+
+
+def test_peek_does_not_count_and_reset_forgets_across_processes(redis_namespace: Any) -> None:
+    first, second = process(redis_namespace), process(redis_namespace)
+    for _ in range(4):
+        assert first.peek("auth-fail:alice|10.0.0.9", 2).allowed
+    assert first.hit("auth-fail:alice|10.0.0.9", 2).allowed
+    assert second.hit("auth-fail:alice|10.0.0.9", 2).allowed
+    refused = second.peek("auth-fail:alice|10.0.0.9", 2)
+    assert not refused.allowed and 59.0 < refused.retry_after_s <= 60.0
+    first.reset("auth-fail:alice|10.0.0.9")
+    assert second.peek("auth-fail:alice|10.0.0.9", 2).allowed

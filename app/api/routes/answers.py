@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import contextvars
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
-import anyio
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
+from starlette.types import Send
 
 from app.api.deps import ContainerDep, Principal, QueryRateLimit
 from app.api.errors import error_responses
 from app.api.schemas import QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
-from app.services import answer as answer_service
+from app.services import answer_lane
+from app.services.admission import Caller
+from app.services.answer_lane import AnswerStream
 from app.services.search import search as search_service
 from app.timing import start_timer
 
@@ -36,6 +37,7 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
             source=hit.chunk.source,
             page=hit.chunk.page,
             page_label=hit.chunk.page_label,
+            page_role=hit.chunk.page_role,
             text=hit.chunk.text,
             score=hit.score,
             stages=hit.stages,
@@ -51,24 +53,39 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
 
 
 @router.post("/query", response_model=QueryOut)
-def query(body: QueryIn, container: ContainerDep, principal: Principal) -> QueryOut:
+async def query(body: QueryIn, container: ContainerDep, principal: Principal) -> QueryOut:
     """A short answer whose claims carry [n] markers resolving to file and page."""
-    return QueryOut(**answer_service.answer(container, principal.tenant_id, body.question, body.k))
+    caller = Caller(principal.tenant_id, principal.user_id)
+    return QueryOut(**await answer_lane.answer(container, caller, body.question, body.k))
 
 
 def _sse(event: str, data: dict[str, object]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-async def _in_one_context(events: Iterator[tuple[str, dict[str, object]]]) -> AsyncIterator[bytes]:
-    """Run a blocking event iterator in worker threads, every step in the same context."""
-    context = contextvars.copy_context()
+async def _encoded(events: AnswerStream) -> AsyncIterator[bytes]:
+    async for event, data in events:
+        yield _sse(event, data)
 
-    def step() -> tuple[str, dict[str, object]] | None:
-        return context.run(next, events, None)
 
-    while (item := await anyio.to_thread.run_sync(step)) is not None:
-        yield _sse(*item)
+class EventStreamResponse(StreamingResponse):
+    """Server-sent events of an admitted answer; the answer is closed however the response
+    ends (done, error, or the client hanging up), which stops the model and frees its slots."""
+
+    def __init__(self, events: AnswerStream) -> None:
+        super().__init__(
+            _encoded(events),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+        self._events = events
+
+    async def stream_response(self, send: Send) -> None:
+        """Send the events, then close the answer even when cancelled by a disconnect."""
+        try:
+            await super().stream_response(send)
+        finally:
+            await self._events.aclose()
 
 
 @router.post(
@@ -76,12 +93,10 @@ async def _in_one_context(events: Iterator[tuple[str, dict[str, object]]]) -> As
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "SSE events"}},
 )
-def query_stream(body: QueryIn, container: ContainerDep, principal: Principal) -> StreamingResponse:
+async def query_stream(
+    body: QueryIn, container: ContainerDep, principal: Principal
+) -> StreamingResponse:
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
-    question, k = answer_service.prepare(container, body.question, body.k)
-    events = answer_service.stream(container, principal.tenant_id, question, k)
-    return StreamingResponse(
-        _in_one_context(events),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    caller = Caller(principal.tenant_id, principal.user_id)
+    events = await answer_lane.open_stream(container, caller, body.question, body.k)
+    return EventStreamResponse(events)

@@ -19,9 +19,9 @@ from app.api.schemas import (
     UploadAccepted,
 )
 from app.api.upload import receive_uploads
-from app.errors import InvalidInput
+from app.errors import InvalidInput, public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
-from app.jobs.store import JobRecord
+from app.jobs.store import JobRecord, split_job_error
 from app.services import documents as service
 from app.services.container import Container
 from app.storage.documents import DocumentRecord
@@ -79,6 +79,10 @@ def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "fa
 
 
 def _job_out(job: JobRecord) -> JobOut:
+    code = error = None
+    if job.error is not None:  # the stored detail is for operators; clients get a safe text
+        code, detail = split_job_error(job.error)
+        error = public_job_error(code, detail)
     return JobOut(
         job_id=job.job_id,
         document_id=job.document_id,
@@ -89,7 +93,8 @@ def _job_out(job: JobRecord) -> JobOut:
         ),
         chunks_indexed=job.chunks_indexed,
         pages=job.pages,
-        error=job.error,
+        error_code=code,
+        error=error,
         created_at=job.created_at.isoformat(),
         updated_at=job.updated_at.isoformat(),
     )

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import JSONResponse
 
-from app.api.deps import ContainerDep
+from app.api.deps import ContainerDep, require_form_urlencoded
 from app.api.errors import ApiError, error_responses
 from app.api.schemas import HealthOut, StatusOut, TokenOut
 from app.errors import AuthenticationFailed
 from app.services.readiness import readiness_problems
-from app.storage.rate_limit import retry_after_header
 
 router = APIRouter()
 
@@ -38,7 +37,11 @@ def ready(request: Request, container: ContainerDep) -> JSONResponse:
 
 
 @router.post(
-    "/auth/token", response_model=TokenOut, tags=["auth"], responses=error_responses(401, 422, 429)
+    "/auth/token",
+    response_model=TokenOut,
+    tags=["auth"],
+    dependencies=[Depends(require_form_urlencoded)],
+    responses=error_responses(401, 413, 415, 422, 429),
 )
 def issue_token(
     request: Request,
@@ -48,18 +51,8 @@ def issue_token(
 ) -> TokenOut:
     """OAuth2 password grant: a bearer token for valid credentials, one generic 401 otherwise."""
     client = request.client.host if request.client else "unknown"
-    limit = container.settings.rate_limit_auth_per_minute
-    for key in (f"auth-user:{username.strip().lower()}", f"auth-ip:{client}"):
-        decision = container.rate_limiter.hit(key, limit)
-        if not decision.allowed:
-            raise ApiError(
-                429,
-                "rate_limited",
-                "too many login attempts; try again later",
-                {"Retry-After": retry_after_header(decision)},
-            )
     try:
-        user = container.users.authenticate(username, password)
+        user = container.login_guard.login(username, password, client)
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, {"WWW-Authenticate": "Bearer"}) from None
     token = container.token_codec.issue(user.id, user.tenant_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from pypdf import PdfReader
 from pypdf.errors import FileNotDecryptedError, PdfReadError
@@ -12,7 +13,9 @@ from app.domain import Page
 from app.errors import CorruptDocument, EncryptedDocument, NeedsOCR
 from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.normalise import normalise_text
+from app.ingestion.page_roles import detect_page_role
 from app.ingestion.rtl import fix_reversed_arabic
+from app.ingestion.running_lines import strip_running_lines
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,29 @@ def _labels(reader: PdfReader, count: int) -> list[str]:
     return [label or str(n) for n, label in enumerate(labels, start=1)]
 
 
+def _outline_titles(reader: PdfReader) -> dict[int, list[str]]:
+    """0-based page index -> titles of the outline entries (bookmarks) that point at it."""
+    titles: dict[int, list[str]] = {}
+
+    def walk(entries: list[Any]) -> None:
+        for entry in entries:
+            if isinstance(entry, list):
+                walk(entry)
+                continue
+            try:
+                index = reader.get_destination_page_number(entry)
+            except Exception:  # a dangling bookmark must not lose the document
+                continue
+            if index is not None and index >= 0:
+                titles.setdefault(index, []).append(str(entry.title or ""))
+
+    try:
+        walk(reader.outline)
+    except Exception:
+        log.warning("unreadable outline; page roles from layout only")
+    return titles
+
+
 def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
     """One Page per PDF page that has text; page numbers are 1-based, labels as printed."""
     reader = _open(path)
@@ -70,8 +96,9 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
         raise _corrupt("it has no pages")
     check_page_count(count, limits)
     labels = _labels(reader, count)
+    outline = _outline_titles(reader)
     budget = CharBudget(limits)
-    pages: list[Page] = []
+    texts: list[str] = []
     reversed_pages = 0
     for index in range(count):
         try:
@@ -83,8 +110,15 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
         text = normalise_text(budget.spend(raw))
         text, was_reversed = fix_reversed_arabic(text)
         reversed_pages += was_reversed
-        if text.strip():
-            pages.append(Page(number=index + 1, label=labels[index], text=text))
+        texts.append(text)
+    pages: list[Page] = []
+    # Roles are read before running headers go: "Concept index 81" on top of a page says a lot.
+    for index, (text, body) in enumerate(zip(texts, strip_running_lines(texts), strict=True)):
+        if body.strip():
+            role = detect_page_role(
+                text, page_number=index + 1, page_count=count, outline_titles=outline.get(index, ())
+            )
+            pages.append(Page(number=index + 1, label=labels[index], text=body, role=role))
     if not pages:
         raise NeedsOCR(
             "the PDF has no extractable text; it needs OCR (it is probably scanned images). "

@@ -1,0 +1,197 @@
+"""Answers behind admission control, on threads of their own.
+
+A question is first checked and looked up in the cache on the default threadpool (a hit needs
+no model and is served at once). A miss then waits for an answer slot on the event loop (see
+`admission`), and only an admitted answer runs retrieval and the model, on the lane's own
+executor of `RAG_ANSWER_MAX_CONCURRENT` threads. So the default threadpool, which serves
+/health, /auth/token and /search, never holds a thread waiting for the model.
+
+A stream is also counted against the open-stream bounds, and its blocking event iterator is
+stepped on the lane one event at a time. When the client goes away the iterator is closed as
+soon as the step in progress returns: the model's generator closes, llama.cpp stops, the model
+lock and both slots are released then, not at garbage collection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import anyio
+
+from app.config import Settings
+from app.services import answer as answer_service
+from app.services.admission import Bounds, Caller, ConcurrencyLimiter, Slot
+from app.services.container import Container
+from app.timing import StageTimer
+
+T = TypeVar("T")
+StreamEvent = answer_service.StreamEvent
+Step = Callable[..., Any]
+
+
+class AnswerLane:
+    """The answer and stream limiters of one API process and the threads answers run on."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.answers = ConcurrencyLimiter(
+            "answers",
+            Bounds(
+                total=settings.answer_max_concurrent,
+                per_tenant=settings.answer_max_per_tenant,
+                per_user=settings.answer_max_per_user,
+                queue_total=settings.answer_queue_size,
+                queue_per_tenant=settings.answer_queue_per_tenant,
+                max_wait_s=settings.answer_queue_max_wait_s,
+            ),
+        )
+        self.streams = ConcurrencyLimiter(
+            "streams",
+            Bounds(
+                total=settings.stream_max_open,
+                per_tenant=settings.stream_max_per_tenant,
+                per_user=settings.stream_max_per_user,
+            ),
+        )
+        # One thread per answer slot: an admitted answer uses at most one at a time.
+        self._executor = ThreadPoolExecutor(
+            max_workers=settings.answer_max_concurrent, thread_name_prefix="llm-answer"
+        )
+
+    async def run(self, context: contextvars.Context, step: Step, *args: Any) -> Any:
+        """`step(*args)` on a lane thread, in `context`.
+
+        If the caller is cancelled meanwhile, this still waits for the thread to finish before
+        re-raising, so whoever holds the slot never frees it while its work is running.
+        """
+        future: Future[Any] = self._executor.submit(context.run, step, *args)
+        try:
+            return await asyncio.wrap_future(future)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([asyncio.wrap_future(future)])
+            raise
+
+    def shutdown(self) -> None:
+        """Stop taking work; queued steps are dropped (the process is stopping)."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class AnswerStream:
+    """The events of one answer as an async iterator that owns its slots.
+
+    Closing it (at the end, on an error or because the client left) closes the blocking
+    iterator on its thread, which stops the model, and then releases every slot; a stream
+    that was never iterated releases them too.
+    """
+
+    def __init__(
+        self,
+        events: Iterator[StreamEvent],
+        slots: list[Slot],
+        run: Callable[..., Any],
+    ) -> None:
+        self._events = events
+        self._slots = slots
+        self._run = run
+        self._closed = False
+
+    def __aiter__(self) -> AnswerStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        if self._closed:
+            raise StopAsyncIteration
+        try:
+            item: StreamEvent | None = await self._run(next, self._events, None)
+        except BaseException:
+            await self.aclose()
+            raise
+        if item is None:
+            await self.aclose()
+            raise StopAsyncIteration
+        return item
+
+    async def aclose(self) -> None:
+        """Stop the answer and give back the slots (idempotent; safe while cancelled)."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            try:
+                close = getattr(self._events, "close", None)
+                if close is not None:
+                    await self._run(close)
+            finally:
+                for slot in self._slots:
+                    slot.release()
+
+
+async def _inline(step: Step, *args: Any) -> Any:
+    return step(*args)
+
+
+async def _lookup(
+    container: Container, context: contextvars.Context, caller: Caller, question: str, k: int | None
+) -> answer_service.Lookup:
+    # On the default threadpool: a few milliseconds of validation, database and cache reads.
+    found: answer_service.Lookup = await anyio.to_thread.run_sync(
+        context.run, answer_service.lookup, container, caller.tenant_id, question, k
+    )
+    return found
+
+
+async def _admit(limiter: ConcurrencyLimiter, caller: Caller, timer: StageTimer) -> Slot:
+    """An answer slot; time spent queued shows up as the `queue` stage."""
+    started = time.perf_counter()
+    slot = await limiter.acquire(caller)
+    if slot.queued:
+        timer.record("queue", (time.perf_counter() - started) * 1000.0)
+    return slot
+
+
+async def answer(
+    container: Container, caller: Caller, question: str, k: int | None
+) -> dict[str, Any]:
+    """The answer body; a cache hit at once, a miss after admission (Overloaded: 429/503)."""
+    lane = container.answer_lane
+    context = contextvars.copy_context()
+    found = await _lookup(container, context, caller, question, k)
+    if found.cached is not None:
+        return answer_service.cached_answer(found)
+    slot = await _admit(lane.answers, caller, found.timer)
+    try:
+        result: dict[str, Any] = await lane.run(
+            context, answer_service.generate_answer, container, found
+        )
+        return result
+    finally:
+        slot.release()
+
+
+async def open_stream(
+    container: Container, caller: Caller, question: str, k: int | None
+) -> AnswerStream:
+    """An admitted answer stream (Overloaded: 429/503 before any byte is sent)."""
+    lane = container.answer_lane
+    slots = [await lane.streams.acquire(caller)]
+    try:
+        context = contextvars.copy_context()
+        found = await _lookup(container, context, caller, question, k)
+        if found.cached is not None:
+            return AnswerStream(answer_service.cached_events(found), slots, _inline)
+        slots.append(await _admit(lane.answers, caller, found.timer))
+        events = answer_service.generated_events(container, found)  # starts on its first step
+
+        async def on_lane(step: Step, *args: Any) -> Any:
+            return await lane.run(context, step, *args)
+
+        return AnswerStream(events, slots, on_lane)
+    except BaseException:
+        for slot in slots:
+            slot.release()
+        raise

@@ -1,0 +1,139 @@
+"""Contents-page case: real manuals whose contents and index pages repeat every heading.
+
+The PDFs are the R manuals that Debian's `r-doc-pdf` package installs (not written here, not
+copied into the repo). Questions come from each PDF's own outline: every bookmark title (section
+numbers stripped) is a question, and the page its destination opens is the gold page. Before
+demotion the contents pages win such questions, because they repeat the title verbatim.
+
+R-admin.pdf is where the demotion shift was chosen; R-intro.pdf is reported as held out.
+When the package is absent the case is skipped with a message (CI: `apt-get install -y
+r-doc-pdf`). Run alone with `python -m eval.contents_case`; `python -m eval.retrieval` runs it too.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pypdf import PdfReader
+
+from app.ingestion.page_roles import SECTION_NUMBER, role_of_title
+from app.services.container import Container
+from app.services.pipeline import index_file
+from eval.metrics import hit_at_k, reciprocal_rank
+
+R_MANUAL_DIR = Path("/usr/share/R/doc/manual")
+# name -> what it is used for in the report
+MANUALS = {"R-admin.pdf": "tuned on", "R-intro.pdf": "held out"}
+APT_PACKAGE = "r-doc-pdf"
+
+
+def outline_questions(path: Path) -> list[tuple[str, int]]:
+    """(question, gold 1-based page) from the PDF's bookmarks, role pages and repeats left out."""
+    reader = PdfReader(path)
+    found: dict[str, int] = {}
+
+    def walk(entries: list[Any]) -> None:
+        for entry in entries:
+            if isinstance(entry, list):
+                walk(entry)
+                continue
+            title = SECTION_NUMBER.sub("", str(entry.title or "").strip())
+            title = re.sub(r"\s+", " ", title).strip()
+            page = reader.get_destination_page_number(entry)
+            if len(title) < 4 or page is None or page < 0 or role_of_title(title) is not None:
+                continue
+            found.setdefault(title, page + 1)
+
+    walk(reader.outline)
+    return list(found.items())
+
+
+def _page_ranking(container: Container, tenant: str, question: str) -> list[str]:
+    result = container.retriever.search(tenant, question, 10, "hybrid")
+    return list(dict.fromkeys(str(hit.chunk.page) for hit in result.hits))
+
+
+def _score(container: Container, tenant: str, cases: list[tuple[str, int]]) -> dict[str, float]:
+    rankings = [(_page_ranking(container, tenant, q), {str(page)}) for q, page in cases]
+    return {
+        "hit@1": statistics.fmean(hit_at_k(r, gold, 1) for r, gold in rankings),
+        "hit@5": statistics.fmean(hit_at_k(r, gold, 5) for r, gold in rankings),
+        "mrr": statistics.fmean(reciprocal_rank(r, gold) for r, gold in rankings),
+    }
+
+
+def evaluate_contents_case(container: Container, folder: Path) -> dict[str, Any]:
+    """Before/after page-role demotion on each R manual present; a skip note when absent."""
+    report: dict[str, Any] = {}
+    folder.mkdir(parents=True, exist_ok=True)
+    retriever = container.retriever
+    configured = retriever.config
+    for name, use in MANUALS.items():
+        source = R_MANUAL_DIR / name
+        if not source.is_file():
+            message = (
+                f"SKIPPED contents-page case {name}: {source} not found "
+                f"(apt-get install -y {APT_PACKAGE})"
+            )
+            print(message)
+            report[name] = {"skipped": message}
+            continue
+        path = folder / name
+        shutil.copyfile(source, path)
+        tenant = "contents-" + path.stem.lower()
+        index_file(
+            path,
+            tenant_id=tenant,
+            source=name,
+            embedder=container.embedder,
+            store=container.store,
+            config=container.pipeline_config,
+        )
+        roles = Counter(
+            c.page_role for c in container.store.iter_chunks(tenant) if c.page_role is not None
+        )
+        cases = outline_questions(path)
+        try:
+            retriever.config = replace(configured, page_role_shift=0)
+            before = _score(container, tenant, cases)
+        finally:
+            retriever.config = configured
+        after = _score(container, tenant, cases)
+        report[name] = {
+            "use": use,
+            "questions": len(cases),
+            "chunks_with_role": dict(roles),
+            "page_role_shift": configured.page_role_shift,
+            "before": before,
+            "after": after,
+        }
+        print(
+            f"contents case {name} ({use}, {len(cases)} outline questions, chunks by role "
+            f"{dict(roles)}): hit@1 {before['hit@1']:.3f} -> {after['hit@1']:.3f}, "
+            f"hit@5 {before['hit@5']:.3f} -> {after['hit@5']:.3f}, "
+            f"MRR {before['mrr']:.3f} -> {after['mrr']:.3f}"
+        )
+    return report
+
+
+def main() -> None:
+    """Run the contents-page case alone: `python -m eval.contents_case`."""
+    import tempfile
+
+    from app.config import load_settings
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(
+            _env_file=None, data_dir=Path(tmp) / "data", embedding_provider="use", env="development"
+        )
+        evaluate_contents_case(Container(settings), Path(tmp) / "manuals")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,320 @@
+"""Backpressure on answers through a real uvicorn server: bounded answers and streams, fast
+429/503 with Retry-After, cache hits without a slot, LLM work off the default threadpool, and a
+client that hangs up mid-stream freeing the model at once.
+
+The server runs in this process (tests/api/thread_server.py) so the tests can swap in a scripted
+model and read the limiters' counts and the model lock; everything else is the real stack.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from api_builders import text_document
+from conftest import api_settings, assert_error_body
+from thread_server import ThreadServer, serving, wait_until
+
+from app.main import create_app
+from app.providers.types import LLMDelta, LLMRequest
+
+pytestmark = pytest.mark.integration
+
+PASSWORD = "a long enough password"
+MANUAL = text_document(
+    *(
+        f"Valve V-{i:03d} on deck {i % 5} is torqued to {20 + i} newton metres and inspected "
+        f"every {i % 7 + 1} weeks by the deck crew."
+        for i in range(30)
+    )
+)
+
+
+class EndlessLLM:
+    """A model that never stops by itself, holding its lock while it streams (as llama.cpp
+    does): only closing its generator ends the generation and frees the lock."""
+
+    model_id = "endless"
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pieces = 0
+        self.closed_early = threading.Event()
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+        with self.lock:
+            try:
+                while True:
+                    self.pieces += 1
+                    yield LLMDelta("valve ", 12 if self.pieces == 1 else None)
+                    time.sleep(0.002)  # a token's worth of work
+            except GeneratorExit:
+                self.closed_early.set()
+                raise
+
+
+class GatedLLM:
+    """Answers only once the test opens the gate; records the threads that ran it."""
+
+    model_id = "gated"
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.threads: list[str] = []
+        self.inside = 0
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+        self.threads.append(threading.current_thread().name)
+        self.inside += 1
+        try:
+            self.gate.wait(timeout=120)
+            yield LLMDelta("Valve V-007 is torqued to 27 newton metres [1].", 12)
+        finally:
+            self.inside -= 1
+
+
+class Client:
+    """A user of one tenant talking to the live server."""
+
+    def __init__(self, server: ThreadServer, tenant: str, name: str) -> None:
+        container = server.container
+        record = container.users.create_user(tenant, f"{name}-{tenant}", PASSWORD)
+        token = container.token_codec.issue(record.id, tenant).access_token
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.url = server.url
+
+    def query(self, question: str, **kw: Any) -> httpx.Response:
+        return httpx.post(
+            f"{self.url}/query", json={"question": question}, headers=self.headers, **kw
+        )
+
+    def upload(self, name: str, content: bytes) -> None:
+        response = httpx.post(
+            f"{self.url}/documents", files={"file": (name, content)}, headers=self.headers
+        )
+        assert response.status_code == 202, response.text
+        job_id = response.json()["job_id"]
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            job = httpx.get(f"{self.url}/jobs/{job_id}", headers=self.headers).json()
+            if job["status"] in ("done", "failed"):
+                assert job["status"] == "done", job
+                return
+            time.sleep(0.1)
+        raise AssertionError("upload did not finish")
+
+
+def _server(tmp: Path, **overrides: Any) -> Any:
+    settings = api_settings(tmp / "data", **overrides)
+    return serving(create_app(settings))
+
+
+def _tenant_with_manual(server: ThreadServer, tenant: str, *names: str) -> list[Client]:
+    clients = [Client(server, tenant, name) for name in names]
+    clients[0].upload("valves.txt", MANUAL)
+    return clients
+
+
+def _use_model(server: ThreadServer, llm: object) -> None:
+    server.container.__dict__["llm"] = llm  # the answer path reads container.llm per request
+
+
+def _in_background(call: Any) -> Any:
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(call)
+    pool.shutdown(wait=False)
+    return future
+
+
+def _first_token_then_hang_up(server: ThreadServer, user: Client, question: str) -> None:
+    """Open a stream, read until its first `token` event, then close the connection."""
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream(
+            "POST", f"{server.url}/query/stream", json={"question": question}, headers=user.headers
+        ) as response,
+    ):
+        assert response.status_code == 200, response.read()
+        events = (line for line in response.iter_lines() if line.startswith("event:"))
+        assert next(events) == "event: token"
+
+
+def test_a_client_that_hangs_up_mid_stream_frees_the_model_and_its_slots(tmp_path: Path) -> None:
+    with _server(tmp_path, answer_max_concurrent=1, answer_queue_size=0) as server:
+        (reader,) = _tenant_with_manual(server, "ship", "reader")
+        (other,) = _tenant_with_manual(server, "dock", "other")
+        llm = EndlessLLM()
+        _use_model(server, llm)
+        lane = server.container.answer_lane
+        gc.disable()  # what frees the model must be the disconnect, not the garbage collector
+        try:
+            with (
+                httpx.Client(timeout=30) as client,
+                client.stream(
+                    "POST",
+                    f"{server.url}/query/stream",
+                    json={"question": "What torque does valve V-007 need?"},
+                    headers=reader.headers,
+                ) as response,
+            ):
+                assert response.status_code == 200
+                lines = response.iter_lines()
+                assert next(line for line in lines if line.startswith("event:")) == "event: token"
+                assert llm.lock.locked() and lane.answers.running == 1
+                busy = other.query("Which deck is valve V-003 on?", timeout=10)
+                assert_error_body(busy, 503, "server_busy")
+                assert int(busy.headers["Retry-After"]) >= 1
+            # The connection is closed here, with the model still generating.
+            assert wait_until(lambda: not llm.lock.locked()), "the model lock was not released"
+            assert llm.closed_early.is_set(), "the model's generator was not closed"
+            assert wait_until(lambda: lane.answers.running == 0 and lane.streams.running == 0)
+            # The next answer is admitted and gets the model (its first token streams).
+            llm.closed_early.clear()
+            _first_token_then_hang_up(server, other, "Which deck is valve V-004 on?")
+            assert wait_until(llm.closed_early.is_set)
+            assert wait_until(lambda: lane.answers.running == 0 and not llm.lock.locked())
+        finally:
+            gc.enable()
+
+
+def test_answers_beyond_the_bounds_are_refused_fast_with_retry_after(tmp_path: Path) -> None:
+    overrides = {
+        "answer_max_concurrent": 1,
+        "answer_queue_size": 2,
+        "answer_queue_per_tenant": 1,
+        "answer_queue_max_wait_s": 60.0,
+    }
+    with _server(tmp_path, **overrides) as server:
+        a1, a2, a3 = _tenant_with_manual(server, "alpha", "a1", "a2", "a3")
+        (b1,) = _tenant_with_manual(server, "beta", "b1")
+        (c1,) = _tenant_with_manual(server, "gamma", "c1")
+        llm = GatedLLM()
+        _use_model(server, llm)
+        lane = server.container.answer_lane
+        try:
+            running = _in_background(lambda: a1.query("Torque of valve V-001?", timeout=90))
+            assert wait_until(lambda: llm.inside == 1)
+            queued_a = _in_background(lambda: a2.query("Torque of valve V-002?", timeout=90))
+            assert wait_until(lambda: lane.answers.waiting == 1)
+            refusals = []
+            started = time.perf_counter()
+            own = a3.query("Torque of valve V-003?", timeout=10)  # tenant alpha's queue is full
+            refusals.append(time.perf_counter() - started)
+            assert_error_body(own, 429, "concurrency_limited")
+            queued_b = _in_background(lambda: b1.query("Torque of valve V-004?", timeout=90))
+            assert wait_until(lambda: lane.answers.waiting == 2)
+            started = time.perf_counter()
+            busy = c1.query("Torque of valve V-005?", timeout=10)  # the whole queue is full
+            refusals.append(time.perf_counter() - started)
+            assert_error_body(busy, 503, "server_busy")
+            for response in (own, busy):
+                assert int(response.headers["Retry-After"]) >= 1
+            print("refusal latencies (s):", [round(s, 3) for s in refusals])
+            assert max(refusals) < 1.0
+        finally:
+            llm.gate.set()
+        bodies = [f.result().json() for f in (running, queued_a, queued_b)]
+        assert [b["cache"] for b in bodies] == ["miss", "miss", "miss"]
+        # The queued ones report their wait as a stage of its own.
+        assert all("queue" in b["timings"] for b in bodies[1:])
+        assert "queue" not in bodies[0]["timings"]
+        # Only the lane's threads ever ran the model, one at a time.
+        assert llm.threads and all(name.startswith("llm-answer") for name in llm.threads)
+        assert lane.answers.running == 0 and lane.answers.waiting == 0
+
+
+def test_health_login_search_and_cache_hits_answer_while_the_model_is_saturated(
+    tmp_path: Path,
+) -> None:
+    with _server(tmp_path, answer_max_concurrent=1, answer_queue_size=8) as server:
+        busy_users = _tenant_with_manual(server, "alpha", *(f"a{i}" for i in range(6)))
+        (b1,) = _tenant_with_manual(server, "beta", "b1")
+        cached_question = "Which deck is valve V-012 on?"
+        assert b1.query(cached_question).json()["cache"] == "miss"  # extractive model
+        llm = GatedLLM()
+        _use_model(server, llm)
+        lane = server.container.answer_lane
+        try:
+            pending = [
+                _in_background(lambda u=user, i=i: u.query(f"Torque of V-0{i}?", timeout=90))
+                for i, user in enumerate(busy_users)
+            ]
+            assert wait_until(lambda: llm.inside == 1 and lane.answers.waiting >= 4)
+            latencies: dict[str, float] = {}
+            started = time.perf_counter()
+            assert httpx.get(f"{server.url}/health", timeout=5).status_code == 200
+            latencies["/health"] = time.perf_counter() - started
+            started = time.perf_counter()
+            login = httpx.post(
+                f"{server.url}/auth/token",
+                data={"username": "b1-beta", "password": PASSWORD},
+                timeout=10,
+            )
+            latencies["/auth/token"] = time.perf_counter() - started
+            assert login.status_code == 200, login.text
+            started = time.perf_counter()
+            found = httpx.post(
+                f"{server.url}/search",
+                json={"query": "valve V-012 deck"},
+                headers=b1.headers,
+                timeout=5,
+            )
+            latencies["/search"] = time.perf_counter() - started
+            assert found.status_code == 200 and found.json()["results"]
+            started = time.perf_counter()
+            hit = b1.query(cached_question, timeout=5)
+            latencies["/query (cache hit)"] = time.perf_counter() - started
+            assert hit.status_code == 200 and hit.json()["cache"] == "hit"
+            print({route: round(s, 3) for route, s in latencies.items()})
+            # The gate holds the model until the end of the test: waiting behind it would time
+            # out; bcrypt and a loaded machine make a few seconds possible.
+            assert all(s < 5.0 for s in latencies.values()), latencies
+            assert llm.inside == 1, "more than one answer reached the model"
+        finally:
+            llm.gate.set()
+        statuses = sorted(f.result().status_code for f in pending)
+        assert set(statuses) <= {200, 429, 503} and 200 in statuses, statuses
+
+
+def test_open_streams_are_capped_per_user_and_in_total(tmp_path: Path) -> None:
+    overrides = {
+        "answer_max_concurrent": 4,
+        "answer_max_per_tenant": 4,
+        "stream_max_open": 2,
+        "stream_max_per_tenant": 2,
+        "stream_max_per_user": 1,
+    }
+    with _server(tmp_path, **overrides) as server:
+        a1, a2 = _tenant_with_manual(server, "alpha", "a1", "a2")
+        (b1,) = _tenant_with_manual(server, "beta", "b1")
+        llm = GatedLLM()
+        _use_model(server, llm)
+        lane = server.container.answer_lane
+
+        def stream(user: Client, question: str) -> httpx.Response:
+            return httpx.post(
+                f"{server.url}/query/stream",
+                json={"question": question},
+                headers=user.headers,
+                timeout=90,
+            )
+
+        try:
+            first = _in_background(lambda: stream(a1, "Torque of valve V-001?"))
+            assert wait_until(lambda: lane.streams.running == 1 and llm.inside == 1)
+            assert_error_body(stream(a1, "Torque of valve V-002?"), 429, "concurrency_limited")
+            second = _in_background(lambda: stream(a2, "Torque of valve V-003?"))
+            assert wait_until(lambda: lane.streams.running == 2)
+            assert_error_body(stream(b1, "Torque of valve V-004?"), 503, "server_busy")
+        finally:
+            llm.gate.set()
+        for done in (first.result(), second.result()):
+            assert done.status_code == 200 and "event: done" in done.text
+        assert wait_until(lambda: lane.streams.running == 0 and lane.answers.running == 0)

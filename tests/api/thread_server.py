@@ -1,0 +1,77 @@
+"""A real uvicorn server for an app built in the test process, on a free loopback port.
+
+Unlike `live_server.LiveServer` (a separate process), the test can reach into the running app's
+components: swap in a scripted model, read the limiters' counts and the model lock's state.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import uvicorn
+from fastapi import FastAPI
+from live_server import free_port
+
+from app.services.container import Container
+
+
+class ThreadServer:
+    """uvicorn serving `app` on a background thread (HTTP over real sockets)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self.port = free_port()
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_config=None, access_log=False
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="uvicorn", daemon=True)
+
+    @property
+    def url(self) -> str:
+        """Base URL of the server."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def container(self) -> Container:
+        """The running app's components."""
+        container: Container = self.app.state.container
+        return container
+
+    def start(self, timeout_s: float = 180.0) -> None:
+        """Start serving; returns once the lifespan has run and the socket listens."""
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise AssertionError("uvicorn did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Graceful shutdown (the lifespan's end runs)."""
+        self._server.should_exit = True
+        self._thread.join(timeout=60)
+
+
+@contextmanager
+def serving(app: FastAPI) -> Iterator[ThreadServer]:
+    """A started ThreadServer for the duration of the block."""
+    server = ThreadServer(app)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def wait_until(condition: object, timeout_s: float = 10.0) -> bool:
+    """Poll a zero-argument callable until it is true (the server acts on its own thread)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return True
+        time.sleep(0.01)
+    return bool(callable(condition) and condition())
