@@ -27,9 +27,15 @@ def _progress_bar(label: str) -> object:
 
 
 def cmd_ingest(container: Container, args: argparse.Namespace) -> int:
-    """Ingest files synchronously, printing pages and chunks per file."""
-    from app.services.documents import ingest_local_file
+    """Ingest files synchronously, printing pages and chunks per file (or, with --queue, hand
+    them to the running service's workers as uploads and print their job ids)."""
+    from app.services.documents import ingest_local_file, queue_local_file
 
+    if args.queue:
+        for raw in args.paths:
+            job = queue_local_file(container, args.tenant, Path(raw))
+            print(f"{job.source}: queued as {job.job_id} ({job.document_id})")
+        return 0
     failures = 0
     for raw in args.paths:
         path = Path(raw)
@@ -119,6 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
     ingest = sub.add_parser("ingest", help="ingest files into a tenant")
     ingest.add_argument("--tenant", required=True)
     ingest.add_argument("paths", nargs="+")
+    ingest.add_argument(
+        "--queue",
+        action="store_true",
+        help="queue the files as upload jobs for the running service's workers (GET /jobs)",
+    )
     ingest.set_defaults(run=cmd_ingest)
 
     search = sub.add_parser("search", help="retrieve ranked chunks (no LLM)")

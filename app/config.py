@@ -188,6 +188,12 @@ class Settings(BaseSettings):
     max_running_jobs_per_tenant: int = Field(
         default=2, gt=0, description="jobs of one tenant processed at the same time"
     )
+    ingest_batch_jobs: int = Field(
+        default=32, ge=1, le=1000, description="queued jobs of one tenant indexed together"
+    )
+    ingest_batch_bytes: int = Field(
+        default=1024 * 1024, gt=0, description="upload bytes a batch of jobs adds up to at most"
+    )
     keyword_snapshots_kept: int = Field(
         default=2, ge=1, description="keyword index folders kept on disk per tenant"
     )

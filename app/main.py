@@ -20,7 +20,6 @@ from app.api.routes.web import install_web
 from app.config import Settings, get_settings
 from app.observability import configure_logging, configure_tracing, request_id_var
 from app.services.container import Container
-from app.services.job_queue import build_job_queue
 
 log = logging.getLogger("app.http")
 
@@ -46,8 +45,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         app.state.container = container
         app.state.ready = False
         container.warm_up(serving=True)
-        workers = build_job_queue(container)  # threads pool, or a Redis queue for workers
-        app.state.workers = workers
+        workers = container.job_queue  # threads pool, or a Redis queue for workers
         if start_workers:
             workers.start()
         app.state.ready = True

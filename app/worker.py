@@ -1,15 +1,10 @@
 """`python -m app.worker`: an ingestion worker process for RAG_JOB_BACKEND=redis.
 
-It loads the models once, then takes job ids from the rq queue, one job at a time, in this
+It loads the models once, then takes job ids from the rq queue, one turn at a time, in this
 process (rq's `SimpleWorker`: no fork per job, so the embedder stays loaded). Run as many as the
-machine has cores for (`docker compose up --scale worker=N`).
-
-Beside the rq loop, a sweeper thread keeps the queue honest against the job table:
-- a running job's heartbeat (`updated_at`) is refreshed every RAG_JOB_HEARTBEAT_S;
-- jobs `processing` without a heartbeat for RAG_JOB_STALE_AFTER_S (their worker died) go back to
-  `queued`, or fail after RAG_JOB_MAX_ATTEMPTS tries;
-- jobs `queued` with no pending message (worker death, Redis outage at upload) are sent again.
-A retried job re-indexes from its upload; stable chunk ids make that an upsert, not a duplicate.
+machine has cores for (`docker compose up --scale worker=N`). What a turn and the sweeper do is
+in app/jobs/redis_worker.py; this module is the entry point and holds the rq task, whose import
+path (`app.worker.process_job`) messages already in Redis name.
 """
 
 from __future__ import annotations
@@ -20,135 +15,19 @@ import os
 import socket
 import sys
 import threading
-import time
 from pathlib import Path
-from types import TracebackType
 
 import redis
 
-from app.config import Settings, get_settings
+from app.config import get_settings
 from app.errors import ConfigurationError
+from app.jobs.redis_queue import queue_name, rq_queue
+from app.jobs.redis_worker import IngestWorker
 from app.observability import configure_logging
 from app.services.container import Container
-from app.services.ingest_worker import run_job
-from app.services.job_queue import (
-    message_pending,
-    queue_name,
-    retry_delay_s,
-    rq_queue,
-    send,
-)
-from app.storage.jobs import JobStore
 from app.storage.redis_client import connect_redis
 
 log = logging.getLogger("app.worker")
-# How often a turn that found every waiting tenant at its running limit looks again.
-TURN_POLL_S = 0.5
-
-
-class Heartbeat:
-    """While open, touches a processing job every `interval_s` from a background thread."""
-
-    def __init__(self, jobs: JobStore, job_id: str, interval_s: float) -> None:
-        self._jobs = jobs
-        self._job_id = job_id
-        self._interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{job_id}", daemon=True)
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            try:
-                if not self._jobs.heartbeat(self._job_id):
-                    if not self._stop.is_set():  # not merely the job ending under our feet
-                        log.warning("job %s is no longer ours (re-queued as stale?)", self._job_id)
-                    return
-            except Exception:
-                log.exception("heartbeat of job %s failed", self._job_id)
-
-
-class IngestWorker:
-    """Runs the messages of one worker process and sweeps the job table."""
-
-    def __init__(self, container: Container, client: redis.Redis[bytes]) -> None:
-        self.container = container
-        self.settings: Settings = container.settings
-        self.queue = rq_queue(self.settings, client)
-
-    def process(self, job_id: str) -> str:
-        """Run one job for a message: its own job if that is a due retry, else the fairest.
-
-        A message is a turn, not an order: each queued job has one message, so every turn finds
-        a job, but which job runs is chosen fairly across tenants (`JobStore.claim_next`). A job
-        whose own message was spent on another job is re-sent by the sweep; a turn that finds
-        nothing queued does nothing; one that finds only tenants at their running limit waits.
-        """
-        settings = self.settings
-        jobs = self.container.jobs
-        limit = settings.max_running_jobs_per_tenant
-        job = jobs.claim_retry(job_id) or jobs.claim_next(limit)
-        # Jobs wait, but every waiting tenant is at its running limit: keep this turn until one
-        # of theirs ends (or another tenant's job arrives) rather than drop it, so messages and
-        # queued jobs stay one to one and the sweep has nothing to re-send.
-        while job is None and jobs.has_claimable():
-            time.sleep(TURN_POLL_S)
-            job = jobs.claim_next(limit)
-        if job is None:
-            return "skipped: nothing queued (done or taken by another worker)"
-        may_retry = job.attempts < settings.job_max_attempts
-        with Heartbeat(jobs, job.job_id, settings.job_heartbeat_s):
-            finished = run_job(self.container, job, may_retry=may_retry)
-        if finished:
-            return f"finished {job.job_id}"
-        delay = retry_delay_s(settings.job_retry_base_s, job.attempts)
-        try:
-            send(self.queue, job.job_id, job.attempts, settings.job_timeout_s, delay_s=delay)
-        except redis.RedisError:
-            log.warning("could not schedule the retry of %s; the sweep will send it", job.job_id)
-        return f"transient failure of {job.job_id}; retry in {delay:.0f} s"
-
-    def sweep(self) -> tuple[int, int]:
-        """Re-queue abandoned jobs, re-send queued ones without a message; returns both counts."""
-        settings = self.settings
-        jobs = self.container.jobs
-        requeued = jobs.requeue_stale(settings.job_stale_after_s, settings.job_max_attempts)
-        if requeued:
-            log.warning("re-queued %d jobs whose worker stopped heart-beating", requeued)
-        resent = 0
-        # The grace period covers an API process between creating the row and sending its message.
-        for job_id, attempts in jobs.queued_since(2 * settings.job_heartbeat_s):
-            if not message_pending(self.queue, job_id, attempts):
-                send(self.queue, job_id, attempts, settings.job_timeout_s)
-                resent += 1
-        if resent:
-            log.warning("re-sent %d queued jobs that had no pending message", resent)
-        return requeued, resent
-
-    def run_sweeper(self, stop: threading.Event, health_file: Path | None = None) -> None:
-        """Sweep every heartbeat interval until `stop` is set; errors are logged and retried.
-
-        After each successful sweep `health_file` is touched: a container health check reads
-        its age to tell a live worker (database and Redis reachable) from a hung one.
-        """
-        while not stop.wait(self.settings.job_heartbeat_s):
-            try:
-                self.sweep()
-            except Exception:
-                log.exception("job sweep failed; will try again")
-                continue
-            if health_file is not None:
-                health_file.touch()
-
 
 _current: IngestWorker | None = None
 

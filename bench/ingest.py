@@ -7,7 +7,14 @@ RAG_EMBEDDING_BATCH_SIZE), and, for reference, in full batches that cross docume
 which no ingestion of separate uploads can do. Target: the pipeline adds at most 25% over
 embedding the same documents.
 
+`--api` runs the many-small-files workload instead: `--uploads` paragraph-sized files (one XQuAD
+paragraph each), uploaded one per request through the HTTP API (TestClient, threads job backend,
+real Chroma and embedder) and timed until every job is done, once with jobs run one at a time
+(RAG_INGEST_BATCH_JOBS=1) and once batched (the default), next to embedding the same chunk texts
+in full batches in one go. Target: batched uploads within 3x of that one-batch embedding.
+
     python -m bench.ingest [--docs 40] [--paragraphs 10] [--provider use]
+    python -m bench.ingest --api [--uploads 240]
 """
 
 from __future__ import annotations
@@ -21,11 +28,16 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
-from app.config import load_settings
+from fastapi.testclient import TestClient
+
+from app.config import Settings, load_settings
 from app.ingestion import LoadLimits, chunk_pages, load
+from app.main import create_app
 from app.providers.embeddings import build_embedder
 from app.retrieval.keyword import KeywordIndex
+from app.services.container import Container
 from app.services.pipeline import PipelineConfig, index_file
 from app.storage.chroma_store import build_vector_store
 from app.timing import StageTimer
@@ -74,7 +86,12 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=3, help="interleaved rounds; medians are reported"
     )
+    parser.add_argument("--api", action="store_true", help="the many-small-uploads workload")
+    parser.add_argument("--uploads", type=int, default=240, help="files uploaded with --api")
     args = parser.parse_args()
+    if args.api:
+        run_api_workload(args.uploads, args.provider, args.rounds)
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -188,6 +205,140 @@ def _timed(work: Callable[[], None]) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     work()
     return time.perf_counter() - wall, time.process_time() - cpu
+
+
+# --- the many-small-uploads workload (--api) ---
+#
+# The app runs in this process on the real stack (TestClient, threads job backend, Chroma in a
+# temp directory, the configured embedder); files are posted one per request, as a client syncing
+# a folder would, then `/jobs/{id}` is polled until all are done.
+
+JWT_SECRET = "bench-only-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
+POLL_S = 0.05
+
+
+def _settings(data_dir: Path, provider: str, **overrides: Any) -> Settings:
+    return load_settings(
+        _env_file=None,
+        data_dir=data_dir,
+        embedding_provider=provider,
+        llm_provider="extractive",
+        env="development",
+        log_level="WARNING",  # a log line per request and job would be part of what is timed
+        jwt_secret=JWT_SECRET,
+        rate_limit_auth_per_minute=100_000,
+        rate_limit_query_per_minute=100_000,
+        **overrides,
+    )
+
+
+def _upload_all(settings: Settings, paths: list[Path]) -> dict[str, float]:
+    """Upload every file through the API and wait for all jobs; phase timings in seconds."""
+    app = create_app(settings)
+    with TestClient(app) as client:
+        container: Container = app.state.container
+        record = container.users.create_user("bench", "bench-user", "a long bench password")
+        token = container.token_codec.issue(record.id, "bench").access_token
+        headers = {"Authorization": f"Bearer {token}"}
+        started, cpu_started = time.perf_counter(), time.process_time()
+        job_ids = []
+        for path in paths:
+            response = client.post(
+                "/documents", files={"file": (path.name, path.read_bytes())}, headers=headers
+            )
+            assert response.status_code == 202, response.text
+            job_ids.append(response.json()["job_id"])
+        uploaded = time.perf_counter()
+        waiting = list(job_ids)
+        while waiting:
+            job = client.get(f"/jobs/{waiting[-1]}", headers=headers).json()
+            if job["status"] == "failed":
+                raise AssertionError(job)
+            if job["status"] == "done":
+                waiting.pop()
+            else:
+                time.sleep(POLL_S)
+        finished, cpu_finished = time.perf_counter(), time.process_time()
+        stats = client.get("/stats", headers=headers).json()
+        assert stats["documents"] == len(paths), stats
+    return {
+        "uploads": uploaded - started,
+        "total": finished - started,
+        # Every thread of this process: uploads, workers, polling (not other engineers' jobs).
+        "cpu": cpu_finished - cpu_started,
+        "chunks": float(stats["chunks"]),
+    }
+
+
+def _embed_once(settings: Settings, paths: list[Path]) -> tuple[float, float, int]:
+    """Wall and CPU seconds to embed the uploads' chunk texts in full batches; how many chunks."""
+    container = Container(settings)
+    embedder = container.embedder
+    embedder.embed_documents(["warm up"])
+    limits = LoadLimits.from_settings(settings)
+    texts = [
+        chunk.text
+        for path in paths
+        for chunk in chunk_pages(
+            load(path, limits),
+            tenant_id="bench",
+            document_id="d",
+            source=path.name,
+            chunk_size=settings.chunk_size,
+            chunk_overlap=settings.chunk_overlap,
+        )
+    ]
+    size = settings.embedding_batch_size
+    started, cpu_started = time.perf_counter(), time.process_time()
+    for begin in range(0, len(texts), size):
+        embedder.embed_documents(texts[begin : begin + size])
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    return wall, cpu, len(texts)
+
+
+def run_api_workload(uploads: int, provider: str, rounds: int) -> None:
+    """Print the table of the many-small-uploads workload (medians over `rounds`)."""
+    runs: dict[str, list[dict[str, float]]] = {"one at a time": [], "batched": []}
+    embed_wall: list[float] = []
+    embed_cpu: list[float] = []
+    chunks = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        files = root / "files"
+        files.mkdir()
+        paths = _write_documents(files, uploads, 1)
+        for round_number in range(rounds):  # interleaved, so load changes hit every workload
+            base = root / f"round{round_number}"
+            wall, cpu, chunks = _embed_once(_settings(base / "embed", provider), paths)
+            embed_wall.append(wall)
+            embed_cpu.append(cpu)
+            one = _settings(base / "one", provider, ingest_batch_jobs=1)
+            runs["one at a time"].append(_upload_all(one, paths))
+            runs["batched"].append(_upload_all(_settings(base / "batched", provider), paths))
+    floor, floor_cpu = statistics.median(embed_wall), statistics.median(embed_cpu)
+    print(
+        f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), one per request; "
+        f"embedder {provider}; median of {rounds} interleaved round(s)"
+    )
+    rows = []
+    for name, results in runs.items():
+        total = statistics.median(r["total"] for r in results)
+        cpu = statistics.median(r["cpu"] for r in results)
+        posted = statistics.median(r["uploads"] for r in results)
+        rows.append(
+            [
+                name,
+                posted,
+                total,
+                cpu,
+                uploads / total,
+                f"{total / floor:.2f}x",
+                f"{cpu / floor_cpu:.2f}x",
+            ]
+        )
+    rows.append(["one-batch embedding (floor)", "-", floor, floor_cpu, uploads / floor, "1x", "1x"])
+    headers = ["workload", "uploads posted s", "all jobs done s", "CPU s", "files/s"]
+    print(table([*headers, "vs embedding (wall)", "vs embedding (CPU)"], rows))
 
 
 if __name__ == "__main__":

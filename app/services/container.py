@@ -14,6 +14,8 @@ from app.ingestion import LoadLimits
 from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
+    from app.jobs.queue import JobQueue
+    from app.jobs.store import JobStore
     from app.providers.types import LLM, Embedder, Reranker
     from app.rendering.cache import PageImageCache
     from app.retrieval.hybrid import HybridRetriever
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
     from app.storage.chunks import ChunkStore
     from app.storage.db import Database
     from app.storage.documents import DocumentStore
-    from app.storage.jobs import JobStore
     from app.storage.rate_limit import RateLimiter
     from app.storage.vector_store import VectorStore
 
@@ -95,9 +96,16 @@ class Container:
 
     @cached_property
     def jobs(self) -> JobStore:
-        from app.storage.jobs import JobStore
+        from app.jobs.store import JobStore
 
         return JobStore(self.database)
+
+    @cached_property
+    def job_queue(self) -> JobQueue:
+        """Where uploads' jobs go (RAG_JOB_BACKEND); the API process starts and stops it."""
+        from app.jobs.queue import build_job_queue
+
+        return build_job_queue(self)
 
     @cached_property
     def documents(self) -> DocumentStore:

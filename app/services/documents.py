@@ -5,18 +5,21 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import secrets
+import shutil
 import unicodedata
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.domain import document_id as make_document_id
-from app.errors import IngestionError, JobQueueFull, NotFound
+from app.errors import IngestionError, JobQueueFull, NotFound, UnsupportedFileType
+from app.jobs.queue import enqueue
+from app.jobs.store import JobLimitReached, JobRecord, StorageQuota, StoredUpload
 from app.services.container import Container
 from app.services.pages import drop_original, keep_original
 from app.services.pipeline import IngestedDocument, ProgressCallback, index_file
 from app.storage.documents import DocumentRecord
-from app.storage.jobs import JobLimitReached, JobRecord, StorageQuota, StoredUpload
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +105,8 @@ class ReceivedFile:
 def submit_uploads(
     container: Container, tenant_id: str, reservations: list[str], files: list[ReceivedFile]
 ) -> list[JobRecord]:
-    """Queue a request's stored files as the jobs their reservations held, all or none; the
-    caller's files become the jobs'.
+    """Queue a request's stored files as the jobs their reservations held, all or none, and hand
+    them to the workers; the caller's files become the jobs'.
 
     Over a storage quota, QuotaExceeded (413) is raised and the files, their reservations and
     any rows are gone.
@@ -129,6 +132,7 @@ def submit_uploads(
             "upload queued",
             extra={"job_id": job.job_id, "document_id": job.document_id, "bytes": job.size_bytes},
         )
+    enqueue(container, jobs)  # after the commit: a worker never sees a job before its row
     return jobs
 
 
@@ -192,26 +196,71 @@ def index_document(
         max_chunks=chunk_allowance(container, tenant_id, doc_id),
     )
     try:
-        # A concurrent delete, in this process or another, sees the record before or after this.
-        with _document_lock(container, tenant_id, done.document_id):
-            if must_exist and container.documents.get(tenant_id, done.document_id) is None:
-                container.store.delete_document(tenant_id, done.document_id)
-                raise IngestionError(
-                    "the document was deleted while it was being indexed; upload it again "
-                    "if you still want it"
-                )
-            container.documents.upsert(
-                tenant_id, done.document_id, source, path.stat().st_size, sha
-            )
-            container.documents.set_status(
-                tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
-            )
-            keep_original(container, tenant_id, done.document_id, source, path)
+        record_indexed(container, tenant_id, done, path, sha, must_exist=must_exist)
     finally:
         container.cache.invalidate_tenant(tenant_id)
         if refresh_keywords:
             container.retriever.refresh(tenant_id)
     return done
+
+
+def record_indexed(
+    container: Container,
+    tenant_id: str,
+    done: IngestedDocument,
+    upload: Path,
+    sha256: str,
+    *,
+    must_exist: bool,
+) -> None:
+    """Record a document whose chunks were just stored (status done, pages, chunks), keeping
+    the uploaded PDF so its pages can be shown.
+
+    With `must_exist`, a document deleted meanwhile loses its fresh chunks again and
+    IngestionError says so. The caller invalidates the tenant's answers afterwards.
+    """
+    # A concurrent delete, in this process or another, sees the record before or after this.
+    with _document_lock(container, tenant_id, done.document_id):
+        if must_exist and container.documents.get(tenant_id, done.document_id) is None:
+            container.store.delete_document(tenant_id, done.document_id)
+            raise IngestionError(
+                "the document was deleted while it was being indexed; upload it again "
+                "if you still want it"
+            )
+        container.documents.upsert(
+            tenant_id, done.document_id, done.source, upload.stat().st_size, sha256
+        )
+        container.documents.set_status(
+            tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
+        )
+        keep_original(container, tenant_id, done.document_id, done.source, upload)
+
+
+def queue_local_file(container: Container, tenant_id: str, path: Path) -> JobRecord:
+    """Hand a local file to the service's workers as an upload would be (CLI `ingest --queue`):
+    a copy under the uploads folder becomes a queued job, sent with the one `enqueue`."""
+    from app.ingestion import SUPPORTED_EXTENSIONS
+    from app.services.users import validate_tenant_id
+
+    validate_tenant_id(tenant_id)
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_EXTENSIONS:
+        allowed = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+        raise UnsupportedFileType(
+            f"files of type {suffix or '(none)'!r} are not supported; use one of {allowed}"
+        )
+    reservation = reserve_upload(container, tenant_id)
+    stored = uploads_dir(container) / f"{secrets.token_hex(16)}{suffix}"
+    try:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, stored)
+    except BaseException:
+        stored.unlink(missing_ok=True)
+        release_upload(container, tenant_id, reservation)
+        raise
+    received = ReceivedFile(stored, path.name, stored.stat().st_size)
+    (job,) = submit_uploads(container, tenant_id, [reservation], [received])
+    return job
 
 
 def ingest_local_file(

@@ -41,6 +41,50 @@ def _ignore_progress(done: int, total: int, stage: str) -> None:
     return None
 
 
+@dataclass(frozen=True)
+class ParsedFile:
+    """A file parsed and chunked, not yet embedded or stored."""
+
+    document_id: str
+    source: str
+    pages: int
+    chunks: list[Chunk]
+
+
+def parse_file(
+    path: Path,
+    *,
+    tenant_id: str,
+    source: str,
+    config: PipelineConfig,
+    progress: ProgressCallback | None = None,
+) -> ParsedFile:
+    """Parse and chunk one file (the per-file part of ingestion, before embedding)."""
+    progress = progress or _ignore_progress
+    pages = load_with_timeout(path, config.limits, config.parse_timeout_s)
+    progress(len(pages), len(pages), "parsed")
+    doc_id = document_id(tenant_id, source)
+    chunks = chunk_pages(
+        pages,
+        tenant_id=tenant_id,
+        document_id=doc_id,
+        source=source,
+        chunk_size=config.chunk_size,
+        chunk_overlap=config.chunk_overlap,
+    )
+    return ParsedFile(doc_id, source, len(pages), chunks)
+
+
+def check_chunk_quota(parsed: ParsedFile, max_chunks: int | None) -> None:
+    """QuotaExceeded when the document has more chunks than the tenant's quota leaves it."""
+    if max_chunks is not None and len(parsed.chunks) > max_chunks:
+        raise QuotaExceeded(
+            "chunks",
+            f"tenant quota exceeded: chunks (this document has {len(parsed.chunks)} chunks, "
+            f"{max_chunks} remain within the quota); delete documents to make room",
+        )
+
+
 def index_file(
     path: Path,
     *,
@@ -58,26 +102,11 @@ def index_file(
     chunks raises QuotaExceeded before anything is embedded or stored.
     """
     progress = progress or _ignore_progress
-    pages = load_with_timeout(path, config.limits, config.parse_timeout_s)
-    progress(len(pages), len(pages), "parsed")
-    doc_id = document_id(tenant_id, source)
-    chunks = chunk_pages(
-        pages,
-        tenant_id=tenant_id,
-        document_id=doc_id,
-        source=source,
-        chunk_size=config.chunk_size,
-        chunk_overlap=config.chunk_overlap,
-    )
-    if max_chunks is not None and len(chunks) > max_chunks:
-        raise QuotaExceeded(
-            "chunks",
-            f"tenant quota exceeded: chunks (this document has {len(chunks)} chunks, "
-            f"{max_chunks} remain within the quota); delete documents to make room",
-        )
-    vectors = embed_chunks(chunks, embedder, config.batch_size, progress)
-    store.replace_document(tenant_id, doc_id, chunks, vectors)
-    return IngestedDocument(doc_id, source, len(pages), len(chunks))
+    parsed = parse_file(path, tenant_id=tenant_id, source=source, config=config, progress=progress)
+    check_chunk_quota(parsed, max_chunks)
+    vectors = embed_chunks(parsed.chunks, embedder, config.batch_size, progress)
+    store.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
+    return IngestedDocument(parsed.document_id, source, parsed.pages, len(parsed.chunks))
 
 
 def embed_chunks(

@@ -185,6 +185,36 @@ class ChromaVectorStore:
         vectors: Sequence[Sequence[float]],
     ) -> None:
         """Upsert these chunks; afterwards no other chunk of the document survives."""
+        self.replace_documents(tenant_id, [(document_id, chunks, vectors)])
+
+    def replace_documents(
+        self,
+        tenant_id: str,
+        documents: Sequence[tuple[str, Sequence[Chunk], Sequence[Sequence[float]]]],
+    ) -> None:
+        """`replace_document` for several documents: one upsert, one transaction of rows."""
+        for document_id, chunks, vectors in documents:
+            self._check_vectors(tenant_id, document_id, chunks, vectors)
+        all_chunks = [chunk for _, chunks, _ in documents for chunk in chunks]
+        all_vectors = [vector for _, _, vectors in documents for vector in vectors]
+        with self._write_lock:
+            collection = self._collection(tenant_id, create=True)
+            assert collection is not None
+            self._upsert(collection, all_chunks, all_vectors)
+            # The rows after the vectors: a chunk exists once its row does.
+            obsolete = self._chunks.write_documents(
+                tenant_id, {document_id: chunks for document_id, chunks, _ in documents}
+            )
+            if obsolete:
+                collection.delete(ids=obsolete)
+
+    def _check_vectors(
+        self,
+        tenant_id: str,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Sequence[float]],
+    ) -> None:
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         for chunk, vector in zip(chunks, vectors, strict=True):
@@ -195,14 +225,6 @@ class ChromaVectorStore:
                     f"vector of length {len(vector)} for {self._model_id} "
                     f"(dimension {self._dimension})"
                 )
-        with self._write_lock:
-            collection = self._collection(tenant_id, create=True)
-            assert collection is not None
-            self._upsert(collection, chunks, vectors)
-            # The rows after the vectors: a chunk exists once its row does.
-            obsolete = self._chunks.write_document(tenant_id, document_id, chunks)
-            if obsolete:
-                collection.delete(ids=obsolete)
 
     def _upsert(
         self, collection: Collection, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]]

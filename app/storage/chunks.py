@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import cast
 
 from sqlalchemy import BigInteger, ColumnElement, Integer, String, Text, delete, func, select
@@ -109,15 +109,21 @@ class ChunkStore:
     ) -> list[str]:
         """Make `chunks` the document's whole content; returns the ids of the chunks it no
         longer has (their vectors are the caller's to delete)."""
-        keep = {chunk.id for chunk in chunks}
+        return self.write_documents(tenant_id, {document_id: chunks})
+
+    def write_documents(self, tenant_id: str, contents: Mapping[str, Sequence[Chunk]]) -> list[str]:
+        """`write_document` for several documents in one transaction and one version bump."""
+        obsolete: list[str] = []
         with self._db.session() as session:
-            self._insert_rows(session, chunks)
-            existing = session.scalars(
-                select(ChunkRow.chunk_id).where(
-                    ChunkRow.tenant_id == tenant_id, ChunkRow.document_id == document_id
+            for document_id, chunks in contents.items():
+                keep = {chunk.id for chunk in chunks}
+                self._insert_rows(session, chunks)
+                existing = session.scalars(
+                    select(ChunkRow.chunk_id).where(
+                        ChunkRow.tenant_id == tenant_id, ChunkRow.document_id == document_id
+                    )
                 )
-            )
-            obsolete = [cid for cid in existing if cid not in keep]
+                obsolete += [cid for cid in existing if cid not in keep]
             self._delete_ids(session, tenant_id, obsolete)
             self._bump(session, tenant_id)
         return obsolete

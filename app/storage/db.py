@@ -237,7 +237,8 @@ def add_missing_columns(connection: Connection) -> list[str]:
 def _register_tables() -> None:
     # Importing the modules attaches their tables to Base.metadata; done lazily because those
     # modules import this one.
-    from app.storage import chunks, documents, jobs, users  # noqa: F401
+    from app.jobs import tables  # noqa: F401
+    from app.storage import chunks, documents, users  # noqa: F401
 
 
 def open_database(url: str) -> Database:

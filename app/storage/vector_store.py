@@ -25,6 +25,15 @@ class VectorStore(Protocol):
         """Upsert these chunks; afterwards no other chunk of the document survives."""
         ...
 
+    def replace_documents(
+        self,
+        tenant_id: str,
+        documents: Sequence[tuple[str, Sequence[Chunk], Sequence[Sequence[float]]]],
+    ) -> None:
+        """`replace_document` for each (document id, chunks, vectors), in as few writes as the
+        backend can (ingestion of many small files batches them here)."""
+        ...
+
     def delete_document(self, tenant_id: str, document_id: str) -> int:
         """Remove every chunk of a document; returns how many were removed."""
         ...

@@ -17,8 +17,8 @@ from conftest import ApiFactory, ApiHarness, assert_error_body
 from live_server import free_port
 from sqlalchemy import text
 
+from app.jobs.runner import run_job
 from app.services.container import Container
-from app.services.ingest_worker import run_job
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ import pytest
 from api_builders import text_document
 from conftest import ApiFactory, ApiHarness
 
-from app.services.ingest_worker import run_job
+from app.jobs.runner import run_job
 
 pytestmark = pytest.mark.integration
 
@@ -78,15 +78,16 @@ def test_a_300_file_burst_within_the_queue_quota_is_accepted_and_indexed(
 
 
 def test_a_single_upload_is_not_starved_by_another_tenants_burst(api_factory: ApiFactory) -> None:
-    # Workers gated: everything is queued first, then one worker drains the queue.
-    gated = api_factory(start_workers=False, worker_pool_size=1)
+    # Workers gated: everything is queued first, then one worker drains the queue, one job at a
+    # time (batches: the next test).
+    gated = api_factory(start_workers=False, worker_pool_size=1, ingest_batch_jobs=1)
     bulk, single = gated.add_user("bulk"), gated.add_user("single")
     bulk_jobs = [
         gated.upload(bulk, f"b{i}.txt", f"Bulk note {i}.".encode()).json()["job_id"]
         for i in range(8)
     ]
     single_job = gated.upload(single, "mine.txt", b"The only note of this tenant.").json()["job_id"]
-    gated.app.state.workers.start()
+    gated.container.job_queue.start()
     done = gated.wait_for_job(single, single_job)
     assert done["status"] == "done"
     for job_id in bulk_jobs:
@@ -96,3 +97,24 @@ def test_a_single_upload_is_not_starved_by_another_tenants_burst(api_factory: Ap
     order = sorted(ended, key=lambda job_id: ended[job_id].updated_at)  # type: ignore[union-attr]
     # One worker: the single upload finished right after the first bulk job, not after all eight.
     assert order.index(single_job) == 1, order
+
+
+def test_with_batches_a_single_upload_waits_for_one_batch_of_another_tenant(
+    api_factory: ApiFactory,
+) -> None:
+    gated = api_factory(start_workers=False, worker_pool_size=1, ingest_batch_jobs=3)
+    bulk, single = gated.add_user("bulk"), gated.add_user("single")
+    bulk_jobs = [
+        gated.upload(bulk, f"b{i}.txt", f"Bulk note {i}.".encode()).json()["job_id"]
+        for i in range(8)
+    ]
+    single_job = gated.upload(single, "mine.txt", b"The only note of this tenant.").json()["job_id"]
+    gated.container.job_queue.start()
+    assert gated.wait_for_job(single, single_job)["status"] == "done"
+    for job_id in bulk_jobs:
+        assert gated.wait_for_job(bulk, job_id)["status"] == "done"
+    ended = {job_id: gated.container.jobs.get(bulk.tenant, job_id) for job_id in bulk_jobs}
+    ended[single_job] = gated.container.jobs.get(single.tenant, single_job)
+    order = sorted(ended, key=lambda job_id: ended[job_id].updated_at)  # type: ignore[union-attr]
+    # A batch is one turn: the single upload ran right after the first batch of three.
+    assert order.index(single_job) == 3, order

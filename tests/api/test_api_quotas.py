@@ -15,7 +15,7 @@ from api_builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from sqlalchemy import select
 
-from app.storage.jobs import JobRow
+from app.jobs.tables import JobRow
 
 pytestmark = pytest.mark.integration
 

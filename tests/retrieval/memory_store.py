@@ -47,6 +47,14 @@ class InMemoryVectorStore:
             self._data[tenant_id] = rows
             self._versions[tenant_id] += 1
 
+    def replace_documents(
+        self,
+        tenant_id: str,
+        documents: Sequence[tuple[str, Sequence[Chunk], Sequence[Sequence[float]]]],
+    ) -> None:
+        for document, chunks, vectors in documents:
+            self.replace_document(tenant_id, document, chunks, vectors)
+
     def delete_document(self, tenant_id: str, document_id: str) -> int:
         rows = self._data.get(tenant_id, {})
         doomed = [cid for cid, (c, _) in rows.items() if c.document_id == document_id]

@@ -24,12 +24,13 @@ from sqlalchemy import select
 
 from app.config import Settings
 from app.errors import ProviderUnavailable
+from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
+from app.jobs.redis_worker import TURN_POLL_S, Heartbeat, IngestWorker
+from app.jobs.store import JobStore, split_job_error
+from app.jobs.tables import JobRow
 from app.services.container import Container
 from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
-from app.services.job_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.storage.db import Database
-from app.storage.jobs import JobRow, JobStore, split_job_error
-from app.worker import TURN_POLL_S, Heartbeat, IngestWorker
 
 pytestmark = pytest.mark.integration
 
@@ -241,6 +242,8 @@ def test_messages_are_json_on_redis_and_a_worker_runs_them(
 def test_a_message_is_a_turn_that_runs_the_fairest_job(
     container: Container, worker: IngestWorker, data_dir: Path
 ) -> None:
+    # One job per turn (no batches), so the order of single jobs is exact.
+    worker.settings = worker.settings.model_copy(update={"ingest_batch_jobs": 1})
     bulk = [queued_upload(container, data_dir, f"bulk{i}.txt") for i in range(3)]
     single = queued_upload(container, data_dir, "single.txt", tenant="solo")
     # rq delivers the messages first in, first out; the jobs run fairly across tenants.
@@ -267,3 +270,43 @@ def test_a_turn_waits_while_every_waiting_tenant_is_at_its_running_limit(
     container.jobs.mark_done(first, chunks_indexed=1, pages=1)
     turn.join(30)
     assert outcome == [f"finished {second}"]
+
+
+def test_a_turn_runs_a_batch_of_one_tenants_small_jobs_and_later_turns_find_them_done(
+    container: Container, worker: IngestWorker, data_dir: Path
+) -> None:
+    bulk = [queued_upload(container, data_dir, f"bulk{i}.txt") for i in range(3)]
+    single = queued_upload(container, data_dir, "single.txt", tenant="solo")
+    ran = [worker.process(message) for message in [*bulk, single]]
+    assert ran[0] == "; ".join(f"finished {job_id}" for job_id in bulk)
+    assert ran[1] == f"finished {single}"
+    assert all(outcome.startswith("skipped") for outcome in ran[2:])
+    for job_id in bulk:
+        done = container.jobs.get("acme", job_id)
+        assert done is not None and done.status == "done" and done.attempts == 1
+        assert done.progress_done == done.progress_total == done.chunks_indexed >= 1
+    assert worker.sweep() == (0, 0)  # nothing queued is left without a message
+
+
+def test_a_transient_failure_in_a_batch_puts_back_each_job_with_its_own_retry(
+    container: Container, worker: IngestWorker, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = [queued_upload(container, data_dir, f"part{i}.txt") for i in range(2)]
+
+    def down(*args: Any, **kwargs: Any) -> None:
+        raise httpx.ConnectError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(container.store, "replace_documents", down)
+    monkeypatch.setattr(container.store, "replace_document", down)
+    outcome = worker.process(ids[0])
+    assert outcome.count("retry in 30 s") == 2, outcome
+    scheduled = ScheduledJobRegistry(queue=worker.queue).get_job_ids()
+    for job_id in ids:
+        waiting = container.jobs.get("acme", job_id)
+        assert waiting is not None and waiting.status == "queued"
+        assert waiting.progress_stage == "retrying"
+        assert Path(waiting.stored_path).exists()
+        assert message_id(job_id, 1) in scheduled
+    monkeypatch.undo()
+    # Each retry message claims its own job.
+    assert [worker.process(job_id) for job_id in ids] == [f"finished {i}" for i in ids]

@@ -7,9 +7,10 @@ import pytest
 
 from app.config import Settings, load_settings
 from app.errors import ConfigurationError
+from app.jobs.queue import build_job_queue
+from app.jobs.redis_queue import RedisJobQueue, queue_name
+from app.jobs.threads import IngestWorkerPool
 from app.services.container import Container
-from app.services.ingest_worker import IngestWorkerPool
-from app.services.job_queue import RedisJobQueue, build_job_queue, queue_name
 
 pytestmark = pytest.mark.unit
 

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import update
 
 from app.errors import QuotaExceeded
+from app.jobs.store import JobLimitReached, JobRow, JobStore, StorageQuota, StoredUpload
 from app.storage.db import Database, utc_now
 from app.storage.documents import DocumentStore
-from app.storage.jobs import JobLimitReached, JobRow, JobStore, StorageQuota, StoredUpload
 
 pytestmark = pytest.mark.integration
 
@@ -220,3 +220,69 @@ def test_concurrent_reservations_never_exceed_the_queue_quota(jobs: JobStore) ->
         thread.join(timeout=60)
     assert sorted(outcomes) == ["refused"] * 6 + ["reserved"] * 4
     assert jobs.count_active("acme") == 4
+
+
+def sized(jobs: JobStore, tenant: str, name: str, size: int) -> str:
+    return jobs.create(tenant, f"doc_{name}", name, f"/uploads/{name}", size).job_id
+
+
+def test_a_batch_takes_the_oldest_jobs_of_one_tenant_up_to_the_count(jobs: JobStore) -> None:
+    bulk = [sized(jobs, "bulk", f"b{i}.txt", 10) for i in range(5)]
+    sized(jobs, "other", "o.txt", 10)
+    batch = jobs.claim_batch(max_jobs=3)
+    assert [job.job_id for job in batch] == bulk[:3]
+    assert {job.status for job in batch} == {"processing"}
+    assert all(job.attempts == 1 and job.progress_stage == "starting" for job in batch)
+    # Bulk now runs one batch; the other tenant, idle and never served, comes next.
+    (other,) = jobs.claim_batch(max_jobs=3)
+    assert other.tenant_id == "other"
+
+
+def test_a_batch_stays_within_the_byte_cap_but_always_takes_one_job(jobs: JobStore) -> None:
+    big = sized(jobs, "acme", "big.pdf", 5000)
+    small = [sized(jobs, "acme", f"s{i}.txt", 400) for i in range(4)]
+    (first,) = jobs.claim_batch(max_jobs=10, max_bytes=1000)
+    assert first.job_id == big  # larger than the cap alone: a batch of one
+    assert [job.job_id for job in jobs.claim_batch(max_jobs=10, max_bytes=1000)] == small[:2]
+
+
+def test_a_batch_counts_as_one_running_job_of_its_tenant(jobs: JobStore) -> None:
+    for i in range(6):
+        sized(jobs, "bulk", f"b{i}.txt", 10)
+    first = jobs.claim_batch(2, max_jobs=3)
+    second = jobs.claim_batch(2, max_jobs=3)
+    assert len(first) == len(second) == 3
+    # Two batches are the tenant's two running slots: no third claim, though nothing else runs.
+    assert jobs.claim_batch(2, max_jobs=3) == []
+    sized(jobs, "late", "l.txt", 10)
+    assert jobs.claim_next(2) is not None  # another tenant is still served
+    # The slot frees only when the whole batch has ended, whichever job ends last.
+    for job in first[:2]:
+        jobs.mark_done(job.job_id, 1, 1)
+    assert jobs.claim_batch(2, max_jobs=3) == []
+    sized(jobs, "bulk", "b6.txt", 10)
+    assert jobs.claim_batch(2, max_jobs=3) == []
+    jobs.mark_failed(first[2].job_id, "broken file")
+    assert [job.source for job in jobs.claim_batch(2, max_jobs=3)] == ["b6.txt"]
+
+
+def test_one_worker_with_batches_serves_a_single_upload_after_one_batch(jobs: JobStore) -> None:
+    for i in range(8):
+        sized(jobs, "bulk", f"b{i}.txt", 10)
+    sized(jobs, "single", "s.txt", 10)
+    order = []
+    while batch := jobs.claim_batch(max_jobs=4):
+        order.append((batch[0].tenant_id, len(batch)))
+        for job in batch:
+            jobs.mark_done(job.job_id, 1, 1)
+    assert order == [("bulk", 4), ("single", 1), ("bulk", 4)]
+
+
+def test_a_batch_left_processing_by_a_crash_is_requeued_whole_and_claimed_again(
+    jobs: JobStore,
+) -> None:
+    ids = [sized(jobs, "acme", f"a{i}.txt", 10) for i in range(3)]
+    assert len(jobs.claim_batch(1, max_jobs=3)) == 3
+    assert jobs.requeue_stale() == 3
+    again = jobs.claim_batch(1, max_jobs=3)
+    assert [job.job_id for job in again] == ids and {job.attempts for job in again} == {2}

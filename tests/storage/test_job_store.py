@@ -11,9 +11,10 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
+from app.jobs.store import JobLimitReached, JobStore, split_job_error
+from app.jobs.tables import JobRow
 from app.storage.db import Database, open_database, utc_now
 from app.storage.documents import DocumentRow, DocumentStore
-from app.storage.jobs import JobLimitReached, JobRow, JobStore, split_job_error
 
 pytestmark = pytest.mark.integration
 

@@ -21,10 +21,10 @@ from app.api.schemas import (
 from app.api.upload import receive_uploads
 from app.errors import InvalidInput, public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
+from app.jobs.store import JobRecord, split_job_error
 from app.services import documents as service
 from app.services.container import Container
 from app.storage.documents import DocumentRecord
-from app.storage.jobs import JobRecord, split_job_error
 
 router = APIRouter(tags=["documents"])
 DEFAULT_PAGE_SIZE = 50
@@ -133,12 +133,11 @@ async def upload_document(
         release = run_in_threadpool(_release_all, container, tenant, reservations)
         await asyncio.shield(release)  # completes even if this request is being cancelled
         raise
-    # Hashing the files and writing the job rows block: keep them off the event loop.
+    # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
+    # block: keep them off the event loop.
     jobs = await run_in_threadpool(
         service.submit_uploads, container, tenant, reservations, received
     )
-    for job in jobs:
-        await run_in_threadpool(request.app.state.workers.enqueue, job)  # may talk to Redis
     accepted = [
         JobAccepted(
             job_id=job.job_id,

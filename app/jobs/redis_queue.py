@@ -1,33 +1,29 @@
-"""How an accepted upload reaches a worker, chosen by RAG_JOB_BACKEND.
+"""The `redis` job backend, API side: job ids go onto an rq queue for worker processes.
 
-`threads` (default): the in-process `IngestWorkerPool` polls the job table; one API process.
-`redis`: the API pushes the job id onto an rq queue in Redis and runs no job itself; separate
-`python -m app.worker` processes take the ids (see app/worker.py).
-
-The SQL job table stays the truth in both cases, so `GET /jobs/{id}` works from any API process.
-A Redis message carries only the job id and the attempt it is for, serialised as JSON (never
-pickle: a message is data, not code). A message is a turn: the worker claims the fairest queued
-job across tenants (or the message's own job when it is a due retry), so a duplicate or late
-message is a no-op. Because of that, losing a message
-(Redis down during an upload, a worker killed mid-job) is repaired by re-sending: every worker
-sweeps the table and re-sends jobs that are queued without a pending message.
+The API runs no job itself; separate `python -m app.worker` processes take the ids (see
+app/jobs/redis_worker.py). The SQL job table stays the truth, so `GET /jobs/{id}` works from
+any API process. A message carries only the job id and the attempt it is for, serialised as JSON
+(never pickle: a message is data, not code). A message is a turn: the worker claims the fairest
+tenant's queued jobs (or the message's own job when it is a due retry), so a duplicate or late
+message is a no-op. Because of that, losing a message (Redis down during an upload, a worker
+killed mid-job) is repaired by re-sending: every worker sweeps the table and re-sends jobs that
+are queued without a pending message.
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import redis
 
-from app.storage.jobs import JobRecord
+from app.jobs.store import JobRecord
 
 if TYPE_CHECKING:
     from rq import Queue
 
     from app.config import Settings
-    from app.services.container import Container
 
 log = logging.getLogger(__name__)
 
@@ -37,22 +33,6 @@ TASK = "app.worker.process_job"
 # inspection with `rq info`.
 RESULT_TTL_S = 3600
 FAILURE_TTL_S = 7 * 24 * 3600
-
-
-class JobQueue(Protocol):
-    """Where the API hands a queued job; started and stopped with the API process."""
-
-    def start(self) -> object:
-        """Begin delivering jobs (threads: start the pool)."""
-        ...
-
-    def enqueue(self, job: JobRecord) -> None:
-        """Hand over a job just created in the job table; never fails the upload."""
-        ...
-
-    def stop(self) -> None:
-        """Stop delivering jobs (threads: let running jobs finish)."""
-        ...
 
 
 def queue_name(settings: Settings) -> str:
@@ -146,16 +126,3 @@ class RedisJobQueue:
     def stop(self) -> None:
         """Close the Redis connections of this process."""
         self._queue.connection.close()
-
-
-def build_job_queue(container: Container) -> JobQueue:
-    """The queue chosen by RAG_JOB_BACKEND, for the API process of this container."""
-    settings = container.settings
-    if settings.job_backend == "redis":
-        from app.storage.redis_client import connect_redis
-
-        client = connect_redis(settings.redis_url)
-        return RedisJobQueue(rq_queue(settings, client), settings.job_timeout_s)
-    from app.services.ingest_worker import IngestWorkerPool
-
-    return IngestWorkerPool(container, settings.worker_pool_size)

@@ -1,4 +1,4 @@
-"""The durable ingestion job table: the API creates and polls, workers claim and report.
+"""The durable ingestion jobs: the API creates and polls, workers claim and report.
 
 A job moves (reserved ->) queued -> processing -> done | failed. `claim_next` hands each queued
 job to exactly one worker, across threads and processes, with one conditional UPDATE: SQLite
@@ -18,6 +18,12 @@ transaction.
 Claims are fair across tenants: `claim_next` takes the oldest queued job of the tenant with the
 fewest running jobs, and among those the tenant served least recently (`job_tenant_turns`), so
 a tenant's single upload waits for at most one job per worker of a tenant with hundreds queued.
+
+`claim_batch` hands a worker several of that one tenant's oldest queued jobs at once (small
+files are indexed together: one embedding pass, one store write). A batch is one turn and one
+running slot of its tenant, not one per job: its members are recorded in `job_batch_members`,
+and the running count that fairness and the per-tenant limit read counts a batch once. Each job
+of a batch still ends on its own (done, failed, or put back for a retry).
 """
 
 from __future__ import annotations
@@ -28,12 +34,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Integer, String, Text, delete, func, insert, literal, select, update
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import delete, func, insert, literal, select, update
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
 from app.errors import QuotaExceeded
-from app.storage.db import Base, Database, UTCDateTime, advisory_key, conflict_insert, utc_now
+from app.jobs.scheduling import next_batch
+from app.jobs.tables import RETRYING, BatchMemberRow, JobRow, TenantTurnRow
+from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, stored_usage
 
 JobStatus = Literal["reserved", "queued", "processing", "done", "failed"]
@@ -43,8 +51,6 @@ MAX_ERROR_CHARS = 2000
 # A reservation whose upload neither finished nor failed this long (the API process died while
 # receiving it) is dropped by `requeue_stale`.
 RESERVATION_TTL_S = 3600.0
-# The stage of a job put back after a transient failure: only its own delayed message claims it.
-RETRYING = "retrying"
 INTERRUPTED = "processing_interrupted"
 _CODED = re.compile(r"([a-z][a-z0-9_]{0,63}): (.*)", re.DOTALL)
 
@@ -68,36 +74,6 @@ class JobLimitReached(Exception):
         super().__init__(f"tenant {tenant_id!r} already has {limit} active jobs")
         self.tenant_id = tenant_id
         self.limit = limit
-
-
-class JobRow(Base):
-    __tablename__ = "jobs"
-
-    job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
-    document_id: Mapped[str] = mapped_column(String(64))
-    source: Mapped[str] = mapped_column(String(255))
-    stored_path: Mapped[str] = mapped_column(String(1024))
-    size_bytes: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), index=True)
-    progress_done: Mapped[int] = mapped_column(Integer, default=0)
-    progress_total: Mapped[int] = mapped_column(Integer, default=0)
-    progress_stage: Mapped[str] = mapped_column(String(32), default="queued")
-    chunks_indexed: Mapped[int] = mapped_column(Integer, default=0)
-    pages: Mapped[int] = mapped_column(Integer, default=0)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
-
-
-class TenantTurnRow(Base):
-    """When each tenant last had a job claimed: the tie-break of fair scheduling."""
-
-    __tablename__ = "job_tenant_turns"
-
-    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    served_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 @dataclass(frozen=True)
@@ -321,19 +297,36 @@ class JobStore:
         already running `max_running_per_tenant` jobs are skipped. Jobs waiting for a retry
         are left to their own delayed message (`claim`).
         """
-        candidate = _fair_candidate(max_running_per_tenant)
+        batch = self.claim_batch(max_running_per_tenant, max_jobs=1)
+        return batch[0] if batch else None
+
+    def claim_batch(
+        self,
+        max_running_per_tenant: int | None = None,
+        *,
+        max_jobs: int,
+        max_bytes: int | None = None,
+    ) -> list[JobRecord]:
+        """Claim up to `max_jobs` queued jobs of the fairest tenant, oldest first; [] if none.
+
+        The tenant is the one `claim_next` would serve. Its jobs are taken while their uploads
+        add up to at most `max_bytes` (the first is always taken), so a batch stays a batch of
+        small files. The batch counts as one running job of the tenant and takes one turn.
+        """
+        chosen = next_batch(max_running_per_tenant, max_jobs, max_bytes)
         with self._db.session() as session:
             if self._db.dialect == "postgresql":
                 # Claims are short; one at a time keeps the fairness counts exact across workers.
                 session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
-            return self._claim_where(session, JobRow.job_id == candidate)
+            return self._claim_where(session, JobRow.job_id.in_(chosen))
 
     def claim(self, job_id: str) -> JobRecord | None:
         """Claim one specific queued job (a retry's own message); None if not queued."""
         with self._db.session() as session:
             if self._db.dialect == "postgresql":
                 session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
-            return self._claim_where(session, JobRow.job_id == job_id)
+            claimed = self._claim_where(session, JobRow.job_id == job_id)
+            return claimed[0] if claimed else None
 
     def claim_retry(self, job_id: str) -> JobRecord | None:
         """Claim a job put back for a retry, once its delayed message arrives; else None."""
@@ -341,9 +334,10 @@ class JobStore:
             if self._db.dialect == "postgresql":
                 session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
             due = (JobRow.job_id == job_id) & (JobRow.progress_stage == RETRYING)
-            return self._claim_where(session, due)
+            claimed = self._claim_where(session, due)
+            return claimed[0] if claimed else None
 
-    def _claim_where(self, session: Session, which: Any) -> JobRecord | None:
+    def _claim_where(self, session: Session, which: Any) -> list[JobRecord]:
         # One statement: SQLite takes the write lock before evaluating the subquery, and
         # PostgreSQL claimers hold the claim lock, so no two claimers see the same row queued.
         now = utc_now()
@@ -358,18 +352,25 @@ class JobStore:
             )
             .returning(JobRow)
         )
-        row = session.scalars(statement, execution_options={"synchronize_session": False}).first()
-        if row is None:
-            return None
+        rows = session.scalars(statement, execution_options={"synchronize_session": False}).all()
+        if not rows:
+            return []
+        claimed = sorted((_record(row) for row in rows), key=lambda j: (j.created_at, j.job_id))
+        ids = [job.job_id for job in claimed]
+        session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id.in_(ids)))
+        if len(claimed) > 1:
+            session.execute(
+                insert(BatchMemberRow), [{"job_id": i, "batch_id": ids[0]} for i in ids]
+            )
         turn = conflict_insert(self._db.dialect, TenantTurnRow).values(
-            tenant_id=row.tenant_id, served_at=now
+            tenant_id=claimed[0].tenant_id, served_at=now
         )
         session.execute(
             turn.on_conflict_do_update(
                 index_elements=[TenantTurnRow.tenant_id], set_={"served_at": now}
             )
         )
-        return _record(row)
+        return claimed
 
     def update_progress(self, job_id: str, done: int, total: int, stage: str) -> None:
         """Record progress of a processing job (also its heartbeat for `requeue_stale`)."""
@@ -385,9 +386,26 @@ class JobStore:
                 )
             )
 
+    def update_progress_many(self, progress: list[tuple[str, int, int, str]]) -> None:
+        """`update_progress` for several (job id, done, total, stage) in one transaction."""
+        now = utc_now()
+        with self._db.session() as session:
+            for job_id, done, total, stage in progress:
+                session.execute(
+                    update(JobRow)
+                    .where(JobRow.job_id == job_id, JobRow.status == "processing")
+                    .values(
+                        progress_done=done,
+                        progress_total=total,
+                        progress_stage=stage,
+                        updated_at=now,
+                    )
+                )
+
     def mark_done(self, job_id: str, chunks_indexed: int, pages: int) -> None:
         """Finish a job successfully."""
         with self._db.session() as session:
+            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
             session.execute(
                 update(JobRow)
                 .where(JobRow.job_id == job_id)
@@ -406,6 +424,7 @@ class JobStore:
         client-side errors, see `app.errors.public_job_error`)."""
         message = job_error(code, error.strip() or "ingestion failed for an unknown reason")
         with self._db.session() as session:
+            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
             session.execute(
                 update(JobRow)
                 .where(JobRow.job_id == job_id)
@@ -431,6 +450,7 @@ class JobStore:
         """Put a processing job back in the queue after a transient failure, saying why (the
         reason is for operators: the API shows only that the job will be retried)."""
         with self._db.session() as session:
+            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
             session.execute(
                 update(JobRow)
                 .where(JobRow.job_id == job_id, JobRow.status == "processing")
@@ -570,47 +590,6 @@ def _check_storage_quota(
             f"tenant quota exceeded: chunks (limit {quota.chunks}, {others.chunks} used); "
             "delete documents to make room",
         )
-
-
-def _fair_candidate(max_running_per_tenant: int | None) -> Any:
-    """A scalar subquery: the job id `claim_next` should take (see its docstring)."""
-    running = (
-        select(JobRow.tenant_id, func.count().label("jobs"))
-        .where(JobRow.status == "processing")
-        .group_by(JobRow.tenant_id)
-        .subquery()
-    )
-    claimable = [JobRow.status == "queued", JobRow.progress_stage != RETRYING]
-    waiting = (
-        select(JobRow.tenant_id, func.min(JobRow.created_at).label("oldest"))
-        .where(*claimable)
-        .group_by(JobRow.tenant_id)
-        .subquery()
-    )
-    busy = func.coalesce(running.c.jobs, 0)
-    never_served = TenantTurnRow.served_at.is_(None)
-    tenant = (
-        select(waiting.c.tenant_id)
-        .outerjoin(running, running.c.tenant_id == waiting.c.tenant_id)
-        .outerjoin(TenantTurnRow, TenantTurnRow.tenant_id == waiting.c.tenant_id)
-        .order_by(
-            busy,
-            never_served.desc(),
-            TenantTurnRow.served_at,
-            waiting.c.oldest,
-            waiting.c.tenant_id,
-        )
-        .limit(1)
-    )
-    if max_running_per_tenant is not None:
-        tenant = tenant.where(busy < max_running_per_tenant)
-    return (
-        select(JobRow.job_id)
-        .where(JobRow.tenant_id == tenant.scalar_subquery(), *claimable)
-        .order_by(JobRow.created_at, JobRow.job_id)
-        .limit(1)
-        .scalar_subquery()
-    )
 
 
 def _insert_below_limit(row: JobRow, active_limit: int | None) -> ReturningInsert[str]:

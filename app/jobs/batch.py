@@ -1,0 +1,194 @@
+"""Index several claimed jobs of one tenant together, each still ending on its own.
+
+Many small uploads are slow one at a time because each pays fixed costs: an embedding call for a
+chunk or two, a Chroma upsert, a transaction of chunk rows, a cache invalidation and a keyword
+index refresh. A batch parses and chunks every file on its own (a file that fails fails only its
+job), then embeds all their chunks in full batches, stores them in one write, and records each
+document and job separately. If the shared step fails (embedder or store), each job of the batch
+is run again alone, so every job gets the outcome it would have had by itself. A crash leaves the
+jobs `processing`; they are re-queued like any other job, and stable chunk ids make the retry an
+upsert, so nothing is lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.errors import IngestionError
+from app.jobs.runner import run_job, settle_failure
+from app.jobs.store import JobRecord
+from app.services.container import Container
+from app.services.documents import chunk_allowance, file_sha256, record_indexed
+from app.services.pipeline import IngestedDocument, ParsedFile, check_chunk_quota, parse_file
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Prepared:
+    """A job whose file is parsed and within quota, waiting for the shared embedding."""
+
+    job: JobRecord
+    parsed: ParsedFile
+    sha256: str
+    replaces_chunks: int  # of the version this upload replaces (0 for a new document)
+
+
+def run_jobs(
+    container: Container, jobs: list[JobRecord], *, max_attempts: int | None = None
+) -> list[str]:
+    """Index claimed jobs of one tenant, small files together; never raises.
+
+    Returns the ids of jobs put back in the queue after a transient failure (only jobs tried
+    fewer than `max_attempts` times; None: never), whose retries the caller schedules; every
+    other job ends done or failed.
+    """
+    may_retry = _RetryPolicy(max_attempts)
+    if len(jobs) == 1:
+        job = jobs[0]
+        return [] if run_job(container, job, may_retry=may_retry(job)) else [job.job_id]
+    retried: list[str] = []
+    for segment in _distinct_documents(jobs):
+        retried += _run_together(container, segment, may_retry)
+    return retried
+
+
+@dataclass(frozen=True)
+class _RetryPolicy:
+    """Whether a job may be put back after a transient failure (it has attempts left)."""
+
+    max_attempts: int | None
+
+    def __call__(self, job: JobRecord) -> bool:
+        return self.max_attempts is not None and job.attempts < self.max_attempts
+
+
+def _distinct_documents(jobs: list[JobRecord]) -> list[list[JobRecord]]:
+    """Split into consecutive runs without a repeated document, so a re-upload of the same
+    name in one batch still replaces the earlier version in order."""
+    segments: list[list[JobRecord]] = [[]]
+    seen: set[str] = set()
+    for job in jobs:
+        if job.document_id in seen:
+            segments.append([])
+            seen.clear()
+        segments[-1].append(job)
+        seen.add(job.document_id)
+    return segments
+
+
+def _run_together(
+    container: Container, jobs: list[JobRecord], may_retry: _RetryPolicy
+) -> list[str]:
+    tenant = jobs[0].tenant_id
+    retried: list[str] = []
+    prepared: list[_Prepared] = []
+    added = 0  # chunks this batch adds to the tenant before the next file's quota check
+    for job in jobs:
+        try:
+            ready = _prepare(container, job, added)
+        except Exception as exc:
+            _settle(container, job, exc, may_retry, retried)
+            continue
+        prepared.append(ready)
+        added += len(ready.parsed.chunks) - ready.replaces_chunks
+    if not prepared:
+        return retried
+    try:
+        vectors = _embed(container, prepared)
+        container.store.replace_documents(
+            tenant,
+            [
+                (p.parsed.document_id, p.parsed.chunks, v)
+                for p, v in zip(prepared, vectors, strict=True)
+            ],
+        )
+    except Exception:
+        # Not a problem of one file: let each job meet the failure (or success) on its own.
+        log.warning(
+            "batch of %d jobs failed; running them one by one", len(prepared), exc_info=True
+        )
+        for ready in prepared:
+            if not run_job(container, ready.job, may_retry=may_retry(ready.job)):
+                retried.append(ready.job.job_id)
+        return retried
+    try:
+        for ready in prepared:
+            _finish(container, ready, may_retry, retried)
+    finally:
+        container.cache.invalidate_tenant(tenant)
+        # As for single jobs: a burst rebuilds the keyword index once, after its last job.
+        if not container.jobs.has_queued(tenant):
+            container.retriever.refresh(tenant)
+    return retried
+
+
+def _prepare(container: Container, job: JobRecord, added: int) -> _Prepared:
+    record = container.documents.get(job.tenant_id, job.document_id)
+    if record is None:
+        raise IngestionError("the document was deleted before it could be indexed")
+    path = Path(job.stored_path)
+    sha = file_sha256(path)
+
+    def progress(done: int, total: int, stage: str) -> None:
+        container.jobs.update_progress(job.job_id, done, total, stage)
+
+    parsed = parse_file(
+        path,
+        tenant_id=job.tenant_id,
+        source=job.source,
+        config=container.pipeline_config,
+        progress=progress,
+    )
+    allowance = chunk_allowance(container, job.tenant_id, parsed.document_id) - added
+    check_chunk_quota(parsed, max(allowance, 0))
+    return _Prepared(job, parsed, sha, record.chunks)
+
+
+def _embed(container: Container, prepared: list[_Prepared]) -> list[list[list[float]]]:
+    """Embed the batch's chunks in full batches, recording each job's progress as it goes."""
+    texts = [(i, chunk.text) for i, p in enumerate(prepared) for chunk in p.parsed.chunks]
+    size = container.settings.embedding_batch_size
+    vectors: list[list[list[float]]] = [[] for _ in prepared]
+    for start in range(0, len(texts), size):
+        part = texts[start : start + size]
+        embedded = container.embedder.embed_documents([text for _, text in part])
+        for (owner, _), vector in zip(part, embedded, strict=True):
+            vectors[owner].append(vector)
+        container.jobs.update_progress_many(
+            [
+                (prepared[owner].job.job_id, len(vectors[owner]), len(p.parsed.chunks), "embedding")
+                for owner, p in sorted({owner: prepared[owner] for owner, _ in part}.items())
+            ]
+        )
+    return vectors
+
+
+def _finish(
+    container: Container, ready: _Prepared, may_retry: _RetryPolicy, retried: list[str]
+) -> None:
+    job, parsed = ready.job, ready.parsed
+    done = IngestedDocument(parsed.document_id, parsed.source, parsed.pages, len(parsed.chunks))
+    try:
+        record_indexed(
+            container, job.tenant_id, done, Path(job.stored_path), ready.sha256, must_exist=True
+        )
+        container.jobs.mark_done(job.job_id, chunks_indexed=done.chunks, pages=done.pages)
+        log.info("job done", extra={"job_id": job.job_id, "chunks": done.chunks})
+    except Exception as exc:
+        _settle(container, job, exc, may_retry, retried)
+        return
+    Path(job.stored_path).unlink(missing_ok=True)
+
+
+def _settle(
+    container: Container,
+    job: JobRecord,
+    exc: Exception,
+    may_retry: _RetryPolicy,
+    retried: list[str],
+) -> None:
+    if settle_failure(container, job, exc, may_retry=may_retry(job)):
+        retried.append(job.job_id)  # its upload stays for the retry

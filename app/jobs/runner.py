@@ -1,0 +1,99 @@
+"""Run one claimed ingestion job and record how it ended, whichever backend claimed it.
+
+Jobs are durable rows: a worker receives only ids, claims a job atomically, records progress and
+every failure on the job, and removes the upload file once the job has ended either way. A
+transient failure (a server unreachable) may put the job back for a retry instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import httpx
+
+from app.errors import IngestionError, ProviderUnavailable, RagError
+from app.jobs.store import JobRecord
+from app.services.container import Container
+from app.services.documents import index_document
+
+log = logging.getLogger(__name__)
+
+INTERNAL_FAILURE = "internal error while indexing; the upload was not indexed, try again later"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failure is an unreachable server (worth retrying), not a problem of the file."""
+    if isinstance(exc, ProviderUnavailable):
+        return True
+    # chromadb's HttpClient surfaces a down server as httpx transport errors.
+    return isinstance(exc, ConnectionError | TimeoutError | httpx.TransportError)
+
+
+def run_job(container: Container, job: JobRecord, *, may_retry: bool = False) -> bool:
+    """Index one claimed job and record how it ended; never raises.
+
+    With `may_retry`, a transient failure puts the job back in the queue (the upload is kept)
+    and False is returned, so the caller schedules the retry; otherwise every failure is final.
+    """
+    path = Path(job.stored_path)
+    jobs = container.jobs
+    keep_upload = False
+
+    def progress(done: int, total: int, stage: str) -> None:
+        jobs.update_progress(job.job_id, done, total, stage)
+
+    try:
+        if container.documents.get(job.tenant_id, job.document_id) is None:
+            raise IngestionError("the document was deleted before it could be indexed")
+        result = index_document(
+            container,
+            job.tenant_id,
+            path,
+            job.source,
+            progress,
+            must_exist=True,
+            # A burst of uploads rebuilds the tenant's keyword index once, after its last job.
+            refresh_keywords=not jobs.has_queued(job.tenant_id),
+        )
+        jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
+        log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})
+    except Exception as exc:
+        keep_upload = settle_failure(container, job, exc, may_retry=may_retry)
+        return not keep_upload
+    finally:
+        if not keep_upload:
+            path.unlink(missing_ok=True)
+    return True
+
+
+def settle_failure(
+    container: Container, job: JobRecord, exc: Exception, *, may_retry: bool
+) -> bool:
+    """Record how a job failed; True when it was put back for a retry (its upload is kept),
+    else the upload is removed."""
+    if may_retry and is_transient(exc):
+        # The detail stays in the job row and the log; GET /jobs shows only "retrying".
+        container.jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
+        log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
+        return True
+    # The upload goes before the job is seen failed: a client that sees the failure finds no
+    # file left behind (and a rerun after a crash here would fail the same way).
+    Path(job.stored_path).unlink(missing_ok=True)
+    if isinstance(exc, RagError):
+        _fail(container, job, exc.message, exc.code)
+        log.warning(
+            "job failed",
+            extra={"job_id": job.job_id, "code": exc.code, "detail": exc.message},
+        )
+    else:
+        log.error("job crashed", exc_info=exc, extra={"job_id": job.job_id})
+        _fail(container, job, INTERNAL_FAILURE, "internal_error")
+    return False
+
+
+def _fail(container: Container, job: JobRecord, message: str, code: str) -> None:
+    container.jobs.mark_failed(job.job_id, message, code)
+    record = container.documents.get(job.tenant_id, job.document_id)
+    if record is not None and record.chunks == 0:  # a failed replacement keeps the old version
+        container.documents.set_status(job.tenant_id, job.document_id, "failed")

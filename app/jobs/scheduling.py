@@ -1,0 +1,75 @@
+"""Which queued jobs a worker gets next: fair across tenants, in batches of one tenant's jobs.
+
+The fairest tenant is the one with the fewest running jobs (a batch counts once), then the one
+served least recently, then the one waiting longest; its oldest jobs are taken, as many as the
+batch allows. Both are SQL subqueries, evaluated inside the claiming UPDATE so that no two
+claimers see the same job queued.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+
+from app.jobs.tables import RETRYING, BatchMemberRow, JobRow, TenantTurnRow
+
+
+def next_batch(max_running_per_tenant: int | None, max_jobs: int, max_bytes: int | None) -> Any:
+    """A subquery of the job ids to claim: the fairest tenant's oldest claimable jobs, at most
+    `max_jobs`, adding up to at most `max_bytes` of uploads (the first is always taken)."""
+    tenant = fair_tenant(max_running_per_tenant)
+    claimable = [JobRow.tenant_id == tenant, JobRow.status == "queued"]
+    claimable.append(JobRow.progress_stage != RETRYING)
+    order = (JobRow.created_at, JobRow.job_id)
+    ranked = (
+        select(
+            JobRow.job_id,
+            func.row_number().over(order_by=order).label("position"),
+            func.sum(JobRow.size_bytes).over(order_by=order).label("bytes_so_far"),
+        )
+        .where(*claimable)
+        .subquery()
+    )
+    within = ranked.c.position <= max_jobs
+    if max_bytes is not None:
+        within &= (ranked.c.bytes_so_far <= max_bytes) | (ranked.c.position == 1)
+    return select(ranked.c.job_id).where(within)
+
+
+def fair_tenant(max_running_per_tenant: int | None) -> Any:
+    """A scalar subquery: the tenant `claim_next` should serve (see its docstring)."""
+    # A batch is one running job: its members count once, under the batch's id.
+    slot = func.coalesce(BatchMemberRow.batch_id, JobRow.job_id)
+    running = (
+        select(JobRow.tenant_id, func.count(func.distinct(slot)).label("jobs"))
+        .outerjoin(BatchMemberRow, BatchMemberRow.job_id == JobRow.job_id)
+        .where(JobRow.status == "processing")
+        .group_by(JobRow.tenant_id)
+        .subquery()
+    )
+    claimable = [JobRow.status == "queued", JobRow.progress_stage != RETRYING]
+    waiting = (
+        select(JobRow.tenant_id, func.min(JobRow.created_at).label("oldest"))
+        .where(*claimable)
+        .group_by(JobRow.tenant_id)
+        .subquery()
+    )
+    busy = func.coalesce(running.c.jobs, 0)
+    never_served = TenantTurnRow.served_at.is_(None)
+    tenant = (
+        select(waiting.c.tenant_id)
+        .outerjoin(running, running.c.tenant_id == waiting.c.tenant_id)
+        .outerjoin(TenantTurnRow, TenantTurnRow.tenant_id == waiting.c.tenant_id)
+        .order_by(
+            busy,
+            never_served.desc(),
+            TenantTurnRow.served_at,
+            waiting.c.oldest,
+            waiting.c.tenant_id,
+        )
+        .limit(1)
+    )
+    if max_running_per_tenant is not None:
+        tenant = tenant.where(busy < max_running_per_tenant)
+    return tenant.scalar_subquery()

@@ -1,0 +1,72 @@
+"""The `threads` job backend: a bounded pool of threads in the API process.
+
+Each free thread claims a batch of the fairest tenant's queued jobs (`JobStore.claim_batch`:
+tenants with fewer running jobs, then the one served least recently), so one tenant's burst
+cannot starve another, and runs it (`app.jobs.batch.run_jobs`). Jobs a crash left `processing`
+are re-queued at start-up; stable chunk ids make the retry an upsert.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from app.jobs.batch import run_jobs
+from app.jobs.store import JobRecord
+from app.services.container import Container
+
+log = logging.getLogger(__name__)
+
+
+class IngestWorkerPool:
+    """`size` daemon threads taking queued jobs until stopped."""
+
+    def __init__(self, container: Container, size: int, poll_interval_s: float = 1.0) -> None:
+        self._container = container
+        self._size = size
+        self._poll = poll_interval_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._max_running = container.settings.max_running_jobs_per_tenant
+
+    def start(self) -> int:
+        """Re-queue jobs a crash left processing, then start the threads; returns re-queued."""
+        requeued = self._container.jobs.requeue_stale()
+        if requeued:
+            log.warning("re-queued interrupted jobs", extra={"count": requeued})
+        for i in range(self._size):
+            thread = threading.Thread(target=self._loop, name=f"ingest-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return requeued
+
+    def enqueue(self, job: JobRecord) -> None:
+        """Hand over a newly queued job: the threads poll the table, so just wake them."""
+        self._wake.set()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Ask the threads to finish their current job and exit."""
+        self._stop.set()
+        self._wake.set()
+        for thread in self._threads:
+            thread.join(timeout_s)
+        self._threads.clear()
+
+    def _loop(self) -> None:
+        settings = self._container.settings
+        while not self._stop.is_set():
+            try:
+                batch = self._container.jobs.claim_batch(
+                    self._max_running,
+                    max_jobs=settings.ingest_batch_jobs,
+                    max_bytes=settings.ingest_batch_bytes,
+                )
+            except Exception:
+                log.exception("could not claim a job")
+                batch = []
+            if not batch:
+                self._wake.wait(self._poll)
+                self._wake.clear()
+                continue
+            run_jobs(self._container, batch)
