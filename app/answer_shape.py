@@ -131,6 +131,8 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "quota_chunks",
         "quota_queued_jobs",
         "max_running_jobs_per_tenant",
+        "ingest_batch_jobs",
+        "ingest_batch_bytes",
         "keyword_snapshots_kept",
         # auth, abuse and HTTP limits: they admit or refuse a request
         "jwt_secret",
