@@ -374,17 +374,7 @@ class JobStore:
 
     def update_progress(self, job_id: str, done: int, total: int, stage: str) -> None:
         """Record progress of a processing job (also its heartbeat for `requeue_stale`)."""
-        with self._db.session() as session:
-            session.execute(
-                update(JobRow)
-                .where(JobRow.job_id == job_id, JobRow.status == "processing")
-                .values(
-                    progress_done=done,
-                    progress_total=total,
-                    progress_stage=stage,
-                    updated_at=utc_now(),
-                )
-            )
+        self.update_progress_many([(job_id, done, total, stage)])
 
     def update_progress_many(self, progress: list[tuple[str, int, int, str]]) -> None:
         """`update_progress` for several (job id, done, total, stage) in one transaction."""
