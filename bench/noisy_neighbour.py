@@ -28,13 +28,7 @@ import httpx
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from bench.common import (
-    add_server_setting_option,
-    median,
-    percentile,
-    server_settings_given,
-    table,
-)
+from bench.common import add_server_setting_option, median, percentile, server_settings_given, table
 from tests.api.live_server import REPO_ROOT, LiveServer
 
 TENANT_A, TENANT_B = "noisy-a", "quiet-b"
