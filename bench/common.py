@@ -1,7 +1,8 @@
-"""Small helpers shared by the benchmarks: percentiles and a markdown table."""
+"""Small helpers shared by the benchmarks: percentiles, a markdown table, extra server settings."""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 from collections.abc import Sequence
 
@@ -31,3 +32,19 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def add_server_setting_option(parser: argparse.ArgumentParser, example: str) -> None:
+    """Add `--set RAG_NAME=VALUE` (repeatable): extra settings for the server under test."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="RAG_NAME=VALUE",
+        help=f"extra server setting, e.g. --set {example} (repeatable)",
+    )
+
+
+def server_settings_given(items: Sequence[str]) -> dict[str, str]:
+    """The `--set` values as environment variables for the server."""
+    return dict(item.split("=", 1) for item in items)

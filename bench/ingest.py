@@ -73,6 +73,19 @@ def _write_documents(folder: Path, count: int, per_document: int) -> list[Path]:
     return paths
 
 
+def _chunk_texts(path: Path, settings: Settings, limits: LoadLimits) -> list[str]:
+    """The texts of the chunks the pipeline would embed for this file."""
+    chunks = chunk_pages(
+        load(path, limits),
+        tenant_id="bench",
+        document_id="d",
+        source=path.name,
+        chunk_size=settings.chunk_size,
+        chunk_overlap=settings.chunk_overlap,
+    )
+    return [chunk.text for chunk in chunks]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--docs", type=int, default=40)
@@ -112,17 +125,7 @@ def main() -> None:
             settings.embedding_batch_size,
         )
 
-        documents: list[list[str]] = []
-        for path in paths:
-            chunks = chunk_pages(
-                load(path, limits),
-                tenant_id="bench",
-                document_id="d",
-                source=path.name,
-                chunk_size=settings.chunk_size,
-                chunk_overlap=settings.chunk_overlap,
-            )
-            documents.append([c.text for c in chunks])
+        documents = [_chunk_texts(path, settings, limits) for path in paths]
         texts = [text for document in documents for text in document]
         batch = settings.embedding_batch_size
 
@@ -276,18 +279,7 @@ def _embed_once(settings: Settings, paths: list[Path]) -> tuple[float, float, in
     embedder = container.embedder
     embedder.embed_documents(["warm up"])
     limits = LoadLimits.from_settings(settings)
-    texts = [
-        chunk.text
-        for path in paths
-        for chunk in chunk_pages(
-            load(path, limits),
-            tenant_id="bench",
-            document_id="d",
-            source=path.name,
-            chunk_size=settings.chunk_size,
-            chunk_overlap=settings.chunk_overlap,
-        )
-    ]
+    texts = [text for path in paths for text in _chunk_texts(path, settings, limits)]
     size = settings.embedding_batch_size
     started, cpu_started = time.perf_counter(), time.process_time()
     for begin in range(0, len(texts), size):

@@ -31,7 +31,7 @@ import httpx
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from bench.common import median, percentile, table
+from bench.common import add_server_setting_option, median, percentile, server_settings_given, table
 from tests.api.live_server import LiveServer
 
 SEARCH_TENANT = "bench-tenant"  # the tenant bench.retrieval's loader writes
@@ -301,15 +301,9 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply request counts")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="RAG_NAME=VALUE",
-        help="extra server setting, e.g. --set RAG_EMBEDDING_THREADS=1 (repeatable)",
-    )
+    add_server_setting_option(parser, "RAG_EMBEDDING_THREADS=1")
     args = parser.parse_args()
-    extra = dict(item.split("=", 1) for item in args.set)
+    extra = server_settings_given(args.set)
 
     with tempfile.TemporaryDirectory() as tmp:
         server = LiveServer(

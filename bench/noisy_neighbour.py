@@ -28,7 +28,7 @@ import httpx
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from bench.common import median, percentile, table
+from bench.common import add_server_setting_option, median, percentile, server_settings_given, table
 from tests.api.live_server import REPO_ROOT, LiveServer
 
 TENANT_A, TENANT_B = "noisy-a", "quiet-b"
@@ -284,15 +284,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=32, help="RAG_LLM_MAX_TOKENS")
     parser.add_argument("--quiet-probes", type=int, default=40)
     parser.add_argument("--no-b-query", action="store_true", help="B does not ask during it")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="RAG_NAME=VALUE",
-        help="extra server setting, e.g. --set RAG_LLM_THREADS=1 (repeatable)",
-    )
+    add_server_setting_option(parser, "RAG_LLM_THREADS=1")
     args = parser.parse_args()
-    extra = dict(item.split("=", 1) for item in args.set)
+    extra = server_settings_given(args.set)
     with (
         tempfile.TemporaryDirectory() as tmp,
         noisy_server(Path(tmp) / "data", args.a_users, args.max_tokens, extra) as (

@@ -20,6 +20,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from app import errors
+from app.child_process import stop_child
 from app.domain import Page
 from app.errors import CorruptDocument, DocumentTooComplex, IngestionError, ParseTimeout
 from app.ingestion.dispatch import load
@@ -122,14 +123,6 @@ def _error_from(name: str, message: str) -> IngestionError:
     return CorruptDocument(message)
 
 
-def _stop(process: multiprocessing.process.BaseProcess) -> None:
-    process.terminate()
-    process.join(_KILL_GRACE_S)
-    if process.is_alive():
-        process.kill()
-        process.join()
-
-
 # Plain text is decoded by our own linear-time code under the size caps: no parser to stall, so
 # it skips the child process (which costs ~0.1 s warm, far more than parsing a text file).
 _IN_PROCESS_EXTENSIONS = frozenset({".txt", ".md", ".markdown"})
@@ -151,7 +144,7 @@ def load_with_timeout(path: Path, limits: LoadLimits, timeout_s: float) -> list[
     sender.close()  # the parent keeps only its end, so a dead child reads as end-of-file
     try:
         if not receiver.poll(timeout_s):
-            _stop(process)
+            stop_child(process, _KILL_GRACE_S)
             raise ParseTimeout(
                 f"parsing the file took longer than {timeout_s:g} s and was stopped; "
                 "the file may be malformed or too complex. Try a simpler export of it"
@@ -171,7 +164,7 @@ def load_with_timeout(path: Path, limits: LoadLimits, timeout_s: float) -> list[
         if process.is_alive():
             process.join(max(_KILL_GRACE_S - (time.monotonic() - started), 0.1))
             if process.is_alive():
-                _stop(process)
+                stop_child(process, _KILL_GRACE_S)
     if message[0] == "ok":
         pages: list[Page] = message[1]
         return pages

@@ -374,17 +374,7 @@ class JobStore:
 
     def update_progress(self, job_id: str, done: int, total: int, stage: str) -> None:
         """Record progress of a processing job (also its heartbeat for `requeue_stale`)."""
-        with self._db.session() as session:
-            session.execute(
-                update(JobRow)
-                .where(JobRow.job_id == job_id, JobRow.status == "processing")
-                .values(
-                    progress_done=done,
-                    progress_total=total,
-                    progress_stage=stage,
-                    updated_at=utc_now(),
-                )
-            )
+        self.update_progress_many([(job_id, done, total, stage)])
 
     def update_progress_many(self, progress: list[tuple[str, int, int, str]]) -> None:
         """`update_progress` for several (job id, done, total, stage) in one transaction."""
@@ -404,36 +394,28 @@ class JobStore:
 
     def mark_done(self, job_id: str, chunks_indexed: int, pages: int) -> None:
         """Finish a job successfully."""
-        with self._db.session() as session:
-            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
-            session.execute(
-                update(JobRow)
-                .where(JobRow.job_id == job_id)
-                .values(
-                    status="done",
-                    chunks_indexed=chunks_indexed,
-                    pages=pages,
-                    progress_stage="done",
-                    error=None,
-                    updated_at=utc_now(),
-                )
-            )
+        self._finish(
+            job_id,
+            status="done",
+            chunks_indexed=chunks_indexed,
+            pages=pages,
+            progress_stage="done",
+            error=None,
+        )
 
     def mark_failed(self, job_id: str, error: str, code: str = "ingestion_failed") -> None:
         """Finish a job with a stable code and a message (shown to users only for codes of
         client-side errors, see `app.errors.public_job_error`)."""
         message = job_error(code, error.strip() or "ingestion failed for an unknown reason")
+        self._finish(job_id, status="failed", error=message, progress_stage="failed")
+
+    def _finish(self, job_id: str, **final: Any) -> None:
+        # Leaving the batch and the final status are one transaction: a finished job is never
+        # still a batch member, and a batch member is never finished.
         with self._db.session() as session:
             session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
             session.execute(
-                update(JobRow)
-                .where(JobRow.job_id == job_id)
-                .values(
-                    status="failed",
-                    error=message,
-                    progress_stage="failed",
-                    updated_at=utc_now(),
-                )
+                update(JobRow).where(JobRow.job_id == job_id).values(**final, updated_at=utc_now())
             )
 
     def heartbeat(self, job_id: str) -> bool:

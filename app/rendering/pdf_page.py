@@ -13,6 +13,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image, ImageDraw
 
+from app.child_process import stop_child
 from app.rendering.passage import KeyedText, keyed, locate
 
 # PDFium is not thread-safe: every call into it, from any request thread, goes through this.
@@ -157,14 +158,6 @@ def _render_in_child(
         conn.close()
 
 
-def _stop(process: multiprocessing.process.BaseProcess) -> None:
-    process.terminate()
-    process.join(_KILL_GRACE_S)
-    if process.is_alive():
-        process.kill()
-        process.join()
-
-
 def render_page_isolated(
     path: Path,
     page_number: int,
@@ -194,7 +187,7 @@ def render_page_isolated(
             receiver.close()
             process.join(_KILL_GRACE_S)
             if process.is_alive():
-                _stop(process)
+                stop_child(process, _KILL_GRACE_S)
     if message[0] == "ok":
         rendered: RenderedPage = message[1]
         return rendered

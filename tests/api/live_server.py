@@ -80,6 +80,18 @@ class LiveServer:
         assert done.returncode == 0, done.stderr.decode(errors="replace")
         return done.stdout.decode()
 
+    def create_user(self, tenant: str, username: str, password: str) -> None:
+        """Create a user with the CLI, the password given on stdin as an operator would."""
+        self.cli(
+            "create-user",
+            "--tenant",
+            tenant,
+            "--username",
+            username,
+            "--password-stdin",
+            stdin=password + "\n",
+        )
+
     def start(self, timeout_s: float = 180.0) -> None:
         """Start a server process and wait until /ready answers 200."""
         assert self.process is None, "already running"

@@ -45,10 +45,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         },
     )
     for name in USERS:
-        server.cli(
-            "create-user", "--tenant", "gw", "--username", name, "--password-stdin",
-            stdin=PASSWORD + "\n",
-        )  # fmt: skip
+        server.create_user("gw", name, PASSWORD)
     server.start()
     yield server
     server.stop()

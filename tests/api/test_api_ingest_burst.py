@@ -77,32 +77,9 @@ def test_a_300_file_burst_within_the_queue_quota_is_accepted_and_indexed(
     assert hits and hits[0]["source"] == "note271.txt"
 
 
-def test_a_single_upload_is_not_starved_by_another_tenants_burst(api_factory: ApiFactory) -> None:
-    # Workers gated: everything is queued first, then one worker drains the queue, one job at a
-    # time (batches: the next test).
-    gated = api_factory(start_workers=False, worker_pool_size=1, ingest_batch_jobs=1)
-    bulk, single = gated.add_user("bulk"), gated.add_user("single")
-    bulk_jobs = [
-        gated.upload(bulk, f"b{i}.txt", f"Bulk note {i}.".encode()).json()["job_id"]
-        for i in range(8)
-    ]
-    single_job = gated.upload(single, "mine.txt", b"The only note of this tenant.").json()["job_id"]
-    gated.container.job_queue.start()
-    done = gated.wait_for_job(single, single_job)
-    assert done["status"] == "done"
-    for job_id in bulk_jobs:
-        gated.wait_for_job(bulk, job_id)
-    ended = {job_id: gated.container.jobs.get(bulk.tenant, job_id) for job_id in bulk_jobs}
-    ended[single_job] = gated.container.jobs.get(single.tenant, single_job)
-    order = sorted(ended, key=lambda job_id: ended[job_id].updated_at)  # type: ignore[union-attr]
-    # One worker: the single upload finished right after the first bulk job, not after all eight.
-    assert order.index(single_job) == 1, order
-
-
-def test_with_batches_a_single_upload_waits_for_one_batch_of_another_tenant(
-    api_factory: ApiFactory,
-) -> None:
-    gated = api_factory(start_workers=False, worker_pool_size=1, ingest_batch_jobs=3)
+def _finish_order_of_burst_and_single_upload(gated: ApiHarness) -> tuple[list[str], str]:
+    """Queue 8 uploads of one tenant, then 1 of another, start the workers; the job ids in the
+    order they finished, and the single upload's job id."""
     bulk, single = gated.add_user("bulk"), gated.add_user("single")
     bulk_jobs = [
         gated.upload(bulk, f"b{i}.txt", f"Bulk note {i}.".encode()).json()["job_id"]
@@ -116,5 +93,22 @@ def test_with_batches_a_single_upload_waits_for_one_batch_of_another_tenant(
     ended = {job_id: gated.container.jobs.get(bulk.tenant, job_id) for job_id in bulk_jobs}
     ended[single_job] = gated.container.jobs.get(single.tenant, single_job)
     order = sorted(ended, key=lambda job_id: ended[job_id].updated_at)  # type: ignore[union-attr]
+    return order, single_job
+
+
+def test_a_single_upload_is_not_starved_by_another_tenants_burst(api_factory: ApiFactory) -> None:
+    # Workers gated: everything is queued first, then one worker drains the queue, one job at a
+    # time (batches: the next test).
+    gated = api_factory(start_workers=False, worker_pool_size=1, ingest_batch_jobs=1)
+    order, single_job = _finish_order_of_burst_and_single_upload(gated)
+    # One worker: the single upload finished right after the first bulk job, not after all eight.
+    assert order.index(single_job) == 1, order
+
+
+def test_with_batches_a_single_upload_waits_for_one_batch_of_another_tenant(
+    api_factory: ApiFactory,
+) -> None:
+    gated = api_factory(start_workers=False, worker_pool_size=1, ingest_batch_jobs=3)
+    order, single_job = _finish_order_of_burst_and_single_upload(gated)
     # A batch is one turn: the single upload ran right after the first batch of three.
     assert order.index(single_job) == 3, order

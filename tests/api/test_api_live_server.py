@@ -38,15 +38,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         },
         module="tests.api.gated_serve",
     )
-    server.cli(
-        "create-user",
-        "--tenant",
-        "live",
-        "--username",
-        "operator",
-        "--password-stdin",
-        stdin=PASSWORD + "\n",
-    )
+    server.create_user("live", "operator", PASSWORD)
     server.start()
     yield server
     server.stop()

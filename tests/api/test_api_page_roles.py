@@ -8,6 +8,7 @@ import pytest
 from conftest import ApiHarness
 
 from tests.page_role_pdf import FIRST_SECTION_PAGE, INDEX_PAGE, SECTIONS, write_manual
+from tests.stage_evidence import STAGE_KEYS
 
 pytestmark = pytest.mark.integration
 
@@ -25,12 +26,4 @@ def test_search_returns_page_role(api: ApiHarness, tmp_path: Path) -> None:
     assert roles.get(INDEX_PAGE, "index") == "index"
     assert all("page_role" in r for r in results)
     # The per-stage evidence keeps its shape.
-    assert set(results[0]["stages"]) == {
-        "dense_rank",
-        "dense_score",
-        "keyword_rank",
-        "keyword_score",
-        "fused_score",
-        "rerank_score",
-        "exact_match",
-    }
+    assert set(results[0]["stages"]) == STAGE_KEYS

@@ -107,15 +107,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         },
     )
     for tenant, username in (("web-a", "alice"), ("web-b", "bruno")):
-        server.cli(
-            "create-user",
-            "--tenant",
-            tenant,
-            "--username",
-            username,
-            "--password-stdin",
-            stdin=PASSWORD + "\n",
-        )
+        server.create_user(tenant, username, PASSWORD)
     server.start()
     yield server
     server.stop()

@@ -6,7 +6,6 @@ import io
 from pathlib import Path
 
 import pytest
-from fpdf import FPDF
 from PIL import Image
 
 from app.rendering.pdf_page import (
@@ -15,25 +14,17 @@ from app.rendering.pdf_page import (
     UnreadablePdf,
     render_page_isolated,
 )
+from tests.api.api_builders import pdf_document
 
 pytestmark = pytest.mark.integration
 
 TEXT = "The GANNET mast bolts are tightened to 45 newton metres with the blue torque wrench."
 
 
-def _pdf(*pages: str) -> bytes:
-    document = FPDF()
-    document.set_font("Helvetica", size=11)
-    for text in pages:
-        document.add_page()
-        document.multi_cell(0, 6, text)
-    return bytes(document.output())
-
-
 @pytest.fixture
 def pdf(tmp_path: Path) -> Path:
     path = tmp_path / "two-pages.pdf"
-    path.write_bytes(_pdf("Cover page.", TEXT))
+    path.write_bytes(pdf_document("Cover page.", TEXT))
     return path
 
 

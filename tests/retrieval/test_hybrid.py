@@ -13,18 +13,9 @@ from app.retrieval.hybrid import HybridRetriever, build_retriever
 from app.timing import start_timer
 from tests.providers.tiny_cross_encoder import save_tiny_cross_encoder
 from tests.retrieval.memory_store import InMemoryVectorStore, add_document
+from tests.stage_evidence import STAGE_KEYS
 
 pytestmark = pytest.mark.unit
-
-STAGE_KEYS = {
-    "dense_rank",
-    "dense_score",
-    "keyword_rank",
-    "keyword_score",
-    "fused_score",
-    "rerank_score",
-    "exact_match",
-}
 
 FACTS = [
     "The Nile is the longest river in Africa and flows north into the Mediterranean Sea.",

@@ -1,0 +1,13 @@
+"""The per-stage evidence every retrieval hit carries (in the retriever and in /search)."""
+
+from __future__ import annotations
+
+STAGE_KEYS = {
+    "dense_rank",
+    "dense_score",
+    "keyword_rank",
+    "keyword_score",
+    "fused_score",
+    "rerank_score",
+    "exact_match",
+}
