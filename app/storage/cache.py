@@ -214,7 +214,10 @@ if excess > 0 then
   local evicted = redis.call('ZPOPMIN', index, excess)
   for i = 1, #evicted, 2 do redis.call('DEL', ARGV[1] .. gen .. ':' .. evicted[i]) end
 end
-redis.call('PEXPIRE', index, ttl_ms)
+-- The index lives as long as its longest-lived entry: a short entry set after longer ones
+-- must not expire the index (and with it the bound and the count) before them.
+local last = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', index, tonumber(last[2]))
 return 1
 """
 

@@ -83,6 +83,19 @@ def test_entries_expire_after_their_ttl(
     assert second.stats("acme").entries == 1
 
 
+def test_a_short_entry_does_not_shorten_the_index_of_longer_ones(
+    api_processes: tuple[RedisAnswerCache, RedisAnswerCache], redis_namespace: Any
+) -> None:
+    first, second = api_processes
+    client, prefix = redis_namespace.client, redis_namespace.prefix
+    first.set(key(question="lasting"), ANSWER, ttl_s=120)
+    first.set(key(question="short-lived"), ANSWER, ttl_s=1)
+    index = f"{prefix}:cache:{{acme}}:index:0"
+    # The index expires with its longest entry (it was cut to the last entry's 1 s before).
+    assert client.pttl(index) > 60_000
+    assert second.stats("acme").entries == 2
+
+
 def test_stats_are_shared_and_per_tenant(
     api_processes: tuple[RedisAnswerCache, RedisAnswerCache],
 ) -> None:
