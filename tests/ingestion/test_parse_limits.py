@@ -21,6 +21,7 @@ from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
 from app.ingestion.normalise import MAX_LABEL_CHARS, normalise_label
 from app.storage.chunks import ChunkStore
 from app.storage.db import Database
+from tests.large_pdf import large_uncompressed_pdf
 
 pytestmark = pytest.mark.integration
 
@@ -37,9 +38,10 @@ def _big_xlsx(path: Path, rows: int) -> Path:
 
 
 def test_a_file_over_the_memory_limit_fails_as_too_complex(tmp_path: Path) -> None:
-    pdf = pdf_from_pages(tmp_path / "manual.pdf", [["The pump manual, page one."]] * 3)
+    pdf = tmp_path / "manual.pdf"
+    pdf.write_bytes(large_uncompressed_pdf(pages=200))
     # The default limit parses it; an address space below what parsing needs does not.
-    assert len(load_with_timeout(pdf, LoadLimits(max_memory_bytes=2048 * MB), 60)) == 3
+    assert len(load_with_timeout(pdf, LoadLimits(max_memory_bytes=2048 * MB), 60)) == 200
     with pytest.raises(DocumentTooComplex) as refused:
         load_with_timeout(pdf, LoadLimits(max_memory_bytes=64 * MB), 60)
     assert refused.value.code == "document_too_complex"
