@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -29,10 +28,9 @@ from app.jobs.threads import IngestWorkerPool
 from app.services.container import Container
 from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
 from bench.common import median, percentile, table
+from eval.datasets import data_dir
 
-DATA = Path(
-    os.environ.get("RAG_EVAL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared/data")
-)
+DATA = data_dir()
 POLL_S = 0.02
 
 

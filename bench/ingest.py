@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import tempfile
 import time
@@ -42,10 +41,9 @@ from app.services.pipeline import PipelineConfig, index_file
 from app.storage.chroma_store import build_vector_store
 from app.timing import StageTimer
 from bench.common import table
+from eval.datasets import data_dir
 
-DATA = Path(
-    os.environ.get("RAG_EVAL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared/data")
-)
+DATA = data_dir()
 
 
 # Timed in this order in every round; the keys name them in the results.
