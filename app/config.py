@@ -18,8 +18,6 @@ from app.errors import ConfigurationError
 
 ENV_PREFIX = "RAG_"
 
-EmbeddingProvider = Literal["use", "e5", "huggingface", "openai", "ollama", "fake"]
-LLMProvider = Literal["llamacpp", "ollama", "openai", "extractive", "fake"]
 RerankerProvider = Literal["none", "cross-encoder"]
 VectorBackend = Literal["chroma", "chroma-http"]
 CacheBackend = Literal["memory", "redis"]
@@ -55,7 +53,7 @@ class Settings(BaseSettings):
     parse_max_cpu_s: int = Field(default=120, gt=0, description="CPU seconds of the parse child")
 
     # --- embeddings ---
-    embedding_provider: EmbeddingProvider = "use"
+    embedding_provider: str = "use"  # a name registered in app.providers.embeddings
     embedding_model: str = ""
     embedding_query_prefix: str = ""
     embedding_passage_prefix: str = ""
@@ -117,7 +115,7 @@ class Settings(BaseSettings):
     reranker_batch_size: int = Field(default=16, gt=0)
 
     # --- generation ---
-    llm_provider: LLMProvider = "llamacpp"
+    llm_provider: str = "llamacpp"  # a name registered in app.providers.llms
     llm_model: str = ""
     llm_model_path: Path | None = None
     llm_max_tokens: int = Field(default=256, gt=0)
@@ -236,6 +234,22 @@ class Settings(BaseSettings):
     langsmith_api_key: str | None = None
     langsmith_project: str = "rag-service"
 
+    @field_validator("embedding_provider")
+    @classmethod
+    def _known_embedding_provider(cls, value: str) -> str:
+        # The factory's registry is the one list of providers (tests register fakes there);
+        # imported here, not at the top, because the factories import this module.
+        from app.providers.embeddings import embedding_provider_names
+
+        return _registered(value, embedding_provider_names())
+
+    @field_validator("llm_provider")
+    @classmethod
+    def _known_llm_provider(cls, value: str) -> str:
+        from app.providers.llms import llm_provider_names
+
+        return _registered(value, llm_provider_names())
+
     @field_validator("trusted_proxies")
     @classmethod
     def _check_proxies(cls, value: str) -> str:
@@ -292,6 +306,12 @@ class Settings(BaseSettings):
     def sqlalchemy_url(self) -> str:
         """The user/job database; a SQLite file under the data directory by default."""
         return self.database_url or f"sqlite:///{(self.data_dir / 'rag.db').resolve()}"
+
+
+def _registered(name: str, names: list[str]) -> str:
+    if name not in names:
+        raise ValueError(f"unknown provider; expected one of {', '.join(names)}")
+    return name
 
 
 def _split_list(value: str) -> list[str]:

@@ -1,6 +1,6 @@
 """rank-bm25 vs. bm25s: build time, query latency at 10k/100k chunks, and quality on real data.
 
-Both get the same tokens from app.retrieval.tokenizer. The corpus is made of real XQuAD
+Both get the same tokens from app.text.tokenizer. The corpus is made of real XQuAD
 sentences (English and Arabic) recombined into chunks of ~120 words.
 
     python -m bench.bm25_libraries [--sizes 10000,100000] [--queries 50]
@@ -18,7 +18,7 @@ import bm25s
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from app.retrieval.tokenizer import tokenize
+from app.text.tokenizer import tokenize
 from bench.common import median, percentile, table
 from bench.tokenizer_ablation import datasets
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
-from app.retrieval.tokenizer import Tokenizer, TokenizerOptions
+from app.text.tokenizer import Tokenizer, TokenizerOptions
 from bench.common import table
 
 DATA = Path(

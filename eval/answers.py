@@ -33,9 +33,9 @@ from app.generation.answer import Answer, answer_question, fit_passages
 from app.generation.citations import MARKER_GROUP, marker_numbers
 from app.providers.llms import build_llm
 from app.providers.types import LLM
-from app.retrieval.tokenizer import tokenize
 from app.services.answer import generation_limits
 from app.services.container import Container
+from app.text.tokenizer import tokenize
 from eval.datasets import Question, RetrievalTask, load_task
 from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit, ingest_paragraphs
 

@@ -19,6 +19,10 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 from app.config import Settings, load_settings
 from app.storage.db import Database, open_database
 from tests.availability import unavailable
+from tests.fakes import register_fakes
+
+# `fake` is a provider name only in tests: registered before any test builds settings.
+register_fakes()
 
 
 def pytest_configure(config: pytest.Config) -> None:

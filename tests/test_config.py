@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,8 @@ from app.errors import ConfigurationError
 
 pytestmark = pytest.mark.unit
 
-ENV_EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
+REPO = Path(__file__).resolve().parents[1]
+ENV_EXAMPLE = REPO / ".env.example"
 
 
 @pytest.mark.parametrize(
@@ -66,3 +69,19 @@ def test_env_example_lists_every_setting_with_its_default() -> None:
         if isinstance(default, bool):
             shown = str(default).lower()
         assert value == shown, f"{name}: .env.example says {value!r}, code default is {shown!r}"
+
+
+@pytest.mark.parametrize("variable", ["RAG_LLM_PROVIDER", "RAG_EMBEDDING_PROVIDER"])
+def test_the_test_fakes_are_no_provider_outside_the_tests(variable: str) -> None:
+    # A fresh interpreter, as a deployment starts: nothing registered the test fakes there.
+    script = "from app.config import load_settings; load_settings(_env_file=None)"
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        env={"PATH": "", variable: "fake", "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert f"{variable}: unknown provider" in result.stderr

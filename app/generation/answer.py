@@ -1,9 +1,14 @@
 """Grounded answers: retrieved passages in, a cited answer or the exact refusal out.
 
 `stream_answer` is the one implementation; `answer_question` collects it, so streamed and
-non-streamed answers are the same text by construction. Only the time spent inside the model is
-recorded as the `generate` stage (a paused client does not count), and when retrieval found
-nothing relevant the model is not called at all.
+non-streamed answers are the same text by construction. When retrieval found nothing relevant the
+model is not called at all.
+
+Stages, timed by the orchestrator as `generate` (a paused client does not count): `ground` builds
+the prompt and the marker checks (`GroundedPrompt`); each model delta updates a `Draft` and is
+cleaned of invalid markers, unless the model hesitated and the answer abstains; `closing_text`
+flushes the held-back end and gives an uncited answer its evident source; `settle` decides the
+refusal and resolves the citations into the final `Answer`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from app.domain import RetrievalResult, SearchHit
 from app.generation.citations import Citation, MarkerFilter, citations_for, is_refusal
 from app.generation.grounding import CitationChecker
 from app.generation.prompt import build_request
-from app.providers.types import LLM, LLMDelta
+from app.providers.types import LLM, ChatRequest, LLMDelta
 from app.timing import timed
 
 
@@ -61,9 +66,87 @@ def fit_passages(hits: Sequence[SearchHit], max_chars: int | None) -> list[Searc
     return kept
 
 
+@dataclass(frozen=True)
+class GroundedPrompt:
+    """The request for a question over its passages, with the marker checks for its reply."""
+
+    hits: list[SearchHit]
+    request: ChatRequest
+    checker: CitationChecker
+    markers: MarkerFilter  # stateful: it sees the reply once, as it streams
+
+
+@dataclass
+class Draft:
+    """The reply as the reader has seen it so far, and what the model reported on the way."""
+
+    shown: list[str] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    refusal_probability: float | None = None
+    abstained: bool = False
+
+    def note(self, delta: LLMDelta) -> None:
+        """Keep the prompt size and refusal probability a delta reports."""
+        if delta.prompt_tokens is not None:
+            self.prompt_tokens = delta.prompt_tokens
+        if delta.probe_probability is not None:
+            self.refusal_probability = delta.probe_probability
+
+    def hesitates(self, delta: LLMDelta, threshold: float) -> bool:
+        """Whether, before any text was shown, the model was `threshold` likely to refuse."""
+        probability = delta.probe_probability
+        return probability is not None and not self.shown and probability >= threshold
+
+
+def ground(question: str, hits: list[SearchHit], refusal_text: str) -> GroundedPrompt:
+    """The prompt stage: the request and the checks its markers go through."""
+    checker = CitationChecker(question, [hit.chunk.text for hit in hits])
+    return GroundedPrompt(
+        hits=hits,
+        request=build_request(question, hits, refusal_text),
+        checker=checker,
+        markers=MarkerFilter(len(hits), checker.repoint),
+    )
+
+
+def closing_text(prompt: GroundedPrompt, shown: str, refusal_text: str) -> str:
+    """The held-back end of the reply, plus its evident source's marker if it cites none."""
+    markers = prompt.markers
+    tail = markers.finish()
+    written = shown + tail
+    if not markers.cited and not is_refusal(written, refusal_text):
+        supported = prompt.checker.best_supported(written)
+        if supported is not None:
+            tail += f" [{supported}]"
+            markers.cited.append(supported)
+    return tail
+
+
+def settle(prompt: GroundedPrompt, draft: Draft, refusal_text: str, model_id: str) -> Answer:
+    """The final answer: the refusal when the reply is one (or empty), else cited text."""
+    text = "".join(draft.shown)
+    refused = draft.abstained or not text or is_refusal(text, refusal_text)
+    citations = [] if refused else citations_for(prompt.markers.cited, prompt.hits, text)
+    return Answer(
+        text=refusal_text if refused else text,
+        citations=citations,
+        refused=refused,
+        prompt_tokens=draft.prompt_tokens,
+        model_id=model_id,
+        dropped_markers=prompt.markers.dropped,
+        refusal_probability=draft.refusal_probability,
+    )
+
+
 def _next_delta(deltas: Iterator[LLMDelta]) -> LLMDelta | None:
     with timed("generate"):
         return next(deltas, None)
+
+
+def _close(deltas: Iterator[LLMDelta]) -> None:
+    close = getattr(deltas, "close", None)
+    if close is not None:
+        close()  # a client that hangs up frees the model lock now
 
 
 def stream_answer(
@@ -89,63 +172,34 @@ def stream_answer(
         return
 
     with timed("generate"):  # preparing the prompt and the marker checks is part of it
-        request = build_request(question, hits, refusal_text)
-        checker = CitationChecker(question, request.passages)
-        marker_filter = MarkerFilter(len(hits), checker.repoint)
-    shown: list[str] = []
-    prompt_tokens: int | None = None
-    refusal_probability: float | None = None
-    abstained = False
-    deltas = iter(llm.stream(request))
+        prompt = ground(question, hits, refusal_text)
+    draft = Draft()
+    deltas = iter(llm.stream(prompt.request))
     try:
         while (delta := _next_delta(deltas)) is not None:
-            if delta.prompt_tokens is not None:
-                prompt_tokens = delta.prompt_tokens
-            if delta.refusal_probability is not None:
-                refusal_probability = delta.refusal_probability
-                if not shown and refusal_probability >= abstain_threshold:
-                    abstained = True
-                    break
+            draft.note(delta)
+            if draft.hesitates(delta, abstain_threshold):
+                draft.abstained = True
+                break
             with timed("generate"):
-                text = marker_filter.feed(delta.text)
+                text = prompt.markers.feed(delta.text)
             if text:
-                shown.append(text)
+                draft.shown.append(text)
                 yield AnswerDelta(text)
     finally:
-        close = getattr(deltas, "close", None)
-        if close is not None:
-            close()  # a client that hangs up frees the model lock now
-    if abstained:
-        yield AnswerDelta(refusal_text)
-        shown = [refusal_text]
+        _close(deltas)
+
+    if draft.abstained:
+        tail = refusal_text
     else:
         with timed("generate"):
-            tail = marker_filter.finish()
-            written = "".join(shown) + tail
-            if not marker_filter.cited and not is_refusal(written, refusal_text):
-                supported = checker.best_supported(written)
-                if supported is not None:  # an uncited answer gets its evident source
-                    tail += f" [{supported}]"
-                    marker_filter.cited.append(supported)
-        if tail:
-            shown.append(tail)
-            yield AnswerDelta(tail)
-
-    text = "".join(shown)
-    refused = abstained or not text or is_refusal(text, refusal_text)
+            tail = closing_text(prompt, "".join(draft.shown), refusal_text)
+    if tail:
+        draft.shown.append(tail)
+        yield AnswerDelta(tail)
     with timed("generate"):  # resolving citations is part of the answer; untimed, it was ~10%
-        citations = [] if refused else citations_for(marker_filter.cited, hits, text)
-    yield AnswerDone(
-        Answer(
-            text=refusal_text if refused else text,
-            citations=citations,
-            refused=refused,
-            prompt_tokens=prompt_tokens,
-            model_id=llm.model_id,
-            dropped_markers=marker_filter.dropped,
-            refusal_probability=refusal_probability,
-        )
-    )
+        answer = settle(prompt, draft, refusal_text, llm.model_id)
+    yield AnswerDone(answer)
 
 
 def answer_question(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.domain import SearchHit
-from app.generation.extractive import best_sentences, split_sentences
+from app.text.sentences import best_sentences, split_sentences
 
 _SEPARATORS = r"[,،;]"
 MARKER_GROUP = re.compile(rf"\[\s*(\d{{1,4}}(?:\s*{_SEPARATORS}\s*\d{{1,4}})*)\s*\]")

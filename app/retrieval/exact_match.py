@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 
 from app.retrieval.keyword import KeywordSnapshot
-from app.retrieval.tokenizer import Tokenizer
 from app.storage.vector_store import VectorStore
+from app.text.tokenizer import Tokenizer
 
 _QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|«([^»]+)»|„([^“”]+)[“”]|「([^」]+)」')
 _NUMBERED = re.compile(r"(?<!\w)(?:no|nr|num|number)\.?\s*#?\d+\w*|#\d+\w*", re.IGNORECASE)

@@ -38,8 +38,8 @@ import bm25s
 import numpy as np
 
 from app.domain import Chunk
-from app.retrieval.tokenizer import DEFAULT_TOKENIZER, Tokenizer
 from app.storage.vector_store import VectorStore
+from app.text.tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from conftest import api_settings, assert_error_body
 from thread_server import ThreadServer, serving, wait_until
 
 from app.main import create_app
-from app.providers.types import LLMDelta, LLMRequest
+from app.providers.types import ChatRequest, LLMDelta
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +48,7 @@ class EndlessLLM:
         self.pieces = 0
         self.closed_early = threading.Event()
 
-    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+    def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
         with self.lock:
             try:
                 while True:
@@ -70,7 +70,7 @@ class GatedLLM:
         self.threads: list[str] = []
         self.inside = 0
 
-    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+    def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
         self.threads.append(threading.current_thread().name)
         self.inside += 1
         try:

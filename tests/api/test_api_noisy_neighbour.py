@@ -19,7 +19,7 @@ from thread_server import serving, wait_until
 
 from app.main import create_app
 from app.providers.llms import LlamaCppLLM
-from app.providers.types import LLMDelta, LLMRequest
+from app.providers.types import ChatRequest, LLMDelta
 from bench.noisy_neighbour import manual, measure, noisy_server, print_report
 
 pytestmark = pytest.mark.slow
@@ -67,7 +67,7 @@ class Watched:
     def model_id(self) -> str:
         return self.llm.model_id
 
-    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+    def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
         inner = self.llm.stream(request)
         try:
             for delta in inner:

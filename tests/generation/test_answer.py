@@ -17,8 +17,9 @@ from app.generation.answer import (
     stream_answer,
 )
 from app.generation.prompt import PASSAGES_CLOSE, PASSAGES_OPEN
-from app.providers.llms import FakeLLM, build_llm
+from app.providers.llms import build_llm
 from app.timing import start_timer, timed
+from tests.fakes import FakeLLM
 
 pytestmark = pytest.mark.unit
 
@@ -148,7 +149,8 @@ def test_passage_budget_keeps_the_best_ranked_hits() -> None:
     assert len(fit_passages(hits, None)) == 3
     llm = FakeLLM("Olympics [3].")
     answer = answer_question("q", relevant(PARIS), llm, refusal_text=REFUSAL, max_passages=2)
-    assert llm.requests[0].passages == (PARIS[0][3], PARIS[1][3])
+    grounding = llm.requests[0].grounding
+    assert grounding is not None and grounding.passages == (PARIS[0][3], PARIS[1][3])
     assert answer.text == "Olympics." and answer.citations == []
 
 

@@ -10,9 +10,9 @@ from generation_builders import PARIS, PassageSpec, relevant
 
 from app.config import Settings
 from app.generation.answer import answer_question
-from app.generation.extractive import ExtractiveLLM, split_sentences
+from app.providers.extractive import ExtractiveLLM
 from app.providers.llms import build_llm
-from app.providers.types import LLMRequest
+from app.providers.types import ChatMessage, ChatRequest, Grounding
 from eval.datasets import data_dir
 from tests.availability import unavailable
 
@@ -85,15 +85,14 @@ def test_arabic_question_over_arabic_passage() -> None:
 
 
 def test_no_passages_gives_the_refusal() -> None:
-    request = LLMRequest(messages=(), question="q", passages=(), refusal_text="No answer.")
+    request = ChatRequest(messages=(), grounding=Grounding("q", (), "No answer."))
     assert "".join(d.text for d in ExtractiveLLM().stream(request)) == "No answer."
 
 
-def test_sentences_split_on_latin_and_arabic_punctuation() -> None:
-    assert split_sentences("One. Two? ثلاثة؟ أربعة\nfive") == [
-        "One.",
-        "Two?",
-        "ثلاثة؟",
-        "أربعة",
-        "five",
-    ]
+def test_plain_chat_gets_its_last_user_message_back() -> None:
+    messages = (
+        ChatMessage("system", "Rewrite the follow-up as a standalone question."),
+        ChatMessage("user", "How tall is it?"),
+    )
+    reply = "".join(d.text for d in ExtractiveLLM().stream(ChatRequest(messages=messages)))
+    assert reply == "How tall is it?"

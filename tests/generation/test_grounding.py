@@ -7,7 +7,7 @@ from generation_builders import PARIS, relevant
 
 from app.generation.answer import AnswerDelta, answer_question, stream_answer
 from app.generation.grounding import CitationChecker
-from app.providers.llms import FakeLLM
+from tests.fakes import FakeLLM
 
 pytestmark = pytest.mark.unit
 
@@ -66,7 +66,7 @@ def test_a_refusal_never_gets_a_marker() -> None:
 
 
 def test_a_hesitant_model_is_stopped_and_the_answer_is_the_refusal() -> None:
-    llm = FakeLLM("Guessed answer [1].", refusal_probability=0.3)
+    llm = FakeLLM("Guessed answer [1].", probe_probability=0.3)
     events = list(
         stream_answer("q", relevant(PARIS), llm, refusal_text=REFUSAL, abstain_threshold=0.2)
     )
@@ -80,7 +80,7 @@ def test_a_hesitant_model_is_stopped_and_the_answer_is_the_refusal() -> None:
 
 
 def test_a_confident_model_answers_below_the_threshold() -> None:
-    llm = FakeLLM("Built in 1889 [1].", refusal_probability=0.1)
+    llm = FakeLLM("Built in 1889 [1].", probe_probability=0.1)
     answer = answer_question("q", relevant(PARIS), llm, refusal_text=REFUSAL, abstain_threshold=0.2)
     assert not answer.refused and answer.text == "Built in 1889 [1]."
     assert answer.refusal_probability == 0.1

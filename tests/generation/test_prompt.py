@@ -41,7 +41,24 @@ def test_rules_name_the_exact_refusal_and_the_examples_show_citing_and_refusing(
     assert "[1]" in request.messages[2].content  # worked example: a cited answer
     assert request.messages[4].content == REFUSAL  # worked example: the exact refusal
     # The extractive provider reads the same passages, numbered the same way.
-    assert request.passages == tuple(text for _, _, _, text in PARIS)
+    assert request.grounding is not None
+    assert request.grounding.passages == tuple(text for _, _, _, text in PARIS)
+    # Every answer probes the refusal: its probability is the abstention signal.
+    assert request.probe == REFUSAL
+
+
+@pytest.mark.parametrize(
+    ("question", "masked"),
+    [("متى اكتمل بناء برج إيفل؟", True), ("When was the Eiffel Tower completed?", False)],
+)
+def test_an_arabic_question_masks_a_latin_start_except_the_refusal(
+    question: str, masked: bool
+) -> None:
+    request = build_request(question, make_hits(PARIS), REFUSAL)
+    mask = request.first_token_mask
+    assert (mask is not None) is masked
+    if mask is not None:
+        assert (mask.script, mask.allow) == ("latin", REFUSAL)
 
 
 def test_a_changed_refusal_setting_reaches_rules_and_example() -> None:

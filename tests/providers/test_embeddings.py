@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from app.config import Settings, load_settings
 from app.errors import ConfigurationError
-from app.providers.embeddings import FakeEmbedder, build_embedder, l2_normalise
+from app.providers.embeddings import build_embedder, l2_normalise
 from app.providers.types import Embedder
+from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.unit
 

@@ -19,18 +19,13 @@ from app.errors import (
     ProviderUnavailable,
 )
 from app.providers.gguf import DEFAULT_MODEL, ModelFile, assemble, verify_model_file
-from app.providers.llms import ArabicStartGuard, LlamaCppLLM, build_llm
-from app.providers.types import LLM, ChatMessage, LLMRequest
-from app.retrieval.arabic import has_latin_letter, has_letter, is_mostly_arabic
+from app.providers.llms import LatinStartMask, LlamaCppLLM, build_llm, llm_provider_names
+from app.providers.types import LLM, ChatMessage, ChatRequest
+from app.text.language import has_latin_letter, has_letter
 
 pytestmark = pytest.mark.unit
 
-REQUEST = LLMRequest(
-    messages=(ChatMessage("system", "rules"), ChatMessage("user", "question")),
-    question="question",
-    passages=("passage",),
-    refusal_text="No.",
-)
+REQUEST = ChatRequest(messages=(ChatMessage("system", "rules"), ChatMessage("user", "question")))
 
 
 def _with(settings: Settings, **changes: object) -> Settings:
@@ -199,13 +194,13 @@ TOY_LATIN = np.array([has_latin_letter(p) for p in TOY_PIECES])
 TOY_LETTERS = np.array([has_letter(p) for p in TOY_PIECES])
 
 
-def _argmax_after(guard: ArabicStartGuard, input_ids: list[int], logits: list[float]) -> int:
+def _argmax_after(guard: LatinStartMask, input_ids: list[int], logits: list[float]) -> int:
     return int(np.argmax(guard(np.array(input_ids), np.array(logits, dtype=np.float32))))
 
 
-def test_arabic_guard_masks_latin_tokens_until_the_answer_has_its_first_letter() -> None:
+def test_latin_start_mask_masks_latin_tokens_until_the_answer_has_its_first_letter() -> None:
     refusal_first = TOY_PIECES.index("I")
-    guard = ArabicStartGuard(TOY_LATIN, TOY_LETTERS, refusal_first)
+    guard = LatinStartMask(TOY_LATIN, TOY_LETTERS, refusal_first)
     prompt = [4, 4, 4]
     # The model prefers "The": masked, so the best non-Latin token ("ال") wins.
     first = [9.0, 8.0, 5.0, 1.0, 6.0, 0.0, 0.0, 0.0]
@@ -218,22 +213,33 @@ def test_arabic_guard_masks_latin_tokens_until_the_answer_has_its_first_letter()
     assert TOY_PIECES[_argmax_after(guard, [*prompt, 4, 2], second)] == "The"
 
 
-def test_arabic_guard_leaves_the_refusal_open() -> None:
+def test_latin_start_mask_leaves_the_allowed_token_open() -> None:
     refusal_first = TOY_PIECES.index("I")
-    guard = ArabicStartGuard(TOY_LATIN, TOY_LETTERS, refusal_first)
+    guard = LatinStartMask(TOY_LATIN, TOY_LETTERS, refusal_first)
     logits = [5.0, 4.0, 1.0, 1.0, 0.0, 0.0, 0.0, 9.0]
     assert TOY_PIECES[_argmax_after(guard, [4], logits)] == "I"
 
 
 @pytest.mark.parametrize(
-    ("text", "arabic"),
+    ("changes", "tokens_field"),
     [
-        ("متى اكتمل بناء برج إيفل؟", True),
-        ("ما هو DNA؟", True),
-        ("When was the Eiffel Tower completed?", False),
-        ("What does الجواب mean in English?", False),
-        ("1889", False),
+        ({"llm_provider": "openai", "llm_model": "m", "openai_api_key": "k"}, "max_tokens"),
+        ({"llm_provider": "ollama", "llm_model": "m"}, "num_predict"),
     ],
 )
-def test_question_language_by_majority_of_letters(text: str, arabic: bool) -> None:
-    assert is_mostly_arabic(text) is arabic
+def test_request_options_reach_a_chat_server_without_changing_the_shared_model(
+    settings: Settings, changes: dict[str, object], tokens_field: str
+) -> None:
+    llm = build_llm(_with(settings, llm_max_tokens=256, **changes))
+    shared = llm._chat  # type: ignore[attr-defined]
+    plain = llm._chat_for(REQUEST)  # type: ignore[attr-defined]
+    assert plain is shared
+    tuned = llm._chat_for(  # type: ignore[attr-defined]
+        ChatRequest(messages=REQUEST.messages, max_tokens=32, temperature=0.7)
+    )
+    assert (getattr(tuned, tokens_field), tuned.temperature) == (32, 0.7)
+    assert (getattr(shared, tokens_field), shared.temperature) == (256, 0.0)
+
+
+def test_registered_providers_are_the_production_ones_plus_the_test_fakes() -> None:
+    assert llm_provider_names() == ["extractive", "fake", "llamacpp", "ollama", "openai"]

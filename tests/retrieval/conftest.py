@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.config import Settings
-from app.providers.embeddings import FakeEmbedder
 from app.retrieval.hybrid import HybridRetriever, build_retriever
+from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import InMemoryVectorStore
 
 

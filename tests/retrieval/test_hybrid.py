@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.providers.embeddings import FakeEmbedder
 from app.providers.rerankers import build_reranker
 from app.retrieval.hybrid import HybridRetriever, build_retriever
 from app.timing import start_timer
+from tests.fakes import FakeEmbedder
 from tests.providers.tiny_cross_encoder import save_tiny_cross_encoder
 from tests.retrieval.memory_store import InMemoryVectorStore, add_document
 from tests.stage_evidence import STAGE_KEYS

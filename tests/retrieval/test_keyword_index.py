@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.domain import document_id
-from app.providers.embeddings import FakeEmbedder
 from app.retrieval.keyword import KeywordIndex
-from app.retrieval.tokenizer import Tokenizer, TokenizerOptions
+from app.text.tokenizer import Tokenizer, TokenizerOptions
+from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import InMemoryVectorStore, add_document
 
 pytestmark = pytest.mark.unit

@@ -13,10 +13,11 @@ from chroma_helpers import ingest
 
 from app.config import Settings, load_settings
 from app.errors import EmbeddingModelMismatch
-from app.providers.embeddings import FakeEmbedder, build_embedder
+from app.providers.embeddings import build_embedder
 from app.providers.types import Embedder
 from app.storage.chroma_store import build_vector_store
 from tests.availability import unavailable
+from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration
 

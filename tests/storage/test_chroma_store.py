@@ -14,9 +14,9 @@ from chroma_helpers import ingest, make_chunks
 from app.config import Settings
 from app.domain import document_id
 from app.errors import EmbeddingModelMismatch
-from app.providers.embeddings import FakeEmbedder
 from app.storage import chroma_store
 from app.storage.chroma_store import ChromaVectorStore, build_vector_store, collection_name
+from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration
 
@@ -215,7 +215,7 @@ def test_corpus_version_is_seen_by_another_client_and_process(settings, embedder
     data_dir = str(settings.data_dir)
     script = (
         "import json; from app.config import load_settings;"
-        "from app.providers.embeddings import FakeEmbedder;"
+        "from tests.fakes import FakeEmbedder;"
         "from app.storage.chroma_store import build_vector_store;"
         f"s = build_vector_store(load_settings(_env_file=None, data_dir={data_dir!r}),"
         " FakeEmbedder());"

@@ -18,8 +18,8 @@ import pytest
 from chroma_helpers import ingest
 
 from app.config import Settings
-from app.providers.embeddings import FakeEmbedder
 from app.storage.chroma_store import build_vector_store
+from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,6 @@ ARCD (bench/tokenizer_ablation.py, numbers in bench/README.md).
 
 from __future__ import annotations
 
-import re
-
 _TATWEEL = "\u0640"
 _ALEF_FORMS = {"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا"}
 _TA_MARBUTA = {"ة": "ه"}
@@ -29,25 +27,6 @@ _DIACRITIC_RANGES: tuple[tuple[int, int], ...] = (
 # Longest first, so "وال" is removed whole rather than leaving "ال".
 _ARTICLE_PREFIXES = ("وال", "بال", "كال", "فال", "لل", "ال")
 _MIN_STEM = 3
-
-
-_ARABIC_LETTER = re.compile("[\u0620-\u064a\u066e-\u06d3\u06fa-\u06ff\u0750-\u077f]")
-_LATIN_LETTER = re.compile("[A-Za-z\u00c0-\u024f]")
-
-
-def is_mostly_arabic(text: str) -> bool:
-    """Whether most letters of the text are Arabic (an Arabic question naming `DNA` still is)."""
-    return len(_ARABIC_LETTER.findall(text)) > len(_LATIN_LETTER.findall(text))
-
-
-def has_letter(text: str) -> bool:
-    """Whether the text holds an Arabic or a Latin letter."""
-    return bool(_ARABIC_LETTER.search(text) or _LATIN_LETTER.search(text))
-
-
-def has_latin_letter(text: str) -> bool:
-    """Whether the text holds a Latin letter."""
-    return bool(_LATIN_LETTER.search(text))
 
 
 def normalisation_table(

@@ -1,20 +1,19 @@
-"""The `extractive` provider: no language model, only the passages' own best sentences.
+"""Sentences of a passage, and the ones that share the most rare terms with a question.
 
-Each sentence of the top passages is scored by the question terms it contains (weighted by how
-rare each term is among the candidate sentences, so "the" counts for little and "1889" for a lot),
-with a small preference for higher-ranked passages. The best sentences are returned verbatim,
-each followed by the marker of its passage. Deterministic and instant.
+A sentence's score is the question terms it contains, each weighted by how rare it is among the
+candidate sentences (so "the" counts for little and "1889" for a lot), with a small preference
+for sentences of higher-ranked passages. Used to pick an extractive answer and a citation's
+snippet.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.providers.types import LLMDelta, LLMRequest
-from app.retrieval.tokenizer import tokenize
+from app.text.tokenizer import tokenize
 
 _SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+|\n+")
 _MAX_SENTENCE_CHARS = 400
@@ -42,7 +41,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 def best_sentences(
-    question: str, passages: tuple[str, ...], *, max_passages: int, max_sentences: int
+    question: str, passages: Sequence[str], *, max_passages: int, max_sentences: int
 ) -> list[tuple[int, str]]:
     """The (marker, sentence) pairs that best support an answer, best first."""
     candidates = [
@@ -73,30 +72,3 @@ def best_sentences(
         return [(ranked[0].marker, ranked[0].text)]
     chosen = [c for c in ranked[:max_sentences] if score(c) > 0]
     return [(c.marker, c.text) for c in chosen]
-
-
-class ExtractiveLLM:
-    """Answers with the passages' best supporting sentences, each with its marker."""
-
-    def __init__(self, *, max_passages: int = 3, max_sentences: int = 2) -> None:
-        self._max_passages = max_passages
-        self._max_sentences = max_sentences
-
-    @property
-    def model_id(self) -> str:
-        return "extractive"
-
-    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
-        """One delta per chosen sentence, or the refusal when nothing supports an answer."""
-        chosen = best_sentences(
-            request.question,
-            request.passages,
-            max_passages=self._max_passages,
-            max_sentences=self._max_sentences,
-        )
-        if not chosen:
-            yield LLMDelta(request.refusal_text, 0)
-            return
-        for index, (marker, sentence) in enumerate(chosen):
-            separator = " " if index else ""
-            yield LLMDelta(f"{separator}{sentence} [{marker}]", 0 if index == 0 else None)

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from dataclasses import asdict, dataclass
 
-from app.retrieval import arabic
+from app.text import arabic
 
 # A run of word characters, optionally joined by single inner punctuation marks. Edge
 # punctuation never matches, so it is stripped; `\w` is Unicode-aware (Arabic letters, digits).

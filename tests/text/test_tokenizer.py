@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.retrieval.tokenizer import Tokenizer, TokenizerOptions, tokenize
+from app.text.tokenizer import Tokenizer, TokenizerOptions, tokenize
 
 pytestmark = pytest.mark.unit
 
@@ -82,7 +82,7 @@ def test_optional_steps_follow_their_options() -> None:
 def test_a_full_word_cache_changes_no_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     text = "The SR-33 valve: والمدرسة كِتَابٌ ١٩٩٠, the valve again and again."
     expected = Tokenizer()(text)
-    monkeypatch.setattr("app.retrieval.tokenizer._MAX_CACHED_WORDS", 2)
+    monkeypatch.setattr("app.text.tokenizer._MAX_CACHED_WORDS", 2)
     small_cache = Tokenizer()
     assert [small_cache(text) for _ in range(3)] == [expected] * 3
     assert len(small_cache._words) <= 2

@@ -1,0 +1,1 @@
+"""Text helpers every layer shares: tokens, Arabic normalisation, sentences, script detection."""
