@@ -10,6 +10,11 @@ import pytest
 
 from app.config import ENV_PREFIX, Settings, load_settings
 from app.errors import ConfigurationError
+from app.providers.embeddings import embedding_provider_names
+from app.providers.llms import llm_provider_names
+
+# Provider fields are plain strings checked against the factories' registries.
+_REGISTERED = {"embedding_provider": embedding_provider_names, "llm_provider": llm_provider_names}
 
 
 def _candidates(value: object, annotation: object) -> list[object]:
@@ -38,7 +43,11 @@ def _candidates(value: object, annotation: object) -> list[object]:
 def settings_with_one_change(monkeypatch: pytest.MonkeyPatch, name: str) -> Settings:
     """Valid Settings read from the environment, equal to the base ones except for `name`."""
     default = getattr(load_settings(_env_file=None), name)
-    for candidate in _candidates(default, Settings.model_fields[name].annotation):
+    if name in _REGISTERED:
+        candidates: list[object] = [n for n in _REGISTERED[name]() if n != default]
+    else:
+        candidates = _candidates(default, Settings.model_fields[name].annotation)
+    for candidate in candidates:
         monkeypatch.setenv(f"{ENV_PREFIX}{name.upper()}", str(candidate))
         try:
             changed = load_settings(_env_file=None)
