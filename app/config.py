@@ -18,6 +18,10 @@ from app.errors import ConfigurationError
 
 ENV_PREFIX = "RAG_"
 
+# The provider names Settings accepts; the factories in app/providers build each one, and their
+# `register_llm` / `register_embedder` add a name here too (tests register their fakes so).
+LLM_PROVIDERS: set[str] = {"llamacpp", "ollama", "openai", "extractive"}
+EMBEDDING_PROVIDERS: set[str] = {"use", "e5", "huggingface", "openai", "ollama"}
 RerankerProvider = Literal["none", "cross-encoder"]
 VectorBackend = Literal["chroma", "chroma-http"]
 CacheBackend = Literal["memory", "redis"]
@@ -53,7 +57,7 @@ class Settings(BaseSettings):
     parse_max_cpu_s: int = Field(default=120, gt=0, description="CPU seconds of the parse child")
 
     # --- embeddings ---
-    embedding_provider: str = "use"  # a name registered in app.providers.embeddings
+    embedding_provider: str = "use"  # one of EMBEDDING_PROVIDERS
     embedding_model: str = ""
     embedding_query_prefix: str = ""
     embedding_passage_prefix: str = ""
@@ -115,7 +119,7 @@ class Settings(BaseSettings):
     reranker_batch_size: int = Field(default=16, gt=0)
 
     # --- generation ---
-    llm_provider: str = "llamacpp"  # a name registered in app.providers.llms
+    llm_provider: str = "llamacpp"  # one of LLM_PROVIDERS
     llm_model: str = ""
     llm_model_path: Path | None = None
     llm_max_tokens: int = Field(default=256, gt=0)
@@ -237,18 +241,12 @@ class Settings(BaseSettings):
     @field_validator("embedding_provider")
     @classmethod
     def _known_embedding_provider(cls, value: str) -> str:
-        # The factory's registry is the one list of providers (tests register fakes there);
-        # imported here, not at the top, because the factories import this module.
-        from app.providers.embeddings import embedding_provider_names
-
-        return _registered(value, embedding_provider_names())
+        return _registered(value, EMBEDDING_PROVIDERS)
 
     @field_validator("llm_provider")
     @classmethod
     def _known_llm_provider(cls, value: str) -> str:
-        from app.providers.llms import llm_provider_names
-
-        return _registered(value, llm_provider_names())
+        return _registered(value, LLM_PROVIDERS)
 
     @field_validator("trusted_proxies")
     @classmethod
@@ -308,9 +306,9 @@ class Settings(BaseSettings):
         return self.database_url or f"sqlite:///{(self.data_dir / 'rag.db').resolve()}"
 
 
-def _registered(name: str, names: list[str]) -> str:
+def _registered(name: str, names: set[str]) -> str:
     if name not in names:
-        raise ValueError(f"unknown provider; expected one of {', '.join(names)}")
+        raise ValueError(f"unknown provider; expected one of {', '.join(sorted(names))}")
     return name
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from app.config import ENV_PREFIX
+from app.config import EMBEDDING_PROVIDERS, ENV_PREFIX
 from app.errors import ConfigurationError, ProviderUnavailable
 from app.providers.types import Embedder
 
@@ -304,6 +304,7 @@ _BUILDERS: dict[str, EmbedderBuilder] = {
 def register_embedder(name: str, builder: EmbedderBuilder) -> None:
     """Make `builder` the provider RAG_EMBEDDING_PROVIDER=`name` selects (tests add fakes)."""
     _BUILDERS[name] = builder
+    EMBEDDING_PROVIDERS.add(name)
 
 
 def embedding_provider_names() -> list[str]:

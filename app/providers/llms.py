@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from app.config import Settings
+from app.config import LLM_PROVIDERS, Settings
 from app.errors import ConfigurationError, GenerationTimeout, PromptTooLong, ProviderUnavailable
 from app.providers.extractive import ExtractiveLLM
 from app.providers.gguf import check_gguf_header, ensure_default_model
@@ -191,7 +191,7 @@ class LlamaCppLLM:
             chunks = llama.create_chat_completion(
                 messages=messages,
                 temperature=0.0 if request.temperature is None else request.temperature,
-                max_tokens=request.max_tokens or self._max_tokens,
+                max_tokens=self._max_tokens if request.max_tokens is None else request.max_tokens,
                 stop=list(request.stop),
                 stream=True,
                 logits_processor=processors or None,
@@ -402,6 +402,7 @@ _BUILDERS: dict[str, LLMBuilder] = {
 def register_llm(name: str, builder: LLMBuilder) -> None:
     """Make `builder` the provider RAG_LLM_PROVIDER=`name` selects (tests add their fakes)."""
     _BUILDERS[name] = builder
+    LLM_PROVIDERS.add(name)
 
 
 def llm_provider_names() -> list[str]:

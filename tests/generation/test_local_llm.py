@@ -78,7 +78,7 @@ def test_arabic_question_about_an_english_name_is_answered_in_arabic(
     local_llm: LlamaCppLLM, refusal: str
 ) -> None:
     # In the answer eval, a quarter of the Arabic questions were answered in English before
-    # ArabicStartGuard; this one (an English poet's name) must start in Arabic and stay cited.
+    # LatinStartMask; this one (an English poet's name) must start in Arabic and stay cited.
     question = "من هو كاتب قصيدة قناع الفوضى؟"
     answer = answer_question(question, relevant(POEMS), local_llm, refusal_text=refusal)
     print(f"{question} -> {answer.text!r}")

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.config import Settings, load_settings
+from app.config import EMBEDDING_PROVIDERS, Settings, load_settings
 from app.errors import ConfigurationError
-from app.providers.embeddings import build_embedder, l2_normalise
+from app.providers.embeddings import build_embedder, embedding_provider_names, l2_normalise
 from app.providers.types import Embedder
 from tests.fakes import FakeEmbedder
 
@@ -102,3 +102,7 @@ def test_remote_providers_build_without_contacting_the_server(settings):
 
     assert openai.model_id == "openai:text-embedding-3-small"
     assert ollama.model_id.startswith("ollama:nomic-embed-text|query_prefix='search_query: '")
+
+
+def test_settings_accept_exactly_the_providers_the_factory_builds() -> None:
+    assert sorted(EMBEDDING_PROVIDERS) == embedding_provider_names()

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.config import Settings
+from app.config import LLM_PROVIDERS, Settings
 from app.errors import (
     ConfigurationError,
     GenerationTimeout,
@@ -243,3 +243,7 @@ def test_request_options_reach_a_chat_server_without_changing_the_shared_model(
 
 def test_registered_providers_are_the_production_ones_plus_the_test_fakes() -> None:
     assert llm_provider_names() == ["extractive", "fake", "llamacpp", "ollama", "openai"]
+
+
+def test_settings_accept_exactly_the_providers_the_factory_builds() -> None:
+    assert sorted(LLM_PROVIDERS) == llm_provider_names()
