@@ -1,89 +1,201 @@
-"""A database created before chunks had `page_role` keeps working: the column is added at
-start-up, old rows read as content pages, and new rows store their role."""
+"""Schema migrations on a real SQLite file and a real PostgreSQL database (one per test): a
+database from before migrations keeps its rows and the app reads them, a fresh one reaches the
+same schema, a second run changes nothing, processes starting together migrate once, and the
+newest revision matches the table models (a model change without a migration fails here)."""
 
 from __future__ import annotations
 
+import threading
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import inspect
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, inspect
+from sqlalchemy.engine import make_url
 
 from app.domain import Chunk
+from app.errors import ConfigurationError
+from app.jobs.store import JobStore
 from app.storage.chunks import ChunkStore
 from app.storage.db import Database, open_database
+from app.storage.documents import DocumentStore
+from app.storage.migrate import SchemaChange, current_revision, head_revision
+from app.storage.tables import Base
+from app.storage.users import UserStore
+from tests.storage.legacy_schema import PASSWORD_HASH, UPLOADED, create_legacy_database
 
 pytestmark = pytest.mark.integration
 
-# The chunks table as the previous release created it (no page_role), with one row in it.
-OLD_CHUNKS_TABLE = """
-CREATE TABLE chunks (
-    tenant_id VARCHAR(64) NOT NULL, chunk_id VARCHAR(64) NOT NULL,
-    document_id VARCHAR(64) NOT NULL, source VARCHAR(255) NOT NULL, page INTEGER NOT NULL,
-    page_label VARCHAR(64) NOT NULL, chunk_index INTEGER NOT NULL, start INTEGER NOT NULL,
-    "end" INTEGER NOT NULL, text TEXT NOT NULL, extra TEXT NOT NULL,
-    PRIMARY KEY (tenant_id, chunk_id)
-)
-"""
-OLD_ROW = """
-INSERT INTO chunks VALUES ('acme', 'c-old', 'doc-1', 'old.pdf', 2, 'ii', 0, 0, 12,
-                           'old chunk text', '{}')
-"""
-
-
-def _chunk(cid: str, role: str | None) -> Chunk:
-    return Chunk(cid, "acme", "doc-2", "new.pdf", 1, "1", 0, 0, 8, "new text", {}, role)  # type: ignore[arg-type]
-
-
-def _old_database(url: str) -> None:
-    database = Database(url)
-    with database.engine.begin() as connection:
-        connection.exec_driver_sql(OLD_CHUNKS_TABLE)
-        connection.exec_driver_sql(OLD_ROW)
-    database.dispose()
-
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def old_database_url(request: pytest.FixtureRequest, data_dir: Path) -> str:
+def empty_url(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[str]:
+    """The URL of an empty database of its own: a SQLite file, or a new PostgreSQL database."""
     if request.param == "sqlite":
-        url = f"sqlite:///{data_dir / 'old.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-        cleanup = Database(url)
-        cleanup.drop_schema()
-        with cleanup.engine.begin() as connection:
-            connection.exec_driver_sql("DROP TABLE IF EXISTS chunks")
-        cleanup.dispose()
-    _old_database(url)
-    return url
-
-
-def test_start_up_adds_the_column_and_old_rows_still_read(old_database_url: str) -> None:
-    database = open_database(old_database_url)
+        yield f"sqlite:///{data_dir / 'service.db'}"
+        return
+    server = request.getfixturevalue("postgres_url")
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    name = f"rag_migrate_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as connection:
+        connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
     try:
-        columns = {c["name"] for c in inspect(database.engine).get_columns("chunks")}
-        assert "page_role" in columns
-        store = ChunkStore(database)
-        [old] = store.get("acme", ["c-old"])
-        assert old.text == "old chunk text"
-        assert old.page_label == "ii"
-        assert old.page_role is None
-        store.write_document("acme", "doc-2", [_chunk("c-new", "contents")])
-        [new] = store.get("acme", ["c-new"])
-        assert new.page_role == "contents"
-        # A second start-up finds nothing to add and changes nothing.
-        again = open_database(old_database_url)
-        assert [c.page_role for c in ChunkStore(again).get("acme", ["c-old", "c-new"])] == [
-            None,
-            "contents",
-        ]
-        again.dispose()
+        yield make_url(server).set(database=name).render_as_string(hide_password=False)
     finally:
-        database.drop_schema()
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+@pytest.fixture
+def opened() -> Iterator[list[Database]]:
+    """Databases a test opened, disposed of at its end."""
+    databases: list[Database] = []
+    yield databases
+    for database in databases:
         database.dispose()
 
 
-def test_page_role_round_trips_on_a_fresh_database(sql_database: Database) -> None:
-    store = ChunkStore(sql_database)
-    store.write_document("acme", "doc-2", [_chunk("a", "index"), _chunk("b", None)])
-    roles = {c.id: c.page_role for c in store.get("acme", ["a", "b"])}
-    assert roles == {"a": "index", "b": None}
+def _open(url: str, opened: list[Database]) -> Database:
+    database = open_database(url)
+    opened.append(database)
+    return database
+
+
+def _legacy(url: str, with_page_role: bool) -> None:
+    engine = create_engine(url)
+    create_legacy_database(engine, with_page_role)
+    engine.dispose()
+
+
+def _differences(database: Database) -> list[Any]:
+    """What autogenerate would write into a new revision: empty when the models match."""
+    with database.engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_server_default": True})
+        return list(compare_metadata(context, Base.metadata))
+
+
+def _revision(database: Database) -> str | None:
+    with database.engine.connect() as connection:
+        return current_revision(connection)
+
+
+def _chunk(chunk_id: str, role: str | None) -> Chunk:
+    return Chunk(chunk_id, "acme", "doc-2", "new.pdf", 1, "1", 0, 0, 8, "new text", {}, role)  # type: ignore[arg-type]
+
+
+def test_a_database_from_before_migrations_keeps_every_row(
+    empty_url: str, opened: list[Database]
+) -> None:
+    _legacy(empty_url, with_page_role=True)
+    database = _open(empty_url, opened)
+
+    assert _revision(database) == head_revision()
+    assert _differences(database) == []
+    columns = {column["name"] for column in inspect(database.engine).get_columns("users")}
+    assert "is_admin" not in columns
+
+    user = UserStore(database).get_by_username("alice")
+    assert user is not None
+    assert (user.id, user.tenant_id, user.password_hash) == ("usr_old", "acme", PASSWORD_HASH)
+    assert user.created_at == UPLOADED
+    document = DocumentStore(database).get("acme", "manual")
+    assert document is not None
+    assert (document.status, document.pages, document.chunks) == ("done", 3, 1)
+    assert document.uploaded_at == UPLOADED
+    chunks = ChunkStore(database)
+    [old] = chunks.get("acme", ["c-old"])
+    assert (old.text, old.page_label, old.page_role) == ("old chunk text", "ii", "contents")
+    assert old.metadata == {"section": "Valves"}
+    assert chunks.version("acme") == 7
+
+    jobs = JobStore(database)
+    job = jobs.get("acme", "job_old")
+    assert job is not None and job.status == "queued" and job.created_at == UPLOADED
+    claimed = jobs.claim_next()
+    assert claimed is not None and claimed.job_id == "job_old"
+
+    # New rows go in next to the old ones (a user insert no longer names is_admin).
+    UserStore(database).add("acme", "bob", PASSWORD_HASH)
+    assert [u.username for u in UserStore(database).list("acme")] == ["alice", "bob"]
+
+
+def test_a_database_from_before_page_role_gains_the_column(
+    empty_url: str, opened: list[Database]
+) -> None:
+    _legacy(empty_url, with_page_role=False)
+    database = _open(empty_url, opened)
+
+    assert _differences(database) == []
+    store = ChunkStore(database)
+    [old] = store.get("acme", ["c-old"])
+    assert old.text == "old chunk text"
+    assert old.page_role is None  # a row from before page roles reads as a content page
+    store.write_document("acme", "doc-2", [_chunk("c-new", "contents")])
+    assert [c.page_role for c in store.get("acme", ["c-old", "c-new"])] == [None, "contents"]
+
+
+def test_a_fresh_database_gets_the_schema_of_the_models(
+    empty_url: str, opened: list[Database]
+) -> None:
+    database = Database(empty_url)
+    opened.append(database)
+    assert _revision(database) is None
+    change = database.migrate()
+    assert change == SchemaChange(None, head_revision())
+    assert change.changed
+    assert _differences(database) == []
+    assert set(inspect(database.engine).get_table_names()) == {
+        *Base.metadata.tables,
+        "alembic_version",
+    }
+
+
+def test_a_second_run_changes_nothing(empty_url: str, opened: list[Database]) -> None:
+    _legacy(empty_url, with_page_role=False)
+    first = _open(empty_url, opened)
+    first_change = first.migrate()
+    assert first_change == SchemaChange(head_revision(), head_revision())
+    assert not first_change.changed
+    again = _open(empty_url, opened)  # a restart
+    assert again.migrate() == SchemaChange(head_revision(), head_revision())
+    assert [c.text for c in ChunkStore(again).get("acme", ["c-old"])] == ["old chunk text"]
+    assert _differences(again) == []
+
+
+def test_processes_starting_together_migrate_once(empty_url: str, opened: list[Database]) -> None:
+    starters = 4
+    databases = [Database(empty_url) for _ in range(starters)]
+    opened.extend(databases)
+    start = threading.Barrier(starters)
+    changes: list[SchemaChange] = []
+    failures: list[BaseException] = []
+
+    def start_up(database: Database) -> None:
+        start.wait()
+        try:
+            changes.append(database.migrate())
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=start_up, args=(db,)) for db in databases]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert failures == []
+    assert sorted(change.before or "" for change in changes) == [""] + [head_revision()] * 3
+    assert _differences(databases[0]) == []
+
+
+def test_a_database_migrated_by_a_newer_release_is_refused(
+    empty_url: str, opened: list[Database]
+) -> None:
+    database = _open(empty_url, opened)
+    with database.engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '9999'")
+    with pytest.raises(ConfigurationError, match="revision '9999'"):
+        _open(empty_url, opened)
