@@ -6,7 +6,6 @@ newest revision matches the table models (a model change without a migration fai
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,6 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
-from sqlalchemy.engine import make_url
 
 from app.domain import Chunk
 from app.errors import ConfigurationError
@@ -26,6 +24,7 @@ from app.storage.documents import DocumentStore
 from app.storage.migrate import SchemaChange, current_revision, head_revision
 from app.storage.tables import Base
 from app.storage.users import UserStore
+from tests.fresh_database import fresh_postgres_database
 from tests.storage.legacy_schema import PASSWORD_HASH, UPLOADED, create_legacy_database
 
 pytestmark = pytest.mark.integration
@@ -37,17 +36,8 @@ def empty_url(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{data_dir / 'service.db'}"
         return
-    server = request.getfixturevalue("postgres_url")
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    name = f"rag_migrate_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as connection:
-        connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(server).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
+    with fresh_postgres_database(request.getfixturevalue("postgres_url")) as url:
+        yield url
 
 
 @pytest.fixture
