@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
@@ -21,7 +22,7 @@ from app.jobs.store import JobStore
 from app.storage.chunks import ChunkStore
 from app.storage.db import Database, open_database
 from app.storage.documents import DocumentStore
-from app.storage.migrate import SchemaChange, current_revision, head_revision
+from app.storage.migrate import SchemaChange, alembic_config, current_revision, head_revision
 from app.storage.tables import Base
 from app.storage.users import UserStore
 from tests.fresh_database import fresh_postgres_database
@@ -189,3 +190,23 @@ def test_a_database_migrated_by_a_newer_release_is_refused(
         connection.exec_driver_sql("UPDATE alembic_version SET version_num = '9999'")
     with pytest.raises(ConfigurationError, match="revision '9999'"):
         _open(empty_url, opened)
+
+
+def test_every_revision_downgrades_and_upgrades_again(
+    empty_url: str, opened: list[Database]
+) -> None:
+    database = _open(empty_url, opened)
+    UserStore(database).add("acme", "alice", PASSWORD_HASH)
+    config = alembic_config()
+    with database.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0002")  # users regain is_admin, False for the existing row
+        connection.commit()
+        assert _revision(database) == "0002"
+        columns = {column["name"] for column in inspect(connection).get_columns("users")}
+        assert "is_admin" in columns
+        command.downgrade(config, "base")
+        connection.commit()
+    assert set(inspect(database.engine).get_table_names()) == {"alembic_version"}
+    assert database.migrate() == SchemaChange(None, head_revision())
+    assert _differences(database) == []
