@@ -1,4 +1,5 @@
-"""Command line: `python -m app.cli {ingest,search,reindex,create-user,list-users,delete-user}`.
+"""Command line: `python -m app.cli COMMAND`, where COMMAND is ingest, search, reindex,
+create-user, list-users, delete-user or migrate.
 
 The CLI opens the same data directory as the server; with the embedded store, run it while the
 server is stopped (one process owns a Chroma directory) or use the HTTP API instead.
@@ -10,6 +11,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from sqlalchemy.exc import OperationalError
 
 from app.config import get_settings
 from app.errors import RagError
@@ -117,6 +120,25 @@ def cmd_delete_user(container: Container, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(container: Container, args: argparse.Namespace) -> int:
+    """Bring the service database to the newest schema revision (every start-up does this too)."""
+    from app.storage.db import Database
+
+    database = Database(container.settings.sqlalchemy_url)
+    try:
+        change = database.migrate()
+    except OperationalError as exc:
+        print(f"error: cannot reach the database: {exc.orig}", file=sys.stderr)
+        return 1
+    finally:
+        database.dispose()
+    if change.changed:
+        print(f"database schema migrated from {change.before or 'nothing'} to {change.after}")
+    else:
+        print(f"database schema already at {change.after}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command."""
     parser = argparse.ArgumentParser(prog="python -m app.cli", description=__doc__)
@@ -156,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     delete = sub.add_parser("delete-user", help="delete a user")
     delete.add_argument("--username", required=True)
     delete.set_defaults(run=cmd_delete_user)
+
+    migrate = sub.add_parser("migrate", help="migrate the database schema to the newest revision")
+    migrate.set_defaults(run=cmd_migrate)
     return parser
 
 

@@ -23,10 +23,10 @@ from sqlalchemy import func, select
 
 from app.config import load_settings
 from app.jobs.store import JobRecord
-from app.jobs.tables import JobRow
 from app.jobs.threads import IngestWorkerPool
 from app.services.container import Container
 from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
+from app.storage.tables import JobRow
 from bench.common import median, percentile, table
 from eval.datasets import data_dir
 

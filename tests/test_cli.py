@@ -9,6 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine
+
+from app.storage.migrate import head_revision
+from tests.fresh_database import fresh_postgres_database
+from tests.storage.legacy_schema import create_legacy_database
 
 pytestmark = pytest.mark.integration
 
@@ -103,3 +108,40 @@ def test_invalid_setting_is_reported_by_name(tmp_path: Path) -> None:
     result = cli(tmp_path / "data", "list-users", RAG_CHUNK_OVERLAP="5000")
     assert result.returncode == 1
     assert "RAG_CHUNK_OVERLAP" in result.stderr
+
+
+def test_migrate_reports_what_it_did_and_keeps_rows(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    first = cli(data, "migrate")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == f"database schema migrated from nothing to {head_revision()}\n"
+    again = cli(data, "migrate")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == f"database schema already at {head_revision()}\n"
+
+
+def test_migrate_upgrades_a_postgresql_database_from_before_migrations(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with fresh_postgres_database(postgres_url) as url:
+        engine = create_engine(url)
+        create_legacy_database(engine, with_page_role=False)
+        migrated = cli(tmp_path / "data", "migrate", RAG_DATABASE_URL=url)
+        assert migrated.returncode == 0, migrated.stderr
+        assert migrated.stdout == f"database schema migrated from nothing to {head_revision()}\n"
+        listed = cli(tmp_path / "data", "list-users", RAG_DATABASE_URL=url)
+        assert listed.stdout.startswith("acme\talice\t")  # the old row, read by the new code
+        with engine.connect() as connection:
+            connection.exec_driver_sql("UPDATE alembic_version SET version_num = '9999'")
+            connection.commit()
+        engine.dispose()
+        refused = cli(tmp_path / "data", "migrate", RAG_DATABASE_URL=url)
+        assert refused.returncode == 1
+        assert "revision '9999'" in refused.stderr and "newer release" in refused.stderr
+
+
+def test_migrate_names_an_unreachable_database(tmp_path: Path) -> None:
+    url = "postgresql+psycopg://nobody@127.0.0.1:9/none"  # port 9 (discard): nothing listens
+    result = cli(tmp_path / "data", "migrate", RAG_DATABASE_URL=url)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: cannot reach the database:")

@@ -31,7 +31,7 @@ class FakeClock:
 @pytest.fixture(scope="module")
 def users(tmp_path_factory: pytest.TempPathFactory) -> UserService:
     database = Database(f"sqlite:///{tmp_path_factory.mktemp('login') / 'rag.db'}")
-    database.create_schema()
+    database.migrate()
     service = UserService(UserStore(database), 12)
     service.create_user("acme", "alice", PASSWORD)
     return service

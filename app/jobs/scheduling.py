@@ -12,7 +12,10 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from app.jobs.tables import RETRYING, BatchMemberRow, JobRow, TenantTurnRow
+from app.storage.tables import BatchMemberRow, JobRow, TenantTurnRow
+
+# The stage of a job put back after a transient failure: only its own delayed message claims it.
+RETRYING = "retrying"
 
 
 def next_batch(max_running_per_tenant: int | None, max_jobs: int, max_bytes: int | None) -> Any:

@@ -39,10 +39,10 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
 from app.errors import QuotaExceeded
-from app.jobs.scheduling import next_batch
-from app.jobs.tables import RETRYING, BatchMemberRow, JobRow, TenantTurnRow
+from app.jobs.scheduling import RETRYING, next_batch
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, stored_usage
+from app.storage.tables import BatchMemberRow, JobRow, TenantTurnRow
 
 JobStatus = Literal["reserved", "queued", "processing", "done", "failed"]
 # Every job that counts against the tenant's queue quota (a reservation is an upload in flight).

@@ -20,41 +20,16 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import cast
 
-from sqlalchemy import BigInteger, ColumnElement, Integer, String, Text, delete, func, select
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import ColumnElement, delete, func, select
+from sqlalchemy.orm import Session
 
 from app.domain import PAGE_ROLES, Chunk, PageRole
-from app.storage.db import Base, Database, conflict_insert
+from app.storage.db import Database, conflict_insert
+from app.storage.tables import ChunkRow, CorpusVersionRow
 
 # Ids per statement: below SQLite's bound-parameter limit, and short statements for PostgreSQL.
 _IDS_PER_STATEMENT = 500
 PAGE_SIZE = 1000
-
-
-class ChunkRow(Base):
-    __tablename__ = "chunks"
-
-    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    chunk_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    document_id: Mapped[str] = mapped_column(String(64), index=True)
-    source: Mapped[str] = mapped_column(String(255))
-    page: Mapped[int] = mapped_column(Integer)
-    page_label: Mapped[str] = mapped_column(String(64))
-    chunk_index: Mapped[int] = mapped_column(Integer)
-    start: Mapped[int] = mapped_column(Integer)
-    end: Mapped[int] = mapped_column(Integer)
-    text: Mapped[str] = mapped_column(Text)
-    extra: Mapped[str] = mapped_column(Text, default="{}")  # JSON of Chunk.metadata
-    # Added after the first release: nullable, and added to older databases at start-up
-    # (Database.create_schema). None for content pages.
-    page_role: Mapped[str | None] = mapped_column(String(32), nullable=True, default=None)
-
-
-class CorpusVersionRow(Base):
-    __tablename__ = "corpus_versions"
-
-    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    version: Mapped[int] = mapped_column(BigInteger)
 
 
 def _values(chunk: Chunk) -> dict[str, object]:

@@ -9,7 +9,6 @@ process can read while one writes, and writers wait for each other instead of fa
 from __future__ import annotations
 
 import hashlib
-import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -18,16 +17,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, DateTime, Engine, create_engine, event, func, inspect, select
+from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Dialect, make_url
-from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.errors import ConfigurationError
+from app.storage.migrate import VERSION_TABLE, SchemaChange, upgrade_to_head
+from app.storage.tables import Base
 
-logger = logging.getLogger(__name__)
+# The advisory lock that serialises schema migrations of processes starting together.
+SCHEMA_LOCK = "schema"
 
 # How long a SQLite writer waits for the lock before giving up (ms). Ingestion commits are short,
 # so seconds of waiting means something is wrong rather than busy.
@@ -44,31 +45,6 @@ def advisory_key(name: str) -> int:
     (derived from sha256: Python's hash() is salted per process)."""
     digest = hashlib.sha256(name.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
-
-
-class Base(DeclarativeBase):
-    """Declarative base of every table in the service database."""
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timestamp stored in UTC and always read back timezone-aware (SQLite drops the zone)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTC column")
-        return value.astimezone(UTC)
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
 
 
 def utc_now() -> datetime:
@@ -169,21 +145,15 @@ class Database:
                 else:
                     self._local_locks[name] = (lock, users - 1)
 
-    def create_schema(self) -> None:
-        """Create every table that does not exist yet (idempotent; safe at every start-up)."""
-        _register_tables()
-        with self.engine.begin() as connection:
-            if self.dialect == "postgresql":
-                # Several processes start together; without the lock two of them can both see a
-                # table missing and one fails on the duplicate CREATE.
-                connection.execute(select(func.pg_advisory_xact_lock(advisory_key("schema"))))
-            Base.metadata.create_all(connection)
-            add_missing_columns(connection)
+    def migrate(self) -> SchemaChange:
+        """Bring the schema to the newest migration (safe when several processes start at once)."""
+        return upgrade_to_head(self.engine, advisory_key(SCHEMA_LOCK))
 
     def drop_schema(self) -> None:
-        """Drop every table of the service (tests and resets only)."""
-        _register_tables()
+        """Drop every table of the service and its migration record (tests and resets only)."""
         Base.metadata.drop_all(self.engine)
+        with self.engine.begin() as connection:
+            connection.exec_driver_sql(f"DROP TABLE IF EXISTS {VERSION_TABLE}")
 
     def ping(self) -> bool:
         """Whether the database answers a trivial query (for `/ready`)."""
@@ -199,55 +169,14 @@ class Database:
         self.engine.dispose()
 
 
-def add_missing_columns(connection: Connection) -> list[str]:
-    """Add the nullable columns a table gained since the database was created; returns them as
-    `table.column`.
-
-    `create_all` creates missing tables but never alters existing ones, so a database made by an
-    older release would lack a newer column and every read of the table would fail. Only
-    nullable columns are added this way (old rows read as NULL); anything else needs a migration.
-    """
-    inspector = inspect(connection)
-    existing_tables = set(inspector.get_table_names())
-    added: list[str] = []
-    for table in Base.metadata.sorted_tables:
-        if table.name not in existing_tables:
-            continue
-        present = {column["name"] for column in inspector.get_columns(table.name)}
-        for column in table.columns:
-            if column.name in present:
-                continue
-            if not column.nullable:
-                raise ConfigurationError(
-                    f"the database table {table.name!r} lacks the column {column.name!r}, "
-                    "which cannot be added automatically; migrate or recreate the database"
-                )
-            preparer = connection.dialect.identifier_preparer
-            column_type = column.type.compile(dialect=connection.dialect)
-            connection.exec_driver_sql(
-                f"ALTER TABLE {preparer.format_table(table)} "
-                f"ADD COLUMN {preparer.format_column(column)} {column_type}"
-            )
-            added.append(f"{table.name}.{column.name}")
-    if added:
-        logger.info("added columns to an older database schema: %s", ", ".join(added))
-    return added
-
-
-def _register_tables() -> None:
-    # Importing the modules attaches their tables to Base.metadata; done lazily because those
-    # modules import this one.
-    from app.jobs import tables  # noqa: F401
-    from app.storage import chunks, documents, users  # noqa: F401
-
-
 def open_database(url: str) -> Database:
-    """Connect and make sure the schema exists: what the API and the workers call at start-up."""
+    """Connect and migrate the schema to the newest revision: what the API and the workers call
+    at start-up."""
     database = Database(url)
-    database.create_schema()
+    database.migrate()
     return database
 
 
 def database_from_settings(settings: Settings) -> Database:
-    """The service database named by `settings.sqlalchemy_url`, with its tables created."""
+    """The service database named by `settings.sqlalchemy_url`, its schema migrated."""
     return open_database(settings.sqlalchemy_url)

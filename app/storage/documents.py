@@ -9,27 +9,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import BigInteger, Integer, String, delete, func, select, update
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
 
-from app.storage.db import Base, Database, UTCDateTime, conflict_insert, utc_now
+from app.storage.db import Database, conflict_insert, utc_now
+from app.storage.tables import DocumentRow
 
 DocumentStatus = Literal["queued", "processing", "done", "failed"]
-
-
-class DocumentRow(Base):
-    __tablename__ = "documents"
-
-    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    document_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    source: Mapped[str] = mapped_column(String(255))
-    status: Mapped[str] = mapped_column(String(16))
-    pages: Mapped[int] = mapped_column(Integer, default=0)
-    chunks: Mapped[int] = mapped_column(Integer, default=0)
-    size_bytes: Mapped[int] = mapped_column(BigInteger)
-    content_sha256: Mapped[str] = mapped_column(String(64))
-    uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The user table: who may log in, to which tenant, with which password hash.
+"""The user repository: who may log in, to which tenant, with which password hash.
 
 Stores hashes only; hashing, validation and authentication live in `app.services.users`.
 """
@@ -9,25 +9,12 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Boolean, String, delete, select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Mapped, mapped_column
 
 from app.errors import Conflict
-from app.storage.db import Base, Database, UTCDateTime, utc_now
-
-
-class UserRow(Base):
-    __tablename__ = "users"
-
-    id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
-    username: Mapped[str] = mapped_column(String(64), unique=True)
-    password_hash: Mapped[str] = mapped_column(String(128))
-    # Granted nothing and is no longer read or set; kept (always False) only because existing
-    # databases have it NOT NULL without a server default. A migration should drop it.
-    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+from app.storage.db import Database, utc_now
+from app.storage.tables import UserRow
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from sqlalchemy import select
 
 from app.api.routes.documents import MAX_FILES_PER_REQUEST
-from app.jobs.tables import JobRow
+from app.storage.tables import JobRow
 
 pytestmark = pytest.mark.integration
 

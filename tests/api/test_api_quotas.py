@@ -15,7 +15,7 @@ from api_builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from sqlalchemy import select
 
-from app.jobs.tables import JobRow
+from app.storage.tables import JobRow
 
 pytestmark = pytest.mark.integration
 

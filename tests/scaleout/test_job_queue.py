@@ -27,10 +27,10 @@ from app.errors import ProviderUnavailable
 from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.jobs.redis_worker import TURN_POLL_S, Heartbeat, IngestWorker
 from app.jobs.store import JobStore, split_job_error
-from app.jobs.tables import JobRow
 from app.services.container import Container
 from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
 from app.storage.db import Database
+from app.storage.tables import JobRow
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,10 @@ import pytest
 from sqlalchemy import update
 
 from app.errors import QuotaExceeded
-from app.jobs.store import JobLimitReached, JobRow, JobStore, StorageQuota, StoredUpload
+from app.jobs.store import JobLimitReached, JobStore, StorageQuota, StoredUpload
 from app.storage.db import Database, utc_now
 from app.storage.documents import DocumentStore
+from app.storage.tables import JobRow
 
 pytestmark = pytest.mark.integration
 

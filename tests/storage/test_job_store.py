@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import select, update
 
 from app.jobs.store import JobLimitReached, JobStore, split_job_error
-from app.jobs.tables import JobRow
 from app.storage.db import Database, open_database, utc_now
-from app.storage.documents import DocumentRow, DocumentStore
+from app.storage.documents import DocumentStore
+from app.storage.tables import DocumentRow, JobRow
 
 pytestmark = pytest.mark.integration
 

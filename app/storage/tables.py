@@ -1,0 +1,149 @@
+"""Every table of the service database, in one module that imports no other part of the app.
+
+The repositories (users, documents, chunks, jobs) import their rows from here, so no storage
+module needs another's to build the schema. A change here needs a migration in
+`app/storage/migrations/versions` (README, "Database migrations"); a test compares the two.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import BigInteger, DateTime, Integer, String, Text
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table in the service database."""
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp stored in UTC and always read back timezone-aware (SQLite drops the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+# --- users -------------------------------------------------------------------------------------
+
+
+class UserRow(Base):
+    """Who may log in, to which tenant, with which password hash (hashes only)."""
+
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    username: Mapped[str] = mapped_column(String(64), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+# --- documents and their chunks ----------------------------------------------------------------
+
+
+class DocumentRow(Base):
+    """One uploaded document of a tenant, replaced on re-upload."""
+
+    __tablename__ = "documents"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    document_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    source: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16))
+    pages: Mapped[int] = mapped_column(Integer, default=0)
+    chunks: Mapped[int] = mapped_column(Integer, default=0)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ChunkRow(Base):
+    """A chunk's record (text, location, metadata); its vector lives in the vector index."""
+
+    __tablename__ = "chunks"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chunk_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    document_id: Mapped[str] = mapped_column(String(64), index=True)
+    source: Mapped[str] = mapped_column(String(255))
+    page: Mapped[int] = mapped_column(Integer)
+    page_label: Mapped[str] = mapped_column(String(64))
+    chunk_index: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column(Integer)
+    end: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    extra: Mapped[str] = mapped_column(Text, default="{}")  # JSON of Chunk.metadata
+    # Added after the first release (migration 0002), so rows from before it are NULL; None also
+    # means a content page.
+    page_role: Mapped[str | None] = mapped_column(String(32), nullable=True, default=None)
+
+
+class CorpusVersionRow(Base):
+    """A tenant's corpus version, bumped with every change to its chunks."""
+
+    __tablename__ = "corpus_versions"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
+# --- ingestion jobs ----------------------------------------------------------------------------
+
+
+class JobRow(Base):
+    """A durable ingestion job of one upload."""
+
+    __tablename__ = "jobs"
+
+    job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    document_id: Mapped[str] = mapped_column(String(64))
+    source: Mapped[str] = mapped_column(String(255))
+    stored_path: Mapped[str] = mapped_column(String(1024))
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    progress_done: Mapped[int] = mapped_column(Integer, default=0)
+    progress_total: Mapped[int] = mapped_column(Integer, default=0)
+    progress_stage: Mapped[str] = mapped_column(String(32), default="queued")
+    chunks_indexed: Mapped[int] = mapped_column(Integer, default=0)
+    pages: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class TenantTurnRow(Base):
+    """When each tenant last had a job claimed: the tie-break of fair scheduling."""
+
+    __tablename__ = "job_tenant_turns"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    served_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class BatchMemberRow(Base):
+    """A processing job that was claimed in a batch, and the batch (its first job's id)."""
+
+    __tablename__ = "job_batch_members"
+
+    job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    batch_id: Mapped[str] = mapped_column(String(40), index=True)

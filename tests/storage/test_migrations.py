@@ -1,0 +1,212 @@
+"""Schema migrations on a real SQLite file and a real PostgreSQL database (one per test): a
+database from before migrations keeps its rows and the app reads them, a fresh one reaches the
+same schema, a second run changes nothing, processes starting together migrate once, and the
+newest revision matches the table models (a model change without a migration fails here)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, inspect
+
+from app.domain import Chunk
+from app.errors import ConfigurationError
+from app.jobs.store import JobStore
+from app.storage.chunks import ChunkStore
+from app.storage.db import Database, open_database
+from app.storage.documents import DocumentStore
+from app.storage.migrate import SchemaChange, alembic_config, current_revision, head_revision
+from app.storage.tables import Base
+from app.storage.users import UserStore
+from tests.fresh_database import fresh_postgres_database
+from tests.storage.legacy_schema import PASSWORD_HASH, UPLOADED, create_legacy_database
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[str]:
+    """The URL of an empty database of its own: a SQLite file, or a new PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{data_dir / 'service.db'}"
+        return
+    with fresh_postgres_database(request.getfixturevalue("postgres_url")) as url:
+        yield url
+
+
+@pytest.fixture
+def opened() -> Iterator[list[Database]]:
+    """Databases a test opened, disposed of at its end."""
+    databases: list[Database] = []
+    yield databases
+    for database in databases:
+        database.dispose()
+
+
+def _open(url: str, opened: list[Database]) -> Database:
+    database = open_database(url)
+    opened.append(database)
+    return database
+
+
+def _legacy(url: str, with_page_role: bool) -> None:
+    engine = create_engine(url)
+    create_legacy_database(engine, with_page_role)
+    engine.dispose()
+
+
+def _differences(database: Database) -> list[Any]:
+    """What autogenerate would write into a new revision: empty when the models match."""
+    with database.engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_server_default": True})
+        return list(compare_metadata(context, Base.metadata))
+
+
+def _revision(database: Database) -> str | None:
+    with database.engine.connect() as connection:
+        return current_revision(connection)
+
+
+def _chunk(chunk_id: str, role: str | None) -> Chunk:
+    return Chunk(chunk_id, "acme", "doc-2", "new.pdf", 1, "1", 0, 0, 8, "new text", {}, role)  # type: ignore[arg-type]
+
+
+def test_a_database_from_before_migrations_keeps_every_row(
+    empty_url: str, opened: list[Database]
+) -> None:
+    _legacy(empty_url, with_page_role=True)
+    database = _open(empty_url, opened)
+
+    assert _revision(database) == head_revision()
+    assert _differences(database) == []
+    columns = {column["name"] for column in inspect(database.engine).get_columns("users")}
+    assert "is_admin" not in columns
+
+    user = UserStore(database).get_by_username("alice")
+    assert user is not None
+    assert (user.id, user.tenant_id, user.password_hash) == ("usr_old", "acme", PASSWORD_HASH)
+    assert user.created_at == UPLOADED
+    document = DocumentStore(database).get("acme", "manual")
+    assert document is not None
+    assert (document.status, document.pages, document.chunks) == ("done", 3, 1)
+    assert document.uploaded_at == UPLOADED
+    chunks = ChunkStore(database)
+    [old] = chunks.get("acme", ["c-old"])
+    assert (old.text, old.page_label, old.page_role) == ("old chunk text", "ii", "contents")
+    assert old.metadata == {"section": "Valves"}
+    assert chunks.version("acme") == 7
+
+    jobs = JobStore(database)
+    job = jobs.get("acme", "job_old")
+    assert job is not None and job.status == "queued" and job.created_at == UPLOADED
+    claimed = jobs.claim_next()
+    assert claimed is not None and claimed.job_id == "job_old"
+
+    # New rows go in next to the old ones (a user insert no longer names is_admin).
+    UserStore(database).add("acme", "bob", PASSWORD_HASH)
+    assert [u.username for u in UserStore(database).list("acme")] == ["alice", "bob"]
+
+
+def test_a_database_from_before_page_role_gains_the_column(
+    empty_url: str, opened: list[Database]
+) -> None:
+    _legacy(empty_url, with_page_role=False)
+    database = _open(empty_url, opened)
+
+    assert _differences(database) == []
+    store = ChunkStore(database)
+    [old] = store.get("acme", ["c-old"])
+    assert old.text == "old chunk text"
+    assert old.page_role is None  # a row from before page roles reads as a content page
+    store.write_document("acme", "doc-2", [_chunk("c-new", "contents")])
+    assert [c.page_role for c in store.get("acme", ["c-old", "c-new"])] == [None, "contents"]
+
+
+def test_a_fresh_database_gets_the_schema_of_the_models(
+    empty_url: str, opened: list[Database]
+) -> None:
+    database = Database(empty_url)
+    opened.append(database)
+    assert _revision(database) is None
+    change = database.migrate()
+    assert change == SchemaChange(None, head_revision())
+    assert change.changed
+    assert _differences(database) == []
+    assert set(inspect(database.engine).get_table_names()) == {
+        *Base.metadata.tables,
+        "alembic_version",
+    }
+
+
+def test_a_second_run_changes_nothing(empty_url: str, opened: list[Database]) -> None:
+    _legacy(empty_url, with_page_role=False)
+    first = _open(empty_url, opened)
+    first_change = first.migrate()
+    assert first_change == SchemaChange(head_revision(), head_revision())
+    assert not first_change.changed
+    again = _open(empty_url, opened)  # a restart
+    assert again.migrate() == SchemaChange(head_revision(), head_revision())
+    assert [c.text for c in ChunkStore(again).get("acme", ["c-old"])] == ["old chunk text"]
+    assert _differences(again) == []
+
+
+def test_processes_starting_together_migrate_once(empty_url: str, opened: list[Database]) -> None:
+    starters = 4
+    databases = [Database(empty_url) for _ in range(starters)]
+    opened.extend(databases)
+    start = threading.Barrier(starters)
+    changes: list[SchemaChange] = []
+    failures: list[BaseException] = []
+
+    def start_up(database: Database) -> None:
+        start.wait()
+        try:
+            changes.append(database.migrate())
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=start_up, args=(db,)) for db in databases]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert failures == []
+    assert sorted(change.before or "" for change in changes) == [""] + [head_revision()] * 3
+    assert _differences(databases[0]) == []
+
+
+def test_a_database_migrated_by_a_newer_release_is_refused(
+    empty_url: str, opened: list[Database]
+) -> None:
+    database = _open(empty_url, opened)
+    with database.engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '9999'")
+    with pytest.raises(ConfigurationError, match="revision '9999'"):
+        _open(empty_url, opened)
+
+
+def test_every_revision_downgrades_and_upgrades_again(
+    empty_url: str, opened: list[Database]
+) -> None:
+    database = _open(empty_url, opened)
+    UserStore(database).add("acme", "alice", PASSWORD_HASH)
+    config = alembic_config()
+    with database.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0002")  # users regain is_admin, False for the existing row
+        connection.commit()
+        assert _revision(database) == "0002"
+        columns = {column["name"] for column in inspect(connection).get_columns("users")}
+        assert "is_admin" in columns
+        command.downgrade(config, "base")
+        connection.commit()
+    assert set(inspect(database.engine).get_table_names()) == {"alembic_version"}
+    assert database.migrate() == SchemaChange(None, head_revision())
+    assert _differences(database) == []
