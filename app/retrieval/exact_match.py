@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from app.retrieval.corpus import CorpusReader
 from app.retrieval.keyword import KeywordSnapshot
 from app.retrieval.tokenizer import Tokenizer
-from app.storage.vector_store import VectorStore
 
 _QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|«([^»]+)»|„([^“”]+)[“”]|「([^」]+)」')
 _NUMBERED = re.compile(r"(?<!\w)(?:no|nr|num|number)\.?\s*#?\d+\w*|#\d+\w*", re.IGNORECASE)
@@ -94,7 +94,7 @@ def find_exact(
     tenant_id: str,
     query: str,
     snapshot: KeywordSnapshot,
-    store: VectorStore,
+    store: CorpusReader,
     tokenizer: Tokenizer,
     limits: ExactLimits | None = None,
 ) -> list[ExactMatch]:
