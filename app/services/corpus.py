@@ -151,7 +151,8 @@ def _entries(
         raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
     entries = []
     for chunk, vector in zip(chunks, vectors, strict=True):
-        if chunk.tenant_id != tenant_id or chunk.document_id != (document_id or chunk.document_id):
+        other_document = document_id is not None and chunk.document_id != document_id
+        if chunk.tenant_id != tenant_id or other_document:
             raise ValueError(f"chunk {chunk.id} does not belong to {tenant_id}/{document_id}")
         entries.append(IndexedVector(chunk.id, chunk.document_id, vector))
     return entries
