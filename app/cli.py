@@ -91,7 +91,7 @@ def cmd_search(container: Container, args: argparse.Namespace) -> int:
 
 def cmd_reindex(container: Container, args: argparse.Namespace) -> int:
     """Re-embed a tenant's chunks with the configured embedding model."""
-    count = container.store.reindex_tenant(args.tenant)  # type: ignore[attr-defined]
+    count = container.corpus.reindex(args.tenant)
     print(f"re-indexed {count} chunks of tenant {args.tenant} with {container.embedder.model_id}")
     return 0
 

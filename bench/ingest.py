@@ -37,8 +37,8 @@ from app.main import create_app
 from app.providers.embeddings import build_embedder
 from app.retrieval.keyword import KeywordIndex
 from app.services.container import Container
+from app.services.corpus import build_corpus
 from app.services.pipeline import PipelineConfig, index_file
-from app.storage.chroma_store import build_vector_store
 from app.timing import StageTimer
 from bench.common import table
 from eval.datasets import data_dir
@@ -111,7 +111,7 @@ def main() -> None:
         )
         embedder = build_embedder(settings)
         embedder.embed_documents(["warm up"])
-        store = build_vector_store(settings, embedder)
+        store = build_corpus(settings, embedder)
         keyword_index = KeywordIndex(store, root / "keyword")
         paths = _write_documents(root, args.docs, args.paragraphs)
         limits = LoadLimits.from_settings(settings)
@@ -145,7 +145,7 @@ def main() -> None:
                     tenant_id=tenant,
                     source=path.name,
                     embedder=embedder,
-                    store=store,
+                    corpus=store,
                     config=config,
                 )
                 indexed += result.chunks

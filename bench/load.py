@@ -45,13 +45,13 @@ def preload(data_dir: str, chunks: int) -> None:
     """Write `chunks` chunks for SEARCH_TENANT into the data dir (run in a child process)."""
     from app.config import load_settings
     from app.providers.embeddings import build_embedder
-    from app.storage.chroma_store import build_vector_store
+    from app.services.corpus import build_corpus
     from bench.bm25_libraries import synthetic_chunks
     from bench.retrieval import _load
 
     settings = load_settings(_env_file=None, data_dir=Path(data_dir), embedding_provider="use")
     embedder = build_embedder(settings)
-    _load(build_vector_store(settings, embedder), embedder, synthetic_chunks(chunks))
+    _load(build_corpus(settings, embedder), embedder, synthetic_chunks(chunks))
 
 
 def questions(count: int, seed: int = 11) -> list[str]:

@@ -33,7 +33,7 @@ from app.providers.embeddings import build_embedder
 from app.providers.rerankers import build_reranker
 from app.retrieval.hybrid import HybridRetriever, build_retriever
 from app.retrieval.keyword import KeywordIndex, KeywordSnapshot
-from app.storage.chroma_store import build_vector_store
+from app.services.corpus import build_corpus
 from app.timing import start_timer
 from bench.bm25_libraries import synthetic_chunks
 from bench.common import median, percentile, table
@@ -127,7 +127,7 @@ def run_size(size: int, questions: list[str], naive_queries: int) -> list[object
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(_env_file=None, data_dir=Path(tmp), embedding_provider="use")
         embedder = build_embedder(settings)
-        store = build_vector_store(settings, embedder)
+        store = build_corpus(settings, embedder)
         load_s = _load(store, embedder, synthetic_chunks(size))
         retriever = build_retriever(settings, embedder, store, reranker=None)
         started = time.perf_counter()

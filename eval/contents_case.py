@@ -92,11 +92,11 @@ def evaluate_contents_case(container: Container, folder: Path) -> dict[str, Any]
             tenant_id=tenant,
             source=name,
             embedder=container.embedder,
-            store=container.store,
+            corpus=container.corpus,
             config=container.pipeline_config,
         )
         roles = Counter(
-            c.page_role for c in container.store.iter_chunks(tenant) if c.page_role is not None
+            c.page_role for c in container.corpus.iter_chunks(tenant) if c.page_role is not None
         )
         cases = outline_questions(path)
         try:

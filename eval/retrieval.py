@@ -88,7 +88,7 @@ def ingest_paragraphs(
             tenant_id=tenant,
             source=source,
             embedder=container.embedder,
-            store=container.store,
+            corpus=container.corpus,
             config=container.pipeline_config,
         )
         doc_to_paragraph[document_id(tenant, source)] = pid
@@ -102,7 +102,7 @@ def _document_of_chunk(container: Container, tenant: str) -> dict[str, str]:
     """chunk id -> document id for a tenant (read once; the eval corpora do not change)."""
     if tenant not in _DOCUMENT_OF_CHUNK:
         _DOCUMENT_OF_CHUNK[tenant] = {
-            c.id: c.document_id for c in container.store.iter_chunks(tenant)
+            c.id: c.document_id for c in container.corpus.iter_chunks(tenant)
         }
     return _DOCUMENT_OF_CHUNK[tenant]
 
@@ -251,7 +251,7 @@ def run(
                 tenant_id="custom",
                 source=path.name,
                 embedder=container.embedder,
-                store=container.store,
+                corpus=container.corpus,
                 config=container.pipeline_config,
             )
         results["custom"] = evaluate_custom(container, cases, "custom", modes)

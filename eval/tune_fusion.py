@@ -110,7 +110,7 @@ def main() -> None:
                 paragraph_of.update(
                     ingest_paragraphs(container, tenant, task.paragraphs, Path(tmp) / tenant)
                 )
-                doc_of[tenant] = {c.id: c.document_id for c in container.store.iter_chunks(tenant)}
+                doc_of[tenant] = {c.id: c.document_id for c in container.corpus.iter_chunks(tenant)}
             if name.startswith("xquad-"):
                 dev, rest = xquad_split(task)
             elif name == "arcd-train":

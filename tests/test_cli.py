@@ -145,3 +145,31 @@ def test_migrate_names_an_unreachable_database(tmp_path: Path) -> None:
     result = cli(tmp_path / "data", "migrate", RAG_DATABASE_URL=url)
     assert result.returncode == 1
     assert result.stderr.startswith("error: cannot reach the database:")
+
+
+def test_reindex_re_embeds_a_tenant_indexed_with_another_model(tmp_path: Path) -> None:
+    from app.config import load_settings
+    from app.domain import Chunk, chunk_id, document_id
+    from app.services.corpus import build_corpus
+    from tests.fakes import FakeEmbedder
+
+    data_dir = tmp_path / "data"
+    fake = FakeEmbedder()
+    corpus = build_corpus(load_settings(_env_file=None, data_dir=data_dir), fake)
+    text = "The SR-33 relief valve opens at 4.2 bar."
+    doc = document_id("acme", "valves.txt")
+    chunk = Chunk(chunk_id("acme", doc, 1, text), "acme", doc, "valves.txt", 1, "1", 0, 0, 41, text)
+    corpus.replace_document("acme", doc, [chunk], fake.embed_documents([text]))
+    corpus.index.client.close()  # type: ignore[attr-defined]  # the CLI process opens it next
+
+    refused = cli(data_dir, "search", "--tenant", "acme", "relief valve")
+    assert refused.returncode == 1 and "reindex --tenant acme" in refused.stderr
+
+    done = cli(data_dir, "reindex", "--tenant", "acme")
+    assert done.returncode == 0, done.stderr
+    assert "re-indexed 1 chunks of tenant acme" in done.stdout
+    found = cli(data_dir, "search", "--tenant", "acme", "relief valve", "--json")
+    assert found.returncode == 0, found.stderr
+    assert [row["text"] for row in json.loads(found.stdout)] == [text]
+    again = cli(data_dir, "reindex", "--tenant", "acme")
+    assert "re-indexed 0 chunks" in again.stdout

@@ -98,7 +98,7 @@ def _run_together(
         return retried
     try:
         vectors = _embed(container, prepared)
-        container.store.replace_documents(
+        container.corpus.replace_documents(
             tenant,
             [
                 (p.parsed.document_id, p.parsed.chunks, v)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from app.retrieval.corpus import CorpusReader
 from app.retrieval.keyword import KeywordSnapshot
-from app.storage.vector_store import VectorStore
 from app.text.tokenizer import Tokenizer
 
 _QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|«([^»]+)»|„([^“”]+)[“”]|「([^」]+)」')
@@ -94,7 +94,7 @@ def find_exact(
     tenant_id: str,
     query: str,
     snapshot: KeywordSnapshot,
-    store: VectorStore,
+    store: CorpusReader,
     tokenizer: Tokenizer,
     limits: ExactLimits | None = None,
 ) -> list[ExactMatch]:

@@ -29,7 +29,7 @@ from app.timing import timed
 if TYPE_CHECKING:
     from app.config import Settings
     from app.providers.types import Embedder, Reranker
-    from app.storage.vector_store import VectorStore
+    from app.retrieval.corpus import CorpusReader
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class HybridRetriever:
     def __init__(
         self,
         embedder: Embedder,
-        store: VectorStore,
+        store: CorpusReader,
         keyword_index: KeywordIndex,
         config: RetrieverConfig,
         reranker: Reranker | None = None,
@@ -347,7 +347,7 @@ class HybridRetriever:
 def build_retriever(
     settings: Settings,
     embedder: Embedder,
-    store: VectorStore,
+    store: CorpusReader,
     reranker: Reranker | None,
 ) -> HybridRetriever:
     """The retriever configured by settings; its keyword indexes live under data_dir/keyword."""

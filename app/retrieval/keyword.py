@@ -38,7 +38,7 @@ import bm25s
 import numpy as np
 
 from app.domain import Chunk
-from app.storage.vector_store import VectorStore
+from app.retrieval.corpus import CorpusReader
 from app.text.tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
 logger = logging.getLogger(__name__)
@@ -48,6 +48,7 @@ _IDS = "chunk_ids.json"
 _TOKENS = "token_ids.npz"
 _FORMAT = 2
 _READ_BATCH = 1000  # chunk texts fetched per store call when only some are new
+_LIST_ATTEMPTS = 5  # listings tried for one whose chunks all still exist when read
 # Old snapshot folders are kept this long, so another process still loading one is not broken,
 # but never more than `keep_snapshots` folders per tenant: refreshes must not fill the disk.
 _KEEP_OLD_S = 600.0
@@ -140,7 +141,7 @@ class KeywordIndex:
 
     def __init__(
         self,
-        store: VectorStore,
+        store: CorpusReader,
         directory: Path,
         tokenizer: Tokenizer = DEFAULT_TOKENIZER,
         k1: float = 1.2,
@@ -252,12 +253,17 @@ class KeywordIndex:
             for chunk in self._store.iter_chunks(tenant_id):
                 yield chunk.id, _owned(chunk, tenant_id)
             return
-        current = self._store.chunk_ids(tenant_id)
-        missing = [cid for cid in current if cid not in known]
         fetched: dict[str, Chunk] = {}
-        for begin in range(0, len(missing), _READ_BATCH):
-            batch = self._store.get_chunks(tenant_id, missing[begin : begin + _READ_BATCH])
-            fetched.update((chunk.id, _owned(chunk, tenant_id)) for chunk in batch)
+        for _ in range(_LIST_ATTEMPTS):
+            current = self._store.chunk_ids(tenant_id)
+            missing = [cid for cid in current if cid not in known and cid not in fetched]
+            for begin in range(0, len(missing), _READ_BATCH):
+                batch = self._store.get_chunks(tenant_id, missing[begin : begin + _READ_BATCH])
+                fetched.update((chunk.id, _owned(chunk, tenant_id)) for chunk in batch)
+            if all(cid in known or cid in fetched for cid in current):
+                break
+            # A listed chunk was deleted before its text was read: a document was replaced in
+            # between, so list again rather than index half of it.
         for cid in current:
             if cid in known:
                 yield cid, None

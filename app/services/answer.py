@@ -30,7 +30,7 @@ def _cache_key(container: Container, tenant_id: str, question: str, k: int) -> C
         tenant_id,
         question,
         k=k,
-        corpus_version=container.store.corpus_version(tenant_id),
+        corpus_version=container.corpus.corpus_version(tenant_id),
         config_fingerprint=container.config_fingerprint,
     )
 

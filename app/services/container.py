@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from app.retrieval.hybrid import HybridRetriever
     from app.security import TokenCodec
     from app.services.answer_lane import AnswerLane
+    from app.services.corpus import Corpus
     from app.services.login import LoginGuard
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from app.storage.db import Database
     from app.storage.documents import DocumentStore
     from app.storage.rate_limit import RateLimiter
-    from app.storage.vector_store import VectorStore
+    from app.storage.vector_index import VectorIndex
 
 
 class Container:
@@ -44,13 +45,20 @@ class Container:
         return build_embedder(self.settings)
 
     @cached_property
-    def store(self) -> VectorStore:
-        from app.storage.chroma_store import build_vector_store
+    def vector_index(self) -> VectorIndex:
+        from app.storage.chroma_index import build_vector_index
         from app.storage.directory_lock import lock_directory
 
         if self.settings.vector_backend == "chroma":
             lock_directory(self.settings.data_dir / "chroma")
-        return build_vector_store(self.settings, self.embedder, self.database)
+        return build_vector_index(self.settings, self.embedder.model_id, self.embedder.dimension)
+
+    @cached_property
+    def corpus(self) -> Corpus:
+        """The tenants' chunks: rows and vectors, written and read together."""
+        from app.services.corpus import Corpus
+
+        return Corpus(self.chunk_records, self.vector_index, self.embedder)
 
     @cached_property
     def reranker(self) -> Reranker | None:
@@ -62,7 +70,7 @@ class Container:
     def retriever(self) -> HybridRetriever:
         from app.retrieval.hybrid import build_retriever
 
-        return build_retriever(self.settings, self.embedder, self.store, self.reranker)
+        return build_retriever(self.settings, self.embedder, self.corpus, self.reranker)
 
     @cached_property
     def llm(self) -> LLM:
@@ -168,7 +176,7 @@ class Container:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         _ = self.database, self.documents, self.jobs, self.cache
         self.embedder.embed_query("warm up")
-        _ = self.store, self.retriever
+        _ = self.corpus, self.retriever
         if serving:
             _ = self.token_codec, self.rate_limiter, self.login_guard
             self.users.warm_up()

@@ -190,7 +190,7 @@ def index_document(
         tenant_id=tenant_id,
         source=source,
         embedder=container.embedder,
-        store=container.store,
+        corpus=container.corpus,
         config=container.pipeline_config,
         progress=progress,
         max_chunks=chunk_allowance(container, tenant_id, doc_id),
@@ -222,7 +222,7 @@ def record_indexed(
     # A concurrent delete, in this process or another, sees the record before or after this.
     with _document_lock(container, tenant_id, done.document_id):
         if must_exist and container.documents.get(tenant_id, done.document_id) is None:
-            container.store.delete_document(tenant_id, done.document_id)
+            container.corpus.delete_document(tenant_id, done.document_id)
             raise IngestionError(
                 "the document was deleted while it was being indexed; upload it again "
                 "if you still want it"
@@ -296,7 +296,7 @@ def delete_document(container: Container, tenant_id: str, document_id: str) -> N
     with _document_lock(container, tenant_id, document_id):
         if container.documents.get(tenant_id, document_id) is None:
             raise NotFound("document not found")
-        removed = container.store.delete_document(tenant_id, document_id)
+        removed = container.corpus.delete_document(tenant_id, document_id)
         container.documents.delete(tenant_id, document_id)
         drop_original(container, tenant_id, document_id)
     container.cache.invalidate_tenant(tenant_id)

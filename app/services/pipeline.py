@@ -1,16 +1,19 @@
-"""The ingestion pipeline below the job layer: file -> pages -> chunks -> vectors -> store."""
+"""The ingestion pipeline below the job layer: file -> pages -> chunks -> vectors -> corpus."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.domain import Chunk, document_id
 from app.errors import QuotaExceeded
 from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
 from app.providers.types import Embedder
-from app.storage.vector_store import VectorStore
+
+if TYPE_CHECKING:
+    from app.services.corpus import Corpus
 
 # (done, total, stage): pages parsed, then chunks embedded, so a client can draw a bar.
 ProgressCallback = Callable[[int, int, str], None]
@@ -91,7 +94,7 @@ def index_file(
     tenant_id: str,
     source: str,
     embedder: Embedder,
-    store: VectorStore,
+    corpus: Corpus,
     config: PipelineConfig,
     progress: ProgressCallback | None = None,
     max_chunks: int | None = None,
@@ -105,7 +108,7 @@ def index_file(
     parsed = parse_file(path, tenant_id=tenant_id, source=source, config=config, progress=progress)
     check_chunk_quota(parsed, max_chunks)
     vectors = embed_chunks(parsed.chunks, embedder, config.batch_size, progress)
-    store.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
+    corpus.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
     return IngestedDocument(parsed.document_id, source, parsed.pages, len(parsed.chunks))
 
 

@@ -14,7 +14,7 @@ def readiness_problems(container: Container, *, loaded: bool) -> dict[str, str]:
     problems: dict[str, str] = {}
     checks: dict[str, Callable[[], bool]] = {
         "database": container.database.ping,
-        "vector_store": lambda: container.store.count("__readiness_probe__") >= 0,
+        "vector_store": lambda: container.corpus.count("__readiness_probe__") >= 0,
     }
     for name, check in checks.items():
         try:

@@ -180,9 +180,11 @@ class ChunkStore:
                         .limit(PAGE_SIZE)
                     )
                 ]
-            if not page:
-                return
             yield from page
+            if len(page) < PAGE_SIZE:
+                # The last page: asking again could find a chunk written meanwhile and mix two
+                # versions of a document into one pass.
+                return
             after = page[-1].id
 
     def find_containing(self, tenant_id: str, needle: str, limit: int) -> list[Chunk]:

@@ -77,7 +77,7 @@ def test_a_replaced_file_never_brings_back_the_old_answer(api: ApiHarness) -> No
         assert all("14 days" not in r["text"] for r in api.search(user, query, k=50)["results"])
     listing = api.client.get("/documents", headers=user.headers).json()
     assert listing["count"] == 1 and listing["data"][0]["chunks"] == new["chunks_indexed"]
-    assert api.container.store.count(user.tenant) == new["chunks_indexed"]
+    assert api.container.corpus.count(user.tenant) == new["chunks_indexed"]
 
 
 def test_a_deleted_document_is_not_answered_from_the_cache(api: ApiHarness) -> None:

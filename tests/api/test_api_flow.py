@@ -108,7 +108,7 @@ def test_two_tenants_full_flow_with_isolation(
         stats = api.client.get("/stats", headers=user.headers).json()
         assert stats["documents"] == len(files)
         assert stats["chunks"] == sum(d["chunks"] for d in listing["data"])
-        assert stats["chunks"] == api.container.store.count(tenant)
+        assert stats["chunks"] == api.container.corpus.count(tenant)
 
     # 4. Search and query: every hit and citation is the tenant's own; no foreign text anywhere.
     for user, _, _, foreign in own.values():

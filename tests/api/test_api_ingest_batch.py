@@ -99,7 +99,7 @@ def test_batched_and_one_by_one_ingestion_store_the_same_chunks(
     run_one_batch(api, len(FILES))
 
     def stored(harness: ApiHarness) -> tuple[list[tuple[str, str]], dict[str, int]]:
-        store = harness.container.store
+        store = harness.container.corpus
         chunks = store.get_chunks("same", sorted(store.chunk_ids("same")))
         listed = harness.client.get("/documents", headers=harness.users[-1].headers).json()
         return (
@@ -143,7 +143,7 @@ def test_a_crash_mid_batch_loses_nothing_and_duplicates_nothing(
     run_one_batch(api, len(ids) - 2)
     ended = [job(api, user, job_id) for job_id in ids]
     assert {done["status"] for done in ended} == {"done"}
-    store = api.container.store
+    store = api.container.corpus
     assert store.count("crash") == sum(done["chunks_indexed"] for done in ended)
     assert len(set(store.chunk_ids("crash"))) == store.count("crash")
     assert api.uploads_left() == []
@@ -154,7 +154,7 @@ def test_when_the_shared_store_write_fails_each_job_is_run_on_its_own(
 ) -> None:
     user = api.add_user("fallback")
     ids = upload_all(api, user, dict(list(FILES.items())[:3]))
-    store = api.container.store
+    store = api.container.corpus
     real_write = store.replace_documents
     writes: list[int] = []
 

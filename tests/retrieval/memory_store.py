@@ -1,111 +1,112 @@
-"""A tiny in-memory `VectorStore` (brute-force cosine) for fast unit tests of retrieval.
+"""A tiny in-memory `VectorIndex` (brute-force cosine) for fast unit tests of retrieval.
 
-It follows the Protocol's contract, including a corpus version bumped on every write, and counts
-how often the keyword index reads the whole tenant (`iterations`) and how many chunk texts
-were read (`chunks_read`). Integration tests run the
-same retrieval code against real Chroma.
+It passes the same conformance suite as Chroma (tests/storage/test_vector_index_conformance.py).
+`memory_corpus` puts it behind the real corpus service with chunk rows in SQLite, and
+`CountingChunkStore` counts how often the keyword index reads the whole tenant (`iterations`)
+and how many chunk texts were read (`chunks_read`). Integration tests run the same retrieval
+code against real Chroma.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from app.domain import Chunk, chunk_id, document_id
 from app.providers.types import Embedder
+from app.services.corpus import Corpus
+from app.storage.chunks import ChunkStore
+from app.storage.db import open_database
+from app.storage.vector_index import IndexedVector
 
 
-class InMemoryVectorStore:
-    """Per-tenant dicts of chunk id -> (chunk, unit vector)."""
+class InMemoryVectorIndex:
+    """Per-tenant dicts of chunk id -> (document id, unit vector)."""
 
-    def __init__(self) -> None:
-        self._data: dict[str, dict[str, tuple[Chunk, np.ndarray]]] = {}
-        self._versions: Counter[str] = Counter()
-        self.iterations: Counter[str] = Counter()
-        self.chunks_read: Counter[str] = Counter()  # texts handed out by get/iter_chunks
-        # Writes are atomic to readers, as in a real store (no half-replaced document visible).
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self._data: dict[str, dict[str, tuple[str, np.ndarray]]] = {}
         self._lock = threading.Lock()
 
-    def replace_document(
-        self,
-        tenant_id: str,
-        document_id: str,
-        chunks: Sequence[Chunk],
-        vectors: Sequence[Sequence[float]],
-    ) -> None:
+    def _tenant(self, tenant_id: str) -> dict[str, tuple[str, np.ndarray]]:
+        if not tenant_id or not tenant_id.strip():
+            raise ValueError("tenant_id must be a non-empty string")
+        return self._data.setdefault(tenant_id, {})
+
+    def _unit(self, vector: Sequence[float]) -> np.ndarray:
+        if len(vector) != self.dimension:
+            raise ValueError(f"vector of length {len(vector)}, expected {self.dimension}")
+        v = np.asarray(vector, dtype=np.float64)
+        return v / (np.linalg.norm(v) or 1.0)
+
+    def upsert(self, tenant_id: str, vectors: Sequence[IndexedVector]) -> None:
+        units = [(entry, self._unit(entry.vector)) for entry in vectors]
         with self._lock:
-            rows = dict(self._data.get(tenant_id, {}))
-            for cid in [cid for cid, (c, _) in rows.items() if c.document_id == document_id]:
+            rows = self._tenant(tenant_id)
+            for entry, unit in units:
+                rows[entry.chunk_id] = (entry.document_id, unit)
+
+    def delete(
+        self, tenant_id: str, *, chunk_ids: Sequence[str] = (), document_id: str | None = None
+    ) -> int:
+        with self._lock:
+            rows = self._tenant(tenant_id)
+            doomed = {cid for cid in chunk_ids if cid in rows}
+            doomed |= {cid for cid, (doc, _) in rows.items() if doc == document_id}
+            for cid in doomed:
                 del rows[cid]
-            for chunk, vector in zip(chunks, vectors, strict=True):
-                assert chunk.tenant_id == tenant_id
-                v = np.asarray(vector, dtype=np.float64)
-                rows[chunk.id] = (chunk, v / (np.linalg.norm(v) or 1.0))
-            self._data[tenant_id] = rows
-            self._versions[tenant_id] += 1
+            return len(doomed)
 
-    def replace_documents(
-        self,
-        tenant_id: str,
-        documents: Sequence[tuple[str, Sequence[Chunk], Sequence[Sequence[float]]]],
-    ) -> None:
-        for document, chunks, vectors in documents:
-            self.replace_document(tenant_id, document, chunks, vectors)
-
-    def delete_document(self, tenant_id: str, document_id: str) -> int:
-        rows = self._data.get(tenant_id, {})
-        doomed = [cid for cid, (c, _) in rows.items() if c.document_id == document_id]
-        for cid in doomed:
-            del rows[cid]
-        if doomed:
-            self._versions[tenant_id] += 1
-        return len(doomed)
-
-    def query(self, tenant_id: str, vector: Sequence[float], k: int) -> list[tuple[Chunk, float]]:
-        q = np.asarray(vector, dtype=np.float64)
-        q = q / (np.linalg.norm(q) or 1.0)
-        scored = [(c, float(v @ q)) for c, v in self._data.get(tenant_id, {}).values()]
+    def query(self, tenant_id: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            raise ValueError(f"k must be positive, got {k}")
+        q = self._unit(vector)
+        with self._lock:
+            scored = [(cid, float(v @ q)) for cid, (_, v) in self._tenant(tenant_id).items()]
         scored.sort(key=lambda pair: -pair[1])
         return scored[:k]
 
-    def find_containing(self, tenant_id: str, text: str, limit: int) -> list[Chunk]:
-        rows = self._data.get(tenant_id, {}).values()
-        return [c for c, _ in rows if text and text in c.text][:limit]
+    def count(self, tenant_id: str) -> int:
+        return len(self._tenant(tenant_id))
 
-    def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
-        rows = self._data.get(tenant_id, {})
-        found = [rows[cid][0] for cid in dict.fromkeys(ids) if cid in rows]
+    def rebuild(self, tenant_id: str, pages: Iterable[Sequence[IndexedVector]]) -> bool:
+        return False  # one model's vectors only: there is never anything to rebuild
+
+
+class CountingChunkStore(ChunkStore):
+    """Chunk rows that count whole-tenant reads and chunk texts handed out."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.iterations: Counter[str] = Counter()
+        self.chunks_read: Counter[str] = Counter()
+
+    def get(self, tenant_id: str, chunk_ids: Iterable[str]) -> list[Chunk]:
+        found = super().get(tenant_id, chunk_ids)
         self.chunks_read[tenant_id] += len(found)
         return found
 
-    def iter_chunks(self, tenant_id: str) -> Iterator[Chunk]:
+    def iter_tenant(self, tenant_id: str) -> Iterator[Chunk]:
         self.iterations[tenant_id] += 1
-        with self._lock:
-            rows = list(self._data.get(tenant_id, {}).values())
-        for chunk, _ in rows:
+        for chunk in super().iter_tenant(tenant_id):
             self.chunks_read[tenant_id] += 1
             yield chunk
 
-    def chunk_ids(self, tenant_id: str) -> list[str]:
-        with self._lock:
-            return list(self._data.get(tenant_id, {}))
 
-    def count(self, tenant_id: str) -> int:
-        return len(self._data.get(tenant_id, {}))
-
-    def corpus_version(self, tenant_id: str) -> int:
-        return self._versions[tenant_id]
+def memory_corpus(
+    directory: Path, embedder: Embedder, rows: type[ChunkStore] = ChunkStore
+) -> Corpus:
+    """The corpus service over an in-memory index, its rows in a SQLite file in `directory`."""
+    database = open_database(f"sqlite:///{directory / 'chunks.db'}")
+    return Corpus(rows(database), InMemoryVectorIndex(embedder.dimension), embedder)
 
 
 def add_document(
-    store: InMemoryVectorStore | object,
-    embedder: Embedder,
-    tenant: str,
-    source: str,
-    texts: Sequence[str],
+    store: Corpus, embedder: Embedder, tenant: str, source: str, texts: Sequence[str]
 ) -> list[Chunk]:
     """Chunk ids as ingestion makes them; one page per text (page = position + 1)."""
     doc = document_id(tenant, source)
@@ -125,5 +126,5 @@ def add_document(
         for i, text in enumerate(texts)
     ]
     vectors = embedder.embed_documents([c.text for c in chunks])
-    store.replace_document(tenant, doc, chunks, vectors)  # type: ignore[attr-defined]
+    store.replace_document(tenant, doc, chunks, vectors)
     return chunks

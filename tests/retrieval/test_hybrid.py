@@ -9,10 +9,11 @@ import pytest
 from app.config import Settings
 from app.providers.rerankers import build_reranker
 from app.retrieval.hybrid import HybridRetriever, build_retriever
+from app.services.corpus import Corpus
 from app.timing import start_timer
 from tests.fakes import FakeEmbedder
 from tests.providers.tiny_cross_encoder import save_tiny_cross_encoder
-from tests.retrieval.memory_store import InMemoryVectorStore, add_document
+from tests.retrieval.memory_store import add_document
 from tests.stage_evidence import STAGE_KEYS
 
 pytestmark = pytest.mark.unit
@@ -38,7 +39,7 @@ SKUS = [f"6672WN55{i:02d}" for i in range(30)]
 
 @pytest.fixture
 def facts_retriever(
-    retriever: HybridRetriever, store: InMemoryVectorStore, embedder: FakeEmbedder
+    retriever: HybridRetriever, store: Corpus, embedder: FakeEmbedder
 ) -> HybridRetriever:
     add_document(store, embedder, "acme", "facts.txt", FACTS)
     return retriever
@@ -78,7 +79,7 @@ def test_modes_use_only_their_arms(facts_retriever: HybridRetriever) -> None:
 
 
 def test_keyword_arm_rescues_what_dense_misses(
-    settings: Settings, store: InMemoryVectorStore, embedder: FakeEmbedder
+    settings: Settings, store: Corpus, embedder: FakeEmbedder
 ) -> None:
     """A chunk outside the dense candidates still reaches the results through BM25."""
     add_document(store, embedder, "acme", "facts.txt", FACTS)
@@ -100,7 +101,7 @@ def test_bad_input(facts_retriever: HybridRetriever) -> None:
 
 
 def test_results_never_contain_another_tenants_chunks(
-    retriever: HybridRetriever, store: InMemoryVectorStore, embedder: FakeEmbedder
+    retriever: HybridRetriever, store: Corpus, embedder: FakeEmbedder
 ) -> None:
     add_document(store, embedder, "acme", "facts.txt", FACTS)
     add_document(store, embedder, "globex", "g.txt", ["Globex SR-33 clone, river edition"])
@@ -111,7 +112,7 @@ def test_results_never_contain_another_tenants_chunks(
 
 
 def test_exact_sku_is_first_among_near_identical_items(
-    retriever: HybridRetriever, store: InMemoryVectorStore, embedder: FakeEmbedder
+    retriever: HybridRetriever, store: Corpus, embedder: FakeEmbedder
 ) -> None:
     add_document(store, embedder, "shop", "catalogue.txt", [_catalogue(s) for s in SKUS])
     for sku in SKUS:
@@ -125,7 +126,7 @@ def test_exact_sku_is_first_among_near_identical_items(
 
 
 def test_exact_matches_are_pinned_even_outside_both_arms(
-    settings: Settings, store: InMemoryVectorStore, embedder: FakeEmbedder
+    settings: Settings, store: Corpus, embedder: FakeEmbedder
 ) -> None:
     texts = [
         "Compare the weight and weight class; compare weight again: weight, weight.",
@@ -145,7 +146,7 @@ def test_exact_matches_are_pinned_even_outside_both_arms(
 
 
 def test_quoted_phrase_pulls_the_chunk_that_contains_it(
-    retriever: HybridRetriever, store: InMemoryVectorStore, embedder: FakeEmbedder
+    retriever: HybridRetriever, store: Corpus, embedder: FakeEmbedder
 ) -> None:
     texts = [f"Model {i} has a handle, a red button and a blue light." for i in range(20)]
     texts.append("Model 20 has a red handle and a blue button.")
@@ -156,7 +157,7 @@ def test_quoted_phrase_pulls_the_chunk_that_contains_it(
 
 
 def test_gate_refuses_unrelated_questions_and_accepts_related_ones(
-    settings: Settings, store: InMemoryVectorStore, embedder: FakeEmbedder
+    settings: Settings, store: Corpus, embedder: FakeEmbedder
 ) -> None:
     add_document(store, embedder, "acme", "facts.txt", FACTS)
     gated = build_retriever(
@@ -186,7 +187,7 @@ def test_stages_are_timed_separately_and_add_up(facts_retriever: HybridRetriever
 
 
 def test_keyword_index_is_not_rebuilt_per_query_and_refresh_pays_up_front(
-    retriever: HybridRetriever, store: InMemoryVectorStore, embedder: FakeEmbedder
+    retriever: HybridRetriever, store: Corpus, embedder: FakeEmbedder
 ) -> None:
     add_document(store, embedder, "acme", "facts.txt", FACTS)
     for _ in range(10):
@@ -205,7 +206,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_rerank_mode_orders_by_the_cross_encoder_within_its_cap(
-    settings: Settings, store: InMemoryVectorStore, embedder: FakeEmbedder, tiny_model: Path
+    settings: Settings, store: Corpus, embedder: FakeEmbedder, tiny_model: Path
 ) -> None:
     add_document(store, embedder, "acme", "facts.txt", FACTS)
     configured = settings.model_copy(
@@ -234,7 +235,7 @@ def test_rerank_mode_orders_by_the_cross_encoder_within_its_cap(
 
 
 def test_identifier_with_symbols_is_matched_as_typed(
-    retriever: HybridRetriever, store: InMemoryVectorStore, embedder: FakeEmbedder
+    retriever: HybridRetriever, store: Corpus, embedder: FakeEmbedder
 ) -> None:
     texts = [f"Invoice {n}: 45 units shipped, total {n * 3} EUR." for n in range(100, 120)]
     texts.append("Invoice #45 was cancelled by the customer.")

@@ -11,7 +11,7 @@ from app.domain import document_id
 from app.providers.embeddings import build_embedder
 from app.providers.types import Embedder
 from app.retrieval.hybrid import build_retriever
-from app.storage.chroma_store import ChromaVectorStore, build_vector_store
+from app.services.corpus import Corpus, build_corpus
 from tests.retrieval.memory_store import add_document
 
 pytestmark = pytest.mark.integration
@@ -41,12 +41,12 @@ def use_settings(data_dir: Path) -> Settings:
 
 
 @pytest.fixture
-def chroma(use_settings: Settings, use_embedder: Embedder) -> ChromaVectorStore:
-    return build_vector_store(use_settings, use_embedder)
+def chroma(use_settings: Settings, use_embedder: Embedder) -> Corpus:
+    return build_corpus(use_settings, use_embedder)
 
 
 def test_finds_passages_in_english_and_arabic_and_across_languages(
-    use_settings: Settings, use_embedder: Embedder, chroma: ChromaVectorStore
+    use_settings: Settings, use_embedder: Embedder, chroma: Corpus
 ) -> None:
     add_document(chroma, use_embedder, "acme", "facts.txt", FACTS)
     retriever = build_retriever(use_settings, use_embedder, chroma, None)
@@ -61,7 +61,7 @@ def test_finds_passages_in_english_and_arabic_and_across_languages(
 
 
 def test_exact_sku_wins_among_near_identical_items(
-    use_settings: Settings, use_embedder: Embedder, chroma: ChromaVectorStore
+    use_settings: Settings, use_embedder: Embedder, chroma: Corpus
 ) -> None:
     add_document(chroma, use_embedder, "shop", "catalogue.txt", [_catalogue(s) for s in SKUS])
     retriever = build_retriever(use_settings, use_embedder, chroma, None)
@@ -80,7 +80,7 @@ def test_exact_sku_wins_among_near_identical_items(
 
 
 def test_index_follows_upload_replace_delete_and_survives_restart(
-    use_settings: Settings, use_embedder: Embedder, chroma: ChromaVectorStore
+    use_settings: Settings, use_embedder: Embedder, chroma: Corpus
 ) -> None:
     retriever = build_retriever(use_settings, use_embedder, chroma, None)
     index = retriever.keyword_index
@@ -111,7 +111,7 @@ def test_index_follows_upload_replace_delete_and_survives_restart(
 
 
 def test_calibrated_gate_refuses_an_off_topic_question(
-    use_settings: Settings, use_embedder: Embedder, chroma: ChromaVectorStore
+    use_settings: Settings, use_embedder: Embedder, chroma: Corpus
 ) -> None:
     add_document(chroma, use_embedder, "acme", "facts.txt", FACTS)
     retriever = build_retriever(use_settings, use_embedder, chroma, None)

@@ -9,19 +9,21 @@ import pytest
 
 from app.domain import document_id
 from app.retrieval.keyword import KeywordIndex
+from app.services.corpus import Corpus
+from app.storage.chunks import ChunkStore
 from app.text.tokenizer import Tokenizer, TokenizerOptions
 from tests.fakes import FakeEmbedder
-from tests.retrieval.memory_store import InMemoryVectorStore, add_document
+from tests.retrieval.memory_store import CountingChunkStore, add_document, memory_corpus
 
 pytestmark = pytest.mark.unit
 
 
-def _texts(store: InMemoryVectorStore, tenant: str, hits: list[tuple[str, float]]) -> list[str]:
+def _texts(store: Corpus, tenant: str, hits: list[tuple[str, float]]) -> list[str]:
     return [c.text for c in store.get_chunks(tenant, [cid for cid, _ in hits])]
 
 
 def test_one_tenant_never_sees_another_tenants_chunks(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
 ) -> None:
     add_document(store, embedder, "acme", "a.txt", ["the secret acme formula is blue"])
     add_document(store, embedder, "globex", "g.txt", ["globex quarterly report"])
@@ -34,18 +36,18 @@ def test_one_tenant_never_sees_another_tenants_chunks(
     assert set(index.rebuilds) == {"acme", "globex"}
 
 
-class _LeakyStore(InMemoryVectorStore):
-    """A broken store that returns every tenant's chunks."""
+class _LeakyRows(ChunkStore):
+    """Broken chunk rows that return every tenant's chunks."""
 
-    def iter_chunks(self, tenant_id: str):  # type: ignore[no-untyped-def]
-        for tenant in list(self._data):
-            yield from super().iter_chunks(tenant)
+    def iter_tenant(self, tenant_id: str):  # type: ignore[no-untyped-def]
+        for tenant in ("acme", "globex"):
+            yield from super().iter_tenant(tenant)
 
 
 def test_a_store_leaking_other_tenants_chunks_is_refused(
     embedder: FakeEmbedder, data_dir: Path
 ) -> None:
-    leaky = _LeakyStore()
+    leaky = memory_corpus(data_dir, embedder, _LeakyRows)
     add_document(leaky, embedder, "acme", "a.txt", ["acme text"])
     add_document(leaky, embedder, "globex", "g.txt", ["globex text"])
     with pytest.raises(RuntimeError, match="another tenant"):
@@ -53,7 +55,10 @@ def test_a_store_leaking_other_tenants_chunks_is_refused(
 
 
 def test_rebuilt_after_upload_replace_and_delete_and_not_otherwise(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus,
+    chunk_rows: CountingChunkStore,
+    embedder: FakeEmbedder,
+    data_dir: Path,
 ) -> None:
     index = KeywordIndex(store, data_dir / "keyword")
     tenant = "acme"
@@ -84,10 +89,10 @@ def test_rebuilt_after_upload_replace_and_delete_and_not_otherwise(
     assert index.rebuilds[tenant] == 4
     # Only the first build read the whole tenant; later ones read just the chunks they had not
     # seen (counted in the tests below).
-    assert store.iterations[tenant] == 1
+    assert chunk_rows.iterations[tenant] == 1
 
 
-def _apply_changes(store: InMemoryVectorStore, embedder: FakeEmbedder, index: KeywordIndex) -> None:
+def _apply_changes(store: Corpus, embedder: FakeEmbedder, index: KeywordIndex) -> None:
     """Uploads, a replacement and a delete, with the index rebuilt after each change."""
     tenant = "acme"
     steps = [
@@ -104,12 +109,15 @@ def _apply_changes(store: InMemoryVectorStore, embedder: FakeEmbedder, index: Ke
 
 
 def test_incremental_rebuilds_score_exactly_like_a_full_build(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus,
+    chunk_rows: CountingChunkStore,
+    embedder: FakeEmbedder,
+    data_dir: Path,
 ) -> None:
     incremental = KeywordIndex(store, data_dir / "incremental")
     _apply_changes(store, embedder, incremental)
     # Each of the 8 chunk texts ever written was read once, however many rebuilds followed.
-    assert store.chunks_read["acme"] == 8
+    assert chunk_rows.chunks_read["acme"] == 8
     full = KeywordIndex(store, data_dir / "full")  # reads everything once, at this version
     for query in ["valve", "compressor manual", "pump", "seal valve", "مدرسة", "sr-33", "zebra"]:
         tokens = full.tokenizer(query)
@@ -123,21 +131,27 @@ def test_incremental_rebuilds_score_exactly_like_a_full_build(
 
 
 def test_a_restarted_process_rebuilds_incrementally_from_the_persisted_tokens(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus,
+    chunk_rows: CountingChunkStore,
+    embedder: FakeEmbedder,
+    data_dir: Path,
 ) -> None:
     add_document(store, embedder, "acme", "a.txt", [f"valve part {i}" for i in range(20)])
     KeywordIndex(store, data_dir / "keyword").refresh("acme")
     restarted = KeywordIndex(store, data_dir / "keyword")
     restarted.refresh("acme")  # loaded from disk
-    read_before = store.chunks_read["acme"]
+    read_before = chunk_rows.chunks_read["acme"]
     add_document(store, embedder, "acme", "b.txt", ["valve housing"])
     assert len(restarted.search("acme", "valve", 50)) == 21
-    assert store.chunks_read["acme"] - read_before == 1
+    assert chunk_rows.chunks_read["acme"] - read_before == 1
     assert restarted.loads["acme"] == 1 and restarted.rebuilds["acme"] == 1
 
 
 def test_a_persisted_index_without_token_ids_still_loads_and_later_rebuilds_in_full(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus,
+    chunk_rows: CountingChunkStore,
+    embedder: FakeEmbedder,
+    data_dir: Path,
 ) -> None:
     add_document(store, embedder, "acme", "a.txt", ["alpha valve", "beta valve"])
     KeywordIndex(store, data_dir / "keyword").refresh("acme")
@@ -147,11 +161,14 @@ def test_a_persisted_index_without_token_ids_still_loads_and_later_rebuilds_in_f
     assert len(index.search("acme", "valve", 5)) == 2 and index.loads["acme"] == 1
     add_document(store, embedder, "acme", "b.txt", ["gamma valve"])
     assert len(index.search("acme", "valve", 5)) == 3
-    assert store.iterations["acme"] == 2  # no tokens to reuse: the whole tenant was read
+    assert chunk_rows.iterations["acme"] == 2  # no tokens to reuse: the whole tenant was read
 
 
 def test_restart_loads_the_persisted_index_without_reading_chunks(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus,
+    chunk_rows: CountingChunkStore,
+    embedder: FakeEmbedder,
+    data_dir: Path,
 ) -> None:
     add_document(store, embedder, "acme", "a.txt", ["alpha valve manual", "beta pump SR-33"])
     first = KeywordIndex(store, data_dir / "keyword")
@@ -162,7 +179,7 @@ def test_restart_loads_the_persisted_index_without_reading_chunks(
     assert restarted.search("acme", "pump sr-33", 5) == expected
     assert restarted.rebuilds["acme"] == 0
     assert restarted.loads["acme"] == 1
-    assert store.iterations["acme"] == 1  # only the first process read the chunks
+    assert chunk_rows.iterations["acme"] == 1  # only the first process read the chunks
 
     # After a change, the persisted index is stale and is not used.
     add_document(store, embedder, "acme", "c.txt", ["gamma pump"])
@@ -172,7 +189,7 @@ def test_restart_loads_the_persisted_index_without_reading_chunks(
 
 
 def test_another_process_rebuild_is_loaded_from_disk(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
 ) -> None:
     add_document(store, embedder, "acme", "a.txt", ["alpha valve"])
     mine = KeywordIndex(store, data_dir / "keyword")
@@ -187,7 +204,7 @@ def test_another_process_rebuild_is_loaded_from_disk(
 
 
 def test_a_changed_tokenizer_does_not_reuse_the_persisted_index(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
 ) -> None:
     add_document(store, embedder, "acme", "a.txt", ["والمدرسة الكبيرة"])
     KeywordIndex(store, data_dir / "keyword").search("acme", "مدرسة", 5)
@@ -198,7 +215,7 @@ def test_a_changed_tokenizer_does_not_reuse_the_persisted_index(
 
 
 def test_corrupt_persisted_index_is_rebuilt(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
 ) -> None:
     add_document(store, embedder, "acme", "a.txt", ["alpha valve"])
     KeywordIndex(store, data_dir / "keyword").search("acme", "valve", 5)
@@ -211,7 +228,7 @@ def test_corrupt_persisted_index_is_rebuilt(
 
 
 def test_empty_tenant_and_unknown_words_return_nothing(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
 ) -> None:
     index = KeywordIndex(store, data_dir / "keyword")
     assert index.search("nobody", "anything", 5) == []
@@ -222,7 +239,7 @@ def test_empty_tenant_and_unknown_words_return_nothing(
 
 
 def test_tenant_ids_cannot_escape_the_index_directory(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
 ) -> None:
     tenant = "../../etc"
     add_document(store, embedder, tenant, "a.txt", ["alpha valve"])
@@ -233,7 +250,7 @@ def test_tenant_ids_cannot_escape_the_index_directory(
 
 
 def test_queries_during_rebuilds_see_a_whole_index(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
 ) -> None:
     """Readers race a writer: every answer is a complete old or new index, never a mix."""
     index = KeywordIndex(store, data_dir / "keyword")
@@ -264,7 +281,7 @@ def test_queries_during_rebuilds_see_a_whole_index(
 
 @pytest.mark.parametrize("keep", [1, 3])
 def test_refreshes_keep_at_most_the_configured_number_of_snapshots_on_disk(
-    store: InMemoryVectorStore, embedder: FakeEmbedder, data_dir: Path, keep: int
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path, keep: int
 ) -> None:
     index = KeywordIndex(store, data_dir / "keyword", keep_snapshots=keep)
     tenant_dir = data_dir / "keyword"
@@ -280,8 +297,6 @@ def test_refreshes_keep_at_most_the_configured_number_of_snapshots_on_disk(
     assert fresh.loads["acme"] == 1
 
 
-def test_keep_snapshots_must_keep_the_current_one(
-    store: InMemoryVectorStore, data_dir: Path
-) -> None:
+def test_keep_snapshots_must_keep_the_current_one(store: Corpus, data_dir: Path) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         KeywordIndex(store, data_dir / "keyword", keep_snapshots=0)

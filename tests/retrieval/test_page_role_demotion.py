@@ -36,10 +36,10 @@ def manual_retriever(
         tenant_id="marina",
         source=pdf.name,
         embedder=use_embedder,
-        store=container.store,
+        corpus=container.corpus,
         config=container.pipeline_config,
     )
-    return build_retriever(settings, use_embedder, container.store, None), settings
+    return build_retriever(settings, use_embedder, container.corpus, None), settings
 
 
 @pytest.mark.parametrize("section", range(len(SECTIONS)))

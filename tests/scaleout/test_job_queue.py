@@ -114,7 +114,7 @@ def test_a_message_delivered_twice_runs_the_job_once(
     assert worker.process(job_id).startswith("skipped")
     again = container.jobs.get("acme", job_id)
     assert again is not None and again.attempts == 1 and again.updated_at == first.updated_at
-    assert container.store.count("acme") == first.chunks_indexed
+    assert container.corpus.count("acme") == first.chunks_indexed
 
 
 def test_a_transient_failure_is_retried_later_with_the_upload_kept(
@@ -122,16 +122,16 @@ def test_a_transient_failure_is_retried_later_with_the_upload_kept(
 ) -> None:
     job_id = queued_upload(container, data_dir)
     upload = Path(container.jobs.get("acme", job_id).stored_path)  # type: ignore[union-attr]
-    real_replace = container.store.replace_document
+    real_upsert = container.vector_index.upsert
     calls = []
 
     def chroma_down_once(*args: Any, **kwargs: Any) -> None:
         calls.append(1)
         if len(calls) == 1:
             raise httpx.ConnectError("[Errno 111] Connection refused")
-        real_replace(*args, **kwargs)
+        real_upsert(*args, **kwargs)
 
-    monkeypatch.setattr(container.store, "replace_document", chroma_down_once)
+    monkeypatch.setattr(container.vector_index, "upsert", chroma_down_once)
 
     assert "retry in 30 s" in worker.process(job_id)
     waiting = container.jobs.get("acme", job_id)
@@ -158,7 +158,7 @@ def test_a_job_that_keeps_failing_transiently_fails_after_the_last_attempt(
     def down(*args: Any, **kwargs: Any) -> None:
         raise ProviderUnavailable("embedding server unreachable")
 
-    monkeypatch.setattr(container.store, "replace_document", down)
+    monkeypatch.setattr(container.corpus, "replace_document", down)
     for _ in range(container.settings.job_max_attempts - 1):
         assert "retry" in worker.process(job_id)
     assert worker.process(job_id) == f"finished {job_id}"
@@ -296,8 +296,7 @@ def test_a_transient_failure_in_a_batch_puts_back_each_job_with_its_own_retry(
     def down(*args: Any, **kwargs: Any) -> None:
         raise httpx.ConnectError("[Errno 111] Connection refused")
 
-    monkeypatch.setattr(container.store, "replace_documents", down)
-    monkeypatch.setattr(container.store, "replace_document", down)
+    monkeypatch.setattr(container.vector_index, "upsert", down)
     outcome = worker.process(ids[0])
     assert outcome.count("retry in 30 s") == 2, outcome
     scheduled = ScheduledJobRegistry(queue=worker.queue).get_job_ids()

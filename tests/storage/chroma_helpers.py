@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from app.domain import Chunk, chunk_id, document_id
 from app.providers.types import Embedder
-from app.storage.chroma_store import ChromaVectorStore
+from app.services.corpus import Corpus
 
 
 def make_chunks(
@@ -35,7 +35,7 @@ def make_chunks(
 
 
 def ingest(
-    store: ChromaVectorStore, embedder: Embedder, tenant: str, source: str, texts: Sequence[str]
+    store: Corpus, embedder: Embedder, tenant: str, source: str, texts: Sequence[str]
 ) -> list[Chunk]:
     """Embed and store `texts` as the whole of document `source`; returns its chunks."""
     chunks = make_chunks(tenant, source, texts)

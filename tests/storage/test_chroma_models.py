@@ -15,7 +15,7 @@ from app.config import Settings, load_settings
 from app.errors import EmbeddingModelMismatch
 from app.providers.embeddings import build_embedder
 from app.providers.types import Embedder
-from app.storage.chroma_store import build_vector_store
+from app.services.corpus import build_corpus
 from tests.availability import unavailable
 from tests.fakes import FakeEmbedder
 
@@ -38,7 +38,7 @@ def use() -> Embedder:
 
 
 def test_query_close_to_another_tenants_text_returns_only_own_chunks(settings, use):
-    store = build_vector_store(settings, use)
+    store = build_corpus(settings, use)
     ingest(store, use, "acme", "english.txt", ENGLISH)
     ingest(store, use, "globex", "arabic.txt", ARABIC)
 
@@ -56,11 +56,11 @@ def test_query_close_to_another_tenants_text_returns_only_own_chunks(settings, u
 
 def test_opening_a_tenant_built_with_another_model_is_refused_until_reindexed(settings, use):
     fake = FakeEmbedder()
-    old_store = build_vector_store(settings, fake)
+    old_store = build_corpus(settings, fake)
     chunks = ingest(old_store, fake, "acme", "english.txt", ENGLISH)
     version_before = old_store.corpus_version("acme")
 
-    new_store = build_vector_store(settings, use)
+    new_store = build_corpus(settings, use)
     with pytest.raises(EmbeddingModelMismatch) as refused:
         new_store.query("acme", use.embed_query("museum opening hours"), k=3)
     assert "python -m app.cli reindex --tenant acme" in refused.value.message
@@ -73,30 +73,30 @@ def test_opening_a_tenant_built_with_another_model_is_refused_until_reindexed(se
             call()
     assert new_store.count("globex") == 0  # other tenants are not affected
 
-    assert new_store.reindex_tenant("acme") == len(ENGLISH)
+    assert new_store.reindex("acme") == len(ENGLISH)
 
     hits = new_store.query("acme", use.embed_query("When does the museum open?"), k=3)
     assert hits[0][0] == chunks[0]
     assert {c.id for c in new_store.iter_chunks("acme")} == {c.id for c in chunks}
     assert new_store.corpus_version("acme") > version_before
-    assert len(new_store._client.list_collections()) == 1  # the old collection is gone
-    assert new_store.reindex_tenant("acme") == 0
+    assert len(new_store.index.client.list_collections()) == 1  # the old collection is gone
+    assert new_store.reindex("acme") == 0
     # And now the old model is the one refused.
     with pytest.raises(EmbeddingModelMismatch):
-        build_vector_store(settings, fake).count("acme")
+        build_corpus(settings, fake).count("acme")
 
 
 def test_an_interrupted_reindex_is_still_refused_and_can_be_repeated(settings, use):
     fake = FakeEmbedder()
-    ingest(build_vector_store(settings, fake), fake, "acme", "english.txt", ENGLISH)
-    store = build_vector_store(settings, use)
+    ingest(build_corpus(settings, fake), fake, "acme", "english.txt", ENGLISH)
+    store = build_corpus(settings, use)
     # Simulate a crash after the new collection got part of the chunks.
-    store._create_collection("acme")
+    store.index._create_collection("acme")
 
     with pytest.raises(EmbeddingModelMismatch):
-        build_vector_store(settings, use).count("acme")
-    assert build_vector_store(settings, use).reindex_tenant("acme") == len(ENGLISH)
-    assert build_vector_store(settings, use).count("acme") == len(ENGLISH)
+        build_corpus(settings, use).count("acme")
+    assert build_corpus(settings, use).reindex("acme") == len(ENGLISH)
+    assert build_corpus(settings, use).count("acme") == len(ENGLISH)
 
 
 def _free_port() -> int:
@@ -134,7 +134,7 @@ def test_the_same_store_works_against_a_chroma_server(settings: Settings, chroma
     http_settings = settings.model_copy(
         update={"vector_backend": "chroma-http", "chroma_port": chroma_server}
     )
-    store = build_vector_store(http_settings, use)
+    store = build_corpus(http_settings, use)
 
     chunks = ingest(store, use, "acme", "english.txt", ENGLISH)
     ingest(store, use, "acme", "english.txt", ENGLISH)
@@ -143,5 +143,5 @@ def test_the_same_store_works_against_a_chroma_server(settings: Settings, chroma
     assert store.count("acme") == len(ENGLISH)
     assert store.query("acme", use.embed_query("Who won the cup?"), k=1)[0][0] == chunks[2]
     assert store.find_containing("acme", "penalty", 5) == [chunks[2]]
-    assert build_vector_store(http_settings, use).corpus_version("acme") == version
+    assert build_corpus(http_settings, use).corpus_version("acme") == version
     assert not (settings.data_dir / "chroma").exists()

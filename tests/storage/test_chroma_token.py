@@ -18,7 +18,7 @@ import pytest
 from chroma_helpers import ingest
 
 from app.config import Settings
-from app.storage.chroma_store import build_vector_store
+from app.services.corpus import build_corpus
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration
@@ -88,7 +88,7 @@ def _settings(settings: Settings, port: int, token: str) -> Settings:
 
 def test_the_configured_token_stores_and_finds_chunks(settings, chroma_port):
     embedder = FakeEmbedder()
-    store = build_vector_store(_settings(settings, chroma_port, TOKEN), embedder)
+    store = build_corpus(_settings(settings, chroma_port, TOKEN), embedder)
     ingest(store, embedder, "acme", "manual.pdf", ["the pump needs oil", "the valve is red"])
 
     assert store.count("acme") == 2
@@ -100,5 +100,5 @@ def test_the_configured_token_stores_and_finds_chunks(settings, chroma_port):
 def test_a_missing_or_wrong_token_is_refused(settings, chroma_port, token):
     # The client checks its identity when it connects, so the refusal comes at once.
     with pytest.raises(Exception, match=r"(?i)forbidden|unauthori[sz]ed"):
-        store = build_vector_store(_settings(settings, chroma_port, token), FakeEmbedder())
+        store = build_corpus(_settings(settings, chroma_port, token), FakeEmbedder())
         store.count("acme")

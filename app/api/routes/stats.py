@@ -22,7 +22,7 @@ def stats(container: ContainerDep, principal: Principal) -> StatsOut:
     }
     return StatsOut(
         documents=container.documents.count(tenant),
-        chunks=container.store.count(tenant),
+        chunks=container.corpus.count(tenant),
         cache_entries=cache.entries,
         cache_hits=cache.hits,
         cache_misses=cache.misses,

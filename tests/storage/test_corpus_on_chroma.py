@@ -1,4 +1,4 @@
-"""The Chroma vector store against a real Chroma directory (fake embedder for speed)."""
+"""The corpus service over a real Chroma directory and SQLite rows (fake embedder for speed)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from chroma_helpers import ingest, make_chunks
 
 from app.config import Settings
 from app.domain import document_id
-from app.errors import EmbeddingModelMismatch
-from app.storage import chroma_store
-from app.storage.chroma_store import ChromaVectorStore, build_vector_store, collection_name
+from app.services.corpus import Corpus, build_corpus
+from app.storage import chroma_index
+from app.storage import chunks as chunks_module
+from app.storage.chroma_index import collection_name
+from app.storage.vector_index import IndexedVector
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration
@@ -39,8 +41,8 @@ def embedder() -> FakeEmbedder:
 
 
 @pytest.fixture
-def store(settings: Settings, embedder: FakeEmbedder) -> ChromaVectorStore:
-    return build_vector_store(settings, embedder)
+def store(settings: Settings, embedder: FakeEmbedder) -> Corpus:
+    return build_corpus(settings, embedder)
 
 
 def test_reingesting_the_same_document_keeps_the_count(store, embedder):
@@ -119,7 +121,7 @@ def test_similarity_is_one_minus_cosine_distance(store, embedder):
     hits = store.query("acme", [3.0, 3.0] + [0.0] * (dim - 2), k=2)
 
     assert [round(score, 4) for _, score in hits] == [0.7071, 0.7071]
-    collection = store._client.get_collection(store.collection_name("acme"))
+    collection = store.index.client.get_collection(store.index.collection_name("acme"))
     assert collection.configuration["hnsw"]["space"] == "cosine"
 
 
@@ -151,7 +153,8 @@ def test_get_chunks_keeps_the_requested_order_and_skips_unknown_ids(store, embed
 
 
 def test_iter_chunks_and_chunk_ids_page_through_large_tenants(store, embedder, monkeypatch):
-    monkeypatch.setattr(chroma_store, "PAGE_SIZE", 7)
+    monkeypatch.setattr(chroma_index, "PAGE_SIZE", 7)
+    monkeypatch.setattr(chunks_module, "PAGE_SIZE", 7)
     texts = [f"paragraph number {i} about topic {i % 5}" for i in range(23)]
 
     chunks = ingest(store, embedder, "acme", "long.txt", texts)
@@ -169,7 +172,7 @@ def test_unknown_tenant_reads_empty_without_creating_a_collection(store, embedde
     assert list(store.iter_chunks("nobody")) == []
     assert store.chunk_ids("nobody") == []
     assert store.corpus_version("nobody") == 0
-    assert store._client.list_collections() == []
+    assert store.index.client.list_collections() == []
 
 
 def test_bad_input_is_refused(store, embedder):
@@ -203,9 +206,9 @@ def test_corpus_version_changes_on_every_write(store, embedder):
 
 
 def test_corpus_version_is_seen_by_another_client_and_process(settings, embedder):
-    writer = build_vector_store(settings, embedder)
+    writer = build_corpus(settings, embedder)
     ingest(writer, embedder, "acme", "manual.pdf", MANUAL)
-    reader = build_vector_store(settings, embedder)
+    reader = build_corpus(settings, embedder)
     before = reader.corpus_version("acme")  # the reader now holds the collection open
 
     ingest(writer, embedder, "acme", "recipes.txt", RECIPES)
@@ -216,8 +219,8 @@ def test_corpus_version_is_seen_by_another_client_and_process(settings, embedder
     script = (
         "import json; from app.config import load_settings;"
         "from tests.fakes import FakeEmbedder;"
-        "from app.storage.chroma_store import build_vector_store;"
-        f"s = build_vector_store(load_settings(_env_file=None, data_dir={data_dir!r}),"
+        "from app.services.corpus import build_corpus;"
+        f"s = build_corpus(load_settings(_env_file=None, data_dir={data_dir!r}),"
         " FakeEmbedder());"
         "print(json.dumps([s.corpus_version('acme'), s.count('acme')]))"
     )
@@ -242,7 +245,7 @@ def test_a_foreign_chunk_in_a_tenant_collection_is_never_returned(store, embedde
     """Defence in depth: even if a bug wrote another tenant's vector into this collection."""
     ingest(store, embedder, "acme", "manual.txt", MANUAL)
     intruder = ingest(store, embedder, "globex", "secret.txt", ["The router password is hunter2."])
-    collection = store._collection("acme", create=False)
+    collection = store.index._collection("acme", create=False)
     assert collection is not None
     collection.upsert(
         ids=[intruder[0].id],
@@ -257,47 +260,9 @@ def test_a_foreign_chunk_in_a_tenant_collection_is_never_returned(store, embedde
     assert [c.text for c, _ in store.query("globex", vector, k=10)] == [intruder[0].text]
 
 
-def _old_layout_collection(store: ChromaVectorStore, tenant: str, chunks, vectors) -> str:
-    """A collection as the previous storage layout wrote it: records and texts in Chroma."""
-    name = chroma_store.tenant_prefix(tenant) + chroma_store._short_hash(
-        f"{store._model_id}\x00{store._dimension}", 12
-    )
-    old = store._client.create_collection(
-        name,
-        embedding_function=None,
-        configuration={"hnsw": {"space": "cosine"}},
-        metadata={
-            "tenant_id": tenant,
-            "embedding_model_id": store._model_id,
-            "dimension": store._dimension,
-            "corpus_version": 1,
-        },
-    )
-    old.upsert(
-        ids=[c.id for c in chunks],
-        embeddings=vectors,
-        documents=[c.text for c in chunks],
-        metadatas=[
-            {
-                "tenant_id": c.tenant_id,
-                "document_id": c.document_id,
-                "source": c.source,
-                "page": c.page,
-                "page_label": c.page_label,
-                "chunk_index": c.chunk_index,
-                "start": c.start,
-                "end": c.end,
-                "section": "intro",
-            }
-            for c in chunks
-        ],
-    )
-    return name
-
-
 def test_chroma_holds_only_vectors_and_the_keys_deletes_filter_on(store, embedder):
     chunks = ingest(store, embedder, "acme", "manual.txt", MANUAL)
-    raw = store._collection("acme", create=False).get(include=["documents", "metadatas"])
+    raw = store.index._collection("acme", create=False).get(include=["documents", "metadatas"])
     assert sorted(raw["ids"]) == sorted(c.id for c in chunks)
     assert raw["documents"] == [None] * len(chunks)
     assert {tuple(sorted(m)) for m in raw["metadatas"]} == {("document_id", "tenant_id")}
@@ -320,31 +285,11 @@ def test_a_vector_whose_row_was_never_written_is_not_returned(store, embedder):
     chunks = ingest(store, embedder, "acme", "manual.txt", MANUAL)
     # As if a crash came between the vector upsert and the rows' transaction.
     orphan = make_chunks("acme", "crashed.txt", ["Half-written upload about the router."])
-    store._upsert(
-        store._collection("acme", create=False), orphan, embedder.embed_documents([orphan[0].text])
-    )
+    vector = embedder.embed_documents([orphan[0].text])[0]
+    store.index.upsert("acme", [IndexedVector(orphan[0].id, orphan[0].document_id, vector)])
     hits = store.query("acme", embedder.embed_query(orphan[0].text), k=10)
     assert sorted(c.id for c, _ in hits) == sorted(c.id for c in chunks)
     assert store.get_chunks("acme", [orphan[0].id]) == []
     # Uploading it again completes it.
     ingest(store, embedder, "acme", "crashed.txt", [orphan[0].text])
     assert store.query("acme", embedder.embed_query(orphan[0].text), k=1)[0][0].id == orphan[0].id
-
-
-def test_a_tenant_of_the_earlier_layout_is_refused_until_reindexed(store, embedder):
-    chunks = make_chunks("acme", "manual.txt", MANUAL)
-    old_name = _old_layout_collection(store, "acme", chunks, embedder.embed_documents(MANUAL))
-    with pytest.raises(EmbeddingModelMismatch, match=r"earlier version.*reindex --tenant acme"):
-        store.count("acme")
-    version = store.corpus_version("acme")
-    assert store.reindex_tenant("acme") == 3
-    assert store.corpus_version("acme") > version
-    assert old_name not in [c.name for c in store._client.list_collections()]
-    moved = sorted(store.iter_chunks("acme"), key=lambda c: c.chunk_index)
-    assert [c.text for c in moved] == MANUAL
-    assert [(c.source, c.page, c.start) for c in moved] == [
-        (c.source, c.page, c.start) for c in chunks
-    ]
-    assert moved[0].metadata == {"section": "intro"}
-    assert store.find_containing("acme", "ten seconds", 5)[0].id == chunks[0].id
-    assert store.query("acme", embedder.embed_query(MANUAL[1]), k=1)[0][0].id == chunks[1].id
