@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from app.services.answer import AnswerDeps
     from app.services.answer_lane import AnswerLane
     from app.services.login import LoginGuard
+    from app.services.pages import PageDeps
     from app.services.stats import StatsDeps
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
@@ -118,6 +119,20 @@ class Container:
             count_chunks=self.store.count,
             storage_quota=StorageQuota(s.quota_documents, s.quota_stored_bytes, s.quota_chunks),
             queued_jobs_limit=s.quota_queued_jobs,
+        )
+
+    @cached_property
+    def page_deps(self) -> PageDeps:
+        """What the cited-page routes read."""
+        from app.services.pages import PageDeps, originals_dir
+
+        return PageDeps(
+            documents=self.documents,
+            chunks=self.chunk_records,
+            images=self.page_images,
+            originals_dir=originals_dir(self.settings.data_dir),
+            image_max_px=self.settings.page_image_max_px,
+            render_timeout_s=self.settings.page_render_timeout_s,
         )
 
     @cached_property
