@@ -108,17 +108,16 @@ class Container:
     @cached_property
     def stats_deps(self) -> StatsDeps:
         """What /stats reads."""
-        from app.jobs.store import StorageQuota
+        from app.services.documents import storage_quota
         from app.services.stats import StatsDeps
 
-        s = self.settings
         return StatsDeps(
             documents=self.documents,
             jobs=self.jobs,
             cache=self.cache,
             count_chunks=self.store.count,
-            storage_quota=StorageQuota(s.quota_documents, s.quota_stored_bytes, s.quota_chunks),
-            queued_jobs_limit=s.quota_queued_jobs,
+            storage_quota=storage_quota(self),
+            queued_jobs_limit=self.settings.quota_queued_jobs,
         )
 
     @cached_property
