@@ -61,7 +61,9 @@ def cmd_search(container: Container, args: argparse.Namespace) -> int:
     """Print ranked chunks with source, page, page label and score."""
     from app.services.search import search
 
-    result = search(container, args.tenant, args.question, args.k)
+    result = search(
+        container.retriever, container.request_limits, args.tenant, args.question, args.k
+    )
     rows = [
         {
             "rank": i,

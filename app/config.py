@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import ConfigurationError
+from app.limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING
 
 ENV_PREFIX = "RAG_"
 
@@ -91,7 +92,7 @@ class Settings(BaseSettings):
 
     # --- retrieval ---
     top_k: int = Field(default=5, gt=0)
-    max_k: int = Field(default=50, gt=0)
+    max_k: int = Field(default=50, gt=0, le=K_CEILING)
     dense_candidates: int = Field(default=30, gt=0)
     keyword_candidates: int = Field(default=30, gt=0)
     rrf_k: int = Field(default=5, gt=0, description="RRF constant; 5 beat 60 on every eval set")
@@ -209,8 +210,9 @@ class Settings(BaseSettings):
     rate_limit_auth_per_minute: int = Field(default=10, gt=0)
     rate_limit_query_per_minute: int = Field(default=120, gt=0)
     rate_limit_backend: CacheBackend = "memory"
-    max_question_chars: int = Field(default=2000, gt=0)
-    max_page_size: int = Field(default=100, gt=0)
+    # Capped by the request models' own bounds (app.limits), so every configured cap is reachable.
+    max_question_chars: int = Field(default=2000, gt=0, le=QUESTION_CHARS_CEILING)
+    max_page_size: int = Field(default=100, gt=0, le=PAGE_SIZE_CEILING)
 
     # --- HTTP limits and proxies ---
     # Every body but an upload is a small JSON or form document; counted as it arrives, before

@@ -23,6 +23,7 @@ from app.api.schemas import SearchIn
 from app.config import Settings
 from app.security import TokenClaims
 from app.services import answer as answer_service
+from app.services.answer import AnsweredQuestion
 from app.services.container import Container
 from app.services.documents import index_document
 
@@ -55,12 +56,13 @@ class CallCountClock:
         sys.setprofile(None)
 
 
-def _answer(container: Container, question: str, k: int | None) -> dict[str, Any]:
+def _answer(container: Container, question: str, k: int | None) -> AnsweredQuestion:
     """What /query does once admitted: the cache lookup, then the answer (or the hit)."""
-    found = answer_service.lookup(container, TENANT, question, k)
+    deps = container.answer_deps
+    found = answer_service.lookup(deps, TENANT, question, k)
     if found.cached is not None:
         return answer_service.cached_answer(found)
-    return answer_service.generate_answer(container, found)
+    return answer_service.generate_answer(deps, found)
 
 
 @pytest.fixture
@@ -94,9 +96,9 @@ def test_query_stages_cover_the_work_of_a_query(
 ) -> None:
     ratios = []
     for question in QUESTIONS:
-        body = _answer(container, question, None)
-        assert body["cache"] == "miss"
-        stages, total = body["timings"], body["total_ms"]
+        answered = _answer(container, question, None)
+        assert answered.cache == "miss"
+        stages, total = answered.timings, answered.total_ms
         assert {"cache", "embed_query", "dense", "keyword", "fuse", "generate"} <= set(stages)
         assert all(ticks > 0 for ticks in stages.values()), stages
         assert sum(stages.values()) <= total + 0.01 * len(stages)  # stages never nest
@@ -126,5 +128,5 @@ def test_the_clock_is_deterministic(container: Container, call_clock: CallCountC
     runs = []
     for _ in range(2):
         container.cache.invalidate_tenant(TENANT)
-        runs.append(_answer(container, QUESTIONS[0], None)["total_ms"])
+        runs.append(_answer(container, QUESTIONS[0], None).total_ms)
     assert runs[0] == pytest.approx(runs[1], rel=0.01), runs

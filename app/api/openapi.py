@@ -1,7 +1,8 @@
 """/openapi.json with the configured caps, so clients generated from it send what is accepted.
 
 The request models carry static outer bounds; the real limits (`RAG_MAX_K`,
-`RAG_MAX_QUESTION_CHARS`, `RAG_MAX_PAGE_SIZE`) are settings, written into the schema here.
+`RAG_MAX_QUESTION_CHARS`, `RAG_MAX_PAGE_SIZE`) are settings, written into the schema here from
+the same `RequestLimits` the services enforce (app.limits).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from app.config import Settings
+from app.limits import RequestLimits
 
 # JSON Schema `pattern` is a search: the text must contain one non-whitespace character.
 NOT_BLANK = r"\S"
@@ -29,19 +31,19 @@ def _set_k_limit(model: dict[str, Any], max_k: int) -> None:
             option["maximum"] = max_k
 
 
-def apply_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any]:
+def apply_limits(schema: dict[str, Any], limits: RequestLimits) -> dict[str, Any]:
     """Write the configured caps into an OpenAPI document (in place) and return it."""
     models = schema.get("components", {}).get("schemas", {})
     for name, field in (("SearchIn", "query"), ("QueryIn", "question")):
         if name in models:
-            _set_text_limit(models[name], field, settings.max_question_chars)
-            _set_k_limit(models[name], settings.max_k)
+            _set_text_limit(models[name], field, limits.max_question_chars)
+            _set_k_limit(models[name], limits.max_k)
     listing = schema.get("paths", {}).get("/documents", {}).get("get", {})
     for parameter in listing.get("parameters", []):
         if parameter.get("name") == "limit":
             for option in parameter["schema"].get("anyOf", [parameter["schema"]]):
                 if option.get("type") == "integer":
-                    option["maximum"] = settings.max_page_size
+                    option["maximum"] = limits.max_page_size
     return schema
 
 
@@ -51,7 +53,7 @@ def install_openapi_limits(app: FastAPI, settings: Callable[[], Settings]) -> No
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = apply_limits(build(), settings())
+            app.openapi_schema = apply_limits(build(), RequestLimits.from_settings(settings()))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

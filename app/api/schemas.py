@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.limits import K_CEILING, QUESTION_CHARS_CEILING
+
 JobStatus = Literal["queued", "processing", "done", "failed"]
 
 
@@ -68,8 +70,9 @@ class DocumentList(BaseModel):
 class SearchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=20_000)
-    k: int | None = Field(default=None, ge=1, le=1000)
+    # The outer bounds; the configured caps are checked by RequestLimits (both in app.limits).
+    query: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)
+    k: int | None = Field(default=None, ge=1, le=K_CEILING)
 
 
 class SearchResultOut(BaseModel):
@@ -95,8 +98,8 @@ class SearchOut(BaseModel):
 class QueryIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, max_length=20_000)
-    k: int | None = Field(default=None, ge=1, le=1000)
+    question: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)
+    k: int | None = Field(default=None, ge=1, le=K_CEILING)
 
 
 class CitationOut(BaseModel):

@@ -2,54 +2,34 @@
 
 The cache key holds the tenant, the normalised question, k, the tenant's corpus version and the
 configuration fingerprint, so any upload, replacement or deletion makes old answers unreachable.
+
+Results are typed (`AnsweredQuestion`, and the `AnswerEvent`s of a stream); the routes turn them
+into the JSON body and the server-sent events.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any, Literal
 
 from app.config import Settings
 from app.errors import RagError, public_message
-from app.generation.answer import Answer, AnswerDelta, AnswerDone, answer_question, stream_answer
-from app.observability import error_payload
-from app.services.container import Container
-from app.services.search import check_question, resolve_k
-from app.storage.cache import CacheKey, answer_cache_key
+from app.generation.answer import AnswerDelta, AnswerDone, answer_question, stream_answer
+from app.generation.citations import Citation
+from app.limits import RequestLimits
+from app.storage.cache import AnswerCache, CacheKey, answer_cache_key
 from app.timing import StageTimer, start_timer, timed
+
+if TYPE_CHECKING:
+    from app.providers.types import LLM
+    from app.retrieval.hybrid import HybridRetriever
 
 log = logging.getLogger(__name__)
 
-StreamEvent = tuple[str, dict[str, Any]]
-
-
-def _cache_key(container: Container, tenant_id: str, question: str, k: int) -> CacheKey:
-    return answer_cache_key(
-        tenant_id,
-        question,
-        k=k,
-        corpus_version=container.corpus.corpus_version(tenant_id),
-        config_fingerprint=container.config_fingerprint,
-    )
-
-
-def _payload(answer: Answer) -> dict[str, Any]:
-    return {
-        "answer": answer.text,
-        "citations": [asdict(c) for c in answer.citations],
-        "refused": answer.refused,
-    }
-
-
-def _finish(payload: dict[str, Any], cache: str, timer: StageTimer) -> dict[str, Any]:
-    return {**payload, "cache": cache, "timings": timer.rounded(), "total_ms": timer.total_ms()}
-
-
-def prepare(container: Container, question: str, k: int | None) -> tuple[str, int]:
-    """The validated question and k (InvalidInput -> 422 before any work starts)."""
-    return check_question(container, question), resolve_k(container, k)
+CacheStatus = Literal["hit", "miss"]
+_CITATION_FIELDS = tuple(field.name for field in fields(Citation))
 
 
 def generation_limits(settings: Settings) -> dict[str, Any]:
@@ -63,6 +43,94 @@ def generation_limits(settings: Settings) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class AnswerDeps:
+    """What answering needs, built once per process by the container."""
+
+    retriever: HybridRetriever
+    llm: LLM
+    cache: AnswerCache
+    corpus_version: Callable[[str], int]  # tenant -> version, bumped by every corpus change
+    config_fingerprint: str
+    limits: RequestLimits
+    generation: Mapping[str, Any]  # generation_limits(settings)
+
+
+@dataclass(frozen=True)
+class CachedAnswer:
+    """The part of an answer the cache keeps: the text, its citations, whether it refused."""
+
+    text: str
+    citations: list[Citation]
+    refused: bool
+
+    def to_cache(self) -> dict[str, Any]:
+        """The stored form (plain JSON values)."""
+        return {
+            "answer": self.text,
+            "citations": [asdict(c) for c in self.citations],
+            "refused": self.refused,
+        }
+
+    @classmethod
+    def from_cache(cls, stored: Mapping[str, Any]) -> CachedAnswer:
+        """Read back a stored form (unknown citation keys are ignored)."""
+        citations = [
+            Citation(**{name: c[name] for name in _CITATION_FIELDS if name in c})
+            for c in stored["citations"]
+        ]
+        return cls(stored["answer"], citations, bool(stored["refused"]))
+
+
+@dataclass(frozen=True)
+class AnsweredQuestion:
+    """A finished answer: text, citations, refusal, where it came from and the stage timings."""
+
+    answer: str
+    citations: list[Citation]
+    refused: bool
+    cache: CacheStatus
+    timings: dict[str, float]
+    total_ms: float
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """More answer text (a cache hit sends the whole text as one delta)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class CitationsFound:
+    """The finished answer's citations, after the last delta."""
+
+    citations: list[Citation]
+    refused: bool
+
+
+@dataclass(frozen=True)
+class AnswerFinished:
+    """The answer is complete: cache status and stage timings."""
+
+    refused: bool
+    cache: CacheStatus
+    timings: dict[str, float]
+    total_ms: float
+
+
+@dataclass(frozen=True)
+class AnswerFailed:
+    """The answer stopped on an error; `message` is safe to show the client."""
+
+    code: str
+    message: str
+    http_status: int
+
+
+AnswerEvent = TextDelta | CitationsFound | AnswerFinished | AnswerFailed
+
+
 @dataclass
 class Lookup:
     """A checked question and what the cache holds for it (`cached` is None on a miss).
@@ -74,36 +142,55 @@ class Lookup:
     question: str
     k: int
     key: CacheKey
-    cached: dict[str, Any] | None
+    cached: CachedAnswer | None
     timer: StageTimer
 
 
-def lookup(container: Container, tenant_id: str, question: str, k: int | None) -> Lookup:
+def lookup(deps: AnswerDeps, tenant_id: str, question: str, k: int | None) -> Lookup:
     """Start timing, validate (InvalidInput -> 422 before any work) and consult the cache."""
     timer = start_timer()
-    question, k = prepare(container, question, k)
+    question, k = deps.limits.question(question), deps.limits.k(k)
     with timed("cache"):
-        key = _cache_key(container, tenant_id, question, k)
-        cached = container.cache.get(key)
+        key = answer_cache_key(
+            tenant_id,
+            question,
+            k=k,
+            corpus_version=deps.corpus_version(tenant_id),
+            config_fingerprint=deps.config_fingerprint,
+        )
+        stored = deps.cache.get(key)
+    cached = CachedAnswer.from_cache(stored) if stored is not None else None
     return Lookup(tenant_id, question, k, key, cached, timer)
 
 
-def cached_answer(found: Lookup) -> dict[str, Any]:
-    """The response body of a cache hit (no retrieval, no model)."""
+def _answered(answer: CachedAnswer, cache: CacheStatus, timer: StageTimer) -> AnsweredQuestion:
+    timings, total_ms = timer.rounded(), timer.total_ms()
+    return AnsweredQuestion(answer.text, answer.citations, answer.refused, cache, timings, total_ms)
+
+
+def _finished(refused: bool, cache: CacheStatus, timer: StageTimer) -> AnswerFinished:
+    timings, total_ms = timer.rounded(), timer.total_ms()
+    return AnswerFinished(refused, cache, timings, total_ms)
+
+
+def cached_answer(found: Lookup) -> AnsweredQuestion:
+    """The answer of a cache hit (no retrieval, no model)."""
     if found.cached is None:
         raise ValueError("cached_answer needs a cache hit")
-    return _finish(found.cached, "hit", found.timer)
+    return _answered(found.cached, "hit", found.timer)
 
 
-def generate_answer(container: Container, found: Lookup) -> dict[str, Any]:
-    """Retrieve, generate and cache the answer of a cache miss (blocking: the model runs here)."""
-    retrieval = container.retriever.search(found.tenant_id, found.question, found.k)
-    result = answer_question(
-        found.question, retrieval, container.llm, **generation_limits(container.settings)
-    )
-    payload = _payload(result)
+def _store(deps: AnswerDeps, found: Lookup, answer: CachedAnswer) -> None:
     with timed("cache"):
-        container.cache.set(found.key, payload)
+        deps.cache.set(found.key, answer.to_cache())
+
+
+def generate_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
+    """Retrieve, generate and cache the answer of a cache miss (blocking: the model runs here)."""
+    retrieval = deps.retriever.search(found.tenant_id, found.question, found.k)
+    result = answer_question(found.question, retrieval, deps.llm, **deps.generation)
+    answer = CachedAnswer(result.text, list(result.citations), result.refused)
+    _store(deps, found, answer)
     log.info(
         "answered",
         extra={
@@ -112,47 +199,42 @@ def generate_answer(container: Container, found: Lookup) -> dict[str, Any]:
             "prompt_tokens": result.prompt_tokens,
         },
     )
-    return _finish(payload, "miss", found.timer)
+    return _answered(answer, "miss", found.timer)
 
 
-def cached_events(found: Lookup) -> Iterator[StreamEvent]:
-    """The stream of a cache hit: the whole answer as one `token`, `citations`, `done`."""
+def cached_events(found: Lookup) -> Iterator[AnswerEvent]:
+    """The stream of a cache hit: the whole answer as one delta, its citations, the end."""
     cached = found.cached
     if cached is None:
         raise ValueError("cached_events needs a cache hit")
-    yield "token", {"text": cached["answer"]}
-    yield "citations", {"citations": cached["citations"], "refused": cached["refused"]}
-    yield "done", _finish({"refused": cached["refused"]}, "hit", found.timer)
+    yield TextDelta(cached.text)
+    yield CitationsFound(cached.citations, cached.refused)
+    yield _finished(cached.refused, "hit", found.timer)
 
 
-def generated_events(container: Container, found: Lookup) -> Iterator[StreamEvent]:
-    """Events `token` (text delta), `citations`, `done` (timings, cache) or `error` of a miss.
+def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
+    """Text deltas, then citations and the end (timings, cache) of a miss; or a failure.
 
     Blocking at every step; closing the iterator stops the model and frees it at once.
     """
     try:
-        retrieval = container.retriever.search(found.tenant_id, found.question, found.k)
-        events = stream_answer(
-            found.question, retrieval, container.llm, **generation_limits(container.settings)
-        )
+        retrieval = deps.retriever.search(found.tenant_id, found.question, found.k)
+        events = stream_answer(found.question, retrieval, deps.llm, **deps.generation)
         try:
             for event in events:
                 if isinstance(event, AnswerDelta):
-                    yield "token", {"text": event.text}
+                    yield TextDelta(event.text)
                 elif isinstance(event, AnswerDone):
-                    payload = _payload(event.answer)
-                    with timed("cache"):
-                        container.cache.set(found.key, payload)
-                    yield (
-                        "citations",
-                        {"citations": payload["citations"], "refused": payload["refused"]},
-                    )
-                    yield "done", _finish({"refused": payload["refused"]}, "miss", found.timer)
+                    done = event.answer
+                    answer = CachedAnswer(done.text, list(done.citations), done.refused)
+                    _store(deps, found, answer)
+                    yield CitationsFound(answer.citations, answer.refused)
+                    yield _finished(answer.refused, "miss", found.timer)
         finally:
             events.close()  # a client that left: the model's own generator closes now, not at GC
     except RagError as exc:
         log.warning("stream failed", extra={"code": exc.code, "detail": exc.message})
-        yield "error", error_payload(exc.code, public_message(exc), exc.http_status)
+        yield AnswerFailed(exc.code, public_message(exc), exc.http_status)
     except Exception:
         log.exception("stream crashed")
-        yield "error", error_payload("internal_error", "internal error; see server logs", 500)
+        yield AnswerFailed("internal_error", "internal error; see server logs", 500)

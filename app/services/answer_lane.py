@@ -26,11 +26,10 @@ import anyio
 from app.config import Settings
 from app.services import answer as answer_service
 from app.services.admission import Bounds, Caller, ConcurrencyLimiter, Slot
-from app.services.container import Container
+from app.services.answer import AnswerDeps, AnsweredQuestion, AnswerEvent
 from app.timing import StageTimer
 
 T = TypeVar("T")
-StreamEvent = answer_service.StreamEvent
 Step = Callable[..., Any]
 
 
@@ -91,7 +90,7 @@ class AnswerStream:
 
     def __init__(
         self,
-        events: Iterator[StreamEvent],
+        events: Iterator[AnswerEvent],
         slots: list[Slot],
         run: Callable[..., Any],
     ) -> None:
@@ -103,11 +102,11 @@ class AnswerStream:
     def __aiter__(self) -> AnswerStream:
         return self
 
-    async def __anext__(self) -> StreamEvent:
+    async def __anext__(self) -> AnswerEvent:
         if self._closed:
             raise StopAsyncIteration
         try:
-            item: StreamEvent | None = await self._run(next, self._events, None)
+            item: AnswerEvent | None = await self._run(next, self._events, None)
         except BaseException:
             await self.aclose()
             raise
@@ -136,11 +135,11 @@ async def _inline(step: Step, *args: Any) -> Any:
 
 
 async def _lookup(
-    container: Container, context: contextvars.Context, caller: Caller, question: str, k: int | None
+    deps: AnswerDeps, context: contextvars.Context, caller: Caller, question: str, k: int | None
 ) -> answer_service.Lookup:
     # On the default threadpool: a few milliseconds of validation, database and cache reads.
     found: answer_service.Lookup = await anyio.to_thread.run_sync(
-        context.run, answer_service.lookup, container, caller.tenant_id, question, k
+        context.run, answer_service.lookup, deps, caller.tenant_id, question, k
     )
     return found
 
@@ -155,18 +154,17 @@ async def _admit(limiter: ConcurrencyLimiter, caller: Caller, timer: StageTimer)
 
 
 async def answer(
-    container: Container, caller: Caller, question: str, k: int | None
-) -> dict[str, Any]:
-    """The answer body; a cache hit at once, a miss after admission (Overloaded: 429/503)."""
-    lane = container.answer_lane
+    lane: AnswerLane, deps: AnswerDeps, caller: Caller, question: str, k: int | None
+) -> AnsweredQuestion:
+    """The answer; a cache hit at once, a miss after admission (Overloaded: 429/503)."""
     context = contextvars.copy_context()
-    found = await _lookup(container, context, caller, question, k)
+    found = await _lookup(deps, context, caller, question, k)
     if found.cached is not None:
         return answer_service.cached_answer(found)
     slot = await _admit(lane.answers, caller, found.timer)
     try:
-        result: dict[str, Any] = await lane.run(
-            context, answer_service.generate_answer, container, found
+        result: AnsweredQuestion = await lane.run(
+            context, answer_service.generate_answer, deps, found
         )
         return result
     finally:
@@ -174,18 +172,17 @@ async def answer(
 
 
 async def open_stream(
-    container: Container, caller: Caller, question: str, k: int | None
+    lane: AnswerLane, deps: AnswerDeps, caller: Caller, question: str, k: int | None
 ) -> AnswerStream:
     """An admitted answer stream (Overloaded: 429/503 before any byte is sent)."""
-    lane = container.answer_lane
     slots = [await lane.streams.acquire(caller)]
     try:
         context = contextvars.copy_context()
-        found = await _lookup(container, context, caller, question, k)
+        found = await _lookup(deps, context, caller, question, k)
         if found.cached is not None:
             return AnswerStream(answer_service.cached_events(found), slots, _inline)
         slots.append(await _admit(lane.answers, caller, found.timer))
-        events = answer_service.generated_events(container, found)  # starts on its first step
+        events = answer_service.generated_events(deps, found)  # starts on its first step
 
         async def on_lane(step: Step, *args: Any) -> Any:
             return await lane.run(context, step, *args)

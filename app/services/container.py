@@ -6,11 +6,13 @@ settings with fake providers and nothing heavy loads at import time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from app.config import Settings
 from app.ingestion import LoadLimits
+from app.limits import RequestLimits
 from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
@@ -20,9 +22,12 @@ if TYPE_CHECKING:
     from app.rendering.cache import PageImageCache
     from app.retrieval.hybrid import HybridRetriever
     from app.security import TokenCodec
+    from app.services.answer import AnswerDeps
     from app.services.answer_lane import AnswerLane
     from app.services.corpus import Corpus
     from app.services.login import LoginGuard
+    from app.services.pages import PageDeps
+    from app.services.stats import StatsDeps
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
     from app.storage.chunks import ChunkStore
@@ -77,6 +82,65 @@ class Container:
         from app.providers.llms import build_llm
 
         return build_llm(self.settings)
+
+    @cached_property
+    def request_limits(self) -> RequestLimits:
+        """The configured input caps every service checks and /openapi.json documents."""
+        return RequestLimits.from_settings(self.settings)
+
+    @cached_property
+    def answer_deps(self) -> AnswerDeps:
+        """What the answer service needs (builds the retriever and the LLM)."""
+        from app.services.answer import AnswerDeps, generation_limits
+
+        return AnswerDeps(
+            retriever=self.retriever,
+            llm=self.llm,
+            cache=self.cache,
+            corpus_version=self.corpus.corpus_version,
+            config_fingerprint=self.config_fingerprint,
+            limits=self.request_limits,
+            generation=generation_limits(self.settings),
+        )
+
+    @cached_property
+    def readiness_checks(self) -> dict[str, Callable[[], bool]]:
+        """What /ready probes, by component; each builds its component only when run."""
+        from app.services.readiness import vector_store_answers
+
+        return {
+            "database": lambda: self.database.ping(),
+            "vector_store": lambda: vector_store_answers(self.corpus),
+        }
+
+    @cached_property
+    def stats_deps(self) -> StatsDeps:
+        """What /stats reads."""
+        from app.services.documents import storage_quota
+        from app.services.stats import StatsDeps
+
+        return StatsDeps(
+            documents=self.documents,
+            jobs=self.jobs,
+            cache=self.cache,
+            count_chunks=self.corpus.count,
+            storage_quota=storage_quota(self),
+            queued_jobs_limit=self.settings.quota_queued_jobs,
+        )
+
+    @cached_property
+    def page_deps(self) -> PageDeps:
+        """What the cited-page routes read."""
+        from app.services.pages import PageDeps, originals_dir
+
+        return PageDeps(
+            documents=self.documents,
+            chunks=self.chunk_records,
+            images=self.page_images,
+            originals_dir=originals_dir(self.settings.data_dir),
+            image_max_px=self.settings.page_image_max_px,
+            render_timeout_s=self.settings.page_render_timeout_s,
+        )
 
     @cached_property
     def answer_lane(self) -> AnswerLane:

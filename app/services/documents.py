@@ -148,18 +148,6 @@ def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> Stor
     )
 
 
-def quota_usage(container: Container, tenant_id: str) -> dict[str, tuple[int, int]]:
-    """Each tenant quota's (used, limit), by quota name."""
-    settings = container.settings
-    stored = container.documents.usage(tenant_id)
-    return {
-        "documents": (stored.documents, settings.quota_documents),
-        "stored_bytes": (stored.stored_bytes, settings.quota_stored_bytes),
-        "chunks": (stored.chunks, settings.quota_chunks),
-        "queued_jobs": (container.jobs.count_active(tenant_id), settings.quota_queued_jobs),
-    }
-
-
 def chunk_allowance(container: Container, tenant_id: str, document_id: str) -> int:
     """How many chunks this document may have within the tenant's chunk quota."""
     others = container.documents.usage(tenant_id, except_document=document_id)

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 from app.config import Settings
 from app.errors import AuthenticationFailed, RateLimited
+from app.security import IssuedToken, TokenCodec
 from app.services.users import UserService, normalise_username
 from app.storage.rate_limit import RateLimiter
 from app.storage.users import UserRecord
@@ -106,3 +107,11 @@ def build_login_guard(settings: Settings, users: UserService, limiter: RateLimit
         attempts_per_ip=settings.rate_limit_auth_per_minute,
         failures_per_account=settings.login_failures_per_minute,
     )
+
+
+def log_in(
+    guard: LoginGuard, codec: TokenCodec, username: str, password: str, client: str
+) -> IssuedToken:
+    """An access token for valid credentials; AuthenticationFailed or RateLimited otherwise."""
+    user = guard.login(username, password, client)
+    return codec.issue(user.id, user.tenant_id)

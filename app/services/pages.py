@@ -8,6 +8,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from app.domain import Chunk
 from app.errors import InvalidInput, NotFound, PageUnavailable
@@ -18,12 +19,33 @@ from app.rendering.pdf_page import (
     UnreadablePdf,
     render_page_isolated,
 )
-from app.services.container import Container
-from app.storage.documents import DocumentRecord
+from app.storage.documents import DocumentRecord, DocumentStore
+
+if TYPE_CHECKING:
+    from app.rendering.cache import PageImageCache
+    from app.services.container import Container
 
 log = logging.getLogger(__name__)
 
 PDF_SUFFIX = ".pdf"
+
+
+class PageChunks(Protocol):
+    """Reads the chunks of one page of a tenant's document, in page order."""
+
+    def page_chunks(self, tenant_id: str, document_id: str, page: int) -> list[Chunk]: ...
+
+
+@dataclass(frozen=True)
+class PageDeps:
+    """What showing a cited page needs, built once per process by the container."""
+
+    documents: DocumentStore
+    chunks: PageChunks
+    images: PageImageCache
+    originals_dir: Path  # see `originals_dir`
+    image_max_px: int
+    render_timeout_s: float
 
 
 @dataclass(frozen=True)
@@ -38,9 +60,18 @@ class PageText:
     highlight: tuple[int, int] | None
 
 
+def originals_dir(data_dir: Path) -> Path:
+    """The folder of the kept original PDFs, one subfolder per tenant."""
+    return data_dir / "originals"
+
+
+def _original(root: Path, tenant_id: str, document_id: str) -> Path:
+    return root / tenant_id / f"{document_id}{PDF_SUFFIX}"
+
+
 def original_path(container: Container, tenant_id: str, document_id: str) -> Path:
     """Where a document's original PDF is kept, under the tenant's part of the data dir."""
-    return container.settings.data_dir / "originals" / tenant_id / f"{document_id}{PDF_SUFFIX}"
+    return _original(originals_dir(container.settings.data_dir), tenant_id, document_id)
 
 
 def keep_original(
@@ -67,17 +98,17 @@ def drop_original(container: Container, tenant_id: str, document_id: str) -> Non
     container.page_images.drop_document(tenant_id, document_id)
 
 
-def _document(container: Container, tenant_id: str, document_id: str) -> DocumentRecord:
-    record = container.documents.get(tenant_id, document_id)
+def _document(deps: PageDeps, tenant_id: str, document_id: str) -> DocumentRecord:
+    record = deps.documents.get(tenant_id, document_id)
     if record is None:
         raise NotFound("document not found")
     return record
 
 
-def _page_chunks(container: Container, tenant_id: str, document_id: str, page: int) -> list[Chunk]:
+def _page_chunks(deps: PageDeps, tenant_id: str, document_id: str, page: int) -> list[Chunk]:
     if page < 1:
         raise NotFound(f"page {page} does not exist; pages are numbered from 1")
-    return container.chunk_records.page_chunks(tenant_id, document_id, page)
+    return deps.chunks.page_chunks(tenant_id, document_id, page)
 
 
 def _cited_chunk(chunks: list[Chunk], chunk_id: str | None, page: int) -> Chunk | None:
@@ -118,11 +149,11 @@ def _stitch(chunks: list[Chunk]) -> tuple[str, dict[str, int]]:
 
 
 def page_text(
-    container: Container, tenant_id: str, document_id: str, page: int, chunk_id: str | None
+    deps: PageDeps, tenant_id: str, document_id: str, page: int, chunk_id: str | None
 ) -> PageText:
     """The indexed text of a page of any format, with the cited chunk's span in it."""
-    record = _document(container, tenant_id, document_id)
-    chunks = _page_chunks(container, tenant_id, document_id, page)
+    record = _document(deps, tenant_id, document_id)
+    chunks = _page_chunks(deps, tenant_id, document_id, page)
     if not chunks:
         raise NotFound(f"page {page} of this document has no indexed text")
     cited = _cited_chunk(chunks, chunk_id, page)
@@ -147,25 +178,25 @@ def _position_hint(cited: Chunk, chunks: list[Chunk]) -> float:
 
 
 def page_image(
-    container: Container, tenant_id: str, document_id: str, page: int, chunk_id: str | None
+    deps: PageDeps, tenant_id: str, document_id: str, page: int, chunk_id: str | None
 ) -> RenderedPage:
     """A PDF page as PNG, the cited chunk highlighted; cached per content hash."""
-    record = _document(container, tenant_id, document_id)
+    record = _document(deps, tenant_id, document_id)
     if not record.source.lower().endswith(PDF_SUFFIX):
         raise PageUnavailable(
             "this document is not a PDF, so it has no page pictures; "
             f"GET /documents/{document_id}/pages/{page}/text shows the passage in its text"
         )
-    path = original_path(container, tenant_id, document_id)
+    path = _original(deps.originals_dir, tenant_id, document_id)
     if not path.exists():
         raise PageUnavailable(
             "the original PDF of this document was not kept (it was indexed before page "
             "pictures existed, or is still being indexed); upload it again to see its pages"
         )
-    chunks = _page_chunks(container, tenant_id, document_id, page)
+    chunks = _page_chunks(deps, tenant_id, document_id, page)
     cited = _cited_chunk(chunks, chunk_id, page)
     key = (tenant_id, document_id, record.content_sha256, page, chunk_id)
-    cached = container.page_images.get(key)
+    cached = deps.images.get(key)
     if cached is not None:
         return cached
     passage = Passage(_page_body(cited), _position_hint(cited, chunks)) if cited else None
@@ -173,9 +204,9 @@ def page_image(
         rendered = render_page_isolated(
             path,
             page,
-            container.settings.page_image_max_px,
+            deps.image_max_px,
             passage,
-            container.settings.page_render_timeout_s,
+            deps.render_timeout_s,
         )
     except PageOutOfRange as exc:
         raise NotFound(f"page {page} does not exist; {exc}") from None
@@ -184,5 +215,5 @@ def page_image(
         raise PageUnavailable(f"the PDF page could not be rendered ({exc})") from None
     if passage is not None and rendered.highlight_boxes == 0:
         log.info("passage not located on page", extra={"document_id": document_id, "page": page})
-    container.page_images.put(key, rendered)
+    deps.images.put(key, rendered)
     return rendered

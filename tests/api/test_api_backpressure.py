@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,10 @@ def _tenant_with_manual(server: ThreadServer, tenant: str, *names: str) -> list[
 
 
 def _use_model(server: ThreadServer, llm: object) -> None:
-    server.container.__dict__["llm"] = llm  # the answer path reads container.llm per request
+    """Answer with `llm` from now on (answers read the model from the container's bundle)."""
+    container = server.container
+    container.__dict__["llm"] = llm
+    container.__dict__["answer_deps"] = replace(container.answer_deps, llm=llm)
 
 
 def _in_background(call: Any) -> Any:

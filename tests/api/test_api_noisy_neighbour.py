@@ -111,6 +111,7 @@ def test_hanging_up_mid_stream_stops_the_local_model_and_frees_it(tmp_path: Path
         lock = real._model.lock
         watched = Watched(real)
         container.__dict__["llm"] = watched
+        container.__dict__.pop("answer_deps", None)  # rebuilt around the watched model
         users = []
         for name in ("reader", "next"):
             record = container.users.create_user("ship", name, "a long enough password")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import asdict
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
@@ -11,9 +13,18 @@ from starlette.types import Send
 
 from app.api.deps import ContainerDep, Principal, QueryRateLimit
 from app.api.errors import error_responses
-from app.api.schemas import QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
+from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
+from app.observability import error_payload
 from app.services import answer_lane
 from app.services.admission import Caller
+from app.services.answer import (
+    AnsweredQuestion,
+    AnswerEvent,
+    AnswerFailed,
+    AnswerFinished,
+    CitationsFound,
+    TextDelta,
+)
 from app.services.answer_lane import AnswerStream
 from app.services.search import search as search_service
 from app.timing import start_timer
@@ -29,7 +40,9 @@ router = APIRouter(
 def search(body: SearchIn, container: ContainerDep, principal: Principal) -> SearchOut:
     """Ranked chunks with the evidence of every retrieval stage (no LLM)."""
     timer = start_timer()
-    result = search_service(container, principal.tenant_id, body.query, body.k)
+    result = search_service(
+        container.retriever, container.request_limits, principal.tenant_id, body.query, body.k
+    )
     results = [
         SearchResultOut(
             rank=rank,
@@ -56,16 +69,49 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
 async def query(body: QueryIn, container: ContainerDep, principal: Principal) -> QueryOut:
     """A short answer whose claims carry [n] markers resolving to file and page."""
     caller = Caller(principal.tenant_id, principal.user_id)
-    return QueryOut(**await answer_lane.answer(container, caller, body.question, body.k))
+    answered = await answer_lane.answer(
+        container.answer_lane, container.answer_deps, caller, body.question, body.k
+    )
+    return _query_out(answered)
 
 
-def _sse(event: str, data: dict[str, object]) -> bytes:
+def _query_out(answered: AnsweredQuestion) -> QueryOut:
+    return QueryOut(
+        answer=answered.answer,
+        citations=[CitationOut(**asdict(c)) for c in answered.citations],
+        refused=answered.refused,
+        cache=answered.cache,
+        timings=answered.timings,
+        total_ms=answered.total_ms,
+    )
+
+
+def _wire_event(event: AnswerEvent) -> tuple[str, dict[str, Any]]:
+    """The SSE name and data of an answer event (the stream's wire format)."""
+    if isinstance(event, TextDelta):
+        return "token", {"text": event.text}
+    if isinstance(event, CitationsFound):
+        citations = [asdict(c) for c in event.citations]
+        return "citations", {"citations": citations, "refused": event.refused}
+    if isinstance(event, AnswerFinished):
+        return "done", {
+            "refused": event.refused,
+            "cache": event.cache,
+            "timings": event.timings,
+            "total_ms": event.total_ms,
+        }
+    if isinstance(event, AnswerFailed):
+        return "error", error_payload(event.code, event.message, event.http_status)
+    raise TypeError(f"not an answer event: {event!r}")
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
 async def _encoded(events: AnswerStream) -> AsyncIterator[bytes]:
-    async for event, data in events:
-        yield _sse(event, data)
+    async for event in events:
+        yield _sse(*_wire_event(event))
 
 
 class EventStreamResponse(StreamingResponse):
@@ -98,5 +144,7 @@ async def query_stream(
 ) -> StreamingResponse:
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
     caller = Caller(principal.tenant_id, principal.user_id)
-    events = await answer_lane.open_stream(container, caller, body.question, body.k)
+    events = await answer_lane.open_stream(
+        container.answer_lane, container.answer_deps, caller, body.question, body.k
+    )
     return EventStreamResponse(events)

@@ -19,15 +19,15 @@ from app.api.schemas import (
     UploadAccepted,
 )
 from app.api.upload import receive_uploads
-from app.errors import InvalidInput, public_job_error
+from app.errors import public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord, split_job_error
+from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
 from app.services import documents as service
 from app.services.container import Container
 from app.storage.documents import DocumentRecord
 
 router = APIRouter(tags=["documents"])
-DEFAULT_PAGE_SIZE = 50
 # Files one upload request may carry (each becomes a job and takes a slot of the queue quota).
 MAX_FILES_PER_REQUEST = 100
 
@@ -166,17 +166,18 @@ def list_documents(
     container: ContainerDep,
     principal: Principal,
     limit: Annotated[
-        int | None, Query(ge=1, le=1000, description="page size; default 50 or the cap")
+        int | None,
+        Query(
+            ge=1,
+            le=PAGE_SIZE_CEILING,
+            description=f"page size; default {DEFAULT_PAGE_SIZE} or the cap",
+        ),
     ] = None,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> DocumentList:
     """The tenant's documents, newest first."""
-    cap = container.settings.max_page_size
-    if limit is None:  # the default page never exceeds a smaller configured cap
-        limit = min(DEFAULT_PAGE_SIZE, cap)
-    if limit > cap:
-        raise InvalidInput(f"limit must not exceed {cap}")
-    records, total = service.list_documents(container, principal.tenant_id, limit, offset)
+    size = container.request_limits.page_size(limit)
+    records, total = service.list_documents(container, principal.tenant_id, size, offset)
     return DocumentList(data=[_document_out(r) for r in records], count=total)
 
 

@@ -45,7 +45,9 @@ def page_image(
     chunk: ChunkParam = None,
 ) -> Response:
     """A PDF page as PNG, the cited passage highlighted; 409 for documents that are not PDFs."""
-    rendered = service.page_image(container, principal.tenant_id, document_id, page, chunk)
+    rendered = service.page_image(
+        container.page_deps, principal.tenant_id, document_id, page, chunk
+    )
     headers = {
         "Cache-Control": _IMAGE_CACHE_CONTROL,
         "X-Highlight-Boxes": str(rendered.highlight_boxes),
@@ -68,7 +70,7 @@ def page_text(
     chunk: ChunkParam = None,
 ) -> PageTextOut:
     """A page's indexed text (any format) with the cited passage's offsets in it."""
-    found = service.page_text(container, principal.tenant_id, document_id, page, chunk)
+    found = service.page_text(container.page_deps, principal.tenant_id, document_id, page, chunk)
     span = found.highlight
     highlight = HighlightOut(start=span[0], end=span[1]) if span else None
     return PageTextOut(

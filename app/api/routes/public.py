@@ -11,6 +11,7 @@ from app.api.deps import ContainerDep, require_form_urlencoded
 from app.api.errors import ApiError, error_responses
 from app.api.schemas import HealthOut, StatusOut, TokenOut
 from app.errors import AuthenticationFailed
+from app.services.login import log_in
 from app.services.readiness import readiness_problems
 
 router = APIRouter()
@@ -30,7 +31,7 @@ def health() -> HealthOut:
 )
 def ready(request: Request, container: ContainerDep) -> JSONResponse:
     """Readiness: models loaded and every store reachable, else 503 naming what is not."""
-    problems = readiness_problems(container, loaded=bool(request.app.state.ready))
+    problems = readiness_problems(container.readiness_checks, loaded=bool(request.app.state.ready))
     if problems:
         return JSONResponse({"status": "not_ready", "detail": problems}, status_code=503)
     return JSONResponse({"status": "ok", "detail": {}})
@@ -52,8 +53,7 @@ def issue_token(
     """OAuth2 password grant: a bearer token for valid credentials, one generic 401 otherwise."""
     client = request.client.host if request.client else "unknown"
     try:
-        user = container.login_guard.login(username, password, client)
+        token = log_in(container.login_guard, container.token_codec, username, password, client)
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, {"WWW-Authenticate": "Bearer"}) from None
-    token = container.token_codec.issue(user.id, user.tenant_id)
     return TokenOut(access_token=token.access_token, expires_in=token.expires_in)

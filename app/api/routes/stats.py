@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from app.api.deps import ContainerDep, Principal
 from app.api.schemas import QuotaOut, QuotasOut, StatsOut
-from app.services.documents import quota_usage
+from app.services.stats import tenant_stats
 
 router = APIRouter(tags=["ops"])
 
@@ -14,18 +14,14 @@ router = APIRouter(tags=["ops"])
 @router.get("/stats", response_model=StatsOut)
 def stats(container: ContainerDep, principal: Principal) -> StatsOut:
     """The tenant's documents, chunks, cache entries, cache hit rate and quota usage."""
-    tenant = principal.tenant_id
-    cache = container.cache.stats(tenant)
-    quotas = {
-        name: QuotaOut(used=used, limit=limit)
-        for name, (used, limit) in quota_usage(container, tenant).items()
-    }
+    found = tenant_stats(container.stats_deps, principal.tenant_id)
+    quotas = {name: QuotaOut(used=q.used, limit=q.limit) for name, q in found.quotas.items()}
     return StatsOut(
-        documents=container.documents.count(tenant),
-        chunks=container.corpus.count(tenant),
-        cache_entries=cache.entries,
-        cache_hits=cache.hits,
-        cache_misses=cache.misses,
-        cache_hit_rate=cache.hit_rate,
+        documents=found.documents,
+        chunks=found.chunks,
+        cache_entries=found.cache.entries,
+        cache_hits=found.cache.hits,
+        cache_misses=found.cache.misses,
+        cache_hit_rate=found.cache.hit_rate,
         quotas=QuotasOut(**quotas),
     )

@@ -1,0 +1,75 @@
+"""The input limits of the API, in one place.
+
+Two layers, both defined here so they cannot disagree:
+
+- Ceilings: fixed outer bounds. The request models declare them (so a body is rejected before
+  any work when it exceeds every possible configuration), and Settings refuses a configured cap
+  above them (so a cap the models would never let through cannot be configured).
+- `RequestLimits`: the configured caps (`RAG_MAX_QUESTION_CHARS`, `RAG_MAX_K`,
+  `RAG_MAX_PAGE_SIZE`). The services enforce them with these checks, and /openapi.json
+  documents these same values (`app.api.openapi`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from app.config import Settings
+
+QUESTION_CHARS_CEILING = 20_000
+K_CEILING = 1000
+PAGE_SIZE_CEILING = 1000
+# A document listing's page size when the client names none (a smaller configured cap wins).
+DEFAULT_PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    """The configured caps of search, question and listing requests, and their checks."""
+
+    max_question_chars: int
+    max_k: int
+    default_k: int
+    max_page_size: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RequestLimits:
+        """The caps of a Settings object."""
+        return cls(
+            max_question_chars=settings.max_question_chars,
+            max_k=settings.max_k,
+            default_k=settings.top_k,
+            max_page_size=settings.max_page_size,
+        )
+
+    def question(self, text: str) -> str:
+        """The question stripped; InvalidInput when blank or over the length cap.
+
+        The cap applies to the text as sent (as /openapi.json documents it), whitespace included.
+        """
+        if len(text) > self.max_question_chars:
+            raise InvalidInput(f"the question is longer than {self.max_question_chars} characters")
+        stripped = text.strip()
+        if not stripped:
+            raise InvalidInput("the question is empty")
+        return stripped
+
+    def k(self, k: int | None) -> int:
+        """The requested k, or the default; InvalidInput outside 1..max_k."""
+        if k is None:
+            return self.default_k
+        if not 1 <= k <= self.max_k:
+            raise InvalidInput(f"k must be between 1 and {self.max_k}")
+        return k
+
+    def page_size(self, limit: int | None) -> int:
+        """The requested page size, or the default (never above the cap); InvalidInput above it."""
+        if limit is None:
+            return min(DEFAULT_PAGE_SIZE, self.max_page_size)
+        if limit > self.max_page_size:
+            raise InvalidInput(f"limit must not exceed {self.max_page_size}")
+        return limit

@@ -1,0 +1,63 @@
+"""Per-tenant statistics: documents, chunks, answer-cache figures and quota usage."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.storage.cache import CacheStats
+
+if TYPE_CHECKING:
+    from app.jobs.store import JobStore, StorageQuota
+    from app.storage.cache import AnswerCache
+    from app.storage.documents import DocumentStore
+
+
+@dataclass(frozen=True)
+class QuotaUse:
+    """How much of one per-tenant quota is used."""
+
+    used: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class TenantStats:
+    """A tenant's figures; `quotas` is keyed documents, stored_bytes, chunks, queued_jobs."""
+
+    documents: int
+    chunks: int
+    cache: CacheStats
+    quotas: dict[str, QuotaUse]
+
+
+@dataclass(frozen=True)
+class StatsDeps:
+    """What the statistics read, built once per process by the container."""
+
+    documents: DocumentStore
+    jobs: JobStore
+    cache: AnswerCache
+    count_chunks: Callable[[str], int]  # the tenant's chunks in the vector store
+    storage_quota: StorageQuota
+    queued_jobs_limit: int
+
+
+def tenant_stats(deps: StatsDeps, tenant_id: str) -> TenantStats:
+    """The tenant's documents, chunks, cache entries and hit rate, and each quota's use."""
+    cache = deps.cache.stats(tenant_id)
+    stored = deps.documents.usage(tenant_id)
+    quota = deps.storage_quota
+    quotas = {
+        "documents": QuotaUse(stored.documents, quota.documents),
+        "stored_bytes": QuotaUse(stored.stored_bytes, quota.stored_bytes),
+        "chunks": QuotaUse(stored.chunks, quota.chunks),
+        "queued_jobs": QuotaUse(deps.jobs.count_active(tenant_id), deps.queued_jobs_limit),
+    }
+    return TenantStats(
+        documents=deps.documents.count(tenant_id),
+        chunks=deps.count_chunks(tenant_id),
+        cache=cache,
+        quotas=quotas,
+    )
