@@ -10,6 +10,10 @@ through the real retriever and the real generation code:
 
     python -m eval.answers [--providers llamacpp extractive] [--questions 50] [--seed 2026]
 
+The providers are configured as the service's are, from `RAG_*` variables (`.env` is not read):
+`RAG_LLM_PROVIDER=openai RAG_LLM_MODEL=... RAG_OPENAI_BASE_URL=... RAG_OPENAI_API_KEY=...
+python -m eval.answers` evaluates a model served elsewhere.
+
 Prints a table per provider and writes eval/results/answers-<provider>.json with every answer.
 """
 
@@ -314,7 +318,12 @@ def run(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--providers", nargs="+", default=["llamacpp", "extractive"])
+    parser.add_argument(
+        "--providers",
+        nargs="+",
+        help="default: RAG_LLM_PROVIDER when set (with its RAG_LLM_MODEL, base URL and key), "
+        "else llamacpp and extractive",
+    )
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     parser.add_argument("--questions", type=int, default=50, help="questions per task")
     parser.add_argument("--seed", type=int, default=2026)
@@ -335,7 +344,12 @@ def main() -> None:
             env="development",
             llm_abstain_threshold=args.abstain_threshold,
         )
-        run(settings, args.providers, args.tasks, args.questions, args.seed, args.tag)
+        providers = args.providers or (
+            [settings.llm_provider]
+            if "llm_provider" in settings.model_fields_set
+            else ["llamacpp", "extractive"]
+        )
+        run(settings, providers, args.tasks, args.questions, args.seed, args.tag)
 
 
 if __name__ == "__main__":

@@ -252,15 +252,20 @@ class ChatServerLLM:
         timeouts: tuple[type[BaseException], ...],
         rejected: tuple[type[BaseException], ...] = (),
         option_fields: tuple[str, str] = ("temperature", "max_tokens"),
+        timeout_s: float | None = None,
     ) -> None:
         self._chat = chat_model
-        # The chat model's field names for a request's temperature and max_tokens.
+        # The chat model's field names for a request's temperature and max_tokens
+        # ("extra_body": sent as the request body's `max_tokens`).
         self._option_fields = option_fields
         self._model_id = model_id
         self._endpoint = endpoint
         self._unreachable = unreachable
         self._timeouts = timeouts
         self._rejected = rejected  # the server refused this request (e.g. HTTP 400)
+        # The client's own timeout bounds each read; this bounds the whole answer, as the
+        # local model's deadline does (a server trickling tokens never trips a read timeout).
+        self._timeout_s = timeout_s
 
     @property
     def model_id(self) -> str:
@@ -273,7 +278,10 @@ class ChatServerLLM:
         changes: dict[str, Any] = {}
         if request.temperature is not None:
             changes[temperature_field] = request.temperature
-        if request.max_tokens is not None:
+        if request.max_tokens is not None and max_tokens_field == "extra_body":
+            extra = dict(getattr(self._chat, "extra_body", None) or {})
+            changes["extra_body"] = {**extra, "max_tokens": request.max_tokens}
+        elif request.max_tokens is not None:
             changes[max_tokens_field] = request.max_tokens
         return self._chat.model_copy(update=changes) if changes else self._chat
 
@@ -281,8 +289,18 @@ class ChatServerLLM:
         """Stream from the server, turning connection failures into ProviderUnavailable."""
         messages = [(m.role, m.content) for m in request.messages]
         stop = list(request.stop) or None
+        deadline = None if self._timeout_s is None else time.monotonic() + self._timeout_s
         try:
-            for chunk in self._chat_for(request).stream(messages, stop=stop):
+            chunks = self._chat_for(request).stream(messages, stop=stop)
+            for chunk in chunks:
+                if deadline is not None and time.monotonic() > deadline:
+                    close = getattr(chunks, "close", None)
+                    if close is not None:
+                        close()  # ends the HTTP response, so the server stops generating
+                    raise GenerationTimeout(
+                        f"{self._model_id} at {self._endpoint} did not finish within "
+                        f"{self._timeout_s:g} s"
+                    )
                 usage = getattr(chunk, "usage_metadata", None)
                 prompt_tokens = usage.get("input_tokens") if usage else None
                 text = chunk.content if isinstance(chunk.content, str) else ""
@@ -297,6 +315,13 @@ class ChatServerLLM:
                 f"{self._model_id} at {self._endpoint} refused the request: {exc}"
             ) from exc
         except self._unreachable as exc:
+            status = getattr(exc, "status_code", None)
+            if status in (401, 403):
+                # The reply is left out: some servers echo part of the key they rejected.
+                raise ProviderUnavailable(
+                    f"{self._model_id} at {self._endpoint} refused the service's credentials "
+                    f"(authentication failed, HTTP {status}): check its API key setting"
+                ) from exc
             raise ProviderUnavailable(
                 f"{self._model_id} at {self._endpoint} is unavailable: {exc}"
             ) from exc
@@ -341,15 +366,24 @@ def _build_openai(settings: Settings) -> LLM:
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
+    # OpenAI's API takes the answer's length as `max_completion_tokens`; OpenAI-compatible
+    # servers (llama.cpp's Python server, Ollama, LM Studio) read only `max_tokens` and would
+    # otherwise generate until the context is full.
+    if settings.openai_base_url:
+        length: dict[str, Any] = {"extra_body": {"max_tokens": settings.llm_max_tokens}}
+        max_tokens_field = "extra_body"
+    else:
+        length = {"max_completion_tokens": settings.llm_max_tokens}
+        max_tokens_field = "max_tokens"
     chat = ChatOpenAI(
         model=settings.llm_model,
         base_url=settings.openai_base_url,
         api_key=SecretStr(settings.openai_api_key),
         temperature=0.0,
-        max_completion_tokens=settings.llm_max_tokens,
         timeout=settings.llm_timeout_s,
         max_retries=1,
         stream_usage=True,
+        **length,
     )
     return ChatServerLLM(
         chat,
@@ -358,6 +392,8 @@ def _build_openai(settings: Settings) -> LLM:
         unreachable=(openai.APIConnectionError, openai.APIStatusError, httpx.HTTPError),
         timeouts=(openai.APITimeoutError, httpx.TimeoutException),
         rejected=(openai.BadRequestError,),
+        option_fields=("temperature", max_tokens_field),
+        timeout_s=settings.llm_timeout_s,
     )
 
 
@@ -382,6 +418,7 @@ def _build_ollama(settings: Settings) -> LLM:
         unreachable=(ConnectionError, ollama.ResponseError, httpx.HTTPError),
         timeouts=(httpx.TimeoutException,),
         option_fields=("temperature", "num_predict"),
+        timeout_s=settings.llm_timeout_s,
     )
 
 

@@ -1,0 +1,167 @@
+"""The `openai` provider against a real OpenAI-compatible server: llama-cpp-python's
+`llama_cpp.server` on the shipped GGUF, started on a free port and killed afterwards.
+
+Built through the normal factory (RAG_LLM_PROVIDER=openai, base URL, model, API key), the
+provider answers with a valid citation, streams as the model generates, refuses what the
+passages do not cover, keeps the configured length and deadline, and turns a dead server or a
+wrong API key into a clear error."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from app.config import Settings, load_settings
+from app.errors import GenerationTimeout, ProviderUnavailable
+from app.generation.answer import AnswerDelta, AnswerDone, answer_question, stream_answer
+from app.providers.llms import build_llm
+from app.providers.types import LLM, ChatMessage, LLMRequest
+from tests.generation.generation_builders import PARIS, relevant
+from tests.providers.llm_servers import API_KEY, SERVED_MODEL, ServerProcess, start_llama_server
+
+pytestmark = pytest.mark.slow
+
+# A short prompt with a long answer: tokens keep coming, each read is quick.
+COUNTING = LLMRequest(
+    messages=(ChatMessage("user", "Count from 1 to 300, separated by commas. Nothing else."),),
+    question="Count from 1 to 300",
+    passages=(),
+    refusal_text="No.",
+)
+
+
+def _settings(server: ServerProcess, tmp: Path, **changes: object) -> Settings:
+    values: dict[str, object] = {
+        "llm_provider": "openai",
+        "llm_model": SERVED_MODEL,
+        "openai_base_url": server.root_url + "/v1",
+        "openai_api_key": API_KEY,
+        "llm_timeout_s": 300.0,
+    }
+    values.update(changes)
+    return load_settings(_env_file=None, data_dir=tmp, **values)
+
+
+def _llm(server: ServerProcess, tmp: Path, **changes: object) -> LLM:
+    return build_llm(_settings(server, tmp, **changes))
+
+
+def test_answer_is_cited_and_streamed_as_it_is_generated(
+    llama_server: ServerProcess, tmp_path: Path
+) -> None:
+    settings = _settings(llama_server, tmp_path)
+    llm = build_llm(settings)
+    question = "When was the Eiffel Tower completed?"
+    arrivals: list[float] = []
+    deltas: list[str] = []
+    answer = None
+    for event in stream_answer(question, relevant(PARIS), llm, refusal_text=settings.refusal_text):
+        if isinstance(event, AnswerDelta):
+            arrivals.append(time.monotonic())
+            deltas.append(event.text)
+        elif isinstance(event, AnswerDone):
+            answer = event.answer
+    assert answer is not None
+    print(f"{answer.text!r} in {len(deltas)} deltas over {arrivals[-1] - arrivals[0]:.1f} s")
+    assert not answer.refused
+    assert "1889" in answer.text
+    assert "[1]" in answer.text  # a marker the model wrote, valid for the 3 passages given
+    assert [c.source for c in answer.citations] == ["eiffel.pdf"]
+    assert answer.model_id == f"openai:{SERVED_MODEL}"
+    # Token by token as the server generates, not one block at the end.
+    assert len(deltas) >= 5
+    assert arrivals[-1] - arrivals[0] > 0.2
+    assert "".join(deltas) == answer.text
+
+
+def test_question_the_passages_do_not_cover_gets_the_refusal(
+    llama_server: ServerProcess, tmp_path: Path
+) -> None:
+    settings = _settings(llama_server, tmp_path)
+    answer = answer_question(
+        "What is the population of Berlin?",
+        relevant(PARIS),
+        build_llm(settings),
+        refusal_text=settings.refusal_text,
+    )
+    print(repr(answer.text))
+    assert answer.refused
+    assert answer.text == settings.refusal_text and answer.citations == []
+
+
+def test_answer_stops_at_the_configured_length(llama_server: ServerProcess, tmp_path: Path) -> None:
+    # llama.cpp's server ignores `max_completion_tokens`; without `max_tokens` it counted on.
+    llm = _llm(llama_server, tmp_path, llm_max_tokens=12)
+    pieces = [delta.text for delta in llm.stream(COUNTING)]
+    text = "".join(pieces)
+    print(repr(text))
+    assert 0 < len([p for p in pieces if p]) <= 12
+    assert "1" in text and "30," not in text
+
+
+def test_wrong_api_key_is_an_authentication_error_without_the_key(
+    llama_server: ServerProcess, tmp_path: Path
+) -> None:
+    wrong = "sk-wrong-key-93e1d0"
+    llm = _llm(llama_server, tmp_path, openai_api_key=wrong)
+    started = time.monotonic()
+    with pytest.raises(ProviderUnavailable, match="authentication failed, HTTP 401") as caught:
+        list(llm.stream(COUNTING))
+    assert time.monotonic() - started < 30
+    assert wrong not in str(caught.value) and API_KEY not in str(caught.value)
+    assert not isinstance(caught.value, GenerationTimeout)
+
+
+def test_answer_longer_than_the_deadline_times_out(
+    llama_server: ServerProcess, tmp_path: Path
+) -> None:
+    # Tokens arrive well within the client's read timeout; the deadline bounds the whole answer.
+    llm = _llm(llama_server, tmp_path, llm_timeout_s=6.0, llm_max_tokens=2000)
+    received: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(GenerationTimeout, match="did not finish within 6 s"):
+        for delta in llm.stream(COUNTING):
+            received.append(delta.text)
+    elapsed = time.monotonic() - started
+    print(f"{len(received)} deltas, timed out after {elapsed:.1f} s")
+    assert 5.5 < elapsed < 30
+
+
+def test_server_that_does_not_start_answering_in_time_times_out(
+    llama_server: ServerProcess, tmp_path: Path
+) -> None:
+    # The full RAG prompt takes the model seconds to read before its first token.
+    settings = _settings(llama_server, tmp_path, llm_timeout_s=0.5)
+    started = time.monotonic()
+    with pytest.raises(GenerationTimeout, match="timed out"):
+        answer_question(
+            "When was the Eiffel Tower completed?",
+            relevant(PARIS),
+            build_llm(settings),
+            refusal_text=settings.refusal_text,
+        )
+    assert time.monotonic() - started < 10  # one retry, then the error
+
+
+def test_server_killed_mid_stream_is_provider_unavailable(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    server = start_llama_server(tmp_path_factory.mktemp("doomed-server"))
+    try:
+        llm = _llm(server, tmp_path)
+        received: list[str] = []
+        started = 0.0
+        with pytest.raises(ProviderUnavailable, match="is unavailable") as caught:
+            for delta in llm.stream(COUNTING):
+                received.append(delta.text)
+                if len(received) == 3:
+                    server.kill()
+                    started = time.monotonic()
+        print(f"after {len(received)} deltas: {caught.value}")
+        assert len(received) >= 3
+        assert time.monotonic() - started < 10  # noticed at once, not after a timeout
+        assert not isinstance(caught.value, GenerationTimeout)
+    finally:
+        server.kill()
