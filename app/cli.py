@@ -17,9 +17,10 @@ from sqlalchemy.exc import OperationalError
 from app.config import get_settings
 from app.errors import RagError
 from app.services.container import Container
+from app.services.pipeline import ProgressCallback
 
 
-def _progress_bar(label: str) -> object:
+def _progress_bar(label: str) -> ProgressCallback:
     def show(done: int, total: int, stage: str) -> None:
         width = 30
         filled = int(width * done / total) if total else width
@@ -36,7 +37,7 @@ def cmd_ingest(container: Container, args: argparse.Namespace) -> int:
 
     if args.queue:
         for raw in args.paths:
-            job = queue_local_file(container, args.tenant, Path(raw))
+            job = queue_local_file(container.upload_deps, args.tenant, Path(raw))
             print(f"{job.source}: queued as {job.job_id} ({job.document_id})")
         return 0
     failures = 0
@@ -44,10 +45,10 @@ def cmd_ingest(container: Container, args: argparse.Namespace) -> int:
         path = Path(raw)
         try:
             doc = ingest_local_file(
-                container,
+                container.document_deps,
                 args.tenant,
                 path,
-                progress=_progress_bar(path.name),  # type: ignore[arg-type]
+                progress=_progress_bar(path.name),
             )
         except RagError as exc:
             failures += 1

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     container = Container(settings)
     container.warm_up(serving=False)
     # The sweeper and the retries use short timeouts; rq's blocking pop needs none.
-    _current = IngestWorker(container, connect_redis(settings.redis_url))
+    _current = IngestWorker(settings, container.ingest_deps, connect_redis(settings.redis_url))
     name = args.name or f"{queue_name(settings)}.{socket.gethostname()}.{os.getpid()}"
     listen = redis.Redis.from_url(settings.redis_url)
     worker = SimpleWorker(

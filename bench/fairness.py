@@ -22,6 +22,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from app.config import load_settings
+from app.jobs.batch import run_jobs
 from app.jobs.store import JobRecord
 from app.jobs.threads import IngestWorkerPool
 from app.services.container import Container
@@ -61,9 +62,9 @@ class Uploader:
         )
         path = self.folder / f"upload-{self.count:05d}.txt"
         path.write_text(body, encoding="utf-8")
-        reservation = reserve_upload(self.container, tenant)
+        reservation = reserve_upload(self.container.upload_deps, tenant)
         received = ReceivedFile(path, f"{tenant}-{self.count}.txt", path.stat().st_size)
-        (job,) = submit_uploads(self.container, tenant, [reservation], [received])
+        (job,) = submit_uploads(self.container.upload_deps, tenant, [reservation], [received])
         return job
 
     def wait(self, tenant: str, job_id: str, timeout_s: float = 1800.0) -> None:
@@ -126,7 +127,12 @@ def main() -> None:
         uploads = root / "data" / "uploads"
         uploads.mkdir(parents=True)
         uploader = Uploader(container, uploads, _paragraphs())
-        pool = IngestWorkerPool(container, args.workers, poll_interval_s=POLL_S)
+        pool = IngestWorkerPool(
+            container.jobs,
+            lambda batch: run_jobs(container.ingest_deps, batch),
+            settings,
+            poll_interval_s=POLL_S,
+        )
         pool.start()
         try:
             # Alone: B's upload on an idle queue.

@@ -77,7 +77,7 @@ def container(settings: Settings, tmp_path: Path) -> Iterator[Container]:
     ]
     path = tmp_path / "survey.txt"
     path.write_text("\n\n".join(paragraphs), encoding="utf-8")
-    index_document(container, TENANT, path, "survey.txt")
+    index_document(container.document_deps, TENANT, path, "survey.txt")
     _answer(container, "warm up the keyword index", None)
     yield container
     container.database.dispose()

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import IngestionError
-from app.jobs.runner import run_job, settle_failure
-from app.jobs.store import JobRecord
-from app.services.container import Container
-from app.services.documents import chunk_allowance, file_sha256, record_indexed
+from app.jobs.runner import IngestDeps, run_job, settle_failure
+from app.jobs.store import JobRecord, JobStore
+from app.services.documents import DocumentDeps, chunk_allowance, file_sha256, record_indexed
 from app.services.pipeline import IngestedDocument, ParsedFile, check_chunk_quota, parse_file
 
 log = logging.getLogger(__name__)
@@ -37,7 +36,7 @@ class _Prepared:
 
 
 def run_jobs(
-    container: Container, jobs: list[JobRecord], *, max_attempts: int | None = None
+    deps: IngestDeps, jobs: list[JobRecord], *, max_attempts: int | None = None
 ) -> list[str]:
     """Index claimed jobs of one tenant, small files together; never raises.
 
@@ -48,10 +47,10 @@ def run_jobs(
     may_retry = _RetryPolicy(max_attempts)
     if len(jobs) == 1:
         job = jobs[0]
-        return [] if run_job(container, job, may_retry=may_retry(job)) else [job.job_id]
+        return [] if run_job(deps, job, may_retry=may_retry(job)) else [job.job_id]
     retried: list[str] = []
     for segment in _distinct_documents(jobs):
-        retried += _run_together(container, segment, may_retry)
+        retried += _run_together(deps, segment, may_retry)
     return retried
 
 
@@ -79,26 +78,25 @@ def _distinct_documents(jobs: list[JobRecord]) -> list[list[JobRecord]]:
     return segments
 
 
-def _run_together(
-    container: Container, jobs: list[JobRecord], may_retry: _RetryPolicy
-) -> list[str]:
+def _run_together(deps: IngestDeps, jobs: list[JobRecord], may_retry: _RetryPolicy) -> list[str]:
     tenant = jobs[0].tenant_id
     retried: list[str] = []
     prepared: list[_Prepared] = []
     added = 0  # chunks this batch adds to the tenant before the next file's quota check
     for job in jobs:
         try:
-            ready = _prepare(container, job, added)
+            ready = _prepare(deps, job, added)
         except Exception as exc:
-            _settle(container, job, exc, may_retry, retried)
+            _settle(deps, job, exc, may_retry, retried)
             continue
         prepared.append(ready)
         added += len(ready.parsed.chunks) - ready.replaces_chunks
     if not prepared:
         return retried
+    indexing = deps.indexing()  # built while preparing: no server is contacted again here
     try:
-        vectors = _embed(container, prepared)
-        container.corpus.replace_documents(
+        vectors = _embed(indexing, deps.jobs, prepared)
+        indexing.corpus.replace_documents(
             tenant,
             [
                 (p.parsed.document_id, p.parsed.chunks, v)
@@ -111,53 +109,56 @@ def _run_together(
             "batch of %d jobs failed; running them one by one", len(prepared), exc_info=True
         )
         for ready in prepared:
-            if not run_job(container, ready.job, may_retry=may_retry(ready.job)):
+            if not run_job(deps, ready.job, may_retry=may_retry(ready.job)):
                 retried.append(ready.job.job_id)
         return retried
     try:
         for ready in prepared:
-            _finish(container, ready, may_retry, retried)
+            _finish(deps, ready, may_retry, retried)
     finally:
-        container.cache.invalidate_tenant(tenant)
+        indexing.cache.invalidate_tenant(tenant)
         # As for single jobs: a burst rebuilds the keyword index once, after its last job.
-        if not container.jobs.has_queued(tenant):
-            container.retriever.refresh(tenant)
+        if not deps.jobs.has_queued(tenant):
+            indexing.refresh_keywords(tenant)
     return retried
 
 
-def _prepare(container: Container, job: JobRecord, added: int) -> _Prepared:
-    record = container.documents.get(job.tenant_id, job.document_id)
+def _prepare(deps: IngestDeps, job: JobRecord, added: int) -> _Prepared:
+    indexing = deps.indexing()  # a server down here fails (or retries) this job alone
+    record = deps.documents.get(job.tenant_id, job.document_id)
     if record is None:
         raise IngestionError("the document was deleted before it could be indexed")
     path = Path(job.stored_path)
     sha = file_sha256(path)
 
     def progress(done: int, total: int, stage: str) -> None:
-        container.jobs.update_progress(job.job_id, done, total, stage)
+        deps.jobs.update_progress(job.job_id, done, total, stage)
 
     parsed = parse_file(
         path,
         tenant_id=job.tenant_id,
         source=job.source,
-        config=container.pipeline_config,
+        config=indexing.pipeline,
         progress=progress,
     )
-    allowance = chunk_allowance(container, job.tenant_id, parsed.document_id) - added
+    allowance = chunk_allowance(indexing, job.tenant_id, parsed.document_id) - added
     check_chunk_quota(parsed, max(allowance, 0))
     return _Prepared(job, parsed, sha, record.chunks)
 
 
-def _embed(container: Container, prepared: list[_Prepared]) -> list[list[list[float]]]:
+def _embed(
+    indexing: DocumentDeps, jobs: JobStore, prepared: list[_Prepared]
+) -> list[list[list[float]]]:
     """Embed the batch's chunks in full batches, recording each job's progress as it goes."""
     texts = [(i, chunk.text) for i, p in enumerate(prepared) for chunk in p.parsed.chunks]
-    size = container.settings.embedding_batch_size
+    size = indexing.pipeline.batch_size  # RAG_EMBEDDING_BATCH_SIZE
     vectors: list[list[list[float]]] = [[] for _ in prepared]
     for start in range(0, len(texts), size):
         part = texts[start : start + size]
-        embedded = container.embedder.embed_documents([text for _, text in part])
+        embedded = indexing.embedder.embed_documents([text for _, text in part])
         for (owner, _), vector in zip(part, embedded, strict=True):
             vectors[owner].append(vector)
-        container.jobs.update_progress_many(
+        jobs.update_progress_many(
             [
                 (prepared[owner].job.job_id, len(vectors[owner]), len(p.parsed.chunks), "embedding")
                 for owner, p in sorted({owner: prepared[owner] for owner, _ in part}.items())
@@ -167,28 +168,33 @@ def _embed(container: Container, prepared: list[_Prepared]) -> list[list[list[fl
 
 
 def _finish(
-    container: Container, ready: _Prepared, may_retry: _RetryPolicy, retried: list[str]
+    deps: IngestDeps, ready: _Prepared, may_retry: _RetryPolicy, retried: list[str]
 ) -> None:
     job, parsed = ready.job, ready.parsed
     done = IngestedDocument(parsed.document_id, parsed.source, parsed.pages, len(parsed.chunks))
     try:
         record_indexed(
-            container, job.tenant_id, done, Path(job.stored_path), ready.sha256, must_exist=True
+            deps.indexing(),
+            job.tenant_id,
+            done,
+            Path(job.stored_path),
+            ready.sha256,
+            must_exist=True,
         )
-        container.jobs.mark_done(job.job_id, chunks_indexed=done.chunks, pages=done.pages)
+        deps.jobs.mark_done(job.job_id, chunks_indexed=done.chunks, pages=done.pages)
         log.info("job done", extra={"job_id": job.job_id, "chunks": done.chunks})
     except Exception as exc:
-        _settle(container, job, exc, may_retry, retried)
+        _settle(deps, job, exc, may_retry, retried)
         return
     Path(job.stored_path).unlink(missing_ok=True)
 
 
 def _settle(
-    container: Container,
+    deps: IngestDeps,
     job: JobRecord,
     exc: Exception,
     may_retry: _RetryPolicy,
     retried: list[str],
 ) -> None:
-    if settle_failure(container, job, exc, may_retry=may_retry(job)):
+    if settle_failure(deps, job, exc, may_retry=may_retry(job)):
         retried.append(job.job_id)  # its upload stays for the retry

@@ -7,18 +7,19 @@ RAG_JOB_BACKEND chooses the backend:
   (app/jobs/redis_worker.py).
 
 The queue is a component of the `Container` (`container.job_queue`), started and stopped with
-the API process; `enqueue` hands it the jobs an upload created.
+the API process; `enqueue` hands it the jobs an upload created. This module knows nothing of
+how a job is run: the threads backend is handed the function that runs a batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
-from app.jobs.store import JobRecord
+from app.jobs.store import JobRecord, JobStore
 
 if TYPE_CHECKING:
-    from app.services.container import Container
+    from app.config import Settings
 
 
 class JobQueue(Protocol):
@@ -37,16 +38,17 @@ class JobQueue(Protocol):
         ...
 
 
-def enqueue(container: Container, jobs: Iterable[JobRecord]) -> None:
+def enqueue(queue: JobQueue, jobs: Iterable[JobRecord]) -> None:
     """Hand newly queued jobs to the deployment's workers; never fails the upload."""
-    queue = container.job_queue
     for job in jobs:
         queue.enqueue(job)
 
 
-def build_job_queue(container: Container) -> JobQueue:
-    """The queue chosen by RAG_JOB_BACKEND, for the API process of this container."""
-    settings = container.settings
+def build_job_queue(
+    settings: Settings, jobs: JobStore, run_batch: Callable[[list[JobRecord]], object]
+) -> JobQueue:
+    """The queue chosen by RAG_JOB_BACKEND for an API process; `run_batch` runs claimed jobs
+    (threads backend only: with Redis, worker processes run them)."""
     if settings.job_backend == "redis":
         from app.jobs.redis_queue import RedisJobQueue, rq_queue
         from app.storage.redis_client import connect_redis
@@ -55,4 +57,4 @@ def build_job_queue(container: Container) -> JobQueue:
         return RedisJobQueue(rq_queue(settings, client), settings.job_timeout_s)
     from app.jobs.threads import IngestWorkerPool
 
-    return IngestWorkerPool(container, settings.worker_pool_size)
+    return IngestWorkerPool(jobs, run_batch, settings)

@@ -23,8 +23,8 @@ import redis
 from app.config import Settings
 from app.jobs.batch import run_jobs
 from app.jobs.redis_queue import message_pending, retry_delay_s, rq_queue, send
+from app.jobs.runner import IngestDeps
 from app.jobs.store import JobRecord, JobStore
-from app.services.container import Container
 
 log = logging.getLogger("app.worker")
 # How often a turn that found every waiting tenant at its running limit looks again.
@@ -66,10 +66,10 @@ class Heartbeat:
 class IngestWorker:
     """Runs the messages of one worker process and sweeps the job table."""
 
-    def __init__(self, container: Container, client: redis.Redis[bytes]) -> None:
-        self.container = container
-        self.settings: Settings = container.settings
-        self.queue = rq_queue(self.settings, client)
+    def __init__(self, settings: Settings, ingest: IngestDeps, client: redis.Redis[bytes]) -> None:
+        self.settings = settings
+        self.ingest = ingest
+        self.queue = rq_queue(settings, client)
 
     def process(self, job_id: str) -> str:
         """Run one job for a message: its own job if that is a due retry, else the fairest.
@@ -80,7 +80,7 @@ class IngestWorker:
         nothing queued does nothing; one that finds only tenants at their running limit waits.
         """
         settings = self.settings
-        jobs = self.container.jobs
+        jobs = self.ingest.jobs
         retry = jobs.claim_retry(job_id)
         batch = [retry] if retry is not None else self._claim_batch()
         # Jobs wait, but every waiting tenant is at its running limit: keep this turn until one
@@ -93,7 +93,7 @@ class IngestWorker:
             return "skipped: nothing queued (done or taken by another worker)"
         # A job put back after a transient failure is retried alone, by its own delayed message.
         with Heartbeat(jobs, [job.job_id for job in batch], settings.job_heartbeat_s):
-            retried = set(run_jobs(self.container, batch, max_attempts=settings.job_max_attempts))
+            retried = set(run_jobs(self.ingest, batch, max_attempts=settings.job_max_attempts))
         outcomes = []
         for job in batch:
             if job.job_id not in retried:
@@ -109,7 +109,7 @@ class IngestWorker:
 
     def _claim_batch(self) -> list[JobRecord]:
         settings = self.settings
-        return self.container.jobs.claim_batch(
+        return self.ingest.jobs.claim_batch(
             settings.max_running_jobs_per_tenant,
             max_jobs=settings.ingest_batch_jobs,
             max_bytes=settings.ingest_batch_bytes,
@@ -118,7 +118,7 @@ class IngestWorker:
     def sweep(self) -> tuple[int, int]:
         """Re-queue abandoned jobs, re-send queued ones without a message; returns both counts."""
         settings = self.settings
-        jobs = self.container.jobs
+        jobs = self.ingest.jobs
         requeued = jobs.requeue_stale(settings.job_stale_after_s, settings.job_max_attempts)
         if requeued:
             log.warning("re-queued %d jobs whose worker stopped heart-beating", requeued)

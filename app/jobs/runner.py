@@ -8,18 +8,33 @@ transient failure (a server unreachable) may put the job back for a retry instea
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from app.errors import IngestionError, ProviderUnavailable, RagError
-from app.jobs.store import JobRecord
-from app.services.container import Container
-from app.services.documents import index_document
+from app.jobs.store import JobRecord, JobStore
+from app.services.documents import DocumentDeps, index_document
+from app.storage.documents import DocumentStore
 
 log = logging.getLogger(__name__)
 
 INTERNAL_FAILURE = "internal error while indexing; the upload was not indexed, try again later"
+
+
+@dataclass(frozen=True)
+class IngestDeps:
+    """What running ingestion jobs needs, built by the container of the process that runs jobs
+    (the API's pool or a worker)."""
+
+    jobs: JobStore
+    documents: DocumentStore
+    # The documents service's collaborators, got inside each job: building them may reach a
+    # model server (the embedder's dimension probe), and a server down then must fail the job
+    # as retryable, like any other transient failure, not the worker.
+    indexing: Callable[[], DocumentDeps]
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -30,24 +45,24 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionError | TimeoutError | httpx.TransportError)
 
 
-def run_job(container: Container, job: JobRecord, *, may_retry: bool = False) -> bool:
+def run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool = False) -> bool:
     """Index one claimed job and record how it ended; never raises.
 
     With `may_retry`, a transient failure puts the job back in the queue (the upload is kept)
     and False is returned, so the caller schedules the retry; otherwise every failure is final.
     """
     path = Path(job.stored_path)
-    jobs = container.jobs
+    jobs = deps.jobs
     keep_upload = False
 
     def progress(done: int, total: int, stage: str) -> None:
         jobs.update_progress(job.job_id, done, total, stage)
 
     try:
-        if container.documents.get(job.tenant_id, job.document_id) is None:
+        if deps.documents.get(job.tenant_id, job.document_id) is None:
             raise IngestionError("the document was deleted before it could be indexed")
         result = index_document(
-            container,
+            deps.indexing(),
             job.tenant_id,
             path,
             job.source,
@@ -59,7 +74,7 @@ def run_job(container: Container, job: JobRecord, *, may_retry: bool = False) ->
         jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
         log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})
     except Exception as exc:
-        keep_upload = settle_failure(container, job, exc, may_retry=may_retry)
+        keep_upload = settle_failure(deps, job, exc, may_retry=may_retry)
         return not keep_upload
     finally:
         if not keep_upload:
@@ -67,33 +82,32 @@ def run_job(container: Container, job: JobRecord, *, may_retry: bool = False) ->
     return True
 
 
-def settle_failure(
-    container: Container, job: JobRecord, exc: Exception, *, may_retry: bool
-) -> bool:
+def settle_failure(deps: IngestDeps, job: JobRecord, exc: Exception, *, may_retry: bool) -> bool:
     """Record how a job failed; True when it was put back for a retry (its upload is kept),
     else the upload is removed."""
     if may_retry and is_transient(exc):
         # The detail stays in the job row and the log; GET /jobs shows only "retrying".
-        container.jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
+        deps.jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
         log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
         return True
     # The upload goes before the job is seen failed: a client that sees the failure finds no
     # file left behind (and a rerun after a crash here would fail the same way).
     Path(job.stored_path).unlink(missing_ok=True)
     if isinstance(exc, RagError):
-        _fail(container, job, exc.message, exc.code)
+        _fail(deps, job, exc.message, exc.code)
         log.warning(
             "job failed",
             extra={"job_id": job.job_id, "code": exc.code, "detail": exc.message},
         )
     else:
         log.error("job crashed", exc_info=exc, extra={"job_id": job.job_id})
-        _fail(container, job, INTERNAL_FAILURE, "internal_error")
+        _fail(deps, job, INTERNAL_FAILURE, "internal_error")
     return False
 
 
-def _fail(container: Container, job: JobRecord, message: str, code: str) -> None:
-    container.jobs.mark_failed(job.job_id, message, code)
-    record = container.documents.get(job.tenant_id, job.document_id)
+def _fail(deps: IngestDeps, job: JobRecord, message: str, code: str) -> None:
+    deps.jobs.mark_failed(job.job_id, message, code)
+    documents = deps.documents
+    record = documents.get(job.tenant_id, job.document_id)
     if record is not None and record.chunks == 0:  # a failed replacement keeps the old version
-        container.documents.set_status(job.tenant_id, job.document_id, "failed")
+        documents.set_status(job.tenant_id, job.document_id, "failed")

@@ -2,7 +2,8 @@
 
 Each free thread claims a batch of the fairest tenant's queued jobs (`JobStore.claim_batch`:
 tenants with fewer running jobs, then the one served least recently), so one tenant's burst
-cannot starve another, and runs it (`app.jobs.batch.run_jobs`). Jobs a crash left `processing`
+cannot starve another, and runs it (with the `run_batch` it was given: `app.jobs.batch.run_jobs`
+on the container's collaborators). Jobs a crash left `processing`
 are re-queued at start-up; stable chunk ids make the retry an upsert.
 """
 
@@ -10,29 +11,36 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
-from app.jobs.batch import run_jobs
-from app.jobs.store import JobRecord
-from app.services.container import Container
+from app.config import Settings
+from app.jobs.store import JobRecord, JobStore
 
 log = logging.getLogger(__name__)
 
 
 class IngestWorkerPool:
-    """`size` daemon threads taking queued jobs until stopped."""
+    """RAG_WORKER_POOL_SIZE daemon threads taking queued jobs until stopped."""
 
-    def __init__(self, container: Container, size: int, poll_interval_s: float = 1.0) -> None:
-        self._container = container
-        self._size = size
+    def __init__(
+        self,
+        jobs: JobStore,
+        run_batch: Callable[[list[JobRecord]], object],
+        settings: Settings,
+        poll_interval_s: float = 1.0,
+    ) -> None:
+        self._jobs = jobs
+        self._run_batch = run_batch
+        self._settings = settings
+        self._size = settings.worker_pool_size
         self._poll = poll_interval_s
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._max_running = container.settings.max_running_jobs_per_tenant
 
     def start(self) -> int:
         """Re-queue jobs a crash left processing, then start the threads; returns re-queued."""
-        requeued = self._container.jobs.requeue_stale()
+        requeued = self._jobs.requeue_stale()
         if requeued:
             log.warning("re-queued interrupted jobs", extra={"count": requeued})
         for i in range(self._size):
@@ -54,11 +62,11 @@ class IngestWorkerPool:
         self._threads.clear()
 
     def _loop(self) -> None:
-        settings = self._container.settings
+        settings = self._settings
         while not self._stop.is_set():
             try:
-                batch = self._container.jobs.claim_batch(
-                    self._max_running,
+                batch = self._jobs.claim_batch(
+                    settings.max_running_jobs_per_tenant,
                     max_jobs=settings.ingest_batch_jobs,
                     max_bytes=settings.ingest_batch_bytes,
                 )
@@ -69,4 +77,4 @@ class IngestWorkerPool:
                 self._wake.wait(self._poll)
                 self._wake.clear()
                 continue
-            run_jobs(self._container, batch)
+            self._run_batch(batch)

@@ -71,8 +71,9 @@ class AnswerLane:
         try:
             return await asyncio.wrap_future(future)
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait([asyncio.wrap_future(future)])
+            if not future.done():  # cancelled while the step still runs
+                with anyio.CancelScope(shield=True):
+                    await _settled(future)
             raise
 
     def shutdown(self) -> None:
@@ -128,6 +129,19 @@ class AnswerStream:
             finally:
                 for slot in self._slots:
                     slot.release()
+
+
+async def _settled(future: Future[Any]) -> None:
+    """Wait until a lane step has ended, however it ended.
+
+    Its outcome is marked as seen: the caller is already raising, and an asyncio future whose
+    exception nobody reads is logged with its traceback ("Future exception was never
+    retrieved") when it is collected, although the error was answered (a 503, say).
+    """
+    waiting = asyncio.wrap_future(future)
+    await asyncio.wait([waiting])
+    if not waiting.cancelled():
+        waiting.exception()
 
 
 async def _inline(step: Step, *args: Any) -> Any:

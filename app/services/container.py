@@ -1,7 +1,9 @@
 """The composition root: builds each component once per process, lazily, from Settings.
 
 Routes, the CLI, workers and tests all get their components here, so a test can hand in
-settings with fake providers and nothing heavy loads at import time.
+settings with fake providers and nothing heavy loads at import time. Only the entry points
+(app/api, app/main.py, app/cli.py, app/worker.py) import this module: services and jobs receive
+the collaborators they need (`AnswerDeps`, `DocumentDeps`, `IngestDeps`...), never the container.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
     from app.jobs.queue import JobQueue
-    from app.jobs.store import JobStore
+    from app.jobs.runner import IngestDeps
+    from app.jobs.store import JobRecord, JobStore, StorageQuota
     from app.providers.types import LLM, Embedder, Reranker
     from app.rendering.cache import PageImageCache
     from app.retrieval.hybrid import HybridRetriever
@@ -25,8 +28,9 @@ if TYPE_CHECKING:
     from app.services.answer import AnswerDeps
     from app.services.answer_lane import AnswerLane
     from app.services.corpus import Corpus
+    from app.services.documents import DocumentDeps, UploadDeps
     from app.services.login import LoginGuard
-    from app.services.pages import PageDeps
+    from app.services.pages import KeptOriginals, PageDeps
     from app.services.stats import StatsDeps
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
@@ -116,7 +120,6 @@ class Container:
     @cached_property
     def stats_deps(self) -> StatsDeps:
         """What /stats reads."""
-        from app.services.documents import storage_quota
         from app.services.stats import StatsDeps
 
         return StatsDeps(
@@ -124,23 +127,77 @@ class Container:
             jobs=self.jobs,
             cache=self.cache,
             count_chunks=self.corpus.count,
-            storage_quota=storage_quota(self),
+            storage_quota=self.storage_quota,
             queued_jobs_limit=self.settings.quota_queued_jobs,
         )
 
     @cached_property
     def page_deps(self) -> PageDeps:
         """What the cited-page routes read."""
-        from app.services.pages import PageDeps, originals_dir
+        from app.services.pages import PageDeps
 
         return PageDeps(
             documents=self.documents,
             chunks=self.chunk_records,
-            images=self.page_images,
-            originals_dir=originals_dir(self.settings.data_dir),
+            originals=self.originals,
             image_max_px=self.settings.page_image_max_px,
             render_timeout_s=self.settings.page_render_timeout_s,
         )
+
+    @cached_property
+    def originals(self) -> KeptOriginals:
+        """The kept original PDFs (for page pictures) and the pictures cached from them."""
+        from app.services.pages import KeptOriginals, originals_dir
+
+        return KeptOriginals(originals_dir(self.settings.data_dir), self.page_images)
+
+    @cached_property
+    def storage_quota(self) -> StorageQuota:
+        """The per-tenant storage quotas configured by RAG_QUOTA_*."""
+        from app.jobs.store import StorageQuota
+
+        s = self.settings
+        return StorageQuota(
+            documents=s.quota_documents, stored_bytes=s.quota_stored_bytes, chunks=s.quota_chunks
+        )
+
+    @cached_property
+    def upload_deps(self) -> UploadDeps:
+        """What accepting uploads and reading their jobs needs (builds the job queue)."""
+        from app.services.documents import UploadDeps
+
+        return UploadDeps(
+            jobs=self.jobs,
+            queue=self.job_queue,
+            uploads_dir=self.settings.data_dir / "uploads",
+            max_upload_bytes=self.settings.max_upload_bytes,
+            quota=self.storage_quota,
+            queued_jobs_limit=self.settings.quota_queued_jobs,
+        )
+
+    @cached_property
+    def document_deps(self) -> DocumentDeps:
+        """What indexing, listing and deleting documents needs (builds the retriever)."""
+        from app.services.documents import DocumentDeps
+
+        return DocumentDeps(
+            documents=self.documents,
+            corpus=self.corpus,
+            embedder=self.embedder,
+            cache=self.cache,
+            refresh_keywords=self.retriever.refresh,
+            named_lock=self.database.named_lock,
+            originals=self.originals,
+            pipeline=self.pipeline_config,
+            chunk_quota=self.settings.quota_chunks,
+        )
+
+    @cached_property
+    def ingest_deps(self) -> IngestDeps:
+        """What running ingestion jobs needs, in the API's pool or a worker process."""
+        from app.jobs.runner import IngestDeps
+
+        return IngestDeps(self.jobs, self.documents, indexing=lambda: self.document_deps)
 
     @cached_property
     def answer_lane(self) -> AnswerLane:
@@ -175,9 +232,13 @@ class Container:
     @cached_property
     def job_queue(self) -> JobQueue:
         """Where uploads' jobs go (RAG_JOB_BACKEND); the API process starts and stops it."""
+        from app.jobs.batch import run_jobs
         from app.jobs.queue import build_job_queue
 
-        return build_job_queue(self)
+        def run_batch(batch: list[JobRecord]) -> list[str]:
+            return run_jobs(self.ingest_deps, batch)  # built on the first batch, not here
+
+        return build_job_queue(self.settings, self.jobs, run_batch)
 
     @cached_property
     def documents(self) -> DocumentStore:

@@ -8,23 +8,57 @@ import re
 import secrets
 import shutil
 import unicodedata
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.domain import document_id as make_document_id
 from app.errors import IngestionError, JobQueueFull, NotFound, UnsupportedFileType
-from app.jobs.queue import enqueue
-from app.jobs.store import JobLimitReached, JobRecord, StorageQuota, StoredUpload
-from app.services.container import Container
-from app.services.pages import drop_original, keep_original
-from app.services.pipeline import IngestedDocument, ProgressCallback, index_file
-from app.storage.documents import DocumentRecord
+from app.jobs.queue import JobQueue, enqueue
+from app.jobs.store import JobLimitReached, JobRecord, JobStore, StorageQuota, StoredUpload
+from app.services.pages import KeptOriginals
+from app.services.pipeline import IngestedDocument, PipelineConfig, ProgressCallback, index_file
+from app.storage.documents import DocumentRecord, DocumentStore
+
+if TYPE_CHECKING:
+    from app.providers.types import Embedder
+    from app.services.corpus import Corpus
+    from app.storage.cache import AnswerCache
 
 log = logging.getLogger(__name__)
 
 _UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
 MAX_SOURCE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class UploadDeps:
+    """What accepting uploads as jobs and reading those jobs needs, built by the container."""
+
+    jobs: JobStore
+    queue: JobQueue  # where accepted jobs go (RAG_JOB_BACKEND)
+    uploads_dir: Path  # where uploads wait for their job, under the data directory
+    max_upload_bytes: int
+    quota: StorageQuota
+    queued_jobs_limit: int  # RAG_QUOTA_QUEUED_JOBS
+
+
+@dataclass(frozen=True)
+class DocumentDeps:
+    """What indexing, listing and deleting a tenant's documents needs, built by the container."""
+
+    documents: DocumentStore
+    corpus: Corpus
+    embedder: Embedder
+    cache: AnswerCache
+    refresh_keywords: Callable[[str], None]  # rebuilds a tenant's keyword index
+    # A lock held across processes by name (the database's), see `_document_lock`.
+    named_lock: Callable[[str], AbstractContextManager[None]]
+    originals: KeptOriginals
+    pipeline: PipelineConfig
+    chunk_quota: int  # RAG_QUOTA_CHUNKS
 
 
 def sanitise_filename(raw: str) -> str:
@@ -49,37 +83,22 @@ def file_sha256(path: Path) -> str:
 
 
 def _document_lock(
-    container: Container, tenant_id: str, document_id: str
+    deps: DocumentDeps, tenant_id: str, document_id: str
 ) -> AbstractContextManager[None]:
     """Serialises "delete a document" with "record a freshly indexed one" across the API and
     worker processes, so an upload finishing during a delete cannot bring the document back."""
-    return container.database.named_lock(f"document:{tenant_id}:{document_id}")
+    return deps.named_lock(f"document:{tenant_id}:{document_id}")
 
 
-def uploads_dir(container: Container) -> Path:
-    """Where uploads wait for their job, under the data directory."""
-    return container.settings.data_dir / "uploads"
-
-
-def storage_quota(container: Container) -> StorageQuota:
-    """The per-tenant storage quotas configured by RAG_QUOTA_*."""
-    settings = container.settings
-    return StorageQuota(
-        documents=settings.quota_documents,
-        stored_bytes=settings.quota_stored_bytes,
-        chunks=settings.quota_chunks,
-    )
-
-
-def reserve_upload(container: Container, tenant_id: str) -> str:
+def reserve_upload(deps: UploadDeps, tenant_id: str) -> str:
     """Hold a job slot of the tenant before its upload is received; the reservation id.
 
     A tenant whose queue is at RAG_QUOTA_QUEUED_JOBS gets JobQueueFull (429) and nothing is
     written, not even the upload.
     """
-    limit = container.settings.quota_queued_jobs
+    limit = deps.queued_jobs_limit
     try:
-        return container.jobs.reserve(tenant_id, limit)
+        return deps.jobs.reserve(tenant_id, limit)
     except JobLimitReached:
         raise JobQueueFull(
             f"tenant quota exceeded: queued_jobs (limit {limit} ingestion jobs waiting or "
@@ -88,9 +107,9 @@ def reserve_upload(container: Container, tenant_id: str) -> str:
         ) from None
 
 
-def release_upload(container: Container, tenant_id: str, reservation: str) -> None:
+def release_upload(deps: UploadDeps, tenant_id: str, reservation: str) -> None:
     """Give back the job slot of an upload that failed before it became a job."""
-    container.jobs.cancel_reservation(tenant_id, reservation)
+    deps.jobs.cancel_reservation(tenant_id, reservation)
 
 
 @dataclass
@@ -103,7 +122,7 @@ class ReceivedFile:
 
 
 def submit_uploads(
-    container: Container, tenant_id: str, reservations: list[str], files: list[ReceivedFile]
+    deps: UploadDeps, tenant_id: str, reservations: list[str], files: list[ReceivedFile]
 ) -> list[JobRecord]:
     """Queue a request's stored files as the jobs their reservations held, all or none, and hand
     them to the workers; the caller's files become the jobs'.
@@ -120,19 +139,19 @@ def submit_uploads(
         # the quota check: a worker cannot claim a job before its row exists (it would fail it
         # as "deleted before it could be indexed"), and a refused upload writes no row, so there
         # is none to clean up that a concurrent upload of the same name might already rely on.
-        jobs = container.jobs.fill_reservations(tenant_id, uploads, storage_quota(container))
+        jobs = deps.jobs.fill_reservations(tenant_id, uploads, deps.quota)
     except BaseException:
         for file in files:
             file.path.unlink(missing_ok=True)
         for reservation in reservations:
-            release_upload(container, tenant_id, reservation)
+            release_upload(deps, tenant_id, reservation)
         raise
     for job in jobs:
         log.info(
             "upload queued",
             extra={"job_id": job.job_id, "document_id": job.document_id, "bytes": job.size_bytes},
         )
-    enqueue(container, jobs)  # after the commit: a worker never sees a job before its row
+    enqueue(deps.queue, jobs)  # after the commit: a worker never sees a job before its row
     return jobs
 
 
@@ -148,14 +167,14 @@ def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> Stor
     )
 
 
-def chunk_allowance(container: Container, tenant_id: str, document_id: str) -> int:
+def chunk_allowance(deps: DocumentDeps, tenant_id: str, document_id: str) -> int:
     """How many chunks this document may have within the tenant's chunk quota."""
-    others = container.documents.usage(tenant_id, except_document=document_id)
-    return max(container.settings.quota_chunks - others.chunks, 0)
+    others = deps.documents.usage(tenant_id, except_document=document_id)
+    return max(deps.chunk_quota - others.chunks, 0)
 
 
 def index_document(
-    container: Container,
+    deps: DocumentDeps,
     tenant_id: str,
     path: Path,
     source: str,
@@ -177,23 +196,23 @@ def index_document(
         path,
         tenant_id=tenant_id,
         source=source,
-        embedder=container.embedder,
-        corpus=container.corpus,
-        config=container.pipeline_config,
+        embedder=deps.embedder,
+        corpus=deps.corpus,
+        config=deps.pipeline,
         progress=progress,
-        max_chunks=chunk_allowance(container, tenant_id, doc_id),
+        max_chunks=chunk_allowance(deps, tenant_id, doc_id),
     )
     try:
-        record_indexed(container, tenant_id, done, path, sha, must_exist=must_exist)
+        record_indexed(deps, tenant_id, done, path, sha, must_exist=must_exist)
     finally:
-        container.cache.invalidate_tenant(tenant_id)
+        deps.cache.invalidate_tenant(tenant_id)
         if refresh_keywords:
-            container.retriever.refresh(tenant_id)
+            deps.refresh_keywords(tenant_id)
     return done
 
 
 def record_indexed(
-    container: Container,
+    deps: DocumentDeps,
     tenant_id: str,
     done: IngestedDocument,
     upload: Path,
@@ -208,23 +227,23 @@ def record_indexed(
     IngestionError says so. The caller invalidates the tenant's answers afterwards.
     """
     # A concurrent delete, in this process or another, sees the record before or after this.
-    with _document_lock(container, tenant_id, done.document_id):
-        if must_exist and container.documents.get(tenant_id, done.document_id) is None:
-            container.corpus.delete_document(tenant_id, done.document_id)
+    with _document_lock(deps, tenant_id, done.document_id):
+        if must_exist and deps.documents.get(tenant_id, done.document_id) is None:
+            deps.corpus.delete_document(tenant_id, done.document_id)
             raise IngestionError(
                 "the document was deleted while it was being indexed; upload it again "
                 "if you still want it"
             )
-        container.documents.upsert(
+        deps.documents.upsert(
             tenant_id, done.document_id, done.source, upload.stat().st_size, sha256
         )
-        container.documents.set_status(
+        deps.documents.set_status(
             tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
         )
-        keep_original(container, tenant_id, done.document_id, done.source, upload)
+        deps.originals.keep(tenant_id, done.document_id, done.source, upload)
 
 
-def queue_local_file(container: Container, tenant_id: str, path: Path) -> JobRecord:
+def queue_local_file(deps: UploadDeps, tenant_id: str, path: Path) -> JobRecord:
     """Hand a local file to the service's workers as an upload would be (CLI `ingest --queue`):
     a copy under the uploads folder becomes a queued job, sent with the one `enqueue`."""
     from app.ingestion import SUPPORTED_EXTENSIONS
@@ -237,65 +256,70 @@ def queue_local_file(container: Container, tenant_id: str, path: Path) -> JobRec
         raise UnsupportedFileType(
             f"files of type {suffix or '(none)'!r} are not supported; use one of {allowed}"
         )
-    reservation = reserve_upload(container, tenant_id)
-    stored = uploads_dir(container) / f"{secrets.token_hex(16)}{suffix}"
+    reservation = reserve_upload(deps, tenant_id)
+    stored = deps.uploads_dir / f"{secrets.token_hex(16)}{suffix}"
     try:
         stored.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, stored)
     except BaseException:
         stored.unlink(missing_ok=True)
-        release_upload(container, tenant_id, reservation)
+        release_upload(deps, tenant_id, reservation)
         raise
     received = ReceivedFile(stored, path.name, stored.stat().st_size)
-    (job,) = submit_uploads(container, tenant_id, [reservation], [received])
+    (job,) = submit_uploads(deps, tenant_id, [reservation], [received])
     return job
 
 
 def ingest_local_file(
-    container: Container, tenant_id: str, path: Path, progress: ProgressCallback | None = None
+    deps: DocumentDeps, tenant_id: str, path: Path, progress: ProgressCallback | None = None
 ) -> IngestedDocument:
     """Index a local file synchronously (the CLI path); its file name is the document source."""
     from app.services.users import validate_tenant_id
 
     validate_tenant_id(tenant_id)
-    return index_document(container, tenant_id, path, sanitise_filename(path.name), progress)
+    return index_document(deps, tenant_id, path, sanitise_filename(path.name), progress)
 
 
-def list_documents(
-    container: Container, tenant_id: str, limit: int, offset: int
-) -> tuple[list[DocumentRecord], int]:
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of a tenant's documents, newest first, and how many the tenant has."""
+
+    records: list[DocumentRecord]
+    total: int
+
+
+def list_documents(deps: DocumentDeps, tenant_id: str, limit: int, offset: int) -> DocumentPage:
     """One page of the tenant's documents and the total count."""
-    return (
-        container.documents.list(tenant_id, limit, offset),
-        container.documents.count(tenant_id),
+    return DocumentPage(
+        deps.documents.list(tenant_id, limit, offset), deps.documents.count(tenant_id)
     )
 
 
-def get_document(container: Container, tenant_id: str, document_id: str) -> DocumentRecord:
+def get_document(deps: DocumentDeps, tenant_id: str, document_id: str) -> DocumentRecord:
     """The tenant's document; NotFound whether missing or another tenant's."""
-    record = container.documents.get(tenant_id, document_id)
+    record = deps.documents.get(tenant_id, document_id)
     if record is None:
         raise NotFound("document not found")
     return record
 
 
-def delete_document(container: Container, tenant_id: str, document_id: str) -> None:
+def delete_document(deps: DocumentDeps, tenant_id: str, document_id: str) -> None:
     """Remove a document's chunks and record; no search or answer reaches it afterwards."""
-    with _document_lock(container, tenant_id, document_id):
-        if container.documents.get(tenant_id, document_id) is None:
+    with _document_lock(deps, tenant_id, document_id):
+        if deps.documents.get(tenant_id, document_id) is None:
             raise NotFound("document not found")
-        removed = container.corpus.delete_document(tenant_id, document_id)
-        container.documents.delete(tenant_id, document_id)
-        drop_original(container, tenant_id, document_id)
-    container.cache.invalidate_tenant(tenant_id)
-    container.retriever.refresh(tenant_id)
+        removed = deps.corpus.delete_document(tenant_id, document_id)
+        deps.documents.delete(tenant_id, document_id)
+        deps.originals.drop(tenant_id, document_id)
+    deps.cache.invalidate_tenant(tenant_id)
+    deps.refresh_keywords(tenant_id)
     log.info("document deleted", extra={"document_id": document_id, "chunks": removed})
 
 
-def get_job(container: Container, tenant_id: str, job_id: str) -> JobRecord:
+def get_job(deps: UploadDeps, tenant_id: str, job_id: str) -> JobRecord:
     """The tenant's job; NotFound whether missing, another tenant's, or an upload still being
     received (its id is not given out until the job exists)."""
-    job = container.jobs.get(tenant_id, job_id)
+    job = deps.jobs.get(tenant_id, job_id)
     if job is None or job.status == "reserved":
         raise NotFound("job not found")
     return job

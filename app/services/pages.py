@@ -23,7 +23,6 @@ from app.storage.documents import DocumentRecord, DocumentStore
 
 if TYPE_CHECKING:
     from app.rendering.cache import PageImageCache
-    from app.services.container import Container
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +36,45 @@ class PageChunks(Protocol):
 
 
 @dataclass(frozen=True)
+class KeptOriginals:
+    """The original PDFs kept so their pages can be shown, one folder per tenant, and the page
+    pictures cached from them."""
+
+    root: Path  # see `originals_dir`
+    images: PageImageCache
+
+    def path(self, tenant_id: str, document_id: str) -> Path:
+        """Where a document's original PDF is kept, under the tenant's folder."""
+        return self.root / tenant_id / f"{document_id}{PDF_SUFFIX}"
+
+    def keep(self, tenant_id: str, document_id: str, source: str, path: Path) -> None:
+        """Keep a copy of an indexed PDF so its pages can be shown; other formats keep nothing.
+
+        Called under the document's lock, so a concurrent delete sees the copy or none; the
+        copy is written beside its final name and renamed, so a reader never sees half a file.
+        """
+        target = self.path(tenant_id, document_id)
+        if not source.lower().endswith(PDF_SUFFIX):
+            target.unlink(missing_ok=True)  # a replacement of another format leaves no stale PDF
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.partial")
+        shutil.copyfile(path, partial)
+        os.replace(partial, target)
+
+    def drop(self, tenant_id: str, document_id: str) -> None:
+        """Delete a document's kept PDF and its cached page pictures."""
+        self.path(tenant_id, document_id).unlink(missing_ok=True)
+        self.images.drop_document(tenant_id, document_id)
+
+
+@dataclass(frozen=True)
 class PageDeps:
     """What showing a cited page needs, built once per process by the container."""
 
     documents: DocumentStore
     chunks: PageChunks
-    images: PageImageCache
-    originals_dir: Path  # see `originals_dir`
+    originals: KeptOriginals
     image_max_px: int
     render_timeout_s: float
 
@@ -63,39 +94,6 @@ class PageText:
 def originals_dir(data_dir: Path) -> Path:
     """The folder of the kept original PDFs, one subfolder per tenant."""
     return data_dir / "originals"
-
-
-def _original(root: Path, tenant_id: str, document_id: str) -> Path:
-    return root / tenant_id / f"{document_id}{PDF_SUFFIX}"
-
-
-def original_path(container: Container, tenant_id: str, document_id: str) -> Path:
-    """Where a document's original PDF is kept, under the tenant's part of the data dir."""
-    return _original(originals_dir(container.settings.data_dir), tenant_id, document_id)
-
-
-def keep_original(
-    container: Container, tenant_id: str, document_id: str, source: str, path: Path
-) -> None:
-    """Keep a copy of an indexed PDF so its pages can be shown; other formats keep nothing.
-
-    Called under the document's lock, so a concurrent delete sees the copy or none; the copy is
-    written beside its final name and renamed, so a reader never sees half a file.
-    """
-    target = original_path(container, tenant_id, document_id)
-    if not source.lower().endswith(PDF_SUFFIX):
-        target.unlink(missing_ok=True)  # a replacement of another format leaves no stale PDF
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.partial")
-    shutil.copyfile(path, partial)
-    os.replace(partial, target)
-
-
-def drop_original(container: Container, tenant_id: str, document_id: str) -> None:
-    """Delete a document's kept PDF and its cached page pictures."""
-    original_path(container, tenant_id, document_id).unlink(missing_ok=True)
-    container.page_images.drop_document(tenant_id, document_id)
 
 
 def _document(deps: PageDeps, tenant_id: str, document_id: str) -> DocumentRecord:
@@ -187,7 +185,7 @@ def page_image(
             "this document is not a PDF, so it has no page pictures; "
             f"GET /documents/{document_id}/pages/{page}/text shows the passage in its text"
         )
-    path = _original(deps.originals_dir, tenant_id, document_id)
+    path = deps.originals.path(tenant_id, document_id)
     if not path.exists():
         raise PageUnavailable(
             "the original PDF of this document was not kept (it was indexed before page "
@@ -196,7 +194,7 @@ def page_image(
     chunks = _page_chunks(deps, tenant_id, document_id, page)
     cited = _cited_chunk(chunks, chunk_id, page)
     key = (tenant_id, document_id, record.content_sha256, page, chunk_id)
-    cached = deps.images.get(key)
+    cached = deps.originals.images.get(key)
     if cached is not None:
         return cached
     passage = Passage(_page_body(cited), _position_hint(cited, chunks)) if cited else None
@@ -215,5 +213,5 @@ def page_image(
         raise PageUnavailable(f"the PDF page could not be rendered ({exc})") from None
     if passage is not None and rendered.highlight_boxes == 0:
         log.info("passage not located on page", extra={"document_id": document_id, "page": page})
-    deps.images.put(key, rendered)
+    deps.originals.images.put(key, rendered)
     return rendered

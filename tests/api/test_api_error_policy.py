@@ -190,7 +190,7 @@ def test_a_retried_job_shows_a_code_not_the_exception(
     job_id = accepted.json()["job_id"]
     claimed = worker.jobs.claim(job_id)
     assert claimed is not None
-    assert run_job(worker, claimed, may_retry=True) is False  # put back for a retry
+    assert run_job(worker.ingest_deps, claimed, may_retry=True) is False  # put back for a retry
 
     stored = worker.jobs.get(user.tenant, job_id)
     detail = stored.error if stored is not None else ""

@@ -55,7 +55,7 @@ def job(api: ApiHarness, user: ApiUser, job_id: str) -> Any:
 def run_one_batch(api: ApiHarness, expected: int) -> None:
     batch = api.container.jobs.claim_batch(max_jobs=100)
     assert len(batch) == expected
-    assert run_jobs(api.container, batch) == []
+    assert run_jobs(api.container.ingest_deps, batch) == []
 
 
 def test_a_corrupt_file_in_a_batch_fails_only_its_own_job(api: ApiHarness) -> None:
@@ -94,7 +94,7 @@ def test_batched_and_one_by_one_ingestion_store_the_same_chunks(
     one_user, batch_user = single.add_user("same"), api.add_user("same")
     upload_all(single, one_user, FILES)
     while (claimed := single.container.jobs.claim_next()) is not None:
-        assert run_job(single.container, claimed)
+        assert run_job(single.container.ingest_deps, claimed)
     upload_all(api, batch_user, FILES)
     run_one_batch(api, len(FILES))
 
@@ -133,7 +133,7 @@ def test_a_crash_mid_batch_loses_nothing_and_duplicates_nothing(
 
     monkeypatch.setattr(jobs, "mark_done", die_after_two)
     with pytest.raises(Crash):
-        run_jobs(api.container, batch)
+        run_jobs(api.container.ingest_deps, batch)
     monkeypatch.undo()
     assert [job(api, user, job_id)["status"] for job_id in ids[:2]] == ["done", "done"]
     assert {job(api, user, job_id)["status"] for job_id in ids[2:]} == {"processing"}

@@ -11,8 +11,6 @@ from api_builders import docx_document, pdf_document, text_document
 from conftest import ApiHarness, ApiUser, assert_error_body
 from PIL import Image
 
-from app.services.pages import original_path
-
 pytestmark = pytest.mark.integration
 
 PAGE_ONE = "Cover page of the GANNET maintenance handbook, issue 3."
@@ -179,7 +177,7 @@ def test_the_original_pdf_is_kept_until_the_document_is_deleted(
 ) -> None:
     job = api.upload_and_wait(owner, "temporary.pdf", pdf_document("A short-lived GREBE memo."))
     doc = job["document_id"]
-    kept = original_path(api.container, owner.tenant, doc)
+    kept = api.container.originals.path(owner.tenant, doc)
     assert kept.read_bytes().startswith(b"%PDF")
     assert api.uploads_left() == []  # the upload itself is gone; only the kept copy remains
     assert api.client.get(f"/documents/{doc}/pages/1.png", headers=owner.headers).status_code == 200
@@ -192,7 +190,7 @@ def test_the_original_pdf_is_kept_until_the_document_is_deleted(
 def test_a_docx_keeps_no_copy_and_shows_its_text(api: ApiHarness, owner: ApiUser) -> None:
     job = api.upload_and_wait(owner, "memo.docx", docx_document("The HERON memo is short."))
     doc = job["document_id"]
-    assert not original_path(api.container, owner.tenant, doc).exists()
+    assert not api.container.originals.path(owner.tenant, doc).exists()
     page = api.client.get(f"/documents/{doc}/pages/1/text", headers=owner.headers)
     assert page.status_code == 200 and "HERON memo" in page.json()["text"]
     assert page.json()["highlight"] is None

@@ -68,7 +68,7 @@ def container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
 
 @pytest.fixture
 def worker(container: Container) -> IngestWorker:
-    return IngestWorker(container, redis.Redis.from_url(REDIS_URL))
+    return IngestWorker(container.settings, container.ingest_deps, redis.Redis.from_url(REDIS_URL))
 
 
 def queued_upload(
@@ -79,8 +79,10 @@ def queued_upload(
     uploads.mkdir(exist_ok=True)
     path = uploads / f"upload-{name}"  # stored like the upload route: random name, same suffix
     path.write_bytes(TEXT)
-    reservation = reserve_upload(container, tenant)
-    (job,) = submit_uploads(container, tenant, [reservation], [ReceivedFile(path, name, len(TEXT))])
+    reservation = reserve_upload(container.upload_deps, tenant)
+    (job,) = submit_uploads(
+        container.upload_deps, tenant, [reservation], [ReceivedFile(path, name, len(TEXT))]
+    )
     return job.job_id
 
 

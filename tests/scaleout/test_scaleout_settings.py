@@ -7,7 +7,6 @@ import pytest
 
 from app.config import Settings, load_settings
 from app.errors import ConfigurationError
-from app.jobs.queue import build_job_queue
 from app.jobs.redis_queue import RedisJobQueue, queue_name
 from app.jobs.threads import IngestWorkerPool
 from app.services.container import Container
@@ -33,13 +32,13 @@ def test_a_redis_key_prefix_must_be_a_plain_word(prefix: str) -> None:
 
 
 def test_the_default_job_queue_is_the_in_process_pool(settings: Settings) -> None:
-    assert isinstance(build_job_queue(Container(settings)), IngestWorkerPool)
+    assert isinstance(Container(settings).job_queue, IngestWorkerPool)
 
 
 def test_the_redis_backend_sends_to_a_queue_named_by_the_prefix(settings: Settings) -> None:
     scaled = settings.model_copy(
         update={"job_backend": "redis", "vector_backend": "chroma-http", "redis_key_prefix": "blue"}
     )
-    queue = build_job_queue(Container(scaled))  # no connection is opened yet
+    queue = Container(scaled).job_queue  # no connection is opened yet
     assert isinstance(queue, RedisJobQueue)
     assert queue.name == queue_name(scaled) == "blue-ingest"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.config import load_settings
+from app.errors import ProviderUnavailable
 from app.services.admission import Caller
 from app.services.answer_lane import AnswerLane, AnswerStream
 
@@ -118,4 +121,58 @@ def test_a_stream_that_ends_frees_its_slots(tmp_path: Path) -> None:
         return seen
 
     assert asyncio.run(scenario()) == ["token", "done"]
+    lane.shutdown()
+
+
+def _unretrieved_future_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    gc.collect()  # an unread future's exception is logged when the future is collected
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "asyncio" and "never retrieved" in record.getMessage()
+    ]
+
+
+def test_a_failed_step_is_not_logged_again_as_an_unretrieved_future(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The model server being down answers 503; the log must not add an asyncio traceback.
+    lane = _lane(tmp_path)
+
+    def step() -> None:
+        raise ProviderUnavailable("the LLM server is unreachable")
+
+    async def scenario() -> None:
+        with pytest.raises(ProviderUnavailable):
+            await lane.run(contextvars.copy_context(), step)
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(scenario())
+        assert _unretrieved_future_errors(caplog) == []
+    lane.shutdown()
+
+
+def test_a_step_failing_after_its_caller_was_cancelled_is_not_logged_as_unretrieved(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    lane = _lane(tmp_path)
+    entered, gate = threading.Event(), threading.Event()
+
+    def step() -> None:
+        entered.set()
+        gate.wait(timeout=30)
+        raise ProviderUnavailable("the LLM server went away")
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(lane.run(contextvars.copy_context(), step))
+        await asyncio.get_running_loop().run_in_executor(None, entered.wait, 30)
+        task.cancel()
+        await asyncio.sleep(0)
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 30)
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(scenario())
+        assert _unretrieved_future_errors(caplog) == []
     lane.shutdown()

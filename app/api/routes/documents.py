@@ -24,7 +24,6 @@ from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord, split_job_error
 from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
 from app.services import documents as service
-from app.services.container import Container
 from app.storage.documents import DocumentRecord
 
 router = APIRouter(tags=["documents"])
@@ -113,31 +112,30 @@ async def upload_document(
     """Accept files (multipart field `file`, repeated for several; one job each) and queue them
     for background indexing. All files of a request are accepted, or none."""
     tenant = principal.tenant_id
+    deps = container.upload_deps
     # The first job slot is taken before the body is read, each further one before its file is
     # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
-    reservations = [await run_in_threadpool(service.reserve_upload, container, tenant)]
+    reservations = [await run_in_threadpool(service.reserve_upload, deps, tenant)]
 
     def reserve_next() -> None:  # runs in the receiver's worker thread
-        reservations.append(service.reserve_upload(container, tenant))
+        reservations.append(service.reserve_upload(deps, tenant))
 
     try:
         received = await receive_uploads(
             request,
-            dest_dir=service.uploads_dir(container),
-            max_bytes=container.settings.max_upload_bytes,
+            dest_dir=deps.uploads_dir,
+            max_bytes=deps.max_upload_bytes,
             accept_suffix=SUPPORTED_EXTENSIONS,
             max_files=MAX_FILES_PER_REQUEST,
             reserve_slot=reserve_next,
         )
     except BaseException:  # 413/415/422/429 or a client gone mid-body: the slots are free again
-        release = run_in_threadpool(_release_all, container, tenant, reservations)
+        release = run_in_threadpool(_release_all, deps, tenant, reservations)
         await asyncio.shield(release)  # completes even if this request is being cancelled
         raise
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
-    jobs = await run_in_threadpool(
-        service.submit_uploads, container, tenant, reservations, received
-    )
+    jobs = await run_in_threadpool(service.submit_uploads, deps, tenant, reservations, received)
     accepted = [
         JobAccepted(
             job_id=job.job_id,
@@ -150,15 +148,15 @@ async def upload_document(
     return UploadAccepted(**accepted[0].model_dump(), jobs=accepted)
 
 
-def _release_all(container: Container, tenant: str, reservations: list[str]) -> None:
+def _release_all(deps: service.UploadDeps, tenant: str, reservations: list[str]) -> None:
     for reservation in reservations:
-        service.release_upload(container, tenant, reservation)
+        service.release_upload(deps, tenant, reservation)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
 def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOut:
     """An ingestion job's state and progress."""
-    return _job_out(service.get_job(container, principal.tenant_id, job_id))
+    return _job_out(service.get_job(container.upload_deps, principal.tenant_id, job_id))
 
 
 @router.get("/documents", response_model=DocumentList, responses=error_responses(422))
@@ -177,8 +175,8 @@ def list_documents(
 ) -> DocumentList:
     """The tenant's documents, newest first."""
     size = container.request_limits.page_size(limit)
-    records, total = service.list_documents(container, principal.tenant_id, size, offset)
-    return DocumentList(data=[_document_out(r) for r in records], count=total)
+    found = service.list_documents(container.document_deps, principal.tenant_id, size, offset)
+    return DocumentList(data=[_document_out(r) for r in found.records], count=found.total)
 
 
 @router.get(
@@ -186,7 +184,8 @@ def list_documents(
 )
 def get_document(document_id: str, container: ContainerDep, principal: Principal) -> DocumentOut:
     """One document of the tenant."""
-    return _document_out(service.get_document(container, principal.tenant_id, document_id))
+    found = service.get_document(container.document_deps, principal.tenant_id, document_id)
+    return _document_out(found)
 
 
 @router.delete(
@@ -194,5 +193,5 @@ def get_document(document_id: str, container: ContainerDep, principal: Principal
 )
 def delete_document(document_id: str, container: ContainerDep, principal: Principal) -> Response:
     """Delete a document; no search or answer can reach it afterwards."""
-    service.delete_document(container, principal.tenant_id, document_id)
+    service.delete_document(container.document_deps, principal.tenant_id, document_id)
     return Response(status_code=204)

@@ -1,0 +1,187 @@
+"""The layer rules of ARCHITECTURE.md, checked on the source: data flows one way, only the entry
+points import the composition root, and no module imports itself back through others
+(function-level imports count: they are circles deferred; TYPE_CHECKING ones do not run)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+APP = Path(__file__).resolve().parents[1] / "app"
+
+LAYERS = ("app.api", "app.services", "app.jobs", "app.ingestion", "app.retrieval")
+LAYERS += ("app.generation", "app.providers", "app.storage", "app.rendering", "app.text")
+# What sits below everything: settings, errors, shared records, limits, timing.
+FOUNDATION = ("app.config", "app.errors", "app.domain", "app.limits", "app.timing")
+# The job package has two halves: the job table and the queue (used by the documents service
+# to accept uploads), and the running of jobs (which calls the documents service to index).
+JOB_RUNNING = ("app.jobs.runner", "app.jobs.batch", "app.jobs.redis_worker")
+JOB_RECORDS = ("app.jobs.store", "app.jobs.scheduling", "app.jobs.queue", "app.jobs.redis_queue")
+JOB_RECORDS += ("app.jobs.threads",)  # the pool is handed the function that runs a batch
+
+# module or package -> what it must never import (the most specific entry applies), at module
+# level, in a function or under TYPE_CHECKING (a type-only import still couples the layers).
+# The storage and providers rules name issue #13's three packages first; the rest follow the
+# shape in ENGINEERING.md. Deliberately allowed, because the current design is sound: retrieval
+# -> providers (the retriever embeds the query and reranks with them), retrieval -> storage (a
+# store is below it), generation -> providers (it calls the LLM), services -> all below them.
+ABOVE_STORAGE = ("app.services", "app.api", "app.jobs", "app.ingestion", "app.rendering")
+BELOW = ("app.providers", "app.storage", "app.jobs")
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "app.storage": ("app.providers", "app.generation", "app.retrieval", *ABOVE_STORAGE),
+    "app.providers": ("app.generation", "app.retrieval", "app.storage", *ABOVE_STORAGE),
+    "app.text": LAYERS[:-1],  # used by every layer, so it uses none
+    "app.retrieval": ("app.generation", "app.services", "app.api", "app.jobs", "app.ingestion"),
+    # Generation gets passages and an LLM; the tokenizer it needs lives in app.text.
+    "app.generation": ("app.retrieval", "app.services", "app.api", "app.storage", "app.jobs"),
+    # Ingestion only parses and chunks; the documents service embeds and stores the chunks.
+    "app.ingestion": ("app.services", "app.api", "app.generation", "app.retrieval", *BELOW),
+    "app.rendering": ("app.services", "app.api", "app.storage", "app.jobs"),
+    "app.services": ("app.api", *JOB_RUNNING),
+    "app.jobs": ("app.api",),
+    **{module: ("app.services", "app.api", *JOB_RUNNING) for module in JOB_RECORDS},
+    **{module: LAYERS for module in FOUNDATION},
+    # It builds every component, so it imports (lazily) all but the API it serves.
+    "app.services.container": ("app.api",),
+}
+# The composition root builds everything; only the entry points may import it, so that services
+# and jobs receive their collaborators instead of reaching back into it.
+COMPOSITION_ROOT = "app.services.container"
+ENTRY_POINTS = ("app.api", "app.main", "app.cli", "app.worker")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(APP.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """ids of the import nodes under `if TYPE_CHECKING:` (never executed at run time)."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in {
+            "TYPE_CHECKING",
+            "typing.TYPE_CHECKING",
+        }:
+            guarded |= {id(inner) for stmt in node.body for inner in ast.walk(stmt)}
+    return guarded
+
+
+def imported_modules(path: Path) -> Iterator[tuple[str, bool]]:
+    """Every app module this file imports, at module level or inside a function, and whether
+    the import runs (False: only under TYPE_CHECKING)."""
+    package = (
+        module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else module_name(path)
+    )
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    type_only = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        runs = id(node) not in type_only
+        yield from ((name, runs) for name in names if name == "app" or name.startswith("app."))
+
+
+def import_graph(*, runtime_only: bool = False) -> dict[str, set[str]]:
+    """module -> the app modules it imports (with `runtime_only`, not those under TYPE_CHECKING)."""
+    modules = {module_name(p): p for p in APP.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        graph[name] = {
+            target
+            for target, runs in imported_modules(path)
+            if target in modules and target != name and (runs or not runtime_only)
+        }
+    return graph
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def banned_for(module: str) -> tuple[str, ...]:
+    """The rule of the most specific FORBIDDEN entry that covers `module`."""
+    covering = [layer for layer in FORBIDDEN if _within(module, layer)]
+    return FORBIDDEN[max(covering, key=len)] if covering else ()
+
+
+def test_layers_import_only_downwards() -> None:
+    graph = import_graph()
+    breaches = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if any(_within(target, banned) for banned in banned_for(module))
+    )
+    assert breaches == []
+
+
+def test_only_entry_points_import_the_composition_root() -> None:
+    importers = sorted(
+        module
+        for module, targets in import_graph().items()
+        if COMPOSITION_ROOT in targets and not any(_within(module, e) for e in ENTRY_POINTS)
+    )
+    assert importers == []
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components with more than one module (each one an import circle)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_no_import_circles() -> None:
+    # Imports under TYPE_CHECKING never run, so they cannot form a circle at run time
+    # (app.limits names app.config's Settings only in a type annotation).
+    assert strongly_connected(import_graph(runtime_only=True)) == []
+
+
+def test_the_checks_see_function_level_and_type_only_imports() -> None:
+    graph, runtime = import_graph(), import_graph(runtime_only=True)
+    # Imported inside a function: counts for both checks.
+    assert "app.providers.embeddings" in runtime["app.services.container"]
+    # Imported only under TYPE_CHECKING: a layer edge, but no run-time edge.
+    assert "app.config" in graph["app.limits"] and "app.config" not in runtime["app.limits"]
