@@ -238,7 +238,7 @@ def _register_tables() -> None:
     # Importing the modules attaches their tables to Base.metadata; done lazily because those
     # modules import this one.
     from app.jobs import tables  # noqa: F401
-    from app.storage import chunks, documents, users  # noqa: F401
+    from app.storage import chunks, conversations, documents, users  # noqa: F401
 
 
 def open_database(url: str) -> Database:
