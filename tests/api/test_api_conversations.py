@@ -91,9 +91,7 @@ def test_the_same_follow_up_in_two_conversations_does_not_share_an_answer(
     about_castle = _ask(api, reader, castle, "Who built it, and when?")
     about_lighthouse = _ask(api, reader, lighthouse, "Who built it, and when?")
     assert "1342" in about_castle["answer"] and _sources(about_castle) == {"castle.txt"}
-    assert "1891" in about_lighthouse["answer"] and _sources(about_lighthouse) == {
-        "lighthouse.txt"
-    }
+    assert "1891" in about_lighthouse["answer"] and _sources(about_lighthouse) == {"lighthouse.txt"}
     assert about_lighthouse["cache"] == "miss"
     # The same context and follow-up elsewhere is the same standalone question: a cache hit.
     repeat = _start(api, reader)
