@@ -24,6 +24,7 @@ import argparse
 import json
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -151,6 +152,12 @@ def evaluate(
             latencies.append(rewrite.llm_ms)
             usable += rewrite.method == "llm"
             asked["llm rewrite"] = rewrite.question
+        print(
+            f"  {len(hits['fallback']) + 1}/{len(follow_ups)} rewrite "
+            f"{latencies[-1] if latencies else 0:.0f} ms: {asked.get('llm rewrite', '')!r}",
+            file=sys.stderr,
+            flush=True,
+        )
         for way, query in asked.items():
             hits[way].append(item.gold in top_paragraphs(container, doc_to_paragraph, query))
         if len(examples) < 5:
@@ -194,6 +201,7 @@ def main() -> None:
             container, TENANT, task.paragraphs, Path(tmp) / "paragraphs"
         )
         ingest_s = time.perf_counter() - started
+        print(f"ingested {len(doc_to_paragraph)} paragraphs in {ingest_s:.0f} s", file=sys.stderr)
         llm = None if args.llm == "none" else container.llm
         results = {
             variant: evaluate(

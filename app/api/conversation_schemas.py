@@ -67,14 +67,16 @@ class TurnOut(QueryOut):
 
 class ChatMessageIn(BaseModel):
     role: Literal["system", "developer", "user", "assistant"]
-    content: str = Field(max_length=20_000)
+    # Any message (a long system prompt too) fits RAG_MAX_BODY_BYTES' default even when escaped;
+    # the question, the last user message, has the /query cap.
+    content: str = Field(max_length=8_000)
 
 
 class ChatCompletionIn(BaseModel):
     model_config = ConfigDict(extra="ignore")  # temperature, top_p, user...: not ours to honour
 
     model: str = Field(max_length=200)
-    messages: list[ChatMessageIn] = Field(min_length=1, max_length=200)
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=100)
     stream: bool = False
 
 

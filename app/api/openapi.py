@@ -32,16 +32,17 @@ def _set_k_limit(model: dict[str, Any], max_k: int) -> None:
 def apply_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """Write the configured caps into an OpenAPI document (in place) and return it."""
     models = schema.get("components", {}).get("schemas", {})
-    for name, field in (("SearchIn", "query"), ("QueryIn", "question")):
+    for name, field in (("SearchIn", "query"), ("QueryIn", "question"), ("MessageIn", "content")):
         if name in models:
             _set_text_limit(models[name], field, settings.max_question_chars)
             _set_k_limit(models[name], settings.max_k)
-    listing = schema.get("paths", {}).get("/documents", {}).get("get", {})
-    for parameter in listing.get("parameters", []):
-        if parameter.get("name") == "limit":
-            for option in parameter["schema"].get("anyOf", [parameter["schema"]]):
-                if option.get("type") == "integer":
-                    option["maximum"] = settings.max_page_size
+    for listed in ("/documents", "/conversations"):
+        listing = schema.get("paths", {}).get(listed, {}).get("get", {})
+        for parameter in listing.get("parameters", []):
+            if parameter.get("name") == "limit":
+                for option in parameter["schema"].get("anyOf", [parameter["schema"]]):
+                    if option.get("type") == "integer":
+                        option["maximum"] = settings.max_page_size
     return schema
 
 

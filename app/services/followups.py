@@ -8,6 +8,7 @@ previous question followed by the follow-up (deterministic, and measured in eval
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +28,49 @@ _INSTRUCTIONS = (
     "replace pronouns and vague references with what they refer to. Keep its meaning and "
     "language; do not answer it. Reply with the rewritten question only, on one line."
 )
+# One worked example: without it the small default model often answered the question instead.
+_EXAMPLE = (
+    "User: Who designed the Eiffel Tower?\n"
+    "Assistant: The company of Gustave Eiffel [1].\n"
+    "User's last question: When was it finished?",
+    "When was the Eiffel Tower finished?",
+)
+# Words a follow-up uses to point back; a rewrite replaces them, so they need not survive it.
+_POINTERS = frozenset(
+    [
+        "it",
+        "its",
+        "they",
+        "them",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "who",
+        "what",
+        "when",
+        "where",
+        "which",
+        "why",
+        "how",
+        "the",
+        "and",
+        "for",
+        "was",
+        "were",
+        "did",
+        "does",
+        "with",
+    ]
+)
+_WORD = re.compile(r"\w{3,}")
 
 
 @dataclass(frozen=True)
@@ -79,6 +123,8 @@ def ask_llm_to_rewrite(
     request = LLMRequest(
         messages=(
             ChatMessage("system", _INSTRUCTIONS),
+            ChatMessage("user", _EXAMPLE[0]),
+            ChatMessage("assistant", _EXAMPLE[1]),
             ChatMessage("user", _transcript(history, follow_up)),
         ),
         question=follow_up,
@@ -121,7 +167,22 @@ def usable_rewrite(
     source_chars = len(follow_up) + sum(len(turn.question) for turn in history)
     if len(text) > 2 * source_chars + 40:
         return None
+    if follow_up.rstrip().endswith("?") and not text.endswith("?"):
+        return None  # a statement: the model answered
+    # A rewrite keeps what the follow-up asks (one that lost most of its words answered it,
+    # "24."), and its other words come from the conversation (not from the prompt's example).
+    asked = _content_words(follow_up)
+    written = _content_words(text)
+    if asked and len(asked & written) * 2 < len(asked):
+        return None
+    known = asked.union(*(_content_words(f"{t.question} {t.answer}") for t in history))
+    if len(written - known) > 1:
+        return None
     return text
+
+
+def _content_words(text: str) -> set[str]:
+    return {word for word in _WORD.findall(text.lower()) if word not in _POINTERS}
 
 
 def standalone_question(

@@ -223,6 +223,9 @@ def test_chat_completion_answers_the_last_message_with_citations(
         {"model": "gpt-4o", "messages": messages},
         {"model": "rag", "messages": messages[:3]},  # ends with the assistant
         {"model": "rag", "messages": []},
+        {"model": "rag", "messages": [{"role": "tool", "content": "x"}]},
+        {"model": "rag", "messages": [{"role": "user", "content": "x" * 8001}]},
+        {"model": "rag", "messages": [{"role": "user", "content": "x" * 2001}]},  # /query's cap
     ):
         assert_error_body(
             api.client.post("/v1/chat/completions", json=bad, headers=reader.headers), 422

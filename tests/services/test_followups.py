@@ -47,8 +47,26 @@ def test_the_llm_rewrite_is_used_and_sees_the_history() -> None:
 
 @pytest.mark.parametrize(
     "reply",
-    ["", "   ", REFUSAL, "The castle was built in 1342 by the guild. " * 20],
-    ids=["empty", "blank", "refusal", "an-answer"],
+    [
+        "",
+        "   ",
+        REFUSAL,
+        "The castle was built in 1342 by the guild. " * 20,
+        "1342.",
+        "Yes?",
+        "When was the Harrowgate castle built.",
+        "When was the Eiffel Tower built?",
+    ],
+    ids=[
+        "empty",
+        "blank",
+        "refusal",
+        "a-long-answer",
+        "a-short-answer",
+        "another-question",
+        "a-statement",
+        "a-subject-from-elsewhere",
+    ],
 )
 def test_unusable_output_falls_back_to_previous_question_plus_follow_up(reply: str) -> None:
     rewrite = _rewrite(FakeLLM(reply))

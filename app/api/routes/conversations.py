@@ -119,7 +119,7 @@ def delete_conversation(
             "description": "the answer; with ?stream=true, SSE events `standalone`, `token`, "
             "`citations`, `done` (with the turn's message ids) or `error`",
         },
-        **error_responses(404, 409, 422, 429, 503),
+        **error_responses(404, 409, 413, 422, 429, 503),
     },
 )
 async def post_message(

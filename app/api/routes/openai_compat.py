@@ -110,7 +110,7 @@ class ChunkStreamResponse(StreamingResponse):
             "content": {"text/event-stream": {}},
             "description": "with `stream: true`, chat.completion.chunk lines, then [DONE]",
         },
-        **error_responses(409, 422, 429, 503),
+        **error_responses(409, 413, 422, 429, 503),
     },
 )
 async def chat_completions(
