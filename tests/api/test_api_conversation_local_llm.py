@@ -37,5 +37,5 @@ def test_a_follow_up_with_the_local_model(api_factory: ApiFactory) -> None:
     ).json()
     assert follow_up["rewrite_ms"] > 0  # the model was asked to rewrite
     assert "harrowgate" in follow_up["standalone_question"].lower(), follow_up
-    assert "1342" in follow_up["answer"], follow_up
+    assert "1342" in follow_up["answer"], (follow_up["standalone_question"], follow_up["answer"])
     assert {c["source"] for c in follow_up["citations"]} == {"castle.txt"}, follow_up
