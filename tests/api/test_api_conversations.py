@@ -10,6 +10,9 @@ import pytest
 from api_builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
+from app.providers.llms import FakeLLM
+from app.providers.types import LLMRequest
+
 pytestmark = pytest.mark.integration
 
 FILES = {
@@ -230,3 +233,32 @@ def test_chat_completion_answers_the_last_message_with_citations(
         assert_error_body(
             api.client.post("/v1/chat/completions", json=bad, headers=reader.headers), 422
         )
+
+
+def test_an_llm_rewrite_is_what_retrieval_and_the_answer_see(api_factory: ApiFactory) -> None:
+    api = api_factory()
+    user = api.add_user("convo-rewrite", login=False)
+    for name, content in FILES.items():
+        assert api.upload_and_wait(user, name, content)["status"] == "done"
+
+    def reply(request: LLMRequest) -> str:
+        if not request.passages:  # the rewrite prompt carries no passages
+            return "When was the Brimstone lighthouse built?"
+        return "It was built in 1891 [1]." if "1891" in request.passages[0] else "No [1]."
+
+    fake = FakeLLM(reply)
+    api.container.__dict__["llm"] = fake  # the process's model, swapped after start-up
+    conversation = _start(api, user)
+    _ask(api, user, conversation, "How far does the lighthouse beam reach?")
+    follow_up = _ask(api, user, conversation, "When was it built?")
+    assert follow_up["rewrite"] == "llm"
+    assert follow_up["standalone_question"] == "When was the Brimstone lighthouse built?"
+    assert fake.requests[-1].question == "When was the Brimstone lighthouse built?"
+    assert follow_up["answer"] == "It was built in 1891 [1]."
+    assert _sources(follow_up) == {"lighthouse.txt"}
+    # The rewrite saw the conversation so far, answer included.
+    transcript = fake.requests[-2].messages[-1].content
+    assert (
+        "How far does the lighthouse beam reach?" in transcript
+        and "When was it built?" in transcript
+    )
