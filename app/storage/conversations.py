@@ -216,6 +216,14 @@ class ConversationStore:
 
         Returns the (question, answer) message ids, or None when the conversation is gone.
         """
+        # Two answers finishing at once in one conversation (two tabs, cache hits) would read the
+        # same last position; the lock orders them, across processes on PostgreSQL too.
+        with self._db.named_lock(f"conversation:{conversation_id}"):
+            return self._add_turn(tenant_id, user_id, conversation_id, turn, max_turns)
+
+    def _add_turn(
+        self, tenant_id: str, user_id: str, conversation_id: str, turn: NewTurn, max_turns: int
+    ) -> tuple[str, str] | None:
         now = utc_now()
         with self._db.session() as session:
             row = self._owned(session, tenant_id, user_id, conversation_id)

@@ -3,6 +3,8 @@ turn bound, citations kept per answer, delete."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from app.storage.conversations import ConversationStore, NewTurn
@@ -75,3 +77,18 @@ def test_list_pages_most_recently_used_first_and_delete_removes_messages(
     assert store.get("t1", "u1", ids[0]) is None
     assert store.messages("t1", "u1", ids[0]) is None
     assert store.list("t1", "u1", 10, 0)[1] == 2
+
+
+def test_turns_stored_at_once_all_keep_their_own_place(sql_database: Database) -> None:
+    store = ConversationStore(sql_database)
+    conversation = store.create("t1", "u1").conversation_id
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        ids = list(
+            pool.map(lambda n: store.add_turn("t1", "u1", conversation, _turn(n), 50), range(12))
+        )
+    assert all(pair is not None for pair in ids)
+    messages = store.messages("t1", "u1", conversation)
+    assert messages is not None and len(messages) == 24
+    # Each question is directly followed by its own answer.
+    for question, answer in zip(messages[::2], messages[1::2], strict=True):
+        assert question.content.replace("question", "answer") + " [1]" == answer.content
