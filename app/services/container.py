@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
     from app.storage.chunks import ChunkStore
+    from app.storage.conversations import ConversationStore
     from app.storage.db import Database
     from app.storage.documents import DocumentStore
     from app.storage.rate_limit import RateLimiter
@@ -184,6 +185,12 @@ class Container:
         from app.storage.documents import DocumentStore
 
         return DocumentStore(self.database)
+
+    @cached_property
+    def conversations(self) -> ConversationStore:
+        from app.storage.conversations import ConversationStore
+
+        return ConversationStore(self.database)
 
     @cached_property
     def chunk_records(self) -> ChunkStore:
