@@ -192,7 +192,7 @@ def main() -> None:
             _env_file=None,
             data_dir=Path(tmp) / "data",
             embedding_provider="use",
-            llm_provider="fake" if args.llm == "none" else args.llm,
+            llm_provider="extractive" if args.llm == "none" else args.llm,
             env="development",
         )
         container = Container(settings)

@@ -7,6 +7,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.schemas import CitationOut, QueryOut
+from app.limits import (
+    CHAT_MESSAGE_CHARS_CEILING,
+    CHAT_MESSAGES_CEILING,
+    K_CEILING,
+    QUESTION_CHARS_CEILING,
+)
 
 RewriteMethod = Literal["none", "llm", "fallback"]
 
@@ -27,8 +33,9 @@ class ConversationList(BaseModel):
 class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    content: str = Field(min_length=1, max_length=20_000)
-    k: int | None = Field(default=None, ge=1, le=1000)
+    # The outer bounds; the configured caps are checked by RequestLimits (both in app.limits).
+    content: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)
+    k: int | None = Field(default=None, ge=1, le=K_CEILING)
 
 
 class MessageOut(BaseModel):
@@ -67,16 +74,15 @@ class TurnOut(QueryOut):
 
 class ChatMessageIn(BaseModel):
     role: Literal["system", "developer", "user", "assistant"]
-    # Any message (a long system prompt too) fits RAG_MAX_BODY_BYTES' default even when escaped;
-    # the question, the last user message, has the /query cap.
-    content: str = Field(max_length=8_000)
+    # The question, the last user message, also has the configured /query cap.
+    content: str = Field(max_length=CHAT_MESSAGE_CHARS_CEILING)
 
 
 class ChatCompletionIn(BaseModel):
     model_config = ConfigDict(extra="ignore")  # temperature, top_p, user...: not ours to honour
 
     model: str = Field(max_length=200)
-    messages: list[ChatMessageIn] = Field(min_length=1, max_length=100)
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=CHAT_MESSAGES_CEILING)
     stream: bool = False
 
 

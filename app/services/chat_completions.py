@@ -8,16 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from app.errors import InvalidInput
 from app.services import answer_lane
 from app.services.admission import Caller
+from app.services.answer import AnsweredQuestion
 from app.services.answer_lane import AnswerStream
-from app.services.container import Container
-from app.services.conversations import rewrite_follow_up
+from app.services.conversations import FollowUpDeps, rewrite_follow_up
 from app.services.followups import Rewrite, Turn
-from app.services.search import check_question
 
 # The one model this endpoint offers: cited answers from the caller's own documents.
 SERVICE_MODEL = "rag"
@@ -52,27 +50,25 @@ def check_model(model: str) -> None:
         raise InvalidInput(f"unknown model {model!r}; this service offers {SERVICE_MODEL!r}")
 
 
-async def _question(
-    container: Container, caller: Caller, messages: Sequence[Said]
-) -> tuple[str, Rewrite]:
+async def _question(deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]) -> Rewrite:
     history, question = split_chat(messages)
-    question = check_question(container, question)
-    return question, await rewrite_follow_up(container, caller, history, question)
+    question = deps.answers.limits.question(question)  # /query's limit, before any work
+    return await rewrite_follow_up(deps, caller, history, question)
 
 
 async def complete(
-    container: Container, caller: Caller, messages: Sequence[Said]
-) -> tuple[dict[str, Any], Rewrite]:
-    """The /query body of the standalone question, and how that question was made."""
-    _, rewrite = await _question(container, caller, messages)
-    body = await answer_lane.answer(container, caller, rewrite.question, None)
-    return body, rewrite
+    deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]
+) -> tuple[AnsweredQuestion, Rewrite]:
+    """The answer to the standalone question, and how that question was made."""
+    rewrite = await _question(deps, caller, messages)
+    answered = await answer_lane.answer(deps.lane, deps.answers, caller, rewrite.question, None)
+    return answered, rewrite
 
 
 async def open_completion(
-    container: Container, caller: Caller, messages: Sequence[Said]
+    deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]
 ) -> tuple[AnswerStream, Rewrite]:
-    """The /query/stream events of the standalone question, and how that question was made."""
-    _, rewrite = await _question(container, caller, messages)
-    events = await answer_lane.open_stream(container, caller, rewrite.question, None)
+    """The admitted answer stream of the standalone question, and how that question was made."""
+    rewrite = await _question(deps, caller, messages)
+    events = await answer_lane.open_stream(deps.lane, deps.answers, caller, rewrite.question, None)
     return events, rewrite

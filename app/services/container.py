@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from app.security import TokenCodec
     from app.services.answer import AnswerDeps
     from app.services.answer_lane import AnswerLane
+    from app.services.conversations import ConversationDeps, FollowUpDeps
     from app.services.corpus import Corpus
     from app.services.login import LoginGuard
     from app.services.pages import PageDeps
@@ -102,6 +103,31 @@ class Container:
             config_fingerprint=self.config_fingerprint,
             limits=self.request_limits,
             generation=generation_limits(self.settings),
+        )
+
+    @cached_property
+    def follow_up_deps(self) -> FollowUpDeps:
+        """What answering a follow-up (a conversation turn, a chat completion) needs."""
+        from app.services.conversations import FollowUpDeps, RewriteConfig
+
+        s = self.settings
+        rewrite = RewriteConfig(
+            mode=s.conversation_rewrite,
+            context_turns=s.conversation_context_turns,
+            timeout_s=s.conversation_rewrite_timeout_s,
+            refusal_text=s.refusal_text,
+        )
+        return FollowUpDeps(lane=self.answer_lane, answers=self.answer_deps, rewrite=rewrite)
+
+    @cached_property
+    def conversation_deps(self) -> ConversationDeps:
+        """What the conversation routes need: the store and the follow-up answering."""
+        from app.services.conversations import ConversationDeps
+
+        return ConversationDeps(
+            store=self.conversations,
+            follow_ups=self.follow_up_deps,
+            max_turns=self.settings.conversation_max_turns,
         )
 
     @cached_property

@@ -5,29 +5,106 @@ Answers come from the answer lane (`answer_lane.answer` / `open_stream`) with th
 question, so admission, the answer cache and its key (tenant, standalone question, k, corpus
 version, configuration) are exactly those of /query. The LLM rewrite runs under an answer slot
 of its own, released before the answer asks for one.
+
+Results are typed (`AnsweredTurn`, and the `TurnEvent`s of a stream); the routes turn them into
+the JSON body and the server-sent events.
 """
 
 from __future__ import annotations
 
 import contextvars
 import functools
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
-from app.errors import NotFound
-from app.observability import error_payload
+from app.errors import NotFound, public_message
 from app.services import answer_lane
 from app.services.admission import Caller
-from app.services.answer_lane import AnswerStream, StreamEvent
-from app.services.container import Container
+from app.services.answer import (
+    AnsweredQuestion,
+    AnswerEvent,
+    AnswerFailed,
+    AnswerFinished,
+    CitationsFound,
+    TextDelta,
+)
+from app.services.answer_lane import AnswerStream
 from app.services.followups import Rewrite, Turn, standalone_question
-from app.services.search import check_question
 from app.storage.conversations import ConversationRecord, MessageRecord, NewTurn
 
+if TYPE_CHECKING:
+    from app.services.answer import AnswerDeps
+    from app.services.answer_lane import AnswerLane
+    from app.storage.conversations import ConversationStore
+
 NOT_FOUND = "conversation not found"
+
+
+@dataclass(frozen=True)
+class RewriteConfig:
+    """How follow-ups are rewritten (RAG_CONVERSATION_*): by the LLM or only by the fallback."""
+
+    mode: Literal["llm", "fallback"]
+    context_turns: int
+    timeout_s: float
+    refusal_text: str
+
+
+@dataclass(frozen=True)
+class FollowUpDeps:
+    """What answering a follow-up needs: the answer lane and service, and the rewrite config."""
+
+    lane: AnswerLane
+    answers: AnswerDeps
+    rewrite: RewriteConfig
+
+
+@dataclass(frozen=True)
+class ConversationDeps:
+    """What stored conversations need, built once per process by the container."""
+
+    store: ConversationStore
+    follow_ups: FollowUpDeps
+    max_turns: int  # RAG_CONVERSATION_MAX_TURNS: the newest turns kept
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """Where a turn was stored: its conversation and the ids of its two messages."""
+
+    conversation_id: str
+    question_message_id: str
+    answer_message_id: str
+
+
+@dataclass(frozen=True)
+class AnsweredTurn:
+    """A turn's answer (as /query gives it), the question it answered and where it was stored."""
+
+    answered: AnsweredQuestion
+    rewrite: Rewrite
+    stored: StoredTurn
+
+
+@dataclass(frozen=True)
+class QuestionRewritten:
+    """The first event of a streamed turn: the standalone question the answer is for."""
+
+    rewrite: Rewrite
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    """The last event of a streamed turn that was stored: the answer's end, and where it went."""
+
+    finished: AnswerFinished
+    stored: StoredTurn
+
+
+TurnEvent = QuestionRewritten | TextDelta | CitationsFound | TurnFinished | AnswerFailed
 
 
 def _missing() -> NotFound:
@@ -46,177 +123,182 @@ def turns_of(messages: Sequence[MessageRecord]) -> list[Turn]:
 
 
 async def rewrite_follow_up(
-    container: Container, caller: Caller, history: Sequence[Turn], follow_up: str
+    deps: FollowUpDeps, caller: Caller, history: Sequence[Turn], follow_up: str
 ) -> Rewrite:
     """The standalone question for `follow_up` after `history` (see app/services/followups.py);
     the LLM runs on the answer lane under an answer slot (Overloaded: 429/503)."""
-    settings = container.settings
-    recent = list(history)[-settings.conversation_context_turns :]
+    config = deps.rewrite
+    recent = list(history)[-config.context_turns :]
     rewrite = functools.partial(
         standalone_question,
         history=recent,
         follow_up=follow_up,
-        refusal_text=settings.refusal_text,
-        max_chars=settings.max_question_chars,
-        timeout_s=settings.conversation_rewrite_timeout_s,
+        refusal_text=config.refusal_text,
+        max_chars=deps.answers.limits.max_question_chars,
+        timeout_s=config.timeout_s,
     )
-    if not recent or settings.conversation_rewrite != "llm":
+    if not recent or config.mode != "llm":
         return rewrite(None)
-    lane = container.answer_lane
-    slot = await lane.answers.acquire(caller)
+    slot = await deps.lane.answers.acquire(caller)
     try:
-        result: Rewrite = await lane.run(contextvars.copy_context(), rewrite, container.llm)
+        result: Rewrite = await deps.lane.run(contextvars.copy_context(), rewrite, deps.answers.llm)
         return result
     finally:
         slot.release()
 
 
-def start(container: Container, caller: Caller) -> ConversationRecord:
+def start(store: ConversationStore, caller: Caller) -> ConversationRecord:
     """A new, empty conversation of the caller."""
-    return container.conversations.create(caller.tenant_id, caller.user_id)
+    return store.create(caller.tenant_id, caller.user_id)
 
 
-def get(container: Container, caller: Caller, conversation_id: str) -> ConversationRecord:
+def get(store: ConversationStore, caller: Caller, conversation_id: str) -> ConversationRecord:
     """The caller's conversation (NotFound when missing or someone else's)."""
-    record = container.conversations.get(caller.tenant_id, caller.user_id, conversation_id)
+    record = store.get(caller.tenant_id, caller.user_id, conversation_id)
     if record is None:
         raise _missing()
     return record
 
 
-def messages(container: Container, caller: Caller, conversation_id: str) -> list[MessageRecord]:
+def messages(store: ConversationStore, caller: Caller, conversation_id: str) -> list[MessageRecord]:
     """The kept messages of the caller's conversation, oldest first (NotFound as `get`)."""
-    found = container.conversations.messages(caller.tenant_id, caller.user_id, conversation_id)
+    found = store.messages(caller.tenant_id, caller.user_id, conversation_id)
     if found is None:
         raise _missing()
     return found
 
 
 def list_conversations(
-    container: Container, caller: Caller, limit: int, offset: int
+    store: ConversationStore, caller: Caller, limit: int, offset: int
 ) -> tuple[list[ConversationRecord], int]:
     """One page of the caller's conversations, most recently used first, and their total."""
-    return container.conversations.list(caller.tenant_id, caller.user_id, limit, offset)
+    return store.list(caller.tenant_id, caller.user_id, limit, offset)
 
 
-def delete(container: Container, caller: Caller, conversation_id: str) -> None:
+def delete(store: ConversationStore, caller: Caller, conversation_id: str) -> None:
     """Delete the caller's conversation and its messages (NotFound as `get`)."""
-    if not container.conversations.delete(caller.tenant_id, caller.user_id, conversation_id):
+    if not store.delete(caller.tenant_id, caller.user_id, conversation_id):
         raise _missing()
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Prepared:
     question: str
     rewrite: Rewrite
 
 
 async def _prepare(
-    container: Container, caller: Caller, conversation_id: str, content: str
+    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str
 ) -> _Prepared:
-    question = check_question(container, content)  # the /query limit, before any work
-    stored = await anyio.to_thread.run_sync(messages, container, caller, conversation_id)
-    rewrite = await rewrite_follow_up(container, caller, turns_of(stored), question)
+    question = deps.follow_ups.answers.limits.question(content)  # /query's limit, before any work
+    stored = await anyio.to_thread.run_sync(messages, deps.store, caller, conversation_id)
+    rewrite = await rewrite_follow_up(deps.follow_ups, caller, turns_of(stored), question)
     return _Prepared(question, rewrite)
 
 
 def _store_turn(
-    container: Container,
+    deps: ConversationDeps,
     caller: Caller,
     conversation_id: str,
     prepared: _Prepared,
     answer: str,
-    citations: list[dict[str, Any]],
-    refused: bool,
-) -> dict[str, Any]:
-    turn = NewTurn(prepared.question, prepared.rewrite.question, answer, citations, refused)
-    ids = container.conversations.add_turn(
-        caller.tenant_id,
-        caller.user_id,
-        conversation_id,
-        turn,
-        container.settings.conversation_max_turns,
+    citations: CitationsFound,
+) -> StoredTurn:
+    turn = NewTurn(
+        prepared.question,
+        prepared.rewrite.question,
+        answer,
+        [asdict(citation) for citation in citations.citations],
+        citations.refused,
+    )
+    ids = deps.store.add_turn(
+        caller.tenant_id, caller.user_id, conversation_id, turn, deps.max_turns
     )
     if ids is None:  # deleted while the answer was being made
         raise _missing()
-    return {
-        "conversation_id": conversation_id,
-        "question_message_id": ids[0],
-        "answer_message_id": ids[1],
-    }
-
-
-def _rewrite_fields(rewrite: Rewrite) -> dict[str, Any]:
-    return {
-        "standalone_question": rewrite.question,
-        "rewrite": rewrite.method,
-        "rewrite_ms": round(rewrite.llm_ms, 2),
-    }
+    return StoredTurn(conversation_id, *ids)
 
 
 async def ask(
-    container: Container, caller: Caller, conversation_id: str, content: str, k: int | None
-) -> dict[str, Any]:
-    """The cited answer of a new turn (the /query body plus the turn's ids and rewrite)."""
-    prepared = await _prepare(container, caller, conversation_id, content)
-    body = await answer_lane.answer(container, caller, prepared.rewrite.question, k)
-    ids = await anyio.to_thread.run_sync(
-        _store_turn,
-        container,
-        caller,
-        conversation_id,
-        prepared,
-        body["answer"],
-        body["citations"],
-        body["refused"],
+    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
+) -> AnsweredTurn:
+    """The cited answer of a new turn, the question it answered and where it was stored."""
+    prepared = await _prepare(deps, caller, conversation_id, content)
+    follow_ups = deps.follow_ups
+    answered = await answer_lane.answer(
+        follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
     )
-    return {**body, **ids, **_rewrite_fields(prepared.rewrite)}
+    found = CitationsFound(answered.citations, answered.refused)
+    stored = await anyio.to_thread.run_sync(
+        _store_turn, deps, caller, conversation_id, prepared, answered.answer, found
+    )
+    return AnsweredTurn(answered, prepared.rewrite, stored)
 
 
 @dataclass
 class _Collected:
     text: list[str] = field(default_factory=list)
-    citations: list[dict[str, Any]] = field(default_factory=list)
-    refused: bool = False
+    citations: CitationsFound | None = None
 
 
-class TurnStream(AnswerStream):
-    """An answer stream that first says which question it answers (`standalone` event) and,
-    when the answer is complete, stores the turn and names its ids in the `done` event.
+class TurnStream:
+    """The events of a streamed turn: `QuestionRewritten`, the answer's text deltas and
+    citations, then `TurnFinished` once the turn is stored (or `AnswerFailed`).
 
-    A stream that ends in an error or is left by its client stores nothing.
+    A stream that ends in an error or is left by its client stores nothing. It owns the
+    answer's stream, and so its slots: closing it closes that.
     """
 
     def __init__(
         self,
+        deps: ConversationDeps,
+        caller: Caller,
+        conversation_id: str,
+        prepared: _Prepared,
         inner: AnswerStream,
-        first: StreamEvent,
-        store: Callable[[_Collected], Awaitable[dict[str, Any]]],
-    ) -> None:  # everything is delegated to `inner`, which owns the slots
+    ) -> None:
+        self._deps = deps
+        self._caller = caller
+        self._conversation_id = conversation_id
+        self._prepared = prepared
         self._inner = inner
-        self._pending: list[StreamEvent] = [first]
-        self._store = store
+        self._pending: list[TurnEvent] = [QuestionRewritten(prepared.rewrite)]
         self._collected = _Collected()
 
     def __aiter__(self) -> TurnStream:
         return self
 
-    async def __anext__(self) -> StreamEvent:
+    async def __anext__(self) -> TurnEvent:
         if self._pending:
             return self._pending.pop(0)
-        event, data = await self._inner.__anext__()
-        if event == "token":
-            self._collected.text.append(data["text"])
-        elif event == "citations":
-            self._collected.citations = data["citations"]
-            self._collected.refused = data["refused"]
-        elif event == "done":
-            try:
-                ids = await self._store(self._collected)
-            except NotFound as exc:
-                return "error", error_payload(exc.code, exc.message, exc.http_status)
-            data = {**data, **ids}
-        return event, data
+        event: AnswerEvent = await self._inner.__anext__()
+        if isinstance(event, TextDelta):
+            self._collected.text.append(event.text)
+        elif isinstance(event, CitationsFound):
+            self._collected.citations = event
+        elif isinstance(event, AnswerFinished):
+            return await self._finish(event)
+        return event
+
+    async def _finish(self, finished: AnswerFinished) -> TurnEvent:
+        collected = self._collected
+        if collected.citations is None:  # an answer always sends its citations before its end
+            raise RuntimeError("the answer finished without citations")
+        refusal = self._deps.follow_ups.rewrite.refusal_text
+        answer = refusal if collected.citations.refused else "".join(collected.text)
+        try:
+            stored: StoredTurn = await anyio.to_thread.run_sync(
+                _store_turn,
+                self._deps,
+                self._caller,
+                self._conversation_id,
+                self._prepared,
+                answer,
+                collected.citations,
+            )
+        except NotFound as exc:
+            return AnswerFailed(exc.code, public_message(exc), exc.http_status)
+        return TurnFinished(finished, stored)
 
     async def aclose(self) -> None:
         """Close the answer (and free its slots)."""
@@ -224,24 +306,12 @@ class TurnStream(AnswerStream):
 
 
 async def open_turn_stream(
-    container: Container, caller: Caller, conversation_id: str, content: str, k: int | None
+    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
 ) -> TurnStream:
-    """The events of a new turn: `standalone`, then /query/stream's `token`, `citations` and
-    `done` (with the turn's ids), or `error`."""
-    prepared = await _prepare(container, caller, conversation_id, content)
-    inner = await answer_lane.open_stream(container, caller, prepared.rewrite.question, k)
-
-    async def store(collected: _Collected) -> dict[str, Any]:
-        stored: dict[str, Any] = await anyio.to_thread.run_sync(
-            _store_turn,
-            container,
-            caller,
-            conversation_id,
-            prepared,
-            container.settings.refusal_text if collected.refused else "".join(collected.text),
-            collected.citations,
-            collected.refused,
-        )
-        return stored
-
-    return TurnStream(inner, ("standalone", _rewrite_fields(prepared.rewrite)), store)
+    """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
+    prepared = await _prepare(deps, caller, conversation_id, content)
+    follow_ups = deps.follow_ups
+    inner = await answer_lane.open_stream(
+        follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
+    )
+    return TurnStream(deps, caller, conversation_id, prepared, inner)

@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.errors import RagError
-from app.providers.types import LLM, ChatMessage, LLMRequest
+from app.providers.types import LLM, ChatMessage, ChatRequest
 
 log = logging.getLogger(__name__)
 
 RewriteMethod = Literal["none", "llm", "fallback"]
 # An answer shown to the rewriter is cut here: its gist names the subject, the rest is prompt cost.
 ANSWER_CHARS = 300
+# A rewrite is one question: this bounds what a model that rambles on one line can cost.
+REWRITE_MAX_TOKENS = 160
 
 _INSTRUCTIONS = (
     "Rewrite the user's last question so that it can be understood without the conversation: "
@@ -112,24 +114,23 @@ def _transcript(history: Sequence[Turn], follow_up: str) -> str:
     return "\n".join(lines)
 
 
-def ask_llm_to_rewrite(
-    llm: LLM, history: Sequence[Turn], follow_up: str, refusal_text: str, timeout_s: float
-) -> str:
-    """The LLM's first line for the rewrite prompt (the one LLM call of conversations).
+def ask_llm_to_rewrite(llm: LLM, history: Sequence[Turn], follow_up: str, timeout_s: float) -> str:
+    """The LLM's first line for the rewrite prompt (the one LLM call of conversations), or ''
+    when the reply only repeats a line of the prompt.
 
-    Generation stops at the first line break, past `timeout_s` (checked as text arrives), or
-    at 2000 characters; closing the stream stops the model.
+    Generation stops at the first line break after some text, past `timeout_s` (checked as text
+    arrives), or at REWRITE_MAX_TOKENS; closing the stream stops the model. No stop string ends
+    it at a line break: a reply that opens with one would then be empty.
     """
-    request = LLMRequest(
+    transcript = _transcript(history, follow_up)
+    request = ChatRequest(
         messages=(
             ChatMessage("system", _INSTRUCTIONS),
             ChatMessage("user", _EXAMPLE[0]),
             ChatMessage("assistant", _EXAMPLE[1]),
-            ChatMessage("user", _transcript(history, follow_up)),
+            ChatMessage("user", transcript),
         ),
-        question=follow_up,
-        passages=(),
-        refusal_text=refusal_text,
+        max_tokens=REWRITE_MAX_TOKENS,
     )
     deadline = time.monotonic() + timeout_s
     text = ""
@@ -145,7 +146,12 @@ def ask_llm_to_rewrite(
         close = getattr(deltas, "close", None)
         if callable(close):
             close()
-    return text.strip().split("\n")[0]
+    first_line = text.strip().split("\n")[0].strip()
+    # A provider without a model (`extractive`) answers a plain chat with its last user message:
+    # the transcript's first line came back, which is no rewrite.
+    if first_line in (line.strip() for line in transcript.split("\n")):
+        return ""
+    return first_line
 
 
 _PREFIXES = ("rewritten question:", "standalone question:", "question:")
@@ -201,7 +207,7 @@ def standalone_question(
     if llm is not None:
         started = time.perf_counter()
         try:
-            raw = ask_llm_to_rewrite(llm, history, follow_up, refusal_text, timeout_s)
+            raw = ask_llm_to_rewrite(llm, history, follow_up, timeout_s)
         except (RagError, TimeoutError) as exc:
             log.warning("follow-up rewrite failed; using the fallback", extra={"error": str(exc)})
             raw = ""

@@ -13,42 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Boolean, Integer, String, Text, UniqueConstraint, delete, func, select
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
 
-from app.storage.db import Base, Database, UTCDateTime, utc_now
+from app.storage.db import Database, utc_now
+from app.storage.tables import CONVERSATION_TITLE_CHARS, ConversationMessageRow, ConversationRow
 
 Role = Literal["user", "assistant"]
-TITLE_CHARS = 120
-
-
-class ConversationRow(Base):
-    __tablename__ = "conversations"
-
-    conversation_id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
-    user_id: Mapped[str] = mapped_column(String(64), index=True)
-    title: Mapped[str] = mapped_column(String(TITLE_CHARS), default="")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
-
-
-class ConversationMessageRow(Base):
-    __tablename__ = "conversation_messages"
-    # Two turns stored at once into one conversation cannot both take the same place.
-    __table_args__ = (UniqueConstraint("conversation_id", "seq"),)
-
-    message_id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    conversation_id: Mapped[str] = mapped_column(String(32), index=True)
-    tenant_id: Mapped[str] = mapped_column(String(64))
-    seq: Mapped[int] = mapped_column(Integer)  # order within the conversation
-    role: Mapped[str] = mapped_column(String(16))
-    content: Mapped[str] = mapped_column(Text)
-    # user messages: the question retrieval ran on; assistant messages: citations and refusal
-    standalone_question: Mapped[str | None] = mapped_column(Text, nullable=True)
-    citations_json: Mapped[str | None] = mapped_column(Text, nullable=True)
-    refused: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 @dataclass(frozen=True)
@@ -258,7 +229,7 @@ class ConversationStore:
             )
             session.add_all([question, answer])
             if not row.title:
-                row.title = " ".join(turn.question.split())[:TITLE_CHARS]
+                row.title = " ".join(turn.question.split())[:CONVERSATION_TITLE_CHARS]
             row.updated_at = now
             session.flush()
             self._drop_oldest(session, conversation_id, keep_messages=2 * max_turns)

@@ -10,8 +10,8 @@ import pytest
 from api_builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
-from app.providers.llms import FakeLLM
-from app.providers.types import LLMRequest
+from app.providers.types import ChatRequest
+from tests.fakes import FakeLLM
 
 pytestmark = pytest.mark.integration
 
@@ -241,10 +241,11 @@ def test_an_llm_rewrite_is_what_retrieval_and_the_answer_see(api_factory: ApiFac
     for name, content in FILES.items():
         assert api.upload_and_wait(user, name, content)["status"] == "done"
 
-    def reply(request: LLMRequest) -> str:
-        if not request.passages:  # the rewrite prompt carries no passages
+    def reply(request: ChatRequest) -> str:
+        grounding = request.grounding
+        if grounding is None:  # the rewrite is a plain chat, without passages
             return "When was the Brimstone lighthouse built?"
-        return "It was built in 1891 [1]." if "1891" in request.passages[0] else "No [1]."
+        return "It was built in 1891 [1]." if "1891" in grounding.passages[0] else "No [1]."
 
     fake = FakeLLM(reply)
     api.container.__dict__["llm"] = fake  # the process's model, swapped after start-up
@@ -253,7 +254,8 @@ def test_an_llm_rewrite_is_what_retrieval_and_the_answer_see(api_factory: ApiFac
     follow_up = _ask(api, user, conversation, "When was it built?")
     assert follow_up["rewrite"] == "llm"
     assert follow_up["standalone_question"] == "When was the Brimstone lighthouse built?"
-    assert fake.requests[-1].question == "When was the Brimstone lighthouse built?"
+    answered = fake.requests[-1].grounding
+    assert answered is not None and answered.question == "When was the Brimstone lighthouse built?"
     assert follow_up["answer"] == "It was built in 1891 [1]."
     assert _sources(follow_up) == {"lighthouse.txt"}
     # The rewrite saw the conversation so far, answer included.

@@ -7,10 +7,11 @@ from collections.abc import Iterator
 import pytest
 
 from app.errors import InvalidInput, ProviderUnavailable
-from app.providers.llms import FakeLLM
-from app.providers.types import LLM, LLMDelta, LLMRequest
+from app.providers.extractive import ExtractiveLLM
+from app.providers.types import LLM, ChatRequest, LLMDelta
 from app.services.chat_completions import Said, split_chat
 from app.services.followups import Rewrite, Turn, fallback_question, standalone_question
+from tests.fakes import FakeLLM
 
 REFUSAL = "I could not find the answer in the provided documents."
 HISTORY = [Turn("Who designed the Harrowgate castle?", "The stonemason guild designed it [1].")]
@@ -77,8 +78,25 @@ def test_unusable_output_falls_back_to_previous_question_plus_follow_up(reply: s
 class _DownLLM:
     model_id = "down"
 
-    def stream(self, request: LLMRequest) -> Iterator[LLMDelta]:
+    def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
         raise ProviderUnavailable("connection refused")
+
+
+def test_the_extractive_provider_which_echoes_the_prompt_falls_back() -> None:
+    # Without a model, a plain chat gets its last user message back: the transcript.
+    rewrite = _rewrite(ExtractiveLLM(), "Who built the Harrowgate castle?")
+    assert rewrite.method == "fallback"
+    assert rewrite.question == (
+        "Who designed the Harrowgate castle? Who built the Harrowgate castle?"
+    )
+
+
+def test_the_rewrite_is_one_short_plain_chat_call() -> None:
+    llm = FakeLLM("When was the Harrowgate castle built?")
+    _rewrite(llm)
+    [request] = llm.requests
+    assert request.grounding is None and request.max_tokens is not None
+    assert request.messages[0].role == "system" and request.messages[-1].role == "user"
 
 
 def test_an_unavailable_llm_falls_back() -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import asdict
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import StreamingResponse
@@ -17,15 +18,21 @@ from app.api.conversation_schemas import (
 )
 from app.api.deps import ContainerDep, Principal, QueryRateLimit
 from app.api.errors import error_responses
-from app.api.routes.answers import EventStreamResponse
+from app.api.routes.answers import EventStreamResponse, wire_event
 from app.api.schemas import CitationOut
-from app.errors import InvalidInput
+from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
 from app.services import conversations as service
 from app.services.admission import Caller
+from app.services.conversations import (
+    AnsweredTurn,
+    QuestionRewritten,
+    TurnEvent,
+    TurnFinished,
+)
+from app.services.followups import Rewrite
 from app.storage.conversations import ConversationRecord, MessageRecord
 
 router = APIRouter(tags=["conversations"])
-DEFAULT_PAGE_SIZE = 50
 
 
 def _caller(principal: Principal) -> Caller:
@@ -58,10 +65,43 @@ def _message_out(message: MessageRecord) -> MessageOut:
     )
 
 
+def _rewrite_fields(rewrite: Rewrite) -> dict[str, Any]:
+    return {
+        "standalone_question": rewrite.question,
+        "rewrite": rewrite.method,
+        "rewrite_ms": round(rewrite.llm_ms, 2),
+    }
+
+
+def _turn_out(turn: AnsweredTurn) -> TurnOut:
+    answered = turn.answered
+    return TurnOut(
+        answer=answered.answer,
+        citations=[CitationOut(**asdict(c)) for c in answered.citations],
+        refused=answered.refused,
+        cache=answered.cache,
+        timings=answered.timings,
+        total_ms=answered.total_ms,
+        **asdict(turn.stored),
+        **_rewrite_fields(turn.rewrite),
+    )
+
+
+def _wire_turn_event(event: TurnEvent) -> tuple[str, dict[str, Any]]:
+    """The SSE name and data of a turn event: /query/stream's, plus `standalone` first and the
+    turn's message ids in `done`."""
+    if isinstance(event, QuestionRewritten):
+        return "standalone", _rewrite_fields(event.rewrite)
+    if isinstance(event, TurnFinished):
+        name, data = wire_event(event.finished)
+        return name, {**data, **asdict(event.stored)}
+    return wire_event(event)
+
+
 @router.post("/conversations", status_code=201, response_model=ConversationOut)
 def create_conversation(container: ContainerDep, principal: Principal) -> ConversationOut:
     """Start an empty conversation; its id takes follow-up questions."""
-    return _conversation_out(service.start(container, _caller(principal)))
+    return _conversation_out(service.start(container.conversations, _caller(principal)))
 
 
 @router.get("/conversations", response_model=ConversationList, responses=error_responses(422))
@@ -69,17 +109,20 @@ def list_conversations(
     container: ContainerDep,
     principal: Principal,
     limit: Annotated[
-        int | None, Query(ge=1, le=1000, description="page size; default 50 or the cap")
+        int | None,
+        Query(
+            ge=1,
+            le=PAGE_SIZE_CEILING,
+            description=f"page size; default {DEFAULT_PAGE_SIZE} or the cap",
+        ),
     ] = None,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> ConversationList:
     """The caller's conversations, most recently used first."""
-    cap = container.settings.max_page_size
-    if limit is None:
-        limit = min(DEFAULT_PAGE_SIZE, cap)
-    if limit > cap:
-        raise InvalidInput(f"limit must not exceed {cap}")
-    records, total = service.list_conversations(container, _caller(principal), limit, offset)
+    size = container.request_limits.page_size(limit)
+    records, total = service.list_conversations(
+        container.conversations, _caller(principal), size, offset
+    )
     return ConversationList(data=[_conversation_out(r) for r in records], count=total)
 
 
@@ -93,8 +136,9 @@ def get_conversation(
 ) -> ConversationDetail:
     """The conversation with its kept messages; each answer with its own citations."""
     caller = _caller(principal)
-    record = service.get(container, caller, conversation_id)
-    history = service.messages(container, caller, conversation_id)
+    store = container.conversations
+    record = service.get(store, caller, conversation_id)
+    history = service.messages(store, caller, conversation_id)
     return ConversationDetail(
         **_conversation_out(record).model_dump(), history=[_message_out(m) for m in history]
     )
@@ -105,7 +149,7 @@ def delete_conversation(
     conversation_id: str, container: ContainerDep, principal: Principal
 ) -> Response:
     """Delete the conversation and every message of it."""
-    service.delete(container, _caller(principal), conversation_id)
+    service.delete(container.conversations, _caller(principal), conversation_id)
     return Response(status_code=204)
 
 
@@ -131,10 +175,8 @@ async def post_message(
 ) -> TurnOut | StreamingResponse:
     """Ask a question in the conversation: a follow-up is rewritten into a standalone question
     from the latest turns, answered like /query, and the turn is stored with its citations."""
-    caller = _caller(principal)
+    caller, deps = _caller(principal), container.conversation_deps
     if stream:
-        events = await service.open_turn_stream(
-            container, caller, conversation_id, body.content, body.k
-        )
-        return EventStreamResponse(events)
-    return TurnOut(**await service.ask(container, caller, conversation_id, body.content, body.k))
+        events = await service.open_turn_stream(deps, caller, conversation_id, body.content, body.k)
+        return EventStreamResponse(events, _wire_turn_event)
+    return _turn_out(await service.ask(deps, caller, conversation_id, body.content, body.k))

@@ -11,6 +11,7 @@ import json
 import secrets
 import time
 from collections.abc import AsyncIterator
+from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter
@@ -29,8 +30,10 @@ from app.api.conversation_schemas import (
 from app.api.deps import ContainerDep, Principal, QueryRateLimit
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut
+from app.observability import error_payload
 from app.services import chat_completions as service
 from app.services.admission import Caller
+from app.services.answer import AnswerFailed, AnswerFinished, CitationsFound, TextDelta
 from app.services.answer_lane import AnswerStream
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
@@ -56,13 +59,13 @@ async def _chunks(
 ) -> AsyncIterator[bytes]:
     model = service.SERVICE_MODEL
     yield _data(chunk(completion_id, created, model, {"role": "assistant", "content": ""}))
-    citations: dict[str, Any] = {"citations": [], "refused": False}
-    async for event, data in events:
-        if event == "token":
-            yield _data(chunk(completion_id, created, model, {"content": data["text"]}))
-        elif event == "citations":
-            citations = data
-        elif event == "done":
+    found = CitationsFound([], False)
+    async for event in events:
+        if isinstance(event, TextDelta):
+            yield _data(chunk(completion_id, created, model, {"content": event.text}))
+        elif isinstance(event, CitationsFound):
+            found = event
+        elif isinstance(event, AnswerFinished):
             yield _data(
                 chunk(
                     completion_id,
@@ -70,14 +73,15 @@ async def _chunks(
                     model,
                     {},
                     finish_reason="stop",
-                    citations=citations["citations"],
-                    refused=citations["refused"],
+                    citations=[asdict(c) for c in found.citations],
+                    refused=found.refused,
                     standalone_question=standalone,
                 )
             )
             yield _data("[DONE]")
-        elif event == "error":
-            yield _data({"error": data})  # what OpenAI clients raise as an APIError
+        elif isinstance(event, AnswerFailed):
+            # What OpenAI clients raise as an APIError.
+            yield _data({"error": error_payload(event.code, event.message, event.http_status)})
             return
 
 
@@ -122,18 +126,19 @@ async def chat_completions(
     said = [service.Said(m.role, m.content) for m in body.messages]
     completion_id = f"chatcmpl-{secrets.token_hex(12)}"
     created = int(time.time())
+    deps = container.follow_up_deps
     if body.stream:
-        events, rewrite = await service.open_completion(container, caller, said)
+        events, rewrite = await service.open_completion(deps, caller, said)
         return ChunkStreamResponse(
             events, _chunks(events, completion_id, created, rewrite.question)
         )
-    answer, rewrite = await service.complete(container, caller, said)
+    answered, rewrite = await service.complete(deps, caller, said)
     return ChatCompletionOut(
         id=completion_id,
         created=created,
         model=service.SERVICE_MODEL,
-        choices=[ChatChoice(message=ChatMessageOut(content=answer["answer"]))],
-        citations=[CitationOut(**c) for c in answer["citations"]],
-        refused=answer["refused"],
+        choices=[ChatChoice(message=ChatMessageOut(content=answered.answer))],
+        citations=[CitationOut(**asdict(c)) for c in answered.citations],
+        refused=answered.refused,
         standalone_question=rewrite.question,
     )
