@@ -188,9 +188,12 @@ class _Prepared:
 
 
 async def _prepare(
-    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str
+    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
 ) -> _Prepared:
-    question = deps.follow_ups.answers.limits.question(content)  # /query's limit, before any work
+    # /query's limits, checked before any work (the answer checks them again).
+    limits = deps.follow_ups.answers.limits
+    question = limits.question(content)
+    limits.k(k)
     stored = await anyio.to_thread.run_sync(messages, deps.store, caller, conversation_id)
     rewrite = await rewrite_follow_up(deps.follow_ups, caller, turns_of(stored), question)
     return _Prepared(question, rewrite)
@@ -223,7 +226,7 @@ async def ask(
     deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
 ) -> AnsweredTurn:
     """The cited answer of a new turn, the question it answered and where it was stored."""
-    prepared = await _prepare(deps, caller, conversation_id, content)
+    prepared = await _prepare(deps, caller, conversation_id, content, k)
     follow_ups = deps.follow_ups
     answered = await answer_lane.answer(
         follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
@@ -309,7 +312,7 @@ async def open_turn_stream(
     deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
 ) -> TurnStream:
     """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
-    prepared = await _prepare(deps, caller, conversation_id, content)
+    prepared = await _prepare(deps, caller, conversation_id, content, k)
     follow_ups = deps.follow_ups
     inner = await answer_lane.open_stream(
         follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
