@@ -114,6 +114,11 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "stream_max_open",
         "stream_max_per_tenant",
         "stream_max_per_user",
+        # conversations: the standalone question they produce is itself in the cache key
+        "conversation_max_turns",
+        "conversation_context_turns",
+        "conversation_rewrite",
+        "conversation_rewrite_timeout_s",
         # jobs, cache, quotas
         "job_backend",
         "worker_pool_size",

@@ -156,6 +156,21 @@ class Settings(BaseSettings):
     stream_max_per_tenant: int = Field(default=8, gt=0)
     stream_max_per_user: int = Field(default=4, gt=0)
 
+    # --- conversations and /v1/chat/completions ---
+    conversation_max_turns: int = Field(
+        default=20, gt=0, description="turns kept per conversation; the oldest are dropped"
+    )
+    conversation_context_turns: int = Field(
+        default=3, gt=0, description="latest turns shown to the follow-up rewriter"
+    )
+    conversation_rewrite: Literal["llm", "fallback"] = Field(
+        default="llm",
+        description="rewrite follow-ups with the LLM (falling back when it fails) or never",
+    )
+    conversation_rewrite_timeout_s: float = Field(
+        default=20.0, gt=0, description="LLM rewrite budget before the fallback is used"
+    )
+
     # --- storage, jobs, cache ---
     database_url: str = ""
     redis_url: str = "redis://127.0.0.1:6379/0"

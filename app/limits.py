@@ -4,10 +4,11 @@ Two layers, both defined here so they cannot disagree:
 
 - Ceilings: fixed outer bounds. The request models declare them (so a body is rejected before
   any work when it exceeds every possible configuration), and Settings refuses a configured cap
-  above them (so a cap the models would never let through cannot be configured).
+  above them (so a cap the models would never let through cannot be configured). The chat
+  endpoint's per-message caps are ceilings only.
 - `RequestLimits`: the configured caps (`RAG_MAX_QUESTION_CHARS`, `RAG_MAX_K`,
-  `RAG_MAX_PAGE_SIZE`). The services enforce them with these checks, and /openapi.json
-  documents these same values (`app.api.openapi`).
+  `RAG_MAX_PAGE_SIZE`, for document and conversation listings). The services enforce them
+  with these checks, and /openapi.json documents these same values (`app.api.openapi`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,14 @@ if TYPE_CHECKING:
 QUESTION_CHARS_CEILING = 20_000
 K_CEILING = 1000
 PAGE_SIZE_CEILING = 1000
-# A document listing's page size when the client names none (a smaller configured cap wins).
+# A document or conversation listing's page size when the client names none (a smaller
+# configured cap wins).
 DEFAULT_PAGE_SIZE = 50
+# /v1/chat/completions: fixed caps on a request's messages (the body as a whole is capped by
+# RAG_MAX_BODY_BYTES: 413). One message at the cap, every character JSON-escaped, fits in that
+# cap's default; the last user message, the question, also has the configured question cap.
+CHAT_MESSAGE_CHARS_CEILING = 8_000
+CHAT_MESSAGES_CEILING = 100
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,15 @@ from app.api.deps import get_principal
 from app.api.errors import error_responses, install_error_handlers, internal_error_response
 from app.api.forwarded import ForwardedHeaders
 from app.api.openapi import install_openapi_limits
-from app.api.routes import answers, documents, pages, public, stats
+from app.api.routes import (
+    answers,
+    conversations,
+    documents,
+    openai_compat,
+    pages,
+    public,
+    stats,
+)
 from app.api.routes.web import install_web
 from app.config import Settings, get_settings
 from app.observability import configure_logging, configure_tracing, request_id_var
@@ -103,7 +111,15 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
     app.include_router(public.router)
     protected = [Depends(get_principal)]  # authenticated by default
-    for router in (documents.router, answers.router, stats.router, pages.router):
+    routers = (
+        documents.router,
+        answers.router,
+        stats.router,
+        pages.router,
+        conversations.router,
+        openai_compat.router,
+    )
+    for router in routers:
         app.include_router(router, dependencies=protected, responses=error_responses(401))
     install_web(app)  # the web app at / and the offline /docs, /redoc
     return app

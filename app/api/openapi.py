@@ -34,16 +34,17 @@ def _set_k_limit(model: dict[str, Any], max_k: int) -> None:
 def apply_limits(schema: dict[str, Any], limits: RequestLimits) -> dict[str, Any]:
     """Write the configured caps into an OpenAPI document (in place) and return it."""
     models = schema.get("components", {}).get("schemas", {})
-    for name, field in (("SearchIn", "query"), ("QueryIn", "question")):
+    for name, field in (("SearchIn", "query"), ("QueryIn", "question"), ("MessageIn", "content")):
         if name in models:
             _set_text_limit(models[name], field, limits.max_question_chars)
             _set_k_limit(models[name], limits.max_k)
-    listing = schema.get("paths", {}).get("/documents", {}).get("get", {})
-    for parameter in listing.get("parameters", []):
-        if parameter.get("name") == "limit":
-            for option in parameter["schema"].get("anyOf", [parameter["schema"]]):
-                if option.get("type") == "integer":
-                    option["maximum"] = limits.max_page_size
+    for listed in ("/documents", "/conversations"):
+        listing = schema.get("paths", {}).get(listed, {}).get("get", {})
+        for parameter in listing.get("parameters", []):
+            if parameter.get("name") == "limit":
+                for option in parameter["schema"].get("anyOf", [parameter["schema"]]):
+                    if option.get("type") == "integer":
+                        option["maximum"] = limits.max_page_size
     return schema
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from app.security import TokenCodec
     from app.services.answer import AnswerDeps
     from app.services.answer_lane import AnswerLane
+    from app.services.conversations import ConversationDeps, FollowUpDeps
     from app.services.corpus import Corpus
     from app.services.documents import DocumentDeps, UploadDeps
     from app.services.login import LoginGuard
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
     from app.storage.chunks import ChunkStore
+    from app.storage.conversations import ConversationStore
     from app.storage.db import Database
     from app.storage.documents import DocumentStore
     from app.storage.rate_limit import RateLimiter
@@ -105,6 +107,31 @@ class Container:
             config_fingerprint=self.config_fingerprint,
             limits=self.request_limits,
             generation=generation_limits(self.settings),
+        )
+
+    @cached_property
+    def follow_up_deps(self) -> FollowUpDeps:
+        """What answering a follow-up (a conversation turn, a chat completion) needs."""
+        from app.services.conversations import FollowUpDeps, RewriteConfig
+
+        s = self.settings
+        rewrite = RewriteConfig(
+            mode=s.conversation_rewrite,
+            context_turns=s.conversation_context_turns,
+            timeout_s=s.conversation_rewrite_timeout_s,
+            refusal_text=s.refusal_text,
+        )
+        return FollowUpDeps(lane=self.answer_lane, answers=self.answer_deps, rewrite=rewrite)
+
+    @cached_property
+    def conversation_deps(self) -> ConversationDeps:
+        """What the conversation routes need: the store and the follow-up answering."""
+        from app.services.conversations import ConversationDeps
+
+        return ConversationDeps(
+            store=self.conversations,
+            follow_ups=self.follow_up_deps,
+            max_turns=self.settings.conversation_max_turns,
         )
 
     @cached_property
@@ -245,6 +272,12 @@ class Container:
         from app.storage.documents import DocumentStore
 
         return DocumentStore(self.database)
+
+    @cached_property
+    def conversations(self) -> ConversationStore:
+        from app.storage.conversations import ConversationStore
+
+        return ConversationStore(self.database)
 
     @cached_property
     def chunk_records(self) -> ChunkStore:

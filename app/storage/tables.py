@@ -1,7 +1,7 @@
 """Every table of the service database, in one module that imports no other part of the app.
 
-The repositories (users, documents, chunks, jobs) import their rows from here, so no storage
-module needs another's to build the schema. A change here needs a migration in
+The repositories (users, documents, chunks, jobs, conversations) import their rows from here,
+so no storage module needs another's to build the schema. A change here needs a migration in
 `app/storage/migrations/versions` (README, "Database migrations"); a test compares the two.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, DateTime, Integer, String, Text
+from sqlalchemy import BigInteger, Boolean, DateTime, Integer, String, Text, UniqueConstraint
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -147,3 +147,42 @@ class BatchMemberRow(Base):
 
     job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     batch_id: Mapped[str] = mapped_column(String(40), index=True)
+
+
+# --- conversations -----------------------------------------------------------------------------
+
+# A conversation's title is its first question, shortened to this many characters.
+CONVERSATION_TITLE_CHARS = 120
+
+
+class ConversationRow(Base):
+    """A conversation of one user of a tenant (its messages are kept in their own table)."""
+
+    __tablename__ = "conversations"
+
+    conversation_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    user_id: Mapped[str] = mapped_column(String(64), index=True)
+    title: Mapped[str] = mapped_column(String(CONVERSATION_TITLE_CHARS), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class ConversationMessageRow(Base):
+    """One question or answer of a conversation, in its place (`seq`)."""
+
+    __tablename__ = "conversation_messages"
+    # Two turns stored at once into one conversation cannot both take the same place.
+    __table_args__ = (UniqueConstraint("conversation_id", "seq"),)
+
+    message_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(String(32), index=True)
+    tenant_id: Mapped[str] = mapped_column(String(64))
+    seq: Mapped[int] = mapped_column(Integer)  # order within the conversation
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text)
+    # user messages: the question retrieval ran on; assistant messages: citations and refusal
+    standalone_question: Mapped[str | None] = mapped_column(Text, nullable=True)
+    citations_json: Mapped[str | None] = mapped_column(Text, nullable=True)
+    refused: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -13,6 +13,8 @@ pytestmark = pytest.mark.integration
 
 MISSING_JOB = "job_000000000000000000000000"
 MISSING_DOC = "doc_000000000000000000000000"
+MISSING_CONVERSATION = "0" * 32
+CHAT = {"model": "rag", "messages": [{"role": "user", "content": "lamp at dusk"}]}
 
 # Every protected route with a request that would succeed for the owner (ids filled in later).
 PROTECTED = [
@@ -27,6 +29,13 @@ PROTECTED = [
     ("GET", "/stats"),
     ("GET", "/documents/{document_id}/pages/{page}.png"),
     ("GET", "/documents/{document_id}/pages/{page}/text"),
+    ("POST", "/conversations"),
+    ("GET", "/conversations"),
+    ("GET", "/conversations/{conversation_id}"),
+    ("DELETE", "/conversations/{conversation_id}"),
+    ("POST", "/conversations/{conversation_id}/messages"),
+    ("GET", "/v1/models"),
+    ("POST", "/v1/chat/completions"),
 ]
 PUBLIC = [("GET", "/health"), ("GET", "/ready"), ("POST", "/auth/token")]
 
@@ -51,9 +60,13 @@ def owned_job(api: ApiHarness, owner: ApiUser) -> dict[str, Any]:
 
 
 def _call(api: ApiHarness, method: str, path: str, headers: dict[str, str], **ids: str) -> Any:
-    url = path.format(page=1, **ids)
+    url = path.format(page=1, **{"conversation_id": MISSING_CONVERSATION, **ids})
     if path == "/documents" and method == "POST":
         return api.client.post(url, files={"file": ("x.txt", b"hello there")}, headers=headers)
+    if path.endswith("/messages"):
+        return api.client.post(url, json={"content": "lamp at dusk"}, headers=headers)
+    if path == "/v1/chat/completions":
+        return api.client.post(url, json=CHAT, headers=headers)
     if method == "POST":
         field = "query" if url == "/search" else "question"
         return api.client.post(url, json={field: "lamp at dusk"}, headers=headers)

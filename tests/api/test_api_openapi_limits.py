@@ -17,17 +17,24 @@ from app.limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING
 
 pytestmark = pytest.mark.integration
 
-TEXT_FIELDS = (("/search", "SearchIn", "query"), ("/query", "QueryIn", "question"))
+TEXT_FIELDS = (
+    ("/search", "SearchIn", "query"),
+    ("/query", "QueryIn", "question"),
+    ("/conversations/{conversation_id}/messages", "MessageIn", "content"),
+)
+LISTINGS = ("/documents", "/conversations")
 
 
 def _documented(api: ApiHarness) -> dict[str, Any]:
     schema = api.client.get("/openapi.json").json()
     models = schema["components"]["schemas"]
-    listing = next(
-        p for p in schema["paths"]["/documents"]["get"]["parameters"] if p["name"] == "limit"
-    )
-    (page_size,) = [o["maximum"] for o in listing["schema"]["anyOf"] if o.get("type") == "integer"]
-    found: dict[str, Any] = {"page_size": page_size}
+    found: dict[str, Any] = {}
+    for path in LISTINGS:
+        listing = next(
+            p for p in schema["paths"][path]["get"]["parameters"] if p["name"] == "limit"
+        )
+        options = listing["schema"]["anyOf"]
+        (found[path],) = [o["maximum"] for o in options if o.get("type") == "integer"]
     for path, model, field in TEXT_FIELDS:
         properties = models[model]["properties"]
         (k,) = [o["maximum"] for o in properties["k"]["anyOf"] if o.get("type") == "integer"]
@@ -37,8 +44,12 @@ def _documented(api: ApiHarness) -> dict[str, Any]:
 
 def _assert_enforced_as_documented(api: ApiHarness, user: ApiUser) -> None:
     documented = _documented(api)
-    for path, _, field in TEXT_FIELDS:
-        max_chars, max_k = documented[path]
+    started = api.client.post("/conversations", headers=user.headers)
+    assert started.status_code == 201, started.text
+    conversation_id = started.json()["conversation_id"]
+    for documented_path, _, field in TEXT_FIELDS:
+        path = documented_path.format(conversation_id=conversation_id)
+        max_chars, max_k = documented[documented_path]
         longest = "tide " + "x" * (max_chars - 5)
         accepted = api.client.post(path, json={field: longest, "k": max_k}, headers=user.headers)
         assert accepted.status_code == 200, (path, accepted.text)
@@ -46,11 +57,12 @@ def _assert_enforced_as_documented(api: ApiHarness, user: ApiUser) -> None:
         assert_error_body(too_long, 422)
         too_many = api.client.post(path, json={field: "tide", "k": max_k + 1}, headers=user.headers)
         assert_error_body(too_many, 422)
-    page_size = documented["page_size"]
-    listing = api.client.get("/documents", params={"limit": page_size}, headers=user.headers)
-    assert listing.status_code == 200, listing.text
-    over = api.client.get("/documents", params={"limit": page_size + 1}, headers=user.headers)
-    assert_error_body(over, 422)
+    for path in LISTINGS:
+        page_size = documented[path]
+        listing = api.client.get(path, params={"limit": page_size}, headers=user.headers)
+        assert listing.status_code == 200, (path, listing.text)
+        over = api.client.get(path, params={"limit": page_size + 1}, headers=user.headers)
+        assert_error_body(over, 422)
 
 
 def test_small_configured_caps_are_documented_and_enforced(api_factory: ApiFactory) -> None:
@@ -62,7 +74,10 @@ def test_small_configured_caps_are_documented_and_enforced(api_factory: ApiFacto
         max_page_size=9,
         rate_limit_query_per_minute=1000,
     )
-    assert _documented(api) == {"page_size": 9, "/search": (300, 7), "/query": (300, 7)}
+    assert _documented(api) == {
+        **dict.fromkeys(LISTINGS, 9),
+        **{path: (300, 7) for path, _, _ in TEXT_FIELDS},
+    }
     _assert_enforced_as_documented(api, api.add_user("limits-small"))
 
 
@@ -77,9 +92,8 @@ def test_caps_at_the_outer_bounds_are_documented_and_enforced(api_factory: ApiFa
     )
     ceilings = (QUESTION_CHARS_CEILING, K_CEILING)
     assert _documented(api) == {
-        "page_size": PAGE_SIZE_CEILING,
-        "/search": ceilings,
-        "/query": ceilings,
+        **dict.fromkeys(LISTINGS, PAGE_SIZE_CEILING),
+        **{path: ceilings for path, _, _ in TEXT_FIELDS},
     }
     _assert_enforced_as_documented(api, api.add_user("limits-ceiling"))
 

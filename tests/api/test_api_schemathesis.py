@@ -46,6 +46,13 @@ def _fuzz(operation: Any, mode: GenerationMode, examples: int) -> None:
         # A schema-valid file name can still have an unsupported suffix (415, documented): the
         # accepted types are a list of suffixes JSON Schema cannot express for a file.
         excluded.append(positive_data_acceptance)
+    if operation.label == "POST /v1/chat/completions":
+        # Its rules are on the message list as a whole (the last message is the user's, and that
+        # question has the /query length cap), which JSON Schema cannot express: a schema-valid
+        # chat can be a documented 422. And its list of messages can be made larger than
+        # RAG_MAX_BODY_BYTES, which is refused with 413 before it is parsed (413 is not among
+        # the rejections that check counts); test_api_conversations.py covers its 422s.
+        excluded.extend([positive_data_acceptance, negative_data_rejection])
     if operation.method.upper() in ("GET", "DELETE"):
         # Negative cases there are unknown query parameters, which HTTP APIs ignore by
         # convention; bad values of known parameters are covered by test_api_contract.py.
@@ -69,7 +76,7 @@ def test_no_server_errors_and_no_schema_violations(api_schema: schemathesis.Base
     # Driven by hand: schemathesis' pytest plugin does not load under this pytest version.
     failures: list[str] = []
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    assert len(operations) == 14
+    assert len(operations) == 21
     for operation in operations:
         for mode, examples in EXAMPLES.items():
             try:

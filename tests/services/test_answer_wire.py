@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.routes.answers import _query_out, _sse, _wire_event
+from app.api.routes.answers import _query_out, _sse, wire_event
 from app.generation.citations import Citation
 from app.observability import request_id_var
 from app.services.answer import (
@@ -30,7 +30,7 @@ CITATION_JSON = (
 
 
 def _frame(event: object) -> str:
-    return _sse(*_wire_event(event)).decode()  # type: ignore[arg-type]
+    return _sse(*wire_event(event)).decode()  # type: ignore[arg-type]
 
 
 def test_each_event_is_the_frame_clients_parse() -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
@@ -25,7 +25,6 @@ from app.services.answer import (
     CitationsFound,
     TextDelta,
 )
-from app.services.answer_lane import AnswerStream
 from app.services.search import search as search_service
 from app.timing import start_timer
 
@@ -86,7 +85,7 @@ def _query_out(answered: AnsweredQuestion) -> QueryOut:
     )
 
 
-def _wire_event(event: AnswerEvent) -> tuple[str, dict[str, Any]]:
+def wire_event(event: AnswerEvent) -> tuple[str, dict[str, Any]]:
     """The SSE name and data of an answer event (the stream's wire format)."""
     if isinstance(event, TextDelta):
         return "token", {"text": event.text}
@@ -109,18 +108,31 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-async def _encoded(events: AnswerStream) -> AsyncIterator[bytes]:
+class ClosableEvents(Protocol):
+    """The events of an admitted answer (an `AnswerStream`, or a stream wrapping one)."""
+
+    def __aiter__(self) -> AsyncIterator[Any]: ...
+
+    async def aclose(self) -> None: ...
+
+
+WireEvent = Callable[[Any], tuple[str, dict[str, Any]]]
+
+
+async def _encoded(events: ClosableEvents, wire: WireEvent) -> AsyncIterator[bytes]:
     async for event in events:
-        yield _sse(*_wire_event(event))
+        yield _sse(*wire(event))
 
 
 class EventStreamResponse(StreamingResponse):
     """Server-sent events of an admitted answer; the answer is closed however the response
-    ends (done, error, or the client hanging up), which stops the model and frees its slots."""
+    ends (done, error, or the client hanging up), which stops the model and frees its slots.
 
-    def __init__(self, events: AnswerStream) -> None:
+    `wire` names each event and gives its data (`wire_event` for an answer's own events)."""
+
+    def __init__(self, events: ClosableEvents, wire: WireEvent = wire_event) -> None:
         super().__init__(
-            _encoded(events),
+            _encoded(events, wire),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )

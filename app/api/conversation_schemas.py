@@ -1,0 +1,135 @@
+"""Bodies of the conversation endpoints and of the OpenAI-compatible chat endpoint."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.schemas import CitationOut, QueryOut
+from app.limits import (
+    CHAT_MESSAGE_CHARS_CEILING,
+    CHAT_MESSAGES_CEILING,
+    K_CEILING,
+    QUESTION_CHARS_CEILING,
+)
+
+RewriteMethod = Literal["none", "llm", "fallback"]
+
+
+class ConversationOut(BaseModel):
+    conversation_id: str
+    title: str = Field(description="the first question, shortened; empty until one is asked")
+    messages: int = Field(description="messages kept (two per turn)")
+    created_at: str
+    updated_at: str
+
+
+class ConversationList(BaseModel):
+    data: list[ConversationOut]
+    count: int
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # The outer bounds; the configured caps are checked by RequestLimits (both in app.limits).
+    content: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)
+    k: int | None = Field(default=None, ge=1, le=K_CEILING)
+
+
+class MessageOut(BaseModel):
+    message_id: str
+    role: Literal["user", "assistant"]
+    content: str
+    standalone_question: str | None = Field(
+        default=None, description="user messages: the question retrieval and the answer used"
+    )
+    citations: list[CitationOut] | None = Field(
+        default=None, description="assistant messages: what the [n] markers of this answer cite"
+    )
+    refused: bool | None = None
+    created_at: str
+
+
+class ConversationDetail(ConversationOut):
+    history: list[MessageOut] = Field(description="the kept messages, oldest first")
+
+
+class TurnOut(QueryOut):
+    """The /query body of the turn's answer, plus where it was stored and what was asked."""
+
+    conversation_id: str
+    question_message_id: str
+    answer_message_id: str
+    standalone_question: str
+    rewrite: RewriteMethod = Field(
+        description="none (first question), llm, or fallback (previous question + follow-up)"
+    )
+    rewrite_ms: float = Field(description="time the LLM spent rewriting (0 when not asked)")
+
+
+# --- OpenAI wire format (the fields its clients read; other request fields are ignored) ---
+
+
+class ChatMessageIn(BaseModel):
+    role: Literal["system", "developer", "user", "assistant"]
+    # The question, the last user message, also has the configured /query cap.
+    content: str = Field(max_length=CHAT_MESSAGE_CHARS_CEILING)
+
+
+class ChatCompletionIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # temperature, top_p, user...: not ours to honour
+
+    model: str = Field(max_length=200)
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=CHAT_MESSAGES_CEILING)
+    stream: bool = False
+
+
+class ChatMessageOut(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class ChatChoice(BaseModel):
+    index: int = 0
+    message: ChatMessageOut
+    finish_reason: Literal["stop"] = "stop"
+
+
+class ChatCompletionOut(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    citations: list[CitationOut] = Field(description="what the answer's [n] markers cite")
+    refused: bool
+    standalone_question: str
+
+
+class ModelOut(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelOut]
+
+
+def chunk(
+    completion_id: str, created: int, model: str, delta: dict[str, Any], **extra: Any
+) -> dict[str, Any]:
+    """One `chat.completion.chunk` object of a streamed completion."""
+    finish = extra.pop("finish_reason", None)
+    return {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }

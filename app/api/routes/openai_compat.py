@@ -1,0 +1,144 @@
+"""`/v1/chat/completions` and `/v1/models` in OpenAI's wire format, so chat front-ends and
+OpenAI SDKs can ask the service; answers carry [n] markers and a `citations` field.
+
+Errors keep the service's envelope, `{"error": {"code", "message"}}`, which OpenAI clients read
+as an API error (non-streamed: by status; streamed: a `data:` line holding `error`).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+from starlette.types import Send
+
+from app.api.conversation_schemas import (
+    ChatChoice,
+    ChatCompletionIn,
+    ChatCompletionOut,
+    ChatMessageOut,
+    ModelList,
+    ModelOut,
+    chunk,
+)
+from app.api.deps import ContainerDep, Principal, QueryRateLimit
+from app.api.errors import error_responses
+from app.api.schemas import CitationOut
+from app.observability import error_payload
+from app.services import chat_completions as service
+from app.services.admission import Caller
+from app.services.answer import AnswerFailed, AnswerFinished, CitationsFound, TextDelta
+from app.services.answer_lane import AnswerStream
+
+router = APIRouter(prefix="/v1", tags=["openai-compatible"])
+# The service's models exist as long as it runs; OpenAI's field wants a Unix time.
+_MODELS_CREATED = 0
+
+
+@router.get("/models", response_model=ModelList)
+def list_models(principal: Principal) -> ModelList:
+    """What `model` of /v1/chat/completions accepts."""
+    return ModelList(
+        data=[ModelOut(id=service.SERVICE_MODEL, created=_MODELS_CREATED, owned_by="rag-service")]
+    )
+
+
+def _data(payload: dict[str, Any] | str) -> bytes:
+    text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+    return f"data: {text}\n\n".encode()
+
+
+async def _chunks(
+    events: AnswerStream, completion_id: str, created: int, standalone: str
+) -> AsyncIterator[bytes]:
+    model = service.SERVICE_MODEL
+    yield _data(chunk(completion_id, created, model, {"role": "assistant", "content": ""}))
+    found = CitationsFound([], False)
+    async for event in events:
+        if isinstance(event, TextDelta):
+            yield _data(chunk(completion_id, created, model, {"content": event.text}))
+        elif isinstance(event, CitationsFound):
+            found = event
+        elif isinstance(event, AnswerFinished):
+            yield _data(
+                chunk(
+                    completion_id,
+                    created,
+                    model,
+                    {},
+                    finish_reason="stop",
+                    citations=[asdict(c) for c in found.citations],
+                    refused=found.refused,
+                    standalone_question=standalone,
+                )
+            )
+            yield _data("[DONE]")
+        elif isinstance(event, AnswerFailed):
+            # What OpenAI clients raise as an APIError.
+            yield _data({"error": error_payload(event.code, event.message, event.http_status)})
+            return
+
+
+class ChunkStreamResponse(StreamingResponse):
+    """`chat.completion.chunk` lines of an admitted answer; the answer is closed however the
+    response ends, which stops the model and frees its slots."""
+
+    def __init__(self, events: AnswerStream, body: AsyncIterator[bytes]) -> None:
+        super().__init__(
+            body,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+        self._events = events
+
+    async def stream_response(self, send: Send) -> None:
+        """Send the chunks, then close the answer even when cancelled by a disconnect."""
+        try:
+            await super().stream_response(send)
+        finally:
+            await self._events.aclose()
+
+
+@router.post(
+    "/chat/completions",
+    response_model=ChatCompletionOut,
+    dependencies=[QueryRateLimit],
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "with `stream: true`, chat.completion.chunk lines, then [DONE]",
+        },
+        **error_responses(409, 413, 422, 429, 503),
+    },
+)
+async def chat_completions(
+    body: ChatCompletionIn, container: ContainerDep, principal: Principal
+) -> ChatCompletionOut | StreamingResponse:
+    """A cited answer to the last user message; earlier messages are the history."""
+    service.check_model(body.model)
+    caller = Caller(principal.tenant_id, principal.user_id)
+    said = [service.Said(m.role, m.content) for m in body.messages]
+    completion_id = f"chatcmpl-{secrets.token_hex(12)}"
+    created = int(time.time())
+    deps = container.follow_up_deps
+    if body.stream:
+        events, rewrite = await service.open_completion(deps, caller, said)
+        return ChunkStreamResponse(
+            events, _chunks(events, completion_id, created, rewrite.question)
+        )
+    answered, rewrite = await service.complete(deps, caller, said)
+    return ChatCompletionOut(
+        id=completion_id,
+        created=created,
+        model=service.SERVICE_MODEL,
+        choices=[ChatChoice(message=ChatMessageOut(content=answered.answer))],
+        citations=[CitationOut(**asdict(c)) for c in answered.citations],
+        refused=answered.refused,
+        standalone_question=rewrite.question,
+    )

@@ -1,0 +1,74 @@
+"""OpenAI-style chat completions answered by the service: the last user message is the
+question, the earlier messages are the history its follow-up is rewritten from.
+
+Nothing is stored: a chat client sends the whole history with every request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.errors import InvalidInput
+from app.services import answer_lane
+from app.services.admission import Caller
+from app.services.answer import AnsweredQuestion
+from app.services.answer_lane import AnswerStream
+from app.services.conversations import FollowUpDeps, rewrite_follow_up
+from app.services.followups import Rewrite, Turn
+
+# The one model this endpoint offers: cited answers from the caller's own documents.
+SERVICE_MODEL = "rag"
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message of a chat request."""
+
+    role: str
+    content: str
+
+
+def split_chat(messages: Sequence[Said]) -> tuple[list[Turn], str]:
+    """(history turns, question): the last message must be the user's; system messages are
+    ignored (the service's own instructions apply)."""
+    spoken = [m for m in messages if m.role in ("user", "assistant")]
+    if not spoken or spoken[-1].role != "user":
+        raise InvalidInput("the last message must be the user's question")
+    turns: list[Turn] = []
+    for message in spoken[:-1]:
+        if message.role == "user":
+            turns.append(Turn(message.content, ""))
+        elif turns and not turns[-1].answer:
+            turns[-1] = Turn(turns[-1].question, message.content)
+    return turns, spoken[-1].content
+
+
+def check_model(model: str) -> None:
+    """InvalidInput (a 4xx the openai client raises clearly) for a model this service lacks."""
+    if model != SERVICE_MODEL:
+        raise InvalidInput(f"unknown model {model!r}; this service offers {SERVICE_MODEL!r}")
+
+
+async def _question(deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]) -> Rewrite:
+    history, question = split_chat(messages)
+    question = deps.answers.limits.question(question)  # /query's limit, before any work
+    return await rewrite_follow_up(deps, caller, history, question)
+
+
+async def complete(
+    deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]
+) -> tuple[AnsweredQuestion, Rewrite]:
+    """The answer to the standalone question, and how that question was made."""
+    rewrite = await _question(deps, caller, messages)
+    answered = await answer_lane.answer(deps.lane, deps.answers, caller, rewrite.question, None)
+    return answered, rewrite
+
+
+async def open_completion(
+    deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]
+) -> tuple[AnswerStream, Rewrite]:
+    """The admitted answer stream of the standalone question, and how that question was made."""
+    rewrite = await _question(deps, caller, messages)
+    events = await answer_lane.open_stream(deps.lane, deps.answers, caller, rewrite.question, None)
+    return events, rewrite

@@ -1,0 +1,320 @@
+"""Conversations: follow-ups rewritten into standalone questions, answered like /query, stored
+per turn with their citations.
+
+Answers come from the answer lane (`answer_lane.answer` / `open_stream`) with the standalone
+question, so admission, the answer cache and its key (tenant, standalone question, k, corpus
+version, configuration) are exactly those of /query. The LLM rewrite runs under an answer slot
+of its own, released before the answer asks for one.
+
+Results are typed (`AnsweredTurn`, and the `TurnEvent`s of a stream); the routes turn them into
+the JSON body and the server-sent events.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+
+from app.errors import NotFound, public_message
+from app.services import answer_lane
+from app.services.admission import Caller
+from app.services.answer import (
+    AnsweredQuestion,
+    AnswerEvent,
+    AnswerFailed,
+    AnswerFinished,
+    CitationsFound,
+    TextDelta,
+)
+from app.services.answer_lane import AnswerStream
+from app.services.followups import Rewrite, Turn, standalone_question
+from app.storage.conversations import ConversationRecord, MessageRecord, NewTurn
+
+if TYPE_CHECKING:
+    from app.services.answer import AnswerDeps
+    from app.services.answer_lane import AnswerLane
+    from app.storage.conversations import ConversationStore
+
+NOT_FOUND = "conversation not found"
+
+
+@dataclass(frozen=True)
+class RewriteConfig:
+    """How follow-ups are rewritten (RAG_CONVERSATION_*): by the LLM or only by the fallback."""
+
+    mode: Literal["llm", "fallback"]
+    context_turns: int
+    timeout_s: float
+    refusal_text: str
+
+
+@dataclass(frozen=True)
+class FollowUpDeps:
+    """What answering a follow-up needs: the answer lane and service, and the rewrite config."""
+
+    lane: AnswerLane
+    answers: AnswerDeps
+    rewrite: RewriteConfig
+
+
+@dataclass(frozen=True)
+class ConversationDeps:
+    """What stored conversations need, built once per process by the container."""
+
+    store: ConversationStore
+    follow_ups: FollowUpDeps
+    max_turns: int  # RAG_CONVERSATION_MAX_TURNS: the newest turns kept
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """Where a turn was stored: its conversation and the ids of its two messages."""
+
+    conversation_id: str
+    question_message_id: str
+    answer_message_id: str
+
+
+@dataclass(frozen=True)
+class AnsweredTurn:
+    """A turn's answer (as /query gives it), the question it answered and where it was stored."""
+
+    answered: AnsweredQuestion
+    rewrite: Rewrite
+    stored: StoredTurn
+
+
+@dataclass(frozen=True)
+class QuestionRewritten:
+    """The first event of a streamed turn: the standalone question the answer is for."""
+
+    rewrite: Rewrite
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    """The last event of a streamed turn that was stored: the answer's end, and where it went."""
+
+    finished: AnswerFinished
+    stored: StoredTurn
+
+
+TurnEvent = QuestionRewritten | TextDelta | CitationsFound | TurnFinished | AnswerFailed
+
+
+def _missing() -> NotFound:
+    return NotFound(NOT_FOUND)
+
+
+def turns_of(messages: Sequence[MessageRecord]) -> list[Turn]:
+    """The stored messages as question/answer turns (an unanswered question has answer '')."""
+    turns: list[Turn] = []
+    for message in messages:
+        if message.role == "user":
+            turns.append(Turn(message.content, ""))
+        elif turns and not turns[-1].answer:
+            turns[-1] = Turn(turns[-1].question, message.content)
+    return turns
+
+
+async def rewrite_follow_up(
+    deps: FollowUpDeps, caller: Caller, history: Sequence[Turn], follow_up: str
+) -> Rewrite:
+    """The standalone question for `follow_up` after `history` (see app/services/followups.py);
+    the LLM runs on the answer lane under an answer slot (Overloaded: 429/503)."""
+    config = deps.rewrite
+    recent = list(history)[-config.context_turns :]
+    rewrite = functools.partial(
+        standalone_question,
+        history=recent,
+        follow_up=follow_up,
+        refusal_text=config.refusal_text,
+        max_chars=deps.answers.limits.max_question_chars,
+        timeout_s=config.timeout_s,
+    )
+    if not recent or config.mode != "llm":
+        return rewrite(None)
+    slot = await deps.lane.answers.acquire(caller)
+    try:
+        result: Rewrite = await deps.lane.run(contextvars.copy_context(), rewrite, deps.answers.llm)
+        return result
+    finally:
+        slot.release()
+
+
+def start(store: ConversationStore, caller: Caller) -> ConversationRecord:
+    """A new, empty conversation of the caller."""
+    return store.create(caller.tenant_id, caller.user_id)
+
+
+def get(store: ConversationStore, caller: Caller, conversation_id: str) -> ConversationRecord:
+    """The caller's conversation (NotFound when missing or someone else's)."""
+    record = store.get(caller.tenant_id, caller.user_id, conversation_id)
+    if record is None:
+        raise _missing()
+    return record
+
+
+def messages(store: ConversationStore, caller: Caller, conversation_id: str) -> list[MessageRecord]:
+    """The kept messages of the caller's conversation, oldest first (NotFound as `get`)."""
+    found = store.messages(caller.tenant_id, caller.user_id, conversation_id)
+    if found is None:
+        raise _missing()
+    return found
+
+
+def list_conversations(
+    store: ConversationStore, caller: Caller, limit: int, offset: int
+) -> tuple[list[ConversationRecord], int]:
+    """One page of the caller's conversations, most recently used first, and their total."""
+    return store.list(caller.tenant_id, caller.user_id, limit, offset)
+
+
+def delete(store: ConversationStore, caller: Caller, conversation_id: str) -> None:
+    """Delete the caller's conversation and its messages (NotFound as `get`)."""
+    if not store.delete(caller.tenant_id, caller.user_id, conversation_id):
+        raise _missing()
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    question: str
+    rewrite: Rewrite
+
+
+async def _prepare(
+    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
+) -> _Prepared:
+    # /query's limits, checked before any work (the answer checks them again).
+    limits = deps.follow_ups.answers.limits
+    question = limits.question(content)
+    limits.k(k)
+    stored = await anyio.to_thread.run_sync(messages, deps.store, caller, conversation_id)
+    rewrite = await rewrite_follow_up(deps.follow_ups, caller, turns_of(stored), question)
+    return _Prepared(question, rewrite)
+
+
+def _store_turn(
+    deps: ConversationDeps,
+    caller: Caller,
+    conversation_id: str,
+    prepared: _Prepared,
+    answer: str,
+    citations: CitationsFound,
+) -> StoredTurn:
+    turn = NewTurn(
+        prepared.question,
+        prepared.rewrite.question,
+        answer,
+        [asdict(citation) for citation in citations.citations],
+        citations.refused,
+    )
+    ids = deps.store.add_turn(
+        caller.tenant_id, caller.user_id, conversation_id, turn, deps.max_turns
+    )
+    if ids is None:  # deleted while the answer was being made
+        raise _missing()
+    return StoredTurn(conversation_id, *ids)
+
+
+async def ask(
+    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
+) -> AnsweredTurn:
+    """The cited answer of a new turn, the question it answered and where it was stored."""
+    prepared = await _prepare(deps, caller, conversation_id, content, k)
+    follow_ups = deps.follow_ups
+    answered = await answer_lane.answer(
+        follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
+    )
+    found = CitationsFound(answered.citations, answered.refused)
+    stored = await anyio.to_thread.run_sync(
+        _store_turn, deps, caller, conversation_id, prepared, answered.answer, found
+    )
+    return AnsweredTurn(answered, prepared.rewrite, stored)
+
+
+@dataclass
+class _Collected:
+    text: list[str] = field(default_factory=list)
+    citations: CitationsFound | None = None
+
+
+class TurnStream:
+    """The events of a streamed turn: `QuestionRewritten`, the answer's text deltas and
+    citations, then `TurnFinished` once the turn is stored (or `AnswerFailed`).
+
+    A stream that ends in an error or is left by its client stores nothing. It owns the
+    answer's stream, and so its slots: closing it closes that.
+    """
+
+    def __init__(
+        self,
+        deps: ConversationDeps,
+        caller: Caller,
+        conversation_id: str,
+        prepared: _Prepared,
+        inner: AnswerStream,
+    ) -> None:
+        self._deps = deps
+        self._caller = caller
+        self._conversation_id = conversation_id
+        self._prepared = prepared
+        self._inner = inner
+        self._pending: list[TurnEvent] = [QuestionRewritten(prepared.rewrite)]
+        self._collected = _Collected()
+
+    def __aiter__(self) -> TurnStream:
+        return self
+
+    async def __anext__(self) -> TurnEvent:
+        if self._pending:
+            return self._pending.pop(0)
+        event: AnswerEvent = await self._inner.__anext__()
+        if isinstance(event, TextDelta):
+            self._collected.text.append(event.text)
+        elif isinstance(event, CitationsFound):
+            self._collected.citations = event
+        elif isinstance(event, AnswerFinished):
+            return await self._finish(event)
+        return event
+
+    async def _finish(self, finished: AnswerFinished) -> TurnEvent:
+        collected = self._collected
+        if collected.citations is None:  # an answer always sends its citations before its end
+            raise RuntimeError("the answer finished without citations")
+        refusal = self._deps.follow_ups.rewrite.refusal_text
+        answer = refusal if collected.citations.refused else "".join(collected.text)
+        try:
+            stored: StoredTurn = await anyio.to_thread.run_sync(
+                _store_turn,
+                self._deps,
+                self._caller,
+                self._conversation_id,
+                self._prepared,
+                answer,
+                collected.citations,
+            )
+        except NotFound as exc:
+            return AnswerFailed(exc.code, public_message(exc), exc.http_status)
+        return TurnFinished(finished, stored)
+
+    async def aclose(self) -> None:
+        """Close the answer (and free its slots)."""
+        await self._inner.aclose()
+
+
+async def open_turn_stream(
+    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
+) -> TurnStream:
+    """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
+    prepared = await _prepare(deps, caller, conversation_id, content, k)
+    follow_ups = deps.follow_ups
+    inner = await answer_lane.open_stream(
+        follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
+    )
+    return TurnStream(deps, caller, conversation_id, prepared, inner)

@@ -1,0 +1,261 @@
+"""Conversations and their messages in the service database, scoped by tenant and user.
+
+Every method takes the tenant and the user: a conversation of someone else behaves exactly like
+a missing one. A conversation keeps its latest `max_turns` turns (a turn is a question and its
+answer); storing a new turn past the bound deletes the oldest ones.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from app.storage.db import Database, utc_now
+from app.storage.tables import CONVERSATION_TITLE_CHARS, ConversationMessageRow, ConversationRow
+
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True)
+class ConversationRecord:
+    """A conversation as the API shows it (detached from any session)."""
+
+    conversation_id: str
+    tenant_id: str
+    user_id: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+    messages: int = 0
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    """One stored message; `citations` only on answers."""
+
+    message_id: str
+    role: Role
+    content: str
+    standalone_question: str | None
+    citations: list[dict[str, Any]] | None
+    refused: bool | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    """A question and its answer, stored together once the answer is complete."""
+
+    question: str
+    standalone_question: str
+    answer: str
+    citations: list[dict[str, Any]]
+    refused: bool
+
+
+def _conversation(row: ConversationRow, messages: int = 0) -> ConversationRecord:
+    return ConversationRecord(
+        conversation_id=row.conversation_id,
+        tenant_id=row.tenant_id,
+        user_id=row.user_id,
+        title=row.title,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        messages=messages,
+    )
+
+
+def _message(row: ConversationMessageRow) -> MessageRecord:
+    return MessageRecord(
+        message_id=row.message_id,
+        role=row.role,  # type: ignore[arg-type]
+        content=row.content,
+        standalone_question=row.standalone_question,
+        citations=json.loads(row.citations_json) if row.citations_json is not None else None,
+        refused=row.refused,
+        created_at=row.created_at,
+    )
+
+
+def _new_id() -> str:
+    return secrets.token_hex(16)
+
+
+class ConversationStore:
+    """Tenant- and user-scoped conversations in the service database."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def create(self, tenant_id: str, user_id: str) -> ConversationRecord:
+        """A new, empty conversation of this user."""
+        now = utc_now()
+        row = ConversationRow(
+            conversation_id=_new_id(),
+            tenant_id=tenant_id,
+            user_id=user_id,
+            title="",
+            created_at=now,
+            updated_at=now,
+        )
+        with self._db.session() as session:
+            session.add(row)
+        return _conversation(row)
+
+    def _owned(
+        self, session: Session, tenant_id: str, user_id: str, conversation_id: str
+    ) -> ConversationRow | None:
+        return session.scalars(
+            select(ConversationRow).where(
+                ConversationRow.conversation_id == conversation_id,
+                ConversationRow.tenant_id == tenant_id,
+                ConversationRow.user_id == user_id,
+            )
+        ).first()
+
+    def get(self, tenant_id: str, user_id: str, conversation_id: str) -> ConversationRecord | None:
+        """The conversation, or None when missing or someone else's."""
+        with self._db.session() as session:
+            row = self._owned(session, tenant_id, user_id, conversation_id)
+            if row is None:
+                return None
+            return _conversation(row, self._count(session, conversation_id))
+
+    def messages(
+        self, tenant_id: str, user_id: str, conversation_id: str
+    ) -> list[MessageRecord] | None:
+        """The kept messages in order, or None when the conversation is missing or not theirs."""
+        with self._db.session() as session:
+            if self._owned(session, tenant_id, user_id, conversation_id) is None:
+                return None
+            rows = session.scalars(
+                select(ConversationMessageRow)
+                .where(ConversationMessageRow.conversation_id == conversation_id)
+                .order_by(ConversationMessageRow.seq)
+            ).all()
+            return [_message(row) for row in rows]
+
+    def list(
+        self, tenant_id: str, user_id: str, limit: int, offset: int
+    ) -> tuple[list[ConversationRecord], int]:
+        """One page of the user's conversations, most recently used first, and their total."""
+        owner = (ConversationRow.tenant_id == tenant_id, ConversationRow.user_id == user_id)
+        counts = (
+            select(
+                ConversationMessageRow.conversation_id,
+                func.count().label("messages"),
+            )
+            .group_by(ConversationMessageRow.conversation_id)
+            .subquery()
+        )
+        with self._db.session() as session:
+            total = session.scalar(select(func.count()).select_from(ConversationRow).where(*owner))
+            rows = session.execute(
+                select(ConversationRow, func.coalesce(counts.c.messages, 0))
+                .outerjoin(counts, counts.c.conversation_id == ConversationRow.conversation_id)
+                .where(*owner)
+                .order_by(ConversationRow.updated_at.desc(), ConversationRow.conversation_id)
+                .limit(limit)
+                .offset(offset)
+            ).all()
+            return [_conversation(row, int(n)) for row, n in rows], int(total or 0)
+
+    def delete(self, tenant_id: str, user_id: str, conversation_id: str) -> bool:
+        """Delete the conversation and its messages; False when missing or not theirs."""
+        with self._db.session() as session:
+            row = self._owned(session, tenant_id, user_id, conversation_id)
+            if row is None:
+                return False
+            session.execute(
+                delete(ConversationMessageRow).where(
+                    ConversationMessageRow.conversation_id == conversation_id
+                )
+            )
+            session.delete(row)
+            return True
+
+    def add_turn(
+        self, tenant_id: str, user_id: str, conversation_id: str, turn: NewTurn, max_turns: int
+    ) -> tuple[str, str] | None:
+        """Store a question and its answer, dropping turns beyond the newest `max_turns`.
+
+        Returns the (question, answer) message ids, or None when the conversation is gone.
+        """
+        # Two answers finishing at once in one conversation (two tabs, cache hits) would read the
+        # same last position; the lock orders them, across processes on PostgreSQL too.
+        with self._db.named_lock(f"conversation:{conversation_id}"):
+            return self._add_turn(tenant_id, user_id, conversation_id, turn, max_turns)
+
+    def _add_turn(
+        self, tenant_id: str, user_id: str, conversation_id: str, turn: NewTurn, max_turns: int
+    ) -> tuple[str, str] | None:
+        now = utc_now()
+        with self._db.session() as session:
+            row = self._owned(session, tenant_id, user_id, conversation_id)
+            if row is None:
+                return None
+            last = session.scalar(
+                select(func.max(ConversationMessageRow.seq)).where(
+                    ConversationMessageRow.conversation_id == conversation_id
+                )
+            )
+            seq = 0 if last is None else last + 1
+            question = ConversationMessageRow(
+                message_id=_new_id(),
+                conversation_id=conversation_id,
+                tenant_id=tenant_id,
+                seq=seq,
+                role="user",
+                content=turn.question,
+                standalone_question=turn.standalone_question,
+                created_at=now,
+            )
+            answer = ConversationMessageRow(
+                message_id=_new_id(),
+                conversation_id=conversation_id,
+                tenant_id=tenant_id,
+                seq=seq + 1,
+                role="assistant",
+                content=turn.answer,
+                citations_json=json.dumps(turn.citations, ensure_ascii=False),
+                refused=turn.refused,
+                created_at=now,
+            )
+            session.add_all([question, answer])
+            if not row.title:
+                row.title = " ".join(turn.question.split())[:CONVERSATION_TITLE_CHARS]
+            row.updated_at = now
+            session.flush()
+            self._drop_oldest(session, conversation_id, keep_messages=2 * max_turns)
+            return question.message_id, answer.message_id
+
+    def _count(self, session: Session, conversation_id: str) -> int:
+        count = session.scalar(
+            select(func.count())
+            .select_from(ConversationMessageRow)
+            .where(ConversationMessageRow.conversation_id == conversation_id)
+        )
+        return int(count or 0)
+
+    def _drop_oldest(self, session: Session, conversation_id: str, keep_messages: int) -> None:
+        kept = (
+            select(ConversationMessageRow.seq)
+            .where(ConversationMessageRow.conversation_id == conversation_id)
+            .order_by(ConversationMessageRow.seq.desc())
+            .limit(keep_messages)
+        )
+        oldest_kept = session.scalar(select(func.min(kept.subquery().c.seq)))
+        if oldest_kept is None:
+            return
+        session.execute(
+            delete(ConversationMessageRow).where(
+                ConversationMessageRow.conversation_id == conversation_id,
+                ConversationMessageRow.seq < oldest_kept,
+            )
+        )
