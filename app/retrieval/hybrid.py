@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from app.domain import Chunk, RetrievalResult, SearchHit
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
+from app.retrieval.function_words import content_tokens
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.gate import judge, threshold_for
 from app.retrieval.headings import has_heading
@@ -288,7 +289,7 @@ class HybridRetriever:
         snapshot = self.keyword_index.snapshot(tenant_id)
         tokens = self.keyword_index.tokenizer(query)
         keyword = snapshot.search(tokens, self.config.keyword_candidates)
-        recall.coverage = snapshot.coverage(tokens)
+        recall.coverage = snapshot.coverage(content_tokens(tokens, self.keyword_index.tokenizer))
         recall.cross_script = snapshot.foreign_share(tokens) > 0.5
         for rank, (chunk_id, score) in enumerate(keyword, start=1):
             cand = recall.candidate(chunk_id)
