@@ -6,7 +6,8 @@ configurations on the same objects: "dense", "keyword", "hybrid", "rerank" (hybr
 Stages, timed by the orchestrator: `recall` (the arms: embed_query, dense, keyword with exact
 matches) fills a `Recall` of typed `Candidate`s; `fuse` orders them (a pure function, which the
 tuner in eval/tune_fusion.py calls directly); the head is materialised from the store, optionally
-reranked, and pages with a role (contents, index, ...) are demoted (`demote_page_roles`).
+reranked, content chunks holding the query as a heading line move up (`promote_headings`), and
+pages with a role (contents, index, ...) are demoted (`demote_page_roles`).
 
 Keyword freshness relies on the corpus-version check inside `KeywordIndex` (any write through
 the store, in any process, bumps the version); the ingest path may call `refresh(tenant)` after a
