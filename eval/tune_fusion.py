@@ -20,13 +20,14 @@ import itertools
 import json
 import statistics
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from app.config import load_settings
 from app.retrieval.hybrid import Recall, RetrieverConfig, fuse
+from app.retrieval.keyword import token_script
 from app.services.container import Container
 from eval.datasets import Question, load_task, xquad_split
 from eval.metrics import summarize
@@ -50,6 +51,8 @@ class Asked:
     question: Question
     recall: Recall
     chars: int
+    # The question's tokens found in the tenant's text (what the keyword arm can match on).
+    matched: list[str] = field(default_factory=list)
 
 
 def _documents(
@@ -83,8 +86,15 @@ def score(
 
 def ask_all(container: Container, tenant: str, questions: list[Question]) -> list[Asked]:
     """Run both arms of the real retriever once per question."""
+    index = container.retriever.keyword_index
+    snapshot = index.snapshot(tenant)
     return [
-        Asked(q, container.retriever.recall(tenant, q.text, "hybrid"), len(q.text))
+        Asked(
+            q,
+            container.retriever.recall(tenant, q.text, "hybrid"),
+            len(q.text),
+            [t for t in dict.fromkeys(index.tokenizer(q.text)) if snapshot.coverage([t]) > 0],
+        )
         for q in questions
     ]
 
@@ -270,6 +280,27 @@ def diagnose(
                     - score(part, docs, paragraph_of, None, "dense")["ndcg@10"]
                 )
                 row[f"length tercile {i + 1} hybrid-dense"] = gap
+        # What the question matches in the other language's text: nothing (hybrid is the dense
+        # order), only numbers, or a word (a Latin name in an Arabic question, ...).
+        groups = {
+            "matches nothing": [a for a in asked if not a.matched],
+            "matches numbers only": [
+                a
+                for a in asked
+                if a.matched and all(token_script(t) == "digits" for t in a.matched)
+            ],
+            "matches a word": [
+                a for a in asked if any(token_script(t) != "digits" for t in a.matched)
+            ],
+        }
+        for group, part in groups.items():
+            if part:
+                row[f"{group}: questions"] = len(part)
+                row[f"{group}: dense"] = score(part, docs, paragraph_of, None, "dense")["ndcg@10"]
+                row[f"{group}: plain RRF"] = score(
+                    part, docs, paragraph_of, PLAIN_RRF, "hybrid", pin=False
+                )["ndcg@10"]
+                row[f"{group}: tuned"] = score(part, docs, paragraph_of, best)["ndcg@10"]
         out[task] = row
         print(f"  {task}: " + ", ".join(f"{k}={v:.3f}" for k, v in row.items()))
     return out

@@ -67,6 +67,10 @@ _BLANK_NOTE = re.compile(r"(intentionally|deliberately) (left )?blank", re.IGNOR
 # Thresholds: shares of a page's non-empty lines. Chosen so that prose, tables of figures in
 # prose and numbered lists stay content (see tests/ingestion/test_page_roles.py).
 MIN_LIST_LINES = 6
+# The last page of a contents or index may hold a few entries only; with a heading naming the
+# role (often the running header, "Concept Index 63") or strong leaders, 3 lines are a list.
+MIN_TAIL_LINES = 3
+STRONG_LEADER_SHARE = 0.5
 LEADER_SHARE = 0.3
 ENDS_IN_NUMBER_SHARE = 0.6
 ENDS_IN_NUMBER_SHARE_WITH_TITLE = 0.3
@@ -74,6 +78,9 @@ INDEX_ENTRY_SHARE = 0.5
 SHORT_LINE_CHARS = 80
 SHORT_LINE_SHARE = 0.7
 MAX_ENTRY_WORDS = 9
+# An index entry is a term or two; a contents line is a section title (R manuals: index pages
+# 1.8-2.8 words a line, contents pages 4.2-8.6, leaders and page numbers removed).
+INDEX_WORDS_PER_LINE = 3.5
 CITATION_SHARE = 0.3
 YEAR_SHARE = 0.4
 
@@ -146,6 +153,8 @@ def _names_a_page(line: str) -> bool:
 def _heading_role(text: str) -> PageRole | None:
     """The role named by one of the page's first three lines (its heading), if any."""
     for line in [ln for ln in text.splitlines() if ln.strip()][:3]:
+        if _LEADER.search(line):  # "Concept index . . . 64" is a contents entry, not a heading
+            continue
         role = role_of_title(line)
         if role is not None:
             return role
@@ -154,7 +163,10 @@ def _heading_role(text: str) -> PageRole | None:
 
 def _list_role(cues: LayoutCues, named: PageRole | None) -> PageRole | None:
     """contents / figures / index from the line shapes, with a named role lowering the bar."""
-    if cues.lines < MIN_LIST_LINES or cues.short_line_share < SHORT_LINE_SHARE:
+    tail = named is not None or cues.leader_share >= STRONG_LEADER_SHARE
+    if cues.lines < (MIN_TAIL_LINES if tail else MIN_LIST_LINES):
+        return None
+    if cues.short_line_share < SHORT_LINE_SHARE:
         return None
     numbered = cues.ends_in_number_share >= (
         ENDS_IN_NUMBER_SHARE_WITH_TITLE if named else ENDS_IN_NUMBER_SHARE
@@ -164,9 +176,11 @@ def _list_role(cues: LayoutCues, named: PageRole | None) -> PageRole | None:
     if cues.leader_share >= LEADER_SHARE or (named in ("contents", "figures") and numbered):
         if named in ("contents", "figures"):
             return named
-        # Alphabetical terms with leaders, not numbered sections: an index continued.
+        # Short alphabetical terms with leaders, not numbered sections: an index continued.
+        # Appendix titles ("Appendix A ...", "Appendix B ...") sort too, but are longer.
         alphabetical = cues.sorted_share >= 0.85 and cues.numbered_start_share < 0.3
-        return "index" if alphabetical else "contents"
+        terms = cues.words_per_line <= INDEX_WORDS_PER_LINE
+        return "index" if alphabetical and terms else "contents"
     if cues.index_entry_share >= INDEX_ENTRY_SHARE and cues.sorted_share >= 0.7:
         return "index"
     # No leaders and no title: only a list of short entries (titles, not sentences) counts.

@@ -6,7 +6,8 @@ configurations on the same objects: "dense", "keyword", "hybrid", "rerank" (hybr
 Stages, timed by the orchestrator: `recall` (the arms: embed_query, dense, keyword with exact
 matches) fills a `Recall` of typed `Candidate`s; `fuse` orders them (a pure function, which the
 tuner in eval/tune_fusion.py calls directly); the head is materialised from the store, optionally
-reranked, and pages with a role (contents, index, ...) are demoted (`demote_page_roles`).
+reranked, content chunks holding the query as a heading line move up (`promote_headings`), and
+pages with a role (contents, index, ...) are demoted (`demote_page_roles`).
 
 Keyword freshness relies on the corpus-version check inside `KeywordIndex` (any write through
 the store, in any process, bumps the version); the ingest path may call `refresh(tenant)` after a
@@ -21,8 +22,10 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from app.domain import Chunk, RetrievalResult, SearchHit
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
+from app.retrieval.function_words import content_tokens
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.gate import judge, threshold_for
+from app.retrieval.headings import has_heading
 from app.retrieval.keyword import KeywordIndex
 from app.timing import timed
 
@@ -63,6 +66,9 @@ class RetrieverConfig:
     # Places a contents / index / list / bibliography / blank / cover page yields to content
     # pages in the final order (0: no demotion).
     page_role_shift: int = 0
+    # Content chunks with a line that reads as the query (a section heading) go first, after
+    # exact matches (app/retrieval/headings.py).
+    promote_headings: bool = True
 
 
 @dataclass
@@ -154,6 +160,22 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
     return [i for i in ordered if i in pinned] + [i for i in ordered if i not in pinned]
 
 
+def promote_headings(ordered: list[str], recall: Recall, query: str) -> list[str]:
+    """Loaded content chunks holding the query as a heading line move ahead of the rest, after
+    the exact matches; each group keeps its order."""
+    pinned = set(recall.pinned)
+
+    def heading(cid: str) -> bool:
+        chunk = recall.candidates[cid].chunk
+        return cid not in pinned and chunk is not None and has_heading(chunk, query)
+
+    matched = [cid for cid in ordered if heading(cid)]
+    if not matched:
+        return ordered
+    moved = pinned | set(matched)
+    return [c for c in ordered if c in pinned] + matched + [c for c in ordered if c not in moved]
+
+
 def demote_page_roles(ordered: list[str], recall: Recall, shift: int) -> list[str]:
     """Move pages with a role (contents, index, ...) `shift` places down, content first on ties;
     exact matches stay ahead of the rest. Ids whose chunk is not loaded keep their place."""
@@ -219,6 +241,8 @@ class HybridRetriever:
                 ordered = self._materialise(tenant_id, ordered, recall.candidates, window)
         if mode == "rerank":
             ordered = self._rerank(query, ordered, recall)
+        if mode in ("hybrid", "rerank") and self.config.promote_headings:
+            ordered = promote_headings(ordered, recall, query)
         ordered = demote_page_roles(ordered, recall, self.config.page_role_shift)
 
         hits = [self._hit(recall.candidates[i], mode) for i in ordered[:k]]
@@ -266,7 +290,7 @@ class HybridRetriever:
         snapshot = self.keyword_index.snapshot(tenant_id)
         tokens = self.keyword_index.tokenizer(query)
         keyword = snapshot.search(tokens, self.config.keyword_candidates)
-        recall.coverage = snapshot.coverage(tokens)
+        recall.coverage = snapshot.coverage(content_tokens(tokens, self.keyword_index.tokenizer))
         recall.cross_script = snapshot.foreign_share(tokens) > 0.5
         for rank, (chunk_id, score) in enumerate(keyword, start=1):
             cand = recall.candidate(chunk_id)

@@ -40,6 +40,25 @@ INDEX_CONTINUED = "\n".join(
         ["mean", "median", "merge", "methods", "min", "mode", "names", "ncol", "nrow"], start=11
     )
 )
+# The last contents page of a manual: appendix titles sort alphabetically, like index terms.
+CONTENTS_OF_APPENDICES = "\n".join(
+    f"Appendix {letter} {title} {'. ' * 20}{page}"
+    for letter, title, page in [
+        ("A", "Essential and useful other programs under a Unix-alike", 51),
+        ("B", "Configuration on a Unix-alike", 55),
+        ("C", "Platform notes for particular systems", 67),
+        ("D", "The Windows toolset and its libraries", 75),
+        ("E", "Function and variable index", 78),
+        ("F", "Concept index", 79),
+        ("G", "Environment variable index", 80),
+    ]
+)
+# Last pages of an index and of a contents: a few entries under the running header or leaders.
+INDEX_TAIL = "Concept Index 63\nV\nvalue . . . . . . . . . . . . 10\nvector . . . . . . . . . 3, 8"
+CONTENTS_TAIL = (
+    "iii\nFunction and variable index . . . . . . . . . . . . 62\n"
+    "Concept index . . . . . . . . . . . . . . . . . . . . 64"
+)
 FIGURES = "List of Figures\n" + "\n".join(
     f"Figure {i}: Wiring diagram of circuit {i} {i + 20}" for i in range(1, 9)
 )
@@ -65,6 +84,9 @@ NUMBERED_STEPS = "\n".join(
         (CONTENTS_NO_HEADING, "contents"),
         (INDEX, "index"),
         (INDEX_CONTINUED, "index"),
+        (CONTENTS_OF_APPENDICES, "contents"),
+        (INDEX_TAIL, "index"),
+        (CONTENTS_TAIL, "contents"),
         (FIGURES, "figures"),
         (BIBLIOGRAPHY, "bibliography"),
         ("17", "blank"),

@@ -42,12 +42,15 @@ def manual_retriever(
     return build_retriever(settings, use_embedder, container.corpus, None), settings
 
 
+@pytest.mark.parametrize("headings", [True, False], ids=["default", "demotion-alone"])
 @pytest.mark.parametrize("section", range(len(SECTIONS)))
 def test_the_section_page_outranks_the_contents_page_that_repeats_its_title(
-    manual_retriever: tuple[HybridRetriever, Settings], section: int
+    manual_retriever: tuple[HybridRetriever, Settings], section: int, headings: bool
 ) -> None:
     retriever, settings = manual_retriever
     assert settings.page_role_shift > 0  # demotion is on by default
+    # Heading promotion would also put the section page first; demotion must do it alone too.
+    retriever.config = replace(retriever.config, promote_headings=headings)
     question = SECTIONS[section][0]
     result = retriever.search("marina", question, 10)
     pages = [(hit.chunk.page, hit.chunk.page_role) for hit in result.hits]
@@ -60,7 +63,7 @@ def test_without_demotion_the_contents_page_wins_some_questions(
     manual_retriever: tuple[HybridRetriever, Settings],
 ) -> None:
     retriever, _ = manual_retriever
-    retriever.config = replace(retriever.config, page_role_shift=0)
+    retriever.config = replace(retriever.config, page_role_shift=0, promote_headings=False)
     top_pages = [retriever.search("marina", title, 5).hits[0].chunk.page for title, _ in SECTIONS]
     # What the demotion fixes: the contents page (2) repeats every title verbatim.
     assert 2 in top_pages
