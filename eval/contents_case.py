@@ -27,9 +27,10 @@ from typing import Any
 
 from pypdf import PdfReader
 
-from app.ingestion.page_roles import SECTION_NUMBER, role_of_title
+from app.ingestion.page_roles import role_of_title
 from app.services.container import Container
 from app.services.pipeline import index_file
+from app.text.sections import SECTION_NUMBER
 from eval.metrics import hit_at_k, reciprocal_rank
 
 R_MANUAL_DIR = Path("/usr/share/R/doc/manual")

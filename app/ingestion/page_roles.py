@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.domain import PageRole
+from app.text.sections import SECTION_NUMBER
 
 # A title (a heading on the page or an outline entry) that names a role.
 _TITLES: tuple[tuple[PageRole, re.Pattern[str]], ...] = (
@@ -52,13 +53,6 @@ _LEADER = re.compile(r"(?:\.\s*){4,}|…{2,}|(?:·\s*){4,}|(?:_\s*){6,}")
 # An index entry: a term followed by one or more page references (`mean, 23, 45-47`).
 _INDEX_ENTRY = re.compile(
     r"^\S.{0,60}?[,\s]\s*\d{1,4}(?:[-–]\d{1,4})?(?:\s*,\s*\d{1,4}(?:[-–]\d{1,4})?)*\s*$"
-)
-# A section number before a title: "2.1 ", "A.3 ", "B. ", "Appendix C ", "IV. ", and an appendix
-# letter alone before a capitalised title ("F References", as texinfo bookmarks them).
-SECTION_NUMBER = re.compile(
-    r"^(?:appendix\s+[A-Z\d]+[.:]?\s*|\d+(?:\.\d+)*\.?\s+|[A-Z](?:\.\d+)+\.?\s+|[A-Z]\.\s+"
-    r"|[IVX]+\.\s+|(?-i:[A-Z])\s+(?=(?-i:[A-Z])))",
-    re.IGNORECASE,
 )
 _YEAR = re.compile(r"\b(1[6-9]\d\d|20\d\d)[a-z]?\b")
 _CITATION_START = re.compile(r"^(\[\d{1,3}\]|\d{1,3}\.\s+[A-Z]|[A-Z][a-zA-Z'-]+,\s+[A-Z]\.)")

@@ -15,7 +15,7 @@ import re
 import unicodedata
 
 from app.domain import Chunk
-from app.ingestion.page_roles import SECTION_NUMBER
+from app.text.sections import SECTION_NUMBER
 
 _WORD = re.compile(r"\w+")
 # A line far longer or shorter than the query cannot have the same words; skip reading it.

@@ -109,10 +109,10 @@ def test_the_heading_page_wins_a_query_that_is_its_heading(data_dir: Path, tmp_p
         tenant_id="stats",
         source=pdf.name,
         embedder=embedder,
-        store=container.store,
+        corpus=container.corpus,
         config=container.pipeline_config,
     )
-    retriever: HybridRetriever = build_retriever(settings, embedder, container.store, None)
+    retriever: HybridRetriever = build_retriever(settings, embedder, container.corpus, None)
     assert retriever.config.promote_headings  # on by default
 
     def top_page() -> int:
