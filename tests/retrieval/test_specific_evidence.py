@@ -39,6 +39,9 @@ def english(
     [
         # A year one paragraph holds: specific.
         ("كم كانت سرعة الرياح في إعصار عام 1964؟", 1),
+        # Written in Arabic-Indic or Eastern Arabic-Indic digits, it is the same year.
+        ("كم كانت سرعة الرياح في إعصار عام ١٩٦٤؟", 1),
+        ("كم كانت سرعة الرياح في إعصار عام ۱۹۶۴؟", 1),
         # A year three paragraphs hold: not specific at the default limit of 2.
         ("ماذا حدث في عام 2000؟", 3),
         # apollo (2 paragraphs) and 11 (2 paragraphs) are together in one.
