@@ -151,6 +151,7 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
         # matches must not outvote the dense arm (measured on XQuAD ar->en).
         dense_weight, rrf_k = config.dense_weight, config.rrf_k
         keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
+        # Unless the match is specific: a number or other-script word few chunks hold is meant.
         if 0 < recall.specific_evidence_chunks <= config.specific_evidence_max_chunks:
             keyword_weight = max(keyword_weight, dense_weight)
         if recall.cross_script and config.cross_script_rrf_k > 0:
