@@ -48,6 +48,7 @@ class AnswerShape(BaseModel):
     keyword_coverage_power: float
     cross_script_rrf_k: int
     cross_script_dense_weight: float
+    specific_evidence_max_chunks: int
     page_role_shift: int
     reranker: RerankerProvider
     reranker_model: str

@@ -108,6 +108,12 @@ class Settings(BaseSettings):
         default=0, ge=0, description="RRF k for queries in a script the tenant lacks (0: off)"
     )
     cross_script_dense_weight: float = Field(default=1.0, ge=0)
+    specific_evidence_max_chunks: int = Field(
+        default=2,
+        ge=0,
+        description="keyword arm at least as heavy as dense when at most this many chunks hold "
+        "all of the query's numbers and other-script words (0: off)",
+    )
     page_role_shift: int = Field(
         default=10, ge=0, description="places contents/index/... pages yield to content pages"
     )

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, get_args
 
 from app.domain import Chunk, RetrievalResult, SearchHit
+from app.retrieval.evidence import specific_evidence_chunks
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
 from app.retrieval.function_words import content_tokens
 from app.retrieval.fusion import reciprocal_rank_fusion
@@ -63,6 +64,11 @@ class RetrieverConfig:
     # precise signal that coverage scaling would switch off. 0 turns the rule off.
     cross_script_rrf_k: int = 0
     cross_script_dense_weight: float = 1.0
+    # When at most this many chunks hold all of the query's numbers and other-script words
+    # (app/retrieval/evidence.py), the keyword arm weighs at least as much as the dense arm,
+    # whatever the coverage: a year or a Latin name found in one paragraph of English text is
+    # meant, even in an Arabic question. 0 turns the rule off.
+    specific_evidence_max_chunks: int = 0
     # Places a contents / index / list / bibliography / blank / cover page yields to content
     # pages in the final order (0: no demotion).
     page_role_shift: int = 0
@@ -119,6 +125,8 @@ class Recall:
     keyword_ids: list[str] = field(default_factory=list)
     coverage: float = 0.0
     cross_script: bool = False
+    # Chunks holding all of the query's script-neutral tokens (numbers, other-script words).
+    specific_evidence_chunks: int = 0
     pinned: list[str] = field(default_factory=list)
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
@@ -143,6 +151,9 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
         # matches must not outvote the dense arm (measured on XQuAD ar->en).
         dense_weight, rrf_k = config.dense_weight, config.rrf_k
         keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
+        # Unless the match is specific: a number or other-script word few chunks hold is meant.
+        if 0 < recall.specific_evidence_chunks <= config.specific_evidence_max_chunks:
+            keyword_weight = max(keyword_weight, dense_weight)
         if recall.cross_script and config.cross_script_rrf_k > 0:
             dense_weight, rrf_k = config.cross_script_dense_weight, config.cross_script_rrf_k
             keyword_weight = config.keyword_weight
@@ -292,6 +303,7 @@ class HybridRetriever:
         keyword = snapshot.search(tokens, self.config.keyword_candidates)
         recall.coverage = snapshot.coverage(content_tokens(tokens, self.keyword_index.tokenizer))
         recall.cross_script = snapshot.foreign_share(tokens) > 0.5
+        recall.specific_evidence_chunks = specific_evidence_chunks(snapshot, tokens)
         for rank, (chunk_id, score) in enumerate(keyword, start=1):
             cand = recall.candidate(chunk_id)
             cand.keyword_rank = rank
@@ -394,6 +406,7 @@ def build_retriever(
         keyword_coverage_power=settings.keyword_coverage_power,
         cross_script_rrf_k=settings.cross_script_rrf_k,
         cross_script_dense_weight=settings.cross_script_dense_weight,
+        specific_evidence_max_chunks=settings.specific_evidence_max_chunks,
         page_role_shift=settings.page_role_shift,
     )
     keyword_index = KeywordIndex(
