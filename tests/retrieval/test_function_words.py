@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from app.providers.embeddings import FakeEmbedder
 from app.retrieval.function_words import content_tokens
 from app.retrieval.hybrid import HybridRetriever
-from tests.retrieval.memory_store import InMemoryVectorStore, add_document
+from app.services.corpus import Corpus
+from tests.fakes import FakeEmbedder
+from tests.retrieval.memory_store import add_document
 
 
 @pytest.fixture
-def bilingual(
-    retriever: HybridRetriever, store: InMemoryVectorStore, embedder: FakeEmbedder
-) -> HybridRetriever:
+def bilingual(retriever: HybridRetriever, store: Corpus, embedder: FakeEmbedder) -> HybridRetriever:
     add_document(store, embedder, "en", "suez.txt", ["The Suez Canal opened in 1869."])
     add_document(store, embedder, "ar", "cairo.txt", ["القاهرة عاصمة مصر وأكبر مدنها."])
     return retriever

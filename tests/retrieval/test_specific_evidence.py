@@ -7,11 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from app.providers.embeddings import FakeEmbedder
 from app.retrieval.evidence import script_neutral_tokens
 from app.retrieval.hybrid import HybridRetriever, Recall, RetrieverConfig, fuse
-from app.retrieval.tokenizer import tokenize
-from tests.retrieval.memory_store import InMemoryVectorStore, add_document
+from app.services.corpus import Corpus
+from app.text.tokenizer import tokenize
+from tests.fakes import FakeEmbedder
+from tests.retrieval.memory_store import add_document
 
 pytestmark = pytest.mark.unit
 
@@ -27,9 +28,7 @@ PARAGRAPHS = [
 
 
 @pytest.fixture
-def english(
-    retriever: HybridRetriever, store: InMemoryVectorStore, embedder: FakeEmbedder
-) -> HybridRetriever:
+def english(retriever: HybridRetriever, store: Corpus, embedder: FakeEmbedder) -> HybridRetriever:
     add_document(store, embedder, "acme", "history.txt", PARAGRAPHS)
     return retriever
 
