@@ -9,6 +9,7 @@ import pytest
 from app.config import Settings
 from app.services.container import Container
 from eval import contents_case
+from tests.availability import needs
 
 pytestmark = pytest.mark.unit
 
@@ -27,8 +28,9 @@ def test_missing_manuals_are_skipped_with_the_package_to_install(
     assert "SKIPPED contents-page case" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(
-    not (contents_case.R_MANUAL_DIR / "R-intro.pdf").is_file(), reason="r-doc-pdf not installed"
+@needs(
+    (contents_case.R_MANUAL_DIR / "R-intro.pdf").is_file(),
+    "the R manuals are missing: apt-get install -y r-doc-pdf",
 )
 def test_outline_questions_come_from_the_bookmarks_without_role_pages() -> None:
     questions = dict(contents_case.outline_questions(contents_case.R_MANUAL_DIR / "R-intro.pdf"))
