@@ -252,9 +252,10 @@ class HybridRetriever:
                 ordered = self._materialise(tenant_id, ordered, recall.candidates, window)
         if mode == "rerank":
             ordered = self._rerank(query, ordered, recall)
-        if mode in ("hybrid", "rerank") and self.config.promote_headings:
-            ordered = promote_headings(ordered, recall, query)
-        ordered = demote_page_roles(ordered, recall, self.config.page_role_shift)
+        with timed("fuse"):  # the final order's adjustments count as fusion work
+            if mode in ("hybrid", "rerank") and self.config.promote_headings:
+                ordered = promote_headings(ordered, recall, query)
+            ordered = demote_page_roles(ordered, recall, self.config.page_role_shift)
 
         hits = [self._hit(recall.candidates[i], mode) for i in ordered[:k]]
         decision = judge(

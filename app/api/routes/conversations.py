@@ -129,7 +129,7 @@ def list_conversations(
 @router.get(
     "/conversations/{conversation_id}",
     response_model=ConversationDetail,
-    responses=error_responses(404),
+    responses=error_responses(404, 422),
 )
 def get_conversation(
     conversation_id: str, container: ContainerDep, principal: Principal
@@ -144,7 +144,9 @@ def get_conversation(
     )
 
 
-@router.delete("/conversations/{conversation_id}", status_code=204, responses=error_responses(404))
+@router.delete(
+    "/conversations/{conversation_id}", status_code=204, responses=error_responses(404, 422)
+)
 def delete_conversation(
     conversation_id: str, container: ContainerDep, principal: Principal
 ) -> Response:
