@@ -17,18 +17,15 @@ from app.config import Settings, load_settings
 from app.errors import GenerationTimeout, ProviderUnavailable
 from app.generation.answer import AnswerDelta, AnswerDone, answer_question, stream_answer
 from app.providers.llms import build_llm
-from app.providers.types import LLM, ChatMessage, LLMRequest
+from app.providers.types import LLM, ChatMessage, ChatRequest
 from tests.generation.generation_builders import PARIS, relevant
 from tests.providers.llm_servers import API_KEY, SERVED_MODEL, ServerProcess, start_llama_server
 
 pytestmark = pytest.mark.slow
 
 # A short prompt with a long answer: tokens keep coming, each read is quick.
-COUNTING = LLMRequest(
+COUNTING = ChatRequest(
     messages=(ChatMessage("user", "Count from 1 to 300, separated by commas. Nothing else."),),
-    question="Count from 1 to 300",
-    passages=(),
-    refusal_text="No.",
 )
 
 
