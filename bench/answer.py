@@ -123,8 +123,11 @@ def run(settings: Settings, count: int, seed: int, paths: list[str]) -> None:
             row, text = answer_once(container, llm, tenant, question.text)
             rows[path].append(row)
             texts[path].append(text)
-        print(f"{number}/{count}", end="\r", flush=True)
-    print()
+            print(
+                f"{number}/{count} {path}: first token {row['first_token']:.0f} ms, "
+                f"total {row['total']:.0f} ms, {row['prompt_tokens']:.0f} prompt tokens",
+                flush=True,
+            )
     for path, llm in llms.items():
         print(f"path {path}: provider {llm.model_id}, {count} questions (en+ar), ms unless noted")
         print(table(["metric", "p50", "p95"], summary(rows[path])))
