@@ -92,6 +92,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "reranker_batch_size",
         "llm_threads",
         "llm_timeout_s",
+        "llm_prefix_cache",  # the same prompt, its fixed part evaluated once instead of per answer
         # credentials and where the store lives (the corpus is covered by its version)
         "openai_api_key",
         "vector_backend",

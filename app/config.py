@@ -132,6 +132,11 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(default=256, gt=0)
     llm_context_tokens: int = Field(default=4096, gt=0)
     llm_threads: int = Field(default=2, gt=0)
+    llm_prefix_cache: bool = Field(
+        default=True,
+        description="local model: evaluate the prompt's fixed instructions and examples once and "
+        "restore that state for every answer (false: llama.cpp's own reuse of the last prompt)",
+    )
     llm_timeout_s: float = Field(default=120.0, gt=0)
     llm_max_passages: int = Field(default=3, gt=0, description="passages shown to the LLM")
     llm_max_context_chars: int = Field(

@@ -2,10 +2,17 @@
 
 Real path: XQuAD English and Arabic paragraphs ingested into two tenants, `use` embeddings,
 hybrid retrieval, then `stream_answer` with the configured LLM (default: the local GGUF through
-llama.cpp). One warm-up question is not counted: it loads the model and fills llama.cpp's prompt
-cache with the fixed rules and examples, which every later prompt shares as a prefix.
+llama.cpp). One warm-up question is not counted: it loads the model and evaluates the fixed
+rules and examples once.
 
-    python -m bench.answer [--questions 20] [--provider llamacpp] [--max-passages 5]
+Two paths answer the same questions in one run, one after the other per question: `new`, the
+configured settings (RAG_LLM_PREFIX_CACHE on by default: the fixed prefix's saved state is
+restored before every answer), and `old`, the same with the prefix cache off (llama.cpp reuses
+whatever prefix the previous prompt shared). `old` runs first on each question, so it follows
+`new` on a different question, as it followed the previous question before; `new` restores its
+state and gains nothing from following `old` on the same question.
+
+    python -m bench.answer [--questions 20] [--paths old new] [--provider llamacpp]
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from app.config import Settings, load_settings
 from app.generation.answer import AnswerDelta, AnswerDone, stream_answer
+from app.providers.llms import build_llm
+from app.providers.types import LLM
 from app.services.answer import generation_limits
 from app.services.container import Container
 from app.timing import start_timer
@@ -43,20 +52,24 @@ def questions_for(count: int, seed: int) -> list[tuple[str, Question]]:
     return picked
 
 
-def answer_once(container: Container, tenant: str, question: str) -> dict[str, float]:
-    """Stream one answer; returns stage ms, first-token ms, total ms and prompt tokens."""
+def answer_once(
+    container: Container, llm: LLM, tenant: str, question: str
+) -> tuple[dict[str, float], str]:
+    """Stream one answer; returns (stage ms, first-token ms, total ms, prompt tokens), text."""
     settings = container.settings
     timer = start_timer()
     retrieval = container.retriever.search(tenant, question, settings.top_k)
     first_token_ms = float("nan")
     prompt_tokens = float("nan")
     refused = 0.0
-    for event in stream_answer(question, retrieval, container.llm, **generation_limits(settings)):
+    text = ""
+    for event in stream_answer(question, retrieval, llm, **generation_limits(settings)):
         if isinstance(event, AnswerDelta) and first_token_ms != first_token_ms:
             first_token_ms = timer.total_ms()
         if isinstance(event, AnswerDone):
             prompt_tokens = float(event.answer.prompt_tokens or "nan")
             refused = float(event.answer.refused)
+            text = event.answer.text
     stages = timer.stages
     row = {
         "retrieve": sum(ms for name, ms in stages.items() if name in RETRIEVAL_STAGES),
@@ -69,36 +82,60 @@ def answer_once(container: Container, tenant: str, question: str) -> dict[str, f
         prompt_tokens=prompt_tokens,
         refused=refused,
     )
-    return row
+    return row, text
 
 
-def run(settings: Settings, count: int, seed: int) -> None:
-    """Ingest, warm up, time `count` answers and print the table."""
+def path_llms(settings: Settings, paths: list[str]) -> dict[str, LLM]:
+    """The LLM of each path: `new` as configured, `old` with the prefix cache off (one model)."""
+    old = settings.model_copy(update={"llm_prefix_cache": False})
+    built = {"old": build_llm(old), "new": build_llm(settings)}
+    return {path: built[path] for path in paths}
+
+
+def summary(rows: list[dict[str, float]]) -> list[list[object]]:
+    """p50 and p95 of every metric over the rows."""
+    metrics = (*STAGES, "first_token", "total", "prompt_tokens")
+    return [
+        [name, median([r[name] for r in rows]), percentile([r[name] for r in rows], 95)]
+        for name in metrics
+    ]
+
+
+def run(settings: Settings, count: int, seed: int, paths: list[str]) -> None:
+    """Ingest, warm up, time `count` answers per path and print a table per path."""
     container = Container(settings)
+    llms = path_llms(settings, paths)
     for task, tenant in (("xquad-en-en", "xquad-en"), ("xquad-ar-ar", "xquad-ar")):
         files = settings.data_dir / "bench-files" / tenant
         ingest_paragraphs(container, tenant, load_task(task).paragraphs, files)
     picked = questions_for(count + 1, seed)
-    started = time.perf_counter()
-    warm = answer_once(container, picked[0][0], picked[0][1].text)
-    print(
-        f"warm-up (model load + prompt cache): {time.perf_counter() - started:.1f} s, "
-        f"first token at {warm['first_token'] / 1000:.1f} s"
-    )
-    rows = []
+    for path, llm in llms.items():
+        started = time.perf_counter()
+        warm, _ = answer_once(container, llm, picked[0][0], picked[0][1].text)
+        print(
+            f"{path} warm-up (model load + prefix): {time.perf_counter() - started:.1f} s, "
+            f"first token at {warm['first_token'] / 1000:.1f} s"
+        )
+    rows: dict[str, list[dict[str, float]]] = {path: [] for path in llms}
+    texts: dict[str, list[str]] = {path: [] for path in llms}
     for number, (tenant, question) in enumerate(picked[1:], start=1):
-        rows.append(answer_once(container, tenant, question.text))
-        print(f"{number}/{count}: {rows[-1]['total'] / 1000:.1f} s", end="\r", flush=True)
-    print()
-    metrics = (*STAGES, "first_token", "total", "prompt_tokens")
-    body = [
-        [name, median([r[name] for r in rows]), percentile([r[name] for r in rows], 95)]
-        for name in metrics
-    ]
-    print(f"provider {container.llm.model_id}, {count} questions (en+ar), ms unless noted")
-    print(table(["metric", "p50", "p95"], body))
-    refusals = sum(r["refused"] for r in rows)
-    print(f"refused: {refusals:.0f}/{count}")
+        for path, llm in llms.items():
+            row, text = answer_once(container, llm, tenant, question.text)
+            rows[path].append(row)
+            texts[path].append(text)
+            print(
+                f"{number}/{count} {path}: first token {row['first_token']:.0f} ms, "
+                f"total {row['total']:.0f} ms, {row['prompt_tokens']:.0f} prompt tokens",
+                flush=True,
+            )
+    for path, llm in llms.items():
+        print(f"path {path}: provider {llm.model_id}, {count} questions (en+ar), ms unless noted")
+        print(table(["metric", "p50", "p95"], summary(rows[path])))
+        refusals = sum(r["refused"] for r in rows[path])
+        print(f"refused: {refusals:.0f}/{count}")
+    if len(llms) == 2:
+        same = sum(a == b for a, b in zip(texts["old"], texts["new"], strict=True))
+        print(f"identical answer text, old vs new: {same}/{count}")
 
 
 def main() -> None:
@@ -107,6 +144,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--provider", default=None, help="LLM provider (default: settings)")
     parser.add_argument("--max-passages", type=int, default=None)
+    parser.add_argument(
+        "--paths",
+        nargs="+",
+        choices=("old", "new"),
+        default=["old", "new"],
+        help="old: prefix cache off; new: as configured (default: both, same questions)",
+    )
     args = parser.parse_args()
     overrides: dict[str, object] = {}
     if args.provider:
@@ -115,7 +159,7 @@ def main() -> None:
         overrides["llm_max_passages"] = args.max_passages
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(data_dir=Path(data), env="development", **overrides)
-        run(settings, args.questions, args.seed)
+        run(settings, args.questions, args.seed, args.paths)
 
 
 if __name__ == "__main__":

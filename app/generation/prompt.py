@@ -68,10 +68,16 @@ def user_message(question: str, passages: Sequence[tuple[str, str, str]]) -> str
     return f"{format_passages(passages)}\nQuestion: {defang(question.strip())}"
 
 
+# The rules and the two worked examples: the same for every question (given the refusal text),
+# so a provider may evaluate them once and reuse that state (`ChatRequest.shared_prefix`).
+SHARED_MESSAGES = 5
+
+
 def build_messages(
     question: str, passages: Sequence[tuple[str, str, str]], refusal_text: str
 ) -> tuple[ChatMessage, ...]:
-    """System rules, two worked examples (cited answer, exact refusal), then the real question."""
+    """System rules, two worked examples (cited answer, exact refusal), then the real question:
+    everything that depends on the question comes last, after `SHARED_MESSAGES` fixed ones."""
     example_user_answerable = user_message(_EXAMPLE_ANSWERABLE, _EXAMPLE_PASSAGES)
     example_user_unanswerable = user_message(_EXAMPLE_UNANSWERABLE, _EXAMPLE_PASSAGES[1:])
     return (
@@ -102,4 +108,5 @@ def build_request(question: str, hits: Sequence[SearchHit], refusal_text: str) -
         first_token_mask=FirstTokenMask("latin", allow=refusal_text) if arabic else None,
         probe=refusal_text,
         grounding=Grounding(question, tuple(text for _, _, text in passages), refusal_text),
+        shared_prefix=SHARED_MESSAGES,
     )

@@ -6,8 +6,10 @@ langchain-ollama); each is imported when its provider is built, so importing the
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +36,9 @@ class _LocalModel:
     llama: Any = None
     formatter: Any = None
     _token_scripts: tuple[Any, Any] | None = None
+    # Saved llama.cpp context states, each holding exactly one shared prompt prefix (the key),
+    # most recently used last: the answer prompt's and, e.g., a follow-up rewrite prompt's.
+    _prefix_states: OrderedDict[tuple[int, ...], bytes] = field(default_factory=OrderedDict)
 
     def loaded(self) -> Any:
         """The llama.cpp model, loading it now if needed (call with `lock` held)."""
@@ -69,12 +74,66 @@ class _LocalModel:
             )
         return self._token_scripts
 
-    def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
-        """Tokens of the chat prompt as the model's own template renders it."""
+    def _tokens(self, prompt: str) -> list[int]:
+        return list(self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int] | None:
+        """The chat prompt's tokens as the model's own template renders it."""
         if self.formatter is None:
             return None
-        prompt = self.formatter(messages=messages).prompt
-        return len(self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+        return self._tokens(self.formatter(messages=messages).prompt)
+
+    def shared_prefix_tokens(
+        self, messages: list[dict[str, str]], shared: int, prompt: list[int]
+    ) -> tuple[int, ...] | None:
+        """The leading tokens of `prompt` that come from its first `shared` messages alone.
+
+        The template renders the shared messages by themselves (plus its reply header); only
+        the text both renderings share is kept, so no later message's content can be part of
+        it. None when there is nothing to share or the tokenization differs at the border."""
+        if self.formatter is None or not 0 < shared < len(messages):
+            return None
+        whole = self.formatter(messages=messages).prompt
+        alone = self.formatter(messages=messages[:shared]).prompt
+        prefix = self._tokens(_common_start(whole, alone))
+        if not prefix or prompt[: len(prefix)] != prefix:
+            return None
+        return tuple(prefix)
+
+    def start_from_prefix(self, prefix: tuple[int, ...]) -> None:
+        """Leave the context holding exactly `prefix`, evaluated from an empty context (call with
+        `lock` held). The first time, the prefix is evaluated and its state saved; later, the
+        saved state replaces whatever the context held (another tenant's answer, another
+        prompt, a stream abandoned mid-way), so what follows is computed exactly as on a fresh
+        model and nothing of an earlier request is reused."""
+        import llama_cpp
+
+        llama = self.loaded()
+        context = llama._ctx.ctx
+        state = self._prefix_states.get(prefix)
+        if state is not None:
+            buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+            if llama_cpp.llama_state_set_data(context, buffer, len(state)) == len(state):
+                self._prefix_states.move_to_end(prefix)
+                llama.input_ids[: len(prefix)] = prefix
+                llama.n_tokens = len(prefix)
+                llama._requires_eval = True  # the next decode recomputes the logits
+                return
+            del self._prefix_states[prefix]  # not restorable: evaluate it again below
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(context), True)
+        llama.reset()
+        llama.eval(list(prefix))
+        size = llama_cpp.llama_state_get_size(context)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_get_data(context, buffer, size)
+        self._prefix_states[prefix] = bytes(buffer)[:written]
+        while len(self._prefix_states) > _MAX_PREFIX_STATES:
+            self._prefix_states.popitem(last=False)
+
+
+# Each saved prefix state is its tokens' KV cache (~28 KB per token for the default 1.5B model,
+# ~8 MB for the answer prompt's rules and examples).
+_MAX_PREFIX_STATES = 4
 
 
 _LOCAL_MODELS: dict[tuple[str, int, int], _LocalModel] = {}
@@ -89,6 +148,16 @@ def _shared_local_model(
         if key not in _LOCAL_MODELS:
             _LOCAL_MODELS[key] = _LocalModel(resolve_path, context_tokens, threads)
         return _LOCAL_MODELS[key]
+
+
+def _common_start(first: str, second: str) -> str:
+    """The longest text both strings start with."""
+    length = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        length += 1
+    return first[:length]
 
 
 def _as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
@@ -146,12 +215,19 @@ class LlamaCppLLM:
     """In-process llama.cpp generation; one answer at a time per process, with a deadline."""
 
     def __init__(
-        self, model: _LocalModel, *, model_id: str, max_tokens: int, timeout_s: float
+        self,
+        model: _LocalModel,
+        *,
+        model_id: str,
+        max_tokens: int,
+        timeout_s: float,
+        prefix_cache: bool = True,
     ) -> None:
         self._model = model
         self._model_id = model_id
         self._max_tokens = max_tokens
         self._timeout_s = timeout_s
+        self._prefix_cache = prefix_cache
 
     @property
     def model_id(self) -> str:
@@ -177,7 +253,13 @@ class LlamaCppLLM:
     def _generate(self, request: ChatRequest, deadline: float) -> Iterator[LLMDelta]:
         llama = self._model.loaded()
         messages = _as_dicts(request.messages)
-        prompt_tokens = self._model.count_prompt_tokens(messages)
+        tokens = self._model.prompt_tokens(messages)
+        prompt_tokens = None if tokens is None else len(tokens)
+        if self._prefix_cache and tokens is not None:
+            prefix = self._model.shared_prefix_tokens(messages, request.shared_prefix, tokens)
+            if prefix is not None:
+                # llama.cpp then evaluates only the tokens after the prefix.
+                self._model.start_from_prefix(prefix)
         processors: list[Callable[[Any, Any], Any]] = []
         probe = None
         if request.probe is not None:
@@ -350,6 +432,7 @@ def _build_llamacpp(settings: Settings) -> LLM:
         model_id=f"llamacpp:{name}",
         max_tokens=settings.llm_max_tokens,
         timeout_s=settings.llm_timeout_s,
+        prefix_cache=settings.llm_prefix_cache,
     )
 
 

@@ -88,6 +88,10 @@ class ChatRequest:
     # token instead of what it does start with (`LLMDelta.probe_probability`).
     probe: str | None = None
     grounding: Grounding | None = None
+    # How many leading messages are the same for every request of this kind and hold no
+    # tenant data (instructions, worked examples): a provider may evaluate them once and reuse
+    # that state. Later messages are never reused from one request to the next.
+    shared_prefix: int = 0
 
 
 @dataclass(frozen=True)
