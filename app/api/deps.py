@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.api.errors import ApiError
 from app.errors import AuthenticationFailed
+from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
 from app.security import TokenClaims
 from app.services.container import Container
 from app.storage.rate_limit import retry_after_header
@@ -71,3 +72,15 @@ def limit_queries(container: ContainerDep, principal: Principal) -> None:
 
 
 QueryRateLimit = Depends(limit_queries)
+
+
+# A listing's page: `limit` (None = the configured default, capped) and `offset`.
+PageLimit = Annotated[
+    int | None,
+    Query(
+        ge=1,
+        le=PAGE_SIZE_CEILING,
+        description=f"page size; default {DEFAULT_PAGE_SIZE} or the cap",
+    ),
+]
+PageOffset = Annotated[int, Query(ge=0, le=10_000_000)]

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
-from typing import Any, Protocol
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
-from starlette.types import Send
 
 from app.api.deps import ContainerDep, Principal, QueryRateLimit
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
+from app.api.streams import AnswerStreamResponse, ClosableEvents
 from app.observability import error_payload
 from app.services import answer_lane
 from app.services.admission import Caller
@@ -71,10 +71,11 @@ async def query(body: QueryIn, container: ContainerDep, principal: Principal) ->
     answered = await answer_lane.answer(
         container.answer_lane, container.answer_deps, caller, body.question, body.k
     )
-    return _query_out(answered)
+    return query_out(answered)
 
 
-def _query_out(answered: AnsweredQuestion) -> QueryOut:
+def query_out(answered: AnsweredQuestion) -> QueryOut:
+    """The /query body of an answer."""
     return QueryOut(
         answer=answered.answer,
         citations=[CitationOut(**asdict(c)) for c in answered.citations],
@@ -108,14 +109,6 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-class ClosableEvents(Protocol):
-    """The events of an admitted answer (an `AnswerStream`, or a stream wrapping one)."""
-
-    def __aiter__(self) -> AsyncIterator[Any]: ...
-
-    async def aclose(self) -> None: ...
-
-
 WireEvent = Callable[[Any], tuple[str, dict[str, Any]]]
 
 
@@ -124,26 +117,12 @@ async def _encoded(events: ClosableEvents, wire: WireEvent) -> AsyncIterator[byt
         yield _sse(*wire(event))
 
 
-class EventStreamResponse(StreamingResponse):
-    """Server-sent events of an admitted answer; the answer is closed however the response
-    ends (done, error, or the client hanging up), which stops the model and frees its slots.
-
-    `wire` names each event and gives its data (`wire_event` for an answer's own events)."""
+class EventStreamResponse(AnswerStreamResponse):
+    """Server-sent events of an admitted answer; `wire` names each event and gives its data
+    (`wire_event` for an answer's own events)."""
 
     def __init__(self, events: ClosableEvents, wire: WireEvent = wire_event) -> None:
-        super().__init__(
-            _encoded(events, wire),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-        self._events = events
-
-    async def stream_response(self, send: Send) -> None:
-        """Send the events, then close the answer even when cancelled by a disconnect."""
-        try:
-            await super().stream_response(send)
-        finally:
-            await self._events.aclose()
+        super().__init__(events, _encoded(events, wire))
 
 
 @router.post(

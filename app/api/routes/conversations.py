@@ -16,11 +16,10 @@ from app.api.conversation_schemas import (
     MessageOut,
     TurnOut,
 )
-from app.api.deps import ContainerDep, Principal, QueryRateLimit
+from app.api.deps import ContainerDep, PageLimit, PageOffset, Principal, QueryRateLimit
 from app.api.errors import error_responses
-from app.api.routes.answers import EventStreamResponse, wire_event
+from app.api.routes.answers import EventStreamResponse, query_out, wire_event
 from app.api.schemas import CitationOut
-from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
 from app.services import conversations as service
 from app.services.admission import Caller
 from app.services.conversations import (
@@ -74,14 +73,8 @@ def _rewrite_fields(rewrite: Rewrite) -> dict[str, Any]:
 
 
 def _turn_out(turn: AnsweredTurn) -> TurnOut:
-    answered = turn.answered
     return TurnOut(
-        answer=answered.answer,
-        citations=[CitationOut(**asdict(c)) for c in answered.citations],
-        refused=answered.refused,
-        cache=answered.cache,
-        timings=answered.timings,
-        total_ms=answered.total_ms,
+        **dict(query_out(turn.answered)),
         **asdict(turn.stored),
         **_rewrite_fields(turn.rewrite),
     )
@@ -108,15 +101,8 @@ def create_conversation(container: ContainerDep, principal: Principal) -> Conver
 def list_conversations(
     container: ContainerDep,
     principal: Principal,
-    limit: Annotated[
-        int | None,
-        Query(
-            ge=1,
-            le=PAGE_SIZE_CEILING,
-            description=f"page size; default {DEFAULT_PAGE_SIZE} or the cap",
-        ),
-    ] = None,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: PageLimit = None,
+    offset: PageOffset = 0,
 ) -> ConversationList:
     """The caller's conversations, most recently used first."""
     size = container.request_limits.page_size(limit)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Literal
+from typing import Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import ContainerDep, Principal
+from app.api.deps import ContainerDep, PageLimit, PageOffset, Principal
 from app.api.errors import error_responses
 from app.api.schemas import (
     DocumentList,
@@ -22,7 +22,6 @@ from app.api.upload import receive_uploads
 from app.errors import public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord, split_job_error
-from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
 from app.services import documents as service
 from app.storage.documents import DocumentRecord
 
@@ -163,15 +162,8 @@ def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOu
 def list_documents(
     container: ContainerDep,
     principal: Principal,
-    limit: Annotated[
-        int | None,
-        Query(
-            ge=1,
-            le=PAGE_SIZE_CEILING,
-            description=f"page size; default {DEFAULT_PAGE_SIZE} or the cap",
-        ),
-    ] = None,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: PageLimit = None,
+    offset: PageOffset = 0,
 ) -> DocumentList:
     """The tenant's documents, newest first."""
     size = container.request_limits.page_size(limit)

@@ -16,7 +16,6 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
-from starlette.types import Send
 
 from app.api.conversation_schemas import (
     ChatChoice,
@@ -30,6 +29,7 @@ from app.api.conversation_schemas import (
 from app.api.deps import ContainerDep, Principal, QueryRateLimit
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut
+from app.api.streams import AnswerStreamResponse
 from app.observability import error_payload
 from app.services import chat_completions as service
 from app.services.admission import Caller
@@ -85,26 +85,6 @@ async def _chunks(
             return
 
 
-class ChunkStreamResponse(StreamingResponse):
-    """`chat.completion.chunk` lines of an admitted answer; the answer is closed however the
-    response ends, which stops the model and frees its slots."""
-
-    def __init__(self, events: AnswerStream, body: AsyncIterator[bytes]) -> None:
-        super().__init__(
-            body,
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-        self._events = events
-
-    async def stream_response(self, send: Send) -> None:
-        """Send the chunks, then close the answer even when cancelled by a disconnect."""
-        try:
-            await super().stream_response(send)
-        finally:
-            await self._events.aclose()
-
-
 @router.post(
     "/chat/completions",
     response_model=ChatCompletionOut,
@@ -129,7 +109,7 @@ async def chat_completions(
     deps = container.follow_up_deps
     if body.stream:
         events, rewrite = await service.open_completion(deps, caller, said)
-        return ChunkStreamResponse(
+        return AnswerStreamResponse(
             events, _chunks(events, completion_id, created, rewrite.question)
         )
     answered, rewrite = await service.complete(deps, caller, said)
