@@ -33,6 +33,7 @@ from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.services.answer import generation_limits
 from app.services.container import Container
+from app.services.followups import Turn, ask_llm_to_rewrite
 from app.timing import start_timer
 from bench.common import median, percentile, table
 from eval.datasets import Question, load_task
@@ -85,6 +86,13 @@ def answer_once(
     return row, text
 
 
+def rewrite_once(llm: LLM, question: str) -> float:
+    """A conversation's follow-up rewrite before the answer (another prompt in between): ms."""
+    started = time.perf_counter()
+    ask_llm_to_rewrite(llm, [Turn(question, "It is in the passage.")], "And when?", 900.0)
+    return (time.perf_counter() - started) * 1000
+
+
 def path_llms(settings: Settings, paths: list[str]) -> dict[str, LLM]:
     """The LLM of each path: `new` as configured, `old` with the prefix cache off (one model)."""
     old = settings.model_copy(update={"llm_prefix_cache": False})
@@ -94,15 +102,18 @@ def path_llms(settings: Settings, paths: list[str]) -> dict[str, LLM]:
 
 def summary(rows: list[dict[str, float]]) -> list[list[object]]:
     """p50 and p95 of every metric over the rows."""
-    metrics = (*STAGES, "first_token", "total", "prompt_tokens")
+    metrics = (*STAGES, "first_token", "total", "prompt_tokens", "rewrite")
     return [
         [name, median([r[name] for r in rows]), percentile([r[name] for r in rows], 95)]
         for name in metrics
     ]
 
 
-def run(settings: Settings, count: int, seed: int, paths: list[str]) -> None:
-    """Ingest, warm up, time `count` answers per path and print a table per path."""
+def run(
+    settings: Settings, count: int, seed: int, paths: list[str], after_rewrite: bool = False
+) -> None:
+    """Ingest, warm up, time `count` answers per path and print a table per path; with
+    `after_rewrite`, each answer follows a follow-up rewrite prompt, as in a conversation."""
     container = Container(settings)
     llms = path_llms(settings, paths)
     for task, tenant in (("xquad-en-en", "xquad-en"), ("xquad-ar-ar", "xquad-ar")):
@@ -120,7 +131,9 @@ def run(settings: Settings, count: int, seed: int, paths: list[str]) -> None:
     texts: dict[str, list[str]] = {path: [] for path in llms}
     for number, (tenant, question) in enumerate(picked[1:], start=1):
         for path, llm in llms.items():
+            rewrite_ms = rewrite_once(llm, question.text) if after_rewrite else float("nan")
             row, text = answer_once(container, llm, tenant, question.text)
+            row["rewrite"] = rewrite_ms
             rows[path].append(row)
             texts[path].append(text)
             print(
@@ -151,6 +164,11 @@ def main() -> None:
         default=["old", "new"],
         help="old: prefix cache off; new: as configured (default: both, same questions)",
     )
+    parser.add_argument(
+        "--after-rewrite",
+        action="store_true",
+        help="before each answer, a conversation's follow-up rewrite prompt (another prompt)",
+    )
     args = parser.parse_args()
     overrides: dict[str, object] = {}
     if args.provider:
@@ -159,7 +177,7 @@ def main() -> None:
         overrides["llm_max_passages"] = args.max_passages
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(data_dir=Path(data), env="development", **overrides)
-        run(settings, args.questions, args.seed, args.paths)
+        run(settings, args.questions, args.seed, args.paths, args.after_rewrite)
 
 
 if __name__ == "__main__":

@@ -131,6 +131,7 @@ def ask_llm_to_rewrite(llm: LLM, history: Sequence[Turn], follow_up: str, timeou
             ChatMessage("user", transcript),
         ),
         max_tokens=REWRITE_MAX_TOKENS,
+        shared_prefix=3,  # the instructions and the example: no conversation's text
     )
     deadline = time.monotonic() + timeout_s
     text = ""
