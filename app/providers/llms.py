@@ -255,6 +255,9 @@ class LlamaCppLLM:
         messages = _as_dicts(request.messages)
         tokens = self._model.prompt_tokens(messages)
         prompt_tokens = None if tokens is None else len(tokens)
+        if prompt_tokens is not None and prompt_tokens >= self._model.context_tokens:
+            # Refused before anything is evaluated: the saved prefix alone may not fit either.
+            raise prompt_too_long(prompt_tokens, self._model.context_tokens)
         if self._prefix_cache and tokens is not None:
             prefix = self._model.shared_prefix_tokens(messages, request.shared_prefix, tokens)
             if prefix is not None:
