@@ -55,8 +55,8 @@ def utc_now() -> datetime:
 def _configure_sqlite(dbapi_connection: sqlite3.Connection, _record: object) -> None:
     cursor = dbapi_connection.cursor()
     try:
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")  # before anything waits
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         # WAL + NORMAL is durable across application crashes (only power loss can lose the last
         # commits), and much cheaper than FULL's fsync per commit.
         cursor.execute("PRAGMA synchronous=NORMAL")

@@ -15,6 +15,7 @@ needs no separate step: the first two revisions create only what it lacks.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -24,6 +25,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy.exc import OperationalError
 
 from app.errors import ConfigurationError
 
@@ -83,6 +85,23 @@ def current_revision(connection: Connection) -> str | None:
 def upgrade_to_head(engine: Engine, lock_key: int) -> SchemaChange:
     """Run every revision the database lacks, holding the schema lock (`lock_key` is the
     PostgreSQL advisory lock key); a database already at head costs one query."""
+    for attempt in range(_SQLITE_BUSY_ATTEMPTS):
+        try:
+            return _upgrade_to_head(engine, lock_key)
+        except OperationalError as exc:
+            # SQLite answers some lock conflicts of a brand-new file (the switch to WAL, a read
+            # snapshot that cannot become a write) at once, without its busy wait: try again.
+            last = attempt == _SQLITE_BUSY_ATTEMPTS - 1
+            if engine.dialect.name != "sqlite" or "locked" not in str(exc) or last:
+                raise
+            time.sleep(0.05 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+_SQLITE_BUSY_ATTEMPTS = 6
+
+
+def _upgrade_to_head(engine: Engine, lock_key: int) -> SchemaChange:
     revisions = _revisions()
     with engine.connect() as connection:
         if current_revision(connection) == revisions.head:
