@@ -64,6 +64,7 @@ class AnswerShape(BaseModel):
     llm_context_tokens: int
     llm_max_passages: int
     llm_max_context_chars: int
+    llm_focus_chars: int
     refusal_text: str
     llm_abstain_threshold: float
 

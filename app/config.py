@@ -142,6 +142,12 @@ class Settings(BaseSettings):
     llm_max_context_chars: int = Field(
         default=3000, gt=0, description="passage characters in the prompt (latency lever)"
     )
+    llm_focus_chars: int = Field(
+        default=800,
+        ge=0,
+        description="cut the shown passages to the question's best sentences, this many "
+        "characters in all (0: whole passages); the main lever on time to first token",
+    )
     models_dir: Path = Path("models")
     refusal_text: str = "I could not find the answer in the provided documents."
     llm_abstain_threshold: float = Field(

@@ -33,7 +33,7 @@ from typing import Any
 
 from app.config import Settings, load_settings
 from app.domain import RetrievalResult
-from app.generation.answer import Answer, answer_question, fit_passages
+from app.generation.answer import Answer, answer_question, shown_passages
 from app.generation.citations import MARKER_GROUP, marker_numbers
 from app.providers.llms import build_llm
 from app.providers.types import LLM
@@ -95,17 +95,22 @@ def ask(
     question: Question,
     retrieval: RetrievalResult,
     doc_map: dict[str, str],
-) -> tuple[Answer, bool, float]:
-    """Answer one question; returns the answer, whether gold was shown, and seconds taken."""
-    shown = fit_passages(
-        retrieval.hits[: settings.llm_max_passages], settings.llm_max_context_chars
+) -> tuple[Answer, bool, float, int]:
+    """Answer one question; returns the answer, whether gold was shown, seconds taken and how
+    many passages the model read (its valid markers)."""
+    shown = shown_passages(
+        question.text,
+        retrieval.hits,
+        max_passages=settings.llm_max_passages,
+        max_passage_chars=settings.llm_max_context_chars,
+        focus_chars=settings.llm_focus_chars,
     )
     gold_shown = retrieval.relevant and any(
         doc_map.get(hit.chunk.document_id) in question.gold for hit in shown
     )
     started = time.perf_counter()
     answer = answer_question(question.text, retrieval, llm, **generation_limits(settings))
-    return answer, gold_shown, time.perf_counter() - started
+    return answer, gold_shown, time.perf_counter() - started, len(shown)
 
 
 def outcome(
@@ -266,9 +271,8 @@ def run(
         for setting, tenant in (("answerable", corpus), ("unanswerable", no_gold_tenant)):
             for number, question in enumerate(questions, start=1):
                 retrieval = container.retriever.search(tenant, question.text, settings.top_k)
-                passages = min(len(retrieval.hits), settings.llm_max_passages)
                 for provider, llm in llms.items():
-                    answer, shown, seconds = ask(llm, settings, question, retrieval, doc_map)
+                    answer, shown, seconds, passages = ask(llm, settings, question, retrieval, doc_map)
                     outcomes[provider].append(
                         outcome(
                             name,

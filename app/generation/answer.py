@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from app.domain import RetrievalResult, SearchHit
 from app.generation.citations import Citation, MarkerFilter, citations_for, is_refusal
+from app.generation.focus import focus_passages
 from app.generation.grounding import CitationChecker
 from app.generation.prompt import build_request
 from app.providers.types import LLM, ChatRequest, LLMDelta
@@ -64,6 +65,20 @@ def fit_passages(hits: Sequence[SearchHit], max_chars: int | None) -> list[Searc
             break
         kept.append(hit)
     return kept
+
+
+def shown_passages(
+    question: str,
+    hits: Sequence[SearchHit],
+    *,
+    max_passages: int | None = None,
+    max_passage_chars: int | None = None,
+    focus_chars: int = 0,
+) -> list[SearchHit]:
+    """What the model reads: the top `max_passages` hits within `max_passage_chars`, each cut
+    to the question's best sentences (`focus_chars` in all) unless `focus_chars` is 0."""
+    hits = fit_passages(hits[:max_passages], max_passage_chars)
+    return focus_passages(question, hits, focus_chars) if focus_chars else hits
 
 
 @dataclass(frozen=True)
@@ -157,6 +172,7 @@ def stream_answer(
     refusal_text: str,
     max_passages: int | None = None,
     max_passage_chars: int | None = None,
+    focus_chars: int = 0,
     abstain_threshold: float = 1.0,
 ) -> Generator[AnswerEvent, None, None]:
     """Yield cleaned text deltas, then one AnswerDone with citations and the refusal flag.
@@ -165,7 +181,13 @@ def stream_answer(
     refusal sentence, the generation is stopped before any text is shown and the answer is the
     refusal: a small model that hesitates between answering and refusing is usually guessing.
     """
-    hits = fit_passages(retrieval.hits[:max_passages], max_passage_chars)
+    hits = shown_passages(
+        question,
+        retrieval.hits,
+        max_passages=max_passages,
+        max_passage_chars=max_passage_chars,
+        focus_chars=focus_chars,
+    )
     if not retrieval.relevant or not hits:
         yield AnswerDelta(refusal_text)
         yield AnswerDone(Answer(refusal_text, refused=True, model_id=llm.model_id))
@@ -210,6 +232,7 @@ def answer_question(
     refusal_text: str,
     max_passages: int | None = None,
     max_passage_chars: int | None = None,
+    focus_chars: int = 0,
     abstain_threshold: float = 1.0,
 ) -> Answer:
     """The complete answer (the same text `stream_answer` streams)."""
@@ -220,6 +243,7 @@ def answer_question(
         refusal_text=refusal_text,
         max_passages=max_passages,
         max_passage_chars=max_passage_chars,
+        focus_chars=focus_chars,
         abstain_threshold=abstain_threshold,
     ):
         if isinstance(event, AnswerDone):

@@ -39,6 +39,7 @@ def generation_limits(settings: Settings) -> dict[str, Any]:
         "refusal_text": settings.refusal_text,
         "max_passages": settings.llm_max_passages,
         "max_passage_chars": settings.llm_max_context_chars,
+        "focus_chars": settings.llm_focus_chars,
         "abstain_threshold": settings.llm_abstain_threshold,
     }
 

@@ -21,11 +21,13 @@ _RANK_DECAY = 0.15
 
 
 @dataclass(frozen=True)
-class _Sentence:
+class RankedSentence:
+    """A sentence of passage `marker` (numbered from 1) at `position`, scored for a question."""
+
     marker: int
     position: int
     text: str
-    terms: frozenset[str]
+    score: float
 
 
 def split_sentences(text: str) -> list[str]:
@@ -40,35 +42,44 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
-def best_sentences(
-    question: str, passages: Sequence[str], *, max_passages: int, max_sentences: int
-) -> list[tuple[int, str]]:
-    """The (marker, sentence) pairs that best support an answer, best first."""
+def rank_sentences(question: str, passages: Sequence[str]) -> list[RankedSentence]:
+    """Every sentence of the passages, best first; ties (and sentences sharing no question term,
+    score 0) keep passage rank, then position."""
     candidates = [
-        _Sentence(marker, position, sentence, frozenset(tokenize(sentence)))
-        for marker, passage in enumerate(passages[:max_passages], start=1)
+        (marker, position, sentence, frozenset(tokenize(sentence)))
+        for marker, passage in enumerate(passages, start=1)
         for position, sentence in enumerate(split_sentences(passage))
     ]
-    if not candidates:
-        return []
     question_terms = set(tokenize(question))
     total = len(candidates)
 
     def rarity(term: str) -> float:
-        containing = sum(1 for c in candidates if term in c.terms)
+        containing = sum(1 for *_, terms in candidates if term in terms)
         return math.log(1 + total / containing) if containing else 0.0
 
     weights = {term: rarity(term) for term in question_terms}
+    ranked = [
+        RankedSentence(
+            marker,
+            position,
+            sentence,
+            sum(weights[t] for t in question_terms & terms) / (1 + _RANK_DECAY * (marker - 1)),
+        )
+        for marker, position, sentence, terms in candidates
+    ]
+    return sorted(ranked, key=lambda s: (-s.score, s.marker, s.position))
 
-    def score(sentence: _Sentence) -> float:
-        overlap = sum(weights[t] for t in question_terms & sentence.terms)
-        return overlap / (1 + _RANK_DECAY * (sentence.marker - 1))
 
-    ranked = sorted(candidates, key=lambda c: (-score(c), c.marker, c.position))
-    if score(ranked[0]) == 0:
+def best_sentences(
+    question: str, passages: Sequence[str], *, max_passages: int, max_sentences: int
+) -> list[tuple[int, str]]:
+    """The (marker, sentence) pairs that best support an answer, best first."""
+    ranked = rank_sentences(question, passages[:max_passages])
+    if not ranked:
+        return []
+    if ranked[0].score == 0:
         # No shared term (e.g. an Arabic question over English text): retrieval judged the
         # top passage relevant, so its opening sentence is the most honest extract there is.
         # Ties sort by rank and position, so this is the first sentence of passage 1.
         return [(ranked[0].marker, ranked[0].text)]
-    chosen = [c for c in ranked[:max_sentences] if score(c) > 0]
-    return [(c.marker, c.text) for c in chosen]
+    return [(s.marker, s.text) for s in ranked[:max_sentences] if s.score > 0]
