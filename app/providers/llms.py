@@ -21,6 +21,7 @@ from app.config import LLM_PROVIDERS, Settings
 from app.errors import ConfigurationError, GenerationTimeout, PromptTooLong, ProviderUnavailable
 from app.providers.extractive import ExtractiveLLM
 from app.providers.gguf import check_gguf_header, ensure_default_model
+from app.providers.registry import ProviderRegistry
 from app.providers.types import LLM, ChatMessage, ChatRequest, LLMDelta
 from app.text.language import has_latin_letter, has_letter
 
@@ -568,31 +569,28 @@ def _build_extractive(settings: Settings) -> LLM:
 
 LLMBuilder = Callable[[Settings], LLM]
 
-_BUILDERS: dict[str, LLMBuilder] = {
-    "llamacpp": _build_llamacpp,
-    "openai": _build_openai,
-    "ollama": _build_ollama,
-    "extractive": _build_extractive,
-}
+_REGISTRY = ProviderRegistry[LLMBuilder](
+    "RAG_LLM_PROVIDER",
+    LLM_PROVIDERS,
+    {
+        "llamacpp": _build_llamacpp,
+        "openai": _build_openai,
+        "ollama": _build_ollama,
+        "extractive": _build_extractive,
+    },
+)
 
 
 def register_llm(name: str, builder: LLMBuilder) -> None:
     """Make `builder` the provider RAG_LLM_PROVIDER=`name` selects (tests add their fakes)."""
-    _BUILDERS[name] = builder
-    LLM_PROVIDERS.add(name)
+    _REGISTRY.register(name, builder)
 
 
 def llm_provider_names() -> list[str]:
     """The values RAG_LLM_PROVIDER accepts, sorted."""
-    return sorted(_BUILDERS)
+    return _REGISTRY.names()
 
 
 def build_llm(settings: Settings) -> LLM:
     """The LLM chosen by RAG_LLM_PROVIDER; heavy models load on first use, once per process."""
-    builder = _BUILDERS.get(settings.llm_provider)
-    if builder is None:
-        raise ConfigurationError(
-            f"RAG_LLM_PROVIDER: unknown provider {settings.llm_provider!r}; "
-            f"expected one of {', '.join(llm_provider_names())}"
-        )
-    return builder(settings)
+    return _REGISTRY.builder(settings.llm_provider)(settings)
