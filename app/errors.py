@@ -228,6 +228,10 @@ def _error_classes(base: type[RagError] = RagError) -> dict[str, type[RagError]]
     return found
 
 
+# code -> the first error class with that code (every error class is defined above), built
+# once: GET /jobs/{id} looks a stored code up here on every poll.
+_ERROR_CLASSES = _error_classes()
+
 # Job-only codes; their messages are ours and say nothing about hosts or upstream errors.
 _JOB_MESSAGES = {
     "retrying": "a component was briefly unavailable; the job will be retried automatically",
@@ -241,7 +245,7 @@ def public_job_error(code: str, detail: str) -> str:
     client-side error's message (what is wrong with the file), a fixed text otherwise."""
     if code in _JOB_MESSAGES:
         return _JOB_MESSAGES[code]
-    cls = _error_classes().get(code)
+    cls = _ERROR_CLASSES.get(code)
     if code in _SAFE_JOB_CODES or (
         cls is not None and (cls.http_status < 500 or cls.expose_message)
     ):

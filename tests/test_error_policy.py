@@ -59,3 +59,19 @@ def test_job_errors_show_the_detail_only_for_client_side_codes(
         assert message == shown
     else:
         assert message and "10.0.0.7" not in message and "Error 111" not in message
+
+
+def _error_classes(base: type[RagError]) -> list[type[RagError]]:
+    return [cls for sub in base.__subclasses__() for cls in (sub, *_error_classes(sub))]
+
+
+def test_every_error_the_service_defines_is_shown_as_its_class_allows() -> None:
+    import app.main  # noqa: F401  (every module, so every error class the service can store)
+
+    detail = "the PDF is damaged; export it again"
+    classes = [c for c in _error_classes(RagError) if c.__module__.startswith("app.")]
+    assert len(classes) > 20
+    for cls in classes:
+        client_side = cls.http_status < 500 or cls.expose_message
+        shown = public_job_error(cls.code, detail)
+        assert (shown == detail) == client_side, (cls.__name__, shown)

@@ -5,10 +5,10 @@ job to exactly one worker, across threads and processes, with one conditional UP
 serialises writers, and PostgreSQL claimers first take one transaction-scoped advisory lock, so
 the same job is never handed out twice and the fairness counts each claimer reads are exact.
 
-`create` and `reserve` with an `active_limit` never let a tenant exceed it, however many uploads
-race: the row is inserted by one conditional INSERT ... SELECT that counts the tenant's active
-jobs. SQLite evaluates it under the write lock; PostgreSQL first takes a per-tenant advisory lock
-for the transaction, so the count of the next creator already sees this one's job.
+`reserve` never lets a tenant exceed its `active_limit`, however many uploads race: the row is
+inserted by one conditional INSERT ... SELECT that counts the tenant's active jobs. SQLite
+evaluates it under the write lock; PostgreSQL first takes a per-tenant advisory lock for the
+transaction, so the count of the next creator already sees this one's job.
 
 An upload reserves its slot (a `reserved` row) before its body is read, so a tenant over its
 queue quota is refused before anything is written to disk; `fill_reservations` turns the rows
@@ -146,45 +146,13 @@ class JobStore:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    def create(
-        self,
-        tenant_id: str,
-        document_id: str,
-        source: str,
-        stored_path: str,
-        size_bytes: int,
-        *,
-        active_limit: int | None = None,
-        document_sha256: str | None = None,
-    ) -> JobRecord:
-        """Queue a job for a stored upload; `source` must already be sanitised.
-
-        With `active_limit`, JobLimitReached is raised and nothing is written when the tenant
-        already has that many jobs queued or processing. With `document_sha256`, the document's
-        row (status queued) is created in the same transaction unless the tenant already has one,
-        which is kept as it is: a worker never sees the job without its document, and a refused
-        job leaves no row behind.
-        """
-        row = _new_job(tenant_id, document_id, source, stored_path, size_bytes, status="queued")
-        with self._db.session() as session:
-            if active_limit is not None:
-                self._lock_tenant(session, tenant_id)
-            if session.execute(_insert_below_limit(row, active_limit)).first() is None:
-                assert active_limit is not None  # only the limit makes the INSERT skip its row
-                raise JobLimitReached(tenant_id, active_limit)
-            if document_sha256 is not None:
-                insert_missing_document(
-                    session, tenant_id, document_id, source, size_bytes, document_sha256
-                )
-        return _record(row)
-
     def reserve(self, tenant_id: str, active_limit: int) -> str:
         """Hold one of the tenant's job slots for an upload about to be received; its id.
 
         Raises JobLimitReached, writing nothing, when the tenant already has `active_limit`
         jobs reserved, queued or processing.
         """
-        row = _new_job(tenant_id, "", "", "", 0, status="reserved")
+        row = _new_reservation(tenant_id)
         with self._db.session() as session:
             self._lock_tenant(session, tenant_id)
             if session.execute(_insert_below_limit(row, active_limit)).first() is None:
@@ -198,7 +166,8 @@ class JobStore:
 
         Raises QuotaExceeded (nothing changes; the caller cancels the reservations) when the
         uploads, taken in order, would exceed the tenant's documents, stored bytes or chunks.
-        Each document's row is created in the same transaction, as in `create`; LookupError
+        Each document's row is created in the same transaction unless the tenant already has
+        one, which is kept as it is (a worker never sees a job without its document); LookupError
         when a reservation no longer exists.
         """
         now = utc_now()
@@ -517,24 +486,17 @@ class JobStore:
             return int(requeued.rowcount)  # type: ignore[attr-defined]
 
 
-def _new_job(
-    tenant_id: str,
-    document_id: str,
-    source: str,
-    stored_path: str,
-    size_bytes: int,
-    *,
-    status: JobStatus,
-) -> JobRow:
+def _new_reservation(tenant_id: str) -> JobRow:
+    """A `reserved` row: the upload's document, source and size are filled in when stored."""
     now = utc_now()
     return JobRow(
         job_id="job_" + secrets.token_hex(12),
         tenant_id=tenant_id,
-        document_id=document_id,
-        source=source,
-        stored_path=stored_path,
-        size_bytes=size_bytes,
-        status=status,
+        document_id="",
+        source="",
+        stored_path="",
+        size_bytes=0,
+        status="reserved",
         progress_done=0,
         progress_total=0,
         progress_stage="queued",
@@ -574,20 +536,20 @@ def _check_storage_quota(
         )
 
 
-def _insert_below_limit(row: JobRow, active_limit: int | None) -> ReturningInsert[str]:
+def _insert_below_limit(row: JobRow, active_limit: int) -> ReturningInsert[str]:
     # One statement, INSERT ... SELECT <the row> WHERE (active jobs of the tenant) < limit: it
     # inserts nothing, and returns no id, once the limit is reached. SQLite takes the write lock
     # before evaluating the count (it must be the transaction's first statement, as it is here);
     # PostgreSQL relies on the caller's advisory lock and READ COMMITTED, where each statement
     # sees what earlier holders of the lock committed.
     columns = JobRow.__table__.columns
-    values = select(*(literal(getattr(row, c.key), c.type).label(c.key) for c in columns))
-    if active_limit is not None:
-        active = (
-            select(func.count())
-            .select_from(JobRow)
-            .where(JobRow.tenant_id == row.tenant_id, JobRow.status.in_(ACTIVE_STATUSES))
-            .scalar_subquery()
-        )
-        values = values.where(active < active_limit)
+    active = (
+        select(func.count())
+        .select_from(JobRow)
+        .where(JobRow.tenant_id == row.tenant_id, JobRow.status.in_(ACTIVE_STATUSES))
+        .scalar_subquery()
+    )
+    values = select(*(literal(getattr(row, c.key), c.type).label(c.key) for c in columns)).where(
+        active < active_limit
+    )
     return insert(JobRow).from_select([c.key for c in columns], values).returning(JobRow.job_id)

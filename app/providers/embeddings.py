@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from app.config import EMBEDDING_PROVIDERS, ENV_PREFIX
 from app.errors import ConfigurationError, ProviderUnavailable
+from app.providers.registry import ProviderRegistry
 from app.providers.types import Embedder
 
 if TYPE_CHECKING:
@@ -185,13 +186,7 @@ def build_embedder(settings: Settings) -> Embedder:
 
 @lru_cache(maxsize=8)
 def _cached_embedder(key: EmbedderKey) -> Embedder:
-    builder = _BUILDERS.get(key.provider)
-    if builder is None:
-        raise ConfigurationError(
-            f"{ENV_PREFIX}EMBEDDING_PROVIDER: unknown provider {key.provider!r}; "
-            f"expected one of {', '.join(embedding_provider_names())}"
-        )
-    return builder(key)
+    return _REGISTRY.builder(key.provider)(key)
 
 
 def _require_model(key: EmbedderKey) -> str:
@@ -292,21 +287,24 @@ def _build_ollama(key: EmbedderKey) -> Embedder:
 
 EmbedderBuilder = Callable[[EmbedderKey], Embedder]
 
-_BUILDERS: dict[str, EmbedderBuilder] = {
-    "use": _build_use,
-    "e5": _build_e5,
-    "huggingface": _build_huggingface,
-    "openai": _build_openai,
-    "ollama": _build_ollama,
-}
+_REGISTRY = ProviderRegistry[EmbedderBuilder](
+    f"{ENV_PREFIX}EMBEDDING_PROVIDER",
+    EMBEDDING_PROVIDERS,
+    {
+        "use": _build_use,
+        "e5": _build_e5,
+        "huggingface": _build_huggingface,
+        "openai": _build_openai,
+        "ollama": _build_ollama,
+    },
+)
 
 
 def register_embedder(name: str, builder: EmbedderBuilder) -> None:
     """Make `builder` the provider RAG_EMBEDDING_PROVIDER=`name` selects (tests add fakes)."""
-    _BUILDERS[name] = builder
-    EMBEDDING_PROVIDERS.add(name)
+    _REGISTRY.register(name, builder)
 
 
 def embedding_provider_names() -> list[str]:
     """The values RAG_EMBEDDING_PROVIDER accepts, sorted."""
-    return sorted(_BUILDERS)
+    return _REGISTRY.names()

@@ -21,8 +21,38 @@ from app.config import LLM_PROVIDERS, Settings
 from app.errors import ConfigurationError, GenerationTimeout, PromptTooLong, ProviderUnavailable
 from app.providers.extractive import ExtractiveLLM
 from app.providers.gguf import check_gguf_header, ensure_default_model
+from app.providers.registry import ProviderRegistry
 from app.providers.types import LLM, ChatMessage, ChatRequest, LLMDelta
 from app.text.language import has_latin_letter, has_letter
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    """A chat prompt rendered by the model's template: its text, its tokens, and the stop
+    strings and stopping criteria the template adds (its end-of-turn token)."""
+
+    text: str
+    tokens: list[int]
+    stop: list[str]
+    stopping_criteria: Any  # a llama_cpp.StoppingCriteriaList, or None
+
+
+def _template_formatter(llama: Any, template: str) -> Any:
+    """The formatter llama-cpp-python builds for a GGUF's own chat template (`Llama.__init__`,
+    same end and start texts, same stop token), so a prompt rendered with it is, token for
+    token, the one `create_chat_completion` would have rendered and fed."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    def text(token: int) -> str:
+        return str(llama._model.token_get_text(token)) if token != -1 else ""
+
+    eos = llama.token_eos()
+    return Jinja2ChatFormatter(
+        template=template,
+        eos_token=text(eos),
+        bos_token=text(llama.token_bos()),
+        stop_token_ids=[eos],
+    )
 
 
 @dataclass
@@ -44,7 +74,6 @@ class _LocalModel:
         """The llama.cpp model, loading it now if needed (call with `lock` held)."""
         if self.llama is None:
             from llama_cpp import Llama
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             path = self.resolve_path()
             self.llama = Llama(
@@ -55,8 +84,7 @@ class _LocalModel:
             )
             template = self.llama.metadata.get("tokenizer.chat_template")
             if template:
-                eos = self.llama.detokenize([self.llama.token_eos()]).decode("utf-8", "ignore")
-                self.formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token="")
+                self.formatter = _template_formatter(self.llama, template)
         return self.llama
 
     def token_scripts(self) -> tuple[Any, Any]:
@@ -77,14 +105,22 @@ class _LocalModel:
     def _tokens(self, prompt: str) -> list[int]:
         return list(self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
 
-    def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int] | None:
-        """The chat prompt's tokens as the model's own template renders it."""
+    def render(self, messages: list[dict[str, str]]) -> RenderedPrompt | None:
+        """The chat prompt as the model's own template renders it, rendered and tokenized once
+        (call with `lock` held); None when the GGUF has no chat template."""
         if self.formatter is None:
             return None
-        return self._tokens(self.formatter(messages=messages).prompt)
+        result = self.formatter(messages=messages)
+        # As llama-cpp-python's chat handler tokenizes it (`chat_formatter_to_chat_completion_
+        # handler`): a template that writes its own special tokens gets no extra BOS.
+        tokens = self.llama.tokenize(
+            result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
+        )
+        stop = [result.stop] if isinstance(result.stop, str) else list(result.stop or ())
+        return RenderedPrompt(result.prompt, list(tokens), stop, result.stopping_criteria)
 
     def shared_prefix_tokens(
-        self, messages: list[dict[str, str]], shared: int, prompt: list[int]
+        self, messages: list[dict[str, str]], shared: int, prompt: RenderedPrompt
     ) -> tuple[int, ...] | None:
         """The leading tokens of `prompt` that come from its first `shared` messages alone.
 
@@ -93,10 +129,9 @@ class _LocalModel:
         it. None when there is nothing to share or the tokenization differs at the border."""
         if self.formatter is None or not 0 < shared < len(messages):
             return None
-        whole = self.formatter(messages=messages).prompt
         alone = self.formatter(messages=messages[:shared]).prompt
-        prefix = self._tokens(_common_start(whole, alone))
-        if not prefix or prompt[: len(prefix)] != prefix:
+        prefix = self._tokens(_common_start(prompt.text, alone))
+        if not prefix or prompt.tokens[: len(prefix)] != prefix:
             return None
         return tuple(prefix)
 
@@ -253,13 +288,13 @@ class LlamaCppLLM:
     def _generate(self, request: ChatRequest, deadline: float) -> Iterator[LLMDelta]:
         llama = self._model.loaded()
         messages = _as_dicts(request.messages)
-        tokens = self._model.prompt_tokens(messages)
-        prompt_tokens = None if tokens is None else len(tokens)
+        prompt = self._model.render(messages)
+        prompt_tokens = None if prompt is None else len(prompt.tokens)
         if prompt_tokens is not None and prompt_tokens >= self._model.context_tokens:
             # Refused before anything is evaluated: the saved prefix alone may not fit either.
             raise prompt_too_long(prompt_tokens, self._model.context_tokens)
-        if self._prefix_cache and tokens is not None:
-            prefix = self._model.shared_prefix_tokens(messages, request.shared_prefix, tokens)
+        if self._prefix_cache and prompt is not None:
+            prefix = self._model.shared_prefix_tokens(messages, request.shared_prefix, prompt)
             if prefix is not None:
                 # llama.cpp then evaluates only the tokens after the prefix.
                 self._model.start_from_prefix(prefix)
@@ -272,15 +307,24 @@ class LlamaCppLLM:
         if mask is not None:
             allowed = _first_token(llama, mask.allow)
             processors.append(LatinStartMask(*self._model.token_scripts(), allowed))
+        options: dict[str, Any] = {
+            "temperature": 0.0 if request.temperature is None else request.temperature,
+            "max_tokens": self._max_tokens if request.max_tokens is None else request.max_tokens,
+            "stream": True,
+            "logits_processor": processors or None,
+        }
         try:
-            chunks = llama.create_chat_completion(
-                messages=messages,
-                temperature=0.0 if request.temperature is None else request.temperature,
-                max_tokens=self._max_tokens if request.max_tokens is None else request.max_tokens,
-                stop=list(request.stop),
-                stream=True,
-                logits_processor=processors or None,
-            )
+            if prompt is None:  # no chat template in the GGUF: llama-cpp-python's fallback format
+                chunks = llama.create_chat_completion(
+                    messages=messages, stop=list(request.stop), **options
+                )
+            else:  # the prompt rendered above, fed as tokens: the template is not rendered again
+                chunks = llama.create_completion(
+                    prompt=prompt.tokens,
+                    stop=[*request.stop, *prompt.stop],
+                    stopping_criteria=prompt.stopping_criteria,
+                    **options,
+                )
             first = True
             for chunk in chunks:
                 if time.monotonic() > deadline:
@@ -288,7 +332,7 @@ class LlamaCppLLM:
                     raise GenerationTimeout(
                         f"the local model did not finish within {self._timeout_s:g} s"
                     )
-                text = chunk["choices"][0]["delta"].get("content")
+                text = _chunk_text(chunk)
                 if text:
                     if first:
                         probability = probe.probability if probe is not None else None
@@ -300,6 +344,17 @@ class LlamaCppLLM:
             if not _is_context_overflow(exc):
                 raise
             raise prompt_too_long(prompt_tokens, self._model.context_tokens) from exc
+
+
+def _chunk_text(chunk: dict[str, Any]) -> str | None:
+    """The text of a streamed chat chunk (`delta.content`) or completion chunk (`text`); as
+    llama-cpp-python's chat stream does, none from the last chunk (the finish reason)."""
+    choice = chunk["choices"][0]
+    if "delta" in choice:
+        content: str | None = choice["delta"].get("content")
+        return content
+    text: str | None = None if choice.get("finish_reason") else choice["text"]
+    return text
 
 
 def prompt_too_long(prompt_tokens: int | None, context_tokens: int | None) -> PromptTooLong:
@@ -514,31 +569,28 @@ def _build_extractive(settings: Settings) -> LLM:
 
 LLMBuilder = Callable[[Settings], LLM]
 
-_BUILDERS: dict[str, LLMBuilder] = {
-    "llamacpp": _build_llamacpp,
-    "openai": _build_openai,
-    "ollama": _build_ollama,
-    "extractive": _build_extractive,
-}
+_REGISTRY = ProviderRegistry[LLMBuilder](
+    "RAG_LLM_PROVIDER",
+    LLM_PROVIDERS,
+    {
+        "llamacpp": _build_llamacpp,
+        "openai": _build_openai,
+        "ollama": _build_ollama,
+        "extractive": _build_extractive,
+    },
+)
 
 
 def register_llm(name: str, builder: LLMBuilder) -> None:
     """Make `builder` the provider RAG_LLM_PROVIDER=`name` selects (tests add their fakes)."""
-    _BUILDERS[name] = builder
-    LLM_PROVIDERS.add(name)
+    _REGISTRY.register(name, builder)
 
 
 def llm_provider_names() -> list[str]:
     """The values RAG_LLM_PROVIDER accepts, sorted."""
-    return sorted(_BUILDERS)
+    return _REGISTRY.names()
 
 
 def build_llm(settings: Settings) -> LLM:
     """The LLM chosen by RAG_LLM_PROVIDER; heavy models load on first use, once per process."""
-    builder = _BUILDERS.get(settings.llm_provider)
-    if builder is None:
-        raise ConfigurationError(
-            f"RAG_LLM_PROVIDER: unknown provider {settings.llm_provider!r}; "
-            f"expected one of {', '.join(llm_provider_names())}"
-        )
-    return builder(settings)
+    return _REGISTRY.builder(settings.llm_provider)(settings)

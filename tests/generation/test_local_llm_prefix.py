@@ -92,10 +92,10 @@ def test_the_restored_context_holds_the_shared_messages_and_nothing_after_them(
     _reply(llm.stream(request))  # evaluates and saves the prefix, then answers
     model = llm._model
     messages = [{"role": m.role, "content": m.content} for m in request.messages]
-    tokens = model.prompt_tokens(messages)
-    assert tokens is not None
-    prefix = model.shared_prefix_tokens(messages, SHARED_MESSAGES, tokens)
-    assert prefix is not None and 100 < len(prefix) < len(tokens)
+    prompt = model.render(messages)
+    assert prompt is not None
+    prefix = model.shared_prefix_tokens(messages, SHARED_MESSAGES, prompt)
+    assert prefix is not None and 100 < len(prefix) < len(prompt.tokens)
     text = model.llama.detokenize(list(prefix), special=True).decode("utf-8")
     # The rules and both worked examples are in it; the question and its passages are not.
     assert refusal in text and "500 operating hours" in text

@@ -31,6 +31,7 @@ from app.services.container import Container
 from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
 from app.storage.db import Database
 from app.storage.tables import JobRow
+from tests.queued_jobs import queue_job
 
 pytestmark = pytest.mark.integration
 
@@ -194,7 +195,7 @@ def test_the_sweep_takes_back_a_dead_workers_job_but_not_a_live_one(
 
 def test_job_store_heartbeat_release_and_queued_since(sql_database: Database) -> None:
     jobs = JobStore(sql_database)
-    job = jobs.create("acme", "doc_1", "a.txt", "/tmp/a", 10)
+    job = queue_job(jobs, "acme", "doc_1", "a.txt", "/tmp/a", 10)
     assert not jobs.heartbeat(job.job_id)  # only a processing job has a heartbeat
     assert jobs.claim(job.job_id) is not None
     assert jobs.heartbeat(job.job_id)

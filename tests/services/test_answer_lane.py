@@ -15,7 +15,7 @@ import pytest
 
 from app.config import load_settings
 from app.errors import ProviderUnavailable
-from app.services.admission import Caller
+from app.services.admission import Bounds, Caller
 from app.services.answer_lane import AnswerLane, AnswerStream
 
 pytestmark = pytest.mark.unit
@@ -28,6 +28,27 @@ def _lane(tmp_path: Path) -> AnswerLane:
         _env_file=None, data_dir=tmp_path, answer_max_concurrent=2, answer_max_per_tenant=2
     )
     return AnswerLane(settings)
+
+
+def test_each_limiter_is_bounded_by_its_own_settings(tmp_path: Path) -> None:
+    settings = load_settings(
+        _env_file=None,
+        data_dir=tmp_path,
+        answer_max_concurrent=7,
+        answer_max_per_tenant=5,
+        answer_max_per_user=3,
+        answer_queue_size=11,
+        answer_queue_per_tenant=9,
+        answer_queue_max_wait_s=2.5,
+        stream_max_open=13,
+        stream_max_per_tenant=6,
+        stream_max_per_user=4,
+    )
+    lane = AnswerLane(settings)
+    assert (lane.answers.name, lane.answers.bounds) == ("answers", Bounds(7, 5, 3, 11, 9, 2.5))
+    # An open stream never queues: a full stream bound refuses at once.
+    assert (lane.streams.name, lane.streams.bounds) == ("streams", Bounds(13, 6, 4))
+    lane.shutdown()
 
 
 def test_steps_run_on_the_lane_threads_in_the_given_context(tmp_path: Path) -> None:

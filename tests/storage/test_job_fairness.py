@@ -17,10 +17,9 @@ from app.jobs.store import JobLimitReached, JobStore, StorageQuota, StoredUpload
 from app.storage.db import Database, utc_now
 from app.storage.documents import DocumentStore
 from app.storage.tables import JobRow
+from tests.queued_jobs import ROOMY, queue_job
 
 pytestmark = pytest.mark.integration
-
-ROOMY = StorageQuota(documents=100, stored_bytes=10**9, chunks=10**6)
 
 
 @pytest.fixture
@@ -38,7 +37,7 @@ def fill(
 
 
 def queue(jobs: JobStore, tenant: str, name: str) -> str:
-    return jobs.create(tenant, f"doc_{name}", name, f"/uploads/{name}", 10).job_id
+    return queue_job(jobs, tenant, f"doc_{name}", name, f"/uploads/{name}", 10).job_id
 
 
 def claim_order(jobs: JobStore, *, finish: bool = True, limit: int | None = None) -> list[str]:
@@ -224,7 +223,7 @@ def test_concurrent_reservations_never_exceed_the_queue_quota(jobs: JobStore) ->
 
 
 def sized(jobs: JobStore, tenant: str, name: str, size: int) -> str:
-    return jobs.create(tenant, f"doc_{name}", name, f"/uploads/{name}", size).job_id
+    return queue_job(jobs, tenant, f"doc_{name}", name, f"/uploads/{name}", size).job_id
 
 
 def test_a_batch_takes_the_oldest_jobs_of_one_tenant_up_to_the_count(jobs: JobStore) -> None:

@@ -15,6 +15,7 @@ from app.jobs.store import JobLimitReached, JobStore, split_job_error
 from app.storage.db import Database, open_database, utc_now
 from app.storage.documents import DocumentStore
 from app.storage.tables import DocumentRow, JobRow
+from tests.queued_jobs import queue_job
 
 pytestmark = pytest.mark.integration
 
@@ -25,10 +26,11 @@ def jobs(sql_database: Database) -> JobStore:
 
 
 def queue(jobs: JobStore, tenant: str = "acme", name: str = "report.pdf") -> str:
-    return jobs.create(tenant, f"doc_{name}", name, f"/data/uploads/{name}.bin", 1234).job_id
+    job = queue_job(jobs, tenant, f"doc_{name}", name, f"/data/uploads/{name}.bin", 1234)
+    return job.job_id
 
 
-def test_created_job_is_queued_and_visible_to_its_tenant_only(jobs: JobStore) -> None:
+def test_queued_job_is_visible_to_its_tenant_only(jobs: JobStore) -> None:
     job_id = queue(jobs)
     job = jobs.get("acme", job_id)
     assert job is not None
@@ -209,18 +211,18 @@ def test_the_active_limit_counts_queued_and_processing_jobs_of_one_tenant(
     jobs.mark_failed(failed, "broken")
 
     # acme has 2 active jobs: a third fits under 3, a fourth does not.
-    third = jobs.create("acme", "doc_e", "e", "/data/uploads/e.bin", 1, active_limit=3)
+    third = queue_job(jobs, "acme", "doc_e", "e", "/data/uploads/e.bin", 1, active_limit=3)
     assert jobs.get("acme", third.job_id) is not None
     with pytest.raises(JobLimitReached) as refused:
-        jobs.create("acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3)
+        queue_job(jobs, "acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3)
     assert (refused.value.tenant_id, refused.value.limit) == ("acme", 3)
     with pytest.raises(JobLimitReached):
-        jobs.create("globex", "doc_g", "g", "/data/uploads/g.bin", 1, active_limit=1)
-    jobs.create("initech", "doc_h", "h", "/data/uploads/h.bin", 1, active_limit=1)
+        queue_job(jobs, "globex", "doc_g", "g", "/data/uploads/g.bin", 1, active_limit=1)
+    queue_job(jobs, "initech", "doc_h", "h", "/data/uploads/h.bin", 1, active_limit=1)
     # A finished job frees its place.
     jobs.claim(queued)
     jobs.mark_done(queued, 1, 1)
-    jobs.create("acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3)
+    queue_job(jobs, "acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3)
 
 
 def _job_ids(database: Database, tenant: str) -> set[str]:
@@ -234,7 +236,7 @@ def _document_ids(database: Database, tenant: str) -> set[str]:
         return set(session.scalars(query))
 
 
-def test_concurrent_creates_never_exceed_the_active_limit(
+def test_concurrent_uploads_never_exceed_the_active_limit(
     jobs: JobStore, sql_database: Database
 ) -> None:
     attempts = [("acme", i) for i in range(8)] + [("globex", i) for i in range(2)]
@@ -246,7 +248,8 @@ def test_concurrent_creates_never_exceed_the_active_limit(
     def upload(tenant: str, i: int) -> None:
         start.wait(timeout=60)
         try:
-            job = jobs.create(
+            job = queue_job(
+                jobs,
                 tenant,
                 f"doc_{i}",
                 f"f{i}.txt",
@@ -276,11 +279,13 @@ def test_concurrent_creates_never_exceed_the_active_limit(
     assert len(_job_ids(sql_database, "globex")) == 2  # another tenant has its own budget
 
 
-def test_a_created_job_comes_with_its_document_row_but_keeps_an_existing_one(
+def test_a_queued_job_comes_with_its_document_row_but_keeps_an_existing_one(
     jobs: JobStore, sql_database: Database
 ) -> None:
     documents = DocumentStore(sql_database)
-    jobs.create("acme", "doc_new", "new.txt", "/data/uploads/n.bin", 12, document_sha256="a" * 64)
+    queue_job(
+        jobs, "acme", "doc_new", "new.txt", "/data/uploads/n.bin", 12, document_sha256="a" * 64
+    )
     row = documents.get("acme", "doc_new")
     assert row is not None
     assert (row.status, row.source, row.size_bytes, row.content_sha256, row.chunks) == (
@@ -293,7 +298,9 @@ def test_a_created_job_comes_with_its_document_row_but_keeps_an_existing_one(
 
     documents.upsert("acme", "doc_old", "old.txt", 5, "b" * 64, status="done")
     documents.set_status("acme", "doc_old", "done", pages=1, chunks=7)
-    jobs.create("acme", "doc_old", "old.txt", "/data/uploads/o.bin", 99, document_sha256="c" * 64)
+    queue_job(
+        jobs, "acme", "doc_old", "old.txt", "/data/uploads/o.bin", 99, document_sha256="c" * 64
+    )
     kept = documents.get("acme", "doc_old")
     assert kept is not None
     assert (kept.status, kept.chunks, kept.size_bytes, kept.content_sha256) == (
@@ -304,8 +311,15 @@ def test_a_created_job_comes_with_its_document_row_but_keeps_an_existing_one(
     )
 
     with pytest.raises(JobLimitReached):
-        jobs.create(
-            "acme", "doc_refused", "r.txt", "/u/r.bin", 1, active_limit=2, document_sha256="d" * 64
+        queue_job(
+            jobs,
+            "acme",
+            "doc_refused",
+            "r.txt",
+            "/u/r.bin",
+            1,
+            active_limit=2,
+            document_sha256="d" * 64,
         )
     assert documents.get("acme", "doc_refused") is None
     assert len(_job_ids(sql_database, "acme")) == 2

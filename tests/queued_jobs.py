@@ -1,0 +1,29 @@
+"""Queue an ingestion job in a test the way an upload does: reserve a slot, then fill it."""
+
+from __future__ import annotations
+
+from app.jobs.store import JobRecord, JobStore, StorageQuota, StoredUpload
+
+ROOMY = StorageQuota(documents=100, stored_bytes=10**9, chunks=10**6)
+# A queue quota no test reaches unless it asks for a smaller one.
+NO_QUEUE_LIMIT = 10**6
+
+
+def queue_job(
+    jobs: JobStore,
+    tenant_id: str,
+    document_id: str,
+    source: str,
+    stored_path: str,
+    size_bytes: int,
+    *,
+    active_limit: int = NO_QUEUE_LIMIT,
+    document_sha256: str = "ab" * 32,
+) -> JobRecord:
+    """The queued job of one stored upload (JobLimitReached when the tenant's queue is full)."""
+    reservation = jobs.reserve(tenant_id, active_limit)
+    upload = StoredUpload(
+        reservation, document_id, source, stored_path, size_bytes, document_sha256
+    )
+    (job,) = jobs.fill_reservations(tenant_id, [upload], ROOMY)
+    return job
