@@ -272,7 +272,9 @@ def run(
             for number, question in enumerate(questions, start=1):
                 retrieval = container.retriever.search(tenant, question.text, settings.top_k)
                 for provider, llm in llms.items():
-                    answer, shown, seconds, passages = ask(llm, settings, question, retrieval, doc_map)
+                    answer, shown, seconds, passages = ask(
+                        llm, settings, question, retrieval, doc_map
+                    )
                     outcomes[provider].append(
                         outcome(
                             name,

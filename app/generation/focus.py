@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import pairwise
 
 from app.domain import SearchHit
 from app.text.sentences import RankedSentence, rank_sentences
@@ -52,7 +53,7 @@ def _excerpt(sentences: list[RankedSentence]) -> str:
     """Sentences of one passage in reading order, "…" between ones that were not adjacent."""
     ordered = sorted(sentences, key=lambda s: s.position)
     parts = [ordered[0].text]
-    for previous, sentence in zip(ordered, ordered[1:], strict=False):
+    for previous, sentence in pairwise(ordered):
         parts.append(" " if sentence.position == previous.position + 1 else ELISION)
         parts.append(sentence.text)
     lead = "… " if ordered[0].position > 0 else ""
