@@ -6,11 +6,12 @@ llama.cpp). One warm-up question is not counted: it loads the model and evaluate
 rules and examples once.
 
 Two paths answer the same questions in one run, one after the other per question: `new`, the
-configured settings (RAG_LLM_PREFIX_CACHE on by default: the fixed prefix's saved state is
-restored before every answer), and `old`, the same with the prefix cache off (llama.cpp reuses
-whatever prefix the previous prompt shared). `old` runs first on each question, so it follows
-`new` on a different question, as it followed the previous question before; `new` restores its
-state and gains nothing from following `old` on the same question.
+configured settings (by default the fixed prefix's saved state is restored before every answer,
+RAG_LLM_PREFIX_CACHE, and the passages are cut to the question's best sentences,
+RAG_LLM_FOCUS_CHARS), and `old`, the answer path before both: prefix cache off (llama.cpp reuses
+whatever prefix the previous prompt shared) and whole passages. `old` runs first on each
+question, so it follows `new` on a different question, as it followed the previous question
+before; `new` restores its state and gains nothing from following `old` on the same question.
 
     python -m bench.answer [--questions 20] [--paths old new] [--provider llamacpp]
 """
@@ -22,6 +23,7 @@ import os
 import random
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -53,18 +55,26 @@ def questions_for(count: int, seed: int) -> list[tuple[str, Question]]:
     return picked
 
 
+@dataclass(frozen=True)
+class AnswerPath:
+    """One way of answering: its settings and the LLM built from them."""
+
+    settings: Settings
+    llm: LLM
+
+
 def answer_once(
-    container: Container, llm: LLM, tenant: str, question: str
+    container: Container, path: AnswerPath, tenant: str, question: str
 ) -> tuple[dict[str, float], str]:
     """Stream one answer; returns (stage ms, first-token ms, total ms, prompt tokens), text."""
-    settings = container.settings
+    settings = path.settings
     timer = start_timer()
     retrieval = container.retriever.search(tenant, question, settings.top_k)
     first_token_ms = float("nan")
     prompt_tokens = float("nan")
     refused = 0.0
     text = ""
-    for event in stream_answer(question, retrieval, llm, **generation_limits(settings)):
+    for event in stream_answer(question, retrieval, path.llm, **generation_limits(settings)):
         if isinstance(event, AnswerDelta) and first_token_ms != first_token_ms:
             first_token_ms = timer.total_ms()
         if isinstance(event, AnswerDone):
@@ -93,11 +103,15 @@ def rewrite_once(llm: LLM, question: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def path_llms(settings: Settings, paths: list[str]) -> dict[str, LLM]:
-    """The LLM of each path: `new` as configured, `old` with the prefix cache off (one model)."""
-    old = settings.model_copy(update={"llm_prefix_cache": False})
-    built = {"old": build_llm(old), "new": build_llm(settings)}
-    return {path: built[path] for path in paths}
+def answer_paths(settings: Settings, names: list[str]) -> dict[str, AnswerPath]:
+    """Each path: `new` as configured; `old` with the prefix cache off and whole passages
+    (the model file is loaded once and shared)."""
+    old = settings.model_copy(update={"llm_prefix_cache": False, "llm_focus_chars": 0})
+    built = {
+        "old": AnswerPath(old, build_llm(old)),
+        "new": AnswerPath(settings, build_llm(settings)),
+    }
+    return {name: built[name] for name in names}
 
 
 def summary(rows: list[dict[str, float]]) -> list[list[object]]:
@@ -115,24 +129,24 @@ def run(
     """Ingest, warm up, time `count` answers per path and print a table per path; with
     `after_rewrite`, each answer follows a follow-up rewrite prompt, as in a conversation."""
     container = Container(settings)
-    llms = path_llms(settings, paths)
+    answering = answer_paths(settings, paths)
     for task, tenant in (("xquad-en-en", "xquad-en"), ("xquad-ar-ar", "xquad-ar")):
         files = settings.data_dir / "bench-files" / tenant
         ingest_paragraphs(container, tenant, load_task(task).paragraphs, files)
     picked = questions_for(count + 1, seed)
-    for path, llm in llms.items():
+    for path, way in answering.items():
         started = time.perf_counter()
-        warm, _ = answer_once(container, llm, picked[0][0], picked[0][1].text)
+        warm, _ = answer_once(container, way, picked[0][0], picked[0][1].text)
         print(
             f"{path} warm-up (model load + prefix): {time.perf_counter() - started:.1f} s, "
             f"first token at {warm['first_token'] / 1000:.1f} s"
         )
-    rows: dict[str, list[dict[str, float]]] = {path: [] for path in llms}
-    texts: dict[str, list[str]] = {path: [] for path in llms}
+    rows: dict[str, list[dict[str, float]]] = {path: [] for path in answering}
+    texts: dict[str, list[str]] = {path: [] for path in answering}
     for number, (tenant, question) in enumerate(picked[1:], start=1):
-        for path, llm in llms.items():
-            rewrite_ms = rewrite_once(llm, question.text) if after_rewrite else float("nan")
-            row, text = answer_once(container, llm, tenant, question.text)
+        for path, way in answering.items():
+            rewrite_ms = rewrite_once(way.llm, question.text) if after_rewrite else float("nan")
+            row, text = answer_once(container, way, tenant, question.text)
             row["rewrite"] = rewrite_ms
             rows[path].append(row)
             texts[path].append(text)
@@ -141,12 +155,14 @@ def run(
                 f"total {row['total']:.0f} ms, {row['prompt_tokens']:.0f} prompt tokens",
                 flush=True,
             )
-    for path, llm in llms.items():
-        print(f"path {path}: provider {llm.model_id}, {count} questions (en+ar), ms unless noted")
+    for path, way in answering.items():
+        print(
+            f"path {path}: provider {way.llm.model_id}, {count} questions (en+ar), ms unless noted"
+        )
         print(table(["metric", "p50", "p95"], summary(rows[path])))
         refusals = sum(r["refused"] for r in rows[path])
         print(f"refused: {refusals:.0f}/{count}")
-    if len(llms) == 2:
+    if len(answering) == 2:
         same = sum(a == b for a, b in zip(texts["old"], texts["new"], strict=True))
         print(f"identical answer text, old vs new: {same}/{count}")
 
@@ -162,7 +178,8 @@ def main() -> None:
         nargs="+",
         choices=("old", "new"),
         default=["old", "new"],
-        help="old: prefix cache off; new: as configured (default: both, same questions)",
+        help="old: prefix cache off, whole passages; new: as configured (default: both, "
+        "same questions)",
     )
     parser.add_argument(
         "--after-rewrite",
