@@ -12,6 +12,7 @@ The threshold kept is the highest that still keeps >= 95% of answerable question
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -31,8 +32,13 @@ CACHE = Path(os.environ.get("RAG_BENCH_CACHE", Path(tempfile.gettempdir()) / "ra
 
 
 def embedded(embedder: Embedder, ds: QADataset) -> tuple[np.ndarray, np.ndarray]:
-    """(paragraph vectors, question vectors), cached on disk per model and dataset."""
-    safe = "".join(ch if ch.isalnum() else "_" for ch in embedder.model_id)
+    """(paragraph vectors, question vectors), cached on disk per model and dataset.
+
+    The key holds a digest of a probe question's vector too: a change in how questions are
+    embedded (the USE question centring) keeps the model id, since stored vectors stay valid."""
+    probe = np.round(np.asarray(embedder.embed_query("cache probe")), 5).tobytes()
+    digest = hashlib.sha256(probe).hexdigest()[:8]
+    safe = "".join(ch if ch.isalnum() else "_" for ch in embedder.model_id) + "-" + digest
     path = CACHE / f"{safe}-{ds.name}.npz"
     if path.exists():
         cached = np.load(path)

@@ -21,12 +21,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from app.config import Settings, load_settings
 from app.domain import document_id
-from app.retrieval.hybrid import RETRIEVAL_MODES, RetrieverConfig, fuse
+from app.providers.embeddings import use_embedder
+from app.providers.types import Embedder
+from app.retrieval.hybrid import RETRIEVAL_MODES, Recall, RetrieverConfig, fuse
 from app.services.container import Container
 from app.services.pipeline import index_file
 from eval.contents_case import evaluate_contents_case
@@ -45,12 +48,17 @@ CORPUS_OF_TASK = {
     "arcd-train": "arcd-train",
 }
 # "Haystack plain RRF" (issue 16's baseline), computed with our own fusion over our own arms:
-# both arms weighted 1, k=60, no coverage scaling, no exact-match pinning.
+# both arms weighted 1, k=60, no coverage scaling, no exact-match pinning, and the model's own
+# question vectors (Haystack does not centre them: `baseline_embedder`).
 PLAIN_RRF = "plain-rrf"
 PLAIN_RRF_CONFIG = RetrieverConfig(
     rrf_k=60, dense_weight=1.0, keyword_weight=1.0, keyword_coverage_power=0.0
 )
-EVAL_MODES = (*RETRIEVAL_MODES, PLAIN_RRF)
+# The dense arm with the model's own question vectors (what the service's dense arm was before
+# the USE question centring; the dense arm of the Haystack baseline).
+UNCENTRED_DENSE = "dense-uncentred"
+BASELINES = (PLAIN_RRF, UNCENTRED_DENSE)
+EVAL_MODES = (*RETRIEVAL_MODES, *BASELINES)
 
 
 @dataclass
@@ -107,13 +115,45 @@ def _document_of_chunk(container: Container, tenant: str) -> dict[str, str]:
     return _DOCUMENT_OF_CHUNK[tenant]
 
 
+def question_embedding(settings: Settings) -> str:
+    """How the embedder treats questions (for the results JSON)."""
+    if settings.embedding_provider != "use":
+        return "the model's own question vectors"
+    from app.providers.use_question_mean import QUESTION_MEAN_SCALE
+
+    return f"minus {QUESTION_MEAN_SCALE} x the mean question (app/providers/use_question_mean.py)"
+
+
+@cache
+def baseline_embedder(container: Container) -> Embedder:
+    """The configured model as Haystack would run it: for `use`, its own question vectors (the
+    service subtracts the mean question, app/providers/use_question_mean.py); same passages."""
+    settings = container.settings
+    if settings.embedding_provider != "use":
+        return container.embedder
+    return use_embedder(settings.embedding_threads, settings.embedding_batch_size, False)
+
+
+def baseline_recall(container: Container, tenant: str, query: str, ours: Recall) -> Recall:
+    """The arms as the Haystack baseline has them: our keyword arm (from `ours`), and the dense
+    arm searched with the baseline embedder's question vector (same stored passage vectors)."""
+    recall = Recall(keyword_ids=list(ours.keyword_ids), coverage=ours.coverage)
+    vector = baseline_embedder(container).embed_query(query)
+    hits = container.corpus.query(tenant, vector, container.retriever.config.dense_candidates)
+    recall.dense_ids = [chunk.id for chunk, _ in hits]
+    for chunk_id in recall.dense_ids + recall.keyword_ids:
+        recall.candidate(chunk_id)
+    return recall
+
+
 def ranked_documents(container: Container, tenant: str, query: str, mode: str) -> list[str]:
     """Document ids in rank order (first chunk of each document counts), top 10."""
-    if mode == PLAIN_RRF:
-        recall = container.retriever.recall(tenant, query, "hybrid")
-        recall.pinned = []
+    if mode in BASELINES:
+        ours = container.retriever.recall(tenant, query, "hybrid")
+        recall = baseline_recall(container, tenant, query, ours)
         doc_of = _document_of_chunk(container, tenant)
-        chunk_docs = [doc_of[cid] for cid in fuse(recall, "hybrid", PLAIN_RRF_CONFIG)]
+        fused = fuse(recall, "hybrid" if mode == PLAIN_RRF else "dense", PLAIN_RRF_CONFIG)
+        chunk_docs = [doc_of[cid] for cid in fused]
     else:
         result = container.retriever.search(tenant, query, 30, mode)  # type: ignore[arg-type]
         chunk_docs = [hit.chunk.document_id for hit in result.hits]
@@ -155,7 +195,7 @@ def evaluate_custom(
 ) -> dict[str, ModeResult]:
     """Our own set: document hit, cited page, and refusal of unanswerable questions."""
     out: dict[str, ModeResult] = {}
-    modes = [m for m in modes if m != PLAIN_RRF]
+    modes = [m for m in modes if m not in BASELINES]
     answerable = [c for c in cases if c.gold_source is not None]
     unanswerable = [c for c in cases if c.gold_source is None]
     for mode in modes:
@@ -266,6 +306,7 @@ def run(
         "models": {
             "embedder": container.embedder.model_id,
             "reranker": container.reranker.model_id if container.reranker else None,
+            "questions": question_embedding(settings),
         },
         "config": {
             name: getattr(settings, name)

@@ -32,7 +32,13 @@ from app.retrieval.keyword import token_script
 from app.services.container import Container
 from eval.datasets import Question, load_task, xquad_split
 from eval.metrics import summarize
-from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit, ingest_paragraphs
+from eval.retrieval import (
+    CORPUS_OF_TASK,
+    RESULTS_DIR,
+    baseline_recall,
+    git_commit,
+    ingest_paragraphs,
+)
 
 TASKS = ("xquad-en-en", "xquad-ar-ar", "xquad-ar-en", "xquad-en-ar", "arcd-train", "arcd-test")
 CROSS_LINGUAL = ("xquad-ar-en", "xquad-en-ar")
@@ -44,6 +50,11 @@ CROSS_SCRIPT_DENSE_WEIGHTS = (0.5, 0.7, 1.0, 1.5)
 SPECIFIC_EVIDENCE_MAX_CHUNKS = (0, 1, 2, 3, 4, 6)
 PREVIOUS_DEFAULT = RetrieverConfig(rrf_k=5, dense_weight=0.4, keyword_weight=1.0)
 PLAIN_RRF = RetrieverConfig(rrf_k=60, dense_weight=1.0, keyword_coverage_power=0.0)
+# A rule on top of the grid's winner (cross-script, specific evidence) is taken only when it
+# raises the tuning mean by at least this much: one question of a 322-question set moving one
+# place is worth about that, and a rule adopted for less is noise (with the questions centred,
+# the cross-script rule won by 0.0001 on the tuning sets and lost 0.006 on held-out en->ar).
+MIN_RULE_GAIN = 0.0005
 
 
 @dataclass
@@ -55,6 +66,17 @@ class Asked:
     chars: int
     # The question's tokens found in the tenant's text (what the keyword arm can match on).
     matched: list[str] = field(default_factory=list)
+    # The arms as the Haystack baseline has them: the dense arm with the model's own question
+    # vectors (eval.retrieval.baseline_recall); None until asked.
+    baseline: Recall | None = None
+
+
+def as_baseline(sets: dict[str, list[Asked]]) -> dict[str, list[Asked]]:
+    """The same questions with the Haystack baseline's arms as their recall."""
+    return {
+        task: [replace(a, recall=a.baseline) for a in asked if a.baseline is not None]
+        for task, asked in sets.items()
+    }
 
 
 def _documents(
@@ -90,15 +112,19 @@ def ask_all(container: Container, tenant: str, questions: list[Question]) -> lis
     """Run both arms of the real retriever once per question."""
     index = container.retriever.keyword_index
     snapshot = index.snapshot(tenant)
-    return [
-        Asked(
-            q,
-            container.retriever.recall(tenant, q.text, "hybrid"),
-            len(q.text),
-            [t for t in dict.fromkeys(index.tokenizer(q.text)) if snapshot.coverage([t]) > 0],
+    asked = []
+    for q in questions:
+        recall = container.retriever.recall(tenant, q.text, "hybrid")
+        asked.append(
+            Asked(
+                q,
+                recall,
+                len(q.text),
+                [t for t in dict.fromkeys(index.tokenizer(q.text)) if snapshot.coverage([t]) > 0],
+                baseline_recall(container, tenant, q.text, recall),
+            )
         )
-        for q in questions
-    ]
+    return asked
 
 
 def main() -> None:
@@ -185,7 +211,9 @@ def run_grid(
             f"  k {config.cross_script_rrf_k} / dense {config.cross_script_dense_weight}: "
             f"{mean:.4f}"
         )
-    best = cross[0][1]
+    off = next(mean for mean, config in cross if config.cross_script_rrf_k == 0)
+    if cross[0][0] >= off + MIN_RULE_GAIN:
+        best = cross[0][1]
     # Then the specific-evidence rule (numbers and other-script words held by few chunks); it
     # moves only the questions having such tokens. Ties go to the smaller count.
     without_rule = best
@@ -197,7 +225,12 @@ def run_grid(
     print("\nSpecific-evidence rule on top (mean nDCG@10 on the tuning questions):")
     for mean, config in specific:
         print(f"  at most {config.specific_evidence_max_chunks} chunks: {mean:.4f}")
-    best = specific[0][1]
+    rule_off = next(m for m, c in specific if c.specific_evidence_max_chunks == 0)
+    best = next(
+        c
+        for m, c in specific
+        if c.specific_evidence_max_chunks == 0 or m >= rule_off + MIN_RULE_GAIN
+    )
     print("\nTop settings on the tuning questions (mean nDCG@10):")
     for mean, config in grid[:8]:
         print(
@@ -205,15 +238,20 @@ def run_grid(
             f"{config.keyword_coverage_power}: {mean:.4f}"
         )
 
-    rows: dict[str, tuple[RetrieverConfig | None, str, bool]] = {
-        "dense": (None, "dense", True),
-        "keyword": (None, "keyword", True),
-        "plain RRF (Haystack)": (PLAIN_RRF, "hybrid", False),
-        "previous default 0.4/5/cov^1": (PREVIOUS_DEFAULT, "hybrid", True),
-        "tuned, no specific-evidence rule": (without_rule, "hybrid", True),
+    # setting, mode, pin, and whether the arms are the Haystack baseline's (USE's own question
+    # vectors) rather than ours (questions centred).
+    rows: dict[str, tuple[RetrieverConfig | None, str, bool, bool]] = {
+        "dense, USE's own question vectors": (None, "dense", True, True),
+        "dense": (None, "dense", True, False),
+        "keyword": (None, "keyword", True, False),
+        "plain RRF (Haystack)": (PLAIN_RRF, "hybrid", False, True),
+        "plain RRF over our dense arm": (PLAIN_RRF, "hybrid", False, False),
+        "previous default 0.4/5/cov^1": (PREVIOUS_DEFAULT, "hybrid", True, False),
+        "shipped default (app/config.py)": (shipped_default(), "hybrid", True, False),
+        "tuned, no specific-evidence rule": (without_rule, "hybrid", True, False),
         f"tuned {best.dense_weight}/{best.rrf_k}/cov^{best.keyword_coverage_power}"
         f"/cross-script {best.cross_script_rrf_k}/{best.cross_script_dense_weight}"
-        f"/specific <={best.specific_evidence_max_chunks}": (best, "hybrid", True),
+        f"/specific <={best.specific_evidence_max_chunks}": (best, "hybrid", True, False),
     }
     report: dict[str, Any] = {
         "tuning_sets": {t: len(a) for t, a in tune.items() if a},
@@ -249,8 +287,8 @@ def run_grid(
         tasks = [t for t, a in sets.items() if a]
         print("| setting | " + " | ".join(tasks) + " |")
         report[label] = {}
-        for row, (setting, mode, pin) in rows.items():
-            values = table(sets, setting, mode, pin)
+        for row, (setting, mode, pin, baseline) in rows.items():
+            values = table(as_baseline(sets) if baseline else sets, setting, mode, pin)
             report[label][row] = values
             print(f"| {row} | " + " | ".join(f"{values[t]:.3f}" for t in tasks) + " |")
     report["cross_lingual_diagnosis"] = diagnose(
@@ -260,6 +298,20 @@ def run_grid(
         held, tenant_docs, paragraph_of, best, without_rule
     )
     return report
+
+
+def shipped_default() -> RetrieverConfig:
+    """The fusion settings the service runs with (Settings defaults)."""
+    s = load_settings(_env_file=None)
+    return RetrieverConfig(
+        dense_weight=s.dense_weight,
+        rrf_k=s.rrf_k,
+        keyword_weight=s.keyword_weight,
+        keyword_coverage_power=s.keyword_coverage_power,
+        cross_script_rrf_k=s.cross_script_rrf_k,
+        cross_script_dense_weight=s.cross_script_dense_weight,
+        specific_evidence_max_chunks=s.specific_evidence_max_chunks,
+    )
 
 
 def diagnose(
@@ -321,7 +373,7 @@ def diagnose(
                 row[f"{group}: questions"] = len(part)
                 row[f"{group}: dense"] = score(part, docs, paragraph_of, None, "dense")["ndcg@10"]
                 row[f"{group}: plain RRF"] = score(
-                    part, docs, paragraph_of, PLAIN_RRF, "hybrid", pin=False
+                    as_baseline({task: part})[task], docs, paragraph_of, PLAIN_RRF, "hybrid", False
                 )["ndcg@10"]
                 row[f"{group}: tuned, no specific-evidence rule"] = score(
                     part, docs, paragraph_of, without_rule
@@ -345,16 +397,21 @@ def paired_differences(
     for task, asked in held.items():
         if not asked:
             continue
-        settings: dict[str, tuple[RetrieverConfig | None, str, bool]] = {
-            "dense": (None, "dense", True),
-            "plain RRF (Haystack)": (PLAIN_RRF, "hybrid", False),
-            "tuned, no specific-evidence rule": (without_rule, "hybrid", True),
+        settings: dict[str, tuple[RetrieverConfig | None, str, bool, bool]] = {
+            "dense": (None, "dense", True, False),
+            "dense, USE's own question vectors": (None, "dense", True, True),
+            "plain RRF (Haystack)": (PLAIN_RRF, "hybrid", False, True),
+            "plain RRF over our dense arm": (PLAIN_RRF, "hybrid", False, False),
+            "tuned, no specific-evidence rule": (without_rule, "hybrid", True, False),
         }
         docs = tenant_docs(task)
         tuned = per_question_ndcg(asked, docs, paragraph_of, best, "hybrid", True)
+        theirs = as_baseline({task: asked})[task]
         baselines = {
-            name: per_question_ndcg(asked, docs, paragraph_of, *setting)
-            for name, setting in settings.items()
+            name: per_question_ndcg(
+                theirs if baseline else asked, docs, paragraph_of, config, mode, pin
+            )
+            for name, (config, mode, pin, baseline) in settings.items()
         }
         out[task] = {
             name: bootstrap_difference(tuned, values) for name, values in baselines.items()
