@@ -143,7 +143,7 @@ class Settings(BaseSettings):
         default=3000, gt=0, description="passage characters in the prompt (latency lever)"
     )
     llm_focus_chars: int = Field(
-        default=800,
+        default=700,
         ge=0,
         description="cut the shown passages to the question's best sentences, this many "
         "characters in all (0: whole passages); the main lever on time to first token",
