@@ -19,6 +19,7 @@ before; `new` restores its state and gains nothing from following `old` on the s
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import tempfile
@@ -117,10 +118,9 @@ def answer_paths(settings: Settings, names: list[str]) -> dict[str, AnswerPath]:
 def summary(rows: list[dict[str, float]]) -> list[list[object]]:
     """p50 and p95 of every metric over the rows."""
     metrics = (*STAGES, "first_token", "total", "prompt_tokens", "rewrite")
-    return [
-        [name, median([r[name] for r in rows]), percentile([r[name] for r in rows], 95)]
-        for name in metrics
-    ]
+    measured = {name: [r[name] for r in rows if not math.isnan(r[name])] for name in metrics}
+    # (an answer the relevance gate refused has no prompt; NaN would scramble the sort)
+    return [[name, median(measured[name]), percentile(measured[name], 95)] for name in metrics]
 
 
 def run(
