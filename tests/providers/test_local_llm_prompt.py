@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from app.config import load_settings
-from app.domain import Chunk, SearchHit
+from app.domain import SearchHit
 from app.generation.prompt import build_request
 from app.providers.gguf import ensure_default_model
 from app.providers.llms import LlamaCppLLM, _as_dicts, _LocalModel
 from app.providers.types import ChatMessage, ChatRequest
+from tests.generation.generation_builders import make_hits
 
 pytestmark = pytest.mark.slow
 
@@ -41,22 +42,9 @@ PLAIN_CHAT = ChatRequest(messages=(ChatMessage("user", "Say hello in one word.")
 
 
 def _hits() -> list[SearchHit]:
-    hits = []
-    for rank, text in enumerate(PASSAGES):
-        chunk = Chunk(
-            id=f"c{rank}",
-            tenant_id="t",
-            document_id=f"d{rank}",
-            source=f"doc{rank}.pdf",
-            page=rank + 1,
-            page_label=str(rank + 1),
-            chunk_index=0,
-            start=0,
-            end=len(text),
-            text=text,
-        )
-        hits.append(SearchHit(chunk=chunk, score=1.0 / (rank + 1)))
-    return hits
+    return make_hits(
+        [(f"doc{rank}.pdf", rank + 1, str(rank + 1), text) for rank, text in enumerate(PASSAGES)]
+    )
 
 
 REQUESTS = {
