@@ -181,14 +181,17 @@ def stream_answer(
     refusal sentence, the generation is stopped before any text is shown and the answer is the
     refusal: a small model that hesitates between answering and refusing is usually guessing.
     """
-    hits = shown_passages(
-        question,
-        retrieval.hits,
-        max_passages=max_passages,
-        max_passage_chars=max_passage_chars,
-        focus_chars=focus_chars,
-    )
-    if not retrieval.relevant or not hits:
+    hits: list[SearchHit] = []
+    if retrieval.relevant and retrieval.hits:
+        with timed("generate"):  # choosing and cutting the passages is part of it
+            hits = shown_passages(
+                question,
+                retrieval.hits,
+                max_passages=max_passages,
+                max_passage_chars=max_passage_chars,
+                focus_chars=focus_chars,
+            )
+    if not hits:
         yield AnswerDelta(refusal_text)
         yield AnswerDone(Answer(refusal_text, refused=True, model_id=llm.model_id))
         return
