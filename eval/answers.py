@@ -37,7 +37,7 @@ from app.generation.answer import Answer, answer_question, shown_passages
 from app.generation.citations import MARKER_GROUP, marker_numbers
 from app.providers.llms import build_llm
 from app.providers.types import LLM
-from app.services.answer import generation_limits
+from app.services.answer import generation_limits, passage_limits
 from app.services.container import Container
 from app.text.tokenizer import tokenize
 from eval.datasets import Question, RetrievalTask, load_task
@@ -98,13 +98,7 @@ def ask(
 ) -> tuple[Answer, bool, float, int]:
     """Answer one question; returns the answer, whether gold was shown, seconds taken and how
     many passages the model read (its valid markers)."""
-    shown = shown_passages(
-        question.text,
-        retrieval.hits,
-        max_passages=settings.llm_max_passages,
-        max_passage_chars=settings.llm_max_context_chars,
-        focus_chars=settings.llm_focus_chars,
-    )
+    shown = shown_passages(question.text, retrieval.hits, **passage_limits(settings))
     gold_shown = retrieval.relevant and any(
         doc_map.get(hit.chunk.document_id) in question.gold for hit in shown
     )

@@ -32,14 +32,22 @@ CacheStatus = Literal["hit", "miss"]
 _CITATION_FIELDS = tuple(field.name for field in fields(Citation))
 
 
+def passage_limits(settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of `shown_passages` that come from settings: which passages the
+    model reads, and how much of each."""
+    return {
+        "max_passages": settings.llm_max_passages,
+        "max_passage_chars": settings.llm_max_context_chars,
+        "focus_chars": settings.llm_focus_chars,
+    }
+
+
 def generation_limits(settings: Settings) -> dict[str, Any]:
     """The keyword arguments of `stream_answer` / `answer_question` that come from settings
     (one list, so the service, the evaluation and the benchmark answer alike)."""
     return {
         "refusal_text": settings.refusal_text,
-        "max_passages": settings.llm_max_passages,
-        "max_passage_chars": settings.llm_max_context_chars,
-        "focus_chars": settings.llm_focus_chars,
+        **passage_limits(settings),
         "abstain_threshold": settings.llm_abstain_threshold,
     }
 
