@@ -270,6 +270,7 @@ def evaluate_manual_questions(container: Container, folder: Path) -> dict[str, A
         path = folder / source.name
         shutil.copyfile(source.path, path)
         tenant = "manual-" + manual.lower()
+        started = time.perf_counter()
         index_file(
             path,
             tenant_id=tenant,
@@ -278,12 +279,17 @@ def evaluate_manual_questions(container: Container, folder: Path) -> dict[str, A
             corpus=container.corpus,
             config=container.pipeline_config,
         )
+        ingest_s = time.perf_counter() - started
         scored = _score(container, tenant, mine, gold)
         report["manuals"][manual] = {
-            label: {split: _summary([r for r in rows if r["split"] == split]) for split in SPLITS}
-            for label, rows in scored.items()
+            "package": source.package,
+            "ingest_seconds": round(ingest_s, 1),
+            **{
+                label: {s: _summary([r for r in rows if r["split"] == s]) for s in SPLITS}
+                for label, rows in scored.items()
+            },
+            "rows": scored,
         }
-        report["manuals"][manual]["rows"] = scored
         for label, rows in scored.items():
             all_rows[label].extend(rows)
     report["all"] = {
@@ -304,7 +310,7 @@ def print_manual_table(report: dict[str, Any]) -> None:
             continue
         for split in SPLITS:
             for label in VARIANTS:
-                m = entry[label][split]
+                m = entry.get(label, {}).get(split)
                 if not m:
                     continue
                 print(
@@ -329,7 +335,9 @@ def main() -> None:
     print("| manual | package | tuning | test | total |\n|---|---|---|---|---|")
     for manual, row in counts(questions).items():
         total = sum(row.values())
-        print(f"| {manual} | {SOURCES[manual].package} | {row['tuning']} | {row['test']} | {total} |")
+        print(
+            f"| {manual} | {SOURCES[manual].package} | {row['tuning']} | {row['test']} | {total} |"
+        )
     several = sum(1 for pages in gold.values() if len(pages) > 1)
     print(f"\n{len(questions)} questions, all resolved; {several} with more than one gold page")
     if args.write_gold:
