@@ -3,12 +3,14 @@
 Every paragraph is written to a file and ingested through the service's ingestion pipeline into
 its corpus's own tenant (XQuAD English, XQuAD Arabic, ARCD test); questions are then asked through
 the retriever in each mode and scored by document. Our own small set (eval/custom_set.py) covers
-SKUs, page citations in multi-page PDFs, and questions no document answers.
+SKUs, page citations in multi-page PDFs, and questions no document answers. The natural
+questions on real manuals (eval/manual_questions.py) are scored by page, per split.
 
     python -m eval.retrieval [--provider use] [--tasks ...] [--modes ...] [--limit N]
+    python -m eval.retrieval --manuals-only [--provider use]
 
-Prints a table and writes eval/results/retrieval-<provider>.json with configuration, models,
-git commit and date.
+Prints a table and writes eval/results/retrieval-<provider>.json (with --manuals-only:
+retrieval-manuals-<provider>.json) with configuration, models, git commit and date.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from app.services.pipeline import index_file
 from eval.contents_case import evaluate_contents_case
 from eval.custom_set import CustomCase, build_custom_set
 from eval.datasets import TASKS, Question, RetrievalTask, load_task, xquad_split
+from eval.manual_questions import evaluate_manual_questions
 from eval.metrics import summarize
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -296,10 +299,33 @@ def run(
             )
         results["custom"] = evaluate_custom(container, cases, "custom", modes)
         contents = evaluate_contents_case(container, Path(tmp) / "contents")
+        manuals = evaluate_manual_questions(container, Path(tmp) / "manuals")
     print("\nIn-sample (every question; the XQuAD dev split and ARCD train were tuned on):\n")
     print_table(results)
     print("\nHeld out (XQuAD questions outside the dev split; ARCD test):\n")
     print_table(held)
+    return {
+        **run_header(settings, container),
+        "ingest_seconds": ingest_s,
+        "xquad_dev_split": "14 of 48 articles, random.Random(2026) (eval/datasets.py)",
+        "results_held_out": {
+            task: {mode: {**r.metrics, "ms_per_query": r.ms_per_query} for mode, r in m.items()}
+            for task, m in held.items()
+        },
+        "contents_case": contents,
+        "manual_questions": manuals,
+        "results": {
+            task: {
+                mode: {**r.metrics, **r.extra, "ms_per_query": r.ms_per_query}
+                for mode, r in modes_.items()
+            }
+            for task, modes_ in results.items()
+        },
+    }
+
+
+def run_header(settings: Settings, container: Container) -> dict[str, Any]:
+    """Date, commit, models and the retrieval settings of a results file."""
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
@@ -323,21 +349,15 @@ def run(
                 "reranker",
             )
         },
-        "ingest_seconds": ingest_s,
-        "xquad_dev_split": "14 of 48 articles, random.Random(2026) (eval/datasets.py)",
-        "results_held_out": {
-            task: {mode: {**r.metrics, "ms_per_query": r.ms_per_query} for mode, r in m.items()}
-            for task, m in held.items()
-        },
-        "contents_case": contents,
-        "results": {
-            task: {
-                mode: {**r.metrics, **r.extra, "ms_per_query": r.ms_per_query}
-                for mode, r in modes_.items()
-            }
-            for task, modes_ in results.items()
-        },
     }
+
+
+def run_manuals(settings: Settings) -> dict[str, Any]:
+    """Only the natural questions on real manuals (eval/manual_questions.py)."""
+    container = Container(settings)
+    with tempfile.TemporaryDirectory() as tmp:
+        manuals = evaluate_manual_questions(container, Path(tmp) / "manuals")
+    return {**run_header(settings, container), "manual_questions": manuals}
 
 
 def main() -> None:
@@ -346,14 +366,21 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     parser.add_argument("--modes", nargs="+", default=list(EVAL_MODES), choices=EVAL_MODES)
     parser.add_argument("--limit", type=int, default=None, help="questions per task")
+    parser.add_argument(
+        "--manuals-only", action="store_true", help="only the natural questions on manuals"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(
             _env_file=None, data_dir=Path(data), embedding_provider=args.provider, env="development"
         )
-        report = run(settings, args.tasks, args.modes, args.limit)
+        if args.manuals_only:
+            report = run_manuals(settings)
+        else:
+            report = run(settings, args.tasks, args.modes, args.limit)
     RESULTS_DIR.mkdir(exist_ok=True)
-    out = RESULTS_DIR / f"retrieval-{args.provider}.json"
+    name = "retrieval-manuals" if args.manuals_only else "retrieval"
+    out = RESULTS_DIR / f"{name}-{args.provider}.json"
     out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\nwrote {out}")
 
