@@ -157,6 +157,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "trusted_proxies",
         "root_path",
         "login_failures_per_minute",
+        "login_account_failures_per_minute",
         "login_concurrency",
         "login_queue",
         # tracing

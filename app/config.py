@@ -258,6 +258,12 @@ class Settings(BaseSettings):
     login_failures_per_minute: int = Field(
         default=5, gt=0, description="wrong passwords per (user name, client IP) per minute"
     )
+    login_account_failures_per_minute: int = Field(
+        default=20,
+        gt=0,
+        description="wrong passwords per user name per minute from all clients before checks "
+        "from clients new to it are paced",
+    )
     login_concurrency: int = Field(default=2, gt=0, description="bcrypt checks at once")
     login_queue: int = Field(default=8, ge=0, description="logins that may wait for a check")
     exact_max_terms: int = Field(default=16, gt=0, description="literal terms checked per query")

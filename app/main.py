@@ -25,6 +25,7 @@ from app.api.routes import (
     stats,
 )
 from app.api.routes.web import install_web
+from app.api.security_headers import NoSniff
 from app.config import Settings, get_settings
 from app.observability import configure_logging, configure_tracing, request_id_var
 from app.services.container import Container
@@ -109,6 +110,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         return response
 
     app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
+    app.add_middleware(NoSniff)  # outermost: every response has it, a 413 or a 500 too
     app.include_router(public.router)
     protected = [Depends(get_principal)]  # authenticated by default
     routers = (

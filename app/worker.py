@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if settings.job_backend != "redis":
         sys.exit("error: set RAG_JOB_BACKEND=redis; with `threads` the API process runs the jobs")
     configure_logging(settings.log_level)
-    from rq import SimpleWorker
-    from rq.serializers import JSONSerializer
+    from app.jobs.redis_tasks import rq_worker
 
     container = Container(settings)
     container.warm_up(serving=False)
@@ -69,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     _current = IngestWorker(settings, container.ingest_deps, connect_redis(settings.redis_url))
     name = args.name or f"{queue_name(settings)}.{socket.gethostname()}.{os.getpid()}"
     listen = redis.Redis.from_url(settings.redis_url)
-    worker = SimpleWorker(
-        [rq_queue(settings, listen)], connection=listen, name=name, serializer=JSONSerializer
-    )
+    worker = rq_worker(rq_queue(settings, listen), listen, name)
     stop = threading.Event()
     sweeper = threading.Thread(
         target=_current.run_sweeper, args=(stop, args.health_file), daemon=True

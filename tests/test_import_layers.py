@@ -20,7 +20,7 @@ LAYERS += ("app.generation", "app.providers", "app.storage", "app.rendering", "a
 FOUNDATION = ("app.config", "app.errors", "app.domain", "app.limits", "app.timing")
 # The job package has two halves: the job table and the queue (used by the documents service
 # to accept uploads), and the running of jobs (which calls the documents service to index).
-JOB_RUNNING = ("app.jobs.runner", "app.jobs.batch", "app.jobs.redis_worker")
+JOB_RUNNING = ("app.jobs.runner", "app.jobs.batch", "app.jobs.redis_worker", "app.jobs.redis_tasks")
 JOB_RECORDS = ("app.jobs.store", "app.jobs.scheduling", "app.jobs.queue", "app.jobs.redis_queue")
 JOB_RECORDS += ("app.jobs.threads",)  # the pool is handed the function that runs a batch
 

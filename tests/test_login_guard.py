@@ -1,21 +1,24 @@
-"""The login guard on a fake clock, with the real user service (SQLite, bcrypt): which attempts
-count against whom, and how password checks are bounded."""
+"""The login guard with the real user service (SQLite, bcrypt): which attempts count against
+whom, how one account is paced when many clients guess at it, and how password checks are
+bounded. On the memory limiter with a fake clock, and the pacing also on the real Redis."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
+from app import security
 from app.errors import AuthenticationFailed, RateLimited
-from app.services.login import HashSlots, LoginGuard
+from app.services.login import PACE_STEPS_S, HashSlots, LoginGuard, client_bucket
 from app.services.users import UserService
 from app.storage.db import Database
-from app.storage.rate_limit import MemoryRateLimiter
+from app.storage.rate_limit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from app.storage.users import UserStore
-
-pytestmark = pytest.mark.unit
 
 PASSWORD = "correct horse battery staple"
 
@@ -32,23 +35,33 @@ class FakeClock:
 def users(tmp_path_factory: pytest.TempPathFactory) -> UserService:
     database = Database(f"sqlite:///{tmp_path_factory.mktemp('login') / 'rag.db'}")
     database.migrate()
-    service = UserService(UserStore(database), 12)
+    # Real bcrypt at its cheapest cost: the limits around the check are under test, not its
+    # price, and these tests make dozens of checks.
+    service = UserService(UserStore(database), 4)
     service.create_user("acme", "alice", PASSWORD)
     return service
 
 
 def guard(
-    users: UserService, clock: FakeClock, *, per_ip: int = 100, failures: int = 2
+    users: UserService,
+    clock: FakeClock,
+    *,
+    per_ip: int = 100,
+    failures: int = 2,
+    per_account: int = 100,
+    limiter: RateLimiter | None = None,
 ) -> LoginGuard:
     return LoginGuard(
         users,
-        MemoryRateLimiter(clock),
+        limiter or MemoryRateLimiter(clock),
         HashSlots(2, 4),
         attempts_per_ip=per_ip,
-        failures_per_account=failures,
+        failures_per_client=failures,
+        failures_per_account=per_account,
     )
 
 
+@pytest.mark.unit
 def test_refused_attempts_do_not_extend_a_lockout(users: UserService) -> None:
     clock = FakeClock()
     login = guard(users, clock)
@@ -64,6 +77,7 @@ def test_refused_attempts_do_not_extend_a_lockout(users: UserService) -> None:
     assert login.login("alice", PASSWORD, "10.0.0.1").username == "alice"
 
 
+@pytest.mark.unit
 def test_failures_are_counted_per_user_and_client(users: UserService) -> None:
     clock = FakeClock()
     login = guard(users, clock)
@@ -75,6 +89,7 @@ def test_failures_are_counted_per_user_and_client(users: UserService) -> None:
     assert login.login("alice", PASSWORD, "10.0.0.2").username == "alice"
 
 
+@pytest.mark.unit
 def test_the_ip_budget_is_checked_first_and_counts_every_attempt(users: UserService) -> None:
     clock = FakeClock()
     login = guard(users, clock, per_ip=3, failures=100)
@@ -86,6 +101,7 @@ def test_the_ip_budget_is_checked_first_and_counts_every_attempt(users: UserServ
         login.login("alice", PASSWORD, "10.0.0.3")
 
 
+@pytest.mark.unit
 def test_busy_password_checks_refuse_the_excess_at_once() -> None:
     slots = HashSlots(1, 1, wait_s=5.0)
     holding, release = threading.Event(), threading.Event()
@@ -120,3 +136,184 @@ def test_busy_password_checks_refuse_the_excess_at_once() -> None:
     first.join()
     second.join()
     assert waiter_result == ["got it"]
+
+
+# --- clients by /64, and one account guessed at from many clients ------------------------------
+
+
+@dataclass
+class Backend:
+    """A limiter and a way to let time pass for it (a fake clock, or real seconds on Redis)."""
+
+    limiter: RateLimiter
+    wait: Callable[[float], None]
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("memory", marks=pytest.mark.unit),
+        pytest.param("redis", marks=pytest.mark.integration),
+    ]
+)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    if request.param == "memory":
+        clock = FakeClock()
+
+        def advance(seconds: float) -> None:
+            clock.now += seconds
+
+        return Backend(MemoryRateLimiter(clock), advance)
+    namespace = request.getfixturevalue("redis_namespace")
+    return Backend(RedisRateLimiter(namespace.client, prefix=namespace.prefix), time.sleep)
+
+
+class CountingUsers:
+    """The real user service, counting the password checks the guard lets through."""
+
+    def __init__(self, users: UserService) -> None:
+        self.users = users
+        self.checks = 0
+
+    def authenticate(self, username: str, password: str) -> Any:
+        self.checks += 1
+        return self.users.authenticate(username, password)
+
+
+def paced_guard(users: Any, limiter: RateLimiter, per_account: int = 2) -> LoginGuard:
+    """Generous per-client limits, so only the account's own pace refuses anything."""
+    return LoginGuard(
+        users,
+        limiter,
+        HashSlots(2, 4),
+        attempts_per_ip=100,
+        failures_per_client=100,
+        failures_per_account=per_account,
+    )
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("client", "bucket"),
+    [
+        ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2::1", "2001:db8:1:2::/64"),
+        ("fe80::1%eth0", "fe80::/64"),
+        ("::ffff:10.0.0.9", "10.0.0.9"),
+        ("10.0.0.9", "10.0.0.9"),
+        ("unknown", "unknown"),
+    ],
+)
+def test_a_client_is_its_ipv4_address_or_its_ipv6_64(client: str, bucket: str) -> None:
+    assert client_bucket(client) == bucket
+
+
+@pytest.mark.unit
+def test_an_ipv6_client_gets_one_budget_per_64_not_per_address(users: UserService) -> None:
+    login = guard(users, FakeClock(), per_ip=3, failures=100)
+    for host in ("1", "2", "3"):
+        with pytest.raises(AuthenticationFailed):
+            login.login(f"nobody{host}", "a guess", f"2001:db8:5:6::{host}")
+    with pytest.raises(RateLimited):  # another address of the same /64: the same client
+        login.login("alice", PASSWORD, "2001:db8:5:6:ffff:ffff:ffff:fffe")
+    assert login.login("alice", PASSWORD, "2001:db8:5:7::1").username == "alice"  # the next /64
+
+    # Rotating addresses inside the /64 does not reset the failures of (user, client) either.
+    login = guard(users, FakeClock(), failures=2)
+    for host in ("a", "b"):
+        with pytest.raises(AuthenticationFailed):
+            login.login("alice", "not it", f"2001:db8:9:9::{host}")
+    with pytest.raises(RateLimited):
+        login.login("alice", PASSWORD, "2001:db8:9:9::c")
+
+
+def test_many_clients_together_are_paced_on_one_account(
+    users: UserService, backend: Backend
+) -> None:
+    counting = CountingUsers(users)
+    login = paced_guard(counting, backend.limiter, per_account=2)
+    # Each client stays far below its own limits; together they reach the account's budget.
+    for client in ("10.1.0.1", "10.1.0.2", "10.1.0.3"):
+        with pytest.raises(AuthenticationFailed):
+            login.login("alice", "one guess each", client)
+    checks = counting.checks
+    assert checks == 3  # the third was the first paced check: it held the account for 1 s
+    for client in ("10.1.0.4", "10.1.0.5"):
+        with pytest.raises(RateLimited) as paced:
+            login.login("alice", PASSWORD, client)  # not even the right password is checked
+        assert 0 < paced.value.retry_after_s <= PACE_STEPS_S[0]
+    assert counting.checks == checks  # refused before any bcrypt work
+    backend.wait(paced.value.retry_after_s + 0.05)
+    assert login.login("alice", PASSWORD, "10.1.0.4").username == "alice"  # a slow-down, not a lock
+
+
+def test_an_accounts_own_clients_are_never_paced(users: UserService, backend: Backend) -> None:
+    login = paced_guard(users, backend.limiter, per_account=2)
+    assert login.login("alice", PASSWORD, "192.0.2.10").username == "alice"  # her office
+    assert login.login("alice", PASSWORD, "2001:db8:aa:bb::1").username == "alice"  # her phone
+    for client in ("10.2.0.1", "10.2.0.2", "10.2.0.3"):  # then someone guesses from many places
+        with pytest.raises(AuthenticationFailed):
+            login.login("alice", "a guess", client)
+    with pytest.raises(RateLimited):  # a client new to the account waits its turn...
+        login.login("alice", PASSWORD, "198.51.100.7")
+    # ...but hers get in at once, the phone from another address of its /64.
+    assert login.login("alice", PASSWORD, "192.0.2.10").username == "alice"
+    assert login.login("alice", PASSWORD, "2001:db8:aa:bb:1234::5").username == "alice"
+
+
+@pytest.mark.unit
+def test_the_pace_slows_as_failures_grow_and_stops_at_a_few_seconds(users: UserService) -> None:
+    clock = FakeClock()
+    login = guard(users, clock, failures=100, per_account=2)
+    waits: list[float] = []  # how long each guess (from a fresh client) had to wait
+    for attempt in range(12):
+        client = f"10.4.{attempt}.1"
+        waited = 0.0
+        while True:
+            try:
+                login.login("alice", "wrong again", client)
+            except RateLimited as paced:
+                for _ in range(20):  # hammering during the wait changes nothing
+                    with pytest.raises(RateLimited) as again:
+                        login.login("alice", "hammer", f"10.5.{attempt}.1")
+                    assert again.value.retry_after_s == pytest.approx(paced.retry_after_s)
+                waited += paced.retry_after_s
+                clock.now += paced.retry_after_s
+                continue
+            except AuthenticationFailed:
+                break
+        waits.append(waited)
+    # 2 failures free, then one check per 1 s, per 2 s from 4 failures, per 4 s from 8, no more.
+    assert waits == pytest.approx([0, 0, 0, 1, 1, 2, 2, 2, 2, 4, 4, 4])
+    assert max(waits) == PACE_STEPS_S[-1]
+
+
+@pytest.mark.unit
+def test_an_unknown_name_is_paced_and_checked_like_a_real_one(
+    users: UserService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[str] = []
+    real_verify = security.verify_password
+
+    def verify(password: str, password_hash: str) -> bool:
+        checked.append(password_hash)
+        return real_verify(password, password_hash)
+
+    monkeypatch.setattr(security, "verify_password", verify)
+    outcomes: dict[str, list[object]] = {}
+    checks: dict[str, int] = {}
+    for name in ("alice", "nobody-here"):
+        login = guard(users, FakeClock(), failures=100, per_account=2)
+        checked.clear()
+        results: list[object] = []
+        for attempt in range(4):
+            try:
+                login.login(name, "wrong guess", f"10.6.{attempt}.1")
+            except RateLimited as paced:
+                results.append(("paced", paced.retry_after_s))
+            except AuthenticationFailed:
+                results.append("failed")
+        outcomes[name], checks[name] = results, len(checked)
+    # The same answers and the same bcrypt work whether or not the user exists: an unknown
+    # name still costs one check against the dummy hash (timing says nothing), and is paced.
+    assert outcomes["alice"] == outcomes["nobody-here"] == ["failed"] * 3 + [("paced", 1.0)]
+    assert checks["alice"] == checks["nobody-here"] == 3

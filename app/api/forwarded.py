@@ -6,17 +6,24 @@ cannot pick the IP its login attempts are counted under. uvicorn's ProxyHeadersM
 the For/Proto part (walking the For chain from the right, skipping trusted hops); this adds the
 path prefix: `RAG_ROOT_PATH`, or a trusted proxy's `X-Forwarded-Prefix`, becomes the ASGI
 `root_path`, so the OpenAPI servers URL, /docs and redirects carry the prefix the client used.
+
+An `X-Forwarded-For` arriving while no proxy is trusted usually means a gateway nobody told the
+service about: every client behind it then shares the gateway's address (one login and query
+budget for all). That is logged once, at first sight, as a warning naming the setting.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.config import Settings
+
+log = logging.getLogger(__name__)
 
 _MAX_PREFIX_CHARS = 256
 
@@ -41,6 +48,8 @@ class ForwardedHeaders:
         self.root_path = active.root_path
         self.trusted = [ipaddress.ip_network(p, strict=False) for p in active.trusted_proxy_list]
         self.app = app
+        # One app per server process: warning once per instance is once per process.
+        self.warned_untrusted_forward = False
         # With no trusted proxy the forwarded headers are never read at all.
         self.downstream: ASGIApp = app
         if self.trusted:
@@ -57,10 +66,25 @@ class ForwardedHeaders:
             return False
         return any(peer in network for network in self.trusted)
 
+    def _warn_if_forwarded(self, scope: Scope) -> None:
+        if not any(name == b"x-forwarded-for" for name, _ in scope["headers"]):
+            return
+        self.warned_untrusted_forward = True
+        client = scope.get("client")
+        log.warning(
+            "a request from %s carries X-Forwarded-For, but RAG_TRUSTED_PROXIES is empty: the "
+            "header is ignored and every client behind that peer shares its address for rate "
+            "limits; if the peer is your gateway, add it to RAG_TRUSTED_PROXIES "
+            "(logged once per process)",
+            client[0] if client else "an unknown peer",
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        if not self.trusted and not self.warned_untrusted_forward:
+            self._warn_if_forwarded(scope)
         root = self.root_path
         if self._from_trusted_proxy(scope):
             for name, value in scope["headers"]:

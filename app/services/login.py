@@ -1,16 +1,21 @@
 """Login with abuse limits that cannot be aimed at someone else.
 
-Order matters. The client's own budget is checked first (every attempt from one client IP
-counts), so a flood is refused before any per-account state is touched. Then the failures of
-this (user name, client) pair: only a wrong password counts, a refused attempt does not, and a
-success clears them, so an attacker on another client cannot lock the real user out. Last, the
-bcrypt check itself takes one of a few slots: it costs ~0.25 s of a core, and a burst of
-logins must not queue behind each other for minutes holding request threads, so beyond a short
-bounded wait the login is refused at once with Retry-After.
+Order matters. The client's own budget is checked first (every attempt from one client counts;
+an IPv6 client is one /64, the block a single subscriber gets), so a flood is refused before any
+per-account state is touched. Then the failures of this (user name, client) pair: only a wrong
+password counts, a refused attempt does not, and a success clears them, so an attacker on
+another client cannot lock the real user out. Then the account's pace (`account_pace`): many
+clients together may not guess one account's password faster than one check every few seconds,
+but the account's own known clients are never slowed. Last, the bcrypt check itself takes one of
+a few slots: it costs ~0.25 s of a core, and a burst of logins must not queue behind each other
+for minutes holding request threads, so beyond a short bounded wait the login is refused at
+once with Retry-After.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,13 +24,37 @@ from app.config import Settings
 from app.errors import AuthenticationFailed, RateLimited
 from app.security import IssuedToken, TokenCodec
 from app.services.users import UserService, normalise_username
-from app.storage.rate_limit import RateLimiter
+from app.storage.rate_limit import RateDecision, RateLimiter
 from app.storage.users import UserRecord
+
+log = logging.getLogger(__name__)
 
 TOO_MANY_ATTEMPTS = "too many login attempts; try again later"
 BUSY = "the service is checking too many logins right now; try again in a moment"
 # How long a login may wait for a free bcrypt slot: a few checks' time, not minutes.
 SLOT_WAIT_S = 1.0
+# An account's pace: from N failures in the last minute (all clients together) one password
+# check per 1 s, from 2N per 2 s, from 4N per 4 s, never slower.
+PACE_STEPS_S = (1.0, 2.0, 4.0)
+# How long a client that logged in to an account stays known to it (exempt from its pace).
+KNOWN_CLIENT_S = 30 * 24 * 3600.0
+
+
+def client_bucket(client: str) -> str:
+    """The key a client's attempts are counted under: its IPv4 address, or its IPv6 /64.
+
+    One IPv6 subscriber gets at least a /64 and may use any address in it, so counting per
+    address would give one client 2**64 fresh budgets.
+    """
+    try:
+        address = ipaddress.ip_address(client)
+    except ValueError:
+        return client  # "unknown", a test client name
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(address) >> 64 << 64, 64)))
+    return str(address)
 
 
 class HashSlots:
@@ -60,7 +89,8 @@ class HashSlots:
 
 
 class LoginGuard:
-    """Checks credentials behind the per-client, per-(user, client) and bcrypt limits."""
+    """Checks credentials behind the per-client, per-(user, client), per-account and bcrypt
+    limits."""
 
     def __init__(
         self,
@@ -69,27 +99,75 @@ class LoginGuard:
         slots: HashSlots,
         *,
         attempts_per_ip: int,
+        failures_per_client: int,
         failures_per_account: int,
     ) -> None:
         self._users = users
         self._limiter = limiter
         self._slots = slots
         self._attempts_per_ip = attempts_per_ip
+        self._failures_per_client = failures_per_client
         self._failures_per_account = failures_per_account
+        # Failures beyond the last pace step change nothing, so the count stops there.
+        self._account_count_cap = failures_per_account << (len(PACE_STEPS_S) - 1)
 
     def login(self, username: str, password: str, client: str) -> UserRecord:
         """The user for these credentials; AuthenticationFailed or RateLimited otherwise."""
-        self._allow(self._limiter.hit(f"auth-ip:{client}", self._attempts_per_ip))
-        failures = f"auth-fail:{normalise_username(username)}|{client}"
-        self._allow(self._limiter.peek(failures, self._failures_per_account))
+        bucket = client_bucket(client)
+        name = normalise_username(username)
+        self._allow(self._limiter.hit(f"auth-ip:{bucket}", self._attempts_per_ip))
+        failures = f"auth-fail:{name}|{bucket}"
+        self._allow(self._limiter.peek(failures, self._failures_per_client))
+        known = f"auth-known:{name}|{bucket}"
+        if not self._limiter.remembers(known):
+            self._allow(self.account_pace(name))
         with self._slots.slot():
             try:
                 user = self._users.authenticate(username, password)
             except AuthenticationFailed:
-                self._limiter.hit(failures, self._failures_per_account)
+                self._limiter.hit(failures, self._failures_per_client)
+                self._limiter.hit(f"auth-account:{name}", self._account_count_cap)
                 raise
         self._limiter.reset(failures)
+        self._limiter.remember(known, KNOWN_CLIENT_S)
         return user
+
+    def account_pace(self, name: str) -> RateDecision:
+        """Whether a client new to this account may have its password checked now.
+
+        Clients that each stay under their own budgets (a botnet, or one attacker's many
+        addresses) are capped together here: from `failures_per_account` failures in the last
+        minute, all clients counted, one check per PACE_STEPS_S[0] s goes through, fewer as the
+        failures grow, never fewer than one per PACE_STEPS_S[-1] s. In between the answer is
+        429 with Retry-After and no password check: no bcrypt work for the flood, and a refused
+        attempt counts for nothing, so hammering does not lengthen the wait.
+
+        Why this cannot be aimed at the account's owner: a hard lock after N failures would let
+        anyone who knows a user name keep its owner out by failing on purpose. Here the owner's
+        clients, any that logged in to the account in the last 30 days (`auth-known`, by IPv4
+        address or IPv6 /64), skip the pace entirely, and a new client waits seconds, never
+        minutes. (Someone behind the owner's own address shares the exemption; the per-client
+        limits still hold them.) A sleep before each check would not do instead: it caps nobody
+        who sends in parallel, and it holds a request thread per waiting attempt. The pace is
+        keyed by user name whether or not the user exists, so its answers reveal nothing.
+        """
+        counted = f"auth-account:{name}"
+        hold_s: float | None = None
+        for step, delay_s in enumerate(PACE_STEPS_S):
+            if self._limiter.peek(counted, self._failures_per_account << step).allowed:
+                break
+            hold_s = delay_s
+        if hold_s is None:
+            return RateDecision(True, 0.0)
+        decision = self._limiter.claim(f"auth-pace:{name}", hold_s)
+        if decision.allowed:
+            log.warning(
+                "many failed logins for user name %r from all clients: checks from clients "
+                "new to it are paced to one per %.0f s",
+                name,
+                hold_s,
+            )
+        return decision
 
     @staticmethod
     def _allow(decision: tuple[bool, float]) -> None:
@@ -105,7 +183,8 @@ def build_login_guard(settings: Settings, users: UserService, limiter: RateLimit
         limiter,
         HashSlots(settings.login_concurrency, settings.login_queue),
         attempts_per_ip=settings.rate_limit_auth_per_minute,
-        failures_per_account=settings.login_failures_per_minute,
+        failures_per_client=settings.login_failures_per_minute,
+        failures_per_account=settings.login_account_failures_per_minute,
     )
 
 

@@ -30,6 +30,10 @@ from app.storage.tables import Base
 # The advisory lock that serialises schema migrations of processes starting together.
 SCHEMA_LOCK = "schema"
 
+# A failed statement's error (logged, and stored on a job) would otherwise carry its bound
+# values: chunk texts, password hashes, file names. The statement itself is still shown.
+ENGINE_OPTIONS: dict[str, Any] = {"hide_parameters": True}
+
 # How long a SQLite writer waits for the lock before giving up (ms). Ingestion commits are short,
 # so seconds of waiting means something is wrong rather than busy.
 SQLITE_BUSY_TIMEOUT_MS = 15_000
@@ -79,12 +83,15 @@ def build_engine(url: str) -> Engine:
         Path(database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
             url,
+            **ENGINE_OPTIONS,
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
         )
         event.listen(engine, "connect", _configure_sqlite)
         return engine
     if backend == "postgresql":
-        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        return create_engine(
+            url, **ENGINE_OPTIONS, pool_pre_ping=True, pool_size=5, max_overflow=10
+        )
     raise ConfigurationError(
         f"RAG_DATABASE_URL: unsupported database {backend!r}; use sqlite:///path or "
         "postgresql+psycopg://user@host:port/db"

@@ -5,6 +5,9 @@ constructor argument only so tests need not wait a minute). Refused hits are not
 client that waits `retry_after_s` gets in. The Redis backend keeps one sorted set of timestamps
 per key, updated atomically by a script, so all API processes share the counts and the Redis
 server's clock.
+
+Beside the windows, two timed marks per key: `claim` lets one caller through per `hold_s`
+seconds (pacing), `remember` notes a key for a while (a client known to an account).
 """
 
 from __future__ import annotations
@@ -48,6 +51,18 @@ class RateLimiter(Protocol):
         """Forget every hit of the key (a successful login clears its failures)."""
         ...
 
+    def claim(self, key: str, hold_s: float) -> RateDecision:
+        """Hold the key for `hold_s` seconds if nobody holds it; else say when it frees."""
+        ...
+
+    def remember(self, key: str, ttl_s: float) -> None:
+        """Note the key for `ttl_s` seconds (noting it again restarts the time)."""
+        ...
+
+    def remembers(self, key: str) -> bool:
+        """Whether the key was noted less than its `ttl_s` ago."""
+        ...
+
 
 class MemoryRateLimiter:
     """A thread-safe sliding-window log per key; one process only."""
@@ -62,6 +77,7 @@ class MemoryRateLimiter:
         self._window_s = window_s
         self._lock = threading.Lock()
         self._hits: dict[str, deque[float]] = {}
+        self._until: dict[str, float] = {}  # claimed or remembered keys -> when that ends
         self._calls = 0
 
     def hit(self, key: str, limit_per_minute: int) -> RateDecision:
@@ -76,6 +92,26 @@ class MemoryRateLimiter:
         """Forget every hit of the key."""
         with self._lock:
             self._hits.pop(key, None)
+
+    def claim(self, key: str, hold_s: float) -> RateDecision:
+        """Hold the key for `hold_s` seconds if nobody holds it; else say when it frees."""
+        now = self._clock()
+        with self._lock:
+            until = self._until.get(key, 0.0)
+            if until > now:
+                return RateDecision(False, max(until - now, 0.001))
+            self._until[key] = now + hold_s
+            return RateDecision(True, 0.0)
+
+    def remember(self, key: str, ttl_s: float) -> None:
+        """Note the key for `ttl_s` seconds."""
+        with self._lock:
+            self._until[key] = self._clock() + ttl_s
+
+    def remembers(self, key: str) -> bool:
+        """Whether the key was noted less than its `ttl_s` ago."""
+        with self._lock:
+            return self._until.get(key, 0.0) > self._clock()
 
     def _decide(self, key: str, limit_per_minute: int, *, record: bool) -> RateDecision:
         if limit_per_minute <= 0:
@@ -101,6 +137,8 @@ class MemoryRateLimiter:
         idle = [key for key, hits in self._hits.items() if not hits or hits[-1] <= cutoff]
         for key in idle:
             del self._hits[key]
+        for key in [key for key, until in self._until.items() if until <= now]:
+            del self._until[key]
 
 
 _HIT_SCRIPT = """
@@ -148,6 +186,32 @@ class RedisRateLimiter:
         except redis.RedisError as exc:
             raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc
 
+    def claim(self, key: str, hold_s: float) -> RateDecision:
+        """Hold the key for `hold_s` seconds if nobody holds it; else say when it frees."""
+        name = f"{self._prefix}:{key}"
+        try:
+            if self._client.set(name, b"1", nx=True, px=_ms(hold_s)):
+                return RateDecision(True, 0.0)
+            left_ms = self._client.pttl(name)
+        except redis.RedisError as exc:
+            raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc
+        # Expired between the two calls (-2): free now, so the caller may try again at once.
+        return RateDecision(False, max(left_ms / 1000, 0.001))
+
+    def remember(self, key: str, ttl_s: float) -> None:
+        """Note the key for `ttl_s` seconds."""
+        try:
+            self._client.set(f"{self._prefix}:{key}", b"1", px=_ms(ttl_s))
+        except redis.RedisError as exc:
+            raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc
+
+    def remembers(self, key: str) -> bool:
+        """Whether the key was noted less than its `ttl_s` ago."""
+        try:
+            return bool(self._client.exists(f"{self._prefix}:{key}"))
+        except redis.RedisError as exc:
+            raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc
+
     def _decide(self, key: str, limit_per_minute: int, *, record: bool) -> RateDecision:
         if limit_per_minute <= 0:
             raise ValueError("limit_per_minute must be positive")
@@ -166,6 +230,10 @@ class RedisRateLimiter:
         if allowed:
             return RateDecision(True, 0.0)
         return RateDecision(False, max(int(wait_us) / 1_000_000, 0.001))
+
+
+def _ms(seconds: float) -> int:
+    return max(1, math.ceil(seconds * 1000))
 
 
 def retry_after_header(decision: RateDecision) -> str:

@@ -29,9 +29,15 @@ http {{
     uwsgi_temp_path {root}/uwsgi;
     scgi_temp_path {root}/scgi;
     client_max_body_size 0;  # the service enforces its own caps
-    server {{
+{site}
+}}
+"""
+
+# The gateway's site: "{port}", "{upstream}" and "{prefix}" are filled in by `Nginx.start`.
+_SITE = """
+    server {
         listen 127.0.0.1:{port};
-        location {prefix}/ {{
+        location {prefix}/ {
             proxy_pass http://127.0.0.1:{upstream}/;
             proxy_http_version 1.1;
             proxy_request_buffering off;
@@ -41,9 +47,8 @@ http {{
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             proxy_set_header X-Forwarded-Proto https;
             proxy_set_header X-Forwarded-Prefix {prefix};
-        }}
-    }}
-}}
+        }
+    }
 """
 
 
@@ -63,6 +68,7 @@ class Nginx:
     prefix: str = "/rag"
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    site: str = _SITE  # server blocks (and maps) inside `http`, with the placeholders above
 
     @property
     def url(self) -> str:
@@ -78,15 +84,12 @@ class Nginx:
         # As root, nginx would hand its workers to `nobody`, who cannot use this temp dir.
         user = "user root;" if os.geteuid() == 0 else ""
         config = self.root / "nginx.conf"
-        config.write_text(
-            _CONFIG.format(
-                root=self.root,
-                user=user,
-                port=self.port,
-                prefix=self.prefix,
-                upstream=self.upstream_port,
-            )
+        site = (
+            self.site.replace("{port}", str(self.port))
+            .replace("{upstream}", str(self.upstream_port))
+            .replace("{prefix}", self.prefix)
         )
+        config.write_text(_CONFIG.format(root=self.root, user=user, site=site))
         self.process = subprocess.Popen(
             [binary, "-p", str(self.root), "-c", str(config), "-g", "daemon off;"],
             stdout=subprocess.DEVNULL,

@@ -1,7 +1,8 @@
 """Behind a real reverse proxy (nginx, under /rag, saying https): each client is limited by its
 own IP, a login lockout cannot be aimed at another user from another client, bcrypt work is
 bounded with a fast 429, and absolute URLs carry the gateway's scheme and prefix. Forwarded
-headers from anyone but the trusted proxy are ignored.
+headers from anyone but the trusted proxy are ignored. The shipped example proxy
+(docker/proxy/nginx.conf) sends HSTS over TLS and only there.
 
 Clients are told apart by their source address: all of 127.0.0.0/8 is loopback on Linux, so a
 client bound to 127.0.0.7 reaches nginx as 127.0.0.7, and nginx reaches the service as 127.0.0.1,
@@ -9,14 +10,16 @@ the only trusted proxy."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from conftest import ApiFactory, ApiHarness, assert_error_body
-from live_server import LiveServer
+from live_server import LiveServer, free_port
 from reverse_proxy import Nginx, nginx_binary
 
 from tests.availability import needs
@@ -30,6 +33,7 @@ PASSWORD = "a long enough password"
 ATTEMPTS_PER_IP = 6
 FAILURES_PER_ACCOUNT = 2
 USERS = ("alice", "bob", "carol", "dave")
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "docker" / "proxy" / "nginx.conf"
 
 
 @pytest.fixture(scope="module")
@@ -211,3 +215,72 @@ def test_a_forwarded_prefix_that_is_not_a_plain_path_is_ignored(
     assert sane["servers"] == [{"url": "/gw"}]
     schema = harness.client.get("/openapi.json", headers={"X-Forwarded-Prefix": prefix}).json()
     assert "servers" not in schema
+
+
+def example_site(tls_port: int, cert: Path, key: Path) -> str:
+    """docker/proxy/nginx.conf as shipped, aimed at the live server, with the three TLS lines its
+    comment documents switched on (each edit must apply: the test fails if the example changes)."""
+    site = EXAMPLE_CONFIG.read_text()
+    edits = {
+        "listen 8080;": "listen 127.0.0.1:{port};",
+        "http://api:8000/": "http://127.0.0.1:{upstream}/",
+        "#   listen 8443 ssl;": f"listen 127.0.0.1:{tls_port} ssl;",
+        "#   ssl_certificate     /etc/nginx/tls/fullchain.pem;": f"ssl_certificate {cert};",
+        "#   ssl_certificate_key /etc/nginx/tls/privkey.pem;": f"ssl_certificate_key {key};",
+    }
+    for shipped, here in edits.items():
+        assert site.count(shipped) == 1, f"{EXAMPLE_CONFIG} no longer has {shipped!r}"
+        site = site.replace(shipped, here)
+    return site
+
+
+@pytest.fixture(scope="module")
+def example_gateway(
+    live: LiveServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str]]:
+    """The example proxy with TLS on: its (plain, TLS) base URLs under /rag."""
+    root = tmp_path_factory.mktemp("example-proxy")
+    cert, key = root / "cert.pem", root / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    tls_port = free_port()
+    proxy = Nginx(root, live.port, site=example_site(tls_port, cert, key))
+    proxy.start()
+    yield proxy.url, f"https://127.0.0.1:{tls_port}/rag"
+    proxy.stop()
+
+
+def test_the_example_proxy_sends_hsts_over_tls_only(example_gateway: tuple[str, str]) -> None:
+    plain_url, tls_url = example_gateway
+    with httpx.Client(verify=False, timeout=30) as client:
+        over_tls = client.get(f"{tls_url}/health")
+        plain = client.get(f"{plain_url}/health")
+        tls_error = client.post(f"{tls_url}/auth/token", data={"username": "x", "password": "y"})
+    assert over_tls.status_code == plain.status_code == 200
+    assert over_tls.headers.get_list("strict-transport-security") == ["max-age=31536000"]
+    assert tls_error.status_code == 401  # `always`: error answers carry it too
+    assert tls_error.headers.get_list("strict-transport-security") == ["max-age=31536000"]
+    assert "strict-transport-security" not in plain.headers  # ignored over HTTP: not sent
+    # The service's own header passes through the proxy once.
+    for response in (over_tls, plain, tls_error):
+        assert response.headers.get_list("x-content-type-options") == ["nosniff"]

@@ -213,10 +213,8 @@ def test_job_store_heartbeat_release_and_queued_since(sql_database: Database) ->
 def test_messages_are_json_on_redis_and_a_worker_runs_them(
     container: Container, worker: IngestWorker, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rq import SimpleWorker
-    from rq.serializers import JSONSerializer
-
     from app import worker as worker_module
+    from app.jobs.redis_tasks import rq_worker
 
     job_id = queued_upload(container, data_dir)
     RedisJobQueue(worker.queue, 60).enqueue(container.jobs.get("acme", job_id))  # type: ignore[arg-type]
@@ -234,10 +232,7 @@ def test_messages_are_json_on_redis_and_a_worker_runs_them(
 
     # An rq worker with the JSON serializer, as `python -m app.worker` builds it, runs it.
     monkeypatch.setattr(worker_module, "_current", worker)
-    rq_worker = SimpleWorker(
-        [worker.queue], connection=worker.queue.connection, serializer=JSONSerializer
-    )
-    assert rq_worker.work(burst=True)
+    assert rq_worker(worker.queue, worker.queue.connection, "test-worker").work(burst=True)
     done = container.jobs.get("acme", job_id)
     assert done is not None and done.status == "done" and done.chunks_indexed >= 1
 

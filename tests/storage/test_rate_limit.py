@@ -124,3 +124,33 @@ def test_peek_decides_like_hit_without_counting_and_reset_forgets() -> None:
     limiter.reset("auth-fail:alice")
     assert limiter.peek("auth-fail:alice", 2).allowed
     assert limiter.hit("auth-fail:alice", 2).allowed
+
+
+def test_a_claim_lets_one_caller_through_per_hold() -> None:
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock)
+    assert limiter.claim("auth-pace:alice", 2.0).allowed
+    clock.now += 0.5
+    assert limiter.claim("auth-pace:alice", 2.0) == RateDecision(False, pytest.approx(1.5))
+    assert limiter.claim("auth-pace:bob", 2.0).allowed  # per key
+    clock.now += 1.5
+    assert limiter.claim("auth-pace:alice", 4.0).allowed  # free again; the new hold is longer
+    clock.now += 3.9
+    assert not limiter.claim("auth-pace:alice", 1.0).allowed
+
+
+def test_a_remembered_key_expires_and_the_sweep_forgets_it() -> None:
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock)
+    limiter.remember("auth-known:alice|10.0.0.1", 30.0)
+    assert limiter.remembers("auth-known:alice|10.0.0.1")
+    assert not limiter.remembers("auth-known:alice|10.0.0.2")
+    clock.now += 20
+    limiter.remember("auth-known:alice|10.0.0.1", 30.0)  # noting it again restarts the time
+    clock.now += 20
+    assert limiter.remembers("auth-known:alice|10.0.0.1")
+    clock.now += 10
+    assert not limiter.remembers("auth-known:alice|10.0.0.1")
+    for i in range(1000):  # the 1000th hit sweeps expired marks too
+        limiter.hit(f"ip:{i}", 5)
+    assert "auth-known:alice|10.0.0.1" not in limiter._until

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -102,3 +103,20 @@ def test_peek_does_not_count_and_reset_forgets_across_processes(redis_namespace:
     assert not refused.allowed and 59.0 < refused.retry_after_s <= 60.0
     first.reset("auth-fail:alice|10.0.0.9")
     assert second.peek("auth-fail:alice|10.0.0.9", 2).allowed
+
+
+def test_claims_and_remembered_keys_are_shared_and_expire(redis_namespace: Any) -> None:
+    first, second = process(redis_namespace), process(redis_namespace)
+    assert first.claim("auth-pace:alice", 0.5).allowed
+    refused = second.claim("auth-pace:alice", 0.5)
+    assert not refused.allowed and 0 < refused.retry_after_s <= 0.5
+    time.sleep(refused.retry_after_s + 0.05)
+    assert second.claim("auth-pace:alice", 0.5).allowed
+
+    first.remember("auth-known:alice|10.0.0.1", 0.5)
+    assert second.remembers("auth-known:alice|10.0.0.1")
+    assert not second.remembers("auth-known:alice|10.0.0.2")
+    client, prefix = redis_namespace.client, redis_namespace.prefix
+    assert 0 < client.pttl(f"{prefix}:ratelimit:auth-known:alice|10.0.0.1") <= 500
+    time.sleep(0.6)
+    assert not second.remembers("auth-known:alice|10.0.0.1")
