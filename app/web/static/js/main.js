@@ -30,10 +30,12 @@ async function enterApp() {
   $("question").focus();
 }
 
-function enterSignIn(message = "") {
+// `message` says why the form is back; a plain sign-out is news, not an error.
+function enterSignIn(message = "", { isError = true } = {}) {
   signOut();
   clearPanels();
   $("login-error").textContent = message;
+  $("login-error").classList.toggle("notice", !isError);
   showView("signed-out");
   $("username").focus();
 }
@@ -43,6 +45,7 @@ function setUpLogin() {
     event.preventDefault();
     const username = $("username").value.trim();
     const password = $("password").value;
+    $("login-error").classList.remove("notice");
     if (!username || !password) {
       $("login-error").textContent = "Enter your user name and password.";
       return;
@@ -58,7 +61,9 @@ function setUpLogin() {
     $("login-error").textContent = "";
     await enterApp();
   });
-  $("sign-out").addEventListener("click", () => enterSignIn("You are signed out."));
+  $("sign-out").addEventListener("click", () =>
+    enterSignIn("You are signed out.", { isError: false }),
+  );
   // Any 401 ends the session; on the sign-in form already, its message stays.
   whenUnauthorized(() => {
     if (currentView() !== "signed-out") enterSignIn(SESSION_ENDED);
