@@ -3,12 +3,14 @@ cannot work offline). A missing browser fails the test (tests/availability.py)."
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,3 +72,39 @@ def launched_chromium() -> Iterator[object]:
             yield context
         finally:
             context.close()
+
+
+def screenshot(page: Any, name: str) -> Path:
+    """A full-page screenshot in artifacts_dir(), to look at; its path."""
+    path = artifacts_dir() / name
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+    return path
+
+
+# Drops files on an element the way a person's drag does (the element need not be on screen).
+DROP_FILES = """({ files, target }) => {
+  const transfer = new DataTransfer();
+  for (const f of files) {
+    const bytes = Uint8Array.from(atob(f.data), (c) => c.charCodeAt(0));
+    transfer.items.add(new File([bytes], f.name, { type: f.type }));
+  }
+  const where = document.querySelector(target);
+  let opened = true;
+  for (const type of ["dragenter", "dragover", "drop"]) {
+    const init = { dataTransfer: transfer, bubbles: true, cancelable: true };
+    opened = where.dispatchEvent(new DragEvent(type, init));
+  }
+  return !opened;
+}"""
+
+
+def drop_files(page: Any, files: list[tuple[str, bytes, str]], target: str = "#drop-zone") -> bool:
+    """Drop (name, bytes, MIME type) files on the element `target` selects (the drop zone);
+    whether the page took the drop (else the browser would leave the page to open the file)."""
+    payload = [
+        {"name": name, "data": base64.b64encode(data).decode(), "type": kind}
+        for name, data, kind in files
+    ]
+    taken: bool = page.evaluate(DROP_FILES, {"files": payload, "target": target})
+    return taken

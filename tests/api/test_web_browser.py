@@ -4,7 +4,6 @@ request leaves the server's origin; another tenant's page picture is a 404."""
 
 from __future__ import annotations
 
-import base64
 import os
 import shutil
 import time
@@ -15,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from api_builders import pdf_document, text_document
-from browser import artifacts_dir, launched_chromium
+from browser import drop_files, launched_chromium, screenshot
 from live_server import LiveServer
 
 pytestmark = pytest.mark.integration
@@ -78,18 +77,6 @@ PACE_EVENTS = """(() => {
     return new Response(paced, { status: response.status, headers: response.headers });
   };
 })();"""
-DROP_FILES = """(files) => {
-  const transfer = new DataTransfer();
-  for (const f of files) {
-    const bytes = Uint8Array.from(atob(f.data), (c) => c.charCodeAt(0));
-    transfer.items.add(new File([bytes], f.name, { type: f.type }));
-  }
-  const zone = document.getElementById("drop-zone");
-  for (const type of ["dragenter", "dragover", "drop"]) {
-    const init = { dataTransfer: transfer, bubbles: true, cancelable: true };
-    zone.dispatchEvent(new DragEvent(type, init));
-  }
-}"""
 
 
 @pytest.fixture(scope="module")
@@ -131,13 +118,6 @@ def requests_seen(browser: Any) -> Iterator[list[str]]:
     browser.remove_listener("request", record)
 
 
-def _shot(page: Any, name: str) -> Path:
-    path = artifacts_dir() / name
-    page.screenshot(path=str(path), full_page=True)
-    print(f"screenshot: {path}")
-    return path
-
-
 def _sign_in(page: Any, live: LiveServer, username: str) -> None:
     """Sign in with the keyboard only: type, Tab to the next field, Enter to submit."""
     page.goto(f"{live.url}/")
@@ -148,14 +128,6 @@ def _sign_in(page: Any, live: LiveServer, username: str) -> None:
     page.keyboard.type(PASSWORD)
     page.keyboard.press("Enter")
     page.wait_for_selector("#app-view:not([hidden])")
-
-
-def _drop(page: Any, files: list[tuple[str, bytes, str]]) -> None:
-    payload = [
-        {"name": name, "data": base64.b64encode(data).decode(), "type": kind}
-        for name, data, kind in files
-    ]
-    page.evaluate(DROP_FILES, payload)
 
 
 def _upload_row(page: Any, name: str) -> Any:
@@ -188,7 +160,7 @@ def test_upload_watch_ask_open_the_cited_page_and_delete(
     page = browser.new_page()
     page.add_init_script(PACE_EVENTS)
     _sign_in(page, live, "alice")
-    _drop(
+    drop_files(
         page,
         [
             ("handbook.pdf", pdf_document(*HANDBOOK_PAGES), "application/pdf"),
@@ -205,10 +177,12 @@ def test_upload_watch_ask_open_the_cited_page_and_delete(
     assert "not a supported file type" in _upload_row(page, "tool.exe").inner_text()
     assert _wait_outcome(page, "huge.txt") == "failed"
     assert "too large" in _upload_row(page, "huge.txt").inner_text()
+    # No bar left moving (or full) beside a refusal.
+    assert not _upload_row(page, "tool.exe").locator("progress").is_visible()
     row = page.locator("#documents-body tr", has_text="handbook.pdf")
     cells = row.locator("td").all_inner_texts()
     assert cells[2:5] == ["2", "2", "done"], cells  # pages, chunks, status
-    _shot(page, "01-documents.png")
+    screenshot(page, "01-documents.png")
 
     snapshots = _ask(page, "What torque are the GANNET mast bolts tightened to?")
     # Streamed: the text was on screen before the citations turned markers into links.
@@ -217,7 +191,7 @@ def test_upload_watch_ask_open_the_cited_page_and_delete(
     answer = page.inner_text("#answer")
     assert "45 newton metres" in answer
     assert page.locator("#answer").evaluate("e => e.matches(':dir(ltr)')")
-    _shot(page, "02-answer.png")
+    screenshot(page, "02-answer.png")
 
     marker = page.locator("#answer a.marker").first
     marker.focus()
@@ -227,7 +201,7 @@ def test_upload_watch_ask_open_the_cited_page_and_delete(
     assert image.evaluate("img => img.naturalWidth") > 300
     assert int(image.get_attribute("data-highlight-boxes") or 0) >= 1
     assert "page 2" in page.inner_text("#viewer-title")
-    path = _shot(page, "03-cited-page.png")
+    path = screenshot(page, "03-cited-page.png")
     page.keyboard.press("Escape")
     page.wait_for_selector("#viewer", state="hidden")
     assert page.evaluate("document.activeElement.classList.contains('marker')")
@@ -238,7 +212,7 @@ def test_upload_watch_ask_open_the_cited_page_and_delete(
     page.click("#confirm-delete")
     page.wait_for_selector('#documents-body tr:has-text("handbook.pdf")', state="detached")
     assert "Deleted" in page.inner_text("#documents-status")
-    _shot(page, "04-deleted.png")
+    screenshot(page, "04-deleted.png")
     _assert_same_origin(requests_seen, live.url)
     page.close()
     if os.environ.get("RAG_UPDATE_README_SCREENSHOT") == "1":  # refresh the README's picture
@@ -266,7 +240,7 @@ def test_arabic_answers_and_pages_are_laid_out_right_to_left(
     page.wait_for_selector("#viewer-text:not([hidden]) mark")
     assert "ثلاثة أسابيع" in page.inner_text("#viewer-text mark")
     assert page.locator("#viewer-text").evaluate("e => e.matches(':dir(rtl)')")
-    _shot(page, "05-arabic.png")
+    screenshot(page, "05-arabic.png")
     page.close()
 
 
@@ -279,7 +253,7 @@ def test_an_upload_refused_with_429_waits_and_goes_through(live: LiveServer, bro
             for n in range(3000)
         )
     )
-    _drop(
+    drop_files(
         page,
         [
             ("osprey-log.txt", long_text, "text/plain"),
@@ -302,7 +276,7 @@ def test_a_failed_job_says_why(live: LiveServer, browser: Any) -> None:
     page = browser.new_page()
     _sign_in(page, live, "bruno")
     damaged = b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R" + bytes(range(256)) * 8
-    _drop(page, [("damaged.pdf", damaged, "application/pdf")])
+    drop_files(page, [("damaged.pdf", damaged, "application/pdf")])
     assert _wait_outcome(page, "damaged.pdf") == "failed"
     message = _upload_row(page, "damaged.pdf").inner_text()
     assert "Indexing failed: the PDF is damaged" in message, message
@@ -360,7 +334,7 @@ def test_the_app_and_the_docs_load_nothing_from_outside(
     page.goto(f"{live.url}/redoc")
     page.wait_for_selector("h1:has-text('RAG service')", timeout=60_000)
     page.wait_for_load_state("networkidle")
-    _shot(page, "06-redoc.png")
+    screenshot(page, "06-redoc.png")
     _assert_same_origin(requests_seen, live.url)
     assert any(u.endswith("/docs-assets/swagger-ui-bundle.js") for u in requests_seen)
     assert any(u.endswith("/docs-offline/redoc.standalone.js") for u in requests_seen)

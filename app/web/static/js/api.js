@@ -53,15 +53,26 @@ async function errorFrom(response) {
   return new ApiError(response.status, code, message, retryAfter);
 }
 
-// fetch() with the token; throws ApiError for any non-2xx answer (401 also signs out).
-export async function request(path, options = {}) {
-  const headers = new Headers(options.headers || {});
+// The token, or null once the app has been told the session is over (nothing may be sent).
+export function sessionToken() {
   const bearer = token();
-  if (bearer) headers.set("Authorization", `Bearer ${bearer}`);
+  if (!bearer) onUnauthorized(new ApiError(401, "unauthorized", "not signed in", 0));
+  return bearer;
+}
+
+// fetch() with the token; throws ApiError for any non-2xx answer. Every call here needs a
+// token: without one nothing is sent, and a 401 (expired, revoked or tampered token) signs out.
+export async function request(path, options = {}) {
+  const bearer = sessionToken();
+  if (!bearer) throw new ApiError(401, "unauthorized", "not signed in", 0);
+  const headers = new Headers(options.headers || {});
+  headers.set("Authorization", `Bearer ${bearer}`);
   const response = await fetch(apiUrl(path), { ...options, headers });
   if (!response.ok) {
     const error = await errorFrom(response);
-    if (response.status === 401 && bearer) {
+    // Only the session that sent it ends: a late answer to a previous session's call must
+    // not sign out whoever signed in since.
+    if (response.status === 401 && token() === bearer) {
       signOut();
       onUnauthorized(error);
     }

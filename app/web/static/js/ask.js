@@ -1,12 +1,13 @@
 // Ask: the answer streams in token by token; its [n] markers become links to the cited pages.
 
-import { request } from "./api.js";
+import { request, sessionToken } from "./api.js";
 import { describeError, element } from "./format.js";
 import { readEvents } from "./sse.js";
 import { openCitation } from "./viewer.js";
 
 const MARKER_GROUP = /\[(\d+(?:\s*,\s*\d+)*)\]/g;
 const $ = (id) => document.getElementById(id);
+let streaming = null; // the AbortController of the answer being read, if any
 
 function markerLink(number, citation) {
   const link = element("a", {
@@ -63,6 +64,7 @@ function renderCitations(citations) {
 }
 
 async function ask(question) {
+  if (!sessionToken()) return; // the session is over: nothing is sent
   const answer = $("answer");
   const status = $("ask-status");
   const button = $("ask-button");
@@ -74,8 +76,12 @@ async function ask(question) {
   answer.dataset.state = "streaming";
   button.disabled = true;
   status.textContent = "Searching your documents…";
+  if (streaming) streaming.abort(); // one answer at a time (Ctrl+Enter skips the busy button)
+  const controller = new AbortController();
+  streaming = controller;
   try {
     const response = await request("/query/stream", {
+      signal: controller.signal,
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
       body: JSON.stringify({ question }),
@@ -99,12 +105,29 @@ async function ask(question) {
       }
     });
   } catch (error) {
-    status.textContent = describeError(error, "The question");
+    if (!controller.signal.aborted) status.textContent = describeError(error, "The question");
   } finally {
-    answer.setAttribute("aria-busy", "false");
-    answer.dataset.state = "done";
-    button.disabled = false;
+    if (streaming === controller) {
+      streaming = null;
+      answer.setAttribute("aria-busy", "false");
+      answer.dataset.state = "done";
+      button.disabled = false;
+    }
   }
+}
+
+// Back to an empty panel (on sign-out and before a session starts); a streaming answer stops.
+export function resetAsk() {
+  if (streaming) streaming.abort();
+  streaming = null;
+  const answer = $("answer");
+  answer.replaceChildren();
+  answer.setAttribute("aria-busy", "false");
+  for (const key of ["state", "tokens", "refused"]) delete answer.dataset[key];
+  renderCitations([]);
+  $("question").value = "";
+  $("ask-status").textContent = "";
+  $("ask-button").disabled = false;
 }
 
 export function setUpAsk() {

@@ -1,7 +1,7 @@
 // Documents: drag-and-drop uploads with a progress bar per file, the list, and deletion.
 
-import { ApiError, json, request } from "./api.js";
-import { describeError, element, formatBytes, sleep } from "./format.js";
+import { ApiError, json, request, sessionToken, token } from "./api.js";
+import { counted, describeError, element, formatBytes, sleep } from "./format.js";
 
 const POLL_MS = 400;
 const MAX_RATE_LIMIT_RETRIES = 30;
@@ -31,6 +31,7 @@ function uploadRow(file) {
       row.classList.add(outcome);
       row.dataset.outcome = outcome;
       if (outcome === "done") bar.value = 1;
+      else bar.hidden = true; // a failed file has no progress to show (nor a moving bar)
       state.textContent = text;
     },
   };
@@ -50,7 +51,7 @@ function jobText(job) {
   if (job.status === "queued") return "Queued";
   const label = STAGES[stage] || "Processing";
   if (stage === "embedding") return `${label}: ${done} / ${total} chunks`;
-  if (stage === "parsed") return `${label}: ${total} pages`;
+  if (stage === "parsed") return `${label}: ${counted(total, "page")}`;
   return label;
 }
 
@@ -71,11 +72,13 @@ async function postFile(file, ui) {
 }
 
 async function watchJob(jobId, ui) {
-  for (;;) {
+  // The row leaves the page on sign-out: stop polling for a session that has ended.
+  while (ui.row.isConnected) {
     const job = await json(`/jobs/${encodeURIComponent(jobId)}`);
     ui.show(jobFraction(job), jobText(job));
     if (job.status === "done") {
-      ui.finish("done", `Done: ${job.pages} pages, ${job.chunks_indexed} chunks`);
+      const size = `${counted(job.pages, "page")}, ${counted(job.chunks_indexed, "chunk")}`;
+      ui.finish("done", `Done: ${size}`);
       return;
     }
     if (job.status === "failed") {
@@ -101,13 +104,16 @@ async function uploadOne(file) {
       "(the file may be too large for the server, or the server is unreachable)";
     ui.finish("failed", message);
   }
-  await refreshList();
+  if (ui.row.isConnected) await refreshList(); // not after the session ended
 }
 
 export async function uploadFiles(files) {
+  const session = sessionToken();
+  if (!session) return; // the session is over: nothing is sent
   // One request at a time keeps the order predictable; the jobs still run in parallel.
   const pending = [];
   for (const file of files) {
+    if (token() !== session) break; // signed out in the meantime: the rest stay unsent
     pending.push(uploadOne(file));
     await sleep(50);
   }
@@ -135,8 +141,8 @@ function documentRow(doc, onDelete) {
 function confirmDelete(doc) {
   const dialog = $("confirm");
   $("confirm-text").textContent =
-    `“${doc.source}” and its ${doc.chunks} indexed chunks will be removed; answers will no ` +
-    "longer cite it.";
+    `“${doc.source}” and its ${counted(doc.chunks, "indexed chunk")} will be removed; ` +
+    "answers will no longer cite it.";
   return new Promise((resolve) => {
     dialog.addEventListener("close", () => resolve(dialog.returnValue === "delete"), {
       once: true,
@@ -171,6 +177,17 @@ export async function refreshList() {
   }
 }
 
+// Back to an empty panel (on sign-out and before a session starts): nothing of the last session.
+export function resetDocuments() {
+  $("uploads").replaceChildren();
+  $("documents-body").replaceChildren();
+  $("documents-status").textContent = "";
+  $("documents-table").hidden = true;
+  $("documents-empty").hidden = true;
+  const confirm = $("confirm");
+  if (confirm.open) confirm.close();
+}
+
 export function setUpDocuments() {
   const zone = $("drop-zone");
   const input = $("file-input");
@@ -190,4 +207,11 @@ export function setUpDocuments() {
     const files = [...(event.dataTransfer?.files || [])];
     if (files.length) uploadFiles(files);
   });
+  // A file dropped anywhere else (the sign-in page too) must not make the browser leave the app
+  // to open it.
+  for (const type of ["dragover", "drop"]) {
+    window.addEventListener(type, (event) => {
+      if (event.dataTransfer?.types.includes("Files")) event.preventDefault();
+    });
+  }
 }

@@ -91,6 +91,11 @@ export async function openCitation(citation, opener) {
   }
 }
 
+export function closeViewer() {
+  const dialog = $("viewer");
+  if (dialog.open) dialog.close();
+}
+
 export function setUpViewer() {
   const dialog = $("viewer");
   $("viewer-close").addEventListener("click", () => dialog.close());
