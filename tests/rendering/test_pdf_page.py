@@ -32,7 +32,8 @@ def test_a_page_is_rendered_within_the_size_limit_with_its_passage_boxed(pdf: Pa
     assert image.format == "PNG" and max(image.size) == 800
     assert (rendered.width, rendered.height) == image.size
     assert rendered.highlight_boxes == 1
-    assert render_page_isolated(pdf, 2, LIMITS, Passage("words printed nowhere")).highlight_boxes == 0
+    missing = Passage("words printed nowhere")
+    assert render_page_isolated(pdf, 2, LIMITS, missing).highlight_boxes == 0
 
 
 def test_a_page_beyond_the_document_says_how_many_there_are(pdf: Path) -> None:
@@ -51,7 +52,7 @@ def test_an_unreadable_file_and_a_stalled_render_are_errors_not_crashes(
         render_page_isolated(broken, 1, LIMITS)
     assert unreadable.value.reason == "unreadable"
     assert str(unreadable.value) == "the PDF page could not be drawn; the file may be damaged"
-    with pytest.raises(PageRenderFailed, match="longer than 0.001 s") as stalled:
+    with pytest.raises(PageRenderFailed, match=r"longer than 0\.001 s") as stalled:
         render_page_isolated(pdf, 1, RenderLimits(timeout_s=0.001))
     assert stalled.value.reason == "timeout"
     assert render_page_isolated(pdf, 1, LIMITS).png  # the renderer still works afterwards
