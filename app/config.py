@@ -82,6 +82,24 @@ class Settings(BaseSettings):
     page_render_timeout_s: float = Field(
         default=20.0, gt=0, description="a page render taking longer is stopped (409)"
     )
+    page_render_slots: int = Field(
+        default=2, ge=1, le=64, description="page renders at once per API process"
+    )
+    page_render_max_wait_s: float = Field(
+        default=1.5, ge=0, le=30, description="wait for a render slot, then 429/503"
+    )
+    page_render_max_memory_mb: int = Field(
+        default=1024, ge=128, description="address space of the render child (RLIMIT_AS)"
+    )
+    page_render_max_cpu_s: int = Field(
+        default=30, gt=0, description="CPU seconds of the render child (RLIMIT_CPU)"
+    )
+    page_render_max_image_mp: int = Field(
+        default=64, gt=0, description="megapixels of images one page may decode (else 409)"
+    )
+    page_render_failure_ttl_s: float = Field(
+        default=600.0, ge=0, description="a page that failed to render answers 409 at once"
+    )
 
     # --- vector store ---
     vector_backend: VectorBackend = "chroma"
@@ -241,6 +259,7 @@ class Settings(BaseSettings):
     bcrypt_rounds: int = Field(default=12, ge=12, le=16)
     rate_limit_auth_per_minute: int = Field(default=10, gt=0)
     rate_limit_query_per_minute: int = Field(default=120, gt=0)
+    rate_limit_pages_per_minute: int = Field(default=120, gt=0)
     rate_limit_backend: CacheBackend = "memory"
     # Capped by the request models' own bounds (app.limits), so every configured cap is reachable.
     max_question_chars: int = Field(default=2000, gt=0, le=QUESTION_CHARS_CEILING)

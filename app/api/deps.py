@@ -57,11 +57,8 @@ def require_form_urlencoded(request: Request) -> None:
         raise ApiError(415, "unsupported_media_type", f"send the credentials as {FORM_URLENCODED}")
 
 
-def limit_queries(container: ContainerDep, principal: Principal) -> None:
-    """429 when the caller exceeds the per-user query/search rate."""
-    decision = container.rate_limiter.hit(
-        f"query:{principal.user_id}", container.settings.rate_limit_query_per_minute
-    )
+def _limit(container: Container, key: str, per_minute: int) -> None:
+    decision = container.rate_limiter.hit(key, per_minute)
     if not decision.allowed:
         raise ApiError(
             429,
@@ -71,7 +68,20 @@ def limit_queries(container: ContainerDep, principal: Principal) -> None:
         )
 
 
+def limit_queries(container: ContainerDep, principal: Principal) -> None:
+    """429 when the caller exceeds the per-user query/search rate."""
+    per_minute = container.settings.rate_limit_query_per_minute
+    _limit(container, f"query:{principal.user_id}", per_minute)
+
+
+def limit_pages(container: ContainerDep, principal: Principal) -> None:
+    """429 when the caller exceeds the per-user rate of the cited-page routes."""
+    per_minute = container.settings.rate_limit_pages_per_minute
+    _limit(container, f"pages:{principal.user_id}", per_minute)
+
+
 QueryRateLimit = Depends(limit_queries)
+PageRateLimit = Depends(limit_pages)
 
 
 # A listing's page: `limit` (None = the configured default, capped) and `offset`.

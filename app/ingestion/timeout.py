@@ -13,14 +13,19 @@ a parser stuck in C code is killed at the hard limit a little later, reported th
 from __future__ import annotations
 
 import multiprocessing
-import resource
-import signal
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from app import errors
-from app.child_process import stop_child
+from app.child_process import (
+    LIMIT_EXIT_CODES,
+    CpuLimitReached,
+    apply_resource_limits,
+    caused_by_memory,
+    lift_memory_limit,
+    stop_child,
+)
 from app.domain import Page
 from app.errors import CorruptDocument, DocumentTooComplex, IngestionError, ParseTimeout
 from app.ingestion.dispatch import load
@@ -33,19 +38,6 @@ _CONTEXT = multiprocessing.get_context("forkserver")
 # The fork server imports the parsers once; each child then starts with them loaded.
 _CONTEXT.set_forkserver_preload(["app.ingestion.dispatch", *LOADER_MODULES])
 _KILL_GRACE_S = 2.0
-# After the soft CPU limit (SIGXCPU) the child has this long to report before SIGKILL.
-_CPU_GRACE_S = 5
-# Exit signals of a child stopped by a resource limit (the OOM killer also sends SIGKILL).
-_LIMIT_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU)
-
-
-class _CpuLimitReached(BaseException):
-    """Raised in the child by SIGXCPU: the soft RLIMIT_CPU is spent. A BaseException, like
-    KeyboardInterrupt, so a loader's `except Exception` cannot mistake it for a damaged file."""
-
-
-def _on_sigxcpu(signum: int, frame: object) -> None:
-    raise _CpuLimitReached
 
 
 def too_complex(limits: LoadLimits, resource_name: str) -> DocumentTooComplex:
@@ -62,49 +54,18 @@ def too_complex(limits: LoadLimits, resource_name: str) -> DocumentTooComplex:
     )
 
 
-def _apply_resource_limits(limits: LoadLimits) -> None:
-    # Only the soft limits bind the parser; the hard ones stay above them so the child can
-    # still report (memory) or is killed shortly after (CPU).
-    if limits.max_memory_bytes:
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        resource.setrlimit(resource.RLIMIT_AS, (limits.max_memory_bytes, hard))
-    if limits.max_cpu_s:
-        signal.signal(signal.SIGXCPU, _on_sigxcpu)
-        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-        cpu_hard = limits.max_cpu_s + _CPU_GRACE_S
-        if hard != resource.RLIM_INFINITY:
-            cpu_hard = min(cpu_hard, hard)
-        resource.setrlimit(resource.RLIMIT_CPU, (min(limits.max_cpu_s, cpu_hard), cpu_hard))
-
-
-def _lift_memory_limit() -> None:
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
-
-
-def _caused_by_memory(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    for _ in range(20):  # a bounded walk down the cause chain
-        if seen is None:
-            return False
-        if isinstance(seen, MemoryError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
 def _parse_in_child(path: str, limits: LoadLimits, conn: Connection) -> None:
     try:
-        _apply_resource_limits(limits)
+        apply_resource_limits(limits.max_memory_bytes, limits.max_cpu_s)
         conn.send(("ok", load(Path(path), limits)))
     except MemoryError:
-        _lift_memory_limit()  # the report itself needs a little memory
+        lift_memory_limit()  # the report itself needs a little memory
         conn.send(("error", "DocumentTooComplex", too_complex(limits, "memory").message))
-    except _CpuLimitReached:
+    except CpuLimitReached:
         conn.send(("error", "DocumentTooComplex", too_complex(limits, "cpu").message))
     except IngestionError as exc:
-        if _caused_by_memory(exc):  # a loader wrapped the MemoryError as a damaged file
-            _lift_memory_limit()
+        if caused_by_memory(exc):  # a loader wrapped the MemoryError as a damaged file
+            lift_memory_limit()
             conn.send(("error", "DocumentTooComplex", too_complex(limits, "memory").message))
         else:
             conn.send(("error", type(exc).__name__, exc.message))
@@ -153,7 +114,7 @@ def load_with_timeout(path: Path, limits: LoadLimits, timeout_s: float) -> list[
             message = receiver.recv()
         except EOFError:
             process.join(_KILL_GRACE_S)
-            if process.exitcode in _LIMIT_SIGNALS:
+            if process.exitcode in LIMIT_EXIT_CODES:
                 raise too_complex(limits, "cpu" if limits.max_cpu_s else "memory") from None
             raise CorruptDocument(
                 f"the parser stopped unexpectedly (exit code {process.exitcode}) on this file; "

@@ -1,19 +1,24 @@
-"""Render one PDF page to PNG with PDFium, drawing a highlight over a passage's text."""
+"""Render one PDF page to PNG with PDFium, drawing a highlight over a passage's text.
+
+Sizes are checked before PDFium decodes anything: the picture's pixels (page size times scale)
+and the pixels of the images embedded in the page, so a page whose images would decode to
+gigabytes is refused with `PageRenderFailed("too_large")` instead of exhausting memory.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import io
-import multiprocessing
+import math
 import threading
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any, Literal
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image, ImageDraw
 
-from app.child_process import stop_child
 from app.rendering.passage import KeyedText, keyed, locate
 
 # PDFium is not thread-safe: every call into it, from any request thread, goes through this.
@@ -32,8 +37,32 @@ class PageOutOfRange(ValueError):
         self.page_count = page_count
 
 
-class UnreadablePdf(ValueError):
-    """PDFium cannot open or render the file."""
+RenderFailure = Literal["unreadable", "timeout", "too_complex", "too_large"]
+
+
+class PageRenderFailed(ValueError):
+    """The page cannot be drawn; `reason` says why and the message is safe to show a user."""
+
+    def __init__(self, reason: RenderFailure, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+UNREADABLE = "the PDF page could not be drawn; the file may be damaged"
+TOO_COMPLEX = "drawing this PDF page needed more memory or CPU time than allowed and was stopped"
+
+
+@dataclass(frozen=True)
+class RenderLimits:
+    """Bounds on drawing one page: the picture's longest side, the pixels of the images
+    embedded in the page, and the wall time, memory and CPU time of the child that draws it."""
+
+    max_side_px: int = 1600
+    max_image_pixels: int = 64_000_000
+    timeout_s: float = 20.0
+    max_memory_bytes: int | None = None
+    max_cpu_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -100,22 +129,86 @@ def _draw(
     return Image.alpha_composite(image.convert("RGBA"), overlay).convert("RGB")
 
 
-def render_page(
-    path: Path, page_number: int, max_side_px: int, passage: Passage | None = None
-) -> RenderedPage:
-    """PNG of 1-based `page_number`, its longest side at most `max_side_px` pixels."""
+def _scale(page: pdfium.PdfPage, max_side_px: int) -> float:
+    """The zoom that fits the page in `max_side_px`; refuses a size no picture can have."""
+    width, height = page.get_size()
+    scale = min(_MAX_SCALE, max_side_px / max(float(width), float(height), 1.0))
+    pixels = (width * scale) * (height * scale)
+    if not math.isfinite(pixels) or pixels > max_side_px * max_side_px:
+        raise PageRenderFailed("too_large", "this PDF page's size cannot be drawn")
+    return scale
+
+
+# Forms may nest forms; deeper nesting than this is not followed when counting image pixels.
+_MAX_FORM_DEPTH = 12
+
+
+def _image_pixels(objects: list[Any], limit: int) -> int:
+    """Pixels of the images among page objects and inside their forms, stopping past `limit`.
+
+    Read from each image's dictionary (its /Width and /Height), so nothing is decoded.
+    """
+    total = 0
+    width, height = ctypes.c_uint(), ctypes.c_uint()
+    stack: list[tuple[Any, int]] = [(handle, 0) for handle in objects]
+    while stack and total <= limit:
+        handle, depth = stack.pop()
+        kind = pdfium_c.FPDFPageObj_GetType(handle)
+        if kind == pdfium_c.FPDF_PAGEOBJ_IMAGE:
+            if pdfium_c.FPDFImageObj_GetImagePixelSize(
+                handle, ctypes.byref(width), ctypes.byref(height)
+            ):
+                total += width.value * height.value
+        elif kind == pdfium_c.FPDF_PAGEOBJ_FORM and depth < _MAX_FORM_DEPTH:
+            count = pdfium_c.FPDFFormObj_CountObjects(handle)
+            stack.extend(
+                (pdfium_c.FPDFFormObj_GetObject(handle, i), depth + 1) for i in range(count)
+            )
+    return total
+
+
+def _check_images(page: pdfium.PdfPage, max_image_pixels: int) -> None:
+    count = pdfium_c.FPDFPage_CountObjects(page.raw)
+    objects = [pdfium_c.FPDFPage_GetObject(page.raw, i) for i in range(max(count, 0))]
+    pixels = _image_pixels(objects, max_image_pixels)
+    if pixels > max_image_pixels:
+        raise PageRenderFailed(
+            "too_large",
+            f"this PDF page holds images of more than {max_image_pixels / 1e6:g} megapixels, "
+            "more than a page picture may decode",
+        )
+
+
+def _open(path: Path) -> pdfium.PdfDocument:
+    try:
+        return pdfium.PdfDocument(path)
+    except pdfium.PdfiumError as exc:
+        raise PageRenderFailed("unreadable", UNREADABLE) from exc
+
+
+def page_count(path: Path) -> int:
+    """How many pages the PDF has (PageRenderFailed when PDFium cannot open it)."""
     with _PDFIUM_LOCK:
+        document = _open(path)
         try:
-            document = pdfium.PdfDocument(path)
-        except pdfium.PdfiumError as exc:
-            raise UnreadablePdf(str(exc)) from exc
+            return len(document)
+        finally:
+            document.close()
+
+
+def render_page(
+    path: Path, page_number: int, limits: RenderLimits, passage: Passage | None = None
+) -> RenderedPage:
+    """PNG of 1-based `page_number`, its longest side at most `limits.max_side_px` pixels."""
+    with _PDFIUM_LOCK:
+        document = _open(path)
         try:
             count = len(document)
             if not 1 <= page_number <= count:
                 raise PageOutOfRange(count)
             page = document[page_number - 1]
-            width, height = page.get_size()
-            scale = min(_MAX_SCALE, max_side_px / max(width, height, 1.0))
+            scale = _scale(page, limits.max_side_px)
+            _check_images(page, limits.max_image_pixels)
             # Boxes are drawn for unrotated pages only; a rotated page is shown without them.
             rotated = page.get_rotation() % 360 != 0
             boxes = _passage_boxes(page, passage) if passage and not rotated else []
@@ -123,7 +216,7 @@ def render_page(
             image = page.render(scale=scale).to_pil()
             page.close()
         except pdfium.PdfiumError as exc:
-            raise UnreadablePdf(str(exc)) from exc
+            raise PageRenderFailed("unreadable", UNREADABLE) from exc
         finally:
             document.close()
     top = None
@@ -134,63 +227,3 @@ def render_page(
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=False)
     return RenderedPage(buffer.getvalue(), image.width, image.height, len(boxes), top)
-
-
-# Rendering runs in a child process, like parsing (app/ingestion/timeout.py): a hostile PDF that
-# makes PDFium loop or crash costs one killed child, never the API process. forkserver, because
-# forking a threaded server can deadlock the child; the child imports PDFium itself (~60 ms).
-_CONTEXT = multiprocessing.get_context("forkserver")
-_KILL_GRACE_S = 2.0
-# At most this many renders at once per process; more requests wait for a turn (2 cores).
-_RENDER_SLOTS = threading.BoundedSemaphore(2)
-
-
-def _render_in_child(
-    path: str, page_number: int, max_side_px: int, passage: Passage | None, conn: Connection
-) -> None:
-    try:
-        conn.send(("ok", render_page(Path(path), page_number, max_side_px, passage)))
-    except PageOutOfRange as exc:
-        conn.send(("out_of_range", exc.page_count))
-    except BaseException as exc:  # reported, never lost with the child
-        conn.send(("unreadable", str(exc) or type(exc).__name__))
-    finally:
-        conn.close()
-
-
-def render_page_isolated(
-    path: Path,
-    page_number: int,
-    max_side_px: int,
-    passage: Passage | None = None,
-    timeout_s: float = 20.0,
-) -> RenderedPage:
-    """`render_page` in a child process killed after `timeout_s` (UnreadablePdf then)."""
-    with _RENDER_SLOTS:
-        receiver, sender = _CONTEXT.Pipe(duplex=False)
-        process = _CONTEXT.Process(
-            target=_render_in_child,
-            args=(str(path), page_number, max_side_px, passage, sender),
-            name="rag-render",
-            daemon=True,
-        )
-        process.start()
-        sender.close()  # a dead child then reads as end-of-file
-        try:
-            if not receiver.poll(timeout_s):
-                raise UnreadablePdf(f"rendering took longer than {timeout_s:g} s and was stopped")
-            try:
-                message = receiver.recv()
-            except EOFError:
-                raise UnreadablePdf("the renderer stopped unexpectedly on this file") from None
-        finally:
-            receiver.close()
-            process.join(_KILL_GRACE_S)
-            if process.is_alive():
-                stop_child(process, _KILL_GRACE_S)
-    if message[0] == "ok":
-        rendered: RenderedPage = message[1]
-        return rendered
-    if message[0] == "out_of_range":
-        raise PageOutOfRange(message[1])
-    raise UnreadablePdf(message[1])

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from app.jobs.store import JobRecord, JobStore, StorageQuota
     from app.providers.types import LLM, Embedder, Reranker
     from app.rendering.cache import PageImageCache
+    from app.rendering.pdf_page import RenderLimits
     from app.retrieval.hybrid import HybridRetriever
     from app.security import TokenCodec
     from app.services.answer import AnswerDeps
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from app.services.corpus import Corpus
     from app.services.documents import DocumentDeps, UploadDeps
     from app.services.login import LoginGuard
+    from app.services.page_lane import PageLane
     from app.services.pages import KeptOriginals, PageDeps
     from app.services.stats import StatsDeps
     from app.services.users import UserService
@@ -161,14 +163,36 @@ class Container:
     @cached_property
     def page_deps(self) -> PageDeps:
         """What the cited-page routes read."""
+        from app.rendering.cache import FailedPages
         from app.services.pages import PageDeps
 
         return PageDeps(
             documents=self.documents,
             chunks=self.chunk_records,
             originals=self.originals,
-            image_max_px=self.settings.page_image_max_px,
-            render_timeout_s=self.settings.page_render_timeout_s,
+            render_limits=self.render_limits,
+            failures=FailedPages(self.settings.page_render_failure_ttl_s),
+        )
+
+    @cached_property
+    def page_lane(self) -> PageLane:
+        """The render slots and threads of page pictures (never the default threadpool)."""
+        from app.services.page_lane import PageLane
+
+        return PageLane(self.settings)
+
+    @cached_property
+    def render_limits(self) -> RenderLimits:
+        """Bounds on drawing a page: picture and image sizes, the child's time, memory, CPU."""
+        from app.rendering.pdf_page import RenderLimits
+
+        s = self.settings
+        return RenderLimits(
+            max_side_px=s.page_image_max_px,
+            max_image_pixels=s.page_render_max_image_mp * 1_000_000,
+            timeout_s=s.page_render_timeout_s,
+            max_memory_bytes=s.page_render_max_memory_mb * 1024 * 1024,
+            max_cpu_s=s.page_render_max_cpu_s,
         )
 
     @cached_property
@@ -176,7 +200,9 @@ class Container:
         """The kept original PDFs (for page pictures) and the pictures cached from them."""
         from app.services.pages import KeptOriginals, originals_dir
 
-        return KeptOriginals(originals_dir(self.settings.data_dir), self.page_images)
+        return KeptOriginals(
+            originals_dir(self.settings.data_dir), self.page_images, self.render_limits
+        )
 
     @cached_property
     def storage_quota(self) -> StorageQuota:
@@ -343,7 +369,8 @@ class Container:
                 load()
 
     def close(self) -> None:
-        """Release what holds threads (the answer lane), if it was built."""
-        lane = self.__dict__.get("answer_lane")
-        if lane is not None:
-            lane.shutdown()
+        """Release what holds threads (the answer and page lanes), if they were built."""
+        for name in ("answer_lane", "page_lane"):
+            lane = self.__dict__.get(name)
+            if lane is not None:
+                lane.shutdown()

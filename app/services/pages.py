@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING, Protocol
 
 from app.domain import Chunk
 from app.errors import InvalidInput, NotFound, PageUnavailable
+from app.rendering.isolated import page_count_isolated, render_page_isolated
 from app.rendering.pdf_page import (
     PageOutOfRange,
+    PageRenderFailed,
     Passage,
     RenderedPage,
-    UnreadablePdf,
-    render_page_isolated,
+    RenderLimits,
 )
 from app.storage.documents import DocumentRecord, DocumentStore
 
 if TYPE_CHECKING:
-    from app.rendering.cache import PageImageCache
+    from app.rendering.cache import FailedPages, PageImageCache
 
 log = logging.getLogger(__name__)
 
@@ -37,34 +38,66 @@ class PageChunks(Protocol):
 
 @dataclass(frozen=True)
 class KeptOriginals:
-    """The original PDFs kept so their pages can be shown, one folder per tenant, and the page
-    pictures cached from them."""
+    """The original PDFs kept so their pages can be shown, one folder per tenant, each with its
+    page count beside it, and the page pictures cached from them."""
 
     root: Path  # see `originals_dir`
     images: PageImageCache
+    limits: RenderLimits  # of the child that counts a kept PDF's pages
 
     def path(self, tenant_id: str, document_id: str) -> Path:
         """Where a document's original PDF is kept, under the tenant's folder."""
         return self.root / tenant_id / f"{document_id}{PDF_SUFFIX}"
 
+    def _count_path(self, tenant_id: str, document_id: str) -> Path:
+        return self.root / tenant_id / f"{document_id}.pages"
+
     def keep(self, tenant_id: str, document_id: str, source: str, path: Path) -> None:
-        """Keep a copy of an indexed PDF so its pages can be shown; other formats keep nothing.
+        """Keep a copy of an indexed PDF and its page count; other formats keep nothing.
 
         Called under the document's lock, so a concurrent delete sees the copy or none; the
         copy is written beside its final name and renamed, so a reader never sees half a file.
+        The page count (read by PDFium in a limited child) lets a page request beyond the
+        document be refused without starting a renderer.
         """
         target = self.path(tenant_id, document_id)
+        counted = self._count_path(tenant_id, document_id)
         if not source.lower().endswith(PDF_SUFFIX):
             target.unlink(missing_ok=True)  # a replacement of another format leaves no stale PDF
+            counted.unlink(missing_ok=True)
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.partial")
         shutil.copyfile(path, partial)
+        count = self._count(partial, document_id)
+        if count is None:
+            counted.unlink(missing_ok=True)  # pictures of this version are checked by rendering
+        else:
+            partial_count = counted.with_name(f".{counted.name}.partial")
+            partial_count.write_text(str(count), encoding="ascii")
+            os.replace(partial_count, counted)
         os.replace(partial, target)
 
+    def _count(self, path: Path, document_id: str) -> int | None:
+        try:
+            return page_count_isolated(path, self.limits)
+        except PageRenderFailed as exc:
+            log.warning(
+                "kept PDF not counted", extra={"document_id": document_id, "reason": exc.reason}
+            )
+            return None
+
+    def page_count(self, tenant_id: str, document_id: str) -> int | None:
+        """The kept PDF's page count; None when unknown (kept before counts were recorded)."""
+        try:
+            return int(self._count_path(tenant_id, document_id).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            return None
+
     def drop(self, tenant_id: str, document_id: str) -> None:
-        """Delete a document's kept PDF and its cached page pictures."""
+        """Delete a document's kept PDF, its page count and its cached page pictures."""
         self.path(tenant_id, document_id).unlink(missing_ok=True)
+        self._count_path(tenant_id, document_id).unlink(missing_ok=True)
         self.images.drop_document(tenant_id, document_id)
 
 
@@ -75,8 +108,8 @@ class PageDeps:
     documents: DocumentStore
     chunks: PageChunks
     originals: KeptOriginals
-    image_max_px: int
-    render_timeout_s: float
+    render_limits: RenderLimits
+    failures: FailedPages
 
 
 @dataclass(frozen=True)
@@ -175,10 +208,39 @@ def _position_hint(cited: Chunk, chunks: list[Chunk]) -> float:
     return cited.start / page_length if page_length else 0.0
 
 
-def page_image(
+@dataclass(frozen=True)
+class PictureJob:
+    """A page picture to draw: everything checked, nothing cached."""
+
+    document_id: str
+    path: Path
+    page: int
+    passage: Passage | None
+    page_key: tuple[str, str, str, int]  # (tenant, document, content hash, page)
+    chunk_id: str | None
+
+    @property
+    def image_key(self) -> tuple[str, str, str, int, str | None]:
+        """The cache key of the picture: the page and the highlighted chunk."""
+        return (*self.page_key, self.chunk_id)
+
+
+def _not_drawn(failure: PageRenderFailed, document_id: str, page: int) -> PageUnavailable:
+    return PageUnavailable(
+        f"{failure.message}; GET /documents/{document_id}/pages/{page}/text shows its text"
+    )
+
+
+def _beyond(page: int, page_count: int) -> NotFound:
+    return NotFound(f"page {page} does not exist; the document has {page_count} page(s)")
+
+
+def picture_job(
     deps: PageDeps, tenant_id: str, document_id: str, page: int, chunk_id: str | None
-) -> RenderedPage:
-    """A PDF page as PNG, the cited chunk highlighted; cached per content hash."""
+) -> RenderedPage | PictureJob:
+    """The cached picture, or the job that draws it; every refusal (404, 409, 422) comes from
+    here, in milliseconds: a page beyond the document or one that failed before starts nothing.
+    """
     record = _document(deps, tenant_id, document_id)
     if not record.source.lower().endswith(PDF_SUFFIX):
         raise PageUnavailable(
@@ -191,27 +253,43 @@ def page_image(
             "the original PDF of this document was not kept (it was indexed before page "
             "pictures existed, or is still being indexed); upload it again to see its pages"
         )
+    page_count = deps.originals.page_count(tenant_id, document_id)
+    if page_count is not None and page > page_count:
+        raise _beyond(page, page_count)
+    page_key = (tenant_id, document_id, record.content_sha256, page)
+    failed = deps.failures.recall(page_key)
+    if failed is not None:
+        raise _not_drawn(failed, document_id, page)
     chunks = _page_chunks(deps, tenant_id, document_id, page)
     cited = _cited_chunk(chunks, chunk_id, page)
-    key = (tenant_id, document_id, record.content_sha256, page, chunk_id)
-    cached = deps.originals.images.get(key)
+    passage = Passage(_page_body(cited), _position_hint(cited, chunks)) if cited else None
+    job = PictureJob(document_id, path, page, passage, page_key, chunk_id)
+    cached = deps.originals.images.get(job.image_key)
+    return job if cached is None else cached
+
+
+def draw_picture(deps: PageDeps, job: PictureJob) -> RenderedPage:
+    """Draw the page in a limited child; a failure is remembered for the page's version."""
+    cached = deps.originals.images.get(job.image_key)  # drawn while this request waited
     if cached is not None:
         return cached
-    passage = Passage(_page_body(cited), _position_hint(cited, chunks)) if cited else None
+    failed = deps.failures.recall(job.page_key)
+    if failed is not None:
+        raise _not_drawn(failed, job.document_id, job.page)
     try:
-        rendered = render_page_isolated(
-            path,
-            page,
-            deps.image_max_px,
-            passage,
-            deps.render_timeout_s,
-        )
+        rendered = render_page_isolated(job.path, job.page, deps.render_limits, job.passage)
     except PageOutOfRange as exc:
-        raise NotFound(f"page {page} does not exist; {exc}") from None
-    except UnreadablePdf as exc:
-        log.warning("page could not be rendered", extra={"document_id": document_id})
-        raise PageUnavailable(f"the PDF page could not be rendered ({exc})") from None
-    if passage is not None and rendered.highlight_boxes == 0:
-        log.info("passage not located on page", extra={"document_id": document_id, "page": page})
-    deps.originals.images.put(key, rendered)
+        raise _beyond(job.page, exc.page_count) from None
+    except PageRenderFailed as exc:
+        deps.failures.remember(job.page_key, exc)
+        log.warning(
+            "page could not be rendered",
+            extra={"document_id": job.document_id, "page": job.page, "reason": exc.reason},
+        )
+        raise _not_drawn(exc, job.document_id, job.page) from None
+    if job.passage is not None and rendered.highlight_boxes == 0:
+        log.info(
+            "passage not located on page", extra={"document_id": job.document_id, "page": job.page}
+        )
+    deps.originals.images.put(job.image_key, rendered)
     return rendered

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import secrets
 import zipfile
+import zlib
 
 import docx
 from fpdf import FPDF
@@ -71,3 +72,90 @@ def binary_blob(size: int = 4096) -> bytes:
     """Bytes that are no text in any encoding (an executable renamed to .txt, say)."""
     header = b"\x7fELF\x02\x01\x01\x00" + b"\x00" * 8
     return header + secrets.token_bytes(size - len(header))
+
+
+class _RawPdf:
+    """A PDF written object by object, for pages fpdf2 cannot make (nested forms, huge images);
+    every page has an ordinary text layer in Helvetica (/F1)."""
+
+    def __init__(self) -> None:
+        self._objects: list[bytes] = [
+            b"",
+            b"",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+        self._pages: list[int] = []
+
+    def add(self, body: bytes) -> int:
+        self._objects.append(body)
+        return len(self._objects)
+
+    def stream(self, data: bytes, entries: bytes = b"") -> int:
+        return self.add(b"<< /Length %d %s >>\nstream\n%b\nendstream" % (len(data), entries, data))
+
+    def page(self, text: str, drawing: bytes = b"", xobjects: dict[str, int] | None = None) -> None:
+        lines = [text[i : i + 90] for i in range(0, len(text), 90)]
+        shown = b" ".join(b"(%b) Tj 0 -14 Td" % line.encode("latin-1") for line in lines)
+        content = self.stream(b"BT /F1 11 Tf 56 760 Td %b ET\n%b" % (shown, drawing))
+        names = b" ".join(b"/%b %d 0 R" % (n.encode(), ref) for n, ref in (xobjects or {}).items())
+        self._pages.append(
+            self.add(
+                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+                b"/Resources << /Font << /F1 3 0 R >> /XObject << %b >> >> >>" % (content, names)
+            )
+        )
+
+    def output(self) -> bytes:
+        kids = b" ".join(b"%d 0 R" % ref for ref in self._pages)
+        self._objects[0] = b"<< /Type /Catalog /Pages 2 0 R >>"
+        self._objects[1] = b"<< /Type /Pages /Kids [%b] /Count %d >>" % (kids, len(self._pages))
+        out = bytearray(b"%PDF-1.7\n")
+        offsets = []
+        for number, body in enumerate(self._objects, start=1):
+            offsets.append(len(out))
+            out += b"%d 0 obj\n%b\nendobj\n" % (number, body)
+        xref = len(out)
+        out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(self._objects) + 1)
+        out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+        out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+            len(self._objects) + 1,
+            xref,
+        )
+        return bytes(out)
+
+
+def heavy_drawing_pdf(
+    first_page: str, heavy_page: str, lines: int = 1000, repeats: int = 100
+) -> bytes:
+    """Two text pages; the second also holds a vector drawing that PDFium paints for a long time
+    (`lines` page-long lines filled even-odd, drawn `repeats` times through a form): a file of
+    ~20 KB whose text layer parses in milliseconds."""
+    pdf = _RawPdf()
+    path = b"".join(b"%d 0 m %d 700 l " % (i % 600, (i * 7) % 600) for i in range(lines)) + b"f*"
+    inner = pdf.stream(path, b"/Type /XObject /Subtype /Form /BBox [0 0 612 792]")
+    draws = b" ".join(b"q 1 0 0 1 %d 0 cm /Lines Do Q" % (i % 3) for i in range(repeats))
+    outer = pdf.stream(
+        draws,
+        b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] "
+        b"/Resources << /XObject << /Lines %d 0 R >> >>" % inner,
+    )
+    pdf.page(first_page)
+    pdf.page(heavy_page, b"q /Drawing Do Q", {"Drawing": outer})
+    return pdf.output()
+
+
+def huge_image_pdf(text: str, side_px: int = 20_000) -> bytes:
+    """One text page that also shows a grey image of `side_px` x `side_px` pixels (400 MB when
+    decoded at the default size), stored as ~400 KB of compressed zeros."""
+    pdf = _RawPdf()
+    packer = zlib.compressobj(9)
+    row_block = bytes(side_px * 256)
+    data = b"".join(packer.compress(row_block) for _ in range(side_px // 256))
+    data += packer.compress(bytes(side_px * (side_px % 256))) + packer.flush()
+    image = pdf.stream(
+        data,
+        b"/Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray "
+        b"/BitsPerComponent 8 /Filter /FlateDecode" % (side_px, side_px),
+    )
+    pdf.page(text, b"q 400 0 0 400 100 200 cm /Photo Do Q", {"Photo": image})
+    return pdf.output()

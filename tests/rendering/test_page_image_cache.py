@@ -1,11 +1,12 @@
-"""The rendered-page cache: bounded by bytes, least recently used first out, per document."""
+"""The rendered-page cache: bounded by bytes, least recently used first out, per document; and
+the memory of pages that failed to render: per file version, for a while, bounded."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.rendering.cache import PageImageCache
-from app.rendering.pdf_page import RenderedPage
+from app.rendering.cache import FailedPages, PageImageCache
+from app.rendering.pdf_page import PageRenderFailed, RenderedPage
 
 pytestmark = pytest.mark.unit
 
@@ -45,3 +46,22 @@ def test_dropping_a_document_forgets_only_its_pages_of_that_tenant() -> None:
     assert cache.get(("t1", "other", "sha", 1)) is not None
     assert cache.get(("t2", "doc", "sha", 1)) is not None
     assert cache.size_bytes == 20
+
+
+def test_a_failed_page_is_remembered_per_version_until_its_time_is_up() -> None:
+    now = [100.0]
+    failures = FailedPages(ttl_s=60, max_entries=2, clock=lambda: now[0])
+    slow = PageRenderFailed("timeout", "drawing this PDF page took longer than 20 s")
+    failures.remember(("t", "d", "sha-1", 2), slow)
+    assert failures.recall(("t", "d", "sha-1", 2)) is slow
+    assert failures.recall(("t", "d", "sha-2", 2)) is None  # the replaced file is tried afresh
+    assert failures.recall(("t", "d", "sha-1", 3)) is None
+    now[0] += 61
+    assert failures.recall(("t", "d", "sha-1", 2)) is None  # a busy moment is not held forever
+    for page in (1, 2, 3):
+        failures.remember(("t", "d", "sha-1", page), slow)
+    assert failures.recall(("t", "d", "sha-1", 1)) is None  # oldest out past max_entries
+    assert failures.recall(("t", "d", "sha-1", 3)) is slow
+    off = FailedPages(ttl_s=0)
+    off.remember(("t", "d", "sha-1", 2), slow)
+    assert off.recall(("t", "d", "sha-1", 2)) is None

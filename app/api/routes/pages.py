@@ -6,12 +6,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
-from app.api.deps import ContainerDep, Principal
+from app.api.deps import ContainerDep, PageRateLimit, Principal
 from app.api.errors import error_responses
 from app.api.schemas import HighlightOut, PageTextOut
+from app.services import page_lane
 from app.services import pages as service
+from app.services.admission import Caller
 
-router = APIRouter(tags=["documents"])
+# Every page route counts against the caller's RAG_RATE_LIMIT_PAGES_PER_MINUTE.
+router = APIRouter(tags=["documents"], dependencies=[PageRateLimit])
 
 PageNumber = Annotated[int, Path(ge=1, le=1_000_000, description="1-based page number")]
 ChunkParam = Annotated[
@@ -34,19 +37,26 @@ _IMAGE_CACHE_CONTROL = "private, max-age=300"
             "description": "the rendered page; `X-Highlight-Boxes` counts the boxes drawn over "
             "the passage, `X-Highlight-Top` (0..1) is where the first starts",
         },
-        **error_responses(404, 409, 422),
+        **error_responses(404, 409, 422, 429, 503),
     },
 )
-def page_image(
+async def page_image(
     document_id: str,
     page: PageNumber,
     container: ContainerDep,
     principal: Principal,
     chunk: ChunkParam = None,
 ) -> Response:
-    """A PDF page as PNG, the cited passage highlighted; 409 for documents that are not PDFs."""
-    rendered = service.page_image(
-        container.page_deps, principal.tenant_id, document_id, page, chunk
+    """A PDF page as PNG, the cited passage highlighted; 409 when it cannot be drawn (not a
+    PDF, or the page failed: too slow, too large, damaged); 429/503 when no render slot frees
+    up within a second or two (Retry-After says when to come back)."""
+    rendered = await page_lane.page_image(
+        container.page_lane,
+        container.page_deps,
+        Caller(principal.tenant_id, principal.user_id),
+        document_id,
+        page,
+        chunk,
     )
     headers = {
         "Cache-Control": _IMAGE_CACHE_CONTROL,
@@ -60,7 +70,7 @@ def page_image(
 @router.get(
     "/documents/{document_id}/pages/{page}/text",
     response_model=PageTextOut,
-    responses=error_responses(404, 422),
+    responses=error_responses(404, 422, 429),
 )
 def page_text(
     document_id: str,
