@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.routing import iter_route_contexts
 from starlette.routing import Route
 
 from app.api.deps import Principal
@@ -71,12 +72,13 @@ PUBLIC: frozenset[tuple[str, str]] = frozenset(
 
 
 def route_keys(app: FastAPI) -> set[tuple[str, str]]:
-    """(method, path template) of every route of the app (HEAD is GET's shadow)."""
+    """(method, path template) of every route of the app, included routers' too (HEAD is
+    GET's shadow; mounts such as /static serve files, not routes)."""
     return {
-        (method, route.path)
-        for route in app.routes
-        if isinstance(route, Route)
-        for method in route.methods or ()
+        (method, context.path)
+        for context in iter_route_contexts(app.routes)
+        if context.path is not None
+        for method in context.methods or ()
         if method != "HEAD"
     }
 
