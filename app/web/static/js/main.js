@@ -1,6 +1,6 @@
 // Entry point: sign-in, then the documents and ask panels.
 
-import { currentUser, signIn, signOut, token, whenUnauthorized } from "./api.js";
+import { currentUser, request, signIn, signOut, token, whenUnauthorized } from "./api.js";
 import { setUpAsk } from "./ask.js";
 import { refreshList, setUpDocuments } from "./documents.js";
 import { describeError } from "./format.js";
@@ -45,6 +45,9 @@ function setUpLogin() {
     }
   });
   $("sign-out").addEventListener("click", () => {
+    // The server revokes the token too (a copied one stops working); the request is sent
+    // with the token before it is forgotten here.
+    request("/auth/logout", { method: "POST" }).catch(() => {});
     signOut();
     showLogin("You are signed out.");
   });
