@@ -425,7 +425,20 @@ def test_entries_older_than_the_retention_are_pruned(api: ApiHarness) -> None:
         )
     assert len(_audit(api, admin)) == 1
     log = container.audit_log
-    log._pruned_at = None  # noqa: SLF001  (as if the last prune were an hour ago)
+    log._pruned_at = None
     assert log.prune_now_and_then() >= 1
     assert _audit(api, admin) == []
     assert log.prune_now_and_then() == 0  # not again within the hour
+
+
+def test_the_sqlite_database_holds_no_key_in_clear_text(api: ApiHarness) -> None:
+    user = api.add_user(_tenant())
+    key = _new_key(api, user, name="scanned")
+    assert _me(api, _bearer(key["key"])) == 200  # used once: last_used_at written too
+    files = [p for p in api.settings.data_dir.rglob("*") if p.is_file()]
+    database = [p for p in files if p.name.startswith("rag.db")]
+    assert database, files  # the SQLite file (and its WAL) are scanned, with everything else
+    blob = b"".join(p.read_bytes() for p in files)
+    assert key["key_id"].encode() in blob  # the row is on disk...
+    assert key["key"].encode() not in blob  # ...without the key
+    assert key["key"].removeprefix("rag_").encode() not in blob
