@@ -110,9 +110,9 @@ def test_the_postgresql_dump_holds_no_key_in_clear_text(stack: LocalStack) -> No
     stack.create_user("rev-d", "rev-erin")
     key = _key(one, _login(one, "rev-erin"))
     url = make_url(stack.database_url)
+    where = ["-h", url.host or "127.0.0.1", "-p", str(url.port or 5432)]
     dump = subprocess.run(
-        ["pg_dump", "-h", url.host or "127.0.0.1", "-p", str(url.port or 5432), "-U"]
-        + [url.username or "root", "--data-only", url.database or ""],
+        ["pg_dump", *where, "-U", url.username or "root", "--data-only", url.database or ""],
         capture_output=True,
         timeout=120,
         check=True,
