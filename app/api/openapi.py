@@ -1,8 +1,8 @@
 """/openapi.json with the configured caps, so clients generated from it send what is accepted.
 
 The request models carry static outer bounds; the real limits (`RAG_MAX_K`,
-`RAG_MAX_QUESTION_CHARS`, `RAG_MAX_PAGE_SIZE` for every listing) are settings, written into the schema here from
-the same `RequestLimits` the services enforce (app.limits).
+`RAG_MAX_QUESTION_CHARS`, `RAG_MAX_PAGE_SIZE` of every listing) are settings, written into the
+schema here from the same `RequestLimits` the services enforce (app.limits).
 """
 
 from __future__ import annotations
