@@ -3,7 +3,7 @@ display prefix; the key itself is never written anywhere."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, or_, select, update
@@ -116,7 +116,8 @@ class ApiKeyStore:
                 return None
             record = _record(row)
             session.execute(delete(ApiKeyRow).where(ApiKeyRow.key_id == key_id))
-            write_entry(session, audit)
+            detail = {**audit.detail, "name": row.name, "prefix": row.prefix}
+            write_entry(session, replace(audit, detail=detail))
             return record
 
     def touch(self, record: ApiKeyRecord, now: datetime | None = None) -> None:

@@ -384,6 +384,8 @@ def test_the_audit_log_records_who_did_what_without_secrets(
     assert by_action["user.changed"]["target_id"] == created["user_id"]
     assert by_action["user.changed"]["detail"]["role"] == ["member", "reader"]
     assert by_action["key.created"]["detail"]["prefix"] == key["prefix"]
+    assert by_action["key.revoked"]["detail"]["prefix"] == key["prefix"]
+    assert by_action["key.revoked"]["target_id"] == key["key_id"]
     assert by_action["document.deleted"]["detail"]["source"] == "audited.txt"
     assert all(e["user_id"] == admin.user_id for e in entries)
     text = str(entries)
