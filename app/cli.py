@@ -1,5 +1,5 @@
 """Command line: `python -m app.cli COMMAND`, where COMMAND is ingest, search, reindex,
-create-user, list-users, delete-user or migrate.
+create-user, list-users, set-role, disable-user, delete-user, create-key or migrate.
 
 The CLI opens the same data directory as the server; with the embedded store, run it while the
 server is stopped (one process owns a Chroma directory) or use the HTTP API instead.
@@ -15,6 +15,7 @@ from pathlib import Path
 from sqlalchemy.exc import OperationalError
 
 from app.config import get_settings
+from app.domain import ROLES
 from app.errors import RagError
 from app.services.container import Container
 from app.services.pipeline import ProgressCallback
@@ -102,15 +103,58 @@ def cmd_reindex(container: Container, args: argparse.Namespace) -> int:
 def cmd_create_user(container: Container, args: argparse.Namespace) -> int:
     """Create a user; the password is read from stdin so it never lands in shell history."""
     password = sys.stdin.readline().rstrip("\r\n")
-    user = container.users.create_user(args.tenant, args.username, password)
-    print(f"created user {user.username} in tenant {user.tenant_id}")
+    user = container.users.create_user(args.tenant, args.username, password, args.role)
+    print(f"created user {user.username} ({user.role}) in tenant {user.tenant_id}")
     return 0
 
 
 def cmd_list_users(container: Container, args: argparse.Namespace) -> int:
     """List users, optionally of one tenant."""
     for user in container.users.list_users(args.tenant):
-        print(f"{user.tenant_id}\t{user.username}\t{user.created_at}")
+        state = "disabled" if user.disabled else "enabled"
+        print(f"{user.tenant_id}\t{user.username}\t{user.role}\t{state}\t{user.created_at}")
+    return 0
+
+
+def cmd_set_role(container: Container, args: argparse.Namespace) -> int:
+    """Change a user's role (the tenant's last enabled admin stays admin)."""
+    user = container.users.operator_change(args.username, role=args.role)
+    print(f"user {user.username} is now {user.role} in tenant {user.tenant_id}")
+    return 0
+
+
+def cmd_disable_user(container: Container, args: argparse.Namespace) -> int:
+    """Disable a user (its sessions and API keys end at once), or enable it again."""
+    user = container.users.operator_change(args.username, disabled=not args.enable)
+    print(f"user {user.username} is {'disabled' if user.disabled else 'enabled'}")
+    return 0
+
+
+def cmd_create_key(container: Container, args: argparse.Namespace) -> int:
+    """Create an API key of a user for automation; the key is printed once, on stdout."""
+    from app.security import secret_problem
+    from app.services.audit import Actor
+    from app.services.auth import Identity
+
+    settings = container.settings
+    if not settings.api_key_secret and secret_problem(settings.jwt_secret) is not None:
+        print(
+            "error: set RAG_JWT_SECRET (or RAG_API_KEY_SECRET) as the server has it: a key "
+            "hashed with a throwaway secret would never be accepted",
+            file=sys.stderr,
+        )
+        return 1
+    user = container.users.find(args.username)
+    if user is None or user.disabled:
+        print(f"error: no enabled user named {args.username}", file=sys.stderr)
+        return 1
+    owner = Identity(user.id, user.tenant_id, user.username, user.role)
+    operator = Actor(user.tenant_id, None, "cli")
+    record, key = container.api_keys.create(
+        owner, operator, args.name, args.role, args.expires_in_days
+    )
+    print(f"created key {record.key_id} ({record.role}) for {user.username}", file=sys.stderr)
+    print(key)
     return 0
 
 
@@ -172,11 +216,34 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--tenant", required=True)
     create.add_argument("--username", required=True)
     create.add_argument("--password-stdin", action="store_true", required=True)
+    create.add_argument(
+        "--role",
+        choices=ROLES,
+        default=None,
+        help="default: admin for a tenant's first user, member after",
+    )
     create.set_defaults(run=cmd_create_user)
 
     list_cmd = sub.add_parser("list-users", help="list users")
     list_cmd.add_argument("--tenant", default=None)
     list_cmd.set_defaults(run=cmd_list_users)
+
+    set_role = sub.add_parser("set-role", help="change a user's role")
+    set_role.add_argument("--username", required=True)
+    set_role.add_argument("--role", choices=ROLES, required=True)
+    set_role.set_defaults(run=cmd_set_role)
+
+    disable = sub.add_parser("disable-user", help="disable a user (ends its sessions and keys)")
+    disable.add_argument("--username", required=True)
+    disable.add_argument("--enable", action="store_true", help="enable the user again instead")
+    disable.set_defaults(run=cmd_disable_user)
+
+    key = sub.add_parser("create-key", help="create an API key of a user (printed once)")
+    key.add_argument("--username", required=True)
+    key.add_argument("--name", required=True, help="what the key is for")
+    key.add_argument("--role", choices=ROLES, default=None, help="default: the user's role")
+    key.add_argument("--expires-in-days", type=int, default=None)
+    key.set_defaults(run=cmd_create_key)
 
     delete = sub.add_parser("delete-user", help="delete a user")
     delete.add_argument("--username", required=True)

@@ -29,6 +29,10 @@ CacheBackend = Literal["memory", "redis"]
 JobBackend = Literal["threads", "redis"]
 
 
+# The longest access token lifetime RAG_JWT_TTL_S accepts: one day (README, "Tokens and keys").
+JWT_TTL_CAP_S = 24 * 3600
+
+
 class Settings(BaseSettings):
     """Every setting of the service; see `.env.example` for the documented list."""
 
@@ -237,7 +241,18 @@ class Settings(BaseSettings):
     jwt_secret: str = ""
     jwt_issuer: str = "rag-service"
     jwt_audience: str = "rag-api"
-    jwt_ttl_s: int = Field(default=3600, gt=0)
+    # Capped: a token that leaks (a log, a shared screen) works until it expires unless someone
+    # signs it out, and a day bounds that window even when nobody notices.
+    jwt_ttl_s: int = Field(default=3600, gt=0, le=JWT_TTL_CAP_S)
+    # The server secret API keys are hashed with (HMAC-SHA256); empty: derived from the JWT
+    # secret, so rotating RAG_JWT_SECRET then invalidates every key too.
+    api_key_secret: str = Field(default="", repr=False)
+    revocation_backend: Literal["database", "redis"] = Field(
+        default="database", description="where signed-out tokens are kept (redis: RAG_REDIS_URL)"
+    )
+    audit_retention_days: int = Field(
+        default=365, ge=1, le=36500, description="audit log entries older than this are deleted"
+    )
     bcrypt_rounds: int = Field(default=12, ge=12, le=16)
     rate_limit_auth_per_minute: int = Field(default=10, gt=0)
     rate_limit_query_per_minute: int = Field(default=120, gt=0)

@@ -11,6 +11,26 @@ PageKind = Literal["text", "table", "code"]
 PageRole = Literal["contents", "index", "figures", "bibliography", "blank", "cover"]
 PAGE_ROLES: tuple[str, ...] = get_args(PageRole)
 
+# A user's (or an API key's) role in its tenant, weakest first (app/api/access.py: who may call
+# which route).
+Role = Literal["reader", "member", "admin"]
+ROLES: tuple[Role, ...] = get_args(Role)
+
+
+def role_rank(role: str) -> int:
+    """The role's place in ROLES (reader 0, member 1, admin 2); ValueError for another name."""
+    return ROLES.index(role)  # type: ignore[arg-type]
+
+
+def role_at_least(role: str, minimum: str) -> bool:
+    """Whether `role` may do what `minimum` may."""
+    return role_rank(role) >= role_rank(minimum)
+
+
+def weaker_role(first: Role, second: Role) -> Role:
+    """The weaker of two roles (a key never acts above its owner's current role)."""
+    return first if role_rank(first) <= role_rank(second) else second
+
 
 @dataclass(frozen=True)
 class Page:

@@ -143,6 +143,13 @@ class AuthenticationFailed(RagError):
     http_status = 401
 
 
+class Forbidden(RagError):
+    """The caller is known but its role does not allow this (the message says which role does)."""
+
+    code = "forbidden"
+    http_status = 403
+
+
 class RateLimited(RagError):
     """Too many requests for this user or client; `retry_after_s` says when to try again."""
 

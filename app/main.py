@@ -10,19 +10,22 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request, Response
 
+from app.api.access import authorize, check_route_table
 from app.api.body_limit import BodySizeLimit
-from app.api.deps import get_principal
 from app.api.errors import error_responses, install_error_handlers, internal_error_response
 from app.api.forwarded import ForwardedHeaders
 from app.api.openapi import install_openapi_limits
 from app.api.routes import (
+    account,
     answers,
+    audit,
     conversations,
     documents,
     openai_compat,
     pages,
     public,
     stats,
+    users,
 )
 from app.api.routes.web import install_web
 from app.api.security_headers import NoSniff
@@ -112,7 +115,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
     app.add_middleware(NoSniff)  # outermost: every response has it, a 413 or a 500 too
     app.include_router(public.router)
-    protected = [Depends(get_principal)]  # authenticated by default
+    # Authenticated by default, and each route's minimum role checked (app/api/access.py).
+    protected = [Depends(authorize)]
     routers = (
         documents.router,
         answers.router,
@@ -120,10 +124,14 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         pages.router,
         conversations.router,
         openai_compat.router,
+        account.router,
+        users.router,
+        audit.router,
     )
     for router in routers:
         app.include_router(router, dependencies=protected, responses=error_responses(401))
     install_web(app)  # the web app at / and the offline /docs, /redoc
+    check_route_table(app)
     return app
 
 

@@ -1,4 +1,4 @@
-"""Password hashing (bcrypt) and access tokens (JWT, HS256).
+"""Password hashing (bcrypt), access tokens (JWT, HS256) and API keys (HMAC-SHA256 hashes).
 
 Passwords longer than bcrypt's 72-byte input limit are rejected when set, with a message, rather
 than silently truncated (bcrypt would otherwise ignore everything after byte 72) or pre-hashed
@@ -8,7 +8,10 @@ cannot match any stored hash, so it is verified against a dummy hash and fails i
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,7 +29,8 @@ log = logging.getLogger(__name__)
 BCRYPT_MAX_BYTES = 72
 MIN_SECRET_BYTES = 32
 JWT_ALGORITHM = "HS256"
-REQUIRED_CLAIMS = ("sub", "tenant_id", "exp", "iat", "nbf", "iss", "aud", "jti")
+# `sv`: the user's session version when the token was issued; a later bump ends the token.
+REQUIRED_CLAIMS = ("sub", "tenant_id", "exp", "iat", "nbf", "iss", "aud", "jti", "sv")
 INVALID_TOKEN_MESSAGE = "invalid or expired token"
 
 # Secrets copied from examples or left as placeholders; matched case-insensitively.
@@ -134,6 +138,7 @@ class TokenClaims:
     tenant_id: str
     token_id: str
     expires_at: datetime
+    session_version: int = 0
 
 
 class TokenCodec:
@@ -145,7 +150,13 @@ class TokenCodec:
         self._audience = audience
         self._ttl_s = ttl_s
 
-    def issue(self, user_id: str, tenant_id: str, now: datetime | None = None) -> IssuedToken:
+    def issue(
+        self,
+        user_id: str,
+        tenant_id: str,
+        now: datetime | None = None,
+        session_version: int = 0,
+    ) -> IssuedToken:
         """A token for the user of a tenant, valid from now for the configured lifetime."""
         issued = now or datetime.now(UTC)
         claims: dict[str, Any] = {
@@ -157,6 +168,7 @@ class TokenCodec:
             "iss": self._issuer,
             "aud": self._audience,
             "jti": secrets.token_hex(16),
+            "sv": session_version,
         }
         token = jwt.encode(claims, self._secret, algorithm=JWT_ALGORITHM)
         return IssuedToken(access_token=token, expires_in=self._ttl_s)
@@ -177,11 +189,15 @@ class TokenCodec:
         subject, tenant, token_id = claims["sub"], claims["tenant_id"], claims["jti"]
         if not all(isinstance(v, str) and v for v in (subject, tenant, token_id)):
             raise AuthenticationFailed(INVALID_TOKEN_MESSAGE)
+        version = claims["sv"]
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise AuthenticationFailed(INVALID_TOKEN_MESSAGE)
         return TokenClaims(
             user_id=subject,
             tenant_id=tenant,
             token_id=token_id,
             expires_at=datetime.fromtimestamp(claims["exp"], UTC),
+            session_version=version,
         )
 
 
@@ -193,3 +209,48 @@ def build_token_codec(settings: Settings) -> TokenCodec:
         audience=settings.jwt_audience,
         ttl_s=settings.jwt_ttl_s,
     )
+
+
+# --- API keys --------------------------------------------------------------------------------
+
+API_KEY_PREFIX = "rag_"
+API_KEY_RANDOM_BYTES = 32  # 256 bits
+# The prefix and 43 URL-safe base64 characters (32 bytes, unpadded).
+API_KEY_PATTERN = re.compile(r"rag_[A-Za-z0-9_-]{43}")
+# How much of a key is kept to tell keys apart in lists and the audit log (the prefix + 4).
+API_KEY_SHOWN_CHARS = len(API_KEY_PREFIX) + 4
+_KEY_DERIVATION_LABEL = b"rag-service api key hashing v1"
+
+
+def new_api_key() -> str:
+    """A fresh key: the `rag_` prefix and 256 random bits."""
+    return API_KEY_PREFIX + secrets.token_urlsafe(API_KEY_RANDOM_BYTES)
+
+
+def is_api_key(credential: str) -> bool:
+    """Whether a bearer credential is meant as an API key (a JWT starts with `eyJ`)."""
+    return credential.startswith(API_KEY_PREFIX)
+
+
+class ApiKeyHasher:
+    """Keyed hashes of API keys: a stolen table cannot be checked offline without the secret,
+    and checking a presented key costs one HMAC (microseconds), unlike bcrypt."""
+
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+
+    def hash(self, key: str) -> str:
+        """The hex HMAC-SHA256 of the key: what the database stores and looks keys up by."""
+        return hmac.new(self._secret, key.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def resolve_api_key_secret(settings: Settings) -> bytes:
+    """RAG_API_KEY_SECRET, or a key derived from the JWT signing key when it is empty."""
+    if settings.api_key_secret:
+        problem = secret_problem(settings.api_key_secret)
+        if problem is not None and settings.env != "development":
+            raise ConfigurationError(f"RAG_API_KEY_SECRET is unusable: {problem}")
+        return settings.api_key_secret.encode("utf-8")
+    # A separate derived key: a key hash never equals anything signed with the JWT secret.
+    jwt_secret = resolve_jwt_secret(settings).encode("utf-8")
+    return hmac.new(jwt_secret, _KEY_DERIVATION_LABEL, hashlib.sha256).digest()

@@ -104,6 +104,41 @@ def test_user_commands(tmp_path: Path) -> None:
     assert cli(tmp_path / "data", "delete-user", "--username", "alice").returncode == 1
 
 
+def test_roles_disabling_and_keys_from_the_command_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    secret = {"RAG_JWT_SECRET": "cli-test-secret-Zq8vN2pL7wXc4RtY9uBm1sDf6GhJ0"}
+
+    def create(name: str, *role: str) -> subprocess.CompletedProcess[str]:
+        args = ("create-user", "--tenant", "acme", "--username", name, "--password-stdin")
+        return cli(data, *args, *role, stdin="a-very-long-password\n")
+
+    assert "(admin)" in create("alice").stdout  # the tenant's first user
+    assert "(member)" in create("carol").stdout  # later ones: member by default
+    assert "(reader)" in create("bob", "--role", "reader").stdout
+    unknown = create("dave", "--role", "owner")
+    assert unknown.returncode == 2 and "invalid choice" in unknown.stderr
+    listed = cli(data, "list-users", "--tenant", "acme").stdout
+    assert "alice\tadmin\tenabled" in listed and "bob\treader\tenabled" in listed
+
+    last = cli(data, "set-role", "--username", "alice", "--role", "member")
+    assert last.returncode == 1 and "at least one enabled admin" in last.stderr
+    assert cli(data, "disable-user", "--username", "alice").returncode == 1
+    assert cli(data, "set-role", "--username", "carol", "--role", "admin").returncode == 0
+    disabled = cli(data, "disable-user", "--username", "alice")
+    assert disabled.returncode == 0 and "alice is disabled" in disabled.stdout
+    assert "alice\tadmin\tdisabled" in cli(data, "list-users").stdout
+    assert "enabled" in cli(data, "disable-user", "--username", "alice", "--enable").stdout
+
+    key = cli(data, "create-key", "--username", "bob", "--name", "nightly sync", **secret)
+    assert key.returncode == 0, key.stderr
+    assert key.stdout.startswith("rag_") and len(key.stdout.strip()) == 47
+    assert key.stdout.strip() not in key.stderr
+    above = cli(data, "create-key", "--username", "bob", "--name", "x", "--role", "admin", **secret)
+    assert above.returncode == 1 and "cannot be above its owner's" in above.stderr
+    throwaway = cli(data, "create-key", "--username", "bob", "--name", "x")
+    assert throwaway.returncode == 1 and "RAG_JWT_SECRET" in throwaway.stderr
+
+
 def test_invalid_setting_is_reported_by_name(tmp_path: Path) -> None:
     result = cli(tmp_path / "data", "list-users", RAG_CHUNK_OVERLAP="5000")
     assert result.returncode == 1

@@ -29,6 +29,9 @@ ENV_EXAMPLE = REPO / ".env.example"
         ({"chunk_size": 200, "chunk_overlap": 200}, "RAG_CHUNK_OVERLAP"),
         ({"bcrypt_rounds": 4}, "RAG_BCRYPT_ROUNDS"),
         ({"port": 70000}, "RAG_PORT"),
+        ({"jwt_ttl_s": 24 * 3600 + 1}, "RAG_JWT_TTL_S"),  # capped at a day (README)
+        ({"revocation_backend": "memcached"}, "RAG_REVOCATION_BACKEND"),
+        ({"audit_retention_days": 0}, "RAG_AUDIT_RETENTION_DAYS"),
     ],
 )
 def test_invalid_values_fail_naming_the_variable(

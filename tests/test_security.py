@@ -52,6 +52,7 @@ def valid_claims(**changes: Any) -> dict[str, Any]:
         "iss": ISSUER,
         "aud": AUDIENCE,
         "jti": "abc123",
+        "sv": 0,
     }
     claims.update(changes)
     return claims
@@ -158,6 +159,51 @@ def test_empty_identity_claims_are_rejected(claim: str) -> None:
     token = jwt.encode(valid_claims(**{claim: ""}), SECRET, algorithm="HS256")
     with pytest.raises(AuthenticationFailed):
         codec().verify(token)
+
+
+@pytest.mark.parametrize("version", ["0", None, True, 1.5])
+def test_a_session_version_that_is_not_an_integer_is_rejected(version: Any) -> None:
+    token = jwt.encode(valid_claims(sv=version), SECRET, algorithm="HS256")
+    with pytest.raises(AuthenticationFailed):
+        codec().verify(token)
+
+
+def test_the_session_version_travels_in_the_token() -> None:
+    issued = codec().issue("usr_1", "acme", session_version=7)
+    assert codec().verify(issued.access_token).session_version == 7
+
+
+# --- API keys ------------------------------------------------------------------------------------
+
+
+def test_api_keys_carry_the_prefix_and_256_random_bits() -> None:
+    keys = {security.new_api_key() for _ in range(200)}
+    assert len(keys) == 200
+    for key in keys:
+        assert security.API_KEY_PATTERN.fullmatch(key), key
+        assert security.is_api_key(key)
+        body = key.removeprefix(security.API_KEY_PREFIX)
+        assert len(base64.urlsafe_b64decode(body + "=")) * 8 >= 256
+
+
+def test_a_key_hash_depends_on_the_server_secret_and_hides_the_key() -> None:
+    key = security.new_api_key()
+    first, second = security.ApiKeyHasher(b"one" * 11), security.ApiKeyHasher(b"two" * 11)
+    assert first.hash(key) == first.hash(key)
+    assert first.hash(key) != second.hash(key)
+    assert key not in first.hash(key) and len(first.hash(key)) == 64
+
+
+def test_the_key_secret_is_derived_from_the_jwt_secret_unless_set() -> None:
+    base = {"_env_file": None, "env": "production", "jwt_secret": SECRET}
+    derived = security.resolve_api_key_secret(load_settings(**base))
+    assert derived != SECRET.encode() and len(derived) == 32
+    own = "another-strong-secret-for-api-keys-7Hq2Lm9Vx4Bn8Pc3"
+    assert security.resolve_api_key_secret(load_settings(**base, api_key_secret=own)) == (
+        own.encode()
+    )
+    with pytest.raises(ConfigurationError, match="RAG_API_KEY_SECRET"):
+        security.resolve_api_key_secret(load_settings(**base, api_key_secret="changeme"))
 
 
 # --- the signing key ----------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -21,9 +20,9 @@ import app.timing
 from app.api.routes.answers import search as search_route
 from app.api.schemas import SearchIn
 from app.config import Settings
-from app.security import TokenClaims
 from app.services import answer as answer_service
 from app.services.answer import AnsweredQuestion
+from app.services.auth import Identity
 from app.services.container import Container
 from app.services.documents import index_document
 
@@ -110,7 +109,7 @@ def test_query_stages_cover_the_work_of_a_query(
 def test_search_stages_cover_the_work_of_a_search(
     container: Container, call_clock: CallCountClock
 ) -> None:
-    principal = TokenClaims("user-1", TENANT, "token-1", datetime.now(UTC))
+    principal = Identity("user-1", TENANT, "someone", "reader")
     for question in QUESTIONS:
         body = search_route(SearchIn(query=question), container, principal)
         assert body.results

@@ -10,11 +10,15 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from app.api.errors import ApiError
 from app.errors import AuthenticationFailed
 from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
-from app.security import TokenClaims
+from app.services.auth import Identity
 from app.services.container import Container
 from app.storage.rate_limit import retry_after_header
 
-_bearer = HTTPBearer(auto_error=False, description="access token from POST /auth/token")
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="an access token from POST /auth/token, or an API key (`rag_...`) from "
+    "POST /auth/keys",
+)
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
@@ -30,21 +34,26 @@ ContainerDep = Annotated[Container, Depends(get_container)]
 def get_principal(
     container: ContainerDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> TokenClaims:
-    """The verified identity of the caller; 401 for a missing, invalid or revoked token."""
+) -> Identity:
+    """The verified identity of the caller; 401 for a missing, invalid, expired or revoked
+    token or key, or a disabled or deleted user."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ApiError(401, "unauthorized", "missing bearer token", _CHALLENGE)
     try:
-        claims = container.token_codec.verify(credentials.credentials)
+        return container.authenticator.authenticate(credentials.credentials)
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, _CHALLENGE) from None
-    user = container.users.get(claims.user_id)
-    if user is None or user.tenant_id != claims.tenant_id:  # deleted user or moved tenant
-        raise ApiError(401, "unauthorized", "invalid or expired token", _CHALLENGE)
-    return claims
 
 
-Principal = Annotated[TokenClaims, Depends(get_principal)]
+Principal = Annotated[Identity, Depends(get_principal)]
+
+
+def client_ip(request: Request) -> str:
+    """The client's address as the trusted-proxy logic resolved it (app/api/forwarded.py)."""
+    return request.client.host if request.client else "unknown"
+
+
+ClientIp = Annotated[str, Depends(client_ip)]
 
 FORM_URLENCODED = "application/x-www-form-urlencoded"
 

@@ -36,6 +36,7 @@ _STATUS_CODES = {
 
 _DESCRIPTIONS = {
     401: "missing, invalid or expired bearer token (or wrong credentials)",
+    403: "your role may not do this (app/api/access.py has the table); the message names the role",
     404: "not found (another tenant's resource is reported the same way)",
     409: "conflicts with the current state (e.g. an index built with another embedding model)",
     413: "the body is larger than the configured limit (uploads: RAG_MAX_UPLOAD_BYTES)",

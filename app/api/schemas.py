@@ -60,6 +60,12 @@ class DocumentOut(BaseModel):
     chunks: int
     size_bytes: int
     uploaded_at: str
+    uploaded_by: str | None = Field(
+        default=None, description="user id of whoever uploaded this version (null: before roles)"
+    )
+    uploaded_by_name: str | None = Field(
+        default=None, description="that user's name (null once the user is deleted)"
+    )
 
 
 class DocumentList(BaseModel):

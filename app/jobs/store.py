@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -40,6 +41,7 @@ from sqlalchemy.sql.dml import ReturningInsert
 
 from app.errors import QuotaExceeded
 from app.jobs.scheduling import RETRYING, next_batch
+from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, stored_usage
 from app.storage.tables import BatchMemberRow, JobRow, TenantTurnRow
@@ -160,7 +162,12 @@ class JobStore:
         return row.job_id
 
     def fill_reservations(
-        self, tenant_id: str, uploads: list[StoredUpload], quota: StorageQuota
+        self,
+        tenant_id: str,
+        uploads: list[StoredUpload],
+        quota: StorageQuota,
+        uploaded_by: str | None = None,
+        audit: Sequence[AuditEntry] = (),
     ) -> list[JobRecord]:
         """Turn the reservations of stored uploads into queued jobs, all or none, within `quota`.
 
@@ -168,7 +175,7 @@ class JobStore:
         uploads, taken in order, would exceed the tenant's documents, stored bytes or chunks.
         Each document's row is created in the same transaction unless the tenant already has
         one, which is kept as it is (a worker never sees a job without its document); LookupError
-        when a reservation no longer exists.
+        when a reservation no longer exists. The audit entries are written in that transaction.
         """
         now = utc_now()
         reserved = [upload.job_id for upload in uploads]
@@ -211,7 +218,10 @@ class JobStore:
                     upload.source,
                     upload.size_bytes,
                     upload.document_sha256,
+                    uploaded_by,
                 )
+            for entry in audit:
+                write_entry(session, entry)
             rows = session.scalars(
                 select(JobRow)
                 .where(JobRow.job_id.in_(reserved))

@@ -24,9 +24,12 @@ if TYPE_CHECKING:
     from app.providers.types import LLM, Embedder, Reranker
     from app.rendering.cache import PageImageCache
     from app.retrieval.hybrid import HybridRetriever
-    from app.security import TokenCodec
+    from app.security import ApiKeyHasher, TokenCodec
     from app.services.answer import AnswerDeps
     from app.services.answer_lane import AnswerLane
+    from app.services.api_keys import ApiKeyService
+    from app.services.audit import AuditLog
+    from app.services.auth import Authenticator
     from app.services.conversations import ConversationDeps, FollowUpDeps
     from app.services.corpus import Corpus
     from app.services.documents import DocumentDeps, UploadDeps
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
     from app.storage.db import Database
     from app.storage.documents import DocumentStore
     from app.storage.rate_limit import RateLimiter
+    from app.storage.revoked_tokens import RevokedTokens
+    from app.storage.users import UserStore
     from app.storage.vector_index import VectorIndex
 
 
@@ -200,6 +205,8 @@ class Container:
             max_upload_bytes=self.settings.max_upload_bytes,
             quota=self.storage_quota,
             queued_jobs_limit=self.settings.quota_queued_jobs,
+            documents=self.documents,
+            audit=self.audit_log,
         )
 
     @cached_property
@@ -239,10 +246,58 @@ class Container:
         return database_from_settings(self.settings)
 
     @cached_property
-    def users(self) -> UserService:
-        from app.services.users import build_user_service
+    def user_store(self) -> UserStore:
+        from app.storage.users import UserStore
 
-        return build_user_service(self.settings, self.database)
+        return UserStore(self.database)
+
+    @cached_property
+    def users(self) -> UserService:
+        from app.services.users import UserService
+
+        return UserService(self.user_store, self.settings.bcrypt_rounds)
+
+    @cached_property
+    def audit_log(self) -> AuditLog:
+        """The audit log, pruned to RAG_AUDIT_RETENTION_DAYS."""
+        from app.services.audit import AuditLog
+        from app.storage.audit import AuditStore
+
+        return AuditLog(AuditStore(self.database), self.settings.audit_retention_days)
+
+    @cached_property
+    def api_key_hasher(self) -> ApiKeyHasher:
+        from app.security import ApiKeyHasher, resolve_api_key_secret
+
+        return ApiKeyHasher(resolve_api_key_secret(self.settings))
+
+    @cached_property
+    def api_keys(self) -> ApiKeyService:
+        from app.services.api_keys import ApiKeyService
+        from app.storage.api_keys import ApiKeyStore
+
+        return ApiKeyService(ApiKeyStore(self.database), self.api_key_hasher)
+
+    @cached_property
+    def revoked_tokens(self) -> RevokedTokens:
+        """Signed-out tokens (RAG_REVOCATION_BACKEND: the database or Redis)."""
+        from app.storage.revoked_tokens import build_revoked_tokens
+
+        return build_revoked_tokens(self.settings, self.database)
+
+    @cached_property
+    def authenticator(self) -> Authenticator:
+        """Checks every request's bearer credential: an access token or an API key."""
+        from app.services.auth import Authenticator
+        from app.storage.api_keys import ApiKeyStore
+
+        return Authenticator(
+            self.token_codec,
+            self.user_store,
+            ApiKeyStore(self.database),
+            self.api_key_hasher,
+            self.revoked_tokens,
+        )
 
     @cached_property
     def token_codec(self) -> TokenCodec:
@@ -336,7 +391,8 @@ class Container:
         self.embedder.embed_query("warm up")
         _ = self.corpus, self.retriever
         if serving:
-            _ = self.token_codec, self.rate_limiter, self.login_guard
+            _ = self.token_codec, self.rate_limiter, self.login_guard, self.authenticator
+            self.audit_log.prune_now_and_then()
             self.users.warm_up()
             load = getattr(self.llm, "warm_up", None)  # only in-process models have weights
             if callable(load):

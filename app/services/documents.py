@@ -15,9 +15,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.domain import document_id as make_document_id
-from app.errors import IngestionError, JobQueueFull, NotFound, UnsupportedFileType
+from app.errors import (
+    Forbidden,
+    IngestionError,
+    JobQueueFull,
+    NotFound,
+    QuotaExceeded,
+    UnsupportedFileType,
+)
 from app.jobs.queue import JobQueue, enqueue
 from app.jobs.store import JobLimitReached, JobRecord, JobStore, StorageQuota, StoredUpload
+from app.services.audit import Actor, AuditLog
 from app.services.pages import KeptOriginals
 from app.services.pipeline import IngestedDocument, PipelineConfig, ProgressCallback, index_file
 from app.storage.documents import DocumentRecord, DocumentStore
@@ -43,6 +51,8 @@ class UploadDeps:
     max_upload_bytes: int
     quota: StorageQuota
     queued_jobs_limit: int  # RAG_QUOTA_QUEUED_JOBS
+    documents: DocumentStore  # who uploaded a document being replaced
+    audit: AuditLog  # uploads and quota refusals
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,22 @@ class DocumentDeps:
     originals: KeptOriginals
     pipeline: PipelineConfig
     chunk_quota: int  # RAG_QUOTA_CHUNKS
+
+
+@dataclass(frozen=True)
+class Uploader:
+    """Who uploads or deletes: a member changes only documents they uploaded, an admin any."""
+
+    actor: Actor
+    may_change_any: bool
+
+    def check_may_change(self, document: DocumentRecord, verb: str) -> None:
+        """Forbidden unless this uploader may replace or delete the document."""
+        if not self.may_change_any and document.uploaded_by != self.actor.user_id:
+            raise Forbidden(
+                f"you can {verb} only documents you uploaded; {document.source!r} was uploaded "
+                "by someone else (an admin can)"
+            )
 
 
 def sanitise_filename(raw: str) -> str:
@@ -90,7 +116,7 @@ def _document_lock(
     return deps.named_lock(f"document:{tenant_id}:{document_id}")
 
 
-def reserve_upload(deps: UploadDeps, tenant_id: str) -> str:
+def reserve_upload(deps: UploadDeps, tenant_id: str, uploader: Uploader | None = None) -> str:
     """Hold a job slot of the tenant before its upload is received; the reservation id.
 
     A tenant whose queue is at RAG_QUOTA_QUEUED_JOBS gets JobQueueFull (429) and nothing is
@@ -100,6 +126,9 @@ def reserve_upload(deps: UploadDeps, tenant_id: str) -> str:
     try:
         return deps.jobs.reserve(tenant_id, limit)
     except JobLimitReached:
+        if uploader is not None:
+            refusal = uploader.actor.entry("quota.refused", quota="queued_jobs", limit=limit)
+            deps.audit.record(refusal)
         raise JobQueueFull(
             f"tenant quota exceeded: queued_jobs (limit {limit} ingestion jobs waiting or "
             "running); retry when some have finished",
@@ -122,29 +151,56 @@ class ReceivedFile:
 
 
 def submit_uploads(
-    deps: UploadDeps, tenant_id: str, reservations: list[str], files: list[ReceivedFile]
+    deps: UploadDeps,
+    tenant_id: str,
+    reservations: list[str],
+    files: list[ReceivedFile],
+    uploader: Uploader | None = None,
 ) -> list[JobRecord]:
     """Queue a request's stored files as the jobs their reservations held, all or none, and hand
     them to the workers; the caller's files become the jobs'.
 
     Over a storage quota, QuotaExceeded (413) is raised and the files, their reservations and
-    any rows are gone.
+    any rows are gone; a member replacing someone else's document gets Forbidden the same way.
+    Without an uploader (the CLI) nothing is attributed or audited.
     """
     try:
         uploads = [
             _stored_upload(tenant_id, reservation, file)
             for reservation, file in zip(reservations, files, strict=True)
         ]
+        audit = []
+        if uploader is not None:
+            for upload in uploads:
+                existing = deps.documents.get(tenant_id, upload.document_id)
+                if existing is not None:
+                    uploader.check_may_change(existing, "replace")
+                audit.append(
+                    uploader.actor.entry(
+                        "document.uploaded",
+                        upload.document_id,
+                        source=upload.source,
+                        size_bytes=upload.size_bytes,
+                    )
+                )
         # The jobs and, if missing, the document rows are committed in one transaction, after
         # the quota check: a worker cannot claim a job before its row exists (it would fail it
         # as "deleted before it could be indexed"), and a refused upload writes no row, so there
         # is none to clean up that a concurrent upload of the same name might already rely on.
-        jobs = deps.jobs.fill_reservations(tenant_id, uploads, deps.quota)
+        jobs = deps.jobs.fill_reservations(
+            tenant_id,
+            uploads,
+            deps.quota,
+            uploaded_by=uploader.actor.user_id if uploader else None,
+            audit=audit,
+        )
+    except QuotaExceeded as exc:
+        _discard(deps, tenant_id, reservations, files)
+        if uploader is not None:
+            deps.audit.record(uploader.actor.entry("quota.refused", quota=exc.quota))
+        raise
     except BaseException:
-        for file in files:
-            file.path.unlink(missing_ok=True)
-        for reservation in reservations:
-            release_upload(deps, tenant_id, reservation)
+        _discard(deps, tenant_id, reservations, files)
         raise
     for job in jobs:
         log.info(
@@ -153,6 +209,15 @@ def submit_uploads(
         )
     enqueue(deps.queue, jobs)  # after the commit: a worker never sees a job before its row
     return jobs
+
+
+def _discard(
+    deps: UploadDeps, tenant_id: str, reservations: list[str], files: list[ReceivedFile]
+) -> None:
+    for file in files:
+        file.path.unlink(missing_ok=True)
+    for reservation in reservations:
+        release_upload(deps, tenant_id, reservation)
 
 
 def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> StoredUpload:
@@ -303,13 +368,23 @@ def get_document(deps: DocumentDeps, tenant_id: str, document_id: str) -> Docume
     return record
 
 
-def delete_document(deps: DocumentDeps, tenant_id: str, document_id: str) -> None:
-    """Remove a document's chunks and record; no search or answer reaches it afterwards."""
+def delete_document(
+    deps: DocumentDeps, tenant_id: str, document_id: str, uploader: Uploader | None = None
+) -> None:
+    """Remove a document's chunks and record; no search or answer reaches it afterwards.
+
+    NotFound when missing; Forbidden (nothing removed) when the uploader may not delete it.
+    """
     with _document_lock(deps, tenant_id, document_id):
-        if deps.documents.get(tenant_id, document_id) is None:
+        found = deps.documents.get(tenant_id, document_id)
+        if found is None:
             raise NotFound("document not found")
+        audit = None
+        if uploader is not None:
+            uploader.check_may_change(found, "delete")
+            audit = uploader.actor.entry("document.deleted", document_id, source=found.source)
         removed = deps.corpus.delete_document(tenant_id, document_id)
-        deps.documents.delete(tenant_id, document_id)
+        deps.documents.delete(tenant_id, document_id, audit)
         deps.originals.drop(tenant_id, document_id)
     deps.cache.invalidate_tenant(tenant_id)
     deps.refresh_keywords(tenant_id)

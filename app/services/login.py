@@ -21,9 +21,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from app.config import Settings
-from app.errors import AuthenticationFailed, RateLimited
+from app.errors import AuthenticationFailed, RagError, RateLimited
 from app.security import IssuedToken, TokenCodec
+from app.services.audit import Actor, AuditLog
 from app.services.users import UserService, normalise_username
+from app.storage.audit import NO_TENANT, AuditEntry
 from app.storage.rate_limit import RateDecision, RateLimiter
 from app.storage.users import UserRecord
 
@@ -189,8 +191,32 @@ def build_login_guard(settings: Settings, users: UserService, limiter: RateLimit
 
 
 def log_in(
-    guard: LoginGuard, codec: TokenCodec, username: str, password: str, client: str
+    guard: LoginGuard,
+    codec: TokenCodec,
+    audit: AuditLog,
+    users: UserService,
+    username: str,
+    password: str,
+    client: str,
 ) -> IssuedToken:
-    """An access token for valid credentials; AuthenticationFailed or RateLimited otherwise."""
-    user = guard.login(username, password, client)
-    return codec.issue(user.id, user.tenant_id)
+    """An access token for valid credentials; AuthenticationFailed or RateLimited otherwise.
+
+    Every outcome is in the audit log (a refused attempt under the named user's tenant, if the
+    name exists; never the password).
+    """
+    try:
+        user = guard.login(username, password, client)
+    except (AuthenticationFailed, RateLimited) as exc:
+        audit.record(_failed_login(users, username, client, exc))
+        raise
+    audit.record(Actor(user.tenant_id, user.id, client).entry("login.succeeded"))
+    return codec.issue(user.id, user.tenant_id, session_version=user.session_version)
+
+
+def _failed_login(users: UserService, username: str, client: str, exc: RagError) -> AuditEntry:
+    reason = "rate_limited" if isinstance(exc, RateLimited) else "credentials"
+    known = users.find(username) if len(username) <= 64 else None
+    if known is None:  # a name nobody has (maybe a mistyped password): not written down
+        return Actor(NO_TENANT, None, client).entry("login.failed", reason=reason)
+    actor = Actor(known.tenant_id, known.id, client)
+    return actor.entry("login.failed", known.id, reason=reason, username=known.username)

@@ -1,4 +1,5 @@
-"""Creating, listing, deleting and authenticating users (what the CLI and `/auth/token` call)."""
+"""Creating, listing, changing, deleting and authenticating users (the CLI, `/users`,
+`/auth/password` and `/auth/token`); the last enabled admin of a tenant always stays."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import re
 
 from app import security
 from app.config import Settings
-from app.errors import AuthenticationFailed, InvalidInput
+from app.domain import ROLES, Role
+from app.errors import AuthenticationFailed, InvalidInput, NotFound
+from app.services.audit import Actor
 from app.storage.db import Database
-from app.storage.users import UserRecord, UserStore
+from app.storage.users import UserChange, UserRecord, UserStore
 
 # Lower-case so "Alice" and "alice" cannot be two accounts; e-mail addresses are allowed.
 USERNAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._@+-]{2,63}$")
@@ -44,6 +47,13 @@ def validate_username(username: str) -> str:
     return normalised
 
 
+def validate_role(role: str) -> Role:
+    """The role unchanged, or InvalidInput naming the roles there are."""
+    if role not in ROLES:
+        raise InvalidInput(f"role {role!r} is unknown: use one of {', '.join(ROLES)}")
+    return role  # type: ignore[return-value]
+
+
 def validate_password(password: str) -> None:
     """InvalidInput when the password is too short or longer than bcrypt can use."""
     if len(password) < MIN_PASSWORD_CHARS:
@@ -64,13 +74,78 @@ class UserService:
         """Compute the dummy hash now, so the first unknown-user login is not the slow one."""
         security.dummy_hash(self._rounds)
 
-    def create_user(self, tenant_id: str, username: str, password: str) -> UserRecord:
-        """Validate and add a user; InvalidInput or Conflict (name taken) on failure."""
+    def create_user(
+        self,
+        tenant_id: str,
+        username: str,
+        password: str,
+        role: str | None = None,
+        actor: Actor | None = None,
+    ) -> UserRecord:
+        """Validate and add a user; InvalidInput or Conflict (name taken) on failure.
+
+        Without a role, the tenant's first user is admin and later ones member.
+        """
         validate_tenant_id(tenant_id)
         name = validate_username(username)
+        checked = validate_role(role) if role is not None else None
         validate_password(password)
         password_hash = security.hash_password(password, self._rounds)
-        return self._store.add(tenant_id, name, password_hash)
+        audit = actor.entry("user.created") if actor else None
+        return self._store.add(tenant_id, name, password_hash, checked, audit)
+
+    def page(self, tenant_id: str, limit: int, offset: int) -> tuple[list[UserRecord], int]:
+        """One page of the tenant's users by name, and how many there are."""
+        return self._store.page(tenant_id, limit, offset)
+
+    def change_user(
+        self,
+        actor: Actor,
+        user_id: str,
+        role: str | None = None,
+        disabled: bool | None = None,
+        password: str | None = None,
+    ) -> UserRecord:
+        """An admin's change to a user of its tenant; NotFound, InvalidInput or Conflict (the
+        last enabled admin). Disabling or a new password ends the user's sessions and keys."""
+        checked = validate_role(role) if role is not None else None
+        password_hash = None
+        if password is not None:
+            validate_password(password)
+            password_hash = security.hash_password(password, self._rounds)
+        change = UserChange(role=checked, disabled=disabled, password_hash=password_hash)
+        return self._store.change(actor.tenant_id, user_id, change, actor.entry("user.changed"))
+
+    def remove_user(self, actor: Actor, user_id: str) -> None:
+        """Delete a user of the actor's tenant with its keys; NotFound or Conflict."""
+        self._store.remove(actor.tenant_id, user_id, actor.entry("user.deleted"))
+
+    def change_own_password(self, actor: Actor, current: str, new: str) -> UserRecord:
+        """The caller's new password after checking the current one (AuthenticationFailed);
+        every session and key of the user ends."""
+        assert actor.user_id is not None
+        user = self._store.get(actor.user_id)
+        if user is None or not security.verify_password(current, user.password_hash):
+            raise AuthenticationFailed("the current password is incorrect")
+        validate_password(new)
+        change = UserChange(password_hash=security.hash_password(new, self._rounds))
+        return self._store.change(actor.tenant_id, user.id, change, actor.entry("password.changed"))
+
+    def operator_change(
+        self, username: str, role: str | None = None, disabled: bool | None = None
+    ) -> UserRecord:
+        """The CLI's change of a user by name (same rules as the API, no actor)."""
+        user = self._store.get_by_username(normalise_username(username))
+        if user is None:
+            raise NotFound(f"no user named {username}")
+        checked = validate_role(role) if role is not None else None
+        change = UserChange(role=checked, disabled=disabled)
+        operator = Actor(tenant_id=user.tenant_id, user_id=None, client_ip="cli")
+        return self._store.change(user.tenant_id, user.id, change, operator.entry("user.changed"))
+
+    def find(self, username: str) -> UserRecord | None:
+        """The user with this name (any letter case), or None."""
+        return self._store.get_by_username(normalise_username(username))
 
     def list_users(self, tenant_id: str | None = None) -> list[UserRecord]:
         """Users of one tenant, or all users when tenant_id is None."""
@@ -97,6 +172,8 @@ class UserService:
             security.verify_password(password, security.dummy_hash(self._rounds))
             raise AuthenticationFailed(LOGIN_FAILED_MESSAGE)
         if not security.verify_password(password, user.password_hash):
+            raise AuthenticationFailed(LOGIN_FAILED_MESSAGE)
+        if user.disabled:  # after the hash check: the reply says nothing a guesser could use
             raise AuthenticationFailed(LOGIN_FAILED_MESSAGE)
         return user
 

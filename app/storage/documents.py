@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.orm import Session
 
+from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, conflict_insert, utc_now
-from app.storage.tables import DocumentRow
+from app.storage.tables import DocumentRow, UserRow
 
 DocumentStatus = Literal["queued", "processing", "done", "failed"]
 
@@ -32,9 +33,11 @@ class DocumentRecord:
     content_sha256: str
     uploaded_at: datetime
     updated_at: datetime
+    uploaded_by: str | None = None  # user id; None before roles existed, or from the CLI
+    uploaded_by_name: str | None = None  # that user's name, None once the user is deleted
 
 
-def _record(row: DocumentRow) -> DocumentRecord:
+def _record(row: DocumentRow, uploader_name: str | None = None) -> DocumentRecord:
     return DocumentRecord(
         document_id=row.document_id,
         tenant_id=row.tenant_id,
@@ -46,6 +49,16 @@ def _record(row: DocumentRow) -> DocumentRecord:
         content_sha256=row.content_sha256,
         uploaded_at=row.uploaded_at,
         updated_at=row.updated_at,
+        uploaded_by=row.uploaded_by,
+        uploaded_by_name=uploader_name,
+    )
+
+
+def _with_uploader() -> Select[DocumentRow, str]:
+    """Documents with the name of their uploader (None when the uploader is unknown or
+    deleted: an outer join, so the name is typed `str` but may be None)."""
+    return select(DocumentRow, UserRow.username).outerjoin(
+        UserRow, UserRow.id == DocumentRow.uploaded_by
     )
 
 
@@ -139,23 +152,26 @@ class DocumentStore:
 
     def get(self, tenant_id: str, document_id: str) -> DocumentRecord | None:
         """The tenant's document, or None when missing or another tenant's."""
+        query = _with_uploader().where(
+            DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
+        )
         with self._db.session() as session:
-            row = session.get(DocumentRow, (tenant_id, document_id))
-            return _record(row) if row else None
+            found = session.execute(query).first()
+            return _record(found[0], found[1]) if found else None
 
     def list(self, tenant_id: str, limit: int, offset: int = 0) -> list[DocumentRecord]:
         """One page of the tenant's documents, most recently uploaded first."""
         if limit < 0 or offset < 0:
             raise ValueError("limit and offset must not be negative")
         query = (
-            select(DocumentRow)
+            _with_uploader()
             .where(DocumentRow.tenant_id == tenant_id)
             .order_by(DocumentRow.uploaded_at.desc(), DocumentRow.document_id)
             .limit(limit)
             .offset(offset)
         )
         with self._db.session() as session:
-            return [_record(row) for row in session.scalars(query)]
+            return [_record(row, name) for row, name in session.execute(query)]
 
     def count(self, tenant_id: str) -> int:
         """How many documents the tenant has (the `count` of a listing)."""
@@ -172,15 +188,19 @@ class DocumentStore:
         with self._db.session() as session:
             return stored_usage(session, tenant_id, except_document)
 
-    def delete(self, tenant_id: str, document_id: str) -> bool:
-        """Remove the tenant's document row; returns whether it existed."""
+    def delete(self, tenant_id: str, document_id: str, audit: AuditEntry | None = None) -> bool:
+        """Remove the tenant's document row (with the audit entry, when it existed); returns
+        whether it existed."""
         with self._db.session() as session:
             result = session.execute(
                 delete(DocumentRow).where(
                     DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
                 )
             )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            existed = bool(result.rowcount)  # type: ignore[attr-defined]
+            if existed and audit is not None:
+                write_entry(session, audit)
+            return existed
 
 
 @dataclass(frozen=True)
@@ -214,17 +234,24 @@ def insert_missing_document(
     source: str,
     size_bytes: int,
     content_sha256: str,
+    uploaded_by: str | None = None,
 ) -> None:
     """Add a queued document row in `session`'s transaction unless the tenant already has one.
 
-    An existing row is left as it is (its pages and chunks still describe what is indexed); the
-    job store calls this so a job and the row its worker needs are committed together.
+    An existing row keeps its pages and chunks (they still describe what is indexed) and only
+    takes the new uploader; the job store calls this so a job and the row its worker needs are
+    committed together.
     """
     values = _new_row(
         tenant_id, document_id, source, size_bytes, content_sha256, "queued", utc_now()
     )
-    session.execute(
-        conflict_insert(session.get_bind().dialect.name, DocumentRow)
-        .values(**values)
-        .on_conflict_do_nothing(index_elements=[DocumentRow.tenant_id, DocumentRow.document_id])
+    insert = conflict_insert(session.get_bind().dialect.name, DocumentRow).values(
+        **values, uploaded_by=uploaded_by
     )
+    keys = [DocumentRow.tenant_id, DocumentRow.document_id]
+    if uploaded_by is None:  # the CLI: whoever uploaded the current version stays
+        session.execute(insert.on_conflict_do_nothing(index_elements=keys))
+    else:
+        session.execute(
+            insert.on_conflict_do_update(index_elements=keys, set_={"uploaded_by": uploaded_by})
+        )

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, Boolean, DateTime, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+    text,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -53,6 +63,52 @@ class UserRow(Base):
     username: Mapped[str] = mapped_column(String(64), unique=True)
     password_hash: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # admin / member / reader (app.domain.Role); migration 0005 made every earlier user admin.
+    role: Mapped[str] = mapped_column(String(16), server_default="member")
+    disabled: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    # Carried in every token as `sv`; bumping it ends every session of the user at once.
+    session_version: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+
+
+class ApiKeyRow(Base):
+    """An API key of a user: only its keyed hash is stored, never the key."""
+
+    __tablename__ = "api_keys"
+
+    key_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    user_id: Mapped[str] = mapped_column(String(40), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    role: Mapped[str] = mapped_column(String(16))
+    prefix: Mapped[str] = mapped_column(String(16))  # shown to people to tell keys apart
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)  # HMAC-SHA256, hex
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class RevokedTokenRow(Base):
+    """A signed-out access token (its `jti`), refused until it would have expired anyway."""
+
+    __tablename__ = "revoked_tokens"
+
+    jti: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class AuditRow(Base):
+    """Who did what in a tenant, and from where; never a secret or a question's text."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    action: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[str | None] = mapped_column(String(40), nullable=True)  # who acted
+    target_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # what it acted on
+    client_ip: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    detail: Mapped[str] = mapped_column(Text, default="{}")  # JSON of small, non-secret facts
 
 
 # --- documents and their chunks ----------------------------------------------------------------
@@ -73,6 +129,9 @@ class DocumentRow(Base):
     content_sha256: Mapped[str] = mapped_column(String(64))
     uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # The user id of whoever uploaded the current version; NULL before migration 0005 or from
+    # the CLI.
+    uploaded_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
 
 
 class ChunkRow(Base):

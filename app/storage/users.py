@@ -1,20 +1,30 @@
-"""The user repository: who may log in, to which tenant, with which password hash.
+"""The user repository: who may log in, to which tenant, in which role, with which password hash.
 
-Stores hashes only; hashing, validation and authentication live in `app.services.users`.
+Stores hashes only; hashing, validation and authentication live in `app.services.users`. Every
+change that ends a user's sessions (disable, delete, new password) bumps the session version and
+drops the user's API keys in the same transaction as the change and its audit entry.
 """
 
 from __future__ import annotations
 
+import builtins
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
-from app.errors import Conflict
+from app.domain import Role
+from app.errors import Conflict, NotFound
+from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
-from app.storage.tables import UserRow
+from app.storage.tables import ApiKeyRow, UserRow
+
+LAST_ADMIN_MESSAGE = (
+    "the tenant must keep at least one enabled admin: make another user admin first"
+)
 
 
 @dataclass(frozen=True)
@@ -26,6 +36,23 @@ class UserRecord:
     username: str
     password_hash: str
     created_at: datetime
+    role: Role = "member"
+    disabled: bool = False
+    session_version: int = 0
+
+
+@dataclass(frozen=True)
+class UserChange:
+    """What to change on a user; None leaves a field as it is."""
+
+    role: Role | None = None
+    disabled: bool | None = None
+    password_hash: str | None = None
+
+    @property
+    def ends_sessions(self) -> bool:
+        """Disabling or a new password ends every session and key of the user."""
+        return self.disabled is True or self.password_hash is not None
 
 
 def _record(row: UserRow) -> UserRecord:
@@ -35,7 +62,26 @@ def _record(row: UserRow) -> UserRecord:
         username=row.username,
         password_hash=row.password_hash,
         created_at=row.created_at,
+        role=row.role,  # type: ignore[arg-type]
+        disabled=row.disabled,
+        session_version=row.session_version,
     )
+
+
+def _enabled_admins(session: Session, tenant_id: str) -> list[str]:
+    """Ids of the tenant's enabled admins, locked (PostgreSQL) until the transaction ends, so
+    two admins demoting each other at once cannot leave the tenant without one."""
+    query = (
+        select(UserRow.id)
+        .where(UserRow.tenant_id == tenant_id, UserRow.role == "admin", UserRow.disabled == False)  # noqa: E712
+        .with_for_update()
+    )
+    return list(session.scalars(query))
+
+
+def _end_sessions(session: Session, row: UserRow) -> None:
+    row.session_version += 1
+    session.execute(delete(ApiKeyRow).where(ApiKeyRow.user_id == row.id))
 
 
 class UserStore:
@@ -44,18 +90,40 @@ class UserStore:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    def add(self, tenant_id: str, username: str, password_hash: str) -> UserRecord:
-        """Insert a user; raises Conflict if the user name is taken."""
+    def add(
+        self,
+        tenant_id: str,
+        username: str,
+        password_hash: str,
+        role: Role | None = None,
+        audit: AuditEntry | None = None,
+    ) -> UserRecord:
+        """Insert a user; Conflict if the name is taken. Without a role the tenant's first user
+        becomes admin and later ones member. The audit entry's target is the new user's id."""
         row = UserRow(
             id="usr_" + secrets.token_hex(12),
             tenant_id=tenant_id,
             username=username,
             password_hash=password_hash,
             created_at=utc_now(),
+            disabled=False,
+            session_version=0,
         )
         try:
             with self._db.session() as session:
+                if role is None:
+                    existing = session.scalar(
+                        select(func.count())
+                        .select_from(UserRow)
+                        .where(UserRow.tenant_id == tenant_id)
+                    )
+                    role = "member" if existing else "admin"
+                row.role = role
                 session.add(row)
+                session.flush()  # the name check fails here, before the entry is added
+                if audit is not None:
+                    detail = {**audit.detail, "username": username, "role": role}
+                    write_entry(session, _targeted(audit, row.id, detail))
         except IntegrityError as exc:
             raise Conflict(f"user name {username!r} is already taken") from exc
         return _record(row)
@@ -80,8 +148,104 @@ class UserStore:
         with self._db.session() as session:
             return [_record(row) for row in session.scalars(query)]
 
-    def delete(self, username: str) -> bool:
-        """Remove a user by name; returns whether one existed."""
+    def page(
+        self, tenant_id: str, limit: int, offset: int
+    ) -> tuple[builtins.list[UserRecord], int]:
+        """One page of the tenant's users by name, and how many it has."""
+        query = (
+            select(UserRow)
+            .where(UserRow.tenant_id == tenant_id)
+            .order_by(UserRow.username)
+            .limit(limit)
+            .offset(offset)
+        )
         with self._db.session() as session:
-            result = session.execute(delete(UserRow).where(UserRow.username == username))
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            rows = [_record(row) for row in session.scalars(query)]
+            total = session.scalar(
+                select(func.count()).select_from(UserRow).where(UserRow.tenant_id == tenant_id)
+            )
+            return rows, int(total or 0)
+
+    def change(
+        self, tenant_id: str, user_id: str, change: UserChange, audit: AuditEntry | None = None
+    ) -> UserRecord:
+        """Apply a change to the tenant's user; NotFound (also for another tenant's id), or
+        Conflict when it would leave the tenant without an enabled admin (nothing changes)."""
+        with self._db.session() as session:
+            admins = _enabled_admins(session, tenant_id)
+            row = self._row(session, tenant_id, user_id)
+            stays_admin = (change.role or row.role) == "admin" and not (
+                change.disabled if change.disabled is not None else row.disabled
+            )
+            if admins == [row.id] and not stays_admin:
+                raise Conflict(LAST_ADMIN_MESSAGE)
+            detail: dict[str, object] = {}
+            if change.role is not None and change.role != row.role:
+                detail["role"] = [row.role, change.role]
+                row.role = change.role
+            if change.disabled is not None and change.disabled != row.disabled:
+                detail["disabled"] = change.disabled
+                row.disabled = change.disabled
+            if change.password_hash is not None:
+                detail["password"] = "changed"
+                row.password_hash = change.password_hash
+            if change.ends_sessions:
+                _end_sessions(session, row)
+            if audit is not None:
+                write_entry(session, _targeted(audit, row.id, {**audit.detail, **detail}))
+            return _record(row)
+
+    def end_sessions(self, user_id: str, audit: AuditEntry | None = None) -> None:
+        """Bump the user's session version ("sign out everywhere"); API keys stay valid."""
+        with self._db.session() as session:
+            session.execute(
+                update(UserRow)
+                .where(UserRow.id == user_id)
+                .values(session_version=UserRow.session_version + 1)
+            )
+            if audit is not None:
+                write_entry(session, audit)
+
+    def remove(self, tenant_id: str, user_id: str, audit: AuditEntry | None = None) -> UserRecord:
+        """Delete the tenant's user and its keys; NotFound, or Conflict for the last admin."""
+        with self._db.session() as session:
+            admins = _enabled_admins(session, tenant_id)
+            row = self._row(session, tenant_id, user_id)
+            if admins == [row.id]:
+                raise Conflict(LAST_ADMIN_MESSAGE)
+            record = _record(row)
+            session.execute(delete(ApiKeyRow).where(ApiKeyRow.user_id == row.id))
+            session.delete(row)
+            if audit is not None:
+                detail = {**audit.detail, "username": row.username}
+                write_entry(session, _targeted(audit, row.id, detail))
+            return record
+
+    def delete(self, username: str) -> bool:
+        """Remove a user (and its keys) by name, whatever its role (the CLI's operator
+        override); returns whether one existed."""
+        with self._db.session() as session:
+            row = session.scalars(select(UserRow).where(UserRow.username == username)).first()
+            if row is None:
+                return False
+            session.execute(delete(ApiKeyRow).where(ApiKeyRow.user_id == row.id))
+            session.delete(row)
+            return True
+
+    @staticmethod
+    def _row(session: Session, tenant_id: str, user_id: str) -> UserRow:
+        row = session.get(UserRow, user_id)
+        if row is None or row.tenant_id != tenant_id:
+            raise NotFound("user not found")
+        return row
+
+
+def _targeted(entry: AuditEntry, target_id: str, detail: dict[str, object]) -> AuditEntry:
+    return AuditEntry(
+        tenant_id=entry.tenant_id,
+        action=entry.action,
+        user_id=entry.user_id,
+        target_id=target_id,
+        client_ip=entry.client_ip,
+        detail=detail,
+    )

@@ -81,10 +81,11 @@ class ApiHarness:
         container: Container = self.app.state.container
         return container
 
-    def add_user(self, tenant: str, *, login: bool = True) -> ApiUser:
-        """Create a user in `tenant`; its token comes from /auth/token (or the codec)."""
+    def add_user(self, tenant: str, *, login: bool = True, role: str | None = None) -> ApiUser:
+        """Create a user in `tenant` (without a role: admin if first, else member); its token
+        comes from /auth/token (or the codec)."""
         username = f"user{next(_names)}-{tenant}"
-        record = self.container.users.create_user(tenant, username, DEFAULT_PASSWORD)
+        record = self.container.users.create_user(tenant, username, DEFAULT_PASSWORD, role)
         if login:
             token = self.login(username, DEFAULT_PASSWORD)
         else:

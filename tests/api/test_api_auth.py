@@ -48,6 +48,7 @@ def _claims(api: ApiHarness, user: ApiUser, **changes: Any) -> dict[str, Any]:
         "iss": api.settings.jwt_issuer,
         "aud": api.settings.jwt_audience,
         "jti": "a1b2c3",
+        "sv": 0,
     }
     claims.update(changes)
     return {k: v for k, v in claims.items() if v is not None}

@@ -36,6 +36,17 @@ PROTECTED = [
     ("POST", "/conversations/{conversation_id}/messages"),
     ("GET", "/v1/models"),
     ("POST", "/v1/chat/completions"),
+    ("GET", "/auth/me"),
+    ("POST", "/auth/logout"),
+    ("POST", "/auth/password"),
+    ("POST", "/auth/keys"),
+    ("GET", "/auth/keys"),
+    ("DELETE", "/auth/keys/{key_id}"),
+    ("POST", "/users"),
+    ("GET", "/users"),
+    ("PATCH", "/users/{user_id}"),
+    ("DELETE", "/users/{user_id}"),
+    ("GET", "/audit"),
 ]
 PUBLIC = [("GET", "/health"), ("GET", "/ready"), ("POST", "/auth/token")]
 
@@ -60,7 +71,8 @@ def owned_job(api: ApiHarness, owner: ApiUser) -> dict[str, Any]:
 
 
 def _call(api: ApiHarness, method: str, path: str, headers: dict[str, str], **ids: str) -> Any:
-    url = path.format(page=1, **{"conversation_id": MISSING_CONVERSATION, **ids})
+    defaults = {"conversation_id": MISSING_CONVERSATION, "key_id": "key_x", "user_id": "usr_x"}
+    url = path.format(page=1, **{**defaults, **ids})
     if path == "/documents" and method == "POST":
         return api.client.post(url, files={"file": ("x.txt", b"hello there")}, headers=headers)
     if path.endswith("/messages"):

@@ -135,3 +135,32 @@ def test_a_failure_mid_stream_raises_an_api_error(api_factory: ApiFactory) -> No
         list(in_process.chat.completions.create(model="rag", messages=HISTORY, stream=True))
     assert type(caught.value) is openai.APIError  # raised from the stream, not a status
     assert "unavailable" in str(caught.value)
+
+
+def test_an_api_key_works_as_the_sdks_api_key_until_it_is_revoked(
+    live: LiveServer, token: str
+) -> None:
+    session = {"Authorization": f"Bearer {token}"}
+    created = httpx.post(
+        f"{live.url}/auth/keys", json={"name": "openai sdk", "role": "reader"}, headers=session
+    )
+    assert created.status_code == 201, created.text
+    key = created.json()
+    sdk = openai.OpenAI(base_url=f"{live.url}/v1", api_key=key["key"], max_retries=0, timeout=120)
+
+    assert [model.id for model in sdk.models.list()] == ["rag"]
+    plain = sdk.chat.completions.create(model="rag", messages=HISTORY)
+    answer = plain.choices[0].message.content
+    assert answer is not None and "1342" in answer
+    chunks = list(sdk.chat.completions.create(model="rag", messages=HISTORY, stream=True))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert streamed == answer and chunks[-1].choices[0].finish_reason == "stop"
+
+    revoked = httpx.delete(f"{live.url}/auth/keys/{key['key_id']}", headers=session)
+    assert revoked.status_code == 204
+    with pytest.raises(openai.AuthenticationError) as caught:
+        sdk.models.list()
+    assert caught.value.code == "unauthorized"
+    assert key["key"] not in str(caught.value)
+    with pytest.raises(openai.AuthenticationError):
+        sdk.chat.completions.create(model="rag", messages=HISTORY)

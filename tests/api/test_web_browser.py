@@ -461,3 +461,18 @@ def test_labels_keyboard_focus_and_contrast(live: LiveServer, browser: Any) -> N
     for control in ("sign-out", "file-input", "question", "ask-button"):
         assert control in reached, reached
     page.close()
+
+
+def test_sign_out_revokes_the_token_on_the_server(live: LiveServer, browser: Any) -> None:
+    page = browser.new_page()
+    _sign_in(page, live, "bruno")
+    copied = page.evaluate("sessionStorage.getItem('rag.token')")
+    headers = {"Authorization": f"Bearer {copied}"}
+    assert httpx.get(f"{live.url}/auth/me", headers=headers).status_code == 200
+    with page.expect_response(lambda r: r.url.endswith("/auth/logout")) as logout:
+        page.click("#sign-out")
+    assert logout.value.status == 204
+    page.wait_for_selector("#login-view:not([hidden])")
+    # A copy of the token (another tab, a leaked log line) no longer works either.
+    assert httpx.get(f"{live.url}/auth/me", headers=headers).status_code == 401
+    page.close()

@@ -93,10 +93,13 @@ def test_a_database_from_before_migrations_keeps_every_row(
     assert user is not None
     assert (user.id, user.tenant_id, user.password_hash) == ("usr_old", "acme", PASSWORD_HASH)
     assert user.created_at == UPLOADED
+    # Migration 0005: everyone who could do everything before roles is an admin of its tenant.
+    assert (user.role, user.disabled, user.session_version) == ("admin", False, 0)
     document = DocumentStore(database).get("acme", "manual")
     assert document is not None
     assert (document.status, document.pages, document.chunks) == ("done", 3, 1)
     assert document.uploaded_at == UPLOADED
+    assert document.uploaded_by is None  # nobody recorded uploaders before 0005
     chunks = ChunkStore(database)
     [old] = chunks.get("acme", ["c-old"])
     assert (old.text, old.page_label, old.page_role) == ("old chunk text", "ii", "contents")
@@ -111,7 +114,8 @@ def test_a_database_from_before_migrations_keeps_every_row(
 
     # New rows go in next to the old ones (a user insert no longer names is_admin).
     UserStore(database).add("acme", "bob", PASSWORD_HASH)
-    assert [u.username for u in UserStore(database).list("acme")] == ["alice", "bob"]
+    users = UserStore(database).list("acme")
+    assert [(u.username, u.role) for u in users] == [("alice", "admin"), ("bob", "member")]
 
 
 def test_a_database_from_before_page_role_gains_the_column(

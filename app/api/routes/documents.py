@@ -8,7 +8,8 @@ from typing import Literal
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import ContainerDep, PageLimit, PageOffset, Principal
+from app.api.access import Authorized
+from app.api.deps import ClientIp, ContainerDep, PageLimit, PageOffset, Principal
 from app.api.errors import error_responses
 from app.api.schemas import (
     DocumentList,
@@ -23,6 +24,7 @@ from app.errors import public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord, split_job_error
 from app.services import documents as service
+from app.services.auth import Identity
 from app.storage.documents import DocumentRecord
 
 router = APIRouter(tags=["documents"])
@@ -66,6 +68,8 @@ def _document_out(record: DocumentRecord) -> DocumentOut:
         chunks=record.chunks,
         size_bytes=record.size_bytes,
         uploaded_at=record.uploaded_at.isoformat(),
+        uploaded_by=record.uploaded_by,
+        uploaded_by_name=record.uploaded_by_name,
     )
 
 
@@ -103,21 +107,23 @@ def _job_out(job: JobRecord) -> JobOut:
     status_code=202,
     response_model=UploadAccepted,
     openapi_extra=_UPLOAD_BODY,
-    responses=error_responses(413, 415, 422, 429),
+    responses=error_responses(403, 413, 415, 422, 429),
 )
 async def upload_document(
-    request: Request, container: ContainerDep, principal: Principal
+    request: Request, container: ContainerDep, caller: Authorized, ip: ClientIp
 ) -> UploadAccepted:
     """Accept files (multipart field `file`, repeated for several; one job each) and queue them
-    for background indexing. All files of a request are accepted, or none."""
-    tenant = principal.tenant_id
+    for background indexing. All files of a request are accepted, or none. A member may replace
+    only documents they uploaded (403)."""
+    tenant = caller.tenant_id
     deps = container.upload_deps
+    uploader = _uploader(caller, ip)
     # The first job slot is taken before the body is read, each further one before its file is
     # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
-    reservations = [await run_in_threadpool(service.reserve_upload, deps, tenant)]
+    reservations = [await run_in_threadpool(service.reserve_upload, deps, tenant, uploader)]
 
     def reserve_next() -> None:  # runs in the receiver's worker thread
-        reservations.append(service.reserve_upload(deps, tenant))
+        reservations.append(service.reserve_upload(deps, tenant, uploader))
 
     try:
         received = await receive_uploads(
@@ -134,7 +140,9 @@ async def upload_document(
         raise
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
-    jobs = await run_in_threadpool(service.submit_uploads, deps, tenant, reservations, received)
+    jobs = await run_in_threadpool(
+        service.submit_uploads, deps, tenant, reservations, received, uploader
+    )
     accepted = [
         JobAccepted(
             job_id=job.job_id,
@@ -181,9 +189,17 @@ def get_document(document_id: str, container: ContainerDep, principal: Principal
 
 
 @router.delete(
-    "/documents/{document_id}", status_code=204, responses=error_responses(404, 422, 503)
+    "/documents/{document_id}", status_code=204, responses=error_responses(403, 404, 422, 503)
 )
-def delete_document(document_id: str, container: ContainerDep, principal: Principal) -> Response:
-    """Delete a document; no search or answer can reach it afterwards."""
-    service.delete_document(container.document_deps, principal.tenant_id, document_id)
+def delete_document(
+    document_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp
+) -> Response:
+    """Delete a document; no search or answer can reach it afterwards. A member may delete only
+    documents they uploaded (403); an admin any."""
+    uploader = _uploader(caller, ip)
+    service.delete_document(container.document_deps, caller.tenant_id, document_id, uploader)
     return Response(status_code=204)
+
+
+def _uploader(caller: Identity, ip: str) -> service.Uploader:
+    return service.Uploader(caller.actor(ip), may_change_any=caller.role == "admin")

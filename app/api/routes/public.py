@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import JSONResponse
 
-from app.api.deps import ContainerDep, require_form_urlencoded
+from app.api.deps import ClientIp, ContainerDep, require_form_urlencoded
 from app.api.errors import ApiError, error_responses
 from app.api.schemas import HealthOut, StatusOut, TokenOut
 from app.errors import AuthenticationFailed
@@ -45,15 +45,22 @@ def ready(request: Request, container: ContainerDep) -> JSONResponse:
     responses=error_responses(401, 413, 415, 422, 429),
 )
 def issue_token(
-    request: Request,
     container: ContainerDep,
+    client: ClientIp,
     username: Annotated[str, Form(min_length=1, max_length=128)],
     password: Annotated[str, Form(min_length=1, max_length=1024)],
 ) -> TokenOut:
     """OAuth2 password grant: a bearer token for valid credentials, one generic 401 otherwise."""
-    client = request.client.host if request.client else "unknown"
     try:
-        token = log_in(container.login_guard, container.token_codec, username, password, client)
+        token = log_in(
+            container.login_guard,
+            container.token_codec,
+            container.audit_log,
+            container.users,
+            username,
+            password,
+            client,
+        )
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, {"WWW-Authenticate": "Bearer"}) from None
     return TokenOut(access_token=token.access_token, expires_in=token.expires_in)

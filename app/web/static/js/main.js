@@ -1,6 +1,6 @@
 // Entry point: the session's states (signed out, loading, signed in) and the panels they show.
 
-import { currentUser, signIn, signOut, token, whenUnauthorized } from "./api.js";
+import { currentUser, request, signIn, signOut, token, whenUnauthorized } from "./api.js";
 import { resetAsk, setUpAsk } from "./ask.js";
 import { refreshList, resetDocuments, setUpDocuments } from "./documents.js";
 import { describeError } from "./format.js";
@@ -61,9 +61,12 @@ function setUpLogin() {
     $("login-error").textContent = "";
     await enterApp();
   });
-  $("sign-out").addEventListener("click", () =>
-    enterSignIn("You are signed out.", { isError: false }),
-  );
+  $("sign-out").addEventListener("click", () => {
+    // The server revokes the token too (a copied one stops working); the request is sent
+    // with the token before enterSignIn forgets it here.
+    request("/auth/logout", { method: "POST" }).catch(() => {});
+    enterSignIn("You are signed out.", { isError: false });
+  });
   // Any 401 ends the session; on the sign-in form already, its message stays.
   whenUnauthorized(() => {
     if (currentView() !== "signed-out") enterSignIn(SESSION_ENDED);

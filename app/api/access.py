@@ -1,0 +1,107 @@
+"""Who may call which route: the one table of the minimum role per (method, path template).
+
+`admin` manages the tenant's users and keys, deletes any document and reads the audit log;
+`member` also uploads and deletes their own uploads; `reader` searches, asks, chats and manages
+their own keys. PUBLIC routes need no credential. The app refuses to start with a route in
+neither table (`check_route_table`), and tests/api/test_api_roles.py calls every route with
+every role and expects what this table says.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.routing import iter_route_contexts
+from starlette.routing import Route
+
+from app.api.deps import Principal
+from app.api.errors import ApiError
+from app.domain import Role, role_at_least
+from app.services.auth import Identity
+
+ROUTE_ROLES: dict[tuple[str, str], Role] = {
+    # documents and ingestion
+    ("POST", "/documents"): "member",
+    ("GET", "/jobs/{job_id}"): "member",
+    ("GET", "/documents"): "reader",
+    ("GET", "/documents/{document_id}"): "reader",
+    ("DELETE", "/documents/{document_id}"): "member",  # members: only their own uploads
+    ("GET", "/documents/{document_id}/pages/{page}.png"): "reader",
+    ("GET", "/documents/{document_id}/pages/{page}/text"): "reader",
+    # retrieval, answers, conversations, the OpenAI-compatible API
+    ("POST", "/search"): "reader",
+    ("POST", "/query"): "reader",
+    ("POST", "/query/stream"): "reader",
+    ("POST", "/conversations"): "reader",
+    ("GET", "/conversations"): "reader",
+    ("GET", "/conversations/{conversation_id}"): "reader",
+    ("DELETE", "/conversations/{conversation_id}"): "reader",
+    ("POST", "/conversations/{conversation_id}/messages"): "reader",
+    ("GET", "/v1/models"): "reader",
+    ("POST", "/v1/chat/completions"): "reader",
+    ("GET", "/stats"): "reader",
+    # the caller's own account and keys (GET /auth/keys?all=true: admin, checked by the service)
+    ("GET", "/auth/me"): "reader",
+    ("POST", "/auth/logout"): "reader",
+    ("POST", "/auth/password"): "reader",
+    ("POST", "/auth/keys"): "reader",
+    ("GET", "/auth/keys"): "reader",
+    ("DELETE", "/auth/keys/{key_id}"): "reader",  # others' keys: admin, checked by the service
+    # tenant administration
+    ("POST", "/users"): "admin",
+    ("GET", "/users"): "admin",
+    ("PATCH", "/users/{user_id}"): "admin",
+    ("DELETE", "/users/{user_id}"): "admin",
+    ("GET", "/audit"): "admin",
+}
+
+PUBLIC: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("GET", "/health"),
+        ("GET", "/ready"),
+        ("POST", "/auth/token"),
+        # the web app and the API documentation (the pages hold no tenant data)
+        ("GET", "/"),
+        ("GET", "/docs"),
+        ("GET", "/redoc"),
+        ("GET", "/openapi.json"),
+        ("GET", "/docs-offline/redoc.standalone.js"),
+    }
+)
+
+
+def route_keys(app: FastAPI) -> set[tuple[str, str]]:
+    """(method, path template) of every route of the app, included routers' too (HEAD is
+    GET's shadow; mounts such as /static serve files, not routes)."""
+    return {
+        (method, context.path)
+        for context in iter_route_contexts(app.routes)
+        if context.path is not None
+        for method in context.methods or ()
+        if method != "HEAD"
+    }
+
+
+def check_route_table(app: FastAPI) -> None:
+    """RuntimeError at start-up for a route in neither ROUTE_ROLES nor PUBLIC (fail closed)."""
+    missing = sorted(route_keys(app) - set(ROUTE_ROLES) - PUBLIC)
+    if missing:
+        raise RuntimeError(f"routes without a minimum role in app/api/access.py: {missing}")
+
+
+def authorize(request: Request, caller: Principal) -> Identity:
+    """The caller, when its role may call this route; 403 otherwise."""
+    route = request.scope.get("route")
+    path = route.path if isinstance(route, Route) else request.url.path
+    minimum = ROUTE_ROLES.get((request.method, path))
+    if minimum is None:  # a protected route missing from the table: refuse, never allow
+        raise ApiError(403, "forbidden", "this route is not open to any role")
+    if not role_at_least(caller.role, minimum):
+        raise ApiError(
+            403, "forbidden", f"this needs the {minimum} role or higher; you are {caller.role}"
+        )
+    return caller
+
+
+Authorized = Annotated[Identity, Depends(authorize)]

@@ -1,0 +1,117 @@
+"""Bodies of the account, API key, user administration and audit log endpoints."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.domain import Role
+from app.services.api_keys import KEY_MAX_DAYS, KEY_NAME_MAX_CHARS
+
+# Form bounds only: the services check the real rules (3-64 name characters, 12+ password
+# characters, at most 72 bytes for bcrypt) and say which one failed.
+USERNAME_FIELD_CHARS = 64
+PASSWORD_FIELD_CHARS = 1024
+
+
+class MeOut(BaseModel):
+    user_id: str
+    username: str
+    tenant_id: str
+    role: Role = Field(description="the role this request acts with (a key's, if weaker)")
+    credential: Literal["token", "key"]
+    key_id: str | None = Field(description="the API key's id when called with a key")
+
+
+class PasswordChangeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    current_password: str = Field(min_length=1, max_length=PASSWORD_FIELD_CHARS)
+    new_password: str = Field(min_length=1, max_length=PASSWORD_FIELD_CHARS)
+
+
+class KeyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=KEY_NAME_MAX_CHARS, description="what it is for")
+    role: Role | None = Field(default=None, description="at most yours; default: yours")
+    expires_in_days: int | None = Field(
+        default=None, ge=1, le=KEY_MAX_DAYS, description="default: never expires"
+    )
+
+
+class KeyOut(BaseModel):
+    key_id: str
+    name: str
+    role: Role
+    prefix: str = Field(description="the key's first characters, to tell keys apart")
+    user_id: str = Field(description="the key's owner")
+    created_at: str
+    expires_at: str | None
+    last_used_at: str | None = Field(description="to the minute; null if never used")
+
+
+class KeyCreatedOut(BaseModel):
+    key_id: str
+    name: str
+    role: Role
+    prefix: str
+    key: str = Field(description="the key itself: shown only in this response, store it now")
+    created_at: str
+    expires_at: str | None
+
+
+class KeyList(BaseModel):
+    data: list[KeyOut]
+
+
+class UserIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    username: str = Field(min_length=1, max_length=USERNAME_FIELD_CHARS)
+    password: str = Field(min_length=1, max_length=PASSWORD_FIELD_CHARS)
+    role: Role = "member"
+
+
+class UserPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role | None = None
+    disabled: bool | None = Field(
+        default=None, description="true ends the user's sessions and deletes its API keys"
+    )
+    password: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=PASSWORD_FIELD_CHARS,
+        description="a new password; ends the user's sessions and deletes its API keys",
+    )
+
+
+class UserOut(BaseModel):
+    user_id: str
+    username: str
+    role: Role
+    disabled: bool
+    created_at: str
+
+
+class UserList(BaseModel):
+    data: list[UserOut]
+    count: int
+
+
+class AuditEntryOut(BaseModel):
+    id: int
+    at: str
+    action: str
+    user_id: str | None = Field(description="who acted (null: an operator or an unknown name)")
+    target_id: str | None = Field(description="the user, key or document acted on")
+    client_ip: str | None
+    detail: dict[str, Any]
+
+
+class AuditList(BaseModel):
+    data: list[AuditEntryOut]
+    count: int

@@ -1,0 +1,105 @@
+"""The caller's own account: who am I, sign out, change password, API keys."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from app.api.access import Authorized
+from app.api.admin_schemas import KeyCreatedOut, KeyIn, KeyList, KeyOut, MeOut, PasswordChangeIn
+from app.api.deps import ClientIp, ContainerDep
+from app.api.errors import error_responses
+from app.storage.api_keys import ApiKeyRecord
+
+router = APIRouter(prefix="/auth", tags=["auth"], responses=error_responses(403))
+
+
+def _key_out(record: ApiKeyRecord) -> KeyOut:
+    return KeyOut(
+        key_id=record.key_id,
+        name=record.name,
+        role=record.role,
+        prefix=record.prefix,
+        user_id=record.user_id,
+        created_at=record.created_at.isoformat(),
+        expires_at=record.expires_at.isoformat() if record.expires_at else None,
+        last_used_at=record.last_used_at.isoformat() if record.last_used_at else None,
+    )
+
+
+@router.get("/me", response_model=MeOut)
+def me(caller: Authorized) -> MeOut:
+    """Who this credential acts as, and with which role (the web app hides what it may not do)."""
+    return MeOut(
+        user_id=caller.user_id,
+        username=caller.username,
+        tenant_id=caller.tenant_id,
+        role=caller.role,
+        credential="key" if caller.key_id else "token",
+        key_id=caller.key_id,
+    )
+
+
+@router.post("/logout", status_code=204, responses=error_responses(409, 422))
+def log_out(
+    container: ContainerDep,
+    caller: Authorized,
+    ip: ClientIp,
+    all: Annotated[
+        bool, Query(description="sign out every session of the user (API keys stay valid)")
+    ] = False,
+) -> Response:
+    """Revoke the presented access token on every API process until it expires; with
+    `all=true`, every token of the user issued so far. An API key is revoked with
+    DELETE /auth/keys/{key_id} instead (409 without `all=true`)."""
+    container.authenticator.log_out(caller, caller.actor(ip), everywhere=all)
+    return Response(status_code=204)
+
+
+@router.post("/password", status_code=204, responses=error_responses(401, 422))
+def change_password(
+    body: PasswordChangeIn, container: ContainerDep, caller: Authorized, ip: ClientIp
+) -> Response:
+    """Change your password (the current one is checked); every session and API key of yours
+    ends, this one included: log in again."""
+    container.users.change_own_password(caller.actor(ip), body.current_password, body.new_password)
+    return Response(status_code=204)
+
+
+@router.post("/keys", status_code=201, response_model=KeyCreatedOut, responses=error_responses(422))
+def create_key(
+    body: KeyIn, container: ContainerDep, caller: Authorized, ip: ClientIp
+) -> KeyCreatedOut:
+    """A new API key: send it as `Authorization: Bearer <key>` (also as the OpenAI SDK's
+    `api_key`). Its role is at most yours (403 otherwise); the key is shown only here."""
+    record, key = container.api_keys.create(
+        caller, caller.actor(ip), body.name, body.role, body.expires_in_days
+    )
+    return KeyCreatedOut(
+        key_id=record.key_id,
+        name=record.name,
+        role=record.role,
+        prefix=record.prefix,
+        key=key,
+        created_at=record.created_at.isoformat(),
+        expires_at=record.expires_at.isoformat() if record.expires_at else None,
+    )
+
+
+@router.get("/keys", response_model=KeyList, responses=error_responses(422))
+def list_keys(
+    container: ContainerDep,
+    caller: Authorized,
+    all: Annotated[bool, Query(description="every key of the tenant (admins only)")] = False,
+) -> KeyList:
+    """Your API keys (never the keys themselves), newest first."""
+    return KeyList(data=[_key_out(k) for k in container.api_keys.list(caller, everyone=all)])
+
+
+@router.delete("/keys/{key_id}", status_code=204, responses=error_responses(404, 422))
+def revoke_key(key_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp) -> Response:
+    """Revoke one of your keys (an admin: any key of the tenant); refused at once by every API
+    process."""
+    container.api_keys.revoke(caller, caller.actor(ip), key_id)
+    return Response(status_code=204)

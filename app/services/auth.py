@@ -1,0 +1,127 @@
+"""Who a request acts as: a bearer credential (an access token or an API key) checked against
+the user's current state on every request, and signing out.
+
+A token is refused once signed out (its `jti` in the revocation list), once the user's session
+version moved past the token's `sv` (password change, disable, "sign out everywhere"), or once
+the user is disabled or gone. A key is refused once revoked, expired, or its user is disabled or
+gone; it acts with the weaker of its own role and its user's current role.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from app.domain import Role, weaker_role
+from app.errors import AuthenticationFailed, Conflict
+from app.security import (
+    API_KEY_PATTERN,
+    INVALID_TOKEN_MESSAGE,
+    ApiKeyHasher,
+    TokenCodec,
+    is_api_key,
+)
+from app.services.audit import Actor
+from app.storage.api_keys import ApiKeyStore
+from app.storage.db import utc_now
+from app.storage.revoked_tokens import RevokedTokens
+from app.storage.users import UserRecord, UserStore
+
+INVALID_KEY_MESSAGE = "invalid, expired or revoked API key"
+KEY_IS_NOT_A_SESSION = (
+    "an API key is not signed out: revoke it with DELETE /auth/keys/{key_id}, or sign out "
+    "every session of its user with POST /auth/logout?all=true"
+)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The verified identity of a request and the role it acts with right now."""
+
+    user_id: str
+    tenant_id: str
+    username: str
+    role: Role
+    token_id: str | None = None  # the access token's jti (None with an API key)
+    token_expires_at: datetime | None = None
+    key_id: str | None = None  # the API key's id (None with an access token)
+
+    def actor(self, client_ip: str | None) -> Actor:
+        """This caller as the actor of audit entries."""
+        return Actor(self.tenant_id, self.user_id, client_ip, key_id=self.key_id)
+
+
+class Authenticator:
+    """Turns a bearer credential into an Identity, or raises AuthenticationFailed (one message
+    per kind of credential, never saying which check failed)."""
+
+    def __init__(
+        self,
+        codec: TokenCodec,
+        users: UserStore,
+        keys: ApiKeyStore,
+        hasher: ApiKeyHasher,
+        revoked: RevokedTokens,
+    ) -> None:
+        self._codec = codec
+        self._users = users
+        self._keys = keys
+        self._hasher = hasher
+        self._revoked = revoked
+
+    def authenticate(self, credential: str) -> Identity:
+        """The caller a bearer credential stands for."""
+        if is_api_key(credential):
+            return self._by_key(credential)
+        claims = self._codec.verify(credential)
+        user = self._users.get(claims.user_id)
+        if (
+            user is None
+            or not _active_in(user, claims.tenant_id)
+            or user.session_version != claims.session_version
+            or self._revoked.is_revoked(claims.token_id)
+        ):
+            raise AuthenticationFailed(INVALID_TOKEN_MESSAGE)
+        return Identity(
+            user_id=user.id,
+            tenant_id=user.tenant_id,
+            username=user.username,
+            role=user.role,
+            token_id=claims.token_id,
+            token_expires_at=claims.expires_at,
+        )
+
+    def _by_key(self, key: str) -> Identity:
+        if not API_KEY_PATTERN.fullmatch(key):  # not even shaped like a key: no lookup
+            raise AuthenticationFailed(INVALID_KEY_MESSAGE)
+        record = self._keys.find(self._hasher.hash(key))
+        now = utc_now()
+        if record is None or (record.expires_at is not None and record.expires_at <= now):
+            raise AuthenticationFailed(INVALID_KEY_MESSAGE)
+        user = self._users.get(record.user_id)
+        if user is None or not _active_in(user, record.tenant_id):
+            raise AuthenticationFailed(INVALID_KEY_MESSAGE)
+        self._keys.touch(record, now)
+        return Identity(
+            user_id=user.id,
+            tenant_id=user.tenant_id,
+            username=user.username,
+            role=weaker_role(record.role, user.role),
+            key_id=record.key_id,
+        )
+
+    def log_out(self, caller: Identity, actor: Actor, everywhere: bool) -> None:
+        """End the presented token, or with `everywhere` every token of the user so far
+        (API keys stay: they are revoked one by one). Conflict for a key without
+        `everywhere`: a key is not a session."""
+        if everywhere:
+            self._users.end_sessions(caller.user_id, actor.entry("logout.everywhere"))
+            return
+        if caller.token_id is None or caller.token_expires_at is None:
+            raise Conflict(KEY_IS_NOT_A_SESSION)
+        self._revoked.revoke(caller.token_id, caller.token_expires_at, actor.entry("logout"))
+
+
+def _active_in(user: UserRecord, tenant_id: str) -> bool:
+    # A user moved to another tenant (or a key of another tenant's user) is not this caller.
+    return user.tenant_id == tenant_id and not user.disabled

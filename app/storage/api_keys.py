@@ -1,0 +1,123 @@
+"""API keys: stored as their keyed hash (HMAC-SHA256, computed by the service) and a short
+display prefix; the key itself is never written anywhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, or_, select, update
+
+from app.domain import Role
+from app.storage.audit import AuditEntry, write_entry
+from app.storage.db import Database, utc_now
+from app.storage.tables import ApiKeyRow
+
+# last_used_at is written at most this often per key: a busy script costs one write a minute,
+# not one per request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class ApiKeyRecord:
+    """A key's metadata (its hash stays in the database layer's hands only for lookups)."""
+
+    key_id: str
+    tenant_id: str
+    user_id: str
+    name: str
+    role: Role
+    prefix: str
+    created_at: datetime
+    expires_at: datetime | None
+    last_used_at: datetime | None
+
+
+def _record(row: ApiKeyRow) -> ApiKeyRecord:
+    return ApiKeyRecord(
+        key_id=row.key_id,
+        tenant_id=row.tenant_id,
+        user_id=row.user_id,
+        name=row.name,
+        role=row.role,  # type: ignore[arg-type]
+        prefix=row.prefix,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        last_used_at=row.last_used_at,
+    )
+
+
+class ApiKeyStore:
+    """Keys per user of a tenant; another tenant's key behaves like a missing one."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def add(self, record: ApiKeyRecord, key_hash: str, audit: AuditEntry) -> ApiKeyRecord:
+        """Store a new key's metadata and hash with its audit entry."""
+        row = ApiKeyRow(
+            key_id=record.key_id,
+            tenant_id=record.tenant_id,
+            user_id=record.user_id,
+            name=record.name,
+            role=record.role,
+            prefix=record.prefix,
+            key_hash=key_hash,
+            created_at=record.created_at,
+            expires_at=record.expires_at,
+            last_used_at=None,
+        )
+        with self._db.session() as session:
+            session.add(row)
+            write_entry(session, audit)
+        return _record(row)
+
+    def find(self, key_hash: str) -> ApiKeyRecord | None:
+        """The key with this hash, or None."""
+        with self._db.session() as session:
+            row = session.scalars(select(ApiKeyRow).where(ApiKeyRow.key_hash == key_hash)).first()
+            return _record(row) if row else None
+
+    def list(self, tenant_id: str, user_id: str | None) -> list[ApiKeyRecord]:
+        """The tenant's keys (of one user, or of everyone with None), newest first."""
+        query = select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant_id)
+        if user_id is not None:
+            query = query.where(ApiKeyRow.user_id == user_id)
+        query = query.order_by(ApiKeyRow.created_at.desc(), ApiKeyRow.key_id)
+        with self._db.session() as session:
+            return [_record(row) for row in session.scalars(query)]
+
+    def remove(
+        self, tenant_id: str, key_id: str, user_id: str | None, audit: AuditEntry
+    ) -> ApiKeyRecord | None:
+        """Delete the tenant's key (only if `user_id`'s, unless None) with its audit entry;
+        the removed key, or None when there was no such key."""
+        query = select(ApiKeyRow).where(
+            ApiKeyRow.tenant_id == tenant_id, ApiKeyRow.key_id == key_id
+        )
+        if user_id is not None:
+            query = query.where(ApiKeyRow.user_id == user_id)
+        with self._db.session() as session:
+            row = session.scalars(query).first()
+            if row is None:
+                return None
+            record = _record(row)
+            session.execute(delete(ApiKeyRow).where(ApiKeyRow.key_id == key_id))
+            write_entry(session, audit)
+            return record
+
+    def touch(self, record: ApiKeyRecord, now: datetime | None = None) -> None:
+        """Note the key was used now, unless that was already noted within the resolution."""
+        moment = now or utc_now()
+        stale = moment - LAST_USED_RESOLUTION
+        if record.last_used_at is not None and record.last_used_at > stale:
+            return  # nothing to write: the common case of a busy key
+        with self._db.session() as session:
+            session.execute(
+                update(ApiKeyRow)
+                .where(
+                    ApiKeyRow.key_id == record.key_id,
+                    or_(ApiKeyRow.last_used_at.is_(None), ApiKeyRow.last_used_at <= stale),
+                )
+                .values(last_used_at=moment)
+            )

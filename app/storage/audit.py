@@ -1,0 +1,120 @@
+"""The audit log: who did what in a tenant, written in the transaction of the change it records.
+
+Entries hold ids, roles, file names and client IPs: never a password, a key, a token or a
+question's text (the callers build entries from those fields only).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from app.storage.db import Database, utc_now
+from app.storage.tables import AuditRow
+
+# A login attempt for a name nobody has belongs to no tenant: no tenant's admin sees it.
+NO_TENANT = ""
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One thing that happened (not yet written)."""
+
+    tenant_id: str
+    action: str
+    user_id: str | None = None
+    target_id: str | None = None
+    client_ip: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """A written entry, as GET /audit shows it."""
+
+    id: int
+    tenant_id: str
+    at: datetime
+    action: str
+    user_id: str | None
+    target_id: str | None
+    client_ip: str | None
+    detail: dict[str, Any]
+
+
+def write_entry(session: Session, entry: AuditEntry) -> None:
+    """Add the entry in `session`'s transaction (committed, or rolled back, with the change)."""
+    session.add(
+        AuditRow(
+            tenant_id=entry.tenant_id,
+            at=utc_now(),
+            action=entry.action,
+            user_id=entry.user_id,
+            target_id=entry.target_id,
+            client_ip=entry.client_ip,
+            detail=json.dumps(entry.detail, sort_keys=True),
+        )
+    )
+
+
+def _record(row: AuditRow) -> AuditRecord:
+    return AuditRecord(
+        id=row.id,
+        tenant_id=row.tenant_id,
+        at=row.at,
+        action=row.action,
+        user_id=row.user_id,
+        target_id=row.target_id,
+        client_ip=row.client_ip,
+        detail=json.loads(row.detail or "{}"),
+    )
+
+
+class AuditStore:
+    """Writes entries that record no other change, reads a tenant's, drops old ones."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def add(self, entry: AuditEntry) -> None:
+        """Write one entry on its own (a login, a refusal: nothing else changes)."""
+        with self._db.session() as session:
+            write_entry(session, entry)
+
+    def list(
+        self,
+        tenant_id: str,
+        limit: int,
+        offset: int = 0,
+        action: str | None = None,
+        user_id: str | None = None,
+    ) -> tuple[list[AuditRecord], int]:
+        """One page of the tenant's entries, newest first, and how many match in all."""
+        where = [AuditRow.tenant_id == tenant_id]
+        if action is not None:
+            where.append(AuditRow.action == action)
+        if user_id is not None:
+            where.append(AuditRow.user_id == user_id)
+        query = (
+            select(AuditRow)
+            .where(*where)
+            .order_by(AuditRow.at.desc(), AuditRow.id.desc())
+            .limit(limit)
+            .offset(offset)
+        )
+        with self._db.session() as session:
+            rows = [_record(row) for row in session.scalars(query)]
+            total = session.scalar(select(func.count()).select_from(AuditRow).where(*where))
+            return rows, int(total or 0)
+
+    def prune(self, retention_days: int, now: datetime | None = None) -> int:
+        """Delete entries older than the retention; how many went."""
+        cutoff = (now or utc_now()) - timedelta(days=retention_days)
+        with self._db.session() as session:
+            result = session.execute(delete(AuditRow).where(AuditRow.at < cutoff))
+            return int(result.rowcount)  # type: ignore[attr-defined]

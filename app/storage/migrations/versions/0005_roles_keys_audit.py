@@ -1,0 +1,78 @@
+"""Tenant administration: user roles (every existing user becomes admin), disabled users and
+session versions, documents' uploader, API keys (keyed hashes only), revoked tokens, audit log.
+
+Revision ID: 0005
+Revises: 0004
+Created: 2026-12-04
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    utc = sa.DateTime(timezone=True)
+    with op.batch_alter_table("users") as batch:
+        batch.add_column(sa.Column("role", sa.String(16), nullable=False, server_default="member"))
+        batch.add_column(
+            sa.Column("disabled", sa.Boolean(), nullable=False, server_default=sa.false())
+        )
+        batch.add_column(
+            sa.Column("session_version", sa.Integer(), nullable=False, server_default=sa.text("0"))
+        )
+    # Before roles every user could do everything: keep it so, the tenant's admins decide later.
+    op.execute(sa.text("UPDATE users SET role = 'admin'"))
+    with op.batch_alter_table("documents") as batch:
+        batch.add_column(sa.Column("uploaded_by", sa.String(40), nullable=True))
+    op.create_table(
+        "api_keys",
+        sa.Column("key_id", sa.String(40), primary_key=True),
+        sa.Column("tenant_id", sa.String(64), nullable=False),
+        sa.Column("user_id", sa.String(40), nullable=False),
+        sa.Column("name", sa.String(100), nullable=False),
+        sa.Column("role", sa.String(16), nullable=False),
+        sa.Column("prefix", sa.String(16), nullable=False),
+        sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+        sa.Column("created_at", utc, nullable=False),
+        sa.Column("expires_at", utc, nullable=True),
+        sa.Column("last_used_at", utc, nullable=True),
+    )
+    for column in ("tenant_id", "user_id"):
+        op.create_index(f"ix_api_keys_{column}", "api_keys", [column])
+    op.create_table(
+        "revoked_tokens",
+        sa.Column("jti", sa.String(64), primary_key=True),
+        sa.Column("expires_at", utc, nullable=False),
+    )
+    op.create_index("ix_revoked_tokens_expires_at", "revoked_tokens", ["expires_at"])
+    op.create_table(
+        "audit_log",
+        sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+        sa.Column("tenant_id", sa.String(64), nullable=False),
+        sa.Column("at", utc, nullable=False),
+        sa.Column("action", sa.String(32), nullable=False),
+        sa.Column("user_id", sa.String(40), nullable=True),
+        sa.Column("target_id", sa.String(64), nullable=True),
+        sa.Column("client_ip", sa.String(64), nullable=True),
+        sa.Column("detail", sa.Text(), nullable=False),
+    )
+    for column in ("tenant_id", "at"):
+        op.create_index(f"ix_audit_log_{column}", "audit_log", [column])
+
+
+def downgrade() -> None:
+    op.drop_table("audit_log")
+    op.drop_table("revoked_tokens")
+    op.drop_table("api_keys")
+    with op.batch_alter_table("documents") as batch:
+        batch.drop_column("uploaded_by")
+    with op.batch_alter_table("users") as batch:
+        for column in ("session_version", "disabled", "role"):
+            batch.drop_column(column)

@@ -1,0 +1,309 @@
+"""Every route x every kind of caller gives the status the role table (app/api/access.py) says.
+
+Callers: an admin, a member and a reader of tenant A (access tokens), an admin's key limited to
+reader, nobody, a signed-out token, a revoked key, an expired key, a disabled user's key, and
+tenant B's admin (whose view of A's ids is the 404 of a missing one). Each allowed call gets its
+own fresh object (document, user, key, token), so a DELETE or a sign-out cannot spoil the next.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from api_builders import pdf_document
+from conftest import DEFAULT_PASSWORD, ApiHarness, ApiUser, assert_error_body
+from fastapi import FastAPI
+from sqlalchemy import update
+
+from app.api.access import PUBLIC, ROUTE_ROLES, authorize, check_route_table, route_keys
+from app.domain import role_at_least
+from app.storage.db import utc_now
+from app.storage.documents import insert_missing_document
+from app.storage.tables import ApiKeyRow
+
+pytestmark = pytest.mark.integration
+
+A, B = "roles-a", "roles-b"
+CHAT = {"model": "rag", "messages": [{"role": "user", "content": "tide tables"}]}
+_fresh = itertools.count(1)
+
+# The status of each route's call when the caller may make it.
+SUCCESS: dict[tuple[str, str], int] = {
+    ("POST", "/documents"): 202,
+    ("GET", "/jobs/{job_id}"): 200,
+    ("GET", "/documents"): 200,
+    ("GET", "/documents/{document_id}"): 200,
+    ("DELETE", "/documents/{document_id}"): 204,
+    ("GET", "/documents/{document_id}/pages/{page}.png"): 200,
+    ("GET", "/documents/{document_id}/pages/{page}/text"): 200,
+    ("POST", "/search"): 200,
+    ("POST", "/query"): 200,
+    ("POST", "/query/stream"): 200,
+    ("POST", "/conversations"): 201,
+    ("GET", "/conversations"): 200,
+    ("GET", "/conversations/{conversation_id}"): 200,
+    ("DELETE", "/conversations/{conversation_id}"): 204,
+    ("POST", "/conversations/{conversation_id}/messages"): 200,
+    ("GET", "/v1/models"): 200,
+    ("POST", "/v1/chat/completions"): 200,
+    ("GET", "/stats"): 200,
+    ("GET", "/auth/me"): 200,
+    ("POST", "/auth/logout"): 204,
+    ("POST", "/auth/password"): 204,
+    ("POST", "/auth/keys"): 201,
+    ("GET", "/auth/keys"): 200,
+    ("DELETE", "/auth/keys/{key_id}"): 204,
+    ("POST", "/users"): 201,
+    ("GET", "/users"): 200,
+    ("PATCH", "/users/{user_id}"): 200,
+    ("DELETE", "/users/{user_id}"): 204,
+    ("GET", "/audit"): 200,
+}
+ROLE_CALLERS = ("admin", "member", "reader", "reader-key")
+UNAUTHENTICATED = ("nobody", "signed-out-token", "revoked-key", "expired-key", "disabled-key")
+CALLERS = (*ROLE_CALLERS, *UNAUTHENTICATED, "other-tenant-admin")
+
+
+@dataclass
+class Setup:
+    """Tenant A's people and shared objects, and credentials of every kind."""
+
+    api: ApiHarness
+    users: dict[str, ApiUser]  # admin, member, reader of A; admin of B
+    job_id: str
+    document_id: str  # an indexed PDF of A (pages can be shown)
+    bearer: dict[str, str]  # caller -> a credential that no call can spoil
+
+    def token(self, who: str) -> str:
+        """A new token of one of the users (a sign-out or password change ends only it)."""
+        record = self.api.container.users.get(self.users[who].user_id)
+        assert record is not None
+        codec = self.api.container.token_codec
+        issued = codec.issue(record.id, record.tenant_id, session_version=record.session_version)
+        return issued.access_token
+
+    def headers(self, who: str) -> dict[str, str]:
+        """Authorization with a new token of the user."""
+        return {"Authorization": f"Bearer {self.token(who)}"}
+
+    def new_key(self, who: str, role: str | None = None, **extra: Any) -> dict[str, Any]:
+        """A new key of one of the users, through the API."""
+        body = {"name": f"key {next(_fresh)}", **({"role": role} if role else {}), **extra}
+        response = self.api.client.post("/auth/keys", json=body, headers=self.headers(who))
+        assert response.status_code == 201, response.text
+        created: dict[str, Any] = response.json()
+        return created
+
+
+@pytest.fixture(scope="module")
+def setup(api: ApiHarness) -> Setup:
+    users = {
+        "admin": api.add_user(A),  # a tenant's first user is its admin
+        "member": api.add_user(A),
+        "reader": api.add_user(A, role="reader"),
+        "other-tenant-admin": api.add_user(B),
+    }
+    job = api.upload_and_wait(
+        users["admin"], "tides.pdf", pdf_document("Tide tables for the harbour of Wick.")
+    )
+    assert job["status"] == "done", job
+    setup = Setup(api, users, job["job_id"], job["document_id"], {})
+
+    signed_out = setup.headers("member")
+    assert api.client.post("/auth/logout", headers=signed_out).status_code == 204
+    setup.bearer["signed-out-token"] = signed_out["Authorization"].removeprefix("Bearer ")
+
+    revoked = setup.new_key("member")
+    gone = api.client.delete(f"/auth/keys/{revoked['key_id']}", headers=setup.headers("member"))
+    assert gone.status_code == 204
+    setup.bearer["revoked-key"] = revoked["key"]
+
+    expired = setup.new_key("member", expires_in_days=1)
+    with api.container.database.session() as session:
+        session.execute(
+            update(ApiKeyRow)
+            .where(ApiKeyRow.key_id == expired["key_id"])
+            .values(expires_at=utc_now() - timedelta(seconds=1))
+        )
+    setup.bearer["expired-key"] = expired["key"]
+
+    setup.users["leaver"] = leaver = api.add_user(A)
+    leavers_key = setup.new_key("leaver")
+    off = api.client.patch(
+        f"/users/{leaver.user_id}", json={"disabled": True}, headers=setup.headers("admin")
+    )
+    assert off.status_code == 200 and off.json()["disabled"] is True
+    setup.bearer["disabled-key"] = leavers_key["key"]
+    return setup
+
+
+def _credential(setup: Setup, caller: str) -> str | None:
+    """A bearer credential of the caller, new for each call when a call could end it."""
+    if caller in ("admin", "member", "reader", "other-tenant-admin"):
+        return setup.token(caller)
+    if caller == "reader-key":  # the admin's key, limited to reader
+        return str(setup.new_key("admin", "reader")["key"])
+    if caller == "nobody":
+        return None
+    return setup.bearer[caller]
+
+
+def _own_document(setup: Setup, who: str) -> str:
+    """A fresh document row of tenant A uploaded by `who` (so a member may delete it)."""
+    document_id = f"doc_roles_{next(_fresh)}"
+    with setup.api.container.database.session() as session:
+        insert_missing_document(
+            session, A, document_id, f"{document_id}.txt", 5, "0" * 64, setup.users[who].user_id
+        )
+    return document_id
+
+
+def _conversation(setup: Setup, who: str) -> str:
+    response = setup.api.client.post("/conversations", headers=setup.headers(who))
+    assert response.status_code == 201, response.text
+    conversation_id: str = response.json()["conversation_id"]
+    return conversation_id
+
+
+def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[str, Any]]:
+    """The URL and request arguments of a call that succeeds for a caller allowed to make it,
+    acting on fresh objects of `who` (a user of tenant A)."""
+    ids: dict[str, Any] = {"job_id": setup.job_id, "document_id": setup.document_id, "page": 1}
+    kwargs: dict[str, Any] = {}
+    if (method, path) == ("DELETE", "/documents/{document_id}"):
+        ids["document_id"] = _own_document(setup, who)
+    if "{conversation_id}" in path:
+        ids["conversation_id"] = _conversation(setup, who)
+    if "{key_id}" in path:
+        ids["key_id"] = setup.new_key(who)["key_id"]
+    if "{user_id}" in path:
+        ids["user_id"] = setup.api.add_user(A, login=False).user_id
+    if (method, path) == ("POST", "/documents"):
+        kwargs["files"] = {"file": (f"note{next(_fresh)}.txt", b"Low tide at Wick is at noon.")}
+    elif path == "/search":
+        kwargs["json"] = {"query": "tide tables"}
+    elif path in ("/query", "/query/stream"):
+        kwargs["json"] = {"question": "tide tables"}
+    elif path.endswith("/messages"):
+        kwargs["json"] = {"content": "tide tables"}
+    elif path == "/v1/chat/completions":
+        kwargs["json"] = CHAT
+    elif path == "/auth/password":
+        kwargs["json"] = {"current_password": DEFAULT_PASSWORD, "new_password": DEFAULT_PASSWORD}
+    elif path == "/auth/keys" and method == "POST":
+        kwargs["json"] = {"name": "from the role table test", "role": "reader"}
+    elif path == "/users" and method == "POST":
+        kwargs["json"] = {"username": f"fresh{next(_fresh)}", "password": DEFAULT_PASSWORD}
+    elif method == "PATCH":
+        kwargs["json"] = {"role": "reader"}
+    return path.format(**ids), kwargs
+
+
+def _expected(caller: str, method: str, path: str) -> int:
+    if caller in UNAUTHENTICATED:
+        return 401
+    if caller == "other-tenant-admin":
+        # Tenant A's ids do not exist for tenant B; a route without one acts on B's own data.
+        return 404 if "{" in path else SUCCESS[(method, path)]
+    if (caller, method, path) == ("reader-key", "POST", "/auth/logout"):
+        return 409  # a key is no session: it is revoked with DELETE /auth/keys/{key_id}
+    role = "reader" if caller == "reader-key" else caller
+    allowed = role_at_least(role, ROUTE_ROLES[(method, path)])
+    return SUCCESS[(method, path)] if allowed else 403
+
+
+def test_every_route_is_in_the_role_table_and_in_this_test(api: ApiHarness) -> None:
+    routes = route_keys(api.app)
+    protected = routes - PUBLIC
+    assert protected == set(ROUTE_ROLES), "app/api/access.py misses or keeps a stale route"
+    assert set(SUCCESS) == set(ROUTE_ROLES), "add the new route's call to SUCCESS and _request"
+
+
+def test_an_app_with_a_route_missing_from_the_table_refuses_to_start() -> None:
+    app = FastAPI()
+
+    @app.get("/backdoor")
+    def backdoor() -> dict[str, str]:
+        return {}
+
+    with pytest.raises(RuntimeError, match="/backdoor"):
+        check_route_table(app)
+    assert authorize  # the dependency every protected router mounts
+
+
+@pytest.mark.parametrize("caller", CALLERS)
+@pytest.mark.parametrize(("method", "path"), sorted(ROUTE_ROLES))
+def test_each_caller_gets_what_the_role_table_says(
+    setup: Setup, caller: str, method: str, path: str
+) -> None:
+    bearer = _credential(setup, caller)
+    headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+    who = caller if caller in ("member", "reader") else "admin"
+    url, kwargs = _request(setup, method, path, who)
+    response = setup.api.client.request(method, url, headers=headers, **kwargs)
+    expected = _expected(caller, method, path)
+    if expected >= 400:
+        codes = {401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict"}
+        error = assert_error_body(response, expected, codes[expected])
+        if expected == 403:
+            assert f"needs the {ROUTE_ROLES[(method, path)]} role" in error["message"]
+    else:
+        assert response.status_code == expected, (caller, method, path, response.text)
+
+
+def test_a_member_deletes_only_their_own_uploads_and_an_admin_any(setup: Setup) -> None:
+    client, users = setup.api.client, setup.users
+    admins = _own_document(setup, "admin")
+    refused = client.delete(f"/documents/{admins}", headers=setup.headers("member"))
+    error = assert_error_body(refused, 403, "forbidden")
+    assert "only documents you uploaded" in error["message"]
+    assert client.get(f"/documents/{admins}", headers=setup.headers("member")).status_code == 200
+    members = _own_document(setup, "member")
+    listed = client.get("/documents", headers=setup.headers("reader")).json()["data"]
+    shown = {d["document_id"]: d for d in listed}
+    assert shown[members]["uploaded_by"] == users["member"].user_id
+    assert shown[members]["uploaded_by_name"] == users["member"].username
+    for document_id in (members, admins):
+        deleted = client.delete(f"/documents/{document_id}", headers=setup.headers("admin"))
+        assert deleted.status_code == 204
+
+
+def test_an_upload_records_its_uploader_and_a_member_cannot_replace_anothers(
+    setup: Setup,
+) -> None:
+    client, users = setup.api.client, setup.users
+    member = setup.headers("member")
+    upload = client.post(
+        "/documents", files={"file": ("moorings.txt", b"Moorings cost 12 pounds.")}, headers=member
+    )
+    assert upload.status_code == 202, upload.text
+    users["member"].token = setup.token("member")  # its login token ended with the matrix
+    job = setup.api.wait_for_job(users["member"], upload.json()["job_id"])
+    assert job["status"] == "done", job
+    shown = client.get(f"/documents/{job['document_id']}", headers=setup.headers("reader"))
+    assert shown.json()["uploaded_by_name"] == users["member"].username
+    other = setup.api.add_user(A)
+    replaced = setup.api.upload(other, "moorings.txt", b"Moorings are free now.")
+    assert_error_body(replaced, 403, "forbidden")
+    assert setup.api.uploads_left() == []  # the refused file is not kept
+    again = client.get(f"/documents/{job['document_id']}", headers=setup.headers("reader"))
+    assert again.json()["uploaded_by"] == users["member"].user_id
+
+
+def test_a_keys_role_is_capped_by_its_owners_current_role(setup: Setup) -> None:
+    client = setup.api.client
+    setup.users["moved"] = moved = setup.api.add_user(A)  # a member
+    member_key = {"Authorization": f"Bearer {setup.new_key('moved')['key']}"}
+    assert client.get(f"/jobs/{setup.job_id}", headers=member_key).status_code == 200
+    demoted = client.patch(
+        f"/users/{moved.user_id}", json={"role": "reader"}, headers=setup.headers("admin")
+    )
+    assert demoted.status_code == 200
+    # The key was made as member; its owner is a reader now, so the key acts as a reader.
+    assert_error_body(client.get(f"/jobs/{setup.job_id}", headers=member_key), 403, "forbidden")
+    me = client.get("/auth/me", headers=member_key).json()
+    assert (me["role"], me["credential"]) == ("reader", "key")

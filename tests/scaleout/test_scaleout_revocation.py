@@ -1,0 +1,122 @@
+"""Revocation across API processes: two `uvicorn` processes share PostgreSQL and Redis; a token
+signed out, a key revoked, a user disabled through one is refused by the other on its next
+request. The PostgreSQL dump holds the key's hash, never the key."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+from scaleout_stack import PASSWORD, REDIS_URL, LocalStack
+from sqlalchemy.engine import make_url
+
+from tests.availability import unavailable
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """Chroma server, PostgreSQL database, Redis namespace, two API processes (no worker)."""
+    root: Path = tmp_path_factory.mktemp("revocation")
+    local = LocalStack(root, settings={"RAG_REVOCATION_BACKEND": "redis"})
+    try:
+        try:
+            local.start_backends()
+        except Exception as exc:  # no PostgreSQL / Redis / chroma CLI here
+            unavailable(f"scale-out backends unavailable: {exc}")
+        apis = [local.start_api("api1"), local.start_api("api2")]
+        for api in apis:
+            local.wait_ready(api)
+        yield local
+    finally:
+        leftovers = local.close()
+        assert not leftovers, f"Redis keys left behind: {leftovers[:10]}"
+
+
+def _urls(stack: LocalStack) -> tuple[str, str]:
+    first, second = (p for p in stack.processes if p.name.startswith("api"))
+    return first.url, second.url
+
+
+def _login(url: str, username: str) -> dict[str, str]:
+    response = httpx.post(f"{url}/auth/token", data={"username": username, "password": PASSWORD})
+    assert response.status_code == 200, response.text
+    return {"Authorization": f"Bearer {response.json()['access_token']}"}
+
+
+def _me(url: str, headers: dict[str, str]) -> int:
+    return httpx.get(f"{url}/auth/me", headers=headers).status_code
+
+
+def _key(url: str, headers: dict[str, str]) -> dict[str, Any]:
+    response = httpx.post(f"{url}/auth/keys", json={"name": "cron"}, headers=headers)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+def test_a_signed_out_token_is_refused_by_the_other_process(stack: LocalStack) -> None:
+    one, two = _urls(stack)
+    stack.create_user("rev-a", "rev-alice")
+    session = _login(one, "rev-alice")
+    assert _me(two, session) == 200
+    assert httpx.post(f"{one}/auth/logout", headers=session).status_code == 204
+    assert _me(two, session) == 401 and _me(one, session) == 401
+    # Kept in Redis (RAG_REVOCATION_BACKEND=redis), expiring with the token.
+    client: redis.Redis[bytes] = redis.Redis.from_url(REDIS_URL)
+    try:
+        [entry] = client.keys(f"{stack.prefix}:revoked:*")
+        assert 0 < client.ttl(entry) <= 3600
+    finally:
+        client.close()
+
+
+def test_a_revoked_key_is_refused_by_the_other_process(stack: LocalStack) -> None:
+    one, two = _urls(stack)
+    stack.create_user("rev-b", "rev-bob")
+    session = _login(one, "rev-bob")
+    key = _key(one, session)
+    as_key = {"Authorization": f"Bearer {key['key']}"}
+    assert _me(two, as_key) == 200
+    assert httpx.delete(f"{two}/auth/keys/{key['key_id']}", headers=session).status_code == 204
+    assert _me(one, as_key) == 401 and _me(two, as_key) == 401
+
+
+def test_signing_out_everywhere_and_disabling_reach_every_process(stack: LocalStack) -> None:
+    one, two = _urls(stack)
+    stack.create_user("rev-c", "rev-carol")  # the tenant's admin
+    stack.create_user("rev-c", "rev-dave")  # a member
+    carol, dave = _login(one, "rev-carol"), _login(two, "rev-dave")
+    carol_elsewhere = _login(two, "rev-carol")
+    everywhere = httpx.post(f"{one}/auth/logout", params={"all": "true"}, headers=carol)
+    assert everywhere.status_code == 204
+    assert _me(two, carol_elsewhere) == 401
+    carol = _login(two, "rev-carol")
+    daves_key = {"Authorization": f"Bearer {_key(two, dave)['key']}"}
+    dave_id = httpx.get(f"{two}/auth/me", headers=dave).json()["user_id"]
+    off = httpx.patch(f"{one}/users/{dave_id}", json={"disabled": True}, headers=carol)
+    assert off.status_code == 200
+    assert _me(two, dave) == 401 and _me(two, daves_key) == 401
+
+
+def test_the_postgresql_dump_holds_no_key_in_clear_text(stack: LocalStack) -> None:
+    one, _ = _urls(stack)
+    stack.create_user("rev-d", "rev-erin")
+    key = _key(one, _login(one, "rev-erin"))
+    url = make_url(stack.database_url)
+    where = ["-h", url.host or "127.0.0.1", "-p", str(url.port or 5432)]
+    dump = subprocess.run(
+        ["pg_dump", *where, "-U", url.username or "root", "--data-only", url.database or ""],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    ).stdout.decode()
+    assert key["key_id"] in dump and key["prefix"] in dump  # the row is there...
+    assert key["key"] not in dump  # ...but only the key's keyed hash
+    assert key["key"].removeprefix("rag_") not in dump
