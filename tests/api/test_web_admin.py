@@ -132,7 +132,7 @@ def test_each_role_sees_only_the_controls_it_may_use(live: LiveServer, page: Any
     for name in ("ada-note.txt", "mel-note.txt"):
         expect(page.get_by_role("button", name=f"Delete {name}", exact=True)).to_be_visible()
     # The list says who uploaded each document.
-    expect(page.get_by_role("row", name=re.compile("mel-note.txt.*mel"))).to_be_visible()
+    expect(page.get_by_role("row", name=re.compile("mel-note.txt.*done.*mel"))).to_be_visible()
     expect(_nav(page).get_by_role("link", name="Documents & Ask")).to_have_attribute(
         "aria-current", "page"
     )

@@ -144,9 +144,9 @@ function documentRow(doc, onDelete) {
     element("td", { className: "num", text: formatBytes(doc.size_bytes) }),
     element("td", { className: "num", text: String(doc.pages) }),
     element("td", { className: "num", text: String(doc.chunks) }),
+    element("td", {}, [element("span", { className: `badge ${doc.status}`, text: doc.status })]),
     // "—": uploaded before roles existed, or by a user deleted since
     element("td", {}, [element("bdi", { text: doc.uploaded_by_name || "—" })]),
-    element("td", {}, [element("span", { className: `badge ${doc.status}`, text: doc.status })]),
     actions,
   ]);
 }
