@@ -13,6 +13,7 @@ STEPS = [
     ["bench.load"],
     ["bench.fairness"],
     ["bench.noisy_neighbour"],
+    ["bench.auth"],
 ]
 
 if __name__ == "__main__":

@@ -75,7 +75,8 @@ class UserIn(BaseModel):
 
 
 class UserPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # At least one field (422 "nothing to change" otherwise).
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
 
     role: Role | None = None
     disabled: bool | None = Field(

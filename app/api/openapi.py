@@ -1,8 +1,8 @@
 """/openapi.json with the configured caps, so clients generated from it send what is accepted.
 
 The request models carry static outer bounds; the real limits (`RAG_MAX_K`,
-`RAG_MAX_QUESTION_CHARS`, `RAG_MAX_PAGE_SIZE`) are settings, written into the schema here from
-the same `RequestLimits` the services enforce (app.limits).
+`RAG_MAX_QUESTION_CHARS`, `RAG_MAX_PAGE_SIZE` of every listing) are settings, written into the
+schema here from the same `RequestLimits` the services enforce (app.limits).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def apply_limits(schema: dict[str, Any], limits: RequestLimits) -> dict[str, Any
         if name in models:
             _set_text_limit(models[name], field, limits.max_question_chars)
             _set_k_limit(models[name], limits.max_k)
-    for listed in ("/documents", "/conversations"):
+    for listed in ("/documents", "/conversations", "/users", "/audit"):
         listing = schema.get("paths", {}).get(listed, {}).get("get", {})
         for parameter in listing.get("parameters", []):
             if parameter.get("name") == "limit":

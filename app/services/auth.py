@@ -74,12 +74,18 @@ class Authenticator:
         if is_api_key(credential):
             return self._by_key(credential)
         claims = self._codec.verify(credential)
-        user = self._users.get(claims.user_id)
+        # One database round trip: the user row and, when the list is in the database, the
+        # revocation check with it.
+        in_database = self._revoked.in_database
+        user, revoked = self._users.get_for_token(
+            claims.user_id, claims.token_id if in_database else None
+        )
         if (
             user is None
+            or revoked
             or not _active_in(user, claims.tenant_id)
             or user.session_version != claims.session_version
-            or self._revoked.is_revoked(claims.token_id)
+            or (not in_database and self._revoked.is_revoked(claims.token_id))
         ):
             raise AuthenticationFailed(INVALID_TOKEN_MESSAGE)
         return Identity(
@@ -94,12 +100,13 @@ class Authenticator:
     def _by_key(self, key: str) -> Identity:
         if not API_KEY_PATTERN.fullmatch(key):  # not even shaped like a key: no lookup
             raise AuthenticationFailed(INVALID_KEY_MESSAGE)
-        record = self._keys.find(self._hasher.hash(key))
-        now = utc_now()
-        if record is None or (record.expires_at is not None and record.expires_at <= now):
+        found = self._keys.find_with_owner(self._hasher.hash(key))
+        if found is None:
             raise AuthenticationFailed(INVALID_KEY_MESSAGE)
-        user = self._users.get(record.user_id)
-        if user is None or not _active_in(user, record.tenant_id):
+        record, user = found
+        now = utc_now()
+        expired = record.expires_at is not None and record.expires_at <= now
+        if expired or not _active_in(user, record.tenant_id):
             raise AuthenticationFailed(INVALID_KEY_MESSAGE)
         self._keys.touch(record, now)
         return Identity(

@@ -3,7 +3,7 @@ display prefix; the key itself is never written anywhere."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, or_, select, update
@@ -11,7 +11,8 @@ from sqlalchemy import delete, or_, select, update
 from app.domain import Role
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
-from app.storage.tables import ApiKeyRow
+from app.storage.tables import ApiKeyRow, UserRow
+from app.storage.users import UserRecord, user_record
 
 # last_used_at is written at most this often per key: a busy script costs one write a minute,
 # not one per request.
@@ -78,6 +79,18 @@ class ApiKeyStore:
             row = session.scalars(select(ApiKeyRow).where(ApiKeyRow.key_hash == key_hash)).first()
             return _record(row) if row else None
 
+    def find_with_owner(self, key_hash: str) -> tuple[ApiKeyRecord, UserRecord] | None:
+        """The key with this hash and its user, in one query (what every request with a key
+        checks), or None."""
+        query = (
+            select(ApiKeyRow, UserRow)
+            .join(UserRow, UserRow.id == ApiKeyRow.user_id)
+            .where(ApiKeyRow.key_hash == key_hash)
+        )
+        with self._db.session() as session:
+            found = session.execute(query).first()
+            return (_record(found[0]), user_record(found[1])) if found else None
+
     def list(self, tenant_id: str, user_id: str | None) -> list[ApiKeyRecord]:
         """The tenant's keys (of one user, or of everyone with None), newest first."""
         query = select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant_id)
@@ -103,7 +116,8 @@ class ApiKeyStore:
                 return None
             record = _record(row)
             session.execute(delete(ApiKeyRow).where(ApiKeyRow.key_id == key_id))
-            write_entry(session, audit)
+            detail = {**audit.detail, "name": row.name, "prefix": row.prefix}
+            write_entry(session, replace(audit, detail=detail))
             return record
 
     def touch(self, record: ApiKeyRecord, now: datetime | None = None) -> None:

@@ -26,6 +26,10 @@ REDIS_DOWN = "the token revocation list (Redis) is unreachable"
 class RevokedTokens(Protocol):
     """The set of revoked token ids."""
 
+    # True: the list is the service database's `revoked_tokens` table, which the user lookup
+    # can check in the same query (UserStore.get_for_token).
+    in_database: bool
+
     def revoke(self, jti: str, expires_at: datetime, audit: AuditEntry) -> None:
         """Refuse the token from now until `expires_at`, and record the audit entry."""
         ...
@@ -37,6 +41,8 @@ class RevokedTokens(Protocol):
 
 class DatabaseRevokedTokens:
     """Revoked token ids in the service database; expired ones are pruned as others arrive."""
+
+    in_database = True
 
     def __init__(self, database: Database) -> None:
         self._db = database
@@ -60,6 +66,8 @@ class DatabaseRevokedTokens:
 
 class RedisRevokedTokens:
     """Revoked token ids as Redis keys that expire with the token."""
+
+    in_database = False
 
     def __init__(self, client: redis.Redis[bytes], prefix: str, database: Database) -> None:
         self._client = client

@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, exists, func, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -20,7 +20,7 @@ from app.domain import Role
 from app.errors import Conflict, NotFound
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
-from app.storage.tables import ApiKeyRow, UserRow
+from app.storage.tables import ApiKeyRow, RevokedTokenRow, UserRow
 
 LAST_ADMIN_MESSAGE = (
     "the tenant must keep at least one enabled admin: make another user admin first"
@@ -55,7 +55,8 @@ class UserChange:
         return self.disabled is True or self.password_hash is not None
 
 
-def _record(row: UserRow) -> UserRecord:
+def user_record(row: UserRow) -> UserRecord:
+    """The detached record of a user row."""
     return UserRecord(
         id=row.id,
         tenant_id=row.tenant_id,
@@ -126,19 +127,36 @@ class UserStore:
                     write_entry(session, _targeted(audit, row.id, detail))
         except IntegrityError as exc:
             raise Conflict(f"user name {username!r} is already taken") from exc
-        return _record(row)
+        return user_record(row)
 
     def get_by_username(self, username: str) -> UserRecord | None:
         """The user with this exact name, or None."""
         with self._db.session() as session:
             row = session.scalars(select(UserRow).where(UserRow.username == username)).first()
-            return _record(row) if row else None
+            return user_record(row) if row else None
 
     def get(self, user_id: str) -> UserRecord | None:
         """The user with this id, or None (a token's subject may outlive its user)."""
         with self._db.session() as session:
             row = session.get(UserRow, user_id)
-            return _record(row) if row else None
+            return user_record(row) if row else None
+
+    def get_for_token(
+        self, user_id: str, revoked_jti: str | None
+    ) -> tuple[UserRecord | None, bool]:
+        """The user with this id and whether the token `revoked_jti` is in the database's
+        revocation list (False when None: the list is elsewhere), in one query: the check
+        every request with an access token makes."""
+        revoked = (
+            exists().where(RevokedTokenRow.jti == revoked_jti)
+            if revoked_jti is not None
+            else literal(False)
+        )
+        with self._db.session() as session:
+            found = session.execute(select(UserRow, revoked).where(UserRow.id == user_id)).first()
+            if found is None:
+                return None, False
+            return user_record(found[0]), bool(found[1])
 
     def list(self, tenant_id: str | None = None) -> list[UserRecord]:
         """Users of one tenant, or of every tenant, ordered by tenant then name."""
@@ -146,7 +164,7 @@ class UserStore:
         if tenant_id is not None:
             query = query.where(UserRow.tenant_id == tenant_id)
         with self._db.session() as session:
-            return [_record(row) for row in session.scalars(query)]
+            return [user_record(row) for row in session.scalars(query)]
 
     def page(
         self, tenant_id: str, limit: int, offset: int
@@ -160,7 +178,7 @@ class UserStore:
             .offset(offset)
         )
         with self._db.session() as session:
-            rows = [_record(row) for row in session.scalars(query)]
+            rows = [user_record(row) for row in session.scalars(query)]
             total = session.scalar(
                 select(func.count()).select_from(UserRow).where(UserRow.tenant_id == tenant_id)
             )
@@ -193,7 +211,7 @@ class UserStore:
                 _end_sessions(session, row)
             if audit is not None:
                 write_entry(session, _targeted(audit, row.id, {**audit.detail, **detail}))
-            return _record(row)
+            return user_record(row)
 
     def end_sessions(self, user_id: str, audit: AuditEntry | None = None) -> None:
         """Bump the user's session version ("sign out everywhere"); API keys stay valid."""
@@ -213,7 +231,7 @@ class UserStore:
             row = self._row(session, tenant_id, user_id)
             if admins == [row.id]:
                 raise Conflict(LAST_ADMIN_MESSAGE)
-            record = _record(row)
+            record = user_record(row)
             session.execute(delete(ApiKeyRow).where(ApiKeyRow.user_id == row.id))
             session.delete(row)
             if audit is not None:

@@ -384,6 +384,8 @@ def test_the_audit_log_records_who_did_what_without_secrets(
     assert by_action["user.changed"]["target_id"] == created["user_id"]
     assert by_action["user.changed"]["detail"]["role"] == ["member", "reader"]
     assert by_action["key.created"]["detail"]["prefix"] == key["prefix"]
+    assert by_action["key.revoked"]["detail"]["prefix"] == key["prefix"]
+    assert by_action["key.revoked"]["target_id"] == key["key_id"]
     assert by_action["document.deleted"]["detail"]["source"] == "audited.txt"
     assert all(e["user_id"] == admin.user_id for e in entries)
     text = str(entries)
@@ -442,3 +444,36 @@ def test_the_sqlite_database_holds_no_key_in_clear_text(api: ApiHarness) -> None
     assert key["key_id"].encode() in blob  # the row is on disk...
     assert key["key"].encode() not in blob  # ...without the key
     assert key["key"].removeprefix("rag_").encode() not in blob
+
+
+def test_behind_a_trusted_proxy_the_audit_names_the_client_and_a_key_shares_its_users_limit(
+    api_factory: ApiFactory,
+) -> None:
+    proxied = api_factory(
+        start_workers=False,
+        client_host="10.1.2.3",
+        trusted_proxies="10.0.0.0/8",
+        rate_limit_query_per_minute=2,
+    )
+    admin = proxied.add_user("proxied")
+    forwarded = {"X-Forwarded-For": "203.0.113.7"}
+    failed = proxied.client.post(
+        "/auth/token",
+        data={"username": admin.username, "password": "Not-The-Password-1"},
+        headers=forwarded,
+    )
+    assert failed.status_code == 401
+    [entry] = _audit(proxied, admin, action="login.failed")
+    assert entry["client_ip"] == "203.0.113.7"  # the client, not the proxy
+    [login] = _audit(proxied, admin, action="login.succeeded")
+    assert login["client_ip"] == "10.1.2.3"  # no forwarded header: the peer itself
+
+    key = _bearer(_new_key(proxied, admin)["key"])
+    search = {"query": "anything"}
+    assert proxied.client.post("/search", json=search, headers=admin.headers).status_code == 200
+    assert proxied.client.post("/search", json=search, headers=key).status_code == 200
+    limited = proxied.client.post("/search", json=search, headers=key)
+    assert_error_body(limited, 429, "rate_limited")  # the key spent its user's budget
+    assert_error_body(
+        proxied.client.post("/search", json=search, headers=admin.headers), 429, "rate_limited"
+    )
