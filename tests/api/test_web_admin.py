@@ -236,6 +236,22 @@ def test_admin_adds_a_user_changes_its_role_and_disables_it(
     assert me.json()["role"] == "member"
     screenshot(page, "33-users.png")
 
+    # An admin who demotes themself loses Users and Activity at once, and lands on Documents.
+    page.get_by_label("Role of nia").select_option("admin")
+    expect(page.get_by_text("nia is now admin.")).to_be_visible()
+    nia_page = browser.new_page()
+    _sign_in(nia_page, live, "nia", "nia's long enough password")
+    assert _nav_names(nia_page) == NAV_ALL
+    _go(nia_page, "Users")
+    nia_page.get_by_label("Role of nia").select_option("reader")
+    expect(nia_page.get_by_role("heading", name="Documents")).to_be_visible()
+    expect(_nav(nia_page).get_by_role("link")).to_have_count(2)
+    assert nia_page.evaluate("location.hash") == "#documents"
+    expect(nia_page.get_by_text("Choose files")).to_be_hidden()
+    nia_page.close()
+    page.reload()
+    expect(page.get_by_label("Role of nia")).to_have_value("reader")
+
     page.get_by_role("button", name="Disable nia").click()
     expect(page.get_by_text("nia is disabled")).to_be_visible()
     expect(_users_row(page, "nia")).to_contain_text("disabled")
@@ -323,6 +339,15 @@ def test_activity_is_paged_and_filtered_by_action_and_user(live: LiveServer, pag
     page.get_by_label("User", exact=True).select_option(label="mel")
     expect(rows).to_have_count(0)
     expect(page.get_by_text("No activity matches.")).to_be_visible()
+
+    # Sign-out from here leaves only the sign-in form, and none of the log in the page.
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_text(SIGNED_OUT)).to_be_visible()
+    assert [b.inner_text() for b in page.get_by_role("button").all()] == ["Sign in"]
+    expect(_nav(page)).to_be_hidden()
+    assert page.locator("#activity-body tr, #users-body tr, #keys-body tr").count() == 0
+    assert "kim" not in page.locator("#activity-view").inner_html()  # nor the user filter
+    assert page.evaluate("location.hash") == ""
 
 
 def test_a_key_is_shown_once_works_and_stops_when_revoked(live: LiveServer, page: Any) -> None:

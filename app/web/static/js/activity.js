@@ -4,7 +4,8 @@ import { json } from "./api.js";
 import { describeError, drawPager, element, formatTime } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
-const PAGE = 50;
+const PAGE = 50; // under the server's default page-size cap (RAG_MAX_PAGE_SIZE, 100)
+const MAX_USER_PAGES = 20;
 // The server's list (app/services/audit.py ACTIONS); tests/api/test_web_admin.py compares them.
 export const ACTIONS = [
   "login.succeeded", "login.failed", "logout", "logout.everywhere", "password.changed",
@@ -56,15 +57,26 @@ async function refreshActivity() {
   }
 }
 
-// The user filter lists the tenant's users (first 100 by name; the server's largest page).
+// Every user of the tenant by name, a page at a time (up to MAX_USER_PAGES pages).
+async function allUsers() {
+  const users = [];
+  for (let page = 0; page < MAX_USER_PAGES; page += 1) {
+    const listing = await json(`/users?limit=${PAGE}&offset=${users.length}`);
+    users.push(...listing.data);
+    if (listing.data.length === 0 || users.length >= listing.count) break;
+  }
+  return users;
+}
+
+// The user filter lists the tenant's users; entries show names instead of ids.
 async function loadUsers() {
   try {
-    const listing = await json("/users?limit=100");
-    names = new Map(listing.data.map((user) => [user.user_id, user.username]));
+    const users = await allUsers();
+    names = new Map(users.map((user) => [user.user_id, user.username]));
     const chosen = $("activity-user").value;
     $("activity-user").replaceChildren(
       element("option", { text: "Anyone", attrs: { value: "" } }),
-      ...listing.data.map((user) => element("option", {
+      ...users.map((user) => element("option", {
         text: user.username, attrs: { value: user.user_id },
       })),
     );

@@ -46,6 +46,10 @@ function sectionFromAddress() {
 async function openSection(name, { load = true, focus = true } = {}) {
   const section = SECTIONS[name];
   if (name !== "account") resetAccount(); // a new key is shown once: gone when you leave
+  // The address names the section shown (an admin's #users after losing the role, say).
+  if (location.hash && location.hash !== `#${name}`) {
+    history.replaceState(null, "", `${location.pathname}${location.search}#${name}`);
+  }
   showView(name);
   if (load) await section.open(); // a 401 here signs out through whenUnauthorized
   if (focus && currentView() === name) $(section.focus).focus();
