@@ -121,7 +121,8 @@ def _assert_accessible(page: Any) -> None:
 
 
 def _users_row(page: Any, username: str) -> Any:
-    return page.get_by_role("row").filter(has=page.get_by_role("cell", name=username, exact=True))
+    users = page.get_by_role("table", name="Users of your tenant")
+    return users.get_by_role("row").filter(has=page.get_by_role("cell", name=username, exact=True))
 
 
 def test_each_role_sees_only_the_controls_it_may_use(live: LiveServer, page: Any) -> None:
@@ -209,11 +210,25 @@ def test_sections_are_reached_with_the_keyboard(live: LiveServer, page: Any) -> 
 def test_admin_adds_a_user_changes_its_role_and_disables_it(
     live: LiveServer, page: Any, browser: Any
 ) -> None:
+    mel = _token(live, "mel")
+    made = httpx.post(f"{live.url}/auth/keys", headers=_bearer(mel), json={"name": "mel script"})
+    assert made.status_code == 201, made.text
+    mel_key = made.json()["key"]
     _sign_in(page, live, "ada")
     _go(page, "Users")
     expect(page.get_by_role("heading", name="Users", exact=True)).to_be_visible()
     for username in USERS:
         expect(_users_row(page, username)).to_be_visible()
+
+    # Every user's keys, with their owner; an admin revokes another user's key.
+    keys = page.get_by_role("table", name="API keys of all users")
+    expect(keys.get_by_role("row", name=re.compile("mel mel script"))).to_be_visible()
+    keys.get_by_role("button", name="Revoke mel script of mel").click()
+    page.get_by_role("dialog", name="Revoke API key?").get_by_role("button", name="Revoke").click()
+    expect(page.get_by_text("Revoked “mel script”.")).to_be_visible()
+    expect(keys.get_by_role("row", name=re.compile("mel script"))).to_have_count(0)
+    assert httpx.get(f"{live.url}/auth/me", headers=_bearer(mel_key)).status_code == 401
+    assert httpx.get(f"{live.url}/auth/me", headers=_bearer(mel)).status_code == 200
 
     # A weak password is refused with the rule, and nobody is added.
     page.get_by_label("Name of the new user").fill("nia")
@@ -336,7 +351,7 @@ def test_activity_is_paged_and_filtered_by_action_and_user(live: LiveServer, pag
     for text in rows.all_inner_texts():
         assert "key.created" in text and "kim" in text, text
     expect(page.get_by_role("group", name="Pages of entries")).to_have_count(0)  # one page
-    page.get_by_label("User", exact=True).select_option(label="mel")
+    page.get_by_label("User", exact=True).select_option(label="pat")  # made no key
     expect(rows).to_have_count(0)
     expect(page.get_by_text("No activity matches.")).to_be_visible()
 

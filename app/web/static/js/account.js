@@ -49,14 +49,20 @@ async function changePassword(event) {
   afterPasswordChange();
 }
 
-function keyRow(key) {
+// One key's row; `owner` (a name) adds the owner's column and names the button after both.
+export function keyRow(key, onRevoke, owner = null) {
   const revoke = element("button", {
     text: "Revoke",
     className: "secondary small",
-    attrs: { type: "button", "aria-label": `Revoke ${key.name}` },
+    attrs: {
+      type: "button",
+      "aria-label": owner === null ? `Revoke ${key.name}` : `Revoke ${key.name} of ${owner}`,
+    },
   });
-  revoke.addEventListener("click", () => revokeKey(key));
+  revoke.addEventListener("click", () => onRevoke(key));
+  const ownerCell = owner === null ? [] : [element("td", {}, [element("bdi", { text: owner })])];
   return element("tr", { attrs: { "data-key": key.key_id } }, [
+    ...ownerCell,
     element("td", { className: "name" }, [element("bdi", { text: key.name })]),
     element("td", {}, [element("code", { text: `${key.prefix}…` })]),
     element("td", { text: key.role }),
@@ -70,7 +76,7 @@ function keyRow(key) {
 async function refreshKeys() {
   try {
     const listing = await json("/auth/keys");
-    $("keys-body").replaceChildren(...listing.data.map(keyRow));
+    $("keys-body").replaceChildren(...listing.data.map((key) => keyRow(key, revokeKey)));
     $("keys-table").hidden = listing.data.length === 0;
     $("keys-empty").hidden = listing.data.length > 0;
   } catch (error) {
@@ -78,19 +84,26 @@ async function refreshKeys() {
   }
 }
 
-async function revokeKey(key) {
+// Asks, then revokes; what happened in words for `status` (null: the person said no).
+export async function confirmAndRevoke(key) {
   const sure = await confirmAction({
     title: "Revoke API key?",
     text: `“${key.name}” (${key.prefix}…) stops working at once, for every script that uses it.`,
     action: "Revoke",
   });
-  if (!sure) return;
+  if (!sure) return null;
   try {
     await request(`/auth/keys/${encodeURIComponent(key.key_id)}`, { method: "DELETE" });
-    $("keys-status").textContent = `Revoked “${key.name}”.`;
+    return `Revoked “${key.name}”.`;
   } catch (error) {
-    $("keys-status").textContent = describeError(error, `Revoking “${key.name}”`);
+    return describeError(error, `Revoking “${key.name}”`);
   }
+}
+
+async function revokeKey(key) {
+  const outcome = await confirmAndRevoke(key);
+  if (outcome === null) return;
+  $("keys-status").textContent = outcome;
   await refreshKeys();
 }
 

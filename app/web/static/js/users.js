@@ -1,5 +1,6 @@
 // Users (admins): add a user, change a role, disable or enable, delete.
 
+import { confirmAndRevoke, keyRow } from "./account.js";
 import { json, request } from "./api.js";
 import { confirmAction } from "./confirm.js";
 import { describeError, drawPager, element, formatTime, jsonBody } from "./format.js";
@@ -102,10 +103,32 @@ async function refreshUsers() {
       return;
     }
     $("users-body").replaceChildren(...listing.data.map(userRow));
+    await refreshTenantKeys(listing.data);
     drawPager($("users-pager"), { offset, limit: PAGE, count: listing.count, label: "Users" },
       (next) => { offset = next; refreshUsers(); });
   } catch (error) {
     report(describeError(error, "Loading the users"), { isError: true });
+  }
+}
+
+// Every key of the tenant (GET /auth/keys?all=true), with its owner's name.
+async function refreshTenantKeys(users) {
+  const owners = new Map(users.map((user) => [user.user_id, user.username]));
+  try {
+    const listing = await json("/auth/keys?all=true");
+    const revoke = async (key) => {
+      const outcome = await confirmAndRevoke(key);
+      if (outcome === null) return;
+      $("tenant-keys-status").textContent = outcome;
+      await refreshUsers();
+    };
+    $("tenant-keys-body").replaceChildren(...listing.data.map(
+      (key) => keyRow(key, revoke, owners.get(key.user_id) || key.user_id),
+    ));
+    $("tenant-keys-table").hidden = listing.data.length === 0;
+    $("tenant-keys-empty").hidden = listing.data.length > 0;
+  } catch (error) {
+    $("tenant-keys-status").textContent = describeError(error, "Loading the keys");
   }
 }
 
@@ -142,6 +165,10 @@ export function resetUsers() {
   report("");
   $("users-body").replaceChildren();
   $("users-pager").replaceChildren();
+  $("tenant-keys-body").replaceChildren();
+  $("tenant-keys-status").textContent = "";
+  $("tenant-keys-table").hidden = true;
+  $("tenant-keys-empty").hidden = true;
 }
 
 export function setUpUsers() {
