@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from api_builders import pdf_document, text_document
-from browser import drop_files, launched_chromium, screenshot
+from browser import A11Y_AUDIT, drop_files, launched_chromium, screenshot
 from live_server import LiveServer
 
 pytestmark = pytest.mark.integration
@@ -395,40 +395,6 @@ def test_the_event_parser_and_marker_links_in_the_browser(live: LiveServer, brow
     assert rendered["text"] == "Bolts [1] [3]. Nuts [2]. <b>bold</b>"
     assert rendered["html"] == 0
     page.close()
-
-
-A11Y_AUDIT = """() => {
-  const visible = (e) =>
-    e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
-  const named = (e) => (e.labels && e.labels.length) || e.getAttribute("aria-label") ||
-    e.getAttribute("aria-labelledby") || e.textContent.trim();
-  const unnamed = [...document.querySelectorAll("input, textarea, button, select, a[href]")]
-    .filter((e) => !named(e)).map((e) => e.outerHTML.slice(0, 80));
-  const channel = (c) => {
-    c /= 255;
-    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
-  };
-  const rgb = (text) => text.match(/[\\d.]+/g).map(Number);
-  const luminance = ([r, g, b]) => 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
-  const background = (e) => {
-    for (let node = e; node; node = node.parentElement) {
-      const colour = rgb(getComputedStyle(node).backgroundColor);
-      if (colour.length < 4 || colour[3] > 0) return colour;
-    }
-    return [255, 255, 255];
-  };
-  const low = [];
-  for (const e of document.querySelectorAll("body *")) {
-    const own = [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
-    if (!own || !visible(e)) continue;
-    const fg = luminance(rgb(getComputedStyle(e).color));
-    const bg = luminance(background(e));
-    const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
-    const what = `${e.tagName}.${e.className} "${e.textContent.trim().slice(0, 30)}"`;
-    if (ratio < 4.5) low.push(`${what} ${ratio.toFixed(2)}`);
-  }
-  return { unnamed, low };
-}"""
 
 
 FOCUSED = """() => {

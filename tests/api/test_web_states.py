@@ -90,8 +90,8 @@ def _app_controls(page: Any) -> list[Any]:
 def _form_controls(page: Any) -> list[Any]:
     return [
         page.get_by_role("heading", name="Sign in"),
-        page.get_by_label("User name"),
-        page.get_by_label("Password"),
+        page.get_by_label("User name", exact=True),
+        page.get_by_label("Password", exact=True),
         page.get_by_role("button", name="Sign in"),
     ]
 
@@ -133,8 +133,8 @@ def assert_signed_in(page: Any, username: str) -> None:
 
 def _sign_in(page: Any, live: LiveServer, username: str) -> None:
     page.goto(f"{live.url}/")
-    page.get_by_label("User name").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_label("User name", exact=True).fill(username)
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     assert_signed_in(page, username)
 
@@ -172,7 +172,7 @@ def _tab_stops(page: Any) -> list[str]:
 
 def test_before_sign_in_only_the_title_and_the_form_show(live: LiveServer, page: Any) -> None:
     page.goto(f"{live.url}/")
-    expect(page.get_by_label("User name")).to_be_focused()
+    expect(page.get_by_label("User name", exact=True)).to_be_focused()
     assert_signed_out(page)
     # Nothing that needs a token can be reached from the keyboard either.
     assert _tab_stops(page) == ["Skip to content", "username", "password", "Sign in"]

@@ -1,7 +1,6 @@
 // Talking to the API: the bearer token (sessionStorage, this tab only) and the error envelope.
 
 const TOKEN_KEY = "rag.token";
-const USER_KEY = "rag.user";
 
 export class ApiError extends Error {
   constructor(status, code, message, retryAfter) {
@@ -28,13 +27,8 @@ export function token() {
   return sessionStorage.getItem(TOKEN_KEY);
 }
 
-export function currentUser() {
-  return sessionStorage.getItem(USER_KEY) || "";
-}
-
 export function signOut() {
   sessionStorage.removeItem(TOKEN_KEY);
-  sessionStorage.removeItem(USER_KEY);
 }
 
 async function errorFrom(response) {
@@ -61,8 +55,10 @@ export function sessionToken() {
 }
 
 // fetch() with the token; throws ApiError for any non-2xx answer. Every call here needs a
-// token: without one nothing is sent, and a 401 (expired, revoked or tampered token) signs out.
-export async function request(path, options = {}) {
+// token: without one nothing is sent, and a 401 (expired, revoked or tampered token) signs out,
+// unless `own401` says the caller reads that 401 itself (a wrong current password is a 401
+// too; the caller then checks the session with another request).
+export async function request(path, { own401 = false, ...options } = {}) {
   const bearer = sessionToken();
   if (!bearer) throw new ApiError(401, "unauthorized", "not signed in", 0);
   const headers = new Headers(options.headers || {});
@@ -72,7 +68,7 @@ export async function request(path, options = {}) {
     const error = await errorFrom(response);
     // Only the session that sent it ends: a late answer to a previous session's call must
     // not sign out whoever signed in since.
-    if (response.status === 401 && token() === bearer) {
+    if (response.status === 401 && !own401 && token() === bearer) {
       signOut();
       onUnauthorized(error);
     }
@@ -81,6 +77,7 @@ export async function request(path, options = {}) {
   return response;
 }
 
+// JSON body as an object, or null for 204.
 export async function json(path, options = {}) {
   const response = await request(path, options);
   return response.status === 204 ? null : response.json();
@@ -92,5 +89,4 @@ export async function signIn(username, password) {
   if (!response.ok) throw await errorFrom(response);
   const issued = await response.json();
   sessionStorage.setItem(TOKEN_KEY, issued.access_token);
-  sessionStorage.setItem(USER_KEY, username);
 }

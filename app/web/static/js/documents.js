@@ -1,7 +1,9 @@
 // Documents: drag-and-drop uploads with a progress bar per file, the list, and deletion.
 
 import { ApiError, json, request, sessionToken, token } from "./api.js";
+import { closeConfirm, confirmAction } from "./confirm.js";
 import { counted, describeError, element, formatBytes, sleep } from "./format.js";
+import { mayDeleteDocument, roleAtLeast } from "./roles.js";
 
 const POLL_MS = 400;
 const MAX_RATE_LIMIT_RETRIES = 30;
@@ -9,6 +11,7 @@ const STAGES = { parsed: "Parsed", embedding: "Embedding", queued: "Queued" };
 
 const $ = (id) => document.getElementById(id);
 let uploadCounter = 0;
+let shownDocuments = []; // the last listing, drawn again when the caller's role is known
 
 function uploadRow(file) {
   uploadCounter += 1;
@@ -110,6 +113,10 @@ async function uploadOne(file) {
 export async function uploadFiles(files) {
   const session = sessionToken();
   if (!session) return; // the session is over: nothing is sent
+  if (!roleAtLeast("member")) {
+    $("documents-status").textContent = "Your role may not upload documents.";
+    return;
+  }
   // One request at a time keeps the order predictable; the jobs still run in parallel.
   const pending = [];
   for (const file of files) {
@@ -121,12 +128,16 @@ export async function uploadFiles(files) {
 }
 
 function documentRow(doc, onDelete) {
-  const remove = element("button", {
-    text: "Delete",
-    className: "secondary small",
-    attrs: { type: "button", "aria-label": `Delete ${doc.source}` },
-  });
-  remove.addEventListener("click", () => onDelete(doc));
+  const actions = element("td");
+  if (mayDeleteDocument(doc)) {
+    const remove = element("button", {
+      text: "Delete",
+      className: "secondary small",
+      attrs: { type: "button", "aria-label": `Delete ${doc.source}` },
+    });
+    remove.addEventListener("click", () => onDelete(doc));
+    actions.append(remove);
+  }
   const name = element("td", { className: "name" }, [element("bdi", { text: doc.source })]);
   return element("tr", { attrs: { "data-document": doc.document_id } }, [
     name,
@@ -134,21 +145,19 @@ function documentRow(doc, onDelete) {
     element("td", { className: "num", text: String(doc.pages) }),
     element("td", { className: "num", text: String(doc.chunks) }),
     element("td", {}, [element("span", { className: `badge ${doc.status}`, text: doc.status })]),
-    element("td", {}, [remove]),
+    // "—": uploaded before roles existed, or by a user deleted since
+    element("td", {}, [element("bdi", { text: doc.uploaded_by_name || "—" })]),
+    actions,
   ]);
 }
 
 function confirmDelete(doc) {
-  const dialog = $("confirm");
-  $("confirm-text").textContent =
-    `“${doc.source}” and its ${counted(doc.chunks, "indexed chunk")} will be removed; ` +
-    "answers will no longer cite it.";
-  return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "delete"), {
-      once: true,
-    });
-    dialog.returnValue = "";
-    dialog.showModal();
+  return confirmAction({
+    title: "Delete document?",
+    text:
+      `“${doc.source}” and its ${counted(doc.chunks, "indexed chunk")} will be removed; ` +
+      "answers will no longer cite it.",
+    action: "Delete",
   });
 }
 
@@ -168,24 +177,30 @@ export async function refreshList() {
   const status = $("documents-status");
   try {
     const listing = await json("/documents?limit=100");
-    const body = $("documents-body");
-    body.replaceChildren(...listing.data.map((doc) => documentRow(doc, deleteDocument)));
-    $("documents-empty").hidden = listing.data.length > 0;
-    $("documents-table").hidden = listing.data.length === 0;
+    shownDocuments = listing.data;
+    drawDocuments();
   } catch (error) {
     status.textContent = describeError(error, "Loading the documents");
   }
+}
+
+// The list again from the last listing, with the controls the caller's role allows.
+export function drawDocuments() {
+  const body = $("documents-body");
+  body.replaceChildren(...shownDocuments.map((doc) => documentRow(doc, deleteDocument)));
+  $("documents-empty").hidden = shownDocuments.length > 0;
+  $("documents-table").hidden = shownDocuments.length === 0;
 }
 
 // Back to an empty panel (on sign-out and before a session starts): nothing of the last session.
 export function resetDocuments() {
   $("uploads").replaceChildren();
   $("documents-body").replaceChildren();
+  shownDocuments = [];
   $("documents-status").textContent = "";
   $("documents-table").hidden = true;
   $("documents-empty").hidden = true;
-  const confirm = $("confirm");
-  if (confirm.open) confirm.close();
+  closeConfirm();
 }
 
 export function setUpDocuments() {

@@ -50,3 +50,41 @@ export function describeError(error, subject) {
         `${subject} failed: ${error.message}`;
   }
 }
+
+// A server timestamp (ISO 8601) in the reader's time zone, to the minute; "—" for none.
+export function formatTime(iso) {
+  if (!iso) return "—";
+  const when = new Date(iso);
+  if (Number.isNaN(when.getTime())) return iso;
+  return when.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+// Sends a JSON body (POST, PATCH) with its content type.
+export function jsonBody(method, body) {
+  return { method, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+}
+
+// "Previous" / "Next" buttons and "21–40 of 57" for a paginated listing; `go(offset)` loads
+// another page. Nothing is drawn when everything fits on one page.
+export function drawPager(container, { offset, limit, count, label }, go) {
+  if (count <= limit && offset === 0) {
+    container.replaceChildren();
+    return;
+  }
+  const first = count === 0 ? 0 : offset + 1;
+  const last = Math.min(offset + limit, count);
+  const previous = element("button", {
+    text: "Previous", className: "secondary small", attrs: { type: "button" },
+  });
+  const next = element("button", {
+    text: "Next", className: "secondary small", attrs: { type: "button" },
+  });
+  previous.disabled = offset === 0;
+  next.disabled = last >= count;
+  previous.addEventListener("click", () => go(Math.max(0, offset - limit)));
+  next.addEventListener("click", () => go(offset + limit));
+  const where = element("span", { text: `${label} ${first}–${last} of ${count}` });
+  container.replaceChildren(previous, where, next);
+  container.setAttribute("role", "group");
+  container.setAttribute("aria-label", `Pages of ${label.toLowerCase()}`);
+}

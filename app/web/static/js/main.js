@@ -1,21 +1,73 @@
-// Entry point: the session's states (signed out, loading, signed in) and the panels they show.
+// Entry point: the session's states (signed out, loading, signed in) and, signed in, the
+// sections of the top bar (Documents & Ask, Account, and for admins Users and Activity).
 
-import { currentUser, request, signIn, signOut, token, whenUnauthorized } from "./api.js";
+import { openAccount, resetAccount, setUpAccount, whenPasswordChanged } from "./account.js";
+import { openActivity, resetActivity, setUpActivity } from "./activity.js";
+import { json, request, signIn, signOut, token, whenUnauthorized } from "./api.js";
 import { resetAsk, setUpAsk } from "./ask.js";
-import { refreshList, resetDocuments, setUpDocuments } from "./documents.js";
+import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./documents.js";
 import { describeError } from "./format.js";
+import { roleAtLeast, setCaller } from "./roles.js";
+import { openUsers, resetUsers, setUpUsers, whenOwnAccountChanged } from "./users.js";
 import { closeViewer, setUpViewer } from "./viewer.js";
 import { currentView, showView } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 const SESSION_ENDED = "Your session has ended; sign in again.";
+const PASSWORD_CHANGED = "Your password has changed; sign in with the new one.";
+// Each section: what loads it, where focus goes, and the least role that may open it.
+const SECTIONS = {
+  documents: { open: refreshList, focus: "documents-title", role: "reader" },
+  account: { open: openAccount, focus: "password-title", role: "reader" },
+  users: { open: openUsers, focus: "users-title", role: "admin" },
+  activity: { open: openActivity, focus: "activity-title", role: "admin" },
+};
 
 // Nothing of one session stays on the page for the next (another person may sign in here).
 function clearPanels() {
   closeViewer();
   resetDocuments();
   resetAsk();
+  resetAccount();
+  resetUsers();
+  resetActivity();
+  setCaller(null);
   $("session-user").textContent = "";
+  $("session-role").textContent = "";
+}
+
+// The section the address names (#account), if the caller's role may open it.
+function sectionFromAddress() {
+  const name = location.hash.slice(1);
+  return Object.hasOwn(SECTIONS, name) && roleAtLeast(SECTIONS[name].role) ? name : "documents";
+}
+
+// Shows one section and loads its data; `focus` moves the keyboard to its heading.
+async function openSection(name, { load = true, focus = true } = {}) {
+  const section = SECTIONS[name];
+  if (name !== "account") resetAccount(); // a new key is shown once: gone when you leave
+  // The address names the section shown (an admin's #users after losing the role, say).
+  if (location.hash && location.hash !== `#${name}`) {
+    history.replaceState(null, "", `${location.pathname}${location.search}#${name}`);
+  }
+  showView(name);
+  if (load) await section.open(); // a 401 here signs out through whenUnauthorized
+  if (focus && currentView() === name) $(section.focus).focus();
+}
+
+// Who is signed in, with which role, as the server says; false once the session is over.
+async function loadCaller() {
+  const [me] = await Promise.allSettled([json("/auth/me"), refreshList()]);
+  if (!token()) return false; // a 401 signed out already
+  if (me.status === "rejected") {
+    enterSignIn(describeError(me.reason, "Loading your account"));
+    return false;
+  }
+  setCaller(me.value);
+  $("session-user").textContent = me.value.username;
+  $("session-role").textContent = me.value.role;
+  drawDocuments(); // with the controls this role may use
+  return true;
 }
 
 // Signed in (or a stored token): the app appears once the server has accepted the token, so an
@@ -23,21 +75,47 @@ function clearPanels() {
 async function enterApp() {
   clearPanels();
   showView("loading");
-  await refreshList(); // a 401 here signs out through whenUnauthorized
-  if (!token()) return;
-  $("session-user").textContent = currentUser();
-  showView("signed-in");
-  $("question").focus();
+  if (!(await loadCaller())) return;
+  const name = sectionFromAddress();
+  if (name === "documents") {
+    showView("documents");
+    $("question").focus();
+  } else {
+    await openSection(name);
+  }
 }
 
 // `message` says why the form is back; a plain sign-out is news, not an error.
 function enterSignIn(message = "", { isError = true } = {}) {
   signOut();
   clearPanels();
+  // The next person starts on Documents & Ask, not on the last one's section.
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
   $("login-error").textContent = message;
   $("login-error").classList.toggle("notice", !isError);
   showView("signed-out");
   $("username").focus();
+}
+
+function setUpNavigation() {
+  for (const link of document.querySelectorAll("[data-section]")) {
+    // The address's fragment changes (Back works); hashchange opens the section. Set here
+    // rather than followed, since the page's <base> may not be the page itself.
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      if (location.hash === `#${link.dataset.section}`) openSection(link.dataset.section);
+      else location.hash = link.dataset.section;
+    });
+  }
+  window.addEventListener("hashchange", () => {
+    if (currentView() === "signed-out" || currentView() === "loading") return;
+    openSection(sectionFromAddress());
+  });
+  // An admin who changed their own account may have lost the role: ask the server again.
+  whenOwnAccountChanged(async () => {
+    if (await loadCaller()) openSection(sectionFromAddress());
+  });
+  whenPasswordChanged(() => enterSignIn(PASSWORD_CHANGED, { isError: false }));
 }
 
 function setUpLogin() {
@@ -74,8 +152,12 @@ function setUpLogin() {
 }
 
 setUpLogin();
+setUpNavigation();
 setUpDocuments();
 setUpAsk();
 setUpViewer();
+setUpAccount();
+setUpUsers();
+setUpActivity();
 if (token()) enterApp();
 else enterSignIn();

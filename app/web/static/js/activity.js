@@ -1,0 +1,116 @@
+// Activity (admins): the tenant's audit log, newest first, by page, filtered by action and user.
+
+import { json } from "./api.js";
+import { describeError, drawPager, element, formatTime } from "./format.js";
+
+const $ = (id) => document.getElementById(id);
+const PAGE = 50; // under the server's default page-size cap (RAG_MAX_PAGE_SIZE, 100)
+const MAX_USER_PAGES = 20;
+// The server's list (app/services/audit.py ACTIONS); tests/api/test_web_admin.py compares them.
+export const ACTIONS = [
+  "login.succeeded", "login.failed", "logout", "logout.everywhere", "password.changed",
+  "key.created", "key.revoked", "user.created", "user.changed", "user.deleted",
+  "document.uploaded", "document.deleted", "quota.refused",
+];
+let offset = 0;
+let loads = 0; // only the latest request's answer is drawn (filters change quickly)
+let names = new Map(); // user id -> user name, to show names instead of ids
+
+function nameOf(userId) {
+  if (!userId) return "—";
+  return names.get(userId) || userId;
+}
+
+// {"role": "reader", "key_id": "key_..."} -> "role: reader, key_id: key_..."
+function details(detail) {
+  return Object.entries(detail || {})
+    .map(([key, value]) => `${key}: ${typeof value === "object" ? JSON.stringify(value) : value}`)
+    .join(", ");
+}
+
+function entryRow(entry) {
+  return element("tr", { attrs: { "data-entry": String(entry.id) } }, [
+    element("td", { className: "when", text: formatTime(entry.at) }),
+    element("td", {}, [element("code", { text: entry.action })]),
+    element("td", {}, [element("bdi", { text: nameOf(entry.user_id) })]),
+    element("td", { className: "name" }, [element("bdi", { text: nameOf(entry.target_id) })]),
+    element("td", { text: entry.client_ip || "—" }),
+    element("td", { className: "name" }, [element("bdi", { text: details(entry.detail) })]),
+  ]);
+}
+
+async function refreshActivity() {
+  const query = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
+  if ($("activity-action").value) query.set("action", $("activity-action").value);
+  if ($("activity-user").value) query.set("user_id", $("activity-user").value);
+  const status = $("activity-status");
+  const ticket = ++loads;
+  try {
+    const listing = await json(`/audit?${query}`);
+    if (ticket !== loads) return;
+    $("activity-body").replaceChildren(...listing.data.map(entryRow));
+    status.textContent = listing.count === 0 ? "No activity matches." : "";
+    drawPager($("activity-pager"), { offset, limit: PAGE, count: listing.count, label: "Entries" },
+      (next) => { offset = next; refreshActivity(); });
+  } catch (error) {
+    if (ticket === loads) status.textContent = describeError(error, "Loading the activity");
+  }
+}
+
+// Every user of the tenant by name, a page at a time (up to MAX_USER_PAGES pages).
+async function allUsers() {
+  const users = [];
+  for (let page = 0; page < MAX_USER_PAGES; page += 1) {
+    const listing = await json(`/users?limit=${PAGE}&offset=${users.length}`);
+    users.push(...listing.data);
+    if (listing.data.length === 0 || users.length >= listing.count) break;
+  }
+  return users;
+}
+
+// The user filter lists the tenant's users; entries show names instead of ids.
+async function loadUsers() {
+  try {
+    const users = await allUsers();
+    names = new Map(users.map((user) => [user.user_id, user.username]));
+    const chosen = $("activity-user").value;
+    $("activity-user").replaceChildren(
+      element("option", { text: "Anyone", attrs: { value: "" } }),
+      ...users.map((user) => element("option", {
+        text: user.username, attrs: { value: user.user_id },
+      })),
+    );
+    $("activity-user").value = names.has(chosen) ? chosen : "";
+  } catch (error) {
+    $("activity-status").textContent = describeError(error, "Loading the users");
+  }
+}
+
+export async function openActivity() {
+  offset = 0;
+  await loadUsers();
+  await refreshActivity();
+}
+
+export function resetActivity() {
+  offset = 0;
+  names = new Map();
+  $("activity-form").reset();
+  $("activity-user").replaceChildren(element("option", { text: "Anyone", attrs: { value: "" } }));
+  $("activity-body").replaceChildren();
+  $("activity-pager").replaceChildren();
+  $("activity-status").textContent = "";
+}
+
+export function setUpActivity() {
+  $("activity-action").append(
+    ...ACTIONS.map((action) => element("option", { text: action, attrs: { value: action } })),
+  );
+  for (const filter of ["activity-action", "activity-user"]) {
+    $(filter).addEventListener("change", () => {
+      offset = 0;
+      refreshActivity();
+    });
+  }
+  $("activity-form").addEventListener("submit", (event) => event.preventDefault());
+}
