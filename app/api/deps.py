@@ -57,21 +57,34 @@ def require_form_urlencoded(request: Request) -> None:
         raise ApiError(415, "unsupported_media_type", f"send the credentials as {FORM_URLENCODED}")
 
 
+def _rate_limit(container: Container, key: str, limit_per_minute: int, message: str) -> None:
+    decision = container.rate_limiter.hit(key, limit_per_minute)
+    if not decision.allowed:
+        raise ApiError(429, "rate_limited", message, {"Retry-After": retry_after_header(decision)})
+
+
 def limit_queries(container: ContainerDep, principal: Principal) -> None:
     """429 when the caller exceeds the per-user query/search rate."""
-    decision = container.rate_limiter.hit(
-        f"query:{principal.user_id}", container.settings.rate_limit_query_per_minute
+    _rate_limit(
+        container,
+        f"query:{principal.user_id}",
+        container.settings.rate_limit_query_per_minute,
+        "too many requests; slow down",
     )
-    if not decision.allowed:
-        raise ApiError(
-            429,
-            "rate_limited",
-            "too many requests; slow down",
-            {"Retry-After": retry_after_header(decision)},
-        )
+
+
+def limit_conversation_starts(container: ContainerDep, principal: Principal) -> None:
+    """429 when the caller starts conversations faster than the per-user rate."""
+    _rate_limit(
+        container,
+        f"conversation:{principal.user_id}",
+        container.settings.rate_limit_conversations_per_minute,
+        "too many conversations started; slow down",
+    )
 
 
 QueryRateLimit = Depends(limit_queries)
+ConversationRateLimit = Depends(limit_conversation_starts)
 
 
 # A listing's page: `limit` (None = the configured default, capped) and `offset`.
