@@ -254,6 +254,15 @@ class Settings(BaseSettings):
     keyword_snapshots_kept: int = Field(
         default=2, ge=1, description="keyword index folders kept on disk per tenant"
     )
+    quota_conversations_per_user: int = Field(
+        default=1000, gt=0, description="conversations one user may keep"
+    )
+    quota_conversation_messages: int = Field(
+        default=1000, ge=2, description="messages one conversation takes over its life (2 a turn)"
+    )
+    quota_conversation_bytes: int = Field(
+        default=256 * 1024**2, gt=0, description="stored conversation text per tenant (UTF-8)"
+    )
 
     # --- auth and abuse limits ---
     jwt_secret: str = ""
@@ -275,6 +284,9 @@ class Settings(BaseSettings):
     rate_limit_auth_per_minute: int = Field(default=10, gt=0)
     rate_limit_query_per_minute: int = Field(default=120, gt=0)
     rate_limit_pages_per_minute: int = Field(default=120, gt=0)
+    rate_limit_conversations_per_minute: int = Field(
+        default=30, gt=0, description="conversations one user may start per minute"
+    )
     rate_limit_backend: CacheBackend = "memory"
     # Capped by the request models' own bounds (app.limits), so every configured cap is reachable.
     max_question_chars: int = Field(default=2000, gt=0, le=QUESTION_CHARS_CEILING)

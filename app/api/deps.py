@@ -66,15 +66,12 @@ def require_form_urlencoded(request: Request) -> None:
         raise ApiError(415, "unsupported_media_type", f"send the credentials as {FORM_URLENCODED}")
 
 
-def _limit(container: Container, key: str, per_minute: int) -> None:
+def _limit(
+    container: Container, key: str, per_minute: int, message: str = "too many requests; slow down"
+) -> None:
     decision = container.rate_limiter.hit(key, per_minute)
     if not decision.allowed:
-        raise ApiError(
-            429,
-            "rate_limited",
-            "too many requests; slow down",
-            {"Retry-After": retry_after_header(decision)},
-        )
+        raise ApiError(429, "rate_limited", message, {"Retry-After": retry_after_header(decision)})
 
 
 def limit_queries(container: ContainerDep, principal: Principal) -> None:
@@ -89,8 +86,20 @@ def limit_pages(container: ContainerDep, principal: Principal) -> None:
     _limit(container, f"pages:{principal.user_id}", per_minute)
 
 
+def limit_conversation_starts(container: ContainerDep, principal: Principal) -> None:
+    """429 when the caller starts conversations faster than the per-user rate."""
+    per_minute = container.settings.rate_limit_conversations_per_minute
+    _limit(
+        container,
+        f"conversation:{principal.user_id}",
+        per_minute,
+        "too many conversations started; slow down",
+    )
+
+
 QueryRateLimit = Depends(limit_queries)
 PageRateLimit = Depends(limit_pages)
+ConversationRateLimit = Depends(limit_conversation_starts)
 
 
 # A listing's page: `limit` (None = the configured default, capped) and `offset`.

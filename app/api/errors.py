@@ -39,7 +39,8 @@ _DESCRIPTIONS = {
     403: "your role may not do this (app/api/access.py has the table); the message names the role",
     404: "not found (another tenant's resource is reported the same way)",
     409: "conflicts with the current state (e.g. an index built with another embedding model)",
-    413: "the body is larger than the configured limit (uploads: RAG_MAX_UPLOAD_BYTES)",
+    413: "the body is larger than the configured limit (uploads: RAG_MAX_UPLOAD_BYTES), or "
+    "storing it would pass a quota (`quota_exceeded`, the message names it)",
     415: "the file type (or, for /auth/token, the body's content type) is not supported",
     422: "the request is invalid; the message says which field and why",
     429: "rate limited; retry after the `Retry-After` header's seconds",

@@ -132,7 +132,7 @@ class QueryOut(BaseModel):
 
 
 class QuotaOut(BaseModel):
-    """How much of one per-tenant quota is used."""
+    """How much of one quota is used."""
 
     used: int
     limit: int
@@ -143,6 +143,11 @@ class QuotasOut(BaseModel):
     stored_bytes: QuotaOut
     chunks: QuotaOut
     queued_jobs: QuotaOut
+    conversations: QuotaOut = Field(description="the caller's conversations")
+    conversation_messages: QuotaOut = Field(
+        description="messages taken by the caller's fullest conversation (two per turn)"
+    )
+    conversation_bytes: QuotaOut = Field(description="the tenant's stored conversation bytes")
 
 
 class StatsOut(BaseModel):

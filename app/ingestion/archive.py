@@ -1,14 +1,19 @@
-"""Checks on zip-based documents (DOCX, PPTX, XLSX) made from the central directory alone.
+"""Checks on zip-based documents (DOCX, PPTX, XLSX) before any parser opens them.
 
-Nothing is decompressed here. The declared sizes can be trusted as upper bounds: Python's
-zipfile stops a member at its declared size and fails the CRC check, so a lying entry
-cannot expand past what was checked.
+The size checks read the central directory alone. The declared sizes can be trusted as upper
+bounds: Python's zipfile stops a member at its declared size and fails the CRC check, so a
+lying entry cannot expand past what was checked. Only then is each member's XML prolog read
+(up to its root element) to refuse document type declarations: Office Open XML never has one
+(ECMA-376 Part 2 forbids DTDs in package parts), and a DTD is how entity expansion ("billion
+laughs") and external entities (XXE, a local file read into the text) get in, whatever each
+parsing library does with them.
 """
 
 from __future__ import annotations
 
 import zipfile
 from pathlib import Path
+from xml.parsers import expat
 
 from app.errors import CorruptDocument, EncryptedDocument, SuspiciousArchive
 from app.ingestion.limits import LoadLimits
@@ -17,10 +22,20 @@ from app.ingestion.limits import LoadLimits
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # Small archives and members compress extremely well (repeated XML) without being a threat.
 _RATIO_CHECK_MIN_BYTES = 1024 * 1024
+_PROLOG_READ_BYTES = 64 * 1024
+
+
+class _Doctype(Exception):
+    pass
+
+
+class _RootReached(Exception):
+    pass
 
 
 def check_office_archive(path: Path, limits: LoadLimits, kind: str, required: str) -> None:
-    """Refuse a DOCX/PPTX/XLSX that is not a valid zip, is encrypted, or expands abnormally."""
+    """Refuse a DOCX/PPTX/XLSX that is not a valid zip, is encrypted, expands abnormally, or
+    declares a DTD in any of its parts."""
     with path.open("rb") as handle:
         magic = handle.read(len(_OLE_MAGIC))
     if magic == _OLE_MAGIC:
@@ -63,3 +78,49 @@ def check_office_archive(path: Path, limits: LoadLimits, kind: str, required: st
             f"({max(ratio, worst_ratio):.0f}:1, limit {limits.max_archive_ratio:.0f}:1), "
             "typical of a zip bomb; it was not opened"
         )
+    _refuse_doctypes(path, kind)
+
+
+def _refuse_doctypes(path: Path, kind: str) -> None:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            declaring = next((m for m in archive.infolist() if _declares_doctype(archive, m)), None)
+    except (zipfile.BadZipFile, OSError, ValueError, RuntimeError) as exc:  # CRC, encrypted member
+        raise CorruptDocument(
+            f"the {kind} file is damaged (a part of it cannot be read); open it in its editor, "
+            f"save it as {kind} again and upload it"
+        ) from exc
+    if declaring is not None:
+        raise SuspiciousArchive(
+            f"the {kind} file declares an XML document type (DTD) in {declaring.filename}, "
+            "which Office documents never do: its entities could expand without bound or read "
+            f"files of the server, so it was not opened. Save it as {kind} again from its editor"
+        )
+
+
+def _declares_doctype(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> bool:
+    """Whether the member is XML with a DOCTYPE before its root element (expat reads the
+    prolog in any encoding; media and other non-XML parts stop it at once)."""
+    if member.is_dir():
+        return False
+    parser = expat.ParserCreate()
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+
+    def doctype(*_: object) -> None:
+        raise _Doctype
+
+    def root(*_: object) -> None:
+        raise _RootReached
+
+    parser.StartDoctypeDeclHandler = doctype
+    parser.StartElementHandler = root
+    with archive.open(member) as part:
+        try:
+            while block := part.read(_PROLOG_READ_BYTES):
+                parser.Parse(block, False)
+            parser.Parse(b"", True)
+        except _Doctype:
+            return True
+        except (_RootReached, expat.ExpatError):
+            return False
+    return False

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
     from app.storage.chunks import ChunkStore
-    from app.storage.conversations import ConversationStore
+    from app.storage.conversations import ConversationQuota, ConversationStore
     from app.storage.db import Database
     from app.storage.documents import DocumentStore
     from app.storage.rate_limit import RateLimiter
@@ -163,6 +163,7 @@ class Container:
             count_chunks=self.corpus.count,
             storage_quota=self.storage_quota,
             queued_jobs_limit=self.settings.quota_queued_jobs,
+            conversations=self.conversations,
         )
 
     @cached_property
@@ -358,7 +359,19 @@ class Container:
     def conversations(self) -> ConversationStore:
         from app.storage.conversations import ConversationStore
 
-        return ConversationStore(self.database)
+        return ConversationStore(self.database, self.conversation_quota)
+
+    @cached_property
+    def conversation_quota(self) -> ConversationQuota:
+        """The conversation quotas configured by RAG_QUOTA_CONVERSATION*."""
+        from app.storage.conversations import ConversationQuota
+
+        s = self.settings
+        return ConversationQuota(
+            conversations_per_user=s.quota_conversations_per_user,
+            messages_per_conversation=s.quota_conversation_messages,
+            stored_bytes_per_tenant=s.quota_conversation_bytes,
+        )
 
     @cached_property
     def chunk_records(self) -> ChunkStore:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
-from app.errors import NotFound, public_message
+from app.errors import NotFound, QuotaExceeded, public_message
 from app.services import answer_lane
 from app.services.admission import Caller
 from app.services.answer import (
@@ -148,7 +148,7 @@ async def rewrite_follow_up(
 
 
 def start(store: ConversationStore, caller: Caller) -> ConversationRecord:
-    """A new, empty conversation of the caller."""
+    """A new, empty conversation of the caller (QuotaExceeded at their quota: 413)."""
     return store.create(caller.tenant_id, caller.user_id)
 
 
@@ -181,6 +181,13 @@ def delete(store: ConversationStore, caller: Caller, conversation_id: str) -> No
         raise _missing()
 
 
+def _check_room(
+    store: ConversationStore, caller: Caller, conversation_id: str, question: str
+) -> None:
+    if not store.check_room(caller.tenant_id, caller.user_id, conversation_id, question):
+        raise _missing()
+
+
 @dataclass(frozen=True)
 class _Prepared:
     question: str
@@ -195,6 +202,8 @@ async def _prepare(
     question = limits.question(content)
     limits.k(k)
     stored = await anyio.to_thread.run_sync(messages, deps.store, caller, conversation_id)
+    # A turn that could not be stored is refused before any model work (QuotaExceeded: 413).
+    await anyio.to_thread.run_sync(_check_room, deps.store, caller, conversation_id, question)
     rewrite = await rewrite_follow_up(deps.follow_ups, caller, turns_of(stored), question)
     return _Prepared(question, rewrite)
 
@@ -225,7 +234,11 @@ def _store_turn(
 async def ask(
     deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
 ) -> AnsweredTurn:
-    """The cited answer of a new turn, the question it answered and where it was stored."""
+    """The cited answer of a new turn, the question it answered and where it was stored.
+
+    QuotaExceeded (413, nothing stored) when the turn does not fit the conversation's or the
+    tenant's quota: checked before answering, and with the answer's own size before storing.
+    """
     prepared = await _prepare(deps, caller, conversation_id, content, k)
     follow_ups = deps.follow_ups
     answered = await answer_lane.answer(
@@ -299,7 +312,7 @@ class TurnStream:
                 answer,
                 collected.citations,
             )
-        except NotFound as exc:
+        except (NotFound, QuotaExceeded) as exc:  # deleted meanwhile, or no room for this answer
             return AnswerFailed(exc.code, public_message(exc), exc.http_status)
         return TurnFinished(finished, stored)
 

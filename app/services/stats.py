@@ -11,6 +11,7 @@ from app.storage.cache import CacheStats
 if TYPE_CHECKING:
     from app.jobs.store import JobStore, StorageQuota
     from app.storage.cache import AnswerCache
+    from app.storage.conversations import ConversationStore
     from app.storage.documents import DocumentStore
 
 
@@ -24,7 +25,8 @@ class QuotaUse:
 
 @dataclass(frozen=True)
 class TenantStats:
-    """A tenant's figures; `quotas` is keyed documents, stored_bytes, chunks, queued_jobs."""
+    """A tenant's figures; `quotas` is keyed documents, stored_bytes, chunks, queued_jobs, and
+    conversations, conversation_messages (the asking user's) and conversation_bytes."""
 
     documents: int
     chunks: int
@@ -42,10 +44,12 @@ class StatsDeps:
     count_chunks: Callable[[str], int]  # the tenant's chunks in the vector store
     storage_quota: StorageQuota
     queued_jobs_limit: int
+    conversations: ConversationStore  # with its quota
 
 
-def tenant_stats(deps: StatsDeps, tenant_id: str) -> TenantStats:
-    """The tenant's documents, chunks, cache entries and hit rate, and each quota's use."""
+def tenant_stats(deps: StatsDeps, tenant_id: str, user_id: str) -> TenantStats:
+    """The tenant's documents, chunks, cache entries and hit rate, and each quota's use (the
+    per-user conversation quotas as `user_id` uses them)."""
     cache = deps.cache.stats(tenant_id)
     stored = deps.documents.usage(tenant_id)
     quota = deps.storage_quota
@@ -54,6 +58,7 @@ def tenant_stats(deps: StatsDeps, tenant_id: str) -> TenantStats:
         "stored_bytes": QuotaUse(stored.stored_bytes, quota.stored_bytes),
         "chunks": QuotaUse(stored.chunks, quota.chunks),
         "queued_jobs": QuotaUse(deps.jobs.count_active(tenant_id), deps.queued_jobs_limit),
+        **_conversation_quotas(deps.conversations, tenant_id, user_id),
     }
     return TenantStats(
         documents=deps.documents.count(tenant_id),
@@ -61,3 +66,16 @@ def tenant_stats(deps: StatsDeps, tenant_id: str) -> TenantStats:
         cache=cache,
         quotas=quotas,
     )
+
+
+def _conversation_quotas(
+    store: ConversationStore, tenant_id: str, user_id: str
+) -> dict[str, QuotaUse]:
+    used, quota = store.usage(tenant_id, user_id), store.quota
+    return {
+        "conversations": QuotaUse(used.conversations, quota.conversations_per_user),
+        "conversation_messages": QuotaUse(
+            used.fullest_conversation_messages, quota.messages_per_conversation
+        ),
+        "conversation_bytes": QuotaUse(used.stored_bytes, quota.stored_bytes_per_tenant),
+    }

@@ -3,6 +3,10 @@
 Every method takes the tenant and the user: a conversation of someone else behaves exactly like
 a missing one. A conversation keeps its latest `max_turns` turns (a turn is a question and its
 answer); storing a new turn past the bound deletes the oldest ones.
+
+The store enforces its `ConversationQuota` (conversations per user, messages a conversation takes
+over its life, stored bytes per tenant): a create or a turn over one raises QuotaExceeded and
+writes nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, Literal
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from app.errors import QuotaExceeded
 from app.storage.db import Database, utc_now
 from app.storage.tables import CONVERSATION_TITLE_CHARS, ConversationMessageRow, ConversationRow
 
@@ -59,6 +64,28 @@ class NewTurn:
     refused: bool
 
 
+@dataclass(frozen=True)
+class ConversationQuota:
+    """Bounds on what conversations may store (RAG_QUOTA_CONVERSATION*)."""
+
+    conversations_per_user: int
+    messages_per_conversation: int  # over the conversation's life: dropped turns still count
+    stored_bytes_per_tenant: int  # UTF-8 bytes of every message's text, question and citations
+
+
+@dataclass(frozen=True)
+class ConversationUsage:
+    """How much of each conversation quota a user (and their tenant) uses."""
+
+    conversations: int  # the user's conversations
+    fullest_conversation_messages: int  # messages taken by the user's fullest conversation
+    stored_bytes: int  # the tenant's stored conversation bytes
+
+
+def _utf8_size(*texts: str | None) -> int:
+    return sum(len(text.encode("utf-8")) for text in texts if text is not None)
+
+
 def _conversation(row: ConversationRow, messages: int = 0) -> ConversationRecord:
     return ConversationRecord(
         conversation_id=row.conversation_id,
@@ -90,11 +117,18 @@ def _new_id() -> str:
 class ConversationStore:
     """Tenant- and user-scoped conversations in the service database."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, quota: ConversationQuota) -> None:
         self._db = database
+        self.quota = quota
 
     def create(self, tenant_id: str, user_id: str) -> ConversationRecord:
-        """A new, empty conversation of this user."""
+        """A new, empty conversation of this user (QuotaExceeded when they have their quota)."""
+        # Two creates at once would both count below the quota; the lock orders them.
+        with self._db.named_lock(f"conversations-of:{tenant_id}:{user_id}"):
+            return self._create(tenant_id, user_id)
+
+    def _create(self, tenant_id: str, user_id: str) -> ConversationRecord:
+        limit = self.quota.conversations_per_user
         now = utc_now()
         row = ConversationRow(
             conversation_id=_new_id(),
@@ -105,8 +139,22 @@ class ConversationStore:
             updated_at=now,
         )
         with self._db.session() as session:
+            if self._conversations_of(session, tenant_id, user_id) >= limit:
+                raise QuotaExceeded(
+                    "conversations",
+                    f"quota exceeded: conversations (limit {limit} per user); delete "
+                    "conversations before starting new ones",
+                )
             session.add(row)
         return _conversation(row)
+
+    def _conversations_of(self, session: Session, tenant_id: str, user_id: str) -> int:
+        count = session.scalar(
+            select(func.count())
+            .select_from(ConversationRow)
+            .where(ConversationRow.tenant_id == tenant_id, ConversationRow.user_id == user_id)
+        )
+        return int(count or 0)
 
     def _owned(
         self, session: Session, tenant_id: str, user_id: str, conversation_id: str
@@ -186,10 +234,13 @@ class ConversationStore:
         """Store a question and its answer, dropping turns beyond the newest `max_turns`.
 
         Returns the (question, answer) message ids, or None when the conversation is gone.
+        QuotaExceeded, storing nothing, when the turn would pass the conversation's messages or
+        the tenant's stored bytes.
         """
         # Two answers finishing at once in one conversation (two tabs, cache hits) would read the
-        # same last position; the lock orders them, across processes on PostgreSQL too.
-        with self._db.named_lock(f"conversation:{conversation_id}"):
+        # same last position, and two in one tenant the same stored bytes; the lock orders them,
+        # across processes on PostgreSQL too.
+        with self._db.named_lock(f"conversation-turns:{tenant_id}"):
             return self._add_turn(tenant_id, user_id, conversation_id, turn, max_turns)
 
     def _add_turn(
@@ -200,12 +251,8 @@ class ConversationStore:
             row = self._owned(session, tenant_id, user_id, conversation_id)
             if row is None:
                 return None
-            last = session.scalar(
-                select(func.max(ConversationMessageRow.seq)).where(
-                    ConversationMessageRow.conversation_id == conversation_id
-                )
-            )
-            seq = 0 if last is None else last + 1
+            seq = self._messages_taken(session, conversation_id)
+            self._check_messages(seq)
             question = ConversationMessageRow(
                 message_id=_new_id(),
                 conversation_id=conversation_id,
@@ -214,8 +261,10 @@ class ConversationStore:
                 role="user",
                 content=turn.question,
                 standalone_question=turn.standalone_question,
+                size_bytes=_utf8_size(turn.question, turn.standalone_question),
                 created_at=now,
             )
+            citations_json = json.dumps(turn.citations, ensure_ascii=False)
             answer = ConversationMessageRow(
                 message_id=_new_id(),
                 conversation_id=conversation_id,
@@ -223,8 +272,9 @@ class ConversationStore:
                 seq=seq + 1,
                 role="assistant",
                 content=turn.answer,
-                citations_json=json.dumps(turn.citations, ensure_ascii=False),
+                citations_json=citations_json,
                 refused=turn.refused,
+                size_bytes=_utf8_size(turn.answer, citations_json),
                 created_at=now,
             )
             session.add_all([question, answer])
@@ -233,7 +283,73 @@ class ConversationStore:
             row.updated_at = now
             session.flush()
             self._drop_oldest(session, conversation_id, keep_messages=2 * max_turns)
+            # Measured with the turn in and the dropped turns out; over it, the session's
+            # rollback undoes both.
+            self._check_stored_bytes(self._stored_bytes(session, tenant_id), 0)
             return question.message_id, answer.message_id
+
+    def check_room(self, tenant_id: str, user_id: str, conversation_id: str, question: str) -> bool:
+        """Before answering: QuotaExceeded when a turn with this question cannot be stored
+        (the conversation is full, or the tenant's bytes leave no room for the question);
+        False when the conversation is missing or not theirs."""
+        with self._db.session() as session:
+            if self._owned(session, tenant_id, user_id, conversation_id) is None:
+                return False
+            self._check_messages(self._messages_taken(session, conversation_id))
+            self._check_stored_bytes(self._stored_bytes(session, tenant_id), _utf8_size(question))
+            return True
+
+    def usage(self, tenant_id: str, user_id: str) -> ConversationUsage:
+        """The user's conversations and fullest conversation, and the tenant's stored bytes."""
+        with self._db.session() as session:
+            last = session.scalar(
+                select(func.max(ConversationMessageRow.seq))
+                .join(
+                    ConversationRow,
+                    ConversationRow.conversation_id == ConversationMessageRow.conversation_id,
+                )
+                .where(ConversationRow.tenant_id == tenant_id, ConversationRow.user_id == user_id)
+            )
+            return ConversationUsage(
+                conversations=self._conversations_of(session, tenant_id, user_id),
+                fullest_conversation_messages=0 if last is None else last + 1,
+                stored_bytes=self._stored_bytes(session, tenant_id),
+            )
+
+    def _messages_taken(self, session: Session, conversation_id: str) -> int:
+        # Positions are never reused, so the next one is the number of messages ever stored.
+        last = session.scalar(
+            select(func.max(ConversationMessageRow.seq)).where(
+                ConversationMessageRow.conversation_id == conversation_id
+            )
+        )
+        return 0 if last is None else last + 1
+
+    def _stored_bytes(self, session: Session, tenant_id: str) -> int:
+        total = session.scalar(
+            select(func.coalesce(func.sum(ConversationMessageRow.size_bytes), 0)).where(
+                ConversationMessageRow.tenant_id == tenant_id
+            )
+        )
+        return int(total or 0)
+
+    def _check_messages(self, taken: int) -> None:
+        limit = self.quota.messages_per_conversation
+        if taken + 2 > limit:
+            raise QuotaExceeded(
+                "conversation_messages",
+                f"quota exceeded: conversation_messages (limit {limit} messages, two per turn, "
+                f"{taken} taken); start a new conversation",
+            )
+
+    def _check_stored_bytes(self, used: int, adding: int) -> None:
+        limit = self.quota.stored_bytes_per_tenant
+        if used + adding > limit:
+            raise QuotaExceeded(
+                "conversation_bytes",
+                f"tenant quota exceeded: conversation_bytes (limit {limit} bytes); delete "
+                "conversations to make room",
+            )
 
     def _count(self, session: Session, conversation_id: str) -> int:
         count = session.scalar(

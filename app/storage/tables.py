@@ -236,7 +236,7 @@ class ConversationMessageRow(Base):
 
     message_id: Mapped[str] = mapped_column(String(32), primary_key=True)
     conversation_id: Mapped[str] = mapped_column(String(32), index=True)
-    tenant_id: Mapped[str] = mapped_column(String(64))
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)  # the tenant's stored bytes
     seq: Mapped[int] = mapped_column(Integer)  # order within the conversation
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str] = mapped_column(Text)
@@ -244,4 +244,6 @@ class ConversationMessageRow(Base):
     standalone_question: Mapped[str | None] = mapped_column(Text, nullable=True)
     citations_json: Mapped[str | None] = mapped_column(Text, nullable=True)
     refused: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    # UTF-8 bytes of its text, standalone question and citations: the conversation_bytes quota
+    size_bytes: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())

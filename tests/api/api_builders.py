@@ -8,6 +8,7 @@ import zipfile
 import zlib
 
 import docx
+import pptx
 from fpdf import FPDF
 from pypdf import PdfReader, PdfWriter
 
@@ -65,6 +66,55 @@ def docx_zip_bomb(expanded_bytes: int = 40 * 1024 * 1024) -> bytes:
     out = io.BytesIO(docx_document("innocent looking"))
     with zipfile.ZipFile(out, "a", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("word/media/padding.xml", b"\x00" * expanded_bytes)
+    return out.getvalue()
+
+
+def pptx_document(*slides: str) -> bytes:
+    """A PowerPoint presentation with one text box per slide."""
+    presentation = pptx.Presentation()
+    for text in slides:
+        slide = presentation.slides.add_slide(presentation.slide_layouts[6])  # blank layout
+        box = slide.shapes.add_textbox(pptx.util.Inches(1), pptx.util.Inches(1), 1, 1)
+        box.text_frame.text = text
+    out = io.BytesIO()
+    presentation.save(out)
+    return out.getvalue()
+
+
+# Entity expansion ("billion laughs"): &lol9; is 10^9 "lol"s once expanded.
+BILLION_LAUGHS = '<!DOCTYPE lolz [<!ENTITY lol "lol">' + "".join(
+    f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">'
+    for i in range(1, 10)
+)
+BILLION_LAUGHS_REF = "&lol9;"
+
+
+def external_entity(path: str) -> str:
+    """A DOCTYPE whose entity &xxe; is the content of a local file (XXE)."""
+    return f'<!DOCTYPE d [<!ENTITY xxe SYSTEM "file://{path}">'
+
+
+def external_dtd(path: str) -> str:
+    """A DOCTYPE that pulls a local file in as a parameter entity (XXE through the DTD)."""
+    return f'<!DOCTYPE d [<!ENTITY % ext SYSTEM "file://{path}"> %ext;'
+
+
+def with_entity(document: bytes, part: str, doctype: str, text: str, reference: str) -> bytes:
+    """`document` (a zip-based Office file) with `doctype` declared in `part` and `text` there
+    replaced by the entity `reference`."""
+    source = zipfile.ZipFile(io.BytesIO(document))
+    out = io.BytesIO()
+    with source, zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == part:
+                xml = data.decode("utf-8")
+                assert text in xml, f"{text!r} is not in {part}"
+                head, declared, body = xml.partition("?>")
+                if not declared:  # no XML declaration: the DOCTYPE opens the part
+                    head, body = "", xml
+                data = (head + declared + doctype + "]>" + body.replace(text, reference)).encode()
+            target.writestr(item, data)
     return out.getvalue()
 
 

@@ -4,17 +4,27 @@ their upload file is removed; the service keeps working for everyone afterwards.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from api_builders import (
+    BILLION_LAUGHS,
+    BILLION_LAUGHS_REF,
     binary_blob,
     corrupt_pdf,
+    docx_document,
     docx_zip_bomb,
     encrypted_pdf,
+    external_entity,
     image_only_pdf,
+    pptx_document,
     text_document,
+    with_entity,
 )
 from conftest import ApiHarness, ApiUser
+from sqlalchemy import select
+
+from app.storage.tables import ChunkRow
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +65,42 @@ def test_a_bad_document_fails_its_job_with_an_actionable_message(
     document = api.client.get(f"/documents/{job['document_id']}", headers=victim.headers)
     assert document.status_code == 200 and document.json()["status"] == "failed"
     assert document.json()["chunks"] == 0
+
+
+OFFICE_TEXT = {
+    "docx": ("word/document.xml", docx_document),
+    "pptx": ("ppt/slides/slide1.xml", pptx_document),
+}
+
+
+@pytest.mark.parametrize("attack", ["billion-laughs", "external-entity"])
+@pytest.mark.parametrize("kind", sorted(OFFICE_TEXT))
+def test_an_office_upload_declaring_entities_fails_and_leaks_nothing(
+    api: ApiHarness, tmp_path: Path, kind: str, attack: str
+) -> None:
+    secret = f"host-secret-{kind}-{attack}-5f2c"
+    secret_file = tmp_path / "hostname"  # a local file the server process can read
+    secret_file.write_text(secret)
+    doctype, reference = {
+        "billion-laughs": (BILLION_LAUGHS, BILLION_LAUGHS_REF),
+        "external-entity": (external_entity(str(secret_file)), "&xxe;"),
+    }[attack]
+    part, build = OFFICE_TEXT[kind]
+    hostile = with_entity(
+        build("Pump P-7 is serviced yearly."), part, doctype, "yearly", f"yearly {reference}"
+    )
+    user = api.add_user(f"xml-{kind}-{attack}")
+    response = api.upload(user, f"hostile.{kind}", hostile)
+    assert response.status_code == 202, response.text
+    job = api.wait_for_job(user, response.json()["job_id"])
+    assert job["status"] == "failed" and job["chunks_indexed"] == 0, job
+    assert kind.upper() in job["error"] and "DTD" in job["error"], job["error"]
+    assert secret not in job["error"] and "lollol" not in job["error"]
+    with api.container.database.session() as session:
+        texts = session.scalars(select(ChunkRow.text).where(ChunkRow.tenant_id == user.tenant))
+        assert not [text for text in texts if secret in text or "lollol" in text]
+    assert api.search(user, secret)["results"] == []
+    assert api.uploads_left() == []
 
 
 def test_a_failed_replacement_keeps_the_previous_version(api: ApiHarness) -> None:

@@ -10,6 +10,7 @@ import pytest
 from api_builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
+from app.limits import CHAT_MESSAGES_CEILING
 from app.providers.types import ChatRequest
 from tests.fakes import FakeLLM
 
@@ -233,6 +234,34 @@ def test_chat_completion_answers_the_last_message_with_citations(
         assert_error_body(
             api.client.post("/v1/chat/completions", json=bad, headers=reader.headers), 422
         )
+
+
+def _chat(count: int) -> list[dict[str, str]]:
+    """`count` chat messages: a system prompt, earlier turns, and the question last."""
+    earlier = [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": f"earlier message {n}"}
+        for n in range(count - 2)
+    ]
+    question = {"role": "user", "content": "How far does the Brimstone lighthouse beam reach?"}
+    return [{"role": "system", "content": "Answer briefly."}, *earlier, question]
+
+
+def test_a_chat_request_is_capped_in_messages(api: ApiHarness, reader: ApiUser) -> None:
+    at_cap = api.client.post(
+        "/v1/chat/completions",
+        json={"model": "rag", "messages": _chat(CHAT_MESSAGES_CEILING)},
+        headers=reader.headers,
+    )
+    assert at_cap.status_code == 200, at_cap.text
+    assert at_cap.json()["object"] == "chat.completion"
+    for stream in (False, True):
+        over = api.client.post(
+            "/v1/chat/completions",
+            json={"model": "rag", "messages": _chat(CHAT_MESSAGES_CEILING + 1), "stream": stream},
+            headers=reader.headers,
+        )
+        error = assert_error_body(over, 422, "validation_error")
+        assert "messages" in error["message"] and str(CHAT_MESSAGES_CEILING) in error["message"]
 
 
 def test_an_llm_rewrite_is_what_retrieval_and_the_answer_see(api_factory: ApiFactory) -> None:

@@ -58,11 +58,16 @@ def _drain(api: ApiHarness, tenant: str) -> None:
 def test_stats_show_each_quota_with_its_usage(api: ApiHarness) -> None:
     user = api.add_user("quota-stats", login=False)
     before = _quotas(api, user)
+    settings = api.settings
     assert before == {
         "documents": {"used": 0, "limit": 3},
         "stored_bytes": {"used": 0, "limit": 1000},
-        "chunks": {"used": 0, "limit": api.settings.quota_chunks},
+        "chunks": {"used": 0, "limit": settings.quota_chunks},
         "queued_jobs": {"used": 0, "limit": 2},
+        # tests/api/test_api_conversation_quotas.py: their usage
+        "conversations": {"used": 0, "limit": settings.quota_conversations_per_user},
+        "conversation_messages": {"used": 0, "limit": settings.quota_conversation_messages},
+        "conversation_bytes": {"used": 0, "limit": settings.quota_conversation_bytes},
     }
     assert api.upload(user, "a.txt", b"x" * 100).status_code == 202
     after = _quotas(api, user)

@@ -7,7 +7,6 @@ Real files through the real child process: a limit that is hit must end as Docum
 from __future__ import annotations
 
 import unicodedata
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,11 +15,20 @@ from openpyxl import Workbook
 from pypdf import PdfWriter
 from pypdf.constants import PageLabelStyle
 
-from app.errors import CorruptDocument, DocumentTooComplex
+from app.errors import CorruptDocument, DocumentTooComplex, IngestionError
 from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
 from app.ingestion.normalise import MAX_LABEL_CHARS, normalise_label
 from app.storage.chunks import ChunkStore
 from app.storage.db import Database
+from tests.api.api_builders import (
+    BILLION_LAUGHS,
+    BILLION_LAUGHS_REF,
+    docx_document,
+    external_dtd,
+    external_entity,
+    pptx_document,
+    with_entity,
+)
 from tests.large_pdf import large_uncompressed_pdf
 
 pytestmark = pytest.mark.integration
@@ -137,17 +145,51 @@ def test_openpyxl_parses_xml_with_defusedxml() -> None:
 def test_an_xlsx_with_an_entity_bomb_is_refused(tmp_path: Path) -> None:
     sheet = _big_xlsx(tmp_path / "plain.xlsx", 3)
     bomb = tmp_path / "bomb.xlsx"
-    lol = '<!DOCTYPE lolz [<!ENTITY lol "lol">' + "".join(
-        f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">'
-        for i in range(1, 10)
+    # openpyxl writes no XML declaration: the DOCTYPE must open the part to be one.
+    bomb.write_bytes(
+        with_entity(sheet.read_bytes(), "xl/workbook.xml", BILLION_LAUGHS, "Data", "&lol9;")
     )
-    with zipfile.ZipFile(sheet) as source, zipfile.ZipFile(bomb, "w") as target:
-        for item in source.infolist():
-            data = source.read(item)
-            if item.filename == "xl/workbook.xml":
-                text = data.decode()
-                head, _, body = text.partition("?>")
-                data = (head + "?>" + lol + "]>" + body.replace("Data", "&lol9;")).encode()
-            target.writestr(item, data)
-    with pytest.raises(CorruptDocument):
+    with pytest.raises(IngestionError) as refused:
         load_with_timeout(bomb, LoadLimits(), 60)
+    assert refused.value.code == "suspicious_archive" and "DTD" in refused.value.message
+
+
+# Where each format keeps its visible text, and a plain document of it.
+OFFICE = {
+    "docx": ("word/document.xml", lambda text: docx_document(text)),
+    "pptx": ("ppt/slides/slide1.xml", lambda text: pptx_document(text)),
+}
+SECRET = "Zq7-host-secret-41d9"
+
+
+def _attacks(secret_file: Path) -> dict[str, tuple[str, str]]:
+    return {
+        "billion-laughs": (BILLION_LAUGHS, BILLION_LAUGHS_REF),
+        "external-entity": (external_entity(str(secret_file)), "&xxe;"),
+        "external-dtd": (external_dtd(str(secret_file)), ""),
+    }
+
+
+@pytest.mark.parametrize("attack", ["billion-laughs", "external-entity", "external-dtd"])
+@pytest.mark.parametrize("kind", sorted(OFFICE))
+def test_a_docx_or_pptx_declaring_entities_is_refused_unexpanded(
+    tmp_path: Path, kind: str, attack: str
+) -> None:
+    secret_file = tmp_path / "hostname"
+    secret_file.write_text(SECRET)
+    part, build = OFFICE[kind]
+    plain = tmp_path / f"plain.{kind}"
+    plain.write_bytes(build("Pump P-7 is serviced yearly."))
+    # The same file without the DOCTYPE is read: the refusal is the entity's doing.
+    assert "Pump P-7" in load_with_timeout(plain, LoadLimits(), 60)[0].text
+    doctype, reference = _attacks(secret_file)[attack]
+    hostile = tmp_path / f"hostile.{kind}"
+    hostile.write_bytes(
+        with_entity(plain.read_bytes(), part, doctype, "serviced yearly", f"serviced {reference}")
+    )
+    with pytest.raises(IngestionError) as refused:
+        load_with_timeout(hostile, LoadLimits(), 60)
+    message = refused.value.message
+    assert refused.value.code == "suspicious_archive", message
+    assert kind.upper() in message and "DTD" in message
+    assert SECRET not in message and "lollol" not in message

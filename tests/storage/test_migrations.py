@@ -214,3 +214,32 @@ def test_every_revision_downgrades_and_upgrades_again(
     assert set(inspect(database.engine).get_table_names()) == {"alembic_version"}
     assert database.migrate() == SchemaChange(None, head_revision())
     assert _differences(database) == []
+
+
+def test_conversation_messages_from_before_their_size_are_measured_in_utf8_bytes(
+    empty_url: str, opened: list[Database]
+) -> None:
+    database = _open(empty_url, opened)
+    config = alembic_config()
+    with database.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0005")
+        connection.commit()
+        connection.exec_driver_sql(
+            "INSERT INTO conversation_messages (message_id, conversation_id, tenant_id, seq, "
+            "role, content, standalone_question, citations_json, refused, created_at) VALUES "
+            "('m1', 'c1', 'acme', 0, 'user', 'ما هو؟', 'ما هو؟', NULL, NULL, "
+            "'2026-12-01 10:00:00+00:00'), "
+            "('m2', 'c1', 'acme', 1, 'assistant', 'Pump P-7 [1]', NULL, '[]', false, "
+            "'2026-12-01 10:00:00+00:00')"
+        )
+        connection.commit()
+        command.upgrade(config, "head")
+        connection.commit()
+        sizes = dict(
+            connection.exec_driver_sql(
+                "SELECT message_id, size_bytes FROM conversation_messages"
+            ).all()
+        )
+    assert sizes == {"m1": 2 * len("ما هو؟".encode()), "m2": len("Pump P-7 [1]") + 2}
+    assert _differences(database) == []

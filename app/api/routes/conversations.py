@@ -16,7 +16,14 @@ from app.api.conversation_schemas import (
     MessageOut,
     TurnOut,
 )
-from app.api.deps import ContainerDep, PageLimit, PageOffset, Principal, QueryRateLimit
+from app.api.deps import (
+    ContainerDep,
+    ConversationRateLimit,
+    PageLimit,
+    PageOffset,
+    Principal,
+    QueryRateLimit,
+)
 from app.api.errors import error_responses
 from app.api.routes.answers import EventStreamResponse, query_out, wire_event
 from app.api.schemas import CitationOut
@@ -91,9 +98,16 @@ def _wire_turn_event(event: TurnEvent) -> tuple[str, dict[str, Any]]:
     return wire_event(event)
 
 
-@router.post("/conversations", status_code=201, response_model=ConversationOut)
+@router.post(
+    "/conversations",
+    status_code=201,
+    response_model=ConversationOut,
+    dependencies=[ConversationRateLimit],
+    responses=error_responses(413, 429),
+)
 def create_conversation(container: ContainerDep, principal: Principal) -> ConversationOut:
-    """Start an empty conversation; its id takes follow-up questions."""
+    """Start an empty conversation; its id takes follow-up questions (413 `quota_exceeded`
+    when the caller has RAG_QUOTA_CONVERSATIONS_PER_USER of them)."""
     return _conversation_out(service.start(container.conversations, _caller(principal)))
 
 

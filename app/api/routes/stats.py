@@ -13,8 +13,9 @@ router = APIRouter(tags=["ops"])
 
 @router.get("/stats", response_model=StatsOut)
 def stats(container: ContainerDep, principal: Principal) -> StatsOut:
-    """The tenant's documents, chunks, cache entries, cache hit rate and quota usage."""
-    found = tenant_stats(container.stats_deps, principal.tenant_id)
+    """The tenant's documents, chunks, cache entries, cache hit rate and quota usage (the
+    per-user conversation quotas as the caller uses them)."""
+    found = tenant_stats(container.stats_deps, principal.tenant_id, principal.user_id)
     quotas = {name: QuotaOut(used=q.used, limit=q.limit) for name, q in found.quotas.items()}
     return StatsOut(
         documents=found.documents,
