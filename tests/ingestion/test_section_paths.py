@@ -235,3 +235,23 @@ def test_a_question_in_the_headings_words_finds_the_page_under_them(
             assert hits[0].chunk.text.startswith("4.1 How to rotate")  # shown text: no chapter
     assert top_pages[True][0] == 2
     assert top_pages[False][0] != 2  # without the chapter above them, the steps lose
+
+
+@pytest.mark.parametrize("paths", [True, False])
+def test_the_keyword_arm_matches_the_path_only_when_it_indexes_it(
+    tmp_path: Path, limits: LoadLimits, paths: bool
+) -> None:
+    from app.retrieval.keyword import KeywordIndex
+    from tests.fakes import FakeEmbedder
+    from tests.retrieval.memory_store import memory_corpus
+
+    embedder = FakeEmbedder()
+    corpus = memory_corpus(tmp_path / "rows", embedder)
+    chunks = _chunks(load(outlined_pdf(tmp_path / "guide.pdf"), limits))
+    corpus.replace_document("t", "d", chunks, embedder.embed_documents([c.text for c in chunks]))
+    index = KeywordIndex(corpus, tmp_path / "keyword", section_paths=paths)
+    # "proxy" is printed on page 1 only; page 2 sits under that section without saying it.
+    pages = {
+        c.page for c in corpus.get_chunks("t", [cid for cid, _ in index.search("t", "proxy", 20)])
+    }
+    assert pages == ({1, 2} if paths else {1})
