@@ -27,6 +27,8 @@ RerankerProvider = Literal["none", "cross-encoder"]
 VectorBackend = Literal["chroma", "chroma-http"]
 CacheBackend = Literal["memory", "redis"]
 JobBackend = Literal["threads", "redis"]
+# Which retrieval arms index a chunk with its section path (app/ingestion/section_paths.py).
+SectionPathArms = Literal["both", "keyword", "dense", "off"]
 
 
 # The longest access token lifetime RAG_JWT_TTL_S accepts: one day (README, "Tokens and keys").
@@ -50,6 +52,13 @@ class Settings(BaseSettings):
     # --- ingestion ---
     chunk_size: int = Field(default=1000, gt=0, description="characters per chunk")
     chunk_overlap: int = Field(default=150, ge=0, description="characters shared by neighbours")
+    section_paths: SectionPathArms = Field(
+        default="off",
+        description="which arms index each chunk with its chapter › section path (PDF outline, "
+        "DOCX heading styles, Markdown headings): both, keyword, dense or off (measured: no "
+        "setting wins on every manual's test part, docs/evaluation.md); re-ingest documents "
+        "after changing it",
+    )
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
     max_pages: int = Field(default=2000, gt=0)
     max_chars: int = Field(default=5_000_000, gt=0)
@@ -380,6 +389,10 @@ class Settings(BaseSettings):
                 f"{ENV_PREFIX}VECTOR_BACKEND=chroma-http"
             )
         return self
+
+    def section_paths_in(self, arm: Literal["keyword", "dense"]) -> bool:
+        """Whether this retrieval arm indexes chunks with their section path."""
+        return self.section_paths in ("both", arm)
 
     @property
     def trusted_proxy_list(self) -> list[str]:

@@ -33,12 +33,23 @@ def weaker_role(first: Role, second: Role) -> Role:
 
 
 @dataclass(frozen=True)
+class HeadingMark:
+    """A heading that starts on a page: its offset in the page text, depth (1: chapter), title."""
+
+    offset: int
+    level: int
+    title: str
+
+
+@dataclass(frozen=True)
 class Page:
     """One citable unit of a document: a PDF page, a slide, a sheet, or the whole text file.
 
     `number` is 1-based (the page a reader opens); `label` is the printed label (`iv`, `A-1`).
     For tables, `header` is the header row repeated in every chunk and `text` holds the data rows,
-    one per line, with `first_row` the 1-based row number of the first one.
+    one per line, with `first_row` the 1-based row number of the first one. `headings` are the
+    section headings that start on the page (from a PDF outline, DOCX heading styles or Markdown
+    `#` lines), in text order; a page without one continues the previous page's section.
     """
 
     number: int
@@ -49,6 +60,7 @@ class Page:
     first_row: int = 1
     language: str | None = None
     role: PageRole | None = None
+    headings: tuple[HeadingMark, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,27 @@ class Chunk:
     text: str
     metadata: dict[str, str | int] = field(default_factory=dict, compare=False, hash=False)
     page_role: PageRole | None = None
+
+
+# Chunk.metadata key of the section path ("Installing R › Sub-architectures › Multilib").
+SECTION_KEY = "section"
+SECTION_SEPARATOR = " › "
+
+
+def section_path(chunk: Chunk) -> str | None:
+    """The chunk's section path as a breadcrumb, or None when it has none."""
+    section = chunk.metadata.get(SECTION_KEY)
+    return str(section) if section else None
+
+
+def indexed_text(chunk: Chunk, with_path: bool = True) -> str:
+    """What is embedded and keyword-indexed: the section path above the chunk's own text.
+
+    The path is context for retrieval only; users and the LLM see `chunk.text` (and /search the
+    path as a separate breadcrumb field).
+    """
+    section = section_path(chunk) if with_path else None
+    return f"{section}\n{chunk.text}" if section else chunk.text
 
 
 @dataclass

@@ -347,6 +347,7 @@ def run_header(settings: Settings, container: Container) -> dict[str, Any]:
                 "keyword_coverage_power",
                 "page_role_shift",
                 "reranker",
+                "section_paths",
             )
         },
     }
@@ -369,6 +370,9 @@ def main() -> None:
     parser.add_argument(
         "--manuals-only", action="store_true", help="only the natural questions on manuals"
     )
+    parser.add_argument(
+        "--label", default="", help="suffix of the results file name (a step being measured)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(
@@ -380,7 +384,8 @@ def main() -> None:
             report = run(settings, args.tasks, args.modes, args.limit)
     RESULTS_DIR.mkdir(exist_ok=True)
     name = "retrieval-manuals" if args.manuals_only else "retrieval"
-    out = RESULTS_DIR / f"{name}-{args.provider}.json"
+    suffix = f"-{args.label}" if args.label else ""
+    out = RESULTS_DIR / f"{name}-{args.provider}{suffix}.json"
     out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\nwrote {out}")
 

@@ -89,6 +89,9 @@ class SearchResultOut(BaseModel):
     page_label: str
     # contents / index / figures / bibliography / blank / cover; null for a content page.
     page_role: str | None = None
+    # The headings the passage sits under ("Chapter › Section › Subsection"); null when the
+    # document has none or was ingested before section paths (re-ingest it to get them).
+    section: str | None = None
     text: str
     score: float
     stages: dict[str, float | int | None]

@@ -3,6 +3,10 @@
 Chunk ids are content hashes (`app.domain.chunk_id`) so re-ingesting a file is an upsert.
 When the same text occurs twice on one page (a repeated disclaimer, a table row block), the
 second occurrence hashes `text + "\\x00#2"`, so ids stay distinct and still stable across runs.
+A chunk under a section heading also hashes its section path (`metadata["section"]`, which is
+embedded and keyword-indexed with the text): re-ingesting the same file upserts the same ids,
+while a chunk whose path changed (a file first ingested before section paths existed, or an
+edited outline) gets a new id, so its vector and keyword tokens are never those of the old path.
 """
 
 from __future__ import annotations
@@ -10,8 +14,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from app.domain import Chunk, Page, chunk_id
+from app.domain import SECTION_KEY, Chunk, Page, chunk_id
 from app.ingestion.normalise import MAX_LABEL_CHARS, normalise_label
+from app.ingestion.section_paths import SectionPaths, path_for_span
 from app.ingestion.splitter import TABLE_SEPARATORS, Span, separators_for, split_cores, split_text
 
 
@@ -42,11 +47,18 @@ def _table_spans(page: Page, chunk_size: int) -> list[tuple[Span, str]]:
 
 
 def _unique_id(
-    seen: Counter[tuple[int, str]], tenant_id: str, document_id: str, page: int, text: str
+    seen: Counter[tuple[int, str]],
+    tenant_id: str,
+    document_id: str,
+    page: int,
+    text: str,
+    section: str,
 ) -> str:
     seen[(page, text)] += 1
     occurrence = seen[(page, text)]
     hashed = text if occurrence == 1 else f"{text}\x00#{occurrence}"
+    if section:
+        hashed = f"{hashed}\x00section\x00{section}"
     return chunk_id(tenant_id, document_id, page, hashed)
 
 
@@ -58,6 +70,7 @@ def chunk_pages(
     source: str,
     chunk_size: int,
     chunk_overlap: int,
+    section_paths: bool = False,
 ) -> list[Chunk]:
     """Split pages into chunks that never span pages, numbered 0.. across the document.
 
@@ -65,13 +78,16 @@ def chunk_pages(
     `len(chunk.text) <= chunk_size`; neighbours on a page share `chunk_overlap` characters
     (minus at most `overlap_tolerance(chunk_overlap)` to start on a word). Table chunks are
     `header + "\\n" + page.text[start:end]` (whole rows, no overlap), labelled with their rows;
-    they exceed chunk_size only when the header takes more than 3/4 of it.
+    they exceed chunk_size only when the header takes more than 3/4 of it. With
+    `section_paths`, a chunk under headings carries their path in `metadata["section"]`.
     """
     if chunk_overlap >= chunk_size:
         raise ValueError("chunk_overlap must be smaller than chunk_size")
     chunks: list[Chunk] = []
     seen: Counter[tuple[int, str]] = Counter()
+    sections = SectionPaths()
     for page in pages:
+        regions = sections.enter(page)
         if page.kind == "table":
             pieces = [
                 (span, f"{page.header}\n{page.text[span.start : span.end]}", label)
@@ -90,9 +106,12 @@ def chunk_pages(
             metadata: dict[str, str | int] = {"kind": page.kind}
             if page.language:
                 metadata["language"] = page.language
+            section = path_for_span(regions, span.start, span.end) if section_paths else ""
+            if section:
+                metadata[SECTION_KEY] = section
             chunks.append(
                 Chunk(
-                    id=_unique_id(seen, tenant_id, document_id, page.number, text),
+                    id=_unique_id(seen, tenant_id, document_id, page.number, text, section),
                     tenant_id=tenant_id,
                     document_id=document_id,
                     source=source,

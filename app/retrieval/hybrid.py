@@ -411,6 +411,9 @@ def build_retriever(
         page_role_shift=settings.page_role_shift,
     )
     keyword_index = KeywordIndex(
-        store, settings.data_dir / "keyword", keep_snapshots=settings.keyword_snapshots_kept
+        store,
+        settings.data_dir / "keyword",
+        keep_snapshots=settings.keyword_snapshots_kept,
+        section_paths=settings.section_paths_in("keyword"),
     )
     return HybridRetriever(embedder, store, keyword_index, config, reranker)

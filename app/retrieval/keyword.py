@@ -37,7 +37,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
-from app.domain import Chunk
+from app.domain import Chunk, indexed_text
 from app.retrieval.corpus import CorpusReader
 from app.text.tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
@@ -147,10 +147,12 @@ class KeywordIndex:
         k1: float = 1.2,
         b: float = 0.75,
         keep_snapshots: int = 2,
+        section_paths: bool = True,
     ) -> None:
         if keep_snapshots < 1:
             raise ValueError("keep_snapshots must be at least 1 (the current snapshot)")
         self._keep_snapshots = keep_snapshots
+        self._section_paths = section_paths  # index each chunk's section path with its text
         self._store = store
         self._directory = directory
         self.tokenizer = tokenizer
@@ -223,7 +225,7 @@ class KeywordIndex:
             if tokens is None:
                 assert chunk is not None
                 read += 1
-                words = self.tokenizer(chunk.text) or [""]
+                words = self.tokenizer(indexed_text(chunk, self._section_paths)) or [""]
                 tokens = np.fromiter((vocab.setdefault(w, len(vocab)) for w in words), np.int32)
             ids.append(cid)
             arrays.append(tokens)
@@ -277,6 +279,7 @@ class KeywordIndex:
             "tokenizer": self.tokenizer.version,
             "k1": self._k1,
             "b": self._b,
+            "section_paths": self._section_paths,
         }
 
     def _save(self, snap: KeywordSnapshot) -> None:

@@ -415,6 +415,8 @@ class Container:
         return PipelineConfig(
             chunk_size=s.chunk_size,
             chunk_overlap=s.chunk_overlap,
+            section_paths=s.section_paths != "off",
+            embed_section_paths=s.section_paths_in("dense"),
             limits=LoadLimits.from_settings(s),
             parse_timeout_s=s.parse_timeout_s,
             batch_size=s.embedding_batch_size,

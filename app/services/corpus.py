@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from app.domain import Chunk
+from app.domain import Chunk, indexed_text
 from app.providers.types import Embedder
 from app.storage.chunks import PAGE_SIZE, ChunkStore
 from app.storage.db import database_from_settings
@@ -41,10 +41,17 @@ DocumentContent = tuple[str, Sequence[Chunk], Sequence[Sequence[float]]]
 class Corpus:
     """Writes and reads a tenant's chunks through the chunk rows and the vector index."""
 
-    def __init__(self, chunks: ChunkStore, index: VectorIndex, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        chunks: ChunkStore,
+        index: VectorIndex,
+        embedder: Embedder,
+        embed_section_paths: bool = True,
+    ) -> None:
         self.chunks = chunks
         self.index = index
         self._embedder = embedder
+        self._embed_section_paths = embed_section_paths  # as the ingestion pipeline embeds
         # Serialises this process's writes, so a reindex never interleaves with an upload.
         self._write_lock = threading.RLock()
 
@@ -90,7 +97,9 @@ class Corpus:
         def pages() -> Iterator[list[IndexedVector]]:
             nonlocal embedded
             for page in _pages(self.chunks.iter_tenant(tenant_id)):
-                vectors = self._embedder.embed_documents([chunk.text for chunk in page])
+                vectors = self._embedder.embed_documents(
+                    [indexed_text(chunk, self._embed_section_paths) for chunk in page]
+                )
                 embedded += len(page)
                 yield _entries(tenant_id, None, page, vectors)
 
@@ -178,5 +187,8 @@ def build_corpus(
 
     chunks = ChunkStore(database or database_from_settings(settings))
     return Corpus(
-        chunks, build_vector_index(settings, embedder.model_id, embedder.dimension), embedder
+        chunks,
+        build_vector_index(settings, embedder.model_id, embedder.dimension),
+        embedder,
+        embed_section_paths=settings.section_paths_in("dense"),
     )

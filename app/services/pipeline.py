@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.domain import Chunk, document_id
+from app.domain import Chunk, document_id, indexed_text
 from app.errors import QuotaExceeded
 from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
 from app.providers.types import Embedder
@@ -28,6 +28,9 @@ class PipelineConfig:
     limits: LoadLimits
     parse_timeout_s: float
     batch_size: int
+    # Mark chunks with their section path; embed the path with the text.
+    section_paths: bool = False
+    embed_section_paths: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ def parse_file(
         source=source,
         chunk_size=config.chunk_size,
         chunk_overlap=config.chunk_overlap,
+        section_paths=config.section_paths,
     )
     return ParsedFile(doc_id, source, len(pages), chunks)
 
@@ -107,20 +111,27 @@ def index_file(
     progress = progress or _ignore_progress
     parsed = parse_file(path, tenant_id=tenant_id, source=source, config=config, progress=progress)
     check_chunk_quota(parsed, max_chunks)
-    vectors = embed_chunks(parsed.chunks, embedder, config.batch_size, progress)
+    vectors = embed_chunks(
+        parsed.chunks, embedder, config.batch_size, progress, config.embed_section_paths
+    )
     corpus.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
     return IngestedDocument(parsed.document_id, source, parsed.pages, len(parsed.chunks))
 
 
 def embed_chunks(
-    chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: ProgressCallback
+    chunks: list[Chunk],
+    embedder: Embedder,
+    batch_size: int,
+    progress: ProgressCallback,
+    with_paths: bool = True,
 ) -> list[list[float]]:
-    """Embed chunk texts in batches, reporting progress after each batch."""
+    """Embed chunks (with their section paths unless told not to) in batches, reporting progress
+    after each batch."""
     vectors: list[list[float]] = []
     total = len(chunks)
     progress(0, total, "embedding")
     for start in range(0, total, batch_size):
         batch = chunks[start : start + batch_size]
-        vectors.extend(embedder.embed_documents([c.text for c in batch]))
+        vectors.extend(embedder.embed_documents([indexed_text(c, with_paths) for c in batch]))
         progress(len(vectors), total, "embedding")
     return vectors

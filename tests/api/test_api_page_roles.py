@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ApiHarness
+from conftest import ApiFactory, ApiHarness
 
 from tests.page_role_pdf import FIRST_SECTION_PAGE, INDEX_PAGE, SECTIONS, write_manual
 from tests.stage_evidence import STAGE_KEYS
@@ -27,3 +27,16 @@ def test_search_returns_page_role(api: ApiHarness, tmp_path: Path) -> None:
     assert all("page_role" in r for r in results)
     # The per-stage evidence keeps its shape.
     assert set(results[0]["stages"]) == STAGE_KEYS
+
+
+def test_search_shows_the_section_path_as_a_breadcrumb_only(
+    api_factory: ApiFactory, tmp_path: Path
+) -> None:
+    api = api_factory(section_paths="both")
+    user = api.add_user("sections")
+    manual = write_manual(tmp_path / "pump-manual.pdf").read_bytes()
+    api.upload_and_wait(user, "pump-manual.pdf", manual)
+    top = api.search(user, SECTIONS[1][0], k=10)["results"][0]
+    assert top["page"] == FIRST_SECTION_PAGE + 1
+    assert top["section"] == SECTIONS[1][0]  # the outline title, its number left out
+    assert top["text"].startswith(f"2 {SECTIONS[1][0]}")  # the text is the page's own

@@ -14,6 +14,7 @@ from app.api.deps import ContainerDep, Principal, QueryRateLimit
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
 from app.api.streams import AnswerStreamResponse, ClosableEvents
+from app.domain import section_path
 from app.observability import error_payload
 from app.services import answer_lane
 from app.services.admission import Caller
@@ -50,6 +51,7 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
             page=hit.chunk.page,
             page_label=hit.chunk.page_label,
             page_role=hit.chunk.page_role,
+            section=section_path(hit.chunk),
             text=hit.chunk.text,
             score=hit.score,
             stages=hit.stages,

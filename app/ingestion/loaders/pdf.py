@@ -16,6 +16,7 @@ from app.ingestion.normalise import normalise_text
 from app.ingestion.page_roles import detect_page_role
 from app.ingestion.rtl import fix_reversed_arabic
 from app.ingestion.running_lines import strip_running_lines
+from app.ingestion.section_paths import locate_headings
 
 log = logging.getLogger(__name__)
 
@@ -60,27 +61,28 @@ def _labels(reader: PdfReader, count: int) -> list[str]:
     return [label or str(n) for n, label in enumerate(labels, start=1)]
 
 
-def _outline_titles(reader: PdfReader) -> dict[int, list[str]]:
-    """0-based page index -> titles of the outline entries (bookmarks) that point at it."""
-    titles: dict[int, list[str]] = {}
+def _outline(reader: PdfReader) -> dict[int, list[tuple[int, str]]]:
+    """0-based page index -> (level, title) of the outline entries (bookmarks) that point at it,
+    in outline order; level 1 is a top-level entry (a chapter), its children are level 2."""
+    entries_of: dict[int, list[tuple[int, str]]] = {}
 
-    def walk(entries: list[Any]) -> None:
+    def walk(entries: list[Any], level: int) -> None:
         for entry in entries:
-            if isinstance(entry, list):
-                walk(entry)
+            if isinstance(entry, list):  # the children of the entry before it
+                walk(entry, level + 1)
                 continue
             try:
                 index = reader.get_destination_page_number(entry)
             except Exception:  # a dangling bookmark must not lose the document
                 continue
             if index is not None and index >= 0:
-                titles.setdefault(index, []).append(str(entry.title or ""))
+                entries_of.setdefault(index, []).append((level, str(entry.title or "")))
 
     try:
-        walk(reader.outline)
+        walk(reader.outline, 1)
     except Exception:
-        log.warning("unreadable outline; page roles from layout only")
-    return titles
+        log.warning("unreadable outline; page roles from layout only, no section paths")
+    return entries_of
 
 
 def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
@@ -96,7 +98,7 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
         raise _corrupt("it has no pages")
     check_page_count(count, limits)
     labels = _labels(reader, count)
-    outline = _outline_titles(reader)
+    outline = _outline(reader)
     budget = CharBudget(limits)
     texts: list[str] = []
     reversed_pages = 0
@@ -115,10 +117,17 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
     # Roles are read before running headers go: "Concept index 81" on top of a page says a lot.
     for index, (text, body) in enumerate(zip(texts, strip_running_lines(texts), strict=True)):
         if body.strip():
+            entries = outline.get(index, [])
             role = detect_page_role(
-                text, page_number=index + 1, page_count=count, outline_titles=outline.get(index, ())
+                text,
+                page_number=index + 1,
+                page_count=count,
+                outline_titles=[title for _, title in entries],
             )
-            pages.append(Page(number=index + 1, label=labels[index], text=body, role=role))
+            headings = locate_headings(body, entries)
+            pages.append(
+                Page(number=index + 1, label=labels[index], text=body, role=role, headings=headings)
+            )
     if not pages:
         raise NeedsOCR(
             "the PDF has no extractable text; it needs OCR (it is probably scanned images). "

@@ -9,6 +9,7 @@ from app.errors import DocumentTooLarge, EmptyDocument
 from app.ingestion.decoding import decode_text
 from app.ingestion.limits import CharBudget, LoadLimits
 from app.ingestion.normalise import normalise_text
+from app.ingestion.section_paths import markdown_headings
 
 # UTF-32 needs 4 bytes per character: reading more than this cannot fit under the char cap.
 _BYTES_PER_CHAR_MAX = 4
@@ -29,7 +30,9 @@ def read_text_file(path: Path, limits: LoadLimits) -> str:
 
 
 def load_text(path: Path, limits: LoadLimits) -> list[Page]:
-    """A .txt or .md file as one page (Markdown keeps its headings for the splitter)."""
+    """A .txt or .md file as one page (Markdown keeps its headings for the splitter, and marks
+    them for section paths)."""
     text = read_text_file(path, limits)
-    language = "markdown" if path.suffix.lower() in {".md", ".markdown"} else None
-    return [Page(number=1, label="1", text=text, language=language)]
+    if path.suffix.lower() in {".md", ".markdown"}:
+        return [Page(1, "1", text, language="markdown", headings=markdown_headings(text))]
+    return [Page(number=1, label="1", text=text)]
