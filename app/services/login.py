@@ -17,8 +17,9 @@ from __future__ import annotations
 import ipaddress
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from app.config import Settings
 from app.errors import AuthenticationFailed, RateLimited
@@ -30,6 +31,8 @@ from app.storage.rate_limit import RateDecision, RateLimiter
 from app.storage.users import UserRecord
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 TOO_MANY_ATTEMPTS = "too many login attempts; try again later"
 BUSY = "the service is checking too many logins right now; try again in a moment"
@@ -133,6 +136,19 @@ class LoginGuard:
         self._limiter.reset(failures)
         self._limiter.remember(known, KNOWN_CLIENT_S)
         return user
+
+    def check_current_password(self, user_id: str, check: Callable[[], T]) -> T:
+        """`check()` (which verifies a signed-in user's current password) behind the same
+        per-minute failure budget and bcrypt slots as a login, so a stolen token or key cannot
+        guess its user's password without limit through POST /auth/password."""
+        failures = f"password-fail:{user_id}"
+        self._allow(self._limiter.peek(failures, self._failures_per_client))
+        with self._slots.slot():
+            try:
+                return check()
+            except AuthenticationFailed:
+                self._limiter.hit(failures, self._failures_per_client)
+                raise
 
     def account_pace(self, name: str) -> RateDecision:
         """Whether a client new to this account may have its password checked now.

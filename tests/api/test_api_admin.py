@@ -222,6 +222,24 @@ def test_changing_ones_password_ends_every_session_and_key(api: ApiHarness) -> N
     assert _me(api, _bearer(api.login(user.username, "a brand new password"))) == 200
 
 
+def test_guessing_ones_current_password_is_limited_like_a_login(api_factory: ApiFactory) -> None:
+    # A stolen token or key must not become an unthrottled oracle for its user's password.
+    limited = api_factory(login_failures_per_minute=3)
+    user = limited.add_user(_tenant())
+    guesses = [
+        limited.client.post(
+            "/auth/password",
+            json={"current_password": f"guess number {n}", "new_password": "a brand new password"},
+            headers=user.headers,
+        )
+        for n in range(4)
+    ]
+    assert [g.status_code for g in guesses] == [401, 401, 401, 429]
+    assert "try again later" in assert_error_body(guesses[-1], 429, "rate_limited")["message"]
+    assert int(guesses[-1].headers["Retry-After"]) >= 1
+    assert _me(limited, user.headers) == 200  # refused, not signed out; the password is unchanged
+
+
 # --- API keys -------------------------------------------------------------------------------
 
 

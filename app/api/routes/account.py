@@ -57,13 +57,18 @@ def log_out(
     return Response(status_code=204)
 
 
-@router.post("/password", status_code=204, responses=error_responses(401, 422))
+@router.post("/password", status_code=204, responses=error_responses(401, 422, 429))
 def change_password(
     body: PasswordChangeIn, container: ContainerDep, caller: Authorized, ip: ClientIp
 ) -> Response:
     """Change your password (the current one is checked); every session and API key of yours
     ends, this one included: log in again."""
-    container.users.change_own_password(caller.actor(ip), body.current_password, body.new_password)
+    container.login_guard.check_current_password(
+        caller.user_id,
+        lambda: container.users.change_own_password(
+            caller.actor(ip), body.current_password, body.new_password
+        ),
+    )
     return Response(status_code=204)
 
 
