@@ -10,6 +10,15 @@ through the real retriever and the real generation code:
 
     python -m eval.answers [--providers llamacpp extractive] [--questions 50] [--seed 2026]
 
+The `manuals` task asks the natural questions of eval/manuals (issue 28) of each manual's own
+tenant, with the service's settings (abstain threshold included), and scores the pages cited:
+answers citing a gold page, answered but citing only wrong pages, answerable questions refused,
+seconds to the first token and to the end; and, for every answer not citing a gold page, its
+cause: gold not among the shown passages, gold shown but another passage cited, refused with
+gold shown.
+
+    python -m eval.answers --tasks manuals --split tuning --questions 40 --providers llamacpp
+
 The providers are configured as the service's are, from `RAG_*` variables (`.env` is not read):
 `RAG_LLM_PROVIDER=openai RAG_LLM_MODEL=... RAG_OPENAI_BASE_URL=... RAG_OPENAI_API_KEY=...
 python -m eval.answers` evaluates a model served elsewhere.
@@ -33,17 +42,35 @@ from typing import Any
 
 from app.config import Settings, load_settings
 from app.domain import RetrievalResult
-from app.generation.answer import Answer, answer_question, shown_passages
+from app.generation.answer import (
+    Answer,
+    AnswerDelta,
+    AnswerDone,
+    answer_question,
+    shown_passages,
+    stream_answer,
+)
 from app.generation.citations import MARKER_GROUP, marker_numbers
 from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.services.answer import generation_limits, passage_limits
 from app.services.container import Container
+from app.services.pipeline import index_file
 from app.text.tokenizer import tokenize
 from eval.datasets import Question, RetrievalTask, load_task
+from eval.manual_questions import (
+    GOLD_FILE,
+    SOURCES,
+    SPLITS,
+    ManualQuestion,
+    install_hint,
+    load_questions,
+    missing_sources,
+)
 from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit, ingest_paragraphs
 
 TASKS = ("xquad-en-en", "xquad-ar-ar", "arcd-test")
+MANUALS = "manuals"
 
 
 @dataclass
@@ -316,6 +343,187 @@ def run(
         print(f"wrote {out}")
 
 
+@dataclass
+class ManualOutcome:
+    """One natural question asked of its manual's tenant, scored by the pages it cites."""
+
+    id: str
+    manual: str
+    question: str
+    gold_pages: list[int]
+    shown_pages: list[int]  # pages of the passages the model read, in the order shown
+    cited_pages: list[int]
+    answer: str
+    refused: bool
+    gate_refused: bool
+    refusal_probability: float | None
+    first_token_seconds: float
+    seconds: float
+
+    @property
+    def gold_shown(self) -> bool:
+        return bool(set(self.shown_pages) & set(self.gold_pages))
+
+    @property
+    def cites_gold(self) -> bool:
+        return bool(set(self.cited_pages) & set(self.gold_pages))
+
+    @property
+    def cause(self) -> str:
+        """Why the answer does not cite a gold page ("" when it does)."""
+        if self.cites_gold:
+            return ""
+        if not self.gold_shown:
+            return "gold_not_shown"
+        return "refused_gold_shown" if self.refused else "other_cited"
+
+
+CAUSES = ("gold_not_shown", "other_cited", "refused_gold_shown")
+
+
+def ask_streamed(
+    llm: LLM, settings: Settings, question: str, retrieval: RetrievalResult
+) -> tuple[Answer, float, float]:
+    """Answer as /query streams it; returns the answer, seconds to its first text and in all."""
+    started = time.perf_counter()
+    first = float("nan")
+    for event in stream_answer(question, retrieval, llm, **generation_limits(settings)):
+        if isinstance(event, AnswerDelta) and first != first:
+            first = time.perf_counter() - started
+        if isinstance(event, AnswerDone):
+            return event.answer, first, time.perf_counter() - started
+    raise RuntimeError("stream_answer ended without a final event")
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if values else 0.0
+
+
+def summarise_manuals(outcomes: list[ManualOutcome]) -> dict[str, float]:
+    """The issue-28 answer measures and the count of each cause of a missed gold page."""
+    answered = [not o.refused for o in outcomes]
+    seconds = [o.seconds for o in outcomes]
+    first = [o.first_token_seconds for o in outcomes]
+    return {
+        "questions": len(outcomes),
+        "cites_gold": _rate([o.cites_gold for o in outcomes]),
+        "answered_citing_only_wrong": _rate(
+            [a and not o.cites_gold for a, o in zip(answered, outcomes, strict=True)]
+        ),
+        "refused": _rate([o.refused for o in outcomes]),
+        "refused_by_gate": _rate([o.gate_refused for o in outcomes]),
+        "gold_shown": _rate([o.gold_shown for o in outcomes]),
+        "seconds_p50": _percentile(seconds, 0.5),
+        "seconds_p95": _percentile(seconds, 0.95),
+        "first_token_p50": _percentile(first, 0.5),
+        **{cause: sum(o.cause == cause for o in outcomes) for cause in CAUSES},
+    }
+
+
+def print_manual_answers(provider: str, summaries: dict[str, dict[str, float]]) -> None:
+    """A markdown table: one row per manual and one for all."""
+    print(f"\nprovider: {provider}")
+    print(
+        "| manual | n | cites gold | answered, only wrong pages | refused (gate) | gold shown "
+        "| s p50 / p95 | first token p50 | gold not shown | other cited | refused, gold shown |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, s in summaries.items():
+        print(
+            f"| {name} | {s['questions']:.0f} | {s['cites_gold']:.2f} "
+            f"| {s['answered_citing_only_wrong']:.2f} "
+            f"| {s['refused']:.2f} ({s['refused_by_gate']:.2f}) | {s['gold_shown']:.2f} "
+            f"| {s['seconds_p50']:.1f} / {s['seconds_p95']:.1f} | {s['first_token_p50']:.1f} "
+            f"| {s['gold_not_shown']:.0f} | {s['other_cited']:.0f} "
+            f"| {s['refused_gold_shown']:.0f} |"
+        )
+
+
+def sample_manual_questions(split: str, count: int, seed: int) -> list[ManualQuestion]:
+    """A fixed-seed sample of one split's questions of the installed manuals, in file order."""
+    missing = {source.name for source in missing_sources()}
+    pool = [
+        q for q in load_questions() if q.split == split and SOURCES[q.manual].name not in missing
+    ]
+    if missing:
+        print(f"SKIPPED {sorted(missing)} ({install_hint(missing_sources())})", file=sys.stderr)
+    chosen = set(random.Random(seed).sample(range(len(pool)), min(count, len(pool))))
+    return [q for i, q in enumerate(pool) if i in chosen]
+
+
+def run_manuals(
+    settings: Settings, providers: list[str], split: str, count: int, seed: int, tag: str
+) -> None:
+    """Ingest the sampled questions' manuals, answer each question, print and write results."""
+    container = Container(settings)
+    llms = {p: build_llm(settings.model_copy(update={"llm_provider": p})) for p in providers}
+    questions = sample_manual_questions(split, count, seed)
+    gold: dict[str, list[int]] = json.loads(GOLD_FILE.read_text(encoding="utf-8"))
+    outcomes: dict[str, list[ManualOutcome]] = {p: [] for p in providers}
+    files = settings.data_dir / "eval-files"
+    files.mkdir(parents=True, exist_ok=True)
+    for manual in dict.fromkeys(q.manual for q in questions):
+        source = SOURCES[manual]
+        tenant = "manual-" + manual.lower()
+        index_file(
+            source.path,
+            tenant_id=tenant,
+            source=source.name,
+            embedder=container.embedder,
+            corpus=container.corpus,
+            config=container.pipeline_config,
+        )
+        mine = [q for q in questions if q.manual == manual]
+        for number, question in enumerate(mine, start=1):
+            retrieval = container.retriever.search(tenant, question.text, settings.top_k)
+            shown = shown_passages(question.text, retrieval.hits, **passage_limits(settings))
+            for provider, llm in llms.items():
+                answer, first, seconds = ask_streamed(llm, settings, question.text, retrieval)
+                outcomes[provider].append(
+                    ManualOutcome(
+                        id=question.id,
+                        manual=manual,
+                        question=question.text,
+                        gold_pages=gold[question.id],
+                        shown_pages=[h.chunk.page for h in shown] if retrieval.relevant else [],
+                        cited_pages=[c.page for c in answer.citations],
+                        answer=answer.text,
+                        refused=answer.refused,
+                        gate_refused=not retrieval.relevant or not retrieval.hits,
+                        refusal_probability=answer.refusal_probability,
+                        first_token_seconds=first,
+                        seconds=seconds,
+                    )
+                )
+            print(f"{manual} {number}/{len(mine)}", file=sys.stderr, flush=True)
+    RESULTS_DIR.mkdir(exist_ok=True)
+    for provider, results in outcomes.items():
+        summaries = {
+            m: summarise_manuals([o for o in results if o.manual == m])
+            for m in dict.fromkeys(o.manual for o in results)
+        }
+        summaries["all"] = summarise_manuals(results)
+        print_manual_answers(provider, summaries)
+        report: dict[str, Any] = {
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "commit": git_commit(),
+            "provider": provider,
+            "model": llms[provider].model_id,
+            "embedder": container.embedder.model_id,
+            "split": split,
+            "questions": count,
+            "seed": seed,
+            "abstain_threshold": settings.llm_abstain_threshold,
+            "summary": summaries,
+            "answers": [{**asdict(o), "cause": o.cause} for o in results],
+        }
+        name = f"answers-manuals-{split}-{provider}{'-' + tag if tag else ''}.json"
+        out = RESULTS_DIR / name
+        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -324,32 +532,46 @@ def main() -> None:
         help="default: RAG_LLM_PROVIDER when set (with its RAG_LLM_MODEL, base URL and key), "
         "else llamacpp and extractive",
     )
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=(*TASKS, MANUALS))
     parser.add_argument("--questions", type=int, default=50, help="questions per task")
+    parser.add_argument(
+        "--split", default="tuning", choices=SPLITS, help="the manuals task's split"
+    )
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--embedding-provider", default="use")
     parser.add_argument(
         "--abstain-threshold",
         type=float,
-        default=1.0,
-        help="RAG_LLM_ABSTAIN_THRESHOLD for this run; 1 records the sweep for every threshold",
+        default=None,
+        help="RAG_LLM_ABSTAIN_THRESHOLD for this run; default 1 (records the sweep for every "
+        "threshold), except for the manuals task, which answers as the service does",
     )
     parser.add_argument("--tag", default="", help="suffix of the results file name")
     args = parser.parse_args()
+    tasks = [t for t in args.tasks if t != MANUALS]
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(
             _env_file=None,
             data_dir=Path(data),
             embedding_provider=args.embedding_provider,
             env="development",
-            llm_abstain_threshold=args.abstain_threshold,
         )
         providers = args.providers or (
             [settings.llm_provider]
             if "llm_provider" in settings.model_fields_set
             else ["llamacpp", "extractive"]
         )
-        run(settings, providers, args.tasks, args.questions, args.seed, args.tag)
+        if MANUALS in args.tasks:
+            manual_settings = settings
+            if args.abstain_threshold is not None:
+                manual_settings = settings.model_copy(
+                    update={"llm_abstain_threshold": args.abstain_threshold}
+                )
+            run_manuals(manual_settings, providers, args.split, args.questions, args.seed, args.tag)
+        if tasks:
+            threshold = 1.0 if args.abstain_threshold is None else args.abstain_threshold
+            settings = settings.model_copy(update={"llm_abstain_threshold": threshold})
+            run(settings, providers, tasks, args.questions, args.seed, args.tag)
 
 
 if __name__ == "__main__":
