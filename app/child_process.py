@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing.process
 import resource
 import signal
+import time
 
 # After the soft CPU limit (SIGXCPU) the child has this long to report before SIGKILL.
 CPU_GRACE_S = 5
@@ -75,3 +76,15 @@ def stop_child(process: multiprocessing.process.BaseProcess, grace_s: float) -> 
     if process.is_alive():
         process.kill()
         process.join()
+
+
+def reap_child(
+    process: multiprocessing.process.BaseProcess, started: float, grace_s: float
+) -> None:
+    """Let a child that has sent its answer exit within `grace_s` of `started` (monotonic),
+    then stop it: no child outlives the call that started it."""
+    if not process.is_alive():
+        return
+    process.join(max(grace_s - (time.monotonic() - started), 0.1))
+    if process.is_alive():
+        stop_child(process, grace_s)

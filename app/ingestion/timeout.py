@@ -24,6 +24,7 @@ from app.child_process import (
     apply_resource_limits,
     caused_by_memory,
     lift_memory_limit,
+    reap_child,
     stop_child,
 )
 from app.domain import Page
@@ -122,10 +123,7 @@ def load_with_timeout(path: Path, limits: LoadLimits, timeout_s: float) -> list[
             ) from None
     finally:
         receiver.close()
-        if process.is_alive():
-            process.join(max(_KILL_GRACE_S - (time.monotonic() - started), 0.1))
-            if process.is_alive():
-                stop_child(process, _KILL_GRACE_S)
+        reap_child(process, started, _KILL_GRACE_S)
     if message[0] == "ok":
         pages: list[Page] = message[1]
         return pages

@@ -23,7 +23,7 @@ from app.child_process import (
     apply_resource_limits,
     caused_by_memory,
     lift_memory_limit,
-    stop_child,
+    reap_child,
 )
 from app.rendering.pdf_page import (
     TOO_COMPLEX,
@@ -100,10 +100,7 @@ def _run(work: Callable[..., Any], args: tuple[Any, ...], limits: RenderLimits) 
             raise PageRenderFailed("unreadable", UNREADABLE) from None
     finally:
         receiver.close()
-        if process.is_alive():
-            process.join(max(_KILL_GRACE_S - (time.monotonic() - started), 0.1))
-            if process.is_alive():
-                stop_child(process, _KILL_GRACE_S)
+        reap_child(process, started, _KILL_GRACE_S)
     if message[0] == "out_of_range":
         raise PageOutOfRange(message[1])
     if message[0] == "failed":
