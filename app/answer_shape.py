@@ -31,6 +31,7 @@ class AnswerShape(BaseModel):
     # Chunking applies to later uploads; kept so a re-chunked corpus never meets old answers.
     chunk_size: int
     chunk_overlap: int
+    section_paths: str  # which arms index a chunk's section path: it changes what is retrieved
 
     # --- retrieval: candidates, fusion, gate, exact-match caps, reranker ---
     top_k: int

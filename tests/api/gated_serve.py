@@ -19,7 +19,9 @@ GATE = Path(os.environ["RAG_TEST_EMBED_GATE"])
 _embed_chunks = pipeline.embed_chunks
 
 
-def _gated_embed_chunks(chunks: Any, embedder: Any, batch_size: int, progress: Any) -> Any:
+def _gated_embed_chunks(
+    chunks: Any, embedder: Any, batch_size: int, progress: Any, *args: Any, **kwargs: Any
+) -> Any:
     def report(done: int, total: int, stage: str) -> None:
         progress(done, total, stage)
         if stage == "embedding" and 0 < done < total and GATE.exists():
@@ -27,7 +29,7 @@ def _gated_embed_chunks(chunks: Any, embedder: Any, batch_size: int, progress: A
             while GATE.exists():
                 time.sleep(0.05)
 
-    return _embed_chunks(chunks, embedder, batch_size, report)
+    return _embed_chunks(chunks, embedder, batch_size, report, *args, **kwargs)
 
 
 pipeline.embed_chunks = _gated_embed_chunks  # index_file looks it up at call time
