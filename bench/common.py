@@ -48,3 +48,19 @@ def add_server_setting_option(parser: argparse.ArgumentParser, example: str) -> 
 def server_settings_given(items: Sequence[str]) -> dict[str, str]:
     """The `--set` values as environment variables for the server."""
     return dict(item.split("=", 1) for item in items)
+
+
+def quiet_vs_loaded_row(
+    label: str, quiet: Sequence[float], loaded: Sequence[float]
+) -> list[object]:
+    """A latency row in ms: count, p50 and p95 when quiet, then count, p50, p95 and max loaded."""
+    return [
+        label,
+        len(quiet),
+        round(median(quiet) * 1000, 1),
+        round(percentile(quiet, 95) * 1000, 1),
+        len(loaded),
+        round(median(loaded) * 1000, 1),
+        round(percentile(loaded, 95) * 1000, 1),
+        round(max(loaded) * 1000, 1),
+    ]

@@ -28,7 +28,14 @@ import httpx
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from bench.common import add_server_setting_option, median, percentile, server_settings_given, table
+from bench.common import (
+    add_server_setting_option,
+    median,
+    percentile,
+    quiet_vs_loaded_row,
+    server_settings_given,
+    table,
+)
 from tests.api.live_server import REPO_ROOT, LiveServer
 
 TENANT_A, TENANT_B = "noisy-a", "quiet-b"
@@ -218,19 +225,8 @@ def print_report(report: Report) -> None:
     rows = []
     for route in ("/search", "/health"):
         quiet, burst = report.quiet[route], report.burst[route]
-        rows.append(
-            [
-                f"B {route}",
-                len(quiet),
-                round(median(quiet) * 1000, 1),
-                round(percentile(quiet, 95) * 1000, 1),
-                len(burst),
-                round(median(burst) * 1000, 1),
-                round(percentile(burst, 95) * 1000, 1),
-                round(max(burst) * 1000, 1),
-                round(percentile(burst, 95) / percentile(quiet, 95), 2),
-            ]
-        )
+        ratio = round(percentile(burst, 95) / percentile(quiet, 95), 2)
+        rows.append([*quiet_vs_loaded_row(f"B {route}", quiet, burst), ratio])
     print(
         table(
             [

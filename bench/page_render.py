@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING
 import app.ingestion.timeout  # noqa: F401  (sets the fork server's preload, as in the service)
 from app.rendering.isolated import render_page_isolated
 from app.rendering.pdf_page import Passage, RenderedPage, RenderLimits, render_page
-from bench.common import add_server_setting_option, median, percentile, server_settings_given, table
+from bench.common import (
+    add_server_setting_option,
+    median,
+    quiet_vs_loaded_row,
+    server_settings_given,
+    table,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -247,21 +253,10 @@ async def measure_flood(url: str, *, flood: int, quiet_probes: int) -> FloodRepo
 
 def print_flood(report: FloodReport) -> None:
     """B's latency table (quiet vs flood), then what A's pictures got."""
-    rows = []
-    for route in ("/search", "/health"):
-        quiet, flood = report.quiet[route], report.flood[route]
-        rows.append(
-            [
-                f"B {route}",
-                len(quiet),
-                round(median(quiet) * 1000, 1),
-                round(percentile(quiet, 95) * 1000, 1),
-                len(flood),
-                round(median(flood) * 1000, 1),
-                round(percentile(flood, 95) * 1000, 1),
-                round(max(flood) * 1000, 1),
-            ]
-        )
+    rows = [
+        quiet_vs_loaded_row(f"B {route}", report.quiet[route], report.flood[route])
+        for route in ("/search", "/health")
+    ]
     headers = ["workload", "quiet n", "quiet p50 ms", "quiet p95 ms"]
     headers += ["flood n", "flood p50 ms", "flood p95 ms", "flood max ms"]
     print(table(headers, rows))
