@@ -28,6 +28,7 @@ lint: $(VENV)/.dev
 	$(PY) -m ruff check app eval scripts tests bench
 	$(PY) -m ruff format --check app eval scripts tests bench
 	$(PY) -m mypy
+	$(PY) scripts/check_docs.py
 
 format: $(VENV)/.dev
 	$(PY) -m ruff format app eval scripts tests bench
