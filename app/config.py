@@ -9,9 +9,10 @@ from __future__ import annotations
 import ipaddress
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import ConfigurationError
@@ -31,307 +32,961 @@ JobBackend = Literal["threads", "redis"]
 SectionPathArms = Literal["both", "keyword", "dense", "off"]
 
 
-# The longest access token lifetime RAG_JWT_TTL_S accepts: one day (README, "Tokens and keys").
+# The longest access token lifetime RAG_JWT_TTL_S accepts: one day (docs/api.md, "Sign-out and
+# revocation").
 JWT_TTL_CAP_S = 24 * 3600
 
 
+class Group(NamedTuple):
+    """A block of related settings: its title and what applies to all of them."""
+
+    key: str
+    title: str
+    intro: str = ""
+
+
+# The blocks of `.env.example` and docs/configuration.md, in order.
+GROUPS: tuple[Group, ...] = (
+    Group("service", "service"),
+    Group("ingestion", "ingestion"),
+    Group("embeddings", "embeddings"),
+    Group("servers", "OpenAI-compatible and Ollama servers (only used when a provider names them)"),
+    Group("web", "web app, API docs, cited page pictures"),
+    Group("vector", "vector store"),
+    Group("retrieval", "retrieval"),
+    Group(
+        "reranker",
+        "reranker",
+        "Weights must be present (python scripts/download_models.py); a missing model stops "
+        "start-up. The quick start uses none because no weights ship offline. The Docker image "
+        "chooses by itself (cross-encoder if its build could fetch the model, else none); set "
+        "RAG_RERANKER only to override that.",
+    ),
+    Group("generation", "generation"),
+    Group(
+        "answers",
+        'answer concurrency (per API process; docs/operations.md "Capacity and backpressure")',
+        "The local model answers one question at a time, so 1 answer at once keeps every waiting "
+        "answer off the threads; raise the bounds for an OpenAI-compatible or Ollama server (they "
+        "also bound the spend in flight). A cache hit needs no slot. Beyond the bounds and the "
+        "queue: a fast 429 (the caller's own user or tenant is at its bound) or 503 (server "
+        "busy), with Retry-After.",
+    ),
+    Group(
+        "conversations",
+        "conversations and /v1/chat/completions",
+        "A follow-up is rewritten into a standalone question from the latest turns before "
+        "retrieval.",
+    ),
+    Group("storage", "storage, jobs, cache"),
+    Group(
+        "quotas",
+        "tenant quotas and job scheduling",
+        "Per-tenant quotas, shown with their usage by GET /stats. Going over one refuses the "
+        "upload or conversation with 413 `quota_exceeded` (the message names the quota) and "
+        "stores nothing.",
+    ),
+    Group("auth", "auth and abuse limits"),
+    Group("http", "HTTP limits and proxies"),
+    Group("tracing", "tracing (nothing is sent anywhere unless turned on)"),
+)
+
+
+def setting(
+    default: Any, *, group: str, description: str, unit: str = "", **constraints: Any
+) -> Any:
+    """A Settings field with its one description, its unit and its block (`GROUPS`).
+
+    `.env.example` and docs/configuration.md are generated from these (app/settings_docs.py).
+    """
+    extra: JsonDict = {"group": group, "unit": unit}
+    return Field(default, description=description, json_schema_extra=extra, **constraints)
+
+
 class Settings(BaseSettings):
-    """Every setting of the service; see `.env.example` for the documented list."""
+    """Every setting of the service, each with its description, unit and group."""
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_file=".env", env_file_encoding="utf-8", extra="ignore"
     )
 
     # --- service ---
-    env: Literal["development", "production"] = "production"
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=1, le=65535)
-    data_dir: Path = Path("data")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    env: Literal["development", "production"] = setting(
+        "production",
+        group="service",
+        description="development: a random per-process JWT secret is allowed (with a warning). "
+        "`make run` sets it.",
+    )
+    host: str = setting("127.0.0.1", group="service", description="Address the API listens on.")
+    port: int = setting(
+        8000, group="service", description="Port the API listens on.", ge=1, le=65535
+    )
+    data_dir: Path = setting(
+        Path("data"),
+        group="service",
+        description="All state (SQLite, Chroma, uploads, keyword indexes) lives here.",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = setting(
+        "INFO", group="service", description="Lowest level of the JSON log lines written."
+    )
 
     # --- ingestion ---
-    chunk_size: int = Field(default=1000, gt=0, description="characters per chunk")
-    chunk_overlap: int = Field(default=150, ge=0, description="characters shared by neighbours")
-    section_paths: SectionPathArms = Field(
-        default="off",
-        description="which arms index each chunk with its chapter › section path (PDF outline, "
-        "DOCX heading styles, Markdown headings): both, keyword, dense or off (measured: no "
-        "setting wins on every manual's test part, docs/evaluation.md); re-ingest documents "
-        "after changing it",
+    chunk_size: int = setting(
+        1000, group="ingestion", unit="characters", description="Characters per chunk.", gt=0
     )
-    max_upload_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
-    max_pages: int = Field(default=2000, gt=0)
-    max_chars: int = Field(default=5_000_000, gt=0)
-    max_archive_bytes: int = Field(default=200 * 1024 * 1024, gt=0, description="DOCX/XLSX/PPTX")
-    max_archive_ratio: float = Field(default=100.0, gt=1)
-    parse_timeout_s: float = Field(default=120.0, gt=0)
-    parse_max_memory_mb: int = Field(
-        default=2048, ge=64, description="address space of the parse child (RLIMIT_AS)"
+    chunk_overlap: int = setting(
+        150,
+        group="ingestion",
+        unit="characters",
+        description="Characters neighbouring chunks share (must be < RAG_CHUNK_SIZE).",
+        ge=0,
     )
-    parse_max_cpu_s: int = Field(default=120, gt=0, description="CPU seconds of the parse child")
+    section_paths: SectionPathArms = setting(
+        "off",
+        group="ingestion",
+        description="Index each chunk with the path of headings above it (chapter › section › "
+        "subsection, from the PDF outline, DOCX heading styles or Markdown headings) in both arms, "
+        "the keyword arm, the dense arm, or off. Off by default: no choice won on every manual's "
+        "test part (docs/evaluation.md). The path is shown only as the `section` breadcrumb of "
+        "/search hits, never in the passage text. Changing it applies to documents ingested "
+        "afterwards: re-ingest older ones to give them paths.",
+    )
+    max_upload_bytes: int = setting(
+        50 * 1024 * 1024,
+        group="ingestion",
+        unit="bytes",
+        description="Upload limit (413 above it, enforced while the body is read).",
+        gt=0,
+    )
+    max_pages: int = setting(
+        2000, group="ingestion", unit="pages", description="Page cap per document.", gt=0
+    )
+    max_chars: int = setting(
+        5_000_000,
+        group="ingestion",
+        unit="characters",
+        description="Extracted-character cap per document.",
+        gt=0,
+    )
+    max_archive_bytes: int = setting(
+        200 * 1024 * 1024,
+        group="ingestion",
+        unit="bytes",
+        description="DOCX/PPTX/XLSX: total uncompressed bytes above which a file is a zip bomb.",
+        gt=0,
+    )
+    max_archive_ratio: float = setting(
+        100.0,
+        group="ingestion",
+        description="DOCX/PPTX/XLSX: compression ratio above which a file is a zip bomb.",
+        gt=1,
+    )
+    parse_timeout_s: float = setting(
+        120.0,
+        group="ingestion",
+        unit="s",
+        description="Time limit for parsing one untrusted file (runs in a child process).",
+        gt=0,
+    )
+    parse_max_memory_mb: int = setting(
+        2048,
+        group="ingestion",
+        unit="MB",
+        description="Memory (address space, RLIMIT_AS) of the parse child; a file that needs more "
+        "fails its job with `document_too_complex`.",
+        ge=64,
+    )
+    parse_max_cpu_s: int = setting(
+        120,
+        group="ingestion",
+        unit="s",
+        description="CPU seconds of the parse child; a file that needs more fails its job with "
+        "`document_too_complex`.",
+        gt=0,
+    )
 
     # --- embeddings ---
-    embedding_provider: str = "use"  # one of EMBEDDING_PROVIDERS
-    embedding_model: str = ""
-    embedding_query_prefix: str = ""
-    embedding_passage_prefix: str = ""
-    embedding_batch_size: int = Field(default=32, gt=0)
-    # One BLAS thread per call: concurrent queries then share the cores instead of thrashing.
-    embedding_threads: int = Field(default=1, gt=0, description="BLAS threads per embedding call")
+    embedding_provider: str = setting(
+        "use",
+        group="embeddings",
+        description="use (USE-multilingual, ships in a package) | e5 (multilingual-e5-small, "
+        "ships) | huggingface (sentence-transformers name or local path) | openai | ollama.",
+    )
+    embedding_model: str = setting(
+        "",
+        group="embeddings",
+        description="Model name for huggingface / openai / ollama (required for openai and "
+        "ollama).",
+    )
+    embedding_query_prefix: str = setting(
+        "",
+        group="embeddings",
+        description='Prefix for e5-style models on the huggingface provider, e.g. "query: ".',
+    )
+    embedding_passage_prefix: str = setting(
+        "",
+        group="embeddings",
+        description='Prefix for e5-style models on the huggingface provider, e.g. "passage: ".',
+    )
+    embedding_batch_size: int = setting(
+        32, group="embeddings", unit="texts", description="Texts embedded per call.", gt=0
+    )
+    embedding_threads: int = setting(
+        1,
+        group="embeddings",
+        unit="threads",
+        description="BLAS threads per embedding call: 1 keeps concurrent queries fast (measured "
+        "in bench/README.md).",
+        gt=0,
+    )
 
     # --- OpenAI-compatible and Ollama servers ---
-    openai_base_url: str | None = None
-    openai_api_key: str | None = None
-    ollama_base_url: str = "http://127.0.0.1:11434"
+    openai_base_url: str | None = setting(
+        None, group="servers", description="Base URL of an OpenAI-compatible server."
+    )
+    openai_api_key: str | None = setting(
+        None,
+        group="servers",
+        description="API key of that server (any non-empty text if it has none).",
+    )
+    ollama_base_url: str = setting(
+        "http://127.0.0.1:11434", group="servers", description="Base URL of an Ollama server."
+    )
 
     # --- web app, API docs, cited page images ---
-    docs_enabled: bool | None = Field(
-        default=None, description="/docs and /redoc; unset = on in development, off in production"
+    docs_enabled: bool | None = setting(
+        None,
+        group="web",
+        description="/docs and /redoc (served from installed assets, no CDN). Unset: on when "
+        "RAG_ENV=development, off in production. true/false forces them on or off (off: both "
+        "answer 404).",
     )
-    page_image_max_px: int = Field(
-        default=1600, ge=200, le=4000, description="longest side of a rendered page image"
+    page_image_max_px: int = setting(
+        1600,
+        group="web",
+        unit="pixels",
+        description="Longest side of a rendered PDF page (GET /documents/{id}/pages/{n}.png).",
+        ge=200,
+        le=4000,
     )
-    page_image_cache_mb: int = Field(default=64, ge=0, description="rendered pages kept in memory")
-    page_render_timeout_s: float = Field(
-        default=20.0, gt=0, description="a page render taking longer is stopped (409)"
+    page_image_cache_mb: int = setting(
+        64,
+        group="web",
+        unit="MB",
+        description="Rendered pages kept in memory per API process (0 disables the cache).",
+        ge=0,
     )
-    page_render_slots: int = Field(
-        default=2, ge=1, le=64, description="page renders at once per API process"
+    page_render_timeout_s: float = setting(
+        20.0,
+        group="web",
+        unit="s",
+        description="Each page is rendered in a child process, stopped after this long (a hostile "
+        "PDF; 409).",
+        gt=0,
     )
-    page_render_max_wait_s: float = Field(
-        default=1.5, ge=0, le=30, description="wait for a render slot, then 429/503"
+    page_render_slots: int = setting(
+        2,
+        group="web",
+        unit="renders",
+        description="Renders at once per API process, on threads of their own.",
+        ge=1,
+        le=64,
     )
-    page_render_max_memory_mb: int = Field(
-        default=1024, ge=128, description="address space of the render child (RLIMIT_AS)"
+    page_render_max_wait_s: float = setting(
+        1.5,
+        group="web",
+        unit="s",
+        description="A request waits at most this long for a render slot, then gets 429 (its own "
+        "user or tenant holds every slot) or 503 (the server is busy), with Retry-After.",
+        ge=0,
+        le=30,
     )
-    page_render_max_cpu_s: int = Field(
-        default=30, gt=0, description="CPU seconds of the render child (RLIMIT_CPU)"
+    page_render_max_memory_mb: int = setting(
+        1024,
+        group="web",
+        unit="MB",
+        description="Address space (RLIMIT_AS) of the render child, like the parse child's.",
+        ge=128,
     )
-    page_render_max_image_mp: int = Field(
-        default=64, gt=0, description="megapixels of images one page may decode (else 409)"
+    page_render_max_cpu_s: int = setting(
+        30,
+        group="web",
+        unit="s",
+        description="CPU seconds (RLIMIT_CPU) of the render child.",
+        gt=0,
     )
-    page_render_failure_ttl_s: float = Field(
-        default=600.0, ge=0, description="a page that failed to render answers 409 at once"
+    page_render_max_image_mp: int = setting(
+        64,
+        group="web",
+        unit="megapixels",
+        description="A page whose embedded images hold more than this is refused (409), undecoded.",
+        gt=0,
+    )
+    page_render_failure_ttl_s: float = setting(
+        600.0,
+        group="web",
+        unit="s",
+        description="A page that failed or timed out answers the same 409 at once for this long "
+        "(per file version).",
+        ge=0,
     )
 
     # --- vector store ---
-    vector_backend: VectorBackend = "chroma"
-    chroma_host: str = "127.0.0.1"
-    chroma_port: int = Field(default=8001, ge=1, le=65535)
-    # Sent as "Authorization: Bearer <token>" to a Chroma server run with token authentication.
-    chroma_token: str = Field(default="", repr=False)
+    vector_backend: VectorBackend = setting(
+        "chroma",
+        group="vector",
+        description="chroma: embedded persistent directory (one process owns it) | chroma-http: "
+        "a Chroma server.",
+    )
+    chroma_host: str = setting("127.0.0.1", group="vector", description="Chroma server host.")
+    chroma_port: int = setting(
+        8001, group="vector", description="Chroma server port.", ge=1, le=65535
+    )
+    chroma_token: str = setting(
+        "",
+        group="vector",
+        description="Token for a Chroma server started with token authentication (sent as a "
+        "Bearer token).",
+        repr=False,
+    )
 
     # --- retrieval ---
-    top_k: int = Field(default=5, gt=0)
-    max_k: int = Field(default=50, gt=0, le=K_CEILING)
-    dense_candidates: int = Field(default=30, gt=0)
-    keyword_candidates: int = Field(default=30, gt=0)
-    rrf_k: int = Field(default=5, gt=0, description="RRF constant; 5 beat 60 on every eval set")
-    # 0.3 won held out (eval/tune_fusion.py: tuned on ARCD train + XQuAD dev, issue 16).
-    dense_weight: float = Field(default=0.3, ge=0)
-    keyword_weight: float = Field(default=1.0, ge=0)
-    relevance_threshold: float | None = Field(
-        default=None, description="minimum dense similarity; unset = calibrated per model"
+    top_k: int = setting(
+        5, group="retrieval", unit="results", description="Results returned by default.", gt=0
     )
-    # Issue 16: keyword weight scaled by coverage ** power (0 = off); role pages yield places.
-    keyword_coverage_power: float = Field(default=1.0, ge=0)
-    cross_script_rrf_k: int = Field(
-        default=0, ge=0, description="RRF k for queries in a script the tenant lacks (0: off)"
+    max_k: int = setting(
+        50,
+        group="retrieval",
+        unit="results",
+        description=f"Largest k a client may ask for (at most {K_CEILING}).",
+        gt=0,
+        le=K_CEILING,
     )
-    cross_script_dense_weight: float = Field(default=1.0, ge=0)
-    specific_evidence_max_chunks: int = Field(
-        default=2,
+    dense_candidates: int = setting(
+        30,
+        group="retrieval",
+        unit="chunks",
+        description="Candidates taken from the dense arm before Reciprocal Rank Fusion.",
+        gt=0,
+    )
+    keyword_candidates: int = setting(
+        30,
+        group="retrieval",
+        unit="chunks",
+        description="Candidates taken from the keyword (BM25) arm before Reciprocal Rank Fusion.",
+        gt=0,
+    )
+    rrf_k: int = setting(
+        5,
+        group="retrieval",
+        description="The fusion's RRF constant (tuned on the eval data: 5 beat 60 on every set).",
+        gt=0,
+    )
+    dense_weight: float = setting(
+        0.3,
+        group="retrieval",
+        description="The dense arm's fusion weight (0.3 won held out: eval/tune_fusion.py, tuned "
+        "on ARCD train + XQuAD dev, issue 16).",
         ge=0,
-        description="keyword arm at least as heavy as dense when at most this many chunks hold "
-        "all of the query's numbers and other-script words (0: off)",
     )
-    page_role_shift: int = Field(
-        default=10, ge=0, description="places contents/index/... pages yield to content pages"
+    keyword_weight: float = setting(
+        1.0, group="retrieval", description="The keyword arm's fusion weight.", ge=0
+    )
+    keyword_coverage_power: float = setting(
+        1.0,
+        group="retrieval",
+        description="The keyword arm's weight is multiplied by coverage ** power (coverage: "
+        "share of the query's terms found in the tenant's text), so cross-language questions "
+        "rely on the dense arm; 0 switches the scaling off.",
+        ge=0,
+    )
+    cross_script_rrf_k: int = setting(
+        0,
+        group="retrieval",
+        description="A query mostly in a script the tenant's text lacks (an Arabic question over "
+        "English documents) is fused with this RRF k, the keyword arm unscaled (0: same as other "
+        "queries).",
+        ge=0,
+    )
+    cross_script_dense_weight: float = setting(
+        1.0,
+        group="retrieval",
+        description="The dense weight for such cross-script queries (when RAG_CROSS_SCRIPT_RRF_K "
+        "is set).",
+        ge=0,
+    )
+    specific_evidence_max_chunks: int = setting(
+        2,
+        group="retrieval",
+        unit="chunks",
+        description="When at most this many chunks hold all of a query's numbers and words in "
+        "another script than the query's (a year or a Latin name in an Arabic question), the "
+        "keyword arm weighs at least as much as the dense arm whatever the coverage (0: off).",
+        ge=0,
+    )
+    page_role_shift: int = setting(
+        10,
+        group="retrieval",
+        unit="places",
+        description="Places a contents, index, list-of-figures, bibliography, blank or cover page "
+        "yields to content pages in the ranking (0: no demotion; such pages are never dropped).",
+        ge=0,
+    )
+    relevance_threshold: float | None = setting(
+        None,
+        group="retrieval",
+        description="Minimum dense similarity for a passage to count as relevant; empty = "
+        "calibrated per model.",
     )
 
     # --- reranker ---
-    reranker: RerankerProvider = "none"
-    reranker_model: str = "cross-encoder/mmarco-mMiniLMv2-L12-H384-v1"
-    reranker_max_candidates: int = Field(default=20, gt=0)
-    reranker_max_chars: int = Field(default=1200, gt=0)
-    reranker_batch_size: int = Field(default=16, gt=0)
+    reranker: RerankerProvider = setting(
+        "none", group="reranker", description="none | cross-encoder."
+    )
+    reranker_model: str = setting(
+        "cross-encoder/mmarco-mMiniLMv2-L12-H384-v1",
+        group="reranker",
+        description="The cross-encoder's model name.",
+    )
+    reranker_max_candidates: int = setting(
+        20, group="reranker", unit="chunks", description="Fused candidates reranked.", gt=0
+    )
+    reranker_max_chars: int = setting(
+        1200,
+        group="reranker",
+        unit="characters",
+        description="Characters of each candidate the cross-encoder reads.",
+        gt=0,
+    )
+    reranker_batch_size: int = setting(
+        16, group="reranker", unit="pairs", description="Pairs scored per call.", gt=0
+    )
 
     # --- generation ---
-    llm_provider: str = "llamacpp"  # one of LLM_PROVIDERS
-    llm_model: str = ""
-    llm_model_path: Path | None = None
-    llm_max_tokens: int = Field(default=256, gt=0)
-    llm_context_tokens: int = Field(default=4096, gt=0)
-    llm_threads: int = Field(default=2, gt=0)
-    llm_prefix_cache: bool = Field(
-        default=True,
-        description="local model: evaluate the prompt's fixed instructions and examples once and "
-        "restore that state for every answer (false: llama.cpp's own reuse of the last prompt)",
+    llm_provider: str = setting(
+        "llamacpp",
+        group="generation",
+        description="llamacpp (in-process GGUF, default) | ollama | openai (any OpenAI-compatible "
+        "server) | extractive (no LLM: best supporting sentences, cited).",
     )
-    llm_timeout_s: float = Field(default=120.0, gt=0)
-    llm_max_passages: int = Field(default=3, gt=0, description="passages shown to the LLM")
-    llm_max_context_chars: int = Field(
-        default=3000, gt=0, description="passage characters in the prompt (latency lever)"
+    llm_model: str = setting(
+        "", group="generation", description="Model name for ollama / openai (required there)."
     )
-    llm_focus_chars: int = Field(
-        default=700,
+    llm_model_path: Path | None = setting(
+        None,
+        group="generation",
+        description="A GGUF file for llamacpp; empty = Qwen2.5-Coder-1.5B-Instruct Q4_K_M "
+        "assembled and verified.",
+    )
+    llm_max_tokens: int = setting(
+        256, group="generation", unit="tokens", description="Longest answer.", gt=0
+    )
+    llm_context_tokens: int = setting(
+        4096,
+        group="generation",
+        unit="tokens",
+        description="The model's context; a question that does not fit with its passages is a "
+        "422 `prompt_too_long`.",
+        gt=0,
+    )
+    llm_threads: int = setting(
+        2, group="generation", unit="threads", description="llama.cpp compute threads.", gt=0
+    )
+    llm_timeout_s: float = setting(
+        120.0, group="generation", unit="s", description="Deadline of a whole answer.", gt=0
+    )
+    llm_prefix_cache: bool = setting(
+        True,
+        group="generation",
+        description="llamacpp: evaluate the prompt's fixed rules and worked examples once per "
+        "process and restore that state before every answer (nothing of an earlier answer is "
+        "reused); false = llama.cpp's own reuse of whatever prefix the last prompt shared.",
+    )
+    llm_max_passages: int = setting(
+        3, group="generation", unit="passages", description="Passages shown to the LLM.", gt=0
+    )
+    llm_max_context_chars: int = setting(
+        3000,
+        group="generation",
+        unit="characters",
+        description="Passage characters in the prompt in all (prompt size is the latency lever).",
+        gt=0,
+    )
+    llm_focus_chars: int = setting(
+        700,
+        group="generation",
+        unit="characters",
+        description="Passages are cut to the question's best sentences, this many characters in "
+        "all; 0 shows whole passages (about twice the prompt to read before the first token).",
         ge=0,
-        description="cut the shown passages to the question's best sentences, this many "
-        "characters in all (0: whole passages); the main lever on time to first token",
     )
-    models_dir: Path = Path("models")
-    refusal_text: str = "I could not find the answer in the provided documents."
-    llm_abstain_threshold: float = Field(
-        default=0.02,
+    models_dir: Path = setting(
+        Path("models"),
+        group="generation",
+        description="Where model files are assembled or downloaded.",
+    )
+    refusal_text: str = setting(
+        "I could not find the answer in the provided documents.",
+        group="generation",
+        description="The exact sentence the model must answer with when the passages do not "
+        "contain the answer.",
+    )
+    llm_abstain_threshold: float = setting(
+        0.02,
+        group="generation",
+        unit="probability",
+        description="Local model only: refuse when its probability of starting the refusal "
+        "sentence is at least this (1 = only when it actually refuses). Chosen by "
+        "`python -m eval.answers`: 0.02 won on every held-out eval task.",
         ge=0,
         le=1,
-        description="refuse when the local model's probability of starting the refusal is at "
-        "least this (1 = only when it does refuse); 0.02 won on every held-out eval task",
     )
 
-    # --- answer concurrency ---
-    # Per API process (see README "Capacity and backpressure"). Answers beyond the bounds wait
-    # in a bounded queue on the event loop, then get 429 (own user/tenant) or 503 (server busy).
-    answer_max_concurrent: int = Field(
-        default=1, gt=0, description="answers generating at once (the one local model: 1)"
+    # --- answer concurrency (per API process) ---
+    answer_max_concurrent: int = setting(
+        1,
+        group="answers",
+        unit="answers",
+        description="Answers generating at once, in total (the one local model: 1).",
+        gt=0,
     )
-    answer_max_per_tenant: int = Field(default=1, gt=0)
-    answer_max_per_user: int = Field(default=1, gt=0)
-    answer_queue_size: int = Field(default=8, ge=0, description="answers waiting, in total")
-    answer_queue_per_tenant: int = Field(default=4, ge=0, description="answers waiting per tenant")
-    answer_queue_max_wait_s: float = Field(default=30.0, ge=0)
-    stream_max_open: int = Field(default=32, gt=0, description="open /query/stream responses")
-    stream_max_per_tenant: int = Field(default=8, gt=0)
-    stream_max_per_user: int = Field(default=4, gt=0)
+    answer_max_per_tenant: int = setting(
+        1,
+        group="answers",
+        unit="answers",
+        description="Answers generating at once per tenant.",
+        gt=0,
+    )
+    answer_max_per_user: int = setting(
+        1, group="answers", unit="answers", description="Answers generating at once per user.", gt=0
+    )
+    answer_queue_size: int = setting(
+        8,
+        group="answers",
+        unit="answers",
+        description="Answers that may wait for a slot, in total.",
+        ge=0,
+    )
+    answer_queue_per_tenant: int = setting(
+        4,
+        group="answers",
+        unit="answers",
+        description="Answers that may wait for a slot, per tenant.",
+        ge=0,
+    )
+    answer_queue_max_wait_s: float = setting(
+        30.0, group="answers", unit="s", description="Longest wait for a slot.", ge=0
+    )
+    stream_max_open: int = setting(
+        32,
+        group="answers",
+        unit="streams",
+        description="Open /query/stream responses in total; beyond them 429/503 at once.",
+        gt=0,
+    )
+    stream_max_per_tenant: int = setting(
+        8,
+        group="answers",
+        unit="streams",
+        description="Open /query/stream responses per tenant.",
+        gt=0,
+    )
+    stream_max_per_user: int = setting(
+        4,
+        group="answers",
+        unit="streams",
+        description="Open /query/stream responses per user.",
+        gt=0,
+    )
 
     # --- conversations and /v1/chat/completions ---
-    conversation_max_turns: int = Field(
-        default=20, gt=0, description="turns kept per conversation; the oldest are dropped"
+    conversation_max_turns: int = setting(
+        20,
+        group="conversations",
+        unit="turns",
+        description="Question/answer turns a conversation keeps (POST /conversations/{id}/"
+        "messages); older ones are dropped.",
+        gt=0,
     )
-    conversation_context_turns: int = Field(
-        default=3, gt=0, description="latest turns shown to the follow-up rewriter"
+    conversation_context_turns: int = setting(
+        3,
+        group="conversations",
+        unit="turns",
+        description="Latest turns a follow-up is rewritten from.",
+        gt=0,
     )
-    conversation_rewrite: Literal["llm", "fallback"] = Field(
-        default="llm",
-        description="rewrite follow-ups with the LLM (falling back when it fails) or never",
+    conversation_rewrite: Literal["llm", "fallback"] = setting(
+        "llm",
+        group="conversations",
+        description="llm (the answer model; the fallback, previous question + follow-up, when it "
+        "fails, is too slow or says nothing usable) or fallback (never the LLM).",
     )
-    conversation_rewrite_timeout_s: float = Field(
-        default=20.0, gt=0, description="LLM rewrite budget before the fallback is used"
+    conversation_rewrite_timeout_s: float = setting(
+        20.0,
+        group="conversations",
+        unit="s",
+        description="LLM rewrite budget before the fallback is used.",
+        gt=0,
     )
 
     # --- storage, jobs, cache ---
-    database_url: str = ""
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    job_backend: JobBackend = "threads"
-    worker_pool_size: int = Field(default=2, gt=0)
-    job_heartbeat_s: float = Field(
-        default=5.0, gt=0, description="how often a worker touches its running job (redis jobs)"
+    database_url: str = setting(
+        "",
+        group="storage",
+        description="Users, jobs and chunk records; empty = SQLite file in the data dir. "
+        "PostgreSQL: postgresql+psycopg://user:password@host:5432/dbname",
     )
-    job_stale_after_s: float = Field(
-        default=60.0, gt=0, description="a processing job without heartbeat this long is re-run"
+    redis_url: str = setting("redis://127.0.0.1:6379/0", group="storage", description="Redis.")
+    redis_key_prefix: str = setting(
+        "rag",
+        group="storage",
+        description="Prefix of every Redis key and of the job queue name, so deployments can "
+        "share one Redis.",
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.-]+$",
     )
-    job_max_attempts: int = Field(default=3, ge=1, le=20)
-    job_retry_base_s: float = Field(
-        default=5.0, ge=0, description="first retry delay after a transient failure; x4 per try"
+    job_backend: JobBackend = setting(
+        "threads",
+        group="storage",
+        description="threads: in-process worker pool (one API process) | redis: separate worker "
+        "processes (python -m app.worker); redis needs RAG_VECTOR_BACKEND=chroma-http.",
     )
-    job_timeout_s: int = Field(default=3600, gt=0, description="hard limit on one ingestion job")
-    redis_key_prefix: str = Field(
-        default="rag", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$"
+    worker_pool_size: int = setting(
+        2,
+        group="storage",
+        unit="threads",
+        description="Threads of the in-process pool (threads backend only).",
+        gt=0,
     )
-    cache_backend: CacheBackend = "memory"
-    cache_ttl_s: int = Field(default=3600, gt=0)
-    cache_max_entries: int = Field(default=10_000, gt=0)
+    job_heartbeat_s: float = setting(
+        5.0,
+        group="storage",
+        unit="s",
+        description="redis backend: a worker touches its running job this often.",
+        gt=0,
+    )
+    job_stale_after_s: float = setting(
+        60.0,
+        group="storage",
+        unit="s",
+        description="A job untouched this long (its worker died) is run again (at least 3 x "
+        "RAG_JOB_HEARTBEAT_S).",
+        gt=0,
+    )
+    job_max_attempts: int = setting(
+        3,
+        group="storage",
+        unit="attempts",
+        description="Runs of one job at most (after transient failures or dead workers).",
+        ge=1,
+        le=20,
+    )
+    job_retry_base_s: float = setting(
+        5.0,
+        group="storage",
+        unit="s",
+        description="Delay before retrying a job after a transient failure (server unreachable); "
+        "x4 per attempt.",
+        ge=0,
+    )
+    job_timeout_s: int = setting(
+        3600,
+        group="storage",
+        unit="s",
+        description="Hard limit on one ingestion job (the worker aborts it and records the "
+        "failure).",
+        gt=0,
+    )
+    cache_backend: CacheBackend = setting(
+        "memory",
+        group="storage",
+        description="Answer cache: memory | redis (shared by every API process).",
+    )
+    cache_ttl_s: int = setting(
+        3600, group="storage", unit="s", description="How long a cached answer is kept.", gt=0
+    )
+    cache_max_entries: int = setting(
+        10_000, group="storage", unit="answers", description="Cached answers per tenant.", gt=0
+    )
 
     # --- tenant quotas and job scheduling ---
-    quota_documents: int = Field(default=10_000, gt=0, description="documents per tenant")
-    quota_stored_bytes: int = Field(
-        default=5 * 1024**3, gt=0, description="uploaded bytes of a tenant's documents"
+    quota_documents: int = setting(
+        10_000, group="quotas", unit="documents", description="Documents per tenant.", gt=0
     )
-    quota_chunks: int = Field(default=500_000, gt=0, description="indexed chunks per tenant")
-    quota_queued_jobs: int = Field(
-        default=500, gt=0, description="ingestion jobs a tenant may have waiting or running"
+    quota_stored_bytes: int = setting(
+        5 * 1024**3,
+        group="quotas",
+        unit="bytes",
+        description="Uploaded bytes of a tenant's documents.",
+        gt=0,
     )
-    max_running_jobs_per_tenant: int = Field(
-        default=2, gt=0, description="jobs of one tenant processed at the same time"
+    quota_chunks: int = setting(
+        500_000,
+        group="quotas",
+        unit="chunks",
+        description="Indexed chunks per tenant; a document whose chunks would pass it fails its "
+        "job the same way.",
+        gt=0,
     )
-    ingest_batch_jobs: int = Field(
-        default=32, ge=1, le=1000, description="queued jobs of one tenant indexed together"
+    quota_queued_jobs: int = setting(
+        500,
+        group="quotas",
+        unit="jobs",
+        description="Ingestion jobs one tenant may have waiting or running (uploads in flight "
+        "count too). Above it an upload gets 429 `quota_exceeded` with Retry-After before its "
+        "body is read.",
+        gt=0,
     )
-    ingest_batch_bytes: int = Field(
-        default=1024 * 1024, gt=0, description="upload bytes a batch of jobs adds up to at most"
+    max_running_jobs_per_tenant: int = setting(
+        2,
+        group="quotas",
+        unit="jobs",
+        description="Jobs of one tenant processed at the same time. Workers take jobs fairly "
+        "across tenants (fewest running first, then least recently served), so one tenant's "
+        "burst does not starve another.",
+        gt=0,
     )
-    keyword_snapshots_kept: int = Field(
-        default=2, ge=1, description="keyword index folders kept on disk per tenant"
+    ingest_batch_jobs: int = setting(
+        32,
+        group="quotas",
+        unit="jobs",
+        description="A worker takes up to this many queued jobs of one tenant at once (their "
+        "uploads within RAG_INGEST_BATCH_BYTES) and embeds and stores them together, so many "
+        "small files ingest at embedding speed. Each job still succeeds or fails on its own; a "
+        "batch counts as one running job of its tenant and one turn for fair scheduling. 1 = one "
+        "job at a time.",
+        ge=1,
+        le=1000,
     )
-    quota_conversations_per_user: int = Field(
-        default=1000, gt=0, description="conversations one user may keep"
+    ingest_batch_bytes: int = setting(
+        1024 * 1024,
+        group="quotas",
+        unit="bytes",
+        description="Upload bytes a batch of jobs adds up to at most.",
+        gt=0,
     )
-    quota_conversation_messages: int = Field(
-        default=1000, ge=2, description="messages one conversation takes over its life (2 a turn)"
+    keyword_snapshots_kept: int = setting(
+        2,
+        group="quotas",
+        unit="folders",
+        description="Keyword index folders kept on disk per tenant (the current one included); "
+        "older ones go.",
+        ge=1,
     )
-    quota_conversation_bytes: int = Field(
-        default=256 * 1024**2, gt=0, description="stored conversation text per tenant (UTF-8)"
+    quota_conversations_per_user: int = setting(
+        1000,
+        group="quotas",
+        unit="conversations",
+        description="Conversations one user keeps (413 `quota_exceeded` when starting one more).",
+        gt=0,
+    )
+    quota_conversation_messages: int = setting(
+        1000,
+        group="quotas",
+        unit="messages",
+        description="Messages one conversation takes over its life (two per turn; turns dropped "
+        "by RAG_CONVERSATION_MAX_TURNS still count: then start a new conversation).",
+        ge=2,
+    )
+    quota_conversation_bytes: int = setting(
+        256 * 1024**2,
+        group="quotas",
+        unit="bytes",
+        description="UTF-8 bytes of every stored question, answer and citation list of a tenant.",
+        gt=0,
     )
 
     # --- auth and abuse limits ---
-    jwt_secret: str = ""
-    jwt_issuer: str = "rag-service"
-    jwt_audience: str = "rag-api"
-    # Capped: a token that leaks (a log, a shared screen) works until it expires unless someone
-    # signs it out, and a day bounds that window even when nobody notices.
-    jwt_ttl_s: int = Field(default=3600, gt=0, le=JWT_TTL_CAP_S)
-    # The server secret API keys are hashed with (HMAC-SHA256); empty: derived from the JWT
-    # secret, so rotating RAG_JWT_SECRET then invalidates every key too.
-    api_key_secret: str = Field(default="", repr=False)
-    revocation_backend: Literal["database", "redis"] = Field(
-        default="database", description="where signed-out tokens are kept (redis: RAG_REDIS_URL)"
+    jwt_secret: str = setting(
+        "",
+        group="auth",
+        description="HS256 key, at least 32 bytes; required unless RAG_ENV=development. Generate "
+        'one with: python -c "import secrets; print(secrets.token_urlsafe(48))"',
     )
-    audit_retention_days: int = Field(
-        default=365, ge=1, le=36500, description="audit log entries older than this are deleted"
+    jwt_issuer: str = setting("rag-service", group="auth", description="Issuer of the tokens.")
+    jwt_audience: str = setting("rag-api", group="auth", description="Audience of the tokens.")
+    jwt_ttl_s: int = setting(
+        3600,
+        group="auth",
+        unit="s",
+        description="Access token lifetime, at most 86400 (one day): a leaked token works until "
+        "it expires unless it is signed out (POST /auth/logout), so the window is bounded.",
+        gt=0,
+        le=JWT_TTL_CAP_S,
     )
-    bcrypt_rounds: int = Field(default=12, ge=12, le=16)
-    rate_limit_auth_per_minute: int = Field(default=10, gt=0)
-    rate_limit_query_per_minute: int = Field(default=120, gt=0)
-    rate_limit_pages_per_minute: int = Field(default=120, gt=0)
-    rate_limit_conversations_per_minute: int = Field(
-        default=30, gt=0, description="conversations one user may start per minute"
+    api_key_secret: str = setting(
+        "",
+        group="auth",
+        description="Server secret API keys are stored under (HMAC-SHA256). Empty: derived from "
+        "RAG_JWT_SECRET, so rotating that secret also invalidates every API key; set this to "
+        "rotate them separately.",
+        repr=False,
     )
-    rate_limit_backend: CacheBackend = "memory"
-    # Capped by the request models' own bounds (app.limits), so every configured cap is reachable.
-    max_question_chars: int = Field(default=2000, gt=0, le=QUESTION_CHARS_CEILING)
-    max_page_size: int = Field(default=100, gt=0, le=PAGE_SIZE_CEILING)
+    revocation_backend: Literal["database", "redis"] = setting(
+        "database",
+        group="auth",
+        description="Where signed-out tokens are kept until they expire: database or redis "
+        "(RAG_REDIS_URL).",
+    )
+    audit_retention_days: int = setting(
+        365,
+        group="auth",
+        unit="days",
+        description="Audit log entries (logins, keys, users, uploads, deletions) older than this "
+        "are deleted.",
+        ge=1,
+        le=36500,
+    )
+    bcrypt_rounds: int = setting(
+        12, group="auth", unit="log2 rounds", description="bcrypt cost (12..16).", ge=12, le=16
+    )
+    rate_limit_auth_per_minute: int = setting(
+        10,
+        group="auth",
+        unit="per minute",
+        description="Logins per client IP on /auth/token.",
+        gt=0,
+    )
+    rate_limit_query_per_minute: int = setting(
+        120,
+        group="auth",
+        unit="per minute",
+        description="Requests per user on /query and /search.",
+        gt=0,
+    )
+    rate_limit_pages_per_minute: int = setting(
+        120,
+        group="auth",
+        unit="per minute",
+        description="Requests per user on the cited-page routes (/documents/{id}/pages/...).",
+        gt=0,
+    )
+    rate_limit_conversations_per_minute: int = setting(
+        30,
+        group="auth",
+        unit="per minute",
+        description="Conversations one user may start (POST /conversations); over it, 429 with "
+        "Retry-After.",
+        gt=0,
+    )
+    rate_limit_backend: CacheBackend = setting(
+        "memory",
+        group="auth",
+        description="Rate limits: memory | redis (shared by every API process).",
+    )
+    max_question_chars: int = setting(
+        2000,
+        group="auth",
+        unit="characters",
+        description=f"Longest question or search query (at most {QUESTION_CHARS_CEILING}; "
+        "app/limits.py).",
+        gt=0,
+        le=QUESTION_CHARS_CEILING,
+    )
+    max_page_size: int = setting(
+        100,
+        group="auth",
+        unit="items",
+        description=f"Largest page a document or conversation listing returns (at most "
+        f"{PAGE_SIZE_CEILING}).",
+        gt=0,
+        le=PAGE_SIZE_CEILING,
+    )
 
     # --- HTTP limits and proxies ---
-    # Every body but an upload is a small JSON or form document; counted as it arrives, before
-    # authentication, so an anonymous client cannot make the API process buffer megabytes.
-    max_body_bytes: int = Field(
-        default=64 * 1024, ge=4096, description="largest JSON/form body (every route but uploads)"
+    max_body_bytes: int = setting(
+        64 * 1024,
+        group="http",
+        unit="bytes",
+        description="Largest JSON or form body (every route but POST /documents, which is capped "
+        "at RAG_MAX_UPLOAD_BYTES plus 64 KiB of multipart framing). Enforced before "
+        "authentication, on Content-Length and on chunked bodies as they arrive: larger bodies "
+        "get 413.",
+        ge=4096,
     )
-    # X-Forwarded-For/-Proto/-Prefix are believed only from these peers (IPs or CIDRs).
-    trusted_proxies: str = Field(default="", description="comma-separated IPs or CIDRs")
-    root_path: str = Field(default="", description="path prefix the gateway serves us under")
-    login_failures_per_minute: int = Field(
-        default=5, gt=0, description="wrong passwords per (user name, client IP) per minute"
+    trusted_proxies: str = setting(
+        "",
+        group="http",
+        description="Reverse proxies whose X-Forwarded-For / -Proto / -Prefix headers are "
+        "believed, as a comma separated list of IPs or CIDRs, e.g. 10.0.0.0/8,127.0.0.1 (empty: "
+        "the headers are ignored, the peer is the client).",
     )
-    login_account_failures_per_minute: int = Field(
-        default=20,
+    root_path: str = setting(
+        "",
+        group="http",
+        description="Path prefix a gateway serves the API under (e.g. /rag); a trusted proxy's "
+        "X-Forwarded-Prefix overrides it per request. Used for the OpenAPI servers URL, /docs "
+        "and redirects.",
+    )
+    login_failures_per_minute: int = setting(
+        5,
+        group="http",
+        unit="per minute",
+        description="Wrong passwords for one user name from one client IP (the IP's own budget "
+        "is RAG_RATE_LIMIT_AUTH_PER_MINUTE attempts); only failures count and a success clears "
+        "them, so nobody can lock a user out from another client.",
         gt=0,
-        description="wrong passwords per user name per minute from all clients before checks "
-        "from clients new to it are paced",
     )
-    login_concurrency: int = Field(default=2, gt=0, description="bcrypt checks at once")
-    login_queue: int = Field(default=8, ge=0, description="logins that may wait for a check")
-    exact_max_terms: int = Field(default=16, gt=0, description="literal terms checked per query")
-    exact_max_phrases: int = Field(default=4, gt=0, description="quoted phrases per query")
-    exact_max_scans: int = Field(default=4, ge=0, description="substring scans per query")
-    exact_verify_budget: int = Field(
-        default=400, ge=0, description="chunk texts fetched to verify phrases, per query"
+    login_account_failures_per_minute: int = setting(
+        20,
+        group="http",
+        unit="per minute",
+        description="Wrong passwords for one user name from all clients together (an IPv6 client "
+        "is its /64). Beyond it, clients that never logged in to that account get one password "
+        "check per 1 s (2 s from twice as many failures, 4 s from four times, never slower) and "
+        "429 with Retry-After in between; the account's known clients are not slowed, so nobody "
+        "can lock a user out this way either.",
+        gt=0,
+    )
+    login_concurrency: int = setting(
+        2,
+        group="http",
+        unit="checks",
+        description="Password checks (bcrypt) running at once.",
+        gt=0,
+    )
+    login_queue: int = setting(
+        8,
+        group="http",
+        unit="logins",
+        description="Logins that may wait about a second for a check; beyond that a login gets "
+        "429 with Retry-After at once.",
+        ge=0,
+    )
+    exact_max_terms: int = setting(
+        16,
+        group="http",
+        unit="terms",
+        description="Exact-match work per query: literal terms and quoted phrases looked up.",
+        gt=0,
+    )
+    exact_max_phrases: int = setting(
+        4, group="http", unit="phrases", description="Quoted phrases looked up per query.", gt=0
+    )
+    exact_max_scans: int = setting(
+        4,
+        group="http",
+        unit="scans",
+        description="Substring scans of the tenant's chunk texts per query.",
+        ge=0,
+    )
+    exact_verify_budget: int = setting(
+        400,
+        group="http",
+        unit="chunks",
+        description="Chunk texts fetched to verify multi-word phrases, per query.",
+        ge=0,
     )
 
-    # --- tracing (off unless configured) ---
-    langsmith_tracing: bool = False
-    langsmith_api_key: str | None = None
-    langsmith_project: str = "rag-service"
+    # --- tracing ---
+    langsmith_tracing: bool = setting(
+        False, group="tracing", description="Send traces to LangSmith."
+    )
+    langsmith_api_key: str | None = setting(None, group="tracing", description="LangSmith API key.")
+    langsmith_project: str = setting(
+        "rag-service", group="tracing", description="LangSmith project name."
+    )
 
     @field_validator("embedding_provider")
     @classmethod

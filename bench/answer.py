@@ -31,10 +31,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from app.config import Settings, load_settings
-from app.generation.answer import AnswerDelta, AnswerDone, stream_answer
+from app.generation.answer import AnswerDelta, AnswerDone
+from app.generation.limits import GenerationLimits
 from app.providers.llms import build_llm
 from app.providers.types import LLM
-from app.services.answer import generation_limits
 from app.services.container import Container
 from app.services.followups import Turn, ask_llm_to_rewrite
 from app.timing import start_timer
@@ -75,7 +75,8 @@ def answer_once(
     prompt_tokens = float("nan")
     refused = 0.0
     text = ""
-    for event in stream_answer(question, retrieval, path.llm, **generation_limits(settings)):
+    limits = GenerationLimits.from_settings(settings)
+    for event in limits.stream(question, retrieval, path.llm):
         if isinstance(event, AnswerDelta) and first_token_ms != first_token_ms:
             first_token_ms = timer.total_ms()
         if isinstance(event, AnswerDone):

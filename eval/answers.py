@@ -46,14 +46,11 @@ from app.generation.answer import (
     Answer,
     AnswerDelta,
     AnswerDone,
-    answer_question,
-    shown_passages,
-    stream_answer,
 )
 from app.generation.citations import MARKER_GROUP, marker_numbers
+from app.generation.limits import GenerationLimits
 from app.providers.llms import build_llm
 from app.providers.types import LLM
-from app.services.answer import generation_limits, passage_limits
 from app.services.container import Container
 from app.services.pipeline import index_file
 from app.text.tokenizer import tokenize
@@ -125,12 +122,12 @@ def ask(
 ) -> tuple[Answer, bool, float, int]:
     """Answer one question; returns the answer, whether gold was shown, seconds taken and how
     many passages the model read (its valid markers)."""
-    shown = shown_passages(question.text, retrieval.hits, **passage_limits(settings))
+    shown = GenerationLimits.from_settings(settings).passages.shown(question.text, retrieval.hits)
     gold_shown = retrieval.relevant and any(
         doc_map.get(hit.chunk.document_id) in question.gold for hit in shown
     )
     started = time.perf_counter()
-    answer = answer_question(question.text, retrieval, llm, **generation_limits(settings))
+    answer = GenerationLimits.from_settings(settings).answer(question.text, retrieval, llm)
     return answer, gold_shown, time.perf_counter() - started, len(shown)
 
 
@@ -387,7 +384,7 @@ def ask_streamed(
     """Answer as /query streams it; returns the answer, seconds to its first text and in all."""
     started = time.perf_counter()
     first = float("nan")
-    for event in stream_answer(question, retrieval, llm, **generation_limits(settings)):
+    for event in GenerationLimits.from_settings(settings).stream(question, retrieval, llm):
         if isinstance(event, AnswerDelta) and first != first:
             first = time.perf_counter() - started
         if isinstance(event, AnswerDone):
@@ -477,7 +474,9 @@ def run_manuals(
         mine = [q for q in questions if q.manual == manual]
         for number, question in enumerate(mine, start=1):
             retrieval = container.retriever.search(tenant, question.text, settings.top_k)
-            shown = shown_passages(question.text, retrieval.hits, **passage_limits(settings))
+            shown = GenerationLimits.from_settings(settings).passages.shown(
+                question.text, retrieval.hits
+            )
             for provider, llm in llms.items():
                 answer, first, seconds = ask_streamed(llm, settings, question.text, retrieval)
                 outcomes[provider].append(

@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from app.config import load_settings
-from app.generation.answer import shown_passages
+from app.generation.limits import PassageLimits
 from app.generation.prompt import hit_passage, user_message
 from app.providers.gguf import ensure_default_model
-from app.services.answer import passage_limits
 from app.services.container import Container
 from eval.answers import TASKS, contains_span, sample_questions
 from eval.datasets import load_task
@@ -57,8 +57,8 @@ def main() -> None:
             for budget in args.budgets:
                 kept, tokens, shown_counts = [], [], []
                 for question, retrieval in zip(questions, results, strict=True):
-                    limits = passage_limits(settings) | {"focus_chars": budget}
-                    shown = shown_passages(question.text, retrieval.hits, **limits)
+                    limits = replace(PassageLimits.from_settings(settings), focus_chars=budget)
+                    shown = limits.shown(question.text, retrieval.hits)
                     text = " ".join(hit.chunk.text for hit in shown)
                     kept.append(any(contains_span(text, gold) for gold in question.answers))
                     message = user_message(question.text, [hit_passage(hit) for hit in shown])

@@ -116,7 +116,11 @@ def quick_start_problems(root: Path = ROOT) -> list[str]:
     if not commands:
         return ["README.md: the Quick start section names no `make` command"]
     known = makefile_targets(root / "Makefile")
-    return [f"README.md quick start: `make {c}` is not a Makefile target" for c in commands if c not in known]
+    return [
+        f"README.md quick start: `make {c}` is not a Makefile target"
+        for c in commands
+        if c not in known
+    ]
 
 
 def main() -> int:

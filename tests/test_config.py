@@ -5,17 +5,18 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from app.config import Settings, load_settings
+from app import settings_docs
+from app.config import GROUPS, Settings, load_settings
 from app.errors import ConfigurationError
 
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[1]
-ENV_EXAMPLE = REPO / ".env.example"
 
 
 @pytest.mark.parametrize(
@@ -55,23 +56,41 @@ def test_invalid_environment_variable_is_named(monkeypatch: pytest.MonkeyPatch) 
         load_settings(_env_file=None)
 
 
-def test_env_example_lists_every_setting_with_its_default() -> None:
-    text = ENV_EXAMPLE.read_text(encoding="utf-8")
+def test_every_setting_has_its_description_unit_and_group() -> None:
+    groups = {group.key for group in GROUPS}
+    for name, field in Settings.model_fields.items():
+        extra = field.json_schema_extra
+        assert field.description, f"RAG_{name.upper()} has no description"
+        assert isinstance(extra, dict) and extra.get("group") in groups, name
+        assert "unit" in extra, name
+
+
+@pytest.mark.parametrize(
+    ("path", "render", "option"),
+    [
+        (".env.example", settings_docs.render_env_example, "--env-example"),
+        ("docs/configuration.md", settings_docs.render_reference, "--reference"),
+    ],
+)
+def test_generated_configuration_files_are_current(
+    path: str, render: Callable[[], str], option: str
+) -> None:
+    current = (REPO / path).read_text(encoding="utf-8")
+    assert current == render(), (
+        f"{path} is stale: run `python -m app.settings_docs {option} > {path}`"
+    )
+
+
+def test_env_example_shows_every_default_a_deployment_keeps() -> None:
+    text = (REPO / ".env.example").read_text(encoding="utf-8")
     documented = dict(re.findall(r"^#? ?(RAG_[A-Z0-9_]+)=(.*)$", text, flags=re.MULTILINE))
-    defaults = Settings.model_fields
-    missing = [
-        f"RAG_{name.upper()}" for name in defaults if f"RAG_{name.upper()}" not in documented
-    ]
-    assert not missing, f".env.example lacks {missing}"
-    unknown = [name for name in documented if name[4:].lower() not in defaults]
-    assert not unknown, f".env.example documents unknown settings {unknown}"
-    # Commented lines show the default; compare them to the code's defaults.
-    for name, value in re.findall(r"^# (RAG_[A-Z0-9_]+)=(.*)$", text, flags=re.MULTILINE):
-        default = defaults[name[4:].lower()].default
-        shown = "" if default is None else str(default)
-        if isinstance(default, bool):
-            shown = str(default).lower()
-        assert value == shown, f"{name}: .env.example says {value!r}, code default is {shown!r}"
+    assert sorted(documented) == sorted(f"RAG_{name.upper()}" for name in Settings.model_fields)
+    assert documented["RAG_ENV"] == "production"
+    assert documented["RAG_CHUNK_SIZE"] == "1000"
+    assert documented["RAG_LLM_PREFIX_CACHE"] == "true"
+    assert documented["RAG_RELEVANCE_THRESHOLD"] == ""
+    # The file is read back as a valid configuration with the production lines set.
+    assert re.search(r"^RAG_JWT_SECRET=$", text, flags=re.MULTILINE)
 
 
 @pytest.mark.parametrize("variable", ["RAG_LLM_PROVIDER", "RAG_EMBEDDING_PROVIDER"])

@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
-from app.config import Settings
 from app.errors import RagError, public_message
-from app.generation.answer import AnswerDelta, AnswerDone, answer_question, stream_answer
+from app.generation.answer import AnswerDelta, AnswerDone
 from app.generation.citations import Citation
+from app.generation.limits import GenerationLimits
 from app.limits import RequestLimits
 from app.storage.cache import AnswerCache, CacheKey, answer_cache_key
 from app.timing import StageTimer, start_timer, timed
@@ -32,26 +32,6 @@ CacheStatus = Literal["hit", "miss"]
 _CITATION_FIELDS = tuple(field.name for field in fields(Citation))
 
 
-def passage_limits(settings: Settings) -> dict[str, Any]:
-    """The keyword arguments of `shown_passages` that come from settings: which passages the
-    model reads, and how much of each."""
-    return {
-        "max_passages": settings.llm_max_passages,
-        "max_passage_chars": settings.llm_max_context_chars,
-        "focus_chars": settings.llm_focus_chars,
-    }
-
-
-def generation_limits(settings: Settings) -> dict[str, Any]:
-    """The keyword arguments of `stream_answer` / `answer_question` that come from settings
-    (one list, so the service, the evaluation and the benchmark answer alike)."""
-    return {
-        "refusal_text": settings.refusal_text,
-        **passage_limits(settings),
-        "abstain_threshold": settings.llm_abstain_threshold,
-    }
-
-
 @dataclass(frozen=True)
 class AnswerDeps:
     """What answering needs, built once per process by the container."""
@@ -62,7 +42,7 @@ class AnswerDeps:
     corpus_version: Callable[[str], int]  # tenant -> version, bumped by every corpus change
     config_fingerprint: str
     limits: RequestLimits
-    generation: Mapping[str, Any]  # generation_limits(settings)
+    generation: GenerationLimits
 
 
 @dataclass(frozen=True)
@@ -197,7 +177,7 @@ def _store(deps: AnswerDeps, found: Lookup, answer: CachedAnswer) -> None:
 def generate_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
     """Retrieve, generate and cache the answer of a cache miss (blocking: the model runs here)."""
     retrieval = deps.retriever.search(found.tenant_id, found.question, found.k)
-    result = answer_question(found.question, retrieval, deps.llm, **deps.generation)
+    result = deps.generation.answer(found.question, retrieval, deps.llm)
     answer = CachedAnswer(result.text, list(result.citations), result.refused)
     _store(deps, found, answer)
     log.info(
@@ -228,7 +208,7 @@ def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
     """
     try:
         retrieval = deps.retriever.search(found.tenant_id, found.question, found.k)
-        events = stream_answer(found.question, retrieval, deps.llm, **deps.generation)
+        events = deps.generation.stream(found.question, retrieval, deps.llm)
         try:
             for event in events:
                 if isinstance(event, AnswerDelta):

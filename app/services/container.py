@@ -104,7 +104,8 @@ class Container:
     @cached_property
     def answer_deps(self) -> AnswerDeps:
         """What the answer service needs (builds the retriever and the LLM)."""
-        from app.services.answer import AnswerDeps, generation_limits
+        from app.generation.limits import GenerationLimits
+        from app.services.answer import AnswerDeps
 
         return AnswerDeps(
             retriever=self.retriever,
@@ -113,7 +114,7 @@ class Container:
             corpus_version=self.corpus.corpus_version,
             config_fingerprint=self.config_fingerprint,
             limits=self.request_limits,
-            generation=generation_limits(self.settings),
+            generation=GenerationLimits.from_settings(self.settings),
         )
 
     @cached_property

@@ -2,7 +2,8 @@
 
 The repositories (users, documents, chunks, jobs, conversations) import their rows from here,
 so no storage module needs another's to build the schema. A change here needs a migration in
-`app/storage/migrations/versions` (README, "Database migrations"); a test compares the two.
+`app/storage/migrations/versions` (docs/operations.md, "Database migrations"); a test compares
+the two.
 """
 
 from __future__ import annotations

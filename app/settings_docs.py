@@ -1,0 +1,196 @@
+"""`.env.example` and docs/configuration.md, generated from the Settings fields.
+
+Each setting is described once, on its field in app/config.py (description, unit, group); these
+files are renderings of that. `tests/test_config.py` fails when either is stale. Regenerate:
+
+    python -m app.settings_docs --env-example > .env.example
+    python -m app.settings_docs --reference > docs/configuration.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+import typing
+from collections.abc import Iterator
+from pathlib import Path
+
+import annotated_types
+from pydantic.fields import FieldInfo
+
+from app.config import ENV_PREFIX, GROUPS, Group, Settings
+
+# What a production deployment (the Docker image, compose) sets; every other line stays
+# commented out and shows the default.
+SET_IN_PRODUCTION = {"env": "production", "jwt_secret": ""}
+WIDTH = 99
+
+ENV_EXAMPLE_HEADER = """\
+# RAG service configuration. Copy to `.env` (read at start-up) or set as environment variables.
+# Every setting is listed with its default. Lines left commented keep the default; the uncommented
+# lines are what a production deployment (Docker image / compose) changes.
+# Invalid values stop start-up with a message naming the variable. The full reference with units
+# and allowed values is docs/configuration.md.
+# Generated from app/config.py (python -m app.settings_docs --env-example): edit the descriptions
+# there, not here.
+"""
+
+COMPOSE_ONLY = """\
+# --- docker compose only (docker-compose.yml reads these; the service does not) ---
+# Required by compose: the PostgreSQL password (also put into RAG_DATABASE_URL by compose).
+# POSTGRES_PASSWORD=
+# POSTGRES_USER=rag
+# POSTGRES_DB=rag
+# Required by compose: Redis's password (put into RAG_REDIS_URL) and the Chroma server's token
+# (given to the server and as RAG_CHROMA_TOKEN to the service). URL-safe: `openssl rand -hex 32`.
+# REDIS_PASSWORD=
+# CHROMA_TOKEN=
+# Base image of every built image (a local Debian bookworm image with python3 works too).
+# BASE_IMAGE=python:3.11-slim
+# With `--profile proxy` (nginx serving the api under /rag/ on PROXY_PORT), also set
+# (see those settings above):   RAG_ROOT_PATH=/rag   RAG_TRUSTED_PROXIES=172.29.57.250
+# PROXY_PORT=8080
+# PROXY_IP=172.29.57.250
+# Where the published ports listen (127.0.0.1 = this host only; 0.0.0.0 = every interface).
+# API_BIND=127.0.0.1
+# PROXY_BIND=127.0.0.1
+# Memory limits per container (also API_CPUS, WORKER_CPUS, ... in docker-compose.yml).
+# API_MEMORY=6g
+# WORKER_MEMORY=3g
+# uvicorn processes in the api container, and the published port.
+# API_WORKERS=2
+# API_PORT=8000
+"""
+
+REFERENCE_HEADER = """\
+# Configuration reference
+
+Every setting of the service, read from `RAG_*` environment variables or `.env` (copy
+`.env.example`). Invalid values stop start-up with a message naming the variable. Settings that
+can change an answer are part of the answer cache key (`AnswerShape`, `app/answer_shape.py`).
+
+Generated from `app/config.py` (`python -m app.settings_docs --reference`); edit the
+descriptions there, not here.
+"""
+
+
+def variable(name: str) -> str:
+    """The environment variable of a Settings field."""
+    return f"{ENV_PREFIX}{name.upper()}"
+
+
+def shown_default(field: FieldInfo) -> str:
+    """The default as an environment variable would spell it (unset: empty)."""
+    default = field.default
+    if default is None:
+        return ""
+    if isinstance(default, bool):
+        return str(default).lower()
+    return str(default)
+
+
+def unit_of(field: FieldInfo) -> str:
+    extra = field.json_schema_extra
+    return str(extra.get("unit", "")) if isinstance(extra, dict) else ""
+
+
+def group_of(field: FieldInfo) -> str:
+    extra = field.json_schema_extra
+    return str(extra["group"]) if isinstance(extra, dict) else ""
+
+
+def allowed_values(field: FieldInfo) -> str:
+    """The field's choices or bounds, e.g. `development, production` or `>= 1, <= 65535`."""
+    annotation = field.annotation
+    choices = [
+        str(arg)
+        for part in (typing.get_args(annotation) or (annotation,))
+        if typing.get_origin(part) is typing.Literal
+        for arg in typing.get_args(part)
+    ]
+    if typing.get_origin(annotation) is typing.Literal:
+        choices = [str(arg) for arg in typing.get_args(annotation)]
+    if choices:
+        return ", ".join(choices)
+    bounds = []
+    for rule in field.metadata:
+        for attribute, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
+            value = getattr(rule, attribute, None)
+            if isinstance(rule, annotated_types.BaseMetadata) and value is not None:
+                bounds.append(f"{sign} {value}")
+    return ", ".join(bounds)
+
+
+def fields_of(group: Group) -> Iterator[tuple[str, FieldInfo]]:
+    for name, field in Settings.model_fields.items():
+        if group_of(field) == group.key:
+            yield name, field
+
+
+def comment(text: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH - 2, initial_indent="# ", subsequent_indent="# ")
+
+
+def render_env_example() -> str:
+    """The text of `.env.example`."""
+    lines = [ENV_EXAMPLE_HEADER.rstrip("\n")]
+    for group in GROUPS:
+        lines += ["", f"# --- {group.title} ---"]
+        if group.intro:
+            lines += comment(group.intro)
+        for name, field in fields_of(group):
+            unit = unit_of(field)
+            lines += comment(f"{field.description} [{unit}]" if unit else str(field.description))
+            if name in SET_IN_PRODUCTION:
+                lines.append(f"{variable(name)}={SET_IN_PRODUCTION[name]}")
+            else:
+                lines.append(f"# {variable(name)}={shown_default(field)}")
+    lines += ["", COMPOSE_ONLY.rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_reference() -> str:
+    """The text of docs/configuration.md."""
+    lines = [REFERENCE_HEADER.rstrip("\n")]
+    for group in GROUPS:
+        lines += ["", f"## {group.title[0].upper()}{group.title[1:]}", ""]
+        if group.intro:
+            lines += [group.intro, ""]
+        lines += ["| variable | default | unit | allowed | meaning |", "|---|---|---|---|---|"]
+        for name, field in fields_of(group):
+            default = shown_default(field)
+            row = [
+                f"`{variable(name)}`",
+                f"`{cell(default)}`" if default else "(empty)",
+                cell(unit_of(field)),
+                cell(allowed_values(field)),
+                cell(str(field.description)),
+            ]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    choice = parser.add_mutually_exclusive_group(required=True)
+    choice.add_argument("--env-example", action="store_true", help="print .env.example")
+    choice.add_argument("--reference", action="store_true", help="print docs/configuration.md")
+    choice.add_argument(
+        "--write", type=Path, metavar="REPO", help="write both files under this checkout"
+    )
+    args = parser.parse_args(argv)
+    if args.write:
+        (args.write / ".env.example").write_text(render_env_example(), encoding="utf-8")
+        (args.write / "docs" / "configuration.md").write_text(render_reference(), encoding="utf-8")
+    else:
+        sys.stdout.write(render_env_example() if args.env_example else render_reference())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
