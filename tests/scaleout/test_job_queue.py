@@ -20,7 +20,6 @@ import pytest
 import redis
 from rq import Queue
 from rq.registry import ScheduledJobRegistry
-from sqlalchemy import select
 
 from app.config import Settings
 from app.errors import ProviderUnavailable
@@ -28,63 +27,24 @@ from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, ret
 from app.jobs.redis_worker import TURN_POLL_S, Heartbeat, IngestWorker
 from app.jobs.store import JobStore, split_job_error
 from app.services.container import Container
-from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
 from app.storage.db import Database
-from app.storage.tables import JobRow
 from tests.queued_jobs import queue_job
+from tests.scaleout.job_container import job_container, queued_upload
 
 pytestmark = pytest.mark.integration
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
-TEXT = b"The relief valve is inspected every 30 days.\n\nReports go to the safety officer."
 
 
 @pytest.fixture
 def container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
-    """Fake embedder, embedded Chroma, SQLite, and the test's own Redis key prefix.
-
-    The settings keep the threads backend (an embedded Chroma may not be shared between
-    processes); the worker code under test does not look at it.
-    """
-    fast = settings.model_copy(
-        update={
-            "redis_key_prefix": redis_namespace.prefix,
-            "job_heartbeat_s": 0.05,
-            "job_stale_after_s": 0.3,
-            "job_retry_base_s": 30.0,
-        }
-    )
-    built = Container(fast)
-    yield built
-    # rq names its keys after the queue (our prefix) or the message id (our job ids).
-    client = redis_namespace.client
-    with built.database.session() as session:
-        job_ids = session.scalars(select(JobRow.job_id)).all()
-    patterns = [f"rq:*{redis_namespace.prefix}*"] + [f"rq:*{job_id}*" for job_id in job_ids]
-    for pattern in patterns:
-        for key in client.scan_iter(match=pattern, count=1000):
-            client.delete(key)
-    client.srem("rq:queues", f"rq:queue:{redis_namespace.prefix}-ingest")
+    with job_container(settings, redis_namespace) as built:
+        yield built
 
 
 @pytest.fixture
 def worker(container: Container) -> IngestWorker:
     return IngestWorker(container.settings, container.ingest_deps, redis.Redis.from_url(REDIS_URL))
-
-
-def queued_upload(
-    container: Container, data_dir: Path, name: str = "valves.txt", tenant: str = "acme"
-) -> str:
-    """Store an upload and create its job row, as the upload route does; returns the job id."""
-    uploads = data_dir / "uploads"
-    uploads.mkdir(exist_ok=True)
-    path = uploads / f"upload-{name}"  # stored like the upload route: random name, same suffix
-    path.write_bytes(TEXT)
-    reservation = reserve_upload(container.upload_deps, tenant)
-    (job,) = submit_uploads(
-        container.upload_deps, tenant, [reservation], [ReceivedFile(path, name, len(TEXT))]
-    )
-    return job.job_id
 
 
 def test_retry_delays_grow_fourfold() -> None:

@@ -1,0 +1,65 @@
+"""A container for job-running tests: fake embedder, embedded Chroma, SQLite, a Redis prefix of
+the test's own, fast heartbeats; and uploads queued the way the upload route queues them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from app.config import Settings
+from app.services.container import Container
+from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
+from app.storage.tables import JobRow
+
+TEXT = b"The relief valve is inspected every 30 days.\n\nReports go to the safety officer."
+
+
+@contextmanager
+def job_container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
+    """The container; afterwards every rq key of the test's queue and jobs is deleted.
+
+    The settings keep the threads backend (an embedded Chroma may not be shared between
+    processes); the worker code under test does not look at it.
+    """
+    fast = settings.model_copy(
+        update={
+            "redis_key_prefix": redis_namespace.prefix,
+            "job_heartbeat_s": 0.05,
+            "job_stale_after_s": 0.3,
+            "job_retry_base_s": 30.0,
+        }
+    )
+    built = Container(fast)
+    yield built
+    # rq names its keys after the queue (our prefix) or the message id (our job ids).
+    client = redis_namespace.client
+    with built.database.session() as session:
+        job_ids = session.scalars(select(JobRow.job_id)).all()
+    patterns = [f"rq:*{redis_namespace.prefix}*"] + [f"rq:*{job_id}*" for job_id in job_ids]
+    for pattern in patterns:
+        for key in client.scan_iter(match=pattern, count=1000):
+            client.delete(key)
+    client.srem("rq:queues", f"rq:queue:{redis_namespace.prefix}-ingest")
+
+
+def queued_upload(
+    container: Container,
+    data_dir: Path,
+    name: str = "valves.txt",
+    tenant: str = "acme",
+    content: bytes = TEXT,
+) -> str:
+    """Store an upload and create its job row, as the upload route does; returns the job id."""
+    uploads = data_dir / "uploads"
+    uploads.mkdir(exist_ok=True)
+    path = uploads / f"upload-{name}"  # stored like the upload route: random name, same suffix
+    path.write_bytes(content)
+    reservation = reserve_upload(container.upload_deps, tenant)
+    (job,) = submit_uploads(
+        container.upload_deps, tenant, [reservation], [ReceivedFile(path, name, len(content))]
+    )
+    return job.job_id
