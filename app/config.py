@@ -21,7 +21,7 @@ from app.limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING
 ENV_PREFIX = "RAG_"
 
 # The provider names Settings accepts; the factories in app/providers build each one, and their
-# `register_llm` / `register_embedder` add a name here too (tests register their fakes so).
+# `extra_llm` / `extra_embedder` add a name here for a `with` block (tests add their fakes so).
 LLM_PROVIDERS: set[str] = {"llamacpp", "ollama", "openai", "extractive"}
 EMBEDDING_PROVIDERS: set[str] = {"use", "e5", "huggingface", "openai", "ollama"}
 RerankerProvider = Literal["none", "cross-encoder"]

@@ -67,12 +67,6 @@ class DocumentTooLarge(IngestionError):
     http_status = 413
 
 
-class ReversedText(IngestionError):
-    """Extracted right-to-left text came out in visual (reversed) order and could not be fixed."""
-
-    code = "reversed_text"
-
-
 class ParseTimeout(IngestionError):
     code = "parse_timeout"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,11 +19,22 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from app.config import Settings, load_settings
 from app.storage.db import Database, open_database
+from app.storage.migrate import VERSION_TABLE
+from app.storage.tables import Base
 from tests.availability import unavailable
-from tests.fakes import register_fakes
+from tests.fakes import fake_providers
 
-# `fake` is a provider name only in tests: registered before any test builds settings.
-register_fakes()
+# `fake` is a provider name only inside the test session: added when pytest starts, before any
+# test builds settings, and removed when it ends (`pytest_sessionfinish`).
+_FAKES = ExitStack()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _FAKES.enter_context(fake_providers())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _FAKES.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -89,6 +101,13 @@ def postgres_url() -> Iterator[str]:
         admin.dispose()
 
 
+def drop_schema(database: Database) -> None:
+    """Drop every table of the service and its migration record."""
+    Base.metadata.drop_all(database.engine)
+    with database.engine.begin() as connection:
+        connection.exec_driver_sql(f"DROP TABLE IF EXISTS {VERSION_TABLE}")
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def sql_database(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Database]:
     """The service database with fresh tables, on a SQLite file and on the local PostgreSQL."""
@@ -101,7 +120,7 @@ def sql_database(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Dat
         yield database
     finally:
         if request.param == "postgresql":
-            database.drop_schema()
+            drop_schema(database)
         database.dispose()
 
 

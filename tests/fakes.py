@@ -1,8 +1,9 @@
 """Fast stand-ins for the LLM and the embedder, for unit tests only.
 
-They are not production providers: `register_fakes()` (called by tests/conftest.py) adds them to
-the provider registries under the name `fake`, so tests select them through settings exactly as
-a deployment selects a real provider, and a deployment cannot select them at all.
+They are not production providers: `fake_providers()` (entered by tests/conftest.py for the test
+session, and left after it) adds them to the provider registries under the name `fake`, so tests
+select them through settings exactly as a deployment selects a real provider, and a deployment
+cannot select them at all.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
-from app.providers.embeddings import EmbedderKey, l2_normalise, register_embedder
-from app.providers.llms import register_llm
+from app.providers.embeddings import EmbedderKey, extra_embedder, l2_normalise
+from app.providers.llms import extra_llm
 from app.providers.types import ChatRequest, LLMDelta
 
 FAKE_DIMENSION = 512
@@ -115,7 +117,12 @@ def _fake_embedder(key: EmbedderKey) -> FakeEmbedder:
     return FakeEmbedder()
 
 
-def register_fakes() -> None:
-    """Make `fake` a provider name for both RAG_LLM_PROVIDER and RAG_EMBEDDING_PROVIDER."""
-    register_llm("fake", lambda settings: FakeLLM(settings.llm_model or None))
-    register_embedder("fake", _fake_embedder)
+@contextmanager
+def fake_providers() -> Iterator[None]:
+    """Inside the block, `fake` is a provider name for RAG_LLM_PROVIDER and
+    RAG_EMBEDDING_PROVIDER; afterwards the registries are as production has them."""
+    with (
+        extra_llm("fake", lambda settings: FakeLLM(settings.llm_model or None)),
+        extra_embedder("fake", _fake_embedder),
+    ):
+        yield

@@ -127,16 +127,6 @@ def too_large(max_bytes: int) -> ApiError:
     )
 
 
-async def receive_upload(
-    request: Request, *, dest_dir: Path, max_bytes: int, accept_suffix: frozenset[str]
-) -> ReceivedFile:
-    """Stream the one multipart field `file` to `dest_dir`; 413/415/422 ApiError on bad input."""
-    (upload,) = await receive_uploads(
-        request, dest_dir=dest_dir, max_bytes=max_bytes, accept_suffix=accept_suffix
-    )
-    return upload
-
-
 async def receive_uploads(
     request: Request,
     *,

@@ -124,13 +124,6 @@ class MarkerFilter:
         return shown
 
 
-def clean_markers(text: str, passage_count: int) -> tuple[str, list[int]]:
-    """Text with only valid markers, and the valid markers in order of first use."""
-    marker_filter = MarkerFilter(passage_count)
-    cleaned = marker_filter.feed(text) + marker_filter.finish()
-    return cleaned, marker_filter.cited
-
-
 def _normalised(text: str) -> str:
     without_markers = MARKER_GROUP.sub(" ", text)
     return " ".join(re.sub(r"[^\w\s]", " ", without_markers.casefold()).split())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -329,9 +330,9 @@ _REGISTRY = ProviderRegistry[EmbedderBuilder](
 )
 
 
-def register_embedder(name: str, builder: EmbedderBuilder) -> None:
-    """Make `builder` the provider RAG_EMBEDDING_PROVIDER=`name` selects (tests add fakes)."""
-    _REGISTRY.register(name, builder)
+def extra_embedder(name: str, builder: EmbedderBuilder) -> AbstractContextManager[None]:
+    """Inside the `with` block, RAG_EMBEDDING_PROVIDER=`name` selects `builder` (tests' fakes)."""
+    return _REGISTRY.extended(name, builder)
 
 
 def embedding_provider_names() -> list[str]:

@@ -11,6 +11,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -581,9 +582,9 @@ _REGISTRY = ProviderRegistry[LLMBuilder](
 )
 
 
-def register_llm(name: str, builder: LLMBuilder) -> None:
-    """Make `builder` the provider RAG_LLM_PROVIDER=`name` selects (tests add their fakes)."""
-    _REGISTRY.register(name, builder)
+def extra_llm(name: str, builder: LLMBuilder) -> AbstractContextManager[None]:
+    """Inside the `with` block, RAG_LLM_PROVIDER=`name` selects `builder` (tests' fakes)."""
+    return _REGISTRY.extended(name, builder)
 
 
 def llm_provider_names() -> list[str]:

@@ -1,13 +1,14 @@
 """Provider builders by name: one registry per setting that selects a provider.
 
-The embedding and LLM factories each keep one. A name registered later (tests add their fakes)
-is also added to the set `app.config.Settings` validates that setting against, so settings
-accept exactly the names a factory can build.
+The embedding and LLM factories each keep one. A name added for the length of a `with` block
+(tests add their fakes so) is also accepted by `app.config.Settings` inside that block only, so
+settings accept exactly the names a factory can build, and a deployment never a test's fake.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Generic, TypeVar
 
 from app.errors import ConfigurationError
@@ -23,10 +24,18 @@ class ProviderRegistry(Generic[Builder]):
         self._accepted = accepted  # the set Settings checks `variable` against
         self._builders = dict(builders)
 
-    def register(self, name: str, builder: Builder) -> None:
-        """Make `builder` the provider `name` selects, and `name` a value Settings accepts."""
+    @contextmanager
+    def extended(self, name: str, builder: Builder) -> Iterator[None]:
+        """Inside the block, `name` selects `builder` and is a value Settings accepts."""
+        if name in self._builders:
+            raise ValueError(f"{self._variable}: provider {name!r} exists already")
         self._builders[name] = builder
         self._accepted.add(name)
+        try:
+            yield
+        finally:
+            del self._builders[name]
+            self._accepted.discard(name)
 
     def names(self) -> list[str]:
         """The provider names that can be built, sorted."""

@@ -117,10 +117,6 @@ class ConcurrencyLimiter:
         """Callers queued right now."""
         return len(self._waiters)
 
-    def running_for(self, caller: Caller) -> tuple[int, int]:
-        """Slots held by the caller's tenant and by the caller."""
-        return self._by_tenant[caller.tenant_id], self._by_user[caller.user_id]
-
     async def acquire(self, caller: Caller) -> Slot:
         """A slot now, or after a bounded wait; raises Overloaded when there is no room."""
         if self._fits(caller):

@@ -24,8 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.errors import ConfigurationError
-from app.storage.migrate import VERSION_TABLE, SchemaChange, upgrade_to_head
-from app.storage.tables import Base
+from app.storage.migrate import SchemaChange, upgrade_to_head
 
 # The advisory lock that serialises schema migrations of processes starting together.
 SCHEMA_LOCK = "schema"
@@ -155,12 +154,6 @@ class Database:
     def migrate(self) -> SchemaChange:
         """Bring the schema to the newest migration (safe when several processes start at once)."""
         return upgrade_to_head(self.engine, advisory_key(SCHEMA_LOCK))
-
-    def drop_schema(self) -> None:
-        """Drop every table of the service and its migration record (tests and resets only)."""
-        Base.metadata.drop_all(self.engine)
-        with self.engine.begin() as connection:
-            connection.exec_driver_sql(f"DROP TABLE IF EXISTS {VERSION_TABLE}")
 
     def ping(self) -> bool:
         """Whether the database answers a trivial query (for `/ready`)."""

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from starlette.requests import ClientDisconnect, Request
 
 from app.api.errors import ApiError
-from app.api.upload import receive_upload
+from app.api.upload import receive_uploads
 from app.config import Settings
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.main import _safe_request_id, create_app
@@ -54,11 +54,13 @@ def _file_part(filename: str, payload_chunks: list[bytes]) -> list[bytes]:
 
 
 def _receive(request: Request, dest: Path, max_bytes: int) -> Any:
-    return asyncio.run(
-        receive_upload(
+    """The one file of a one-file upload, streamed to `dest`."""
+    (upload,) = asyncio.run(
+        receive_uploads(
             request, dest_dir=dest, max_bytes=max_bytes, accept_suffix=SUPPORTED_EXTENSIONS
         )
     )
+    return upload
 
 
 MULTIPART = {"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}

@@ -13,7 +13,6 @@ from app.generation.citations import (
     MARKER_GROUP,
     MarkerFilter,
     citations_for,
-    clean_markers,
     is_refusal,
     marker_numbers,
 )
@@ -44,6 +43,13 @@ def test_markers_are_kept_in_range_and_invalid_ones_removed(
     raw: str, shown: str, cited: list[int]
 ) -> None:
     assert clean_markers(raw, passage_count=3) == (shown, cited)
+
+
+def clean_markers(text: str, passage_count: int) -> tuple[str, list[int]]:
+    """Text with only valid markers, and the valid markers in order of first use."""
+    marker_filter = MarkerFilter(passage_count)
+    cleaned = marker_filter.feed(text) + marker_filter.finish()
+    return cleaned, marker_filter.cited
 
 
 def test_dropped_marker_numbers_are_counted() -> None:

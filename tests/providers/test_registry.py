@@ -14,12 +14,18 @@ from app.providers.registry import ProviderRegistry
 pytestmark = pytest.mark.unit
 
 
-def test_a_registered_provider_is_built_and_its_name_accepted() -> None:
+def test_a_provider_added_for_a_block_is_built_and_accepted_there_only() -> None:
     accepted = {"a"}
     registry = ProviderRegistry[object]("RAG_THING", accepted, {"a": lambda: "built a"})
-    registry.register("b", lambda: "built b")
-    assert registry.names() == ["a", "b"] and accepted == {"a", "b"}
-    assert registry.builder("b")() == "built b"
+    with registry.extended("b", lambda: "built b"):
+        assert registry.names() == ["a", "b"] and accepted == {"a", "b"}
+        assert registry.builder("b")() == "built b"
+    assert registry.names() == ["a"] and accepted == {"a"}
+    with pytest.raises(ConfigurationError):
+        registry.builder("b")
+    with pytest.raises(ValueError), registry.extended("a", lambda: "another a"):
+        pass  # a production provider cannot be replaced
+    assert registry.builder("a")() == "built a"
 
 
 def test_an_unknown_provider_is_refused_naming_the_setting_and_the_choices(

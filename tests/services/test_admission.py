@@ -65,6 +65,11 @@ def limiter(timer: HandTimer | None = None, clock: Clock | None = None, **bounds
     )
 
 
+def running_for(lim: ConcurrencyLimiter, caller: Caller) -> tuple[int, int]:
+    """Slots held by the caller's tenant and by the caller."""
+    return lim._by_tenant[caller.tenant_id], lim._by_user[caller.user_id]
+
+
 def test_a_user_beyond_its_bound_waits_and_starts_when_its_slot_is_released() -> None:
     async def scenario() -> None:
         lim = limiter()
@@ -91,7 +96,7 @@ def test_the_tenant_bound_holds_back_a_second_user_but_not_another_tenant() -> N
         other = await lim.acquire(B1)  # would not return if B queued behind A's waiter
         await settle()
         assert not blocked.done()
-        assert lim.running_for(A2) == (1, 0) and lim.running_for(B1) == (1, 1)
+        assert running_for(lim, A2) == (1, 0) and running_for(lim, B1) == (1, 1)
         other.release()
         await settle()
         assert not blocked.done(), "B's release must not admit A beyond A's tenant bound"
