@@ -44,6 +44,7 @@ from app.jobs.scheduling import RETRYING, next_batch
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, stored_usage
+from app.storage.records import record_of
 from app.storage.tables import BatchMemberRow, JobRow, TenantTurnRow
 
 JobStatus = Literal["reserved", "queued", "processing", "done", "failed"]
@@ -122,24 +123,7 @@ class JobRecord:
 
 
 def _record(row: JobRow) -> JobRecord:
-    return JobRecord(
-        job_id=row.job_id,
-        tenant_id=row.tenant_id,
-        document_id=row.document_id,
-        source=row.source,
-        stored_path=row.stored_path,
-        size_bytes=row.size_bytes,
-        status=row.status,  # type: ignore[arg-type]
-        progress_done=row.progress_done,
-        progress_total=row.progress_total,
-        progress_stage=row.progress_stage,
-        chunks_indexed=row.chunks_indexed,
-        pages=row.pages,
-        error=row.error,
-        attempts=row.attempts,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
+    return record_of(JobRecord, row)
 
 
 class JobStore:

@@ -11,6 +11,7 @@ from sqlalchemy import delete, or_, select, update
 from app.domain import Role
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
+from app.storage.records import record_of
 from app.storage.tables import ApiKeyRow, UserRow
 from app.storage.users import UserRecord, user_record
 
@@ -35,17 +36,7 @@ class ApiKeyRecord:
 
 
 def _record(row: ApiKeyRow) -> ApiKeyRecord:
-    return ApiKeyRecord(
-        key_id=row.key_id,
-        tenant_id=row.tenant_id,
-        user_id=row.user_id,
-        name=row.name,
-        role=row.role,  # type: ignore[arg-type]
-        prefix=row.prefix,
-        created_at=row.created_at,
-        expires_at=row.expires_at,
-        last_used_at=row.last_used_at,
-    )
+    return record_of(ApiKeyRecord, row)
 
 
 class ApiKeyStore:

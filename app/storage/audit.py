@@ -15,6 +15,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.storage.db import Database, utc_now
+from app.storage.records import record_of
 from app.storage.tables import AuditRow
 
 # A login attempt for a name nobody has belongs to no tenant: no tenant's admin sees it.
@@ -63,16 +64,7 @@ def write_entry(session: Session, entry: AuditEntry) -> None:
 
 
 def _record(row: AuditRow) -> AuditRecord:
-    return AuditRecord(
-        id=row.id,
-        tenant_id=row.tenant_id,
-        at=row.at,
-        action=row.action,
-        user_id=row.user_id,
-        target_id=row.target_id,
-        client_ip=row.client_ip,
-        detail=json.loads(row.detail or "{}"),
-    )
+    return record_of(AuditRecord, row, detail=json.loads(row.detail or "{}"))
 
 
 class AuditStore:

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from app.domain import PAGE_ROLES, Chunk, PageRole
 from app.storage.db import Database, conflict_insert
+from app.storage.records import record_of
 from app.storage.tables import ChunkRow, CorpusVersionRow
 
 # Ids per statement: below SQLite's bound-parameter limit, and short statements for PostgreSQL.
@@ -50,17 +51,10 @@ def _values(chunk: Chunk) -> dict[str, object]:
 
 
 def _chunk(row: ChunkRow) -> Chunk:
-    return Chunk(
+    return record_of(
+        Chunk,
+        row,
         id=row.chunk_id,
-        tenant_id=row.tenant_id,
-        document_id=row.document_id,
-        source=row.source,
-        page=row.page,
-        page_label=row.page_label,
-        chunk_index=row.chunk_index,
-        start=row.start,
-        end=row.end,
-        text=row.text,
         metadata=json.loads(row.extra),
         page_role=_page_role(row.page_role),
     )

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import QuotaExceeded
 from app.storage.db import Database, utc_now
+from app.storage.records import record_of
 from app.storage.tables import CONVERSATION_TITLE_CHARS, ConversationMessageRow, ConversationRow
 
 Role = Literal["user", "assistant"]
@@ -87,27 +88,12 @@ def _utf8_size(*texts: str | None) -> int:
 
 
 def _conversation(row: ConversationRow, messages: int = 0) -> ConversationRecord:
-    return ConversationRecord(
-        conversation_id=row.conversation_id,
-        tenant_id=row.tenant_id,
-        user_id=row.user_id,
-        title=row.title,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        messages=messages,
-    )
+    return record_of(ConversationRecord, row, messages=messages)
 
 
 def _message(row: ConversationMessageRow) -> MessageRecord:
-    return MessageRecord(
-        message_id=row.message_id,
-        role=row.role,  # type: ignore[arg-type]
-        content=row.content,
-        standalone_question=row.standalone_question,
-        citations=json.loads(row.citations_json) if row.citations_json is not None else None,
-        refused=row.refused,
-        created_at=row.created_at,
-    )
+    citations = json.loads(row.citations_json) if row.citations_json is not None else None
+    return record_of(MessageRecord, row, citations=citations)
 
 
 def _new_id() -> str:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, conflict_insert, utc_now
+from app.storage.records import record_of
 from app.storage.tables import DocumentRow, UserRow
 
 DocumentStatus = Literal["queued", "processing", "done", "failed"]
@@ -38,20 +39,7 @@ class DocumentRecord:
 
 
 def _record(row: DocumentRow, uploader_name: str | None = None) -> DocumentRecord:
-    return DocumentRecord(
-        document_id=row.document_id,
-        tenant_id=row.tenant_id,
-        source=row.source,
-        status=row.status,  # type: ignore[arg-type]
-        pages=row.pages,
-        chunks=row.chunks,
-        size_bytes=row.size_bytes,
-        content_sha256=row.content_sha256,
-        uploaded_at=row.uploaded_at,
-        updated_at=row.updated_at,
-        uploaded_by=row.uploaded_by,
-        uploaded_by_name=uploader_name,
-    )
+    return record_of(DocumentRecord, row, uploaded_by_name=uploader_name)
 
 
 def _with_uploader() -> Select[DocumentRow, str]:

@@ -20,6 +20,7 @@ from app.domain import Role
 from app.errors import Conflict, NotFound
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
+from app.storage.records import record_of
 from app.storage.tables import ApiKeyRow, RevokedTokenRow, UserRow
 
 LAST_ADMIN_MESSAGE = (
@@ -57,16 +58,7 @@ class UserChange:
 
 def user_record(row: UserRow) -> UserRecord:
     """The detached record of a user row."""
-    return UserRecord(
-        id=row.id,
-        tenant_id=row.tenant_id,
-        username=row.username,
-        password_hash=row.password_hash,
-        created_at=row.created_at,
-        role=row.role,  # type: ignore[arg-type]
-        disabled=row.disabled,
-        session_version=row.session_version,
-    )
+    return record_of(UserRecord, row)
 
 
 def _enabled_admins(session: Session, tenant_id: str) -> list[str]:
