@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from app.generation.citations import Citation
 from app.limits import K_CEILING, QUESTION_CHARS_CEILING
 
 JobStatus = Literal["queued", "processing", "done", "failed"]
@@ -111,13 +113,10 @@ class QueryIn(BaseModel):
     k: int | None = Field(default=None, ge=1, le=K_CEILING)
 
 
-class CitationOut(BaseModel):
-    marker: int
-    document_id: str
-    source: str
-    page: int
-    page_label: str
-    snippet: str
+@pydantic_dataclass(frozen=True)
+class CitationOut(Citation):
+    """A citation as the API sends it: the fields of `Citation`, documented for /openapi.json."""
+
     chunk_id: str = Field(
         default="",
         max_length=64,
