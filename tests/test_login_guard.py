@@ -19,16 +19,9 @@ from app.services.users import UserService
 from app.storage.db import Database
 from app.storage.rate_limit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from app.storage.users import UserStore
+from tests.fake_clock import FakeClock
 
 PASSWORD = "correct horse battery staple"
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.domain import RetrievalResult, SearchHit
-from app.generation.answer import Answer, AnswerEvent, answer_question, shown_passages
+from app.generation.answer import Answer, AnswerDone, AnswerEvent, shown_passages
 from app.generation.answer import stream_answer as _stream_answer
 
 if TYPE_CHECKING:
@@ -82,14 +82,8 @@ class GenerationLimits:
         )
 
     def answer(self, question: str, retrieval: RetrievalResult, llm: LLM) -> Answer:
-        """`answer_question` under these limits."""
-        return answer_question(
-            question,
-            retrieval,
-            llm,
-            refusal_text=self.refusal_text,
-            max_passages=self.passages.max_passages,
-            max_passage_chars=self.passages.max_passage_chars,
-            focus_chars=self.passages.focus_chars,
-            abstain_threshold=self.abstain_threshold,
-        )
+        """The complete answer under these limits (the text `stream` streams)."""
+        for event in self.stream(question, retrieval, llm):
+            if isinstance(event, AnswerDone):
+                return event.answer
+        raise RuntimeError("stream_answer ended without a final event")

@@ -11,6 +11,7 @@ import pytest
 
 from app.errors import Overloaded
 from app.services.admission import Bounds, Caller, ConcurrencyLimiter, Slot
+from tests.fake_clock import FakeClock
 
 pytestmark = pytest.mark.unit
 
@@ -33,16 +34,6 @@ class HandTimer:
         self._fired.set()
 
 
-class Clock:
-    """A monotonic clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def run(scenario: Callable[[], Awaitable[Any]]) -> Any:
     return asyncio.run(scenario())
 
@@ -53,7 +44,7 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-def limiter(timer: HandTimer | None = None, clock: Clock | None = None, **bounds: Any) -> Any:
+def limiter(timer: HandTimer | None = None, clock: FakeClock | None = None, **bounds: Any) -> Any:
     values = {"total": 2, "per_tenant": 2, "per_user": 1, "queue_total": 4, "queue_per_tenant": 2}
     values.update(bounds)
     values.setdefault("max_wait_s", 30.0)
@@ -61,7 +52,7 @@ def limiter(timer: HandTimer | None = None, clock: Clock | None = None, **bounds
         "answers",
         Bounds(**values),
         wait_timer=timer or HandTimer(),
-        clock=clock or Clock(),
+        clock=clock or FakeClock(100.0),
     )
 
 
@@ -237,7 +228,7 @@ def test_a_waiter_cancelled_just_as_it_was_granted_gives_the_slot_back() -> None
 
 def test_retry_after_follows_how_long_slots_are_held() -> None:
     async def scenario() -> None:
-        clock = Clock()
+        clock = FakeClock(100.0)
         lim = ConcurrencyLimiter(
             "answers",
             Bounds(total=1, per_tenant=1, per_user=1, queue_total=0, queue_per_tenant=0),

@@ -25,6 +25,7 @@ from app.storage.cache import (
     answer_cache_key,
     config_fingerprint,
 )
+from tests.fake_clock import FakeClock
 from tests.storage.settings_variants import settings_with_one_change
 
 ANSWER = {"answer": "Thirty days [1].", "citations": [{"marker": 1, "page": 2}], "refused": False}
@@ -34,17 +35,6 @@ ANSWER = {"answer": "Thirty days [1].", "citations": [{"marker": 1, "page": 2}],
 class CacheUnderTest:
     cache: AnswerCache
     pass_time: Callable[[float], None]  # let this many seconds go by for the backend
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def memory_backend(request: pytest.FixtureRequest, max_entries: int, ttl_s: int) -> CacheUnderTest:

@@ -13,20 +13,13 @@ from app.storage.rate_limit import (
     build_rate_limiter,
     retry_after_header,
 )
+from tests.fake_clock import FakeClock
 
 pytestmark = pytest.mark.unit
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 500.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_idle_keys_are_forgotten() -> None:
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     limiter = MemoryRateLimiter(clock)
     for i in range(999):
         limiter.hit(f"ip:{i}", 5)
@@ -47,7 +40,7 @@ def test_factory_builds_the_configured_backend(settings: Settings) -> None:
 
 
 def test_the_sweep_forgets_expired_remembered_keys() -> None:
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     limiter = MemoryRateLimiter(clock)
     limiter.remember("auth-known:alice|10.0.0.1", 30.0)
     clock.now += 31

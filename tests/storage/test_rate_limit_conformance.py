@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from app.storage.rate_limit import MemoryRateLimiter, RateDecision, RateLimiter, RedisRateLimiter
+from tests.fake_clock import FakeClock
 
 
 @dataclass
@@ -27,19 +28,8 @@ class LimiterUnderTest:
     wait: Callable[[float], None]  # this many seconds go by for claims and remembered keys
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 500.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 def memory_backend(request: pytest.FixtureRequest) -> LimiterUnderTest:
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     return LimiterUnderTest(
         MemoryRateLimiter(clock), lambda _key, seconds: clock.advance(seconds), clock.advance
     )
