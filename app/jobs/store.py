@@ -33,7 +33,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import delete, func, insert, literal, select, update
 from sqlalchemy.orm import Session
@@ -46,6 +46,9 @@ from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, stored_usage
 from app.storage.records import record_of
 from app.storage.tables import BatchMemberRow, JobRow, TenantTurnRow
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 JobStatus = Literal["reserved", "queued", "processing", "done", "failed"]
 # Every job that counts against the tenant's queue quota (a reservation is an upload in flight).
@@ -86,6 +89,15 @@ class StorageQuota:
     documents: int
     stored_bytes: int
     chunks: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> StorageQuota:
+        """RAG_QUOTA_DOCUMENTS, RAG_QUOTA_STORED_BYTES and RAG_QUOTA_CHUNKS."""
+        return cls(
+            documents=settings.quota_documents,
+            stored_bytes=settings.quota_stored_bytes,
+            chunks=settings.quota_chunks,
+        )
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,16 @@ import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image, ImageDraw
 
 from app.rendering.passage import KeyedText, keyed, locate
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 # PDFium is not thread-safe: every call into it, from any request thread, goes through this.
 _PDFIUM_LOCK = threading.Lock()
@@ -63,6 +66,17 @@ class RenderLimits:
     timeout_s: float = 20.0
     max_memory_bytes: int | None = None
     max_cpu_s: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RenderLimits:
+        """RAG_PAGE_IMAGE_MAX_PX and the RAG_PAGE_RENDER_* bounds of the render child."""
+        return cls(
+            max_side_px=settings.page_image_max_px,
+            max_image_pixels=settings.page_render_max_image_mp * 1_000_000,
+            timeout_s=settings.page_render_timeout_s,
+            max_memory_bytes=settings.page_render_max_memory_mb * 1024 * 1024,
+            max_cpu_s=settings.page_render_max_cpu_s,
+        )
 
 
 @dataclass(frozen=True)

@@ -122,13 +122,7 @@ class Container:
         """What answering a follow-up (a conversation turn, a chat completion) needs."""
         from app.services.conversations import FollowUpDeps, RewriteConfig
 
-        s = self.settings
-        rewrite = RewriteConfig(
-            mode=s.conversation_rewrite,
-            context_turns=s.conversation_context_turns,
-            timeout_s=s.conversation_rewrite_timeout_s,
-            refusal_text=s.refusal_text,
-        )
+        rewrite = RewriteConfig.from_settings(self.settings)
         return FollowUpDeps(lane=self.answer_lane, answers=self.answer_deps, rewrite=rewrite)
 
     @cached_property
@@ -193,14 +187,7 @@ class Container:
         """Bounds on drawing a page: picture and image sizes, the child's time, memory, CPU."""
         from app.rendering.pdf_page import RenderLimits
 
-        s = self.settings
-        return RenderLimits(
-            max_side_px=s.page_image_max_px,
-            max_image_pixels=s.page_render_max_image_mp * 1_000_000,
-            timeout_s=s.page_render_timeout_s,
-            max_memory_bytes=s.page_render_max_memory_mb * 1024 * 1024,
-            max_cpu_s=s.page_render_max_cpu_s,
-        )
+        return RenderLimits.from_settings(self.settings)
 
     @cached_property
     def originals(self) -> KeptOriginals:
@@ -216,10 +203,7 @@ class Container:
         """The per-tenant storage quotas configured by RAG_QUOTA_*."""
         from app.jobs.store import StorageQuota
 
-        s = self.settings
-        return StorageQuota(
-            documents=s.quota_documents, stored_bytes=s.quota_stored_bytes, chunks=s.quota_chunks
-        )
+        return StorageQuota.from_settings(self.settings)
 
     @cached_property
     def upload_deps(self) -> UploadDeps:
@@ -367,12 +351,7 @@ class Container:
         """The conversation quotas configured by RAG_QUOTA_CONVERSATION*."""
         from app.storage.conversations import ConversationQuota
 
-        s = self.settings
-        return ConversationQuota(
-            conversations_per_user=s.quota_conversations_per_user,
-            messages_per_conversation=s.quota_conversation_messages,
-            stored_bytes_per_tenant=s.quota_conversation_bytes,
-        )
+        return ConversationQuota.from_settings(self.settings)
 
     @cached_property
     def chunk_records(self) -> ChunkStore:

@@ -36,6 +36,7 @@ from app.services.followups import Rewrite, Turn, standalone_question
 from app.storage.conversations import ConversationRecord, MessageRecord, NewTurn
 
 if TYPE_CHECKING:
+    from app.config import Settings
     from app.services.answer import AnswerDeps
     from app.services.answer_lane import AnswerLane
     from app.storage.conversations import ConversationStore
@@ -51,6 +52,16 @@ class RewriteConfig:
     context_turns: int
     timeout_s: float
     refusal_text: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RewriteConfig:
+        """RAG_CONVERSATION_REWRITE, _CONTEXT_TURNS, _REWRITE_TIMEOUT_S and RAG_REFUSAL_TEXT."""
+        return cls(
+            mode=settings.conversation_rewrite,
+            context_turns=settings.conversation_context_turns,
+            timeout_s=settings.conversation_rewrite_timeout_s,
+            refusal_text=settings.refusal_text,
+        )
 
 
 @dataclass(frozen=True)

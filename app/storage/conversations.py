@@ -15,7 +15,7 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -24,6 +24,9 @@ from app.errors import QuotaExceeded
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
 from app.storage.tables import CONVERSATION_TITLE_CHARS, ConversationMessageRow, ConversationRow
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 Role = Literal["user", "assistant"]
 
@@ -72,6 +75,15 @@ class ConversationQuota:
     conversations_per_user: int
     messages_per_conversation: int  # over the conversation's life: dropped turns still count
     stored_bytes_per_tenant: int  # UTF-8 bytes of every message's text, question and citations
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ConversationQuota:
+        """RAG_QUOTA_CONVERSATIONS_PER_USER, _CONVERSATION_MESSAGES and _CONVERSATION_BYTES."""
+        return cls(
+            conversations_per_user=settings.quota_conversations_per_user,
+            messages_per_conversation=settings.quota_conversation_messages,
+            stored_bytes_per_tenant=settings.quota_conversation_bytes,
+        )
 
 
 @dataclass(frozen=True)
