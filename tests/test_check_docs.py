@@ -1,0 +1,87 @@
+"""scripts/check_docs.py (run by `make lint`): broken links, anchors and quick-start commands
+are reported; the repository's own documents pass."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_checker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("check_docs", REPO / "scripts" / "check_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["check_docs"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+check_docs = load_checker()
+
+
+def write_repo(root: Path, readme: str, guide: str = "# Guide\n\n## Running it\n") -> None:
+    (root / "docs").mkdir()
+    (root / "README.md").write_text(readme, encoding="utf-8")
+    (root / "docs" / "guide.md").write_text(guide, encoding="utf-8")
+    (root / "Makefile").write_text("run: .venv\n\tserve\n\ntest:\n\tpytest\n", encoding="utf-8")
+
+
+QUICK_START = "# Project\n\n## Quick start\n\n```sh\nmake run\nmake test\n```\n"
+
+
+def test_the_repository_documents_pass() -> None:
+    problems = check_docs.quick_start_problems()
+    for path in check_docs.markdown_files():
+        problems += check_docs.link_problems(path)
+    assert problems == []
+
+
+def test_good_links_and_anchors_pass(tmp_path: Path) -> None:
+    write_repo(
+        tmp_path, QUICK_START + "See [running](docs/guide.md#running-it), [top](#quick-start).\n"
+    )
+    assert check_docs.link_problems(tmp_path / "README.md", tmp_path) == []
+    assert check_docs.quick_start_problems(tmp_path) == []
+
+
+def test_a_missing_file_and_a_missing_anchor_are_reported(tmp_path: Path) -> None:
+    write_repo(tmp_path, QUICK_START + "[a](docs/missing.md) [b](docs/guide.md#no-such-heading)\n")
+    problems = check_docs.link_problems(tmp_path / "README.md", tmp_path)
+    assert len(problems) == 2
+    assert "docs/missing.md: no such file" in problems[0]
+    assert "no heading with anchor #no-such-heading" in problems[1]
+
+
+def test_links_in_code_are_not_checked(tmp_path: Path) -> None:
+    write_repo(tmp_path, QUICK_START + "```\n[x](nowhere.md)\n```\n`[y](nowhere.md)`\n")
+    assert check_docs.link_problems(tmp_path / "README.md", tmp_path) == []
+
+
+def test_a_quick_start_command_that_is_no_make_target_is_reported(tmp_path: Path) -> None:
+    write_repo(tmp_path, QUICK_START.replace("make test", "make check"))
+    assert check_docs.quick_start_problems(tmp_path) == [
+        "README.md quick start: `make check` is not a Makefile target"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("heading", "anchor"),
+    [
+        (
+            "Answers (`python -m eval.answers`, fixed seed 2026)",
+            "answers-python--m-evalanswers-fixed-seed-2026",
+        ),
+        ("The local model's prompt prefix", "the-local-models-prompt-prefix"),
+        ("What `make docker-check` verified", "what-make-docker-check-verified"),
+    ],
+)
+def test_anchors_are_made_as_github_makes_them(heading: str, anchor: str) -> None:
+    assert check_docs.slug(heading) == anchor
