@@ -18,6 +18,8 @@ from app.errors import ConfigurationError
 from app.limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING
 
 ENV_PREFIX = "RAG_"
+# The service's version (the API's OpenAPI version and rag_build_info{version}).
+SERVICE_VERSION = "0.1.0"
 
 # The provider names Settings accepts; the factories in app/providers build each one, and their
 # `register_llm` / `register_embedder` add a name here too (tests register their fakes so).
@@ -328,6 +330,17 @@ class Settings(BaseSettings):
         default=400, ge=0, description="chunk texts fetched to verify phrases, per query"
     )
 
+    # --- metrics and traces (off unless configured; README "Monitoring") ---
+    # /metrics in the Prometheus text format. Protected by a bearer token on the API's port, or
+    # served only on a separate port (RAG_METRICS_PORT) that the gateway does not publish.
+    metrics_enabled: bool = False
+    metrics_token: str = ""
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # Tenants whose answers get a `tenant` label of their own (the rest count as "other").
+    metrics_tenant_label: str = ""
+    # OpenTelemetry traces: "otlp" exports spans (also on when OTEL_EXPORTER_OTLP_ENDPOINT is set).
+    tracing: Literal["off", "otlp"] = "off"
+
     # --- tracing (off unless configured) ---
     langsmith_tracing: bool = False
     langsmith_api_key: str | None = None
@@ -382,6 +395,11 @@ class Settings(BaseSettings):
                 f"{ENV_PREFIX}JOB_STALE_AFTER_S must be at least 3 x {ENV_PREFIX}JOB_HEARTBEAT_S, "
                 "or a slow heartbeat makes a live job look abandoned"
             )
+        if self.metrics_enabled and not (self.metrics_token or self.metrics_port):
+            raise ValueError(
+                f"{ENV_PREFIX}METRICS_ENABLED needs {ENV_PREFIX}METRICS_TOKEN (a bearer token "
+                f"for /metrics) or {ENV_PREFIX}METRICS_PORT (a port of its own, not published)"
+            )
         if self.job_backend == "redis" and self.vector_backend == "chroma":
             raise ValueError(
                 f"{ENV_PREFIX}JOB_BACKEND=redis runs ingestion in separate worker processes, "
@@ -398,6 +416,11 @@ class Settings(BaseSettings):
     def trusted_proxy_list(self) -> list[str]:
         """RAG_TRUSTED_PROXIES as a list of IPs and CIDR networks."""
         return _split_list(self.trusted_proxies)
+
+    @property
+    def metrics_tenants(self) -> frozenset[str]:
+        """RAG_METRICS_TENANT_LABEL as the set of tenants broken out by name."""
+        return frozenset(_split_list(self.metrics_tenant_label))
 
     @property
     def sqlalchemy_url(self) -> str:

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request, Response
 
+from app import metrics
 from app.api.access import authorize, check_route_table
 from app.api.body_limit import BodySizeLimit
 from app.api.errors import error_responses, install_error_handlers, internal_error_response
@@ -24,12 +25,13 @@ from app.api.routes import (
     openai_compat,
     pages,
     public,
+    scrape,
     stats,
     users,
 )
 from app.api.routes.web import install_web
 from app.api.security_headers import NoSniff
-from app.config import Settings, get_settings
+from app.config import SERVICE_VERSION, Settings, get_settings
 from app.observability import configure_logging, configure_tracing, request_id_var
 from app.services.container import Container
 
@@ -45,6 +47,23 @@ def _safe_request_id(raw: str | None) -> str:
     return secrets.token_hex(8)
 
 
+def route_template(request: Request) -> str:
+    """The matched route's template (`/documents/{document_id}`), never the raw path: a metric
+    label must not grow with every id. Unmatched paths share one label."""
+    route = request.scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "unmatched"
+
+
+def start_metrics(settings: Settings, container: Container) -> None:
+    """Record metrics in this process, and serve them on their own port when configured."""
+    metrics.enable(settings.metrics_tenants)
+    metrics.build_info(SERVICE_VERSION, container.embedder.model_id, settings.llm_provider)
+    metrics.watch_queues(container.queue_depths)
+    if settings.metrics_port and metrics.serve_on_port(settings.metrics_port):
+        log.info("metrics served", extra={"port": settings.metrics_port})
+
+
 def create_app(settings: Settings | None = None, *, start_workers: bool = True) -> FastAPI:
     """Build the application; components load in the lifespan, not at import time."""
 
@@ -58,6 +77,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         app.state.ready = False
         container.warm_up(serving=True)
         workers = container.job_queue  # threads pool, or a Redis queue for workers
+        if active.metrics_enabled:
+            start_metrics(active, container)
         if start_workers:
             workers.start()
         app.state.ready = True
@@ -71,7 +92,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
 
     app = FastAPI(
         title="RAG service",
-        version="0.1.0",
+        version=SERVICE_VERSION,
         description="Multi-tenant retrieval-augmented answers with page-level citations.",
         lifespan=lifespan,
         docs_url=None,  # served offline by install_web, when RAG_DOCS_ENABLED allows
@@ -100,6 +121,13 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         finally:
             request_id_var.reset(token)
         response.headers[_REQUEST_ID_HEADER] = request_id
+        if metrics.enabled():
+            metrics.http_request(
+                route_template(request),
+                request.method,
+                response.status_code,
+                time.perf_counter() - started,
+            )
         log.info(
             "request",
             extra={
@@ -115,6 +143,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
     app.add_middleware(NoSniff)  # outermost: every response has it, a 413 or a 500 too
     app.include_router(public.router)
+    app.include_router(scrape.router)  # its own bearer token (RAG_METRICS_TOKEN)
     # Authenticated by default, and each route's minimum role checked (app/api/access.py).
     protected = [Depends(authorize)]
     routers = (

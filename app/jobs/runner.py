@@ -8,12 +8,14 @@ transient failure (a server unreachable) may put the job back for a retry instea
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from app import metrics
 from app.errors import IngestionError, ProviderUnavailable, RagError
 from app.jobs.store import JobRecord, JobStore
 from app.services.documents import DocumentDeps, index_document
@@ -54,6 +56,7 @@ def run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool = False) -> boo
     path = Path(job.stored_path)
     jobs = deps.jobs
     keep_upload = False
+    started = time.perf_counter()
 
     def progress(done: int, total: int, stage: str) -> None:
         jobs.update_progress(job.job_id, done, total, stage)
@@ -73,8 +76,11 @@ def run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool = False) -> boo
         )
         jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
         log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})
+        metrics.ingested(result.pages, result.chunks)
+        metrics.job_finished("done", time.perf_counter() - started)
     except Exception as exc:
         keep_upload = settle_failure(deps, job, exc, may_retry=may_retry)
+        metrics.job_duration(time.perf_counter() - started)
         return not keep_upload
     finally:
         if not keep_upload:
@@ -89,7 +95,9 @@ def settle_failure(deps: IngestDeps, job: JobRecord, exc: Exception, *, may_retr
         # The detail stays in the job row and the log; GET /jobs shows only "retrying".
         deps.jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
         log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
+        metrics.job_finished("retried")
         return True
+    metrics.job_finished("failed")
     # The upload goes before the job is seen failed: a client that sees the failure finds no
     # file left behind (and a rerun after a crash here would fail the same way).
     Path(job.stored_path).unlink(missing_ok=True)

@@ -338,6 +338,11 @@ class Container:
 
         return JobStore(self.database)
 
+    def queue_depths(self) -> dict[str, tuple[int, float]]:
+        """The ingestion queue's waiting jobs and the oldest one's wait (seconds), for metrics;
+        the job table is the truth for both backends (rq only carries the ids)."""
+        return {"ingest": self.jobs.queued_summary()}
+
     @cached_property
     def job_queue(self) -> JobQueue:
         """Where uploads' jobs go (RAG_JOB_BACKEND); the API process starts and stops it."""

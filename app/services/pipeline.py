@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from app.domain import Chunk, document_id, indexed_text
 from app.errors import QuotaExceeded
 from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
+from app.metrics import job_stage_timer
 from app.providers.types import Embedder
 
 if TYPE_CHECKING:
@@ -66,7 +67,17 @@ def parse_file(
     progress: ProgressCallback | None = None,
 ) -> ParsedFile:
     """Parse and chunk one file (the per-file part of ingestion, before embedding)."""
-    progress = progress or _ignore_progress
+    with job_stage_timer("parse"):
+        return _parse_file(path, tenant_id, source, config, progress or _ignore_progress)
+
+
+def _parse_file(
+    path: Path,
+    tenant_id: str,
+    source: str,
+    config: PipelineConfig,
+    progress: ProgressCallback,
+) -> ParsedFile:
     pages = load_with_timeout(path, config.limits, config.parse_timeout_s)
     progress(len(pages), len(pages), "parsed")
     doc_id = document_id(tenant_id, source)
@@ -111,10 +122,12 @@ def index_file(
     progress = progress or _ignore_progress
     parsed = parse_file(path, tenant_id=tenant_id, source=source, config=config, progress=progress)
     check_chunk_quota(parsed, max_chunks)
-    vectors = embed_chunks(
-        parsed.chunks, embedder, config.batch_size, progress, config.embed_section_paths
-    )
-    corpus.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
+    with job_stage_timer("embed"):
+        vectors = embed_chunks(
+            parsed.chunks, embedder, config.batch_size, progress, config.embed_section_paths
+        )
+    with job_stage_timer("store"):
+        corpus.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
     return IngestedDocument(parsed.document_id, source, parsed.pages, len(parsed.chunks))
 
 
