@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request, Response
 
-from app import metrics
+from app import metrics, tracing
 from app.api.access import authorize, check_route_table
 from app.api.body_limit import BodySizeLimit
 from app.api.errors import error_responses, install_error_handlers, internal_error_response
@@ -71,7 +71,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         active = settings or get_settings()
         configure_logging(active.log_level)
-        configure_tracing(active)
+        configure_tracing(active)  # LangSmith, when asked
+        tracing.configure(active)  # OpenTelemetry, when asked
         container = Container(active)
         app.state.container = container
         app.state.ready = False
@@ -111,15 +112,25 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         request_id = _safe_request_id(request.headers.get(_REQUEST_ID_HEADER))
         token = request_id_var.set(request_id)
         started = time.perf_counter()
-        try:
-            response = await call_next(request)
-        except Exception:
-            # Answered here rather than by Starlette's outermost handler, so the 500 carries
-            # the request id in its body and header, and the log line has it too.
-            log.exception("unhandled error", extra={"request_id": request_id})
-            response = internal_error_response()
-        finally:
-            request_id_var.reset(token)
+        # A client's `traceparent` header continues its trace; the span carries the request id.
+        with tracing.continued(
+            request.headers, f"{request.method} request", request__id=request_id
+        ) as span:
+            try:
+                response = await call_next(request)
+            except Exception:
+                # Answered here rather than by Starlette's outermost handler, so the 500 carries
+                # the request id in its body and header, and the log line has it too.
+                log.exception("unhandled error", extra={"request_id": request_id})
+                response = internal_error_response()
+            finally:
+                request_id_var.reset(token)
+            if span is not None:
+                route = route_template(request)
+                span.update_name(f"{request.method} {route}")
+                span.set_attributes(
+                    {"http.route": route, "http.response.status_code": response.status_code}
+                )
         response.headers[_REQUEST_ID_HEADER] = request_id
         if metrics.enabled():
             metrics.http_request(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import redis
 
-from app import metrics
+from app import metrics, tracing
 from app.config import SERVICE_VERSION, Settings, get_settings
 from app.errors import ConfigurationError
 from app.jobs.redis_queue import queue_name, rq_queue
@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings.log_level)
     from app.jobs.redis_tasks import rq_worker
 
+    tracing.configure(settings)
     container = Container(settings)
     container.warm_up(serving=False)
     if settings.metrics_enabled:

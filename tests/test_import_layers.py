@@ -18,7 +18,7 @@ LAYERS = ("app.api", "app.services", "app.jobs", "app.ingestion", "app.retrieval
 LAYERS += ("app.generation", "app.providers", "app.storage", "app.rendering", "app.text")
 # What sits below everything: settings, errors, shared records, limits, timing.
 FOUNDATION = ("app.config", "app.errors", "app.domain", "app.limits", "app.timing")
-FOUNDATION += ("app.metrics",)  # every layer records through it; it imports none
+FOUNDATION += ("app.metrics", "app.tracing")  # every layer records through them
 # The job package has two halves: the job table and the queue (used by the documents service
 # to accept uploads), and the running of jobs (which calls the documents service to index).
 JOB_RUNNING = ("app.jobs.runner", "app.jobs.batch", "app.jobs.redis_worker", "app.jobs.redis_tasks")

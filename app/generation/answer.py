@@ -17,7 +17,7 @@ import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from app import metrics
+from app import metrics, tracing
 from app.domain import RetrievalResult, SearchHit
 from app.generation.citations import Citation, MarkerFilter, citations_for, is_refusal
 from app.generation.focus import focus_passages
@@ -202,6 +202,7 @@ def stream_answer(
         prompt = ground(question, hits, refusal_text)
     draft = Draft()
     asked = time.perf_counter()
+    call = tracing.start("llm.generate", llm__model=llm.model_id)
     deltas = iter(llm.stream(prompt.request))
     pieces = 0
     try:
@@ -222,6 +223,7 @@ def stream_answer(
         _close(deltas)
         # Each streamed piece is one token for llama.cpp and the OpenAI-compatible servers.
         metrics.llm_tokens(draft.prompt_tokens, pieces)
+        tracing.finish(call, llm__prompt_tokens=draft.prompt_tokens, llm__completion_tokens=pieces)
 
     if draft.abstained:
         tail = refusal_text

@@ -20,9 +20,14 @@ from app import metrics
 from app.errors import IngestionError
 from app.jobs.runner import IngestDeps, run_job, settle_failure
 from app.jobs.store import JobRecord, JobStore
-from app.metrics import job_stage_timer
 from app.services.documents import DocumentDeps, chunk_allowance, file_sha256, record_indexed
-from app.services.pipeline import IngestedDocument, ParsedFile, check_chunk_quota, parse_file
+from app.services.pipeline import (
+    IngestedDocument,
+    ParsedFile,
+    check_chunk_quota,
+    job_stage,
+    parse_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +102,9 @@ def _run_together(deps: IngestDeps, jobs: list[JobRecord], may_retry: _RetryPoli
         return retried
     indexing = deps.indexing()  # built while preparing: no server is contacted again here
     try:
-        with job_stage_timer("embed"):
+        with job_stage("embed"):
             vectors = _embed(indexing, deps.jobs, prepared)
-        with job_stage_timer("store"):
+        with job_stage("store"):
             indexing.corpus.replace_documents(
                 tenant,
                 [

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from app import metrics
+from app import metrics, tracing
 from app.errors import IngestionError, ProviderUnavailable, RagError
 from app.jobs.store import JobRecord, JobStore
 from app.services.documents import DocumentDeps, index_document
@@ -37,6 +37,8 @@ class IngestDeps:
     # model server (the embedder's dimension probe), and a server down then must fail the job
     # as retryable, like any other transient failure, not the worker.
     indexing: Callable[[], DocumentDeps]
+    # job id -> the trace carrier of the request that queued it (None: tracing is off).
+    trace_of: Callable[[str], Mapping[str, str]] | None = None
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -52,7 +54,14 @@ def run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool = False) -> boo
 
     With `may_retry`, a transient failure puts the job back in the queue (the upload is kept)
     and False is returned, so the caller schedules the retry; otherwise every failure is final.
+    The job's span continues the trace of the upload that queued it.
     """
+    carrier = deps.trace_of(job.job_id) if deps.trace_of is not None else {}
+    with tracing.continued(carrier, "job.index", job__id=job.job_id, job__attempt=job.attempts):
+        return _run_job(deps, job, may_retry=may_retry)
+
+
+def _run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool) -> bool:
     path = Path(job.stored_path)
     jobs = deps.jobs
     keep_upload = False

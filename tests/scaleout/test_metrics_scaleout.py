@@ -130,7 +130,7 @@ def test_a_real_prometheus_scrapes_the_service_and_answers_promql(
 ) -> None:
     binary = shutil.which("prometheus")
     assert binary, "Debian's prometheus package is missing: run scripts/install.sh (as root)"
-    local, (api1, _) = stack
+    _, (api1, _) = stack
     config = tmp_path / "prometheus.yml"
     _prometheus_config(config, api1)
     port = free_port()

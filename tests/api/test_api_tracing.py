@@ -1,0 +1,100 @@
+"""OpenTelemetry spans of an answer: the request, each stage of the answer's `timings`, and
+the model call with its token counts, kept by the SDK's in-memory exporter."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import api_settings
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from thread_server import serving
+
+from app import tracing
+from app.main import create_app
+
+pytestmark = pytest.mark.integration
+
+NOTE = b"The QUARTZ-4471 relief valve must be inspected every 30 days by the plant engineer."
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.use_provider(provider)
+    try:
+        yield exporter
+    finally:
+        tracing.use_provider(None)
+
+
+def test_an_answer_traces_its_stages_and_the_model_call(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    settings = api_settings(tmp_path / "data", tracing="otlp")
+    with serving(create_app(settings)) as server:
+        container = server.container
+        record = container.users.create_user("harbour", "reader-harbour", "a long enough pw")
+        token = container.token_codec.issue(record.id, "harbour").access_token
+        headers = {"Authorization": f"Bearer {token}"}
+        accepted = httpx.post(
+            f"{server.url}/documents", files={"file": ("valve.txt", NOTE)}, headers=headers
+        )
+        job_id = accepted.json()["job_id"]
+        deadline = time.monotonic() + 120
+        while httpx.get(f"{server.url}/jobs/{job_id}", headers=headers).json()["status"] not in (
+            "done",
+            "failed",
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        spans.clear()
+        answered = httpx.post(
+            f"{server.url}/query",
+            json={"question": "How often must the QUARTZ-4471 relief valve be inspected?"},
+            headers=headers,
+            timeout=120,
+        ).json()
+        assert answered["refused"] is False, answered
+    finished = spans.get_finished_spans()
+    (request,) = [s for s in finished if s.name == "POST /query"]
+    in_trace = [s for s in finished if s.context.trace_id == request.context.trace_id]
+    stages = {s.name.removeprefix("stage ") for s in in_trace if s.name.startswith("stage ")}
+    assert stages == set(answered["timings"])  # the same stages the body reports
+    (llm,) = [s for s in in_trace if s.name == "llm.generate"]
+    assert llm.attributes is not None
+    assert llm.attributes["llm.model"] == server.container.llm.model_id
+    assert int(str(llm.attributes["llm.completion_tokens"])) >= 1
+
+
+def test_a_server_error_names_its_request_id_in_the_body_and_the_trace(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    settings = api_settings(tmp_path / "data", tracing="otlp")
+    with serving(create_app(settings)) as server:
+        container = server.container
+        record = container.users.create_user("harbour", "reader-harbour", "a long enough pw")
+        token = container.token_codec.issue(record.id, "harbour").access_token
+
+        def broken(*args: object, **kwargs: object) -> object:
+            raise RuntimeError("the search index exploded")
+
+        container.__dict__["retriever"] = type("Broken", (), {"search": broken})()
+        response = httpx.post(
+            f"{server.url}/search",
+            json={"query": "valve"},
+            headers={"Authorization": f"Bearer {token}", "X-Request-ID": "trace-me-500"},
+        )
+    assert response.status_code == 500
+    assert response.json()["error"]["request_id"] == "trace-me-500"
+    (request,) = [s for s in spans.get_finished_spans() if s.name == "POST /search"]
+    assert request.attributes is not None
+    assert request.attributes["request.id"] == "trace-me-500"
+    assert request.attributes["http.response.status_code"] == 500
