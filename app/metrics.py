@@ -63,6 +63,7 @@ class _Metrics:
     ingested_pages: Any
     ingested_chunks: Any
     build_info: Any
+    process_start: Any
     worker_heartbeat: Any
 
 
@@ -88,6 +89,7 @@ def enable(tenants: frozenset[str] = frozenset()) -> None:
     with _lock:
         if _metrics is None:
             _metrics = _create(tenants)
+            _metrics.process_start.set(time.time())
 
 
 def _create(tenants: frozenset[str]) -> _Metrics:
@@ -165,6 +167,12 @@ def _create(tenants: frozenset[str]) -> _Metrics:
             "rag_build_info",
             "The running version and its models (always 1)",
             ("version", "embedder", "llm_provider"),
+            "max",
+        ),
+        process_start=gauge(
+            "rag_process_start_time_seconds",
+            "When the newest process of the service started (Unix time): a deploy or restart",
+            (),
             "max",
         ),
         worker_heartbeat=gauge(
