@@ -55,13 +55,22 @@ def route_template(request: Request) -> str:
     return path if isinstance(path, str) else "unmatched"
 
 
-def start_metrics(settings: Settings, container: Container) -> None:
-    """Record metrics in this process, and serve them on their own port when configured."""
+def start_metrics(settings: Settings, container: Container) -> Callable[[], None]:
+    """Record metrics in this process, and serve them on their own port when configured;
+    returns what stops that port's server."""
     metrics.enable(settings.metrics_tenants)
     metrics.build_info(SERVICE_VERSION, container.embedder.model_id, settings.llm_provider)
     metrics.watch_queues(container.queue_depths)
-    if settings.metrics_port and metrics.serve_on_port(settings.metrics_port):
-        log.info("metrics served", extra={"port": settings.metrics_port})
+    server = metrics.serve_on_port(settings.metrics_port) if settings.metrics_port else None
+    if server is None:
+        return lambda: None
+    log.info("metrics served", extra={"port": settings.metrics_port})
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+
+    return stop
 
 
 def create_app(settings: Settings | None = None, *, start_workers: bool = True) -> FastAPI:
@@ -78,8 +87,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         app.state.ready = False
         container.warm_up(serving=True)
         workers = container.job_queue  # threads pool, or a Redis queue for workers
-        if active.metrics_enabled:
-            start_metrics(active, container)
+        stop_metrics = start_metrics(active, container) if active.metrics_enabled else None
         if start_workers:
             workers.start()
         app.state.ready = True
@@ -88,6 +96,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
             yield
         finally:
             app.state.ready = False
+            if stop_metrics is not None:
+                stop_metrics()
             workers.stop()
             container.close()
 

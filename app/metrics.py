@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -222,10 +223,10 @@ def exposition() -> tuple[bytes, str]:
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 
-def serve_on_port(port: int) -> bool:
-    """Serve the exposition on its own port (all addresses, no token); False when another
-    process of this host already does."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+def serve_on_port(port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer | None:
+    """Serve the exposition on its own port (no token: keep the port off the gateway); None
+    when another process of this host already does (uvicorn --workers: the first one wins,
+    and its scrape sums them all). Stop it with `.shutdown()`."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -243,12 +244,13 @@ def serve_on_port(port: int) -> bool:
             return  # scrapes every few seconds would flood the log
 
     try:
-        server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+        server = ThreadingHTTPServer((host, port), Handler)
     except OSError:
-        return False
+        return None
+    server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="metrics", daemon=True)
     thread.start()
-    return True
+    return server
 
 
 # --- queue depth: read at scrape time from whoever knows it ---

@@ -14,16 +14,19 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from api_builders import text_document
 from conftest import api_settings, assert_error_body
+from live_server import free_port
 from prometheus_client.parser import text_string_to_metric_families
 from thread_server import ThreadServer, serving, wait_until
 
 from app.api.access import route_keys
+from app.errors import ConfigurationError
 from app.main import create_app
 from app.providers.types import ChatRequest, LLMDelta
 
@@ -292,3 +295,50 @@ def test_no_label_names_a_tenant_user_or_question(server: ThreadServer) -> None:
     text = httpx.get(f"{server.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).text
     for secret in ("harbour", "reader", "V-007", "valves.txt", "torque"):
         assert secret not in text
+
+
+def test_metrics_are_off_by_default(tmp_path: Path) -> None:
+    with serving(create_app(api_settings(tmp_path / "data"))) as plain:
+        for headers in ({}, {"Authorization": f"Bearer {TOKEN}"}, {"Authorization": "Bearer x"}):
+            assert_error_body(httpx.get(f"{plain.url}/metrics", headers=headers), 404)
+
+
+def test_metrics_on_a_port_of_their_own_are_not_on_the_api_port(tmp_path: Path) -> None:
+    port = free_port()
+    settings = api_settings(tmp_path / "data", metrics_enabled=True, metrics_port=port)
+    with serving(create_app(settings)) as own_port:
+        assert_error_body(httpx.get(f"{own_port.url}/metrics"), 404)
+        response = httpx.get(f"http://127.0.0.1:{port}/metrics")  # no token on this port
+        assert response.status_code == 200
+        families = {f.name for f in text_string_to_metric_families(response.text)}
+        assert {"rag_build_info", "rag_http_requests", "rag_answers"} <= families
+        assert httpx.get(f"http://127.0.0.1:{port}/other").status_code == 404
+    with pytest.raises(httpx.ConnectError):  # the port closes with the app
+        httpx.get(f"http://127.0.0.1:{port}/metrics")
+
+
+def test_metrics_need_a_token_or_a_port_of_their_own(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="RAG_METRICS_ENABLED needs RAG_METRICS_TOKEN"):
+        api_settings(tmp_path / "data", metrics_enabled=True)
+
+
+def test_only_the_tenants_named_get_a_label_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prometheus_client import generate_latest
+
+    from app import metrics
+
+    recorded = metrics._create(frozenset({"acme"}))  # a registry of its own
+    monkeypatch.setattr(metrics, "_metrics", recorded)
+    for tenant in ("acme", "globex", "initech"):
+        metrics.answer(metrics.ANSWERED, tenant, {"dense": 1.0})
+    assert recorded.registry is not None
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(generate_latest(recorded.registry).decode())
+        for s in family.samples
+        if s.name == "rag_answers_total"
+    }
+    assert samples == {
+        ("rag_answers_total", (("outcome", "answered"), ("tenant", "acme"))): 1.0,
+        ("rag_answers_total", (("outcome", "answered"), ("tenant", "other"))): 2.0,
+    }
