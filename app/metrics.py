@@ -93,6 +93,13 @@ def enable(tenants: frozenset[str] = frozenset()) -> None:
             _metrics.process_start.set(time.time())
 
 
+def disable() -> None:
+    """Stop recording in this process (benchmarks compare on and off in one process)."""
+    global _metrics
+    with _lock:
+        _metrics = None
+
+
 def _create(tenants: frozenset[str]) -> _Metrics:
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, values
 
