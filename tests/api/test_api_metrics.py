@@ -168,6 +168,9 @@ def test_an_upload_counts_one_job_its_pages_chunks_and_stages(
     polls = series("rag_http_requests_total", route="/jobs/{job_id}", method="GET", status="200")
     assert changes[polls] >= 1
     assert value(after, "rag_jobs_queued", queue="ingest") == 0
+    assert value(after, "rag_jobs_oldest_queued_age_seconds", queue="ingest") == 0
+    # The API's own job threads beat when they reach the job table.
+    assert value(after, "rag_worker_heartbeat_timestamp_seconds") > time.time() - 30
     assert job["job_id"] not in str(after)
 
 
