@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -27,6 +28,7 @@ NOTE = (
     b"QUARTZ-4471 inspection results are filed with the plant safety officer on level two."
 )
 QUESTION = "How often must the QUARTZ-4471 relief valve be inspected?"
+STAGE_BREAKDOWN = "sum by (stage) (rag_stage_duration_seconds_count)"
 
 
 def scrape(api: Process) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -110,10 +112,15 @@ def test_each_api_process_sees_the_sums_of_every_process(
         assert total(samples, "rag_jobs_queued", queue="ingest") == 0
 
 
+ALERTS = Path(__file__).resolve().parents[2] / "docker" / "prometheus" / "alerts.yml"
+
+
 def _prometheus_config(path: Path, target: Process) -> None:
     path.write_text(
         "global:\n"
         "  scrape_interval: 1s\n"
+        "  evaluation_interval: 1s\n"
+        f"rule_files: ['{ALERTS}']\n"
         "scrape_configs:\n"
         "  - job_name: rag\n"
         "    authorization:\n"
@@ -161,8 +168,29 @@ def test_a_real_prometheus_scrapes_the_service_and_answers_promql(
             time.sleep(0.5)
         assert result, (tmp_path / "prometheus.log").read_text(errors="replace")[-2000:]
         assert float(result[0]["value"][1]) == 1.0  # type: ignore[index]
-        up = httpx.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": "up"}).json()
-        assert float(up["data"]["result"][0]["value"][1]) == 1.0
+
+        def promql(expression: str) -> list[dict[str, Any]]:
+            answer = httpx.get(
+                f"http://127.0.0.1:{port}/api/v1/query", params={"query": expression}
+            ).json()
+            assert answer["status"] == "success", answer
+            found: list[dict[str, Any]] = answer["data"]["result"]
+            return found
+
+        assert float(promql("up")[0]["value"][1]) == 1.0
+        # The stage breakdown of the docs: one answer's stages, from the api2 process.
+        stages = {r["metric"]["stage"] for r in promql(STAGE_BREAKDOWN)}
+        assert {"cache", "embed_query", "dense", "keyword", "generate"} <= stages
+        # The alert rules load and evaluate on the live series: a worker beats, so the
+        # heartbeat alert is neither pending nor firing, and no other alert is either.
+        rules = httpx.get(f"http://127.0.0.1:{port}/api/v1/rules").json()["data"]["groups"]
+        assert len(rules[0]["rules"]) == 6
+        assert all(rule["health"] == "ok" for rule in rules[0]["rules"]), rules
+        # (An evaluation before the first scrape may have left one pending for a second.)
+        settled = time.monotonic() + 15
+        while promql("ALERTS") and time.monotonic() < settled:
+            time.sleep(0.5)
+        assert promql("ALERTS") == []
     finally:
         server.terminate()
         server.wait(30)
