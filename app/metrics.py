@@ -53,6 +53,7 @@ class _Metrics:
     http_duration: Any
     stage_duration: Any
     answers: Any
+    answer_duration: Any
     first_token: Any
     llm_tokens: Any
     admission_waiting: Any
@@ -139,6 +140,13 @@ def _create(tenants: frozenset[str]) -> _Metrics:
             **kwargs,
         ),
         answers=Counter("rag_answers", "Answers by how they ended", answer_labels, **kwargs),
+        answer_duration=Histogram(
+            "rag_answer_duration_seconds",
+            "One answer from the request to its last word (streamed or not), by outcome",
+            ("outcome",),
+            buckets=LATENCY_BUCKETS,
+            **kwargs,
+        ),
         first_token=Histogram(
             "rag_llm_time_to_first_token_seconds",
             "From asking the model to its first streamed piece",
@@ -316,11 +324,15 @@ def http_request(route: str, method: str, status: int, seconds: float) -> None:
     metrics.http_duration.labels(route, method).observe(seconds)
 
 
-def answer(outcome: str, tenant_id: str, stages_ms: Mapping[str, float]) -> None:
-    """One finished answer: how it ended and its stage timings (milliseconds, as `timings`)."""
+def answer(
+    outcome: str, tenant_id: str, stages_ms: Mapping[str, float], total_ms: float = 0.0
+) -> None:
+    """One finished answer: how it ended, its stage timings and its whole time (milliseconds,
+    as the answer's `timings` and `total_ms`)."""
     metrics = _metrics
     if metrics is None:
         return
+    metrics.answer_duration.labels(outcome).observe(total_ms / 1000.0)
     if metrics.tenants:
         tenant = tenant_id if tenant_id in metrics.tenants else "other"
         metrics.answers.labels(outcome, tenant).inc()

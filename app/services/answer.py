@@ -186,7 +186,8 @@ def _finished(refused: bool, cache: CacheStatus, timer: StageTimer) -> AnswerFin
 
 
 def _count(found: Lookup, outcome: str) -> None:
-    metrics.answer(outcome, found.tenant_id, found.timer.stages)
+    timer = found.timer
+    metrics.answer(outcome, found.tenant_id, timer.stages, timer.total_ms())
 
 
 def _outcome(refused: bool, retrieval: RetrievalResult) -> str:

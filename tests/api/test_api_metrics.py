@@ -217,6 +217,12 @@ def test_an_answer_then_its_cache_hit(server: ThreadServer, reader: Client) -> N
         assert spent * 1000 == pytest.approx(ms, abs=0.01), stage
     observed = {dict(labels)["stage"] for name, labels in changes if name.startswith("rag_stage")}
     assert observed == set(body["timings"])
+    # The whole answer: at least its stages, at most the total the body reports.
+    assert changes[series("rag_answer_duration_seconds_count", outcome="answered")] == 1
+    whole = value(after, "rag_answer_duration_seconds_sum", outcome="answered") - value(
+        before, "rag_answer_duration_seconds_sum", outcome="answered"
+    )
+    assert sum(body["timings"].values()) - 0.1 <= whole * 1000 <= body["total_ms"]
 
     hit = reader.post("/query", {"question": QUESTION})
     assert hit.json()["cache"] == "hit"
