@@ -81,7 +81,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         active = settings or get_settings()
         configure_logging(active.log_level)
         configure_tracing(active)  # LangSmith, when asked
-        tracing.configure(active)  # OpenTelemetry, when asked
+        tracing_was_on = tracing.enabled()  # a test's own provider is left to the test
+        own_tracing = tracing.configure(active) and not tracing_was_on  # OpenTelemetry
         container = Container(active)
         app.state.container = container
         app.state.ready = False
@@ -100,6 +101,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
                 stop_metrics()
             workers.stop()
             container.close()
+            if own_tracing:
+                tracing.shutdown()  # the batched spans go out before the process ends
 
     app = FastAPI(
         title="RAG service",

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 SERVICE_NAME = "rag-service"
 _NOTHING: nullcontext[None] = nullcontext()
 _tracer: Tracer | None = None
+_provider: TracerProvider | None = None
 
 
 def wanted(settings: Settings) -> bool:
@@ -47,8 +48,18 @@ def configure(settings: Settings) -> bool:
 def use_provider(provider: TracerProvider | None) -> None:
     """Trace through `provider` from now on (None: off). Tests pass an SDK provider whose
     exporter keeps spans in memory."""
-    global _tracer
+    global _tracer, _provider
+    _provider = provider
     _tracer = None if provider is None else provider.get_tracer(SERVICE_NAME)
+
+
+def shutdown() -> None:
+    """Send the spans still batched and stop tracing (at the end of a process)."""
+    provider = _provider
+    use_provider(None)
+    stop = getattr(provider, "shutdown", None)
+    if stop is not None:
+        stop()
 
 
 def enabled() -> bool:

@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop.set()
         container.database.dispose()
+        tracing.shutdown()
     return 0
 
 

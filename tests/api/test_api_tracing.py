@@ -3,9 +3,12 @@ the model call with its token counts, kept by the SDK's in-memory exporter."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 import pytest
@@ -98,3 +101,48 @@ def test_a_server_error_names_its_request_id_in_the_body_and_the_trace(
     assert request.attributes is not None
     assert request.attributes["request.id"] == "trace-me-500"
     assert request.attributes["http.response.status_code"] == 500
+
+
+class _Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP receiver: keeps the span names of every export it is sent."""
+
+    received: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        export = ExportTraceServiceRequest.FromString(body)
+        for resource in export.resource_spans:
+            for scope in resource.scope_spans:
+                type(self).received += [span.name for span in scope.spans]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        assert self.path == "/v1/traces"
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def test_otlp_export_reaches_a_collector_when_the_endpoint_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{collector.server_port}")
+    _Collector.received = []
+    try:
+        assert not tracing.enabled()
+        with serving(create_app(api_settings(tmp_path / "data"))) as server:
+            assert tracing.enabled()  # the endpoint alone turns tracing on
+            assert httpx.get(f"{server.url}/health").status_code == 200
+        # The app's end flushed the batch to the collector and turned tracing off again.
+        assert "GET /health" in _Collector.received
+        assert not tracing.enabled()
+    finally:
+        collector.shutdown()
+        tracing.use_provider(None)
