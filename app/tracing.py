@@ -100,6 +100,16 @@ def annotate(**attributes: Any) -> None:
     trace.get_current_span().set_attributes(_clean(attributes))
 
 
+def current_trace_id() -> str | None:
+    """The current trace's id in hex (for log lines), or None while off or outside a span."""
+    if _tracer is None:
+        return None
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    return format(context.trace_id, "032x") if context.is_valid else None
+
+
 def carrier() -> dict[str, str]:
     """The current trace as W3C `traceparent` headers, to send along with queued work."""
     if _tracer is None:

@@ -146,3 +146,23 @@ def test_otlp_export_reaches_a_collector_when_the_endpoint_is_set(
     finally:
         collector.shutdown()
         tracing.use_provider(None)
+
+
+def test_log_lines_carry_the_request_id_and_the_trace_id(spans: InMemorySpanExporter) -> None:
+    import json
+    import logging
+
+    from app.observability import JsonFormatter, request_id_var
+
+    record = logging.makeLogRecord({"msg": "answered", "levelname": "INFO", "name": "app"})
+    token = request_id_var.set("req-77")
+    try:
+        with tracing.span("POST /query") as span:
+            assert span is not None
+            line = json.loads(JsonFormatter().format(record))
+    finally:
+        request_id_var.reset(token)
+    assert line["request_id"] == "req-77"
+    assert line["trace_id"] == format(span.get_span_context().trace_id, "032x")
+    tracing.use_provider(None)
+    assert "trace_id" not in json.loads(JsonFormatter().format(record))
