@@ -12,6 +12,7 @@ Also the recorders alone, per call (microbenchmark). Target (issue #25): p50 wit
 from __future__ import annotations
 
 import argparse
+import socket
 import tempfile
 import threading
 import time
@@ -46,7 +47,9 @@ def _serve(data_dir: Path) -> tuple[uvicorn.Server, threading.Thread, str, objec
         metrics_token="bench-scrape-token",
     )
     app = create_app(settings)
-    port = 18000 + int(time.time()) % 1000
+    with socket.socket() as probe:  # a free loopback port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
     )
