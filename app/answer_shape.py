@@ -176,6 +176,11 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "login_concurrency",
         "login_queue",
         # tracing
+        "metrics_enabled",
+        "metrics_token",
+        "metrics_port",
+        "metrics_tenant_label",
+        "tracing",
         "langsmith_tracing",
         "langsmith_api_key",
         "langsmith_project",

@@ -19,6 +19,8 @@ from app.errors import ConfigurationError
 from app.limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING
 
 ENV_PREFIX = "RAG_"
+# The service's version (the API's OpenAPI version and rag_build_info{version}).
+SERVICE_VERSION = "0.1.0"
 
 # The provider names Settings accepts; the factories in app/providers build each one, and their
 # `extra_llm` / `extra_embedder` add a name here for a `with` block (tests add their fakes so).
@@ -88,6 +90,14 @@ GROUPS: tuple[Group, ...] = (
     ),
     Group("auth", "auth and abuse limits"),
     Group("http", "HTTP limits and proxies"),
+    Group(
+        "metrics",
+        "metrics and traces",
+        "Off unless configured; docs/monitoring.md. /metrics is protected by a bearer token on "
+        "the API's port, or served only on a port of its own that the gateway does not publish. "
+        "Several processes (uvicorn --workers, rq workers) share PROMETHEUS_MULTIPROC_DIR, "
+        "emptied before they start, so one scrape sees them all.",
+    ),
     Group("tracing", "tracing (nothing is sent anywhere unless turned on)"),
 )
 
@@ -979,6 +989,40 @@ class Settings(BaseSettings):
         ge=0,
     )
 
+    # --- metrics and traces ---
+    metrics_enabled: bool = setting(
+        False,
+        group="metrics",
+        description="Serve /metrics in the Prometheus text format; needs RAG_METRICS_TOKEN or "
+        "RAG_METRICS_PORT.",
+    )
+    metrics_token: str = setting(
+        "",
+        group="metrics",
+        description="Bearer token scrapers send for /metrics on the API's port.",
+        repr=False,
+    )
+    metrics_port: int | None = setting(
+        None,
+        group="metrics",
+        description="Serve /metrics only on this port of its own (the API's /metrics then "
+        "answers 404); keep it off the gateway.",
+        ge=1,
+        le=65535,
+    )
+    metrics_tenant_label: str = setting(
+        "",
+        group="metrics",
+        description="Comma-separated tenants whose answers get a `tenant` label of their own (the "
+        'rest count as "other"); no tenant is a label by default.',
+    )
+    tracing: Literal["off", "otlp"] = setting(
+        "off",
+        group="metrics",
+        description="OpenTelemetry traces: otlp exports spans (also on when "
+        "OTEL_EXPORTER_OTLP_ENDPOINT is set).",
+    )
+
     # --- tracing ---
     langsmith_tracing: bool = setting(
         False, group="tracing", description="Send traces to LangSmith."
@@ -1037,6 +1081,11 @@ class Settings(BaseSettings):
                 f"{ENV_PREFIX}JOB_STALE_AFTER_S must be at least 3 x {ENV_PREFIX}JOB_HEARTBEAT_S, "
                 "or a slow heartbeat makes a live job look abandoned"
             )
+        if self.metrics_enabled and not (self.metrics_token or self.metrics_port):
+            raise ValueError(
+                f"{ENV_PREFIX}METRICS_ENABLED needs {ENV_PREFIX}METRICS_TOKEN (a bearer token "
+                f"for /metrics) or {ENV_PREFIX}METRICS_PORT (a port of its own, not published)"
+            )
         if self.job_backend == "redis" and self.vector_backend == "chroma":
             raise ValueError(
                 f"{ENV_PREFIX}JOB_BACKEND=redis runs ingestion in separate worker processes, "
@@ -1053,6 +1102,11 @@ class Settings(BaseSettings):
     def trusted_proxy_list(self) -> list[str]:
         """RAG_TRUSTED_PROXIES as a list of IPs and CIDR networks."""
         return _split_list(self.trusted_proxies)
+
+    @property
+    def metrics_tenants(self) -> frozenset[str]:
+        """RAG_METRICS_TENANT_LABEL as the set of tenants broken out by name."""
+        return frozenset(_split_list(self.metrics_tenant_label))
 
     @property
     def sqlalchemy_url(self) -> str:

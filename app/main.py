@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request, Response
 
+from app import metrics, tracing
 from app.api.access import authorize, check_route_table
 from app.api.body_limit import BodySizeLimit
 from app.api.errors import error_responses, install_error_handlers, internal_error_response
@@ -24,12 +25,13 @@ from app.api.routes import (
     openai_compat,
     pages,
     public,
+    scrape,
     stats,
     users,
 )
 from app.api.routes.web import install_web
 from app.api.security_headers import NoSniff
-from app.config import Settings, get_settings
+from app.config import SERVICE_VERSION, Settings, get_settings
 from app.observability import configure_logging, configure_tracing, request_id_var
 from app.services.container import Container
 
@@ -45,6 +47,32 @@ def _safe_request_id(raw: str | None) -> str:
     return secrets.token_hex(8)
 
 
+def route_template(request: Request) -> str:
+    """The matched route's template (`/documents/{document_id}`), never the raw path: a metric
+    label must not grow with every id. Unmatched paths share one label."""
+    route = request.scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "unmatched"
+
+
+def start_metrics(settings: Settings, container: Container) -> Callable[[], None]:
+    """Record metrics in this process, and serve them on their own port when configured;
+    returns what stops that port's server."""
+    metrics.enable(settings.metrics_tenants)
+    metrics.build_info(SERVICE_VERSION, container.embedder.model_id, settings.llm_provider)
+    metrics.watch_queues(container.queue_depths)
+    server = metrics.serve_on_port(settings.metrics_port) if settings.metrics_port else None
+    if server is None:
+        return lambda: None
+    log.info("metrics served", extra={"port": settings.metrics_port})
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+
+    return stop
+
+
 def create_app(settings: Settings | None = None, *, start_workers: bool = True) -> FastAPI:
     """Build the application; components load in the lifespan, not at import time."""
 
@@ -52,12 +80,15 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         active = settings or get_settings()
         configure_logging(active.log_level)
-        configure_tracing(active)
+        configure_tracing(active)  # LangSmith, when asked
+        tracing_was_on = tracing.enabled()  # a test's own provider is left to the test
+        own_tracing = tracing.configure(active) and not tracing_was_on  # OpenTelemetry
         container = Container(active)
         app.state.container = container
         app.state.ready = False
         container.warm_up(serving=True)
         workers = container.job_queue  # threads pool, or a Redis queue for workers
+        stop_metrics = start_metrics(active, container) if active.metrics_enabled else None
         if start_workers:
             workers.start()
         app.state.ready = True
@@ -66,12 +97,16 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
             yield
         finally:
             app.state.ready = False
+            if stop_metrics is not None:
+                stop_metrics()
             workers.stop()
             container.close()
+            if own_tracing:
+                tracing.shutdown()  # the batched spans go out before the process ends
 
     app = FastAPI(
         title="RAG service",
-        version="0.1.0",
+        version=SERVICE_VERSION,
         description="Multi-tenant retrieval-augmented answers with page-level citations.",
         lifespan=lifespan,
         docs_url=None,  # served offline by install_web, when RAG_DOCS_ENABLED allows
@@ -90,16 +125,33 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         request_id = _safe_request_id(request.headers.get(_REQUEST_ID_HEADER))
         token = request_id_var.set(request_id)
         started = time.perf_counter()
-        try:
-            response = await call_next(request)
-        except Exception:
-            # Answered here rather than by Starlette's outermost handler, so the 500 carries
-            # the request id in its body and header, and the log line has it too.
-            log.exception("unhandled error", extra={"request_id": request_id})
-            response = internal_error_response()
-        finally:
-            request_id_var.reset(token)
+        # A client's `traceparent` header continues its trace; the span carries the request id.
+        with tracing.continued(
+            request.headers, f"{request.method} request", request__id=request_id
+        ) as span:
+            try:
+                response = await call_next(request)
+            except Exception:
+                # Answered here rather than by Starlette's outermost handler, so the 500 carries
+                # the request id in its body and header, and the log line has it too.
+                log.exception("unhandled error", extra={"request_id": request_id})
+                response = internal_error_response()
+            finally:
+                request_id_var.reset(token)
+            if span is not None:
+                route = route_template(request)
+                span.update_name(f"{request.method} {route}")
+                span.set_attributes(
+                    {"http.route": route, "http.response.status_code": response.status_code}
+                )
         response.headers[_REQUEST_ID_HEADER] = request_id
+        if metrics.enabled():
+            metrics.http_request(
+                route_template(request),
+                request.method,
+                response.status_code,
+                time.perf_counter() - started,
+            )
         log.info(
             "request",
             extra={
@@ -115,6 +167,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
     app.add_middleware(NoSniff)  # outermost: every response has it, a 413 or a 500 too
     app.include_router(public.router)
+    app.include_router(scrape.router)  # its own bearer token (RAG_METRICS_TOKEN)
     # Authenticated by default, and each route's minimum role checked (app/api/access.py).
     protected = [Depends(authorize)]
     routers = (

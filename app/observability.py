@@ -1,4 +1,5 @@
-"""Structured JSON logs carrying the request id, and opt-in LangSmith tracing."""
+"""Structured JSON logs carrying the request id (and the trace id while OpenTelemetry traces),
+and opt-in LangSmith tracing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
+from app import tracing
 from app.config import Settings
 
 request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
@@ -29,6 +31,9 @@ class JsonFormatter(logging.Formatter):
         request_id = request_id_var.get()
         if request_id:
             payload["request_id"] = request_id
+        trace_id = tracing.current_trace_id()
+        if trace_id:
+            payload["trace_id"] = trace_id  # the same line and its trace, side by side
         for key, value in vars(record).items():
             if key not in _STANDARD_ATTRS and not key.startswith("_"):
                 payload[key] = value

@@ -52,9 +52,12 @@ COMPOSE_ONLY = """\
 # (see those settings above):   RAG_ROOT_PATH=/rag   RAG_TRUSTED_PROXIES=172.29.57.250
 # PROXY_PORT=8080
 # PROXY_IP=172.29.57.250
+# With `--profile monitoring` (Prometheus with the alert rules; docs/monitoring.md):
+# PROMETHEUS_PORT=9090
 # Where the published ports listen (127.0.0.1 = this host only; 0.0.0.0 = every interface).
 # API_BIND=127.0.0.1
 # PROXY_BIND=127.0.0.1
+# PROMETHEUS_BIND=127.0.0.1
 # Memory limits per container (also API_CPUS, WORKER_CPUS, ... in docker-compose.yml).
 # API_MEMORY=6g
 # WORKER_MEMORY=3g

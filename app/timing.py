@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from app import tracing
+
 
 def clock() -> float:
     """Seconds on the clock every timer reads (a seam: tests swap in a deterministic clock)."""
@@ -34,7 +36,8 @@ class StageTimer:
         self._running = name
         begin = clock()
         try:
-            yield
+            with tracing.span(f"stage {name}", stage=name):
+                yield
         finally:
             elapsed = (clock() - begin) * 1000.0
             self.stages[name] = self.stages.get(name, 0.0) + elapsed

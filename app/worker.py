@@ -19,7 +19,8 @@ from pathlib import Path
 
 import redis
 
-from app.config import get_settings
+from app import metrics, tracing
+from app.config import SERVICE_VERSION, Settings, get_settings
 from app.errors import ConfigurationError
 from app.jobs.redis_queue import queue_name, rq_queue
 from app.jobs.redis_worker import IngestWorker
@@ -49,6 +50,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def start_metrics(settings: Settings, container: Container) -> None:
+    """Record metrics in this worker (summed by a scrape of the shared PROMETHEUS_MULTIPROC_DIR),
+    also served on RAG_METRICS_PORT when no other process of this host serves it."""
+    metrics.enable(settings.metrics_tenants)
+    metrics.build_info(SERVICE_VERSION, container.embedder.model_id, settings.llm_provider)
+    if settings.metrics_port:
+        metrics.serve_on_port(settings.metrics_port)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Load models, then process ingestion messages until SIGTERM (finishes the current job)."""
     global _current
@@ -62,8 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings.log_level)
     from app.jobs.redis_tasks import rq_worker
 
+    tracing.configure(settings)
     container = Container(settings)
     container.warm_up(serving=False)
+    if settings.metrics_enabled:
+        start_metrics(settings, container)
     # The sweeper and the retries use short timeouts; rq's blocking pop needs none.
     _current = IngestWorker(settings, container.ingest_deps, connect_redis(settings.redis_url))
     name = args.name or f"{queue_name(settings)}.{socket.gethostname()}.{os.getpid()}"
@@ -80,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop.set()
         container.database.dispose()
+        tracing.shutdown()
     return 0
 
 

@@ -27,17 +27,20 @@ if [ "$extra" = "dev" ]; then
   $pip install --quiet -r requirements-dev.txt
   # The browser tests drive Debian's Chromium (Playwright cannot download its own offline) and
   # the gateway tests a real nginx; the contents-page case reads the R manuals (r-doc-pdf), and the
-  # natural-question sets (eval/manual_questions.py) those and the gnuplot manual (gnuplot-doc).
+  # natural-question sets (eval/manual_questions.py) those and the gnuplot manual (gnuplot-doc);
+  # the monitoring tests start a real Prometheus and check the alert rules with its promtool.
   # Installed here when missing and allowed (root with apt); otherwise those tests fail and say
   # how to install them, unless RAG_TEST_ALLOW_SKIP_SERVICES=1.
   if ! command -v chromium >/dev/null 2>&1 || [ ! -x /usr/sbin/nginx ] \
-    || [ ! -f /usr/share/R/doc/manual/R-intro.pdf ] || [ ! -f /usr/share/doc/gnuplot/gnuplot.pdf ]; then
+    || [ ! -f /usr/share/R/doc/manual/R-intro.pdf ] || [ ! -f /usr/share/doc/gnuplot/gnuplot.pdf ] \
+    || ! command -v prometheus >/dev/null 2>&1; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
       apt-get update -qq
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        chromium chromium-driver fonts-dejavu-core nginx-light r-doc-pdf gnuplot-doc >/dev/null
+        chromium chromium-driver fonts-dejavu-core nginx-light r-doc-pdf gnuplot-doc \
+        prometheus >/dev/null
     else
-      echo "note: the browser, gateway and contents-case tests need: apt-get install chromium nginx-light r-doc-pdf gnuplot-doc" >&2
+      echo "note: the browser, gateway and contents-case tests need: apt-get install chromium nginx-light r-doc-pdf gnuplot-doc prometheus" >&2
     fi
   fi
 else

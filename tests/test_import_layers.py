@@ -17,10 +17,11 @@ APP = Path(__file__).resolve().parents[1] / "app"
 LAYERS = ("app.api", "app.services", "app.jobs", "app.ingestion", "app.retrieval")
 LAYERS += ("app.generation", "app.providers", "app.storage", "app.rendering", "app.text")
 # What sits below everything: settings, errors, shared records, limits, timing, the answer cache
-# key's settings, passwords and tokens, logging, child-process limits.
+# key's settings, passwords and tokens, logging, child-process limits, and the metrics and
+# trace recorders every layer calls.
 FOUNDATION = ("app.config", "app.settings_docs", "app.errors", "app.domain", "app.limits")
 FOUNDATION += ("app.timing", "app.answer_shape", "app.security", "app.observability")
-FOUNDATION += ("app.child_process",)
+FOUNDATION += ("app.child_process", "app.metrics", "app.tracing")
 # The job package has two halves: the job table and the queue (used by the documents service
 # to accept uploads), and the running of jobs (which calls the documents service to index).
 JOB_RUNNING = ("app.jobs.runner", "app.jobs.batch", "app.jobs.redis_worker", "app.jobs.redis_tasks")

@@ -60,6 +60,7 @@ PUBLIC: frozenset[tuple[str, str]] = frozenset(
     {
         ("GET", "/health"),
         ("GET", "/ready"),
+        ("GET", "/metrics"),  # its own bearer token, RAG_METRICS_TOKEN (or 404)
         ("POST", "/auth/token"),
         # the web app and the API documentation (the pages hold no tenant data)
         ("GET", "/"),

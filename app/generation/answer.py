@@ -13,9 +13,11 @@ refusal and resolves the citations into the final `Answer`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from app import metrics, tracing
 from app.domain import RetrievalResult, SearchHit
 from app.generation.citations import Citation, MarkerFilter, citations_for, is_refusal
 from app.generation.focus import focus_passages
@@ -199,9 +201,15 @@ def stream_answer(
     with timed("generate"):  # preparing the prompt and the marker checks is part of it
         prompt = ground(question, hits, refusal_text)
     draft = Draft()
+    asked = time.perf_counter()
+    call = tracing.start("llm.generate", llm__model=llm.model_id)
     deltas = iter(llm.stream(prompt.request))
+    pieces = 0
     try:
         while (delta := _next_delta(deltas)) is not None:
+            if pieces == 0:
+                metrics.llm_first_token(time.perf_counter() - asked)
+            pieces += 1
             draft.note(delta)
             if draft.hesitates(delta, abstain_threshold):
                 draft.abstained = True
@@ -213,6 +221,9 @@ def stream_answer(
                 yield AnswerDelta(text)
     finally:
         _close(deltas)
+        # Each streamed piece is one token for llama.cpp and the OpenAI-compatible servers.
+        metrics.llm_tokens(draft.prompt_tokens, pieces)
+        tracing.finish(call, llm__prompt_tokens=draft.prompt_tokens, llm__completion_tokens=pieces)
 
     if draft.abstained:
         tail = refusal_text

@@ -16,11 +16,18 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from app import metrics
 from app.errors import IngestionError
 from app.jobs.runner import IngestDeps, run_job, settle_failure
 from app.jobs.store import JobRecord, JobStore
 from app.services.documents import DocumentDeps, chunk_allowance, file_sha256, record_indexed
-from app.services.pipeline import IngestedDocument, ParsedFile, check_chunk_quota, parse_file
+from app.services.pipeline import (
+    IngestedDocument,
+    ParsedFile,
+    check_chunk_quota,
+    job_stage,
+    parse_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -95,14 +102,16 @@ def _run_together(deps: IngestDeps, jobs: list[JobRecord], may_retry: _RetryPoli
         return retried
     indexing = deps.indexing()  # built while preparing: no server is contacted again here
     try:
-        vectors = _embed(indexing, deps.jobs, prepared)
-        indexing.corpus.replace_documents(
-            tenant,
-            [
-                (p.parsed.document_id, p.parsed.chunks, v)
-                for p, v in zip(prepared, vectors, strict=True)
-            ],
-        )
+        with job_stage("embed"):
+            vectors = _embed(indexing, deps.jobs, prepared)
+        with job_stage("store"):
+            indexing.corpus.replace_documents(
+                tenant,
+                [
+                    (p.parsed.document_id, p.parsed.chunks, v)
+                    for p, v in zip(prepared, vectors, strict=True)
+                ],
+            )
     except Exception:
         # Not a problem of one file: let each job meet the failure (or success) on its own.
         log.warning(
@@ -183,6 +192,8 @@ def _finish(
         )
         deps.jobs.mark_done(job.job_id, chunks_indexed=done.chunks, pages=done.pages)
         log.info("job done", extra={"job_id": job.job_id, "chunks": done.chunks})
+        metrics.ingested(done.pages, done.chunks)
+        metrics.job_finished("done")
     except Exception as exc:
         _settle(deps, job, exc, may_retry, retried)
         return

@@ -20,6 +20,7 @@ from types import TracebackType
 
 import redis
 
+from app import metrics
 from app.config import Settings
 from app.jobs.batch import run_jobs
 from app.jobs.redis_queue import message_pending, retry_delay_s, rq_queue, send
@@ -144,5 +145,6 @@ class IngestWorker:
             except Exception:
                 log.exception("job sweep failed; will try again")
                 continue
+            metrics.worker_heartbeat(time.time())
             if health_file is not None:
                 health_file.touch()

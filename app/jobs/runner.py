@@ -8,12 +8,14 @@ transient failure (a server unreachable) may put the job back for a retry instea
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from app import metrics, tracing
 from app.errors import IngestionError, ProviderUnavailable, RagError
 from app.jobs.store import JobRecord, JobStore
 from app.services.documents import DocumentDeps, index_document
@@ -35,6 +37,8 @@ class IngestDeps:
     # model server (the embedder's dimension probe), and a server down then must fail the job
     # as retryable, like any other transient failure, not the worker.
     indexing: Callable[[], DocumentDeps]
+    # job id -> the trace carrier of the request that queued it (None: tracing is off).
+    trace_of: Callable[[str], Mapping[str, str]] | None = None
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -50,10 +54,18 @@ def run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool = False) -> boo
 
     With `may_retry`, a transient failure puts the job back in the queue (the upload is kept)
     and False is returned, so the caller schedules the retry; otherwise every failure is final.
+    The job's span continues the trace of the upload that queued it.
     """
+    carrier = deps.trace_of(job.job_id) if deps.trace_of is not None else {}
+    with tracing.continued(carrier, "job.index", job__id=job.job_id, job__attempt=job.attempts):
+        return _run_job(deps, job, may_retry=may_retry)
+
+
+def _run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool) -> bool:
     path = Path(job.stored_path)
     jobs = deps.jobs
     keep_upload = False
+    started = time.perf_counter()
 
     def progress(done: int, total: int, stage: str) -> None:
         jobs.update_progress(job.job_id, done, total, stage)
@@ -73,8 +85,11 @@ def run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool = False) -> boo
         )
         jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
         log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})
+        metrics.ingested(result.pages, result.chunks)
+        metrics.job_finished("done", time.perf_counter() - started)
     except Exception as exc:
         keep_upload = settle_failure(deps, job, exc, may_retry=may_retry)
+        metrics.job_duration(time.perf_counter() - started)
         return not keep_upload
     finally:
         if not keep_upload:
@@ -89,7 +104,9 @@ def settle_failure(deps: IngestDeps, job: JobRecord, exc: Exception, *, may_retr
         # The detail stays in the job row and the log; GET /jobs shows only "retrying".
         deps.jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
         log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
+        metrics.job_finished("retried")
         return True
+    metrics.job_finished("failed")
     # The upload goes before the job is seen failed: a client that sees the failure finds no
     # file left behind (and a rerun after a crash here would fail the same way).
     Path(job.stored_path).unlink(missing_ok=True)

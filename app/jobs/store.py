@@ -32,7 +32,7 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import delete, func, insert, literal, select, update
@@ -439,6 +439,20 @@ class JobStore:
                 .limit(1)
             )
             return waiting is not None
+
+    def queued_summary(self) -> tuple[int, float]:
+        """How many jobs wait to be claimed, and how long (seconds) the oldest has waited."""
+        with self._db.session() as session:
+            count, oldest = session.execute(
+                select(func.count(JobRow.job_id), func.min(JobRow.updated_at)).where(
+                    JobRow.status == "queued"
+                )
+            ).one()
+        if not count or oldest is None:
+            return 0, 0.0
+        if oldest.tzinfo is None:  # SQLite hands back naive UTC
+            oldest = oldest.replace(tzinfo=UTC)
+        return int(count), max((utc_now() - oldest).total_seconds(), 0.0)
 
     def queued_since(self, older_than_s: float, limit: int = 500) -> list[tuple[str, int]]:
         """(job id, attempts) of jobs queued and untouched for `older_than_s`, oldest first."""

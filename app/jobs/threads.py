@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
+from app import metrics
 from app.config import Settings
 from app.jobs.store import JobRecord, JobStore
 
@@ -73,6 +75,8 @@ class IngestWorkerPool:
             except Exception:
                 log.exception("could not claim a job")
                 batch = []
+            else:
+                metrics.worker_heartbeat(time.time())  # reached the job table
             if not batch:
                 self._wake.wait(self._poll)
                 self._wake.clear()

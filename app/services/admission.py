@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app import metrics
 from app.errors import Overloaded
 
 WaitTimer = Callable[[float], Awaitable[object]]
@@ -124,6 +125,7 @@ class ConcurrencyLimiter:
         self._check_queue_room(caller)
         waiter = _Waiter(caller, asyncio.get_running_loop().create_future(), next(self._order))
         self._waiters.append(waiter)
+        self._report()
         timer: asyncio.Future[Any] = asyncio.ensure_future(self._wait_timer(self.bounds.max_wait_s))
         racing: set[asyncio.Future[Any]] = {waiter.future, timer}
         try:
@@ -159,16 +161,21 @@ class ConcurrencyLimiter:
         if tenant_waiting >= self.bounds.queue_per_tenant:
             raise self._refusal(caller, "your tenant's share of the queue is full", own=True)
 
+    def _report(self) -> None:
+        metrics.admission(self.name, len(self._waiters), self._running)
+
     def _refusal(self, caller: Caller, why: str, *, own: bool = False) -> Overloaded:
         ahead = len(self._waiters) + 1
         retry_after_s = max(1.0, math.ceil(self._hold_s * ahead / self.bounds.total))
         if own or self._own_bound_full(caller):
+            metrics.admission_refused(self.name, "user_or_tenant")
             return Overloaded(
                 f"too many {self.name} in progress for your user or tenant ({why}); "
                 f"retry after {retry_after_s:g} s",
                 retry_after_s,
                 server_busy=False,
             )
+        metrics.admission_refused(self.name, "server_busy")
         return Overloaded(
             f"the server is busy with other {self.name} ({why}); retry after {retry_after_s:g} s",
             retry_after_s,
@@ -180,6 +187,7 @@ class ConcurrencyLimiter:
         self._running += 1
         self._by_tenant[caller.tenant_id] += 1
         self._by_user[caller.user_id] += 1
+        self._report()
         return Slot(self, caller, self._clock())
 
     def _release(self, slot: Slot, started: float) -> None:
@@ -196,10 +204,12 @@ class ConcurrencyLimiter:
             self._last_grant.pop(caller.tenant_id, None)  # idle tenants are forgotten
         self._hold_s = 0.8 * self._hold_s + 0.2 * max(self._clock() - started, 0.0)
         self._dispatch()
+        self._report()
 
     def _abandon(self, waiter: _Waiter) -> None:
         if waiter in self._waiters:
             self._waiters.remove(waiter)
+            self._report()
         if waiter.future.done() and not waiter.future.cancelled():
             waiter.future.result().release()  # granted just as the caller left
         else:

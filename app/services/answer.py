@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
+from app import metrics
 from app.errors import RagError, public_message
 from app.generation.answer import AnswerDelta, AnswerDone
 from app.generation.citations import Citation
@@ -23,6 +24,7 @@ from app.storage.cache import AnswerCache, CacheKey, answer_cache_key
 from app.timing import StageTimer, start_timer, timed
 
 if TYPE_CHECKING:
+    from app.domain import RetrievalResult
     from app.providers.types import LLM
     from app.retrieval.hybrid import HybridRetriever
 
@@ -148,6 +150,7 @@ def lookup(deps: AnswerDeps, tenant_id: str, question: str, k: int | None) -> Lo
             config_fingerprint=deps.config_fingerprint,
         )
         stored = deps.cache.get(key)
+    metrics.cache_request(stored is not None)
     cached = CachedAnswer.from_cache(stored) if stored is not None else None
     return Lookup(tenant_id, question, k, key, cached, timer)
 
@@ -162,10 +165,25 @@ def _finished(refused: bool, cache: CacheStatus, timer: StageTimer) -> AnswerFin
     return AnswerFinished(refused, cache, timings, total_ms)
 
 
+def _count(found: Lookup, outcome: str) -> None:
+    timer = found.timer
+    metrics.answer(outcome, found.tenant_id, timer.stages, timer.total_ms())
+
+
+def _outcome(refused: bool, retrieval: RetrievalResult) -> str:
+    """answered, or who refused: the relevance gate (no passage reached the model) or the model."""
+    if not refused:
+        return metrics.ANSWERED
+    if retrieval.relevant and retrieval.hits:
+        return metrics.REFUSED_BY_MODEL
+    return metrics.REFUSED_BY_GATE
+
+
 def cached_answer(found: Lookup) -> AnsweredQuestion:
     """The answer of a cache hit (no retrieval, no model)."""
     if found.cached is None:
         raise ValueError("cached_answer needs a cache hit")
+    _count(found, metrics.CACHE_HIT)
     return _answered(found.cached, "hit", found.timer)
 
 
@@ -176,10 +194,15 @@ def _store(deps: AnswerDeps, found: Lookup, answer: CachedAnswer) -> None:
 
 def generate_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
     """Retrieve, generate and cache the answer of a cache miss (blocking: the model runs here)."""
-    retrieval = deps.retriever.search(found.tenant_id, found.question, found.k)
-    result = deps.generation.answer(found.question, retrieval, deps.llm)
-    answer = CachedAnswer(result.text, list(result.citations), result.refused)
-    _store(deps, found, answer)
+    try:
+        retrieval = deps.retriever.search(found.tenant_id, found.question, found.k)
+        result = deps.generation.answer(found.question, retrieval, deps.llm)
+        answer = CachedAnswer(result.text, list(result.citations), result.refused)
+        _store(deps, found, answer)
+    except Exception:
+        _count(found, metrics.ERROR)
+        raise
+    _count(found, _outcome(result.refused, retrieval))
     log.info(
         "answered",
         extra={
@@ -198,6 +221,7 @@ def cached_events(found: Lookup) -> Iterator[AnswerEvent]:
         raise ValueError("cached_events needs a cache hit")
     yield TextDelta(cached.text)
     yield CitationsFound(cached.citations, cached.refused)
+    _count(found, metrics.CACHE_HIT)
     yield _finished(cached.refused, "hit", found.timer)
 
 
@@ -218,12 +242,15 @@ def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
                     answer = CachedAnswer(done.text, list(done.citations), done.refused)
                     _store(deps, found, answer)
                     yield CitationsFound(answer.citations, answer.refused)
+                    _count(found, _outcome(answer.refused, retrieval))
                     yield _finished(answer.refused, "miss", found.timer)
         finally:
             events.close()  # a client that left: the model's own generator closes now, not at GC
     except RagError as exc:
         log.warning("stream failed", extra={"code": exc.code, "detail": exc.message})
+        _count(found, metrics.ERROR)
         yield AnswerFailed(exc.code, public_message(exc), exc.http_status)
     except Exception:
         log.exception("stream crashed")
+        _count(found, metrics.ERROR)
         yield AnswerFailed("internal_error", "internal error; see server logs", 500)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from app import tracing
 from app.config import Settings
 from app.ingestion import LoadLimits
 from app.limits import RequestLimits
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from app.jobs.queue import JobQueue
     from app.jobs.runner import IngestDeps
     from app.jobs.store import JobRecord, JobStore, StorageQuota
+    from app.jobs.trace_carriers import TraceCarriers
     from app.providers.types import LLM, Embedder, Reranker
     from app.rendering.cache import PageImageCache
     from app.rendering.pdf_page import RenderLimits
@@ -243,7 +245,10 @@ class Container:
         """What running ingestion jobs needs, in the API's pool or a worker process."""
         from app.jobs.runner import IngestDeps
 
-        return IngestDeps(self.jobs, self.documents, indexing=lambda: self.document_deps)
+        trace_of = self.trace_carriers.recall if tracing.wanted(self.settings) else None
+        return IngestDeps(
+            self.jobs, self.documents, indexing=lambda: self.document_deps, trace_of=trace_of
+        )
 
     @cached_property
     def answer_lane(self) -> AnswerLane:
@@ -323,6 +328,11 @@ class Container:
 
         return JobStore(self.database)
 
+    def queue_depths(self) -> dict[str, tuple[int, float]]:
+        """The ingestion queue's waiting jobs and the oldest one's wait (seconds), for metrics;
+        the job table is the truth for both backends (rq only carries the ids)."""
+        return {"ingest": self.jobs.queued_summary()}
+
     @cached_property
     def job_queue(self) -> JobQueue:
         """Where uploads' jobs go (RAG_JOB_BACKEND); the API process starts and stops it."""
@@ -332,7 +342,24 @@ class Container:
         def run_batch(batch: list[JobRecord]) -> list[str]:
             return run_jobs(self.ingest_deps, batch)  # built on the first batch, not here
 
-        return build_job_queue(self.settings, self.jobs, run_batch)
+        queue = build_job_queue(self.settings, self.jobs, run_batch)
+        if not tracing.wanted(self.settings):
+            return queue
+        from app.jobs.trace_carriers import TracedQueue
+
+        return TracedQueue(queue, self.trace_carriers)
+
+    @cached_property
+    def trace_carriers(self) -> TraceCarriers:
+        """Where queued jobs' trace carriers wait for the thread or worker that runs them."""
+        from app.jobs.trace_carriers import MemoryCarriers, RedisCarriers
+
+        if self.settings.job_backend != "redis":
+            return MemoryCarriers()
+        from app.jobs.redis_queue import queue_name
+        from app.storage.redis_client import connect_redis
+
+        return RedisCarriers(connect_redis(self.settings.redis_url), queue_name(self.settings))
 
     @cached_property
     def documents(self) -> DocumentStore:

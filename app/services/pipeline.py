@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app import tracing
 from app.domain import Chunk, document_id, indexed_text
 from app.errors import QuotaExceeded
 from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
+from app.metrics import job_stage_timer
 from app.providers.types import Embedder
 
 if TYPE_CHECKING:
@@ -57,6 +60,13 @@ class ParsedFile:
     chunks: list[Chunk]
 
 
+@contextmanager
+def job_stage(stage: str) -> Iterator[None]:
+    """One stage of an ingestion job (parse, embed, store): timed for metrics, and a span."""
+    with job_stage_timer(stage), tracing.span(f"job.{stage}", stage=stage):
+        yield
+
+
 def parse_file(
     path: Path,
     *,
@@ -66,7 +76,17 @@ def parse_file(
     progress: ProgressCallback | None = None,
 ) -> ParsedFile:
     """Parse and chunk one file (the per-file part of ingestion, before embedding)."""
-    progress = progress or _ignore_progress
+    with job_stage("parse"):
+        return _parse_file(path, tenant_id, source, config, progress or _ignore_progress)
+
+
+def _parse_file(
+    path: Path,
+    tenant_id: str,
+    source: str,
+    config: PipelineConfig,
+    progress: ProgressCallback,
+) -> ParsedFile:
     pages = load_with_timeout(path, config.limits, config.parse_timeout_s)
     progress(len(pages), len(pages), "parsed")
     doc_id = document_id(tenant_id, source)
@@ -111,10 +131,12 @@ def index_file(
     progress = progress or _ignore_progress
     parsed = parse_file(path, tenant_id=tenant_id, source=source, config=config, progress=progress)
     check_chunk_quota(parsed, max_chunks)
-    vectors = embed_chunks(
-        parsed.chunks, embedder, config.batch_size, progress, config.embed_section_paths
-    )
-    corpus.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
+    with job_stage("embed"):
+        vectors = embed_chunks(
+            parsed.chunks, embedder, config.batch_size, progress, config.embed_section_paths
+        )
+    with job_stage("store"):
+        corpus.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
     return IngestedDocument(parsed.document_id, source, parsed.pages, len(parsed.chunks))
 
 
@@ -132,6 +154,7 @@ def embed_chunks(
     progress(0, total, "embedding")
     for start in range(0, total, batch_size):
         batch = chunks[start : start + batch_size]
-        vectors.extend(embedder.embed_documents([indexed_text(c, with_paths) for c in batch]))
+        with tracing.span("embedding.documents", embedding__texts=len(batch)):
+            vectors.extend(embedder.embed_documents([indexed_text(c, with_paths) for c in batch]))
         progress(len(vectors), total, "embedding")
     return vectors

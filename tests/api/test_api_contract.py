@@ -48,7 +48,7 @@ PROTECTED = [
     ("DELETE", "/users/{user_id}"),
     ("GET", "/audit"),
 ]
-PUBLIC = [("GET", "/health"), ("GET", "/ready"), ("POST", "/auth/token")]
+PUBLIC = [("GET", "/health"), ("GET", "/ready"), ("GET", "/metrics"), ("POST", "/auth/token")]
 
 
 @pytest.fixture(scope="module")

@@ -267,3 +267,16 @@ def test_a_transient_failure_in_a_batch_puts_back_each_job_with_its_own_retry(
     monkeypatch.undo()
     # Each retry message claims its own job.
     assert [worker.process(job_id) for job_id in ids] == [f"finished {i}" for i in ids]
+
+
+def test_queued_summary_counts_waiting_jobs_and_the_oldest_wait(sql_database: Database) -> None:
+    jobs = JobStore(sql_database)
+    assert jobs.queued_summary() == (0, 0.0)
+    first = queue_job(jobs, "acme", "doc_1", "a.txt", "/tmp/a", 10)
+    time.sleep(0.3)
+    queue_job(jobs, "globex", "doc_2", "b.txt", "/tmp/b", 10)
+    count, oldest_s = jobs.queued_summary()
+    assert count == 2 and 0.3 <= oldest_s < 30  # the first job's wait, not the second's
+    assert jobs.claim(first.job_id) is not None  # a running job no longer waits
+    count, oldest_s = jobs.queued_summary()
+    assert count == 1 and oldest_s < 0.3

@@ -59,6 +59,8 @@ def test_settings_that_do_not_shape_answers_keep_cached_answers(
 ) -> None:
     # RAG_JOB_BACKEND=redis is valid only with a Chroma server; neither shapes answers.
     monkeypatch.setenv(f"{ENV_PREFIX}VECTOR_BACKEND", "chroma-http")
+    # RAG_METRICS_ENABLED is valid only with a token or a port of its own; none shapes answers.
+    monkeypatch.setenv(f"{ENV_PREFIX}METRICS_TOKEN", "scrape-token")
     changed = settings_with_one_change(monkeypatch, name)
     assert config_fingerprint(changed) == config_fingerprint(load_settings(_env_file=None))
 
