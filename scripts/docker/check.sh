@@ -14,6 +14,7 @@ python=${PYTHON:-$repo/.venv/bin/python}
 project=${CHECK_PROJECT:-ragcheck}
 api_port=${CHECK_API_PORT:-18000}
 proxy_port=${CHECK_PROXY_PORT:-18080}
+prometheus_port=${CHECK_PROMETHEUS_PORT:-19090}
 work=$(mktemp -d /tmp/docker-check.XXXXXX)
 started=$(date +%s)
 timings=()
@@ -94,6 +95,7 @@ backend_images() {
   build -q --build-arg BASE_IMAGE="$base" ${pip_args[@]+"${pip_args[@]}"} -t rag-chroma:1.5.9 \
     docker/chroma >/dev/null
   build -q --build-arg BASE_IMAGE="$base" -t rag-proxy:latest docker/proxy >/dev/null
+  build -q --build-arg BASE_IMAGE="$base" -t rag-prometheus:latest docker/prometheus >/dev/null
 }
 
 secret() { "$python" -c 'import secrets; print(secrets.token_hex(24))'; }
@@ -106,6 +108,7 @@ REDIS_PASSWORD=$(secret)
 CHROMA_TOKEN=$(secret)
 API_PORT=$api_port
 PROXY_PORT=$proxy_port
+PROMETHEUS_PORT=$prometheus_port
 API_WORKERS=2
 RAG_ROOT_PATH=/rag
 RAG_TRUSTED_PROXIES=172.29.57.250
@@ -115,7 +118,7 @@ RAG_LLM_TIMEOUT_S=600
 EOF
 }
 
-compose=(docker compose -p "$project" --env-file "$work/check.env" -f "$repo/docker-compose.yml" --profile proxy)
+compose=(docker compose -p "$project" --env-file "$work/check.env" -f "$repo/docker-compose.yml" --profile proxy --profile monitoring)
 teardown() {
   local rc=$?
   if [ "${CHECK_KEEP:-0}" = 1 ]; then
@@ -139,3 +142,5 @@ write_env
 timed "compose up (healthy)" "${compose[@]}" up -d --no-build --wait --wait-timeout 900
 timed "user flow" "$python" scripts/docker/flow.py --compose "${compose[*]}" \
   --url "http://127.0.0.1:$api_port" --proxy "http://127.0.0.1:$proxy_port" --workdir "$work"
+timed "prometheus scrape" "$python" scripts/docker/prometheus_check.py \
+  --url "http://127.0.0.1:$prometheus_port"
