@@ -18,7 +18,7 @@ WAIT_S = 120
 
 
 def get(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 (local URL)
+    with urllib.request.urlopen(url, timeout=10) as response:
         body: dict = json.load(response)
     return body
 
