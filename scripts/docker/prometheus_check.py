@@ -12,14 +12,15 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from typing import Any
 
 # Up to two scrape intervals after the flow, plus Prometheus's own start-up.
 WAIT_S = 120
 
 
-def get(url: str) -> dict:
+def get(url: str) -> dict[str, Any]:
     with urllib.request.urlopen(url, timeout=10) as response:
-        body: dict = json.load(response)
+        body: dict[str, Any] = json.load(response)
     return body
 
 
