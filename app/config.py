@@ -69,6 +69,21 @@ class Settings(BaseSettings):
         default=2048, ge=64, description="address space of the parse child (RLIMIT_AS)"
     )
     parse_max_cpu_s: int = Field(default=120, gt=0, description="CPU seconds of the parse child")
+    # --- OCR of scanned pages and images (Tesseract, app/ingestion/ocr.py) ---
+    ocr_tesseract_cmd: str = Field(
+        default="tesseract", description="the Tesseract program (a name on PATH or a path)"
+    )
+    ocr_dpi: int = Field(
+        default=300, ge=72, le=600, description="resolution scanned PDF pages are OCR'd at"
+    )
+    ocr_max_pages: int = Field(default=200, gt=0, description="pages OCR'd per document at most")
+    ocr_max_image_pixels: int = Field(
+        default=60_000_000, gt=0, description="pixels of one image or page picture to OCR"
+    )
+    ocr_page_timeout_s: float = Field(default=60.0, gt=0, description="wall time per OCR page")
+    quota_ocr_pages: int = Field(
+        default=10_000, gt=0, description="OCR'd pages a tenant's documents may hold"
+    )
 
     # --- embeddings ---
     embedding_provider: str = "use"  # one of EMBEDDING_PROVIDERS

@@ -93,6 +93,10 @@ class SearchResultOut(BaseModel):
     # document has none or was ingested before section paths (re-ingest it to get them).
     section: str | None = None
     text: str
+    # "ocr" when the passage was read from a scanned page or an image, else "text".
+    text_source: str = "text"
+    # Tesseract's mean word confidence on the passage's page (0-100); null unless OCR'd.
+    ocr_confidence: int | None = None
     score: float
     stages: dict[str, float | int | None]
 

@@ -143,7 +143,7 @@ def _scale(page: pdfium.PdfPage, max_side_px: int) -> float:
 _MAX_FORM_DEPTH = 12
 
 
-def _image_pixels(objects: list[Any], limit: int) -> int:
+def embedded_image_pixels(objects: list[Any], limit: int) -> int:
     """Pixels of the images among page objects and inside their forms, stopping past `limit`.
 
     Read from each image's dictionary (its /Width and /Height), so nothing is decoded.
@@ -170,7 +170,7 @@ def _image_pixels(objects: list[Any], limit: int) -> int:
 def _check_images(page: pdfium.PdfPage, max_image_pixels: int) -> None:
     count = pdfium_c.FPDFPage_CountObjects(page.raw)
     objects = [pdfium_c.FPDFPage_GetObject(page.raw, i) for i in range(max(count, 0))]
-    pixels = _image_pixels(objects, max_image_pixels)
+    pixels = embedded_image_pixels(objects, max_image_pixels)
     if pixels > max_image_pixels:
         raise PageRenderFailed(
             "too_large",
