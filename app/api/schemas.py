@@ -48,6 +48,10 @@ class JobOut(BaseModel):
         default=None, description="stable code of the failure (or `retrying`), else null"
     )
     error: str | None
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what a done job could not do, e.g. scanned pages OCR could not read",
+    )
     created_at: str
     updated_at: str
 
@@ -155,6 +159,7 @@ class QuotasOut(BaseModel):
         description="messages taken by the caller's fullest conversation (two per turn)"
     )
     conversation_bytes: QuotaOut = Field(description="the tenant's stored conversation bytes")
+    ocr_pages: QuotaOut = Field(description="pages of the tenant's documents read by OCR")
 
 
 class StatsOut(BaseModel):
@@ -188,6 +193,9 @@ class HealthOut(BaseModel):
 class StatusOut(BaseModel):
     status: str
     detail: dict[str, str] = Field(default_factory=dict)
+    features: dict[str, str] = Field(
+        default_factory=dict, description="optional features: `ocr` available or unavailable"
+    )
 
 
 class HighlightOut(BaseModel):

@@ -19,7 +19,13 @@ from pathlib import Path
 from app.errors import IngestionError
 from app.jobs.runner import IngestDeps, run_job, settle_failure
 from app.jobs.store import JobRecord, JobStore
-from app.services.documents import DocumentDeps, chunk_allowance, file_sha256, record_indexed
+from app.services.documents import (
+    DocumentDeps,
+    chunk_allowance,
+    file_sha256,
+    ocr_allowance,
+    record_indexed,
+)
 from app.services.pipeline import IngestedDocument, ParsedFile, check_chunk_quota, parse_file
 
 log = logging.getLogger(__name__)
@@ -140,6 +146,7 @@ def _prepare(deps: IngestDeps, job: JobRecord, added: int) -> _Prepared:
         source=job.source,
         config=indexing.pipeline,
         progress=progress,
+        ocr_pages_allowed=ocr_allowance(indexing, job.tenant_id, job.document_id),
     )
     allowance = chunk_allowance(indexing, job.tenant_id, parsed.document_id) - added
     check_chunk_quota(parsed, max(allowance, 0))
@@ -171,7 +178,9 @@ def _finish(
     deps: IngestDeps, ready: _Prepared, may_retry: _RetryPolicy, retried: list[str]
 ) -> None:
     job, parsed = ready.job, ready.parsed
-    done = IngestedDocument(parsed.document_id, parsed.source, parsed.pages, len(parsed.chunks))
+    done = IngestedDocument(
+        parsed.document_id, parsed.source, parsed.pages, len(parsed.chunks), parsed.ocr
+    )
     try:
         record_indexed(
             deps.indexing(),
@@ -181,7 +190,9 @@ def _finish(
             ready.sha256,
             must_exist=True,
         )
-        deps.jobs.mark_done(job.job_id, chunks_indexed=done.chunks, pages=done.pages)
+        deps.jobs.mark_done(
+            job.job_id, chunks_indexed=done.chunks, pages=done.pages, warnings=done.ocr.warnings
+        )
         log.info("job done", extra={"job_id": job.job_id, "chunks": done.chunks})
     except Exception as exc:
         _settle(deps, job, exc, may_retry, retried)

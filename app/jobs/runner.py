@@ -71,7 +71,12 @@ def run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool = False) -> boo
             # A burst of uploads rebuilds the tenant's keyword index once, after its last job.
             refresh_keywords=not jobs.has_queued(job.tenant_id),
         )
-        jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
+        jobs.mark_done(
+            job.job_id,
+            chunks_indexed=result.chunks,
+            pages=result.pages,
+            warnings=result.ocr.warnings,
+        )
         log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})
     except Exception as exc:
         keep_upload = settle_failure(deps, job, exc, may_retry=may_retry)
