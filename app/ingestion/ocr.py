@@ -40,13 +40,10 @@ _ARABIC_PAGE_SHARE = 0.5
 _MIXED_LOW, _MIXED_HIGH = 0.1, 0.9
 
 
-class OcrUnavailable(NeedsOCR):
-    """Tesseract, or one of its language models, is not installed."""
-
-
-def unavailable(what: str) -> OcrUnavailable:
-    """The error for a document that needs OCR on a server without a working Tesseract."""
-    return OcrUnavailable(
+def unavailable(what: str) -> NeedsOCR:
+    """The error for a document that needs OCR on a server without a working Tesseract (a
+    class of app.errors, so the parse child can send it to its parent by name)."""
+    return NeedsOCR(
         f"{what}; it needs OCR, and OCR is not available on this server ({INSTALL_HINT})"
     )
 
@@ -145,7 +142,7 @@ def _script(share: float) -> str:
 def ocr_picture(image: Image.Image, dpi: int, limits: OcrLimits) -> OcrLayout:
     """Read one page picture; a page Tesseract cannot read comes back with `problem` set.
 
-    Raises OcrUnavailable when Tesseract or a language model is missing.
+    Raises NeedsOCR when Tesseract or a language model is missing.
     """
     gray = image.convert("L")
     buffer = io.BytesIO()

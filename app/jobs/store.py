@@ -119,9 +119,9 @@ class JobRecord:
     error: str | None
     attempts: int
     created_at: datetime
+    updated_at: datetime
     # What a done job could not do (pages OCR could not read), one line each.
     warnings: tuple[str, ...] = ()
-    updated_at: datetime
 
 
 def _record(row: JobRow) -> JobRecord:
