@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 from app import errors
 from app.child_process import (
@@ -148,12 +149,12 @@ def _next_message(
     process: multiprocessing.process.BaseProcess,
     limits: LoadLimits,
     wait_s: float,
-) -> tuple[object, ...]:
+) -> tuple[Any, ...]:
     """The child's next message; ParseTimeout when none comes within `wait_s`."""
     if not receiver.poll(max(wait_s, 0.0)):
         raise ParseTimeout("no answer in time")
     try:
-        message: tuple[object, ...] = receiver.recv()
+        message: tuple[Any, ...] = receiver.recv()
     except EOFError:
         process.join(_KILL_GRACE_S)
         if process.exitcode in LIMIT_EXIT_CODES:

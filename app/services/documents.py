@@ -321,9 +321,7 @@ def record_indexed(
             chunks=done.chunks,
             ocr_pages=done.ocr.pages,
         )
-        deps.originals.keep(
-            tenant_id, done.document_id, done.source, upload, done.ocr.layouts
-        )
+        deps.originals.keep(tenant_id, done.document_id, done.source, upload, done.ocr.layouts)
 
 
 def queue_local_file(deps: UploadDeps, tenant_id: str, path: Path) -> JobRecord:

@@ -25,8 +25,9 @@ class QuotaUse:
 
 @dataclass(frozen=True)
 class TenantStats:
-    """A tenant's figures; `quotas` is keyed documents, stored_bytes, chunks, ocr_pages, queued_jobs, and
-    conversations, conversation_messages (the asking user's) and conversation_bytes."""
+    """A tenant's figures; `quotas` is keyed documents, stored_bytes, chunks, ocr_pages,
+    queued_jobs, and conversations, conversation_messages (the asking user's) and
+    conversation_bytes."""
 
     documents: int
     chunks: int

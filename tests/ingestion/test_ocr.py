@@ -111,11 +111,15 @@ def _png_header_only(width: int, height: int) -> bytes:
     """A PNG that declares `width` x `height` pixels but holds almost no data."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
     idat = zlib.compress(b"\x00" * 64)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+    )
 
 
 @pytest.mark.parametrize("side", [9_000, 60_000])  # over our cap; over Pillow's bomb limit too
@@ -163,7 +167,7 @@ def test_without_tesseract_a_scan_is_refused_with_the_install_hint(
 ) -> None:
     missing = _with_ocr(limits, tesseract_cmd=MISSING_TESSERACT)
     scan = _write(tmp_path, "scan.pdf", scanned_pdf([scanned_page(ENGLISH)]))
-    with pytest.raises(NeedsOCR, match="no extractable text.*install tesseract-ocr"):
+    with pytest.raises(NeedsOCR, match=r"no extractable text.*install tesseract-ocr"):
         load(scan, missing)
     image = _write(tmp_path, "scan.png", image_bytes([scanned_page(ENGLISH)], "PNG"))
     with pytest.raises(NeedsOCR, match="install tesseract-ocr"):
@@ -179,5 +183,5 @@ def test_corrupt_and_mislabelled_images_are_refused(tmp_path: Path, limits: Load
         load(_write(tmp_path, "junk.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 200), limits)
     with pytest.raises(CorruptDocument, match="cannot be decoded"):
         load(_write(tmp_path, "cut.png", good_png[: len(good_png) // 2]), limits)
-    with pytest.raises(UnsupportedFileType, match="named .jpg but holds PNG"):
+    with pytest.raises(UnsupportedFileType, match=r"named \.jpg but holds PNG"):
         load(_write(tmp_path, "fake.jpg", good_png), limits)

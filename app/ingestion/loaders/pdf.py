@@ -16,7 +16,7 @@ from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.normalise import normalise_text
 from app.ingestion.ocr import layout_text, ocr_status, unavailable
 from app.ingestion.ocr_pdf import ocr_pdf_pages, scanned_pages
-from app.ingestion.ocr_result import unreadable_page, require_readable
+from app.ingestion.ocr_result import require_readable, unreadable_page
 from app.ingestion.page_roles import detect_page_role
 from app.ingestion.rtl import fix_reversed_arabic
 from app.ingestion.running_lines import strip_running_lines
@@ -118,9 +118,9 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
         reversed_pages += was_reversed
         texts.append(text)
     layouts = _ocr_scanned(path, texts, limits)
-    for index, layout in layouts.items():
-        if layout.problem is None:
-            texts[index] = budget.spend(layout_text(layout))
+    for index, read in layouts.items():
+        if read.problem is None:
+            texts[index] = budget.spend(layout_text(read))
     pages: list[Page] = []
     # Roles are read before running headers go: "Concept index 81" on top of a page says a lot.
     for index, (text, body) in enumerate(zip(texts, strip_running_lines(texts), strict=True)):

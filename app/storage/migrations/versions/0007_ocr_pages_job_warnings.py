@@ -18,9 +18,7 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table("documents") as batch:
-        batch.add_column(
-            sa.Column("ocr_pages", sa.Integer(), nullable=False, server_default="0")
-        )
+        batch.add_column(sa.Column("ocr_pages", sa.Integer(), nullable=False, server_default="0"))
     with op.batch_alter_table("jobs") as batch:
         batch.add_column(sa.Column("warnings", sa.Text(), nullable=True))
 
