@@ -74,7 +74,11 @@ class Settings(BaseSettings):
         default="tesseract", description="the Tesseract program (a name on PATH or a path)"
     )
     ocr_dpi: int = Field(
-        default=300, ge=72, le=600, description="resolution scanned PDF pages are OCR'd at"
+        default=200,
+        ge=72,
+        le=600,
+        description="resolution scanned PDF pages are OCR'd at (measured: 200 reads as well as "
+        "300, in English and Arabic, from 8 pt text up, and takes a third less time)",
     )
     ocr_max_pages: int = Field(default=200, gt=0, description="pages OCR'd per document at most")
     ocr_max_image_pixels: int = Field(

@@ -18,7 +18,7 @@ class OcrLimits:
     wall time per page; `pages_allowed` is what the tenant's OCR quota leaves, None: no quota)."""
 
     tesseract_cmd: str = "tesseract"
-    dpi: int = 300
+    dpi: int = 200
     max_pages: int = 200
     max_image_pixels: int = 60_000_000
     page_timeout_s: float = 60.0
