@@ -9,7 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from ingestion_builders import relabel
 from PIL import Image
+from pypdf import PdfWriter
+from pypdf.constants import PageLabelStyle
 
 from app.errors import (
     CorruptDocument,
@@ -185,3 +188,16 @@ def test_corrupt_and_mislabelled_images_are_refused(tmp_path: Path, limits: Load
         load(_write(tmp_path, "cut.png", good_png[: len(good_png) // 2]), limits)
     with pytest.raises(UnsupportedFileType, match=r"named \.jpg but holds PNG"):
         load(_write(tmp_path, "fake.jpg", good_png), limits)
+
+
+def test_scanned_pages_keep_their_printed_labels(tmp_path: Path, limits: LoadLimits) -> None:
+    content = scanned_pdf([scanned_page(["Preface of the survey."]), scanned_page(ENGLISH)])
+    path = _write(tmp_path, "labelled.pdf", content)
+
+    def labels(writer: PdfWriter) -> None:
+        writer.set_page_label(0, 0, style=PageLabelStyle.LOWERCASE_ROMAN, start=4)
+        writer.set_page_label(1, 1, style=PageLabelStyle.DECIMAL, prefix="A-", start=1)
+
+    pages = load(relabel(path, labels), limits)
+    assert [(page.number, page.label) for page in pages] == [(1, "iv"), (2, "A-1")]
+    assert all(page.ocr is not None for page in pages)
