@@ -201,3 +201,13 @@ def test_scanned_pages_keep_their_printed_labels(tmp_path: Path, limits: LoadLim
     pages = load(relabel(path, labels), limits)
     assert [(page.number, page.label) for page in pages] == [(1, "iv"), (2, "A-1")]
     assert all(page.ocr is not None for page in pages)
+
+
+def test_a_page_over_the_ocr_time_limit_is_stopped_and_named(
+    tmp_path: Path, limits: LoadLimits
+) -> None:
+    path = _write(tmp_path, "slow.pdf", scanned_pdf([scanned_page(ENGLISH)]))
+    with pytest.raises(
+        UnreadableScan, match=r"OCR failed on page 1 \(OCR took longer than 0.05 s\)"
+    ):
+        load(path, _with_ocr(limits, page_timeout_s=0.05))
