@@ -87,7 +87,17 @@ class KeptOriginals:
         if source.lower().endswith(PDF_SUFFIX):
             shutil.copyfile(path, partial)
         else:
-            image_to_pdf(path, partial)
+            try:
+                image_to_pdf(path, partial)
+            except Exception as exc:  # its text is indexed; only its pictures are lost
+                log.warning(
+                    "image not kept as pages",
+                    extra={"document_id": document_id, "error": type(exc).__name__},
+                )
+                partial.unlink(missing_ok=True)
+                target.unlink(missing_ok=True)
+                counted.unlink(missing_ok=True)
+                return
         count = self._count(partial, document_id)
         if count is None:
             counted.unlink(missing_ok=True)  # pictures of this version are checked by rendering
