@@ -1,11 +1,11 @@
 """OCR speed: pages per minute on this machine, and a 50-page scanned PDF through the API.
 
-First, `--pages` full A4 pages of English and of Arabic text (11 pt, scanned at 300 dpi with light
-noise, stored as JPEG in image-only PDFs) are read by the service's loader in this process, at RAG_OCR_DPI 200 and 300: seconds per
-page (median, p95) and pages per minute. Then a `--api-pages`-page English scan is uploaded
-through the HTTP API (TestClient, the threads job backend, Chroma in a temp directory, the
-shipped embedder), and the time until its job is done is split into the OCR stage (from the job's
-`ocr` progress) and the rest.
+First, `--pages` full A4 pages of English and of Arabic text (11 pt, scanned at 300 dpi with
+light noise, stored as JPEG in image-only PDFs) are read by the service's loader in this
+process, at RAG_OCR_DPI 200 and 300: seconds per page (median, p95) and pages per minute. Then a
+`--api-pages`-page English scan is uploaded through the HTTP API (TestClient, the threads job
+backend, Chroma in a temp directory, the shipped embedder), and the time until its job is done
+is split into the OCR stage (from the job's `ocr` progress) and the rest.
 
     python -m bench.ocr [--pages 6] [--api-pages 50]
 """
