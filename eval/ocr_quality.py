@@ -93,7 +93,9 @@ def styles(language: str, index: int, scan_dpi: int) -> ScanStyle:
     return ScanStyle(font=fonts[index % len(fonts)], dpi=scan_dpi, **degradation)
 
 
-def measure(count: int, scan_dpis: tuple[int, ...], raster_dpis: tuple[int, ...]) -> list[dict]:
+def measure(
+    count: int, scan_dpis: tuple[int, ...], raster_dpis: tuple[int, ...]
+) -> list[dict[str, Any]]:
     """One row per (language, paragraph, scan dpi, raster dpi)."""
     rows: list[dict[str, Any]] = []
     limits = LoadLimits()

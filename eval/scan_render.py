@@ -78,7 +78,7 @@ def render_scan(text: str, style: ScanStyle, rtl: bool, seed: int = 0) -> Image.
             pen.text((margin, y), line, font=font, fill=0)
         y += step
     if style.rotation_deg:
-        page = page.rotate(style.rotation_deg, resample=Image.BICUBIC, fillcolor=255)
+        page = page.rotate(style.rotation_deg, resample=Image.Resampling.BICUBIC, fillcolor=255)
     if style.noise:
         pixels = np.asarray(page, dtype=np.float32)
         pixels += np.random.default_rng(seed).normal(0.0, style.noise, pixels.shape)
