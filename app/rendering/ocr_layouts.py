@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from PIL import Image
+from PIL import Image, ImageOps
 
 from app.domain import OcrLayout, OcrWord
 from app.rendering.passage import keyed, locate
@@ -75,7 +75,8 @@ def image_to_pdf(source: Path, target: Path) -> None:
         for index in range(getattr(image, "n_frames", 1)):
             image.seek(index)
             mode = "L" if image.mode in {"1", "L", "LA", "I", "I;16", "F"} else "RGB"
-            frames.append(image.convert(mode))
+            # Upright, as OCR read it (app/ingestion/loaders/image.py).
+            frames.append(ImageOps.exif_transpose(image).convert(mode))
         dpi = image.info.get("dpi")
     resolution = float(dpi[0]) if dpi and 70 <= float(dpi[0]) <= 1200 else 300.0
     frames[0].save(

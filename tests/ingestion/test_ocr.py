@@ -211,3 +211,13 @@ def test_a_page_over_the_ocr_time_limit_is_stopped_and_named(
         UnreadableScan, match=r"OCR failed on page 1 \(OCR took longer than 0.05 s\)"
     ):
         load(path, _with_ocr(limits, page_timeout_s=0.05))
+
+
+def test_a_sideways_phone_photo_is_read_upright(tmp_path: Path, limits: LoadLimits) -> None:
+    sideways = scanned_page(ENGLISH, dpi=150).rotate(90, expand=True)  # as the camera stored it
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "turn 90 degrees clockwise to view"
+    path = _write(tmp_path, "photo.jpg", image_bytes([sideways], "JPEG", quality=90, exif=exif))
+    (page,) = load(path, limits)
+    assert "inspection code ZEBRA-4417" in _flat(page.text)
+    assert page.ocr is not None and page.ocr.height > page.ocr.width  # the portrait page

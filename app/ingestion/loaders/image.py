@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from app.domain import Page
 from app.errors import CorruptDocument, DocumentTooLarge, UnsupportedFileType
@@ -102,7 +102,10 @@ def load_image(path: Path, limits: LoadLimits) -> list[Page]:
                     f"frame {index + 1} of the image cannot be decoded; it may be damaged. "
                     "Save it again from an image editor and upload it"
                 ) from exc
-            layout = ocr_picture(image, _frame_dpi(image), limits.ocr)
+            # A phone photo is stored sideways with an EXIF orientation: read it upright (the
+            # kept picture is turned the same way, so the word boxes match it).
+            upright = ImageOps.exif_transpose(image)
+            layout = ocr_picture(upright, _frame_dpi(image), limits.ocr)
             number = index + 1
             if layout.problem is not None:
                 pages.append(unreadable_page(number, str(number), layout))
