@@ -2,9 +2,9 @@
 configured resolution, and read by Tesseract, within the page and pixel caps.
 
 A text layer is usable when it holds at least `MIN_TEXT_LAYER_CHARS` letters or digits. Below
-that, a page that shows an image is OCR'd: a scan carries at most a stray stamp or page number
-in text (measured in eval/ocr_quality.py: scanned pages hold 0-3 such characters, text pages
-of the test corpora at least 40). A page with no image and no text stays a blank page.
+that, a page that shows an image is OCR'd: a scan may carry a stray stamp or page number in
+text, a page of prose carries hundreds of characters (a threshold chosen, not yet measured on a
+corpus of real scans). A page with no image and no text stays a blank page.
 """
 
 from __future__ import annotations
