@@ -9,7 +9,7 @@ Language per page: a first pass reads with `eng+ara`, which reads Latin text as 
 alone. When most letters it found are Arabic, the page is read again with `ara+eng` (Arabic
 first) and that reading is kept: with English first, Tesseract turns some Arabic words into
 Latin garbage ("يوميا" -> "logs"), while `ara` alone turns Latin codes into digits ("ZEBRA-4417"
--> "25886-4417"); Arabic first keeps both (eval/ocr_quality.py measures the passes).
+-> "25886-4417"); Arabic first keeps both (examples in docs/evaluation.md, OCR section).
 """
 
 from __future__ import annotations
