@@ -51,9 +51,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     RAG_ENV=production \
     ANONYMIZED_TELEMETRY=False
 
-# gcc/cmake build llama-cpp-python from source; curl serves the health check.
+# gcc/cmake build llama-cpp-python from source; curl serves the health check; Tesseract with
+# its English and Arabic models reads scanned PDF pages and image uploads (OCR).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential cmake curl \
+       tesseract-ocr tesseract-ocr-eng tesseract-ocr-ara \
     && rm -rf /var/lib/apt/lists/*
 
 RUN useradd --create-home --uid 10001 rag && mkdir -p /app /data /models && chown rag:rag /data

@@ -88,6 +88,14 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "parse_timeout_s",
         "parse_max_memory_mb",
         "parse_max_cpu_s",
+        # OCR changes what a document's pages hold when it is indexed; indexing invalidates
+        # the tenant's cached answers, as with the other parse settings.
+        "ocr_tesseract_cmd",
+        "ocr_dpi",
+        "ocr_max_pages",
+        "ocr_max_image_pixels",
+        "ocr_page_timeout_s",
+        "quota_ocr_pages",
         # speed knobs: same model, same inputs, same greedy output
         "embedding_batch_size",
         "embedding_threads",

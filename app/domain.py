@@ -42,6 +42,32 @@ class HeadingMark:
 
 
 @dataclass(frozen=True)
+class OcrWord:
+    """One word Tesseract read, with its box in the OCR picture's pixels (left, top, right,
+    bottom), its confidence (0-100) and its (block, paragraph, line) numbers."""
+
+    text: str
+    box: tuple[int, int, int, int]
+    confidence: float
+    line: tuple[int, int, int] = (0, 0, 0)
+
+
+@dataclass(frozen=True)
+class OcrLayout:
+    """How a page's text was read by OCR: the picture's size in pixels, the words in reading
+    order (the page text is built from them), the mean confidence and the script detected
+    (`latin`, `arabic` or `mixed`). `problem` is set, and the words empty, when the page could
+    not be read; such a page is reported in the job's warnings and not indexed."""
+
+    width: int
+    height: int
+    words: tuple[OcrWord, ...] = ()
+    confidence: float = 0.0
+    script: str = "latin"
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
 class Page:
     """One citable unit of a document: a PDF page, a slide, a sheet, or the whole text file.
 
@@ -50,6 +76,7 @@ class Page:
     one per line, with `first_row` the 1-based row number of the first one. `headings` are the
     section headings that start on the page (from a PDF outline, DOCX heading styles or Markdown
     `#` lines), in text order; a page without one continues the previous page's section.
+    `ocr` holds the words and boxes of a page whose text was read by OCR.
     """
 
     number: int
@@ -61,6 +88,7 @@ class Page:
     language: str | None = None
     role: PageRole | None = None
     headings: tuple[HeadingMark, ...] = ()
+    ocr: OcrLayout | None = None  # set when the text came from OCR, not a text layer
 
 
 @dataclass(frozen=True)
@@ -79,6 +107,23 @@ class Chunk:
     text: str
     metadata: dict[str, str | int] = field(default_factory=dict, compare=False, hash=False)
     page_role: PageRole | None = None
+
+
+# Chunk.metadata keys of a chunk whose text was read by OCR: TEXT_SOURCE_KEY is "ocr" (absent
+# for a text layer) and OCR_CONFIDENCE_KEY Tesseract's mean word confidence on its page (0-100).
+TEXT_SOURCE_KEY = "text_source"
+OCR_CONFIDENCE_KEY = "ocr_confidence"
+
+
+def text_source(chunk: Chunk) -> str:
+    """Where the chunk's text came from: "ocr" or "text" (a text layer or a text format)."""
+    return "ocr" if chunk.metadata.get(TEXT_SOURCE_KEY) == "ocr" else "text"
+
+
+def ocr_confidence(chunk: Chunk) -> int | None:
+    """Tesseract's confidence (0-100) in the chunk's page, or None for text that was not OCR'd."""
+    value = chunk.metadata.get(OCR_CONFIDENCE_KEY)
+    return int(value) if value is not None else None
 
 
 # Chunk.metadata key of the section path ("Installing R › Sub-architectures › Multilib").

@@ -52,6 +52,19 @@ class NeedsOCR(IngestionError):
     code = "needs_ocr"
 
 
+class UnreadableScan(IngestionError):
+    """OCR found no readable text on any page that needed it; the message names the pages."""
+
+    code = "unreadable_scan"
+
+
+class OcrQuotaExceeded(IngestionError):
+    """OCR'ing this document would pass the tenant's OCR page quota; nothing was read."""
+
+    code = "quota_exceeded"
+    http_status = 413
+
+
 class UndecodableText(IngestionError):
     code = "undecodable_text"
 

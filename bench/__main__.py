@@ -8,6 +8,7 @@ import sys
 STEPS = [
     ["bench.ingest"],
     ["bench.page_render"],
+    ["bench.ocr"],
     ["bench.retrieval", "--sizes", "1000,10000,100000"],
     ["bench.answer"],
     ["bench.load"],

@@ -23,24 +23,38 @@ fi
 export CMAKE_ARGS
 llama_pin=$(grep -E '^llama-cpp-python==' requirements.txt)
 $venv/bin/python -c "import llama_cpp" 2>/dev/null || $pip install --quiet --no-cache-dir "$llama_pin"
+# OCR of scanned PDFs and images is a runtime feature: Debian's Tesseract with its English and
+# Arabic models. Without it the service runs and refuses scans with "install tesseract-ocr".
+if ! command -v tesseract >/dev/null 2>&1 \
+  || ! tesseract --list-langs 2>/dev/null | grep -qx ara \
+  || ! tesseract --list-langs 2>/dev/null | grep -qx eng; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      tesseract-ocr tesseract-ocr-eng tesseract-ocr-ara >/dev/null
+  else
+    echo "note: OCR of scans needs: apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-ara" >&2
+  fi
+fi
 if [ "$extra" = "dev" ]; then
   $pip install --quiet -r requirements-dev.txt
   # The browser tests drive Debian's Chromium (Playwright cannot download its own offline) and
   # the gateway tests a real nginx; the contents-page case reads the R manuals (r-doc-pdf), and the
   # natural-question sets (eval/manual_questions.py) those and the gnuplot manual (gnuplot-doc);
-  # the monitoring tests start a real Prometheus and check the alert rules with its promtool.
+  # the monitoring tests start a real Prometheus and check the alert rules with its promtool; the
+  # OCR tests draw shaped Arabic scans with Pillow, which needs libraqm.
   # Installed here when missing and allowed (root with apt); otherwise those tests fail and say
   # how to install them, unless RAG_TEST_ALLOW_SKIP_SERVICES=1.
   if ! command -v chromium >/dev/null 2>&1 || [ ! -x /usr/sbin/nginx ] \
     || [ ! -f /usr/share/R/doc/manual/R-intro.pdf ] || [ ! -f /usr/share/doc/gnuplot/gnuplot.pdf ] \
-    || ! command -v prometheus >/dev/null 2>&1; then
+    || ! command -v prometheus >/dev/null 2>&1 || ! ldconfig -p | grep -q 'libraqm\.so\.0'; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
       apt-get update -qq
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        chromium chromium-driver fonts-dejavu-core nginx-light r-doc-pdf gnuplot-doc \
+        chromium chromium-driver fonts-dejavu-core libraqm0 nginx-light r-doc-pdf gnuplot-doc \
         prometheus >/dev/null
     else
-      echo "note: the browser, gateway and contents-case tests need: apt-get install chromium nginx-light r-doc-pdf gnuplot-doc prometheus" >&2
+      echo "note: the browser, gateway and contents-case tests need: apt-get install chromium libraqm0 nginx-light r-doc-pdf gnuplot-doc prometheus" >&2
     fi
   fi
 else

@@ -18,7 +18,8 @@ SCRIPTS = sorted(
     f"{folder}.{path.stem}"
     for folder in ("bench", "eval")
     for path in (ROOT / folder).glob("*.py")
-    if path.stem not in {"__init__", "__main__", "common", "datasets", "metrics", "custom_set"}
+    if path.stem
+    not in {"__init__", "__main__", "common", "datasets", "metrics", "custom_set", "scan_render"}
 )
 
 

@@ -50,6 +50,10 @@ class JobOut(BaseModel):
         default=None, description="stable code of the failure (or `retrying`), else null"
     )
     error: str | None
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what a done job could not do, e.g. scanned pages OCR could not read",
+    )
     created_at: str
     updated_at: str
 
@@ -95,6 +99,10 @@ class SearchResultOut(BaseModel):
     # document has none or was ingested before section paths (re-ingest it to get them).
     section: str | None = None
     text: str
+    # "ocr" when the passage was read from a scanned page or an image, else "text".
+    text_source: str = "text"
+    # Tesseract's mean word confidence on the passage's page (0-100); null unless OCR'd.
+    ocr_confidence: int | None = None
     score: float
     stages: dict[str, float | int | None]
 
@@ -150,6 +158,7 @@ class QuotasOut(BaseModel):
         description="messages taken by the caller's fullest conversation (two per turn)"
     )
     conversation_bytes: QuotaOut = Field(description="the tenant's stored conversation bytes")
+    ocr_pages: QuotaOut = Field(description="pages of the tenant's documents read by OCR")
 
 
 class StatsOut(BaseModel):
@@ -183,6 +192,9 @@ class HealthOut(BaseModel):
 class StatusOut(BaseModel):
     status: str
     detail: dict[str, str] = Field(default_factory=dict)
+    features: dict[str, str] = Field(
+        default_factory=dict, description="optional features: `ocr` available or unavailable"
+    )
 
 
 class HighlightOut(BaseModel):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from app.domain import SECTION_KEY, Chunk, Page, chunk_id
+from app.domain import OCR_CONFIDENCE_KEY, SECTION_KEY, TEXT_SOURCE_KEY, Chunk, Page, chunk_id
 from app.ingestion.normalise import MAX_LABEL_CHARS, normalise_label
 from app.ingestion.section_paths import SectionPaths, path_for_span
 from app.ingestion.splitter import TABLE_SEPARATORS, Span, separators_for, split_cores, split_text
@@ -106,6 +106,9 @@ def chunk_pages(
             metadata: dict[str, str | int] = {"kind": page.kind}
             if page.language:
                 metadata["language"] = page.language
+            if page.ocr is not None:
+                metadata[TEXT_SOURCE_KEY] = "ocr"
+                metadata[OCR_CONFIDENCE_KEY] = round(page.ocr.confidence)
             section = path_for_span(regions, span.start, span.end) if section_paths else ""
             if section:
                 metadata[SECTION_KEY] = section

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from app.errors import DocumentTooLarge
 
 if TYPE_CHECKING:
     from app.config import Settings
+
+
+@dataclass(frozen=True)
+class OcrLimits:
+    """How pages without a text layer are read: the Tesseract command, the resolution pages are
+    rasterised at, and the caps (pages per document, pixels per picture checked before decoding,
+    wall time per page; `pages_allowed` is what the tenant's OCR quota leaves, None: no quota)."""
+
+    tesseract_cmd: str = "tesseract"
+    dpi: int = 200
+    max_pages: int = 200
+    max_image_pixels: int = 60_000_000
+    page_timeout_s: float = 60.0
+    pages_allowed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -22,11 +36,12 @@ class LoadLimits:
     max_archive_ratio: float = 100.0
     max_memory_bytes: int | None = None
     max_cpu_s: int | None = None
+    ocr: OcrLimits = field(default_factory=OcrLimits)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoadLimits:
         """The limits configured by RAG_MAX_PAGES, RAG_MAX_CHARS, RAG_MAX_ARCHIVE_* and
-        RAG_PARSE_MAX_MEMORY_MB / RAG_PARSE_MAX_CPU_S."""
+        RAG_PARSE_MAX_MEMORY_MB / RAG_PARSE_MAX_CPU_S, and RAG_OCR_*."""
         return cls(
             max_pages=settings.max_pages,
             max_chars=settings.max_chars,
@@ -34,6 +49,13 @@ class LoadLimits:
             max_archive_ratio=settings.max_archive_ratio,
             max_memory_bytes=settings.parse_max_memory_mb * 1024 * 1024,
             max_cpu_s=settings.parse_max_cpu_s,
+            ocr=OcrLimits(
+                tesseract_cmd=settings.ocr_tesseract_cmd,
+                dpi=settings.ocr_dpi,
+                max_pages=settings.ocr_max_pages,
+                max_image_pixels=settings.ocr_max_image_pixels,
+                page_timeout_s=settings.ocr_page_timeout_s,
+            ),
         )
 
 

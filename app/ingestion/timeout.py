@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 from app import errors
 from app.child_process import (
@@ -32,6 +34,7 @@ from app.errors import CorruptDocument, DocumentTooComplex, IngestionError, Pars
 from app.ingestion.dispatch import load
 from app.ingestion.limits import LoadLimits
 from app.ingestion.loaders import LOADER_MODULES
+from app.ingestion.ocr_progress import set_ocr_reporter
 
 # forkserver: forking a process that runs threads (web server, worker pool) can deadlock the
 # child on a lock held by another thread; the fork server is a clean single-threaded parent.
@@ -58,6 +61,7 @@ def too_complex(limits: LoadLimits, resource_name: str) -> DocumentTooComplex:
 def _parse_in_child(path: str, limits: LoadLimits, conn: Connection) -> None:
     try:
         apply_resource_limits(limits.max_memory_bytes, limits.max_cpu_s)
+        set_ocr_reporter(lambda done, total: conn.send(("ocr", done, total)))
         conn.send(("ok", load(Path(path), limits)))
     except MemoryError:
         lift_memory_limit()  # the report itself needs a little memory
@@ -90,11 +94,23 @@ def _error_from(name: str, message: str) -> IngestionError:
 _IN_PROCESS_EXTENSIONS = frozenset({".txt", ".md", ".markdown"})
 
 
-def load_with_timeout(path: Path, limits: LoadLimits, timeout_s: float) -> list[Page]:
+OcrProgress = Callable[[int, int], None]
+
+
+def _ignore_ocr(done: int, total: int) -> None:
+    return None
+
+
+def load_with_timeout(
+    path: Path, limits: LoadLimits, timeout_s: float, ocr_progress: OcrProgress | None = None
+) -> list[Page]:
     """`load(path, limits)` in a child process, killed after `timeout_s` (raises ParseTimeout).
 
+    While the child OCRs pages it reports them (`ocr_progress(done, total)`), and each page
+    read extends the time limit by the OCR page limit: a long scan is bounded per page.
     Plain-text files are read in this process (see `_IN_PROCESS_EXTENSIONS`).
     """
+    ocr_progress = ocr_progress or _ignore_ocr
     if path.suffix.lower() in _IN_PROCESS_EXTENSIONS:
         return load(path, limits)
     receiver, sender = _CONTEXT.Pipe(duplex=False)
@@ -104,23 +120,21 @@ def load_with_timeout(path: Path, limits: LoadLimits, timeout_s: float) -> list[
     started = time.monotonic()
     process.start()
     sender.close()  # the parent keeps only its end, so a dead child reads as end-of-file
+    deadline = started + timeout_s
     try:
-        if not receiver.poll(timeout_s):
-            stop_child(process, _KILL_GRACE_S)
-            raise ParseTimeout(
-                f"parsing the file took longer than {timeout_s:g} s and was stopped; "
-                "the file may be malformed or too complex. Try a simpler export of it"
-            )
-        try:
-            message = receiver.recv()
-        except EOFError:
-            process.join(_KILL_GRACE_S)
-            if process.exitcode in LIMIT_EXIT_CODES:
-                raise too_complex(limits, "cpu" if limits.max_cpu_s else "memory") from None
-            raise CorruptDocument(
-                f"the parser stopped unexpectedly (exit code {process.exitcode}) on this file; "
-                "it may be malformed. Try a simpler export of it"
-            ) from None
+        while True:
+            message = _next_message(receiver, process, limits, deadline - time.monotonic())
+            if message[0] != "ocr":
+                break
+            # Two passes per page at most (eng+ara, then ara), each within the page limit.
+            deadline = max(deadline, time.monotonic() + 2 * limits.ocr.page_timeout_s)
+            ocr_progress(message[1], message[2])
+    except ParseTimeout:
+        stop_child(process, _KILL_GRACE_S)
+        raise ParseTimeout(
+            f"parsing the file took longer than {timeout_s:g} s and was stopped; "
+            "the file may be malformed or too complex. Try a simpler export of it"
+        ) from None
     finally:
         receiver.close()
         reap_child(process, started, _KILL_GRACE_S)
@@ -128,3 +142,25 @@ def load_with_timeout(path: Path, limits: LoadLimits, timeout_s: float) -> list[
         pages: list[Page] = message[1]
         return pages
     raise _error_from(message[1], message[2])
+
+
+def _next_message(
+    receiver: Connection,
+    process: multiprocessing.process.BaseProcess,
+    limits: LoadLimits,
+    wait_s: float,
+) -> tuple[Any, ...]:
+    """The child's next message; ParseTimeout when none comes within `wait_s`."""
+    if not receiver.poll(max(wait_s, 0.0)):
+        raise ParseTimeout("no answer in time")
+    try:
+        message: tuple[Any, ...] = receiver.recv()
+    except EOFError:
+        process.join(_KILL_GRACE_S)
+        if process.exitcode in LIMIT_EXIT_CODES:
+            raise too_complex(limits, "cpu" if limits.max_cpu_s else "memory") from None
+        raise CorruptDocument(
+            f"the parser stopped unexpectedly (exit code {process.exitcode}) on this file; "
+            "it may be malformed. Try a simpler export of it"
+        ) from None
+    return message

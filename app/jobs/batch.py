@@ -20,7 +20,13 @@ from app import metrics
 from app.errors import IngestionError
 from app.jobs.runner import IngestDeps, run_job, settle_failure
 from app.jobs.store import JobRecord, JobStore
-from app.services.documents import DocumentDeps, chunk_allowance, file_sha256, record_indexed
+from app.services.documents import (
+    DocumentDeps,
+    chunk_allowance,
+    file_sha256,
+    ocr_allowance,
+    record_indexed,
+)
 from app.services.pipeline import (
     IngestedDocument,
     ParsedFile,
@@ -149,6 +155,7 @@ def _prepare(deps: IngestDeps, job: JobRecord, added: int) -> _Prepared:
         source=job.source,
         config=indexing.pipeline,
         progress=progress,
+        ocr_pages_allowed=ocr_allowance(indexing, job.tenant_id, job.document_id),
     )
     allowance = chunk_allowance(indexing, job.tenant_id, parsed.document_id) - added
     check_chunk_quota(parsed, max(allowance, 0))
@@ -180,7 +187,9 @@ def _finish(
     deps: IngestDeps, ready: _Prepared, may_retry: _RetryPolicy, retried: list[str]
 ) -> None:
     job, parsed = ready.job, ready.parsed
-    done = IngestedDocument(parsed.document_id, parsed.source, parsed.pages, len(parsed.chunks))
+    done = IngestedDocument(
+        parsed.document_id, parsed.source, parsed.pages, len(parsed.chunks), parsed.ocr
+    )
     try:
         record_indexed(
             deps.indexing(),
@@ -190,7 +199,9 @@ def _finish(
             ready.sha256,
             must_exist=True,
         )
-        deps.jobs.mark_done(job.job_id, chunks_indexed=done.chunks, pages=done.pages)
+        deps.jobs.mark_done(
+            job.job_id, chunks_indexed=done.chunks, pages=done.pages, warnings=done.ocr.warnings
+        )
         log.info("job done", extra={"job_id": job.job_id, "chunks": done.chunks})
         metrics.ingested(done.pages, done.chunks)
         metrics.job_finished("done")

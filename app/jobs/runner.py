@@ -83,7 +83,12 @@ def _run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool) -> bool:
             # A burst of uploads rebuilds the tenant's keyword index once, after its last job.
             refresh_keywords=not jobs.has_queued(job.tenant_id),
         )
-        jobs.mark_done(job.job_id, chunks_indexed=result.chunks, pages=result.pages)
+        jobs.mark_done(
+            job.job_id,
+            chunks_indexed=result.chunks,
+            pages=result.pages,
+            warnings=result.ocr.warnings,
+        )
         log.info("job done", extra={"job_id": job.job_id, "chunks": result.chunks})
         metrics.ingested(result.pages, result.chunks)
         metrics.job_finished("done", time.perf_counter() - started)

@@ -28,6 +28,7 @@ of a batch still ends on its own (done, failed, or put back for a retry).
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Sequence
@@ -132,10 +133,13 @@ class JobRecord:
     attempts: int
     created_at: datetime
     updated_at: datetime
+    # What a done job could not do (pages OCR could not read), one line each.
+    warnings: tuple[str, ...] = ()
 
 
 def _record(row: JobRow) -> JobRecord:
-    return record_of(JobRecord, row)
+    warnings = tuple(json.loads(row.warnings)) if row.warnings else ()
+    return record_of(JobRecord, row, warnings=warnings)
 
 
 class JobStore:
@@ -367,8 +371,10 @@ class JobStore:
                     )
                 )
 
-    def mark_done(self, job_id: str, chunks_indexed: int, pages: int) -> None:
-        """Finish a job successfully."""
+    def mark_done(
+        self, job_id: str, chunks_indexed: int, pages: int, warnings: Sequence[str] = ()
+    ) -> None:
+        """Finish a job successfully, with what it could not do (`warnings`) if anything."""
         self._finish(
             job_id,
             status="done",
@@ -376,6 +382,7 @@ class JobStore:
             pages=pages,
             progress_stage="done",
             error=None,
+            warnings=json.dumps(list(warnings), ensure_ascii=False) if warnings else None,
         )
 
     def mark_failed(self, job_id: str, error: str, code: str = "ingestion_failed") -> None:

@@ -19,6 +19,8 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image, ImageDraw
 
+from app.domain import OcrLayout
+from app.rendering.ocr_layouts import PixelBox, passage_word_boxes
 from app.rendering.passage import KeyedText, keyed, locate
 
 if TYPE_CHECKING:
@@ -81,10 +83,12 @@ class RenderLimits:
 
 @dataclass(frozen=True)
 class Passage:
-    """What to highlight: the chunk's text and where it starts in its page (0..1)."""
+    """What to highlight: the chunk's text and where it starts in its page (0..1); on a page
+    whose text was read by OCR, the words and boxes it read (`ocr`)."""
 
     text: str
     position_hint: float = 0.0
+    ocr: OcrLayout | None = None
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,7 @@ def _scale(page: pdfium.PdfPage, max_side_px: int) -> float:
 _MAX_FORM_DEPTH = 12
 
 
-def _image_pixels(objects: list[Any], limit: int) -> int:
+def embedded_image_pixels(objects: list[Any], limit: int) -> int:
     """Pixels of the images among page objects and inside their forms, stopping past `limit`.
 
     Read from each image's dictionary (its /Width and /Height), so nothing is decoded.
@@ -184,7 +188,7 @@ def _image_pixels(objects: list[Any], limit: int) -> int:
 def _check_images(page: pdfium.PdfPage, max_image_pixels: int) -> None:
     count = pdfium_c.FPDFPage_CountObjects(page.raw)
     objects = [pdfium_c.FPDFPage_GetObject(page.raw, i) for i in range(max(count, 0))]
-    pixels = _image_pixels(objects, max_image_pixels)
+    pixels = embedded_image_pixels(objects, max_image_pixels)
     if pixels > max_image_pixels:
         raise PageRenderFailed(
             "too_large",
@@ -223,9 +227,11 @@ def render_page(
             page = document[page_number - 1]
             scale = _scale(page, limits.max_side_px)
             _check_images(page, limits.max_image_pixels)
-            # Boxes are drawn for unrotated pages only; a rotated page is shown without them.
+            # Text-layer boxes are drawn for unrotated pages only (a rotated page is shown
+            # without them); OCR boxes are in the picture's own pixels, rotated or not.
             rotated = page.get_rotation() % 360 != 0
-            boxes = _passage_boxes(page, passage) if passage and not rotated else []
+            ocr = passage.ocr if passage else None
+            boxes = _passage_boxes(page, passage) if passage and not rotated and not ocr else []
             page_box = page.get_bbox()  # the visible box; get_cropbox misses inherited boxes
             image = page.render(scale=scale).to_pil()
             page.close()
@@ -233,6 +239,8 @@ def render_page(
             raise PageRenderFailed("unreadable", UNREADABLE) from exc
         finally:
             document.close()
+    if passage is not None and ocr is not None:
+        return _with_ocr_boxes(image, ocr, passage)
     top = None
     if boxes:
         image = _draw(image, boxes, page_box, scale)
@@ -241,3 +249,40 @@ def render_page(
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=False)
     return RenderedPage(buffer.getvalue(), image.width, image.height, len(boxes), top)
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=False)
+    return buffer.getvalue()
+
+
+def _with_ocr_boxes(image: Image.Image, layout: OcrLayout, passage: Passage) -> RenderedPage:
+    """The picture with the passage's OCR word boxes, scaled from the OCR picture to this one."""
+    found = passage_word_boxes(layout, passage.text, passage.position_hint)
+    top = None
+    if found and layout.width and layout.height:
+        scale_x, scale_y = image.width / layout.width, image.height / layout.height
+        scaled: list[PixelBox] = [
+            (left * scale_x, top_ * scale_y, right * scale_x, bottom * scale_y)
+            for left, top_, right, bottom in found
+        ]
+        image = _draw_pixels(image, scaled)
+        top = max(0.0, min(1.0, min(box[1] for box in scaled) / image.height))
+    return RenderedPage(_png(image), image.width, image.height, len(found), top)
+
+
+def _draw_pixels(image: Image.Image, boxes: list[PixelBox]) -> Image.Image:
+    overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
+    pen = ImageDraw.Draw(overlay)
+    for left, top, right, bottom in boxes:
+        pen.rectangle(
+            (
+                left - _HIGHLIGHT_PAD_PX,
+                top - _HIGHLIGHT_PAD_PX,
+                right + _HIGHLIGHT_PAD_PX,
+                bottom + _HIGHLIGHT_PAD_PX,
+            ),
+            fill=_HIGHLIGHT_RGBA,
+        )
+    return Image.alpha_composite(image.convert("RGBA"), overlay).convert("RGB")

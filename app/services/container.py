@@ -149,6 +149,14 @@ class Container:
         }
 
     @cached_property
+    def ocr_problem(self) -> str | None:
+        """Why OCR of scans and images is unavailable (Tesseract or a language missing), or
+        None; checked once per process, so installing Tesseract needs a restart."""
+        from app.ingestion.ocr import ocr_status
+
+        return ocr_status(self.settings.ocr_tesseract_cmd)
+
+    @cached_property
     def stats_deps(self) -> StatsDeps:
         """What /stats reads."""
         from app.services.stats import StatsDeps
@@ -160,6 +168,7 @@ class Container:
             count_chunks=self.corpus.count,
             storage_quota=self.storage_quota,
             queued_jobs_limit=self.settings.quota_queued_jobs,
+            ocr_pages_limit=self.settings.quota_ocr_pages,
             conversations=self.conversations,
         )
 
@@ -238,6 +247,7 @@ class Container:
             originals=self.originals,
             pipeline=self.pipeline_config,
             chunk_quota=self.settings.quota_chunks,
+            ocr_page_quota=self.settings.quota_ocr_pages,
         )
 
     @cached_property

@@ -69,6 +69,7 @@ class DocumentDeps:
     originals: KeptOriginals
     pipeline: PipelineConfig
     chunk_quota: int  # RAG_QUOTA_CHUNKS
+    ocr_page_quota: int | None = None  # RAG_QUOTA_OCR_PAGES (None: no quota)
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,15 @@ def chunk_allowance(deps: DocumentDeps, tenant_id: str, document_id: str) -> int
     return max(deps.chunk_quota - others.chunks, 0)
 
 
+def ocr_allowance(deps: DocumentDeps, tenant_id: str, document_id: str) -> int | None:
+    """How many pages this document may OCR within the tenant's OCR page quota (None: no quota);
+    the version it replaces does not count."""
+    if deps.ocr_page_quota is None:
+        return None
+    others = deps.documents.usage(tenant_id, except_document=document_id)
+    return max(deps.ocr_page_quota - others.ocr_pages, 0)
+
+
 def index_document(
     deps: DocumentDeps,
     tenant_id: str,
@@ -266,6 +276,7 @@ def index_document(
         config=deps.pipeline,
         progress=progress,
         max_chunks=chunk_allowance(deps, tenant_id, doc_id),
+        ocr_pages_allowed=ocr_allowance(deps, tenant_id, doc_id),
     )
     try:
         record_indexed(deps, tenant_id, done, path, sha, must_exist=must_exist)
@@ -303,9 +314,14 @@ def record_indexed(
             tenant_id, done.document_id, done.source, upload.stat().st_size, sha256
         )
         deps.documents.set_status(
-            tenant_id, done.document_id, "done", pages=done.pages, chunks=done.chunks
+            tenant_id,
+            done.document_id,
+            "done",
+            pages=done.pages,
+            chunks=done.chunks,
+            ocr_pages=done.ocr.pages,
         )
-        deps.originals.keep(tenant_id, done.document_id, done.source, upload)
+        deps.originals.keep(tenant_id, done.document_id, done.source, upload, done.ocr.layouts)
 
 
 def queue_local_file(deps: UploadDeps, tenant_id: str, path: Path) -> JobRecord:

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from app.domain import Chunk
+from app.domain import Chunk, OcrLayout
 from app.errors import InvalidInput, NotFound, PageUnavailable
+from app.ingestion.loaders import IMAGE_EXTENSIONS
 from app.rendering.isolated import page_count_isolated, render_page_isolated
+from app.rendering.ocr_layouts import dump_layouts, image_to_pdf, read_layout
 from app.rendering.pdf_page import (
     PageOutOfRange,
     PageRenderFailed,
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PDF_SUFFIX = ".pdf"
+# Sources whose pages have pictures: PDFs, and images (kept as a PDF of their frames).
+PICTURED_SUFFIXES = (PDF_SUFFIX, *IMAGE_EXTENSIONS)
 
 
 class PageChunks(Protocol):
@@ -52,8 +56,19 @@ class KeptOriginals:
     def _count_path(self, tenant_id: str, document_id: str) -> Path:
         return self.root / tenant_id / f"{document_id}.pages"
 
-    def keep(self, tenant_id: str, document_id: str, source: str, path: Path) -> None:
-        """Keep a copy of an indexed PDF and its page count; other formats keep nothing.
+    def _layouts_path(self, tenant_id: str, document_id: str) -> Path:
+        return self.root / tenant_id / f"{document_id}.ocr.json"
+
+    def keep(
+        self,
+        tenant_id: str,
+        document_id: str,
+        source: str,
+        path: Path,
+        ocr_layouts: dict[int, OcrLayout] | None = None,
+    ) -> None:
+        """Keep a copy of an indexed PDF (an image as a PDF of its frames), its page count and
+        the words and boxes of its OCR'd pages; other formats keep nothing.
 
         Called under the document's lock, so a concurrent delete sees the copy or none; the
         copy is written beside its final name and renamed, so a reader never sees half a file.
@@ -62,13 +77,27 @@ class KeptOriginals:
         """
         target = self.path(tenant_id, document_id)
         counted = self._count_path(tenant_id, document_id)
-        if not source.lower().endswith(PDF_SUFFIX):
+        self._keep_layouts(tenant_id, document_id, ocr_layouts or {})
+        if not source.lower().endswith(PICTURED_SUFFIXES):
             target.unlink(missing_ok=True)  # a replacement of another format leaves no stale PDF
             counted.unlink(missing_ok=True)
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.partial")
-        shutil.copyfile(path, partial)
+        if source.lower().endswith(PDF_SUFFIX):
+            shutil.copyfile(path, partial)
+        else:
+            try:
+                image_to_pdf(path, partial)
+            except Exception as exc:  # its text is indexed; only its pictures are lost
+                log.warning(
+                    "image not kept as pages",
+                    extra={"document_id": document_id, "error": type(exc).__name__},
+                )
+                partial.unlink(missing_ok=True)
+                target.unlink(missing_ok=True)
+                counted.unlink(missing_ok=True)
+                return
         count = self._count(partial, document_id)
         if count is None:
             counted.unlink(missing_ok=True)  # pictures of this version are checked by rendering
@@ -77,6 +106,22 @@ class KeptOriginals:
             partial_count.write_text(str(count), encoding="ascii")
             os.replace(partial_count, counted)
         os.replace(partial, target)
+
+    def _keep_layouts(
+        self, tenant_id: str, document_id: str, layouts: dict[int, OcrLayout]
+    ) -> None:
+        kept = self._layouts_path(tenant_id, document_id)
+        if not layouts:
+            kept.unlink(missing_ok=True)
+            return
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial = kept.with_name(f".{kept.name}.partial")
+        partial.write_text(dump_layouts(layouts), encoding="utf-8")
+        os.replace(partial, kept)
+
+    def ocr_layout(self, tenant_id: str, document_id: str, page: int) -> OcrLayout | None:
+        """The words and boxes OCR read on a page; None when the page has a text layer."""
+        return read_layout(self._layouts_path(tenant_id, document_id), page)
 
     def _count(self, path: Path, document_id: str) -> int | None:
         try:
@@ -98,6 +143,7 @@ class KeptOriginals:
         """Delete a document's kept PDF, its page count and its cached page pictures."""
         self.path(tenant_id, document_id).unlink(missing_ok=True)
         self._count_path(tenant_id, document_id).unlink(missing_ok=True)
+        self._layouts_path(tenant_id, document_id).unlink(missing_ok=True)
         self.images.drop_document(tenant_id, document_id)
 
 
@@ -242,9 +288,9 @@ def picture_job(
     here, in milliseconds: a page beyond the document or one that failed before starts nothing.
     """
     record = _document(deps, tenant_id, document_id)
-    if not record.source.lower().endswith(PDF_SUFFIX):
+    if not record.source.lower().endswith(PICTURED_SUFFIXES):
         raise PageUnavailable(
-            "this document is not a PDF, so it has no page pictures; "
+            "this document is not a PDF or an image, so it has no page pictures; "
             f"GET /documents/{document_id}/pages/{page}/text shows the passage in its text"
         )
     path = deps.originals.path(tenant_id, document_id)
@@ -262,7 +308,10 @@ def picture_job(
         raise _not_drawn(failed, document_id, page)
     chunks = _page_chunks(deps, tenant_id, document_id, page)
     cited = _cited_chunk(chunks, chunk_id, page)
-    passage = Passage(_page_body(cited), _position_hint(cited, chunks)) if cited else None
+    passage = None
+    if cited is not None:
+        layout = deps.originals.ocr_layout(tenant_id, document_id, page)
+        passage = Passage(_page_body(cited), _position_hint(cited, chunks), layout)
     job = PictureJob(document_id, path, page, passage, page_key, chunk_id)
     cached = deps.originals.images.get(job.image_key)
     return job if cached is None else cached

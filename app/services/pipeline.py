@@ -4,21 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app import tracing
-from app.domain import Chunk, document_id, indexed_text
+from app.domain import Chunk, OcrLayout, Page, document_id, indexed_text
 from app.errors import QuotaExceeded
 from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
+from app.ingestion.ocr_result import is_unreadable, ocr_warnings
 from app.metrics import job_stage_timer
 from app.providers.types import Embedder
 
 if TYPE_CHECKING:
     from app.services.corpus import Corpus
 
-# (done, total, stage): pages parsed, then chunks embedded, so a client can draw a bar.
+# (done, total, stage): pages OCR'd (stage "ocr", only for scans and images), pages parsed, then
+# chunks embedded, so a client can draw a bar.
 ProgressCallback = Callable[[int, int, str], None]
 
 
@@ -37,6 +39,28 @@ class PipelineConfig:
 
 
 @dataclass(frozen=True)
+class OcrOutcome:
+    """What OCR did to a document: the layouts of the pages it read (page number -> words and
+    boxes, kept to highlight citations) and one warning per page it could not read."""
+
+    layouts: dict[int, OcrLayout] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def pages(self) -> int:
+        """Pages OCR was run on (read or not): what the tenant's OCR quota counts."""
+        return len(self.layouts) + len(self.warnings)
+
+
+def ocr_outcome(pages: list[Page]) -> OcrOutcome:
+    """The OCR layouts and warnings among a loader's pages."""
+    layouts = {
+        page.number: page.ocr for page in pages if page.ocr is not None and not is_unreadable(page)
+    }
+    return OcrOutcome(layouts, tuple(ocr_warnings(pages)))
+
+
+@dataclass(frozen=True)
 class IngestedDocument:
     """What one file became."""
 
@@ -44,6 +68,7 @@ class IngestedDocument:
     source: str
     pages: int
     chunks: int
+    ocr: OcrOutcome = field(default_factory=OcrOutcome)
 
 
 def _ignore_progress(done: int, total: int, stage: str) -> None:
@@ -58,6 +83,7 @@ class ParsedFile:
     source: str
     pages: int
     chunks: list[Chunk]
+    ocr: OcrOutcome = field(default_factory=OcrOutcome)
 
 
 @contextmanager
@@ -74,10 +100,17 @@ def parse_file(
     source: str,
     config: PipelineConfig,
     progress: ProgressCallback | None = None,
+    ocr_pages_allowed: int | None = None,
 ) -> ParsedFile:
-    """Parse and chunk one file (the per-file part of ingestion, before embedding)."""
+    """Parse and chunk one file (the per-file part of ingestion, before embedding).
+
+    `ocr_pages_allowed` is what the tenant's OCR page quota leaves (None: no quota); a file with
+    more pages to OCR fails before any is read.
+    """
     with job_stage("parse"):
-        return _parse_file(path, tenant_id, source, config, progress or _ignore_progress)
+        return _parse_file(
+            path, tenant_id, source, config, progress or _ignore_progress, ocr_pages_allowed
+        )
 
 
 def _parse_file(
@@ -86,8 +119,19 @@ def _parse_file(
     source: str,
     config: PipelineConfig,
     progress: ProgressCallback,
+    ocr_pages_allowed: int | None,
 ) -> ParsedFile:
-    pages = load_with_timeout(path, config.limits, config.parse_timeout_s)
+    limits = config.limits
+    if ocr_pages_allowed is not None:
+        limits = replace(limits, ocr=replace(limits.ocr, pages_allowed=max(ocr_pages_allowed, 0)))
+    loaded = load_with_timeout(
+        path,
+        limits,
+        config.parse_timeout_s,
+        lambda done, total: progress(done, total, "ocr"),
+    )
+    outcome = ocr_outcome(loaded)
+    pages = [page for page in loaded if not is_unreadable(page)]
     progress(len(pages), len(pages), "parsed")
     doc_id = document_id(tenant_id, source)
     chunks = chunk_pages(
@@ -99,7 +143,7 @@ def _parse_file(
         chunk_overlap=config.chunk_overlap,
         section_paths=config.section_paths,
     )
-    return ParsedFile(doc_id, source, len(pages), chunks)
+    return ParsedFile(doc_id, source, len(pages), chunks, outcome)
 
 
 def check_chunk_quota(parsed: ParsedFile, max_chunks: int | None) -> None:
@@ -122,6 +166,7 @@ def index_file(
     config: PipelineConfig,
     progress: ProgressCallback | None = None,
     max_chunks: int | None = None,
+    ocr_pages_allowed: int | None = None,
 ) -> IngestedDocument:
     """Parse, chunk, embed and store one file; the stored document replaces any older version.
 
@@ -129,7 +174,14 @@ def index_file(
     chunks raises QuotaExceeded before anything is embedded or stored.
     """
     progress = progress or _ignore_progress
-    parsed = parse_file(path, tenant_id=tenant_id, source=source, config=config, progress=progress)
+    parsed = parse_file(
+        path,
+        tenant_id=tenant_id,
+        source=source,
+        config=config,
+        progress=progress,
+        ocr_pages_allowed=ocr_pages_allowed,
+    )
     check_chunk_quota(parsed, max_chunks)
     with job_stage("embed"):
         vectors = embed_chunks(
@@ -137,7 +189,9 @@ def index_file(
         )
     with job_stage("store"):
         corpus.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
-    return IngestedDocument(parsed.document_id, source, parsed.pages, len(parsed.chunks))
+    return IngestedDocument(
+        parsed.document_id, source, parsed.pages, len(parsed.chunks), parsed.ocr
+    )
 
 
 def embed_chunks(

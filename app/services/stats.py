@@ -25,8 +25,9 @@ class QuotaUse:
 
 @dataclass(frozen=True)
 class TenantStats:
-    """A tenant's figures; `quotas` is keyed documents, stored_bytes, chunks, queued_jobs, and
-    conversations, conversation_messages (the asking user's) and conversation_bytes."""
+    """A tenant's figures; `quotas` is keyed documents, stored_bytes, chunks, ocr_pages,
+    queued_jobs, and conversations, conversation_messages (the asking user's) and
+    conversation_bytes."""
 
     documents: int
     chunks: int
@@ -45,6 +46,7 @@ class StatsDeps:
     storage_quota: StorageQuota
     queued_jobs_limit: int
     conversations: ConversationStore  # with its quota
+    ocr_pages_limit: int = 0  # RAG_QUOTA_OCR_PAGES
 
 
 def tenant_stats(deps: StatsDeps, tenant_id: str, user_id: str) -> TenantStats:
@@ -57,6 +59,7 @@ def tenant_stats(deps: StatsDeps, tenant_id: str, user_id: str) -> TenantStats:
         "documents": QuotaUse(stored.documents, quota.documents),
         "stored_bytes": QuotaUse(stored.stored_bytes, quota.stored_bytes),
         "chunks": QuotaUse(stored.chunks, quota.chunks),
+        "ocr_pages": QuotaUse(stored.ocr_pages, deps.ocr_pages_limit),
         "queued_jobs": QuotaUse(deps.jobs.count_active(tenant_id), deps.queued_jobs_limit),
         **_conversation_quotas(deps.conversations, tenant_id, user_id),
     }

@@ -123,6 +123,7 @@ class DocumentStore:
         status: DocumentStatus,
         pages: int | None = None,
         chunks: int | None = None,
+        ocr_pages: int | None = None,
     ) -> bool:
         """Update a document's state; False when it no longer exists (deleted meanwhile)."""
         values: dict[str, Any] = {"status": status, "updated_at": utc_now()}
@@ -130,6 +131,8 @@ class DocumentStore:
             values["pages"] = pages
         if chunks is not None:
             values["chunks"] = chunks
+        if ocr_pages is not None:
+            values["ocr_pages"] = ocr_pages
         with self._db.session() as session:
             result = session.execute(
                 update(DocumentRow)
@@ -193,11 +196,12 @@ class DocumentStore:
 
 @dataclass(frozen=True)
 class StoredUsage:
-    """What a tenant's documents hold: documents, uploaded bytes and indexed chunks."""
+    """What a tenant's documents hold: documents, uploaded bytes, indexed chunks, OCR'd pages."""
 
     documents: int
     stored_bytes: int
     chunks: int
+    ocr_pages: int = 0
 
 
 def stored_usage(
@@ -208,11 +212,12 @@ def stored_usage(
         func.count(),
         func.coalesce(func.sum(DocumentRow.size_bytes), 0),
         func.coalesce(func.sum(DocumentRow.chunks), 0),
+        func.coalesce(func.sum(DocumentRow.ocr_pages), 0),
     ).where(DocumentRow.tenant_id == tenant_id)
     if except_document is not None:
         query = query.where(DocumentRow.document_id != except_document)
-    documents, stored_bytes, chunks = session.execute(query).one()
-    return StoredUsage(int(documents), int(stored_bytes), int(chunks))
+    documents, stored_bytes, chunks, ocr_pages = session.execute(query).one()
+    return StoredUsage(int(documents), int(stored_bytes), int(chunks), int(ocr_pages))
 
 
 def insert_missing_document(

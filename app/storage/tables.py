@@ -126,6 +126,8 @@ class DocumentRow(Base):
     status: Mapped[str] = mapped_column(String(16))
     pages: Mapped[int] = mapped_column(Integer, default=0)
     chunks: Mapped[int] = mapped_column(Integer, default=0)
+    # Pages of the current version that were OCR'd (read or not): the tenant's OCR page quota.
+    ocr_pages: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     content_sha256: Mapped[str] = mapped_column(String(64))
     uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
@@ -186,6 +188,8 @@ class JobRow(Base):
     chunks_indexed: Mapped[int] = mapped_column(Integer, default=0)
     pages: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # A JSON list of what a done job could not do (pages OCR could not read); NULL: none.
+    warnings: Mapped[str | None] = mapped_column(Text, nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())

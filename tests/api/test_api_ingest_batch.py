@@ -8,6 +8,7 @@ themselves (workers not started), so which jobs share a batch is exact.
 from __future__ import annotations
 
 from argparse import Namespace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,10 +126,12 @@ def test_a_crash_mid_batch_loses_nothing_and_duplicates_nothing(
     real_mark_done = jobs.mark_done
     finished: list[str] = []
 
-    def die_after_two(job_id: str, chunks_indexed: int, pages: int) -> None:
+    def die_after_two(
+        job_id: str, chunks_indexed: int, pages: int, warnings: Sequence[str] = ()
+    ) -> None:
         if len(finished) == 2:
             raise Crash
-        real_mark_done(job_id, chunks_indexed, pages)
+        real_mark_done(job_id, chunks_indexed, pages, warnings)
         finished.append(job_id)
 
     monkeypatch.setattr(jobs, "mark_done", die_after_two)

@@ -63,6 +63,8 @@ def test_stats_show_each_quota_with_its_usage(api: ApiHarness) -> None:
         "documents": {"used": 0, "limit": 3},
         "stored_bytes": {"used": 0, "limit": 1000},
         "chunks": {"used": 0, "limit": settings.quota_chunks},
+        # tests/api/test_api_ocr.py: its usage
+        "ocr_pages": {"used": 0, "limit": settings.quota_ocr_pages},
         "queued_jobs": {"used": 0, "limit": 2},
         # tests/api/test_api_conversation_quotas.py: their usage
         "conversations": {"used": 0, "limit": settings.quota_conversations_per_user},

@@ -17,6 +17,8 @@ from api_builders import pdf_document, text_document
 from browser import A11Y_AUDIT, drop_files, launched_chromium, screenshot
 from live_server import LiveServer
 
+from tests.scans import image_bytes, scanned_page
+
 pytestmark = pytest.mark.integration
 
 PASSWORD = "browser tests password"
@@ -93,7 +95,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             "RAG_QUOTA_QUEUED_JOBS": "1",
         },
     )
-    for tenant, username in (("web-a", "alice"), ("web-b", "bruno")):
+    for tenant, username in (("web-a", "alice"), ("web-b", "bruno"), ("web-c", "carla")):
         server.create_user(tenant, username, PASSWORD)
     server.start()
     yield server
@@ -147,6 +149,47 @@ def _ask(page: Any, question: str) -> list[dict[str, Any]]:
     page.wait_for_selector('#answer[data-state="done"]', timeout=120_000)
     snapshots: list[dict[str, Any]] = page.evaluate("window.answerSnapshots")
     return snapshots
+
+
+# Records every state text an upload row showed, so a test sees the stages a bar went through.
+UPLOAD_STATE_RECORDER = """() => {
+  window.uploadStates = [];
+  new MutationObserver(() => document.querySelectorAll("#uploads .state").forEach(
+    (state) => window.uploadStates.push(state.textContent),
+  )).observe(document.getElementById("uploads"),
+    { childList: true, subtree: true, characterData: true });
+}"""
+SCANNED_NOTICE = [
+    "Notice to the crew of the research vessel KESTREL.",
+    "The life rafts are inspected by the harbour master",
+    "every March, and the raft code is OSPREY-2290.",
+]
+
+
+def test_a_scanned_image_reads_its_pages_and_opens_highlighted(
+    live: LiveServer, browser: Any
+) -> None:
+    page = browser.new_page()
+    _sign_in(page, live, "carla")
+    page.evaluate(UPLOAD_STATE_RECORDER)
+    drop_files(
+        page, [("notice.png", image_bytes([scanned_page(SCANNED_NOTICE)], "PNG"), "image/png")]
+    )
+    assert _wait_outcome(page, "notice.png") == "done"
+    states: list[str] = page.evaluate("window.uploadStates")
+    assert any(state.startswith("Reading scanned pages:") for state in states), states
+    assert "1 page" in _upload_row(page, "notice.png").inner_text()
+
+    _ask(page, "When are the life rafts of the KESTREL inspected?")
+    assert "March" in page.inner_text("#answer")
+    page.locator("#answer a.marker").first.click()
+    page.wait_for_selector("#viewer-image:not([hidden])", timeout=60_000)
+    image = page.locator("#viewer-image")
+    assert image.evaluate("img => img.naturalHeight > img.naturalWidth")  # the scanned A4 page
+    assert int(image.get_attribute("data-highlight-boxes") or 0) >= 10  # its OCR'd words
+    assert "notice.png, page 1" in page.inner_text("#viewer-title")
+    screenshot(page, "05-scanned-page.png")
+    page.close()
 
 
 def _assert_same_origin(urls: list[str], origin: str) -> None:

@@ -14,7 +14,7 @@ from app.api.deps import ContainerDep, Principal, QueryRateLimit
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
 from app.api.streams import AnswerStreamResponse, ClosableEvents
-from app.domain import section_path
+from app.domain import ocr_confidence, section_path, text_source
 from app.observability import error_payload
 from app.services import answer_lane
 from app.services.admission import Caller
@@ -53,6 +53,8 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
             page_role=hit.chunk.page_role,
             section=section_path(hit.chunk),
             text=hit.chunk.text,
+            text_source=text_source(hit.chunk),
+            ocr_confidence=ocr_confidence(hit.chunk),
             score=hit.score,
             stages=hit.stages,
         )

@@ -97,6 +97,7 @@ def _job_out(job: JobRecord) -> JobOut:
         pages=job.pages,
         error_code=code,
         error=error,
+        warnings=list(job.warnings),
         created_at=job.created_at.isoformat(),
         updated_at=job.updated_at.isoformat(),
     )

@@ -30,11 +30,19 @@ def health() -> HealthOut:
     responses={503: {"model": StatusOut, "description": "a component is not ready"}},
 )
 def ready(request: Request, container: ContainerDep) -> JSONResponse:
-    """Readiness: models loaded and every store reachable, else 503 naming what is not."""
+    """Readiness: models loaded and every store reachable, else 503 naming what is not.
+
+    `features.ocr` says whether scans and images can be read; without Tesseract the service
+    still serves everything else, so it does not make the service unready.
+    """
     problems = readiness_problems(container.readiness_checks, loaded=bool(request.app.state.ready))
+    ocr = container.ocr_problem
+    features = {"ocr": "available" if ocr is None else f"unavailable: {ocr}"}
     if problems:
-        return JSONResponse({"status": "not_ready", "detail": problems}, status_code=503)
-    return JSONResponse({"status": "ok", "detail": {}})
+        return JSONResponse(
+            {"status": "not_ready", "detail": problems, "features": features}, status_code=503
+        )
+    return JSONResponse({"status": "ok", "detail": {}, "features": features})
 
 
 @router.post(

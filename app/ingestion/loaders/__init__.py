@@ -14,6 +14,9 @@ from app.domain import Page
 from app.ingestion.limits import LoadLimits
 from app.ingestion.loaders.languages import CODE_LANGUAGES
 
+# Images are read by OCR (loaders/image.py lists the formats each may hold).
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")
+
 Loader = Callable[[Path, LoadLimits], list[Page]]
 
 # extension -> (module under app.ingestion.loaders, function)
@@ -26,6 +29,7 @@ LOADER_NAMES: dict[str, tuple[str, str]] = {
     ".pptx": ("pptx", "load_pptx"),
     ".xlsx": ("sheets", "load_xlsx"),
     ".csv": ("sheets", "load_csv"),
+    **{extension: ("image", "load_image") for extension in IMAGE_EXTENSIONS},
     **{extension: ("code", "load_code") for extension in CODE_LANGUAGES},
 }
 LOADER_MODULES: tuple[str, ...] = tuple(

@@ -1,4 +1,5 @@
-"""PDF pages with their printed labels (pypdf), refusing encrypted and image-only files."""
+"""PDF pages with their printed labels (pypdf), refusing encrypted files; pages without a usable
+text layer are OCR'd (app/ingestion/ocr_pdf.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from typing import Any
 from pypdf import PdfReader
 from pypdf.errors import FileNotDecryptedError, PdfReadError
 
-from app.domain import Page
+from app.domain import OcrLayout, Page
 from app.errors import CorruptDocument, EncryptedDocument, NeedsOCR
 from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.normalise import normalise_text
+from app.ingestion.ocr import layout_text, ocr_status, unavailable
+from app.ingestion.ocr_pdf import ocr_pdf_pages, scanned_pages
+from app.ingestion.ocr_result import require_readable, unreadable_page
 from app.ingestion.page_roles import detect_page_role
 from app.ingestion.rtl import fix_reversed_arabic
 from app.ingestion.running_lines import strip_running_lines
@@ -113,10 +117,17 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
         text, was_reversed = fix_reversed_arabic(text)
         reversed_pages += was_reversed
         texts.append(text)
+    layouts = _ocr_scanned(path, texts, limits)
+    for index, read in layouts.items():
+        if read.problem is None:
+            texts[index] = budget.spend(layout_text(read))
     pages: list[Page] = []
     # Roles are read before running headers go: "Concept index 81" on top of a page says a lot.
     for index, (text, body) in enumerate(zip(texts, strip_running_lines(texts), strict=True)):
-        if body.strip():
+        layout = layouts.get(index)
+        if layout is not None and layout.problem is not None:
+            pages.append(unreadable_page(index + 1, labels[index], layout))
+        elif body.strip():
             entries = outline.get(index, [])
             role = detect_page_role(
                 text,
@@ -126,13 +137,42 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
             )
             headings = locate_headings(body, entries)
             pages.append(
-                Page(number=index + 1, label=labels[index], text=body, role=role, headings=headings)
+                Page(
+                    number=index + 1,
+                    label=labels[index],
+                    text=body,
+                    role=role,
+                    headings=headings,
+                    ocr=layout,
+                )
             )
     if not pages:
         raise NeedsOCR(
             "the PDF has no extractable text; it needs OCR (it is probably scanned images). "
             "Run it through OCR and upload the result"
         )
+    require_readable(pages, "PDF")
     if reversed_pages:
         log.info("restored reading order of right-to-left text on %d page(s)", reversed_pages)
     return pages
+
+
+def _ocr_scanned(path: Path, texts: list[str], limits: LoadLimits) -> dict[int, OcrLayout]:
+    """What OCR read on the pages without a usable text layer (0-based index -> layout).
+
+    Without Tesseract, a PDF with some text keeps its text pages and lists the scanned ones as
+    unreadable; a PDF with none is refused with the install hint.
+    """
+    try:
+        scanned = scanned_pages(path, texts)
+    except Exception as exc:  # PDFium refusing a file pypdf read: keep the text layer
+        log.warning("pages not checked for OCR (%s)", type(exc).__name__)
+        return {}
+    if not scanned:
+        return {}
+    problem = ocr_status(limits.ocr.tesseract_cmd)
+    if problem is not None:
+        if all(not texts[index].strip() for index in range(len(texts)) if index not in scanned):
+            raise unavailable("the PDF has no extractable text (it is probably scanned images)")
+        return {index: OcrLayout(0, 0, problem="OCR is not available") for index in scanned}
+    return ocr_pdf_pages(path, scanned, limits.ocr)

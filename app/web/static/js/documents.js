@@ -7,7 +7,13 @@ import { mayDeleteDocument, roleAtLeast } from "./roles.js";
 
 const POLL_MS = 400;
 const MAX_RATE_LIMIT_RETRIES = 30;
-const STAGES = { parsed: "Parsed", embedding: "Embedding", queued: "Queued" };
+const STAGES = {
+  ocr: "Reading scanned pages", parsed: "Parsed", embedding: "Embedding", queued: "Queued",
+};
+// Of the bar, reading pages takes this share when a file needs OCR (a page takes seconds),
+// else a tenth; embedding the chunks takes the rest.
+const OCR_SHARE = 0.7;
+const PARSE_SHARE = 0.1;
 
 const $ = (id) => document.getElementById(id);
 let uploadCounter = 0;
@@ -40,12 +46,16 @@ function uploadRow(file) {
   };
 }
 
-// Pages parsed are the first tenth of the bar, chunks embedded the rest.
-function jobFraction(job) {
+// Pages read (by OCR, when a file has scanned pages) come first, then chunks embedded;
+// `seen.ocr` remembers a file that had an OCR stage, so its bar never moves back.
+function jobFraction(job, seen) {
   const { done, total, stage } = job.progress;
   if (job.status === "done") return 1;
-  if (stage === "embedding" && total > 0) return 0.1 + 0.9 * (done / total);
-  if (stage === "parsed") return 0.1;
+  if (stage === "ocr") seen.ocr = true;
+  const parsed = seen.ocr ? OCR_SHARE : PARSE_SHARE;
+  if (stage === "ocr") return total > 0 ? OCR_SHARE * (done / total) : 0;
+  if (stage === "embedding" && total > 0) return parsed + (1 - parsed) * (done / total);
+  if (stage === "parsed") return parsed;
   return 0;
 }
 
@@ -54,6 +64,7 @@ function jobText(job) {
   if (job.status === "queued") return "Queued";
   const label = STAGES[stage] || "Processing";
   if (stage === "embedding") return `${label}: ${done} / ${total} chunks`;
+  if (stage === "ocr") return `${label}: ${done} / ${total} pages`;
   if (stage === "parsed") return `${label}: ${counted(total, "page")}`;
   return label;
 }
@@ -75,13 +86,16 @@ async function postFile(file, ui) {
 }
 
 async function watchJob(jobId, ui) {
+  const seen = { ocr: false };
   // The row leaves the page on sign-out: stop polling for a session that has ended.
   while (ui.row.isConnected) {
     const job = await json(`/jobs/${encodeURIComponent(jobId)}`);
-    ui.show(jobFraction(job), jobText(job));
+    ui.show(jobFraction(job, seen), jobText(job));
     if (job.status === "done") {
       const size = `${counted(job.pages, "page")}, ${counted(job.chunks_indexed, "chunk")}`;
-      ui.finish("done", `Done: ${size}`);
+      // Pages OCR could not read are named, so the user knows what is missing.
+      const warnings = (job.warnings || []).join("; ");
+      ui.finish("done", warnings ? `Done: ${size}. ${warnings}` : `Done: ${size}`);
       return;
     }
     if (job.status === "failed") {

@@ -61,6 +61,8 @@ async function showText(citation) {
   }
 }
 
+const PICTURED = /\.(pdf|png|jpe?g|tiff?|webp)$/i;
+
 export async function openCitation(citation, opener) {
   const dialog = $("viewer");
   const status = $("viewer-status");
@@ -73,9 +75,10 @@ export async function openCitation(citation, opener) {
   );
   status.textContent = "Loading the page…";
   if (!dialog.open) dialog.showModal();
-  const isPdf = citation.source.toLowerCase().endsWith(".pdf");
+  // PDFs and scanned images have page pictures (an image is kept as a PDF of its frames).
+  const pictured = PICTURED.test(citation.source);
   try {
-    if (isPdf) {
+    if (pictured) {
       try {
         await showImage(citation);
         status.textContent = "";
