@@ -64,6 +64,7 @@ class AnswerShape(BaseModel):
     llm_max_tokens: int
     llm_context_tokens: int
     llm_max_passages: int
+    llm_passage_order: str
     llm_max_context_chars: int
     llm_focus_chars: int
     refusal_text: str

@@ -554,6 +554,14 @@ class Settings(BaseSettings):
     llm_max_passages: int = setting(
         3, group="generation", unit="passages", description="Passages shown to the LLM.", gt=0
     )
+    llm_passage_order: Literal["best_first", "best_last"] = setting(
+        "best_last",
+        group="generation",
+        description="Order of the passages in the prompt: best_last puts the best-ranked one "
+        "next to the question. The local model cites the passage it read last most often; "
+        "measured on the natural manual questions, best_last cites a gold page in 0.53 of "
+        "answers against 0.30 (docs/evaluation.md).",
+    )
     llm_max_context_chars: int = setting(
         3000,
         group="generation",

@@ -76,11 +76,15 @@ def shown_passages(
     max_passages: int | None = None,
     max_passage_chars: int | None = None,
     focus_chars: int = 0,
+    best_last: bool = False,
 ) -> list[SearchHit]:
-    """What the model reads: the top `max_passages` hits within `max_passage_chars`, each cut
-    to the question's best sentences (`focus_chars` in all) unless `focus_chars` is 0."""
+    """What the model reads, in the order it reads it: the top `max_passages` hits within
+    `max_passage_chars`, each cut to the question's best sentences (`focus_chars` in all) unless
+    `focus_chars` is 0; with `best_last`, the best-ranked passage comes last, next to the
+    question (a small model cites the passage it read last far more often than the first)."""
     hits = fit_passages(hits[:max_passages], max_passage_chars)
-    return focus_passages(question, hits, focus_chars) if focus_chars else hits
+    shown = focus_passages(question, hits, focus_chars) if focus_chars else hits
+    return shown[::-1] if best_last else shown
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,7 @@ def stream_answer(
     max_passages: int | None = None,
     max_passage_chars: int | None = None,
     focus_chars: int = 0,
+    best_last: bool = False,
     abstain_threshold: float = 1.0,
 ) -> Generator[AnswerEvent, None, None]:
     """Yield cleaned text deltas, then one AnswerDone with citations and the refusal flag.
@@ -192,6 +197,7 @@ def stream_answer(
                 max_passages=max_passages,
                 max_passage_chars=max_passage_chars,
                 focus_chars=focus_chars,
+                best_last=best_last,
             )
     if not hits:
         yield AnswerDelta(refusal_text)
@@ -247,6 +253,7 @@ def answer_question(
     max_passages: int | None = None,
     max_passage_chars: int | None = None,
     focus_chars: int = 0,
+    best_last: bool = False,
     abstain_threshold: float = 1.0,
 ) -> Answer:
     """The complete answer (the same text `stream_answer` streams)."""
@@ -258,6 +265,7 @@ def answer_question(
         max_passages=max_passages,
         max_passage_chars=max_passage_chars,
         focus_chars=focus_chars,
+        best_last=best_last,
         abstain_threshold=abstain_threshold,
     ):
         if isinstance(event, AnswerDone):

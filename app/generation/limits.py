@@ -23,19 +23,23 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class PassageLimits:
     """Which passages the model reads: the top `max_passages` within `max_passage_chars`, cut
-    to the question's best sentences (`focus_chars` in all; 0 = whole passages)."""
+    to the question's best sentences (`focus_chars` in all; 0 = whole passages), the best one
+    last when `best_last`."""
 
     max_passages: int
     max_passage_chars: int
     focus_chars: int
+    best_last: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PassageLimits:
-        """RAG_LLM_MAX_PASSAGES, RAG_LLM_MAX_CONTEXT_CHARS and RAG_LLM_FOCUS_CHARS."""
+        """RAG_LLM_MAX_PASSAGES, RAG_LLM_MAX_CONTEXT_CHARS, RAG_LLM_FOCUS_CHARS and
+        RAG_LLM_PASSAGE_ORDER."""
         return cls(
             max_passages=settings.llm_max_passages,
             max_passage_chars=settings.llm_max_context_chars,
             focus_chars=settings.llm_focus_chars,
+            best_last=settings.llm_passage_order == "best_last",
         )
 
     def shown(self, question: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
@@ -46,6 +50,7 @@ class PassageLimits:
             max_passages=self.max_passages,
             max_passage_chars=self.max_passage_chars,
             focus_chars=self.focus_chars,
+            best_last=self.best_last,
         )
 
 
@@ -78,6 +83,7 @@ class GenerationLimits:
             max_passages=self.passages.max_passages,
             max_passage_chars=self.passages.max_passage_chars,
             focus_chars=self.passages.focus_chars,
+            best_last=self.passages.best_last,
             abstain_threshold=self.abstain_threshold,
         )
 

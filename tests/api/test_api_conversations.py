@@ -274,7 +274,9 @@ def test_an_llm_rewrite_is_what_retrieval_and_the_answer_see(api_factory: ApiFac
         grounding = request.grounding
         if grounding is None:  # the rewrite is a plain chat, without passages
             return "When was the Brimstone lighthouse built?"
-        return "It was built in 1891 [1]." if "1891" in grounding.passages[0] else "No [1]."
+        # The best-ranked passage is read last, next to the question (RAG_LLM_PASSAGE_ORDER).
+        best = len(grounding.passages)
+        return f"It was built in 1891 [{best}]." if "1891" in grounding.passages[-1] else "No [1]."
 
     fake = FakeLLM(reply)
     api.container.__dict__["llm"] = fake  # the process's model, swapped after start-up
@@ -285,7 +287,7 @@ def test_an_llm_rewrite_is_what_retrieval_and_the_answer_see(api_factory: ApiFac
     assert follow_up["standalone_question"] == "When was the Brimstone lighthouse built?"
     answered = fake.requests[-1].grounding
     assert answered is not None and answered.question == "When was the Brimstone lighthouse built?"
-    assert follow_up["answer"] == "It was built in 1891 [1]."
+    assert follow_up["answer"] == f"It was built in 1891 [{len(answered.passages)}]."
     assert _sources(follow_up) == {"lighthouse.txt"}
     # The rewrite saw the conversation so far, answer included.
     transcript = fake.requests[-2].messages[-1].content

@@ -16,6 +16,7 @@ from app.generation.answer import (
     fit_passages,
     stream_answer,
 )
+from app.generation.limits import GenerationLimits
 from app.generation.prompt import PASSAGES_CLOSE, PASSAGES_OPEN
 from app.providers.llms import build_llm
 from app.timing import start_timer, timed
@@ -160,3 +161,24 @@ def test_fake_provider_is_built_through_the_factory(settings: Settings, tmp_path
     answer = answer_question("q", relevant(PARIS), llm, refusal_text=settings.refusal_text)
     assert answer.text == "Louvre [2]."
     assert answer.citations[0].source == "museums.txt"
+
+
+def test_best_last_shows_the_top_hit_next_to_the_question_and_cites_it_by_its_marker() -> None:
+    # Three passages read best-last: the top hit (the Eiffel Tower) is passage 3, just before
+    # the question, and the model's [3] resolves to it, not to the third-ranked hit.
+    llm = FakeLLM("It was completed in 1889 [3].")
+    answer = answer_question("When?", relevant(PARIS), llm, refusal_text=REFUSAL, best_last=True)
+    prompt = llm.requests[0].messages[-1].content
+    passages = prompt[prompt.index(PASSAGES_OPEN) : prompt.index(PASSAGES_CLOSE)]
+    assert passages.index("Summer Olympics") < passages.index("Louvre") < passages.index("1889")
+    assert prompt.rindex("Eiffel Tower") > prompt.rindex("Louvre")
+    assert [(c.marker, c.source, c.page_label) for c in answer.citations] == [
+        (3, "eiffel.pdf", "iv")
+    ]
+
+
+def test_the_service_reads_passages_best_last_by_default() -> None:
+    llm = FakeLLM("It was completed in 1889 [3].")
+    limits = GenerationLimits.from_settings(Settings(_env_file=None, env="development"))
+    answer = limits.answer("When?", relevant(PARIS), llm)
+    assert [c.source for c in answer.citations] == ["eiffel.pdf"]
