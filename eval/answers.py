@@ -52,7 +52,6 @@ from app.generation.limits import GenerationLimits
 from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.services.container import Container
-from app.services.pipeline import index_file
 from app.text.tokenizer import tokenize
 from eval.datasets import Question, RetrievalTask, load_task
 from eval.manual_questions import (
@@ -60,6 +59,7 @@ from eval.manual_questions import (
     SOURCES,
     SPLITS,
     ManualQuestion,
+    ingest_manual,
     install_hint,
     load_questions,
     missing_sources,
@@ -461,16 +461,7 @@ def run_manuals(
     files = settings.data_dir / "eval-files"
     files.mkdir(parents=True, exist_ok=True)
     for manual in dict.fromkeys(q.manual for q in questions):
-        source = SOURCES[manual]
-        tenant = "manual-" + manual.lower()
-        index_file(
-            source.path,
-            tenant_id=tenant,
-            source=source.name,
-            embedder=container.embedder,
-            corpus=container.corpus,
-            config=container.pipeline_config,
-        )
+        tenant = ingest_manual(container, manual)
         mine = [q for q in questions if q.manual == manual]
         for number, question in enumerate(mine, start=1):
             retrieval = container.retriever.search(tenant, question.text, settings.top_k)

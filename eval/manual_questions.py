@@ -248,6 +248,22 @@ def _score(
     return out
 
 
+def ingest_manual(container: Container, manual: str, path: Path | None = None) -> str:
+    """Index one manual's PDF (its installed file, or a copy at `path`) into the manual's own
+    tenant, as an upload would be; the tenant id."""
+    source = SOURCES[manual]
+    tenant = "manual-" + manual.lower()
+    index_file(
+        path or source.path,
+        tenant_id=tenant,
+        source=source.name,
+        embedder=container.embedder,
+        corpus=container.corpus,
+        config=container.pipeline_config,
+    )
+    return tenant
+
+
 def evaluate_manual_questions(container: Container, folder: Path) -> dict[str, Any]:
     """Ingest each installed manual into its own tenant and score its questions per variant and
     split; manuals whose package is absent are reported as skipped, with the package to install."""
@@ -269,16 +285,8 @@ def evaluate_manual_questions(container: Container, folder: Path) -> dict[str, A
         gold = resolve_gold(mine)
         path = folder / source.name
         shutil.copyfile(source.path, path)
-        tenant = "manual-" + manual.lower()
         started = time.perf_counter()
-        index_file(
-            path,
-            tenant_id=tenant,
-            source=source.name,
-            embedder=container.embedder,
-            corpus=container.corpus,
-            config=container.pipeline_config,
-        )
+        tenant = ingest_manual(container, manual, path)
         ingest_s = time.perf_counter() - started
         scored = _score(container, tenant, mine, gold)
         report["manuals"][manual] = {

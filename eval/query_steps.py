@@ -45,8 +45,14 @@ from app.generation.focus import focus_passages
 from app.retrieval.function_words import content_tokens
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.services.container import Container
-from app.services.pipeline import index_file
-from eval.manual_questions import SOURCES, SPLITS, load_questions, missing_sources, resolve_gold
+from eval.manual_questions import (
+    SOURCES,
+    SPLITS,
+    ingest_manual,
+    load_questions,
+    missing_sources,
+    resolve_gold,
+)
 from eval.metrics import hit_at_k, reciprocal_rank
 from eval.retrieval import RESULTS_DIR
 
@@ -98,16 +104,7 @@ def load_cases(container: Container, limit: int | None, seed: int) -> list[Case]
     gold = resolve_gold(questions)
     cases = []
     for manual in dict.fromkeys(q.manual for q in questions):
-        source = SOURCES[manual]
-        tenant = "manual-" + manual.lower()
-        index_file(
-            source.path,
-            tenant_id=tenant,
-            source=source.name,
-            embedder=container.embedder,
-            corpus=container.corpus,
-            config=container.pipeline_config,
-        )
+        tenant = ingest_manual(container, manual)
         for q in (q for q in questions if q.manual == manual):
             hybrid = container.retriever.search(tenant, q.text, CANDIDATES, "hybrid").hits
             case = Case(q.id, tenant, q.split, q.text, gold[q.id], list(hybrid), [])
