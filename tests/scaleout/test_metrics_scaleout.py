@@ -16,9 +16,14 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from scaleout_stack import ApiClient, LocalStack, Process, free_port, wait_for_port
-
-from tests.availability import unavailable
+from scaleout_stack import (
+    ApiClient,
+    LocalStack,
+    Process,
+    free_port,
+    running_stack,
+    wait_for_port,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -52,31 +57,18 @@ def total(
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalStack, list[Process]]]:
     root: Path = tmp_path_factory.mktemp("metrics-scaleout")
-    local = LocalStack(
+    with running_stack(
         root,
-        settings={
+        {
             "RAG_METRICS_ENABLED": "true",
             "RAG_METRICS_TOKEN": TOKEN,
             "PROMETHEUS_MULTIPROC_DIR": str(root / "metrics"),
             "RAG_JOB_HEARTBEAT_S": "0.5",
             "RAG_JOB_STALE_AFTER_S": "3",
         },
-    )
-    try:
-        try:
-            local.start_backends()
-        except Exception as exc:  # no PostgreSQL / Redis / chroma CLI here
-            unavailable(f"scale-out backends unavailable: {exc}")
-        apis = [local.start_api("api1"), local.start_api("api2")]
-        worker = local.start_worker("w1")
-        for api in apis:
-            local.wait_ready(api)
-        local.wait_worker_ready(worker)
+    ) as (local, apis):
         local.create_user("plant", "operator")
         yield local, apis
-    finally:
-        leftovers = local.close()
-        assert not leftovers, f"Redis keys left behind: {leftovers[:10]}"
 
 
 def test_each_api_process_sees_the_sums_of_every_process(

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scaleout_stack import ApiClient, LocalStack
+from scaleout_stack import ApiClient, LocalStack, running_stack
 from sqlalchemy import create_engine, text
-
-from tests.availability import unavailable
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -51,9 +49,9 @@ def maintenance_log(records: int) -> bytes:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     """Chroma server, PostgreSQL database, Redis namespace, two API processes, one worker."""
     root: Path = tmp_path_factory.mktemp("scaleout")
-    local = LocalStack(
+    with running_stack(
         root,
-        settings={
+        {
             # Short timings so a dead worker is noticed in seconds, not a minute.
             "RAG_JOB_HEARTBEAT_S": "0.5",
             "RAG_JOB_STALE_AFTER_S": "3",
@@ -62,21 +60,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
             "RAG_CHUNK_OVERLAP": "50",
             "RAG_QUOTA_QUEUED_JOBS": "8",
         },
-    )
-    try:
-        try:
-            local.start_backends()
-        except Exception as exc:  # no PostgreSQL / Redis / chroma CLI here
-            unavailable(f"scale-out backends unavailable: {exc}")
-        apis = [local.start_api("api1"), local.start_api("api2")]
-        worker = local.start_worker("w1")
-        for api in apis:
-            local.wait_ready(api)
-        local.wait_worker_ready(worker)
+    ) as (local, _apis):
         yield local
-    finally:
-        leftovers = local.close()
-        assert not leftovers, f"Redis keys left behind: {leftovers[:10]}"
 
 
 def api(stack: LocalStack, name: str) -> Any:

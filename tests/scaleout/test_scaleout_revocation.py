@@ -12,10 +12,8 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from scaleout_stack import PASSWORD, REDIS_URL, LocalStack
+from scaleout_stack import PASSWORD, REDIS_URL, LocalStack, running_stack
 from sqlalchemy.engine import make_url
-
-from tests.availability import unavailable
 
 pytestmark = pytest.mark.integration
 
@@ -24,19 +22,8 @@ pytestmark = pytest.mark.integration
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     """Chroma server, PostgreSQL database, Redis namespace, two API processes (no worker)."""
     root: Path = tmp_path_factory.mktemp("revocation")
-    local = LocalStack(root, settings={"RAG_REVOCATION_BACKEND": "redis"})
-    try:
-        try:
-            local.start_backends()
-        except Exception as exc:  # no PostgreSQL / Redis / chroma CLI here
-            unavailable(f"scale-out backends unavailable: {exc}")
-        apis = [local.start_api("api1"), local.start_api("api2")]
-        for api in apis:
-            local.wait_ready(api)
+    with running_stack(root, {"RAG_REVOCATION_BACKEND": "redis"}, workers=0) as (local, _apis):
         yield local
-    finally:
-        leftovers = local.close()
-        assert not leftovers, f"Redis keys left behind: {leftovers[:10]}"
 
 
 def _urls(stack: LocalStack) -> tuple[str, str]:
