@@ -840,6 +840,15 @@ class Settings(BaseSettings):
         "older ones go.",
         ge=1,
     )
+    hot_tenants: int = setting(
+        64,
+        group="quotas",
+        unit="tenants",
+        description="Tenants whose keyword index one process keeps in memory, least recently "
+        "used evicted first; an evicted tenant's next search loads its index from disk "
+        "(bench/README.md has the cost of a hot tenant and of a cold search).",
+        ge=1,
+    )
     quota_conversations_per_user: int = setting(
         1000,
         group="quotas",

@@ -415,5 +415,6 @@ def build_retriever(
         settings.data_dir / "keyword",
         keep_snapshots=settings.keyword_snapshots_kept,
         section_paths=settings.section_paths_in("keyword"),
+        hot_tenants=settings.hot_tenants,
     )
     return HybridRetriever(embedder, store, keyword_index, config, reranker)

@@ -28,7 +28,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -137,7 +137,13 @@ class KeywordSnapshot:
 
 
 class KeywordIndex:
-    """The keyword indexes of every tenant this process has served, one per tenant."""
+    """The keyword indexes of the tenants this process served most recently, one per tenant.
+
+    At most `hot_tenants` snapshots stay in memory (least recently used go first); an evicted
+    tenant's next query loads its persisted snapshot from disk, or rebuilds it if the corpus
+    changed meanwhile, so eviction costs time, never correctness. The per-tenant locks and
+    counters are a few hundred bytes each and are kept (dropping a lock another thread holds
+    would let two threads rebuild one tenant's folder at once)."""
 
     def __init__(
         self,
@@ -148,9 +154,13 @@ class KeywordIndex:
         b: float = 0.75,
         keep_snapshots: int = 2,
         section_paths: bool = True,
+        hot_tenants: int = 64,
     ) -> None:
         if keep_snapshots < 1:
             raise ValueError("keep_snapshots must be at least 1 (the current snapshot)")
+        if hot_tenants < 1:
+            raise ValueError("hot_tenants must be at least 1")
+        self._hot_tenants = hot_tenants
         self._keep_snapshots = keep_snapshots
         self._section_paths = section_paths  # index each chunk's section path with its text
         self._store = store
@@ -158,7 +168,9 @@ class KeywordIndex:
         self.tokenizer = tokenizer
         self._k1 = k1
         self._b = b
-        self._snapshots: dict[str, KeywordSnapshot] = {}
+        self._snapshots: OrderedDict[str, KeywordSnapshot] = OrderedDict()
+        self._snapshots_guard = threading.Lock()  # order and size of `_snapshots`
+        self.evictions = 0
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.rebuilds: Counter[str] = Counter()  # tenant -> full rebuilds from the store
@@ -172,16 +184,24 @@ class KeywordIndex:
         current = self._snapshots.get(tenant_id)
         if self._is_fresh(current, version):
             assert current is not None
+            self._touch(tenant_id)
             return current
         with self._lock_for(tenant_id):
             version = self._store.corpus_version(tenant_id)
             current = self._snapshots.get(tenant_id)
             if self._is_fresh(current, version):
                 assert current is not None
+                self._touch(tenant_id)
                 return current
             snap = self._load(tenant_id, version) or self._rebuild(tenant_id, version, current)
-            self._snapshots[tenant_id] = snap
+            self._keep(tenant_id, snap)
             return snap
+
+    @property
+    def hot_tenants(self) -> list[str]:
+        """The tenants whose snapshots are in memory, least recently used first."""
+        with self._snapshots_guard:
+            return list(self._snapshots)
 
     def search(self, tenant_id: str, query: str, limit: int) -> list[tuple[str, float]]:
         """Best (chunk id, score) pairs of the tenant's chunks for `query`."""
@@ -192,6 +212,20 @@ class KeywordIndex:
         self.snapshot(tenant_id)
 
     # --- internals ---
+
+    def _touch(self, tenant_id: str) -> None:
+        with self._snapshots_guard:
+            if tenant_id in self._snapshots:
+                self._snapshots.move_to_end(tenant_id)
+
+    def _keep(self, tenant_id: str, snap: KeywordSnapshot) -> None:
+        """Hold the tenant's snapshot as the most recently used; evict beyond the bound."""
+        with self._snapshots_guard:
+            self._snapshots[tenant_id] = snap
+            self._snapshots.move_to_end(tenant_id)
+            while len(self._snapshots) > self._hot_tenants:
+                self._snapshots.popitem(last=False)
+                self.evictions += 1
 
     def _is_fresh(self, snap: KeywordSnapshot | None, version: int) -> bool:
         return snap is not None and snap.corpus_version == version

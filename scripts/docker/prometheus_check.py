@@ -34,10 +34,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", required=True)
     base = parser.parse_args().url.rstrip("/")
+    # The flow restarts the stack (down/up), which resets the counters: look back over the run.
     checks = {
         "api and worker targets up": ('count(up{job=~"rag-.*"} == 1)', 2.0),
-        "an upload indexed": ('sum(rag_jobs_total{outcome="done"})', 1.0),
-        "an answer counted": ("sum(rag_answers_total)", 1.0),
+        "an upload indexed": ('sum(max_over_time(rag_jobs_total{outcome="done"}[30m]))', 1.0),
+        "an answer counted": ("sum(max_over_time(rag_answers_total[30m]))", 1.0),
     }
     deadline = time.monotonic() + WAIT_S
     pending = dict(checks)

@@ -300,3 +300,50 @@ def test_refreshes_keep_at_most_the_configured_number_of_snapshots_on_disk(
 def test_keep_snapshots_must_keep_the_current_one(store: Corpus, data_dir: Path) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         KeywordIndex(store, data_dir / "keyword", keep_snapshots=0)
+
+
+def test_more_tenants_than_the_bound_keep_correct_results_and_at_most_the_bound_in_memory(
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    tenants = [f"tenant-{n}" for n in range(5)]
+    for n, tenant in enumerate(tenants):
+        add_document(store, embedder, tenant, "t.txt", [f"pump {n} manual", f"valve {n} notes"])
+    index = KeywordIndex(store, data_dir / "keyword", hot_tenants=2)
+    for _ in range(3):  # every tenant in turn, three rounds: each search follows an eviction
+        for n, tenant in enumerate(tenants):
+            hits = index.search(tenant, f"valve {n}", 5)
+            assert _texts(store, tenant, hits)[0] == f"valve {n} notes"
+            assert len(index.hot_tenants) <= 2
+    assert index.hot_tenants == tenants[-2:]
+    assert index.evictions == 3 * len(tenants) - 2
+    # Built once each; every later return came from the persisted snapshot on disk.
+    assert all(index.rebuilds[t] == 1 for t in tenants)
+    assert all(index.loads[t] == 2 for t in tenants)
+
+
+def test_an_evicted_tenant_whose_documents_changed_comes_back_current(
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    index = KeywordIndex(store, data_dir / "keyword", hot_tenants=1)
+    add_document(store, embedder, "acme", "a.txt", ["alpha valve manual"])
+    add_document(store, embedder, "globex", "g.txt", ["globex report"])
+    assert index.search("acme", "valve", 5)
+    assert index.search("globex", "report", 5)  # evicts acme
+    add_document(store, embedder, "acme", "b.txt", ["beta compressor manual"])
+    assert _texts(store, "acme", index.search("acme", "compressor", 5)) == [
+        "beta compressor manual"
+    ]
+    assert index.hot_tenants == ["acme"]
+
+
+def test_a_recently_used_tenant_is_not_the_one_evicted(
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    index = KeywordIndex(store, data_dir / "keyword", hot_tenants=2)
+    for tenant in ("a", "b", "c"):
+        add_document(store, embedder, tenant, "t.txt", [f"{tenant} pump manual"])
+    index.search("a", "pump", 5)
+    index.search("b", "pump", 5)
+    index.search("a", "pump", 5)  # a is now the most recent
+    index.search("c", "pump", 5)  # evicts b, not a
+    assert index.hot_tenants == ["a", "c"]
