@@ -16,7 +16,7 @@ page (hit@1 / hit@5 / MRR@10) on the tuning and test halves, with its cost per q
 
     python -m eval.query_steps fusion prf            # seconds
     python -m eval.query_steps e5 --limit 40         # minutes: e5 embeds every candidate
-    python -m eval.query_steps multiquery hyde llm-rerank --limit 30   # the LLM: ~10 s/question
+    python -m eval.query_steps multiquery hyde llm-rerank --limit 10   # the LLM: ~40 s/question
 
 Writes eval/results/query-steps.json (one entry per step, merged with earlier runs).
 """
