@@ -13,13 +13,12 @@ from typing import ClassVar
 import httpx
 import pytest
 from conftest import api_settings
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from thread_server import serving
 
 from app import tracing
 from app.main import create_app
+from tests.span_capture import captured_spans
 
 pytestmark = pytest.mark.integration
 
@@ -28,14 +27,8 @@ NOTE = b"The QUARTZ-4471 relief valve must be inspected every 30 days by the pla
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.use_provider(provider)
-    try:
+    with captured_spans() as exporter:
         yield exporter
-    finally:
-        tracing.use_provider(None)
 
 
 def test_an_answer_traces_its_stages_and_the_model_call(

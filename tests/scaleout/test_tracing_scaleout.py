@@ -19,12 +19,11 @@ import pytest
 import redis
 import uvicorn
 from fastapi import FastAPI
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from scaleout_stack import REDIS_URL, LocalStack, free_port
 
-from app import tracing, worker
+from app import worker
 from app.config import load_settings
 from app.jobs.redis_queue import rq_queue
 from app.jobs.redis_tasks import rq_worker
@@ -33,6 +32,7 @@ from app.main import create_app
 from app.services.container import Container
 from app.storage.redis_client import connect_redis
 from tests.availability import unavailable
+from tests.span_capture import captured_spans
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -69,14 +69,8 @@ def serving(app: FastAPI) -> Iterator[_Server]:
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.use_provider(provider)
-    try:
+    with captured_spans() as exporter:
         yield exporter
-    finally:
-        tracing.use_provider(None)
 
 
 @pytest.fixture
