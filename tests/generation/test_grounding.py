@@ -84,3 +84,26 @@ def test_a_confident_model_answers_below_the_threshold() -> None:
     answer = answer_question("q", relevant(PARIS), llm, refusal_text=REFUSAL, abstain_threshold=0.2)
     assert not answer.refused and answer.text == "Built in 1889 [1]."
     assert answer.refusal_probability == 0.1
+
+
+def test_a_marker_whose_passage_holds_none_of_the_claim_yields_to_one_holding_most() -> None:
+    checker = CitationChecker("Who designed it?", TEXTS)
+    # Passage 1 holds 3 of the claim's 5 distinctive terms (not "nearly all"), passage 3 none.
+    assert checker.repoint("It is 330 metres tall and very old", [3]) == [1]
+    # A cited passage holding some of the claim keeps its marker under the same support.
+    assert checker.repoint("It is 330 metres tall and very old", [1]) == [1]
+
+
+def test_an_uncited_answer_gets_the_marker_of_a_passage_clearly_ahead_of_the_others() -> None:
+    checker = CitationChecker("Who designed it?", TEXTS)
+    # Passage 1 holds 4 of the 7 distinctive terms, no other passage any: it is the source.
+    assert (
+        checker.best_supported(
+            "The engineering company of Gustave Eiffel, in Lyon with steel rivets"
+        )
+        == 1
+    )
+    # Too little support, or two passages level: no marker is invented.
+    assert checker.best_supported("Gustave Eiffel built it with steel rivets and cranes") is None
+    claim = "The company of Gustave Eiffel built it, and wrote about the Louvre museum in the world"
+    assert checker.best_supported(claim) is None
