@@ -447,8 +447,9 @@ class JobStore:
             )
             return waiting is not None
 
-    def queued_summary(self) -> tuple[int, float]:
-        """How many jobs wait to be claimed, and how long (seconds) the oldest has waited."""
+    def queued_summary(self, now: datetime | None = None) -> tuple[int, float]:
+        """How many jobs wait to be claimed, and how long (seconds) the oldest has waited by
+        `now` (the current time unless given)."""
         with self._db.session() as session:
             count, oldest = session.execute(
                 select(func.count(JobRow.job_id), func.min(JobRow.updated_at)).where(
@@ -459,7 +460,7 @@ class JobStore:
             return 0, 0.0
         if oldest.tzinfo is None:  # SQLite hands back naive UTC
             oldest = oldest.replace(tzinfo=UTC)
-        return int(count), max((utc_now() - oldest).total_seconds(), 0.0)
+        return int(count), max(((now or utc_now()) - oldest).total_seconds(), 0.0)
 
     def queued_since(self, older_than_s: float, limit: int = 500) -> list[tuple[str, int]]:
         """(job id, attempts) of jobs queued and untouched for `older_than_s`, oldest first."""

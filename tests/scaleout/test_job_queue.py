@@ -12,6 +12,7 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -273,10 +274,20 @@ def test_queued_summary_counts_waiting_jobs_and_the_oldest_wait(sql_database: Da
     jobs = JobStore(sql_database)
     assert jobs.queued_summary() == (0, 0.0)
     first = queue_job(jobs, "acme", "doc_1", "a.txt", "/tmp/a", 10)
-    time.sleep(0.3)
-    queue_job(jobs, "globex", "doc_2", "b.txt", "/tmp/b", 10)
-    count, oldest_s = jobs.queued_summary()
-    assert count == 2 and 0.3 <= oldest_s < 30  # the first job's wait, not the second's
+    time.sleep(0.01)  # two distinct queueing times
+    second = queue_job(jobs, "globex", "doc_2", "b.txt", "/tmp/b", 10)
+
+    def queued_at(tenant: str, job_id: str) -> datetime:
+        record = jobs.get(tenant, job_id)
+        assert record is not None
+        stamp = record.updated_at
+        return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)  # SQLite: naive UTC
+
+    later = queued_at("globex", second.job_id) + timedelta(seconds=5)
+    count, oldest_s = jobs.queued_summary(now=later)
+    # The first job's wait, not the second's.
+    assert count == 2
+    assert oldest_s == pytest.approx((later - queued_at("acme", first.job_id)).total_seconds())
     assert jobs.claim(first.job_id) is not None  # a running job no longer waits
-    count, oldest_s = jobs.queued_summary()
-    assert count == 1 and oldest_s < 0.3
+    count, oldest_s = jobs.queued_summary(now=later)
+    assert count == 1 and oldest_s == pytest.approx(5.0)
