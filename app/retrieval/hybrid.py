@@ -43,7 +43,7 @@ RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 
 @dataclass(frozen=True)
 class RetrieverConfig:
-    """Plain values the retriever needs, taken from Settings by `build_retriever`."""
+    """Plain values the retriever needs (`from_settings` reads them from Settings)."""
 
     dense_candidates: int = 30
     keyword_candidates: int = 30
@@ -75,6 +75,27 @@ class RetrieverConfig:
     # Content chunks with a line that reads as the query (a section heading) go first, after
     # exact matches (app/retrieval/headings.py).
     promote_headings: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RetrieverConfig:
+        """The retrieval values of a Settings object."""
+        return cls(
+            dense_candidates=settings.dense_candidates,
+            keyword_candidates=settings.keyword_candidates,
+            rrf_k=settings.rrf_k,
+            dense_weight=settings.dense_weight,
+            keyword_weight=settings.keyword_weight,
+            max_k=settings.max_k,
+            relevance_threshold=settings.relevance_threshold,
+            reranker_max_candidates=settings.reranker_max_candidates,
+            reranker_max_chars=settings.reranker_max_chars,
+            exact=ExactLimits.from_settings(settings),
+            keyword_coverage_power=settings.keyword_coverage_power,
+            cross_script_rrf_k=settings.cross_script_rrf_k,
+            cross_script_dense_weight=settings.cross_script_dense_weight,
+            specific_evidence_max_chunks=settings.specific_evidence_max_chunks,
+            page_role_shift=settings.page_role_shift,
+        )
 
 
 @dataclass
@@ -388,28 +409,7 @@ def build_retriever(
     reranker: Reranker | None,
 ) -> HybridRetriever:
     """The retriever configured by settings; its keyword indexes live under data_dir/keyword."""
-    config = RetrieverConfig(
-        dense_candidates=settings.dense_candidates,
-        keyword_candidates=settings.keyword_candidates,
-        rrf_k=settings.rrf_k,
-        dense_weight=settings.dense_weight,
-        keyword_weight=settings.keyword_weight,
-        max_k=settings.max_k,
-        relevance_threshold=settings.relevance_threshold,
-        reranker_max_candidates=settings.reranker_max_candidates,
-        reranker_max_chars=settings.reranker_max_chars,
-        exact=ExactLimits(
-            max_terms=settings.exact_max_terms,
-            max_phrases=settings.exact_max_phrases,
-            max_scans=settings.exact_max_scans,
-            verify_budget=settings.exact_verify_budget,
-        ),
-        keyword_coverage_power=settings.keyword_coverage_power,
-        cross_script_rrf_k=settings.cross_script_rrf_k,
-        cross_script_dense_weight=settings.cross_script_dense_weight,
-        specific_evidence_max_chunks=settings.specific_evidence_max_chunks,
-        page_role_shift=settings.page_role_shift,
-    )
+    config = RetrieverConfig.from_settings(settings)
     keyword_index = KeywordIndex(
         store,
         settings.data_dir / "keyword",
