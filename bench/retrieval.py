@@ -27,7 +27,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from app.config import load_settings
+from app.config import Settings, load_settings
 from app.domain import Chunk, chunk_id, document_id
 from app.providers.embeddings import build_embedder
 from app.providers.rerankers import build_reranker
@@ -112,11 +112,16 @@ def _refresh_after_upload(store: object, embedder: object, retriever: HybridRetr
     return time.perf_counter() - started
 
 
-def _index_memory(store: object, directory: Path) -> float:
-    """Bytes a freshly loaded keyword index holds (measured with tracemalloc)."""
+def _index_memory(store: object, settings: Settings) -> float:
+    """Bytes a freshly loaded keyword index holds (measured with tracemalloc); built with the
+    service's own settings, so it loads the persisted snapshot instead of rebuilding."""
     gc.collect()
     tracemalloc.start()
-    index = KeywordIndex(store, directory)  # type: ignore[arg-type]
+    index = KeywordIndex(
+        store,  # type: ignore[arg-type]
+        settings.data_dir / "keyword",
+        section_paths=settings.section_paths_in("keyword"),
+    )
     snap = index.snapshot(TENANT)
     held = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
@@ -143,7 +148,7 @@ def run_size(size: int, questions: list[str], naive_queries: int) -> list[object
         naive_index = NaiveKeywordIndex(store, Path(tmp) / "naive")
         naive = HybridRetriever(embedder, store, naive_index, retriever.config)
         naive_totals, _ = _latencies(naive, questions[:naive_queries])
-        memory = _index_memory(store, settings.data_dir / "keyword")
+        memory = _index_memory(store, settings)
         p50 = median(totals)
         return [
             size,
