@@ -13,8 +13,15 @@ real Chroma and embedder) and timed until every job is done, once with jobs run 
 (RAG_INGEST_BATCH_JOBS=1) and once batched (the default), next to embedding the same chunk texts
 in full batches in one go. Target: batched uploads within 3x of that one-batch embedding.
 
+`--one-file-per-request` is the folder-sync workload of issue #26 on a live server: `python -m
+app.serve` (uvicorn, one process, threads job backend, real Chroma and embedder) on loopback, the
+`--uploads` files posted one per HTTP request by `--concurrency` (4) clients at once, timed from
+the first upload until every job is done, next to embedding the same chunk texts in one go (in
+this process, while no server runs). Target: within 2x of that one-batch embedding.
+
     python -m bench.ingest [--docs 40] [--paragraphs 10] [--provider use]
     python -m bench.ingest --api [--uploads 240]
+    python -m bench.ingest --one-file-per-request [--uploads 240] [--concurrency 4] [--set RAG_X=v]
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from app.services.container import Container
 from app.services.corpus import build_corpus
 from app.services.pipeline import PipelineConfig, index_file
 from app.timing import StageTimer
-from bench.common import table
+from bench.common import add_server_setting_option, server_settings_given, table
 from eval.datasets import data_dir
 
 DATA = data_dir()
@@ -98,8 +105,28 @@ def main() -> None:
         "--rounds", type=int, default=3, help="interleaved rounds; medians are reported"
     )
     parser.add_argument("--api", action="store_true", help="the many-small-uploads workload")
-    parser.add_argument("--uploads", type=int, default=240, help="files uploaded with --api")
+    parser.add_argument(
+        "--one-file-per-request",
+        action="store_true",
+        help="many small files through a live HTTP server, several requests at once",
+    )
+    parser.add_argument(
+        "--uploads", type=int, default=240, help="files uploaded (--api, --one-file-per-request)"
+    )
+    parser.add_argument("--concurrency", type=int, default=4, help="clients uploading at once")
+    add_server_setting_option(parser, "RAG_INGEST_BATCH_WAIT_MS=0")
     args = parser.parse_args()
+    if args.one_file_per_request:
+        from bench.ingest_http import run_http_workload
+
+        run_http_workload(
+            args.uploads,
+            args.provider,
+            args.concurrency,
+            args.rounds,
+            server_settings_given(args.set),
+        )
+        return
     if args.api:
         run_api_workload(args.uploads, args.provider, args.rounds)
         return

@@ -27,8 +27,18 @@ from app.jobs.queue import JobQueue, enqueue
 from app.jobs.store import JobLimitReached, JobRecord, JobStore, StorageQuota, StoredUpload
 from app.services.audit import Actor, AuditLog
 from app.services.pages import KeptOriginals
-from app.services.pipeline import IngestedDocument, PipelineConfig, ProgressCallback, index_file
-from app.storage.documents import DocumentRecord, DocumentStore
+from app.services.pipeline import (
+    EmbeddingProgress,
+    IngestedDocument,
+    ParsedFile,
+    PipelineConfig,
+    ProgressCallback,
+    check_chunk_quota,
+    embed_files,
+    job_stage,
+    parse_file,
+)
+from app.storage.documents import DocumentRecord, DocumentStore, IndexedFacts
 
 if TYPE_CHECKING:
     from app.providers.types import Embedder
@@ -233,19 +243,81 @@ def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> Stor
     )
 
 
-def chunk_allowance(deps: DocumentDeps, tenant_id: str, document_id: str) -> int:
-    """How many chunks this document may have within the tenant's chunk quota."""
-    others = deps.documents.usage(tenant_id, except_document=document_id)
-    return max(deps.chunk_quota - others.chunks, 0)
+@dataclass(frozen=True)
+class IndexRequest:
+    """One stored file to index for a tenant under its document name (`source`)."""
+
+    path: Path
+    source: str
+    progress: ProgressCallback | None = None  # parse progress and embedding progress
+    sha256: str | None = None  # of the file, when the caller already hashed it
 
 
-def ocr_allowance(deps: DocumentDeps, tenant_id: str, document_id: str) -> int | None:
-    """How many pages this document may OCR within the tenant's OCR page quota (None: no quota);
-    the version it replaces does not count."""
-    if deps.ocr_page_quota is None:
-        return None
-    others = deps.documents.usage(tenant_id, except_document=document_id)
-    return max(deps.ocr_page_quota - others.ocr_pages, 0)
+# What became of one request: the indexed document, or why it was not indexed.
+IndexOutcome = IngestedDocument | Exception
+
+
+@dataclass
+class _Parsed:
+    """A request whose file is parsed and within quota, waiting for the shared embedding."""
+
+    position: int  # in the caller's list of requests
+    parsed: ParsedFile
+    sha256: str
+    replaces: _Replaced
+
+
+@dataclass(frozen=True)
+class _Replaced:
+    """What the indexed version a file replaces counts against the quotas (0 for a new one)."""
+
+    chunks: int
+    ocr_pages: int
+
+
+def index_documents(
+    deps: DocumentDeps,
+    tenant_id: str,
+    requests: list[IndexRequest],
+    *,
+    must_exist: bool = False,
+    refresh_keywords: Callable[[], bool] | None = None,
+    embedding_progress: EmbeddingProgress | None = None,
+) -> list[IndexOutcome]:
+    """Index stored files of one tenant together and record each; one outcome per request, in
+    order (never raises for a file's own failure). Invalidates the tenant's answers once.
+
+    Each file is parsed and quota-checked on its own (a bad file fails only its own request),
+    then all chunks are embedded in full batches and stored in one write. If that shared step
+    fails, each file is indexed again alone, so every request gets the outcome it would have
+    had by itself. With `must_exist` (queued uploads), a document deleted before or while it
+    is indexed stays deleted and its request fails with IngestionError. `refresh_keywords` is
+    asked once at the end whether to rebuild the keyword index now (None: always; otherwise the
+    next query or batch brings it up to date). `embedding_progress` replaces the requests' own
+    progress callbacks for the embedding stage: (position, done, total) of several at once.
+    """
+    outcomes: list[IndexOutcome] = []
+    try:
+        for segment in _distinct_documents(tenant_id, requests):
+            outcomes += _index_together(
+                deps, tenant_id, segment, len(outcomes), must_exist, embedding_progress
+            )
+    finally:
+        deps.cache.invalidate_tenant(tenant_id)
+        _refresh_keywords(deps, tenant_id, refresh_keywords)
+    return outcomes
+
+
+def _refresh_keywords(
+    deps: DocumentDeps, tenant_id: str, wanted: Callable[[], bool] | None
+) -> None:
+    """Rebuild the tenant's keyword index now if `wanted` (None: always). A failure is logged,
+    not raised: the documents are indexed, and the next query rebuilds the index."""
+    try:
+        if wanted is None or wanted():
+            deps.refresh_keywords(tenant_id)
+    except Exception:
+        log.exception("keyword index refresh after indexing failed; the next query rebuilds it")
 
 
 def index_document(
@@ -254,46 +326,177 @@ def index_document(
     path: Path,
     source: str,
     progress: ProgressCallback | None = None,
-    *,
-    must_exist: bool = False,
-    refresh_keywords: bool = True,
 ) -> IngestedDocument:
-    """Index one stored file for a tenant and record it; invalidates the tenant's answers.
+    """Index one stored file for a tenant and record it (`index_documents` for one file);
+    raises what made it fail."""
+    (outcome,) = index_documents(deps, tenant_id, [IndexRequest(path, source, progress)])
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
 
-    With `must_exist` (a queued upload), a document deleted while it was being indexed stays
-    deleted: its fresh chunks are removed again and IngestionError says so. Without
-    `refresh_keywords` the keyword index is left to the next query or job to bring up to date
-    (queries always check it is current).
-    """
-    sha = file_sha256(path)
-    doc_id = make_document_id(tenant_id, source)
-    done = index_file(
-        path,
-        tenant_id=tenant_id,
-        source=source,
-        embedder=deps.embedder,
-        corpus=deps.corpus,
-        config=deps.pipeline,
-        progress=progress,
-        max_chunks=chunk_allowance(deps, tenant_id, doc_id),
-        ocr_pages_allowed=ocr_allowance(deps, tenant_id, doc_id),
-    )
+
+def _distinct_documents(tenant_id: str, requests: list[IndexRequest]) -> list[list[IndexRequest]]:
+    """Split into consecutive runs without a repeated document, so a re-upload of the same
+    name in one batch still replaces the earlier version in order."""
+    segments: list[list[IndexRequest]] = [[]]
+    seen: set[str] = set()
+    for request in requests:
+        doc_id = make_document_id(tenant_id, request.source)
+        if doc_id in seen:
+            segments.append([])
+            seen.clear()
+        segments[-1].append(request)
+        seen.add(doc_id)
+    return [segment for segment in segments if segment]
+
+
+def _index_together(
+    deps: DocumentDeps,
+    tenant_id: str,
+    requests: list[IndexRequest],
+    offset: int,
+    must_exist: bool,
+    embedding_progress: EmbeddingProgress | None,
+) -> list[IndexOutcome]:
+    outcomes: dict[int, IndexOutcome] = {}  # by position in `requests`
+    ready: list[_Parsed] = []
+    try:  # what the quotas leave, counted once for the batch, then file by file
+        left = _Allowance.of(deps, tenant_id)
+    except Exception as exc:
+        return [exc] * len(requests)
+    for position, request in enumerate(requests):
+        try:
+            item = _parse(deps, tenant_id, request, position, left, must_exist)
+        except Exception as exc:
+            outcomes[position] = exc
+            continue
+        ready.append(item)
+        left.take(item)
+    if not ready:
+        return _in_order(outcomes)
+
+    def report(reports: list[tuple[int, int, int]]) -> None:
+        moved = [(ready[i].position, done, total) for i, done, total in reports]
+        if embedding_progress is not None:
+            embedding_progress(
+                [(offset + position, done, total) for position, done, total in moved]
+            )
+            return
+        for position, done, total in moved:
+            progress = requests[position].progress
+            if progress is not None:
+                progress(done, total, "embedding")
+
     try:
-        record_indexed(deps, tenant_id, done, path, sha, must_exist=must_exist)
-    finally:
-        deps.cache.invalidate_tenant(tenant_id)
-        if refresh_keywords:
-            deps.refresh_keywords(tenant_id)
-    return done
+        with job_stage("embed"):
+            vectors = embed_files(
+                [p.parsed.chunks for p in ready],
+                deps.embedder,
+                deps.pipeline.batch_size,
+                report,
+                deps.pipeline.embed_section_paths,
+            )
+        with job_stage("store"):
+            deps.corpus.replace_documents(
+                tenant_id,
+                [
+                    (p.parsed.document_id, p.parsed.chunks, v)
+                    for p, v in zip(ready, vectors, strict=True)
+                ],
+            )
+    except Exception as exc:
+        if len(ready) == 1:
+            outcomes[ready[0].position] = exc
+            return _in_order(outcomes)
+        # Not a problem of one file: let each meet the failure (or success) on its own.
+        log.warning("batch of %d files failed; indexing them one by one", len(ready), exc_info=True)
+        for p in ready:
+            (outcomes[p.position],) = _index_together(
+                deps,
+                tenant_id,
+                [requests[p.position]],
+                offset + p.position,
+                must_exist,
+                embedding_progress,
+            )
+        return _in_order(outcomes)
+    for p in ready:
+        parsed = p.parsed
+        done = IngestedDocument(
+            parsed.document_id, parsed.source, parsed.pages, len(parsed.chunks), parsed.ocr
+        )
+        try:
+            _record_indexed(deps, tenant_id, done, requests[p.position].path, p.sha256, must_exist)
+        except Exception as exc:
+            outcomes[p.position] = exc
+        else:
+            outcomes[p.position] = done
+    return _in_order(outcomes)
 
 
-def record_indexed(
+def _in_order(outcomes: dict[int, IndexOutcome]) -> list[IndexOutcome]:
+    return [outcomes[position] for position in sorted(outcomes)]
+
+
+@dataclass
+class _Allowance:
+    """What the tenant's chunk and OCR page quotas leave (None: no OCR quota), the versions
+    being replaced counted as gone."""
+
+    chunks: int
+    ocr_pages: int | None
+
+    @classmethod
+    def of(cls, deps: DocumentDeps, tenant_id: str) -> _Allowance:
+        used = deps.documents.usage(tenant_id)
+        ocr_quota = deps.ocr_page_quota
+        ocr_left = None if ocr_quota is None else ocr_quota - used.ocr_pages
+        return cls(deps.chunk_quota - used.chunks, ocr_left)
+
+    def take(self, done: _Parsed) -> None:
+        """Count a file of the batch as indexed (its old version as gone)."""
+        parsed = done.parsed
+        self.chunks -= len(parsed.chunks) - done.replaces.chunks
+        if self.ocr_pages is not None:
+            self.ocr_pages -= parsed.ocr.pages - done.replaces.ocr_pages
+
+
+def _parse(
+    deps: DocumentDeps,
+    tenant_id: str,
+    request: IndexRequest,
+    position: int,
+    left: _Allowance,
+    must_exist: bool,
+) -> _Parsed:
+    """Parse one request's file and check it against what the quotas leave it (`left`: after
+    the tenant's documents and the files before it in the batch)."""
+    doc_id = make_document_id(tenant_id, request.source)
+    record = deps.documents.get(tenant_id, doc_id)
+    if must_exist and record is None:
+        raise IngestionError("the document was deleted before it could be indexed")
+    sha = request.sha256 or file_sha256(request.path)
+    old = _Replaced(record.chunks, record.ocr_pages) if record is not None else _Replaced(0, 0)
+    parsed = parse_file(
+        request.path,
+        tenant_id=tenant_id,
+        source=request.source,
+        config=deps.pipeline,
+        progress=request.progress,
+        ocr_pages_allowed=None
+        if left.ocr_pages is None
+        else max(left.ocr_pages + old.ocr_pages, 0),
+    )
+    check_chunk_quota(parsed, max(left.chunks + old.chunks, 0))
+    return _Parsed(position, parsed, sha, old)
+
+
+def _record_indexed(
     deps: DocumentDeps,
     tenant_id: str,
     done: IngestedDocument,
     upload: Path,
     sha256: str,
-    *,
     must_exist: bool,
 ) -> None:
     """Record a document whose chunks were just stored (status done, pages, chunks), keeping
@@ -302,25 +505,23 @@ def record_indexed(
     With `must_exist`, a document deleted meanwhile loses its fresh chunks again and
     IngestionError says so. The caller invalidates the tenant's answers afterwards.
     """
+    facts = IndexedFacts(
+        done.document_id,
+        done.source,
+        upload.stat().st_size,
+        sha256,
+        done.pages,
+        done.chunks,
+        done.ocr.pages,
+    )
     # A concurrent delete, in this process or another, sees the record before or after this.
     with _document_lock(deps, tenant_id, done.document_id):
-        if must_exist and deps.documents.get(tenant_id, done.document_id) is None:
+        if not deps.documents.record_indexed(tenant_id, facts, must_exist=must_exist):
             deps.corpus.delete_document(tenant_id, done.document_id)
             raise IngestionError(
                 "the document was deleted while it was being indexed; upload it again "
                 "if you still want it"
             )
-        deps.documents.upsert(
-            tenant_id, done.document_id, done.source, upload.stat().st_size, sha256
-        )
-        deps.documents.set_status(
-            tenant_id,
-            done.document_id,
-            "done",
-            pages=done.pages,
-            chunks=done.chunks,
-            ocr_pages=done.ocr.pages,
-        )
         deps.originals.keep(tenant_id, done.document_id, done.source, upload, done.ocr.layouts)
 
 

@@ -36,6 +36,7 @@ class DocumentRecord:
     updated_at: datetime
     uploaded_by: str | None = None  # user id; None before roles existed, or from the CLI
     uploaded_by_name: str | None = None  # that user's name, None once the user is deleted
+    ocr_pages: int = 0  # pages of the indexed version that OCR was run on (the OCR quota's unit)
 
 
 def _record(row: DocumentRow, uploader_name: str | None = None) -> DocumentRecord:
@@ -48,6 +49,19 @@ def _with_uploader() -> Select[DocumentRow, str]:
     return select(DocumentRow, UserRow.username).outerjoin(
         UserRow, UserRow.id == DocumentRow.uploaded_by
     )
+
+
+@dataclass(frozen=True)
+class IndexedFacts:
+    """What `DocumentStore.record_indexed` writes for a document just indexed."""
+
+    document_id: str
+    source: str
+    size_bytes: int
+    content_sha256: str
+    pages: int
+    chunks: int
+    ocr_pages: int
 
 
 def _new_row(
@@ -93,9 +107,46 @@ class DocumentStore:
 
         `pages` and `chunks` keep describing what is indexed now until the new job finishes.
         """
+        statement = self._upsert(tenant_id, document_id, source, size_bytes, content_sha256, status)
+        with self._db.session() as session:
+            session.execute(statement)
+            row = session.get(DocumentRow, (tenant_id, document_id), populate_existing=True)
+            assert row is not None  # just written in this transaction
+            return _record(row)
+
+    def record_indexed(self, tenant_id: str, indexed: IndexedFacts, *, must_exist: bool) -> bool:
+        """Record a document just indexed (its upload's facts, status done, pages, chunks and
+        OCR pages) in one transaction. With `must_exist`, a document deleted meanwhile is left
+        deleted and False is returned."""
+        statement = self._upsert(
+            tenant_id,
+            indexed.document_id,
+            indexed.source,
+            indexed.size_bytes,
+            indexed.content_sha256,
+            "done",
+        )
+        counts = {"pages": indexed.pages, "chunks": indexed.chunks, "ocr_pages": indexed.ocr_pages}
+        where = (DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == indexed.document_id)
+        with self._db.session() as session:
+            if must_exist and session.scalar(select(DocumentRow.document_id).where(*where)) is None:
+                return False
+            session.execute(statement)
+            session.execute(update(DocumentRow).where(*where).values(**counts))
+        return True
+
+    def _upsert(
+        self,
+        tenant_id: str,
+        document_id: str,
+        source: str,
+        size_bytes: int,
+        content_sha256: str,
+        status: DocumentStatus,
+    ) -> Any:
         now = utc_now()
         values = _new_row(tenant_id, document_id, source, size_bytes, content_sha256, status, now)
-        statement = (
+        return (
             conflict_insert(self._db.dialect, DocumentRow)
             .values(**values)
             .on_conflict_do_update(
@@ -110,11 +161,6 @@ class DocumentStore:
                 },
             )
         )
-        with self._db.session() as session:
-            session.execute(statement)
-            row = session.get(DocumentRow, (tenant_id, document_id), populate_existing=True)
-            assert row is not None  # just written in this transaction
-            return _record(row)
 
     def set_status(
         self,

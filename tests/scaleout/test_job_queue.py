@@ -24,8 +24,8 @@ from rq.registry import ScheduledJobRegistry
 
 from app.config import Settings
 from app.errors import ProviderUnavailable
+from app.job_runners.redis_worker import TURN_POLL_S, Heartbeat, IngestWorker
 from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
-from app.jobs.redis_worker import TURN_POLL_S, Heartbeat, IngestWorker
 from app.jobs.store import JobStore, split_job_error
 from app.services.container import Container
 from app.storage.db import Database
@@ -175,7 +175,7 @@ def test_messages_are_json_on_redis_and_a_worker_runs_them(
     container: Container, worker: IngestWorker, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from app import worker as worker_module
-    from app.jobs.redis_tasks import rq_worker
+    from app.job_runners.redis_tasks import rq_worker
 
     job_id = queued_upload(container, data_dir)
     RedisJobQueue(worker.queue, 60).enqueue(container.jobs.get("acme", job_id))  # type: ignore[arg-type]
