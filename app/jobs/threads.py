@@ -4,8 +4,9 @@ Each free thread claims a batch of the fairest tenant's queued jobs (`JobStore.c
 tenants with fewer running jobs, then the one served least recently), so one tenant's burst
 cannot starve another, and runs it (with the `run_batch` it was given:
 `app.job_runners.runner.run_jobs` on the container's collaborators). While uploads keep arriving
-(a folder sent one file per request), a thread waits for a pause of RAG_INGEST_BATCH_WAIT_MS
-before it claims, so they become one batch instead of many batches of one. Jobs a crash left
+(a folder sent one file per request), an idle thread woken by one waits for a pause of
+RAG_INGEST_BATCH_WAIT_MS before it claims, so they become one batch instead of many batches of
+one; a thread that has just run a batch claims what arrived meanwhile at once. Jobs a crash left
 `processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
 """
 
@@ -71,7 +72,6 @@ class IngestWorkerPool:
     def _loop(self) -> None:
         settings = self._settings
         while not self._stop.is_set():
-            self._gather()
             try:
                 batch = self._jobs.claim_batch(
                     settings.max_running_jobs_per_tenant,
@@ -86,6 +86,9 @@ class IngestWorkerPool:
             if not batch:
                 self._wake.wait(self._poll)
                 self._wake.clear()
+                # Woken from idle by an upload: let the ones right behind it join its batch.
+                # (After a batch the jobs that arrived meanwhile are claimed at once.)
+                self._gather()
                 continue
             self._run_batch(batch)
 

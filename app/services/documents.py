@@ -119,12 +119,11 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _document_lock(
-    deps: DocumentDeps, tenant_id: str, document_id: str
-) -> AbstractContextManager[None]:
-    """Serialises "delete a document" with "record a freshly indexed one" across the API and
-    worker processes, so an upload finishing during a delete cannot bring the document back."""
-    return deps.named_lock(f"document:{tenant_id}:{document_id}")
+def _documents_lock(deps: DocumentDeps, tenant_id: str) -> AbstractContextManager[None]:
+    """Serialises "delete a document" with "record freshly indexed ones" across the API and
+    worker processes, so an upload finishing during a delete cannot bring the document back.
+    One lock per tenant, so a batch's documents are recorded together under one lock."""
+    return deps.named_lock(f"documents:{tenant_id}")
 
 
 def reserve_upload(deps: UploadDeps, tenant_id: str, uploader: Uploader | None = None) -> str:
@@ -420,17 +419,18 @@ def _index_together(
                 embedding_progress,
             )
         return _in_order(outcomes)
-    for p in ready:
-        parsed = p.parsed
-        done = IngestedDocument(
-            parsed.document_id, parsed.source, parsed.pages, len(parsed.chunks), parsed.ocr
+    indexed = [(p, _Indexed.of(p, requests[p.position].path)) for p in ready]
+    try:
+        recorded = _record_indexed(deps, tenant_id, [i for _, i in indexed], must_exist)
+    except Exception as exc:
+        # Not a problem of one file (the shared transaction failed): record each on its own.
+        recorded = (
+            [exc]
+            if len(indexed) == 1
+            else [_record_one(deps, tenant_id, one, must_exist) for _, one in indexed]
         )
-        try:
-            _record_indexed(deps, tenant_id, done, requests[p.position].path, p.sha256, must_exist)
-        except Exception as exc:
-            outcomes[p.position] = exc
-        else:
-            outcomes[p.position] = done
+    for (p, _), outcome in zip(indexed, recorded, strict=True):
+        outcomes[p.position] = outcome
     return _in_order(outcomes)
 
 
@@ -491,38 +491,73 @@ def _parse(
     return _Parsed(position, parsed, sha, old)
 
 
-def _record_indexed(
-    deps: DocumentDeps,
-    tenant_id: str,
-    done: IngestedDocument,
-    upload: Path,
-    sha256: str,
-    must_exist: bool,
-) -> None:
-    """Record a document whose chunks were just stored (status done, pages, chunks), keeping
-    the uploaded PDF so its pages can be shown.
+@dataclass(frozen=True)
+class _Indexed:
+    """A document whose chunks were just stored, to be recorded."""
 
-    With `must_exist`, a document deleted meanwhile loses its fresh chunks again and
-    IngestionError says so. The caller invalidates the tenant's answers afterwards.
+    document: IngestedDocument
+    upload: Path
+    facts: IndexedFacts
+
+    @classmethod
+    def of(cls, parsed: _Parsed, upload: Path) -> _Indexed:
+        file = parsed.parsed
+        document = IngestedDocument(
+            file.document_id, file.source, file.pages, len(file.chunks), file.ocr
+        )
+        facts = IndexedFacts(
+            file.document_id,
+            file.source,
+            upload.stat().st_size,
+            parsed.sha256,
+            file.pages,
+            len(file.chunks),
+            file.ocr.pages,
+        )
+        return cls(document, upload, facts)
+
+
+def _record_one(
+    deps: DocumentDeps, tenant_id: str, indexed: _Indexed, must_exist: bool
+) -> IndexOutcome:
+    try:
+        (outcome,) = _record_indexed(deps, tenant_id, [indexed], must_exist)
+    except Exception as exc:
+        return exc
+    return outcome
+
+
+def _record_indexed(
+    deps: DocumentDeps, tenant_id: str, indexed: list[_Indexed], must_exist: bool
+) -> list[IndexOutcome]:
+    """Record documents whose chunks were just stored (status done, pages, chunks) in one
+    transaction, keeping the uploaded PDFs so their pages can be shown; each one's outcome.
+
+    With `must_exist`, a document deleted meanwhile loses its fresh chunks again and its outcome
+    is IngestionError. The caller invalidates the tenant's answers afterwards.
     """
-    facts = IndexedFacts(
-        done.document_id,
-        done.source,
-        upload.stat().st_size,
-        sha256,
-        done.pages,
-        done.chunks,
-        done.ocr.pages,
-    )
-    # A concurrent delete, in this process or another, sees the record before or after this.
-    with _document_lock(deps, tenant_id, done.document_id):
-        if not deps.documents.record_indexed(tenant_id, facts, must_exist=must_exist):
-            deps.corpus.delete_document(tenant_id, done.document_id)
-            raise IngestionError(
-                "the document was deleted while it was being indexed; upload it again "
-                "if you still want it"
+    # A concurrent delete, in this process or another, sees the records before or after this.
+    with _documents_lock(deps, tenant_id):
+        gone = deps.documents.record_indexed(
+            tenant_id, [i.facts for i in indexed], must_exist=must_exist
+        )
+        outcomes: list[IndexOutcome] = []
+        for i in indexed:
+            document = i.document
+            if document.document_id in gone:
+                deps.corpus.delete_document(tenant_id, document.document_id)
+                outcomes.append(
+                    IngestionError(
+                        "the document was deleted while it was being indexed; upload it again "
+                        "if you still want it"
+                    )
+                )
+                continue
+            deps.originals.keep(
+                tenant_id, document.document_id, document.source, i.upload, document.ocr.layouts
             )
-        deps.originals.keep(tenant_id, done.document_id, done.source, upload, done.ocr.layouts)
+            outcomes.append(document)
+    return outcomes
 
 
 def queue_local_file(deps: UploadDeps, tenant_id: str, path: Path) -> JobRecord:
@@ -592,7 +627,7 @@ def delete_document(
 
     NotFound when missing; Forbidden (nothing removed) when the uploader may not delete it.
     """
-    with _document_lock(deps, tenant_id, document_id):
+    with _documents_lock(deps, tenant_id):
         found = deps.documents.get(tenant_id, document_id)
         if found is None:
             raise NotFound("document not found")

@@ -5,6 +5,7 @@ Every method takes the tenant; a document of another tenant behaves exactly like
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -114,26 +115,44 @@ class DocumentStore:
             assert row is not None  # just written in this transaction
             return _record(row)
 
-    def record_indexed(self, tenant_id: str, indexed: IndexedFacts, *, must_exist: bool) -> bool:
-        """Record a document just indexed (its upload's facts, status done, pages, chunks and
-        OCR pages) in one transaction. With `must_exist`, a document deleted meanwhile is left
-        deleted and False is returned."""
-        statement = self._upsert(
-            tenant_id,
-            indexed.document_id,
-            indexed.source,
-            indexed.size_bytes,
-            indexed.content_sha256,
-            "done",
-        )
-        counts = {"pages": indexed.pages, "chunks": indexed.chunks, "ocr_pages": indexed.ocr_pages}
-        where = (DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == indexed.document_id)
+    def record_indexed(
+        self, tenant_id: str, indexed: Sequence[IndexedFacts], *, must_exist: bool
+    ) -> set[str]:
+        """Record documents just indexed (each upload's facts, status done, pages, chunks and
+        OCR pages) in one transaction. With `must_exist`, documents deleted meanwhile stay
+        deleted; their ids are returned."""
+        ids = [facts.document_id for facts in indexed]
         with self._db.session() as session:
-            if must_exist and session.scalar(select(DocumentRow.document_id).where(*where)) is None:
-                return False
-            session.execute(statement)
-            session.execute(update(DocumentRow).where(*where).values(**counts))
-        return True
+            gone: set[str] = set()
+            if must_exist:
+                present = session.scalars(
+                    select(DocumentRow.document_id).where(
+                        DocumentRow.tenant_id == tenant_id, DocumentRow.document_id.in_(ids)
+                    )
+                )
+                gone = set(ids) - set(present)
+            for facts in indexed:
+                if facts.document_id in gone:
+                    continue
+                session.execute(
+                    self._upsert(
+                        tenant_id,
+                        facts.document_id,
+                        facts.source,
+                        facts.size_bytes,
+                        facts.content_sha256,
+                        "done",
+                    )
+                )
+                session.execute(
+                    update(DocumentRow)
+                    .where(
+                        DocumentRow.tenant_id == tenant_id,
+                        DocumentRow.document_id == facts.document_id,
+                    )
+                    .values(pages=facts.pages, chunks=facts.chunks, ocr_pages=facts.ocr_pages)
+                )
+        return gone
 
     def _upsert(
         self,
