@@ -78,6 +78,13 @@ def _write_documents(folder: Path, count: int, per_document: int) -> list[Path]:
     return paths
 
 
+def paragraph_files(root: Path, count: int) -> list[Path]:
+    """`count` files of one XQuAD paragraph each, in a new folder under `root`."""
+    files = root / "files"
+    files.mkdir()
+    return _write_documents(files, count, 1)
+
+
 def _chunk_texts(path: Path, settings: Settings, limits: LoadLimits) -> list[str]:
     """The texts of the chunks the pipeline would embed for this file."""
     chunks = chunk_pages(
@@ -313,6 +320,21 @@ def _embed_once(settings: Settings, paths: list[Path]) -> tuple[float, float, in
     return wall, cpu, len(texts)
 
 
+UPLOAD_HEADERS = ["workload", "uploads posted s", "all jobs done s", "CPU s", "files/s"]
+UPLOAD_HEADERS += ["vs embedding (wall)", "vs embedding (CPU)"]
+
+
+def upload_row(
+    name: str, results: list[dict[str, float]], uploads: int, floor: float, floor_cpu: float
+) -> list[object]:
+    """A row of the upload tables: medians of the rounds, and their ratios to the floor."""
+    total = statistics.median(r["total"] for r in results)
+    cpu = statistics.median(r["cpu"] for r in results)
+    posted = statistics.median(r["uploads"] for r in results)
+    ratios = [f"{total / floor:.2f}x", f"{cpu / floor_cpu:.2f}x"]
+    return [name, posted, total, cpu, uploads / total, *ratios]
+
+
 def run_api_workload(uploads: int, provider: str, rounds: int) -> None:
     """Print the table of the many-small-uploads workload (medians over `rounds`)."""
     runs: dict[str, list[dict[str, float]]] = {"one at a time": [], "batched": []}
@@ -321,9 +343,7 @@ def run_api_workload(uploads: int, provider: str, rounds: int) -> None:
     chunks = 0
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        files = root / "files"
-        files.mkdir()
-        paths = _write_documents(files, uploads, 1)
+        paths = paragraph_files(root, uploads)
         for round_number in range(rounds):  # interleaved, so load changes hit every workload
             base = root / f"round{round_number}"
             wall, cpu, chunks = _embed_once(_settings(base / "embed", provider), paths)
@@ -337,25 +357,9 @@ def run_api_workload(uploads: int, provider: str, rounds: int) -> None:
         f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), one per request; "
         f"embedder {provider}; median of {rounds} interleaved round(s)"
     )
-    rows = []
-    for name, results in runs.items():
-        total = statistics.median(r["total"] for r in results)
-        cpu = statistics.median(r["cpu"] for r in results)
-        posted = statistics.median(r["uploads"] for r in results)
-        rows.append(
-            [
-                name,
-                posted,
-                total,
-                cpu,
-                uploads / total,
-                f"{total / floor:.2f}x",
-                f"{cpu / floor_cpu:.2f}x",
-            ]
-        )
+    rows = [upload_row(name, results, uploads, floor, floor_cpu) for name, results in runs.items()]
     rows.append(["one-batch embedding (floor)", "-", floor, floor_cpu, uploads / floor, "1x", "1x"])
-    headers = ["workload", "uploads posted s", "all jobs done s", "CPU s", "files/s"]
-    print(table([*headers, "vs embedding (wall)", "vs embedding (CPU)"], rows))
+    print(table(UPLOAD_HEADERS, rows))
 
 
 if __name__ == "__main__":

@@ -21,12 +21,19 @@ from pathlib import Path
 import httpx
 
 from bench.common import table
-from bench.ingest import _embed_once, _settings, _write_documents
+from bench.ingest import UPLOAD_HEADERS, _embed_once, _settings, paragraph_files, upload_row
 from tests.api.live_server import LiveServer
 
 PASSWORD = "bench password, long enough"
 TENANT = "bench-folder"
 POLL_S = 0.05
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc): unlike the wall clock, what
+    other jobs on a shared machine do not inflate."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _sync_folder(server: LiveServer, paths: list[Path], concurrency: int) -> dict[str, float]:
@@ -46,7 +53,9 @@ async def _sync_folder(server: LiveServer, paths: list[Path], concurrency: int) 
                 assert response.status_code == 202, response.text
                 job_ids[index] = response.json()["job_id"]
 
-        started = time.perf_counter()
+        assert server.process is not None
+        pid = server.process.pid
+        started, cpu_started = time.perf_counter(), _cpu_s(pid)
         await asyncio.gather(*(client_loop() for _ in range(concurrency)))
         uploaded = time.perf_counter()
         waiting = list(job_ids)
@@ -58,14 +67,19 @@ async def _sync_folder(server: LiveServer, paths: list[Path], concurrency: int) 
                 waiting.pop()
             else:
                 await asyncio.sleep(POLL_S)
-        finished = time.perf_counter()
+        finished, cpu_finished = time.perf_counter(), _cpu_s(pid)
         stats = (await client.get("/stats", headers=headers)).json()
         assert stats["documents"] == len(paths), stats
         found = await client.post(
             "/search", json={"query": paths[0].read_text()[:80]}, headers=headers
         )
         assert found.status_code == 200 and found.json()["results"], found.text
-    return {"uploads": uploaded - started, "total": finished - started, "chunks": stats["chunks"]}
+    return {
+        "uploads": uploaded - started,
+        "total": finished - started,
+        "cpu": cpu_finished - cpu_started,
+        "chunks": stats["chunks"],
+    }
 
 
 def run_http_workload(
@@ -74,19 +88,18 @@ def run_http_workload(
     """Print the one-file-per-request table (medians over `rounds`) and the ratio to the floor."""
     runs: list[dict[str, float]] = []
     floors: list[float] = []
+    floor_cpus: list[float] = []
     loads: list[float] = []
     chunks = 0
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        files = root / "files"
-        files.mkdir()
-        paths = _write_documents(files, uploads, 1)
+        paths = paragraph_files(Path(tmp), uploads)
         for round_number in range(rounds):
-            base = root / f"round{round_number}"
+            base = Path(tmp) / f"round{round_number}"
             base.mkdir()
             loads.append(os.getloadavg()[0])
-            wall, _, chunks = _embed_once(_settings(base / "embed", provider), paths)
+            wall, cpu, chunks = _embed_once(_settings(base / "embed", provider), paths)
             floors.append(wall)
+            floor_cpus.append(cpu)
             server = LiveServer(
                 base / "data",
                 {
@@ -104,8 +117,8 @@ def run_http_workload(
                 server.stop()
             loads.append(os.getloadavg()[0])
     total = statistics.median(r["total"] for r in runs)
-    posted = statistics.median(r["uploads"] for r in runs)
     floor = statistics.median(floors)
+    floor_cpu = statistics.median(floor_cpus)
     print(
         f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), one file per request, "
         f"{concurrency} at once, live server; embedder {provider}; settings beyond the defaults: "
@@ -113,11 +126,10 @@ def run_http_workload(
         f"{min(loads):.1f}-{max(loads):.1f}"
     )
     rows = [
-        ["one file per request", posted, total, uploads / total, f"{total / floor:.2f}x"],
-        ["one-batch embedding (floor)", "-", floor, uploads / floor, "1x"],
+        upload_row("one file per request", runs, uploads, floor, floor_cpu),
+        ["one-batch embedding (floor)", "-", floor, floor_cpu, uploads / floor, "1x", "1x"],
     ]
-    headers = ["workload", "uploads posted s", "all jobs done s", "files/s", "vs embedding"]
-    print(table(headers, rows))
+    print(table(UPLOAD_HEADERS, rows))
     print(
         "per round (total s, floor s): "
         + ", ".join(f"({r['total']:.2f}, {f:.2f})" for r, f in zip(runs, floors, strict=True))

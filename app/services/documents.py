@@ -74,7 +74,7 @@ class DocumentDeps:
     embedder: Embedder
     cache: AnswerCache
     refresh_keywords: Callable[[str], None]  # rebuilds a tenant's keyword index
-    # A lock held across processes by name (the database's), see `_document_lock`.
+    # A lock held across processes by name (the database's), see `_documents_lock`.
     named_lock: Callable[[str], AbstractContextManager[None]]
     originals: KeptOriginals
     pipeline: PipelineConfig

@@ -108,9 +108,10 @@ class DocumentStore:
 
         `pages` and `chunks` keep describing what is indexed now until the new job finishes.
         """
-        statement = self._upsert(tenant_id, document_id, source, size_bytes, content_sha256, status)
+        now = utc_now()
+        values = _new_row(tenant_id, document_id, source, size_bytes, content_sha256, status, now)
         with self._db.session() as session:
-            session.execute(statement)
+            session.execute(self._upsert(values))
             row = session.get(DocumentRow, (tenant_id, document_id), populate_existing=True)
             assert row is not None  # just written in this transaction
             return _record(row)
@@ -134,16 +135,16 @@ class DocumentStore:
             for facts in indexed:
                 if facts.document_id in gone:
                     continue
-                session.execute(
-                    self._upsert(
-                        tenant_id,
-                        facts.document_id,
-                        facts.source,
-                        facts.size_bytes,
-                        facts.content_sha256,
-                        "done",
-                    )
+                values = _new_row(
+                    tenant_id,
+                    facts.document_id,
+                    facts.source,
+                    facts.size_bytes,
+                    facts.content_sha256,
+                    "done",
+                    utc_now(),
                 )
+                session.execute(self._upsert(values))
                 session.execute(
                     update(DocumentRow)
                     .where(
@@ -154,30 +155,15 @@ class DocumentStore:
                 )
         return gone
 
-    def _upsert(
-        self,
-        tenant_id: str,
-        document_id: str,
-        source: str,
-        size_bytes: int,
-        content_sha256: str,
-        status: DocumentStatus,
-    ) -> Any:
-        now = utc_now()
-        values = _new_row(tenant_id, document_id, source, size_bytes, content_sha256, status, now)
+    def _upsert(self, values: dict[str, Any]) -> Any:
+        """INSERT a fresh document row (`_new_row`), or on a re-upload replace its upload facts."""
+        replaced = ("source", "status", "size_bytes", "content_sha256", "uploaded_at", "updated_at")
         return (
             conflict_insert(self._db.dialect, DocumentRow)
             .values(**values)
             .on_conflict_do_update(
                 index_elements=[DocumentRow.tenant_id, DocumentRow.document_id],
-                set_={
-                    "source": source,
-                    "status": status,
-                    "size_bytes": size_bytes,
-                    "content_sha256": content_sha256,
-                    "uploaded_at": now,
-                    "updated_at": now,
-                },
+                set_={name: values[name] for name in replaced},
             )
         )
 
