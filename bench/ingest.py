@@ -27,19 +27,17 @@ this process, while no server runs). Target: within 2x of that one-batch embeddi
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from fastapi.testclient import TestClient
 
 from app.config import Settings, load_settings
-from app.ingestion import LoadLimits, chunk_pages, load
+from app.ingestion import LoadLimits
 from app.main import create_app
 from app.providers.embeddings import build_embedder
 from app.retrieval.keyword import KeywordIndex
@@ -48,10 +46,17 @@ from app.services.corpus import build_corpus
 from app.services.pipeline import PipelineConfig, index_file
 from app.timing import StageTimer
 from bench.common import add_server_setting_option, server_settings_given, table
-from eval.datasets import data_dir
-
-DATA = data_dir()
-
+from bench.ingest_common import (
+    POLL_S,
+    UPLOAD_HEADERS,
+    bench_settings,
+    chunk_texts,
+    embed_once,
+    paragraph_files,
+    upload_row,
+    write_documents,
+)
+from bench.ingest_http import run_http_workload
 
 # Timed in this order in every round; the keys name them in the results.
 WORKLOADS = {
@@ -59,43 +64,6 @@ WORKLOADS = {
     "pooled": "raw embedder, batches across documents",
     "pipeline": "pipeline (parse+chunk+embed+store+keyword index)",
 }
-
-
-def _write_documents(folder: Path, count: int, per_document: int) -> list[Path]:
-    """Text files built from real XQuAD paragraphs (English and Arabic), `per_document` each."""
-    paragraphs: list[str] = []
-    for lang in ("en", "ar"):
-        raw = json.loads((DATA / "xquad" / f"xquad.{lang}.json").read_text(encoding="utf-8"))
-        paragraphs += [p["context"] for art in raw["data"] for p in art["paragraphs"]]
-    paths = []
-    for i in range(count):
-        body = "\n\n".join(
-            paragraphs[(i * per_document + j) % len(paragraphs)] for j in range(per_document)
-        )
-        path = folder / f"doc{i:03d}.txt"
-        path.write_text(body, encoding="utf-8")
-        paths.append(path)
-    return paths
-
-
-def paragraph_files(root: Path, count: int) -> list[Path]:
-    """`count` files of one XQuAD paragraph each, in a new folder under `root`."""
-    files = root / "files"
-    files.mkdir()
-    return _write_documents(files, count, 1)
-
-
-def _chunk_texts(path: Path, settings: Settings, limits: LoadLimits) -> list[str]:
-    """The texts of the chunks the pipeline would embed for this file."""
-    chunks = chunk_pages(
-        load(path, limits),
-        tenant_id="bench",
-        document_id="d",
-        source=path.name,
-        chunk_size=settings.chunk_size,
-        chunk_overlap=settings.chunk_overlap,
-    )
-    return [chunk.text for chunk in chunks]
 
 
 def main() -> None:
@@ -124,8 +92,6 @@ def main() -> None:
     add_server_setting_option(parser, "RAG_INGEST_BATCH_WAIT_MS=0")
     args = parser.parse_args()
     if args.one_file_per_request:
-        from bench.ingest_http import run_http_workload
-
         run_http_workload(
             args.uploads,
             args.provider,
@@ -147,7 +113,7 @@ def main() -> None:
         embedder.embed_documents(["warm up"])
         store = build_corpus(settings, embedder)
         keyword_index = KeywordIndex(store, root / "keyword")
-        paths = _write_documents(root, args.docs, args.paragraphs)
+        paths = write_documents(root, args.docs, args.paragraphs)
         limits = LoadLimits.from_settings(settings)
         config = PipelineConfig(
             settings.chunk_size,
@@ -157,7 +123,7 @@ def main() -> None:
             settings.embedding_batch_size,
         )
 
-        documents = [_chunk_texts(path, settings, limits) for path in paths]
+        documents = [chunk_texts(path, settings, limits) for path in paths]
         texts = [text for document in documents for text in document]
         batch = settings.embedding_batch_size
 
@@ -248,24 +214,6 @@ def _timed(work: Callable[[], None]) -> tuple[float, float]:
 # temp directory, the configured embedder); files are posted one per request, as a client syncing
 # a folder would, then `/jobs/{id}` is polled until all are done.
 
-JWT_SECRET = "bench-only-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
-POLL_S = 0.05
-
-
-def _settings(data_dir: Path, provider: str, **overrides: Any) -> Settings:
-    return load_settings(
-        _env_file=None,
-        data_dir=data_dir,
-        embedding_provider=provider,
-        llm_provider="extractive",
-        env="development",
-        log_level="WARNING",  # a log line per request and job would be part of what is timed
-        jwt_secret=JWT_SECRET,
-        rate_limit_auth_per_minute=100_000,
-        rate_limit_query_per_minute=100_000,
-        **overrides,
-    )
-
 
 def _upload_all(settings: Settings, paths: list[Path]) -> dict[str, float]:
     """Upload every file through the API and wait for all jobs; phase timings in seconds."""
@@ -305,36 +253,6 @@ def _upload_all(settings: Settings, paths: list[Path]) -> dict[str, float]:
     }
 
 
-def _embed_once(settings: Settings, paths: list[Path]) -> tuple[float, float, int]:
-    """Wall and CPU seconds to embed the uploads' chunk texts in full batches; how many chunks."""
-    container = Container(settings)
-    embedder = container.embedder
-    embedder.embed_documents(["warm up"])
-    limits = LoadLimits.from_settings(settings)
-    texts = [text for path in paths for text in _chunk_texts(path, settings, limits)]
-    size = settings.embedding_batch_size
-    started, cpu_started = time.perf_counter(), time.process_time()
-    for begin in range(0, len(texts), size):
-        embedder.embed_documents(texts[begin : begin + size])
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    return wall, cpu, len(texts)
-
-
-UPLOAD_HEADERS = ["workload", "uploads posted s", "all jobs done s", "CPU s", "files/s"]
-UPLOAD_HEADERS += ["vs embedding (wall)", "vs embedding (CPU)"]
-
-
-def upload_row(
-    name: str, results: list[dict[str, float]], uploads: int, floor: float, floor_cpu: float
-) -> list[object]:
-    """A row of the upload tables: medians of the rounds, and their ratios to the floor."""
-    total = statistics.median(r["total"] for r in results)
-    cpu = statistics.median(r["cpu"] for r in results)
-    posted = statistics.median(r["uploads"] for r in results)
-    ratios = [f"{total / floor:.2f}x", f"{cpu / floor_cpu:.2f}x"]
-    return [name, posted, total, cpu, uploads / total, *ratios]
-
-
 def run_api_workload(uploads: int, provider: str, rounds: int) -> None:
     """Print the table of the many-small-uploads workload (medians over `rounds`)."""
     runs: dict[str, list[dict[str, float]]] = {"one at a time": [], "batched": []}
@@ -346,12 +264,12 @@ def run_api_workload(uploads: int, provider: str, rounds: int) -> None:
         paths = paragraph_files(root, uploads)
         for round_number in range(rounds):  # interleaved, so load changes hit every workload
             base = root / f"round{round_number}"
-            wall, cpu, chunks = _embed_once(_settings(base / "embed", provider), paths)
+            wall, cpu, chunks = embed_once(bench_settings(base / "embed", provider), paths)
             embed_wall.append(wall)
             embed_cpu.append(cpu)
-            one = _settings(base / "one", provider, ingest_batch_jobs=1)
+            one = bench_settings(base / "one", provider, ingest_batch_jobs=1)
             runs["one at a time"].append(_upload_all(one, paths))
-            runs["batched"].append(_upload_all(_settings(base / "batched", provider), paths))
+            runs["batched"].append(_upload_all(bench_settings(base / "batched", provider), paths))
     floor, floor_cpu = statistics.median(embed_wall), statistics.median(embed_cpu)
     print(
         f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), one per request; "

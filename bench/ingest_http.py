@@ -21,12 +21,18 @@ from pathlib import Path
 import httpx
 
 from bench.common import table
-from bench.ingest import UPLOAD_HEADERS, _embed_once, _settings, paragraph_files, upload_row
+from bench.ingest_common import (
+    POLL_S,
+    UPLOAD_HEADERS,
+    bench_settings,
+    embed_once,
+    paragraph_files,
+    upload_row,
+)
 from tests.api.live_server import LiveServer
 
 PASSWORD = "bench password, long enough"
 TENANT = "bench-folder"
-POLL_S = 0.05
 
 
 def _cpu_s(pid: int) -> float:
@@ -97,7 +103,7 @@ def run_http_workload(
             base = Path(tmp) / f"round{round_number}"
             base.mkdir()
             loads.append(os.getloadavg()[0])
-            wall, cpu, chunks = _embed_once(_settings(base / "embed", provider), paths)
+            wall, cpu, chunks = embed_once(bench_settings(base / "embed", provider), paths)
             floors.append(wall)
             floor_cpus.append(cpu)
             server = LiveServer(
