@@ -16,6 +16,7 @@ from api_builders import corrupt_pdf, text_document
 from conftest import ApiFactory, ApiHarness, ApiUser
 
 from app.job_runners.runner import run_job, run_jobs
+from tests.scans import scanned_page, scanned_pdf
 
 pytestmark = pytest.mark.integration
 
@@ -237,3 +238,19 @@ def test_the_cli_queues_files_as_jobs_the_service_runs(
     assert running.search(user, "KESTREL1X")["results"][0]["source"] == "part1.txt"
     assert all(path.exists() for path in paths)  # the CLI queued copies, not the user's files
     assert running.uploads_left() == []
+
+
+def test_the_ocr_page_quota_counts_the_scans_before_a_file_in_its_batch(
+    api_factory: ApiFactory,
+) -> None:
+    quota = api_factory(start_workers=False, quota_ocr_pages=3)
+    user = quota.add_user("scans")
+    page = scanned_page(["The heron valve is checked every week."], dpi=150)
+    files = {"two.pdf": scanned_pdf([page, page], dpi=150), "more.pdf": scanned_pdf([page] * 2)}
+    ids = upload_all(quota, user, files)
+    run_one_batch(quota, len(files))
+    first, second = (job(quota, user, job_id) for job_id in ids)
+    assert first["status"] == "done", first
+    # 2 of the 3 pages went to the first scan of the batch: the second's 2 pages are refused.
+    assert second["status"] == "failed" and second["error_code"] == "quota_exceeded", second
+    assert "1 remain" in second["error"], second

@@ -122,7 +122,7 @@ def test_a_job_that_keeps_failing_transiently_fails_after_the_last_attempt(
     def down(*args: Any, **kwargs: Any) -> None:
         raise ProviderUnavailable("embedding server unreachable")
 
-    monkeypatch.setattr(container.corpus, "replace_document", down)
+    monkeypatch.setattr(container.corpus, "replace_documents", down)
     for _ in range(container.settings.job_max_attempts - 1):
         assert "retry" in worker.process(job_id)
     assert worker.process(job_id) == f"finished {job_id}"
