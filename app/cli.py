@@ -17,6 +17,7 @@ from sqlalchemy.exc import OperationalError
 from app.config import get_settings
 from app.domain import ROLES
 from app.errors import RagError
+from app.retrieval.grouping import GROUPINGS
 from app.services.container import Container
 from app.services.pipeline import ProgressCallback
 
@@ -64,7 +65,12 @@ def cmd_search(container: Container, args: argparse.Namespace) -> int:
     from app.services.search import search
 
     result = search(
-        container.retriever, container.request_limits, args.tenant, args.question, args.k
+        container.retriever,
+        container.request_limits,
+        args.tenant,
+        args.question,
+        args.k,
+        args.group,
     )
     rows = [
         {
@@ -76,6 +82,7 @@ def cmd_search(container: Container, args: argparse.Namespace) -> int:
             "score": round(hit.score, 6),
             "stages": hit.stages,
             "text": hit.chunk.text,
+            **({"other_chunks": len(hit.same_document)} if args.group == "document" else {}),
         }
         for i, hit in enumerate(result.hits, start=1)
     ]
@@ -86,9 +93,10 @@ def cmd_search(container: Container, args: argparse.Namespace) -> int:
         print(f"(no passage is relevant enough: {result.reason})")
     for row in rows:
         snippet = " ".join(str(row["text"]).split())[:160]
+        more = f"  (+{row['other_chunks']} more)" if row.get("other_chunks") else ""
         print(
             f"{row['rank']:>2}. {row['score']:.4f}  {row['source']}  "
-            f"p.{row['page']} ({row['page_label']})\n    {snippet}"
+            f"p.{row['page']} ({row['page_label']}){more}\n    {snippet}"
         )
     return 0
 
@@ -205,6 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--tenant", required=True)
     search.add_argument("question")
     search.add_argument("-k", type=int, default=None)
+    search.add_argument(
+        "--group",
+        choices=GROUPINGS,
+        default="chunk",
+        help="chunk: the k best passages; document: the best passage of each of the k best "
+        "documents, with how many more of it ranked",
+    )
     search.add_argument("--json", action="store_true", help="print a JSON list")
     search.set_defaults(run=cmd_search)
 

@@ -154,6 +154,9 @@ class SearchHit:
     chunk: Chunk
     score: float
     stages: dict[str, float | int | None] = field(default_factory=dict)
+    # Searched by document: the other ranked chunks of the same document this hit stands for,
+    # best first (always empty when searched by chunk).
+    same_document: list[Chunk] = field(default_factory=list)
 
 
 def chunk_id(tenant_id: str, document_id: str, page: int, text: str) -> str:

@@ -11,6 +11,7 @@ STEPS = [
     ["bench.page_render"],
     ["bench.ocr"],
     ["bench.retrieval", "--sizes", "1000,10000,100000"],
+    ["bench.grouping"],
     ["bench.answer"],
     ["bench.load"],
     ["bench.fairness"],

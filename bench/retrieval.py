@@ -63,14 +63,16 @@ def _page_one_chunks(source: str, texts: list[str]) -> list[Chunk]:
     ]
 
 
-def _load(store: object, embedder: object, texts: list[str], seed: int = 3) -> float:
-    """Store `texts` as documents of DOC_SIZE chunks; pool vectors + noise. Returns seconds."""
+def _load(
+    store: object, embedder: object, texts: list[str], seed: int = 3, doc_size: int = DOC_SIZE
+) -> float:
+    """Store `texts` as documents of `doc_size` chunks; pool vectors + noise. Returns seconds."""
     started = time.perf_counter()
     pool = np.array(embedder.embed_documents(texts[:POOL]))  # type: ignore[attr-defined]
     rng = np.random.default_rng(seed)
-    for begin in range(0, len(texts), DOC_SIZE):
-        part = texts[begin : begin + DOC_SIZE]
-        source = f"doc{begin // DOC_SIZE:04d}.txt"
+    for begin in range(0, len(texts), doc_size):
+        part = texts[begin : begin + doc_size]
+        source = f"doc{begin // doc_size:04d}.txt"
         doc = document_id(TENANT, source)
         chunks = _page_one_chunks(source, part)
         base = pool[rng.integers(0, len(pool), len(part))]
@@ -159,6 +161,15 @@ def run_size(size: int, questions: list[str], naive_queries: int) -> list[object
         ]
 
 
+def sample_questions(count: int) -> list[str]:
+    """`count` real XQuAD questions (seeded); every tenth asks for an identifier instead, so the
+    exact-match lookup is on the measured path."""
+    pool = [q for ds in datasets() for q, _ in ds.questions]
+    questions = random.Random(5).sample(pool, count)
+    questions[::10] = [f"What is the weight of item SR-{i}33?" for i in range(len(questions[::10]))]
+    return questions
+
+
 def reranker_latency(runs: int = 20) -> tuple[float, float]:
     """p50/p95 ms to rerank 20 real ~1200-char candidates with the tiny cross-encoder."""
     from tests.providers.tiny_cross_encoder import save_tiny_cross_encoder
@@ -187,10 +198,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--naive-queries", type=int, default=10)
     args = parser.parse_args()
-    pool = [q for ds in datasets() for q, _ in ds.questions]
-    questions = random.Random(5).sample(pool, args.queries)
-    # Some questions carry identifiers, so the exact-match lookup is on the measured path.
-    questions[::10] = [f"What is the weight of item SR-{i}33?" for i in range(len(questions[::10]))]
+    questions = sample_questions(args.queries)
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         naive_n = args.naive_queries if size < 50_000 else max(2, args.naive_queries // 5)

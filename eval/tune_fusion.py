@@ -302,16 +302,7 @@ def run_grid(
 
 def shipped_default() -> RetrieverConfig:
     """The fusion settings the service runs with (Settings defaults)."""
-    s = load_settings(_env_file=None)
-    return RetrieverConfig(
-        dense_weight=s.dense_weight,
-        rrf_k=s.rrf_k,
-        keyword_weight=s.keyword_weight,
-        keyword_coverage_power=s.keyword_coverage_power,
-        cross_script_rrf_k=s.cross_script_rrf_k,
-        cross_script_dense_weight=s.cross_script_dense_weight,
-        specific_evidence_max_chunks=s.specific_evidence_max_chunks,
-    )
+    return RetrieverConfig.from_settings(load_settings(_env_file=None))
 
 
 def diagnose(

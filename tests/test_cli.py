@@ -74,6 +74,32 @@ def test_ingest_then_search_prints_pages_and_json(tmp_path: Path) -> None:
     assert "valves.md" in text.stdout and "p.1" in text.stdout
 
 
+def test_search_by_document_lists_each_document_once(tmp_path: Path) -> None:
+    long = tmp_path / "pump-manual.txt"
+    long.write_text(
+        "\n\n".join(
+            f"Step {i}: check the P-7 pump impeller and its seal before the next start. " * 4
+            for i in range(1, 9)
+        ),
+        encoding="utf-8",
+    )
+    short = tmp_path / "notes.txt"
+    short.write_text("The garden pump impeller was replaced in May.", encoding="utf-8")
+    ingested = cli(tmp_path / "data", "ingest", "--tenant", "acme", str(long), str(short))
+    assert ingested.returncode == 0, ingested.stderr
+
+    args = ("search", "--tenant", "acme", "pump impeller seal", "-k", "5", "--json")
+    by_chunk = json.loads(cli(tmp_path / "data", *args).stdout)
+    assert [r["source"] for r in by_chunk].count("pump-manual.txt") >= 2
+    found = cli(tmp_path / "data", *args, "--group", "document")
+    assert found.returncode == 0, found.stderr
+    rows = {r["source"]: r for r in json.loads(found.stdout)}
+    assert sorted(rows) == ["notes.txt", "pump-manual.txt"]
+    assert rows["pump-manual.txt"]["other_chunks"] >= 1 and rows["notes.txt"]["other_chunks"] == 0
+    refused = cli(tmp_path / "data", *args, "--group", "page")
+    assert refused.returncode == 2 and "invalid choice" in refused.stderr
+
+
 def test_user_commands(tmp_path: Path) -> None:
     created = cli(
         tmp_path / "data",

@@ -96,7 +96,7 @@ def test_the_ip_budget_is_checked_first_and_counts_every_attempt(users: UserServ
 
 @pytest.mark.unit
 def test_busy_password_checks_refuse_the_excess_at_once() -> None:
-    slots = HashSlots(1, 1, wait_s=5.0)
+    slots = HashSlots(1, 1, wait_s=600.0)
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -119,15 +119,29 @@ def test_busy_password_checks_refuse_the_excess_at_once() -> None:
     while slots._waiting < 1:
         assert time.monotonic() < deadline, "the second check never queued"
         time.sleep(0.005)
-    began = time.perf_counter()
-    with pytest.raises(RateLimited) as busy, slots.slot():
-        pass
-    # Refused at once: waiting for the queue would take the full 5 s slot wait.
-    assert time.perf_counter() - began < 2.5
-    assert busy.value.retry_after_s >= 1
+    # The third finds the queue full while the first still holds the slot: refused without
+    # queueing. Had it queued, it would get the slot after the second once the first is done.
+    third_result: list[str] = []
+    refused: list[RateLimited] = []
+
+    def third() -> None:
+        try:
+            with slots.slot():
+                third_result.append("got it")
+        except RateLimited as exc:
+            refused.append(exc)
+
+    third_thread = threading.Thread(target=third)
+    third_thread.start()
+    while third_thread.is_alive() and slots._waiting < 2:
+        assert time.monotonic() < deadline, "the third check neither ended nor queued"
+        time.sleep(0.005)
     release.set()
-    first.join()
-    second.join()
+    for thread in (first, second, third_thread):
+        thread.join()
+    assert waiter_result == ["got it"]
+    assert third_result == [] and len(refused) == 1
+    assert refused[0].retry_after_s >= 1
     assert waiter_result == ["got it"]
 
 

@@ -9,6 +9,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from app.generation.citations import Citation
 from app.limits import K_CEILING, QUESTION_CHARS_CEILING
+from app.retrieval.grouping import Grouping
 
 JobStatus = Literal["queued", "processing", "done", "failed"]
 
@@ -85,6 +86,12 @@ class SearchIn(BaseModel):
     # The outer bounds; the configured caps are checked by RequestLimits (both in app.limits).
     query: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)
     k: int | None = Field(default=None, ge=1, le=K_CEILING)
+    group: Grouping = Field(
+        default="chunk",
+        description="`chunk`: the k best passages, several may come from one document. "
+        "`document`: the k best documents, each as its best passage, with `other_chunks` and "
+        "`other_pages` saying what else of it ranked (docs/api.md, Search by document).",
+    )
 
 
 class SearchResultOut(BaseModel):
@@ -105,9 +112,20 @@ class SearchResultOut(BaseModel):
     ocr_confidence: int | None = None
     score: float
     stages: dict[str, float | int | None]
+    other_chunks: int | None = Field(
+        default=None,
+        description="with `group=document`: how many more of this document's passages ranked "
+        "among the candidates (0: only this one); null with `group=chunk`",
+    )
+    other_pages: list[int] | None = Field(
+        default=None,
+        description="with `group=document`: the pages of those passages, each once, best "
+        "first (this result's own page left out); null with `group=chunk`",
+    )
 
 
 class SearchOut(BaseModel):
+    group: Grouping
     results: list[SearchResultOut]
     relevant: bool
     timings: dict[str, float]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -115,16 +116,17 @@ class IngestWorker:
             max_bytes=settings.ingest_batch_bytes,
         )
 
-    def sweep(self) -> tuple[int, int]:
-        """Re-queue abandoned jobs, re-send queued ones without a message; returns both counts."""
+    def sweep(self, now: datetime | None = None) -> tuple[int, int]:
+        """Re-queue abandoned jobs, re-send queued ones without a message; returns both counts.
+        Ages are measured at `now` (default: the current time)."""
         settings = self.settings
         jobs = self.ingest.jobs
-        requeued = jobs.requeue_stale(settings.job_stale_after_s, settings.job_max_attempts)
+        requeued = jobs.requeue_stale(settings.job_stale_after_s, settings.job_max_attempts, now)
         if requeued:
             log.warning("re-queued %d jobs whose worker stopped heart-beating", requeued)
         resent = 0
         # The grace period covers an API process between creating the row and sending its message.
-        for job_id, attempts in jobs.queued_since(2 * settings.job_heartbeat_s):
+        for job_id, attempts in jobs.queued_since(2 * settings.job_heartbeat_s, now=now):
             if not message_pending(self.queue, job_id, attempts):
                 send(self.queue, job_id, attempts, settings.job_timeout_s)
                 resent += 1

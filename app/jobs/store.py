@@ -399,13 +399,14 @@ class JobStore:
         with self._db.session() as session:
             _finish(session, job_id, status="failed", error=message, progress_stage="failed")
 
-    def heartbeat(self, job_id: str) -> bool:
-        """Touch a processing job so `requeue_stale` leaves it alone; False if it is not ours."""
+    def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:
+        """Touch a processing job (at `now`, default the current time) so `requeue_stale` leaves
+        it alone; False if it is not ours."""
         with self._db.session() as session:
             result = session.execute(
                 update(JobRow)
                 .where(JobRow.job_id == job_id, JobRow.status == "processing")
-                .values(updated_at=utc_now())
+                .values(updated_at=now or utc_now())
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
@@ -461,9 +462,12 @@ class JobStore:
             oldest = oldest.replace(tzinfo=UTC)
         return int(count), max(((now or utc_now()) - oldest).total_seconds(), 0.0)
 
-    def queued_since(self, older_than_s: float, limit: int = 500) -> list[tuple[str, int]]:
-        """(job id, attempts) of jobs queued and untouched for `older_than_s`, oldest first."""
-        cutoff = utc_now() - timedelta(seconds=older_than_s)
+    def queued_since(
+        self, older_than_s: float, limit: int = 500, now: datetime | None = None
+    ) -> list[tuple[str, int]]:
+        """(job id, attempts) of jobs queued and untouched for `older_than_s` at `now` (default:
+        the current time), oldest first."""
+        cutoff = (now or utc_now()) - timedelta(seconds=older_than_s)
         with self._db.session() as session:
             rows = session.execute(
                 select(JobRow.job_id, JobRow.attempts)
@@ -473,16 +477,22 @@ class JobStore:
             )
             return [(str(job_id), int(attempts)) for job_id, attempts in rows]
 
-    def requeue_stale(self, stale_after_s: float | None = None, max_attempts: int = 3) -> int:
+    def requeue_stale(
+        self,
+        stale_after_s: float | None = None,
+        max_attempts: int = 3,
+        now: datetime | None = None,
+    ) -> int:
         """Put jobs left `processing` by a crash back in the queue; returns how many.
 
         With `stale_after_s=None` every processing job is requeued (single-process start-up,
         when no worker can be running yet). With a number, only jobs whose heartbeat
         (`updated_at`) is older, so live workers in other processes keep their jobs. A job that
         has already been attempted `max_attempts` times is failed instead: a file that kills
-        the process every time must not crash-loop the service.
+        the process every time must not crash-loop the service. `now` (default: the current
+        time) is what the heartbeats' age is measured at.
         """
-        now = utc_now()
+        now = now or utc_now()
         stale = [JobRow.status == "processing"]
         if stale_after_s is not None:
             stale.append(JobRow.updated_at < now - timedelta(seconds=stale_after_s))

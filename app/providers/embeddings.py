@@ -168,21 +168,25 @@ class EmbedderKey(NamedTuple):
     openai_api_key: str | None
     ollama_base_url: str
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EmbedderKey:
+        """The embedding values of a Settings object."""
+        return cls(
+            provider=settings.embedding_provider,
+            model=settings.embedding_model.strip(),
+            query_prefix=settings.embedding_query_prefix,
+            passage_prefix=settings.embedding_passage_prefix,
+            batch_size=settings.embedding_batch_size,
+            threads=settings.embedding_threads,
+            openai_base_url=settings.openai_base_url,
+            openai_api_key=settings.openai_api_key,
+            ollama_base_url=settings.ollama_base_url,
+        )
+
 
 def build_embedder(settings: Settings) -> Embedder:
     """The embedder configured by `settings`, loaded once per process."""
-    key = EmbedderKey(
-        provider=settings.embedding_provider,
-        model=settings.embedding_model.strip(),
-        query_prefix=settings.embedding_query_prefix,
-        passage_prefix=settings.embedding_passage_prefix,
-        batch_size=settings.embedding_batch_size,
-        threads=settings.embedding_threads,
-        openai_base_url=settings.openai_base_url,
-        openai_api_key=settings.openai_api_key,
-        ollama_base_url=settings.ollama_base_url,
-    )
-    return _cached_embedder(key)
+    return _cached_embedder(EmbedderKey.from_settings(settings))
 
 
 @lru_cache(maxsize=8)

@@ -258,12 +258,15 @@ class LlamaCppLLM:
         max_tokens: int,
         timeout_s: float,
         prefix_cache: bool = True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._model = model
         self._model_id = model_id
         self._max_tokens = max_tokens
         self._timeout_s = timeout_s
         self._prefix_cache = prefix_cache
+        # What the answer's deadline is read from (a seam: tests pass a clock they move).
+        self.clock = clock
 
     @property
     def model_id(self) -> str:
@@ -276,7 +279,7 @@ class LlamaCppLLM:
 
     def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
         """Stream the reply, waiting for the model lock and stopping at the deadline."""
-        deadline = time.monotonic() + self._timeout_s
+        deadline = self.clock() + self._timeout_s
         if not self._model.lock.acquire(timeout=self._timeout_s):
             raise GenerationTimeout(
                 f"the local model stayed busy with other answers for {self._timeout_s:g} s"
@@ -328,7 +331,7 @@ class LlamaCppLLM:
                 )
             first = True
             for chunk in chunks:
-                if time.monotonic() > deadline:
+                if self.clock() > deadline:
                     chunks.close()
                     raise GenerationTimeout(
                         f"the local model did not finish within {self._timeout_s:g} s"
@@ -394,6 +397,7 @@ class ChatServerLLM:
         rejected: tuple[type[BaseException], ...] = (),
         option_fields: tuple[str, str] = ("temperature", "max_tokens"),
         timeout_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._chat = chat_model
         # The chat model's field names for a request's temperature and max_tokens
@@ -407,6 +411,8 @@ class ChatServerLLM:
         # The client's own timeout bounds each read; this bounds the whole answer, as the
         # local model's deadline does (a server trickling tokens never trips a read timeout).
         self._timeout_s = timeout_s
+        # What that deadline is read from (a seam: tests pass a clock they move).
+        self.clock = clock
 
     @property
     def model_id(self) -> str:
@@ -430,11 +436,11 @@ class ChatServerLLM:
         """Stream from the server, turning connection failures into ProviderUnavailable."""
         messages = [(m.role, m.content) for m in request.messages]
         stop = list(request.stop) or None
-        deadline = None if self._timeout_s is None else time.monotonic() + self._timeout_s
+        deadline = None if self._timeout_s is None else self.clock() + self._timeout_s
         try:
             chunks = self._chat_for(request).stream(messages, stop=stop)
             for chunk in chunks:
-                if deadline is not None and time.monotonic() > deadline:
+                if deadline is not None and self.clock() > deadline:
                     close = getattr(chunks, "close", None)
                     if close is not None:
                         close()  # ends the HTTP response, so the server stops generating

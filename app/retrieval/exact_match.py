@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.retrieval.corpus import CorpusReader
 from app.retrieval.keyword import KeywordSnapshot
 from app.text.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 _QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|«([^»]+)»|„([^“”]+)[“”]|「([^」]+)」')
 _NUMBERED = re.compile(r"(?<!\w)(?:no|nr|num|number)\.?\s*#?\d+\w*|#\d+\w*", re.IGNORECASE)
@@ -44,6 +48,16 @@ class ExactLimits:
     max_phrases: int = 4  # quoted phrases among them
     max_scans: int = 4  # substring scans of the tenant's chunk texts (terms like `C++`, `#45`)
     verify_budget: int = 400  # chunk texts fetched to check multi-word phrases, all terms together
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ExactLimits:
+        """The exact-match limits of a Settings object."""
+        return cls(
+            max_terms=settings.exact_max_terms,
+            max_phrases=settings.exact_max_phrases,
+            max_scans=settings.exact_max_scans,
+            verify_budget=settings.exact_verify_budget,
+        )
 
 
 def _is_identifier(word: str) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Literal, get_args
 
 from app.domain import Chunk, RetrievalResult, SearchHit
@@ -26,6 +27,13 @@ from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch,
 from app.retrieval.function_words import content_tokens
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.gate import judge, threshold_for
+from app.retrieval.grouping import (
+    GROUPINGS,
+    MAX_POOL_FACTOR,
+    POOL_GROWTH,
+    Grouping,
+    group_by_document,
+)
 from app.retrieval.headings import has_heading
 from app.retrieval.keyword import KeywordIndex
 from app.timing import timed
@@ -43,7 +51,7 @@ RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 
 @dataclass(frozen=True)
 class RetrieverConfig:
-    """Plain values the retriever needs, taken from Settings by `build_retriever`."""
+    """Plain values the retriever needs (`from_settings` reads them from Settings)."""
 
     dense_candidates: int = 30
     keyword_candidates: int = 30
@@ -75,6 +83,27 @@ class RetrieverConfig:
     # Content chunks with a line that reads as the query (a section heading) go first, after
     # exact matches (app/retrieval/headings.py).
     promote_headings: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RetrieverConfig:
+        """The retrieval values of a Settings object."""
+        return cls(
+            dense_candidates=settings.dense_candidates,
+            keyword_candidates=settings.keyword_candidates,
+            rrf_k=settings.rrf_k,
+            dense_weight=settings.dense_weight,
+            keyword_weight=settings.keyword_weight,
+            max_k=settings.max_k,
+            relevance_threshold=settings.relevance_threshold,
+            reranker_max_candidates=settings.reranker_max_candidates,
+            reranker_max_chars=settings.reranker_max_chars,
+            exact=ExactLimits.from_settings(settings),
+            keyword_coverage_power=settings.keyword_coverage_power,
+            cross_script_rrf_k=settings.cross_script_rrf_k,
+            cross_script_dense_weight=settings.cross_script_dense_weight,
+            specific_evidence_max_chunks=settings.specific_evidence_max_chunks,
+            page_role_shift=settings.page_role_shift,
+        )
 
 
 @dataclass
@@ -130,6 +159,7 @@ class Recall:
     pinned: list[str] = field(default_factory=list)
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
+    query_vector: list[float] | None = None
 
     def candidate(self, chunk_id: str) -> Candidate:
         """The candidate for this id, created on first sight."""
@@ -231,20 +261,69 @@ class HybridRetriever:
         self.keyword_index.refresh(tenant_id)
 
     def search(
-        self, tenant_id: str, query: str, k: int, mode: RetrievalMode | None = None
+        self,
+        tenant_id: str,
+        query: str,
+        k: int,
+        mode: RetrievalMode | None = None,
+        group: Grouping = "chunk",
     ) -> RetrievalResult:
-        """The k best chunks of the tenant for `query`, with per-stage evidence and a verdict."""
+        """The k best chunks of the tenant for `query` (grouped by document: the best chunk of
+        each of the k best documents), with per-stage evidence and a verdict."""
         mode = self._checked_mode(mode, k)
+        if group not in GROUPINGS:
+            raise ValueError(f"unknown grouping {group!r}; expected one of {GROUPINGS}")
         k = min(k, self.config.max_k)
         if not query.strip():
             return RetrievalResult([], False, "empty question")
 
-        recall = self.recall(tenant_id, query, mode)
+        if group == "document":
+            recall, hits = self._document_hits(tenant_id, query, k, mode)
+        else:
+            recall = self.recall(tenant_id, query, mode)
+            # Demoted pages may free places for up to `page_role_shift` more chunks.
+            ordered = self._ranked(tenant_id, query, recall, mode, k + self.config.page_role_shift)
+            hits = [self._hit(recall.candidates[i], mode) for i in ordered[:k]]
+        decision = judge(
+            recall.best_similarity, self.threshold, recall.exact_terms, has_candidates=bool(hits)
+        )
+        return RetrievalResult(hits, decision.relevant, decision.reason)
+
+    def recall(
+        self,
+        tenant_id: str,
+        query: str,
+        mode: RetrievalMode,
+        pool_factor: int = 1,
+        vector: list[float] | None = None,
+    ) -> Recall:
+        """Run the arms the mode needs (timed per stage), each taking `pool_factor` times its
+        configured candidates; the input of `fuse`. `vector`: the query's, when known."""
+        recall = Recall()
+        if mode != "keyword":
+            if vector is None:
+                with timed("embed_query"):
+                    vector = self.embedder.embed_query(query)
+            recall.query_vector = vector
+            with timed("dense"):
+                self._dense_arm(tenant_id, vector, recall, pool_factor)
+        if mode != "dense":
+            with timed("keyword"):
+                self._keyword_arm(
+                    tenant_id, query, recall, with_exact=mode != "keyword", pool_factor=pool_factor
+                )
+        return recall
+
+    # --- stages ---
+
+    def _ranked(
+        self, tenant_id: str, query: str, recall: Recall, mode: RetrievalMode, window: int | None
+    ) -> list[str]:
+        """Candidate ids in final order, the chunks of the first `window` loaded (all if None)."""
         with timed("fuse"):
             ordered = fuse(recall, mode, self.config)
-        # Only the chunks that can still make the result are fetched (a store round trip);
-        # demoted pages may free places for up to `page_role_shift` more.
-        window = k + self.config.page_role_shift
+        # Only the chunks that can still make the result are fetched (a store round trip).
+        window = len(ordered) if window is None else window
         if mode == "rerank":
             window = max(window, self.config.reranker_max_candidates)
         if mode != "dense":
@@ -256,27 +335,49 @@ class HybridRetriever:
             if mode in ("hybrid", "rerank") and self.config.promote_headings:
                 ordered = promote_headings(ordered, recall, query)
             ordered = demote_page_roles(ordered, recall, self.config.page_role_shift)
+        return ordered
 
-        hits = [self._hit(recall.candidates[i], mode) for i in ordered[:k]]
-        decision = judge(
-            recall.best_similarity, self.threshold, recall.exact_terms, has_candidates=bool(hits)
+    def _document_hits(
+        self, tenant_id: str, query: str, k: int, mode: RetrievalMode
+    ) -> tuple[Recall, list[SearchHit]]:
+        """One hit per document for the k best documents (app/retrieval/grouping.py): every
+        candidate is loaded to learn its document, and the arms widen while the candidates hold
+        fewer than k documents and an arm stopped at its limit."""
+        factor, found, vector = 1, 0, None
+        while True:
+            recall = self.recall(tenant_id, query, mode, factor, vector)
+            vector = recall.query_vector  # embedded once, whatever the passes
+            ordered = self._ranked(tenant_id, query, recall, mode, window=None)
+            with timed("fuse"):
+                groups = group_by_document(ordered, partial(self._document_of, recall), k)
+            widen = factor < MAX_POOL_FACTOR and self._cut_off(recall, factor)
+            # A wider pool that brought no new document stops the search (a tenant of one or
+            # two long documents must not pay for the widest pool on every query).
+            if len(groups) >= k or not widen or (factor > 1 and len(groups) == found):
+                break
+            factor, found = factor * POOL_GROWTH, len(groups)
+        hits = []
+        for best, *others in groups:
+            hit = self._hit(recall.candidates[best], mode)
+            hit.same_document = [self._loaded(recall, cid) for cid in others]
+            hits.append(hit)
+        return recall, hits
+
+    def _cut_off(self, recall: Recall, factor: int) -> bool:
+        """Whether an arm returned as many candidates as it was allowed (more may exist)."""
+        return (
+            len(recall.dense_ids) >= self.config.dense_candidates * factor
+            or len(recall.keyword_ids) >= self.config.keyword_candidates * factor
         )
-        return RetrievalResult(hits, decision.relevant, decision.reason)
 
-    def recall(self, tenant_id: str, query: str, mode: RetrievalMode) -> Recall:
-        """Run the arms the mode needs (timed per stage); the input of `fuse`."""
-        recall = Recall()
-        if mode != "keyword":
-            with timed("embed_query"):
-                vector = self.embedder.embed_query(query)
-            with timed("dense"):
-                self._dense_arm(tenant_id, vector, recall)
-        if mode != "dense":
-            with timed("keyword"):
-                self._keyword_arm(tenant_id, query, recall, with_exact=mode != "keyword")
-        return recall
+    @staticmethod
+    def _loaded(recall: Recall, chunk_id: str) -> Chunk:
+        chunk = recall.candidates[chunk_id].chunk
+        assert chunk is not None, "ranked ids are loaded before they are grouped"
+        return chunk
 
-    # --- stages ---
+    def _document_of(self, recall: Recall, chunk_id: str) -> str:
+        return self._loaded(recall, chunk_id).document_id
 
     def _checked_mode(self, mode: RetrievalMode | None, k: int) -> RetrievalMode:
         mode = mode or self.default_mode
@@ -288,8 +389,10 @@ class HybridRetriever:
             raise ValueError(f"k must be positive, got {k}")
         return mode
 
-    def _dense_arm(self, tenant_id: str, vector: list[float], recall: Recall) -> None:
-        dense = self.store.query(tenant_id, vector, self.config.dense_candidates)
+    def _dense_arm(
+        self, tenant_id: str, vector: list[float], recall: Recall, pool_factor: int
+    ) -> None:
+        dense = self.store.query(tenant_id, vector, self.config.dense_candidates * pool_factor)
         for rank, (chunk, similarity) in enumerate(dense, start=1):
             cand = recall.candidate(chunk.id)
             cand.chunk = chunk
@@ -298,10 +401,12 @@ class HybridRetriever:
             recall.dense_ids.append(chunk.id)
         recall.best_similarity = max((s for _, s in dense), default=None)
 
-    def _keyword_arm(self, tenant_id: str, query: str, recall: Recall, with_exact: bool) -> None:
+    def _keyword_arm(
+        self, tenant_id: str, query: str, recall: Recall, with_exact: bool, pool_factor: int
+    ) -> None:
         snapshot = self.keyword_index.snapshot(tenant_id)
         tokens = self.keyword_index.tokenizer(query)
-        keyword = snapshot.search(tokens, self.config.keyword_candidates)
+        keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor)
         recall.coverage = snapshot.coverage(content_tokens(tokens, self.keyword_index.tokenizer))
         recall.cross_script = snapshot.foreign_share(tokens) > 0.5
         recall.specific_evidence_chunks = specific_evidence_chunks(snapshot, tokens)
@@ -388,28 +493,7 @@ def build_retriever(
     reranker: Reranker | None,
 ) -> HybridRetriever:
     """The retriever configured by settings; its keyword indexes live under data_dir/keyword."""
-    config = RetrieverConfig(
-        dense_candidates=settings.dense_candidates,
-        keyword_candidates=settings.keyword_candidates,
-        rrf_k=settings.rrf_k,
-        dense_weight=settings.dense_weight,
-        keyword_weight=settings.keyword_weight,
-        max_k=settings.max_k,
-        relevance_threshold=settings.relevance_threshold,
-        reranker_max_candidates=settings.reranker_max_candidates,
-        reranker_max_chars=settings.reranker_max_chars,
-        exact=ExactLimits(
-            max_terms=settings.exact_max_terms,
-            max_phrases=settings.exact_max_phrases,
-            max_scans=settings.exact_max_scans,
-            verify_budget=settings.exact_verify_budget,
-        ),
-        keyword_coverage_power=settings.keyword_coverage_power,
-        cross_script_rrf_k=settings.cross_script_rrf_k,
-        cross_script_dense_weight=settings.cross_script_dense_weight,
-        specific_evidence_max_chunks=settings.specific_evidence_max_chunks,
-        page_role_shift=settings.page_role_shift,
-    )
+    config = RetrieverConfig.from_settings(settings)
     keyword_index = KeywordIndex(
         store,
         settings.data_dir / "keyword",

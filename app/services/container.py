@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from app import tracing
 from app.config import Settings
-from app.ingestion import LoadLimits
 from app.limits import RequestLimits
 from app.services.pipeline import PipelineConfig
 
@@ -428,16 +427,7 @@ class Container:
 
     @cached_property
     def pipeline_config(self) -> PipelineConfig:
-        s = self.settings
-        return PipelineConfig(
-            chunk_size=s.chunk_size,
-            chunk_overlap=s.chunk_overlap,
-            section_paths=s.section_paths != "off",
-            embed_section_paths=s.section_paths_in("dense"),
-            limits=LoadLimits.from_settings(s),
-            parse_timeout_s=s.parse_timeout_s,
-            batch_size=s.embedding_batch_size,
-        )
+        return PipelineConfig.from_settings(self.settings)
 
     def warm_up(self, *, serving: bool) -> None:
         """Build and load everything now, so configuration errors fail start-up, not a request.

@@ -18,6 +18,7 @@ from app.metrics import job_stage_timer
 from app.providers.types import Embedder
 
 if TYPE_CHECKING:
+    from app.config import Settings
     from app.services.corpus import Corpus
 
 # (done, total, stage): pages OCR'd (stage "ocr", only for scans and images), pages parsed, then
@@ -29,7 +30,7 @@ EmbeddingProgress = Callable[[list[tuple[int, int, int]]], None]
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """Plain values the pipeline needs, taken from Settings by the caller."""
+    """Plain values the pipeline needs (`from_settings` reads them from Settings)."""
 
     chunk_size: int
     chunk_overlap: int
@@ -39,6 +40,19 @@ class PipelineConfig:
     # Mark chunks with their section path; embed the path with the text.
     section_paths: bool = False
     embed_section_paths: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PipelineConfig:
+        """The ingestion values of a Settings object."""
+        return cls(
+            chunk_size=settings.chunk_size,
+            chunk_overlap=settings.chunk_overlap,
+            limits=LoadLimits.from_settings(settings),
+            parse_timeout_s=settings.parse_timeout_s,
+            batch_size=settings.embedding_batch_size,
+            section_paths=settings.section_paths != "off",
+            embed_section_paths=settings.section_paths_in("dense"),
+        )
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,19 @@ from app.domain import RetrievalResult
 from app.limits import RequestLimits
 
 if TYPE_CHECKING:
+    from app.retrieval.grouping import Grouping
     from app.retrieval.hybrid import HybridRetriever
 
 
 def search(
-    retriever: HybridRetriever, limits: RequestLimits, tenant_id: str, query: str, k: int | None
+    retriever: HybridRetriever,
+    limits: RequestLimits,
+    tenant_id: str,
+    query: str,
+    k: int | None,
+    group: Grouping = "chunk",
 ) -> RetrievalResult:
-    """Ranked chunks of the tenant for a query, each with the evidence of every stage."""
+    """Ranked chunks of the tenant for a query (or one per document), each with the evidence of
+    every stage."""
     question = limits.question(query)
-    return retriever.search(tenant_id, question, limits.k(k))
+    return retriever.search(tenant_id, question, limits.k(k), group=group)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 import warnings
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,6 +11,8 @@ from typing import Any
 import jwt
 import pytest
 from conftest import TEST_JWT_SECRET, ApiHarness, ApiUser, assert_error_body
+
+from app import security
 
 pytestmark = pytest.mark.integration
 
@@ -170,23 +171,27 @@ def test_login_is_case_insensitive_on_the_user_name(api: ApiHarness, alice: ApiU
     assert _stats(api, token).status_code == 200
 
 
-def test_unknown_user_costs_a_password_check_too(api: ApiHarness, alice: ApiUser) -> None:
-    # The fastest of a few tries is robust to a noisy shared machine; a missing dummy hash
-    # would make unknown users ~100x faster (no bcrypt at cost 12 at all).
-    def fastest(form: dict[str, str]) -> float:
-        times = []
-        for _ in range(3):
-            started = time.perf_counter()
-            api.client.post("/auth/token", data=form)
-            times.append(time.perf_counter() - started)
-        return min(times)
+def test_unknown_user_costs_a_password_check_too(
+    api: ApiHarness, alice: ApiUser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same work, so the same time: one bcrypt check at the configured cost whether the user
+    # exists or not (a missing dummy hash would make unknown users ~100x faster).
+    costs: list[str] = []
+    real_checkpw = security.bcrypt.checkpw
 
-    wrong = fastest({"username": alice.username, "password": "wrong password here"})
-    unknown = fastest({"username": "nobody-at-all", "password": "wrong password here"})
-    print(
-        f"login failure: wrong password {wrong * 1000:.0f} ms, unknown user {unknown * 1000:.0f} ms"
-    )
-    assert unknown > 0.5 * wrong
+    def counted(password: bytes, hashed: bytes) -> bool:
+        costs.append(hashed.decode("ascii").split("$")[2])  # "$2b$12$...": the cost
+        return bool(real_checkpw(password, hashed))
+
+    monkeypatch.setattr(security.bcrypt, "checkpw", counted)
+    cost = f"{api.settings.bcrypt_rounds:02d}"
+    for username in (alice.username, "nobody-at-all", "no such name!"):
+        costs.clear()
+        response = api.client.post(
+            "/auth/token", data={"username": username, "password": "wrong password here"}
+        )
+        assert_error_body(response, 401)
+        assert costs == [cost], (username, costs)
 
 
 def test_issued_token_has_every_required_claim(api: ApiHarness, alice: ApiUser) -> None:

@@ -156,9 +156,10 @@ def test_urls_the_service_builds_carry_the_gateway_scheme_and_prefix(gateway: Ng
         assert_error_body(refused, 413, "payload_too_large")
 
 
-def test_bcrypt_work_is_bounded_and_the_excess_is_refused_fast(gateway: Nginx) -> None:
+def test_bcrypt_work_is_bounded_and_the_excess_is_refused(gateway: Nginx) -> None:
     # One password check at a time and none waiting: a burst of 8 logins from 8 clients
-    # (8 fresh IP buckets) must be partly refused at once, not queued.
+    # (8 fresh IP buckets) must be partly refused, not queued (that a full queue refuses
+    # without waiting is tests/test_login_guard.py's claim; the times here are printed only).
     results: list[tuple[int, float, str | None]] = []
     lock = threading.Lock()
     start = threading.Barrier(8)
@@ -184,10 +185,9 @@ def test_bcrypt_work_is_bounded_and_the_excess_is_refused_fast(gateway: Nginx) -
     )
     assert set(statuses) <= {200, 429}, statuses
     assert 200 in statuses and 429 in statuses, statuses
-    for status, elapsed, retry_after in results:
+    for status, _, retry_after in results:
         if status == 429:
             assert retry_after is not None and int(retry_after) >= 1
-            assert elapsed < 2.0, f"a refused login took {elapsed:.2f} s"  # generous: ~ms here
 
 
 def test_the_root_path_setting_serves_the_api_under_a_prefix(api_factory: ApiFactory) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import multiprocessing
-import time
 from pathlib import Path
 
 import pytest
@@ -37,14 +36,12 @@ def test_typed_errors_cross_the_process_boundary(tmp_path: Path, limits: LoadLim
 
 
 def test_slow_parse_is_stopped_at_the_limit(tmp_path: Path) -> None:
-    # 300 pages of text take far longer than 50 ms to parse: the child must be killed.
+    # 300 pages of text take far longer than 50 ms to parse: the child must be killed. A parent
+    # that waited for the parse would get its pages and no error; one that left the child
+    # running would still have it among its children.
     path = pdf_from_pages(
         tmp_path / "long.pdf", [ninety_five_char_lines(40, s) for s in range(300)]
     )
-    started = time.monotonic()
     with pytest.raises(ParseTimeout, match=r"longer than 0\.05 s"):
         load_with_timeout(path, LoadLimits(), timeout_s=0.05)
-    elapsed = time.monotonic() - started
-    print(f"\ntimed out after {elapsed:.2f} s")
-    assert elapsed < 5
     assert multiprocessing.active_children() == []

@@ -24,11 +24,11 @@ from rq.registry import ScheduledJobRegistry
 
 from app.config import Settings
 from app.errors import ProviderUnavailable
-from app.job_runners.redis_worker import TURN_POLL_S, Heartbeat, IngestWorker
+from app.job_runners.redis_worker import TURN_POLL_S, IngestWorker
 from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.jobs.store import JobStore, split_job_error
 from app.services.container import Container
-from app.storage.db import Database
+from app.storage.db import Database, utc_now
 from tests.queued_jobs import queue_job
 from tests.scaleout.job_container import job_container, queued_upload
 
@@ -55,16 +55,19 @@ def test_retry_delays_grow_fourfold() -> None:
 def test_an_upload_sent_while_redis_is_down_is_sent_again_by_a_worker_sweep(
     container: Container, worker: IngestWorker, data_dir: Path
 ) -> None:
+    queued_at = utc_now()
     job_id = queued_upload(container, data_dir)
     down = redis.Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)
     RedisJobQueue(Queue("down", connection=down), 60).enqueue(container.jobs.get("acme", job_id))  # type: ignore[arg-type]
 
     queue = worker.queue
     assert not message_pending(queue, job_id, 0)
-    time.sleep(2 * container.settings.job_heartbeat_s + 0.05)  # the API's grace period
-    assert worker.sweep() == (0, 1)
+    # Within the API's grace period the API may still send it; after it, the sweep does.
+    assert worker.sweep(now=queued_at) == (0, 0)
+    after_grace = utc_now() + timedelta(seconds=2 * container.settings.job_heartbeat_s + 0.05)
+    assert worker.sweep(now=after_grace) == (0, 1)
     assert message_pending(queue, job_id, 0)
-    assert worker.sweep() == (0, 0)  # a pending message is not sent twice
+    assert worker.sweep(now=after_grace) == (0, 0)  # a pending message is not sent twice
 
 
 def test_a_message_delivered_twice_runs_the_job_once(
@@ -139,18 +142,17 @@ def test_the_sweep_takes_back_a_dead_workers_job_but_not_a_live_one(
     live = queued_upload(container, data_dir, "live.txt")
     assert container.jobs.claim(dead) is not None and container.jobs.claim(live) is not None
     settings = container.settings
-    with Heartbeat(container.jobs, live, settings.job_heartbeat_s):
-        time.sleep(settings.job_stale_after_s + 0.2)
-        requeued, resent_at_once = worker.sweep()
-        assert requeued == 1
-        assert container.jobs.get("acme", live).status == "processing"  # type: ignore[union-attr]
+    # The sweep looks at the job table as it will be once the stale limit has passed; the live
+    # job's heartbeat is written then too (as its Heartbeat thread would), the dead one's not.
+    later = utc_now() + timedelta(seconds=settings.job_stale_after_s + 0.2)
+    container.jobs.heartbeat(live, now=later)
+    requeued, resent = worker.sweep(now=later)
+    assert (requeued, resent) == (1, 0)  # the requeued job is within the grace period at `later`
+    assert container.jobs.get("acme", live).status == "processing"  # type: ignore[union-attr]
     container.jobs.mark_done(live, chunks_indexed=1, pages=1)
     assert container.jobs.get("acme", dead).status == "queued"  # type: ignore[union-attr]
-    time.sleep(2 * settings.job_heartbeat_s + 0.05)
-    requeued, resent = worker.sweep()
-    # Sent once, as the message for attempt 2: usually by this sweep, by the first one when it
-    # ran slower than the grace period (a loaded machine).
-    assert (requeued, resent_at_once + resent) == (0, 1)
+    after_grace = later + timedelta(seconds=2 * settings.job_heartbeat_s + 0.05)
+    assert worker.sweep(now=after_grace) == (0, 1)  # sent once, as the message for attempt 2
     assert message_pending(worker.queue, dead, 1)
 
 

@@ -14,7 +14,7 @@ from app.api.deps import ContainerDep, Principal, QueryRateLimit
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
 from app.api.streams import AnswerStreamResponse, ClosableEvents
-from app.domain import ocr_confidence, section_path, text_source
+from app.domain import SearchHit, ocr_confidence, section_path, text_source
 from app.observability import error_payload
 from app.services import answer_lane
 from app.services.admission import Caller
@@ -38,10 +38,16 @@ router = APIRouter(
 
 @router.post("/search", response_model=SearchOut)
 def search(body: SearchIn, container: ContainerDep, principal: Principal) -> SearchOut:
-    """Ranked chunks with the evidence of every retrieval stage (no LLM)."""
+    """Ranked chunks (or documents, `group=document`) with the evidence of every retrieval
+    stage (no LLM)."""
     timer = start_timer()
     result = search_service(
-        container.retriever, container.request_limits, principal.tenant_id, body.query, body.k
+        container.retriever,
+        container.request_limits,
+        principal.tenant_id,
+        body.query,
+        body.k,
+        body.group,
     )
     results = [
         SearchResultOut(
@@ -57,15 +63,23 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
             ocr_confidence=ocr_confidence(hit.chunk),
             score=hit.score,
             stages=hit.stages,
+            **(document_counts(hit) if body.group == "document" else {}),
         )
         for rank, hit in enumerate(result.hits, start=1)
     ]
     return SearchOut(
+        group=body.group,
         results=results,
         relevant=result.relevant,
         timings=timer.rounded(),
         total_ms=timer.total_ms(),
     )
+
+
+def document_counts(hit: SearchHit) -> dict[str, Any]:
+    """`other_chunks` and `other_pages` of a hit standing for its document."""
+    pages = dict.fromkeys(c.page for c in hit.same_document if c.page != hit.chunk.page)
+    return {"other_chunks": len(hit.same_document), "other_pages": list(pages)}
 
 
 @router.post("/query", response_model=QueryOut)
