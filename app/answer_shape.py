@@ -160,6 +160,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "max_running_jobs_per_tenant",
         "ingest_batch_jobs",
         "ingest_batch_bytes",
+        "ingest_batch_wait_ms",
         "hot_tenants",
         "keyword_snapshots_kept",
         # auth, abuse and HTTP limits: they admit or refuse a request

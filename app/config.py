@@ -832,6 +832,17 @@ class Settings(BaseSettings):
         description="Upload bytes a batch of jobs adds up to at most.",
         gt=0,
     )
+    ingest_batch_wait_ms: int = setting(
+        250,
+        group="quotas",
+        unit="ms",
+        description="A worker woken by a new upload waits until no other upload has arrived for "
+        "this long (at most 4 times as long in all) before it claims, so small files sent one "
+        "per request in quick succession are indexed as one batch. 0 = claim at once. Only the "
+        "`threads` job backend waits (a Redis worker claims when its message arrives).",
+        ge=0,
+        le=10_000,
+    )
     keyword_snapshots_kept: int = setting(
         2,
         group="quotas",

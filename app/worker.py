@@ -3,8 +3,8 @@
 It loads the models once, then takes job ids from the rq queue, one turn at a time, in this
 process (rq's `SimpleWorker`: no fork per job, so the embedder stays loaded). Run as many as the
 machine has cores for (`docker compose up --scale worker=N`). What a turn and the sweeper do is
-in app/jobs/redis_worker.py; this module is the entry point and holds the rq task, whose import
-path (`app.worker.process_job`) messages already in Redis name.
+in app/job_runners/redis_worker.py; this module is the entry point and holds the rq task, whose
+import path (`app.worker.process_job`) messages already in Redis name.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import redis
 from app import metrics, tracing
 from app.config import SERVICE_VERSION, Settings, get_settings
 from app.errors import ConfigurationError
+from app.job_runners.redis_worker import IngestWorker
 from app.jobs.redis_queue import queue_name, rq_queue
-from app.jobs.redis_worker import IngestWorker
 from app.observability import configure_logging
 from app.services.container import Container
 from app.storage.redis_client import connect_redis
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     if settings.job_backend != "redis":
         sys.exit("error: set RAG_JOB_BACKEND=redis; with `threads` the API process runs the jobs")
     configure_logging(settings.log_level)
-    from app.jobs.redis_tasks import rq_worker
+    from app.job_runners.redis_tasks import rq_worker
 
     tracing.configure(settings)
     container = Container(settings)

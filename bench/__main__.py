@@ -7,6 +7,7 @@ import sys
 
 STEPS = [
     ["bench.ingest"],
+    ["bench.ingest", "--one-file-per-request"],
     ["bench.page_render"],
     ["bench.ocr"],
     ["bench.retrieval", "--sizes", "1000,10000,100000"],

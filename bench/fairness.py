@@ -22,7 +22,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from app.config import load_settings
-from app.jobs.batch import run_jobs
+from app.job_runners.runner import run_jobs
 from app.jobs.store import JobRecord
 from app.jobs.threads import IngestWorkerPool
 from app.services.container import Container

@@ -13,26 +13,31 @@ real Chroma and embedder) and timed until every job is done, once with jobs run 
 (RAG_INGEST_BATCH_JOBS=1) and once batched (the default), next to embedding the same chunk texts
 in full batches in one go. Target: batched uploads within 3x of that one-batch embedding.
 
+`--one-file-per-request` is the folder-sync workload of issue #26 on a live server: `python -m
+app.serve` (uvicorn, one process, threads job backend, real Chroma and embedder) on loopback, the
+`--uploads` files posted one per HTTP request by `--concurrency` (4) clients at once, timed from
+the first upload until every job is done, next to embedding the same chunk texts in one go (in
+this process, while no server runs). Target: within 2x of that one-batch embedding.
+
     python -m bench.ingest [--docs 40] [--paragraphs 10] [--provider use]
     python -m bench.ingest --api [--uploads 240]
+    python -m bench.ingest --one-file-per-request [--uploads 240] [--concurrency 4] [--set RAG_X=v]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from fastapi.testclient import TestClient
 
 from app.config import Settings, load_settings
-from app.ingestion import LoadLimits, chunk_pages, load
+from app.ingestion import LoadLimits
 from app.main import create_app
 from app.providers.embeddings import build_embedder
 from app.retrieval.keyword import KeywordIndex
@@ -40,11 +45,18 @@ from app.services.container import Container
 from app.services.corpus import build_corpus
 from app.services.pipeline import PipelineConfig, index_file
 from app.timing import StageTimer
-from bench.common import table
-from eval.datasets import data_dir
-
-DATA = data_dir()
-
+from bench.common import add_server_setting_option, server_settings_given, table
+from bench.ingest_common import (
+    POLL_S,
+    UPLOAD_HEADERS,
+    bench_settings,
+    chunk_texts,
+    embed_once,
+    paragraph_files,
+    upload_row,
+    write_documents,
+)
+from bench.ingest_http import run_http_workload
 
 # Timed in this order in every round; the keys name them in the results.
 WORKLOADS = {
@@ -52,36 +64,6 @@ WORKLOADS = {
     "pooled": "raw embedder, batches across documents",
     "pipeline": "pipeline (parse+chunk+embed+store+keyword index)",
 }
-
-
-def _write_documents(folder: Path, count: int, per_document: int) -> list[Path]:
-    """Text files built from real XQuAD paragraphs (English and Arabic), `per_document` each."""
-    paragraphs: list[str] = []
-    for lang in ("en", "ar"):
-        raw = json.loads((DATA / "xquad" / f"xquad.{lang}.json").read_text(encoding="utf-8"))
-        paragraphs += [p["context"] for art in raw["data"] for p in art["paragraphs"]]
-    paths = []
-    for i in range(count):
-        body = "\n\n".join(
-            paragraphs[(i * per_document + j) % len(paragraphs)] for j in range(per_document)
-        )
-        path = folder / f"doc{i:03d}.txt"
-        path.write_text(body, encoding="utf-8")
-        paths.append(path)
-    return paths
-
-
-def _chunk_texts(path: Path, settings: Settings, limits: LoadLimits) -> list[str]:
-    """The texts of the chunks the pipeline would embed for this file."""
-    chunks = chunk_pages(
-        load(path, limits),
-        tenant_id="bench",
-        document_id="d",
-        source=path.name,
-        chunk_size=settings.chunk_size,
-        chunk_overlap=settings.chunk_overlap,
-    )
-    return [chunk.text for chunk in chunks]
 
 
 def main() -> None:
@@ -98,8 +80,26 @@ def main() -> None:
         "--rounds", type=int, default=3, help="interleaved rounds; medians are reported"
     )
     parser.add_argument("--api", action="store_true", help="the many-small-uploads workload")
-    parser.add_argument("--uploads", type=int, default=240, help="files uploaded with --api")
+    parser.add_argument(
+        "--one-file-per-request",
+        action="store_true",
+        help="many small files through a live HTTP server, several requests at once",
+    )
+    parser.add_argument(
+        "--uploads", type=int, default=240, help="files uploaded (--api, --one-file-per-request)"
+    )
+    parser.add_argument("--concurrency", type=int, default=4, help="clients uploading at once")
+    add_server_setting_option(parser, "RAG_INGEST_BATCH_WAIT_MS=0")
     args = parser.parse_args()
+    if args.one_file_per_request:
+        run_http_workload(
+            args.uploads,
+            args.provider,
+            args.concurrency,
+            args.rounds,
+            server_settings_given(args.set),
+        )
+        return
     if args.api:
         run_api_workload(args.uploads, args.provider, args.rounds)
         return
@@ -113,7 +113,7 @@ def main() -> None:
         embedder.embed_documents(["warm up"])
         store = build_corpus(settings, embedder)
         keyword_index = KeywordIndex(store, root / "keyword")
-        paths = _write_documents(root, args.docs, args.paragraphs)
+        paths = write_documents(root, args.docs, args.paragraphs)
         limits = LoadLimits.from_settings(settings)
         config = PipelineConfig(
             settings.chunk_size,
@@ -123,7 +123,7 @@ def main() -> None:
             settings.embedding_batch_size,
         )
 
-        documents = [_chunk_texts(path, settings, limits) for path in paths]
+        documents = [chunk_texts(path, settings, limits) for path in paths]
         texts = [text for document in documents for text in document]
         batch = settings.embedding_batch_size
 
@@ -214,24 +214,6 @@ def _timed(work: Callable[[], None]) -> tuple[float, float]:
 # temp directory, the configured embedder); files are posted one per request, as a client syncing
 # a folder would, then `/jobs/{id}` is polled until all are done.
 
-JWT_SECRET = "bench-only-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
-POLL_S = 0.05
-
-
-def _settings(data_dir: Path, provider: str, **overrides: Any) -> Settings:
-    return load_settings(
-        _env_file=None,
-        data_dir=data_dir,
-        embedding_provider=provider,
-        llm_provider="extractive",
-        env="development",
-        log_level="WARNING",  # a log line per request and job would be part of what is timed
-        jwt_secret=JWT_SECRET,
-        rate_limit_auth_per_minute=100_000,
-        rate_limit_query_per_minute=100_000,
-        **overrides,
-    )
-
 
 def _upload_all(settings: Settings, paths: list[Path]) -> dict[str, float]:
     """Upload every file through the API and wait for all jobs; phase timings in seconds."""
@@ -271,21 +253,6 @@ def _upload_all(settings: Settings, paths: list[Path]) -> dict[str, float]:
     }
 
 
-def _embed_once(settings: Settings, paths: list[Path]) -> tuple[float, float, int]:
-    """Wall and CPU seconds to embed the uploads' chunk texts in full batches; how many chunks."""
-    container = Container(settings)
-    embedder = container.embedder
-    embedder.embed_documents(["warm up"])
-    limits = LoadLimits.from_settings(settings)
-    texts = [text for path in paths for text in _chunk_texts(path, settings, limits)]
-    size = settings.embedding_batch_size
-    started, cpu_started = time.perf_counter(), time.process_time()
-    for begin in range(0, len(texts), size):
-        embedder.embed_documents(texts[begin : begin + size])
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    return wall, cpu, len(texts)
-
-
 def run_api_workload(uploads: int, provider: str, rounds: int) -> None:
     """Print the table of the many-small-uploads workload (medians over `rounds`)."""
     runs: dict[str, list[dict[str, float]]] = {"one at a time": [], "batched": []}
@@ -294,41 +261,23 @@ def run_api_workload(uploads: int, provider: str, rounds: int) -> None:
     chunks = 0
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        files = root / "files"
-        files.mkdir()
-        paths = _write_documents(files, uploads, 1)
+        paths = paragraph_files(root, uploads)
         for round_number in range(rounds):  # interleaved, so load changes hit every workload
             base = root / f"round{round_number}"
-            wall, cpu, chunks = _embed_once(_settings(base / "embed", provider), paths)
+            wall, cpu, chunks = embed_once(bench_settings(base / "embed", provider), paths)
             embed_wall.append(wall)
             embed_cpu.append(cpu)
-            one = _settings(base / "one", provider, ingest_batch_jobs=1)
+            one = bench_settings(base / "one", provider, ingest_batch_jobs=1)
             runs["one at a time"].append(_upload_all(one, paths))
-            runs["batched"].append(_upload_all(_settings(base / "batched", provider), paths))
+            runs["batched"].append(_upload_all(bench_settings(base / "batched", provider), paths))
     floor, floor_cpu = statistics.median(embed_wall), statistics.median(embed_cpu)
     print(
         f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), one per request; "
         f"embedder {provider}; median of {rounds} interleaved round(s)"
     )
-    rows = []
-    for name, results in runs.items():
-        total = statistics.median(r["total"] for r in results)
-        cpu = statistics.median(r["cpu"] for r in results)
-        posted = statistics.median(r["uploads"] for r in results)
-        rows.append(
-            [
-                name,
-                posted,
-                total,
-                cpu,
-                uploads / total,
-                f"{total / floor:.2f}x",
-                f"{cpu / floor_cpu:.2f}x",
-            ]
-        )
+    rows = [upload_row(name, results, uploads, floor, floor_cpu) for name, results in runs.items()]
     rows.append(["one-batch embedding (floor)", "-", floor, floor_cpu, uploads / floor, "1x", "1x"])
-    headers = ["workload", "uploads posted s", "all jobs done s", "CPU s", "files/s"]
-    print(table([*headers, "vs embedding (wall)", "vs embedding (CPU)"], rows))
+    print(table(UPLOAD_HEADERS, rows))
 
 
 if __name__ == "__main__":

@@ -14,12 +14,15 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
+# Modules the scripts import, run by none on their own (bench.ingest_http is `python -m
+# bench.ingest --one-file-per-request`).
+HELPERS = {"__init__", "__main__", "common", "datasets", "metrics", "custom_set", "scan_render"}
+HELPERS |= {"ingest_common", "ingest_http"}
 SCRIPTS = sorted(
     f"{folder}.{path.stem}"
     for folder in ("bench", "eval")
     for path in (ROOT / folder).glob("*.py")
-    if path.stem
-    not in {"__init__", "__main__", "common", "datasets", "metrics", "custom_set", "scan_render"}
+    if path.stem not in HELPERS
 )
 
 

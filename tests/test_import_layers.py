@@ -14,19 +14,15 @@ pytestmark = pytest.mark.unit
 
 APP = Path(__file__).resolve().parents[1] / "app"
 
-LAYERS = ("app.api", "app.services", "app.jobs", "app.ingestion", "app.retrieval")
-LAYERS += ("app.generation", "app.providers", "app.storage", "app.rendering", "app.text")
+LAYERS = ("app.api", "app.job_runners", "app.services", "app.jobs", "app.ingestion")
+LAYERS += ("app.retrieval", "app.generation", "app.providers", "app.storage", "app.rendering")
+LAYERS += ("app.text",)
 # What sits below everything: settings, errors, shared records, limits, timing, the answer cache
 # key's settings, passwords and tokens, logging, child-process limits, and the metrics and
 # trace recorders every layer calls.
 FOUNDATION = ("app.config", "app.settings_docs", "app.errors", "app.domain", "app.limits")
 FOUNDATION += ("app.timing", "app.answer_shape", "app.security", "app.observability")
 FOUNDATION += ("app.child_process", "app.metrics", "app.tracing")
-# The job package has two halves: the job table and the queue (used by the documents service
-# to accept uploads), and the running of jobs (which calls the documents service to index).
-JOB_RUNNING = ("app.jobs.runner", "app.jobs.batch", "app.jobs.redis_worker", "app.jobs.redis_tasks")
-JOB_RECORDS = ("app.jobs.store", "app.jobs.scheduling", "app.jobs.queue", "app.jobs.redis_queue")
-JOB_RECORDS += ("app.jobs.threads",)  # the pool is handed the function that runs a batch
 
 # module or package -> what it must never import (the most specific entry applies), at module
 # level, in a function or under TYPE_CHECKING (a type-only import still couples the layers).
@@ -34,21 +30,24 @@ JOB_RECORDS += ("app.jobs.threads",)  # the pool is handed the function that run
 # picture in ARCHITECTURE.md. Deliberately allowed, because the current design is sound: retrieval
 # -> providers (the retriever embeds the query and reranks with them), retrieval -> storage (a
 # store is below it), generation -> providers (it calls the LLM), services -> all below them.
-ABOVE_STORAGE = ("app.services", "app.api", "app.jobs", "app.ingestion", "app.rendering")
-BELOW = ("app.providers", "app.storage", "app.jobs")
+JOBS = ("app.jobs", "app.job_runners")
+ABOVE_STORAGE = ("app.services", "app.api", "app.ingestion", "app.rendering", *JOBS)
+BELOW = ("app.providers", "app.storage", *JOBS)
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "app.storage": ("app.providers", "app.generation", "app.retrieval", *ABOVE_STORAGE),
     "app.providers": ("app.generation", "app.retrieval", "app.storage", *ABOVE_STORAGE),
     "app.text": LAYERS[:-1],  # used by every layer, so it uses none
-    "app.retrieval": ("app.generation", "app.services", "app.api", "app.jobs", "app.ingestion"),
+    "app.retrieval": ("app.generation", "app.services", "app.api", "app.ingestion", *JOBS),
     # Generation gets passages and an LLM; the tokenizer it needs lives in app.text.
-    "app.generation": ("app.retrieval", "app.services", "app.api", "app.storage", "app.jobs"),
+    "app.generation": ("app.retrieval", "app.services", "app.api", "app.storage", *JOBS),
     # Ingestion only parses and chunks; the documents service embeds and stores the chunks.
     "app.ingestion": ("app.services", "app.api", "app.generation", "app.retrieval", *BELOW),
-    "app.rendering": ("app.services", "app.api", "app.storage", "app.jobs"),
-    "app.services": ("app.api", *JOB_RUNNING),
-    "app.jobs": ("app.api",),
-    **{module: ("app.services", "app.api", *JOB_RUNNING) for module in JOB_RECORDS},
+    "app.rendering": ("app.services", "app.api", "app.storage", *JOBS),
+    # The running of jobs sits above the services (it calls the documents service to index);
+    # the job table and the queue sit below them (the documents service queues uploads there).
+    "app.job_runners": ("app.api",),
+    "app.services": ("app.api", "app.job_runners"),
+    "app.jobs": ("app.services", "app.api", "app.job_runners"),
     **{module: LAYERS for module in FOUNDATION},
     # It builds every component, so it imports (lazily) all but the API it serves.
     "app.services.container": ("app.api",),

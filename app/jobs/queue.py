@@ -4,7 +4,7 @@ RAG_JOB_BACKEND chooses the backend:
 - `threads` (default): the in-process pool (app/jobs/threads.py) polls the job table; one API
   process.
 - `redis`: job ids go to Redis (app/jobs/redis_queue.py) for `python -m app.worker` processes
-  (app/jobs/redis_worker.py).
+  (app/job_runners/redis_worker.py).
 
 The queue is a component of the `Container` (`container.job_queue`), started and stopped with
 the API process; `enqueue` hands it the jobs an upload created. This module knows nothing of

@@ -1,7 +1,7 @@
 """The `redis` job backend, API side: job ids go onto an rq queue for worker processes.
 
 The API runs no job itself; separate `python -m app.worker` processes take the ids (see
-app/jobs/redis_worker.py). The SQL job table stays the truth, so `GET /jobs/{id}` works from
+app/job_runners/redis_worker.py). The SQL job table stays the truth, so `GET /jobs/{id}` works from
 any API process. A message carries only the job id and the attempt it is for, serialised as JSON
 (never pickle: a message is data, not code). A message is a turn: the worker claims the fairest
 tenant's queued jobs (or the message's own job when it is a due retry), so a duplicate or late

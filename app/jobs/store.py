@@ -375,30 +375,29 @@ class JobStore:
         self, job_id: str, chunks_indexed: int, pages: int, warnings: Sequence[str] = ()
     ) -> None:
         """Finish a job successfully, with what it could not do (`warnings`) if anything."""
-        self._finish(
-            job_id,
-            status="done",
-            chunks_indexed=chunks_indexed,
-            pages=pages,
-            progress_stage="done",
-            error=None,
-            warnings=json.dumps(list(warnings), ensure_ascii=False) if warnings else None,
-        )
+        self.mark_done_many([(job_id, chunks_indexed, pages, warnings)])
+
+    def mark_done_many(self, done: Sequence[tuple[str, int, int, Sequence[str]]]) -> None:
+        """`mark_done` for several (job id, chunks indexed, pages, warnings), one transaction."""
+        with self._db.session() as session:
+            for job_id, chunks_indexed, pages, warnings in done:
+                _finish(
+                    session,
+                    job_id,
+                    status="done",
+                    chunks_indexed=chunks_indexed,
+                    pages=pages,
+                    progress_stage="done",
+                    error=None,
+                    warnings=json.dumps(list(warnings), ensure_ascii=False) if warnings else None,
+                )
 
     def mark_failed(self, job_id: str, error: str, code: str = "ingestion_failed") -> None:
         """Finish a job with a stable code and a message (shown to users only for codes of
         client-side errors, see `app.errors.public_job_error`)."""
         message = job_error(code, error.strip() or "ingestion failed for an unknown reason")
-        self._finish(job_id, status="failed", error=message, progress_stage="failed")
-
-    def _finish(self, job_id: str, **final: Any) -> None:
-        # Leaving the batch and the final status are one transaction: a finished job is never
-        # still a batch member, and a batch member is never finished.
         with self._db.session() as session:
-            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
-            session.execute(
-                update(JobRow).where(JobRow.job_id == job_id).values(**final, updated_at=utc_now())
-            )
+            _finish(session, job_id, status="failed", error=message, progress_stage="failed")
 
     def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:
         """Touch a processing job (at `now`, default the current time) so `requeue_stale` leaves
@@ -591,3 +590,12 @@ def _insert_below_limit(row: JobRow, active_limit: int) -> ReturningInsert[str]:
         active < active_limit
     )
     return insert(JobRow).from_select([c.key for c in columns], values).returning(JobRow.job_id)
+
+
+def _finish(session: Session, job_id: str, **final: Any) -> None:
+    # Leaving the batch and the final status are one transaction: a finished job is never
+    # still a batch member, and a batch member is never finished.
+    session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
+    session.execute(
+        update(JobRow).where(JobRow.job_id == job_id).values(**final, updated_at=utc_now())
+    )

@@ -2,9 +2,12 @@
 
 Each free thread claims a batch of the fairest tenant's queued jobs (`JobStore.claim_batch`:
 tenants with fewer running jobs, then the one served least recently), so one tenant's burst
-cannot starve another, and runs it (with the `run_batch` it was given: `app.jobs.batch.run_jobs`
-on the container's collaborators). Jobs a crash left `processing`
-are re-queued at start-up; stable chunk ids make the retry an upsert.
+cannot starve another, and runs it (with the `run_batch` it was given:
+`app.job_runners.runner.run_jobs` on the container's collaborators). While uploads keep arriving
+(a folder sent one file per request), an idle thread woken by one waits for a pause of
+RAG_INGEST_BATCH_WAIT_MS before it claims, so they become one batch instead of many batches of
+one; a thread that has just run a batch claims what arrived meanwhile at once. Jobs a crash left
+`processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ class IngestWorkerPool:
         self._settings = settings
         self._size = settings.worker_pool_size
         self._poll = poll_interval_s
+        self._batch_wait_s = settings.ingest_batch_wait_ms / 1000
+        self._last_arrival = float("-inf")  # time.monotonic() of the last enqueue
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -53,6 +58,7 @@ class IngestWorkerPool:
 
     def enqueue(self, job: JobRecord) -> None:
         """Hand over a newly queued job: the threads poll the table, so just wake them."""
+        self._last_arrival = time.monotonic()
         self._wake.set()
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -80,5 +86,20 @@ class IngestWorkerPool:
             if not batch:
                 self._wake.wait(self._poll)
                 self._wake.clear()
+                # Woken from idle by an upload: let the ones right behind it join its batch.
+                # (After a batch the jobs that arrived meanwhile are claimed at once.)
+                self._gather()
                 continue
             self._run_batch(batch)
+
+    def _gather(self) -> None:
+        """While uploads are arriving, wait until none has come for the batch window (at most 4
+        windows in all), so that they are claimed together; at once when none came lately."""
+        window = self._batch_wait_s
+        deadline = time.monotonic() + 4 * window
+        while not self._stop.is_set():
+            now = time.monotonic()
+            quiet_at = self._last_arrival + window
+            if now >= quiet_at or now >= deadline:
+                return
+            self._stop.wait(min(quiet_at, deadline) - now)

@@ -18,8 +18,8 @@ from app.limits import RequestLimits
 from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
+    from app.job_runners.runner import IngestDeps
     from app.jobs.queue import JobQueue
-    from app.jobs.runner import IngestDeps
     from app.jobs.store import JobRecord, JobStore, StorageQuota
     from app.jobs.trace_carriers import TraceCarriers
     from app.providers.types import LLM, Embedder, Reranker
@@ -252,7 +252,7 @@ class Container:
     @cached_property
     def ingest_deps(self) -> IngestDeps:
         """What running ingestion jobs needs, in the API's pool or a worker process."""
-        from app.jobs.runner import IngestDeps
+        from app.job_runners.runner import IngestDeps
 
         trace_of = self.trace_carriers.recall if tracing.wanted(self.settings) else None
         return IngestDeps(
@@ -345,7 +345,7 @@ class Container:
     @cached_property
     def job_queue(self) -> JobQueue:
         """Where uploads' jobs go (RAG_JOB_BACKEND); the API process starts and stops it."""
-        from app.jobs.batch import run_jobs
+        from app.job_runners.runner import run_jobs
         from app.jobs.queue import build_job_queue
 
         def run_batch(batch: list[JobRecord]) -> list[str]:

@@ -70,7 +70,7 @@ class KeptOriginals:
         """Keep a copy of an indexed PDF (an image as a PDF of its frames), its page count and
         the words and boxes of its OCR'd pages; other formats keep nothing.
 
-        Called under the document's lock, so a concurrent delete sees the copy or none; the
+        Called under the tenant's documents lock, so a concurrent delete sees the copy or none; the
         copy is written beside its final name and renamed, so a reader never sees half a file.
         The page count (read by PDFium in a limited child) lets a page request beyond the
         document be refused without starting a renderer.

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 # (done, total, stage): pages OCR'd (stage "ocr", only for scans and images), pages parsed, then
 # chunks embedded, so a client can draw a bar.
 ProgressCallback = Callable[[int, int, str], None]
+# [(file index, chunks embedded, its chunks)] after each embedding call of several files.
+EmbeddingProgress = Callable[[list[tuple[int, int, int]]], None]
 
 
 @dataclass(frozen=True)
@@ -198,8 +201,12 @@ def index_file(
     )
     check_chunk_quota(parsed, max_chunks)
     with job_stage("embed"):
-        vectors = embed_chunks(
-            parsed.chunks, embedder, config.batch_size, progress, config.embed_section_paths
+        (vectors,) = embed_files(
+            [parsed.chunks],
+            embedder,
+            config.batch_size,
+            partial(_report_one, progress),
+            config.embed_section_paths,
         )
     with job_stage("store"):
         corpus.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
@@ -208,21 +215,35 @@ def index_file(
     )
 
 
-def embed_chunks(
-    chunks: list[Chunk],
+def _report_one(progress: ProgressCallback, reports: list[tuple[int, int, int]]) -> None:
+    for _, done, total in reports:
+        progress(done, total, "embedding")
+
+
+def embed_files(
+    files: Sequence[Sequence[Chunk]],
     embedder: Embedder,
     batch_size: int,
-    progress: ProgressCallback,
+    progress: EmbeddingProgress,
     with_paths: bool = True,
-) -> list[list[float]]:
-    """Embed chunks (with their section paths unless told not to) in batches, reporting progress
-    after each batch."""
-    vectors: list[list[float]] = []
-    total = len(chunks)
-    progress(0, total, "embedding")
-    for start in range(0, total, batch_size):
-        batch = chunks[start : start + batch_size]
-        with tracing.span("embedding.documents", embedding__texts=len(batch)):
-            vectors.extend(embedder.embed_documents([indexed_text(c, with_paths) for c in batch]))
-        progress(len(vectors), total, "embedding")
+) -> list[list[list[float]]]:
+    """Embed several files' chunks (with their section paths unless told not to) in full
+    batches that cross file boundaries; each file's vectors, in order.
+
+    After each embedding call `progress` gets (file index, chunks embedded, its chunks) for
+    every file the call touched (first all files at 0).
+    """
+    texts = [
+        (owner, indexed_text(c, with_paths)) for owner, chunks in enumerate(files) for c in chunks
+    ]
+    vectors: list[list[list[float]]] = [[] for _ in files]
+    progress([(owner, 0, len(chunks)) for owner, chunks in enumerate(files)])
+    for start in range(0, len(texts), batch_size):
+        part = texts[start : start + batch_size]
+        with tracing.span("embedding.documents", embedding__texts=len(part)):
+            embedded = embedder.embed_documents([text for _, text in part])
+        for (owner, _), vector in zip(part, embedded, strict=True):
+            vectors[owner].append(vector)
+        touched = sorted({owner for owner, _ in part})
+        progress([(owner, len(vectors[owner]), len(files[owner])) for owner in touched])
     return vectors

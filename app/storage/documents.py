@@ -5,6 +5,7 @@ Every method takes the tenant; a document of another tenant behaves exactly like
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -36,6 +37,7 @@ class DocumentRecord:
     updated_at: datetime
     uploaded_by: str | None = None  # user id; None before roles existed, or from the CLI
     uploaded_by_name: str | None = None  # that user's name, None once the user is deleted
+    ocr_pages: int = 0  # pages of the indexed version that OCR was run on (the OCR quota's unit)
 
 
 def _record(row: DocumentRow, uploader_name: str | None = None) -> DocumentRecord:
@@ -48,6 +50,19 @@ def _with_uploader() -> Select[DocumentRow, str]:
     return select(DocumentRow, UserRow.username).outerjoin(
         UserRow, UserRow.id == DocumentRow.uploaded_by
     )
+
+
+@dataclass(frozen=True)
+class IndexedFacts:
+    """What `DocumentStore.record_indexed` writes for a document just indexed."""
+
+    document_id: str
+    source: str
+    size_bytes: int
+    content_sha256: str
+    pages: int
+    chunks: int
+    ocr_pages: int
 
 
 def _new_row(
@@ -95,26 +110,62 @@ class DocumentStore:
         """
         now = utc_now()
         values = _new_row(tenant_id, document_id, source, size_bytes, content_sha256, status, now)
-        statement = (
+        with self._db.session() as session:
+            session.execute(self._upsert(values))
+            row = session.get(DocumentRow, (tenant_id, document_id), populate_existing=True)
+            assert row is not None  # just written in this transaction
+            return _record(row)
+
+    def record_indexed(
+        self, tenant_id: str, indexed: Sequence[IndexedFacts], *, must_exist: bool
+    ) -> set[str]:
+        """Record documents just indexed (each upload's facts, status done, pages, chunks and
+        OCR pages) in one transaction. With `must_exist`, documents deleted meanwhile stay
+        deleted; their ids are returned."""
+        ids = [facts.document_id for facts in indexed]
+        with self._db.session() as session:
+            gone: set[str] = set()
+            if must_exist:
+                present = session.scalars(
+                    select(DocumentRow.document_id).where(
+                        DocumentRow.tenant_id == tenant_id, DocumentRow.document_id.in_(ids)
+                    )
+                )
+                gone = set(ids) - set(present)
+            for facts in indexed:
+                if facts.document_id in gone:
+                    continue
+                values = _new_row(
+                    tenant_id,
+                    facts.document_id,
+                    facts.source,
+                    facts.size_bytes,
+                    facts.content_sha256,
+                    "done",
+                    utc_now(),
+                )
+                session.execute(self._upsert(values))
+                session.execute(
+                    update(DocumentRow)
+                    .where(
+                        DocumentRow.tenant_id == tenant_id,
+                        DocumentRow.document_id == facts.document_id,
+                    )
+                    .values(pages=facts.pages, chunks=facts.chunks, ocr_pages=facts.ocr_pages)
+                )
+        return gone
+
+    def _upsert(self, values: dict[str, Any]) -> Any:
+        """INSERT a fresh document row (`_new_row`), or on a re-upload replace its upload facts."""
+        replaced = ("source", "status", "size_bytes", "content_sha256", "uploaded_at", "updated_at")
+        return (
             conflict_insert(self._db.dialect, DocumentRow)
             .values(**values)
             .on_conflict_do_update(
                 index_elements=[DocumentRow.tenant_id, DocumentRow.document_id],
-                set_={
-                    "source": source,
-                    "status": status,
-                    "size_bytes": size_bytes,
-                    "content_sha256": content_sha256,
-                    "uploaded_at": now,
-                    "updated_at": now,
-                },
+                set_={name: values[name] for name in replaced},
             )
         )
-        with self._db.session() as session:
-            session.execute(statement)
-            row = session.get(DocumentRow, (tenant_id, document_id), populate_existing=True)
-            assert row is not None  # just written in this transaction
-            return _record(row)
 
     def set_status(
         self,

@@ -13,26 +13,26 @@ from pathlib import Path
 from typing import Any
 
 from app import serve
-from app.services import pipeline
+from app.services import documents
 
 GATE = Path(os.environ["RAG_TEST_EMBED_GATE"])
-_embed_chunks = pipeline.embed_chunks
+_embed_files = documents.embed_files
 
 
-def _gated_embed_chunks(
-    chunks: Any, embedder: Any, batch_size: int, progress: Any, *args: Any, **kwargs: Any
+def _gated_embed_files(
+    files: Any, embedder: Any, batch_size: int, progress: Any, *args: Any, **kwargs: Any
 ) -> Any:
-    def report(done: int, total: int, stage: str) -> None:
-        progress(done, total, stage)
-        if stage == "embedding" and 0 < done < total and GATE.exists():
+    def report(reports: list[tuple[int, int, int]]) -> None:
+        progress(reports)
+        if any(0 < done < total for _, done, total in reports) and GATE.exists():
             GATE.with_suffix(".reached").touch()
             while GATE.exists():
                 time.sleep(0.05)
 
-    return _embed_chunks(chunks, embedder, batch_size, report, *args, **kwargs)
+    return _embed_files(files, embedder, batch_size, report, *args, **kwargs)
 
 
-pipeline.embed_chunks = _gated_embed_chunks  # index_file looks it up at call time
+documents.embed_files = _gated_embed_files  # index_documents looks it up at call time
 
 if __name__ == "__main__":
     serve.main()

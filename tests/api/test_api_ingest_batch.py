@@ -8,7 +8,6 @@ themselves (workers not started), so which jobs share a batch is exact.
 from __future__ import annotations
 
 from argparse import Namespace
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,8 @@ import pytest
 from api_builders import corrupt_pdf, text_document
 from conftest import ApiFactory, ApiHarness, ApiUser
 
-from app.jobs.batch import run_jobs
-from app.jobs.runner import run_job
+from app.job_runners.runner import run_job, run_jobs
+from tests.scans import scanned_page, scanned_pdf
 
 pytestmark = pytest.mark.integration
 
@@ -116,6 +115,43 @@ class Crash(BaseException):
     """Stands in for the process dying mid-batch (not an error the worker may catch)."""
 
 
+def test_files_uploaded_one_per_request_are_gathered_into_one_batch(
+    api_factory: ApiFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Running workers this time: uploads arriving closer together than the batch window are
+    # claimed together (a folder synced file by file), and each job still ends on its own.
+    running = api_factory(ingest_batch_wait_ms=2000)
+    jobs = running.container.jobs
+    real_claim = jobs.claim_batch
+    claimed: list[int] = []
+
+    def recording_claim(*args: Any, **kwargs: Any) -> Any:
+        batch = real_claim(*args, **kwargs)
+        if batch:
+            claimed.append(len(batch))
+        return batch
+
+    monkeypatch.setattr(jobs, "claim_batch", recording_claim)
+    user = running.add_user("folder")
+    files = dict(FILES)
+    files["broken.pdf"] = corrupt_pdf()
+    ids = upload_all(running, user, files)
+    ended = {
+        name: running.wait_for_job(user, job_id) for name, job_id in zip(files, ids, strict=True)
+    }
+    assert claimed == [len(files)]
+    assert ended.pop("broken.pdf")["status"] == "failed"
+    listed = running.client.get("/documents", headers=user.headers).json()["data"]
+    chunks = {document["source"]: document["chunks"] for document in listed}
+    for name, done in ended.items():
+        assert done["status"] == "done", done
+        assert done["chunks_indexed"] == chunks[name] >= 1
+        code = name.removeprefix("part").removesuffix(".txt")
+        hits = running.search(user, f"KESTREL{code}X")["results"]
+        assert hits and hits[0]["source"] == name, (name, hits)
+    assert running.uploads_left() == []
+
+
 def test_a_crash_mid_batch_loses_nothing_and_duplicates_nothing(
     api: ApiHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,27 +159,21 @@ def test_a_crash_mid_batch_loses_nothing_and_duplicates_nothing(
     ids = upload_all(api, user, FILES)
     jobs = api.container.jobs
     batch = jobs.claim_batch(max_jobs=100)
-    real_mark_done = jobs.mark_done
-    finished: list[str] = []
+    documents = api.container.documents
 
-    def die_after_two(
-        job_id: str, chunks_indexed: int, pages: int, warnings: Sequence[str] = ()
-    ) -> None:
-        if len(finished) == 2:
-            raise Crash
-        real_mark_done(job_id, chunks_indexed, pages, warnings)
-        finished.append(job_id)
+    def die(*args: Any, **kwargs: Any) -> None:
+        raise Crash
 
-    monkeypatch.setattr(jobs, "mark_done", die_after_two)
+    # The process dies once the batch's chunks are stored, while its documents are recorded.
+    monkeypatch.setattr(documents, "record_indexed", die)
     with pytest.raises(Crash):
         run_jobs(api.container.ingest_deps, batch)
     monkeypatch.undo()
-    assert [job(api, user, job_id)["status"] for job_id in ids[:2]] == ["done", "done"]
-    assert {job(api, user, job_id)["status"] for job_id in ids[2:]} == {"processing"}
+    assert {job(api, user, job_id)["status"] for job_id in ids} == {"processing"}
 
     # The next start re-queues what the crash left; a worker runs it again.
-    assert jobs.requeue_stale() == len(ids) - 2
-    run_one_batch(api, len(ids) - 2)
+    assert jobs.requeue_stale() == len(ids)
+    run_one_batch(api, len(ids))
     ended = [job(api, user, job_id) for job_id in ids]
     assert {done["status"] for done in ended} == {"done"}
     store = api.container.corpus
@@ -208,3 +238,19 @@ def test_the_cli_queues_files_as_jobs_the_service_runs(
     assert running.search(user, "KESTREL1X")["results"][0]["source"] == "part1.txt"
     assert all(path.exists() for path in paths)  # the CLI queued copies, not the user's files
     assert running.uploads_left() == []
+
+
+def test_the_ocr_page_quota_counts_the_scans_before_a_file_in_its_batch(
+    api_factory: ApiFactory,
+) -> None:
+    quota = api_factory(start_workers=False, quota_ocr_pages=3)
+    user = quota.add_user("scans")
+    page = scanned_page(["The heron valve is checked every week."], dpi=150)
+    files = {"two.pdf": scanned_pdf([page, page], dpi=150), "more.pdf": scanned_pdf([page] * 2)}
+    ids = upload_all(quota, user, files)
+    run_one_batch(quota, len(files))
+    first, second = (job(quota, user, job_id) for job_id in ids)
+    assert first["status"] == "done", first
+    # 2 of the 3 pages went to the first scan of the batch: the second's 2 pages are refused.
+    assert second["status"] == "failed" and second["error_code"] == "quota_exceeded", second
+    assert "1 remain" in second["error"], second

@@ -7,7 +7,7 @@ import pytest
 from api_builders import text_document
 from conftest import ApiFactory, ApiHarness
 
-from app.jobs.runner import run_job
+from app.job_runners.runner import run_job
 
 pytestmark = pytest.mark.integration
 

@@ -24,8 +24,8 @@ from rq.registry import ScheduledJobRegistry
 
 from app.config import Settings
 from app.errors import ProviderUnavailable
+from app.job_runners.redis_worker import TURN_POLL_S, IngestWorker
 from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
-from app.jobs.redis_worker import TURN_POLL_S, IngestWorker
 from app.jobs.store import JobStore, split_job_error
 from app.services.container import Container
 from app.storage.db import Database, utc_now
@@ -125,7 +125,7 @@ def test_a_job_that_keeps_failing_transiently_fails_after_the_last_attempt(
     def down(*args: Any, **kwargs: Any) -> None:
         raise ProviderUnavailable("embedding server unreachable")
 
-    monkeypatch.setattr(container.corpus, "replace_document", down)
+    monkeypatch.setattr(container.corpus, "replace_documents", down)
     for _ in range(container.settings.job_max_attempts - 1):
         assert "retry" in worker.process(job_id)
     assert worker.process(job_id) == f"finished {job_id}"
@@ -177,7 +177,7 @@ def test_messages_are_json_on_redis_and_a_worker_runs_them(
     container: Container, worker: IngestWorker, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from app import worker as worker_module
-    from app.jobs.redis_tasks import rq_worker
+    from app.job_runners.redis_tasks import rq_worker
 
     job_id = queued_upload(container, data_dir)
     RedisJobQueue(worker.queue, 60).enqueue(container.jobs.get("acme", job_id))  # type: ignore[arg-type]

@@ -20,8 +20,8 @@ from rq.serializers import JSONSerializer
 from rq.webhook import Webhook
 
 from app import worker as worker_module
+from app.job_runners.redis_tasks import rq_worker
 from app.jobs.redis_queue import TASK
-from app.jobs.redis_tasks import rq_worker
 
 pytestmark = pytest.mark.integration
 

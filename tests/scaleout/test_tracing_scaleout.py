@@ -25,9 +25,9 @@ from scaleout_stack import REDIS_URL, LocalStack, free_port
 
 from app import worker
 from app.config import load_settings
+from app.job_runners.redis_tasks import rq_worker
+from app.job_runners.redis_worker import IngestWorker
 from app.jobs.redis_queue import rq_queue
-from app.jobs.redis_tasks import rq_worker
-from app.jobs.redis_worker import IngestWorker
 from app.main import create_app
 from app.services.container import Container
 from app.storage.redis_client import connect_redis

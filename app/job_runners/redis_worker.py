@@ -23,9 +23,8 @@ import redis
 
 from app import metrics
 from app.config import Settings
-from app.jobs.batch import run_jobs
+from app.job_runners.runner import IngestDeps, run_jobs
 from app.jobs.redis_queue import message_pending, retry_delay_s, rq_queue, send
-from app.jobs.runner import IngestDeps
 from app.jobs.store import JobRecord, JobStore
 
 log = logging.getLogger("app.worker")

@@ -1,0 +1,182 @@
+"""Run claimed ingestion jobs and record how each ended, whichever backend claimed them.
+
+Jobs are durable rows: a worker receives only ids, claims jobs atomically (a batch of one
+tenant's small jobs, or one), has the documents service index their files together
+(`index_documents`: each file parsed and quota-checked alone, the chunks embedded and stored
+together), then records every job's own outcome and removes its upload once it has ended
+either way. A transient failure (a server unreachable) may put a job back for a retry instead.
+A crash leaves the jobs `processing`; they are re-queued like any other job, and stable chunk
+ids make the retry an upsert, so nothing is lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from app import metrics, tracing
+from app.errors import ProviderUnavailable, RagError
+from app.jobs.store import JobRecord, JobStore
+from app.services.documents import DocumentDeps, IndexOutcome, IndexRequest, index_documents
+from app.services.pipeline import IngestedDocument
+from app.storage.documents import DocumentStore
+
+log = logging.getLogger(__name__)
+
+INTERNAL_FAILURE = "internal error while indexing; the upload was not indexed, try again later"
+
+
+@dataclass(frozen=True)
+class IngestDeps:
+    """What running ingestion jobs needs, built by the container of the process that runs jobs
+    (the API's pool or a worker)."""
+
+    jobs: JobStore
+    documents: DocumentStore
+    # The documents service's collaborators, got inside each batch: building them may reach a
+    # model server (the embedder's dimension probe), and a server down then must fail the jobs
+    # as retryable, like any other transient failure, not the worker.
+    indexing: Callable[[], DocumentDeps]
+    # job id -> the trace carrier of the request that queued it (None: tracing is off).
+    trace_of: Callable[[str], Mapping[str, str]] | None = None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failure is an unreachable server (worth retrying), not a problem of the file."""
+    if isinstance(exc, ProviderUnavailable):
+        return True
+    # chromadb's HttpClient surfaces a down server as httpx transport errors.
+    return isinstance(exc, ConnectionError | TimeoutError | httpx.TransportError)
+
+
+def run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool = False) -> bool:
+    """Index one claimed job and record how it ended; never raises. False when it was put back
+    after a transient failure (only with `may_retry`; the caller schedules the retry)."""
+    return not run_jobs(deps, [job], max_attempts=job.attempts + 1 if may_retry else None)
+
+
+def run_jobs(
+    deps: IngestDeps, jobs: list[JobRecord], *, max_attempts: int | None = None
+) -> list[str]:
+    """Index claimed jobs of one tenant together, each ending on its own; never raises.
+
+    Returns the ids of jobs put back in the queue after a transient failure (only jobs tried
+    fewer than `max_attempts` times; None: never), whose retries the caller schedules; every
+    other job ends done or failed. The batch's span continues the trace of the upload that
+    queued its first job.
+    """
+    first = jobs[0]
+    carrier = deps.trace_of(first.job_id) if deps.trace_of is not None else {}
+    with tracing.continued(
+        carrier,
+        "job.index",
+        job__id=first.job_id,
+        job__attempt=first.attempts,
+        job__count=len(jobs),
+    ):
+        return _run_jobs(deps, jobs, max_attempts)
+
+
+def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None) -> list[str]:
+    started = time.perf_counter()
+    store = deps.jobs
+    tenant = jobs[0].tenant_id
+    alone = len(jobs) == 1
+
+    def progress_of(job: JobRecord) -> Callable[[int, int, str], None]:
+        def progress(done: int, total: int, stage: str) -> None:
+            # In a batch "parsed" is followed at once by every job's "embedding" in one write.
+            if alone or stage != "parsed":
+                store.update_progress(job.job_id, done, total, stage)
+
+        return progress
+
+    def embedding(reports: list[tuple[int, int, int]]) -> None:
+        store.update_progress_many(
+            [(jobs[i].job_id, done, total, "embedding") for i, done, total in reports]
+        )
+
+    try:
+        outcomes: list[IndexOutcome] = index_documents(
+            deps.indexing(),  # a server down here fails (or retries) every job of the batch
+            tenant,
+            [IndexRequest(Path(job.stored_path), job.source, progress_of(job)) for job in jobs],
+            must_exist=True,
+            # A burst of uploads rebuilds the tenant's keyword index once, after its last batch.
+            refresh_keywords=lambda: not store.has_queued(tenant),
+            embedding_progress=embedding,
+        )
+    except Exception as exc:  # the collaborators could not be built
+        outcomes = [exc] * len(jobs)
+    done = [(j, o) for j, o in zip(jobs, outcomes, strict=True) if isinstance(o, IngestedDocument)]
+    failures = {
+        j.job_id: o for j, o in zip(jobs, outcomes, strict=True) if isinstance(o, Exception)
+    }
+    try:
+        _finish(deps, done, time.perf_counter() - started if alone else None)
+    except Exception as exc:  # not recorded: each of them fails (or is retried) instead
+        failures.update((job.job_id, exc) for job, _ in done)
+    retried = []
+    for job in jobs:
+        failure = failures.get(job.job_id)
+        if failure is None:
+            continue
+        if settle_failure(
+            deps, job, failure, may_retry=max_attempts is not None and job.attempts < max_attempts
+        ):
+            retried.append(job.job_id)  # its upload stays for the retry
+        elif alone:
+            metrics.job_duration(time.perf_counter() - started)
+    return retried
+
+
+def _finish(
+    deps: IngestDeps, done: list[tuple[JobRecord, IngestedDocument]], seconds: float | None
+) -> None:
+    """Record jobs done, in one transaction, and remove their uploads."""
+    if not done:
+        return
+    deps.jobs.mark_done_many([(job.job_id, d.chunks, d.pages, d.ocr.warnings) for job, d in done])
+    for job, d in done:
+        log.info("job done", extra={"job_id": job.job_id, "chunks": d.chunks})
+        metrics.ingested(d.pages, d.chunks)
+        metrics.job_finished("done", seconds)
+        Path(job.stored_path).unlink(missing_ok=True)
+
+
+def settle_failure(deps: IngestDeps, job: JobRecord, exc: Exception, *, may_retry: bool) -> bool:
+    """Record how a job failed; True when it was put back for a retry (its upload is kept),
+    else the upload is removed."""
+    if may_retry and is_transient(exc):
+        # The detail stays in the job row and the log; GET /jobs shows only "retrying".
+        deps.jobs.release(job.job_id, f"attempt {job.attempts} failed, will retry: {exc}")
+        log.warning("job will be retried", extra={"job_id": job.job_id, "error": str(exc)})
+        metrics.job_finished("retried")
+        return True
+    metrics.job_finished("failed")
+    # The upload goes before the job is seen failed: a client that sees the failure finds no
+    # file left behind (and a rerun after a crash here would fail the same way).
+    Path(job.stored_path).unlink(missing_ok=True)
+    if isinstance(exc, RagError):
+        _fail(deps, job, exc.message, exc.code)
+        log.warning(
+            "job failed",
+            extra={"job_id": job.job_id, "code": exc.code, "detail": exc.message},
+        )
+    else:
+        log.error("job crashed", exc_info=exc, extra={"job_id": job.job_id})
+        _fail(deps, job, INTERNAL_FAILURE, "internal_error")
+    return False
+
+
+def _fail(deps: IngestDeps, job: JobRecord, message: str, code: str) -> None:
+    deps.jobs.mark_failed(job.job_id, message, code)
+    documents = deps.documents
+    record = documents.get(job.tenant_id, job.document_id)
+    if record is not None and record.chunks == 0:  # a failed replacement keeps the old version
+        documents.set_status(job.tenant_id, job.document_id, "failed")

@@ -1,0 +1,147 @@
+"""`python -m bench.ingest --one-file-per-request`: a folder synced to a live server, one file
+per HTTP request, several requests at once, against embedding the same texts in one batch.
+
+Each round starts `python -m app.serve` (uvicorn, one process, the threads job backend with its
+default pool, real Chroma and embedder) on a fresh data directory, creates a user with the CLI,
+logs in, and posts the files with `concurrency` clients, each file in its own request; the clock
+runs from the first upload until every job is `done` (the jobs are then checked: every document
+listed, searchable). The floor embeds the uploads' chunk texts in full batches in this process
+while no server runs. Rounds interleave the two; the load average is printed with the times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.common import table
+from bench.ingest_common import (
+    POLL_S,
+    UPLOAD_HEADERS,
+    bench_settings,
+    embed_once,
+    paragraph_files,
+    upload_row,
+)
+from tests.api.live_server import LiveServer
+
+PASSWORD = "bench password, long enough"
+TENANT = "bench-folder"
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc): unlike the wall clock, what
+    other jobs on a shared machine do not inflate."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _sync_folder(server: LiveServer, paths: list[Path], concurrency: int) -> dict[str, float]:
+    limits = httpx.Limits(max_connections=concurrency + 2)
+    async with httpx.AsyncClient(base_url=server.url, timeout=300, limits=limits) as client:
+        form = {"username": "bench-user", "password": PASSWORD}
+        token = (await client.post("/auth/token", data=form)).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        todo = list(enumerate(paths))
+        job_ids: list[str] = [""] * len(paths)
+
+        async def client_loop() -> None:
+            while todo:
+                index, path = todo.pop(0)
+                files = {"file": (path.name, path.read_bytes(), "text/plain")}
+                response = await client.post("/documents", files=files, headers=headers)
+                assert response.status_code == 202, response.text
+                job_ids[index] = response.json()["job_id"]
+
+        assert server.process is not None
+        pid = server.process.pid
+        started, cpu_started = time.perf_counter(), _cpu_s(pid)
+        await asyncio.gather(*(client_loop() for _ in range(concurrency)))
+        uploaded = time.perf_counter()
+        waiting = list(job_ids)
+        while waiting:  # the last job first: when it is done, most others are too
+            job = (await client.get(f"/jobs/{waiting[-1]}", headers=headers)).json()
+            if job["status"] == "failed":
+                raise AssertionError(job)
+            if job["status"] == "done":
+                waiting.pop()
+            else:
+                await asyncio.sleep(POLL_S)
+        finished, cpu_finished = time.perf_counter(), _cpu_s(pid)
+        stats = (await client.get("/stats", headers=headers)).json()
+        assert stats["documents"] == len(paths), stats
+        found = await client.post(
+            "/search", json={"query": paths[0].read_text()[:80]}, headers=headers
+        )
+        assert found.status_code == 200 and found.json()["results"], found.text
+    return {
+        "uploads": uploaded - started,
+        "total": finished - started,
+        "cpu": cpu_finished - cpu_started,
+        "chunks": stats["chunks"],
+    }
+
+
+def run_http_workload(
+    uploads: int, provider: str, concurrency: int, rounds: int, extra: dict[str, str]
+) -> None:
+    """Print the one-file-per-request table (medians over `rounds`) and the ratio to the floor."""
+    runs: list[dict[str, float]] = []
+    floors: list[float] = []
+    floor_cpus: list[float] = []
+    loads: list[float] = []
+    chunks = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = paragraph_files(Path(tmp), uploads)
+        for round_number in range(rounds):
+            base = Path(tmp) / f"round{round_number}"
+            base.mkdir()
+            loads.append(os.getloadavg()[0])
+            wall, cpu, chunks = embed_once(bench_settings(base / "embed", provider), paths)
+            floors.append(wall)
+            floor_cpus.append(cpu)
+            server = LiveServer(
+                base / "data",
+                {
+                    "RAG_EMBEDDING_PROVIDER": provider,
+                    "RAG_QUOTA_QUEUED_JOBS": str(10 * uploads),
+                    "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
+                    **extra,
+                },
+            )
+            server.create_user(TENANT, "bench-user", PASSWORD)
+            server.start()
+            try:
+                runs.append(asyncio.run(_sync_folder(server, paths, concurrency)))
+            finally:
+                server.stop()
+            loads.append(os.getloadavg()[0])
+    total = statistics.median(r["total"] for r in runs)
+    floor = statistics.median(floors)
+    floor_cpu = statistics.median(floor_cpus)
+    print(
+        f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), one file per request, "
+        f"{concurrency} at once, live server; embedder {provider}; settings beyond the defaults: "
+        f"{extra or 'none'}; median of {rounds} round(s); load average (1 min) "
+        f"{min(loads):.1f}-{max(loads):.1f}"
+    )
+    rows = [
+        upload_row("one file per request", runs, uploads, floor, floor_cpu),
+        ["one-batch embedding (floor)", "-", floor, floor_cpu, uploads / floor, "1x", "1x"],
+    ]
+    print(table(UPLOAD_HEADERS, rows))
+    print(
+        "per round (total s, floor s): "
+        + ", ".join(f"({r['total']:.2f}, {f:.2f})" for r, f in zip(runs, floors, strict=True))
+    )
+    ratios = [r["total"] / f for r, f in zip(runs, floors, strict=True)]
+    print(
+        f"ratio to one-batch embedding: {total / floor:.2f}x of the medians, "
+        f"{statistics.median(ratios):.2f}x median of the rounds' own ratios (target <= 2x)"
+    )
