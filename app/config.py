@@ -277,6 +277,13 @@ class Settings(BaseSettings):
         group="embeddings",
         description='Prefix for e5-style models on the huggingface provider, e.g. "passage: ".',
     )
+    use_question_centring: bool = setting(
+        False,
+        group="embeddings",
+        description="use provider only: subtract 0.75 x the mean XQuAD question from each "
+        "question vector. Gains on Wikipedia-like text, loses on hadith and Qur'an "
+        "(docs/evaluation.md), so opt-in; no reindex either way.",
+    )
     embedding_batch_size: int = setting(
         32, group="embeddings", unit="texts", description="Texts embedded per call.", gt=0
     )
@@ -472,6 +479,13 @@ class Settings(BaseSettings):
         "another script than the query's (a year or a Latin name in an Arabic question), the "
         "keyword arm weighs at least as much as the dense arm whatever the coverage (0: off).",
         ge=0,
+    )
+    keyword_gate: bool = setting(
+        False,
+        group="retrieval",
+        description="Rank by the dense arm alone a query whose keyword matches are only function "
+        "words or numbers, or none (its words in a script the documents lack), unless "
+        "RAG_SPECIFIC_EVIDENCE_MAX_CHUNKS applies.",
     )
     page_role_shift: int = setting(
         10,

@@ -113,7 +113,7 @@ def english_sentences(text: str) -> list[str]:
 
 
 # The Arabic text marks quoted speech with U+200F + '"' + U+200F.
-_ARABIC_QUOTE = re.compile("\u200f\"\u200f(.+?)\u200f\"\u200f")
+_ARABIC_QUOTE = re.compile('\u200f"\u200f(.+?)\u200f"\u200f')
 _MARKS = re.compile("[\u200f\u200e]")
 
 
@@ -215,7 +215,7 @@ def _docs(domain: str) -> tuple[ParallelDoc, ...]:
     return tuple(DOC_BUILDERS[domain]())
 
 
-def test_documents(domain: str) -> frozenset[str]:
+def documents_in_test_part(domain: str) -> frozenset[str]:
     """The ids of the documents in the test part (half of them, fixed seed)."""
     ids = sorted(d.id for d in _docs(domain))
     return frozenset(random.Random(SPLIT_SEED).sample(ids, len(ids) // 2))
@@ -229,7 +229,7 @@ def load_parallel_task(name: str) -> tuple[RetrievalTask, list[Question], list[Q
     domain, query_lang, doc_lang = name.split("-")
     docs = _docs(domain)
     paragraphs = {d.id: (d.arabic if doc_lang == "ar" else d.english) for d in docs}
-    test_ids = test_documents(domain)
+    test_ids = documents_in_test_part(domain)
     parts: dict[bool, list[Question]] = {False: [], True: []}
     for doc in docs:
         text = doc.arabic_question if query_lang == "ar" else doc.english_question
