@@ -277,6 +277,11 @@ def run(
         return report
 
 
+def _header(*cells: str) -> list[str]:
+    """A markdown table's header and separator lines."""
+    return ["| " + " | ".join(cells) + " |", "|" + "---|" * len(cells)]
+
+
 def _cell(values: list[float]) -> str:
     mean, low, high = values
     return f"{mean:.3f} ({low:.2f}-{high:.2f})"
@@ -313,10 +318,7 @@ def render(report: dict[str, Any], part: str | None = "test") -> str:
 
 def render_differences(report: dict[str, Any], pairs: list[tuple[str, str]]) -> str:
     """Paired doc- and chunk-level nDCG@10 differences (a - b) on every set's test part."""
-    lines = [
-        "| set | a - b | doc nDCG@10 difference | chunk nDCG@10 difference |",
-        "|---|---|---|---|",
-    ]
+    lines = _header("set", "a - b", "doc nDCG@10 difference", "chunk nDCG@10 difference")
     for name, result in report["results"].items():
         test = result.get("test", {})
         for a, b in pairs:
@@ -353,10 +355,7 @@ def gate_subset(evalset: EvalSet, part: str) -> list[bool]:
 
 def render_subset(report: dict[str, Any], a: str, b: str) -> str:
     """Doc-level nDCG@10 of a and b on each set's test questions the keyword rule is about."""
-    lines = [
-        f"| set | questions in the subset | {a} | {b} | {a} - {b} |",
-        "|---|---|---|---|---|",
-    ]
+    lines = _header("set", "questions in the subset", a, b, f"{a} - {b}")
     for name, result in report["results"].items():
         test = result.get("test", {})
         if "ranks" not in test.get(a, {}) or "ranks" not in test.get(b, {}):
@@ -374,6 +373,72 @@ def render_subset(report: dict[str, Any], a: str, b: str) -> str:
             f"| {name} | {len(ranks_a)} of {len(flags)} | {mean_a:.3f} | {mean_b:.3f} | "
             f"{diff[0]:+.3f} ({diff[1]:+.3f}..{diff[2]:+.3f}) |"
         )
+    return "\n".join(lines)
+
+
+# The release before issue 26: centred questions, no keyword gate.
+BEFORE = {"dense": "dense", "hybrid": "hybrid"}
+
+
+def service_variants() -> dict[str, str]:
+    """The variants the service runs with today's default settings."""
+    settings = load_settings(_env_file=None)
+    centred = "" if settings.use_question_centring else "-uncentred"
+    gated = "-gated" if settings.keyword_gate else ""
+    return {"dense": f"dense{centred}", "hybrid": f"hybrid{gated}{centred}"}
+
+
+def render_summary(report: dict[str, Any]) -> str:
+    """The short table: test parts, doc-level nDCG@10 of each retriever as the service runs it,
+    and the hybrid's doc- and chunk-level recall@10."""
+    now = service_variants()
+    lines = _header(
+        "set (test questions)",
+        "BM25",
+        "dense",
+        "hybrid (ours)",
+        "plain RRF",
+        "hybrid recall@10, doc / chunk",
+    )
+    for name, result in report["results"].items():
+        test = result["test"]
+        cells = [
+            _cell(test[v]["doc_ndcg@10"]) if v in test else ""
+            for v in ("bm25", now["dense"], now["hybrid"], "plain-rrf")
+        ]
+        hybrid = test.get(now["hybrid"])
+        recall = (
+            f"{hybrid['doc_recall@10'][0]:.3f} / {hybrid['chunk_recall@10'][0]:.3f}"
+            if hybrid
+            else ""
+        )
+        lines.append(f"| {name} ({test['questions']}) | " + " | ".join([*cells, recall]) + " |")
+    return "\n".join(lines)
+
+
+def render_before_after(report: dict[str, Any]) -> str:
+    """Doc- and chunk-level nDCG@10 of dense and hybrid, before issue 26 and now, every set."""
+    now = service_variants()
+    lines = _header(
+        "set",
+        "part",
+        "dense before",
+        "dense now",
+        "hybrid before",
+        "hybrid now",
+        "hybrid now, chunk-level (before)",
+    )
+    for name, result in report["results"].items():
+        for part, r in result.items():
+            keys = [BEFORE["dense"], now["dense"], BEFORE["hybrid"], now["hybrid"]]
+            if not all(k in r for k in keys):
+                continue
+            doc = [f"{r[k]['doc_ndcg@10'][0]:.3f}" for k in keys]
+            chunk = (
+                f"{r[now['hybrid']]['chunk_ndcg@10'][0]:.3f} "
+                f"({r[BEFORE['hybrid']]['chunk_ndcg@10'][0]:.3f})"
+            )
+            lines.append(f"| {name} | {part} | " + " | ".join([*doc, chunk]) + " |")
     return "\n".join(lines)
 
 
@@ -403,6 +468,10 @@ def main() -> None:
         run(args.sets, args.variants, args.limit, args.cap, args.out)
         print(f"wrote {args.out}")
     report = json.loads(args.out.read_text(encoding="utf-8"))
+    print(render_summary(report))
+    print()
+    print(render_before_after(report))
+    print()
     print(render(report, None))
     print()
     print(render_differences(report, DECISION_PAIRS))
