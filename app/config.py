@@ -481,11 +481,12 @@ class Settings(BaseSettings):
         ge=0,
     )
     keyword_gate: bool = setting(
-        False,
+        True,
         group="retrieval",
-        description="Rank by the dense arm alone a query whose keyword matches are only function "
-        "words or numbers, or none (its words in a script the documents lack), unless "
-        "RAG_SPECIFIC_EVIDENCE_MAX_CHUNKS applies.",
+        description="Rank by the dense arm alone a query that matched no content word of the "
+        "tenant's text in its own script and no number (only function words, other-script words "
+        "like the Arabic 'ﷺ' expands to, or nothing), unless RAG_SPECIFIC_EVIDENCE_MAX_CHUNKS "
+        "applies (docs/evaluation.md).",
     )
     page_role_shift: int = setting(
         10,

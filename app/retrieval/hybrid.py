@@ -77,10 +77,11 @@ class RetrieverConfig:
     # whatever the coverage: a year or a Latin name found in one paragraph of English text is
     # meant, even in an Arabic question. 0 turns the rule off.
     specific_evidence_max_chunks: int = 0
-    # The keyword arm takes part only when the query matched a content word of the tenant's
-    # text (not a function word, not a number): a question whose only matches are "the", "في"
-    # or "5", or whose words are all in a script the text lacks, is ranked by the dense arm,
-    # unless the specific-evidence rule above applies (app/retrieval/function_words.py).
+    # The keyword arm takes part only when the query matched a number or a content word of the
+    # tenant's text in the query's own script: a question whose only matches are function words
+    # or other-script words (the Arabic "ﷺ" expands to, inside an English question), or none,
+    # is ranked by the dense arm, unless the specific-evidence rule above applies
+    # (app/retrieval/function_words.py).
     keyword_gate: bool = False
     # The embedder centres questions (RAG_USE_QUESTION_CENTRING): the relevance threshold
     # calibrated for centred questions applies.

@@ -97,5 +97,5 @@ def test_matches_content_word_reads_the_tenant_text(gated: HybridRetriever) -> N
     )
 
 
-def test_the_gate_is_off_by_default(settings: Settings) -> None:
-    assert settings.keyword_gate is False
+def test_the_gate_is_on_by_default(settings: Settings) -> None:
+    assert settings.keyword_gate is True
