@@ -126,7 +126,7 @@ def _document_of_chunk(container: Container, tenant: str) -> dict[str, str]:
 
 def question_embedding(settings: Settings) -> str:
     """How the embedder treats questions (for the results JSON)."""
-    if settings.embedding_provider != "use":
+    if settings.embedding_provider != "use" or not settings.use_question_centring:
         return "the model's own question vectors"
     from app.providers.use_question_mean import QUESTION_MEAN_SCALE
 
