@@ -26,6 +26,7 @@ class AnswerShape(BaseModel):
     embedding_model: str
     embedding_query_prefix: str
     embedding_passage_prefix: str
+    use_question_centring: bool
     openai_base_url: str | None  # the server behind the openai embedder and LLM
     ollama_base_url: str
     # Chunking applies to later uploads; kept so a re-chunked corpus never meets old answers.
@@ -50,6 +51,7 @@ class AnswerShape(BaseModel):
     cross_script_rrf_k: int
     cross_script_dense_weight: float
     specific_evidence_max_chunks: int
+    keyword_gate: bool
     page_role_shift: int
     reranker: RerankerProvider
     reranker_model: str

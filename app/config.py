@@ -277,6 +277,13 @@ class Settings(BaseSettings):
         group="embeddings",
         description='Prefix for e5-style models on the huggingface provider, e.g. "passage: ".',
     )
+    use_question_centring: bool = setting(
+        False,
+        group="embeddings",
+        description="use provider only: subtract 0.75 x the mean XQuAD question from each "
+        "question vector. Gains on Wikipedia-like text, loses on hadith and Qur'an "
+        "(docs/evaluation.md), so opt-in; no reindex either way.",
+    )
     embedding_batch_size: int = setting(
         32, group="embeddings", unit="texts", description="Texts embedded per call.", gt=0
     )
@@ -472,6 +479,14 @@ class Settings(BaseSettings):
         "another script than the query's (a year or a Latin name in an Arabic question), the "
         "keyword arm weighs at least as much as the dense arm whatever the coverage (0: off).",
         ge=0,
+    )
+    keyword_gate: bool = setting(
+        True,
+        group="retrieval",
+        description="Rank by the dense arm alone a query that matched no content word of the "
+        "tenant's text in its own script and no number (only function words, other-script words "
+        "like the Arabic 'ﷺ' expands to, or nothing), unless RAG_SPECIFIC_EVIDENCE_MAX_CHUNKS "
+        "applies (docs/evaluation.md).",
     )
     page_role_shift: int = setting(
         10,

@@ -31,7 +31,13 @@ from app.config import Settings, load_settings
 from app.domain import document_id
 from app.providers.embeddings import use_embedder
 from app.providers.types import Embedder
-from app.retrieval.hybrid import RETRIEVAL_MODES, Recall, RetrieverConfig, fuse
+from app.retrieval.hybrid import (
+    RETRIEVAL_MODES,
+    HybridRetriever,
+    Recall,
+    RetrieverConfig,
+    fuse,
+)
 from app.services.container import Container
 from app.services.pipeline import index_file
 from eval.contents_case import evaluate_contents_case
@@ -120,7 +126,7 @@ def _document_of_chunk(container: Container, tenant: str) -> dict[str, str]:
 
 def question_embedding(settings: Settings) -> str:
     """How the embedder treats questions (for the results JSON)."""
-    if settings.embedding_provider != "use":
+    if settings.embedding_provider != "use" or not settings.use_question_centring:
         return "the model's own question vectors"
     from app.providers.use_question_mean import QUESTION_MEAN_SCALE
 
@@ -149,18 +155,29 @@ def baseline_recall(container: Container, tenant: str, query: str, ours: Recall)
     return recall
 
 
-def ranked_documents(container: Container, tenant: str, query: str, mode: str) -> list[str]:
-    """Document ids in rank order (first chunk of each document counts), top 10."""
+def ranked_chunk_documents(
+    container: Container,
+    tenant: str,
+    query: str,
+    mode: str,
+    retriever: HybridRetriever | None = None,
+) -> list[str]:
+    """The document id of each of the top 30 chunks, in rank order (a document repeats once per
+    chunk of it); `retriever` replaces the container's for the modes the service has."""
     if mode in BASELINES:
         ours = container.retriever.recall(tenant, query, "hybrid")
         recall = baseline_recall(container, tenant, query, ours)
         doc_of = _document_of_chunk(container, tenant)
         fused = fuse(recall, "hybrid" if mode == PLAIN_RRF else "dense", PLAIN_RRF_CONFIG)
-        chunk_docs = [doc_of[cid] for cid in fused]
-    else:
-        result = container.retriever.search(tenant, query, 30, mode)  # type: ignore[arg-type]
-        chunk_docs = [hit.chunk.document_id for hit in result.hits]
-    return list(dict.fromkeys(chunk_docs))[:10]
+        return [doc_of[cid] for cid in fused][:30]
+    searcher = retriever or container.retriever
+    result = searcher.search(tenant, query, 30, mode)  # type: ignore[arg-type]
+    return [hit.chunk.document_id for hit in result.hits]
+
+
+def ranked_documents(container: Container, tenant: str, query: str, mode: str) -> list[str]:
+    """Document ids in rank order (first chunk of each document counts), top 10."""
+    return list(dict.fromkeys(ranked_chunk_documents(container, tenant, query, mode)))[:10]
 
 
 def evaluate_task(

@@ -162,6 +162,7 @@ class EmbedderKey(NamedTuple):
     model: str
     query_prefix: str
     passage_prefix: str
+    centre_questions: bool
     batch_size: int
     threads: int
     openai_base_url: str | None
@@ -176,6 +177,7 @@ class EmbedderKey(NamedTuple):
             model=settings.embedding_model.strip(),
             query_prefix=settings.embedding_query_prefix,
             passage_prefix=settings.embedding_passage_prefix,
+            centre_questions=settings.use_question_centring,
             batch_size=settings.embedding_batch_size,
             threads=settings.embedding_threads,
             openai_base_url=settings.openai_base_url,
@@ -244,7 +246,7 @@ def use_embedder(threads: int, batch_size: int, centre_questions: bool = True) -
 
 
 def _build_use(key: EmbedderKey) -> Embedder:
-    return use_embedder(key.threads, key.batch_size)
+    return use_embedder(key.threads, key.batch_size, key.centre_questions)
 
 
 def _build_e5(key: EmbedderKey) -> Embedder:

@@ -12,6 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from typing import TYPE_CHECKING
+
+from app.retrieval.evidence import main_script
+from app.retrieval.keyword import token_script
+
+if TYPE_CHECKING:
+    from app.retrieval.keyword import KeywordSnapshot
 
 _ARABIC = (
     "في من على إلى الى عن ما ماذا متى أين كيف كم هل لماذا لما التي الذي الذين اللذين اللتين "
@@ -31,3 +38,19 @@ def content_tokens(tokens: list[str], tokenizer: Callable[[str], list[str]]) -> 
     skip = function_word_tokens(tokenizer)
     kept = [t for t in tokens if t not in skip]
     return kept or tokens
+
+
+def matches_content_word(
+    snapshot: KeywordSnapshot, tokens: list[str], tokenizer: Callable[[str], list[str]]
+) -> bool:
+    """Whether the tenant's text has one of the query's content words: a number, or a word in
+    the query's own script that is not a function word. Matches on function words only, or on
+    words in another script than the query's (the Arabic that "ﷺ" expands to inside an English
+    question, found in every chunk of Arabic hadith), give the keyword arm nothing to go on; so
+    does a query that matches nothing, its words in a script the text lacks."""
+    skip = function_word_tokens(tokenizer)
+    script = main_script(tokens)
+    words = [
+        t for t in dict.fromkeys(tokens) if t not in skip and token_script(t) in ("digits", script)
+    ]
+    return bool(words) and snapshot.coverage(words) > 0

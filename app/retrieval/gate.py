@@ -18,22 +18,33 @@ logger = logging.getLogger(__name__)
 # Each value keeps 95% of answerable questions (XQuAD en+ar, ARCD pooled); a refused answerable
 # question costs more than an LLM call that ends in "not in the documents".
 CALIBRATED_THRESHOLDS: dict[str, float] = {
-    # kept 95.0%; refused 9.1% with the gold paragraph removed, 32.7% of other-corpus questions
-    # (questions centred, app/providers/use_question_mean.py; 0.178 before)
-    "use:universal-sentence-encoder-multilingual-3": 0.172,
+    # kept 95.0%; refused 30.3% of other-corpus questions (the model's own question vectors)
+    "use:universal-sentence-encoder-multilingual-3": 0.178,
     # kept 95.0%; refused 37.6% with the gold paragraph removed, 86.0% of other-corpus questions
     "e5:multilingual-e5-small-q4": 0.824,
+}
+
+
+# The same models with centred questions (RAG_USE_QUESTION_CENTRING, app/providers/
+# use_question_mean.py): kept 95.0%; refused 9.1% with the gold paragraph removed, 32.7% of
+# other-corpus questions.
+CENTRED_QUESTION_THRESHOLDS: dict[str, float] = {
+    "use:universal-sentence-encoder-multilingual-3": 0.172,
 }
 
 
 _warned: set[str] = set()
 
 
-def threshold_for(model_id: str, override: float | None) -> float | None:
-    """The threshold for this embedding model; None when neither calibrated nor configured."""
+def threshold_for(
+    model_id: str, override: float | None, centred_questions: bool = False
+) -> float | None:
+    """The threshold for this embedding model (and question form); None when neither
+    calibrated nor configured."""
     if override is not None:
         return override
-    for key, value in CALIBRATED_THRESHOLDS.items():
+    table = CENTRED_QUESTION_THRESHOLDS if centred_questions else CALIBRATED_THRESHOLDS
+    for key, value in table.items():
         if model_id == key or model_id.startswith(key + "@"):
             return value
     if model_id in _warned:

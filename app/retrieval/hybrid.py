@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 from app.domain import Chunk, RetrievalResult, SearchHit
 from app.retrieval.evidence import specific_evidence_chunks
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
-from app.retrieval.function_words import content_tokens
+from app.retrieval.function_words import content_tokens, matches_content_word
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.gate import judge, threshold_for
 from app.retrieval.grouping import (
@@ -77,6 +77,15 @@ class RetrieverConfig:
     # whatever the coverage: a year or a Latin name found in one paragraph of English text is
     # meant, even in an Arabic question. 0 turns the rule off.
     specific_evidence_max_chunks: int = 0
+    # The keyword arm takes part only when the query matched a number or a content word of the
+    # tenant's text in the query's own script: a question whose only matches are function words
+    # or other-script words (the Arabic "ﷺ" expands to, inside an English question), or none,
+    # is ranked by the dense arm, unless the specific-evidence rule above applies
+    # (app/retrieval/function_words.py).
+    keyword_gate: bool = False
+    # The embedder centres questions (RAG_USE_QUESTION_CENTRING): the relevance threshold
+    # calibrated for centred questions applies.
+    centred_questions: bool = False
     # Places a contents / index / list / bibliography / blank / cover page yields to content
     # pages in the final order (0: no demotion).
     page_role_shift: int = 0
@@ -102,6 +111,9 @@ class RetrieverConfig:
             cross_script_rrf_k=settings.cross_script_rrf_k,
             cross_script_dense_weight=settings.cross_script_dense_weight,
             specific_evidence_max_chunks=settings.specific_evidence_max_chunks,
+            keyword_gate=settings.keyword_gate,
+            centred_questions=settings.embedding_provider == "use"
+            and settings.use_question_centring,
             page_role_shift=settings.page_role_shift,
         )
 
@@ -156,6 +168,8 @@ class Recall:
     cross_script: bool = False
     # Chunks holding all of the query's script-neutral tokens (numbers, other-script words).
     specific_evidence_chunks: int = 0
+    # The query matched at least one content word of the tenant's text (`keyword_gate`).
+    content_match: bool = True
     pinned: list[str] = field(default_factory=list)
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
@@ -181,9 +195,12 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
         # matches must not outvote the dense arm (measured on XQuAD ar->en).
         dense_weight, rrf_k = config.dense_weight, config.rrf_k
         keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
+        specific = 0 < recall.specific_evidence_chunks <= config.specific_evidence_max_chunks
         # Unless the match is specific: a number or other-script word few chunks hold is meant.
-        if 0 < recall.specific_evidence_chunks <= config.specific_evidence_max_chunks:
+        if specific:
             keyword_weight = max(keyword_weight, dense_weight)
+        elif config.keyword_gate and not recall.content_match:
+            keyword_weight = 0.0
         if recall.cross_script and config.cross_script_rrf_k > 0:
             dense_weight, rrf_k = config.cross_script_dense_weight, config.cross_script_rrf_k
             keyword_weight = config.keyword_weight
@@ -249,7 +266,9 @@ class HybridRetriever:
         self.keyword_index = keyword_index
         self.config = config
         self.reranker = reranker
-        self.threshold = threshold_for(embedder.model_id, config.relevance_threshold)
+        self.threshold = threshold_for(
+            embedder.model_id, config.relevance_threshold, config.centred_questions
+        )
 
     @property
     def default_mode(self) -> RetrievalMode:
@@ -408,6 +427,7 @@ class HybridRetriever:
         tokens = self.keyword_index.tokenizer(query)
         keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor)
         recall.coverage = snapshot.coverage(content_tokens(tokens, self.keyword_index.tokenizer))
+        recall.content_match = matches_content_word(snapshot, tokens, self.keyword_index.tokenizer)
         recall.cross_script = snapshot.foreign_share(tokens) > 0.5
         recall.specific_evidence_chunks = specific_evidence_chunks(snapshot, tokens)
         for rank, (chunk_id, score) in enumerate(keyword, start=1):

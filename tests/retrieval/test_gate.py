@@ -13,6 +13,9 @@ def test_thresholds_are_per_model_and_overridable() -> None:
     use = "use:universal-sentence-encoder-multilingual-3"
     assert threshold_for(use, None) == CALIBRATED_THRESHOLDS[use]
     assert threshold_for(use, 0.5) == 0.5
+    # Centred questions (RAG_USE_QUESTION_CENTRING) were calibrated on their own.
+    assert threshold_for(use, None, centred_questions=True) == pytest.approx(0.172)
+    assert threshold_for(use, None) == pytest.approx(0.178)
     # e5 scores sit in a narrow high band: its threshold is far from USE's.
     assert threshold_for("e5:multilingual-e5-small-q4", None) == pytest.approx(0.824)
     assert threshold_for("some:unknown-model", None) is None

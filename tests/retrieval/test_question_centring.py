@@ -1,9 +1,10 @@
 """The USE question centring against real Chroma and the real shipped model.
 
-The service subtracts 0.75 x the mean question vector from every question it embeds
-(app/providers/use_question_mean.py). A paragraph made of questions shares that component with
-every question, so before the centring it could outrank the paragraph that answers; passages are
-embedded as before, so tenants indexed before the change are searched without a reindex.
+With RAG_USE_QUESTION_CENTRING=true (opt-in: it gains on Wikipedia-like text and loses on hadith
+and Qur'an, docs/evaluation.md) the service subtracts 0.75 x the mean question vector from every
+question it embeds (app/providers/use_question_mean.py). A paragraph made of questions shares
+that component with every question, so without the centring it can outrank the paragraph that
+answers; passages are embedded the same either way, so switching needs no reindex.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ QUESTION_LISTS = [
 
 @pytest.fixture(scope="module")
 def service_embedder() -> Embedder:
-    return build_embedder(load_settings(_env_file=None, embedding_provider="use"))
+    return build_embedder(
+        load_settings(_env_file=None, embedding_provider="use", use_question_centring=True)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +109,9 @@ def test_only_questions_are_centred_and_stay_unit_length(
     assert np.isclose(np.linalg.norm(centred), 1.0, atol=1e-5)
     assert float(centred @ own) < 0.99  # moved ...
     assert float(centred @ own) > 0.8  # ... but still the same question
+
+
+def test_questions_are_not_centred_unless_asked(uncentred: Embedder) -> None:
+    default = build_embedder(load_settings(_env_file=None, embedding_provider="use"))
+    question = "When does the museum open?"
+    assert default.embed_query(question) == uncentred.embed_query(question)

@@ -1,0 +1,101 @@
+"""The keyword gate (RAG_KEYWORD_GATE): a question whose keyword matches are only function words or
+words in another script than its own, or none at all (its words in a script the documents lack),
+is ranked as the dense arm ranks it; a content word or a number still counts. Real Chroma, the
+real shipped `use` embedder, the real keyword index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.config import Settings, load_settings
+from app.providers.embeddings import build_embedder
+from app.providers.types import Embedder
+from app.retrieval.function_words import matches_content_word
+from app.retrieval.hybrid import HybridRetriever, build_retriever
+from app.services.corpus import build_corpus
+from tests.retrieval.memory_store import add_document
+
+pytestmark = pytest.mark.integration
+
+# Arabic regulations, each numbered 5 and each closing with the formula "ﷺ" expands to.
+FORMULA = "صلى الله عليه وسلم"
+ARTICLES = [
+    "المادة 5: يجب على كل مسافر أن يحمل جواز سفر ساري المفعول عند عبور الحدود.",
+    "المادة 5 مكرر: تدفع الضرائب على الدخل مرة واحدة في السنة قبل نهاية الشهر الخامس.",
+    "المادة 5 (أ): يحق للعامل إجازة سنوية مدفوعة الأجر مدتها ثلاثون يوما.",
+    "المادة 5 (ب): يمنع التدخين في المستشفيات والمدارس ووسائل النقل العام.",
+    "المادة 5 (ج): تسجل منظمة UNESCO المواقع الأثرية في قائمة التراث العالمي.",
+    "المادة 5 (د): يجب تطعيم الأطفال ضد الحصبة قبل دخول المدرسة.",
+]
+
+
+@pytest.fixture(scope="module")
+def use_embedder() -> Embedder:
+    return build_embedder(load_settings(_env_file=None, embedding_provider="use"))
+
+
+@pytest.fixture
+def gated(data_dir: Path, use_embedder: Embedder) -> HybridRetriever:
+    settings = load_settings(
+        _env_file=None, data_dir=data_dir, embedding_provider="use", keyword_gate=True
+    )
+    corpus = build_corpus(settings, use_embedder)
+    texts = [f"{article} قال النبي {FORMULA}." for article in ARTICLES]
+    add_document(corpus, use_embedder, "law", "articles.txt", texts)
+    return build_retriever(settings, use_embedder, corpus, None)
+
+
+def _ids(retriever: HybridRetriever, query: str, mode: str) -> list[str]:
+    return [h.chunk.id for h in retriever.search("law", query, 6, mode).hits]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # English over Arabic text: its only matches are the Arabic words "ﷺ" expands to,
+        # which every chunk holds.
+        "Did the Prophet (ﷺ) allow paid annual leave for workers?",
+        # Arabic, but its only matches are function words (ما, هي, في).
+        "ما هي عقوبة السرقة في الفصل",
+        # No match at all: an English question without numbers.
+        "Is smoking allowed in hospitals?",
+    ],
+)
+def test_a_question_without_a_content_word_match_ranks_as_dense_does(
+    gated: HybridRetriever, query: str
+) -> None:
+    assert _ids(gated, query, "hybrid") == _ids(gated, query, "dense")
+
+
+def test_the_right_article_comes_first_for_an_english_question_with_a_number(
+    gated: HybridRetriever,
+) -> None:
+    hits = gated.search("law", "What does article 5 say about paid annual leave for workers?", 3)
+    assert "إجازة سنوية" in hits.hits[0].chunk.text
+
+
+def test_a_content_word_match_still_counts(gated: HybridRetriever) -> None:
+    # "UNESCO" is written in Latin letters inside one Arabic article: the keyword arm speaks.
+    recall = gated.recall("law", "Which organisation lists world heritage? UNESCO", "hybrid")
+    assert recall.content_match
+    hits = gated.search("law", "Which organisation lists world heritage? UNESCO", 3)
+    assert "UNESCO" in hits.hits[0].chunk.text
+
+
+def test_matches_content_word_reads_the_tenant_text(gated: HybridRetriever) -> None:
+    index = gated.keyword_index
+    snapshot = index.snapshot("law")
+    tokenizer = index.tokenizer
+    assert matches_content_word(snapshot, tokenizer("التدخين في المستشفيات"), tokenizer)
+    assert matches_content_word(snapshot, tokenizer("article 5"), tokenizer)  # a number counts
+    assert not matches_content_word(snapshot, tokenizer("ما هي في"), tokenizer)
+    assert not matches_content_word(snapshot, tokenizer("smoking hospitals"), tokenizer)
+    assert not matches_content_word(
+        snapshot, tokenizer("the Prophet (ﷺ) forbade selling fruit early"), tokenizer
+    )
+
+
+def test_the_gate_is_on_by_default(settings: Settings) -> None:
+    assert settings.keyword_gate is True
