@@ -69,6 +69,11 @@ _VOWEL_MARKS = normalisation_table(
 )
 
 
+# Names the text form embedders see; vector stores record it, so a reindex knows which vectors
+# were made from text with the marks still in (bump it if `strip_vowel_marks` changes).
+EMBEDDED_TEXT_FORM = "arabic-vowel-marks-stripped-1"
+
+
 def strip_vowel_marks(text: str) -> str:
     """`text` without Arabic diacritics (harakat, Quranic marks, superscript alef) and tatweel.
 
