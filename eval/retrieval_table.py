@@ -3,6 +3,7 @@ document-level, each with a bootstrap 95% confidence interval.
 
     python -m eval.retrieval_table [--sets ...] [--variants ...] [--limit N]
     python -m eval.retrieval_table --render       # the markdown tables of the last results file
+    python -m eval.retrieval_table --render --compare BEFORE.json   # one change, every set
 
 Sets: XQuAD en-en, ar-ar, ar-en, en-ar (test part: the questions outside the dev split), ARCD test
 (all test), and the parallel sets of eval/parallel_sets.py (tuning and test parts). Every
@@ -336,6 +337,35 @@ def render_differences(report: dict[str, Any], pairs: list[tuple[str, str]]) -> 
     return "\n".join(lines)
 
 
+def render_change(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """One change, every set and part, the service's dense and hybrid as it runs them: doc-level
+    nDCG@10 and recall@10 of two runs, and the paired nDCG@10 difference (after - before)."""
+    now = service_variants()
+    lines = _header(
+        "set",
+        "part",
+        "retriever",
+        "nDCG@10 before",
+        "nDCG@10 after",
+        "difference (95% CI)",
+        "recall@10 before -> after",
+    )
+    for name, result in after["results"].items():
+        for part, r in result.items():
+            old = before["results"].get(name, {}).get(part, {})
+            for label, variant in now.items():
+                if variant not in r or variant not in old:
+                    continue
+                a, b = r[variant], old[variant]
+                d = paired_difference(a["ranks"], b["ranks"])
+                lines.append(
+                    f"| {name} | {part} | {label} | {b['doc_ndcg@10'][0]:.3f} | "
+                    f"{a['doc_ndcg@10'][0]:.3f} | {d[0]:+.3f} ({d[1]:+.3f}..{d[2]:+.3f}) | "
+                    f"{b['doc_recall@10'][0]:.2f} -> {a['doc_recall@10'][0]:.2f} |"
+                )
+    return "\n".join(lines)
+
+
 def gate_subset(evalset: EvalSet, part: str) -> list[bool]:
     """Per question of the part: is it one the keyword rule is about? Its script differs from
     the corpus's, or none of its words other than function words and numbers is a word of the
@@ -459,7 +489,18 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=RESULTS_FILE)
     parser.add_argument("--render", action="store_true", help="print the tables of --out")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        help="a results file of before a change: print "
+        "every set's change against it (same questions) and nothing else",
+    )
     args = parser.parse_args()
+    if args.compare is not None and args.render:
+        before = json.loads(args.compare.read_text(encoding="utf-8"))
+        print(render_change(before, json.loads(args.out.read_text(encoding="utf-8"))))
+        return
     if not args.render:
         args.out.parent.mkdir(exist_ok=True)
         run(args.sets, args.variants, args.limit, args.cap, args.out)

@@ -2,7 +2,9 @@
 
 `build_embedder(settings)` returns an `Embedder` for `settings.embedding_provider`. Every adapter
 returns L2-normalised vectors, so cosine similarity and inner product agree whatever the backend
-does, and the vector store's cosine distance means what we think it means. Heavy libraries are
+does, and the vector store's cosine distance means what we think it means. Every adapter embeds
+text without Arabic vowel marks (`strip_vowel_marks`), passages and questions alike; what is
+stored and shown keeps them. Heavy libraries are
 imported inside the builders, so importing this module costs nothing, and each model is loaded
 once per process (the factory is cached on the settings that shape the vectors).
 """
@@ -22,6 +24,7 @@ from app.config import EMBEDDING_PROVIDERS, ENV_PREFIX
 from app.errors import ConfigurationError, ProviderUnavailable
 from app.providers.registry import ProviderRegistry
 from app.providers.types import Embedder
+from app.text.arabic import strip_vowel_marks
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -82,7 +85,7 @@ class LocalModelEmbedder:
         self, encode: Callable[[list[str]], npt.ArrayLike], texts: list[str]
     ) -> FloatMatrix:
         parts = []
-        for batch in _batches(texts, self._batch_size):
+        for batch in _batches([strip_vowel_marks(text) for text in texts], self._batch_size):
             with self._lock:
                 parts.append(l2_normalise(encode(batch)))
         return np.concatenate(parts)
@@ -144,13 +147,13 @@ class LangChainEmbedder:
         """Embed passages with the configured passage prefix."""
         if not texts:
             return []
-        prefixed = [self.passage_prefix + text for text in texts]
+        prefixed = [self.passage_prefix + strip_vowel_marks(text) for text in texts]
         return _as_lists(self._call(lambda: self._embeddings.embed_documents(prefixed)))
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a question with the configured query prefix."""
         vector: list[float] = self._call(
-            lambda: [self._embeddings.embed_query(self.query_prefix + text)]
+            lambda: [self._embeddings.embed_query(self.query_prefix + strip_vowel_marks(text))]
         )[0].tolist()
         return vector
 

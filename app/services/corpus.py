@@ -90,8 +90,9 @@ class Corpus:
 
     def reindex(self, tenant_id: str) -> int:
         """Re-embed the tenant's chunks with the configured model if its vectors are another
-        model's; returns how many were re-embedded (0 when none needed it). An interrupted run
-        can simply be repeated: the old vectors go only once the new ones are all written."""
+        model's or were made from text with its Arabic vowel marks still in; returns how many
+        were re-embedded (0 when none needed it). An interrupted run can simply be repeated: the
+        old vectors go only once the new ones are all written."""
         embedded = 0
 
         def pages() -> Iterator[list[IndexedVector]]:

@@ -7,7 +7,9 @@ which deleting a document needs.
 A collection is named from a hash of the tenant id and a hash of (embedding model id, dimension,
 storage layout), so vectors of two models never share a collection; a tenant whose collection was
 built with another model is refused until `python -m app.cli reindex` has rebuilt it. Distance
-is cosine, set explicitly.
+is cosine, set explicitly. A collection also records the form of the text its vectors were made
+from (`EMBEDDED_TEXT_FORM`); one made before embedders stripped Arabic vowel marks is still
+searched, and `reindex` re-embeds it in place.
 
 Chroma holds each chunk's vector and the two keys deletes filter on (tenant, document); the
 chunk's record lives in the service database (`app.storage.chunks` has the measured reason). A
@@ -25,6 +27,7 @@ import numpy as np
 
 from app.errors import EmbeddingModelMismatch
 from app.storage.vector_index import IndexedVector
+from app.text.arabic import EMBEDDED_TEXT_FORM
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -100,6 +103,7 @@ class ChromaVectorIndex:
                 "dimension": self.dimension,
                 "distance": "cosine",
                 "storage_layout": STORAGE_LAYOUT,
+                "embedded_text": EMBEDDED_TEXT_FORM,
             },
         )
 
@@ -186,11 +190,13 @@ class ChromaVectorIndex:
         return len(doomed)
 
     def rebuild(self, tenant_id: str, pages: Iterable[Sequence[IndexedVector]]) -> bool:
-        """Write `pages` into the current model's collection, then drop the tenant's others."""
+        """Write `pages` into the current model's collection, then drop the tenant's others; or,
+        when there are none but the collection's vectors were made from another text form,
+        overwrite them in place. False when nothing needed rebuilding."""
         self._collections.pop(tenant_id, None)
         stale = self._stale_collections(tenant_id)
         if not stale:
-            return False
+            return self._refresh_text_form(tenant_id, pages)
         for name in stale:
             old = self.client.get_collection(name, embedding_function=None)
             if holds_records(old):  # dropping it would lose chunks the database lacks
@@ -203,6 +209,23 @@ class ChromaVectorIndex:
         for name in stale:
             self.client.delete_collection(name)
         self._collections[tenant_id] = target
+        return True
+
+    def _refresh_text_form(self, tenant_id: str, pages: Iterable[Sequence[IndexedVector]]) -> bool:
+        """Re-embedded vectors over those of the current collection if it records another text
+        form; the record changes last, so an interrupted run is simply repeated."""
+        name = self.collection_name(tenant_id)
+        if name not in self._tenant_collections(tenant_id):
+            return False
+        collection = self.client.get_collection(name, embedding_function=None)
+        metadata = dict(collection.metadata or {})
+        if metadata.get("embedded_text") == EMBEDDED_TEXT_FORM:
+            return False
+        for page in pages:
+            for entry in page:
+                self._check_dimension(entry.vector)
+            self._upsert(collection, tenant_id, page)
+        collection.modify(metadata={**metadata, "embedded_text": EMBEDDED_TEXT_FORM})
         return True
 
     def _check_dimension(self, vector: Sequence[float]) -> None:

@@ -46,7 +46,8 @@ class VectorIndex(Protocol):
         ...
 
     def rebuild(self, tenant_id: str, pages: Iterable[Sequence[IndexedVector]]) -> bool:
-        """If the tenant's vectors were made by another embedding model, replace them all with
-        `pages` (the old ones are dropped only once every page is written); returns False,
-        reading no page, when they are already the current model's."""
+        """If the tenant's vectors were made by another embedding model, or from another form of
+        the text (`app.text.arabic.EMBEDDED_TEXT_FORM`), replace them all with `pages` (the old
+        ones are dropped only once every page is written); returns False, reading no page, when
+        they are already the current model's, made from the current form."""
         ...

@@ -1,4 +1,5 @@
-"""Arabic normalisation for keyword matching (never for display: chunks keep their text).
+"""Arabic normalisation for keyword matching and embedding (never for display: chunks keep
+their text).
 
 The always-on steps remove what only changes how a word is written, not which word it is:
 diacritics (harakat), tatweel, and the hamza/madda forms of alef. The optional steps conflate
@@ -30,12 +31,18 @@ _MIN_STEM = 3
 
 
 def normalisation_table(
-    *, ta_marbuta: bool, alef_maqsura: bool, hamza_carriers: bool, arabic_digits: bool
+    *,
+    ta_marbuta: bool,
+    alef_maqsura: bool,
+    hamza_carriers: bool,
+    arabic_digits: bool,
+    alef_forms: bool = True,
 ) -> dict[int, str | None]:
-    """One `str.translate` table doing the always-on steps (diacritics, tatweel, alef forms) and
-    the chosen optional ones, so text is walked once instead of once per step. No step's output
-    is another step's input, so the result equals applying the steps one after the other."""
-    letters = dict(_ALEF_FORMS)
+    """One `str.translate` table doing the always-on steps (diacritics, tatweel and, unless
+    `alef_forms` is off, alef forms) and the chosen optional ones, so text is walked once instead
+    of once per step. No step's output is another step's input, so the result equals applying
+    the steps one after the other."""
+    letters = dict(_ALEF_FORMS) if alef_forms else {}
     for wanted, step in (
         (ta_marbuta, _TA_MARBUTA),
         (alef_maqsura, _ALEF_MAQSURA),
@@ -50,6 +57,30 @@ def normalisation_table(
         {code: None for first, last in _DIACRITIC_RANGES for code in range(first, last + 1)}
     )
     return table
+
+
+# Vowel marks and tatweel only: the letters stay as written, so text without marks is unchanged.
+_VOWEL_MARKS = normalisation_table(
+    ta_marbuta=False,
+    alef_maqsura=False,
+    hamza_carriers=False,
+    arabic_digits=False,
+    alef_forms=False,
+)
+
+
+# Names the text form embedders see; vector stores record it, so a reindex knows which vectors
+# were made from text with the marks still in (bump it if `strip_vowel_marks` changes).
+EMBEDDED_TEXT_FORM = "arabic-vowel-marks-stripped-1"
+
+
+def strip_vowel_marks(text: str) -> str:
+    """`text` without Arabic diacritics (harakat, Quranic marks, superscript alef) and tatweel.
+
+    Embedders see this form: USE places fully vowelled Arabic (Qur'an, hadith) far from the same
+    words unvowelled, and triples its cross-lingual recall@10 without the marks
+    (eval/diacritics_dense.py, docs/evaluation.md)."""
+    return text.translate(_VOWEL_MARKS)
 
 
 def strip_article(token: str) -> str:

