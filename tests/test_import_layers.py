@@ -21,7 +21,7 @@ LAYERS += ("app.generation", "app.providers", "app.storage", "app.rendering", "a
 # trace recorders every layer calls.
 FOUNDATION = ("app.config", "app.settings_docs", "app.errors", "app.domain", "app.limits")
 FOUNDATION += ("app.timing", "app.answer_shape", "app.security", "app.observability")
-FOUNDATION += ("app.child_process", "app.metrics", "app.tracing")
+FOUNDATION += ("app.child_process", "app.metrics", "app.tracing", "app.memory")
 # The job package has two halves: the job table and the queue (used by the documents service
 # to accept uploads), and the running of jobs (which calls the documents service to index).
 JOB_RUNNING = ("app.jobs.runner", "app.jobs.batch", "app.jobs.redis_worker", "app.jobs.redis_tasks")

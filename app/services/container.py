@@ -19,6 +19,7 @@ from app.limits import RequestLimits
 from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
+    from app.memory import MemoryBudget
     from app.jobs.queue import JobQueue
     from app.jobs.runner import IngestDeps
     from app.jobs.store import JobRecord, JobStore, StorageQuota
@@ -71,7 +72,19 @@ class Container:
 
         if self.settings.vector_backend == "chroma":
             lock_directory(self.settings.data_dir / "chroma")
-        return build_vector_index(self.settings, self.embedder.model_id, self.embedder.dimension)
+        return build_vector_index(
+            self.settings,
+            self.embedder.model_id,
+            self.embedder.dimension,
+            after_eviction=self.memory_budget.after_eviction,
+        )
+
+    @cached_property
+    def memory_budget(self) -> MemoryBudget:
+        """Returns freed heap to the OS after hot tenants are evicted (RAG_MEMORY_BUDGET_MB)."""
+        from app.memory import MemoryBudget
+
+        return MemoryBudget(self.settings.memory_budget_mb)
 
     @cached_property
     def corpus(self) -> Corpus:
@@ -90,7 +103,13 @@ class Container:
     def retriever(self) -> HybridRetriever:
         from app.retrieval.hybrid import build_retriever
 
-        return build_retriever(self.settings, self.embedder, self.corpus, self.reranker)
+        return build_retriever(
+            self.settings,
+            self.embedder,
+            self.corpus,
+            self.reranker,
+            after_eviction=self.memory_budget.after_eviction,
+        )
 
     @cached_property
     def llm(self) -> LLM:
