@@ -18,6 +18,9 @@ from app.config import load_settings
 from app.storage.chroma_index import ChromaVectorIndex, chroma_client, collection_name
 from app.storage.vector_index import IndexedVector
 from tests.fakes import FakeEmbedder
+from tests.storage.test_vector_index_conformance import chroma_server
+
+__all__ = ["chroma_server"]  # the module's `chroma run` fixture, shared
 
 pytestmark = pytest.mark.integration
 
@@ -47,6 +50,28 @@ def make_legacy_tenant(path: Path, tenant: str, position: int) -> None:
     from chromadb.api.shared_system_client import SharedSystemClient
 
     SharedSystemClient.clear_system_cache()  # as a restart would: the next client is new
+
+
+def test_over_a_chroma_server_the_handles_stay_at_the_bound_and_results_right(
+    chroma_server: int,
+) -> None:
+    settings = load_settings(
+        _env_file=None,
+        vector_backend="chroma-http",
+        chroma_host="127.0.0.1",
+        chroma_port=chroma_server,
+        hot_tenants=HOT,
+    )
+    index = ChromaVectorIndex(chroma_client(settings), MODEL, DIM, hot_tenants=HOT)
+    tenants = [f"server-{n}" for n in range(6)]
+    for n, tenant in enumerate(tenants):
+        index.upsert(tenant, [IndexedVector(f"{tenant}-0", "d", one_hot(n))])
+    for _ in range(2):
+        for n, tenant in enumerate(tenants):
+            assert index.query(tenant, one_hot(n), k=5) == [
+                (f"{tenant}-0", pytest.approx(1.0, abs=1e-4))
+            ]
+            assert len(index.hot_tenants) <= HOT
 
 
 def test_every_tenant_finds_its_vectors_after_the_cache_evicted_it(tmp_path: Path) -> None:
