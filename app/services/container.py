@@ -19,11 +19,11 @@ from app.limits import RequestLimits
 from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
-    from app.memory import MemoryBudget
     from app.jobs.queue import JobQueue
     from app.jobs.runner import IngestDeps
     from app.jobs.store import JobRecord, JobStore, StorageQuota
     from app.jobs.trace_carriers import TraceCarriers
+    from app.memory import MemoryBudget
     from app.providers.types import LLM, Embedder, Reranker
     from app.rendering.cache import PageImageCache
     from app.rendering.pdf_page import RenderLimits

@@ -358,8 +358,8 @@ def _embedded_client(path: Path, chroma_settings: Any, hot_tenants: int) -> Clie
     if str(path) in SharedSystemClient._identifier_to_system:
         return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
     system = System(chroma_settings)
-    system.instance(ProductTelemetryClient)
-    server = system.instance(ServerAPI)
+    system.instance(ProductTelemetryClient)  # type: ignore[type-abstract]
+    server = system.instance(ServerAPI)  # type: ignore[type-abstract]
     server.hnsw_cache_size = hot_tenants  # type: ignore[attr-defined]
     system.start()
     return Client.from_system(system)
