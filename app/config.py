@@ -847,7 +847,7 @@ class Settings(BaseSettings):
         description="Tenants one process keeps in memory (keyword index, vector collection, "
         "and embedded Chroma's native HNSW index), least recently used evicted first; an "
         "evicted tenant's next search loads them from disk. A hot small tenant costs ~2.7 MB "
-        "per process, a 10k-chunk one ~40 MB (bench/README.md, Many tenants).",
+        "per process, a 10k-chunk one ~60 MB (bench/README.md, Many tenants).",
         ge=1,
     )
     memory_budget_mb: int = setting(
