@@ -164,6 +164,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "ingest_batch_bytes",
         "ingest_batch_wait_ms",
         "hot_tenants",
+        "memory_budget_mb",
         "keyword_snapshots_kept",
         # auth, abuse and HTTP limits: they admit or refuse a request
         "jwt_secret",

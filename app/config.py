@@ -870,10 +870,21 @@ class Settings(BaseSettings):
         64,
         group="quotas",
         unit="tenants",
-        description="Tenants whose keyword index one process keeps in memory, least recently "
-        "used evicted first; an evicted tenant's next search loads its index from disk "
-        "(bench/README.md has the cost of a hot tenant and of a cold search).",
+        description="Tenants one process keeps in memory (keyword index, vector collection, "
+        "and embedded Chroma's native HNSW index), least recently used evicted first; an "
+        "evicted tenant's next search loads them from disk. A hot small tenant costs ~2.7 MB "
+        "per process, a 10k-chunk one ~60 MB (bench/README.md, Many tenants).",
         ge=1,
+    )
+    memory_budget_mb: int = setting(
+        0,
+        group="quotas",
+        unit="MB",
+        description="Resident memory one process aims to stay under: after a tenant is evicted "
+        "and the process is above it, freed heap is returned to the OS (malloc_trim). Size it "
+        "as ~400 MB (models, runtime) + RAG_HOT_TENANTS x the cost of a hot tenant. 0 = trim "
+        "after every eviction (at most once a second).",
+        ge=0,
     )
     quota_conversations_per_user: int = setting(
         1000,

@@ -39,6 +39,8 @@ from app.retrieval.keyword import KeywordIndex
 from app.timing import timed
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from app.config import Settings
     from app.providers.types import Embedder, Reranker
     from app.retrieval.corpus import CorpusReader
@@ -511,6 +513,7 @@ def build_retriever(
     embedder: Embedder,
     store: CorpusReader,
     reranker: Reranker | None,
+    after_eviction: Callable[[], None] | None = None,
 ) -> HybridRetriever:
     """The retriever configured by settings; its keyword indexes live under data_dir/keyword."""
     config = RetrieverConfig.from_settings(settings)
@@ -520,5 +523,6 @@ def build_retriever(
         keep_snapshots=settings.keyword_snapshots_kept,
         section_paths=settings.section_paths_in("keyword"),
         hot_tenants=settings.hot_tenants,
+        after_eviction=after_eviction,
     )
     return HybridRetriever(embedder, store, keyword_index, config, reranker)

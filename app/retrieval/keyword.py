@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -155,12 +155,14 @@ class KeywordIndex:
         keep_snapshots: int = 2,
         section_paths: bool = True,
         hot_tenants: int = 64,
+        after_eviction: Callable[[], None] | None = None,
     ) -> None:
         if keep_snapshots < 1:
             raise ValueError("keep_snapshots must be at least 1 (the current snapshot)")
         if hot_tenants < 1:
             raise ValueError("hot_tenants must be at least 1")
         self._hot_tenants = hot_tenants
+        self._after_eviction = after_eviction  # e.g. give the freed memory back to the OS
         self._keep_snapshots = keep_snapshots
         self._section_paths = section_paths  # index each chunk's section path with its text
         self._store = store
@@ -223,9 +225,12 @@ class KeywordIndex:
         with self._snapshots_guard:
             self._snapshots[tenant_id] = snap
             self._snapshots.move_to_end(tenant_id)
+            evicted = len(self._snapshots) > self._hot_tenants
             while len(self._snapshots) > self._hot_tenants:
                 self._snapshots.popitem(last=False)
                 self.evictions += 1
+        if evicted and self._after_eviction is not None:
+            self._after_eviction()
 
     def _is_fresh(self, snap: KeywordSnapshot | None, version: int) -> bool:
         return snap is not None and snap.corpus_version == version

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from app.jobs.queue import JobQueue
     from app.jobs.store import JobRecord, JobStore, StorageQuota
     from app.jobs.trace_carriers import TraceCarriers
+    from app.memory import MemoryBudget
     from app.providers.types import LLM, Embedder, Reranker
     from app.rendering.cache import PageImageCache
     from app.rendering.pdf_page import RenderLimits
@@ -70,7 +71,19 @@ class Container:
 
         if self.settings.vector_backend == "chroma":
             lock_directory(self.settings.data_dir / "chroma")
-        return build_vector_index(self.settings, self.embedder.model_id, self.embedder.dimension)
+        return build_vector_index(
+            self.settings,
+            self.embedder.model_id,
+            self.embedder.dimension,
+            after_eviction=self.memory_budget.after_eviction,
+        )
+
+    @cached_property
+    def memory_budget(self) -> MemoryBudget:
+        """Returns freed heap to the OS after hot tenants are evicted (RAG_MEMORY_BUDGET_MB)."""
+        from app.memory import MemoryBudget
+
+        return MemoryBudget(self.settings.memory_budget_mb)
 
     @cached_property
     def corpus(self) -> Corpus:
@@ -89,7 +102,13 @@ class Container:
     def retriever(self) -> HybridRetriever:
         from app.retrieval.hybrid import build_retriever
 
-        return build_retriever(self.settings, self.embedder, self.corpus, self.reranker)
+        return build_retriever(
+            self.settings,
+            self.embedder,
+            self.corpus,
+            self.reranker,
+            after_eviction=self.memory_budget.after_eviction,
+        )
 
     @cached_property
     def llm(self) -> LLM:

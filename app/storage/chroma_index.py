@@ -15,17 +15,29 @@ Chroma holds each chunk's vector and the two keys deletes filter on (tenant, doc
 chunk's record lives in the service database (`app.storage.chunks` has the measured reason). A
 collection of the earlier layout, which kept records in Chroma too, is refused until
 `scripts/migrate_chroma_layout.py` has moved its records to the database.
+
+Memory (issue #29, measured in bench/README.md "Many tenants"): embedded Chroma keeps every
+collection it touched in a native HNSW cache sized RLIMIT_NOFILE // 5 collections (4,000 here,
+200k in a container), each a preallocated index of ~2.6 MB even for one vector; its
+`chroma_memory_limit_bytes` / `chroma_segment_cache_policy` settings are ignored by the Rust core.
+So the embedded client is built with that cache bounded to RAG_HOT_TENANTS collections. Chroma
+loses an evicted index that was never written to disk ("Nothing found on disk"), so every
+collection persists its index after 2 writes (`SYNC_THRESHOLD`; later writes are replayed from
+Chroma's log), a single vector is written twice, and a collection made before this is switched
+over and written once when first opened.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from app.errors import EmbeddingModelMismatch
+from app.memory import HotMap
 from app.storage.vector_index import IndexedVector
 from app.text.arabic import EMBEDDED_TEXT_FORM
 
@@ -40,6 +52,9 @@ PAGE_SIZE = 1000
 # Part of every collection name and metadata: layout 2 keeps chunk records out of Chroma. A
 # collection without it (the earlier layout) still holds records only it knows.
 STORAGE_LAYOUT = 2
+# Chroma writes a collection's HNSW index to disk after this many writes (its default, 1000,
+# left small tenants in memory only, and lost them when its cache evicted them).
+SYNC_THRESHOLD = 2
 
 
 def _short_hash(text: str, length: int) -> str:
@@ -71,11 +86,30 @@ def migrate_command(tenant_id: str) -> str:
 class ChromaVectorIndex:
     """Per-tenant vectors in Chroma (persistent directory or server); see module doc."""
 
-    def __init__(self, client: ClientAPI, model_id: str, dimension: int) -> None:
+    def __init__(
+        self,
+        client: ClientAPI,
+        model_id: str,
+        dimension: int,
+        hot_tenants: int = 64,
+        after_eviction: Callable[[], None] | None = None,
+    ) -> None:
         self.client = client
         self.model_id = model_id
         self.dimension = dimension
-        self._collections: dict[str, Collection] = {}
+        evicted = None if after_eviction is None else (lambda _t, _c: after_eviction())
+        # Handles of the tenants served most recently (a handle is small; what it stands for in
+        # embedded Chroma's native cache is bounded by the same number, see `chroma_client`).
+        self._collections: HotMap[str, Collection] = HotMap(hot_tenants, on_evict=evicted)
+        # Tenants seen with only the current model's collection: finding one again after an
+        # eviction is one lookup by name, not a listing of every tenant's collections (a
+        # tenant id each, ~100 bytes; the same as a handle was before eviction existed).
+        self._only_current: set[str] = set()
+
+    @property
+    def hot_tenants(self) -> list[str]:
+        """The tenants whose collection handles are held, least recently used first."""
+        return self._collections.keys()
 
     # --- collections ---
 
@@ -96,7 +130,13 @@ class ChromaVectorIndex:
         return self.client.get_or_create_collection(
             self.collection_name(tenant_id),
             embedding_function=None,  # we always supply vectors; never Chroma's default model
-            configuration={"hnsw": {"space": "cosine"}},
+            configuration={
+                "hnsw": {
+                    "space": "cosine",
+                    "sync_threshold": SYNC_THRESHOLD,
+                    "batch_size": SYNC_THRESHOLD,
+                }
+            },
             metadata={
                 "tenant_id": tenant_id,
                 "embedding_model_id": self.model_id,
@@ -113,6 +153,11 @@ class ChromaVectorIndex:
         if cached is not None:
             return cached
         name = self.collection_name(tenant_id)
+        if tenant_id in self._only_current:  # evicted earlier: skip listing every collection
+            collection = self._get(name)
+            if collection is not None:
+                self._collections.put(tenant_id, collection)
+                return collection
         existing = self._tenant_collections(tenant_id)
         stale = [other for other in existing if other != name]
         if stale:
@@ -120,12 +165,22 @@ class ChromaVectorIndex:
             raise self._mismatch(tenant_id, old)
         if name in existing:
             collection = self.client.get_collection(name, embedding_function=None)
+            _persist_promptly(collection)
         elif create:
             collection = self._create_collection(tenant_id)
         else:
             return None
-        self._collections[tenant_id] = collection
+        self._only_current.add(tenant_id)
+        self._collections.put(tenant_id, collection)
         return collection
+
+    def _get(self, name: str) -> Collection | None:
+        from chromadb.errors import NotFoundError
+
+        try:
+            return self.client.get_collection(name, embedding_function=None)
+        except NotFoundError:
+            return None
 
     def _mismatch(self, tenant_id: str, old: Collection) -> EmbeddingModelMismatch:
         if holds_records(old):
@@ -162,8 +217,10 @@ class ChromaVectorIndex:
         self, collection: Collection, tenant_id: str, vectors: Sequence[IndexedVector]
     ) -> None:
         step = min(PAGE_SIZE, self.client.get_max_batch_size())
-        for begin in range(0, len(vectors), step):
-            part = vectors[begin : begin + step]
+        pages = [vectors[begin : begin + step] for begin in range(0, len(vectors), step)]
+        if len(vectors) == 1:  # written twice, so Chroma persists even a one-vector collection
+            pages.append(vectors)
+        for part in pages:
             collection.upsert(
                 ids=[entry.chunk_id for entry in part],
                 embeddings=np.asarray([entry.vector for entry in part], dtype=np.float32),
@@ -193,7 +250,8 @@ class ChromaVectorIndex:
         """Write `pages` into the current model's collection, then drop the tenant's others; or,
         when there are none but the collection's vectors were made from another text form,
         overwrite them in place. False when nothing needed rebuilding."""
-        self._collections.pop(tenant_id, None)
+        self._collections.pop(tenant_id)
+        self._only_current.discard(tenant_id)
         stale = self._stale_collections(tenant_id)
         if not stale:
             return self._refresh_text_form(tenant_id, pages)
@@ -208,7 +266,7 @@ class ChromaVectorIndex:
             self._upsert(target, tenant_id, page)
         for name in stale:
             self.client.delete_collection(name)
-        self._collections[tenant_id] = target
+        self._collections.put(tenant_id, target)
         return True
 
     def _refresh_text_form(self, tenant_id: str, pages: Iterable[Sequence[IndexedVector]]) -> bool:
@@ -263,6 +321,22 @@ class ChromaVectorIndex:
         return 0 if collection is None else collection.count()
 
 
+def _persist_promptly(collection: Collection) -> None:
+    """Switch a collection made with Chroma's default sync threshold to `SYNC_THRESHOLD`, and
+    write one of its vectors back unchanged so that its index reaches the disk now."""
+    hnsw = (collection.configuration or {}).get("hnsw") or {}
+    if hnsw.get("sync_threshold") == SYNC_THRESHOLD:
+        return
+    collection.modify(configuration={"hnsw": {"sync_threshold": SYNC_THRESHOLD}})
+    sample = collection.get(limit=1, include=["embeddings", "metadatas"])  # type: ignore[list-item]
+    if sample["ids"]:
+        collection.upsert(
+            ids=sample["ids"],
+            embeddings=np.asarray(sample["embeddings"], dtype=np.float32),
+            metadatas=sample["metadatas"],
+        )
+
+
 def _check_tenant(tenant_id: str) -> None:
     if not tenant_id or not tenant_id.strip():
         raise ValueError("tenant_id must be a non-empty string")
@@ -286,9 +360,45 @@ def chroma_client(settings: Settings) -> ClientAPI:
         )
     path = settings.data_dir / "chroma"
     path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+    return _embedded_client(path, chroma_settings, settings.hot_tenants)
 
 
-def build_vector_index(settings: Settings, model_id: str, dimension: int) -> ChromaVectorIndex:
+def _embedded_client(path: Path, chroma_settings: Any, hot_tenants: int) -> ClientAPI:
+    """A persistent client whose native HNSW cache holds at most `hot_tenants` collections.
+
+    `PersistentClient` offers no way to size that cache, so the client's system is started here
+    with it set; a directory this process already opened keeps its client (Chroma shares one
+    system per directory)."""
+    import chromadb
+    from chromadb.api import ServerAPI
+    from chromadb.api.client import Client
+    from chromadb.api.shared_system_client import SharedSystemClient
+    from chromadb.config import System
+    from chromadb.telemetry.product import ProductTelemetryClient
+
+    chroma_settings.persist_directory = str(path)
+    chroma_settings.is_persistent = True
+    if str(path) in SharedSystemClient._identifier_to_system:
+        return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+    system = System(chroma_settings)
+    system.instance(ProductTelemetryClient)  # type: ignore[type-abstract]
+    server = system.instance(ServerAPI)  # type: ignore[type-abstract]
+    server.hnsw_cache_size = hot_tenants  # type: ignore[attr-defined]
+    system.start()
+    return Client.from_system(system)
+
+
+def build_vector_index(
+    settings: Settings,
+    model_id: str,
+    dimension: int,
+    after_eviction: Callable[[], None] | None = None,
+) -> ChromaVectorIndex:
     """The configured Chroma index for vectors of one embedding model and dimension."""
-    return ChromaVectorIndex(chroma_client(settings), model_id, dimension)
+    return ChromaVectorIndex(
+        chroma_client(settings),
+        model_id,
+        dimension,
+        hot_tenants=settings.hot_tenants,
+        after_eviction=after_eviction,
+    )

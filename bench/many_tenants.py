@@ -1,0 +1,190 @@
+"""Many small tenants through the public HTTP API of a live server (issue #29).
+
+Each tenant gets one user (added to the service database directly: bcrypt for hundreds of
+logins would dominate the run), uploads one small text file with a code only it has, waits for
+the job, and searches for that code; RSS of the server process is read along the way. Then every
+tenant searches again in the same order (a cold search once the tenant was evicted) and once more
+(warm). `tests/api/test_api_many_tenants_memory.py` runs the same code with a small bound.
+
+    python -m bench.many_tenants TENANTS HOT [PARAGRAPHS]
+
+Prints RSS after every tenth of the tenants, MB per tenant for the second half, disk per
+tenant, ingest time per upload, and cold / warm /search p50 / p95.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+PASSWORD = "many-tenants-password-1234"
+FILLER = (
+    "The maintenance crew inspects the relief valve, the pump seals and the pressure gauges "
+    "every week, writes down what it finds, and replaces worn gaskets before they leak. "
+)
+
+
+def process_rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children (parse children, uvicorn workers), MB."""
+    total = 0.0
+    pids = [pid]
+    while pids:
+        current = pids.pop()
+        try:
+            with open(f"/proc/{current}/statm") as statm:
+                total += int(statm.read().split()[1]) * 4096 / 2**20
+            with open(f"/proc/{current}/task/{current}/children") as children:
+                pids.extend(int(child) for child in children.read().split())
+        except OSError:
+            continue
+    return total
+
+
+def tenant_text(n: int, paragraphs: int) -> bytes:
+    """A small document only tenant n has: its code K{n}X in the first paragraph."""
+    head = f"Tenant {n} keeps the spare impeller under code K{n}X in cabinet {n % 7}.\n\n"
+    return (head + "\n\n".join(FILLER * 3 for _ in range(paragraphs))).encode()
+
+
+def add_tenants(data_dir: Path, env: dict[str, str], count: int) -> list[dict[str, str]]:
+    """One user per tenant `t0`... in the server's database; returns their auth headers."""
+    from app import security
+    from app.config import load_settings
+    from app.storage.db import open_database
+    from app.storage.users import UserStore
+
+    settings = load_settings(
+        _env_file=None,
+        data_dir=data_dir,
+        env="production",
+        jwt_secret=env["RAG_JWT_SECRET"],
+        database_url=env.get("RAG_DATABASE_URL", ""),
+    )
+    database = open_database(settings.sqlalchemy_url)
+    codec = security.build_token_codec(settings)
+    password_hash = security.hash_password(PASSWORD, settings.bcrypt_rounds)
+    users = UserStore(database)
+    headers = []
+    try:
+        for n in range(count):
+            record = users.add(f"t{n}", f"user-t{n}", password_hash)
+            token = codec.issue(record.id, f"t{n}").access_token
+            headers.append({"Authorization": f"Bearer {token}"})
+    finally:
+        database.dispose()
+    return headers
+
+
+@dataclass
+class Run:
+    """What one pass over the tenants measured."""
+
+    rss_marks: list[tuple[int, float]] = field(default_factory=list)
+    ingest_s: list[float] = field(default_factory=list)
+    first_ms: list[float] = field(default_factory=list)
+    cold_ms: list[float] = field(default_factory=list)
+    warm_ms: list[float] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)
+
+    def per_tenant_mb(self, start: int) -> float:
+        """RSS growth per tenant from the mark at `start` tenants to the last mark."""
+        begin = next(mb for n, mb in self.rss_marks if n >= start)
+        first = next(n for n, _ in self.rss_marks if n >= start)
+        end_n, end_mb = self.rss_marks[-1]
+        return (end_mb - begin) / max(end_n - first, 1)
+
+
+def _search(client: httpx.Client, headers: dict[str, str], n: int, run: Run) -> float:
+    started = time.perf_counter()
+    body = {"query": f"code K{n}X impeller", "k": 3}
+    response = client.post("/search", json=body, headers=headers)
+    elapsed = 1000 * (time.perf_counter() - started)
+    response.raise_for_status()
+    hits = response.json()["results"]
+    if not hits or f"K{n}X" not in hits[0]["text"]:
+        run.wrong.append(f"t{n}: {[h['text'][:40] for h in hits]}")
+    return elapsed
+
+
+def _ingest(client: httpx.Client, headers: dict[str, str], content: bytes) -> float:
+    started = time.perf_counter()
+    response = client.post("/documents", files={"file": ("note.txt", content)}, headers=headers)
+    response.raise_for_status()
+    job_id = response.json()["job_id"]
+    while True:
+        job = client.get(f"/jobs/{job_id}", headers=headers).json()
+        if job["status"] == "done":
+            return time.perf_counter() - started
+        if job["status"] == "failed":
+            raise RuntimeError(f"upload failed: {job}")
+        time.sleep(0.05)
+
+
+def exercise(
+    base_url: str, pid: int, headers: list[dict[str, str]], paragraphs: int = 2, marks: int = 10
+) -> Run:
+    """Every tenant uploads and searches in turn, then all search again twice (see module doc)."""
+    run = Run()
+    count = len(headers)
+    step = max(count // marks, 1)
+    with httpx.Client(base_url=base_url, timeout=120) as client:
+        for n, auth in enumerate(headers):
+            run.ingest_s.append(_ingest(client, auth, tenant_text(n, paragraphs)))
+            run.first_ms.append(_search(client, auth, n, run))
+            if (n + 1) % step == 0 or n + 1 == count:
+                run.rss_marks.append((n + 1, process_rss_mb(pid)))
+        for n, auth in enumerate(headers):
+            run.cold_ms.append(_search(client, auth, n, run))
+            run.warm_ms.append(_search(client, auth, n, run))
+        run.rss_marks.append((count, process_rss_mb(pid)))
+    return run
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[int(share * (len(ordered) - 1))]
+
+
+def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "api"))
+    from live_server import LiveServer
+
+    tenants, hot = int(sys.argv[1]), int(sys.argv[2])
+    paragraphs = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    with tempfile.TemporaryDirectory() as root:
+        server = LiveServer(Path(root) / "data", {"RAG_HOT_TENANTS": str(hot)})
+        server.data_dir.mkdir(parents=True)
+        headers = add_tenants(server.data_dir, server.env(), tenants)
+        server.start(timeout_s=300)
+        try:
+            assert server.process is not None
+            started_mb = process_rss_mb(server.process.pid)
+            run = exercise(server.url, server.process.pid, headers, paragraphs)
+        finally:
+            server.stop()
+        disk = subprocess.run(
+            ["du", "-sk", str(server.data_dir)], capture_output=True, text=True, check=True
+        )
+        disk_kb = int(disk.stdout.split()[0])
+    print(f"tenants={tenants} hot={hot} paragraphs={paragraphs}; RSS MB at start {started_mb:.0f}")
+    print("RSS MB after N tenants: " + ", ".join(f"{n}: {mb:.0f}" for n, mb in run.rss_marks))
+    print(
+        f"second half {run.per_tenant_mb(tenants // 2):.3f} MB per tenant; disk "
+        f"{disk_kb / tenants:.0f} KB per tenant; ingest per upload p50 "
+        f"{statistics.median(run.ingest_s):.2f} s; /search first p50/p95 "
+        f"{percentile(run.first_ms, 0.5):.0f}/{percentile(run.first_ms, 0.95):.0f} ms, cold "
+        f"{percentile(run.cold_ms, 0.5):.0f}/{percentile(run.cold_ms, 0.95):.0f} ms, warm "
+        f"{percentile(run.warm_ms, 0.5):.0f}/{percentile(run.warm_ms, 0.95):.0f} ms; "
+        f"wrong results {len(run.wrong)}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Embedded Chroma with its native HNSW cache bounded to RAG_HOT_TENANTS collections (issue #29).
+
+Chroma loses an evicted index that never reached the disk ("Nothing found on disk"); these
+tenants are the cases that did: one vector, a few vectors, and a collection made with Chroma's
+default sync threshold before the bound existed. Every one must still find its own vectors after
+the others pushed it out of the cache, twice over.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import chromadb
+import pytest
+from chromadb.config import Settings as ChromaSettings
+
+from app.config import load_settings
+from app.storage.chroma_index import ChromaVectorIndex, chroma_client, collection_name
+from app.storage.vector_index import IndexedVector
+from tests.fakes import FakeEmbedder
+from tests.storage.test_vector_index_conformance import chroma_server
+
+__all__ = ["chroma_server"]  # the module's `chroma run` fixture, shared
+
+pytestmark = pytest.mark.integration
+
+DIM = FakeEmbedder().dimension
+MODEL = FakeEmbedder().model_id
+HOT = 2
+
+
+def one_hot(position: int) -> list[float]:
+    return [1.0 if n == position else 0.0 for n in range(DIM)]
+
+
+def make_legacy_tenant(path: Path, tenant: str, position: int) -> None:
+    """A one-vector collection as the service wrote it before (Chroma's default sync, 1000)."""
+    client = chromadb.PersistentClient(path=str(path), settings=ChromaSettings())
+    collection = client.create_collection(
+        collection_name(tenant, MODEL, DIM),
+        embedding_function=None,
+        configuration={"hnsw": {"space": "cosine"}},
+        metadata={"storage_layout": 2, "embedding_model_id": MODEL, "dimension": DIM},
+    )
+    collection.upsert(
+        ids=[f"{tenant}-0"],
+        embeddings=[one_hot(position)],
+        metadatas=[{"tenant_id": tenant, "document_id": "d"}],
+    )
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()  # as a restart would: the next client is new
+
+
+def test_over_a_chroma_server_the_handles_stay_at_the_bound_and_results_right(
+    chroma_server: int,
+) -> None:
+    settings = load_settings(
+        _env_file=None,
+        vector_backend="chroma-http",
+        chroma_host="127.0.0.1",
+        chroma_port=chroma_server,
+        hot_tenants=HOT,
+    )
+    index = ChromaVectorIndex(chroma_client(settings), MODEL, DIM, hot_tenants=HOT)
+    tenants = [f"server-{n}" for n in range(6)]
+    for n, tenant in enumerate(tenants):
+        index.upsert(tenant, [IndexedVector(f"{tenant}-0", "d", one_hot(n))])
+    for _ in range(2):
+        for n, tenant in enumerate(tenants):
+            assert index.query(tenant, one_hot(n), k=5) == [
+                (f"{tenant}-0", pytest.approx(1.0, abs=1e-4))
+            ]
+            assert len(index.hot_tenants) <= HOT
+
+
+def test_every_tenant_finds_its_vectors_after_the_cache_evicted_it(tmp_path: Path) -> None:
+    settings = load_settings(_env_file=None, data_dir=tmp_path, hot_tenants=HOT)
+    make_legacy_tenant(tmp_path / "chroma", "legacy", 0)
+    client = chroma_client(settings)
+    assert client._server.hnsw_cache_size == HOT  # type: ignore[attr-defined]
+    index = ChromaVectorIndex(client, MODEL, DIM, hot_tenants=HOT)
+    sizes, positions = {"legacy": 1}, {"legacy": 0}
+    for n, size in enumerate((1, 1, 3, 2, 5, 1) * 3, start=1):
+        tenant = f"tenant-{n}"
+        sizes[tenant], positions[tenant] = size, n * 8
+        index.upsert(
+            tenant,
+            [IndexedVector(f"{tenant}-{i}", "d", one_hot(n * 8 + i)) for i in range(size)],
+        )
+    for _ in range(2):
+        for tenant, size in sizes.items():
+            last = size - 1
+            hits = index.query(tenant, one_hot(positions[tenant] + last), k=10)
+            assert hits[0] == (f"{tenant}-{last}", pytest.approx(1.0, abs=1e-4))
+            assert sorted(cid for cid, _ in hits) == sorted(f"{tenant}-{i}" for i in range(size))
+            assert len(index.hot_tenants) <= HOT
