@@ -28,7 +28,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -38,6 +38,7 @@ import bm25s
 import numpy as np
 
 from app.domain import Chunk, indexed_text
+from app.memory import HotMap
 from app.retrieval.corpus import CorpusReader
 from app.text.tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
@@ -159,10 +160,8 @@ class KeywordIndex:
     ) -> None:
         if keep_snapshots < 1:
             raise ValueError("keep_snapshots must be at least 1 (the current snapshot)")
-        if hot_tenants < 1:
-            raise ValueError("hot_tenants must be at least 1")
-        self._hot_tenants = hot_tenants
-        self._after_eviction = after_eviction  # e.g. give the freed memory back to the OS
+        # after_eviction: e.g. give the freed memory back to the OS
+        evicted = None if after_eviction is None else (lambda _t, _s: after_eviction())
         self._keep_snapshots = keep_snapshots
         self._section_paths = section_paths  # index each chunk's section path with its text
         self._store = store
@@ -170,9 +169,7 @@ class KeywordIndex:
         self.tokenizer = tokenizer
         self._k1 = k1
         self._b = b
-        self._snapshots: OrderedDict[str, KeywordSnapshot] = OrderedDict()
-        self._snapshots_guard = threading.Lock()  # order and size of `_snapshots`
-        self.evictions = 0
+        self._snapshots: HotMap[str, KeywordSnapshot] = HotMap(hot_tenants, on_evict=evicted)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.rebuilds: Counter[str] = Counter()  # tenant -> full rebuilds from the store
@@ -186,24 +183,26 @@ class KeywordIndex:
         current = self._snapshots.get(tenant_id)
         if self._is_fresh(current, version):
             assert current is not None
-            self._touch(tenant_id)
             return current
         with self._lock_for(tenant_id):
             version = self._store.corpus_version(tenant_id)
             current = self._snapshots.get(tenant_id)
             if self._is_fresh(current, version):
                 assert current is not None
-                self._touch(tenant_id)
                 return current
             snap = self._load(tenant_id, version) or self._rebuild(tenant_id, version, current)
-            self._keep(tenant_id, snap)
+            self._snapshots.put(tenant_id, snap)
             return snap
 
     @property
     def hot_tenants(self) -> list[str]:
         """The tenants whose snapshots are in memory, least recently used first."""
-        with self._snapshots_guard:
-            return list(self._snapshots)
+        return self._snapshots.keys()
+
+    @property
+    def evictions(self) -> int:
+        """Snapshots dropped from memory to stay within the bound."""
+        return self._snapshots.evictions
 
     def search(self, tenant_id: str, query: str, limit: int) -> list[tuple[str, float]]:
         """Best (chunk id, score) pairs of the tenant's chunks for `query`."""
@@ -214,23 +213,6 @@ class KeywordIndex:
         self.snapshot(tenant_id)
 
     # --- internals ---
-
-    def _touch(self, tenant_id: str) -> None:
-        with self._snapshots_guard:
-            if tenant_id in self._snapshots:
-                self._snapshots.move_to_end(tenant_id)
-
-    def _keep(self, tenant_id: str, snap: KeywordSnapshot) -> None:
-        """Hold the tenant's snapshot as the most recently used; evict beyond the bound."""
-        with self._snapshots_guard:
-            self._snapshots[tenant_id] = snap
-            self._snapshots.move_to_end(tenant_id)
-            evicted = len(self._snapshots) > self._hot_tenants
-            while len(self._snapshots) > self._hot_tenants:
-                self._snapshots.popitem(last=False)
-                self.evictions += 1
-        if evicted and self._after_eviction is not None:
-            self._after_eviction()
 
     def _is_fresh(self, snap: KeywordSnapshot | None, version: int) -> bool:
         return snap is not None and snap.corpus_version == version
