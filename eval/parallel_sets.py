@@ -268,6 +268,11 @@ def describe() -> list[dict[str, Any]]:
     return rows
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """Print each set's row of eval/README.md's table, one JSON object a line."""
     for row in describe():
         print(json.dumps(row, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
