@@ -260,10 +260,7 @@ class ChromaVectorIndex:
             if holds_records(old):  # dropping it would lose chunks the database lacks
                 raise self._mismatch(tenant_id, old)
         target = self._create_collection(tenant_id)
-        for page in pages:
-            for entry in page:
-                self._check_dimension(entry.vector)
-            self._upsert(target, tenant_id, page)
+        self._write_pages(target, tenant_id, pages)
         for name in stale:
             self.client.delete_collection(name)
         self._collections.put(tenant_id, target)
@@ -272,19 +269,24 @@ class ChromaVectorIndex:
     def _refresh_text_form(self, tenant_id: str, pages: Iterable[Sequence[IndexedVector]]) -> bool:
         """Re-embedded vectors over those of the current collection if it records another text
         form; the record changes last, so an interrupted run is simply repeated."""
-        name = self.collection_name(tenant_id)
-        if name not in self._tenant_collections(tenant_id):
+        collection = self._get(self.collection_name(tenant_id))
+        if collection is None:
             return False
-        collection = self.client.get_collection(name, embedding_function=None)
         metadata = dict(collection.metadata or {})
         if metadata.get("embedded_text") == EMBEDDED_TEXT_FORM:
             return False
+        self._write_pages(collection, tenant_id, pages)
+        collection.modify(metadata={**metadata, "embedded_text": EMBEDDED_TEXT_FORM})
+        return True
+
+    def _write_pages(
+        self, collection: Collection, tenant_id: str, pages: Iterable[Sequence[IndexedVector]]
+    ) -> None:
+        """Upsert every page into `collection`, each vector's dimension checked first."""
         for page in pages:
             for entry in page:
                 self._check_dimension(entry.vector)
             self._upsert(collection, tenant_id, page)
-        collection.modify(metadata={**metadata, "embedded_text": EMBEDDED_TEXT_FORM})
-        return True
 
     def _check_dimension(self, vector: Sequence[float]) -> None:
         if len(vector) != self.dimension:
