@@ -143,7 +143,7 @@ def metrics(rank_pairs: list[list[int]]) -> dict[str, list[float]]:
     out = {}
     for level, column in (("chunk", 0), ("doc", 1)):
         r = arr[:, column]
-        gains = np.where(r > 0, 1.0 / np.log2(np.maximum(r, 1) + 1), 0.0)
+        gains = np.asarray([ndcg(int(rank)) for rank in r])
         out[f"{level}_ndcg@10"] = [round(v, 4) for v in bootstrap(gains)]
         out[f"{level}_recall@10"] = [round(v, 4) for v in bootstrap((r > 0).astype(float))]
     return out
