@@ -21,13 +21,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from app.memory import return_freed_memory
-
-
-def rss_mb() -> float:
-    """Resident memory of this process, MB."""
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * 4096 / 2**20
+from app.memory import resident_mb, return_freed_memory
+from bench.common import median, percentile
 
 
 def limit_chroma_cache(megabytes: int) -> None:
@@ -49,11 +44,6 @@ def rollup() -> dict[str, int]:
     with open("/proc/self/smaps_rollup") as smaps:
         rows = [line.split() for line in smaps if line.strip().endswith("kB")]
     return {row[0].rstrip(":"): int(row[1]) for row in rows}
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[int(share * (len(ordered) - 1))]
 
 
 def main() -> None:
@@ -90,7 +80,7 @@ def main() -> None:
             )
             container.retriever.search(f"t{n}", "warranty of merchantability", 5)
             if n in (0, tenants // 2 - 1, tenants - 1):
-                marks.append((n + 1, rss_mb()))
+                marks.append((n + 1, resident_mb()))
                 traced.append(tracemalloc.get_traced_memory()[0])
                 rolled.append(rollup())
         revisit: list[float] = []
@@ -110,8 +100,8 @@ def main() -> None:
             f"hot={hot} tenants={tenants} RSS MB after "
             + ", ".join(f"{n}: {mb:.0f}" for n, mb in marks)
             + f"; {per_tenant:.2f} MB per tenant (second half); keyword indexes held {held}; "
-            f"revisit search p50/p95 {percentile(revisit, 0.5):.1f}/{percentile(revisit, 0.95):.1f}"
-            f" ms, again {percentile(again, 0.5):.1f}/{percentile(again, 0.95):.1f} ms"
+            f"revisit search p50/p95 {median(revisit):.1f}/{percentile(revisit, 95):.1f}"
+            f" ms, again {median(again):.1f}/{percentile(again, 95):.1f} ms"
         )
         half = tenants - tenants // 2
         anon = (rolled[-1]["Anonymous"] - rolled[1]["Anonymous"]) / 1024 / half
@@ -122,13 +112,13 @@ def main() -> None:
             f"second half per tenant: anonymous {anon:.2f} MB, file-backed "
             f"{mapped / 1024 / half:.2f} MB (smaps_rollup)"
         )
-        before = rss_mb()
+        before = resident_mb()
         return_freed_memory()
         print(
             f"Chroma HNSW cache {native} collections, handles held {handles}, trims "
             f"{getattr(container, 'memory_budget', None) and container.memory_budget.trims}; "
             f"Python-side {python_kb:.1f} KB per tenant (tracemalloc, 0 when off); RSS {before:.0f}"
-            f" MB, after malloc_trim {rss_mb():.0f} MB"
+            f" MB, after malloc_trim {resident_mb():.0f} MB"
         )
 
 

@@ -14,7 +14,6 @@ tenant, ingest time per upload, and cold / warm /search p50 / p95.
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from bench.common import median, percentile
 
 PASSWORD = "many-tenants-password-1234"
 FILLER = (
@@ -147,11 +148,6 @@ def exercise(
     return run
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[int(share * (len(ordered) - 1))]
-
-
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "api"))
     from live_server import LiveServer
@@ -178,10 +174,10 @@ def main() -> None:
     print(
         f"second half {run.per_tenant_mb(tenants // 2):.3f} MB per tenant; disk "
         f"{disk_kb / tenants:.0f} KB per tenant; ingest per upload p50 "
-        f"{statistics.median(run.ingest_s):.2f} s; /search first p50/p95 "
-        f"{percentile(run.first_ms, 0.5):.0f}/{percentile(run.first_ms, 0.95):.0f} ms, cold "
-        f"{percentile(run.cold_ms, 0.5):.0f}/{percentile(run.cold_ms, 0.95):.0f} ms, warm "
-        f"{percentile(run.warm_ms, 0.5):.0f}/{percentile(run.warm_ms, 0.95):.0f} ms; "
+        f"{median(run.ingest_s):.2f} s; /search first p50/p95 "
+        f"{median(run.first_ms):.0f}/{percentile(run.first_ms, 95):.0f} ms, cold "
+        f"{median(run.cold_ms):.0f}/{percentile(run.cold_ms, 95):.0f} ms, warm "
+        f"{median(run.warm_ms):.0f}/{percentile(run.warm_ms, 95):.0f} ms; "
         f"wrong results {len(run.wrong)}"
     )
 
