@@ -475,9 +475,9 @@ class Container:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         _ = self.database, self.documents, self.jobs, self.cache
         self.embedder.embed_query("warm up")
-        if self.second_arm is not None:
-            self.second_arm.embedder.embed_query("warm up")
         _ = self.corpus, self.retriever
+        if self.second_arm is not None:  # built with the corpus, after the first index
+            self.second_arm.embedder.embed_query("warm up")
         if serving:
             _ = self.token_codec, self.rate_limiter, self.login_guard, self.authenticator
             self.audit_log.prune_now_and_then()
