@@ -291,9 +291,9 @@ class Settings(BaseSettings):
         group="embeddings",
         description="none | e5: a second dense arm (multilingual-e5-small, ships) fused with "
         "the first by RRF. Wins on XQuAD ar->en and en->ar and on ARCD, loses on hadith and "
-        "Qur'an ar->en, and embeds ~15x slower than USE (docs/evaluation.md), so opt-in. A "
-        "tenant indexed without it is searched without it until "
-        "`python -m app.cli reindex --tenant T`.",
+        "Qur'an ar->en, embeds passages ~50x and questions ~12x slower than USE "
+        "(docs/evaluation.md), so opt-in. A tenant indexed without it is searched without it "
+        "until `python -m app.cli reindex --tenant T`.",
     )
     embedding_batch_size: int = setting(
         32, group="embeddings", unit="texts", description="Texts embedded per call.", gt=0

@@ -155,7 +155,9 @@ class Corpus:
         if self.second is None:
             return 0
         with self._write_lock:
-            filled = self.second.fill(tenant_id, _pages(self.chunks.iter_tenant(tenant_id)))
+            filled = self.second.fill(
+                tenant_id, _pages(self.chunks.iter_tenant(tenant_id)), self.index.count(tenant_id)
+            )
             if filled:
                 self.chunks.bump_version(tenant_id)
         return filled
@@ -178,7 +180,7 @@ class Corpus:
     def second_ready(self, tenant_id: str) -> bool:
         """Whether the tenant's second-arm collection holds every chunk (False without one)."""
         return self.second is not None and self.second.ready(
-            tenant_id, self.chunks.version(tenant_id)
+            tenant_id, self.chunks.version(tenant_id), lambda: self.index.count(tenant_id)
         )
 
     def _with_rows(

@@ -4,11 +4,12 @@ index, written with the first arm's vectors by `app.services.corpus.Corpus`.
 Measured (docs/evaluation.md, eval/two_dense_arms.py): USE and e5 fused win on hadith ar->en and
 Qur'an en->ar and cost ~15x the ingest time, hence an option, off by default.
 
-A tenant's second collection is searched only while it holds every chunk
-(`app.storage.second_index`): switched on for a tenant indexed without it, the arm starts
-collecting new chunks but stays out of retrieval until `python -m app.cli reindex` fills it.
-Whether it is complete is read once per corpus version, so a fill by another process (which
-bumps the version) is seen on the next query.
+A tenant's second collection is searched only while it holds every chunk: recorded complete
+(`app.storage.second_index`) and with no fewer vectors than the first arm's (a process without
+the option may have written chunks to the tenant since). Switched on for a tenant indexed
+without it, the arm starts collecting new chunks but stays out of retrieval until
+`python -m app.cli reindex` fills it. This is read once per corpus version, so a fill by another
+process (which bumps the version) is seen on the next query.
 """
 
 from __future__ import annotations
@@ -55,10 +56,16 @@ class SecondArm:
             self.index.start(tenant_id, complete=tenant_is_empty())
         self.index.upsert(tenant_id, entries)
 
-    def fill(self, tenant_id: str, pages: Iterable[Sequence[Chunk]]) -> int:
-        """Embed and write every chunk of the tenant unless its collection is complete; returns
-        how many were embedded (0 when none needed it)."""
-        if self.index.is_complete(tenant_id):
+    def covers(self, tenant_id: str, first_count: int) -> bool:
+        """Whether the collection holds every chunk: recorded complete, and with at least as many
+        vectors as the first arm's (`first_count`; fewer when a process without the option
+        wrote to the tenant)."""
+        return self.index.is_complete(tenant_id) and self.index.count(tenant_id) >= first_count
+
+    def fill(self, tenant_id: str, pages: Iterable[Sequence[Chunk]], first_count: int) -> int:
+        """Embed and write every chunk of the tenant unless its collection covers them all;
+        returns how many were embedded (0 when none needed it)."""
+        if self.covers(tenant_id, first_count):
             return 0
         embedded = 0
 
@@ -74,13 +81,14 @@ class SecondArm:
         self.index.fill(tenant_id, vectors())
         return embedded
 
-    def ready(self, tenant_id: str, version: int) -> bool:
-        """Whether the tenant's collection may be searched: complete at this corpus version."""
+    def ready(self, tenant_id: str, version: int, first_count: Callable[[], int]) -> bool:
+        """Whether the tenant's collection may be searched: it covers every chunk at this corpus
+        version (`first_count` is asked only when the version changed)."""
         with self._ready_lock:
             known = self._ready.get(tenant_id)
         if known is not None and known[0] == version:
             return known[1]
-        complete = self.index.is_complete(tenant_id)
+        complete = self.covers(tenant_id, first_count())
         with self._ready_lock:
             self._ready[tenant_id] = (version, complete)
         return complete

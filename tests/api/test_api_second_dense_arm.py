@@ -143,9 +143,8 @@ def test_switched_on_for_a_tenant_indexed_without_it_the_arm_waits_for_reindex(
 
     on = api_settings(data_dir, second_embedding="e5", **SMALL_ARMS)
     with TestClient(create_app(on)) as client:
-        harness = ApiHarness(client.app, client, on)
-        token = harness.login(user.username, user.password)
-        user = ApiUser(user.tenant, user.username, user.password, token, user.user_id)
+        harness = ApiHarness(client.app, client, on)  # type: ignore[arg-type]
+        user = relogin(harness, user)
         # Incomplete second collection: ranked by USE alone, as before the switch.
         assert texts(found(harness, user)) == before
         last, text = list(PARAGRAPHS.items())[-1]
@@ -163,3 +162,36 @@ def test_switched_on_for_a_tenant_indexed_without_it_the_arm_waits_for_reindex(
         assert ONLY_E5_FINDS in texts(found(harness, user))
         # A second run has nothing left to fill.
         assert harness.container.corpus.fill_second("acme") == 0
+
+
+def test_chunks_written_while_the_option_was_off_keep_the_arm_out_until_reindex(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    on = api_settings(data_dir, second_embedding="e5", **SMALL_ARMS)
+    off = api_settings(data_dir, **SMALL_ARMS)
+    *first, (last, text) = PARAGRAPHS.items()
+    with TestClient(create_app(on)) as client:
+        harness = ApiHarness(client.app, client, on)  # type: ignore[arg-type]
+        user = harness.add_user("acme")
+        for name, paragraph in first:
+            assert harness.upload_and_wait(user, name, paragraph.encode())["status"] == "done"
+        assert any(r["stages"]["second_dense_rank"] for r in found(harness, user))
+    with TestClient(create_app(off)) as client:
+        harness = ApiHarness(client.app, client, off)  # type: ignore[arg-type]
+        user = relogin(harness, user)
+        assert harness.upload_and_wait(user, last, text.encode())["status"] == "done"
+    with TestClient(create_app(on)) as client:
+        harness = ApiHarness(client.app, client, on)  # type: ignore[arg-type]
+        user = relogin(harness, user)
+        # The second collection lacks the chunk written without the option: USE alone.
+        assert all(r["stages"]["second_dense_rank"] is None for r in found(harness, user))
+        assert harness.container.corpus.fill_second("acme") == len(PARAGRAPHS)
+        assert ONLY_E5_FINDS in texts(found(harness, user))
+
+
+def relogin(harness: ApiHarness, user: ApiUser) -> ApiUser:
+    """The same user with a token from this app."""
+    token = harness.login(user.username, user.password)
+    return ApiUser(user.tenant, user.username, user.password, token, user.user_id)
