@@ -102,9 +102,17 @@ def cmd_search(container: Container, args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(container: Container, args: argparse.Namespace) -> int:
-    """Re-embed a tenant's chunks with the configured embedding model."""
+    """Re-embed a tenant's chunks with the configured embedding model, and fill its second
+    dense arm's collection (RAG_SECOND_EMBEDDING) if that lacks chunks."""
     count = container.corpus.reindex(args.tenant)
     print(f"re-indexed {count} chunks of tenant {args.tenant} with {container.embedder.model_id}")
+    second = container.second_arm
+    if second is not None:
+        filled = container.corpus.fill_second(args.tenant)
+        print(
+            f"second dense arm: embedded {filled} chunks of tenant {args.tenant} "
+            f"with {second.model_id}"
+        )
     return 0
 
 
@@ -223,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="print a JSON list")
     search.set_defaults(run=cmd_search)
 
-    reindex = sub.add_parser("reindex", help="re-embed a tenant with the configured model")
+    reindex = sub.add_parser("reindex", help="re-embed a tenant with the configured model(s)")
     reindex.add_argument("--tenant", required=True)
     reindex.set_defaults(run=cmd_reindex)
 

@@ -32,6 +32,8 @@ CacheBackend = Literal["memory", "redis"]
 JobBackend = Literal["threads", "redis"]
 # Which retrieval arms index a chunk with its section path (app/ingestion/section_paths.py).
 SectionPathArms = Literal["both", "keyword", "dense", "off"]
+# A second dense arm beside the configured embedder's (app/services/second_arm.py).
+SecondEmbedding = Literal["none", "e5"]
 
 
 # The longest access token lifetime RAG_JWT_TTL_S accepts: one day (docs/api.md, "Sign-out and
@@ -283,6 +285,15 @@ class Settings(BaseSettings):
         description="use provider only: subtract 0.75 x the mean XQuAD question from each "
         "question vector. Gains on Wikipedia-like text, loses on hadith and Qur'an "
         "(docs/evaluation.md), so opt-in; no reindex either way.",
+    )
+    second_embedding: SecondEmbedding = setting(
+        "none",
+        group="embeddings",
+        description="none | e5: a second dense arm (multilingual-e5-small, ships) fused with "
+        "the first by RRF. Wins on XQuAD ar->en and en->ar and on ARCD, loses on hadith and "
+        "Qur'an ar->en, embeds passages ~50x and questions ~12x slower than USE "
+        "(docs/evaluation.md), so opt-in. A tenant indexed without it is searched without it "
+        "until `python -m app.cli reindex --tenant T`.",
     )
     embedding_batch_size: int = setting(
         32, group="embeddings", unit="texts", description="Texts embedded per call.", gt=0

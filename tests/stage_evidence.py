@@ -5,6 +5,8 @@ from __future__ import annotations
 STAGE_KEYS = {
     "dense_rank",
     "dense_score",
+    "second_dense_rank",
+    "second_dense_score",
     "keyword_rank",
     "keyword_score",
     "fused_score",

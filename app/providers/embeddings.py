@@ -194,6 +194,17 @@ def build_embedder(settings: Settings) -> Embedder:
     return _cached_embedder(EmbedderKey.from_settings(settings))
 
 
+def build_second_embedder(settings: Settings) -> Embedder | None:
+    """The second dense arm's embedder (RAG_SECOND_EMBEDDING), or None when there is none;
+    loaded once per process, sharing the first's batch size and threads."""
+    if settings.second_embedding == "none":
+        return None
+    key = EmbedderKey.from_settings(settings)._replace(
+        provider=settings.second_embedding, model="", query_prefix="", passage_prefix=""
+    )
+    return _cached_embedder(key)
+
+
 @lru_cache(maxsize=8)
 def _cached_embedder(key: EmbedderKey) -> Embedder:
     return _REGISTRY.builder(key.provider)(key)

@@ -36,6 +36,7 @@ from app.retrieval.grouping import (
 )
 from app.retrieval.headings import has_heading
 from app.retrieval.keyword import KeywordIndex
+from app.retrieval.second_dense import SecondDense, second_dense_arm
 from app.timing import timed
 
 if TYPE_CHECKING:
@@ -128,6 +129,8 @@ class Candidate:
     chunk: Chunk | None = None
     dense_rank: int | None = None
     dense_score: float | None = None
+    second_dense_rank: int | None = None  # the second dense arm's (RAG_SECOND_EMBEDDING)
+    second_dense_score: float | None = None
     keyword_rank: int | None = None
     keyword_score: float | None = None
     fused_score: float | None = None
@@ -139,6 +142,8 @@ class Candidate:
         return {
             "dense_rank": self.dense_rank,
             "dense_score": self.dense_score,
+            "second_dense_rank": self.second_dense_rank,
+            "second_dense_score": self.second_dense_score,
             "keyword_rank": self.keyword_rank,
             "keyword_score": self.keyword_score,
             "fused_score": self.fused_score,
@@ -262,8 +267,10 @@ class HybridRetriever:
         keyword_index: KeywordIndex,
         config: RetrieverConfig,
         reranker: Reranker | None = None,
+        second: SecondDense | None = None,
     ) -> None:
         self.embedder = embedder
+        self.second = second  # the second dense arm (RAG_SECOND_EMBEDDING), if any
         self.store = store
         self.keyword_index = keyword_index
         self.config = config
@@ -328,6 +335,9 @@ class HybridRetriever:
             recall.query_vector = vector
             with timed("dense"):
                 self._dense_arm(tenant_id, vector, recall, pool_factor)
+            if self.second is not None:
+                k = self.config.dense_candidates * pool_factor
+                second_dense_arm(self.second, tenant_id, query, recall, k)
         if mode != "dense":
             with timed("keyword"):
                 self._keyword_arm(
@@ -514,6 +524,7 @@ def build_retriever(
     store: CorpusReader,
     reranker: Reranker | None,
     after_eviction: Callable[[], None] | None = None,
+    second: SecondDense | None = None,
 ) -> HybridRetriever:
     """The retriever configured by settings; its keyword indexes live under data_dir/keyword."""
     config = RetrieverConfig.from_settings(settings)
@@ -525,4 +536,4 @@ def build_retriever(
         hot_tenants=settings.hot_tenants,
         after_eviction=after_eviction,
     )
-    return HybridRetriever(embedder, store, keyword_index, config, reranker)
+    return HybridRetriever(embedder, store, keyword_index, config, reranker, second=second)

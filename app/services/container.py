@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from app.rendering.cache import PageImageCache
     from app.rendering.pdf_page import RenderLimits
     from app.retrieval.hybrid import HybridRetriever
+    from app.retrieval.second_dense import SecondDense
     from app.security import ApiKeyHasher, TokenCodec
     from app.services.answer import AnswerDeps
     from app.services.answer_lane import AnswerLane
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from app.services.login import LoginGuard
     from app.services.page_lane import PageLane
     from app.services.pages import KeptOriginals, PageDeps
+    from app.services.second_arm import SecondArm
     from app.services.stats import StatsDeps
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
@@ -90,7 +92,14 @@ class Container:
         """The tenants' chunks: rows and vectors, written and read together."""
         from app.services.corpus import Corpus
 
-        return Corpus(self.chunk_records, self.vector_index, self.embedder)
+        return Corpus(self.chunk_records, self.vector_index, self.embedder, second=self.second_arm)
+
+    @cached_property
+    def second_arm(self) -> SecondArm | None:
+        """The second dense arm (RAG_SECOND_EMBEDDING), its model loaded; None when off."""
+        from app.services.corpus import build_second_arm
+
+        return build_second_arm(self.settings, after_eviction=self.memory_budget.after_eviction)
 
     @cached_property
     def reranker(self) -> Reranker | None:
@@ -108,6 +117,16 @@ class Container:
             self.corpus,
             self.reranker,
             after_eviction=self.memory_budget.after_eviction,
+            second=self.second_dense,
+        )
+
+    @cached_property
+    def second_dense(self) -> SecondDense | None:
+        """The second dense arm as the retriever reads it, or None when it is off."""
+        from app.retrieval.second_dense import SecondDense
+
+        return (
+            None if self.second_arm is None else SecondDense(self.second_arm.embedder, self.corpus)
         )
 
     @cached_property
@@ -457,6 +476,8 @@ class Container:
         _ = self.database, self.documents, self.jobs, self.cache
         self.embedder.embed_query("warm up")
         _ = self.corpus, self.retriever
+        if self.second_arm is not None:  # built with the corpus, after the first index
+            self.second_arm.embedder.embed_query("warm up")
         if serving:
             _ = self.token_codec, self.rate_limiter, self.login_guard, self.authenticator
             self.audit_log.prune_now_and_then()

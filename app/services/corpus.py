@@ -12,6 +12,9 @@ handling:
 - reindex: re-embeds the tenant's rows into the index when its vectors are another model's, and
   bumps the version once they are all written.
 
+With a second dense arm (RAG_SECOND_EMBEDDING, `app.services.second_arm`), every write and delete
+goes to its index too, at the same point as the first's; reindex fills it when it is incomplete.
+
 A nearest-neighbour hit is returned only with its row, read under the asking tenant: another
 tenant's chunk can never come back, even if a bug put its vector in this tenant's index.
 """
@@ -20,11 +23,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from app.domain import Chunk, indexed_text
 from app.providers.types import Embedder
+from app.services.second_arm import SecondArm
 from app.storage.chunks import PAGE_SIZE, ChunkStore
 from app.storage.db import database_from_settings
 from app.storage.vector_index import IndexedVector, VectorIndex
@@ -47,9 +51,11 @@ class Corpus:
         index: VectorIndex,
         embedder: Embedder,
         embed_section_paths: bool = True,
+        second: SecondArm | None = None,
     ) -> None:
         self.chunks = chunks
         self.index = index
+        self.second = second
         self._embedder = embedder
         self._embed_section_paths = embed_section_paths  # as the ingestion pipeline embeds
         # Serialises this process's writes, so a reindex never interleaves with an upload.
@@ -67,25 +73,57 @@ class Corpus:
         """Upsert these chunks; afterwards no other chunk of the document survives."""
         self.replace_documents(tenant_id, [(document_id, chunks, vectors)])
 
-    def replace_documents(self, tenant_id: str, documents: Sequence[DocumentContent]) -> None:
+    def replace_documents(
+        self,
+        tenant_id: str,
+        documents: Sequence[DocumentContent],
+        second_vectors: Sequence[Sequence[Sequence[float]]] | None = None,
+    ) -> None:
         """`replace_document` for each (document id, chunks, vectors): one vector upsert, one
-        transaction of rows (ingestion of many small files batches them here)."""
+        transaction of rows (ingestion of many small files batches them here).
+
+        With a second dense arm, `second_vectors` are its vectors of each document (from
+        `embed_second`, which ingestion times as a stage of its own); embedded here if not given.
+        """
         entries: list[IndexedVector] = []
         for document_id, chunks, vectors in documents:
             entries += _entries(tenant_id, document_id, chunks, vectors)
+        second_entries: list[IndexedVector] = []
+        if self.second is not None:
+            if second_vectors is None:
+                second_vectors = self.embed_second([chunks for _, chunks, _ in documents])
+            for (document_id, chunks, _), vectors in zip(documents, second_vectors, strict=True):
+                second_entries += _entries(tenant_id, document_id, chunks, vectors)
         with self._write_lock:
+            if self.second is not None:
+                self.second.write(tenant_id, second_entries, lambda: not self.chunks.ids(tenant_id))
             self.index.upsert(tenant_id, entries)
             obsolete = self.chunks.write_documents(
                 tenant_id, {document_id: chunks for document_id, chunks, _ in documents}
             )
             if obsolete:
                 self.index.delete(tenant_id, chunk_ids=obsolete)
+                if self.second is not None:
+                    self.second.index.delete(tenant_id, chunk_ids=obsolete)
+
+    def embed_second(self, documents: Sequence[Sequence[Chunk]]) -> list[list[list[float]]]:
+        """The second dense arm's vectors of each document's chunks ([] without the arm)."""
+        if self.second is None:
+            return []
+        flat = self.second.embed([chunk for chunks in documents for chunk in chunks])
+        out, start = [], 0
+        for chunks in documents:
+            out.append(flat[start : start + len(chunks)])
+            start += len(chunks)
+        return out
 
     def delete_document(self, tenant_id: str, document_id: str) -> int:
         """Remove every chunk of a document; returns how many were removed."""
         with self._write_lock:
             removed = self.chunks.delete_document(tenant_id, document_id)  # rows first
             self.index.delete(tenant_id, document_id=document_id)
+            if self.second is not None:
+                self.second.index.delete(tenant_id, document_id=document_id)
             return removed
 
     def reindex(self, tenant_id: str) -> int:
@@ -110,11 +148,44 @@ class Corpus:
             self.chunks.bump_version(tenant_id)
         return embedded
 
+    def fill_second(self, tenant_id: str) -> int:
+        """Embed every chunk of the tenant with the second dense arm unless its collection
+        already holds them all; returns how many were embedded. The version is bumped after,
+        so every process starts searching the arm on its next query."""
+        if self.second is None:
+            return 0
+        with self._write_lock:
+            filled = self.second.fill(
+                tenant_id, _pages(self.chunks.iter_tenant(tenant_id)), self.index.count(tenant_id)
+            )
+            if filled:
+                self.chunks.bump_version(tenant_id)
+        return filled
+
     # --- reads ---
 
     def query(self, tenant_id: str, vector: Sequence[float], k: int) -> list[tuple[Chunk, float]]:
         """The k nearest chunks by cosine similarity (higher is closer), best first."""
-        hits = self.index.query(tenant_id, vector, k)
+        return self._with_rows(tenant_id, self.index.query(tenant_id, vector, k))
+
+    def query_second(
+        self, tenant_id: str, vector: Sequence[float], k: int
+    ) -> list[tuple[Chunk, float]] | None:
+        """The k nearest chunks by the second dense arm's vectors, best first; None without
+        the arm or while the tenant's second collection lacks some of its chunks."""
+        if self.second is None or not self.second_ready(tenant_id):
+            return None
+        return self._with_rows(tenant_id, self.second.index.query(tenant_id, vector, k))
+
+    def second_ready(self, tenant_id: str) -> bool:
+        """Whether the tenant's second-arm collection holds every chunk (False without one)."""
+        return self.second is not None and self.second.ready(
+            tenant_id, self.chunks.version(tenant_id), lambda: self.index.count(tenant_id)
+        )
+
+    def _with_rows(
+        self, tenant_id: str, hits: list[tuple[str, float]]
+    ) -> list[tuple[Chunk, float]]:
         similarity = dict(hits)
         chunks = self.chunks.get(tenant_id, [cid for cid, _ in hits])
         if len(chunks) != len(hits):
@@ -183,7 +254,7 @@ def build_corpus(
     settings: Settings, embedder: Embedder, database: Database | None = None
 ) -> Corpus:
     """The configured vector index for `embedder`'s vectors, with chunk rows in `database` (by
-    default the service database the settings name)."""
+    default the service database the settings name), and the second dense arm if configured."""
     from app.storage.chroma_index import build_vector_index
 
     chunks = ChunkStore(database or database_from_settings(settings))
@@ -192,4 +263,19 @@ def build_corpus(
         build_vector_index(settings, embedder.model_id, embedder.dimension),
         embedder,
         embed_section_paths=settings.section_paths_in("dense"),
+        second=build_second_arm(settings),
     )
+
+
+def build_second_arm(
+    settings: Settings, after_eviction: Callable[[], None] | None = None
+) -> SecondArm | None:
+    """The second dense arm RAG_SECOND_EMBEDDING names (its model loaded), or None."""
+    from app.providers.embeddings import build_second_embedder
+    from app.storage.second_index import build_second_index
+
+    embedder = build_second_embedder(settings)
+    if embedder is None:
+        return None
+    index = build_second_index(settings, embedder.model_id, embedder.dimension, after_eviction)
+    return SecondArm(embedder, index, embed_section_paths=settings.section_paths_in("dense"))

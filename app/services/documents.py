@@ -35,6 +35,7 @@ from app.services.pipeline import (
     ProgressCallback,
     check_chunk_quota,
     embed_files,
+    embed_second,
     job_stage,
     parse_file,
 )
@@ -395,6 +396,7 @@ def _index_together(
                 report,
                 deps.pipeline.embed_section_paths,
             )
+        second = embed_second(deps.corpus, [p.parsed.chunks for p in ready])
         with job_stage("store"):
             deps.corpus.replace_documents(
                 tenant_id,
@@ -402,6 +404,7 @@ def _index_together(
                     (p.parsed.document_id, p.parsed.chunks, v)
                     for p, v in zip(ready, vectors, strict=True)
                 ],
+                second_vectors=second,
             )
     except Exception as exc:
         if len(ready) == 1:

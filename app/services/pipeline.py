@@ -105,7 +105,8 @@ class ParsedFile:
 
 @contextmanager
 def job_stage(stage: str) -> Iterator[None]:
-    """One stage of an ingestion job (parse, embed, store): timed for metrics, and a span."""
+    """One stage of an ingestion job (parse, embed, embed_second, store): timed for metrics,
+    and a span."""
     with job_stage_timer(stage), tracing.span(f"job.{stage}", stage=stage):
         yield
 
@@ -208,11 +209,25 @@ def index_file(
             partial(_report_one, progress),
             config.embed_section_paths,
         )
+    second = embed_second(corpus, [parsed.chunks])
     with job_stage("store"):
-        corpus.replace_document(tenant_id, parsed.document_id, parsed.chunks, vectors)
+        corpus.replace_documents(
+            tenant_id, [(parsed.document_id, parsed.chunks, vectors)], second_vectors=second
+        )
     return IngestedDocument(
         parsed.document_id, source, parsed.pages, len(parsed.chunks), parsed.ocr
     )
+
+
+def embed_second(
+    corpus: Corpus, files: Sequence[Sequence[Chunk]]
+) -> list[list[list[float]]] | None:
+    """The second dense arm's vectors of each file's chunks (RAG_SECOND_EMBEDDING), timed as
+    the stage `embed_second`; None when the arm is off."""
+    if corpus.second is None:
+        return None
+    with job_stage("embed_second"):
+        return corpus.embed_second(files)
 
 
 def _report_one(progress: ProgressCallback, reports: list[tuple[int, int, int]]) -> None:

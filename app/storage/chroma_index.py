@@ -61,14 +61,16 @@ def _short_hash(text: str, length: int) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
-def tenant_prefix(tenant_id: str) -> str:
-    """The part of a collection name that identifies the tenant."""
-    return f"{COLLECTION_PREFIX}_{_short_hash(tenant_id, 20)}_"
+def tenant_prefix(tenant_id: str, prefix: str = COLLECTION_PREFIX) -> str:
+    """The part of a collection name that identifies the tenant (and the arm, by `prefix`)."""
+    return f"{prefix}_{_short_hash(tenant_id, 20)}_"
 
 
-def collection_name(tenant_id: str, model_id: str, dimension: int) -> str:
+def collection_name(
+    tenant_id: str, model_id: str, dimension: int, prefix: str = COLLECTION_PREFIX
+) -> str:
     """Collection of one tenant for one embedding model and dimension."""
-    return tenant_prefix(tenant_id) + _short_hash(
+    return tenant_prefix(tenant_id, prefix) + _short_hash(
         f"{model_id}\x00{dimension}\x00{STORAGE_LAYOUT}", 12
     )
 
@@ -93,8 +95,11 @@ class ChromaVectorIndex:
         dimension: int,
         hot_tenants: int = 64,
         after_eviction: Callable[[], None] | None = None,
+        prefix: str = COLLECTION_PREFIX,
     ) -> None:
         self.client = client
+        # Names this index's collections apart from another arm's (app/storage/second_index.py).
+        self.prefix = prefix
         self.model_id = model_id
         self.dimension = dimension
         evicted = None if after_eviction is None else (lambda _t, _c: after_eviction())
@@ -116,10 +121,10 @@ class ChromaVectorIndex:
     def collection_name(self, tenant_id: str) -> str:
         """Name of the tenant's collection for the current embedding model."""
         _check_tenant(tenant_id)
-        return collection_name(tenant_id, self.model_id, self.dimension)
+        return collection_name(tenant_id, self.model_id, self.dimension, self.prefix)
 
     def _tenant_collections(self, tenant_id: str) -> list[str]:
-        prefix = tenant_prefix(tenant_id)
+        prefix = tenant_prefix(tenant_id, self.prefix)
         return [c.name for c in self.client.list_collections() if c.name.startswith(prefix)]
 
     def _stale_collections(self, tenant_id: str) -> list[str]:
