@@ -1,8 +1,9 @@
 """The second dense arm's side of the corpus (RAG_SECOND_EMBEDDING): its embedder and per-tenant
 index, written with the first arm's vectors by `app.services.corpus.Corpus`.
 
-Measured (docs/evaluation.md, eval/two_dense_arms.py): USE and e5 fused win on hadith ar->en and
-Qur'an en->ar and cost ~15x the ingest time, hence an option, off by default.
+Measured after vowel stripping (docs/evaluation.md, eval/two_dense_arms.py): USE and e5 fused win
+on XQuAD across scripts and ARCD, lose on hadith and Qur'an ar->en, and cost ~8x the ingest time,
+hence an option, off by default.
 
 A tenant's second collection is searched only while it holds every chunk: recorded complete
 (`app.storage.second_index`) and with no fewer vectors than the first arm's (a process without
