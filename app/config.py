@@ -495,9 +495,10 @@ class Settings(BaseSettings):
         True,
         group="retrieval",
         description="Rank by the dense arm alone a query that matched no content word of the "
-        "tenant's text in its own script and no number (only function words, other-script words "
-        "like the Arabic 'ﷺ' expands to, or nothing), unless RAG_SPECIFIC_EVIDENCE_MAX_CHUNKS "
-        "applies (docs/evaluation.md).",
+        "tenant's text in its own script and no number, counting none that more than half of "
+        "the tenant's chunks hold (only function words, other-script words like the Arabic 'ﷺ' "
+        "expands to, near-ubiquitous words, or nothing), unless "
+        "RAG_SPECIFIC_EVIDENCE_MAX_CHUNKS applies (docs/evaluation.md).",
     )
     page_role_shift: int = setting(
         10,

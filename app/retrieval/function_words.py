@@ -40,17 +40,26 @@ def content_tokens(tokens: list[str], tokenizer: Callable[[str], list[str]]) -> 
     return kept or tokens
 
 
+# A word more than half the tenant's chunks hold ranks by length alone: its Robertson-Sparck Jones
+# idf, log((N - n + 0.5) / (n + 0.5)), is negative past this share.
+UBIQUITOUS_SHARE = 0.5
+
+
 def matches_content_word(
     snapshot: KeywordSnapshot, tokens: list[str], tokenizer: Callable[[str], list[str]]
 ) -> bool:
     """Whether the tenant's text has one of the query's content words: a number, or a word in
-    the query's own script that is not a function word. Matches on function words only, or on
-    words in another script than the query's (the Arabic that "ﷺ" expands to inside an English
-    question, found in every chunk of Arabic hadith), give the keyword arm nothing to go on; so
-    does a query that matches nothing, its words in a script the text lacks."""
+    the query's own script that is not a function word, held by at most half of the tenant's
+    chunks. Matches on function words only, on words in another script than the query's (the
+    Arabic that "ﷺ" expands to inside an English question, found in every chunk of Arabic
+    hadith), or on words most chunks hold (that Arabic inside English hadith, matched by an
+    Arabic question holding الله), give the keyword arm nothing to go on; so does a query that
+    matches nothing, its words in a script the text lacks."""
     skip = function_word_tokens(tokenizer)
     script = main_script(tokens)
     words = [
-        t for t in dict.fromkeys(tokens) if t not in skip and token_script(t) in ("digits", script)
+        t
+        for t in dict.fromkeys(tokens)
+        if t not in skip and (token_script(t) == "digits" or token_script(t) == script)
     ]
-    return bool(words) and snapshot.coverage(words) > 0
+    return any(0 < snapshot.chunk_share(t) <= UBIQUITOUS_SHARE for t in words)

@@ -81,8 +81,10 @@ class RetrieverConfig:
     # meant, even in an Arabic question. 0 turns the rule off.
     specific_evidence_max_chunks: int = 0
     # The keyword arm takes part only when the query matched a number or a content word of the
-    # tenant's text in the query's own script: a question whose only matches are function words
-    # or other-script words (the Arabic "ﷺ" expands to, inside an English question), or none,
+    # tenant's text in the query's own script that at most half of its chunks hold: a question
+    # whose only matches are function words, other-script words (the Arabic "ﷺ" expands to,
+    # inside an English question) or words most chunks hold (that Arabic, inside English
+    # hadiths, matched by an Arabic question), or none,
     # is ranked by the dense arm, unless the specific-evidence rule above applies
     # (app/retrieval/function_words.py).
     keyword_gate: bool = False

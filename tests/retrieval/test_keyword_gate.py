@@ -1,6 +1,7 @@
-"""The keyword gate (RAG_KEYWORD_GATE): a question whose keyword matches are only function words or
-words in another script than its own, or none at all (its words in a script the documents lack),
-is ranked as the dense arm ranks it; a content word or a number still counts. Real Chroma, the
+"""The keyword gate (RAG_KEYWORD_GATE): a question whose keyword matches are only function words,
+words in another script than its own, or words (and numbers) more than half of the chunks hold,
+or none at all (its words in a script the documents lack), is ranked as the dense arm ranks it; a
+content word or a number fewer chunks hold still counts. Real Chroma, the
 real shipped `use` embedder, the real keyword index."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ ARTICLES = [
     "المادة 5: يجب على كل مسافر أن يحمل جواز سفر ساري المفعول عند عبور الحدود.",
     "المادة 5 مكرر: تدفع الضرائب على الدخل مرة واحدة في السنة قبل نهاية الشهر الخامس.",
     "المادة 5 (أ): يحق للعامل إجازة سنوية مدفوعة الأجر مدتها ثلاثون يوما.",
-    "المادة 5 (ب): يمنع التدخين في المستشفيات والمدارس ووسائل النقل العام.",
+    "المادة 5 (ب): يمنع التدخين في المستشفيات والمدارس ووسائل النقل العام منذ عام 2011.",
     "المادة 5 (ج): تسجل منظمة UNESCO المواقع الأثرية في قائمة التراث العالمي.",
     "المادة 5 (د): يجب تطعيم الأطفال ضد الحصبة قبل دخول المدرسة.",
 ]
@@ -89,12 +90,76 @@ def test_matches_content_word_reads_the_tenant_text(gated: HybridRetriever) -> N
     snapshot = index.snapshot("law")
     tokenizer = index.tokenizer
     assert matches_content_word(snapshot, tokenizer("التدخين في المستشفيات"), tokenizer)
-    assert matches_content_word(snapshot, tokenizer("article 5"), tokenizer)  # a number counts
+    assert matches_content_word(snapshot, tokenizer("smoking since 2011"), tokenizer)  # a number
+    # ...but not one every chunk holds, nor a word every chunk holds.
+    assert not matches_content_word(snapshot, tokenizer("article 5"), tokenizer)
+    assert not matches_content_word(snapshot, tokenizer("ما هي المادة"), tokenizer)
     assert not matches_content_word(snapshot, tokenizer("ما هي في"), tokenizer)
     assert not matches_content_word(snapshot, tokenizer("smoking hospitals"), tokenizer)
     assert not matches_content_word(
         snapshot, tokenizer("the Prophet (ﷺ) forbade selling fruit early"), tokenizer
     )
+
+
+# English hadith, most of them holding "ﷺ", which the keyword tokenizer expands to Arabic words.
+HADITHS = [
+    "The Prophet (ﷺ) said: Whoever fasts Ramadan out of faith, his past sins are forgiven.",
+    "The Prophet (ﷺ) forbade the sale of fruit before it is ripe and safe from blight.",
+    "The Prophet (ﷺ) said: Give the labourer his wage before his sweat dries.",
+    "The Prophet (ﷺ) used the toothstick before every prayer, morning and night.",
+    "A man asked which deed is best; he was told: prayer offered at its proper time.",
+    "Charity does not decrease wealth, and forgiveness only adds to a servant's honour.",
+]
+
+
+@pytest.fixture
+def english_hadith(data_dir: Path, use_embedder: Embedder) -> HybridRetriever:
+    settings = load_settings(
+        _env_file=None, data_dir=data_dir, embedding_provider="use", keyword_gate=True
+    )
+    corpus = build_corpus(settings, use_embedder)
+    add_document(corpus, use_embedder, "hadith", "hadith.txt", HADITHS)
+    return build_retriever(settings, use_embedder, corpus, None)
+
+
+def test_an_arabic_question_matching_only_the_blessing_in_english_hadith_ranks_as_dense(
+    english_hadith: HybridRetriever,
+) -> None:
+    # الله is in the question's own script and in four of the six chunks (from "ﷺ"): no
+    # evidence of which hadith is meant, so the keyword arm stays out.
+    query = "ماذا قال رسول الله عن أجر العامل"
+    recall = english_hadith.recall("hadith", query, "hybrid")
+    assert recall.keyword_ids  # the keyword arm did match something...
+    assert not recall.content_match  # ...but nothing that tells the chunks apart
+    assert _hadith_ids(english_hadith, query, "hybrid") == _hadith_ids(
+        english_hadith, query, "dense"
+    )
+
+
+def test_a_word_few_hadiths_hold_still_lets_the_keyword_arm_speak(
+    english_hadith: HybridRetriever,
+) -> None:
+    query = "What did he say about the toothstick?"
+    assert english_hadith.recall("hadith", query, "hybrid").content_match
+    # The keyword arm takes part: the hybrid's order is not the dense arm's.
+    assert _hadith_ids(english_hadith, query, "hybrid") != _hadith_ids(
+        english_hadith, query, "dense"
+    )
+
+
+def _hadith_ids(retriever: HybridRetriever, query: str, mode: str) -> list[str]:
+    return [h.chunk.id for h in retriever.search("hadith", query, 6, mode).hits]  # type: ignore[arg-type]
+
+
+def test_chunk_share_counts_the_chunks_holding_a_token(
+    english_hadith: HybridRetriever,
+) -> None:
+    index = english_hadith.keyword_index
+    snapshot = index.snapshot("hadith")
+    [allah] = index.tokenizer("الله")
+    assert snapshot.chunk_share(allah) == pytest.approx(4 / 6)
+    assert snapshot.chunk_share(index.tokenizer("toothstick")[0]) == pytest.approx(1 / 6)
+    assert snapshot.chunk_share("zzzunknown") == 0.0
 
 
 def test_the_gate_is_on_by_default(settings: Settings) -> None:
