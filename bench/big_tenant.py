@@ -8,9 +8,11 @@ full build from the store, disk, warm hybrid and dense-only (no keyword arm) /se
 Then a NEW process opens the same data directory and reports its start-up (imports + model) and
 its first dense and first hybrid search, RSS after each (what the HNSW index and the keyword
 index cost in memory), whether the keyword index was loaded from disk or rebuilt, and that its
-results equal the first process's.
+results equal the first process's. Last, another process loads the keyword index, uploads one
+10-chunk document and refreshes the keyword index (the cost every upload pays at this size).
 
     python -m bench.big_tenant [SIZE] [QUERIES] [DATA_DIR]
+    python -m bench.big_tenant --change DATA_DIR   (only that last step, on a kept DATA_DIR)
 
 DATA_DIR (optional) is kept afterwards; by default a temporary directory is used and removed.
 """
@@ -151,6 +153,31 @@ def write_and_search(data: Path, size: int, questions: list[str]) -> dict[str, o
     }
 
 
+def change_one_document(data: Path) -> dict[str, object]:
+    """A process that loads the tenant's keyword index, then uploads one 10-chunk document (real
+    embeddings) and brings the keyword index up to date: what every upload costs at this size."""
+    container = Container(bench_settings(data))
+    retriever = container.retriever
+    load_ms = timed_ms(lambda: retriever.refresh(TENANT))
+    texts = synthetic_chunks(10, seed=99)
+    doc = document_id(TENANT, "change.txt")
+    chunks = [
+        Chunk(chunk_id(TENANT, doc, 1, t), TENANT, doc, "change.txt", 1, "1", i, 0, len(t), t)
+        for i, t in enumerate(texts)
+    ]
+    vectors = container.embedder.embed_documents(texts)
+    write_ms = timed_ms(lambda: container.corpus.replace_document(TENANT, doc, chunks, vectors))
+    refresh_ms = timed_ms(lambda: retriever.refresh(TENANT))
+    keyword = retriever.keyword_index
+    return {
+        "load_ms": load_ms,
+        "write_ms": write_ms,
+        "refresh_ms": refresh_ms,
+        "loads": keyword.loads[TENANT],
+        "rebuilds": keyword.rebuilds[TENANT],
+    }
+
+
 def in_new_process(*args: str) -> tuple[float, dict[str, object]]:
     """Run this module with `args` in a new Python process; (its wall seconds, its report)."""
     started = time.perf_counter()
@@ -162,6 +189,16 @@ def in_new_process(*args: str) -> tuple[float, dict[str, object]]:
     )
     wall = time.perf_counter() - started
     return wall, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def changed_report(data: Path) -> str:
+    """`change_one_document` in a new process, as one line."""
+    _, changed = in_new_process("--change", str(data))
+    return (
+        f"keyword index loaded from disk in {changed['load_ms']:.0f} ms, document written in "
+        f"{changed['write_ms']:.0f} ms, keyword refresh {changed['refresh_ms']:.0f} ms "
+        f"(loads {changed['loads']}, rebuilds {changed['rebuilds']})"
+    )
 
 
 def measure(data: Path, size: int, queries: int) -> None:
@@ -194,6 +231,7 @@ def measure(data: Path, size: int, queries: int) -> None:
         f"after first dense {seen['dense_mb']:.0f} MB ({seen['first_dense_ms']:.0f} ms), after "
         f"first hybrid {seen['hybrid_mb']:.0f} MB ({seen['first_hybrid_ms']:.0f} ms); keyword "
         f"loads {seen['keyword_loads']} rebuilds {seen['keyword_rebuilds']}; same results {same}"
+        f"\n  upload of one 10-chunk document: {changed_report(data)}"
         f"\n  load average after: {os.getloadavg()}",
         flush=True,
     )
@@ -202,6 +240,9 @@ def measure(data: Path, size: int, queries: int) -> None:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--probe":
         print(json.dumps(probe(Path(sys.argv[2]), json.loads(sys.argv[3]))))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--change":
+        print(json.dumps(change_one_document(Path(sys.argv[2]))))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--write":
         report = write_and_search(Path(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4]))
