@@ -6,10 +6,11 @@ the job, and searches for that code; RSS of the server process is read along the
 tenant searches again in the same order (a cold search once the tenant was evicted) and once more
 (warm). `tests/api/test_api_many_tenants_memory.py` runs the same code with a small bound.
 
-    python -m bench.many_tenants TENANTS HOT [PARAGRAPHS] [--stack]
+    python -m bench.many_tenants TENANTS HOT [PARAGRAPHS] [--stack [--bounded-chroma]]
 
 With --stack the same run goes to the compose-like deployment (Chroma server, PostgreSQL, Redis,
-one API process, one worker) and reports RSS per process and disk per tenant in each store.
+one API process, one worker) and reports RSS per process and disk per tenant in each store;
+--bounded-chroma also caps the Chroma server's HNSW cache at HOT collections.
 
 Prints RSS after every tenth of the tenants, MB per tenant for the second half, disk per
 tenant, ingest time per upload, and cold / warm /search p50 / p95.
@@ -178,15 +179,20 @@ def chunks_of_first_tenant(base_url: str, headers: dict[str, str]) -> int:
     return int(httpx.get(f"{base_url}/stats", headers=headers, timeout=30).json()["chunks"])
 
 
-def run_on_stack(tenants: int, hot: int, paragraphs: int) -> None:
+def run_on_stack(tenants: int, hot: int, paragraphs: int, bounded_server: bool) -> None:
     """The same run on the compose-like deployment: Chroma server, PostgreSQL, Redis, one API
-    process and one worker (tests/scaleout/scaleout_stack.py starts them without Docker)."""
+    process and one worker (tests/scaleout/scaleout_stack.py starts them without Docker); with
+    `bounded_server` the Chroma server's HNSW cache holds at most `hot` collections."""
     from sqlalchemy import create_engine
 
     from tests.scaleout.scaleout_stack import LocalStack
 
     with tempfile.TemporaryDirectory() as root:
-        stack = LocalStack(Path(root), settings={"RAG_HOT_TENANTS": str(hot)})
+        stack = LocalStack(
+            Path(root),
+            settings={"RAG_HOT_TENANTS": str(hot)},
+            chroma_cache_collections=hot if bounded_server else 0,
+        )
         try:
             stack.start_backends()
             headers = add_tenants(stack.data_dir, stack.env(), tenants)
@@ -233,7 +239,7 @@ def main() -> None:
     paragraphs = int(sys.argv[3]) if len(sys.argv) > 3 else 2
     print(f"load average before: {os.getloadavg()}", flush=True)
     if "--stack" in sys.argv:
-        run_on_stack(tenants, hot, paragraphs)
+        run_on_stack(tenants, hot, paragraphs, "--bounded-chroma" in sys.argv)
         print(f"load average after: {os.getloadavg()}")
         return
     with tempfile.TemporaryDirectory() as root:
