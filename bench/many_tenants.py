@@ -6,7 +6,11 @@ the job, and searches for that code; RSS of the server process is read along the
 tenant searches again in the same order (a cold search once the tenant was evicted) and once more
 (warm). `tests/api/test_api_many_tenants_memory.py` runs the same code with a small bound.
 
-    python -m bench.many_tenants TENANTS HOT [PARAGRAPHS]
+    python -m bench.many_tenants TENANTS HOT [PARAGRAPHS] [--stack [--bounded-chroma]]
+
+With --stack the same run goes to the compose-like deployment (Chroma server, PostgreSQL, Redis,
+one API process, one worker) and reports RSS per process and disk per tenant in each store;
+--bounded-chroma also caps the Chroma server's HNSW cache at HOT collections.
 
 Prints RSS after every tenth of the tenants, MB per tenant for the second half, disk per
 tenant, ingest time per upload, and cold / warm /search p50 / p95.
@@ -14,6 +18,7 @@ tenant, ingest time per upload, and cold / warm /search p50 / p95.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -49,9 +54,12 @@ def process_rss_mb(pid: int) -> float:
 
 
 def tenant_text(n: int, paragraphs: int) -> bytes:
-    """A small document only tenant n has: its code K{n}X in the first paragraph."""
+    """A document only tenant n has: its code K{n}X in the first paragraph, then `paragraphs`
+    numbered paragraphs (numbered, so that no two chunks of a long document are the same text
+    and share one content-hashed chunk id; ~1.8 paragraphs per 1,000-character chunk)."""
     head = f"Tenant {n} keeps the spare impeller under code K{n}X in cabinet {n % 7}.\n\n"
-    return (head + "\n\n".join(FILLER * 3 for _ in range(paragraphs))).encode()
+    body = "\n\n".join(f"Entry {i}. " + FILLER * 3 for i in range(paragraphs))
+    return (head + body).encode()
 
 
 def add_tenants(data_dir: Path, env: dict[str, str], count: int) -> list[dict[str, str]]:
@@ -148,12 +156,92 @@ def exercise(
     return run
 
 
+def report(tenants: int, hot: int, paragraphs: int, started_mb: float, run: Run) -> None:
+    """Print what one run measured (the lines main and the stack mode share)."""
+    print(f"tenants={tenants} hot={hot} paragraphs={paragraphs}; RSS MB at start {started_mb:.0f}")
+    print("RSS MB after N tenants: " + ", ".join(f"{n}: {mb:.0f}" for n, mb in run.rss_marks))
+    print(
+        f"second half {run.per_tenant_mb(tenants // 2):.3f} MB per tenant; ingest per upload p50 "
+        f"{median(run.ingest_s):.2f} s p95 {percentile(run.ingest_s, 95):.2f} s; /search first "
+        f"p50/p95 {median(run.first_ms):.0f}/{percentile(run.first_ms, 95):.0f} ms, cold "
+        f"{median(run.cold_ms):.0f}/{percentile(run.cold_ms, 95):.0f} ms, warm "
+        f"{median(run.warm_ms):.0f}/{percentile(run.warm_ms, 95):.0f} ms; "
+        f"wrong results {len(run.wrong)}"
+    )
+
+
+def du_kb(path: Path) -> int:
+    out = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[0])
+
+
+def chunks_of_first_tenant(base_url: str, headers: dict[str, str]) -> int:
+    return int(httpx.get(f"{base_url}/stats", headers=headers, timeout=30).json()["chunks"])
+
+
+def run_on_stack(tenants: int, hot: int, paragraphs: int, bounded_server: bool) -> None:
+    """The same run on the compose-like deployment: Chroma server, PostgreSQL, Redis, one API
+    process and one worker (tests/scaleout/scaleout_stack.py starts them without Docker); with
+    `bounded_server` the Chroma server's HNSW cache holds at most `hot` collections."""
+    from sqlalchemy import create_engine
+
+    from tests.scaleout.scaleout_stack import LocalStack
+
+    with tempfile.TemporaryDirectory() as root:
+        stack = LocalStack(
+            Path(root),
+            settings={"RAG_HOT_TENANTS": str(hot)},
+            chroma_cache_collections=hot if bounded_server else 0,
+        )
+        try:
+            stack.start_backends()
+            headers = add_tenants(stack.data_dir, stack.env(), tenants)
+            api = stack.start_api("api")
+            worker = stack.start_worker("worker")
+            stack.wait_ready(api)
+            stack.wait_worker_ready(worker)
+            chroma = next(p for p in stack.processes if p.name == "chroma")
+            pids = {p.name: p.popen.pid for p in (api, worker, chroma)}
+            started = {name: process_rss_mb(pid) for name, pid in pids.items()}
+            run = exercise(api.url, pids["api"], headers, paragraphs)
+            ended = {name: process_rss_mb(pid) for name, pid in pids.items()}
+            chunks = chunks_of_first_tenant(api.url, headers[0])
+            engine = create_engine(stack.database_url)
+            with engine.connect() as connection:
+                database_kb = (
+                    connection.exec_driver_sql(
+                        "SELECT pg_database_size(current_database())"
+                    ).scalar_one()
+                    / 1024
+                )
+            engine.dispose()
+            chroma_kb = du_kb(Path(root) / "chroma")
+            data_kb = du_kb(stack.data_dir)
+        finally:
+            leftovers = stack.close()
+    report(tenants, hot, paragraphs, started["api"], run)
+    print(
+        f"chunks per tenant {chunks}; RSS MB per process start -> end: "
+        + ", ".join(f"{name} {started[name]:.0f} -> {ended[name]:.0f}" for name in pids)
+    )
+    print(
+        f"disk per tenant: Chroma server {chroma_kb / tenants:.0f} KB, PostgreSQL "
+        f"{database_kb / tenants:.0f} KB (whole database), keyword indexes etc. "
+        f"{data_kb / tenants:.0f} KB; Redis keys left {len(leftovers)}"
+    )
+
+
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "api"))
     from live_server import LiveServer
 
     tenants, hot = int(sys.argv[1]), int(sys.argv[2])
     paragraphs = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    print(f"load average before: {os.getloadavg()}", flush=True)
+    if "--stack" in sys.argv:
+        run_on_stack(tenants, hot, paragraphs, "--bounded-chroma" in sys.argv)
+        print(f"load average after: {os.getloadavg()}")
+        return
     with tempfile.TemporaryDirectory() as root:
         server = LiveServer(Path(root) / "data", {"RAG_HOT_TENANTS": str(hot)})
         server.data_dir.mkdir(parents=True)
@@ -163,23 +251,13 @@ def main() -> None:
             assert server.process is not None
             started_mb = process_rss_mb(server.process.pid)
             run = exercise(server.url, server.process.pid, headers, paragraphs)
+            chunks = chunks_of_first_tenant(server.url, headers[0])
         finally:
             server.stop()
-        disk = subprocess.run(
-            ["du", "-sk", str(server.data_dir)], capture_output=True, text=True, check=True
-        )
-        disk_kb = int(disk.stdout.split()[0])
-    print(f"tenants={tenants} hot={hot} paragraphs={paragraphs}; RSS MB at start {started_mb:.0f}")
-    print("RSS MB after N tenants: " + ", ".join(f"{n}: {mb:.0f}" for n, mb in run.rss_marks))
-    print(
-        f"second half {run.per_tenant_mb(tenants // 2):.3f} MB per tenant; disk "
-        f"{disk_kb / tenants:.0f} KB per tenant; ingest per upload p50 "
-        f"{median(run.ingest_s):.2f} s; /search first p50/p95 "
-        f"{median(run.first_ms):.0f}/{percentile(run.first_ms, 95):.0f} ms, cold "
-        f"{median(run.cold_ms):.0f}/{percentile(run.cold_ms, 95):.0f} ms, warm "
-        f"{median(run.warm_ms):.0f}/{percentile(run.warm_ms, 95):.0f} ms; "
-        f"wrong results {len(run.wrong)}"
-    )
+        disk_kb = du_kb(server.data_dir)
+    report(tenants, hot, paragraphs, started_mb, run)
+    print(f"chunks per tenant {chunks}; disk {disk_kb / tenants:.0f} KB per tenant")
+    print(f"load average after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

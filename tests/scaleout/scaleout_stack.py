@@ -93,6 +93,9 @@ class LocalStack:
     job_ids: set[str] = field(default_factory=set)
     database_url: str = ""
     chroma_port: int = 0
+    # >0: the Chroma server's HNSW cache holds at most this many collections (a config file's
+    # segment_manager.hnsw_index_pool_cache_config); 0: the server's default (65,536)
+    chroma_cache_collections: int = 0
     _database_name: str = ""
 
     def __post_init__(self) -> None:
@@ -118,17 +121,18 @@ class LocalStack:
         self.database_url = url.render_as_string(hide_password=False)
         self.chroma_port = free_port()
         chroma = Path(sys.executable).parent / "chroma"
-        self._spawn(
-            "chroma",
-            [
-                str(chroma),
-                "run",
-                "--path",
-                str(self.root / "chroma"),
-                "--port",
-                str(self.chroma_port),
-            ],
-        )
+        argv = [str(chroma), "run", "--path", str(self.root / "chroma")]
+        argv += ["--port", str(self.chroma_port)]
+        if self.chroma_cache_collections:
+            config = self.root / "chroma.yaml"
+            config.write_text(
+                f'persist_path: "{self.root / "chroma"}"\nport: {self.chroma_port}\n'
+                'listen_address: "127.0.0.1"\nsegment_manager:\n'
+                "  hnsw_index_pool_cache_config:\n    memory:\n"
+                f"      capacity: {self.chroma_cache_collections}\n"
+            )
+            argv = [str(chroma), "run", str(config)]
+        self._spawn("chroma", argv)
         wait_for_port(self.chroma_port, 60)
 
     def env(self) -> dict[str, str]:
