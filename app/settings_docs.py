@@ -64,6 +64,9 @@ COMPOSE_ONLY = """\
 # uvicorn processes in the api container, and the published port.
 # API_WORKERS=2
 # API_PORT=8000
+# Collections whose HNSW index the Chroma server keeps in memory, least recently used evicted
+# (~2.6 MB each when small, ~40 MB per 10k chunks; docker/chroma/bounded_cache.py).
+# CHROMA_HNSW_CACHE_COLLECTIONS=64
 """
 
 REFERENCE_HEADER = """\
