@@ -496,8 +496,9 @@ class Settings(BaseSettings):
         group="retrieval",
         description="Rank by the dense arm alone a query that matched no content word of the "
         "tenant's text in its own script and no number, counting none that more than half of "
-        "the tenant's chunks hold (only function words, other-script words like the Arabic 'ﷺ' "
-        "expands to, near-ubiquitous words, or nothing), unless "
+        "the tenant's chunks hold, nor, in a script the tenant's text only borrows, one more "
+        "than RAG_SPECIFIC_EVIDENCE_MAX_CHUNKS chunks hold (only function words, other-script "
+        "words like the Arabic 'ﷺ' expands to, near-ubiquitous words, or nothing), unless "
         "RAG_SPECIFIC_EVIDENCE_MAX_CHUNKS applies (docs/evaluation.md).",
     )
     page_role_shift: int = setting(

@@ -46,20 +46,32 @@ UBIQUITOUS_SHARE = 0.5
 
 
 def matches_content_word(
-    snapshot: KeywordSnapshot, tokens: list[str], tokenizer: Callable[[str], list[str]]
+    snapshot: KeywordSnapshot,
+    tokens: list[str],
+    tokenizer: Callable[[str], list[str]],
+    borrowed_max_chunks: int,
 ) -> bool:
     """Whether the tenant's text has one of the query's content words: a number, or a word in
     the query's own script that is not a function word, held by at most half of the tenant's
-    chunks. Matches on function words only, on words in another script than the query's (the
-    Arabic that "ﷺ" expands to inside an English question, found in every chunk of Arabic
-    hadith), or on words most chunks hold (that Arabic inside English hadith, matched by an
-    Arabic question holding الله), give the keyword arm nothing to go on; so does a query that
-    matches nothing, its words in a script the text lacks."""
+    chunks; and when that script is one the text only borrows (not among
+    `KeywordSnapshot.scripts`: Latin names in Arabic text, the Arabic that "ﷺ" expands to in
+    English text), held by at most `borrowed_max_chunks` chunks, so that it names the chunk
+    meant. Matches on function words only, on words in another script than the query's (that
+    Arabic inside an English question, found in every chunk of Arabic hadith), on words most
+    chunks hold, or on borrowed words many chunks hold (that Arabic inside English hadith,
+    matched by an Arabic question holding الله, whatever share of the hadiths hold "ﷺ"), give
+    the keyword arm nothing to go on; so does a query that matches nothing, its words in a
+    script the text lacks."""
     skip = function_word_tokens(tokenizer)
     script = main_script(tokens)
-    words = [
-        t
-        for t in dict.fromkeys(tokens)
-        if t not in skip and (token_script(t) == "digits" or token_script(t) == script)
-    ]
-    return any(0 < snapshot.chunk_share(t) <= UBIQUITOUS_SHARE for t in words)
+    own = script in snapshot.scripts
+    for t in dict.fromkeys(tokens):
+        if t in skip or token_script(t) not in ("digits", script):
+            continue
+        share = snapshot.chunk_share(t)
+        if token_script(t) == "digits" or own:
+            if 0 < share <= UBIQUITOUS_SHARE:
+                return True
+        elif 0 < round(share * len(snapshot.chunk_ids)) <= borrowed_max_chunks:
+            return True
+    return False

@@ -441,7 +441,9 @@ class HybridRetriever:
         tokens = self.keyword_index.tokenizer(query)
         keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor)
         recall.coverage = snapshot.coverage(content_tokens(tokens, self.keyword_index.tokenizer))
-        recall.content_match = matches_content_word(snapshot, tokens, self.keyword_index.tokenizer)
+        recall.content_match = matches_content_word(
+            snapshot, tokens, self.keyword_index.tokenizer, self.config.specific_evidence_max_chunks
+        )
         recall.cross_script = snapshot.foreign_share(tokens) > 0.5
         recall.specific_evidence_chunks = specific_evidence_chunks(snapshot, tokens)
         for rank, (chunk_id, score) in enumerate(keyword, start=1):

@@ -89,15 +89,15 @@ def test_matches_content_word_reads_the_tenant_text(gated: HybridRetriever) -> N
     index = gated.keyword_index
     snapshot = index.snapshot("law")
     tokenizer = index.tokenizer
-    assert matches_content_word(snapshot, tokenizer("التدخين في المستشفيات"), tokenizer)
-    assert matches_content_word(snapshot, tokenizer("smoking since 2011"), tokenizer)  # a number
+    assert matches_content_word(snapshot, tokenizer("التدخين في المستشفيات"), tokenizer, 2)
+    assert matches_content_word(snapshot, tokenizer("smoking since 2011"), tokenizer, 2)  # a number
     # ...but not one every chunk holds, nor a word every chunk holds.
-    assert not matches_content_word(snapshot, tokenizer("article 5"), tokenizer)
-    assert not matches_content_word(snapshot, tokenizer("ما هي المادة"), tokenizer)
-    assert not matches_content_word(snapshot, tokenizer("ما هي في"), tokenizer)
-    assert not matches_content_word(snapshot, tokenizer("smoking hospitals"), tokenizer)
+    assert not matches_content_word(snapshot, tokenizer("article 5"), tokenizer, 2)
+    assert not matches_content_word(snapshot, tokenizer("ما هي المادة"), tokenizer, 2)
+    assert not matches_content_word(snapshot, tokenizer("ما هي في"), tokenizer, 2)
+    assert not matches_content_word(snapshot, tokenizer("smoking hospitals"), tokenizer, 2)
     assert not matches_content_word(
-        snapshot, tokenizer("the Prophet (ﷺ) forbade selling fruit early"), tokenizer
+        snapshot, tokenizer("the Prophet (ﷺ) forbade selling fruit early"), tokenizer, 2
     )
 
 
@@ -164,3 +164,68 @@ def test_chunk_share_counts_the_chunks_holding_a_token(
 
 def test_the_gate_is_on_by_default(settings: Settings) -> None:
     assert settings.keyword_gate is True
+
+
+# English hadith where "ﷺ" is in three of fourteen (21%): under the near-ubiquity share, so only the
+# Arabic being borrowed (not a script the tenant's text is written in) keeps the gate shut.
+FEW_BLESSED = [
+    "The Prophet (ﷺ) said: Whoever fasts Ramadan out of faith, his past sins are forgiven.",
+    "The Prophet (ﷺ) forbade the sale of fruit before it is ripe and safe from blight.",
+    "The Prophet (ﷺ) said: Give the labourer his wage before his sweat dries.",
+    "A man asked which deed is best; he was told: prayer offered at its proper time, then "
+    "kindness toward parents, then striving with patience through hardship and exile.",
+    "Charity does not decrease wealth, and forgiveness only adds to a servant's honour; "
+    "humility raises rank, while arrogance, envy and backbiting ruin friendships quickly.",
+    "Travellers shortened their noon prayers during journeys across deserts and mountains, "
+    "combining afternoon devotions whenever caravans hurried toward distant wells.",
+    "Neighbours deserve generosity: share soup, visit the sick, guard their homes at night, "
+    "lend tools willingly, forgive quarrels, and greet newcomers warmly at gates.",
+    "Merchants must weigh grain honestly; cheating buyers with faulty scales is condemned, "
+    "hoarding barley raises famine prices, and usurious lending corrupts markets.",
+    "Orphans inherit their parents' property; guardians manage it until maturity arrives, "
+    "avoiding wasteful spending, keeping ledgers, and returning livestock intact.",
+    "Drinking water while seated, slowly, in three breaths, was recommended by companions, "
+    "alongside washing hands, eating dates modestly, and thanking hosts after meals.",
+    "Judges hear both litigants before ruling; witnesses swear oaths, bribery voids verdicts, "
+    "and appeals reach governors when evidence seems doubtful or contradictory.",
+    "Farmers irrigate palm groves from canals, pruning branches each spring, harvesting olives "
+    "in autumn, and resting fields fallow every seventh season.",
+    "Scholars copied manuscripts by lamplight, debating grammar, astronomy, medicine and "
+    "arithmetic in libraries endowed by wealthy patrons of learning.",
+    "Sailors navigated monsoon winds between Basra and Zanzibar, trading ivory, pepper, "
+    "cinnamon, silk and copper ingots along coastal harbours.",
+]
+
+
+@pytest.fixture
+def few_blessed(data_dir: Path, use_embedder: Embedder) -> HybridRetriever:
+    settings = load_settings(
+        _env_file=None, data_dir=data_dir, embedding_provider="use", keyword_gate=True
+    )
+    corpus = build_corpus(settings, use_embedder)
+    add_document(corpus, use_embedder, "hadith", "hadith.txt", FEW_BLESSED)
+    return build_retriever(settings, use_embedder, corpus, None)
+
+
+def test_arabic_words_an_english_text_only_borrows_do_not_open_the_gate(
+    few_blessed: HybridRetriever,
+) -> None:
+    snapshot = few_blessed.keyword_index.snapshot("hadith")
+    [allah] = few_blessed.keyword_index.tokenizer("الله")
+    assert "arabic" not in snapshot.scripts  # four expanded words among the English vocabulary
+    assert snapshot.chunk_share(allah) == pytest.approx(3 / 14)  # under the near-ubiquity share
+    query = "ماذا قال رسول الله عن أجر العامل"
+    recall = few_blessed.recall("hadith", query, "hybrid")
+    assert recall.keyword_ids  # the keyword arm matched the three blessed hadiths...
+    assert not recall.content_match  # ...by a borrowed word, which does not say which one
+    assert _hadith_ids(few_blessed, query, "hybrid") == _hadith_ids(few_blessed, query, "dense")
+
+
+def test_a_borrowed_word_in_few_chunks_still_counts(gated: HybridRetriever) -> None:
+    index = gated.keyword_index
+    snapshot = index.snapshot("law")
+    tokenizer = index.tokenizer
+    assert "latin" not in snapshot.scripts  # UNESCO is the text's only Latin word
+    # In one chunk: it names the article meant. Allowed none, it would not count.
+    assert matches_content_word(snapshot, tokenizer("Who lists heritage? UNESCO"), tokenizer, 2)
+    assert not matches_content_word(snapshot, tokenizer("Who lists heritage? UNESCO"), tokenizer, 0)
