@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI, Request, Response
+from fastapi import Depends, FastAPI
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import metrics, tracing
 from app.api.access import authorize, check_route_table
@@ -47,12 +49,73 @@ def _safe_request_id(raw: str | None) -> str:
     return secrets.token_hex(8)
 
 
-def route_template(request: Request) -> str:
+def route_template(scope: Scope) -> str:
     """The matched route's template (`/documents/{document_id}`), never the raw path: a metric
     label must not grow with every id. Unmatched paths share one label."""
-    route = request.scope.get("route")
+    route = scope.get("route")
     path = getattr(route, "path", None)
     return path if isinstance(path, str) else "unmatched"
+
+
+class RequestContext:
+    """Pure ASGI middleware: the request id (header, log lines, the 500's body), the request's
+    span, its metric and its log line. Pure ASGI rather than `@app.middleware("http")`
+    (Starlette's BaseHTTPMiddleware), which runs every request in a task group of its own with
+    the body passed through memory streams: a fixed cost on each of many small uploads."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        method = scope["method"]
+        request_id = _safe_request_id(headers.get(_REQUEST_ID_HEADER))
+        token = request_id_var.set(request_id)
+        started = time.perf_counter()
+        status = 500
+        elapsed: float | None = None  # until the response's headers, as the log always measured
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, elapsed
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                elapsed = time.perf_counter() - started
+                MutableHeaders(scope=message)[_REQUEST_ID_HEADER] = request_id
+            await send(message)
+
+        # A client's `traceparent` header continues its trace; the span carries the request id.
+        with tracing.continued(headers, f"{method} request", request__id=request_id) as span:
+            try:
+                await self.app(scope, receive, send_with_id)
+            except Exception:
+                # Answered here rather than by Starlette's outermost handler, so the 500 carries
+                # the request id in its body and header, and the log line has it too.
+                log.exception("unhandled error", extra={"request_id": request_id})
+                if elapsed is not None:
+                    raise  # the response has begun: nothing else can be sent on it
+                await internal_error_response()(scope, receive, send_with_id)
+            finally:
+                request_id_var.reset(token)
+            route = route_template(scope)
+            if span is not None:
+                span.update_name(f"{method} {route}")
+                span.set_attributes({"http.route": route, "http.response.status_code": status})
+        took = elapsed if elapsed is not None else time.perf_counter() - started
+        if metrics.enabled():
+            metrics.http_request(route, method, status, took)
+        log.info(
+            "request",
+            extra={
+                "request_id": request_id,
+                "method": method,
+                "path": scope["path"],
+                "status": status,
+                "ms": round(took * 1000, 2),
+            },
+        )
 
 
 def start_metrics(settings: Settings, container: Container) -> Callable[[], None]:
@@ -118,51 +181,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     # first, then the request gets its id, then the body cap holds before any route runs.
     app.add_middleware(BodySizeLimit, settings=lambda: settings or get_settings())
 
-    @app.middleware("http")
-    async def request_context(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        request_id = _safe_request_id(request.headers.get(_REQUEST_ID_HEADER))
-        token = request_id_var.set(request_id)
-        started = time.perf_counter()
-        # A client's `traceparent` header continues its trace; the span carries the request id.
-        with tracing.continued(
-            request.headers, f"{request.method} request", request__id=request_id
-        ) as span:
-            try:
-                response = await call_next(request)
-            except Exception:
-                # Answered here rather than by Starlette's outermost handler, so the 500 carries
-                # the request id in its body and header, and the log line has it too.
-                log.exception("unhandled error", extra={"request_id": request_id})
-                response = internal_error_response()
-            finally:
-                request_id_var.reset(token)
-            if span is not None:
-                route = route_template(request)
-                span.update_name(f"{request.method} {route}")
-                span.set_attributes(
-                    {"http.route": route, "http.response.status_code": response.status_code}
-                )
-        response.headers[_REQUEST_ID_HEADER] = request_id
-        if metrics.enabled():
-            metrics.http_request(
-                route_template(request),
-                request.method,
-                response.status_code,
-                time.perf_counter() - started,
-            )
-        log.info(
-            "request",
-            extra={
-                "request_id": request_id,
-                "method": request.method,
-                "path": request.url.path,
-                "status": response.status_code,
-                "ms": round((time.perf_counter() - started) * 1000, 2),
-            },
-        )
-        return response
+    app.add_middleware(RequestContext)
 
     app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
     app.add_middleware(NoSniff)  # outermost: every response has it, a 413 or a 500 too
