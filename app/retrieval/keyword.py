@@ -68,15 +68,25 @@ class KeywordSnapshot:
     # bm25.vocab_dict; None for a snapshot persisted without them (then rebuilt in full).
     token_ids: np.ndarray | None = None
     token_offsets: np.ndarray | None = None
+    # A snapshot loaded from disk leaves its token ids there until a rebuild asks for them:
+    # searches never need them, and reading them was ~15% of a cold tenant's keyword load.
+    tokens_file: Path | None = None
+    # The script census persisted with the snapshot; None: counted from the vocabulary.
+    known_scripts: frozenset[str] | None = None
 
     def tokens_by_chunk(self) -> dict[str, np.ndarray]:
-        """Each chunk's token ids (views, no copies); empty when the snapshot has none."""
-        if self.token_ids is None or self.token_offsets is None:
+        """Each chunk's token ids (views, no copies); empty when the snapshot has none (or
+        its persisted file is gone or unreadable: the caller then rebuilds in full)."""
+        token_ids, offsets = self.token_ids, self.token_offsets
+        if (token_ids is None or offsets is None) and self.tokens_file is not None:
+            try:
+                token_ids, offsets = _load_tokens(self.tokens_file, len(self.chunk_ids))
+            except (OSError, ValueError, KeyError):
+                logger.warning("persisted token ids unreadable; rebuilding in full", exc_info=True)
+                return {}
+        if token_ids is None or offsets is None:
             return {}
-        offsets = self.token_offsets
-        return {
-            cid: self.token_ids[offsets[i] : offsets[i + 1]] for i, cid in enumerate(self.chunk_ids)
-        }
+        return {cid: token_ids[offsets[i] : offsets[i + 1]] for i, cid in enumerate(self.chunk_ids)}
 
     def _scores(self, tokens: list[str]) -> np.ndarray | None:
         if self.bm25 is None:
@@ -110,6 +120,8 @@ class KeywordSnapshot:
         """The scripts the tenant's text is written in (each at least 2% of its vocabulary)."""
         if self.bm25 is None:
             return frozenset()
+        if self.known_scripts is not None:
+            return self.known_scripts
         counts = Counter(token_script(word) for word in self.bm25.vocab_dict)
         total = sum(counts.values())
         return frozenset(script for script, n in counts.items() if n >= 0.02 * total)
@@ -324,6 +336,7 @@ class KeywordIndex:
             np.savez(folder / _TOKENS, ids=snap.token_ids, offsets=snap.token_offsets)
         pointer = {**self._meta(snap.corpus_version), "tenant_id": snap.tenant_id}
         pointer["folder"] = folder.name
+        pointer["scripts"] = sorted(snap.scripts)  # older snapshots lack it: counted on load
         tmp = tenant_dir / f".{_POINTER}.{uuid.uuid4().hex[:8]}"
         tmp.write_text(json.dumps(pointer), encoding="utf-8")
         os.replace(tmp, tenant_dir / _POINTER)  # atomic: readers see the old or new pointer
@@ -357,14 +370,21 @@ class KeywordIndex:
         folder = pointer_path.parent / str(pointer["folder"])
         try:
             ids = tuple(json.loads((folder / _IDS).read_text(encoding="utf-8")))
-            bm25 = bm25s.BM25.load(str(folder), show_progress=False) if ids else None
-            token_ids, offsets = _load_tokens(folder / _TOKENS, len(ids))
+            # mmap: the score arrays are paged in as queries touch them, not copied up front.
+            bm25 = bm25s.BM25.load(str(folder), show_progress=False, mmap=True) if ids else None
         except (OSError, ValueError, KeyError):
             logger.warning("persisted keyword index unreadable; rebuilding", exc_info=True)
             return None
+        scripts = pointer.get("scripts")
         self.loads[tenant_id] += 1
         return KeywordSnapshot(
-            tenant_id, version, self.tokenizer.version, ids, bm25, token_ids, offsets
+            tenant_id,
+            version,
+            self.tokenizer.version,
+            ids,
+            bm25,
+            tokens_file=folder / _TOKENS,
+            known_scripts=frozenset(scripts) if isinstance(scripts, list) else None,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -347,3 +348,45 @@ def test_a_recently_used_tenant_is_not_the_one_evicted(
     index.search("a", "pump", 5)  # a is now the most recent
     index.search("c", "pump", 5)  # evicts b, not a
     assert index.hot_tenants == ["a", "c"]
+
+
+def test_an_incremental_rebuild_after_a_load_from_disk_scores_like_a_full_build(
+    store: Corpus,
+    chunk_rows: CountingChunkStore,
+    embedder: FakeEmbedder,
+    data_dir: Path,
+) -> None:
+    add_document(store, embedder, "acme", "a.txt", ["alpha valve manual", "pump 4.2 bar", "seal"])
+    add_document(store, embedder, "acme", "b.txt", ["beta pump manual", "والمدرسة الكبيرة"])
+    KeywordIndex(store, data_dir / "keyword").refresh("acme")
+    restarted = KeywordIndex(store, data_dir / "keyword")
+    restarted.refresh("acme")  # loaded from disk; its token ids stay there until needed
+    read_before = chunk_rows.chunks_read["acme"]
+    add_document(store, embedder, "acme", "c.txt", ["gamma valve valve seal", "مدرسة"])
+    store.delete_document("acme", document_id("acme", "a.txt"))
+    restarted.refresh("acme")
+    assert chunk_rows.chunks_read["acme"] - read_before == 2  # only the new chunks were read
+    full = KeywordIndex(store, data_dir / "full")
+    for query in ["valve", "pump manual", "seal valve", "مدرسة", "alpha", "zebra"]:
+        tokens = full.tokenizer(query)
+        assert restarted.search("acme", query, 10) == full.search("acme", query, 10), query
+        assert restarted.snapshot("acme").coverage(tokens) == full.snapshot("acme").coverage(tokens)
+
+
+def test_a_snapshot_persisted_without_its_script_census_loads_and_counts_it(
+    store: Corpus, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    add_document(store, embedder, "acme", "a.txt", ["pump valve manual", "seal kit 4"])
+    built = KeywordIndex(store, data_dir / "keyword").snapshot("acme")
+    (pointer,) = (data_dir / "keyword").rglob("current.json")
+    saved = json.loads(pointer.read_text(encoding="utf-8"))
+    assert saved["scripts"] == ["digits", "latin"]
+    del saved["scripts"]  # as written before the census was persisted
+    pointer.write_text(json.dumps(saved), encoding="utf-8")
+    older = KeywordIndex(store, data_dir / "keyword")
+    loaded = older.snapshot("acme")
+    assert older.loads["acme"] == 1 and older.rebuilds["acme"] == 0
+    assert loaded.scripts == built.scripts == frozenset({"digits", "latin"})
+    question = KeywordIndex(store, data_dir / "x").tokenizer("ما هو ضغط pump")
+    assert loaded.foreign_share(question) == built.foreign_share(question) > 0
+    assert older.search("acme", "seal kit", 5) == built.search(older.tokenizer("seal kit"), 5)
