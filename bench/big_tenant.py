@@ -38,12 +38,11 @@ from app.memory import resident_mb
 from app.retrieval.hybrid import RetrievalMode
 from app.services.container import Container
 from bench.bm25_libraries import synthetic_chunks
-from bench.cold_tenant import DOC_SIZE, POOL, disk_mb, timed_ms
+from bench.cold_tenant import POOL, disk_mb, timed_ms, write_pooled
 from bench.common import median, percentile
 from bench.tokenizer_ablation import datasets
 
 TENANT = "big"
-NOISE = 0.35
 
 
 def bench_settings(data: Path) -> Settings:
@@ -62,24 +61,8 @@ def write_tenant(container: Container, texts: list[str]) -> tuple[float, float]:
     started = time.perf_counter()
     pool = np.array(container.embedder.embed_documents(texts[:POOL]))
     rate = POOL / (time.perf_counter() - started)
-    rng = np.random.default_rng(0)
     started = time.perf_counter()
-    for begin in range(0, len(texts), DOC_SIZE):
-        part = texts[begin : begin + DOC_SIZE]
-        source = f"doc{begin // DOC_SIZE:05d}.txt"
-        doc = document_id(TENANT, source)
-        chunks = [
-            Chunk(chunk_id(TENANT, doc, 1, t), TENANT, doc, source, 1, "1", i, 0, len(t), t)
-            for i, t in enumerate(part)
-        ]
-        base = pool[rng.integers(0, len(pool), len(part))]
-        noisy = base + NOISE * rng.standard_normal(base.shape) / np.sqrt(base.shape[1])
-        vectors = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
-        container.corpus.replace_document(TENANT, doc, chunks, vectors.tolist())
-        if begin and begin % (20 * DOC_SIZE) == 0:
-            print(
-                f"  {begin} chunks written, {time.perf_counter() - started:.0f} s", file=sys.stderr
-            )
+    write_pooled(container, TENANT, texts, pool, np.random.default_rng(0), progress=True)
     return rate, time.perf_counter() - started
 
 

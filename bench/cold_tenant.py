@@ -36,26 +36,43 @@ from bench.tokenizer_ablation import datasets
 
 POOL = 300
 DOC_SIZE = 1000
+NOISE = 0.35  # spread of each chunk's vector around its pooled real vector
 TENANTS = ("cold-a", "cold-b")
 
 
-def load_tenant(container: Container, tenant: str, texts: list[str], seed: int) -> float:
-    """Store `texts` as the tenant's documents of DOC_SIZE chunks; returns seconds."""
+def write_pooled(
+    container: Container,
+    tenant: str,
+    texts: list[str],
+    pool: np.ndarray,
+    rng: np.random.Generator,
+    progress: bool = False,
+) -> None:
+    """Store `texts` as the tenant's documents of DOC_SIZE chunks, each vector a pooled real
+    vector plus NOISE (so loading does not wait for the embedder)."""
     started = time.perf_counter()
-    pool = np.array(container.embedder.embed_documents(texts[:POOL]))
-    rng = np.random.default_rng(seed)
     for begin in range(0, len(texts), DOC_SIZE):
         part = texts[begin : begin + DOC_SIZE]
-        source = f"doc{begin // DOC_SIZE:04d}.txt"
+        source = f"doc{begin // DOC_SIZE:05d}.txt"
         doc = document_id(tenant, source)
         chunks = [
             Chunk(chunk_id(tenant, doc, 1, t), tenant, doc, source, 1, "1", i, 0, len(t), t)
             for i, t in enumerate(part)
         ]
         base = pool[rng.integers(0, len(pool), len(part))]
-        noisy = base + 0.35 * rng.standard_normal(base.shape) / np.sqrt(base.shape[1])
+        noisy = base + NOISE * rng.standard_normal(base.shape) / np.sqrt(base.shape[1])
         vectors = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
         container.corpus.replace_document(tenant, doc, chunks, vectors.tolist())
+        if progress and begin and begin % (20 * DOC_SIZE) == 0:
+            elapsed = time.perf_counter() - started
+            print(f"  {begin} chunks written, {elapsed:.0f} s", file=sys.stderr)
+
+
+def load_tenant(container: Container, tenant: str, texts: list[str], seed: int) -> float:
+    """Store `texts` as the tenant's documents of DOC_SIZE chunks; returns seconds."""
+    started = time.perf_counter()
+    pool = np.array(container.embedder.embed_documents(texts[:POOL]))
+    write_pooled(container, tenant, texts, pool, np.random.default_rng(seed))
     return time.perf_counter() - started
 
 

@@ -272,10 +272,14 @@ def build_second_arm(
 ) -> SecondArm | None:
     """The second dense arm RAG_SECOND_EMBEDDING names (its model loaded), or None."""
     from app.providers.embeddings import build_second_embedder
-    from app.storage.second_index import build_second_index
+    from app.storage.chroma_index import build_vector_index
+    from app.storage.second_index import SecondVectorIndex
 
     embedder = build_second_embedder(settings)
     if embedder is None:
         return None
-    index = build_second_index(settings, embedder.model_id, embedder.dimension, after_eviction)
+    index = build_vector_index(
+        settings, embedder.model_id, embedder.dimension, after_eviction, kind=SecondVectorIndex
+    )
+    assert isinstance(index, SecondVectorIndex)
     return SecondArm(embedder, index, embed_section_paths=settings.section_paths_in("dense"))

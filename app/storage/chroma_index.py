@@ -400,9 +400,11 @@ def build_vector_index(
     model_id: str,
     dimension: int,
     after_eviction: Callable[[], None] | None = None,
+    kind: type[ChromaVectorIndex] = ChromaVectorIndex,
 ) -> ChromaVectorIndex:
-    """The configured Chroma index for vectors of one embedding model and dimension."""
-    return ChromaVectorIndex(
+    """The configured Chroma index (`kind`: the first arm's, or the second arm's subclass) for
+    vectors of one embedding model and dimension."""
+    return kind(
         chroma_client(settings),
         model_id,
         dimension,

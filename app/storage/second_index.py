@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from app.storage.chroma_index import ChromaVectorIndex, chroma_client
+from app.storage.chroma_index import ChromaVectorIndex
 from app.storage.vector_index import IndexedVector
 from app.text.arabic import EMBEDDED_TEXT_FORM
 
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
 
-    from app.config import Settings
 
 SECOND_PREFIX = "rag2"
 COMPLETE = "complete"
@@ -85,19 +84,3 @@ def _record(collection: Collection, complete: bool, **extra: str) -> None:
     if metadata.get(COMPLETE) is complete and all(metadata.get(k) == v for k, v in extra.items()):
         return
     collection.modify(metadata={**metadata, **extra, COMPLETE: complete})
-
-
-def build_second_index(
-    settings: Settings,
-    model_id: str,
-    dimension: int,
-    after_eviction: Callable[[], None] | None = None,
-) -> SecondVectorIndex:
-    """The second arm's index on the configured Chroma (directory or server)."""
-    return SecondVectorIndex(
-        chroma_client(settings),
-        model_id,
-        dimension,
-        hot_tenants=settings.hot_tenants,
-        after_eviction=after_eviction,
-    )
