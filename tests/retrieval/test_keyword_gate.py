@@ -112,14 +112,19 @@ HADITHS = [
 ]
 
 
-@pytest.fixture
-def english_hadith(data_dir: Path, use_embedder: Embedder) -> HybridRetriever:
+def _hadith_retriever(data_dir: Path, embedder: Embedder, texts: list[str]) -> HybridRetriever:
+    """A gated retriever over one tenant ("hadith") whose one document holds `texts`."""
     settings = load_settings(
         _env_file=None, data_dir=data_dir, embedding_provider="use", keyword_gate=True
     )
-    corpus = build_corpus(settings, use_embedder)
-    add_document(corpus, use_embedder, "hadith", "hadith.txt", HADITHS)
-    return build_retriever(settings, use_embedder, corpus, None)
+    corpus = build_corpus(settings, embedder)
+    add_document(corpus, embedder, "hadith", "hadith.txt", texts)
+    return build_retriever(settings, embedder, corpus, None)
+
+
+@pytest.fixture
+def english_hadith(data_dir: Path, use_embedder: Embedder) -> HybridRetriever:
+    return _hadith_retriever(data_dir, use_embedder, HADITHS)
 
 
 def test_an_arabic_question_matching_only_the_blessing_in_english_hadith_ranks_as_dense(
@@ -199,12 +204,7 @@ FEW_BLESSED = [
 
 @pytest.fixture
 def few_blessed(data_dir: Path, use_embedder: Embedder) -> HybridRetriever:
-    settings = load_settings(
-        _env_file=None, data_dir=data_dir, embedding_provider="use", keyword_gate=True
-    )
-    corpus = build_corpus(settings, use_embedder)
-    add_document(corpus, use_embedder, "hadith", "hadith.txt", FEW_BLESSED)
-    return build_retriever(settings, use_embedder, corpus, None)
+    return _hadith_retriever(data_dir, use_embedder, FEW_BLESSED)
 
 
 def test_arabic_words_an_english_text_only_borrows_do_not_open_the_gate(
