@@ -6,7 +6,11 @@ COLLECTIONS collections of 8 vectors each (written twice, so each index is persi
 each, then queries every one again (each evicted meanwhile when CAPACITY is smaller) and checks
 it answers. Prints the server's RSS growth per collection.
 
-    python -m bench.chroma_server_cache CAPACITY COLLECTIONS
+    python -m bench.chroma_server_cache CAPACITY COLLECTIONS [--python-server]
+
+`--python-server` runs the server the compose chroma image runs instead: chromadb's Python
+server (`uvicorn chromadb.app:app`) with `docker/chroma/bounded_cache.py` bounding the same cache
+to CAPACITY collections (0: chromadb's own sizing, RLIMIT_NOFILE // 5).
 """
 
 from __future__ import annotations
@@ -30,6 +34,21 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+IMAGE_CONTEXT = Path(__file__).resolve().parents[1] / "docker" / "chroma"
+
+
+def start_python_server(root: Path, capacity: int, port: int) -> subprocess.Popen[bytes]:
+    """The compose image's server: chromadb's Python server, its cache bounded when capacity>0."""
+    env = {**os.environ, "IS_PERSISTENT": "TRUE", "PERSIST_DIRECTORY": str(root / "chroma")}
+    if capacity:
+        env["PYTHONPATH"] = str(IMAGE_CONTEXT)
+        env["CHROMA_API_IMPL"] = "bounded_cache.BoundedCacheAPI"
+        env["CHROMA_HNSW_CACHE_COLLECTIONS"] = str(capacity)
+    argv = [sys.executable, "-m", "uvicorn", "chromadb.app:app", "--port", str(port)]
+    log = (root / "server.log").open("wb")
+    return subprocess.Popen(argv, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
 def start_server(root: Path, capacity: int, port: int) -> subprocess.Popen[bytes]:
@@ -56,9 +75,11 @@ def rss_mb(pid: int) -> float:
 
 def main() -> None:
     capacity, count = int(sys.argv[1]), int(sys.argv[2])
+    python_server = "--python-server" in sys.argv[3:]
+    start = start_python_server if python_server else start_server
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        server = start_server(Path(tmp), capacity, port)
+        server = start(Path(tmp), capacity, port)
         try:
             client = None
             for _ in range(120):
@@ -70,7 +91,7 @@ def main() -> None:
                     time.sleep(0.5)
             assert client is not None
             rng = np.random.default_rng(0)
-            start = rss_mb(server.pid)
+            before = rss_mb(server.pid)
             config = {"hnsw": {"space": "cosine", "sync_threshold": 2}}
             for n in range(count):
                 collection = client.create_collection(f"tenant{n}", configuration=config)  # type: ignore[arg-type]
@@ -94,8 +115,9 @@ def main() -> None:
             server.terminate()
             server.wait()
     print(
-        f"capacity={capacity or 'default'} collections={count}: server RSS {start:.0f} -> "
-        f"{filled:.0f} MB ({(filled - start) / count:.2f} MB per collection); "
+        f"{'python server ' if python_server else ''}capacity={capacity or 'default'} "
+        f"collections={count}: server RSS {before:.0f} -> "
+        f"{filled:.0f} MB ({(filled - before) / count:.2f} MB per collection); "
         f"{answered}/{count} answered again; load average {os.getloadavg()}"
     )
 
