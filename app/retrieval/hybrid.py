@@ -36,7 +36,7 @@ from app.retrieval.grouping import (
 )
 from app.retrieval.headings import has_heading
 from app.retrieval.keyword import KeywordIndex
-from app.retrieval.second_dense import SecondDense, second_dense_arm
+from app.retrieval.second_dense import SecondDense, second_dense_hits
 from app.timing import timed
 
 if TYPE_CHECKING:
@@ -339,7 +339,10 @@ class HybridRetriever:
                 self._dense_arm(tenant_id, vector, recall, pool_factor)
             if self.second is not None:
                 k = self.config.dense_candidates * pool_factor
-                second_dense_arm(self.second, tenant_id, query, recall, k)
+                hits = second_dense_hits(self.second, tenant_id, query, k)
+                if hits is not None:  # None: the tenant's second collection is incomplete
+                    with timed("dense_second"):
+                        self._second_dense_arm(recall, hits, k)
         if mode != "dense":
             with timed("keyword"):
                 self._keyword_arm(
@@ -433,6 +436,22 @@ class HybridRetriever:
             cand.dense_score = similarity
             recall.dense_ids.append(chunk.id)
         recall.best_similarity = max((s for _, s in dense), default=None)
+
+    def _second_dense_arm(self, recall: Recall, hits: list[tuple[Chunk, float]], k: int) -> None:
+        """Fuse the second dense arm's ranking into `recall.dense_ids` (the first `k` of the RRF
+        of both arms). Runs before the keyword arm: every candidate so far is a dense one, and
+        those the fused list left out must not reach the fusion's tail as if exact matches."""
+        for rank, (chunk, similarity) in enumerate(hits, start=1):
+            candidate = recall.candidate(chunk.id)
+            candidate.chunk = chunk
+            candidate.second_dense_rank = rank
+            candidate.second_dense_score = similarity
+        second_ids = [chunk.id for chunk, _ in hits]
+        fused = reciprocal_rank_fusion([recall.dense_ids, second_ids], [1.0, 1.0])
+        recall.dense_ids = [chunk_id for chunk_id, _ in fused[:k]]
+        kept = set(recall.dense_ids)
+        for chunk_id in [c for c in recall.candidates if c not in kept]:
+            del recall.candidates[chunk_id]
 
     def _keyword_arm(
         self, tenant_id: str, query: str, recall: Recall, with_exact: bool, pool_factor: int

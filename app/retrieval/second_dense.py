@@ -14,12 +14,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from app.domain import Chunk
-from app.retrieval.fusion import reciprocal_rank_fusion
 from app.timing import timed
 
 if TYPE_CHECKING:
     from app.providers.types import Embedder
-    from app.retrieval.hybrid import Recall
 
 
 class SecondDenseReader(Protocol):
@@ -44,32 +42,17 @@ class SecondDense:
     reader: SecondDenseReader
 
 
-def second_dense_arm(
-    second: SecondDense, tenant_id: str, query: str, recall: Recall, k: int
-) -> None:
-    """Rank the tenant's chunks by the second arm and fuse that list into `recall.dense_ids`
-    (the first `k` of the RRF of both arms); timed as `embed_query_second` and `dense_second`.
-    Called right after the first dense arm, before the keyword arm."""
+def second_dense_hits(
+    second: SecondDense, tenant_id: str, query: str, k: int
+) -> list[tuple[Chunk, float]] | None:
+    """The tenant's k nearest chunks by the second arm, best first, or None while its collection
+    is incomplete; timed as `embed_query_second` and `dense_second`. The hybrid retriever fuses
+    them into its dense list (`HybridRetriever._second_dense_arm`)."""
     with timed("dense_second"):
         ready = second.reader.second_ready(tenant_id)
     if not ready:
-        return
+        return None
     with timed("embed_query_second"):
         vector = second.embedder.embed_query(query)
     with timed("dense_second"):
-        hits = second.reader.query_second(tenant_id, vector, k)
-        if hits is None:  # filled or emptied since the check: rank by the first arm
-            return
-        for rank, (chunk, similarity) in enumerate(hits, start=1):
-            candidate = recall.candidate(chunk.id)
-            candidate.chunk = chunk
-            candidate.second_dense_rank = rank
-            candidate.second_dense_score = similarity
-        second_ids = [chunk.id for chunk, _ in hits]
-        fused = reciprocal_rank_fusion([recall.dense_ids, second_ids], [1.0, 1.0])
-        recall.dense_ids = [chunk_id for chunk_id, _ in fused[:k]]
-        # Runs before the keyword arm: every candidate so far is a dense one, and those the
-        # fused list left out must not reach the fusion's tail as if they were exact matches.
-        kept = set(recall.dense_ids)
-        for chunk_id in [c for c in recall.candidates if c not in kept]:
-            del recall.candidates[chunk_id]
+        return second.reader.query_second(tenant_id, vector, k)
