@@ -88,6 +88,9 @@ def migrate_command(tenant_id: str) -> str:
 class ChromaVectorIndex:
     """Per-tenant vectors in Chroma (persistent directory or server); see module doc."""
 
+    # Names this index's collections apart from another arm's (app/storage/second_index.py).
+    prefix = COLLECTION_PREFIX
+
     def __init__(
         self,
         client: ClientAPI,
@@ -95,11 +98,8 @@ class ChromaVectorIndex:
         dimension: int,
         hot_tenants: int = 64,
         after_eviction: Callable[[], None] | None = None,
-        prefix: str = COLLECTION_PREFIX,
     ) -> None:
         self.client = client
-        # Names this index's collections apart from another arm's (app/storage/second_index.py).
-        self.prefix = prefix
         self.model_id = model_id
         self.dimension = dimension
         evicted = None if after_eviction is None else (lambda _t, _c: after_eviction())

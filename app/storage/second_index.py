@@ -12,7 +12,7 @@ process (the CLI) may have filled the collection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from app.storage.chroma_index import ChromaVectorIndex
@@ -20,7 +20,6 @@ from app.storage.vector_index import IndexedVector
 from app.text.arabic import EMBEDDED_TEXT_FORM
 
 if TYPE_CHECKING:
-    from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
 
 
@@ -31,17 +30,7 @@ COMPLETE = "complete"
 class SecondVectorIndex(ChromaVectorIndex):
     """Per-tenant vectors of the second dense arm, with a record of their completeness."""
 
-    def __init__(
-        self,
-        client: ClientAPI,
-        model_id: str,
-        dimension: int,
-        hot_tenants: int = 64,
-        after_eviction: Callable[[], None] | None = None,
-    ) -> None:
-        super().__init__(
-            client, model_id, dimension, hot_tenants, after_eviction, prefix=SECOND_PREFIX
-        )
+    prefix = SECOND_PREFIX
 
     def exists(self, tenant_id: str) -> bool:
         """Whether the tenant has a collection of this arm (complete or not)."""
