@@ -65,13 +65,13 @@ def matches_content_word(
     skip = function_word_tokens(tokenizer)
     script = main_script(tokens)
     own = script in snapshot.scripts
+    ubiquitous_above = UBIQUITOUS_SHARE * len(snapshot.chunk_ids)
     for t in dict.fromkeys(tokens):
-        if t in skip or token_script(t) not in ("digits", script):
+        kind = token_script(t)
+        if t in skip or kind not in ("digits", script):
             continue
-        share = snapshot.chunk_share(t)
-        if token_script(t) == "digits" or own:
-            if 0 < share <= UBIQUITOUS_SHARE:
-                return True
-        elif 0 < round(share * len(snapshot.chunk_ids)) <= borrowed_max_chunks:
+        held_by = snapshot.chunk_count(t)
+        limit = ubiquitous_above if kind == "digits" or own else borrowed_max_chunks
+        if 0 < held_by <= limit:
             return True
     return False

@@ -148,15 +148,19 @@ class KeywordSnapshot:
         assert mask is not None
         return [self.chunk_ids[i] for i in np.flatnonzero(mask).tolist()]
 
-    def chunk_share(self, token: str) -> float:
-        """Share of the tenant's chunks that hold `token` (0 when none does or it is unknown)."""
+    def chunk_count(self, token: str) -> int:
+        """How many of the tenant's chunks hold `token` (0 when none does or it is unknown)."""
         if self.bm25 is None or not token:
-            return 0.0
+            return 0
         ids = self.bm25.get_tokens_ids([token])
         if not ids:
-            return 0.0
+            return 0
         indptr = self.bm25.scores["indptr"]  # column-compressed: one column per token id
-        return float(indptr[ids[0] + 1] - indptr[ids[0]]) / len(self.chunk_ids)
+        return int(indptr[ids[0] + 1] - indptr[ids[0]])
+
+    def chunk_share(self, token: str) -> float:
+        """Share of the tenant's chunks that hold `token` (0 when none does or it is unknown)."""
+        return self.chunk_count(token) / len(self.chunk_ids) if self.chunk_ids else 0.0
 
 
 class KeywordIndex:
