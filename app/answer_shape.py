@@ -103,6 +103,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         # speed knobs: same model, same inputs, same greedy output
         "embedding_batch_size",
         "embedding_threads",
+        "embedding_child_process",
         "reranker_batch_size",
         "llm_threads",
         "llm_timeout_s",

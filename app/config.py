@@ -306,6 +306,14 @@ class Settings(BaseSettings):
         "in bench/README.md).",
         gt=0,
     )
+    embedding_child_process: bool = setting(
+        True,
+        group="embeddings",
+        description="Local models (use, e5) embed passages (uploads, reindex) in a child process "
+        "with its own GIL, so an upload's embedding and the requests this process serves do not "
+        "slow each other down; questions are embedded in process. Costs the child's memory "
+        "(measured in bench/README.md).",
+    )
 
     # --- OpenAI-compatible and Ollama servers ---
     openai_base_url: str | None = setting(

@@ -43,14 +43,19 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(level: str) -> None:
-    """Send every log record to stderr as JSON (idempotent)."""
+    """Send every log record at `level` or above to stderr as JSON (idempotent).
+
+    The handler filters by level too: a library may set its own logger to DEBUG (bm25s does, at
+    import), and the root logger's level does not stop records of such a logger.
+    """
     root = logging.getLogger()
-    if any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
-        root.setLevel(level)
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    root.handlers = [handler]
+    ours = [h for h in root.handlers if isinstance(h.formatter, JsonFormatter)]
+    if not ours:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonFormatter())
+        root.handlers = ours = [handler]
+    for handler in ours:
+        handler.setLevel(level)
     root.setLevel(level)
 
 

@@ -3,8 +3,52 @@
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 from collections.abc import Sequence
+from pathlib import Path
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its live descendants (parse and embedding children, uvicorn workers); Linux."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        try:  # each thread lists the children it started
+            tasks = list(Path(f"/proc/{current}/task").iterdir())
+        except OSError:
+            continue  # exited meanwhile
+        found.append(current)
+        for task in tasks:
+            try:
+                todo.extend(int(child) for child in (task / "children").read_text().split())
+            except OSError:
+                continue
+    return found
+
+
+def process_rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children, MB."""
+    total = 0.0
+    for member in process_tree(pid):
+        try:
+            total += int(Path(f"/proc/{member}/statm").read_text().split()[1]) * 4096 / 2**20
+        except OSError:
+            continue
+    return total
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process and its live children: unlike the wall clock,
+    what other jobs on a shared machine do not inflate."""
+    total = 0.0
+    for member in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def percentile(values: Sequence[float], pct: float) -> float:

@@ -74,8 +74,9 @@ def bench_settings(data_dir: Path, provider: str, **overrides: Any) -> Settings:
 
 
 def embed_once(settings: Settings, paths: list[Path]) -> tuple[float, float, int]:
-    """Wall and CPU seconds to embed the uploads' chunk texts in full batches; how many chunks."""
-    container = Container(settings)
+    """Wall and CPU seconds to embed the uploads' chunk texts in full batches in this process
+    (no embedding child: its CPU time would not count here); how many chunks."""
+    container = Container(settings.model_copy(update={"embedding_child_process": False}))
     embedder = container.embedder
     embedder.embed_documents(["warm up"])
     limits = LoadLimits.from_settings(settings)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import table
+from bench.common import process_cpu_s, table
 from bench.ingest_common import (
     POLL_S,
     UPLOAD_HEADERS,
@@ -33,13 +33,6 @@ from tests.api.live_server import LiveServer
 
 PASSWORD = "bench password, long enough"
 TENANT = "bench-folder"
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds a process has used (Linux /proc): unlike the wall clock, what
-    other jobs on a shared machine do not inflate."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _sync_folder(server: LiveServer, paths: list[Path], concurrency: int) -> dict[str, float]:
@@ -61,7 +54,7 @@ async def _sync_folder(server: LiveServer, paths: list[Path], concurrency: int) 
 
         assert server.process is not None
         pid = server.process.pid
-        started, cpu_started = time.perf_counter(), _cpu_s(pid)
+        started, cpu_started = time.perf_counter(), process_cpu_s(pid)
         await asyncio.gather(*(client_loop() for _ in range(concurrency)))
         uploaded = time.perf_counter()
         waiting = list(job_ids)
@@ -73,7 +66,7 @@ async def _sync_folder(server: LiveServer, paths: list[Path], concurrency: int) 
                 waiting.pop()
             else:
                 await asyncio.sleep(POLL_S)
-        finished, cpu_finished = time.perf_counter(), _cpu_s(pid)
+        finished, cpu_finished = time.perf_counter(), process_cpu_s(pid)
         stats = (await client.get("/stats", headers=headers)).json()
         assert stats["documents"] == len(paths), stats
         found = await client.post(

@@ -6,11 +6,15 @@ the job, and searches for that code; RSS of the server process is read along the
 tenant searches again in the same order (a cold search once the tenant was evicted) and once more
 (warm). `tests/api/test_api_many_tenants_memory.py` runs the same code with a small bound.
 
-    python -m bench.many_tenants TENANTS HOT [PARAGRAPHS] [--stack [--bounded-chroma]]
+    python -m bench.many_tenants TENANTS HOT [PARAGRAPHS] [--stack [--bounded-chroma]] [--memo]
 
 With --stack the same run goes to the compose-like deployment (Chroma server, PostgreSQL, Redis,
 one API process, one worker) and reports RSS per process and disk per tenant in each store;
---bounded-chroma also caps the Chroma server's HNSW cache at HOT collections.
+--bounded-chroma also caps the Chroma server's HNSW cache at HOT collections. With --memo the
+service processes run through bench.memoised: the real `use` embedder, but a passage every
+tenant's document shares is computed once per process (1,000 tenants x 1k chunks is otherwise
+~2 hours of embedding per setup); the run then reports the embedder's own passages per second,
+measured here, for the embedding time it left out.
 
 Prints RSS after every tenth of the tenants, MB per tenant for the second half, disk per
 tenant, ingest time per upload, and cold / warm /search p50 / p95.
@@ -28,29 +32,14 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import median, percentile
+from bench.common import median, percentile, process_rss_mb
+from bench.memoised import PROVIDER as MEMO_PROVIDER
 
 PASSWORD = "many-tenants-password-1234"
 FILLER = (
     "The maintenance crew inspects the relief valve, the pump seals and the pressure gauges "
     "every week, writes down what it finds, and replaces worn gaskets before they leak. "
 )
-
-
-def process_rss_mb(pid: int) -> float:
-    """Resident memory of a process and its children (parse children, uvicorn workers), MB."""
-    total = 0.0
-    pids = [pid]
-    while pids:
-        current = pids.pop()
-        try:
-            with open(f"/proc/{current}/statm") as statm:
-                total += int(statm.read().split()[1]) * 4096 / 2**20
-            with open(f"/proc/{current}/task/{current}/children") as children:
-                pids.extend(int(child) for child in children.read().split())
-        except OSError:
-            continue
-    return total
 
 
 def tenant_text(n: int, paragraphs: int) -> bytes:
@@ -179,7 +168,31 @@ def chunks_of_first_tenant(base_url: str, headers: dict[str, str]) -> int:
     return int(httpx.get(f"{base_url}/stats", headers=headers, timeout=30).json()["chunks"])
 
 
-def run_on_stack(tenants: int, hot: int, paragraphs: int, bounded_server: bool) -> None:
+def service_settings(hot: int, memo: bool) -> dict[str, str]:
+    """The RAG_ settings of the service processes."""
+    settings = {"RAG_HOT_TENANTS": str(hot)}
+    if memo:
+        settings["RAG_EMBEDDING_PROVIDER"] = MEMO_PROVIDER
+    return settings
+
+
+def embedding_rate(paragraphs: int) -> float:
+    """Passages per second of the real `use` embedder on 1,000-character pieces of a tenant's
+    document, in one batch (what --memo leaves out of the ingest times)."""
+    from app.providers.embeddings import use_embedder
+
+    text = tenant_text(0, paragraphs).decode()
+    pieces = [text[i : i + 1000] for i in range(0, min(len(text), 256_000), 1000)]
+    embedder = use_embedder(threads=0, batch_size=32)
+    embedder.embed_documents(pieces[:8])
+    started = time.perf_counter()
+    embedder.embed_documents(pieces)
+    return len(pieces) / (time.perf_counter() - started)
+
+
+def run_on_stack(
+    tenants: int, hot: int, paragraphs: int, bounded_server: bool, launcher: tuple[str, ...]
+) -> None:
     """The same run on the compose-like deployment: Chroma server, PostgreSQL, Redis, one API
     process and one worker (tests/scaleout/scaleout_stack.py starts them without Docker); with
     `bounded_server` the Chroma server's HNSW cache holds at most `hot` collections."""
@@ -190,8 +203,9 @@ def run_on_stack(tenants: int, hot: int, paragraphs: int, bounded_server: bool) 
     with tempfile.TemporaryDirectory() as root:
         stack = LocalStack(
             Path(root),
-            settings={"RAG_HOT_TENANTS": str(hot)},
+            settings=service_settings(hot, memo=bool(launcher)),
             chroma_cache_collections=hot if bounded_server else 0,
+            launcher=launcher,
         )
         try:
             stack.start_backends()
@@ -236,14 +250,22 @@ def main() -> None:
     from live_server import LiveServer
 
     tenants, hot = int(sys.argv[1]), int(sys.argv[2])
-    paragraphs = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    paragraphs = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else 2
     print(f"load average before: {os.getloadavg()}", flush=True)
+    memo = "--memo" in sys.argv
+    if memo:
+        print(f"use embedder alone: {embedding_rate(paragraphs):.0f} passages/s", flush=True)
+    launcher: tuple[str, ...] = ("bench.memoised",) if memo else ()
     if "--stack" in sys.argv:
-        run_on_stack(tenants, hot, paragraphs, "--bounded-chroma" in sys.argv)
+        run_on_stack(tenants, hot, paragraphs, "--bounded-chroma" in sys.argv, launcher)
         print(f"load average after: {os.getloadavg()}")
         return
     with tempfile.TemporaryDirectory() as root:
-        server = LiveServer(Path(root) / "data", {"RAG_HOT_TENANTS": str(hot)})
+        server = LiveServer(
+            Path(root) / "data",
+            service_settings(hot, memo),
+            module=launcher[0] if launcher else "app.serve",
+        )
         server.data_dir.mkdir(parents=True)
         headers = add_tenants(server.data_dir, server.env(), tenants)
         server.start(timeout_s=300)

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from app.config import EMBEDDING_PROVIDERS, ENV_PREFIX
 from app.errors import ConfigurationError, ProviderUnavailable
+from app.providers.passage_child import PassageChildEmbedder
 from app.providers.registry import ProviderRegistry
 from app.providers.types import Embedder
 from app.text.arabic import strip_vowel_marks
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 FloatMatrix = npt.NDArray[np.float32]
 
 USE_MODEL_ID = "use:universal-sentence-encoder-multilingual-3"
+# In-process models whose passages RAG_EMBEDDING_CHILD_PROCESS moves to a child process
+PASSAGE_CHILD_PROVIDERS = frozenset({"use", "e5"})
 E5_MODEL_ID = "e5:multilingual-e5-small-q4"
 
 
@@ -168,6 +171,7 @@ class EmbedderKey(NamedTuple):
     centre_questions: bool
     batch_size: int
     threads: int
+    child_process: bool
     openai_base_url: str | None
     openai_api_key: str | None
     ollama_base_url: str
@@ -183,6 +187,7 @@ class EmbedderKey(NamedTuple):
             centre_questions=settings.use_question_centring,
             batch_size=settings.embedding_batch_size,
             threads=settings.embedding_threads,
+            child_process=settings.embedding_child_process,
             openai_base_url=settings.openai_base_url,
             openai_api_key=settings.openai_api_key,
             ollama_base_url=settings.ollama_base_url,
@@ -207,7 +212,11 @@ def build_second_embedder(settings: Settings) -> Embedder | None:
 
 @lru_cache(maxsize=8)
 def _cached_embedder(key: EmbedderKey) -> Embedder:
-    return _REGISTRY.builder(key.provider)(key)
+    build = _REGISTRY.builder(key.provider)
+    local = build(key)
+    if key.child_process and key.provider in PASSAGE_CHILD_PROVIDERS:
+        return PassageChildEmbedder(local, build, key)
+    return local
 
 
 def _require_model(key: EmbedderKey) -> str:

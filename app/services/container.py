@@ -471,10 +471,17 @@ class Container:
         """Build and load everything now, so configuration errors fail start-up, not a request.
 
         `serving` also loads what only the API needs (token codec, LLM, dummy password hash).
+        A process that runs ingestion jobs (a worker, or an API process with the threads job
+        backend) also starts its passage-embedding child, so the first upload does not wait for
+        the model to load there.
         """
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         _ = self.database, self.documents, self.jobs, self.cache
         self.embedder.embed_query("warm up")
+        if not serving or self.settings.job_backend == "threads":
+            start_child = getattr(self.embedder, "start_child", None)  # local models only
+            if callable(start_child):
+                start_child()
         _ = self.corpus, self.retriever
         if self.second_arm is not None:  # built with the corpus, after the first index
             self.second_arm.embedder.embed_query("warm up")

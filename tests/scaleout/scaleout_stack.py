@@ -96,6 +96,9 @@ class LocalStack:
     # >0: the Chroma server's HNSW cache holds at most this many collections (a config file's
     # segment_manager.hnsw_index_pool_cache_config); 0: the server's default (65,536)
     chroma_cache_collections: int = 0
+    # modules the API and worker processes are started through: `python -m *launcher MODULE`
+    # (bench.many_tenants --memo passes ("bench.memoised",)); empty: `python -m MODULE`
+    launcher: tuple[str, ...] = ()
     _database_name: str = ""
 
     def __post_init__(self) -> None:
@@ -190,13 +193,15 @@ class LocalStack:
     def start_api(self, name: str, port: int | None = None, workers: int = 1) -> Process:
         """An API process (`uvicorn app.main:app`), not yet ready."""
         port = port or free_port()
-        argv = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
+        argv = [sys.executable, "-m", *self.launcher, "uvicorn", "app.main:app"]
+        argv += ["--host", "127.0.0.1"]
         argv += ["--port", str(port), "--workers", str(workers), "--log-level", "warning"]
         return self._spawn(name, argv, port)
 
     def start_worker(self, name: str) -> Process:
         """An ingestion worker process (`python -m app.worker`)."""
-        return self._spawn(name, [sys.executable, "-m", "app.worker", "--name", self.prefix + name])
+        argv = [sys.executable, "-m", *self.launcher, "app.worker", "--name", self.prefix + name]
+        return self._spawn(name, argv)
 
     def wait_ready(self, api: Process, timeout_s: float = 120) -> None:
         """Block until the API answers `/ready` with 200."""

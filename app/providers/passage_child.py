@@ -1,0 +1,158 @@
+"""Passages embedded in a child process, questions in this one.
+
+The local models (`use`, `e5`) are Python code around numpy or a C engine: while one embeds a
+batch of passages it takes the GIL back between every operation, so in the process that also
+serves requests an upload's embedding and the requests slow each other down (a Python thread
+spinning beside `use` doubles its time here, bench/README.md "Folder ingestion"). A child process
+has its own GIL: it embeds the passages of uploads and reindexing on the other core while this
+process answers requests and embeds questions itself (one short text, no round trip).
+
+The child is started by `start_child` (a process that runs ingestion jobs calls it at start-up)
+or else by the first passage batch, from the same builder and key as the local model, so both
+produce the same vectors. Batches go to it one at a time; if it dies (killed,
+out of memory) the batch is sent once more to a new child, and a second failure is raised to the
+caller (the ingestion job fails with it and can be retried).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.process
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from app.child_process import stop_child
+from app.providers.types import Embedder
+
+log = logging.getLogger(__name__)
+
+_CONTEXT = multiprocessing.get_context("forkserver")
+_STOP_GRACE_S = 5.0
+
+
+class PassageChildError(RuntimeError):
+    """The embedding child failed a batch twice (or reported an error)."""
+
+
+def _serve(
+    connection: multiprocessing.connection.Connection, build: Callable[..., Embedder], key: Any
+) -> None:
+    """The child: build the model, then embed each batch received until the pipe closes."""
+    embedder = build(key)
+    while True:
+        try:
+            texts = connection.recv()
+        except (EOFError, OSError):
+            return  # the parent closed the pipe or exited
+        try:
+            vectors = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
+            connection.send(("ok", vectors))
+        except Exception as exc:  # reported to the parent, which raises it
+            connection.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+class PassageChildEmbedder:
+    """`local` for questions and identity; passages through a child running `build(key)`."""
+
+    def __init__(self, local: Embedder, build: Callable[..., Embedder], key: Any) -> None:
+        self._local = local
+        self._build = build
+        self._key = key
+        self._lock = threading.Lock()
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._connection: multiprocessing.connection.Connection | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self._local.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._local.dimension
+
+    @property
+    def child_pid(self) -> int | None:
+        """The running child's process id (None before the first batch or after close)."""
+        return self._process.pid if self._process is not None else None
+
+    def start_child(self) -> None:
+        """Start the child now (it loads the model while this process goes on) instead of at
+        the first batch."""
+        with self._lock:
+            if self._process is None or not self._process.is_alive():
+                self._start()
+
+    def embed_query(self, text: str) -> list[float]:
+        """A question: embedded in this process (one text, faster than a round trip)."""
+        return self._local.embed_query(text)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Passages, embedded by the child; one retry on a new child if it died."""
+        if not texts:
+            return []
+        with self._lock:
+            try:
+                reply = self._round_trip(texts)
+            except (EOFError, OSError, BrokenPipeError) as first:
+                exit_code = self._stop()
+                log.warning(
+                    "embedding child failed (%r, exit code %s); starting a new one",
+                    first,
+                    exit_code,
+                )
+                try:
+                    reply = self._round_trip(texts)
+                except (EOFError, OSError, BrokenPipeError) as second:
+                    exit_code = self._stop()
+                    raise PassageChildError(
+                        f"embedding child failed twice (exit code {exit_code}): {second!r}"
+                    ) from second
+        status, payload = reply
+        if status != "ok":
+            raise PassageChildError(f"embedding child: {payload}")
+        vectors: list[list[float]] = payload.tolist()
+        return vectors
+
+    def _round_trip(self, texts: list[str]) -> tuple[str, Any]:
+        if self._process is None or not self._process.is_alive():
+            self._start()
+        assert self._connection is not None
+        self._connection.send(texts)
+        reply: tuple[str, Any] = self._connection.recv()
+        return reply
+
+    def _start(self) -> None:
+        self._stop()
+        parent_end, child_end = _CONTEXT.Pipe()
+        process = _CONTEXT.Process(
+            target=_serve,
+            args=(child_end, self._build, self._key),
+            daemon=True,
+            name="rag-embed",
+        )
+        process.start()
+        child_end.close()
+        self._process, self._connection = process, parent_end
+
+    def _stop(self) -> int | None:
+        """Stop the child if there is one; its exit code."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        process, self._process = self._process, None
+        if process is None:
+            return None
+        if process.is_alive():
+            stop_child(process, _STOP_GRACE_S)
+        process.join()
+        return process.exitcode
+
+    def close(self) -> None:
+        """Stop the child (it is started again by the next batch)."""
+        with self._lock:
+            self._stop()
