@@ -51,9 +51,9 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger()
     ours = [h for h in root.handlers if isinstance(h.formatter, JsonFormatter)]
     if not ours:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(JsonFormatter())
-        root.handlers = ours = [handler]
+        stderr = logging.StreamHandler(sys.stderr)
+        stderr.setFormatter(JsonFormatter())
+        root.handlers = ours = [stderr]
     for handler in ours:
         handler.setLevel(level)
     root.setLevel(level)
