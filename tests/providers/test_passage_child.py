@@ -15,6 +15,7 @@ from app.config import Settings, load_settings
 from app.providers.embeddings import build_embedder
 from app.providers.passage_child import PassageChildEmbedder, PassageChildError
 from app.providers.types import Embedder
+from app.services.container import Container
 from tests.fakes import FakeEmbedder
 
 PASSAGES = [
@@ -30,6 +31,7 @@ def _use_settings(data_dir: Path, child_process: bool) -> Settings:
         data_dir=data_dir,
         embedding_provider="use",
         embedding_child_process=child_process,
+        env="development",
     )
 
 
@@ -54,6 +56,25 @@ def test_passages_from_the_child_equal_the_in_process_vectors(
     assert use_in_child.embed_query("who approves holidays") == in_process.embed_query(
         "who approves holidays"
     )
+
+
+def test_a_process_that_runs_jobs_starts_its_child_at_start_up(tmp_path: Path) -> None:
+    # The API process with the threads job backend runs the ingestion jobs: its first upload
+    # must not wait for the child to load the model. The same settings with the child off
+    # start nothing.
+    container = Container(_use_settings(tmp_path / "on", True))
+    embedder = container.embedder
+    assert isinstance(embedder, PassageChildEmbedder)
+    embedder.close()  # the model is cached per process: an earlier test may have started it
+    assert embedder.child_pid is None
+
+    container.warm_up(serving=True)
+
+    assert embedder.child_pid is not None
+
+    off = Container(_use_settings(tmp_path / "off", False))
+    off.warm_up(serving=True)
+    assert not isinstance(off.embedder, PassageChildEmbedder)
 
 
 def test_a_killed_child_is_replaced_and_the_batch_still_embedded(
