@@ -95,6 +95,11 @@ def main() -> None:
         "--uploads", type=int, default=240, help="files uploaded (--api, --one-file-per-request)"
     )
     parser.add_argument("--concurrency", type=int, default=4, help="clients uploading at once")
+    parser.add_argument(
+        "--probe-search",
+        action="store_true",
+        help="--one-file-per-request: another tenant searches during the sync (its latency)",
+    )
     add_server_setting_option(parser, "RAG_INGEST_BATCH_WAIT_MS=0")
     args = parser.parse_args()
     if args.one_file_per_request:
@@ -104,6 +109,7 @@ def main() -> None:
             args.concurrency,
             args.rounds,
             server_settings_given(args.set),
+            args.probe_search,
         )
         return
     if args.api:

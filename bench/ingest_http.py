@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import process_cpu_s, table
+from bench.common import percentile, process_cpu_s, table
 from bench.ingest_common import (
     POLL_S,
     UPLOAD_HEADERS,
@@ -33,14 +33,65 @@ from tests.api.live_server import LiveServer
 
 PASSWORD = "bench password, long enough"
 TENANT = "bench-folder"
+NEIGHBOUR = "bench-neighbour"  # --probe-search: another tenant searching during the sync
+PROBE_PAUSE_S = 0.05
 
 
-async def _sync_folder(server: LiveServer, paths: list[Path], concurrency: int) -> dict[str, float]:
-    limits = httpx.Limits(max_connections=concurrency + 2)
+async def _login(client: httpx.AsyncClient, username: str) -> dict[str, str]:
+    form = {"username": username, "password": PASSWORD}
+    token = (await client.post("/auth/token", data=form)).json()["access_token"]
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def _wait_done(client: httpx.AsyncClient, headers: dict[str, str], job_id: str) -> None:
+    while True:
+        job = (await client.get(f"/jobs/{job_id}", headers=headers)).json()
+        if job["status"] == "failed":
+            raise AssertionError(job)
+        if job["status"] == "done":
+            return
+        await asyncio.sleep(POLL_S)
+
+
+async def _neighbour_ready(client: httpx.AsyncClient, document: Path) -> dict[str, str]:
+    """The neighbour's one document, indexed before the sync starts; its auth headers."""
+    headers = await _login(client, "neighbour-user")
+    files = {"file": (document.name, document.read_bytes(), "text/plain")}
+    response = await client.post("/documents", files=files, headers=headers)
+    assert response.status_code == 202, response.text
+    await _wait_done(client, headers, response.json()["job_id"])
+    return headers
+
+
+async def _probe_search(
+    client: httpx.AsyncClient, headers: dict[str, str], query: str, stop: asyncio.Event
+) -> list[float]:
+    """The neighbour's /search latencies (ms), one every PROBE_PAUSE_S, until `stop`."""
+    latencies = []
+    while not stop.is_set():
+        started = time.perf_counter()
+        response = await client.post("/search", json={"query": query}, headers=headers)
+        latencies.append(1000 * (time.perf_counter() - started))
+        assert response.status_code == 200 and response.json()["results"], response.text
+        await asyncio.sleep(PROBE_PAUSE_S)
+    return latencies
+
+
+async def _sync_folder(
+    server: LiveServer, paths: list[Path], concurrency: int, probe: Path | None = None
+) -> tuple[dict[str, float], list[float]]:
+    """Post `paths` one per request with `concurrency` clients and wait for every job; with
+    `probe`, the neighbour tenant (its one document `probe`) searches all the while: the phase
+    timings and the neighbour's /search latencies in ms."""
+    limits = httpx.Limits(max_connections=concurrency + 3)
     async with httpx.AsyncClient(base_url=server.url, timeout=300, limits=limits) as client:
-        form = {"username": "bench-user", "password": PASSWORD}
-        token = (await client.post("/auth/token", data=form)).json()["access_token"]
-        headers = {"Authorization": f"Bearer {token}"}
+        headers = await _login(client, "bench-user")
+        stop = asyncio.Event()
+        probing = None
+        if probe is not None:
+            neighbour = await _neighbour_ready(client, probe)
+            query = probe.read_text(encoding="utf-8")[:80]
+            probing = asyncio.create_task(_probe_search(client, neighbour, query, stop))
         todo = list(enumerate(paths))
         job_ids: list[str] = [""] * len(paths)
 
@@ -57,35 +108,38 @@ async def _sync_folder(server: LiveServer, paths: list[Path], concurrency: int) 
         started, cpu_started = time.perf_counter(), process_cpu_s(pid)
         await asyncio.gather(*(client_loop() for _ in range(concurrency)))
         uploaded = time.perf_counter()
-        waiting = list(job_ids)
-        while waiting:  # the last job first: when it is done, most others are too
-            job = (await client.get(f"/jobs/{waiting[-1]}", headers=headers)).json()
-            if job["status"] == "failed":
-                raise AssertionError(job)
-            if job["status"] == "done":
-                waiting.pop()
-            else:
-                await asyncio.sleep(POLL_S)
+        for job_id in reversed(job_ids):  # the last first: when it is done, most others are too
+            await _wait_done(client, headers, job_id)
         finished, cpu_finished = time.perf_counter(), process_cpu_s(pid)
+        stop.set()
+        probed = await probing if probing is not None else []
         stats = (await client.get("/stats", headers=headers)).json()
         assert stats["documents"] == len(paths), stats
         found = await client.post(
             "/search", json={"query": paths[0].read_text()[:80]}, headers=headers
         )
         assert found.status_code == 200 and found.json()["results"], found.text
-    return {
+    timings = {
         "uploads": uploaded - started,
         "total": finished - started,
         "cpu": cpu_finished - cpu_started,
         "chunks": stats["chunks"],
     }
+    return timings, probed
 
 
 def run_http_workload(
-    uploads: int, provider: str, concurrency: int, rounds: int, extra: dict[str, str]
+    uploads: int,
+    provider: str,
+    concurrency: int,
+    rounds: int,
+    extra: dict[str, str],
+    probe_search: bool = False,
 ) -> None:
-    """Print the one-file-per-request table (medians over `rounds`) and the ratio to the floor."""
+    """Print the one-file-per-request table (medians over `rounds`) and the ratio to the floor;
+    with `probe_search`, also a neighbour tenant's /search latency during the syncs."""
     runs: list[dict[str, float]] = []
+    probed: list[float] = []
     floors: list[float] = []
     floor_cpus: list[float] = []
     loads: list[float] = []
@@ -109,9 +163,16 @@ def run_http_workload(
                 },
             )
             server.create_user(TENANT, "bench-user", PASSWORD)
+            if probe_search:
+                server.create_user(NEIGHBOUR, "neighbour-user", PASSWORD)
             server.start()
             try:
-                runs.append(asyncio.run(_sync_folder(server, paths, concurrency)))
+                probe = (base / "neighbour.txt") if probe_search else None
+                if probe is not None:
+                    probe.write_text(paths[-1].read_text(encoding="utf-8"), encoding="utf-8")
+                timings, latencies = asyncio.run(_sync_folder(server, paths, concurrency, probe))
+                runs.append(timings)
+                probed += latencies
             finally:
                 server.stop()
             loads.append(os.getloadavg()[0])
@@ -138,3 +199,9 @@ def run_http_workload(
         f"ratio to one-batch embedding: {total / floor:.2f}x of the medians, "
         f"{statistics.median(ratios):.2f}x median of the rounds' own ratios (target <= 2x)"
     )
+    if probed:
+        print(
+            f"neighbour tenant's /search during the syncs: {len(probed)} searches, p50 "
+            f"{percentile(probed, 50):.0f} ms, p95 {percentile(probed, 95):.0f} ms, max "
+            f"{max(probed):.0f} ms"
+        )
