@@ -35,7 +35,6 @@ class MemoisedEmbedder:
         self._inner = inner
         self._memo: dict[str, npt.NDArray[np.float32]] = {}
         self._lock = Lock()
-        self.computed = 0
 
     @property
     def model_id(self) -> str:
@@ -53,7 +52,6 @@ class MemoisedEmbedder:
             with self._lock:
                 for text, vector in zip(missing, vectors, strict=True):
                     self._memo[text] = np.asarray(vector, dtype=np.float32)
-                self.computed += len(missing)
         with self._lock:
             return [self._memo[text].tolist() for text in texts]
 

@@ -84,8 +84,7 @@ class PassageChildEmbedder:
         """Start the child now (it loads the model while this process goes on) instead of at
         the first batch."""
         with self._lock:
-            if self._process is None or not self._process.is_alive():
-                self._start()
+            self._ensure_started()
 
     def embed_query(self, text: str) -> list[float]:
         """A question: embedded in this process (one text, faster than a round trip)."""
@@ -96,31 +95,33 @@ class PassageChildEmbedder:
         if not texts:
             return []
         with self._lock:
-            try:
-                reply = self._round_trip(texts)
-            except (EOFError, OSError, BrokenPipeError) as first:
-                exit_code = self._stop()
-                log.warning(
-                    "embedding child failed (%r, exit code %s); starting a new one",
-                    first,
-                    exit_code,
-                )
+            for attempt in (1, 2):
                 try:
                     reply = self._round_trip(texts)
-                except (EOFError, OSError, BrokenPipeError) as second:
+                    break
+                except (EOFError, OSError) as exc:  # the child died (BrokenPipeError included)
                     exit_code = self._stop()
-                    raise PassageChildError(
-                        f"embedding child failed twice (exit code {exit_code}): {second!r}"
-                    ) from second
+                    if attempt == 2:
+                        raise PassageChildError(
+                            f"embedding child failed twice (exit code {exit_code}): {exc!r}"
+                        ) from exc
+                    log.warning(
+                        "embedding child failed (%r, exit code %s); starting a new one",
+                        exc,
+                        exit_code,
+                    )
         status, payload = reply
         if status != "ok":
             raise PassageChildError(f"embedding child: {payload}")
         vectors: list[list[float]] = payload.tolist()
         return vectors
 
-    def _round_trip(self, texts: list[str]) -> tuple[str, Any]:
+    def _ensure_started(self) -> None:
         if self._process is None or not self._process.is_alive():
             self._start()
+
+    def _round_trip(self, texts: list[str]) -> tuple[str, Any]:
+        self._ensure_started()
         assert self._connection is not None
         self._connection.send(texts)
         reply: tuple[str, Any] = self._connection.recv()

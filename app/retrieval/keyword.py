@@ -158,10 +158,6 @@ class KeywordSnapshot:
         indptr = self.bm25.scores["indptr"]  # column-compressed: one column per token id
         return int(indptr[ids[0] + 1] - indptr[ids[0]])
 
-    def chunk_share(self, token: str) -> float:
-        """Share of the tenant's chunks that hold `token` (0 when none does or it is unknown)."""
-        return self.chunk_count(token) / len(self.chunk_ids) if self.chunk_ids else 0.0
-
 
 class KeywordIndex:
     """The keyword indexes of the tenants this process served most recently, one per tenant.
