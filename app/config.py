@@ -873,8 +873,9 @@ class Settings(BaseSettings):
         group="quotas",
         unit="ms",
         description="A worker woken by a new upload waits until no other upload has arrived for "
-        "this long (at most 4 times as long in all) before it claims, so small files sent one "
-        "per request in quick succession are indexed as one batch. 0 = claim at once. Only the "
+        "this long (at most 4 times as long in all), or until a full batch "
+        "(RAG_INGEST_BATCH_JOBS) has arrived, before it claims, so small files sent one per "
+        "request in quick succession are indexed as one batch. 0 = claim at once. Only the "
         "`threads` job backend waits (a Redis worker claims when its message arrives).",
         ge=0,
         le=10_000,
@@ -1021,7 +1022,7 @@ class Settings(BaseSettings):
         100,
         group="auth",
         unit="items",
-        description=f"Largest page a document or conversation listing returns (at most "
+        description=f"Largest page a document, job or conversation listing returns (at most "
         f"{PAGE_SIZE_CEILING}).",
         gt=0,
         le=PAGE_SIZE_CEILING,

@@ -23,6 +23,7 @@ from app.services.auth import Identity
 ROUTE_ROLES: dict[tuple[str, str], Role] = {
     # documents and ingestion
     ("POST", "/documents"): "member",
+    ("GET", "/jobs"): "member",
     ("GET", "/jobs/{job_id}"): "member",
     ("GET", "/documents"): "reader",
     ("GET", "/documents/{document_id}"): "reader",

@@ -59,6 +59,11 @@ class JobOut(BaseModel):
     updated_at: str
 
 
+class JobList(BaseModel):
+    data: list[JobOut]
+    count: int = Field(description="the tenant's jobs in the statuses asked, over all pages")
+
+
 class DocumentOut(BaseModel):
     document_id: str
     source: str

@@ -268,6 +268,24 @@ class JobStore:
             ).first()
             return _record(row) if row else None
 
+    def page(
+        self, tenant_id: str, statuses: Sequence[JobStatus], limit: int, offset: int = 0
+    ) -> tuple[list[JobRecord], int]:
+        """One page of the tenant's jobs in `statuses` (never reservations), newest first, and
+        how many the tenant has in them."""
+        shown = [status for status in statuses if status != "reserved"]
+        where = (JobRow.tenant_id == tenant_id, JobRow.status.in_(shown))
+        with self._db.session() as session:
+            rows = session.scalars(
+                select(JobRow)
+                .where(*where)
+                .order_by(JobRow.created_at.desc(), JobRow.job_id)
+                .limit(limit)
+                .offset(offset)
+            ).all()
+            total = session.scalar(select(func.count()).select_from(JobRow).where(*where))
+            return [_record(row) for row in rows], int(total or 0)
+
     def claim_next(self, max_running_per_tenant: int | None = None) -> JobRecord | None:
         """Move the fairest queued job to processing and return it; None when there is none.
 

@@ -6,7 +6,9 @@ cannot starve another, and runs it (with the `run_batch` it was given:
 `app.job_runners.runner.run_jobs` on the container's collaborators). While uploads keep arriving
 (a folder sent one file per request), an idle thread woken by one waits for a pause of
 RAG_INGEST_BATCH_WAIT_MS before it claims, so they become one batch instead of many batches of
-one; a thread that has just run a batch claims what arrived meanwhile at once. Jobs a crash left
+one, but no longer than until a full batch (RAG_INGEST_BATCH_JOBS) has arrived, so the embedder
+does not sit idle while a burst is already large enough; a thread that has just run a batch
+claims what arrived meanwhile at once. Jobs a crash left
 `processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
 """
 
@@ -40,7 +42,11 @@ class IngestWorkerPool:
         self._size = settings.worker_pool_size
         self._poll = poll_interval_s
         self._batch_wait_s = settings.ingest_batch_wait_ms / 1000
-        self._last_arrival = float("-inf")  # time.monotonic() of the last enqueue
+        self._full_batch = settings.ingest_batch_jobs
+        # Uploads so far and time.monotonic() of the last one; _gather waits on `_arrival`.
+        self._arrival = threading.Condition()
+        self._arrivals = 0
+        self._last_arrival = float("-inf")
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -58,13 +64,18 @@ class IngestWorkerPool:
 
     def enqueue(self, job: JobRecord) -> None:
         """Hand over a newly queued job: the threads poll the table, so just wake them."""
-        self._last_arrival = time.monotonic()
+        with self._arrival:
+            self._arrivals += 1
+            self._last_arrival = time.monotonic()
+            self._arrival.notify_all()
         self._wake.set()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Ask the threads to finish their current job and exit."""
         self._stop.set()
         self._wake.set()
+        with self._arrival:
+            self._arrival.notify_all()
         for thread in self._threads:
             thread.join(timeout_s)
         self._threads.clear()
@@ -72,6 +83,7 @@ class IngestWorkerPool:
     def _loop(self) -> None:
         settings = self._settings
         while not self._stop.is_set():
+            seen = self._arrivals  # what was queued before this claim, it takes (up to a batch)
             try:
                 batch = self._jobs.claim_batch(
                     settings.max_running_jobs_per_tenant,
@@ -88,18 +100,20 @@ class IngestWorkerPool:
                 self._wake.clear()
                 # Woken from idle by an upload: let the ones right behind it join its batch.
                 # (After a batch the jobs that arrived meanwhile are claimed at once.)
-                self._gather()
+                self._gather(seen)
                 continue
             self._run_batch(batch)
 
-    def _gather(self) -> None:
+    def _gather(self, seen: int) -> None:
         """While uploads are arriving, wait until none has come for the batch window (at most 4
-        windows in all), so that they are claimed together; at once when none came lately."""
+        windows in all) or a full batch has come since the empty claim (`seen` arrivals before
+        it), so that they are claimed together; at once when none came lately."""
         window = self._batch_wait_s
         deadline = time.monotonic() + 4 * window
-        while not self._stop.is_set():
-            now = time.monotonic()
-            quiet_at = self._last_arrival + window
-            if now >= quiet_at or now >= deadline:
-                return
-            self._stop.wait(min(quiet_at, deadline) - now)
+        with self._arrival:
+            while not self._stop.is_set() and self._arrivals - seen < self._full_batch:
+                now = time.monotonic()
+                quiet_at = self._last_arrival + window
+                if now >= quiet_at or now >= deadline:
+                    return
+                self._arrival.wait(min(quiet_at, deadline) - now)

@@ -8,7 +8,7 @@ import re
 import secrets
 import shutil
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,14 @@ from app.errors import (
     UnsupportedFileType,
 )
 from app.jobs.queue import JobQueue, enqueue
-from app.jobs.store import JobLimitReached, JobRecord, JobStore, StorageQuota, StoredUpload
+from app.jobs.store import (
+    JobLimitReached,
+    JobRecord,
+    JobStatus,
+    JobStore,
+    StorageQuota,
+    StoredUpload,
+)
 from app.services.audit import Actor, AuditLog
 from app.services.pages import KeptOriginals
 from app.services.pipeline import (
@@ -644,6 +651,22 @@ def delete_document(
     deps.cache.invalidate_tenant(tenant_id)
     deps.refresh_keywords(tenant_id)
     log.info("document deleted", extra={"document_id": document_id, "chunks": removed})
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of a tenant's jobs, newest first, and how many it has in the statuses asked."""
+
+    records: list[JobRecord]
+    total: int
+
+
+def list_jobs(
+    deps: UploadDeps, tenant_id: str, statuses: Sequence[JobStatus], limit: int, offset: int
+) -> JobPage:
+    """The tenant's jobs in `statuses` (uploads still being received are not jobs yet)."""
+    records, total = deps.jobs.page(tenant_id, statuses, limit, offset)
+    return JobPage(records, total)
 
 
 def get_job(deps: UploadDeps, tenant_id: str, job_id: str) -> JobRecord:

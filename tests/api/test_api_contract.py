@@ -19,6 +19,7 @@ CHAT = {"model": "rag", "messages": [{"role": "user", "content": "lamp at dusk"}
 # Every protected route with a request that would succeed for the owner (ids filled in later).
 PROTECTED = [
     ("POST", "/documents"),
+    ("GET", "/jobs"),
     ("GET", "/jobs/{job_id}"),
     ("GET", "/documents"),
     ("GET", "/documents/{document_id}"),

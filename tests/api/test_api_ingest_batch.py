@@ -115,12 +115,8 @@ class Crash(BaseException):
     """Stands in for the process dying mid-batch (not an error the worker may catch)."""
 
 
-def test_files_uploaded_one_per_request_are_gathered_into_one_batch(
-    api_factory: ApiFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Running workers this time: uploads arriving closer together than the batch window are
-    # claimed together (a folder synced file by file), and each job still ends on its own.
-    running = api_factory(ingest_batch_wait_ms=2000)
+def record_claims(running: ApiHarness, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the batches the running workers claim from now on (empty claims left out)."""
     jobs = running.container.jobs
     real_claim = jobs.claim_batch
     claimed: list[int] = []
@@ -132,6 +128,16 @@ def test_files_uploaded_one_per_request_are_gathered_into_one_batch(
         return batch
 
     monkeypatch.setattr(jobs, "claim_batch", recording_claim)
+    return claimed
+
+
+def test_files_uploaded_one_per_request_are_gathered_into_one_batch(
+    api_factory: ApiFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Running workers this time: uploads arriving closer together than the batch window are
+    # claimed together (a folder synced file by file), and each job still ends on its own.
+    running = api_factory(ingest_batch_wait_ms=2000)
+    claimed = record_claims(running, monkeypatch)
     user = running.add_user("folder")
     files = dict(FILES)
     files["broken.pdf"] = corrupt_pdf()
@@ -150,6 +156,20 @@ def test_files_uploaded_one_per_request_are_gathered_into_one_batch(
         hits = running.search(user, f"KESTREL{code}X")["results"]
         assert hits and hits[0]["source"] == name, (name, hits)
     assert running.uploads_left() == []
+
+
+def test_a_full_batch_is_claimed_without_waiting_out_the_window(
+    api_factory: ApiFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A burst already a batch long is indexed at once: with a 10 s window the first 3 uploads
+    # (a full batch) are claimed together as soon as the third arrives, not after the window.
+    running = api_factory(ingest_batch_wait_ms=10_000, ingest_batch_jobs=3)
+    claimed = record_claims(running, monkeypatch)
+    user = running.add_user("burst")
+    ids = upload_all(running, user, dict(list(FILES.items())[:3]))
+    for job_id in ids:
+        assert running.wait_for_job(user, job_id, timeout_s=8)["status"] == "done"
+    assert claimed == [3]
 
 
 def test_a_crash_mid_batch_loses_nothing_and_duplicates_nothing(

@@ -34,6 +34,7 @@ _fresh = itertools.count(1)
 # The status of each route's call when the caller may make it.
 SUCCESS: dict[tuple[str, str], int] = {
     ("POST", "/documents"): 202,
+    ("GET", "/jobs"): 200,
     ("GET", "/jobs/{job_id}"): 200,
     ("GET", "/documents"): 200,
     ("GET", "/documents/{document_id}"): 200,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
+from typing import Annotated, Literal, get_args
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.api.access import Authorized
@@ -15,7 +15,9 @@ from app.api.schemas import (
     DocumentList,
     DocumentOut,
     JobAccepted,
+    JobList,
     JobOut,
+    JobStatus,
     Progress,
     UploadAccepted,
 )
@@ -159,6 +161,25 @@ async def upload_document(
 def _release_all(deps: service.UploadDeps, tenant: str, reservations: list[str]) -> None:
     for reservation in reservations:
         service.release_upload(deps, tenant, reservation)
+
+
+@router.get("/jobs", response_model=JobList, responses=error_responses(422))
+def list_jobs(
+    container: ContainerDep,
+    principal: Principal,
+    status: Annotated[
+        list[JobStatus] | None,
+        Query(description="keep jobs in these statuses (repeat it); default: every status"),
+    ] = None,
+    limit: PageLimit = None,
+    offset: PageOffset = 0,
+) -> JobList:
+    """The tenant's ingestion jobs, newest first. `?status=queued&status=processing` is what is
+    still to index: a client syncing a folder polls that one listing until its `count` is 0."""
+    size = container.request_limits.page_size(limit)
+    statuses = status or list(get_args(JobStatus))
+    found = service.list_jobs(container.upload_deps, principal.tenant_id, statuses, size, offset)
+    return JobList(data=[_job_out(job) for job in found.records], count=found.total)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
