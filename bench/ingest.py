@@ -22,6 +22,7 @@ this process, while no server runs). Target: within 2x of that one-batch embeddi
     python -m bench.ingest [--docs 40] [--paragraphs 10] [--provider use]
     python -m bench.ingest --api [--uploads 240]
     python -m bench.ingest --one-file-per-request [--uploads 240] [--concurrency 4] [--set RAG_X=v]
+        [--files-per-request 10]     # the multi-file workload: several files in each request
 """
 
 from __future__ import annotations
@@ -100,6 +101,12 @@ def main() -> None:
         action="store_true",
         help="--one-file-per-request: another tenant searches during the sync (its latency)",
     )
+    parser.add_argument(
+        "--files-per-request",
+        type=int,
+        default=1,
+        help="--one-file-per-request: post this many files in each request instead (multi-file)",
+    )
     add_server_setting_option(parser, "RAG_INGEST_BATCH_WAIT_MS=0")
     args = parser.parse_args()
     if args.one_file_per_request:
@@ -110,6 +117,7 @@ def main() -> None:
             args.rounds,
             server_settings_given(args.set),
             args.probe_search,
+            args.files_per_request,
         )
         return
     if args.api:

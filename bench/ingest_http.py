@@ -3,7 +3,8 @@ per HTTP request, several requests at once, against embedding the same texts in 
 
 Each round starts `python -m app.serve` (uvicorn, one process, the threads job backend with its
 default pool, real Chroma and embedder) on a fresh data directory, creates a user with the CLI,
-logs in, and posts the files with `concurrency` clients, each file in its own request, then
+logs in, and posts the files with `concurrency` clients, each file in its own request (or
+`per_request` files in one request: the multi-file workload), then
 polls the tenant's job listing (`GET /jobs?status=queued&status=processing`) until nothing is
 left to index. Two clocks run from the first upload: until the last job's record says `done`
 (its `updated_at`, the server's clock on this machine: when ingestion finished) and until the
@@ -103,9 +104,13 @@ async def _probe_search(
 
 
 async def _sync_folder(
-    server: LiveServer, paths: list[Path], concurrency: int, probe: Path | None = None
+    server: LiveServer,
+    paths: list[Path],
+    concurrency: int,
+    probe: Path | None = None,
+    per_request: int = 1,
 ) -> tuple[dict[str, float], list[float]]:
-    """Post `paths` one per request with `concurrency` clients and wait for every job; with
+    """Post `paths` `per_request` at a time with `concurrency` clients and wait for every job; with
     `probe`, the neighbour tenant (its one document `probe`) searches all the while: the phase
     timings and the neighbour's /search latencies in ms."""
     limits = httpx.Limits(max_connections=concurrency + 3)
@@ -122,8 +127,8 @@ async def _sync_folder(
 
         async def client_loop() -> None:
             while todo:
-                path = todo.pop(0)
-                files = {"file": (path.name, path.read_bytes(), "text/plain")}
+                group, todo[:per_request] = todo[:per_request], []
+                files = [("file", (p.name, p.read_bytes(), "text/plain")) for p in group]
                 response = await client.post("/documents", files=files, headers=headers)
                 assert response.status_code == 202, response.text
             posted.append(time.perf_counter())
@@ -161,9 +166,11 @@ def run_http_workload(
     rounds: int,
     extra: dict[str, str],
     probe_search: bool = False,
+    per_request: int = 1,
 ) -> None:
-    """Print the one-file-per-request table (medians over `rounds`) and the ratio to the floor;
-    with `probe_search`, also a neighbour tenant's /search latency during the syncs."""
+    """Print the one-file-per-request table (`per_request` files in each request instead, if
+    given; medians over `rounds`) and the ratio to the floor; with `probe_search`, also a
+    neighbour tenant's /search latency during the syncs."""
     runs: list[dict[str, float]] = []
     probed: list[float] = []
     floors: list[float] = []
@@ -196,7 +203,9 @@ def run_http_workload(
                 probe = (base / "neighbour.txt") if probe_search else None
                 if probe is not None:
                     probe.write_text(paths[-1].read_text(encoding="utf-8"), encoding="utf-8")
-                timings, latencies = asyncio.run(_sync_folder(server, paths, concurrency, probe))
+                timings, latencies = asyncio.run(
+                    _sync_folder(server, paths, concurrency, probe, per_request)
+                )
                 runs.append(timings)
                 probed += latencies
             finally:
@@ -205,14 +214,15 @@ def run_http_workload(
     total = statistics.median(r["total"] for r in runs)
     floor = statistics.median(floors)
     floor_cpu = statistics.median(floor_cpus)
+    workload = "one file per request" if per_request == 1 else f"{per_request} files per request"
     print(
-        f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), one file per request, "
+        f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), {workload}, "
         f"{concurrency} at once, live server; embedder {provider}; settings beyond the defaults: "
         f"{extra or 'none'}; median of {rounds} round(s); load average (1 min) "
         f"{min(loads):.1f}-{max(loads):.1f}"
     )
     rows = [
-        upload_row("one file per request", runs, uploads, floor, floor_cpu),
+        upload_row(workload, runs, uploads, floor, floor_cpu),
         ["one-batch embedding (floor)", "-", floor, floor_cpu, uploads / floor, "1x", "1x"],
     ]
     print(table(UPLOAD_HEADERS, rows))
