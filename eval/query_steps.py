@@ -396,7 +396,9 @@ def main() -> None:
         )
         container = Container(settings)
         cases = load_cases(container, args.limit, args.seed)
-        rankers: dict[str, Ranker] = {"default hybrid": default_ids}
+        # The baseline of this run's sample, under its own name: runs on other samples keep theirs.
+        sample = "" if args.limit is None else f" ({args.limit} per split, seed {args.seed})"
+        rankers: dict[str, Ranker] = {f"default hybrid{sample}": default_ids}
         if "fusion" in args.steps:
             rankers |= fusion_steps(container)
         if "prf" in args.steps:
