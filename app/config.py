@@ -16,7 +16,7 @@ from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import ConfigurationError
-from app.limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING
+from app.limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING, RequestLimits
 
 ENV_PREFIX = "RAG_"
 # The service's version (the API's OpenAPI version and rag_build_info{version}).
@@ -1217,6 +1217,16 @@ class Settings(BaseSettings):
                 f"{ENV_PREFIX}VECTOR_BACKEND=chroma-http"
             )
         return self
+
+    @property
+    def request_limits(self) -> RequestLimits:
+        """The configured caps of search, question and listing requests."""
+        return RequestLimits(
+            max_question_chars=self.max_question_chars,
+            max_k=self.max_k,
+            default_k=self.top_k,
+            max_page_size=self.max_page_size,
+        )
 
     def section_paths_in(self, arm: Literal["keyword", "dense"]) -> bool:
         """Whether this retrieval arm indexes chunks with their section path."""

@@ -7,24 +7,20 @@ Two layers, both defined here so they cannot disagree:
   above them (so a cap the models would never let through cannot be configured). The chat
   endpoint's per-message caps are ceilings only.
 - `RequestLimits`: the configured caps (`RAG_MAX_QUESTION_CHARS`, `RAG_MAX_K`,
-  `RAG_MAX_PAGE_SIZE`, for document and conversation listings). The services enforce them
+  `RAG_MAX_PAGE_SIZE`, for document, job and conversation listings). The services enforce them
   with these checks, and /openapi.json documents these same values (`app.api.openapi`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from app.errors import InvalidInput
-
-if TYPE_CHECKING:
-    from app.config import Settings
 
 QUESTION_CHARS_CEILING = 20_000
 K_CEILING = 1000
 PAGE_SIZE_CEILING = 1000
-# A document or conversation listing's page size when the client names none (a smaller
+# A document, job or conversation listing's page size when the client names none (a smaller
 # configured cap wins).
 DEFAULT_PAGE_SIZE = 50
 # /v1/chat/completions: fixed caps on a request's messages (the body as a whole is capped by
@@ -42,16 +38,6 @@ class RequestLimits:
     max_k: int
     default_k: int
     max_page_size: int
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> RequestLimits:
-        """The caps of a Settings object."""
-        return cls(
-            max_question_chars=settings.max_question_chars,
-            max_k=settings.max_k,
-            default_k=settings.top_k,
-            max_page_size=settings.max_page_size,
-        )
 
     def question(self, text: str) -> str:
         """The question stripped; InvalidInput when blank or over the length cap.

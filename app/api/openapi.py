@@ -54,7 +54,7 @@ def install_openapi_limits(app: FastAPI, settings: Callable[[], Settings]) -> No
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = apply_limits(build(), RequestLimits.from_settings(settings()))
+            app.openapi_schema = apply_limits(build(), settings().request_limits)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

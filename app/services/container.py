@@ -138,7 +138,7 @@ class Container:
     @cached_property
     def request_limits(self) -> RequestLimits:
         """The configured input caps every service checks and /openapi.json documents."""
-        return RequestLimits.from_settings(self.settings)
+        return self.settings.request_limits
 
     @cached_property
     def answer_deps(self) -> AnswerDeps:
