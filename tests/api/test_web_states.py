@@ -1,7 +1,8 @@
 """What the web app shows in each state, as a person sees it in Chromium: before sign-in only
 the title and the form; signed in, no form; signed out, reloaded, or after any 401 (a tampered,
 expired or vanished token), the form again and nothing that needs a token. File names with
-markup are shown as text everywhere and never run."""
+markup are shown as text everywhere and never run. A folder of files shows each file's progress
+to the end while the page asks the server a few questions per round, not one per file."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ new MutationObserver(() => {
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server = LiveServer(tmp_path_factory.mktemp("web-states") / "data")
-    for tenant, username in (("states-a", "alice"), ("states-b", "bruno")):
+    for tenant, username in (("states-a", "alice"), ("states-b", "bruno"), ("states-c", "carla")):
         server.create_user(tenant, username, PASSWORD)
     server.start()
     yield server
@@ -334,3 +335,39 @@ def test_markup_in_file_names_is_shown_as_text_and_never_runs(live: LiveServer, 
     page.evaluate(as_html, "<img src=x onerror=alert(9)>")
     page.wait_for_function("window.cspViolations.length > 0")
     assert dialogs == []  # the page's CSP refused the handler
+
+
+FOLDER = 12
+
+
+def test_a_folder_of_files_is_watched_through_one_listing_not_a_poll_per_file(
+    live: LiveServer, page: Any
+) -> None:
+    _sign_in(page, live, "carla")
+    calls = _api_requests(page)
+    page.get_by_label("Choose files").set_input_files(
+        files=[
+            {
+                "name": f"valve-{n:02d}.txt",
+                "mimeType": "text/plain",
+                "buffer": text_document(f"Valve {n} of the KESTREL is greased every {n} days."),
+            }
+            for n in range(FOLDER)
+        ]
+    )
+    uploads = page.get_by_role("list", name="Uploads in progress").get_by_role("listitem")
+    expect(uploads).to_have_count(FOLDER)
+    for row in uploads.all():
+        expect(row).to_contain_text("Done: 1 page, 1 chunk", timeout=JOB_TIMEOUT_MS)
+    expect(page.locator("#documents-body tr")).to_have_count(FOLDER)
+
+    paths = [call.split(" ", 1)[1].removeprefix(live.url) for call in calls]
+    listings = [path for path in paths if path.startswith("/jobs?")]
+    one_by_one = [path for path in paths if path.startswith("/jobs/")]
+    # Progress comes from the listing of jobs still to index; a job is fetched on its own
+    # once, when it has left that listing, for its outcome (before: every file polled itself).
+    assert listings and all("status=queued&status=processing" in path for path in listings)
+    assert len(one_by_one) == len(set(one_by_one)) <= FOLDER, one_by_one
+    # The documents list is refreshed as files are accepted and end, but refreshes asked for
+    # at the same time share one request.
+    assert paths.count("/documents?limit=100") < 2 * FOLDER

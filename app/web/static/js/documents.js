@@ -85,24 +85,73 @@ async function postFile(file, ui) {
   }
 }
 
-async function watchJob(jobId, ui) {
-  const seen = { ocr: false };
-  // The row leaves the page on sign-out: stop polling for a session that has ended.
-  while (ui.row.isConnected) {
-    const job = await json(`/jobs/${encodeURIComponent(jobId)}`);
-    ui.show(jobFraction(job, seen), jobText(job));
-    if (job.status === "done") {
-      const size = `${counted(job.pages, "page")}, ${counted(job.chunks_indexed, "chunk")}`;
-      // Pages OCR could not read are named, so the user knows what is missing.
-      const warnings = (job.warnings || []).join("; ");
-      ui.finish("done", warnings ? `Done: ${size}. ${warnings}` : `Done: ${size}`);
-      return;
+// Every upload's job is watched by one loop: each round lists the tenant's jobs still to index
+// (a page or a few, whatever the number of files) and fetches a watched job on its own only
+// once it has left that listing, for its outcome. A folder of files is then a request or two per
+// round, not one per file.
+const watched = new Map(); // job id -> { ui, seen, resolve, reject }
+let watching = false;
+
+function watchJob(jobId, ui) {
+  return new Promise((resolve, reject) => {
+    watched.set(jobId, { ui, seen: { ocr: false }, resolve, reject });
+    if (!watching) watchAll();
+  });
+}
+
+async function jobsToIndex() {
+  const found = new Map();
+  for (let offset = 0; ;) {
+    const page = await json(`/jobs?status=queued&status=processing&offset=${offset}`);
+    for (const job of page.data) found.set(job.job_id, job);
+    offset += page.data.length;
+    if (!page.data.length || offset >= page.count) return found;
+  }
+}
+
+// Shows a job's state on its row; true once it has ended.
+function showJob(job, watch) {
+  const { ui, seen } = watch;
+  if (job.status === "done") {
+    const size = `${counted(job.pages, "page")}, ${counted(job.chunks_indexed, "chunk")}`;
+    // Pages OCR could not read are named, so the user knows what is missing.
+    const warnings = (job.warnings || []).join("; ");
+    ui.finish("done", warnings ? `Done: ${size}. ${warnings}` : `Done: ${size}`);
+    return true;
+  }
+  if (job.status === "failed") {
+    ui.finish("failed", `Indexing failed: ${job.error || "unknown error"}`);
+    return true;
+  }
+  ui.show(jobFraction(job, seen), jobText(job));
+  return false;
+}
+
+function settle(jobId, error) {
+  const watch = watched.get(jobId);
+  watched.delete(jobId);
+  if (error) watch.reject(error);
+  else watch.resolve();
+}
+
+async function watchAll() {
+  watching = true;
+  try {
+    while (watched.size) {
+      // A row leaves the page on sign-out: stop polling for a session that has ended.
+      for (const [jobId, watch] of watched) if (!watch.ui.row.isConnected) settle(jobId);
+      if (!watched.size) break;
+      const pending = await jobsToIndex();
+      for (const jobId of [...watched.keys()]) {
+        const job = pending.get(jobId) || await json(`/jobs/${encodeURIComponent(jobId)}`);
+        if (watched.has(jobId) && showJob(job, watched.get(jobId))) settle(jobId);
+      }
+      if (watched.size) await sleep(POLL_MS);
     }
-    if (job.status === "failed") {
-      ui.finish("failed", `Indexing failed: ${job.error || "unknown error"}`);
-      return;
-    }
-    await sleep(POLL_MS);
+  } catch (error) {
+    for (const jobId of [...watched.keys()]) settle(jobId, error);
+  } finally {
+    watching = false;
   }
 }
 
@@ -187,11 +236,30 @@ async function deleteDocument(doc) {
   await refreshList();
 }
 
-export async function refreshList() {
+// Many uploads ask for the list at once: one request runs at a time, and callers that asked
+// meanwhile share one more after it.
+let listing = null;
+let listAgain = false;
+
+export function refreshList() {
+  if (listing) {
+    listAgain = true;
+    return listing;
+  }
+  listing = (async () => {
+    do {
+      listAgain = false;
+      await loadList();
+    } while (listAgain);
+  })().finally(() => { listing = null; });
+  return listing;
+}
+
+async function loadList() {
   const status = $("documents-status");
   try {
-    const listing = await json("/documents?limit=100");
-    shownDocuments = listing.data;
+    const page = await json("/documents?limit=100");
+    shownDocuments = page.data;
     drawDocuments();
   } catch (error) {
     status.textContent = describeError(error, "Loading the documents");
