@@ -213,10 +213,9 @@ def build_second_embedder(settings: Settings) -> Embedder | None:
 @lru_cache(maxsize=8)
 def _cached_embedder(key: EmbedderKey) -> Embedder:
     build = _REGISTRY.builder(key.provider)
-    local = build(key)
     if key.child_process and key.provider in PASSAGE_CHILD_PROVIDERS:
-        return PassageChildEmbedder(local, build, key)
-    return local
+        return PassageChildEmbedder(build, key)  # loads the model in this process when asked
+    return build(key)
 
 
 def _require_model(key: EmbedderKey) -> str:

@@ -477,14 +477,14 @@ class Container:
         """
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         _ = self.database, self.documents, self.jobs, self.cache
-        self.embedder.embed_query("warm up")
         if not serving or self.settings.job_backend == "threads":
             start_child = getattr(self.embedder, "start_child", None)  # local models only
             if callable(start_child):
-                start_child()
+                start_child()  # it loads its model while this process loads its own
+        _warm_up(self.embedder, serving)
         _ = self.corpus, self.retriever
         if self.second_arm is not None:  # built with the corpus, after the first index
-            self.second_arm.embedder.embed_query("warm up")
+            _warm_up(self.second_arm.embedder, serving)
         if serving:
             _ = self.token_codec, self.rate_limiter, self.login_guard, self.authenticator
             self.audit_log.prune_now_and_then()
@@ -499,3 +499,13 @@ class Container:
             lane = self.__dict__.get(name)
             if lane is not None:
                 lane.shutdown()
+
+
+def _warm_up(embedder: Embedder, serving: bool) -> None:
+    """Load the embedding model now. An API process embeds questions itself; a worker embeds
+    none, so it only asks the dimension (from its embedding child, for the local models, so
+    it does not hold the model twice)."""
+    if serving:
+        embedder.embed_query("warm up")
+    else:
+        _ = embedder.dimension

@@ -1,6 +1,7 @@
 """Passages embedded in a child process (RAG_EMBEDDING_CHILD_PROCESS): the same vectors as in
 process, the question stays in process, a child that dies is replaced, a failing model is
-reported; with the setting off the model runs in process. Real `use` model, real child."""
+reported; a worker holds the model only in its child; with the setting off the model runs in
+process. Real `use` model, real child."""
 
 from __future__ import annotations
 
@@ -77,6 +78,32 @@ def test_a_process_that_runs_jobs_starts_its_child_at_start_up(tmp_path: Path) -
     assert not isinstance(off.embedder, PassageChildEmbedder)
 
 
+def test_a_worker_holds_the_model_only_in_its_child(tmp_path: Path) -> None:
+    # A worker embeds passages, never questions: its model identity and dimension come from
+    # the child, and the model is not loaded a second time in the worker itself.
+    settings = _use_settings(tmp_path / "worker", True).model_copy(update={"embedding_threads": 3})
+    worker = Container(settings)  # another embedding key: not the model cached by other tests
+    embedder = worker.embedder
+    assert isinstance(embedder, PassageChildEmbedder)
+    try:
+        worker.warm_up(serving=False)
+        in_process = build_embedder(_use_settings(tmp_path / "api", False))
+
+        assert embedder.child_pid is not None and not embedder.local_model_loaded
+        assert (embedder.model_id, embedder.dimension) == (
+            in_process.model_id,
+            in_process.dimension,
+        )
+        vectors = embedder.embed_documents(PASSAGES)
+        np.testing.assert_allclose(vectors, in_process.embed_documents(PASSAGES), atol=1e-6)
+        assert not embedder.local_model_loaded
+        # A question (the API's work) loads it here after all.
+        embedder.embed_query("who approves holidays")
+        assert embedder.local_model_loaded
+    finally:
+        embedder.close()
+
+
 def test_a_killed_child_is_replaced_and_the_batch_still_embedded(
     use_in_child: PassageChildEmbedder,
 ) -> None:
@@ -92,7 +119,7 @@ def test_a_killed_child_is_replaced_and_the_batch_still_embedded(
 
 
 def test_an_empty_batch_starts_no_child() -> None:
-    embedder = PassageChildEmbedder(FakeEmbedder(), _fake_model, "unused")
+    embedder = PassageChildEmbedder(_fake_model, "unused")
 
     assert embedder.embed_documents([]) == []
     assert embedder.child_pid is None
@@ -112,7 +139,7 @@ def _broken_model(key: object) -> Embedder:
 
 
 def test_a_model_error_in_the_child_reaches_the_caller_and_the_child_lives_on() -> None:
-    embedder = PassageChildEmbedder(FakeEmbedder(), _broken_model, "unused")
+    embedder = PassageChildEmbedder(_broken_model, "unused")
     try:
         with pytest.raises(PassageChildError, match="ValueError: cannot embed 2 passages"):
             embedder.embed_documents(["one", "two"])
@@ -126,7 +153,7 @@ def test_a_model_error_in_the_child_reaches_the_caller_and_the_child_lives_on() 
 
 
 def test_a_child_that_cannot_start_its_model_is_reported_after_one_retry() -> None:
-    embedder = PassageChildEmbedder(FakeEmbedder(), _model_that_cannot_load, "unused")
+    embedder = PassageChildEmbedder(_model_that_cannot_load, "unused")
 
     with pytest.raises(PassageChildError, match="failed twice"):
         embedder.embed_documents(["one"])
