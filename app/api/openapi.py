@@ -38,10 +38,10 @@ def apply_limits(schema: dict[str, Any], limits: RequestLimits) -> dict[str, Any
         if name in models:
             _set_text_limit(models[name], field, limits.max_question_chars)
             _set_k_limit(models[name], limits.max_k)
-    for listed in ("/documents", "/conversations", "/users", "/audit"):
-        listing = schema.get("paths", {}).get(listed, {}).get("get", {})
-        for parameter in listing.get("parameters", []):
-            if parameter.get("name") == "limit":
+    # Every listing's `limit` query parameter is a page size (`PageLimit`).
+    for item in schema.get("paths", {}).values():
+        for parameter in item.get("get", {}).get("parameters", []):
+            if parameter.get("name") == "limit" and parameter.get("in") == "query":
                 for option in parameter["schema"].get("anyOf", [parameter["schema"]]):
                     if option.get("type") == "integer":
                         option["maximum"] = limits.max_page_size

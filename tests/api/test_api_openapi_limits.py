@@ -22,7 +22,7 @@ TEXT_FIELDS = (
     ("/query", "QueryIn", "question"),
     ("/conversations/{conversation_id}/messages", "MessageIn", "content"),
 )
-LISTINGS = ("/documents", "/conversations", "/users", "/audit")  # the user is its admin
+LISTINGS = ("/documents", "/jobs", "/conversations", "/users", "/audit")  # the user is its admin
 
 
 def _documented(api: ApiHarness) -> dict[str, Any]:

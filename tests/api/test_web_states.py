@@ -368,6 +368,7 @@ def test_a_folder_of_files_is_watched_through_one_listing_not_a_poll_per_file(
     # once, when it has left that listing, for its outcome (before: every file polled itself).
     assert listings and all("status=queued&status=processing" in path for path in listings)
     assert len(one_by_one) == len(set(one_by_one)) <= FOLDER, one_by_one
-    # The documents list is refreshed as files are accepted and end, but refreshes asked for
-    # at the same time share one request.
-    assert paths.count("/documents?limit=100") < 2 * FOLDER
+    # The documents list is redrawn at most once per round of the watching loop (and once
+    # after its last), not once per file accepted and once per file ended; the sign-in's own
+    # load may be recorded too.
+    assert paths.count("/documents?limit=100") <= len(listings) + 2

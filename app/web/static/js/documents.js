@@ -91,6 +91,15 @@ async function postFile(file, ui) {
 // round, not one per file.
 const watched = new Map(); // job id -> { ui, seen, resolve, reject }
 let watching = false;
+// A document was added or a job ended since the list was drawn: the loop redraws it once per
+// round, however many files changed in it.
+let listStale = false;
+
+async function refreshIfStale() {
+  if (!listStale || !sessionToken()) return; // nothing new, or the session has ended
+  listStale = false;
+  await refreshList();
+}
 
 function watchJob(jobId, ui) {
   return new Promise((resolve, reject) => {
@@ -141,13 +150,18 @@ async function watchAll() {
       // A row leaves the page on sign-out: stop polling for a session that has ended.
       for (const [jobId, watch] of watched) if (!watch.ui.row.isConnected) settle(jobId);
       if (!watched.size) break;
+      await refreshIfStale();
       const pending = await jobsToIndex();
       for (const jobId of [...watched.keys()]) {
         const job = pending.get(jobId) || await json(`/jobs/${encodeURIComponent(jobId)}`);
-        if (watched.has(jobId) && showJob(job, watched.get(jobId))) settle(jobId);
+        if (watched.has(jobId) && showJob(job, watched.get(jobId))) {
+          listStale = true;
+          settle(jobId);
+        }
       }
       if (watched.size) await sleep(POLL_MS);
     }
+    await refreshIfStale();
   } catch (error) {
     for (const jobId of [...watched.keys()]) settle(jobId, error);
   } finally {
@@ -160,7 +174,7 @@ async function uploadOne(file) {
   try {
     const accepted = await postFile(file, ui);
     ui.show(0, "Queued");
-    await refreshList();
+    listStale = true; // the watching loop shows the new document in the list
     await watchJob(accepted.job_id, ui);
   } catch (error) {
     // A server may refuse an oversize body before reading it and close the connection: the
@@ -170,7 +184,6 @@ async function uploadOne(file) {
       "(the file may be too large for the server, or the server is unreachable)";
     ui.finish("failed", message);
   }
-  if (ui.row.isConnected) await refreshList(); // not after the session ended
 }
 
 export async function uploadFiles(files) {
@@ -236,8 +249,8 @@ async function deleteDocument(doc) {
   await refreshList();
 }
 
-// Many uploads ask for the list at once: one request runs at a time, and callers that asked
-// meanwhile share one more after it.
+// Several callers may ask for the list at once (the upload loop, a deletion, opening the
+// view): one request runs at a time, and callers that asked meanwhile share one more after it.
 let listing = null;
 let listAgain = false;
 
