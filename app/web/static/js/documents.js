@@ -136,6 +136,24 @@ function showJob(job, watch) {
   return false;
 }
 
+async function watchRounds() {
+  while (watched.size) {
+    // A row leaves the page on sign-out: stop polling for a session that has ended.
+    for (const [jobId, watch] of watched) if (!watch.ui.row.isConnected) settle(jobId);
+    if (!watched.size) return;
+    await refreshIfStale();
+    const pending = await jobsToIndex();
+    for (const jobId of [...watched.keys()]) {
+      const job = pending.get(jobId) || await json(`/jobs/${encodeURIComponent(jobId)}`);
+      if (watched.has(jobId) && showJob(job, watched.get(jobId))) {
+        listStale = true;
+        settle(jobId);
+      }
+    }
+    if (watched.size) await sleep(POLL_MS);
+  }
+}
+
 function settle(jobId, error) {
   const watch = watched.get(jobId);
   watched.delete(jobId);
@@ -146,22 +164,10 @@ function settle(jobId, error) {
 async function watchAll() {
   watching = true;
   try {
-    while (watched.size) {
-      // A row leaves the page on sign-out: stop polling for a session that has ended.
-      for (const [jobId, watch] of watched) if (!watch.ui.row.isConnected) settle(jobId);
-      if (!watched.size) break;
-      await refreshIfStale();
-      const pending = await jobsToIndex();
-      for (const jobId of [...watched.keys()]) {
-        const job = pending.get(jobId) || await json(`/jobs/${encodeURIComponent(jobId)}`);
-        if (watched.has(jobId) && showJob(job, watched.get(jobId))) {
-          listStale = true;
-          settle(jobId);
-        }
-      }
-      if (watched.size) await sleep(POLL_MS);
-    }
-    await refreshIfStale();
+    do {
+      await watchRounds();
+      await refreshIfStale(); // a file accepted while this ran is watched in another round
+    } while (watched.size);
   } catch (error) {
     for (const jobId of [...watched.keys()]) settle(jobId, error);
   } finally {
