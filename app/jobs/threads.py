@@ -43,11 +43,10 @@ class IngestWorkerPool:
         self._poll = poll_interval_s
         self._batch_wait_s = settings.ingest_batch_wait_ms / 1000
         self._full_batch = settings.ingest_batch_jobs
-        # Uploads so far and time.monotonic() of the last one; _gather waits on `_arrival`.
+        # Uploads so far and time.monotonic() of the last one; idle threads wait on `_arrival`.
         self._arrival = threading.Condition()
         self._arrivals = 0
         self._last_arrival = float("-inf")
-        self._wake = threading.Event()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -68,12 +67,10 @@ class IngestWorkerPool:
             self._arrivals += 1
             self._last_arrival = time.monotonic()
             self._arrival.notify_all()
-        self._wake.set()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Ask the threads to finish their current job and exit."""
         self._stop.set()
-        self._wake.set()
         with self._arrival:
             self._arrival.notify_all()
         for thread in self._threads:
@@ -96,13 +93,21 @@ class IngestWorkerPool:
             else:
                 metrics.worker_heartbeat(time.time())  # reached the job table
             if not batch:
-                self._wake.wait(self._poll)
-                self._wake.clear()
-                # Woken from idle by an upload: let the ones right behind it join its batch.
-                # (After a batch the jobs that arrived meanwhile are claimed at once.)
+                # Idle until an upload arrives (or the poll interval passes), then let the ones
+                # right behind it join its batch. (After a batch the jobs that arrived meanwhile
+                # are claimed at once.)
+                self._idle(seen)
                 self._gather(seen)
                 continue
             self._run_batch(batch)
+
+    def _idle(self, seen: int) -> None:
+        """Wait until an upload has arrived since `seen` arrivals, the pool stops, or the poll
+        interval has passed."""
+        with self._arrival:
+            self._arrival.wait_for(
+                lambda: self._arrivals != seen or self._stop.is_set(), self._poll
+            )
 
     def _gather(self, seen: int) -> None:
         """While uploads are arriving, wait until none has come for the batch window (at most 4
