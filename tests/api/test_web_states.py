@@ -360,6 +360,7 @@ def test_a_folder_of_files_is_watched_through_one_listing_not_a_poll_per_file(
     for row in uploads.all():
         expect(row).to_contain_text("Done: 1 page, 1 chunk", timeout=JOB_TIMEOUT_MS)
     expect(page.locator("#documents-body tr")).to_have_count(FOLDER)
+    screenshot(page, "17-folder-uploaded.png")
 
     paths = [call.split(" ", 1)[1].removeprefix(live.url) for call in calls]
     listings = [path for path in paths if path.startswith("/jobs?")]

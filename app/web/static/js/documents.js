@@ -255,30 +255,11 @@ async function deleteDocument(doc) {
   await refreshList();
 }
 
-// Several callers may ask for the list at once (the upload loop, a deletion, opening the
-// view): one request runs at a time, and callers that asked meanwhile share one more after it.
-let listing = null;
-let listAgain = false;
-
-export function refreshList() {
-  if (listing) {
-    listAgain = true;
-    return listing;
-  }
-  listing = (async () => {
-    do {
-      listAgain = false;
-      await loadList();
-    } while (listAgain);
-  })().finally(() => { listing = null; });
-  return listing;
-}
-
-async function loadList() {
+export async function refreshList() {
   const status = $("documents-status");
   try {
-    const page = await json("/documents?limit=100");
-    shownDocuments = page.data;
+    const listing = await json("/documents?limit=100");
+    shownDocuments = listing.data;
     drawDocuments();
   } catch (error) {
     status.textContent = describeError(error, "Loading the documents");
