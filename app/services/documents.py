@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from app.domain import document_id as make_document_id
 from app.errors import (
@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from app.storage.cache import AnswerCache
 
 log = logging.getLogger(__name__)
+
+Listed = TypeVar("Listed")  # what a listing holds: DocumentRecord or JobRecord
 
 _UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
 MAX_SOURCE_CHARS = 200
@@ -608,16 +610,19 @@ def ingest_local_file(
 
 
 @dataclass(frozen=True)
-class DocumentPage:
-    """One page of a tenant's documents, newest first, and how many the tenant has."""
+class ListedPage(Generic[Listed]):
+    """One page of a tenant's documents or jobs, newest first, and how many it has in all (of
+    the statuses asked, for jobs)."""
 
-    records: list[DocumentRecord]
+    records: list[Listed]
     total: int
 
 
-def list_documents(deps: DocumentDeps, tenant_id: str, limit: int, offset: int) -> DocumentPage:
+def list_documents(
+    deps: DocumentDeps, tenant_id: str, limit: int, offset: int
+) -> ListedPage[DocumentRecord]:
     """One page of the tenant's documents and the total count."""
-    return DocumentPage(
+    return ListedPage(
         deps.documents.list(tenant_id, limit, offset), deps.documents.count(tenant_id)
     )
 
@@ -653,20 +658,12 @@ def delete_document(
     log.info("document deleted", extra={"document_id": document_id, "chunks": removed})
 
 
-@dataclass(frozen=True)
-class JobPage:
-    """One page of a tenant's jobs, newest first, and how many it has in the statuses asked."""
-
-    records: list[JobRecord]
-    total: int
-
-
 def list_jobs(
     deps: UploadDeps, tenant_id: str, statuses: Sequence[JobStatus], limit: int, offset: int
-) -> JobPage:
+) -> ListedPage[JobRecord]:
     """The tenant's jobs in `statuses` (uploads still being received are not jobs yet)."""
     records, total = deps.jobs.page(tenant_id, statuses, limit, offset)
-    return JobPage(records, total)
+    return ListedPage(records, total)
 
 
 def get_job(deps: UploadDeps, tenant_id: str, job_id: str) -> JobRecord:
