@@ -15,10 +15,10 @@ from pathlib import Path
 from sqlalchemy.exc import OperationalError
 
 from app.config import get_settings
+from app.container import Container
 from app.domain import ROLES
 from app.errors import RagError
 from app.retrieval.grouping import GROUPINGS
-from app.services.container import Container
 from app.services.pipeline import ProgressCallback
 
 

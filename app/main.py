@@ -34,8 +34,8 @@ from app.api.routes import (
 from app.api.routes.web import install_web
 from app.api.security_headers import NoSniff
 from app.config import SERVICE_VERSION, Settings, get_settings
+from app.container import Container
 from app.observability import configure_logging, configure_tracing, request_id_var
-from app.services.container import Container
 
 log = logging.getLogger("app.http")
 

@@ -21,11 +21,11 @@ import redis
 
 from app import metrics, tracing
 from app.config import SERVICE_VERSION, Settings, get_settings
+from app.container import Container
 from app.errors import ConfigurationError
 from app.job_runners.redis_worker import IngestWorker
 from app.jobs.redis_queue import queue_name, rq_queue
 from app.observability import configure_logging
-from app.services.container import Container
 from app.storage.redis_client import connect_redis
 
 log = logging.getLogger("app.worker")

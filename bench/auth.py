@@ -25,9 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.config import load_settings
+from app.container import Container
 from app.services.audit import Actor
 from app.services.auth import Identity
-from app.services.container import Container
 from bench.common import percentile, table
 
 SECRET = "bench-auth-secret-Zq8vN2pL7wXc4RtY9uBm1sDf6GhJ0-not-for-production"

@@ -25,10 +25,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from app.config import load_settings
+from app.container import Container
 from app.domain import Chunk, chunk_id, document_id
 from app.memory import resident_mb
 from app.retrieval.hybrid import RetrievalMode
-from app.services.container import Container
 from app.timing import start_timer
 from bench.bm25_libraries import synthetic_chunks
 from bench.common import median, percentile

@@ -22,10 +22,10 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from app.config import load_settings
+from app.container import Container
 from app.job_runners.runner import run_jobs
 from app.jobs.store import JobRecord
 from app.jobs.threads import IngestWorkerPool
-from app.services.container import Container
 from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
 from app.storage.tables import JobRow
 from bench.common import median, percentile, table

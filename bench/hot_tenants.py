@@ -51,7 +51,7 @@ def main() -> None:
     if len(sys.argv) > 3:
         limit_chroma_cache(int(sys.argv[3]))
     from app.config import load_settings
-    from app.services.container import Container
+    from app.container import Container
     from app.services.pipeline import index_file
 
     with tempfile.TemporaryDirectory() as data:

@@ -39,11 +39,11 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from app.config import Settings, load_settings
+from app.container import Container
 from app.ingestion import LoadLimits
 from app.main import create_app
 from app.providers.embeddings import build_embedder
 from app.retrieval.keyword import KeywordIndex
-from app.services.container import Container
 from app.services.corpus import build_corpus
 from app.services.pipeline import PipelineConfig, index_file
 from app.timing import StageTimer

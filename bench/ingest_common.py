@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings, load_settings
+from app.container import Container
 from app.ingestion import LoadLimits, chunk_pages, load
-from app.services.container import Container
 from eval.datasets import data_dir
 
 DATA = data_dir()

@@ -23,9 +23,9 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from app.config import load_settings
+from app.container import Container
 from app.ingestion import LoadLimits, load
 from app.main import create_app
-from app.services.container import Container
 from bench.common import median, percentile, table
 from eval.ocr_quality import scan_pdf
 from eval.scan_render import ScanStyle, render_scan

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from app.config import load_settings
-from app.services.container import Container
+from app.container import Container
 from app.timing import start_timer
 from bench.common import median, table
 from eval.datasets import load_task

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings, load_settings
+from app.container import Container
 from app.domain import RetrievalResult
 from app.generation.answer import (
     Answer,
@@ -51,7 +52,6 @@ from app.generation.citations import MARKER_GROUP, marker_numbers
 from app.generation.limits import GenerationLimits
 from app.providers.llms import build_llm
 from app.providers.types import LLM
-from app.services.container import Container
 from app.text.tokenizer import tokenize
 from eval.datasets import Question, RetrievalTask, load_task
 from eval.manual_questions import (

@@ -27,8 +27,8 @@ from typing import Any
 
 from pypdf import PdfReader
 
+from app.container import Container
 from app.ingestion.page_roles import role_of_title
-from app.services.container import Container
 from app.services.pipeline import index_file
 from app.text.sections import SECTION_NUMBER
 from eval.metrics import hit_at_k, reciprocal_rank

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings, load_settings
+from app.container import Container
 from app.domain import RetrievalResult
 from app.retrieval.grouping import GROUPINGS
-from app.services.container import Container
 from eval.datasets import TASKS, Question, load_task
 from eval.manual_questions import SOURCES, ingest_manual, load_questions, missing_sources
 from eval.manual_questions import resolve_gold as manual_gold

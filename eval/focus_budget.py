@@ -19,10 +19,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from app.config import load_settings
+from app.container import Container
 from app.generation.limits import PassageLimits
 from app.generation.prompt import hit_passage, user_message
 from app.providers.gguf import ensure_default_model
-from app.services.container import Container
 from eval.answers import TASKS, contains_span, sample_questions
 from eval.datasets import load_task
 from eval.retrieval import CORPUS_OF_TASK, ingest_paragraphs

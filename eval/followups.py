@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from app.config import load_settings
+from app.container import Container
 from app.providers.types import LLM
-from app.services.container import Container
 from app.services.followups import Turn, fallback_question, standalone_question
 from eval.datasets import Question, load_task
 from eval.retrieval import RESULTS_DIR, git_commit, ingest_paragraphs

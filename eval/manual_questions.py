@@ -35,9 +35,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from app.container import Container
 from app.ingestion.limits import LoadLimits
 from app.ingestion.loaders.pdf import load_pdf
-from app.services.container import Container
 from app.services.pipeline import index_file
 from eval.metrics import hit_at_k, reciprocal_rank
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import load_settings
-from app.services.container import Container
+from app.container import Container
 from app.services.pipeline import index_file
 from eval.datasets import RetrievalTask, load_task, xquad_dev_articles
 from eval.ocr_quality import error_rates, scan_pdf

@@ -44,11 +44,11 @@ from typing import Any
 import numpy as np
 
 from app.config import Settings, load_settings
+from app.container import Container
 from app.domain import SearchHit
 from app.generation.focus import focus_passages
 from app.retrieval.function_words import content_tokens
 from app.retrieval.fusion import reciprocal_rank_fusion
-from app.services.container import Container
 from eval.manual_questions import (
     SOURCES,
     SPLITS,

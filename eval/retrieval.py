@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings, load_settings
+from app.container import Container
 from app.domain import document_id
 from app.providers.embeddings import use_embedder
 from app.providers.types import Embedder
@@ -38,7 +39,6 @@ from app.retrieval.hybrid import (
     RetrieverConfig,
     fuse,
 )
-from app.services.container import Container
 from app.services.pipeline import index_file
 from eval.contents_case import evaluate_contents_case
 from eval.custom_set import CustomCase, build_custom_set

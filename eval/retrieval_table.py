@@ -37,13 +37,13 @@ from typing import Any
 import numpy as np
 
 from app.config import load_settings
+from app.container import Container
 from app.providers.embeddings import use_embedder
 from app.providers.types import Embedder
 from app.retrieval.evidence import main_script
 from app.retrieval.function_words import function_word_tokens
 from app.retrieval.hybrid import HybridRetriever, RetrievalMode
 from app.retrieval.keyword import token_script
-from app.services.container import Container
 from app.text.tokenizer import DEFAULT_TOKENIZER
 from eval.datasets import Question, RetrievalTask, load_task, xquad_split
 from eval.parallel_sets import PARALLEL_TASKS, SOURCES, load_parallel_task

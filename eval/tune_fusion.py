@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from app.config import load_settings
+from app.container import Container
 from app.retrieval.hybrid import Recall, RetrieverConfig, fuse
 from app.retrieval.keyword import token_script
-from app.services.container import Container
 from eval.datasets import Question, load_task, xquad_split
 from eval.metrics import summarize
 from eval.retrieval import (

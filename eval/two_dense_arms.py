@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from app.config import load_settings
+from app.container import Container
 from app.providers.types import Embedder
 from app.retrieval.hybrid import HybridRetriever
-from app.services.container import Container
 from eval.retrieval import RESULTS_DIR, ingest_paragraphs, ranked_chunk_documents, run_header
 from eval.retrieval_table import SETS, EvalSet, load_set, metrics, paired_difference, ranks
 

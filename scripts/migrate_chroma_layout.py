@@ -126,7 +126,7 @@ def migrate_tenant(client: ClientAPI, chunks: ChunkStore, corpus: Corpus, tenant
 def main(argv: Sequence[str] | None = None) -> int:
     """Migrate the named tenants (or every tenant of the earlier layout)."""
     from app.config import get_settings
-    from app.services.container import Container
+    from app.container import Container
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tenant", action="append", default=[], help="a tenant id (repeatable)")

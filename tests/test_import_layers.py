@@ -14,7 +14,14 @@ pytestmark = pytest.mark.unit
 
 APP = Path(__file__).resolve().parents[1] / "app"
 
-LAYERS = ("app.api", "app.job_runners", "app.services", "app.jobs", "app.ingestion")
+LAYERS = (
+    "app.api",
+    "app.container",
+    "app.job_runners",
+    "app.services",
+    "app.jobs",
+    "app.ingestion",
+)
 LAYERS += ("app.retrieval", "app.generation", "app.providers", "app.storage", "app.rendering")
 LAYERS += ("app.text",)
 # What sits below everything: settings, errors, shared records, limits, timing, the answer cache
@@ -50,11 +57,11 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "app.jobs": ("app.services", "app.api", "app.job_runners"),
     **{module: LAYERS for module in FOUNDATION},
     # It builds every component, so it imports (lazily) all but the API it serves.
-    "app.services.container": ("app.api",),
+    "app.container": ("app.api",),
 }
 # The composition root builds everything; only the entry points may import it, so that services
 # and jobs receive their collaborators instead of reaching back into it.
-COMPOSITION_ROOT = "app.services.container"
+COMPOSITION_ROOT = "app.container"
 ENTRY_POINTS = ("app.api", "app.main", "app.cli", "app.worker", "app.serve")
 
 
@@ -186,7 +193,7 @@ def test_no_import_circles() -> None:
 def test_the_checks_see_function_level_and_type_only_imports() -> None:
     graph, runtime = import_graph(), import_graph(runtime_only=True)
     # Imported inside a function: counts for both checks.
-    assert "app.providers.embeddings" in runtime["app.services.container"]
+    assert "app.providers.embeddings" in runtime["app.container"]
     # Imported only under TYPE_CHECKING: a layer edge, but no run-time edge.
     assert "app.config" in graph["app.jobs.store"]
     assert "app.config" not in runtime["app.jobs.store"]

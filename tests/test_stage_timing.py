@@ -21,10 +21,10 @@ import app.timing
 from app.api.routes.answers import search as search_route
 from app.api.schemas import SearchIn
 from app.config import Settings
+from app.container import Container
 from app.services import answer as answer_service
 from app.services.answer import AnsweredQuestion
 from app.services.auth import Identity
-from app.services.container import Container
 from app.services.documents import index_document
 
 pytestmark = pytest.mark.integration  # real Chroma; fake embedder and the extractive LLM

@@ -8,10 +8,10 @@ from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.api.errors import ApiError
+from app.container import Container
 from app.errors import AuthenticationFailed
 from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
 from app.services.auth import Identity
-from app.services.container import Container
 from app.storage.rate_limit import retry_after_header
 
 _bearer = HTTPBearer(

@@ -18,8 +18,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.config import Settings, load_settings
+from app.container import Container
 from app.main import create_app
-from app.services.container import Container
 
 # A strong key the tests know, so they can forge tokens the way an attacker would (or could not).
 TEST_JWT_SECRET = "k3Y-for-API-tests-only-Zq8vN2pL7wXc4RtY9uBm1sDf6GhJ0"

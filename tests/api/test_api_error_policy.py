@@ -17,8 +17,8 @@ from conftest import ApiFactory, ApiHarness, assert_error_body
 from live_server import free_port
 from sqlalchemy import text
 
+from app.container import Container
 from app.job_runners.runner import run_job
-from app.services.container import Container
 
 pytestmark = pytest.mark.integration
 

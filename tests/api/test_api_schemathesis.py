@@ -15,10 +15,10 @@ from schemathesis import GenerationMode
 from schemathesis.checks import negative_data_rejection, positive_data_acceptance
 from schemathesis.python import asgi
 
+from app.container import Container
 from app.main import create_app
 from app.services.audit import Actor
 from app.services.auth import Identity
-from app.services.container import Container
 
 pytestmark = pytest.mark.integration
 

@@ -17,8 +17,8 @@ from conftest import ApiFactory, ApiHarness, ApiUser, api_settings
 from fastapi.testclient import TestClient
 
 from app.cli import cmd_reindex
+from app.container import Container
 from app.main import create_app
-from app.services.container import Container
 from app.storage.second_index import SECOND_PREFIX
 
 pytestmark = pytest.mark.integration

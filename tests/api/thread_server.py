@@ -15,7 +15,7 @@ import uvicorn
 from fastapi import FastAPI
 from live_server import free_port
 
-from app.services.container import Container
+from app.container import Container
 
 
 class ThreadServer:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.services.container import Container
+from app.container import Container
 from eval import contents_case
 from tests.availability import needs
 

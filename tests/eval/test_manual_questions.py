@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.services.container import Container
+from app.container import Container
 from eval import manual_questions as mq
 from tests.availability import needs
 

@@ -207,7 +207,7 @@ def test_a_question_in_the_headings_words_finds_the_page_under_them(
     data_dir: Path, tmp_path: Path
 ) -> None:
     from app.config import load_settings
-    from app.services.container import Container
+    from app.container import Container
     from app.services.pipeline import index_file
 
     question = "How do I rotate the signing keys?"

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from app.config import Settings, load_settings
+from app.container import Container
 from app.providers.embeddings import build_embedder
 from app.providers.passage_child import PassageChildEmbedder, PassageChildError
 from app.providers.types import Embedder
-from app.services.container import Container
 from tests.fakes import FakeEmbedder
 
 PASSAGES = [

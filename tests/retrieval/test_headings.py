@@ -11,12 +11,12 @@ import pytest
 from fpdf import FPDF
 
 from app.config import load_settings
+from app.container import Container
 from app.domain import Chunk, PageRole
 from app.providers.embeddings import build_embedder
 from app.retrieval.headings import has_heading
 from app.retrieval.hybrid import Candidate, HybridRetriever, Recall, build_retriever
 from app.retrieval.hybrid import promote_headings as promote
-from app.services.container import Container
 from app.services.pipeline import index_file
 
 

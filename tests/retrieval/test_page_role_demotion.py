@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings, load_settings
+from app.container import Container
 from app.providers.embeddings import build_embedder
 from app.providers.types import Embedder
 from app.retrieval.hybrid import HybridRetriever, build_retriever
-from app.services.container import Container
 from app.services.pipeline import index_file
 from tests.page_role_pdf import FIRST_SECTION_PAGE, SECTIONS, write_manual
 

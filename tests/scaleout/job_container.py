@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 
 from app.config import Settings
-from app.services.container import Container
+from app.container import Container
 from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
 from app.storage.tables import JobRow
 

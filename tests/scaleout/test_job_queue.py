@@ -23,11 +23,11 @@ from rq import Queue
 from rq.registry import ScheduledJobRegistry
 
 from app.config import Settings
+from app.container import Container
 from app.errors import ProviderUnavailable
 from app.job_runners.redis_worker import TURN_POLL_S, IngestWorker
 from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.jobs.store import JobStore, split_job_error
-from app.services.container import Container
 from app.storage.db import Database, utc_now
 from tests.queued_jobs import queue_job
 from tests.scaleout.job_container import job_container, queued_upload

@@ -20,12 +20,12 @@ import pytest
 
 from app import worker as worker_module
 from app.config import Settings
+from app.container import Container
 from app.job_runners.redis_tasks import rq_worker
 from app.job_runners.redis_worker import IngestWorker
 from app.jobs.queue import JobQueue, enqueue
 from app.jobs.redis_queue import RedisJobQueue
 from app.jobs.store import JobRecord, split_job_error
-from app.services.container import Container
 from app.storage.redis_client import connect_redis
 from tests.scaleout.job_container import job_container, queued_upload
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from app.config import Settings, load_settings
+from app.container import Container
 from app.errors import ConfigurationError
 from app.jobs.redis_queue import RedisJobQueue, queue_name
 from app.jobs.threads import IngestWorkerPool
-from app.services.container import Container
 
 pytestmark = pytest.mark.unit
 

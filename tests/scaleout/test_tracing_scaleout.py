@@ -25,11 +25,11 @@ from scaleout_stack import REDIS_URL, LocalStack, free_port
 
 from app import worker
 from app.config import load_settings
+from app.container import Container
 from app.job_runners.redis_tasks import rq_worker
 from app.job_runners.redis_worker import IngestWorker
 from app.jobs.redis_queue import rq_queue
 from app.main import create_app
-from app.services.container import Container
 from app.storage.redis_client import connect_redis
 from tests.availability import unavailable
 from tests.span_capture import captured_spans

@@ -6,7 +6,7 @@ import pytest
 
 from app.answer_shape import SETTINGS_NOT_SHAPING_ANSWERS, AnswerShape, answer_shape
 from app.config import ENV_PREFIX, Settings, load_settings
-from app.services.container import Container
+from app.container import Container
 from app.storage.cache import MemoryAnswerCache, answer_cache_key, config_fingerprint
 from tests.storage.settings_variants import settings_with_one_change
 
