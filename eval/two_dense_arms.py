@@ -62,8 +62,10 @@ def e5_alone(container: Container, tenant: str, query: str) -> list[str]:
     """The document of each of the second arm's 30 nearest chunks (dense e5 by itself)."""
     second = container.second_arm
     assert second is not None
+    ready = container.corpus.second_ready(tenant)
+    assert ready, "the second collection is complete after ingestion with the option"
     hits = container.corpus.query_second(tenant, second.embedder.embed_query(query), 30)
-    assert hits is not None, "the second collection is complete after ingestion with the option"
+    assert hits is not None
     return [chunk.document_id for chunk, _ in hits]
 
 

@@ -30,7 +30,8 @@ class SecondDenseReader(Protocol):
     def query_second(
         self, tenant_id: str, vector: Sequence[float], k: int
     ) -> list[tuple[Chunk, float]] | None:
-        """The k nearest chunks, best first; None while the arm cannot be searched."""
+        """The k nearest chunks, best first (None without the arm); asked after
+        `second_ready`, which it does not repeat."""
         ...
 
 

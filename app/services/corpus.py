@@ -172,8 +172,9 @@ class Corpus:
         self, tenant_id: str, vector: Sequence[float], k: int
     ) -> list[tuple[Chunk, float]] | None:
         """The k nearest chunks by the second dense arm's vectors, best first; None without
-        the arm or while the tenant's second collection lacks some of its chunks."""
-        if self.second is None or not self.second_ready(tenant_id):
+        the arm. Whether the collection covers every chunk is `second_ready`'s to say: the
+        caller asks it first, before it embeds the question for this arm."""
+        if self.second is None:
             return None
         return self._with_rows(tenant_id, self.second.index.query(tenant_id, vector, k))
 
