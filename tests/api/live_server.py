@@ -80,8 +80,9 @@ class LiveServer:
         assert done.returncode == 0, done.stderr.decode(errors="replace")
         return done.stdout.decode()
 
-    def create_user(self, tenant: str, username: str, password: str) -> None:
-        """Create a user with the CLI, the password given on stdin as an operator would."""
+    def create_user(self, tenant: str, username: str, password: str, role: str = "") -> None:
+        """Create a user with the CLI, the password given on stdin as an operator would (no
+        `role`: the CLI's default, admin for a tenant's first user and member after)."""
         self.cli(
             "create-user",
             "--tenant",
@@ -89,6 +90,7 @@ class LiveServer:
             "--username",
             username,
             "--password-stdin",
+            *(["--role", role] if role else []),
             stdin=password + "\n",
         )
 

@@ -2,7 +2,8 @@
 the title and the form; signed in, no form; signed out, reloaded, or after any 401 (a tampered,
 expired or vanished token), the form again and nothing that needs a token. File names with
 markup are shown as text everywhere and never run. A folder of files shows each file's progress
-to the end while the page asks the server a few questions per round, not one per file."""
+to the end while the page asks the server a few questions per round, not one per file. A failed
+document says why in the list, after a reload too, to those who may read jobs."""
 
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server = LiveServer(tmp_path_factory.mktemp("web-states") / "data")
     for tenant, username in (("states-a", "alice"), ("states-b", "bruno"), ("states-c", "carla")):
         server.create_user(tenant, username, PASSWORD)
+    server.create_user("states-d", "dana", PASSWORD)  # the tenant's admin
+    server.create_user("states-d", "rita", PASSWORD, role="reader")
     server.start()
     yield server
     server.stop()
@@ -373,3 +376,48 @@ def test_a_folder_of_files_is_watched_through_one_listing_not_a_poll_per_file(
     # after its last), not once per file accepted and once per file ended; the sign-in's own
     # load may be recorded too.
     assert paths.count("/documents?limit=100") <= len(listings) + 2
+
+
+EMPTY_REASON = "the .txt file is empty (0 bytes)"
+
+
+def test_a_failed_document_says_why_in_the_list_after_a_reload_too(
+    live: LiveServer, page: Any
+) -> None:
+    _sign_in(page, live, "dana")
+    page.get_by_label("Choose files").set_input_files(
+        files=[
+            {"name": "empty.txt", "mimeType": "text/plain", "buffer": b""},
+            {"name": "winch.txt", "mimeType": "text/plain", "buffer": NOTE},
+        ]
+    )
+    uploads = page.get_by_role("list", name="Uploads in progress").get_by_role("listitem")
+    expect(uploads.filter(has_text="empty.txt")).to_contain_text(
+        f"Indexing failed: {EMPTY_REASON}", timeout=JOB_TIMEOUT_MS
+    )
+    expect(uploads.filter(has_text="winch.txt")).to_contain_text("Done", timeout=JOB_TIMEOUT_MS)
+
+    # After a reload the upload rows are gone; the list still says why the file failed, under
+    # its name, and nothing under the one that was indexed.
+    page.reload()
+    assert_signed_in(page, "dana")
+    failed = page.locator("#documents-body tr", has_text="empty.txt")
+    expect(failed).to_contain_text("failed")
+    expect(failed.get_by_role("cell").first).to_have_text(f"empty.txt{EMPTY_REASON}")
+    indexed = page.locator("#documents-body tr", has_text="winch.txt")
+    expect(indexed.get_by_role("cell").first).to_have_text("winch.txt")
+    screenshot(page, "18-failed-reason.png")
+
+    # A reader may not list jobs: the badge shows alone and the page does not ask.
+    page.get_by_role("button", name="Sign out").click()
+    calls = _api_requests(page)
+    page.get_by_label("User name", exact=True).fill("rita")
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_text("Signed in as")).to_have_text("Signed in as rita")
+    expect(page.get_by_text("Choose files")).to_be_hidden()  # a reader uploads nothing
+    failed = page.locator("#documents-body tr", has_text="empty.txt")
+    expect(failed).to_contain_text("failed")
+    expect(failed.get_by_role("cell").first).to_have_text("empty.txt")
+    page.wait_for_load_state("networkidle")  # a request the redraw started would be seen now
+    assert not [call for call in calls if "/jobs" in call], calls

@@ -18,6 +18,8 @@ const PARSE_SHARE = 0.1;
 const $ = (id) => document.getElementById(id);
 let uploadCounter = 0;
 let shownDocuments = []; // the last listing, drawn again when the caller's role is known
+let failureReasons = new Map(); // document id -> why its latest upload failed (GET /jobs)
+let explained = null; // the listing whose failures were looked up
 
 function uploadRow(file) {
   uploadCounter += 1;
@@ -220,7 +222,12 @@ function documentRow(doc, onDelete) {
     remove.addEventListener("click", () => onDelete(doc));
     actions.append(remove);
   }
-  const name = element("td", { className: "name" }, [element("bdi", { text: doc.source })]);
+  // A failed document says why under its name (the status column stays narrow).
+  const reason = doc.status === "failed" ? failureReasons.get(doc.document_id) : undefined;
+  const name = element("td", { className: "name" }, [
+    element("bdi", { text: doc.source }),
+    ...(reason ? [element("div", { className: "hint reason", text: reason })] : []),
+  ]);
   return element("tr", { attrs: { "data-document": doc.document_id } }, [
     name,
     element("td", { className: "num", text: formatBytes(doc.size_bytes) }),
@@ -272,6 +279,28 @@ export function drawDocuments() {
   body.replaceChildren(...shownDocuments.map((doc) => documentRow(doc, deleteDocument)));
   $("documents-empty").hidden = shownDocuments.length > 0;
   $("documents-table").hidden = shownDocuments.length === 0;
+  if (explained !== shownDocuments) explainFailures(shownDocuments);
+}
+
+// Why the listed documents that failed did, from one GET /jobs?status=failed (newest first, so
+// a document's first job there is its latest failure), then drawn under their status. Only
+// members and up may list jobs: for a reader, or when the listing fails, the badge shows alone.
+async function explainFailures(listing) {
+  if (!listing.some((doc) => doc.status === "failed") || !roleAtLeast("member")) return;
+  explained = listing;
+  try {
+    const failed = await json("/jobs?status=failed&limit=100");
+    if (shownDocuments !== listing) return; // a newer listing is shown and explains itself
+    failureReasons = new Map();
+    for (const job of failed.data) {
+      if (job.error && !failureReasons.has(job.document_id)) {
+        failureReasons.set(job.document_id, job.error);
+      }
+    }
+    drawDocuments();
+  } catch {
+    // the badge alone; the next listing tries again
+  }
 }
 
 // Back to an empty panel (on sign-out and before a session starts): nothing of the last session.
@@ -279,6 +308,8 @@ export function resetDocuments() {
   $("uploads").replaceChildren();
   $("documents-body").replaceChildren();
   shownDocuments = [];
+  failureReasons = new Map();
+  explained = null;
   $("documents-status").textContent = "";
   $("documents-table").hidden = true;
   $("documents-empty").hidden = true;
