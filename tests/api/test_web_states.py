@@ -3,7 +3,8 @@ the title and the form; signed in, no form; signed out, reloaded, or after any 4
 expired or vanished token), the form again and nothing that needs a token. File names with
 markup are shown as text everywhere and never run. A folder of files shows each file's progress
 to the end while the page asks the server a few questions per round, not one per file. A failed
-document says why in the list, after a reload too, to those who may read jobs."""
+document says why in the list, after a reload too, to those who may read jobs; on a phone the
+list scrolls inside its card, not the page."""
 
 from __future__ import annotations
 
@@ -407,6 +408,17 @@ def test_a_failed_document_says_why_in_the_list_after_a_reload_too(
     indexed = page.locator("#documents-body tr", has_text="winch.txt")
     expect(indexed.get_by_role("cell").first).to_have_text("winch.txt")
     screenshot(page, "18-failed-reason.png")
+
+    # On a phone the list scrolls inside its card: the page itself does not scroll sideways
+    # (it did, by 176 px, with the Delete buttons off to the right), and a row's Delete button
+    # is reached by scrolling the list.
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    delete = page.get_by_role("button", name="Delete empty.txt", exact=True)
+    delete.scroll_into_view_if_needed()
+    expect(delete).to_be_in_viewport()
+    screenshot(page, "19-phone-documents.png")
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     # A reader may not list jobs: the badge shows alone and the page does not ask.
     page.get_by_role("button", name="Sign out").click()
