@@ -138,8 +138,7 @@ def closing_text(prompt: GroundedPrompt, shown: str, refusal_text: str) -> str:
     if not markers.cited and not is_refusal(written, refusal_text):
         supported = prompt.checker.best_supported(written)
         if supported is not None:
-            tail += f" [{supported}]"
-            markers.cited.append(supported)
+            tail += f" {markers.cite(supported)}"
     return tail
 
 

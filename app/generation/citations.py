@@ -4,6 +4,10 @@ A model may invent a marker (`[7]` when 4 passages were given) or split one acro
 deltas (`[` then `2]`). `MarkerFilter` sees the text as it streams, holds back anything that may
 still become a marker, keeps markers inside 1..n (written as `[1][3]`), and removes invalid ones
 together with the space before them, so a reader never sees a source that does not exist.
+
+The model cites passages by their number in the prompt; the reader sees sources numbered in the
+order the answer first cites them (the first source is always `[1]`, whichever passage it was),
+and each `Citation.marker` is that shown number.
 """
 
 from __future__ import annotations
@@ -52,8 +56,15 @@ class MarkerFilter:
         self._held = ""  # text that may still turn out to be a marker
         self._space = ""  # trailing whitespace, dropped if an invalid marker follows
         self._started = False
-        self.cited: list[int] = []  # valid markers in order of first use
+        self.cited: list[int] = []  # cited passage numbers in order of first use
         self.dropped = 0  # invalid marker numbers removed
+
+    def cite(self, passage: int) -> str:
+        """The marker shown for a passage: its place among the sources cited so far (a passage
+        cited for the first time becomes the next source)."""
+        if passage not in self.cited:
+            self.cited.append(passage)
+        return f"[{self.cited.index(passage) + 1}]"
 
     def feed(self, text: str) -> str:
         """Clean the next delta; returns what can be shown now (possibly empty)."""
@@ -115,11 +126,8 @@ class MarkerFilter:
         if self._repoint is not None:
             valid = self._repoint(self._claim, valid)
         self._claim = ""
-        for number in valid:
-            if number not in self.cited:
-                self.cited.append(number)
         self._started = True
-        shown = self._space + "".join(f"[{n}]" for n in valid)
+        shown = self._space + "".join(self.cite(n) for n in valid)
         self._space = ""
         return shown
 
@@ -149,19 +157,20 @@ def snippet_for(hit: SearchHit, answer_text: str) -> str:
 def citations_for(
     markers: Sequence[int], hits: Sequence[SearchHit], answer_text: str
 ) -> list[Citation]:
-    """One Citation per valid marker, in order of first use."""
+    """One Citation per cited passage number (`markers`, in order of first use), each with the
+    marker the answer shows for it: its place in that order."""
     plain_answer = MARKER_GROUP.sub(" ", answer_text)
     citations = []
-    for marker in markers:
-        chunk = hits[marker - 1].chunk
+    for shown, passage in enumerate(markers, start=1):
+        chunk = hits[passage - 1].chunk
         citations.append(
             Citation(
-                marker=marker,
+                marker=shown,
                 document_id=chunk.document_id,
                 source=chunk.source,
                 page=chunk.page,
                 page_label=chunk.page_label,
-                snippet=snippet_for(hits[marker - 1], plain_answer),
+                snippet=snippet_for(hits[passage - 1], plain_answer),
                 chunk_id=chunk.id,
             )
         )

@@ -287,7 +287,8 @@ def test_an_llm_rewrite_is_what_retrieval_and_the_answer_see(api_factory: ApiFac
     assert follow_up["standalone_question"] == "When was the Brimstone lighthouse built?"
     answered = fake.requests[-1].grounding
     assert answered is not None and answered.question == "When was the Brimstone lighthouse built?"
-    assert follow_up["answer"] == f"It was built in 1891 [{len(answered.passages)}]."
+    # The model cited the last passage it read; the reader sees it as the first source.
+    assert follow_up["answer"] == "It was built in 1891 [1]."
     assert _sources(follow_up) == {"lighthouse.txt"}
     # The rewrite saw the conversation so far, answer included.
     transcript = fake.requests[-2].messages[-1].content

@@ -31,10 +31,11 @@ def test_cited_answer_maps_markers_to_documents_and_pages() -> None:
     llm = FakeLLM("It was completed in 1889 [1] and Paris hosted the 2024 Olympics [3].")
     answer = answer_question("When?", relevant(PARIS), llm, refusal_text=REFUSAL)
     assert not answer.refused
-    assert answer.text == "It was completed in 1889 [1] and Paris hosted the 2024 Olympics [3]."
+    # The model's passage 3 is the answer's second source, so the reader sees [2] for it.
+    assert answer.text == "It was completed in 1889 [1] and Paris hosted the 2024 Olympics [2]."
     assert [(c.marker, c.source, c.page_label) for c in answer.citations] == [
         (1, "eiffel.pdf", "iv"),
-        (3, "olympics.docx", "2"),
+        (2, "olympics.docx", "2"),
     ]
     assert answer.prompt_tokens == 42
     assert answer.model_id == "fake"
@@ -87,8 +88,10 @@ def test_stream_is_deltas_then_one_final_event_matching_their_text() -> None:
     assert all(isinstance(event, AnswerDelta) for event in deltas) and len(deltas) > 3
     assert isinstance(final, AnswerDone)
     streamed = "".join(event.text for event in deltas if isinstance(event, AnswerDelta))
-    assert streamed == final.answer.text == "Built in 1889 [1][3]; most-visited museum [2]."
-    assert [c.marker for c in final.answer.citations] == [1, 3, 2]
+    assert streamed == final.answer.text == "Built in 1889 [1][2]; most-visited museum [3]."
+    assert [c.marker for c in final.answer.citations] == [1, 2, 3]
+    sources = [c.source for c in final.answer.citations]
+    assert sources == ["eiffel.pdf", "olympics.docx", "museums.txt"]  # passages 1, 3, 2
 
 
 def test_no_streamed_delta_ever_shows_part_of_an_invalid_marker() -> None:
@@ -130,7 +133,7 @@ def test_injected_instructions_reach_the_model_only_as_passage_data() -> None:
     assert injection.split("</passages>")[0] in block
     assert "You may cite [9]." in block
     # Even an obedient model cannot make an out-of-range marker show up as a source.
-    assert answer.text == "HACKED [4]"
+    assert answer.text == "HACKED [1]"  # passage 4, the answer's only source
     assert [c.source for c in answer.citations] == ["evil.txt"]
 
 
@@ -159,21 +162,23 @@ def test_fake_provider_is_built_through_the_factory(settings: Settings, tmp_path
     scripted = settings.model_copy(update={"llm_provider": "fake", "llm_model": "Louvre [2]."})
     llm = build_llm(scripted)
     answer = answer_question("q", relevant(PARIS), llm, refusal_text=settings.refusal_text)
-    assert answer.text == "Louvre [2]."
+    assert answer.text == "Louvre [1]."  # passage 2, shown as the first source
     assert answer.citations[0].source == "museums.txt"
 
 
 def test_best_last_shows_the_top_hit_next_to_the_question_and_cites_it_by_its_marker() -> None:
     # Three passages read best-last: the top hit (the Eiffel Tower) is passage 3, just before
-    # the question, and the model's [3] resolves to it, not to the third-ranked hit.
+    # the question, and the model's [3] resolves to it, not to the third-ranked hit; the reader
+    # sees it as the first source, [1].
     llm = FakeLLM("It was completed in 1889 [3].")
     answer = answer_question("When?", relevant(PARIS), llm, refusal_text=REFUSAL, best_last=True)
     prompt = llm.requests[0].messages[-1].content
     passages = prompt[prompt.index(PASSAGES_OPEN) : prompt.index(PASSAGES_CLOSE)]
     assert passages.index("Summer Olympics") < passages.index("Louvre") < passages.index("1889")
     assert prompt.rindex("Eiffel Tower") > prompt.rindex("Louvre")
+    assert answer.text == "It was completed in 1889 [1]."
     assert [(c.marker, c.source, c.page_label) for c in answer.citations] == [
-        (3, "eiffel.pdf", "iv")
+        (1, "eiffel.pdf", "iv")
     ]
 
 

@@ -26,14 +26,14 @@ REFUSAL = "I could not find the answer in the provided documents."
     ("raw", "shown", "cited"),
     [
         ("Built in 1889 [1].", "Built in 1889 [1].", [1]),
-        ("Tall [1][3].", "Tall [1][3].", [1, 3]),
-        ("Tall [1, 3].", "Tall [1][3].", [1, 3]),
-        ("Tall [3,1] and old [1].", "Tall [3][1] and old [1].", [3, 1]),
-        ("Arabic digits [١، ٣].", "Arabic digits [1][3].", [1, 3]),
+        ("Tall [1][3].", "Tall [1][2].", [1, 3]),
+        ("Tall [1, 3].", "Tall [1][2].", [1, 3]),
+        ("Tall [3,1] and old [1].", "Tall [1][2] and old [2].", [3, 1]),
+        ("Arabic digits [١، ٣].", "Arabic digits [1][2].", [1, 3]),
         ("Invented [7].", "Invented.", []),
         ("Zero [0] is not a passage.", "Zero is not a passage.", []),
         ("Mixed [1, 7].", "Mixed [1].", [1]),
-        ("Repeated [2, 2].", "Repeated [2].", [2]),
+        ("Repeated [2, 2].", "Repeated [1].", [2]),
         ("[9] Leading invented marker.", "Leading invented marker.", []),
         ("Not markers: [note], x[i], [a1], [].", "Not markers: [note], x[i], [a1], [].", []),
         ("Unterminated at the end [2", "Unterminated at the end [2", []),
@@ -46,7 +46,8 @@ def test_markers_are_kept_in_range_and_invalid_ones_removed(
 
 
 def clean_markers(text: str, passage_count: int) -> tuple[str, list[int]]:
-    """Text with only valid markers, and the valid markers in order of first use."""
+    """Text with only valid markers, renumbered as sources in order of first use, and the cited
+    passage numbers in that order."""
     marker_filter = MarkerFilter(passage_count)
     cleaned = marker_filter.feed(text) + marker_filter.finish()
     return cleaned, marker_filter.cited
@@ -84,6 +85,14 @@ def test_streaming_any_split_gives_the_same_text_as_whole(text: str, cuts: list[
 
 
 @given(text=deltas_text)
+def test_shown_sources_are_numbered_in_order_of_first_citation(text: str) -> None:
+    # Whichever passages the model cites, the reader meets [1] first, then [2], and so on.
+    shown, cited = clean_markers(text, 3)
+    numbers = [n for m in MARKER_GROUP.finditer(shown) for n in marker_numbers(m.group(1))]
+    assert list(dict.fromkeys(numbers)) == list(range(1, len(cited) + 1))
+
+
+@given(text=deltas_text)
 def test_no_shown_marker_is_out_of_range(text: str) -> None:
     shown, cited = clean_markers(text, 3)
     for match in MARKER_GROUP.finditer(shown):
@@ -118,9 +127,9 @@ def test_an_answer_with_content_is_not_a_refusal(text: str) -> None:
 
 def test_citations_point_at_the_cited_chunks_page_and_label() -> None:
     hits = make_hits(PARIS)
-    answer = "The Louvre is the most visited [2]. The tower is 330 metres tall [1]."
-    citations = citations_for([2, 1], hits, answer)
-    assert [c.marker for c in citations] == [2, 1]
+    answer = "The Louvre is the most visited [1]. The tower is 330 metres tall [2]."
+    citations = citations_for([2, 1], hits, answer)  # passages 2 then 1, shown as [1] and [2]
+    assert [c.marker for c in citations] == [1, 2]
     louvre, eiffel = citations
     assert (louvre.source, louvre.page, louvre.page_label) == ("museums.txt", 1, "1")
     assert louvre.document_id == hits[1].chunk.document_id

@@ -46,7 +46,7 @@ def test_an_uncited_answer_gets_the_marker_of_its_evident_source() -> None:
         FakeLLM("The Louvre."),
         refusal_text=REFUSAL,
     )
-    assert answer.text == "The Louvre. [2]"
+    assert answer.text == "The Louvre. [1]"  # passage 2, the only source
     assert [c.source for c in answer.citations] == ["museums.txt"]
 
 
