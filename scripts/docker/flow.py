@@ -261,8 +261,10 @@ def step_proxy(stack: Stack) -> str:
     return f"{stack.proxy}/rag/ready 200 and /rag/auth/token issued a token"
 
 
-def step_restart_keeps_data(stack: Stack, pdf: Path) -> str:
-    """`down` then `up`: the user, the document and its chunks are still there."""
+def step_restart_keeps_data(stack: Stack, pdf: Path, again: Path) -> str:
+    """`down` then `up`: the user, the document and its chunks are still there, and the new
+    worker indexes an upload (the Prometheus check then sees a job done since the restart: one
+    done only before it may fall between two scrapes, and the restart resets the counters)."""
     kept = stack.upload(pdf)
     stack.run("down")
     stack.run("up", "-d", "--no-build", "--wait", "--wait-timeout", "600")
@@ -273,7 +275,8 @@ def step_restart_keeps_data(stack: Stack, pdf: Path) -> str:
         any(h["document_id"] == kept["document_id"] for h in hits),
         "the document uploaded before `down` is gone after `up`",
     )
-    return "user, document and chunks survived down/up (named volumes)"
+    stack.upload(again)
+    return "user, document and chunks survived down/up (named volumes); the new worker indexes"
 
 
 def main() -> int:
@@ -311,7 +314,7 @@ def main() -> int:
     ]
     if stack.proxy:
         steps.append(("proxy /rag/", lambda: step_proxy(stack)))
-    steps.append(("down/up keeps data", lambda: step_restart_keeps_data(stack, kept_pdf)))
+    steps.append(("down/up keeps data", lambda: step_restart_keeps_data(stack, kept_pdf, pdf)))
     for name, run in steps:
         started = time.monotonic()
         try:
