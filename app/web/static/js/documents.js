@@ -283,7 +283,7 @@ export function drawDocuments() {
 }
 
 // Why the listed documents that failed did, from one GET /jobs?status=failed (newest first, so
-// a document's first job there is its latest failure), then drawn under their status. Only
+// a document's first job there is its latest failure), then drawn under their names. Only
 // members and up may list jobs: for a reader, or when the listing fails, the badge shows alone.
 async function explainFailures(listing) {
   if (!listing.some((doc) => doc.status === "failed") || !roleAtLeast("member")) return;
