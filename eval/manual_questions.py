@@ -1,4 +1,4 @@
-"""Natural questions on real manuals (issue 28): the sets, their gold pages and their scores.
+"""Natural questions on real manuals (issues 28 and 38): the sets, their gold pages and scores.
 
 The questions live in eval/manuals/<manual>.jsonl, worded as users ask ("How do I ...?"), each
 with one or more evidence strings: a distinctive phrase or code line that answers it, copied from
@@ -14,6 +14,12 @@ order of their ids' SHA-256 (`assign_splits`): half of each manual (the extra on
 same on every run, and a reworded question keeps its split. The sets are frozen: new questions go
 in a new file, since one added to a manual could move a question across the boundary.
 
+The wider development set of issue 38 (DEV_WIDE_SOURCES: more Debian packages, other domains, an
+Arabic document) is meant for leave-one-manual-out evaluation, so it has no halves: every one of
+its questions is in split "dev". `load_questions()` returns the issue-28 set as before;
+`load_questions(sources=DEV_WIDE_SOURCES)` the wider one, `ALL_SOURCES` both. Some of its
+PDFs are installed gzipped (`.pdf.gz`); they are read through `readable_pdf`.
+
     python -m eval.manual_questions              # resolve every evidence string, print counts
     python -m eval.manual_questions --write-gold # also rewrite eval/manuals/gold-pages.json
     python -m eval.retrieval --manuals-only      # score them through the real pipeline
@@ -22,14 +28,16 @@ in a new file, since one added to a manual could move a question across the boun
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import re
 import shutil
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -45,8 +53,11 @@ QUESTIONS_DIR = Path(__file__).resolve().parent / "manuals"
 GOLD_FILE = QUESTIONS_DIR / "gold-pages.json"
 # An evidence string on more pages than this does not say which page answers the question.
 MAX_GOLD_PAGES = 3
-Split = Literal["tuning", "test"]
+# "dev": the wider set of issue 38, evaluated leave-one-manual-out, never halved.
+Split = Literal["tuning", "test", "dev"]
+# The halves of the issue-28 set.
 SPLITS: tuple[Split, ...] = ("tuning", "test")
+Group = Literal["issue28", "dev-wide"]
 # Kept away from every tuning and dev set: the final, unseen check of issue 28.
 UNSEEN_MANUALS = frozenset({"R-intro.pdf", "R-FAQ.pdf"})
 
@@ -58,6 +69,9 @@ class ManualSource:
     name: str
     path: Path
     package: str
+    group: Group = "issue28"
+    domain: str = "statistics"
+    language: str = "en"
 
 
 R_MANUALS = Path("/usr/share/R/doc/manual")
@@ -67,9 +81,72 @@ SOURCES: dict[str, ManualSource] = {
     "R-exts": ManualSource("R-exts.pdf", R_MANUALS / "R-exts.pdf", "r-doc-pdf"),
     "R-lang": ManualSource("R-lang.pdf", R_MANUALS / "R-lang.pdf", "r-doc-pdf"),
     "gnuplot": ManualSource(
-        "gnuplot.pdf", Path("/usr/share/doc/gnuplot/gnuplot.pdf"), "gnuplot-doc"
+        "gnuplot.pdf", Path("/usr/share/doc/gnuplot/gnuplot.pdf"), "gnuplot-doc", domain="graphics"
     ),
 }
+
+
+def _wide(name: str, path: str, package: str, domain: str, language: str = "en") -> ManualSource:
+    return ManualSource(name, Path(path), package, "dev-wide", domain, language)
+
+
+# Issue 38: real manuals from other Debian packages and domains, for leave-one-manual-out runs.
+DEV_WIDE_SOURCES: dict[str, ManualSource] = {
+    "debian-reference": _wide(
+        "debian-reference.en.pdf",
+        "/usr/share/debian-reference/debian-reference.en.pdf",
+        "debian-reference-en",
+        "system administration",
+    ),
+    "freedombox": _wide(
+        "freedombox-manual.pdf",
+        "/usr/share/freedombox/manual/en/freedombox-manual.pdf",
+        "freedombox-doc-en",
+        "networking, home server",
+    ),
+    "libdbi": _wide(
+        "libdbi-programmers-guide.pdf",
+        "/usr/share/doc/libdbi-doc/programmers-guide.pdf.gz",
+        "libdbi-doc",
+        "databases",
+    ),
+    "xfig": _wide(
+        "xfig_ref_en.pdf", "/usr/share/doc/xfig/xfig_ref_en.pdf", "xfig-doc", "graphics"
+    ),
+    "mrbayes": _wide(
+        "Manual_MrBayes_v3.2.pdf",
+        "/usr/share/doc/mrbayes/Manual_MrBayes_v3.2.pdf",
+        "mrbayes-doc",
+        "science, phylogenetics",
+    ),
+    "gutenprint": _wide(
+        "gutenprint-users-manual.pdf",
+        "/usr/share/doc/gutenprint-doc/gutenprint-users-manual.pdf",
+        "gutenprint-doc",
+        "printing",
+    ),
+    "auto-multiple-choice": _wide(
+        "auto-multiple-choice.en.pdf",
+        "/usr/share/doc/auto-multiple-choice/auto-multiple-choice.en.pdf",
+        "auto-multiple-choice-doc-pdf",
+        "office, education",
+    ),
+    "debmake": _wide(
+        "debmake-doc.en.pdf",
+        "/usr/share/doc/debmake-doc/debmake-doc.en.pdf",
+        "debmake-doc",
+        "software packaging",
+    ),
+    "nauty": _wide("nug28.pdf", "/usr/share/doc/nauty/nug28.pdf", "nauty-doc", "mathematics"),
+    "amiri-ar": _wide(
+        "Documentation-Arabic.pdf",
+        "/usr/share/doc/fonts-hosny-amiri/Documentation-Arabic.pdf.gz",
+        "fonts-hosny-amiri",
+        "typography",
+        "ar",
+    ),
+}
+ALL_SOURCES: dict[str, ManualSource] = {**SOURCES, **DEV_WIDE_SOURCES}
 
 
 @dataclass(frozen=True)
@@ -97,11 +174,14 @@ def assign_splits(questions: list[ManualQuestion]) -> list[ManualQuestion]:
     return [out[q.id] for q in questions]
 
 
-def load_questions(folder: Path = QUESTIONS_DIR) -> list[ManualQuestion]:
-    """Every question of every manual in SOURCES, in file order; malformed rows raise."""
+def load_questions(
+    folder: Path = QUESTIONS_DIR, sources: Mapping[str, ManualSource] = SOURCES
+) -> list[ManualQuestion]:
+    """Every question of every manual in `sources`, in file order; malformed rows raise. The
+    issue-28 manuals' questions are split in halves, the wider set's are all "dev"."""
     questions: list[ManualQuestion] = []
     seen: set[str] = set()
-    for manual in SOURCES:
+    for manual in sources:
         path = folder / f"{manual}.jsonl"
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if not line.strip():
@@ -115,8 +195,9 @@ def load_questions(folder: Path = QUESTIONS_DIR) -> list[ManualQuestion]:
             if qid in seen:
                 raise ValueError(f"{path}:{number}: duplicate question id {qid!r}")
             seen.add(qid)
-            questions.append(ManualQuestion(qid, manual, text, evidence))
-    return assign_splits(questions)
+            questions.append(ManualQuestion(qid, manual, text, evidence, split="dev"))
+    halved = {q.id: q for q in assign_splits([q for q in questions if q.manual in SOURCES])}
+    return [halved.get(q.id, q) for q in questions]
 
 
 def _squashed(text: str) -> str:
@@ -124,10 +205,21 @@ def _squashed(text: str) -> str:
 
 
 @cache
+def readable_pdf(path: Path) -> Path:
+    """The PDF itself, or for a gzipped one (Debian installs some as .pdf.gz) an unpacked copy."""
+    if path.suffix != ".gz":
+        return path
+    unpacked = Path(tempfile.mkdtemp(prefix="manual-")) / path.stem
+    with gzip.open(path) as packed, unpacked.open("wb") as out:
+        shutil.copyfileobj(packed, out)
+    return unpacked
+
+
+@cache
 def content_pages(path: Path) -> dict[int, str]:
     """1-based page number -> squashed text of the PDF's content pages (as the service loads
     them: running headers stripped; contents, index and other role pages left out)."""
-    pages = load_pdf(path, LoadLimits())
+    pages = load_pdf(readable_pdf(path), LoadLimits())
     return {page.number: _squashed(page.text) for page in pages if page.role is None}
 
 
@@ -146,7 +238,7 @@ def resolve_gold(questions: Iterable[ManualQuestion]) -> dict[str, list[int]]:
     gold: dict[str, list[int]] = {}
     problems: list[str] = []
     for question in questions:
-        pages = content_pages(SOURCES[question.manual].path)
+        pages = content_pages(ALL_SOURCES[question.manual].path)
         found: set[int] = set()
         for evidence in question.evidence:
             where = evidence_pages(evidence, pages)
@@ -161,9 +253,9 @@ def resolve_gold(questions: Iterable[ManualQuestion]) -> dict[str, list[int]]:
     return gold
 
 
-def missing_sources() -> list[ManualSource]:
+def missing_sources(sources: Mapping[str, ManualSource] = SOURCES) -> list[ManualSource]:
     """The manuals whose PDF is not installed."""
-    return [source for source in SOURCES.values() if not source.path.is_file()]
+    return [source for source in sources.values() if not source.path.is_file()]
 
 
 def install_hint(sources: Iterable[ManualSource]) -> str:
@@ -172,10 +264,11 @@ def install_hint(sources: Iterable[ManualSource]) -> str:
 
 
 def counts(questions: Iterable[ManualQuestion]) -> dict[str, dict[str, int]]:
-    """Manual -> split -> number of questions."""
-    table: dict[str, dict[str, int]] = {m: dict.fromkeys(SPLITS, 0) for m in SOURCES}
+    """Manual -> split -> number of questions, for the manuals that have any."""
+    table: dict[str, dict[str, int]] = {}
     for question in questions:
-        table[question.manual][question.split] += 1
+        row = table.setdefault(question.manual, dict.fromkeys((*SPLITS, "dev"), 0))
+        row[question.split] += 1
     return table
 
 
@@ -251,10 +344,10 @@ def _score(
 def ingest_manual(container: Container, manual: str, path: Path | None = None) -> str:
     """Index one manual's PDF (its installed file, or a copy at `path`) into the manual's own
     tenant, as an upload would be; the tenant id."""
-    source = SOURCES[manual]
+    source = ALL_SOURCES[manual]
     tenant = "manual-" + manual.lower()
     index_file(
-        path or source.path,
+        path or readable_pdf(source.path),
         tenant_id=tenant,
         source=source.name,
         embedder=container.embedder,
@@ -284,7 +377,7 @@ def evaluate_manual_questions(container: Container, folder: Path) -> dict[str, A
         mine = [q for q in questions if q.manual == manual]
         gold = resolve_gold(mine)
         path = folder / source.name
-        shutil.copyfile(source.path, path)
+        shutil.copyfile(readable_pdf(source.path), path)
         started = time.perf_counter()
         tenant = ingest_manual(container, manual, path)
         ingest_s = time.perf_counter() - started
@@ -331,23 +424,36 @@ def main() -> None:
     """Resolve every evidence string against the installed PDFs and print the counts."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write-gold", action="store_true", help=f"rewrite {GOLD_FILE.name}")
+    parser.add_argument(
+        "--manual",
+        action="append",
+        choices=list(ALL_SOURCES),
+        help="check only this manual's set (repeatable; cannot be combined with --write-gold)",
+    )
     args = parser.parse_args()
-    missing = missing_sources()
+    if args.manual and args.write_gold:
+        sys.exit("--write-gold rewrites every manual's pages: drop --manual")
+    sources = {m: ALL_SOURCES[m] for m in args.manual} if args.manual else ALL_SOURCES
+    missing = missing_sources(sources)
     if missing:
         sys.exit(f"missing PDFs: {', '.join(s.name for s in missing)} ({install_hint(missing)})")
-    questions = load_questions()
+    questions = load_questions(sources=sources)
     try:
         gold = resolve_gold(questions)
     except EvidenceError as exc:
         sys.exit(str(exc))
-    print("| manual | package | tuning | test | total |\n|---|---|---|---|---|")
+    print("| manual | group | package | tuning | test | dev | total |")
+    print("|---|---|---|---|---|---|---|")
     for manual, row in counts(questions).items():
-        total = sum(row.values())
+        source = ALL_SOURCES[manual]
         print(
-            f"| {manual} | {SOURCES[manual].package} | {row['tuning']} | {row['test']} | {total} |"
+            f"| {manual} | {source.group} | {source.package} | {row['tuning']} | {row['test']} "
+            f"| {row['dev']} | {sum(row.values())} |"
         )
     several = sum(1 for pages in gold.values() if len(pages) > 1)
     print(f"\n{len(questions)} questions, all resolved; {several} with more than one gold page")
+    if args.manual:
+        return
     if args.write_gold:
         GOLD_FILE.write_text(json.dumps(gold, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {GOLD_FILE}")
