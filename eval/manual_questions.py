@@ -110,9 +110,7 @@ DEV_WIDE_SOURCES: dict[str, ManualSource] = {
         "libdbi-doc",
         "databases",
     ),
-    "xfig": _wide(
-        "xfig_ref_en.pdf", "/usr/share/doc/xfig/xfig_ref_en.pdf", "xfig-doc", "graphics"
-    ),
+    "xfig": _wide("xfig_ref_en.pdf", "/usr/share/doc/xfig/xfig_ref_en.pdf", "xfig-doc", "graphics"),
     "mrbayes": _wide(
         "Manual_MrBayes_v3.2.pdf",
         "/usr/share/doc/mrbayes/Manual_MrBayes_v3.2.pdf",
@@ -175,13 +173,15 @@ def assign_splits(questions: list[ManualQuestion]) -> list[ManualQuestion]:
 
 
 def load_questions(
-    folder: Path = QUESTIONS_DIR, sources: Mapping[str, ManualSource] = SOURCES
+    folder: Path = QUESTIONS_DIR, sources: Mapping[str, ManualSource] | None = None
 ) -> list[ManualQuestion]:
-    """Every question of every manual in `sources`, in file order; malformed rows raise. The
-    issue-28 manuals' questions are split in halves, the wider set's are all "dev"."""
+    """Every question of every manual in `sources` (by default the issue-28 set), in file
+    order; malformed rows raise. The issue-28 manuals' questions are split in halves, the
+    wider set's are all "dev"."""
+    chosen = SOURCES if sources is None else sources
     questions: list[ManualQuestion] = []
     seen: set[str] = set()
-    for manual in sources:
+    for manual in chosen:
         path = folder / f"{manual}.jsonl"
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if not line.strip():
@@ -253,9 +253,10 @@ def resolve_gold(questions: Iterable[ManualQuestion]) -> dict[str, list[int]]:
     return gold
 
 
-def missing_sources(sources: Mapping[str, ManualSource] = SOURCES) -> list[ManualSource]:
-    """The manuals whose PDF is not installed."""
-    return [source for source in sources.values() if not source.path.is_file()]
+def missing_sources(sources: Mapping[str, ManualSource] | None = None) -> list[ManualSource]:
+    """The manuals (of `sources`, by default the issue-28 set) whose PDF is not installed."""
+    chosen = SOURCES if sources is None else sources
+    return [source for source in chosen.values() if not source.path.is_file()]
 
 
 def install_hint(sources: Iterable[ManualSource]) -> str:
