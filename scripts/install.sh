@@ -40,21 +40,37 @@ if [ "$extra" = "dev" ]; then
   $pip install --quiet -r requirements-dev.txt
   # The browser tests drive Debian's Chromium (Playwright cannot download its own offline) and
   # the gateway tests a real nginx; the contents-page case reads the R manuals (r-doc-pdf), and the
-  # natural-question sets (eval/manual_questions.py) those and the gnuplot manual (gnuplot-doc);
+  # natural-question sets (eval/manual_questions.py) those, the gnuplot manual (gnuplot-doc) and
+  # the wider development set's manuals (issue 38: debian-reference-en ... fonts-hosny-amiri);
   # the monitoring tests start a real Prometheus and check the alert rules with its promtool; the
   # OCR tests draw shaped Arabic scans with Pillow, which needs libraqm.
   # Installed here when missing and allowed (root with apt); otherwise those tests fail and say
   # how to install them, unless RAG_TEST_ALLOW_SKIP_SERVICES=1.
+  wide_manuals_missing=0
+  for manual in /usr/share/debian-reference/debian-reference.en.pdf \
+    /usr/share/freedombox/manual/en/freedombox-manual.pdf \
+    /usr/share/doc/libdbi-doc/programmers-guide.pdf.gz /usr/share/doc/xfig/xfig_ref_en.pdf \
+    /usr/share/doc/mrbayes/Manual_MrBayes_v3.2.pdf \
+    /usr/share/doc/gutenprint-doc/gutenprint-users-manual.pdf \
+    /usr/share/doc/auto-multiple-choice/auto-multiple-choice.en.pdf \
+    /usr/share/doc/debmake-doc/debmake-doc.en.pdf /usr/share/doc/nauty/nug28.pdf \
+    /usr/share/doc/fonts-hosny-amiri/Documentation-Arabic.pdf.gz; do
+    [ -f "$manual" ] || wide_manuals_missing=1
+  done
   if ! command -v chromium >/dev/null 2>&1 || [ ! -x /usr/sbin/nginx ] \
     || [ ! -f /usr/share/R/doc/manual/R-intro.pdf ] || [ ! -f /usr/share/doc/gnuplot/gnuplot.pdf ] \
+    || [ "$wide_manuals_missing" = 1 ] \
     || ! command -v prometheus >/dev/null 2>&1 || ! ldconfig -p | grep -q 'libraqm\.so\.0'; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
       apt-get update -qq
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
         chromium chromium-driver fonts-dejavu-core libraqm0 nginx-light r-doc-pdf gnuplot-doc \
+        debian-reference-en freedombox-doc-en libdbi-doc xfig-doc mrbayes-doc gutenprint-doc \
+        auto-multiple-choice-doc-pdf debmake-doc nauty-doc fonts-hosny-amiri \
         prometheus >/dev/null
     else
       echo "note: the browser, gateway and contents-case tests need: apt-get install chromium libraqm0 nginx-light r-doc-pdf gnuplot-doc prometheus" >&2
+      echo "note: the wide manual set needs: apt-get install debian-reference-en freedombox-doc-en libdbi-doc xfig-doc mrbayes-doc gutenprint-doc auto-multiple-choice-doc-pdf debmake-doc nauty-doc fonts-hosny-amiri" >&2
     fi
   fi
 else
