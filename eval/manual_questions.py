@@ -87,6 +87,7 @@ SOURCES: dict[str, ManualSource] = {
 
 
 def _wide(name: str, path: str, package: str, domain: str, language: str = "en") -> ManualSource:
+    """A manual of the wide development set (issue 38)."""
     return ManualSource(name, Path(path), package, "dev-wide", domain, language)
 
 
