@@ -164,7 +164,6 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "max_running_jobs_per_tenant",
         "ingest_batch_jobs",
         "ingest_batch_bytes",
-        "ingest_batch_wait_ms",
         "hot_tenants",
         "memory_budget_mb",
         "keyword_snapshots_kept",
