@@ -99,6 +99,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "ocr_max_pages",
         "ocr_max_image_pixels",
         "ocr_page_timeout_s",
+        "ocr_pages_per_turn",
         "quota_ocr_pages",
         # speed knobs: same model, same inputs, same greedy output
         "embedding_batch_size",
