@@ -99,6 +99,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "ocr_max_pages",
         "ocr_max_image_pixels",
         "ocr_page_timeout_s",
+        "ocr_pages_per_turn",
         "quota_ocr_pages",
         # speed knobs: same model, same inputs, same greedy output
         "embedding_batch_size",
@@ -164,7 +165,6 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "max_running_jobs_per_tenant",
         "ingest_batch_jobs",
         "ingest_batch_bytes",
-        "ingest_batch_wait_ms",
         "hot_tenants",
         "memory_budget_mb",
         "keyword_snapshots_kept",

@@ -9,7 +9,9 @@ raised as `CpuLimitReached`, and it is killed at the hard limit a little later.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing.process
+import os
 import resource
 import signal
 import time
@@ -69,13 +71,30 @@ def caused_by_memory(exc: BaseException) -> bool:
     return False
 
 
+def lead_process_group() -> None:
+    """In a child: start its own process group, so that stopping the child also stops the
+    programs it runs (Tesseract), which would otherwise finish their work orphaned."""
+    os.setpgid(0, 0)
+
+
 def stop_child(process: multiprocessing.process.BaseProcess, grace_s: float) -> None:
-    """Terminate `process`, and kill it if it has not exited after `grace_s` seconds."""
+    """Terminate `process` (and the programs it runs, if it leads a process group:
+    `lead_process_group`), and kill it if it has not exited after `grace_s` seconds."""
+    _signal_group(process, signal.SIGTERM)
     process.terminate()
     process.join(grace_s)
     if process.is_alive():
+        _signal_group(process, signal.SIGKILL)
         process.kill()
         process.join()
+
+
+def _signal_group(process: multiprocessing.process.BaseProcess, signum: int) -> None:
+    # Only while the child is not yet reaped (its pid cannot have been reused).
+    if process.pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # it leads no group
+        os.killpg(process.pid, signum)
 
 
 def reap_child(

@@ -255,6 +255,16 @@ class Settings(BaseSettings):
         "and the others are kept.",
         gt=0,
     )
+    ocr_pages_per_turn: int = setting(
+        10,
+        group="ingestion",
+        unit="pages",
+        description="A scan OCRs this many pages per turn: after each turn, if another tenant's "
+        "job is waiting, the job goes back to the queue behind it and later resumes from the "
+        "pages already read (kept beside the upload), so a long scan does not hold a worker "
+        "while other tenants' small uploads wait. 0 = never yield.",
+        ge=0,
+    )
 
     # --- embeddings ---
     embedding_provider: str = setting(
@@ -789,8 +799,10 @@ class Settings(BaseSettings):
         3600,
         group="storage",
         unit="s",
-        description="Hard limit on one ingestion job (the worker aborts it and records the "
-        "failure).",
+        description="Hard limit on one run of an ingestion job (a batch of small jobs runs as "
+        "one), on every job backend: past it the parse child is stopped and the job fails with "
+        "`job_timeout` (never left `processing`). A scan that yields after a turn of pages "
+        "(RAG_OCR_PAGES_PER_TURN) starts a new run when claimed again.",
         gt=0,
     )
     cache_backend: CacheBackend = setting(
@@ -867,18 +879,6 @@ class Settings(BaseSettings):
         unit="bytes",
         description="Upload bytes a batch of jobs adds up to at most.",
         gt=0,
-    )
-    ingest_batch_wait_ms: int = setting(
-        250,
-        group="quotas",
-        unit="ms",
-        description="A worker woken by a new upload waits until no other upload has arrived for "
-        "this long (at most 4 times as long in all), or until a full batch "
-        "(RAG_INGEST_BATCH_JOBS) has arrived, before it claims, so small files sent one per "
-        "request in quick succession are indexed as one batch. 0 = claim at once. Only the "
-        "`threads` job backend waits (a Redis worker claims when its message arrives).",
-        ge=0,
-        le=10_000,
     )
     keyword_snapshots_kept: int = setting(
         2,

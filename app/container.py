@@ -293,8 +293,20 @@ class Container:
         from app.job_runners.runner import IngestDeps
 
         trace_of = self.trace_carriers.recall if tracing.wanted(self.settings) else None
+        settings = self.settings
+        jobs = self.jobs
+
+        def others_waiting(tenant_id: str) -> bool:
+            return jobs.others_waiting(tenant_id, settings.max_running_jobs_per_tenant)
+
         return IngestDeps(
-            self.jobs, self.documents, indexing=lambda: self.document_deps, trace_of=trace_of
+            jobs,
+            self.documents,
+            indexing=lambda: self.document_deps,
+            trace_of=trace_of,
+            job_timeout_s=settings.job_timeout_s,
+            ocr_pages_per_turn=settings.ocr_pages_per_turn,
+            others_waiting=others_waiting,
         )
 
     @cached_property

@@ -90,6 +90,17 @@ class DocumentTooComplex(IngestionError):
     code = "document_too_complex"
 
 
+class JobTimedOut(IngestionError):
+    """An ingestion job ran past its total time limit (RAG_JOB_TIMEOUT_S) and was stopped."""
+
+    code = "job_timeout"
+
+
+class JobPaused(Exception):
+    """Not a failure: a long OCR job gave its worker back to other tenants' waiting jobs after
+    a turn of pages; the pages it read are kept and it resumes from them when claimed again."""
+
+
 class EmbeddingModelMismatch(RagError):
     """A tenant's index was built with another embedding model; vectors must never mix."""
 

@@ -23,6 +23,11 @@ this process, while no server runs). Target: within 2x of that one-batch embeddi
     python -m bench.ingest --api [--uploads 240]
     python -m bench.ingest --one-file-per-request [--uploads 240] [--concurrency 4] [--set RAG_X=v]
         [--files-per-request 10]     # the multi-file workload: several files in each request
+    python -m bench.ingest --upload-and-wait [--uploads 240] [--concurrency 4]
+
+`--upload-and-wait` (issue 37): each of `--concurrency` clients uploads one file, waits until its
+job is done, then uploads the next, on a live server; and the latency of a lone 1 KB upload on
+the idle server, median and p95 (bench/ingest_wait.py).
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ from bench.ingest_common import (
     write_documents,
 )
 from bench.ingest_http import run_http_workload
+from bench.ingest_wait import run_wait_workload
 
 # Timed in this order in every round; the keys name them in the results.
 WORKLOADS = {
@@ -107,8 +113,22 @@ def main() -> None:
         default=1,
         help="--one-file-per-request: post this many files in each request instead (multi-file)",
     )
-    add_server_setting_option(parser, "RAG_INGEST_BATCH_WAIT_MS=0")
+    parser.add_argument(
+        "--upload-and-wait",
+        action="store_true",
+        help="clients that upload a file and wait for its job before the next; lone latency",
+    )
+    add_server_setting_option(parser, "RAG_INGEST_BATCH_JOBS=1")
     args = parser.parse_args()
+    if args.upload_and_wait:
+        run_wait_workload(
+            args.uploads,
+            args.provider,
+            args.concurrency,
+            args.rounds,
+            server_settings_given(args.set),
+        )
+        return
     if args.one_file_per_request:
         run_http_workload(
             args.uploads,

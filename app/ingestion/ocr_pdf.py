@@ -10,6 +10,7 @@ corpus of real scans). A page with no image and no text stays a blank page.
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 
 import pypdfium2 as pdfium
@@ -18,7 +19,7 @@ from app.domain import OcrLayout
 from app.errors import DocumentTooLarge, OcrQuotaExceeded
 from app.ingestion.limits import OcrLimits
 from app.ingestion.ocr import ocr_picture
-from app.ingestion.ocr_progress import report_ocr
+from app.ingestion.ocr_progress import ocr_page, report_ocr
 from app.rendering.pdf_page import embedded_image_pixels
 
 MIN_TEXT_LAYER_CHARS = 20
@@ -101,7 +102,7 @@ def ocr_pdf_pages(path: Path, indexes: list[int], limits: OcrLimits) -> dict[int
         for done, index in enumerate(indexes, start=1):
             page = document[index]
             try:
-                layouts[index] = _read_page(page, limits)
+                layouts[index] = ocr_page(index, partial(_read_page, page, limits))
             finally:
                 page.close()
             report_ocr(done, len(indexes))

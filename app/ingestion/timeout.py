@@ -25,16 +25,19 @@ from app.child_process import (
     CpuLimitReached,
     apply_resource_limits,
     caused_by_memory,
+    lead_process_group,
     lift_memory_limit,
     reap_child,
     stop_child,
 )
-from app.domain import Page
-from app.errors import CorruptDocument, DocumentTooComplex, IngestionError, ParseTimeout
+from app.domain import OcrLayout, Page
+from app.errors import CorruptDocument, DocumentTooComplex, IngestionError, JobPaused, ParseTimeout
 from app.ingestion.dispatch import load
 from app.ingestion.limits import LoadLimits
 from app.ingestion.loaders import LOADER_MODULES
-from app.ingestion.ocr_progress import set_ocr_reporter
+from app.ingestion.ocr_checkpoint import append_page, read_pages
+from app.ingestion.ocr_progress import set_ocr_pages, set_ocr_reporter
+from app.ingestion.parse_turn import ParseTurn
 
 # forkserver: forking a process that runs threads (web server, worker pool) can deadlock the
 # child on a lock held by another thread; the fork server is a clean single-threaded parent.
@@ -58,10 +61,14 @@ def too_complex(limits: LoadLimits, resource_name: str) -> DocumentTooComplex:
     )
 
 
-def _parse_in_child(path: str, limits: LoadLimits, conn: Connection) -> None:
+def _parse_in_child(
+    path: str, limits: LoadLimits, conn: Connection, known: dict[int, OcrLayout]
+) -> None:
     try:
+        lead_process_group()
         apply_resource_limits(limits.max_memory_bytes, limits.max_cpu_s)
         set_ocr_reporter(lambda done, total: conn.send(("ocr", done, total)))
+        set_ocr_pages(known, lambda key, layout: conn.send(("page", key, layout)))
         conn.send(("ok", load(Path(path), limits)))
     except MemoryError:
         lift_memory_limit()  # the report itself needs a little memory
@@ -102,28 +109,55 @@ def _ignore_ocr(done: int, total: int) -> None:
 
 
 def load_with_timeout(
-    path: Path, limits: LoadLimits, timeout_s: float, ocr_progress: OcrProgress | None = None
+    path: Path,
+    limits: LoadLimits,
+    timeout_s: float,
+    ocr_progress: OcrProgress | None = None,
+    turn: ParseTurn | None = None,
 ) -> list[Page]:
     """`load(path, limits)` in a child process, killed after `timeout_s` (raises ParseTimeout).
 
     While the child OCRs pages it reports them (`ocr_progress(done, total)`), and each page
     read extends the time limit by the OCR page limit: a long scan is bounded per page.
     Plain-text files are read in this process (see `_IN_PROCESS_EXTENSIONS`).
+
+    With a job's `turn`, its deadline bounds the whole parse too (JobTimedOut, the child
+    stopped); each page OCR'd is kept in its checkpoint and not read again by a later call, and
+    after a turn of pages, when another tenant's job waits, the child is stopped and JobPaused
+    raised: the job goes back to the queue and resumes from the pages kept.
     """
     ocr_progress = ocr_progress or _ignore_ocr
+    turn = turn or ParseTurn()
+    turn.check()
     if path.suffix.lower() in _IN_PROCESS_EXTENSIONS:
         return load(path, limits)
+    known = read_pages(turn.checkpoint) if turn.checkpoint is not None else {}
     receiver, sender = _CONTEXT.Pipe(duplex=False)
     process = _CONTEXT.Process(
-        target=_parse_in_child, args=(str(path), limits, sender), name="rag-parse", daemon=True
+        target=_parse_in_child,
+        args=(str(path), limits, sender, known),
+        name="rag-parse",
+        daemon=True,
     )
     started = time.monotonic()
     process.start()
     sender.close()  # the parent keeps only its end, so a dead child reads as end-of-file
     deadline = started + timeout_s
+    read_now = 0  # pages OCR'd in this call (not kept from an earlier turn)
     try:
         while True:
-            message = _next_message(receiver, process, limits, deadline - time.monotonic())
+            job_left = turn.seconds_left()
+            wait_s = deadline - time.monotonic()
+            if job_left is not None and job_left < wait_s:
+                wait_s = job_left
+            message = _next_message(receiver, process, limits, wait_s)
+            if message[0] == "page":
+                if turn.checkpoint is not None:
+                    append_page(turn.checkpoint, message[1], message[2])
+                read_now += 1
+                if turn.should_yield(read_now):
+                    raise JobPaused(f"paused after {read_now} pages read in this turn")
+                continue
             if message[0] != "ocr":
                 break
             # Two passes per page at most (eng+ara, then ara), each within the page limit.
@@ -131,10 +165,16 @@ def load_with_timeout(
             ocr_progress(message[1], message[2])
     except ParseTimeout:
         stop_child(process, _KILL_GRACE_S)
+        left = turn.seconds_left()
+        if left is not None and left <= 0:
+            raise turn.timed_out() from None
         raise ParseTimeout(
             f"parsing the file took longer than {timeout_s:g} s and was stopped; "
             "the file may be malformed or too complex. Try a simpler export of it"
         ) from None
+    except BaseException:  # paused, out of time, or a progress callback's error: stop it first,
+        stop_child(process, _KILL_GRACE_S)  # so it is not left writing into a closed pipe
+        raise
     finally:
         receiver.close()
         reap_child(process, started, _KILL_GRACE_S)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -69,8 +70,16 @@ class IngestWorker:
 
     def __init__(self, settings: Settings, ingest: IngestDeps, client: redis.Redis[bytes]) -> None:
         self.settings = settings
-        self.ingest = ingest
         self.queue = rq_queue(settings, client)
+        self.ingest = replace(ingest, on_paused=self._send_resumed)
+
+    def _send_resumed(self, job: JobRecord) -> None:
+        """A job put back after a turn of OCR needs a message to be claimed again; if Redis is
+        down, the sweep sends one."""
+        try:
+            send(self.queue, job.job_id, job.attempts, self.settings.job_timeout_s, resumed=True)
+        except redis.RedisError:
+            log.warning("could not send the resumed job %s; the sweep sends it", job.job_id)
 
     def process(self, job_id: str) -> str:
         """Run one job for a message: its own job if that is a due retry, else the fairest.

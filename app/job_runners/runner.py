@@ -7,6 +7,11 @@ together), then records every job's own outcome and removes its upload once it h
 either way. A transient failure (a server unreachable) may put a job back for a retry instead.
 A crash leaves the jobs `processing`; they are re-queued like any other job, and stable chunk
 ids make the retry an upsert, so nothing is lost or duplicated.
+
+Every run of a job has a total time limit (RAG_JOB_TIMEOUT_S, on every backend): past it the
+parse child is stopped, or the next stage does not start, and the job fails with `job_timeout`.
+A long scan OCRs its pages in turns (RAG_OCR_PAGES_PER_TURN): after each turn, if another
+tenant's job is waiting, it goes back to the queue behind it, and resumes from the pages kept.
 """
 
 from __future__ import annotations
@@ -14,13 +19,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
 
 from app import metrics, tracing
-from app.errors import ProviderUnavailable, RagError
+from app.errors import JobPaused, ProviderUnavailable, RagError
+from app.ingestion.ocr_checkpoint import checkpoint_of
+from app.ingestion.parse_turn import ParseTurn
 from app.jobs.store import JobRecord, JobStore
 from app.services.documents import DocumentDeps, IndexOutcome, IndexRequest, index_documents
 from app.services.pipeline import IngestedDocument
@@ -44,6 +51,12 @@ class IngestDeps:
     indexing: Callable[[], DocumentDeps]
     # job id -> the trace carrier of the request that queued it (None: tracing is off).
     trace_of: Callable[[str], Mapping[str, str]] | None = None
+    job_timeout_s: float | None = None  # RAG_JOB_TIMEOUT_S: one run of a batch, in all
+    ocr_pages_per_turn: int = 0  # RAG_OCR_PAGES_PER_TURN (0: a scan never yields)
+    # tenant -> whether the next claim would serve another tenant (None: nobody ever waits).
+    others_waiting: Callable[[str], bool] | None = None
+    # Told of a job put back after a turn (the Redis backend sends it a new message).
+    on_paused: Callable[[JobRecord], None] | None = None
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -87,9 +100,11 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
     store = deps.jobs
     tenant = jobs[0].tenant_id
     alone = len(jobs) == 1
+    turn = _turn(deps, tenant)
 
     def progress_of(job: JobRecord) -> Callable[[int, int, str], None]:
         def progress(done: int, total: int, stage: str) -> None:
+            turn.check()  # past the job's deadline: stop here (the parse child with it)
             # In a batch "parsed" is followed at once by every job's "embedding" in one write.
             if alone or stage != "parsed":
                 store.update_progress(job.job_id, done, total, stage)
@@ -97,6 +112,7 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
         return progress
 
     def embedding(reports: list[tuple[int, int, int]]) -> None:
+        turn.check()  # before each embedding call
         store.update_progress_many(
             [(jobs[i].job_id, done, total, "embedding") for i, done, total in reports]
         )
@@ -105,7 +121,15 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
         outcomes: list[IndexOutcome] = index_documents(
             deps.indexing(),  # a server down here fails (or retries) every job of the batch
             tenant,
-            [IndexRequest(Path(job.stored_path), job.source, progress_of(job)) for job in jobs],
+            [
+                IndexRequest(
+                    Path(job.stored_path),
+                    job.source,
+                    progress_of(job),
+                    turn=replace(turn, checkpoint=checkpoint_of(Path(job.stored_path))),
+                )
+                for job in jobs
+            ],
             must_exist=True,
             # A burst of uploads rebuilds the tenant's keyword index once, after its last batch.
             refresh_keywords=lambda: not store.has_queued(tenant),
@@ -113,9 +137,14 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
         )
     except Exception as exc:  # the collaborators could not be built
         outcomes = [exc] * len(jobs)
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        if isinstance(outcome, JobPaused):
+            _pause(deps, job)
     done = [(j, o) for j, o in zip(jobs, outcomes, strict=True) if isinstance(o, IngestedDocument)]
     failures = {
-        j.job_id: o for j, o in zip(jobs, outcomes, strict=True) if isinstance(o, Exception)
+        j.job_id: o
+        for j, o in zip(jobs, outcomes, strict=True)
+        if isinstance(o, Exception) and not isinstance(o, JobPaused)
     }
     try:
         _finish(deps, done, time.perf_counter() - started if alone else None)
@@ -135,6 +164,29 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
     return retried
 
 
+def _turn(deps: IngestDeps, tenant: str) -> ParseTurn:
+    """The time limit and OCR turns of a run of the tenant's jobs, starting now."""
+    limit = deps.job_timeout_s
+    deadline = None if limit is None else time.monotonic() + limit
+    others = deps.others_waiting
+    if others is None or deps.ocr_pages_per_turn <= 0:
+        return ParseTurn(deadline, limit or 0.0)
+    return ParseTurn(deadline, limit or 0.0, None, deps.ocr_pages_per_turn, lambda: others(tenant))
+
+
+def _pause(deps: IngestDeps, job: JobRecord) -> None:
+    """Put a job that yielded after a turn of OCR back in the queue (its upload and the pages
+    it read stay for its next turn). Never raises: a job that could not be put back stays
+    `processing` and is re-queued like one a crash left (its pages are kept either way)."""
+    try:
+        deps.jobs.pause(job.job_id)
+        log.info("job paused for other tenants' jobs", extra={"job_id": job.job_id})
+        if deps.on_paused is not None:
+            deps.on_paused(job)
+    except Exception:
+        log.exception("could not put a paused job back in the queue", extra={"job_id": job.job_id})
+
+
 def _finish(
     deps: IngestDeps, done: list[tuple[JobRecord, IngestedDocument]], seconds: float | None
 ) -> None:
@@ -146,7 +198,7 @@ def _finish(
         log.info("job done", extra={"job_id": job.job_id, "chunks": d.chunks})
         metrics.ingested(d.pages, d.chunks)
         metrics.job_finished("done", seconds)
-        Path(job.stored_path).unlink(missing_ok=True)
+        _remove_upload(job)
 
 
 def settle_failure(deps: IngestDeps, job: JobRecord, exc: Exception, *, may_retry: bool) -> bool:
@@ -161,7 +213,7 @@ def settle_failure(deps: IngestDeps, job: JobRecord, exc: Exception, *, may_retr
     metrics.job_finished("failed")
     # The upload goes before the job is seen failed: a client that sees the failure finds no
     # file left behind (and a rerun after a crash here would fail the same way).
-    Path(job.stored_path).unlink(missing_ok=True)
+    _remove_upload(job)
     if isinstance(exc, RagError):
         _fail(deps, job, exc.message, exc.code)
         log.warning(
@@ -172,6 +224,13 @@ def settle_failure(deps: IngestDeps, job: JobRecord, exc: Exception, *, may_retr
         log.error("job crashed", exc_info=exc, extra={"job_id": job.job_id})
         _fail(deps, job, INTERNAL_FAILURE, "internal_error")
     return False
+
+
+def _remove_upload(job: JobRecord) -> None:
+    """Remove a job's upload and the OCR pages kept for it, once it has ended."""
+    upload = Path(job.stored_path)
+    upload.unlink(missing_ok=True)
+    checkpoint_of(upload).unlink(missing_ok=True)
 
 
 def _fail(deps: IngestDeps, job: JobRecord, message: str, code: str) -> None:

@@ -13,6 +13,7 @@ are queued without a pending message.
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,9 @@ TASK = "app.worker.process_job"
 # inspection with `rq info`.
 RESULT_TTL_S = 3600
 FAILURE_TTL_S = 7 * 24 * 3600
+# rq's own limit on a message is a backstop: the runner stops a job at RAG_JOB_TIMEOUT_S itself
+# and records why; this leaves it the time to.
+TIMEOUT_BACKSTOP_S = 60
 
 
 def queue_name(settings: Settings) -> str:
@@ -50,11 +54,22 @@ def retry_delay_s(base_s: float, attempt: int) -> float:
     return base_s * float(4 ** max(attempt - 1, 0))
 
 
-def send(queue: Queue, job_id: str, attempts: int, timeout_s: int, delay_s: float = 0.0) -> None:
-    """Put the message for a job's next attempt on the queue, now or after `delay_s`."""
+def send(
+    queue: Queue,
+    job_id: str,
+    attempts: int,
+    timeout_s: int,
+    delay_s: float = 0.0,
+    *,
+    resumed: bool = False,
+) -> None:
+    """Put the message for a job's next attempt on the queue, now or after `delay_s`; a
+    `resumed` job (put back after a turn) gets a message of its own, whatever its attempt's
+    message is doing (a spare message is a turn that finds nothing: a no-op)."""
+    name = message_id(job_id, attempts)
     options: dict[str, object] = {
-        "job_id": message_id(job_id, attempts),
-        "job_timeout": timeout_s,
+        "job_id": f"{name}-resumed-{uuid.uuid4().hex[:12]}" if resumed else name,
+        "job_timeout": timeout_s + TIMEOUT_BACKSTOP_S,
         "result_ttl": RESULT_TTL_S,
         "failure_ttl": FAILURE_TTL_S,
         "description": f"ingest {job_id} attempt {attempts + 1}",

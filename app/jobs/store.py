@@ -41,7 +41,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
 from app.errors import QuotaExceeded
-from app.jobs.scheduling import RETRYING, next_batch
+from app.jobs.scheduling import RETRYING, fair_tenant, next_batch
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, stored_usage
@@ -443,6 +443,30 @@ class JobStore:
                     updated_at=utc_now(),
                 )
             )
+
+    def pause(self, job_id: str) -> None:
+        """Put a processing job back in the queue after a turn of its work (a long scan gave
+        its worker to other tenants' jobs); the turn is not counted as a failed attempt, and
+        the progress so far stays visible."""
+        with self._db.session() as session:
+            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
+            session.execute(
+                update(JobRow)
+                .where(JobRow.job_id == job_id, JobRow.status == "processing")
+                .values(
+                    status="queued",
+                    progress_stage="queued",
+                    attempts=JobRow.attempts - 1,  # its claim added one
+                    updated_at=utc_now(),
+                )
+            )
+
+    def others_waiting(self, tenant_id: str, max_running_per_tenant: int | None) -> bool:
+        """Whether the next claim would serve another tenant than `tenant_id` (one of its jobs
+        is queued and it is below its running limit)."""
+        with self._db.session() as session:
+            chosen = session.scalar(select(fair_tenant(max_running_per_tenant)))
+            return chosen is not None and chosen != tenant_id
 
     def has_claimable(self) -> bool:
         """Whether any tenant has a job waiting that `claim_next` could hand out (ignoring the

@@ -3,13 +3,12 @@
 Each free thread claims a batch of the fairest tenant's queued jobs (`JobStore.claim_batch`:
 tenants with fewer running jobs, then the one served least recently), so one tenant's burst
 cannot starve another, and runs it (with the `run_batch` it was given:
-`app.job_runners.runner.run_jobs` on the container's collaborators). While uploads keep arriving
-(a folder sent one file per request), an idle thread woken by one waits for a pause of
-RAG_INGEST_BATCH_WAIT_MS before it claims, so they become one batch instead of many batches of
-one, but no longer than until a full batch (RAG_INGEST_BATCH_JOBS) has arrived, so the embedder
-does not sit idle while a burst is already large enough; a thread that has just run a batch
-claims what arrived meanwhile at once. Jobs a crash left
-`processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
+`app.job_runners.runner.run_jobs` on the container's collaborators). An idle thread woken by an
+upload claims at once: a lone upload never waits for a batch that may not come (issue 37).
+Batches form on their own from the jobs that arrive while the threads are busy: a thread that
+has just run a batch claims everything of one tenant that arrived meanwhile (up to
+RAG_INGEST_BATCH_JOBS and RAG_INGEST_BATCH_BYTES). Jobs a crash left `processing` are re-queued
+at start-up; stable chunk ids make the retry an upsert.
 """
 
 from __future__ import annotations
@@ -41,12 +40,9 @@ class IngestWorkerPool:
         self._settings = settings
         self._size = settings.worker_pool_size
         self._poll = poll_interval_s
-        self._batch_wait_s = settings.ingest_batch_wait_ms / 1000
-        self._full_batch = settings.ingest_batch_jobs
-        # Uploads so far and time.monotonic() of the last one; idle threads wait on `_arrival`.
+        # Uploads so far; idle threads wait on `_arrival` for the count to move.
         self._arrival = threading.Condition()
         self._arrivals = 0
-        self._last_arrival = float("-inf")
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -62,11 +58,11 @@ class IngestWorkerPool:
         return requeued
 
     def enqueue(self, job: JobRecord) -> None:
-        """Hand over a newly queued job: the threads poll the table, so just wake them."""
+        """Hand over a newly queued job: the threads poll the table, so just wake one of them
+        (one per upload: the others need not race it for the claim)."""
         with self._arrival:
             self._arrivals += 1
-            self._last_arrival = time.monotonic()
-            self._arrival.notify_all()
+            self._arrival.notify()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Ask the threads to finish their current job and exit."""
@@ -93,11 +89,8 @@ class IngestWorkerPool:
             else:
                 metrics.worker_heartbeat(time.time())  # reached the job table
             if not batch:
-                # Idle until an upload arrives (or the poll interval passes), then let the ones
-                # right behind it join its batch. (After a batch the jobs that arrived meanwhile
-                # are claimed at once.)
+                # Idle until an upload arrives (or the poll interval passes), then claim at once.
                 self._idle(seen)
-                self._gather(seen)
                 continue
             self._run_batch(batch)
 
@@ -108,17 +101,3 @@ class IngestWorkerPool:
             self._arrival.wait_for(
                 lambda: self._arrivals != seen or self._stop.is_set(), self._poll
             )
-
-    def _gather(self, seen: int) -> None:
-        """While uploads are arriving, wait until none has come for the batch window (at most 4
-        windows in all) or a full batch has come since the empty claim (`seen` arrivals before
-        it), so that they are claimed together; at once when none came lately."""
-        window = self._batch_wait_s
-        deadline = time.monotonic() + 4 * window
-        with self._arrival:
-            while not self._stop.is_set() and self._arrivals - seen < self._full_batch:
-                now = time.monotonic()
-                quiet_at = self._last_arrival + window
-                if now >= quiet_at or now >= deadline:
-                    return
-                self._arrival.wait(min(quiet_at, deadline) - now)

@@ -23,6 +23,7 @@ from app.errors import (
     QuotaExceeded,
     UnsupportedFileType,
 )
+from app.ingestion.parse_turn import ParseTurn
 from app.jobs.queue import JobQueue, enqueue
 from app.jobs.store import (
     JobLimitReached,
@@ -260,6 +261,7 @@ class IndexRequest:
     source: str
     progress: ProgressCallback | None = None  # parse progress and embedding progress
     sha256: str | None = None  # of the file, when the caller already hashed it
+    turn: ParseTurn | None = None  # a queued job's deadline and OCR turns
 
 
 # What became of one request: the indexed document, or why it was not indexed.
@@ -495,6 +497,7 @@ def _parse(
         source=request.source,
         config=deps.pipeline,
         progress=request.progress,
+        turn=request.turn,
         ocr_pages_allowed=None
         if left.ocr_pages is None
         else max(left.ocr_pages + old.ocr_pages, 0),

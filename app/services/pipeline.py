@@ -14,6 +14,7 @@ from app.domain import Chunk, OcrLayout, Page, document_id, indexed_text
 from app.errors import QuotaExceeded
 from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
 from app.ingestion.ocr_result import is_unreadable, ocr_warnings
+from app.ingestion.parse_turn import ParseTurn
 from app.metrics import job_stage_timer
 from app.providers.types import Embedder
 
@@ -119,15 +120,17 @@ def parse_file(
     config: PipelineConfig,
     progress: ProgressCallback | None = None,
     ocr_pages_allowed: int | None = None,
+    turn: ParseTurn | None = None,
 ) -> ParsedFile:
     """Parse and chunk one file (the per-file part of ingestion, before embedding).
 
     `ocr_pages_allowed` is what the tenant's OCR page quota leaves (None: no quota); a file with
-    more pages to OCR fails before any is read.
+    more pages to OCR fails before any is read. `turn` is the queued job's (its deadline, its
+    OCR checkpoint, when it yields: see `load_with_timeout`).
     """
     with job_stage("parse"):
         return _parse_file(
-            path, tenant_id, source, config, progress or _ignore_progress, ocr_pages_allowed
+            path, tenant_id, source, config, progress or _ignore_progress, ocr_pages_allowed, turn
         )
 
 
@@ -138,6 +141,7 @@ def _parse_file(
     config: PipelineConfig,
     progress: ProgressCallback,
     ocr_pages_allowed: int | None,
+    turn: ParseTurn | None,
 ) -> ParsedFile:
     limits = config.limits
     if ocr_pages_allowed is not None:
@@ -147,6 +151,7 @@ def _parse_file(
         limits,
         config.parse_timeout_s,
         lambda done, total: progress(done, total, "ocr"),
+        turn,
     )
     outcome = ocr_outcome(loaded)
     pages = [page for page in loaded if not is_unreadable(page)]

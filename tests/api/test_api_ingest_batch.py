@@ -7,6 +7,8 @@ themselves (workers not started), so which jobs share a batch is exact.
 
 from __future__ import annotations
 
+import threading
+import time
 from argparse import Namespace
 from pathlib import Path
 from typing import Any
@@ -115,8 +117,11 @@ class Crash(BaseException):
     """Stands in for the process dying mid-batch (not an error the worker may catch)."""
 
 
-def record_claims(running: ApiHarness, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The sizes of the batches the running workers claim from now on (empty claims left out)."""
+def record_claims(
+    running: ApiHarness, monkeypatch: pytest.MonkeyPatch, hold_first: threading.Event | None = None
+) -> list[int]:
+    """The sizes of the batches the running workers claim from now on (empty claims left out);
+    with `hold_first`, the worker that claims the first batch waits for it before running it."""
     jobs = running.container.jobs
     real_claim = jobs.claim_batch
     claimed: list[int] = []
@@ -125,27 +130,39 @@ def record_claims(running: ApiHarness, monkeypatch: pytest.MonkeyPatch) -> list[
         batch = real_claim(*args, **kwargs)
         if batch:
             claimed.append(len(batch))
+            if hold_first is not None and len(claimed) == 1:
+                assert hold_first.wait(60)
         return batch
 
     monkeypatch.setattr(jobs, "claim_batch", recording_claim)
     return claimed
 
 
-def test_files_uploaded_one_per_request_are_gathered_into_one_batch(
+def test_a_lone_upload_starts_at_once_and_uploads_arriving_meanwhile_form_batches(
     api_factory: ApiFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Running workers this time: uploads arriving closer together than the batch window are
-    # claimed together (a folder synced file by file), and each job still ends on its own.
-    running = api_factory(ingest_batch_wait_ms=2000)
-    claimed = record_claims(running, monkeypatch)
+    # Running workers this time (one thread, batches of at most 3): the first upload finds the
+    # queue empty and is claimed alone at once, with no batch window to wait out (issue 37);
+    # the files uploaded while it is being indexed (a folder synced file by file) are claimed
+    # together, at most RAG_INGEST_BATCH_JOBS at a time, and each job still ends on its own.
+    running = api_factory(worker_pool_size=1, ingest_batch_jobs=3)
+    busy = threading.Event()
+    claimed = record_claims(running, monkeypatch, hold_first=busy)
     user = running.add_user("folder")
     files = dict(FILES)
     files["broken.pdf"] = corrupt_pdf()
-    ids = upload_all(running, user, files)
+    names = list(files)
+    ids = upload_all(running, user, {names[0]: files[names[0]]})
+    deadline = time.monotonic() + 30
+    while not claimed:  # the lone upload is claimed without any other upload coming
+        assert time.monotonic() < deadline, "the lone upload was never claimed"
+        time.sleep(0.01)
+    ids += upload_all(running, user, {name: files[name] for name in names[1:]})
+    busy.set()
     ended = {
         name: running.wait_for_job(user, job_id) for name, job_id in zip(files, ids, strict=True)
     }
-    assert claimed == [len(files)]
+    assert claimed == [1, 3, 3]
     assert ended.pop("broken.pdf")["status"] == "failed"
     listed = running.client.get("/documents", headers=user.headers).json()["data"]
     chunks = {document["source"]: document["chunks"] for document in listed}
@@ -156,20 +173,6 @@ def test_files_uploaded_one_per_request_are_gathered_into_one_batch(
         hits = running.search(user, f"KESTREL{code}X")["results"]
         assert hits and hits[0]["source"] == name, (name, hits)
     assert running.uploads_left() == []
-
-
-def test_a_full_batch_is_claimed_without_waiting_out_the_window(
-    api_factory: ApiFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A burst already a batch long is indexed at once: with a 10 s window the first 3 uploads
-    # (a full batch) are claimed together as soon as the third arrives, not after the window.
-    running = api_factory(ingest_batch_wait_ms=10_000, ingest_batch_jobs=3)
-    claimed = record_claims(running, monkeypatch)
-    user = running.add_user("burst")
-    ids = upload_all(running, user, dict(list(FILES.items())[:3]))
-    for job_id in ids:
-        assert running.wait_for_job(user, job_id, timeout_s=8)["status"] == "done"
-    assert claimed == [3]
 
 
 def test_a_crash_mid_batch_loses_nothing_and_duplicates_nothing(

@@ -8,6 +8,7 @@ RAG_OCR_MAX_PAGES.
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from pathlib import Path
 
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -17,7 +18,7 @@ from app.errors import CorruptDocument, DocumentTooLarge, UnsupportedFileType
 from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.ocr import layout_text, ocr_picture, ocr_status, unavailable
 from app.ingestion.ocr_pdf import check_ocr_budget
-from app.ingestion.ocr_progress import report_ocr
+from app.ingestion.ocr_progress import ocr_page, report_ocr
 from app.ingestion.ocr_result import require_readable, unreadable_page
 
 # Formats Pillow may report for each extension we accept (MPO: a JPEG from a phone camera).
@@ -105,7 +106,8 @@ def load_image(path: Path, limits: LoadLimits) -> list[Page]:
             # A phone photo is stored sideways with an EXIF orientation: read it upright (the
             # kept picture is turned the same way, so the word boxes match it).
             upright = ImageOps.exif_transpose(image)
-            layout = ocr_picture(upright, _frame_dpi(image), limits.ocr)
+            read = partial(ocr_picture, upright, _frame_dpi(image), limits.ocr)
+            layout = ocr_page(index, read)
             number = index + 1
             if layout.problem is not None:
                 pages.append(unreadable_page(number, str(number), layout))

@@ -1,0 +1,154 @@
+"""`python -m bench.ingest --upload-and-wait`: clients that upload one small file, wait until its
+job is done, then upload the next (issue 37, finding 12), against embedding the same texts in one
+batch; and the latency of a lone 1 KB text upload on an idle server.
+
+Each round starts `python -m app.serve` (uvicorn, one process, the threads job backend with its
+default pool, real Chroma and embedder) on a fresh data directory, like `--one-file-per-request`.
+First `LONE` lone uploads, one at a time with a pause between them (the server idle each
+time): from the upload's first byte until `GET /jobs/{id}` says `done`, polling every
+`LONE_POLL_S`. Then `concurrency` clients share the `uploads` paragraph files, each posting one,
+polling its job every `POLL_S` until done, then posting the next; timed from the first upload to
+the last job seen done. The floor embeds the same chunk texts in full batches in this process
+while no server runs. Targets: lone upload p50 <= 150 ms, p95 <= 300 ms; upload-and-wait within
+2x of the floor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.common import percentile, table
+from bench.ingest_common import bench_settings, embed_once, paragraph_files
+from tests.api.live_server import LiveServer
+
+PASSWORD = "bench password, long enough"
+TENANT = "bench-wait"
+LONE = 40  # lone uploads timed per round
+LONE_PAUSE_S = 0.3  # between two lone uploads: the server is idle when each arrives
+LONE_POLL_S = 0.005
+POLL_S = 0.02  # a waiting client's polling
+LONE_TEXT = ("The night crew services pump {n} on line four every ninth day. " * 16)[:1000]
+
+
+async def _login(client: httpx.AsyncClient) -> dict[str, str]:
+    form = {"username": "bench-user", "password": PASSWORD}
+    token = (await client.post("/auth/token", data=form)).json()["access_token"]
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def _upload_and_wait(
+    client: httpx.AsyncClient, headers: dict[str, str], name: str, body: bytes, poll_s: float
+) -> float:
+    """Post one file and poll its job until done; seconds from the post to seeing it done."""
+    started = time.perf_counter()
+    files = {"file": (name, body, "text/plain")}
+    response = await client.post("/documents", files=files, headers=headers)
+    assert response.status_code == 202, response.text
+    job_id = response.json()["job_id"]
+    while True:
+        job = (await client.get(f"/jobs/{job_id}", headers=headers)).json()
+        if job["status"] == "done":
+            return time.perf_counter() - started
+        assert job["status"] != "failed", job
+        await asyncio.sleep(poll_s)
+
+
+async def _round(server: LiveServer, paths: list[Path], concurrency: int) -> dict[str, object]:
+    limits = httpx.Limits(max_connections=concurrency + 2)
+    async with httpx.AsyncClient(base_url=server.url, timeout=300, limits=limits) as client:
+        headers = await _login(client)
+        # Warm the path once (first upload loads lazily built parts), then time lone uploads.
+        await _upload_and_wait(client, headers, "warm.txt", b"warm up " * 100, LONE_POLL_S)
+        lone = []
+        for n in range(LONE):
+            await asyncio.sleep(LONE_PAUSE_S)
+            body = LONE_TEXT.format(n=n).encode()
+            lone.append(await _upload_and_wait(client, headers, f"lone{n}.txt", body, LONE_POLL_S))
+        todo = list(paths)
+
+        async def client_loop() -> None:
+            while todo:
+                path = todo.pop(0)
+                await _upload_and_wait(client, headers, path.name, path.read_bytes(), POLL_S)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client_loop() for _ in range(concurrency)))
+        total = time.perf_counter() - started
+    return {"lone": lone, "total": total}
+
+
+def run_wait_workload(
+    uploads: int, provider: str, concurrency: int, rounds: int, extra: dict[str, str]
+) -> None:
+    """Print the lone-upload latency and the upload-and-wait table, medians over `rounds`."""
+    lone: list[float] = []
+    totals: list[float] = []
+    floors: list[float] = []
+    loads: list[float] = []
+    chunks = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = paragraph_files(Path(tmp), uploads)
+        for round_number in range(rounds):
+            base = Path(tmp) / f"round{round_number}"
+            base.mkdir()
+            loads.append(os.getloadavg()[0])
+            wall, _, chunks = embed_once(bench_settings(base / "embed", provider), paths)
+            floors.append(wall)
+            server = LiveServer(
+                base / "data",
+                {
+                    "RAG_EMBEDDING_PROVIDER": provider,
+                    "RAG_QUOTA_QUEUED_JOBS": str(10 * uploads),
+                    "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
+                    **extra,
+                },
+            )
+            server.create_user(TENANT, "bench-user", PASSWORD)
+            server.start()
+            try:
+                result = asyncio.run(_round(server, paths, concurrency))
+            finally:
+                server.stop()
+            lone += result["lone"]  # type: ignore[arg-type]
+            totals.append(float(result["total"]))  # type: ignore[arg-type]
+            loads.append(os.getloadavg()[0])
+    floor = statistics.median(floors)
+    total = statistics.median(totals)
+    print(
+        f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), {concurrency} clients "
+        f"each uploading one file and waiting for its job; live server; embedder {provider}; "
+        f"settings beyond the defaults: {extra or 'none'}; median of {rounds} round(s); load "
+        f"average (1 min) {min(loads):.1f}-{max(loads):.1f}"
+    )
+    ms = [1000 * s for s in lone]
+    print(
+        table(
+            ["workload", "median", "p95", "vs embedding"],
+            [
+                [
+                    f"lone 1 KB upload until done ({len(ms)}), ms",
+                    statistics.median(ms),
+                    percentile(ms, 95),
+                    "-",
+                ],
+                ["upload-and-wait, all jobs done, s", total, "-", f"{total / floor:.2f}x"],
+                ["one-batch embedding (floor), s", floor, "-", "1x"],
+            ],
+        )
+    )
+    print(
+        "per round (total s, floor s): "
+        + ", ".join(f"({t:.2f}, {f:.2f})" for t, f in zip(totals, floors, strict=True))
+    )
+    print(
+        f"lone upload: p50 {statistics.median(ms):.0f} ms, p95 {percentile(ms, 95):.0f} ms "
+        "(target <= 150 / 300 ms); upload-and-wait "
+        f"{total / floor:.2f}x of one-batch embedding (target <= 2x)"
+    )
