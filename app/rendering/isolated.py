@@ -126,9 +126,7 @@ def page_count_isolated(path: Path, limits: RenderLimits) -> int:
     return count
 
 
-def image_to_pdf_isolated(
-    source: Path, target: Path, limits: RenderLimits, caps: PixelCaps
-) -> int:
+def image_to_pdf_isolated(source: Path, target: Path, limits: RenderLimits, caps: PixelCaps) -> int:
     """`image_to_pdf` in a limited child process: the uploaded image's frames, decoded one at a
     time, written as the PDF `target`; its page count (PageRenderFailed when it cannot finish)."""
     pages: int = _run(image_to_pdf, (source, target, caps), limits)

@@ -172,7 +172,9 @@ def test_bad_images_fail_cleanly_and_leave_nothing_indexed(api: ApiHarness) -> N
 def test_a_multi_frame_tiff_is_kept_as_pages_that_are_drawn(api: ApiHarness) -> None:
     user = api.add_user("ocr-tiff-pages", login=False)
     frames = [scanned_page(ENGLISH_COVER), scanned_page(ENGLISH_PAGE), scanned_page(["Notes."])]
-    job = api.upload_and_wait(user, "scan.tiff", image_bytes(frames, "TIFF", compression="tiff_adobe_deflate"))
+    job = api.upload_and_wait(
+        user, "scan.tiff", image_bytes(frames, "TIFF", compression="tiff_adobe_deflate")
+    )
     assert (job["status"], job["pages"]) == ("done", 3), job
 
     answer = api.query(user, "What is the inspection code of the north pumping station?")
@@ -197,7 +199,9 @@ def test_an_image_over_the_total_pixel_cap_fails_before_ocr(api_factory: ApiFact
     api = api_factory(ocr_max_total_pixels=20_000_000)
     user = api.add_user("ocr-total-pixels", login=False)
     frames = [scanned_page(ENGLISH_PAGE)] * 3
-    job = api.upload_and_wait(user, "scan.tiff", image_bytes(frames, "TIFF", compression="tiff_adobe_deflate"))
+    job = api.upload_and_wait(
+        user, "scan.tiff", image_bytes(frames, "TIFF", compression="tiff_adobe_deflate")
+    )
     assert (job["status"], job["error_code"]) == ("failed", "document_too_large"), job
     assert "3 frames hold 26 megapixels together, more than the limit of 20" in job["error"]
     stats = api.client.get("/stats", headers=user.headers).json()

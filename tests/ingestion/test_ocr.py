@@ -149,7 +149,9 @@ def test_frames_over_the_total_pixel_cap_are_refused_before_ocr(
     ):
         load(path, tight)
     # At the cap exactly, the frames are read (blank: nothing found on them).
-    small = _write(tmp_path, "small.tiff", image_bytes([Image.new("L", (1000, 1000), 255)] * 3, "TIFF"))
+    small = _write(
+        tmp_path, "small.tiff", image_bytes([Image.new("L", (1000, 1000), 255)] * 3, "TIFF")
+    )
     with pytest.raises(UnreadableScan, match="pages 1, 2, 3"):
         load(small, _with_ocr(limits, max_total_pixels=3_000_000))
 

@@ -98,7 +98,10 @@ def test_many_large_frames_fit_in_the_memory_of_one(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("caps", "why"),
-    [(PixelCaps(per_frame=1_000_000, total=10**9), "one frame"), (PixelCaps(10**9, 2_500_000), "all")],
+    [
+        (PixelCaps(per_frame=1_000_000, total=10**9), "one frame"),
+        (PixelCaps(10**9, 2_500_000), "all"),
+    ],
 )
 def test_an_image_over_the_pixel_caps_is_not_converted(
     tmp_path: Path, caps: PixelCaps, why: str
