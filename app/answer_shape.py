@@ -98,6 +98,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "ocr_dpi",
         "ocr_max_pages",
         "ocr_max_image_pixels",
+        "ocr_max_total_pixels",
         "ocr_page_timeout_s",
         "ocr_pages_per_turn",
         "quota_ocr_pages",

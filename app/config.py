@@ -247,6 +247,15 @@ class Settings(BaseSettings):
         "decoding (an image bomb is refused).",
         gt=0,
     )
+    ocr_max_total_pixels: int = setting(
+        2_000_000_000,
+        group="ingestion",
+        unit="pixels",
+        description="Pixels of all the frames of one image upload together, read from the header "
+        "before decoding (the default lets RAG_OCR_MAX_PAGES A4 pages scanned at 300 dpi "
+        "through); an image over it fails its job with `document_too_large`.",
+        gt=0,
+    )
     ocr_page_timeout_s: float = setting(
         60.0,
         group="ingestion",

@@ -240,10 +240,24 @@ class Container:
     @cached_property
     def originals(self) -> KeptOriginals:
         """The kept original PDFs (for page pictures) and the pictures cached from them."""
+        from app.rendering.image_pdf import PixelCaps
+        from app.rendering.pdf_page import RenderLimits
         from app.services.pages import KeptOriginals, originals_dir
 
+        settings = self.settings
+        # An image becomes its kept PDF in a child with the parse child's bounds: the work is
+        # a second pass over the frames the parse child read.
+        image_limits = RenderLimits(
+            timeout_s=settings.parse_timeout_s,
+            max_memory_bytes=settings.parse_max_memory_mb * 1024 * 1024,
+            max_cpu_s=settings.parse_max_cpu_s,
+        )
         return KeptOriginals(
-            originals_dir(self.settings.data_dir), self.page_images, self.render_limits
+            originals_dir(settings.data_dir),
+            self.page_images,
+            self.render_limits,
+            image_limits,
+            PixelCaps(settings.ocr_max_image_pixels, settings.ocr_max_total_pixels),
         )
 
     @cached_property

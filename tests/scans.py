@@ -65,3 +65,11 @@ def scanned_pdf(pages: Sequence[Image.Image | str], dpi: int = 300) -> bytes:
             png.seek(0)
             pdf.image(png, x=0, y=0, w=A4_IN[0], h=A4_IN[1])
     return bytes(pdf.output())
+
+
+def blank_frames_tiff(first: Image.Image, blank_frames: int, side: int = 7700) -> bytes:
+    """A TIFF of `first` then `blank_frames` white RGB frames of side x side, deflated: a few
+    MB on disk that decode to gigabytes (the shape of the file of issue 37's audit)."""
+    blank = Image.new("RGB", (side, side), (255, 255, 255))
+    frames = [first.convert("RGB"), *[blank] * blank_frames]  # one blank frame, held once
+    return image_bytes(frames, "TIFF", compression="tiff_adobe_deflate")

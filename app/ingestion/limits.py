@@ -14,13 +14,15 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class OcrLimits:
     """How pages without a text layer are read: the Tesseract command, the resolution pages are
-    rasterised at, and the caps (pages per document, pixels per picture checked before decoding,
-    wall time per page; `pages_allowed` is what the tenant's OCR quota leaves, None: no quota)."""
+    rasterised at, and the caps (pages per document, pixels per picture and per image file
+    checked before decoding, wall time per page; `pages_allowed` is what the tenant's OCR quota
+    leaves, None: no quota)."""
 
     tesseract_cmd: str = "tesseract"
     dpi: int = 200
     max_pages: int = 200
     max_image_pixels: int = 60_000_000
+    max_total_pixels: int = 2_000_000_000
     page_timeout_s: float = 60.0
     pages_allowed: int | None = None
 
@@ -54,6 +56,7 @@ class LoadLimits:
                 dpi=settings.ocr_dpi,
                 max_pages=settings.ocr_max_pages,
                 max_image_pixels=settings.ocr_max_image_pixels,
+                max_total_pixels=settings.ocr_max_total_pixels,
                 page_timeout_s=settings.ocr_page_timeout_s,
             ),
         )

@@ -1,5 +1,6 @@
 """PDFium in a child process, like parsing (app/ingestion/timeout.py): a hostile PDF that makes
-PDFium loop, crash or allocate gigabytes costs one stopped child, never the API process.
+PDFium loop, crash or allocate gigabytes costs one stopped child, never the API process. An
+uploaded image is turned into its kept PDF in such a child too: its frames are user pixels.
 
 The child runs under the same OS limits as the parse child (`app.child_process`): RLIMIT_AS
 and RLIMIT_CPU from `RenderLimits`, and a lower CPU priority, so a long render yields the cores
@@ -25,6 +26,7 @@ from app.child_process import (
     lift_memory_limit,
     reap_child,
 )
+from app.rendering.image_pdf import PixelCaps, image_to_pdf
 from app.rendering.pdf_page import (
     TOO_COMPLEX,
     UNREADABLE,
@@ -122,3 +124,10 @@ def page_count_isolated(path: Path, limits: RenderLimits) -> int:
     """`page_count` in a limited child process (PageRenderFailed when PDFium cannot open it)."""
     count: int = _run(page_count, (path,), limits)
     return count
+
+
+def image_to_pdf_isolated(source: Path, target: Path, limits: RenderLimits, caps: PixelCaps) -> int:
+    """`image_to_pdf` in a limited child process: the uploaded image's frames, decoded one at a
+    time, written as the PDF `target`; its page count (PageRenderFailed when it cannot finish)."""
+    pages: int = _run(image_to_pdf, (source, target, caps), limits)
+    return pages

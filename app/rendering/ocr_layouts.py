@@ -1,13 +1,11 @@
 """The words and boxes OCR read on a document's pages, kept beside its original so a cited
-passage can be highlighted on a scanned page or an image; and image uploads turned into a PDF
-(one page per frame) so their pages are drawn like any PDF page."""
+passage can be highlighted on a scanned page or an image (an image is kept as a PDF of its
+frames: app/rendering/image_pdf.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-
-from PIL import Image, ImageOps
 
 from app.domain import OcrLayout, OcrWord
 from app.rendering.passage import keyed, locate
@@ -63,22 +61,3 @@ def passage_word_boxes(
         return []
     first, last = owner[span[0]], owner[span[1]]
     return [tuple(float(side) for side in word.box) for word in layout.words[first : last + 1]]  # type: ignore[misc]
-
-
-def image_to_pdf(source: Path, target: Path) -> None:
-    """Write the frames of an image file as the pages of a PDF, at the image's resolution.
-
-    Called on an upload the parse child already read, so its pixel counts are within the cap.
-    """
-    with Image.open(source) as image:
-        frames: list[Image.Image] = []
-        for index in range(getattr(image, "n_frames", 1)):
-            image.seek(index)
-            mode = "L" if image.mode in {"1", "L", "LA", "I", "I;16", "F"} else "RGB"
-            # Upright, as OCR read it (app/ingestion/loaders/image.py).
-            frames.append(ImageOps.exif_transpose(image).convert(mode))
-        dpi = image.info.get("dpi")
-    resolution = float(dpi[0]) if dpi and 70 <= float(dpi[0]) <= 1200 else 300.0
-    frames[0].save(
-        target, format="PDF", save_all=True, append_images=frames[1:], resolution=resolution
-    )

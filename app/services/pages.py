@@ -13,8 +13,13 @@ from typing import TYPE_CHECKING, Protocol
 from app.domain import Chunk, OcrLayout
 from app.errors import InvalidInput, NotFound, PageUnavailable
 from app.ingestion.loaders import IMAGE_EXTENSIONS
-from app.rendering.isolated import page_count_isolated, render_page_isolated
-from app.rendering.ocr_layouts import dump_layouts, image_to_pdf, read_layout
+from app.rendering.image_pdf import PixelCaps
+from app.rendering.isolated import (
+    image_to_pdf_isolated,
+    page_count_isolated,
+    render_page_isolated,
+)
+from app.rendering.ocr_layouts import dump_layouts, read_layout
 from app.rendering.pdf_page import (
     PageOutOfRange,
     PageRenderFailed,
@@ -48,6 +53,10 @@ class KeptOriginals:
     root: Path  # see `originals_dir`
     images: PageImageCache
     limits: RenderLimits  # of the child that counts a kept PDF's pages
+    # The child that turns an uploaded image into its PDF (the parse child's time, memory and
+    # CPU), and the pixels it may decode: the image's frames are user pixels, never decoded here.
+    image_limits: RenderLimits
+    pixel_caps: PixelCaps
 
     def path(self, tenant_id: str, document_id: str) -> Path:
         """Where a document's original PDF is kept, under the tenant's folder."""
@@ -67,8 +76,9 @@ class KeptOriginals:
         path: Path,
         ocr_layouts: dict[int, OcrLayout] | None = None,
     ) -> None:
-        """Keep a copy of an indexed PDF (an image as a PDF of its frames), its page count and
-        the words and boxes of its OCR'd pages; other formats keep nothing.
+        """Keep a copy of an indexed PDF (an image as a PDF of its frames, written in a limited
+        child), its page count and the words and boxes of its OCR'd pages; other formats keep
+        nothing.
 
         Called under the tenant's documents lock, so a concurrent delete sees the copy or none; the
         copy is written beside its final name and renamed, so a reader never sees half a file.
@@ -86,19 +96,22 @@ class KeptOriginals:
         partial = target.with_name(f".{target.name}.partial")
         if source.lower().endswith(PDF_SUFFIX):
             shutil.copyfile(path, partial)
+            count = self._count(partial, document_id)
         else:
             try:
-                image_to_pdf(path, partial)
+                count = image_to_pdf_isolated(path, partial, self.image_limits, self.pixel_caps)
             except Exception as exc:  # its text is indexed; only its pictures are lost
                 log.warning(
                     "image not kept as pages",
-                    extra={"document_id": document_id, "error": type(exc).__name__},
+                    extra={
+                        "document_id": document_id,
+                        "error": getattr(exc, "reason", type(exc).__name__),
+                    },
                 )
                 partial.unlink(missing_ok=True)
                 target.unlink(missing_ok=True)
                 counted.unlink(missing_ok=True)
                 return
-        count = self._count(partial, document_id)
         if count is None:
             counted.unlink(missing_ok=True)  # pictures of this version are checked by rendering
         else:

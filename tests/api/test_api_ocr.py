@@ -169,6 +169,46 @@ def test_bad_images_fail_cleanly_and_leave_nothing_indexed(api: ApiHarness) -> N
     assert api.uploads_left() == []
 
 
+def test_a_multi_frame_tiff_is_kept_as_pages_that_are_drawn(api: ApiHarness) -> None:
+    user = api.add_user("ocr-tiff-pages", login=False)
+    frames = [scanned_page(ENGLISH_COVER), scanned_page(ENGLISH_PAGE), scanned_page(["Notes."])]
+    job = api.upload_and_wait(
+        user, "scan.tiff", image_bytes(frames, "TIFF", compression="tiff_adobe_deflate")
+    )
+    assert (job["status"], job["pages"]) == ("done", 3), job
+
+    answer = api.query(user, "What is the inspection code of the north pumping station?")
+    cited = answer["citations"][0]
+    assert (cited["source"], cited["page"]) == ("scan.tiff", 2), answer
+    pages = f"/documents/{cited['document_id']}/pages"
+    response = api.client.get(
+        f"{pages}/2.png", params={"chunk": cited["chunk_id"]}, headers=user.headers
+    )
+    assert response.status_code == 200, response.text
+    assert int(response.headers["X-Highlight-Boxes"]) >= 10
+    assert _highlighted_pixels(response.content) > 2000
+    picture = Image.open(io.BytesIO(response.content))
+    assert picture.height > picture.width  # an A4 page, upright
+    assert api.client.get(f"{pages}/3.png", headers=user.headers).status_code == 200
+    assert_error_body(api.client.get(f"{pages}/4.png", headers=user.headers), 404)
+
+
+def test_an_image_over_the_total_pixel_cap_fails_before_ocr(api_factory: ApiFactory) -> None:
+    # Three A4 pages scanned at 300 dpi: 8.7 megapixels each, under the per-frame cap,
+    # 26 together, over this server's cap of 20.
+    api = api_factory(ocr_max_total_pixels=20_000_000)
+    user = api.add_user("ocr-total-pixels", login=False)
+    frames = [scanned_page(ENGLISH_PAGE)] * 3
+    job = api.upload_and_wait(
+        user, "scan.tiff", image_bytes(frames, "TIFF", compression="tiff_adobe_deflate")
+    )
+    assert (job["status"], job["error_code"]) == ("failed", "document_too_large"), job
+    assert "3 frames hold 26 megapixels together, more than the limit of 20" in job["error"]
+    stats = api.client.get("/stats", headers=user.headers).json()
+    assert stats["quotas"]["ocr_pages"]["used"] == 0  # refused before any page was read
+    assert api.search(user, "ZEBRA-4417")["results"] == []
+
+
 def test_without_tesseract_scans_fail_with_the_install_hint(api_factory: ApiFactory) -> None:
     api = api_factory(ocr_tesseract_cmd="/nonexistent/bin/tesseract")
     ready = api.client.get("/ready").json()

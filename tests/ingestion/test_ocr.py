@@ -134,6 +134,28 @@ def test_a_pixel_bomb_is_refused_before_decoding(
         load(path, limits)
 
 
+def test_frames_over_the_total_pixel_cap_are_refused_before_ocr(
+    tmp_path: Path, limits: LoadLimits
+) -> None:
+    # Each frame is under the per-frame cap; together they are not. Tesseract is never run
+    # (a missing one would be named instead), so the refusal comes before any decoding.
+    frame = Image.new("L", (3000, 3000), 255)
+    path = _write(tmp_path, "scans.tiff", image_bytes([frame] * 3, "TIFF"))
+    tight = _with_ocr(
+        limits, max_image_pixels=10_000_000, max_total_pixels=20_000_000, tesseract_cmd="none"
+    )
+    with pytest.raises(
+        DocumentTooLarge, match="3 frames hold 27 megapixels together, more than the limit of 20"
+    ):
+        load(path, tight)
+    # At the cap exactly, the frames are read (blank: nothing found on them).
+    small = _write(
+        tmp_path, "small.tiff", image_bytes([Image.new("L", (1000, 1000), 255)] * 3, "TIFF")
+    )
+    with pytest.raises(UnreadableScan, match="pages 1, 2, 3"):
+        load(small, _with_ocr(limits, max_total_pixels=3_000_000))
+
+
 def test_too_many_frames_or_scanned_pages_are_refused_before_ocr(
     tmp_path: Path, limits: LoadLimits
 ) -> None:

@@ -1,8 +1,9 @@
 """PNG, JPEG, TIFF (every frame) and WebP uploads: one page per image or frame, read by OCR.
 
 Sizes are checked from the file's header before any pixel is decoded: a frame with more pixels
-than RAG_OCR_MAX_IMAGE_PIXELS (a decompression bomb) refuses the file, as do more frames than
-RAG_OCR_MAX_PAGES.
+than RAG_OCR_MAX_IMAGE_PIXELS (a decompression bomb) refuses the file, as do frames holding more
+than RAG_OCR_MAX_TOTAL_PIXELS together (many large frames, each under the first cap) and more
+frames than RAG_OCR_MAX_PAGES.
 """
 
 from __future__ import annotations
@@ -39,6 +40,24 @@ def _too_many_pixels(width: int, height: int, limit: int) -> DocumentTooLarge:
         f"the image is {width} x {height} pixels, more than the limit of {limit / 1e6:g} "
         "megapixels; scale it down or split it and upload it again"
     )
+
+
+def _check_pixels(image: Image.Image, frames: int, limits: LoadLimits) -> None:
+    """Every frame's size and their sum against the caps, from the headers, before decoding."""
+    cap, total_cap = limits.ocr.max_image_pixels, limits.ocr.max_total_pixels
+    total = 0
+    for index in range(frames):
+        image.seek(index)
+        width, height = image.size
+        if width * height > cap:
+            raise _too_many_pixels(width, height, cap)
+        total += width * height
+    if total > total_cap:
+        raise DocumentTooLarge(
+            f"the image's {frames} frames hold {total / 1e6:,.0f} megapixels together, more "
+            f"than the limit of {total_cap / 1e6:,.0f} megapixels per file; split it into "
+            "smaller files or scan it at a lower resolution, and upload it again"
+        )
 
 
 def _open(path: Path, limits: LoadLimits) -> Image.Image:
@@ -82,12 +101,7 @@ def load_image(path: Path, limits: LoadLimits) -> list[Page]:
         frames = getattr(image, "n_frames", 1)
         check_page_count(frames, limits, "frames")
         check_ocr_budget(frames, limits.ocr, "frames")
-        cap = limits.ocr.max_image_pixels
-        for index in range(frames):  # every frame's size, before decoding any of them
-            image.seek(index)
-            width, height = image.size
-            if width * height > cap:
-                raise _too_many_pixels(width, height, cap)
+        _check_pixels(image, frames, limits)
         problem = ocr_status(limits.ocr.tesseract_cmd)
         if problem is not None:
             raise unavailable("the image has no text layer")
