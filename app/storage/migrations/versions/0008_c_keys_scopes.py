@@ -20,7 +20,9 @@ depends_on = None
 def upgrade() -> None:
     # Existing keys keep what they could do by role; none of them gets `keys:manage`.
     with op.batch_alter_table("api_keys") as batch:
-        batch.add_column(sa.Column("scopes", sa.String(200), nullable=False, server_default=""))
+        batch.add_column(
+            sa.Column("scopes", sa.String(200), nullable=False, server_default=sa.text("''"))
+        )
         batch.add_column(sa.Column("parent_key_id", sa.String(40), nullable=True))
     op.create_index("ix_api_keys_parent_key_id", "api_keys", ["parent_key_id"])
 
