@@ -924,6 +924,22 @@ class Settings(BaseSettings):
         description="Conversations one user keeps (413 `quota_exceeded` when starting one more).",
         gt=0,
     )
+    quota_users: int = setting(
+        1000,
+        group="quotas",
+        unit="users",
+        description="Users per tenant; adding one more (POST /users, the CLI's create-user) "
+        "gets 413 `quota_exceeded`.",
+        gt=0,
+    )
+    max_keys_per_user: int = setting(
+        20,
+        group="quotas",
+        unit="keys",
+        description="Working API keys one user may hold (revoked and expired ones do not "
+        "count); making one more gets 413 `quota_exceeded`.",
+        gt=0,
+    )
     quota_conversation_messages: int = setting(
         1000,
         group="quotas",
@@ -1011,6 +1027,13 @@ class Settings(BaseSettings):
         unit="per minute",
         description="Conversations one user may start (POST /conversations); over it, 429 with "
         "Retry-After.",
+        gt=0,
+    )
+    rate_limit_keys_per_minute: int = setting(
+        10,
+        group="auth",
+        unit="per minute",
+        description="API keys one user may make (POST /auth/keys); over it, 429 with Retry-After.",
         gt=0,
     )
     rate_limit_backend: CacheBackend = setting(

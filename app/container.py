@@ -339,7 +339,7 @@ class Container:
     def user_store(self) -> UserStore:
         from app.storage.users import UserStore
 
-        return UserStore(self.database)
+        return UserStore(self.database, self.settings.quota_users)
 
     @cached_property
     def users(self) -> UserService:
@@ -366,7 +366,9 @@ class Container:
         from app.services.api_keys import ApiKeyService
         from app.storage.api_keys import ApiKeyStore
 
-        return ApiKeyService(ApiKeyStore(self.database), self.api_key_hasher)
+        return ApiKeyService(
+            ApiKeyStore(self.database), self.api_key_hasher, self.settings.max_keys_per_user
+        )
 
     @cached_property
     def revoked_tokens(self) -> RevokedTokens:

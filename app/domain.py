@@ -17,6 +17,12 @@ Role = Literal["reader", "member", "admin"]
 ROLES: tuple[Role, ...] = get_args(Role)
 
 
+# What an API key may do beyond its role (app/services/api_keys.py). `keys:manage`: make and
+# revoke keys, which otherwise needs a signed-in person.
+KeyScope = Literal["keys:manage"]
+KEY_SCOPES: tuple[KeyScope, ...] = get_args(KeyScope)
+
+
 def role_rank(role: str) -> int:
     """The role's place in ROLES (reader 0, member 1, admin 2); ValueError for another name."""
     return ROLES.index(role)  # type: ignore[arg-type]

@@ -168,6 +168,13 @@ class Forbidden(RagError):
     http_status = 403
 
 
+class KeyNotAllowed(Forbidden):
+    """An API key asked for what only a signed-in person may do (administer users, change a
+    password, make or revoke keys without the `keys:manage` scope)."""
+
+    code = "api_key_not_allowed"
+
+
 class RateLimited(RagError):
     """Too many requests for this user or client; `retry_after_s` says when to try again."""
 

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.domain import Role
+from app.domain import KEY_SCOPES, KeyScope, Role
 from app.services.api_keys import KEY_MAX_DAYS, KEY_NAME_MAX_CHARS
 
 # Form bounds only: the services check the real rules (3-64 name characters, 12+ password
@@ -22,6 +22,7 @@ class MeOut(BaseModel):
     role: Role = Field(description="the role this request acts with (a key's, if weaker)")
     credential: Literal["token", "key"]
     key_id: str | None = Field(description="the API key's id when called with a key")
+    scopes: list[KeyScope] = Field(description="the API key's scopes (none with a token)")
 
 
 class PasswordChangeIn(BaseModel):
@@ -37,7 +38,17 @@ class KeyIn(BaseModel):
     name: str = Field(min_length=1, max_length=KEY_NAME_MAX_CHARS, description="what it is for")
     role: Role | None = Field(default=None, description="at most yours; default: yours")
     expires_in_days: int | None = Field(
-        default=None, ge=1, le=KEY_MAX_DAYS, description="default: never expires"
+        default=None,
+        ge=1,
+        le=KEY_MAX_DAYS,
+        description="default: never expires; required when a key makes the key (which then "
+        "expires no later than its maker)",
+    )
+    scopes: list[KeyScope] = Field(
+        default=[],
+        max_length=len(KEY_SCOPES),
+        description="`keys:manage`: the key may make and revoke keys (given by an admin "
+        "signed in with a token only)",
     )
 
 
@@ -50,6 +61,8 @@ class KeyOut(BaseModel):
     created_at: str
     expires_at: str | None
     last_used_at: str | None = Field(description="to the minute; null if never used")
+    scopes: list[KeyScope]
+    parent_key_id: str | None = Field(description="the key that made it (revoked with it)")
 
 
 class KeyCreatedOut(BaseModel):
@@ -60,6 +73,7 @@ class KeyCreatedOut(BaseModel):
     key: str = Field(description="the key itself: shown only in this response, store it now")
     created_at: str
     expires_at: str | None
+    scopes: list[KeyScope]
 
 
 class KeyList(BaseModel):

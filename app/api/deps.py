@@ -97,9 +97,16 @@ def limit_conversation_starts(container: ContainerDep, principal: Principal) -> 
     )
 
 
+def limit_key_creation(container: ContainerDep, principal: Principal) -> None:
+    """429 when the caller makes API keys faster than the per-user rate."""
+    per_minute = container.settings.rate_limit_keys_per_minute
+    _limit(container, f"keys:{principal.user_id}", per_minute, "too many API keys made; slow down")
+
+
 QueryRateLimit = Depends(limit_queries)
 PageRateLimit = Depends(limit_pages)
 ConversationRateLimit = Depends(limit_conversation_starts)
+KeyCreationRateLimit = Depends(limit_key_creation)
 
 
 # A listing's page: `limit` (None = the configured default, capped) and `offset`.

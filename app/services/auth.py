@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.domain import Role, weaker_role
+from app.domain import KeyScope, Role, weaker_role
 from app.errors import AuthenticationFailed, Conflict
 from app.security import (
     API_KEY_PATTERN,
@@ -45,6 +45,13 @@ class Identity:
     token_id: str | None = None  # the access token's jti (None with an API key)
     token_expires_at: datetime | None = None
     key_id: str | None = None  # the API key's id (None with an access token)
+    key_expires_at: datetime | None = None  # when the API key expires (None: never, or a token)
+    scopes: tuple[KeyScope, ...] = ()  # the API key's scopes (a token has none: it needs none)
+
+    @property
+    def is_key(self) -> bool:
+        """Whether this request acts with an API key rather than a signed-in person's token."""
+        return self.key_id is not None
 
     def actor(self, client_ip: str | None) -> Actor:
         """This caller as the actor of audit entries."""
@@ -115,6 +122,8 @@ class Authenticator:
             username=user.username,
             role=weaker_role(record.role, user.role),
             key_id=record.key_id,
+            key_expires_at=record.expires_at,
+            scopes=record.scopes,
         )
 
     def log_out(self, caller: Identity, actor: Actor, everywhere: bool) -> None:

@@ -1,5 +1,6 @@
 """Creating, listing, changing, deleting and authenticating users (the CLI, `/users`,
-`/auth/password` and `/auth/token`); the last enabled admin of a tenant always stays."""
+`/auth/password` and `/auth/token`); the last enabled admin of a tenant always stays, and an API
+key never administers users or passwords (only a signed-in person does)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from app import security
 from app.config import Settings
 from app.domain import ROLES, Role
-from app.errors import AuthenticationFailed, InvalidInput, NotFound
+from app.errors import AuthenticationFailed, InvalidInput, KeyNotAllowed, NotFound
 from app.services.audit import Actor
 from app.storage.db import Database
 from app.storage.users import UserChange, UserRecord, UserStore
@@ -63,6 +64,15 @@ def validate_password(password: str) -> None:
     security.check_password_length(password)
 
 
+def refuse_api_keys(actor: Actor | None) -> None:
+    """KeyNotAllowed when the actor acts with an API key: a leaked key must not be able to add
+    an account, promote one, or set a password that outlives the key's revocation."""
+    if actor is not None and actor.key_id is not None:
+        raise KeyNotAllowed(
+            "an API key cannot administer users or passwords: sign in (POST /auth/token) to do it"
+        )
+
+
 class UserService:
     """User management on top of the user store, hashing with the configured bcrypt cost."""
 
@@ -86,6 +96,7 @@ class UserService:
 
         Without a role, the tenant's first user is admin and later ones member.
         """
+        refuse_api_keys(actor)
         validate_tenant_id(tenant_id)
         name = validate_username(username)
         checked = validate_role(role) if role is not None else None
@@ -108,6 +119,7 @@ class UserService:
     ) -> UserRecord:
         """An admin's change to a user of its tenant; NotFound, InvalidInput or Conflict (the
         last enabled admin). Disabling or a new password ends the user's sessions and keys."""
+        refuse_api_keys(actor)
         checked = validate_role(role) if role is not None else None
         password_hash = None
         if password is not None:
@@ -117,12 +129,15 @@ class UserService:
         return self._store.change(actor.tenant_id, user_id, change, actor.entry("user.changed"))
 
     def remove_user(self, actor: Actor, user_id: str) -> None:
-        """Delete a user of the actor's tenant with its keys; NotFound or Conflict."""
+        """Delete a user of the actor's tenant with its keys and conversations; NotFound or
+        Conflict."""
+        refuse_api_keys(actor)
         self._store.remove(actor.tenant_id, user_id, actor.entry("user.deleted"))
 
     def change_own_password(self, actor: Actor, current: str, new: str) -> UserRecord:
         """The caller's new password after checking the current one (AuthenticationFailed);
         every session and key of the user ends."""
+        refuse_api_keys(actor)
         assert actor.user_id is not None
         user = self._store.get(actor.user_id)
         if user is None or not security.verify_password(current, user.password_hash):
@@ -179,5 +194,6 @@ class UserService:
 
 
 def build_user_service(settings: Settings, database: Database) -> UserService:
-    """The user service on the service database with the configured bcrypt cost."""
-    return UserService(UserStore(database), settings.bcrypt_rounds)
+    """The user service on the service database with the configured bcrypt cost and user
+    quota."""
+    return UserService(UserStore(database, settings.quota_users), settings.bcrypt_rounds)

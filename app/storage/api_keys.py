@@ -1,14 +1,22 @@
 """API keys: stored as their keyed hash (HMAC-SHA256, computed by the service) and a short
-display prefix; the key itself is never written anywhere."""
+display prefix; the key itself is never written anywhere.
+
+A key made by another key (`parent_key_id`) goes when its parent goes: revoking a key revokes
+every key made from it, in the same transaction. Adding and revoking run in one `write_session`
+per tenant, so a user's cap of active keys holds under concurrent creates and a key cannot be
+made from a parent that is being revoked.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.orm import Session
 
-from app.domain import Role
+from app.domain import KEY_SCOPES, KeyScope, Role
+from app.errors import AuthenticationFailed, QuotaExceeded
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
@@ -33,10 +41,41 @@ class ApiKeyRecord:
     created_at: datetime
     expires_at: datetime | None
     last_used_at: datetime | None
+    scopes: tuple[KeyScope, ...] = ()  # what a key may do beyond its role (keys:manage)
+    parent_key_id: str | None = None  # the key that made this one (None: a signed-in person)
 
 
 def _record(row: ApiKeyRow) -> ApiKeyRecord:
-    return record_of(ApiKeyRecord, row)
+    stored = row.scopes.split()
+    return record_of(ApiKeyRecord, row, scopes=tuple(s for s in KEY_SCOPES if s in stored))
+
+
+def _keys_lock(tenant_id: str) -> str:
+    return f"api-keys:{tenant_id}"
+
+
+def _active_keys(session: Session, user_id: str, now: datetime) -> int:
+    """The user's keys that still work (revoked keys are deleted; expired ones linger)."""
+    counted = session.scalar(
+        select(func.count())
+        .select_from(ApiKeyRow)
+        .where(
+            ApiKeyRow.user_id == user_id,
+            or_(ApiKeyRow.expires_at.is_(None), ApiKeyRow.expires_at > now),
+        )
+    )
+    return int(counted or 0)
+
+
+def _with_descendants(session: Session, key_id: str) -> list[str]:
+    """The key and every key made from it, however deep."""
+    found, frontier = [key_id], [key_id]
+    while frontier:
+        frontier = list(
+            session.scalars(select(ApiKeyRow.key_id).where(ApiKeyRow.parent_key_id.in_(frontier)))
+        )
+        found.extend(frontier)
+    return found
 
 
 class ApiKeyStore:
@@ -45,8 +84,16 @@ class ApiKeyStore:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    def add(self, record: ApiKeyRecord, key_hash: str, audit: AuditEntry) -> ApiKeyRecord:
-        """Store a new key's metadata and hash with its audit entry."""
+    def add(
+        self,
+        record: ApiKeyRecord,
+        key_hash: str,
+        audit: AuditEntry,
+        max_active_per_user: int | None = None,
+    ) -> ApiKeyRecord:
+        """Store a new key's metadata and hash with its audit entry; QuotaExceeded when its
+        user already has `max_active_per_user` working keys, AuthenticationFailed when the key
+        making it was revoked meanwhile (as that key itself now gets)."""
         row = ApiKeyRow(
             key_id=record.key_id,
             tenant_id=record.tenant_id,
@@ -58,8 +105,25 @@ class ApiKeyStore:
             created_at=record.created_at,
             expires_at=record.expires_at,
             last_used_at=None,
+            scopes=" ".join(record.scopes),
+            parent_key_id=record.parent_key_id,
         )
-        with self._db.session() as session:
+        with self._db.write_session(_keys_lock(record.tenant_id)) as session:
+            limit = max_active_per_user
+            if (
+                limit is not None
+                and _active_keys(session, record.user_id, record.created_at) >= limit
+            ):
+                raise QuotaExceeded(
+                    "api_keys",
+                    f"quota exceeded: API keys (limit {limit} working keys per user); revoke "
+                    "keys you no longer use before making new ones",
+                )
+            if (
+                record.parent_key_id is not None
+                and session.get(ApiKeyRow, record.parent_key_id) is None
+            ):
+                raise AuthenticationFailed("invalid, expired or revoked API key")
             session.add(row)
             write_entry(session, audit)
         return _record(row)
@@ -94,20 +158,23 @@ class ApiKeyStore:
     def remove(
         self, tenant_id: str, key_id: str, user_id: str | None, audit: AuditEntry
     ) -> ApiKeyRecord | None:
-        """Delete the tenant's key (only if `user_id`'s, unless None) with its audit entry;
-        the removed key, or None when there was no such key."""
+        """Delete the tenant's key (only if `user_id`'s, unless None), every key made from it,
+        and its audit entry; the removed key, or None when there was no such key."""
         query = select(ApiKeyRow).where(
             ApiKeyRow.tenant_id == tenant_id, ApiKeyRow.key_id == key_id
         )
         if user_id is not None:
             query = query.where(ApiKeyRow.user_id == user_id)
-        with self._db.session() as session:
+        with self._db.write_session(_keys_lock(tenant_id)) as session:
             row = session.scalars(query).first()
             if row is None:
                 return None
             record = _record(row)
-            session.execute(delete(ApiKeyRow).where(ApiKeyRow.key_id == key_id))
-            detail = {**audit.detail, "name": row.name, "prefix": row.prefix}
+            removed = _with_descendants(session, key_id)
+            session.execute(delete(ApiKeyRow).where(ApiKeyRow.key_id.in_(removed)))
+            detail: dict[str, object] = {**audit.detail, "name": row.name, "prefix": row.prefix}
+            if len(removed) > 1:
+                detail["made_from_it"] = removed[1:]
             write_entry(session, replace(audit, detail=detail))
             return record
 

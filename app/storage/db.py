@@ -135,6 +135,25 @@ class Database:
             yield session
 
     @contextmanager
+    def write_session(self, lock_name: str) -> Iterator[Session]:
+        """A session that holds a write lock from its first statement, for a check that must
+        still hold when its write commits (the last admin, a count under a cap).
+
+        SQLite ignores `SELECT ... FOR UPDATE`, and its driver begins a transaction only at the
+        first write, so a check read before it can be stale by then: `BEGIN IMMEDIATE` takes
+        the database's write lock first (other writers wait, with the busy timeout). PostgreSQL:
+        a transaction-scoped advisory lock on `lock_name`, which also orders inserts that no
+        row lock could (two users added at once under the tenant's cap).
+        """
+        with self._sessions() as session, session.begin():
+            connection = session.connection()
+            if self.dialect == "sqlite":
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+            elif self.dialect == "postgresql":
+                connection.execute(select(func.pg_advisory_xact_lock(advisory_key(lock_name))))
+            yield session
+
+    @contextmanager
     def _local_lock(self, name: str) -> Iterator[None]:
         # One lock per name while anyone uses it; dropped after, so names do not accumulate.
         with self._local_guard:

@@ -86,6 +86,10 @@ class ApiKeyRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Space-separated scopes beyond the role (`keys:manage`: may make and revoke keys).
+    scopes: Mapped[str] = mapped_column(String(200), default="", server_default=text("''"))
+    # The key that made this one (revoked with it); None when a signed-in person made it.
+    parent_key_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
 
 
 class RevokedTokenRow(Base):

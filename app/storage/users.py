@@ -2,7 +2,9 @@
 
 Stores hashes only; hashing, validation and authentication live in `app.services.users`. Every
 change that ends a user's sessions (disable, delete, new password) bumps the session version and
-drops the user's API keys in the same transaction as the change and its audit entry.
+drops the user's API keys in the same transaction as the change and its audit entry; deleting a
+user also deletes its conversations. Checks that must still hold at commit (the tenant's last
+enabled admin, its user quota) run in a `write_session`, which locks before it reads.
 """
 
 from __future__ import annotations
@@ -17,11 +19,17 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.domain import Role
-from app.errors import Conflict, NotFound
+from app.errors import Conflict, NotFound, QuotaExceeded
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
-from app.storage.tables import ApiKeyRow, RevokedTokenRow, UserRow
+from app.storage.tables import (
+    ApiKeyRow,
+    ConversationMessageRow,
+    ConversationRow,
+    RevokedTokenRow,
+    UserRow,
+)
 
 LAST_ADMIN_MESSAGE = (
     "the tenant must keep at least one enabled admin: make another user admin first"
@@ -61,9 +69,14 @@ def user_record(row: UserRow) -> UserRecord:
     return record_of(UserRecord, row)
 
 
+def _users_lock(tenant_id: str) -> str:
+    """The write lock every check-then-write on a tenant's users takes (`write_session`)."""
+    return f"tenant-users:{tenant_id}"
+
+
 def _enabled_admins(session: Session, tenant_id: str) -> list[str]:
-    """Ids of the tenant's enabled admins, locked (PostgreSQL) until the transaction ends, so
-    two admins demoting each other at once cannot leave the tenant without one."""
+    """Ids of the tenant's enabled admins; read inside a `write_session`, so two admins
+    demoting or deleting each other at once cannot leave the tenant without one."""
     query = (
         select(UserRow.id)
         .where(UserRow.tenant_id == tenant_id, UserRow.role == "admin", UserRow.disabled == False)  # noqa: E712
@@ -77,11 +90,30 @@ def _end_sessions(session: Session, row: UserRow) -> None:
     session.execute(delete(ApiKeyRow).where(ApiKeyRow.user_id == row.id))
 
 
+def _delete_user(session: Session, row: UserRow) -> None:
+    """Delete the user with what only it could reach: its keys and its conversations (nobody
+    else can open them, and they would count against the tenant's quota forever)."""
+    owned = select(ConversationRow.conversation_id).where(
+        ConversationRow.tenant_id == row.tenant_id, ConversationRow.user_id == row.id
+    )
+    session.execute(
+        delete(ConversationMessageRow).where(ConversationMessageRow.conversation_id.in_(owned))
+    )
+    session.execute(
+        delete(ConversationRow).where(
+            ConversationRow.tenant_id == row.tenant_id, ConversationRow.user_id == row.id
+        )
+    )
+    session.execute(delete(ApiKeyRow).where(ApiKeyRow.user_id == row.id))
+    session.delete(row)
+
+
 class UserStore:
     """CRUD on the users table; user names are unique across all tenants (login has no tenant)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, max_users_per_tenant: int | None = None) -> None:
         self._db = database
+        self.max_users_per_tenant = max_users_per_tenant  # RAG_QUOTA_USERS; None: no cap
 
     def add(
         self,
@@ -91,8 +123,9 @@ class UserStore:
         role: Role | None = None,
         audit: AuditEntry | None = None,
     ) -> UserRecord:
-        """Insert a user; Conflict if the name is taken. Without a role the tenant's first user
-        becomes admin and later ones member. The audit entry's target is the new user's id."""
+        """Insert a user; Conflict if the name is taken, QuotaExceeded when the tenant has its
+        quota of users. Without a role the tenant's first user becomes admin and later ones
+        member. The audit entry's target is the new user's id."""
         row = UserRow(
             id="usr_" + secrets.token_hex(12),
             tenant_id=tenant_id,
@@ -103,13 +136,10 @@ class UserStore:
             session_version=0,
         )
         try:
-            with self._db.session() as session:
+            with self._db.write_session(_users_lock(tenant_id)) as session:
+                existing = self._count(session, tenant_id)
+                self._check_quota(existing)
                 if role is None:
-                    existing = session.scalar(
-                        select(func.count())
-                        .select_from(UserRow)
-                        .where(UserRow.tenant_id == tenant_id)
-                    )
                     role = "member" if existing else "admin"
                 row.role = role
                 session.add(row)
@@ -120,6 +150,21 @@ class UserStore:
         except IntegrityError as exc:
             raise Conflict(f"user name {username!r} is already taken") from exc
         return user_record(row)
+
+    def _check_quota(self, existing: int) -> None:
+        limit = self.max_users_per_tenant
+        if limit is not None and existing >= limit:
+            raise QuotaExceeded(
+                "users",
+                f"tenant quota exceeded: users (limit {limit}); delete users before adding more",
+            )
+
+    @staticmethod
+    def _count(session: Session, tenant_id: str) -> int:
+        counted = session.scalar(
+            select(func.count()).select_from(UserRow).where(UserRow.tenant_id == tenant_id)
+        )
+        return int(counted or 0)
 
     def get_by_username(self, username: str) -> UserRecord | None:
         """The user with this exact name, or None."""
@@ -171,17 +216,14 @@ class UserStore:
         )
         with self._db.session() as session:
             rows = [user_record(row) for row in session.scalars(query)]
-            total = session.scalar(
-                select(func.count()).select_from(UserRow).where(UserRow.tenant_id == tenant_id)
-            )
-            return rows, int(total or 0)
+            return rows, self._count(session, tenant_id)
 
     def change(
         self, tenant_id: str, user_id: str, change: UserChange, audit: AuditEntry | None = None
     ) -> UserRecord:
         """Apply a change to the tenant's user; NotFound (also for another tenant's id), or
         Conflict when it would leave the tenant without an enabled admin (nothing changes)."""
-        with self._db.session() as session:
+        with self._db.write_session(_users_lock(tenant_id)) as session:
             admins = _enabled_admins(session, tenant_id)
             row = self._row(session, tenant_id, user_id)
             stays_admin = (change.role or row.role) == "admin" and not (
@@ -217,29 +259,28 @@ class UserStore:
                 write_entry(session, audit)
 
     def remove(self, tenant_id: str, user_id: str, audit: AuditEntry | None = None) -> UserRecord:
-        """Delete the tenant's user and its keys; NotFound, or Conflict for the last admin."""
-        with self._db.session() as session:
+        """Delete the tenant's user with its keys and conversations; NotFound, or Conflict for
+        the last admin."""
+        with self._db.write_session(_users_lock(tenant_id)) as session:
             admins = _enabled_admins(session, tenant_id)
             row = self._row(session, tenant_id, user_id)
             if admins == [row.id]:
                 raise Conflict(LAST_ADMIN_MESSAGE)
             record = user_record(row)
-            session.execute(delete(ApiKeyRow).where(ApiKeyRow.user_id == row.id))
-            session.delete(row)
+            _delete_user(session, row)
             if audit is not None:
                 detail = {**audit.detail, "username": row.username}
                 write_entry(session, _targeted(audit, row.id, detail))
             return record
 
     def delete(self, username: str) -> bool:
-        """Remove a user (and its keys) by name, whatever its role (the CLI's operator
-        override); returns whether one existed."""
+        """Remove a user (with its keys and conversations) by name, whatever its role (the CLI's
+        operator override); returns whether one existed."""
         with self._db.session() as session:
             row = session.scalars(select(UserRow).where(UserRow.username == username)).first()
             if row is None:
                 return False
-            session.execute(delete(ApiKeyRow).where(ApiKeyRow.user_id == row.id))
-            session.delete(row)
+            _delete_user(session, row)
             return True
 
     @staticmethod

@@ -45,6 +45,8 @@ def api_settings(data_dir: Path, **overrides: Any) -> Settings:
         "login_account_failures_per_minute": 10_000,
         "rate_limit_query_per_minute": 100_000,
         "rate_limit_conversations_per_minute": 100_000,
+        "rate_limit_keys_per_minute": 100_000,
+        "max_keys_per_user": 100_000,
         "worker_pool_size": 2,
     }
     values.update(overrides)

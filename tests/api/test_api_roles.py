@@ -1,9 +1,10 @@
 """Every route x every kind of caller gives the status the role table (app/api/access.py) says.
 
 Callers: an admin, a member and a reader of tenant A (access tokens), an admin's key limited to
-reader, nobody, a signed-out token, a revoked key, an expired key, a disabled user's key, and
-tenant B's admin (whose view of A's ids is the 404 of a missing one). Each allowed call gets its
-own fresh object (document, user, key, token), so a DELETE or a sign-out cannot spoil the next.
+reader (refused what only a signed-in person may do: SIGNED_IN_ONLY), nobody, a signed-out
+token, a revoked key, an expired key, a disabled user's key, and tenant B's admin (whose view of
+A's ids is the 404 of a missing one). Each allowed call gets its own fresh object (document,
+user, key, token), so a DELETE or a sign-out cannot spoil the next.
 """
 
 from __future__ import annotations
@@ -63,6 +64,16 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("PATCH", "/users/{user_id}"): 200,
     ("DELETE", "/users/{user_id}"): 204,
     ("GET", "/audit"): 200,
+}
+# What only a signed-in person may do: an API key (without the keys:manage scope, for the keys)
+# gets 403 `api_key_not_allowed` even where its role would do.
+SIGNED_IN_ONLY = {
+    ("POST", "/auth/password"),
+    ("POST", "/auth/keys"),
+    ("DELETE", "/auth/keys/{key_id}"),
+    ("POST", "/users"),
+    ("PATCH", "/users/{user_id}"),
+    ("DELETE", "/users/{user_id}"),
 }
 ROLE_CALLERS = ("admin", "member", "reader", "reader-key")
 UNAUTHENTICATED = ("nobody", "signed-out-token", "revoked-key", "expired-key", "disabled-key")
@@ -214,6 +225,8 @@ def _expected(caller: str, method: str, path: str) -> int:
         return 409  # a key is no session: it is revoked with DELETE /auth/keys/{key_id}
     role = "reader" if caller == "reader-key" else caller
     allowed = role_at_least(role, ROUTE_ROLES[(method, path)])
+    if allowed and caller == "reader-key" and (method, path) in SIGNED_IN_ONLY:
+        return 403
     return SUCCESS[(method, path)] if allowed else 403
 
 
@@ -249,6 +262,10 @@ def test_each_caller_gets_what_the_role_table_says(
     expected = _expected(caller, method, path)
     if expected >= 400:
         codes = {401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict"}
+        by_role = caller != "reader-key" or not role_at_least("reader", ROUTE_ROLES[(method, path)])
+        if expected == 403 and not by_role:
+            assert_error_body(response, 403, "api_key_not_allowed")
+            return
         error = assert_error_body(response, expected, codes[expected])
         if expected == 403:
             assert f"needs the {ROUTE_ROLES[(method, path)]} role" in error["message"]

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from app.api.access import Authorized
 from app.api.admin_schemas import KeyCreatedOut, KeyIn, KeyList, KeyOut, MeOut, PasswordChangeIn
-from app.api.deps import ClientIp, ContainerDep
+from app.api.deps import ClientIp, ContainerDep, KeyCreationRateLimit
 from app.api.errors import error_responses
 from app.storage.api_keys import ApiKeyRecord
 
@@ -25,6 +25,8 @@ def _key_out(record: ApiKeyRecord) -> KeyOut:
         created_at=record.created_at.isoformat(),
         expires_at=record.expires_at.isoformat() if record.expires_at else None,
         last_used_at=record.last_used_at.isoformat() if record.last_used_at else None,
+        scopes=list(record.scopes),
+        parent_key_id=record.parent_key_id,
     )
 
 
@@ -38,6 +40,7 @@ def me(caller: Authorized) -> MeOut:
         role=caller.role,
         credential="key" if caller.key_id else "token",
         key_id=caller.key_id,
+        scopes=list(caller.scopes),
     )
 
 
@@ -62,7 +65,7 @@ def change_password(
     body: PasswordChangeIn, container: ContainerDep, caller: Authorized, ip: ClientIp
 ) -> Response:
     """Change your password (the current one is checked); every session and API key of yours
-    ends, this one included: log in again."""
+    ends, this one included: log in again. Not with an API key (403 `api_key_not_allowed`)."""
     container.login_guard.check_current_password(
         caller.user_id,
         lambda: container.users.change_own_password(
@@ -72,14 +75,23 @@ def change_password(
     return Response(status_code=204)
 
 
-@router.post("/keys", status_code=201, response_model=KeyCreatedOut, responses=error_responses(422))
+@router.post(
+    "/keys",
+    status_code=201,
+    response_model=KeyCreatedOut,
+    responses=error_responses(413, 422, 429),
+    dependencies=[KeyCreationRateLimit],
+)
 def create_key(
     body: KeyIn, container: ContainerDep, caller: Authorized, ip: ClientIp
 ) -> KeyCreatedOut:
     """A new API key: send it as `Authorization: Bearer <key>` (also as the OpenAI SDK's
-    `api_key`). Its role is at most yours (403 otherwise); the key is shown only here."""
+    `api_key`). Its role is at most yours (403 otherwise); the key is shown only here. Made
+    by a signed-in person; an API key may make one only with the `keys:manage` scope (403
+    `api_key_not_allowed` otherwise), and the new key expires no later than it. 413
+    `quota_exceeded` at RAG_MAX_KEYS_PER_USER working keys."""
     record, key = container.api_keys.create(
-        caller, caller.actor(ip), body.name, body.role, body.expires_in_days
+        caller, caller.actor(ip), body.name, body.role, body.expires_in_days, body.scopes
     )
     return KeyCreatedOut(
         key_id=record.key_id,
@@ -89,6 +101,7 @@ def create_key(
         key=key,
         created_at=record.created_at.isoformat(),
         expires_at=record.expires_at.isoformat() if record.expires_at else None,
+        scopes=list(record.scopes),
     )
 
 
@@ -104,7 +117,8 @@ def list_keys(
 
 @router.delete("/keys/{key_id}", status_code=204, responses=error_responses(404, 422))
 def revoke_key(key_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp) -> Response:
-    """Revoke one of your keys (an admin: any key of the tenant); refused at once by every API
-    process."""
+    """Revoke one of your keys (an admin: any key of the tenant) and every key made from it;
+    refused at once by every API process. Needs a signed-in person, or a key with the
+    `keys:manage` scope (403 `api_key_not_allowed`)."""
     container.api_keys.revoke(caller, caller.actor(ip), key_id)
     return Response(status_code=204)
