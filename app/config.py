@@ -1073,6 +1073,17 @@ class Settings(BaseSettings):
         "can lock a user out this way either.",
         gt=0,
     )
+    login_daily_failures_per_account: int = setting(
+        100,
+        group="http",
+        unit="per 24 hours",
+        description="Wrong passwords for one account (a tenant's user name) in 24 hours, from "
+        "all clients together, after which clients that have not signed in to it in the last "
+        "30 days are refused with 429 `account_locked` until the 24 hours from its first "
+        "failure end (no password check); its own recent clients still sign in. Each lock is "
+        "written once to the audit log (`login.locked`).",
+        gt=0,
+    )
     login_concurrency: int = setting(
         2,
         group="http",
