@@ -148,7 +148,7 @@ def test_a_day_of_failures_locks_new_clients_out_and_is_in_the_audit_log(
 @pytest.mark.parametrize(
     ("password", "code"),
     [
-        ("qwertyuiopasdf", "password_too_common"),  # on the shipped list as it is
+        ("qazwsxedcrfv", "password_too_common"),  # on the shipped list as it is
         ("Sunshine2024!!", "password_too_common"),  # a common one, padded to 12
         ("PASSWORD123456", "password_too_common"),
         ("my name is Zed-Walker!", "password_contains_username"),

@@ -91,7 +91,7 @@ def test_a_database_from_before_migrations_keeps_every_row(
     columns = {column["name"] for column in inspect(database.engine).get_columns("users")}
     assert "is_admin" not in columns
 
-    user = UserStore(database).get_by_username("alice")
+    user = UserStore(database).get_by_username("acme", "alice")
     assert user is not None
     assert (user.id, user.tenant_id, user.password_hash) == ("usr_old", "acme", PASSWORD_HASH)
     assert user.created_at == UPLOADED
