@@ -21,7 +21,6 @@ from app.errors import RagError
 from app.retrieval.grouping import GROUPINGS
 from app.services.pipeline import ProgressCallback
 
-
 # User names are unique per tenant: a name several tenants have needs its tenant.
 TENANT_HELP = "the user's tenant; needed when several tenants have the user name"
 

@@ -301,9 +301,7 @@ def log_in(
     return codec.issue(user.id, user.tenant_id, session_version=user.session_version)
 
 
-def _failed_login(
-    users: UserService, username: str, tenant: str | None, client: str
-) -> AuditEntry:
+def _failed_login(users: UserService, username: str, tenant: str | None, client: str) -> AuditEntry:
     reason = "credentials"
     known = users.login_target(username, tenant).user if len(username) <= 64 else None
     if known is None:  # a name nobody has (maybe a mistyped password): not written down

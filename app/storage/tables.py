@@ -60,7 +60,9 @@ class UserRow(Base):
     __tablename__ = "users"
     # A name is unique within its tenant (two organisations may each have a "sara"); the index
     # on the name alone serves a login that gives no tenant (migration 0008).
-    __table_args__ = (UniqueConstraint("tenant_id", "username", name="uq_users_tenant_id_username"),)
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "username", name="uq_users_tenant_id_username"),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64), index=True)

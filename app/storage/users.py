@@ -91,8 +91,9 @@ class UserStore:
         role: Role | None = None,
         audit: AuditEntry | None = None,
     ) -> UserRecord:
-        """Insert a user; Conflict if the tenant has the name already. Without a role the tenant's first user
-        becomes admin and later ones member. The audit entry's target is the new user's id."""
+        """Insert a user; Conflict if the tenant has the name already. Without a role the
+        tenant's first user becomes admin and later ones member. The audit entry's target is the
+        new user's id."""
         row = UserRow(
             id="usr_" + secrets.token_hex(12),
             tenant_id=tenant_id,

@@ -18,14 +18,14 @@ from sqlalchemy import create_engine, inspect, text
 
 from app import security
 from app.domain import Chunk
-from app.errors import Conflict, ConfigurationError, TenantRequired
+from app.errors import ConfigurationError, Conflict, TenantRequired
 from app.jobs.store import JobStore
+from app.services.users import UserService
 from app.storage.chunks import ChunkStore
 from app.storage.db import Database, open_database
 from app.storage.documents import DocumentStore
 from app.storage.migrate import SchemaChange, alembic_config, current_revision, head_revision
 from app.storage.tables import Base
-from app.services.users import UserService
 from app.storage.users import UserStore
 from tests.fresh_database import fresh_postgres_database
 from tests.storage.legacy_schema import PASSWORD_HASH, UPLOADED, create_legacy_database
