@@ -171,7 +171,7 @@ class LoginGuard:
     def _refuse_if_locked(self, account: str) -> None:
         """AccountLocked when the account's failures of the day reached the cap."""
         day = self._limiter.tally(f"auth-day:{account}")
-        if day.count >= self._daily_failures:
+        if day.total >= self._daily_failures:
             raise AccountLocked(LOCKED_MESSAGE, retry_after_s=max(day.ends_in_s, 1.0))
 
     def _count_failure_of_the_day(self, target: LoginTarget, client: str) -> None:

@@ -41,7 +41,7 @@ class RateDecision(NamedTuple):
 class Tally(NamedTuple):
     """How many were counted in a key's current period, and in how many seconds it ends."""
 
-    count: int
+    total: int
     ends_in_s: float
 
 
