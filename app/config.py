@@ -1067,10 +1067,10 @@ class Settings(BaseSettings):
         group="http",
         unit="per minute",
         description="Wrong passwords for one account (a tenant's user name) from all clients "
-        "together (an IPv6 client is its /64). Beyond it, clients that never logged in to that account get one password "
-        "check per 1 s (2 s from twice as many failures, 4 s from four times, never slower) and "
-        "429 with Retry-After in between; the account's known clients are not slowed, so nobody "
-        "can lock a user out this way either.",
+        "together (an IPv6 client is its /64). Beyond it, clients that never logged in to that "
+        "account get one password check per 1 s (2 s from twice as many failures, 4 s from "
+        "four times, never slower) and 429 with Retry-After in between; the account's known "
+        "clients are not slowed, so nobody can lock a user out this way either.",
         gt=0,
     )
     login_daily_failures_per_account: int = setting(

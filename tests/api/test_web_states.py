@@ -63,7 +63,11 @@ new MutationObserver(() => {
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = LiveServer(tmp_path_factory.mktemp("web-states") / "data")
+    # Every test signs in from 127.0.0.1, several times a minute in all: more than the default
+    # per-address login budget, which is tested elsewhere.
+    server = LiveServer(
+        tmp_path_factory.mktemp("web-states") / "data", {"RAG_RATE_LIMIT_AUTH_PER_MINUTE": "100"}
+    )
     for tenant, username in (("states-a", "alice"), ("states-b", "bruno"), ("states-c", "carla")):
         server.create_user(tenant, username, PASSWORD)
     server.create_user("states-d", "dana", PASSWORD)  # the tenant's admin
