@@ -193,6 +193,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "root_path",
         "login_failures_per_minute",
         "login_account_failures_per_minute",
+        "login_daily_failures_per_account",
         "login_concurrency",
         "login_queue",
         # tracing

@@ -21,6 +21,9 @@ from app.errors import RagError
 from app.retrieval.grouping import GROUPINGS
 from app.services.pipeline import ProgressCallback
 
+# User names are unique per tenant: a name several tenants have needs its tenant.
+TENANT_HELP = "the user's tenant; needed when several tenants have the user name"
+
 
 def _progress_bar(label: str) -> ProgressCallback:
     def show(done: int, total: int, stage: str) -> None:
@@ -134,14 +137,16 @@ def cmd_list_users(container: Container, args: argparse.Namespace) -> int:
 
 def cmd_set_role(container: Container, args: argparse.Namespace) -> int:
     """Change a user's role (the tenant's last enabled admin stays admin)."""
-    user = container.users.operator_change(args.username, role=args.role)
+    user = container.users.operator_change(args.username, role=args.role, tenant=args.tenant)
     print(f"user {user.username} is now {user.role} in tenant {user.tenant_id}")
     return 0
 
 
 def cmd_disable_user(container: Container, args: argparse.Namespace) -> int:
     """Disable a user (its sessions and API keys end at once), or enable it again."""
-    user = container.users.operator_change(args.username, disabled=not args.enable)
+    user = container.users.operator_change(
+        args.username, disabled=not args.enable, tenant=args.tenant
+    )
     print(f"user {user.username} is {'disabled' if user.disabled else 'enabled'}")
     return 0
 
@@ -160,9 +165,9 @@ def cmd_create_key(container: Container, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    user = container.users.find(args.username)
-    if user is None or user.disabled:
-        print(f"error: no enabled user named {args.username}", file=sys.stderr)
+    user = container.users.resolve(args.username, args.tenant)
+    if user.disabled:
+        print(f"error: user {args.username} is disabled", file=sys.stderr)
         return 1
     owner = Identity(user.id, user.tenant_id, user.username, user.role)
     operator = Actor(user.tenant_id, None, "cli")
@@ -176,8 +181,9 @@ def cmd_create_key(container: Container, args: argparse.Namespace) -> int:
 
 def cmd_delete_user(container: Container, args: argparse.Namespace) -> int:
     """Delete a user by name."""
-    if not container.users.delete_user(args.username):
-        print(f"error: no user named {args.username}", file=sys.stderr)
+    if not container.users.delete_user(args.username, args.tenant):
+        where = f" in tenant {args.tenant}" if args.tenant else ""
+        print(f"error: no user named {args.username}{where}", file=sys.stderr)
         return 1
     print(f"deleted user {args.username}")
     return 0
@@ -253,16 +259,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     set_role = sub.add_parser("set-role", help="change a user's role")
     set_role.add_argument("--username", required=True)
+    set_role.add_argument("--tenant", default=None, help=TENANT_HELP)
     set_role.add_argument("--role", choices=ROLES, required=True)
     set_role.set_defaults(run=cmd_set_role)
 
     disable = sub.add_parser("disable-user", help="disable a user (ends its sessions and keys)")
     disable.add_argument("--username", required=True)
+    disable.add_argument("--tenant", default=None, help=TENANT_HELP)
     disable.add_argument("--enable", action="store_true", help="enable the user again instead")
     disable.set_defaults(run=cmd_disable_user)
 
     key = sub.add_parser("create-key", help="create an API key of a user (printed once)")
     key.add_argument("--username", required=True)
+    key.add_argument("--tenant", default=None, help=TENANT_HELP)
     key.add_argument("--name", required=True, help="what the key is for")
     key.add_argument("--role", choices=ROLES, default=None, help="default: the user's role")
     key.add_argument("--expires-in-days", type=int, default=None)
@@ -270,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     delete = sub.add_parser("delete-user", help="delete a user")
     delete.add_argument("--username", required=True)
+    delete.add_argument("--tenant", default=None, help=TENANT_HELP)
     delete.set_defaults(run=cmd_delete_user)
 
     migrate = sub.add_parser("migrate", help="migrate the database schema to the newest revision")

@@ -1098,11 +1098,22 @@ class Settings(BaseSettings):
         20,
         group="http",
         unit="per minute",
-        description="Wrong passwords for one user name from all clients together (an IPv6 client "
-        "is its /64). Beyond it, clients that never logged in to that account get one password "
-        "check per 1 s (2 s from twice as many failures, 4 s from four times, never slower) and "
-        "429 with Retry-After in between; the account's known clients are not slowed, so nobody "
-        "can lock a user out this way either.",
+        description="Wrong passwords for one account (a tenant's user name) from all clients "
+        "together (an IPv6 client is its /64). Beyond it, clients that never logged in to that "
+        "account get one password check per 1 s (2 s from twice as many failures, 4 s from "
+        "four times, never slower) and 429 with Retry-After in between; the account's known "
+        "clients are not slowed, so nobody can lock a user out this way either.",
+        gt=0,
+    )
+    login_daily_failures_per_account: int = setting(
+        100,
+        group="http",
+        unit="per 24 hours",
+        description="Wrong passwords for one account (a tenant's user name) in 24 hours, from "
+        "all clients together, after which clients that have not signed in to it in the last "
+        "30 days are refused with 429 `account_locked` until the 24 hours from its first "
+        "failure end (no password check); its own recent clients still sign in. Each lock is "
+        "written once to the audit log (`login.locked`).",
         gt=0,
     )
     login_concurrency: int = setting(

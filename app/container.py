@@ -483,7 +483,7 @@ class Container:
     def login_guard(self) -> LoginGuard:
         from app.services.login import build_login_guard
 
-        return build_login_guard(self.settings, self.users, self.rate_limiter)
+        return build_login_guard(self.settings, self.users, self.rate_limiter, self.audit_log)
 
     @cached_property
     def config_fingerprint(self) -> str:

@@ -147,6 +147,18 @@ class InvalidInput(RagError):
     http_status = 422
 
 
+class PasswordTooCommon(InvalidInput):
+    """A new password is, or is padded from, a commonly used password."""
+
+    code = "password_too_common"
+
+
+class PasswordContainsUsername(InvalidInput):
+    """A new password contains its user's own name."""
+
+    code = "password_contains_username"
+
+
 class Conflict(RagError):
     """The thing to create already exists (for example a user name that is taken)."""
 
@@ -159,6 +171,14 @@ class AuthenticationFailed(RagError):
 
     code = "unauthorized"
     http_status = 401
+
+
+class TenantRequired(RagError):
+    """A user name that several tenants have was given without one; told only to a caller whose
+    password was right for one of them, so it reveals nothing to a guesser."""
+
+    code = "tenant_required"
+    http_status = 400
 
 
 class Forbidden(RagError):
@@ -184,6 +204,13 @@ class RateLimited(RagError):
     def __init__(self, message: str, retry_after_s: float = 0.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class AccountLocked(RateLimited):
+    """An account had its day's share of failed logins: clients that have not signed in to it
+    recently are refused until `retry_after_s` (its own recent clients still get in)."""
+
+    code = "account_locked"
 
 
 class QuotaExceeded(RagError):

@@ -165,6 +165,38 @@ def test_roles_disabling_and_keys_from_the_command_line(tmp_path: Path) -> None:
     assert throwaway.returncode == 1 and "RAG_JWT_SECRET" in throwaway.stderr
 
 
+def test_a_name_in_two_tenants_is_named_with_its_tenant(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+
+    def create(tenant: str, name: str, password: str) -> subprocess.CompletedProcess[str]:
+        args = ("create-user", "--tenant", tenant, "--username", name, "--password-stdin")
+        return cli(data, *args, stdin=password + "\n")
+
+    assert create("acme", "sam", "a-very-long-password").returncode == 0
+    assert create("acme", "sam-admin", "a-very-long-password").returncode == 0
+    assert create("globex", "gus", "a-very-long-password").returncode == 0  # its admin
+    second = create("globex", "sam", "a-very-long-password")
+    assert second.returncode == 0, second.stderr  # names are unique per tenant only
+    # Weak passwords are refused with their own codes.
+    common = create("acme", "rita", "Password123456")
+    assert common.returncode == 1 and "password_too_common" in common.stderr
+    own = create("acme", "rita", "rita-long-enough-1")
+    assert own.returncode == 1 and "password_contains_username" in own.stderr
+
+    ambiguous = cli(data, "set-role", "--username", "sam", "--role", "reader")
+    assert ambiguous.returncode == 1
+    assert "tenant_required" in ambiguous.stderr and "--tenant" in ambiguous.stderr
+    named = cli(data, "set-role", "--username", "sam", "--tenant", "globex", "--role", "reader")
+    assert named.returncode == 0, named.stderr
+    assert "globex\tsam\treader" in cli(data, "list-users").stdout
+    assert cli(data, "delete-user", "--username", "sam").returncode == 1  # which one?
+    assert cli(data, "delete-user", "--username", "sam", "--tenant", "acme").returncode == 0
+    listed = cli(data, "list-users").stdout
+    assert "acme\tsam\t" not in listed and "globex\tsam\t" in listed
+    # Now only one tenant has the name: no tenant needed.
+    assert cli(data, "disable-user", "--username", "sam").returncode == 0
+
+
 def test_invalid_setting_is_reported_by_name(tmp_path: Path) -> None:
     result = cli(tmp_path / "data", "list-users", RAG_CHUNK_OVERLAP="5000")
     assert result.returncode == 1

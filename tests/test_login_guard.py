@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from app import security
-from app.errors import AuthenticationFailed, RateLimited
-from app.services.login import PACE_STEPS_S, HashSlots, LoginGuard, client_bucket
-from app.services.users import UserService
+from app.errors import AccountLocked, AuthenticationFailed, RateLimited
+from app.services.audit import AuditLog
+from app.services.login import DAY_S, PACE_STEPS_S, HashSlots, LoginGuard, client_bucket
+from app.services.users import LoginTarget, UserService
+from app.storage.audit import AuditStore
 from app.storage.db import Database
 from app.storage.rate_limit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from app.storage.users import UserStore
@@ -25,9 +27,14 @@ PASSWORD = "correct horse battery staple"
 
 
 @pytest.fixture(scope="module")
-def users(tmp_path_factory: pytest.TempPathFactory) -> UserService:
+def database(tmp_path_factory: pytest.TempPathFactory) -> Database:
     database = Database(f"sqlite:///{tmp_path_factory.mktemp('login') / 'rag.db'}")
     database.migrate()
+    return database
+
+
+@pytest.fixture(scope="module")
+def users(database: Database) -> UserService:
     # Real bcrypt at its cheapest cost: the limits around the check are under test, not its
     # price, and these tests make dozens of checks.
     service = UserService(UserStore(database), 4)
@@ -42,7 +49,9 @@ def guard(
     per_ip: int = 100,
     failures: int = 2,
     per_account: int = 100,
+    per_day: int = 10_000,
     limiter: RateLimiter | None = None,
+    audit: AuditLog | None = None,
 ) -> LoginGuard:
     return LoginGuard(
         users,
@@ -51,6 +60,8 @@ def guard(
         attempts_per_ip=per_ip,
         failures_per_client=failures,
         failures_per_account=per_account,
+        daily_failures_per_account=per_day,
+        audit=audit,
     )
 
 
@@ -181,9 +192,12 @@ class CountingUsers:
         self.users = users
         self.checks = 0
 
-    def authenticate(self, username: str, password: str) -> Any:
+    def login_target(self, username: str, tenant: str | None = None) -> LoginTarget:
+        return self.users.login_target(username, tenant)
+
+    def check_login(self, target: LoginTarget, password: str) -> Any:
         self.checks += 1
-        return self.users.authenticate(username, password)
+        return self.users.check_login(target, password)
 
 
 def paced_guard(users: Any, limiter: RateLimiter, per_account: int = 2) -> LoginGuard:
@@ -195,6 +209,7 @@ def paced_guard(users: Any, limiter: RateLimiter, per_account: int = 2) -> Login
         attempts_per_ip=100,
         failures_per_client=100,
         failures_per_account=per_account,
+        daily_failures_per_account=10_000,
     )
 
 
@@ -324,3 +339,62 @@ def test_an_unknown_name_is_paced_and_checked_like_a_real_one(
     # name still costs one check against the dummy hash (timing says nothing), and is paced.
     assert outcomes["alice"] == outcomes["nobody-here"] == ["failed"] * 3 + [("paced", 1.0)]
     assert checks["alice"] == checks["nobody-here"] == 3
+
+
+# --- a daily cap per account --------------------------------------------------------------------
+
+
+def test_a_days_failures_lock_new_clients_out_but_never_the_owners(
+    users: UserService, database: Database, backend: Backend
+) -> None:
+    audit = AuditLog(AuditStore(database), retention_days=30)
+    before = audit.page("acme", 100, 0, action="login.locked")[1]
+    counting = CountingUsers(users)
+    login = LoginGuard(
+        counting,  # type: ignore[arg-type]
+        backend.limiter,
+        HashSlots(2, 4),
+        attempts_per_ip=100,
+        failures_per_client=100,
+        failures_per_account=10_000,  # no pace: only the day's cap is under test
+        daily_failures_per_account=5,
+        audit=audit,
+    )
+    assert login.login("alice", PASSWORD, "192.0.2.20").username == "alice"  # her laptop
+    for attempt in range(5):  # a guess from each of many addresses, as a botnet rotates them
+        with pytest.raises(AuthenticationFailed):
+            login.login("alice", "a guess", f"10.9.{attempt}.1")
+    checks = counting.checks
+    for client in ("10.9.9.1", "203.0.113.5"):  # new clients: refused, no password checked
+        with pytest.raises(AccountLocked) as locked:
+            login.login("alice", PASSWORD, client)
+        assert locked.value.code == "account_locked"
+        assert DAY_S - 60 < locked.value.retry_after_s <= DAY_S
+    assert counting.checks == checks
+    # Her laptop still signs in: the lock is for clients new to the account.
+    assert login.login("alice", PASSWORD, "192.0.2.20").username == "alice"
+    # The lock is in the tenant's audit log once, naming the account, not once per refusal.
+    entries, total = audit.page("acme", 100, 0, action="login.locked")
+    assert total == before + 1
+    assert entries[0].detail["username"] == "alice" and entries[0].detail["failures"] == 5
+    assert entries[0].client_ip == "10.9.4.1"
+
+
+@pytest.mark.unit
+def test_the_lock_ends_with_the_day_and_another_tenants_name_is_its_own_account(
+    users: UserService,
+) -> None:
+    users.create_user("acme", "erin", PASSWORD)
+    users.create_user("globex", "erin", "another long enough secret")
+    clock = FakeClock()
+    login = guard(users, clock, failures=100, per_day=3)
+    for attempt in range(3):
+        with pytest.raises(AuthenticationFailed):
+            login.login("erin", "a guess", f"10.10.{attempt}.1", tenant="acme")
+    with pytest.raises(AccountLocked):
+        login.login("erin", PASSWORD, "10.10.9.1", tenant="acme")
+    # globex's erin is another account: the guesses at acme's do not lock her.
+    other = login.login("erin", "another long enough secret", "10.10.9.1", tenant="globex")
+    assert other.tenant_id == "globex"
+    clock.now += DAY_S
+    assert login.login("erin", PASSWORD, "10.10.9.1", tenant="acme").tenant_id == "acme"

@@ -35,6 +35,7 @@ _STATUS_CODES = {
 
 
 _DESCRIPTIONS = {
+    400: "the request lacks something it needs; the code says what (e.g. `tenant_required`)",
     401: "missing, invalid or expired bearer token (or wrong credentials)",
     403: "your role may not do this (app/api/access.py has the table); the message names the role",
     404: "not found (another tenant's resource is reported the same way)",

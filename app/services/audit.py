@@ -16,6 +16,7 @@ from app.storage.audit import AuditEntry, AuditRecord, AuditStore
 AuditAction = Literal[
     "login.succeeded",
     "login.failed",
+    "login.locked",
     "logout",
     "logout.everywhere",
     "password.changed",

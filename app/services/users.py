@@ -1,16 +1,22 @@
 """Creating, listing, changing, deleting and authenticating users (the CLI, `/users`,
 `/auth/password` and `/auth/token`); the last enabled admin of a tenant always stays, and an API
-key never administers users or passwords (only a signed-in person does)."""
+key never administers users or passwords (only a signed-in person does).
+
+A user name is unique within its tenant. A login may name the tenant; without one, a name only
+one tenant has is enough, and a name several tenants have needs it (TenantRequired).
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from app import security
 from app.config import Settings
 from app.domain import ROLES, Role
-from app.errors import AuthenticationFailed, InvalidInput, KeyNotAllowed, NotFound
+from app.errors import AuthenticationFailed, InvalidInput, KeyNotAllowed, NotFound, TenantRequired
 from app.services.audit import Actor
+from app.services.passwords import validate_password
 from app.storage.db import Database
 from app.storage.users import UserChange, UserRecord, UserStore
 
@@ -18,8 +24,10 @@ from app.storage.users import UserChange, UserRecord, UserStore
 USERNAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._@+-]{2,63}$")
 # Tenant ids end up in collection names, paths and cache keys: keep them plain.
 TENANT_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$")
-MIN_PASSWORD_CHARS = 12
 LOGIN_FAILED_MESSAGE = "incorrect username or password"
+TENANT_REQUIRED_MESSAGE = (
+    "this user name is used in more than one organisation: give yours as `tenant`"
+)
 
 
 def normalise_username(username: str) -> str:
@@ -55,13 +63,26 @@ def validate_role(role: str) -> Role:
     return role  # type: ignore[return-value]
 
 
-def validate_password(password: str) -> None:
-    """InvalidInput when the password is too short or longer than bcrypt can use."""
-    if len(password) < MIN_PASSWORD_CHARS:
-        raise InvalidInput(f"password must be at least {MIN_PASSWORD_CHARS} characters long")
-    if not password.strip():
-        raise InvalidInput("password must not be only whitespace")
-    security.check_password_length(password)
+def normalise_tenant(tenant: str | None) -> str | None:
+    """A tenant a person typed (trimmed, lower-cased), or None when none was given."""
+    if tenant is None or not tenant.strip():
+        return None
+    return tenant.strip().lower()
+
+
+@dataclass(frozen=True)
+class LoginTarget:
+    """The account a login's password is checked against, and the key its limits count under.
+
+    `user` is None when no account matches (a dummy hash is checked instead). `ambiguous`: no
+    tenant was given and several tenants have the name; `user` is then the one that had it
+    first, and only a password right for it learns that a tenant is needed.
+    """
+
+    name: str
+    account: str  # "tenant/name", "*/name" for a name nobody has
+    user: UserRecord | None
+    ambiguous: bool = False
 
 
 def refuse_api_keys(actor: Actor | None) -> None:
@@ -100,7 +121,7 @@ class UserService:
         validate_tenant_id(tenant_id)
         name = validate_username(username)
         checked = validate_role(role) if role is not None else None
-        validate_password(password)
+        validate_password(password, name)
         password_hash = security.hash_password(password, self._rounds)
         audit = actor.entry("user.created") if actor else None
         return self._store.add(tenant_id, name, password_hash, checked, audit)
@@ -123,7 +144,9 @@ class UserService:
         checked = validate_role(role) if role is not None else None
         password_hash = None
         if password is not None:
-            validate_password(password)
+            target = self._store.get(user_id)  # another tenant's id: NotFound comes below
+            mine = target is not None and target.tenant_id == actor.tenant_id
+            validate_password(password, target.username if target is not None and mine else None)
             password_hash = security.hash_password(password, self._rounds)
         change = UserChange(role=checked, disabled=disabled, password_hash=password_hash)
         return self._store.change(actor.tenant_id, user_id, change, actor.entry("user.changed"))
@@ -142,47 +165,84 @@ class UserService:
         user = self._store.get(actor.user_id)
         if user is None or not security.verify_password(current, user.password_hash):
             raise AuthenticationFailed("the current password is incorrect")
-        validate_password(new)
+        validate_password(new, user.username)
         change = UserChange(password_hash=security.hash_password(new, self._rounds))
         return self._store.change(actor.tenant_id, user.id, change, actor.entry("password.changed"))
 
     def operator_change(
-        self, username: str, role: str | None = None, disabled: bool | None = None
+        self,
+        username: str,
+        role: str | None = None,
+        disabled: bool | None = None,
+        tenant: str | None = None,
     ) -> UserRecord:
         """The CLI's change of a user by name (same rules as the API, no actor)."""
-        user = self._store.get_by_username(normalise_username(username))
-        if user is None:
-            raise NotFound(f"no user named {username}")
+        user = self.resolve(username, tenant)
         checked = validate_role(role) if role is not None else None
         change = UserChange(role=checked, disabled=disabled)
         operator = Actor(tenant_id=user.tenant_id, user_id=None, client_ip="cli")
         return self._store.change(user.tenant_id, user.id, change, operator.entry("user.changed"))
 
-    def find(self, username: str) -> UserRecord | None:
-        """The user with this name (any letter case), or None."""
-        return self._store.get_by_username(normalise_username(username))
+    def resolve(self, username: str, tenant: str | None = None) -> UserRecord:
+        """The user an operator names (any letter case): in the tenant, or the only one with
+        the name; NotFound, or TenantRequired when several tenants have it."""
+        name = normalise_username(username)
+        chosen = normalise_tenant(tenant)
+        if chosen is not None:
+            user = self._store.get_by_username(chosen, name)
+            if user is None:
+                raise NotFound(f"no user named {username} in tenant {chosen}")
+            return user
+        named = self._store.named(name)
+        if not named:
+            raise NotFound(f"no user named {username}")
+        if len(named) > 1:
+            tenants = ", ".join(sorted(user.tenant_id for user in named))
+            raise TenantRequired(f"user name {username} is in tenants {tenants}: give --tenant")
+        return named[0]
 
     def list_users(self, tenant_id: str | None = None) -> list[UserRecord]:
         """Users of one tenant, or all users when tenant_id is None."""
         return self._store.list(tenant_id)
 
-    def delete_user(self, username: str) -> bool:
-        """Delete a user by name; returns whether one existed."""
-        return self._store.delete(normalise_username(username))
+    def delete_user(self, username: str, tenant: str | None = None) -> bool:
+        """Delete a user by name (see `resolve`); returns whether one existed."""
+        try:
+            user = self.resolve(username, tenant)
+        except NotFound:
+            return False
+        return self._store.delete(user.tenant_id, user.username)
 
     def get(self, user_id: str) -> UserRecord | None:
         """The user with this id, or None once deleted (its tokens stop working)."""
         return self._store.get(user_id)
 
-    def authenticate(self, username: str, password: str) -> UserRecord:
-        """The user these credentials belong to; AuthenticationFailed otherwise.
-
-        An unknown user costs one bcrypt check against a dummy hash of the same cost, so the
-        response time does not reveal whether the name exists.
-        """
+    def login_target(self, username: str, tenant: str | None = None) -> LoginTarget:
+        """The account a login names (no password check yet); see LoginTarget."""
         name = normalise_username(username)
-        # A name that could never have been created is not looked up, but costs the same.
-        user = self._store.get_by_username(name) if USERNAME_PATTERN.fullmatch(name) else None
+        chosen = normalise_tenant(tenant)
+        # A name or tenant that could never have been created is not looked up.
+        if not USERNAME_PATTERN.fullmatch(name) or (
+            chosen is not None and not TENANT_PATTERN.fullmatch(chosen)
+        ):
+            return LoginTarget(name, f"{chosen or '*'}/{name}", None)
+        if chosen is not None:
+            return LoginTarget(name, f"{chosen}/{name}", self._store.get_by_username(chosen, name))
+        named = self._store.named(name)
+        if not named:
+            return LoginTarget(name, f"*/{name}", None)
+        first = named[0]
+        return LoginTarget(name, f"{first.tenant_id}/{name}", first, ambiguous=len(named) > 1)
+
+    def check_login(self, target: LoginTarget, password: str) -> UserRecord:
+        """The target's user if the password is right; AuthenticationFailed otherwise, or
+        TenantRequired when it is right but the name is in several tenants and none was given.
+
+        Every path costs exactly one bcrypt check (a dummy hash of the same cost for a name
+        nobody has), so neither the time nor the answer tells a guesser whether the name exists
+        or how many tenants have it: only the right password learns that a tenant is needed.
+        """
+        user = target.user
         if user is None:
             security.verify_password(password, security.dummy_hash(self._rounds))
             raise AuthenticationFailed(LOGIN_FAILED_MESSAGE)
@@ -190,7 +250,13 @@ class UserService:
             raise AuthenticationFailed(LOGIN_FAILED_MESSAGE)
         if user.disabled:  # after the hash check: the reply says nothing a guesser could use
             raise AuthenticationFailed(LOGIN_FAILED_MESSAGE)
+        if target.ambiguous:
+            raise TenantRequired(TENANT_REQUIRED_MESSAGE)
         return user
+
+    def authenticate(self, username: str, password: str, tenant: str | None = None) -> UserRecord:
+        """The user these credentials belong to; AuthenticationFailed or TenantRequired."""
+        return self.check_login(self.login_target(username, tenant), password)
 
 
 def build_user_service(settings: Settings, database: Database) -> UserService:

@@ -7,7 +7,9 @@ per key, updated atomically by a script, so all API processes share the counts a
 server's clock.
 
 Beside the windows, two timed marks per key: `claim` lets one caller through per `hold_s`
-seconds (pacing), `remember` notes a key for a while (a client known to an account).
+seconds (pacing), `remember` notes a key for a while (a client known to an account); and a
+count over a long fixed period (`count_up`, `tally`: an account's failed logins of the day),
+one number per key where a one-minute log would hold an entry per hit for a day.
 """
 
 from __future__ import annotations
@@ -34,6 +36,13 @@ class RateDecision(NamedTuple):
 
     allowed: bool
     retry_after_s: float
+
+
+class Tally(NamedTuple):
+    """How many were counted in a key's current period, and in how many seconds it ends."""
+
+    total: int
+    ends_in_s: float
 
 
 class RateLimiter(Protocol):
@@ -63,6 +72,15 @@ class RateLimiter(Protocol):
         """Whether the key was noted less than its `ttl_s` ago."""
         ...
 
+    def count_up(self, key: str, period_s: float) -> int:
+        """Count one more for the key and return its count; a period of `period_s` seconds
+        starts with the first count and the count is forgotten when it ends."""
+        ...
+
+    def tally(self, key: str) -> Tally:
+        """The key's count in its current period (0 when none runs), and when that ends."""
+        ...
+
 
 class MemoryRateLimiter:
     """A thread-safe sliding-window log per key; one process only."""
@@ -78,6 +96,7 @@ class MemoryRateLimiter:
         self._lock = threading.Lock()
         self._hits: dict[str, deque[float]] = {}
         self._until: dict[str, float] = {}  # claimed or remembered keys -> when that ends
+        self._counts: dict[str, tuple[int, float]] = {}  # counted keys -> (count, period end)
         self._calls = 0
 
     def hit(self, key: str, limit_per_minute: int) -> RateDecision:
@@ -113,6 +132,25 @@ class MemoryRateLimiter:
         with self._lock:
             return self._until.get(key, 0.0) > self._clock()
 
+    def count_up(self, key: str, period_s: float) -> int:
+        """Count one more for the key in its period (one starts now if none runs)."""
+        now = self._clock()
+        with self._lock:
+            count, ends = self._counts.get(key, (0, 0.0))
+            if ends <= now:
+                count, ends = 0, now + period_s
+            self._counts[key] = (count + 1, ends)
+            return count + 1
+
+    def tally(self, key: str) -> Tally:
+        """The key's count in its current period, and in how many seconds that ends."""
+        now = self._clock()
+        with self._lock:
+            count, ends = self._counts.get(key, (0, 0.0))
+            if ends <= now:
+                return Tally(0, 0.0)
+            return Tally(count, ends - now)
+
     def _decide(self, key: str, limit_per_minute: int, *, record: bool) -> RateDecision:
         if limit_per_minute <= 0:
             raise ValueError("limit_per_minute must be positive")
@@ -139,6 +177,8 @@ class MemoryRateLimiter:
             del self._hits[key]
         for key in [key for key, until in self._until.items() if until <= now]:
             del self._until[key]
+        for key in [key for key, (_, ends) in self._counts.items() if ends <= now]:
+            del self._counts[key]
 
 
 _HIT_SCRIPT = """
@@ -160,6 +200,16 @@ return {0, tonumber(freeing[2]) + window_us - now_us}
 """
 
 
+# INCR, and the period's expiry set by the count that starts it (atomic: no count without one).
+_COUNT_SCRIPT = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+end
+return count
+"""
+
+
 class RedisRateLimiter:
     """A sliding-window log per key in Redis, shared by every API process."""
 
@@ -170,6 +220,7 @@ class RedisRateLimiter:
         self._window_us = int(window_s * 1_000_000)
         self._prefix = f"{prefix}:ratelimit"
         self._hit = client.register_script(_HIT_SCRIPT)
+        self._count = client.register_script(_COUNT_SCRIPT)
 
     def hit(self, key: str, limit_per_minute: int) -> RateDecision:
         """Record a hit if fewer than limit_per_minute were allowed in the last minute."""
@@ -211,6 +262,27 @@ class RedisRateLimiter:
             return bool(self._client.exists(f"{self._prefix}:{key}"))
         except redis.RedisError as exc:
             raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc
+
+    def count_up(self, key: str, period_s: float) -> int:
+        """Count one more for the key in its period (one starts now if none runs)."""
+        try:
+            return int(self._count(keys=[f"{self._prefix}:{key}"], args=[_ms(period_s)]))
+        except redis.RedisError as exc:
+            raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc
+
+    def tally(self, key: str) -> Tally:
+        """The key's count in its current period, and in how many seconds that ends."""
+        name = f"{self._prefix}:{key}"
+        try:
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.get(name)
+                pipe.pttl(name)
+                raw, left_ms = pipe.execute()
+        except redis.RedisError as exc:
+            raise ProviderUnavailable(f"rate limiter (Redis) unreachable: {exc}") from exc
+        if raw is None or left_ms <= 0:
+            return Tally(0, 0.0)
+        return Tally(int(raw), left_ms / 1000)
 
     def _decide(self, key: str, limit_per_minute: int, *, record: bool) -> RateDecision:
         if limit_per_minute <= 0:

@@ -58,10 +58,15 @@ class UserRow(Base):
     """Who may log in, to which tenant, with which password hash (hashes only)."""
 
     __tablename__ = "users"
+    # A name is unique within its tenant (two organisations may each have a "sara"); the index
+    # on the name alone serves a login that gives no tenant (migration 0008).
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "username", name="uq_users_tenant_id_username"),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64), index=True)
-    username: Mapped[str] = mapped_column(String(64), unique=True)
+    username: Mapped[str] = mapped_column(String(64), index=True)
     password_hash: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     # admin / member / reader (app.domain.Role); migration 0005 made every earlier user admin.

@@ -109,7 +109,7 @@ def _delete_user(session: Session, row: UserRow) -> None:
 
 
 class UserStore:
-    """CRUD on the users table; user names are unique across all tenants (login has no tenant)."""
+    """CRUD on the users table; a user name is unique within its tenant."""
 
     def __init__(self, database: Database, max_users_per_tenant: int | None = None) -> None:
         self._db = database
@@ -123,9 +123,9 @@ class UserStore:
         role: Role | None = None,
         audit: AuditEntry | None = None,
     ) -> UserRecord:
-        """Insert a user; Conflict if the name is taken, QuotaExceeded when the tenant has its
-        quota of users. Without a role the tenant's first user becomes admin and later ones
-        member. The audit entry's target is the new user's id."""
+        """Insert a user; Conflict if the tenant has the name already, QuotaExceeded when the
+        tenant has its quota of users. Without a role the tenant's first user becomes admin and
+        later ones member. The audit entry's target is the new user's id."""
         row = UserRow(
             id="usr_" + secrets.token_hex(12),
             tenant_id=tenant_id,
@@ -148,7 +148,8 @@ class UserStore:
                     detail = {**audit.detail, "username": username, "role": role}
                     write_entry(session, _targeted(audit, row.id, detail))
         except IntegrityError as exc:
-            raise Conflict(f"user name {username!r} is already taken") from exc
+            # Only this tenant's names can collide: the answer tells nothing about other tenants.
+            raise Conflict(f"user name {username!r} is already taken in this tenant") from exc
         return user_record(row)
 
     def _check_quota(self, existing: int) -> None:
@@ -166,11 +167,23 @@ class UserStore:
         )
         return int(counted or 0)
 
-    def get_by_username(self, username: str) -> UserRecord | None:
-        """The user with this exact name, or None."""
+    def get_by_username(self, tenant_id: str, username: str) -> UserRecord | None:
+        """The tenant's user with this exact name, or None."""
+        query = select(UserRow).where(UserRow.tenant_id == tenant_id, UserRow.username == username)
         with self._db.session() as session:
-            row = session.scalars(select(UserRow).where(UserRow.username == username)).first()
+            row = session.scalars(query).first()
             return user_record(row) if row else None
+
+    def named(self, username: str) -> builtins.list[UserRecord]:
+        """Every user with this exact name, one per tenant at most: enabled ones first, then
+        the oldest first (the one that had the name before names were per tenant)."""
+        query = (
+            select(UserRow)
+            .where(UserRow.username == username)
+            .order_by(UserRow.disabled, UserRow.created_at, UserRow.id)
+        )
+        with self._db.session() as session:
+            return [user_record(row) for row in session.scalars(query)]
 
     def get(self, user_id: str) -> UserRecord | None:
         """The user with this id, or None (a token's subject may outlive its user)."""
@@ -273,11 +286,12 @@ class UserStore:
                 write_entry(session, _targeted(audit, row.id, detail))
             return record
 
-    def delete(self, username: str) -> bool:
-        """Remove a user (with its keys and conversations) by name, whatever its role (the CLI's
-        operator override); returns whether one existed."""
+    def delete(self, tenant_id: str, username: str) -> bool:
+        """Remove the tenant's user (with its keys and conversations) by name, whatever its role
+        (the CLI's operator override); returns whether one existed."""
+        query = select(UserRow).where(UserRow.tenant_id == tenant_id, UserRow.username == username)
         with self._db.session() as session:
-            row = session.scalars(select(UserRow).where(UserRow.username == username)).first()
+            row = session.scalars(query).first()
             if row is None:
                 return False
             _delete_user(session, row)

@@ -43,6 +43,7 @@ def api_settings(data_dir: Path, **overrides: Any) -> Settings:
         "rate_limit_auth_per_minute": 10_000,
         "login_failures_per_minute": 10_000,
         "login_account_failures_per_minute": 10_000,
+        "login_daily_failures_per_account": 10_000,
         "rate_limit_query_per_minute": 100_000,
         "rate_limit_conversations_per_minute": 100_000,
         "rate_limit_keys_per_minute": 100_000,

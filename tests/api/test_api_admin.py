@@ -163,17 +163,25 @@ def test_bad_new_users_are_refused_and_nothing_is_written(
     assert _users(api, admin) == before
 
 
-def test_a_taken_user_name_is_a_conflict_in_any_tenant(api: ApiHarness) -> None:
+def test_a_taken_user_name_is_a_conflict_in_its_own_tenant_only(api: ApiHarness) -> None:
     admin, elsewhere = api.add_user(_tenant()), api.add_user(_tenant())
+    colleague = api.add_user(admin.tenant)
     before = _users(api, admin)
     response = api.client.post(
         "/users",
-        json={"username": elsewhere.username.upper(), "password": DEFAULT_PASSWORD},
+        json={"username": colleague.username.upper(), "password": DEFAULT_PASSWORD},
         headers=admin.headers,
     )
     error = assert_error_body(response, 409, "conflict")
     assert "already taken" in error["message"]
     assert _users(api, admin) == before
+    # Another tenant's name is free here: the answer says nothing about who exists elsewhere.
+    response = api.client.post(
+        "/users",
+        json={"username": elsewhere.username, "password": DEFAULT_PASSWORD},
+        headers=admin.headers,
+    )
+    assert response.status_code == 201, response.text
 
 
 def test_an_empty_or_unknown_change_is_refused(api: ApiHarness) -> None:

@@ -14,11 +14,13 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 
+from app import security
 from app.domain import Chunk
-from app.errors import ConfigurationError
+from app.errors import ConfigurationError, Conflict, TenantRequired
 from app.jobs.store import JobStore
+from app.services.users import UserService
 from app.storage.chunks import ChunkStore
 from app.storage.db import Database, open_database
 from app.storage.documents import DocumentStore
@@ -89,7 +91,7 @@ def test_a_database_from_before_migrations_keeps_every_row(
     columns = {column["name"] for column in inspect(database.engine).get_columns("users")}
     assert "is_admin" not in columns
 
-    user = UserStore(database).get_by_username("alice")
+    user = UserStore(database).get_by_username("acme", "alice")
     assert user is not None
     assert (user.id, user.tenant_id, user.password_hash) == ("usr_old", "acme", PASSWORD_HASH)
     assert user.created_at == UPLOADED
@@ -243,3 +245,44 @@ def test_conversation_messages_from_before_their_size_are_measured_in_utf8_bytes
         )
     assert sizes == {"m1": 2 * len("ما هو؟".encode()), "m2": len("Pump P-7 [1]") + 2}
     assert _differences(database) == []
+
+
+def test_users_from_before_names_per_tenant_still_log_in_without_a_tenant(
+    empty_url: str, opened: list[Database]
+) -> None:
+    database = _open(empty_url, opened)
+    config = alembic_config()
+    old_password = "their password from before"
+    hashed = security.hash_password(old_password, 4)
+    with database.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0007")  # names unique across tenants
+        connection.commit()
+        connection.execute(
+            text(
+                "INSERT INTO users (id, tenant_id, username, password_hash, created_at, role, "
+                "disabled, session_version) VALUES (:id, :tenant, :name, :hash, :at, 'admin', "
+                "false, 0)"
+            ),
+            [
+                {"id": "usr_a", "tenant": "acme", "name": "alice", "hash": hashed, "at": UPLOADED},
+                {"id": "usr_b", "tenant": "globex", "name": "bob", "hash": hashed, "at": UPLOADED},
+            ],
+        )
+        connection.commit()
+        command.upgrade(config, "head")
+        connection.commit()
+    assert _differences(database) == []
+    users = UserService(UserStore(database), 4)
+    # Every existing login works as it did, with no tenant.
+    assert users.authenticate("alice", old_password).tenant_id == "acme"
+    assert users.authenticate("Bob", old_password).tenant_id == "globex"
+    # Now another tenant may take the name; the same tenant still may not.
+    users.create_user("globex", "alice", "a new long password for her")
+    with pytest.raises(Conflict):
+        users.create_user("acme", "alice", "yet another long password")
+    # A name in two tenants needs its tenant: alice of acme names it and gets in.
+    with pytest.raises(TenantRequired):
+        users.authenticate("alice", old_password)
+    assert users.authenticate("alice", old_password, tenant="acme").id == "usr_a"
+    assert users.authenticate("alice", "a new long password for her", tenant="globex")

@@ -169,3 +169,21 @@ def test_a_remembered_key_expires_unless_noted_again(under_test: Any) -> None:
     assert limiter.remembers("auth-known:alice|10.0.0.1")
     under_test.wait(1.0)
     assert not limiter.remembers("auth-known:alice|10.0.0.1")
+
+
+def test_a_count_runs_for_its_period_from_the_first_count_then_starts_over(
+    under_test: Any,
+) -> None:
+    limiter = under_test.limiter
+    assert limiter.tally("auth-day:acme/alice") == (0, 0.0)
+    assert [limiter.count_up("auth-day:acme/alice", 2.0) for _ in range(3)] == [1, 2, 3]
+    assert limiter.count_up("auth-day:acme/bob", 2.0) == 1  # per key
+    count, ends_in_s = limiter.tally("auth-day:acme/alice")
+    assert count == 3 and 0 < ends_in_s <= 2.0
+    under_test.wait(1.2)
+    # A later count does not push the period's end back: it ends 2 s after the first.
+    assert limiter.count_up("auth-day:acme/alice", 2.0) == 4
+    assert limiter.tally("auth-day:acme/alice").ends_in_s <= 0.8 + SLACK_S / 10
+    under_test.wait(0.8)
+    assert limiter.tally("auth-day:acme/alice") == (0, 0.0)
+    assert limiter.count_up("auth-day:acme/alice", 2.0) == 1

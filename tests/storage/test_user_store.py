@@ -38,7 +38,7 @@ def test_stored_hash_uses_the_configured_cost_and_not_the_password(
     users: UserService, sql_database: Database, settings: Settings
 ) -> None:
     users.create_user("acme", "bob", PASSWORD)
-    stored = UserStore(sql_database).get_by_username("bob")
+    stored = UserStore(sql_database).get_by_username("acme", "bob")
     assert stored is not None
     assert bcrypt_cost(stored.password_hash) == settings.bcrypt_rounds >= 12
     assert PASSWORD not in stored.password_hash
@@ -74,10 +74,13 @@ def test_unknown_user_still_pays_for_a_bcrypt_check_at_full_cost(
     assert bcrypt_cost(checked[0][1]) == settings.bcrypt_rounds
 
 
-def test_user_names_are_unique_across_tenants_and_case(users: UserService) -> None:
+def test_user_names_are_unique_within_a_tenant_whatever_the_case(users: UserService) -> None:
     users.create_user("acme", "dave", PASSWORD)
     with pytest.raises(Conflict):
-        users.create_user("globex", "DAVE", PASSWORD)
+        users.create_user("acme", "DAVE", PASSWORD)
+    # Another tenant's dave is another user (names are unique per tenant since migration 0008).
+    other = users.create_user("globex", "DAVE", PASSWORD)
+    assert (other.tenant_id, other.username) == ("globex", "dave")
 
 
 BAD_INPUTS: list[dict[str, Any]] = [

@@ -50,15 +50,27 @@ def ready(request: Request, container: ContainerDep) -> JSONResponse:
     response_model=TokenOut,
     tags=["auth"],
     dependencies=[Depends(require_form_urlencoded)],
-    responses=error_responses(401, 413, 415, 422, 429),
+    responses=error_responses(400, 401, 413, 415, 422, 429),
 )
 def issue_token(
     container: ContainerDep,
     client: ClientIp,
     username: Annotated[str, Form(min_length=1, max_length=128)],
     password: Annotated[str, Form(min_length=1, max_length=1024)],
+    tenant: Annotated[
+        str | None,
+        Form(
+            max_length=128,
+            description="your organisation (tenant id); needed only when your user name is "
+            "used in more than one organisation (400 `tenant_required` says so, and only "
+            "to a right password)",
+        ),
+    ] = None,
 ) -> TokenOut:
-    """OAuth2 password grant: a bearer token for valid credentials, one generic 401 otherwise."""
+    """OAuth2 password grant: a bearer token for valid credentials, one generic 401 otherwise
+    (400 `tenant_required` for a right password of a name several tenants have, given without
+    `tenant`; 429 `account_locked` for a client new to an account that failed too often
+    today)."""
     try:
         token = log_in(
             container.login_guard,
@@ -68,6 +80,7 @@ def issue_token(
             username,
             password,
             client,
+            tenant,
         )
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, {"WWW-Authenticate": "Bearer"}) from None

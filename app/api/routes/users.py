@@ -25,7 +25,8 @@ def _user_out(user: UserRecord) -> UserOut:
 
 @router.post("", status_code=201, response_model=UserOut, responses=error_responses(409))
 def create_user(body: UserIn, container: ContainerDep, caller: Authorized, ip: ClientIp) -> UserOut:
-    """Add a user to your tenant (409 if the name is taken in any tenant)."""
+    """Add a user to your tenant (409 if your tenant has the name already; 422
+    `password_too_common` or `password_contains_username` for a weak password)."""
     user = container.users.create_user(
         caller.tenant_id, body.username, body.password, body.role, caller.actor(ip)
     )

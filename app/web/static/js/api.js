@@ -83,10 +83,37 @@ export async function json(path, options = {}) {
   return response.status === 204 ? null : response.json();
 }
 
-export async function signIn(username, password) {
-  const body = new URLSearchParams({ username, password });
-  const response = await fetch(apiUrl("/auth/token"), { method: "POST", body });
+// The organisation (tenant id) is remembered on this device, across tabs and restarts: it is
+// not a secret, and people should not have to type it at every sign-in.
+const ORGANISATION_KEY = "rag.organisation";
+
+export function rememberedOrganisation() {
+  try {
+    return localStorage.getItem(ORGANISATION_KEY) || "";
+  } catch {
+    return ""; // storage blocked (private mode, policy): the field just starts empty
+  }
+}
+
+function rememberOrganisation(organisation) {
+  try {
+    if (organisation) localStorage.setItem(ORGANISATION_KEY, organisation);
+    else localStorage.removeItem(ORGANISATION_KEY);
+  } catch {
+    // Not remembered; signing in still works.
+  }
+}
+
+// `organisation` may be empty: a user name only one organisation has needs none.
+export async function signIn(username, password, organisation = "") {
+  const fields = { username, password };
+  if (organisation) fields.tenant = organisation;
+  const response = await fetch(apiUrl("/auth/token"), {
+    method: "POST",
+    body: new URLSearchParams(fields),
+  });
   if (!response.ok) throw await errorFrom(response);
   const issued = await response.json();
   sessionStorage.setItem(TOKEN_KEY, issued.access_token);
+  rememberOrganisation(organisation);
 }

@@ -3,7 +3,15 @@
 
 import { openAccount, resetAccount, setUpAccount, whenPasswordChanged } from "./account.js";
 import { openActivity, resetActivity, setUpActivity } from "./activity.js";
-import { json, request, signIn, signOut, token, whenUnauthorized } from "./api.js";
+import {
+  json,
+  rememberedOrganisation,
+  request,
+  signIn,
+  signOut,
+  token,
+  whenUnauthorized,
+} from "./api.js";
 import { resetAsk, setUpAsk } from "./ask.js";
 import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./documents.js";
 import { describeError } from "./format.js";
@@ -94,6 +102,7 @@ function enterSignIn(message = "", { isError = true } = {}) {
   $("login-error").textContent = message;
   $("login-error").classList.toggle("notice", !isError);
   showView("signed-out");
+  $("organisation").value = rememberedOrganisation();
   $("username").focus();
 }
 
@@ -118,9 +127,23 @@ function setUpNavigation() {
   whenPasswordChanged(() => enterSignIn(PASSWORD_CHANGED, { isError: false }));
 }
 
+function signInProblem(error, organisation) {
+  if (error.status === 401) {
+    return organisation
+      ? "Wrong organisation, user name or password."
+      : "Wrong user name or password.";
+  }
+  if (error.code === "tenant_required") {
+    return "Your user name is used in more than one organisation: enter your organisation.";
+  }
+  return describeError(error, "Signing in");
+}
+
 function setUpLogin() {
+  $("organisation").value = rememberedOrganisation();
   $("login-form").addEventListener("submit", async (event) => {
     event.preventDefault();
+    const organisation = $("organisation").value.trim().toLowerCase();
     const username = $("username").value.trim();
     const password = $("password").value;
     $("login-error").classList.remove("notice");
@@ -129,10 +152,10 @@ function setUpLogin() {
       return;
     }
     try {
-      await signIn(username, password);
+      await signIn(username, password, organisation);
     } catch (error) {
-      $("login-error").textContent =
-        error.status === 401 ? "Wrong user name or password." : describeError(error, "Signing in");
+      $("login-error").textContent = signInProblem(error, organisation);
+      if (error.code === "tenant_required") $("organisation").focus();
       return;
     }
     $("password").value = "";
