@@ -1,0 +1,227 @@
+"""Leave-one-manual-out: every fusion choice judged on a manual it was not chosen on.
+
+Each manual is indexed once into its own tenant and each question's arms are run once through
+the real retriever (`HybridRetriever.recall`, with wide pools, every candidate's chunk loaded).
+The recalls are cached on disk (keyed by the manual's bytes, the questions and the code's
+retrieval settings), so scoring a fusion family is a matter of seconds.
+
+For every manual in turn, each family's parameters are chosen on the other manuals (mean
+MRR@10 over their questions, each manual weighing the same) and scored on the one left out.
+Reported per manual: BM25, dense, the shipped order (today's defaults, `RAG_*`), each family
+left-one-out, and "hybrid minus its better arm".
+
+    python -m eval.manuals_loo [--manuals R-admin gnuplot ...] [--refresh]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pickle
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from app.config import Settings, load_settings
+from app.container import Container
+from app.retrieval.hybrid import Recall, RetrieverConfig
+from eval.fusion_families import FAMILIES, Family, shipped_order
+from eval.manual_questions import (
+    ALL_SOURCES,
+    ManualQuestion,
+    ingest_manual,
+    load_questions,
+    missing_sources,
+    resolve_gold,
+)
+from eval.metrics import hit_at_k, reciprocal_rank
+from eval.retrieval import RESULTS_DIR, git_commit
+
+CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+# Each arm is asked for this many times its configured candidates, so that families that take
+# deeper pools than the shipped 30 can be scored from the same recall.
+POOL_FACTOR = 4
+
+
+@dataclass
+class Asked:
+    """One question, its gold pages and what the arms found (chunks loaded)."""
+
+    question: ManualQuestion
+    gold: frozenset[int]
+    recall: Recall
+
+
+Order = Callable[[Asked], list[str]]
+
+
+def page_ranking(asked: Asked, ordered: Iterable[str]) -> list[int]:
+    """Pages in rank order, each once."""
+    pages: dict[int, None] = {}
+    for cid in ordered:
+        chunk = asked.recall.candidates[cid].chunk
+        if chunk is not None:
+            pages.setdefault(chunk.page, None)
+    return list(pages)
+
+
+def question_scores(asked: Asked, ordered: Sequence[str]) -> dict[str, float]:
+    """hit@1, hit@5 and MRR@10 of one question's page ranking."""
+    pages = [str(p) for p in page_ranking(asked, ordered)[:10]]
+    gold = {str(p) for p in asked.gold}
+    return {
+        "hit@1": hit_at_k(pages, gold, 1),
+        "hit@5": hit_at_k(pages, gold, 5),
+        "mrr@10": reciprocal_rank(pages, gold),
+    }
+
+
+def summary(asked: Sequence[Asked], order: Order) -> dict[str, float]:
+    """Mean metrics of one ordering over questions."""
+    rows = [question_scores(a, order(a)) for a in asked]
+    return {m: statistics.fmean(r[m] for r in rows) for m in ("hit@1", "hit@5", "mrr@10")}
+
+
+# --- recall, once per manual, cached ---
+
+
+def _cache_key(manual: str, questions: list[ManualQuestion], settings: Settings) -> str:
+    digest = hashlib.sha256()
+    digest.update(ALL_SOURCES[manual].path.read_bytes())
+    for q in questions:
+        digest.update(f"{q.id}\0{q.text}\0".encode())
+    for name in ("embedding_provider", "chunk_size", "chunk_overlap", "section_paths"):
+        digest.update(f"{name}={getattr(settings, name)}\0".encode())
+    digest.update(f"pool={POOL_FACTOR}".encode())
+    return f"{manual}-{digest.hexdigest()[:16]}"
+
+
+def _recall_all(container: Container, manual: str, questions: list[ManualQuestion]) -> list[Recall]:
+    retriever = container.retriever
+    tenant = ingest_manual(container, manual)
+    recalls = []
+    for question in questions:
+        recall = retriever.recall(tenant, question.text, "hybrid", pool_factor=POOL_FACTOR)
+        ids = list(recall.candidates)
+        retriever._materialise(tenant, ids, recall.candidates, len(ids))
+        recall.query_vector = None  # not needed for scoring; keeps the cache small
+        recalls.append(recall)
+    return recalls
+
+
+def asked_for(manuals: list[str], settings: Settings, refresh: bool) -> dict[str, list[Asked]]:
+    """Manual -> its questions with their recall, from the cache when it is current."""
+    questions = load_questions(sources=ALL_SOURCES)
+    CACHE_DIR.mkdir(exist_ok=True)
+    out: dict[str, list[Asked]] = {}
+    container: Container | None = None
+    for manual in manuals:
+        mine = [q for q in questions if q.manual == manual]
+        gold = resolve_gold(mine)
+        path = CACHE_DIR / f"{_cache_key(manual, mine, settings)}.pickle"
+        if path.is_file() and not refresh:
+            recalls = pickle.loads(path.read_bytes())
+        else:
+            container = container or Container(settings)
+            started = time.perf_counter()
+            recalls = _recall_all(container, manual, mine)
+            print(f"{manual}: indexed and asked in {time.perf_counter() - started:.0f} s")
+            path.write_bytes(pickle.dumps(recalls))
+        out[manual] = [
+            Asked(q, frozenset(gold[q.id]), r) for q, r in zip(mine, recalls, strict=True)
+        ]
+    return out
+
+
+# --- leave one manual out ---
+
+
+def family_table(family: Family, sets: dict[str, list[Asked]]) -> list[dict[str, Any]]:
+    """Every grid point of the family scored on every manual (computed once for all folds)."""
+    table = []
+    for params in family.grid:
+        order = family.order(params)
+        table.append({"params": params, **{m: summary(a, order) for m, a in sets.items()}})
+    return table
+
+
+def choose(table: list[dict[str, Any]], train: Sequence[str]) -> dict[str, Any]:
+    """The grid point with the best mean (over the train manuals) MRR@10."""
+    return max(
+        table, key=lambda row: statistics.fmean(row[m]["mrr@10"] for m in train)
+    )
+
+
+def leave_one_out(
+    sets: dict[str, list[Asked]], config: RetrieverConfig, families: Sequence[Family]
+) -> dict[str, Any]:
+    """Per held-out manual: the arms, the shipped order and each family chosen on the rest."""
+    tables = {family.name: family_table(family, sets) for family in families}
+    report: dict[str, Any] = {}
+    for manual, held_out in sets.items():
+        train = [m for m in sets if m != manual] or [manual]
+        row: dict[str, Any] = {
+            "keyword": summary(held_out, lambda a: a.recall.keyword_ids[: config.keyword_candidates]),
+            "dense": summary(held_out, lambda a: a.recall.dense_ids[: config.dense_candidates]),
+            "shipped": summary(held_out, lambda a: shipped_order(a.recall, a.question.text, config)),
+        }
+        for name, table in tables.items():
+            best = choose(table, train)
+            row[name] = {**best[manual], "params": best["params"]}
+        report[manual] = row
+    return report
+
+
+def print_report(report: dict[str, Any], columns: list[str]) -> None:
+    """One markdown table: manual x column, hit@1 / hit@5 / MRR@10, and hybrid minus best arm."""
+    print("\n| manual | n | " + " | ".join(columns) + " | best column - better arm (MRR) |")
+    print("|---|---|" + "---|" * len(columns) + "---|")
+    for manual, row in report.items():
+        cells = [f"{row[c]['hit@1']:.3f} / {row[c]['hit@5']:.3f} / {row[c]['mrr@10']:.3f}" for c in columns]
+        arm = max(row["keyword"]["mrr@10"], row["dense"]["mrr@10"])
+        fused = [c for c in columns if c not in ("keyword", "dense")]
+        margins = ", ".join(f"{c} {row[c]['mrr@10'] - arm:+.3f}" for c in fused)
+        print(f"| {manual} | {row['n']} | " + " | ".join(cells) + f" | {margins} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--manuals", nargs="+", default=None, help="default: every installed one")
+    parser.add_argument("--refresh", action="store_true", help="re-index and re-ask, ignore cache")
+    parser.add_argument("--families", nargs="+", default=[f.name for f in FAMILIES])
+    args = parser.parse_args()
+    missing = {s.name for s in missing_sources(ALL_SOURCES)}
+    manuals = args.manuals or [m for m, s in ALL_SOURCES.items() if s.name not in missing]
+    if not manuals:
+        sys.exit("no manual installed (scripts/install.sh dev installs them)")
+    families = [f for f in FAMILIES if f.name in args.families]
+    with tempfile.TemporaryDirectory() as data:
+        settings = load_settings(_env_file=None, data_dir=Path(data), env="development")
+        config = RetrieverConfig.from_settings(settings)
+        sets = asked_for(manuals, settings, args.refresh)
+    report = leave_one_out(sets, config, families)
+    for manual, row in report.items():
+        row["n"] = len(sets[manual])
+    columns = ["keyword", "dense", "shipped", *[f.name for f in families]]
+    mean = {
+        c: {m: statistics.fmean(report[x][c][m] for x in report) for m in ("hit@1", "hit@5", "mrr@10")}
+        for c in columns
+    }
+    worst = {c: min(report[x][c]["mrr@10"] for x in report) for c in columns}
+    print_report({**report, "mean": {**mean, "n": sum(len(a) for a in sets.values())}}, columns)
+    print("\nworst manual MRR@10: " + ", ".join(f"{c} {worst[c]:.3f}" for c in columns))
+    RESULTS_DIR.mkdir(exist_ok=True)
+    out = RESULTS_DIR / "manuals-loo.json"
+    payload = {"commit": git_commit(), "manuals": report, "mean": mean, "worst_mrr": worst}
+    out.write_text(json.dumps(payload, indent=1, default=str) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
