@@ -15,11 +15,13 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
+from unittest.mock import patch
 
-import app.ingestion.loaders.pdf as pdf_loader
 from app.domain import Page
 from app.ingestion.limits import LoadLimits
+from app.ingestion.loaders.pdf import load_pdf
 from bench.common import table
 from eval.glued_words import (
     glued_share,
@@ -39,15 +41,14 @@ def _pypdf_only(path: Path, count: int) -> Iterator[str | None]:
 
 
 def _load(path: Path, pypdf_only: bool) -> tuple[list[Page], float]:
-    positioned = pdf_loader.positioned_texts
-    if pypdf_only:
-        pdf_loader.positioned_texts = _pypdf_only
-    try:
+    with (
+        patch("app.ingestion.loaders.pdf.positioned_texts", _pypdf_only)
+        if pypdf_only
+        else nullcontext()
+    ):
         started = time.perf_counter()
-        pages = pdf_loader.load_pdf(path, LoadLimits())
+        pages = load_pdf(path, LoadLimits())
         return pages, time.perf_counter() - started
-    finally:
-        pdf_loader.positioned_texts = positioned
 
 
 def _worst_page(texts: list[str], vocabulary: set[str]) -> float:

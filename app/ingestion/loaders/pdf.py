@@ -110,9 +110,7 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
     # Word spaces come from glyph positions (PDFium); pypdf's own text is the fallback.
     for index, positioned in enumerate(positioned_texts(path, count)):
         try:
-            raw = best_page_text(
-                positioned, lambda index=index: reader.pages[index].extract_text() or ""
-            )
+            raw = best_page_text(positioned, reader.pages[index])
         except FileNotDecryptedError as exc:
             raise EncryptedDocument("the PDF is password-protected; remove the password") from exc
         except Exception as exc:  # pypdf raises many types on broken content streams

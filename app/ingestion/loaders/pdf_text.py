@@ -16,11 +16,12 @@ from __future__ import annotations
 import ctypes
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
+from pypdf import PageObject
 
 from app.ingestion.ocr_pdf import lacks_text_layer
 
@@ -67,7 +68,7 @@ def _page_text(document: pdfium.PdfDocument, index: int) -> str:
     try:
         text_page = page.get_textpage()
         try:
-            text = text_page.get_text_range()
+            text: str = text_page.get_text_range()
             if _ARABIC_LETTER.search(text):
                 text = _lam_alef_restored(text_page, text)
         finally:
@@ -112,12 +113,12 @@ def _usable_chars(text: str) -> int:
     return sum(char.isalnum() for char in text)
 
 
-def best_page_text(positioned: str | None, stream_text: Callable[[], str]) -> str:
+def best_page_text(positioned: str | None, page: PageObject) -> str:
     """PDFium's text of a page, unless it has no usable text layer and pypdf's text of the
-    content stream (`stream_text`, called only then) holds more letters and digits."""
+    page's content stream (extracted only then) holds more letters and digits."""
     if positioned and not lacks_text_layer(positioned):
         return positioned
-    fallback = stream_text()
+    fallback = page.extract_text() or ""
     if positioned is None or _usable_chars(fallback) > _usable_chars(positioned):
         return fallback
     return positioned
