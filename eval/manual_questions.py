@@ -4,7 +4,8 @@ The questions live in eval/manuals/<manual>.jsonl, worded as users ask ("How do 
 with one or more evidence strings: a distinctive phrase or code line that answers it, copied from
 the text the service's own PDF loader extracts. The gold page(s) of a question are the content
 pages (1-based, the page a reader would open) whose text contains an evidence string, compared
-with runs of white space collapsed and case ignored; they are computed from the PDF, never typed.
+with all white space removed and case ignored (so a change in how the loader spaces words
+does not move them); they are computed from the PDF, never typed.
 An evidence string found nowhere, or on more than MAX_GOLD_PAGES pages, is an error.
 
 The PDFs are Debian's (`r-doc-pdf`: R-admin, R-data, R-exts, R-lang; `gnuplot-doc`: the gnuplot
@@ -202,7 +203,9 @@ def load_questions(
 
 
 def _squashed(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().casefold()
+    """`text` casefolded with all white space removed: evidence copied from a loader that glued
+    words ("Justlikeany") still matches the spaced text of a better one, and vice versa."""
+    return re.sub(r"\s+", "", text).casefold()
 
 
 @cache

@@ -13,6 +13,7 @@ from pypdf.errors import FileNotDecryptedError, PdfReadError
 from app.domain import OcrLayout, Page
 from app.errors import CorruptDocument, EncryptedDocument, NeedsOCR
 from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
+from app.ingestion.loaders.pdf_text import best_page_text, positioned_texts
 from app.ingestion.normalise import normalise_text
 from app.ingestion.ocr import layout_text, ocr_status, unavailable
 from app.ingestion.ocr_pdf import ocr_pdf_pages, scanned_pages
@@ -106,9 +107,10 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
     budget = CharBudget(limits)
     texts: list[str] = []
     reversed_pages = 0
-    for index in range(count):
+    # Word spaces come from glyph positions (PDFium); pypdf's own text is the fallback.
+    for index, positioned in enumerate(positioned_texts(path, count)):
         try:
-            raw = reader.pages[index].extract_text() or ""
+            raw = best_page_text(positioned, reader.pages[index])
         except FileNotDecryptedError as exc:
             raise EncryptedDocument("the PDF is password-protected; remove the password") from exc
         except Exception as exc:  # pypdf raises many types on broken content streams
