@@ -30,7 +30,7 @@ def clean_title(title: str) -> str:
     return bare or flat
 
 
-def _title_pattern(title: str) -> re.Pattern[str] | None:
+def title_pattern(title: str) -> re.Pattern[str] | None:
     """The title's words in order, anything but a word between them (line breaks, hyphens)."""
     found = _WORD.findall(title)
     if not found:
@@ -45,7 +45,7 @@ def locate_headings(text: str, titles: Sequence[tuple[int, str]]) -> tuple[Headi
     marks: list[HeadingMark] = []
     position = 0
     for level, title in titles:
-        pattern = _title_pattern(title)
+        pattern = title_pattern(title)
         match = pattern.search(text, position) if pattern else None
         if match is not None:
             position = match.start()

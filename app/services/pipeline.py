@@ -37,8 +37,10 @@ class PipelineConfig:
     limits: LoadLimits
     parse_timeout_s: float
     batch_size: int
-    # Mark chunks with their section path; embed the path with the text.
-    section_paths: bool = False
+    # Mark chunks with their section path and start a chunk at each section start (always, so
+    # every hit can show its breadcrumb); RAG_SECTION_PATHS decides only which arms index the
+    # path, so embed it with the text only when the dense arm does.
+    section_paths: bool = True
     embed_section_paths: bool = False
 
     @classmethod
@@ -50,7 +52,6 @@ class PipelineConfig:
             limits=LoadLimits.from_settings(settings),
             parse_timeout_s=settings.parse_timeout_s,
             batch_size=settings.embedding_batch_size,
-            section_paths=settings.section_paths != "off",
             embed_section_paths=settings.section_paths_in("dense"),
         )
 
