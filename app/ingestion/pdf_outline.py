@@ -4,8 +4,10 @@ and where on the page its heading begins.
 An entry's destination names a page and, for `/XYZ left top zoom` and `/FitH top`, the height
 the viewer scrolls to: the heading's top. `TextTops` records where each piece of extracted text
 sits while pypdf reads a page, so that height can be turned into a place in the page's text (the
-first words printed below it). The heading's title is then looked for from there; a title the
-text does not hold (a bookmark worded unlike its heading) keeps the place the height gave.
+first words printed below it): the heading line, its number included, even where the title's
+words also occur earlier on the page (a mention above the heading). Without a usable height the
+title's first occurrence after the previous heading is taken, as the loader always did; a title
+the text does not hold keeps the previous heading's place, so the sections stay in order.
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ TOP_SLACK = 4.0
 PROBE_WORDS = 6
 # Pieces whose baselines differ by less than this (points) are on one line.
 LINE_TOLERANCE = 1.0
-# How far after the place the height gave the title may still be found (characters).
-TITLE_REACH = 400
 _WORD = re.compile(r"\w+")
 
 
@@ -147,9 +147,9 @@ def place_headings(
 ) -> tuple[HeadingMark, ...]:
     """Marks for the entries opening on a page, in outline order and never moving backwards.
 
-    Each is placed at its title's first occurrence at or after the words its destination's top
-    points at (when the page's text positions are known and those words are found), else at its
-    title's first occurrence after the previous mark, else where the previous mark is (0 first).
+    Each is placed where the words printed at its destination's top are found (when the page's
+    text positions are known: the heading line, its number included), else at its title's first
+    occurrence after the previous mark, else where the previous mark is (0 for the first).
     """
     marks: list[HeadingMark] = []
     position = 0
@@ -157,14 +157,12 @@ def place_headings(
         anchor = None
         if tops is not None and entry.top is not None:
             anchor = _offset_of_words(text, tops.words_below(entry.top), position)
-        pattern = title_pattern(entry.title)
-        match = (
-            pattern.search(text, anchor if anchor is not None else position) if pattern else None
-        )
-        if match is not None and (anchor is None or match.start() - anchor <= TITLE_REACH):
-            position = match.start()
-        elif anchor is not None:
+        if anchor is not None:
             position = anchor
+        else:
+            pattern = title_pattern(entry.title)
+            match = pattern.search(text, position) if pattern else None
+            position = match.start() if match else position
         level = min(max(entry.level, 1), MAX_LEVEL)
         marks.append(HeadingMark(position, level, clean_title(entry.title)))
     return tuple(marks)
