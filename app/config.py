@@ -159,9 +159,10 @@ class Settings(BaseSettings):
         description="Index each chunk with the path of headings above it (chapter › section › "
         "subsection, from the PDF outline, DOCX heading styles or Markdown headings) in both arms, "
         "the keyword arm, the dense arm, or off. Off by default: no choice won on every manual's "
-        "test part (docs/evaluation.md). The path is shown only as the `section` breadcrumb of "
-        "/search hits, never in the passage text. Changing it applies to documents ingested "
-        "afterwards: re-ingest older ones to give them paths.",
+        "test part (docs/evaluation.md). Whatever the value, every chunk records its path, shown "
+        "as the `section` breadcrumb of /search hits (never in the passage text), and a section "
+        "start starts a new chunk. Changing it applies to documents ingested afterwards: "
+        "re-ingest older ones.",
     )
     max_upload_bytes: int = setting(
         50 * 1024 * 1024,

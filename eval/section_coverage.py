@@ -61,7 +61,10 @@ def default_pdfs() -> list[Path]:
     """The R manuals, the gnuplot manual and every other PDF under /usr/share/doc."""
     found = sorted(R_MANUALS.glob("*.pdf")) + ([GNUPLOT] if GNUPLOT.exists() else [])
     found += sorted(p for p in DOC_ROOT.rglob("*.pdf") if p.is_file() and p != GNUPLOT)
-    return list(dict.fromkeys(found))
+    unique: dict[Path, Path] = {}
+    for path in found:  # /usr/share/doc/r-doc-pdf links to the R manuals
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
 
 
 def count_outline(path: Path) -> int:

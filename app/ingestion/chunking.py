@@ -7,6 +7,9 @@ A chunk under a section heading also hashes its section path (`metadata["section
 embedded and keyword-indexed with the text): re-ingesting the same file upserts the same ids,
 while a chunk whose path changed (a file first ingested before section paths existed, or an
 edited outline) gets a new id, so its vector and keyword tokens are never those of the old path.
+With section paths, a section start (a heading mark) also starts a new chunk: the splitter runs
+on each section of a page alone, so a chunk never straddles two sections and the overlap is
+shared only between neighbours inside one section.
 """
 
 from __future__ import annotations
@@ -120,7 +123,8 @@ def chunk_pages(
     (minus at most `overlap_tolerance(chunk_overlap)` to start on a word). Table chunks are
     `header + "\\n" + page.text[start:end]` (whole rows, no overlap), labelled with their rows;
     they exceed chunk_size only when the header takes more than 3/4 of it. With
-    `section_paths`, a chunk under headings carries their path in `metadata["section"]`.
+    `section_paths`, a chunk under headings carries their path in `metadata["section"]` and no
+    text or code chunk runs past the start of a section (bare headings aside).
     """
     if chunk_overlap >= chunk_size:
         raise ValueError("chunk_overlap must be smaller than chunk_size")

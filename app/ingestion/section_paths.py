@@ -1,10 +1,11 @@
 """Section paths for chunks: which chapter › section › subsection a piece of text sits under.
 
 Loaders mark where headings start (`HeadingMark`: offset in the page text, level, title): PDFs
-from their outline (bookmarks point at pages; the title is then found in the page text), DOCX
-from heading paragraph styles, Markdown from `#` lines. `SectionPaths` follows the marks through
-the pages in order, so a section that crosses a page break keeps its path on the next page, and
-gives each chunk the path of the section most of its text belongs to.
+from their outline (a bookmark points at a page and a height on it: app/ingestion/pdf_outline.py),
+DOCX from heading paragraph styles, Markdown from `#` lines. `SectionPaths` follows the marks
+through the pages in order, so a section that crosses a page break keeps its path on the next
+page, and gives each chunk the path of the section most of its text belongs to (the chunker cuts
+at section starts, so that is the section the chunk starts in, bare headings aside).
 """
 
 from __future__ import annotations
