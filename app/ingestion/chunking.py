@@ -7,8 +7,8 @@ A chunk under a section heading also hashes its section path (`metadata["section
 embedded and keyword-indexed with the text): re-ingesting the same file upserts the same ids,
 while a chunk whose path changed (a file first ingested before section paths existed, or an
 edited outline) gets a new id, so its vector and keyword tokens are never those of the old path.
-With section paths, a section start (a heading mark) also starts a new chunk: the splitter runs
-on each section of a page alone, so a chunk never straddles two sections and the overlap is
+With `section_chunks`, a section start (a heading mark) also starts a new chunk: the splitter
+runs on each section of a page alone, so a chunk never straddles two sections and the overlap is
 shared only between neighbours inside one section.
 """
 
@@ -115,6 +115,7 @@ def chunk_pages(
     chunk_size: int,
     chunk_overlap: int,
     section_paths: bool = False,
+    section_chunks: bool = False,
 ) -> list[Chunk]:
     """Split pages into chunks that never span pages, numbered 0.. across the document.
 
@@ -123,8 +124,9 @@ def chunk_pages(
     (minus at most `overlap_tolerance(chunk_overlap)` to start on a word). Table chunks are
     `header + "\\n" + page.text[start:end]` (whole rows, no overlap), labelled with their rows;
     they exceed chunk_size only when the header takes more than 3/4 of it. With
-    `section_paths`, a chunk under headings carries their path in `metadata["section"]` and no
-    text or code chunk runs past the start of a section (bare headings aside).
+    `section_paths`, a chunk under headings carries their path in `metadata["section"]`; with
+    `section_chunks`, no text or code chunk runs past the start of a section (bare headings
+    aside).
     """
     if chunk_overlap >= chunk_size:
         raise ValueError("chunk_overlap must be smaller than chunk_size")
@@ -141,7 +143,7 @@ def chunk_pages(
         else:
             separators = separators_for(page.language)
             label = normalise_label(page.label) or str(page.number)
-            if section_paths and page.headings:
+            if section_chunks and page.headings:
                 spans = _sectioned_spans(page, chunk_size, chunk_overlap, separators)
             else:
                 spans = split_text(page.text, chunk_size, chunk_overlap, separators)

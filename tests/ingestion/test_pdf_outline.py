@@ -11,8 +11,8 @@ from pypdf import PdfReader, PdfWriter
 from pypdf.generic import ArrayObject, FloatObject, NameObject, NullObject, NumberObject
 
 from app.config import load_settings
-from app.domain import Chunk, section_path
-from app.ingestion import LoadLimits, load
+from app.domain import Chunk, HeadingMark, Page, section_path
+from app.ingestion import LoadLimits, chunk_pages, load
 from app.ingestion.page_roles import detect_page_role
 from app.services.pipeline import PipelineConfig, parse_file
 from tests.availability import require
@@ -70,14 +70,18 @@ def outlined_manual(path: Path) -> Path:
     return path
 
 
-def _parse(path: Path) -> list[Chunk]:
-    """The chunks an upload of the file gets with the default settings."""
-    config = PipelineConfig.from_settings(load_settings(_env_file=None))
+def _parse(path: Path, section_chunks: bool = False) -> list[Chunk]:
+    """The chunks an upload of the file gets with the default settings (or RAG_SECTION_CHUNKS)."""
+    settings = load_settings(_env_file=None, section_chunks=section_chunks)
+    config = PipelineConfig.from_settings(settings)
     return parse_file(path, tenant_id="t", source=path.name, config=config).chunks
 
 
-def test_each_chunk_carries_the_path_of_the_section_it_sits_in(tmp_path: Path) -> None:
-    chunks = _parse(outlined_manual(tmp_path / "manual.pdf"))
+@pytest.mark.parametrize("section_chunks", [False, True])
+def test_each_chunk_carries_the_path_of_the_section_it_sits_in(
+    tmp_path: Path, section_chunks: bool
+) -> None:
+    chunks = _parse(outlined_manual(tmp_path / "manual.pdf"), section_chunks)
     for (_, heading, fact, _), path in zip(SECTIONS, PATHS, strict=True):
         holding = [c for c in chunks if fact in c.text]
         assert holding, fact
@@ -95,8 +99,8 @@ def test_pages_before_the_first_bookmark_have_no_path(tmp_path: Path) -> None:
     assert all(section_path(c) is not None for c in chunks if c.page > 1)
 
 
-def test_a_chunk_never_straddles_two_sections(tmp_path: Path) -> None:
-    chunks = _parse(outlined_manual(tmp_path / "manual.pdf"))
+def test_with_section_chunks_a_chunk_never_straddles_two_sections(tmp_path: Path) -> None:
+    chunks = _parse(outlined_manual(tmp_path / "manual.pdf"), section_chunks=True)
     for chunk in chunks:
         inside = [h for _, h, _, _ in SECTIONS if h in chunk.text and not chunk.text.startswith(h)]
         assert not inside, f"chunk {chunk.chunk_index} runs into {inside}"
@@ -179,3 +183,27 @@ def test_r_admin_chunks_nearly_all_carry_a_section_path() -> None:
     chunks = _parse(R_ADMIN)
     share = sum(section_path(c) is not None for c in chunks) / len(chunks)
     assert share >= 0.9, share
+
+
+def test_a_bare_heading_joins_the_section_below_it() -> None:
+    # "3 Storage" is printed right above "3.1 Quotas": no chunk may hold that title alone.
+    text = "3 Storage\n3.1 Quotas\n" + _prose(4, 8) + "\n3.2 Snapshots\n" + _prose(5, 8)
+    marks = (
+        HeadingMark(0, 1, "Storage"),
+        HeadingMark(text.index("3.1"), 2, "Quotas"),
+        HeadingMark(text.index("3.2"), 2, "Snapshots"),
+    )
+    chunks = chunk_pages(
+        [Page(1, "1", text, headings=marks)],
+        tenant_id="t",
+        document_id="d",
+        source="s",
+        chunk_size=1000,
+        chunk_overlap=150,
+        section_paths=True,
+        section_chunks=True,
+    )
+    assert all(len(c.text) > 200 for c in chunks)
+    assert chunks[0].text.startswith("3 Storage\n3.1 Quotas")
+    assert section_path(chunks[0]) == "Storage › Quotas"
+    assert [section_path(c) for c in chunks if c.text.startswith("3.2")] == ["Storage › Snapshots"]
