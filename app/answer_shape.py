@@ -34,6 +34,7 @@ class AnswerShape(BaseModel):
     chunk_size: int
     chunk_overlap: int
     section_paths: str  # which arms index a chunk's section path: it changes what is retrieved
+    section_chunks: bool  # chunks cut at section starts hold other texts
 
     # --- retrieval: candidates, fusion, gate, exact-match caps, reranker ---
     top_k: int

@@ -365,6 +365,7 @@ def run_header(settings: Settings, container: Container) -> dict[str, Any]:
                 "page_role_shift",
                 "reranker",
                 "section_paths",
+                "section_chunks",
             )
         },
     }

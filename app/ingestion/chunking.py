@@ -7,17 +7,33 @@ A chunk under a section heading also hashes its section path (`metadata["section
 embedded and keyword-indexed with the text): re-ingesting the same file upserts the same ids,
 while a chunk whose path changed (a file first ingested before section paths existed, or an
 edited outline) gets a new id, so its vector and keyword tokens are never those of the old path.
+With `section_chunks`, a section start (a heading mark) also starts a new chunk: the splitter
+runs on each section of a page alone, so a chunk never straddles two sections and the overlap is
+shared only between neighbours inside one section.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 
 from app.domain import OCR_CONFIDENCE_KEY, SECTION_KEY, TEXT_SOURCE_KEY, Chunk, Page, chunk_id
 from app.ingestion.normalise import MAX_LABEL_CHARS, normalise_label
 from app.ingestion.section_paths import SectionPaths, path_for_span
-from app.ingestion.splitter import TABLE_SEPARATORS, Span, separators_for, split_cores, split_text
+from app.ingestion.splitter import (
+    TABLE_SEPARATORS,
+    Span,
+    add_overlap,
+    separators_for,
+    split_cores,
+    split_text,
+)
+
+# A section piece shorter than this share of a chunk (a heading line with its first subsection
+# right below it, or a heading at the foot of a page) joins its neighbour instead of becoming a
+# chunk that holds nothing but a title.
+MIN_SECTION_SHARE = 8
 
 
 def _row_range_label(page: Page, first: int, last: int) -> str:
@@ -46,6 +62,34 @@ def _table_spans(page: Page, chunk_size: int) -> list[tuple[Span, str]]:
     return result
 
 
+def section_starts(page: Page, chunk_size: int) -> list[int]:
+    """Offsets where the page's text is cut so a new section starts a new chunk: each heading's
+    offset, except where the piece before or after it would hold only a few characters."""
+    minimum = max(chunk_size // MIN_SECTION_SHARE, 1)
+    cuts = [0]
+    for offset in sorted({mark.offset for mark in page.headings}):
+        # Too close to the last cut: that piece is a bare heading, which joins this section.
+        # Too close to the end: a heading at the foot of the page stays with the text above.
+        if offset - cuts[-1] >= minimum and len(page.text[offset:].strip()) >= minimum:
+            cuts.append(offset)
+    return cuts[1:]
+
+
+def _sectioned_spans(
+    page: Page, chunk_size: int, chunk_overlap: int, separators: tuple[str, ...]
+) -> list[Span]:
+    """Spans that never straddle a section start: each section is split on its own, with the
+    overlap shared between neighbours inside it (the first chunk of a section starts at its
+    heading, not in the section before)."""
+    text = page.text
+    edges = [0, *section_starts(page, chunk_size), len(text)]
+    spans: list[Span] = []
+    for start, end in pairwise(edges):
+        cores = split_cores(text, start, end, chunk_size - chunk_overlap, separators)
+        spans.extend(add_overlap(text, cores, chunk_overlap))
+    return spans
+
+
 def _unique_id(
     seen: Counter[tuple[int, str]],
     tenant_id: str,
@@ -71,6 +115,7 @@ def chunk_pages(
     chunk_size: int,
     chunk_overlap: int,
     section_paths: bool = False,
+    section_chunks: bool = False,
 ) -> list[Chunk]:
     """Split pages into chunks that never span pages, numbered 0.. across the document.
 
@@ -79,7 +124,9 @@ def chunk_pages(
     (minus at most `overlap_tolerance(chunk_overlap)` to start on a word). Table chunks are
     `header + "\\n" + page.text[start:end]` (whole rows, no overlap), labelled with their rows;
     they exceed chunk_size only when the header takes more than 3/4 of it. With
-    `section_paths`, a chunk under headings carries their path in `metadata["section"]`.
+    `section_paths`, a chunk under headings carries their path in `metadata["section"]`; with
+    `section_chunks`, no text or code chunk runs past the start of a section (bare headings
+    aside).
     """
     if chunk_overlap >= chunk_size:
         raise ValueError("chunk_overlap must be smaller than chunk_size")
@@ -96,10 +143,11 @@ def chunk_pages(
         else:
             separators = separators_for(page.language)
             label = normalise_label(page.label) or str(page.number)
-            pieces = [
-                (span, page.text[span.start : span.end], label)
-                for span in split_text(page.text, chunk_size, chunk_overlap, separators)
-            ]
+            if section_chunks and page.headings:
+                spans = _sectioned_spans(page, chunk_size, chunk_overlap, separators)
+            else:
+                spans = split_text(page.text, chunk_size, chunk_overlap, separators)
+            pieces = [(span, page.text[span.start : span.end], label) for span in spans]
         for span, text, label in pieces:
             if not text.strip():
                 continue

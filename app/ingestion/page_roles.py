@@ -8,8 +8,9 @@ read from layout cues of the extracted text, and for PDFs from the outline (book
 - a high share of short lines ending in numbers (an index: `mean, 23, 45`), alphabetically
   ordered;
 - a heading naming the role (`Contents`, `Index`, `List of Figures`, `References`, ...);
-- an outline entry with such a title pointing at the page (`Concept index` -> its pages), while
-  a page an ordinary bookmark opens (`2.1 Vectors`) needs dotted leaders to lose its content role;
+- an outline entry with such a title pointing at the page or covering it (`Concept index` ->
+  the pages up to the next entry at its level), while a page an ordinary bookmark opens
+  (`2.1 Vectors`) needs dotted leaders to lose its content role;
 - near-empty pages (blank), and a short title page that opens a longer document (cover).
 
 A page gets a role only when the cues agree; ordinary prose never does (unit-tested on synthetic
@@ -190,18 +191,21 @@ def detect_page_role(
     page_number: int = 0,
     page_count: int = 1,
     outline_titles: Sequence[str] = (),
+    section_titles: Sequence[str] = (),
 ) -> PageRole | None:
     """The page's role, or None for a content page.
 
     `outline_titles` are the titles of outline entries pointing at this page (PDF bookmarks);
-    a role-naming one (`Concept Index`) counts like a heading on the page. `page_number` is
-    1-based; the cover rule applies only to the first page of a document of 3 pages or more.
+    a role-naming one (`Concept Index`) counts like a heading on the page. `section_titles` are
+    those of the entries whose page range covers it (an index's later pages, which no bookmark
+    opens); they name a role the same way, and the layout cues must still agree. `page_number`
+    is 1-based; the cover rule applies only to the first page of a document of 3 pages or more.
     """
     cues = measure(text)
     if cues.words <= 3 or (_BLANK_NOTE.search(text) and cues.words <= 12):
         return "blank"
     named = _heading_role(text)
-    for title in outline_titles:
+    for title in (*outline_titles, *section_titles):
         named = named or role_of_title(title)
     if named == "bibliography":
         cited = cues.citation_share >= CITATION_SHARE or cues.year_share >= YEAR_SHARE

@@ -1,10 +1,11 @@
 """Section paths for chunks: which chapter › section › subsection a piece of text sits under.
 
 Loaders mark where headings start (`HeadingMark`: offset in the page text, level, title): PDFs
-from their outline (bookmarks point at pages; the title is then found in the page text), DOCX
-from heading paragraph styles, Markdown from `#` lines. `SectionPaths` follows the marks through
-the pages in order, so a section that crosses a page break keeps its path on the next page, and
-gives each chunk the path of the section most of its text belongs to.
+from their outline (a bookmark points at a page and a height on it: app/ingestion/pdf_outline.py),
+DOCX from heading paragraph styles, Markdown from `#` lines. `SectionPaths` follows the marks
+through the pages in order, so a section that crosses a page break keeps its path on the next
+page, and gives each chunk the path of the section most of its text belongs to (the chunker cuts
+at section starts, so that is the section the chunk starts in, bare headings aside).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def clean_title(title: str) -> str:
     return bare or flat
 
 
-def _title_pattern(title: str) -> re.Pattern[str] | None:
+def title_pattern(title: str) -> re.Pattern[str] | None:
     """The title's words in order, anything but a word between them (line breaks, hyphens)."""
     found = _WORD.findall(title)
     if not found:
@@ -45,7 +46,7 @@ def locate_headings(text: str, titles: Sequence[tuple[int, str]]) -> tuple[Headi
     marks: list[HeadingMark] = []
     position = 0
     for level, title in titles:
-        pattern = _title_pattern(title)
+        pattern = title_pattern(title)
         match = pattern.search(text, position) if pattern else None
         if match is not None:
             position = match.start()

@@ -38,9 +38,12 @@ class PipelineConfig:
     limits: LoadLimits
     parse_timeout_s: float
     batch_size: int
-    # Mark chunks with their section path; embed the path with the text.
-    section_paths: bool = False
+    # Mark chunks with their section path (always, so every hit can show its breadcrumb);
+    # RAG_SECTION_PATHS decides only which arms index the path, so embed it with the text only
+    # when the dense arm does. RAG_SECTION_CHUNKS: start a chunk at each section start.
+    section_paths: bool = True
     embed_section_paths: bool = False
+    section_chunks: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PipelineConfig:
@@ -51,8 +54,8 @@ class PipelineConfig:
             limits=LoadLimits.from_settings(settings),
             parse_timeout_s=settings.parse_timeout_s,
             batch_size=settings.embedding_batch_size,
-            section_paths=settings.section_paths != "off",
             embed_section_paths=settings.section_paths_in("dense"),
+            section_chunks=settings.section_chunks,
         )
 
 
@@ -165,6 +168,7 @@ def _parse_file(
         chunk_size=config.chunk_size,
         chunk_overlap=config.chunk_overlap,
         section_paths=config.section_paths,
+        section_chunks=config.section_chunks,
     )
     return ParsedFile(doc_id, source, len(pages), chunks, outcome)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from pypdf import PdfReader
 from pypdf.errors import FileNotDecryptedError, PdfReadError
@@ -19,9 +18,15 @@ from app.ingestion.ocr import layout_text, ocr_status, unavailable
 from app.ingestion.ocr_pdf import ocr_pdf_pages, scanned_pages
 from app.ingestion.ocr_result import require_readable, unreadable_page
 from app.ingestion.page_roles import detect_page_role
+from app.ingestion.pdf_outline import (
+    TextTops,
+    covering_titles,
+    entries_by_page,
+    place_headings,
+    read_outline,
+)
 from app.ingestion.rtl import fix_reversed_arabic
 from app.ingestion.running_lines import strip_running_lines
-from app.ingestion.section_paths import locate_headings
 
 log = logging.getLogger(__name__)
 
@@ -66,30 +71,6 @@ def _labels(reader: PdfReader, count: int) -> list[str]:
     return [label or str(n) for n, label in enumerate(labels, start=1)]
 
 
-def _outline(reader: PdfReader) -> dict[int, list[tuple[int, str]]]:
-    """0-based page index -> (level, title) of the outline entries (bookmarks) that point at it,
-    in outline order; level 1 is a top-level entry (a chapter), its children are level 2."""
-    entries_of: dict[int, list[tuple[int, str]]] = {}
-
-    def walk(entries: list[Any], level: int) -> None:
-        for entry in entries:
-            if isinstance(entry, list):  # the children of the entry before it
-                walk(entry, level + 1)
-                continue
-            try:
-                index = reader.get_destination_page_number(entry)
-            except Exception:  # a dangling bookmark must not lose the document
-                continue
-            if index is not None and index >= 0:
-                entries_of.setdefault(index, []).append((level, str(entry.title or "")))
-
-    try:
-        walk(reader.outline, 1)
-    except Exception:
-        log.warning("unreadable outline; page roles from layout only, no section paths")
-    return entries_of
-
-
 def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
     """One Page per PDF page that has text; page numbers are 1-based, labels as printed."""
     reader = _open(path)
@@ -103,14 +84,22 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
         raise _corrupt("it has no pages")
     check_page_count(count, limits)
     labels = _labels(reader, count)
-    outline = _outline(reader)
+    entries = read_outline(reader)
+    outline = entries_by_page(entries)
+    covering = covering_titles(entries, count)
     budget = CharBudget(limits)
     texts: list[str] = []
+    tops: dict[int, TextTops] = {}
     reversed_pages = 0
     # Word spaces come from glyph positions (PDFium); pypdf's own text is the fallback.
     for index, positioned in enumerate(positioned_texts(path, count)):
         try:
             raw = best_page_text(positioned, reader.pages[index])
+            if any(entry.top is not None for entry in outline.get(index, [])):
+                # Where each piece is printed (pypdf's visitor): the bookmark's height becomes
+                # a position in the page's text, whichever engine read that text.
+                tops[index] = TextTops()
+                reader.pages[index].extract_text(visitor_text=tops[index].visit)
         except FileNotDecryptedError as exc:
             raise EncryptedDocument("the PDF is password-protected; remove the password") from exc
         except Exception as exc:  # pypdf raises many types on broken content streams
@@ -130,14 +119,15 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
         if layout is not None and layout.problem is not None:
             pages.append(unreadable_page(index + 1, labels[index], layout))
         elif body.strip():
-            entries = outline.get(index, [])
+            opening = outline.get(index, [])
             role = detect_page_role(
                 text,
                 page_number=index + 1,
                 page_count=count,
-                outline_titles=[title for _, title in entries],
+                outline_titles=[entry.title for entry in opening],
+                section_titles=covering.get(index, []),
             )
-            headings = locate_headings(body, entries)
+            headings = place_headings(body, opening, tops.get(index))
             pages.append(
                 Page(
                     number=index + 1,
