@@ -14,7 +14,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 
 from app.domain import Chunk
 from app.errors import ConfigurationError
@@ -243,3 +243,55 @@ def test_conversation_messages_from_before_their_size_are_measured_in_utf8_bytes
         )
     assert sizes == {"m1": 2 * len("ما هو؟".encode()), "m2": len("Pump P-7 [1]") + 2}
     assert _differences(database) == []
+
+
+def test_job_errors_from_before_their_code_column_are_split_and_joined_back(
+    empty_url: str, opened: list[Database]
+) -> None:
+    database = _open(empty_url, opened)
+    config = alembic_config()
+    stored = {
+        "job_coded": "encrypted_document: the PDF is encrypted: upload a copy",
+        "job_plain": "Parser crashed: bad xref",  # written before codes were stored
+        "job_ok": None,
+    }
+    with database.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0008")
+        connection.commit()
+        for job_id, error in stored.items():
+            connection.execute(
+                text(
+                    "INSERT INTO jobs (job_id, tenant_id, document_id, source, stored_path, "
+                    "size_bytes, status, progress_done, progress_total, progress_stage, "
+                    "chunks_indexed, pages, error, attempts, created_at, updated_at) VALUES "
+                    "(:job_id, 'acme', 'doc', 'a.pdf', '/gone', 1, 'failed', 0, 0, 'failed', "
+                    "0, 0, :error, 1, '2026-12-01 10:00:00+00:00', '2026-12-01 10:00:00+00:00')"
+                ),
+                {"job_id": job_id, "error": error},
+            )
+        connection.commit()
+        command.upgrade(config, "head")
+        connection.commit()
+    jobs = JobStore(database)
+    split = {
+        job_id: (job.error_code, job.error)
+        for job_id in stored
+        if (job := jobs.get("acme", job_id)) is not None
+    }
+    assert split == {
+        "job_coded": ("encrypted_document", "the PDF is encrypted: upload a copy"),
+        "job_plain": ("ingestion_failed", "Parser crashed: bad xref"),
+        "job_ok": (None, None),
+    }
+    assert _differences(database) == []
+    with database.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0008")
+        connection.commit()
+        joined = dict(connection.execute(text("SELECT job_id, error FROM jobs")).all())
+    assert joined == {
+        "job_coded": "encrypted_document: the PDF is encrypted: upload a copy",
+        "job_plain": "ingestion_failed: Parser crashed: bad xref",
+        "job_ok": None,
+    }
