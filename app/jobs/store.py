@@ -411,7 +411,11 @@ class JobStore:
         detail = error.strip() or "ingestion failed for an unknown reason"
         with self._db.session() as session:
             _finish(
-                session, job_id, status="failed", progress_stage="failed", **_job_error(code, detail)
+                session,
+                job_id,
+                status="failed",
+                progress_stage="failed",
+                **_job_error(code, detail),
             )
 
     def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:

@@ -48,9 +48,7 @@ def upgrade() -> None:
     for job_id, stored in rows:
         code, detail = _split(stored)
         connection.execute(
-            sa.update(_jobs)
-            .where(_jobs.c.job_id == job_id)
-            .values(error_code=code, error=detail)
+            sa.update(_jobs).where(_jobs.c.job_id == job_id).values(error_code=code, error=detail)
         )
 
 
@@ -63,9 +61,7 @@ def downgrade() -> None:
     ).all()
     for job_id, code, detail in rows:
         connection.execute(
-            sa.update(_jobs)
-            .where(_jobs.c.job_id == job_id)
-            .values(error=f"{code}: {detail or ''}")
+            sa.update(_jobs).where(_jobs.c.job_id == job_id).values(error=f"{code}: {detail or ''}")
         )
     with op.batch_alter_table("jobs") as batch:
         batch.drop_column("error_code")
