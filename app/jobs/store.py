@@ -105,6 +105,26 @@ class StoredUpload:
 
 
 @dataclass(frozen=True)
+class JobProgress:
+    """How far a processing job is: `done` of `total` units of its current `stage`."""
+
+    job_id: str
+    done: int
+    total: int
+    stage: str
+
+
+@dataclass(frozen=True)
+class JobDone:
+    """A job that ended well: what it indexed, and what it could not do (`warnings`)."""
+
+    job_id: str
+    chunks_indexed: int
+    pages: int
+    warnings: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
 class JobRecord:
     """A job as the API and workers see it (detached from any session)."""
 
@@ -365,20 +385,20 @@ class JobStore:
 
     def update_progress(self, job_id: str, done: int, total: int, stage: str) -> None:
         """Record progress of a processing job (also its heartbeat for `requeue_stale`)."""
-        self.update_progress_many([(job_id, done, total, stage)])
+        self.update_progress_many([JobProgress(job_id, done, total, stage)])
 
-    def update_progress_many(self, progress: list[tuple[str, int, int, str]]) -> None:
-        """`update_progress` for several (job id, done, total, stage) in one transaction."""
+    def update_progress_many(self, progress: Sequence[JobProgress]) -> None:
+        """`update_progress` for several jobs in one transaction."""
         now = utc_now()
         with self._db.session() as session:
-            for job_id, done, total, stage in progress:
+            for report in progress:
                 session.execute(
                     update(JobRow)
-                    .where(JobRow.job_id == job_id, JobRow.status == "processing")
+                    .where(JobRow.job_id == report.job_id, JobRow.status == "processing")
                     .values(
-                        progress_done=done,
-                        progress_total=total,
-                        progress_stage=stage,
+                        progress_done=report.done,
+                        progress_total=report.total,
+                        progress_stage=report.stage,
                         updated_at=now,
                     )
                 )
@@ -387,18 +407,19 @@ class JobStore:
         self, job_id: str, chunks_indexed: int, pages: int, warnings: Sequence[str] = ()
     ) -> None:
         """Finish a job successfully, with what it could not do (`warnings`) if anything."""
-        self.mark_done_many([(job_id, chunks_indexed, pages, warnings)])
+        self.mark_done_many([JobDone(job_id, chunks_indexed, pages, warnings)])
 
-    def mark_done_many(self, done: Sequence[tuple[str, int, int, Sequence[str]]]) -> None:
-        """`mark_done` for several (job id, chunks indexed, pages, warnings), one transaction."""
+    def mark_done_many(self, done: Sequence[JobDone]) -> None:
+        """`mark_done` for several jobs, in one transaction."""
         with self._db.session() as session:
-            for job_id, chunks_indexed, pages, warnings in done:
+            for job in done:
+                warnings = job.warnings
                 _finish(
                     session,
-                    job_id,
+                    job.job_id,
                     status="done",
-                    chunks_indexed=chunks_indexed,
-                    pages=pages,
+                    chunks_indexed=job.chunks_indexed,
+                    pages=job.pages,
                     progress_stage="done",
                     error_code=None,
                     error=None,
