@@ -67,12 +67,6 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionError | TimeoutError | httpx.TransportError)
 
 
-def run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool = False) -> bool:
-    """Index one claimed job and record how it ended; never raises. False when it was put back
-    after a transient failure (only with `may_retry`; the caller schedules the retry)."""
-    return not run_jobs(deps, [job], max_attempts=job.attempts + 1 if may_retry else None)
-
-
 def run_jobs(
     deps: IngestDeps, jobs: list[JobRecord], *, max_attempts: int | None = None
 ) -> list[str]:

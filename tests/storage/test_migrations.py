@@ -22,11 +22,12 @@ from app.jobs.store import JobStore
 from app.storage.chunks import ChunkStore
 from app.storage.db import Database, open_database
 from app.storage.documents import DocumentStore
-from app.storage.migrate import SchemaChange, alembic_config, current_revision, head_revision
+from app.storage.migrate import SchemaChange, alembic_config, current_revision
 from app.storage.tables import Base
 from app.storage.users import UserStore
 from tests.fresh_database import fresh_postgres_database
 from tests.storage.legacy_schema import PASSWORD_HASH, UPLOADED, create_legacy_database
+from tests.storage.schema_revisions import head_revision
 
 pytestmark = pytest.mark.integration
 
