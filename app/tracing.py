@@ -91,15 +91,6 @@ def finish(started: Span | None, **attributes: Any) -> None:
     started.end()
 
 
-def annotate(**attributes: Any) -> None:
-    """Add attributes to the current span (nothing while off)."""
-    if _tracer is None:
-        return
-    from opentelemetry import trace
-
-    trace.get_current_span().set_attributes(_clean(attributes))
-
-
 def current_trace_id() -> str | None:
     """The current trace's id in hex (for log lines), or None while off or outside a span."""
     if _tracer is None:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine
 
-from app.storage.migrate import head_revision
 from tests.fresh_database import fresh_postgres_database
 from tests.storage.legacy_schema import create_legacy_database
+from tests.storage.schema_revisions import head_revision
 
 pytestmark = pytest.mark.integration
 

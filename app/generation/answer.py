@@ -1,6 +1,6 @@
 """Grounded answers: retrieved passages in, a cited answer or the exact refusal out.
 
-`stream_answer` is the one implementation; `answer_question` collects it, so streamed and
+`stream_answer` is the one implementation; `final_answer` collects it, so streamed and
 non-streamed answers are the same text by construction. When retrieval found nothing relevant the
 model is not called at all.
 
@@ -14,7 +14,7 @@ refusal and resolves the citations into the final `Answer`.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from app import metrics, tracing
@@ -243,30 +243,9 @@ def stream_answer(
     yield AnswerDone(answer)
 
 
-def answer_question(
-    question: str,
-    retrieval: RetrievalResult,
-    llm: LLM,
-    *,
-    refusal_text: str,
-    max_passages: int | None = None,
-    max_passage_chars: int | None = None,
-    focus_chars: int = 0,
-    best_last: bool = False,
-    abstain_threshold: float = 1.0,
-) -> Answer:
-    """The complete answer (the same text `stream_answer` streams)."""
-    for event in stream_answer(
-        question,
-        retrieval,
-        llm,
-        refusal_text=refusal_text,
-        max_passages=max_passages,
-        max_passage_chars=max_passage_chars,
-        focus_chars=focus_chars,
-        best_last=best_last,
-        abstain_threshold=abstain_threshold,
-    ):
+def final_answer(events: Iterable[AnswerEvent]) -> Answer:
+    """The complete answer of a `stream_answer` stream (the text it streams)."""
+    for event in events:
         if isinstance(event, AnswerDone):
             return event.answer
     raise RuntimeError("stream_answer ended without a final event")

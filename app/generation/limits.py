@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.domain import RetrievalResult, SearchHit
-from app.generation.answer import Answer, AnswerDone, AnswerEvent, shown_passages
+from app.generation.answer import Answer, AnswerEvent, final_answer, shown_passages
 from app.generation.answer import stream_answer as _stream_answer
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class PassageLimits:
 
 @dataclass(frozen=True)
 class GenerationLimits:
-    """Everything from settings that `stream_answer` / `answer_question` take."""
+    """Everything from settings that `stream_answer` takes."""
 
     refusal_text: str
     passages: PassageLimits
@@ -89,7 +89,4 @@ class GenerationLimits:
 
     def answer(self, question: str, retrieval: RetrievalResult, llm: LLM) -> Answer:
         """The complete answer under these limits (the text `stream` streams)."""
-        for event in self.stream(question, retrieval, llm):
-            if isinstance(event, AnswerDone):
-                return event.answer
-        raise RuntimeError("stream_answer ended without a final event")
+        return final_answer(self.stream(question, retrieval, llm))

@@ -28,9 +28,9 @@ from app import metrics, tracing
 from app.errors import JobPaused, ProviderUnavailable, RagError
 from app.ingestion.ocr_checkpoint import checkpoint_of
 from app.ingestion.parse_turn import ParseTurn
-from app.jobs.store import JobRecord, JobStore
+from app.jobs.store import JobDone, JobProgress, JobRecord, JobStore
 from app.services.documents import DocumentDeps, IndexOutcome, IndexRequest, index_documents
-from app.services.pipeline import IngestedDocument
+from app.services.pipeline import FileProgress, IngestedDocument
 from app.storage.documents import DocumentStore
 
 log = logging.getLogger(__name__)
@@ -65,12 +65,6 @@ def is_transient(exc: BaseException) -> bool:
         return True
     # chromadb's HttpClient surfaces a down server as httpx transport errors.
     return isinstance(exc, ConnectionError | TimeoutError | httpx.TransportError)
-
-
-def run_job(deps: IngestDeps, job: JobRecord, *, may_retry: bool = False) -> bool:
-    """Index one claimed job and record how it ended; never raises. False when it was put back
-    after a transient failure (only with `may_retry`; the caller schedules the retry)."""
-    return not run_jobs(deps, [job], max_attempts=job.attempts + 1 if may_retry else None)
 
 
 def run_jobs(
@@ -111,10 +105,10 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
 
         return progress
 
-    def embedding(reports: list[tuple[int, int, int]]) -> None:
+    def embedding(reports: list[FileProgress]) -> None:
         turn.check()  # before each embedding call
         store.update_progress_many(
-            [(jobs[i].job_id, done, total, "embedding") for i, done, total in reports]
+            [JobProgress(jobs[r.file].job_id, r.done, r.total, "embedding") for r in reports]
         )
 
     try:
@@ -193,7 +187,9 @@ def _finish(
     """Record jobs done, in one transaction, and remove their uploads."""
     if not done:
         return
-    deps.jobs.mark_done_many([(job.job_id, d.chunks, d.pages, d.ocr.warnings) for job, d in done])
+    deps.jobs.mark_done_many(
+        [JobDone(job.job_id, d.chunks, d.pages, d.ocr.warnings) for job, d in done]
+    )
     for job, d in done:
         log.info("job done", extra={"job_id": job.job_id, "chunks": d.chunks})
         metrics.ingested(d.pages, d.chunks)

@@ -29,7 +29,6 @@ of a batch still ends on its own (done, failed, or put back for a retry).
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,19 +58,11 @@ MAX_ERROR_CHARS = 2000
 # receiving it) is dropped by `requeue_stale`.
 RESERVATION_TTL_S = 3600.0
 INTERRUPTED = "processing_interrupted"
-_CODED = re.compile(r"([a-z][a-z0-9_]{0,63}): (.*)", re.DOTALL)
 
 
-def job_error(code: str, message: str) -> str:
-    """The `error` column's text: a stable code, then the detail (`code: message`)."""
-    return f"{code}: {message}"[:MAX_ERROR_CHARS]
-
-
-def split_job_error(stored: str) -> tuple[str, str]:
-    """(code, message) of an `error` column; rows written before codes were stored read as
-    `ingestion_failed` with the whole text."""
-    coded = _CODED.fullmatch(stored)
-    return (coded.group(1), coded.group(2)) if coded else ("ingestion_failed", stored)
+def _job_error(code: str, message: str) -> dict[str, str]:
+    """The values of a job's error columns: its stable code and the detail, cut to size."""
+    return {"error_code": code, "error": message[:MAX_ERROR_CHARS]}
 
 
 class JobLimitReached(Exception):
@@ -114,6 +105,26 @@ class StoredUpload:
 
 
 @dataclass(frozen=True)
+class JobProgress:
+    """How far a processing job is: `done` of `total` units of its current `stage`."""
+
+    job_id: str
+    done: int
+    total: int
+    stage: str
+
+
+@dataclass(frozen=True)
+class JobDone:
+    """A job that ended well: what it indexed, and what it could not do (`warnings`)."""
+
+    job_id: str
+    chunks_indexed: int
+    pages: int
+    warnings: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
 class JobRecord:
     """A job as the API and workers see it (detached from any session)."""
 
@@ -129,6 +140,9 @@ class JobRecord:
     progress_stage: str
     chunks_indexed: int
     pages: int
+    # Why the job failed, or why its last attempt did: a stable code (`error_code`, what the
+    # API and clients branch on) and the detail for operators (`error`); both None otherwise.
+    error_code: str | None
     error: str | None
     attempts: int
     created_at: datetime
@@ -371,20 +385,20 @@ class JobStore:
 
     def update_progress(self, job_id: str, done: int, total: int, stage: str) -> None:
         """Record progress of a processing job (also its heartbeat for `requeue_stale`)."""
-        self.update_progress_many([(job_id, done, total, stage)])
+        self.update_progress_many([JobProgress(job_id, done, total, stage)])
 
-    def update_progress_many(self, progress: list[tuple[str, int, int, str]]) -> None:
-        """`update_progress` for several (job id, done, total, stage) in one transaction."""
+    def update_progress_many(self, progress: Sequence[JobProgress]) -> None:
+        """`update_progress` for several jobs in one transaction."""
         now = utc_now()
         with self._db.session() as session:
-            for job_id, done, total, stage in progress:
+            for report in progress:
                 session.execute(
                     update(JobRow)
-                    .where(JobRow.job_id == job_id, JobRow.status == "processing")
+                    .where(JobRow.job_id == report.job_id, JobRow.status == "processing")
                     .values(
-                        progress_done=done,
-                        progress_total=total,
-                        progress_stage=stage,
+                        progress_done=report.done,
+                        progress_total=report.total,
+                        progress_stage=report.stage,
                         updated_at=now,
                     )
                 )
@@ -393,19 +407,21 @@ class JobStore:
         self, job_id: str, chunks_indexed: int, pages: int, warnings: Sequence[str] = ()
     ) -> None:
         """Finish a job successfully, with what it could not do (`warnings`) if anything."""
-        self.mark_done_many([(job_id, chunks_indexed, pages, warnings)])
+        self.mark_done_many([JobDone(job_id, chunks_indexed, pages, warnings)])
 
-    def mark_done_many(self, done: Sequence[tuple[str, int, int, Sequence[str]]]) -> None:
-        """`mark_done` for several (job id, chunks indexed, pages, warnings), one transaction."""
+    def mark_done_many(self, done: Sequence[JobDone]) -> None:
+        """`mark_done` for several jobs, in one transaction."""
         with self._db.session() as session:
-            for job_id, chunks_indexed, pages, warnings in done:
+            for job in done:
+                warnings = job.warnings
                 _finish(
                     session,
-                    job_id,
+                    job.job_id,
                     status="done",
-                    chunks_indexed=chunks_indexed,
-                    pages=pages,
+                    chunks_indexed=job.chunks_indexed,
+                    pages=job.pages,
                     progress_stage="done",
+                    error_code=None,
                     error=None,
                     warnings=json.dumps(list(warnings), ensure_ascii=False) if warnings else None,
                 )
@@ -413,9 +429,15 @@ class JobStore:
     def mark_failed(self, job_id: str, error: str, code: str = "ingestion_failed") -> None:
         """Finish a job with a stable code and a message (shown to users only for codes of
         client-side errors, see `app.errors.public_job_error`)."""
-        message = job_error(code, error.strip() or "ingestion failed for an unknown reason")
+        detail = error.strip() or "ingestion failed for an unknown reason"
         with self._db.session() as session:
-            _finish(session, job_id, status="failed", error=message, progress_stage="failed")
+            _finish(
+                session,
+                job_id,
+                status="failed",
+                progress_stage="failed",
+                **_job_error(code, detail),
+            )
 
     def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:
         """Touch a processing job (at `now`, default the current time) so `requeue_stale` leaves
@@ -439,7 +461,7 @@ class JobStore:
                 .values(
                     status="queued",
                     progress_stage=RETRYING,
-                    error=job_error(RETRYING, reason.strip() or "transient failure"),
+                    **_job_error(RETRYING, reason.strip() or "transient failure"),
                     updated_at=utc_now(),
                 )
             )
@@ -548,7 +570,7 @@ class JobStore:
                 .where(*stale, JobRow.attempts >= max_attempts)
                 .values(
                     status="failed",
-                    error=job_error(
+                    **_job_error(
                         INTERRUPTED,
                         f"processing was interrupted {max_attempts} times; the file may be "
                         "crashing the parser. Check it opens, or upload it in another format",
@@ -581,6 +603,7 @@ def _new_reservation(tenant_id: str) -> JobRow:
         progress_stage="queued",
         chunks_indexed=0,
         pages=0,
+        error_code=None,
         error=None,
         attempts=0,
         created_at=now,

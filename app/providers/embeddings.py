@@ -361,8 +361,3 @@ _REGISTRY = ProviderRegistry[EmbedderBuilder](
 def extra_embedder(name: str, builder: EmbedderBuilder) -> AbstractContextManager[None]:
     """Inside the `with` block, RAG_EMBEDDING_PROVIDER=`name` selects `builder` (tests' fakes)."""
     return _REGISTRY.extended(name, builder)
-
-
-def embedding_provider_names() -> list[str]:
-    """The values RAG_EMBEDDING_PROVIDER accepts, sorted."""
-    return _REGISTRY.names()

@@ -593,11 +593,6 @@ def extra_llm(name: str, builder: LLMBuilder) -> AbstractContextManager[None]:
     return _REGISTRY.extended(name, builder)
 
 
-def llm_provider_names() -> list[str]:
-    """The values RAG_LLM_PROVIDER accepts, sorted."""
-    return _REGISTRY.names()
-
-
 def build_llm(settings: Settings) -> LLM:
     """The LLM chosen by RAG_LLM_PROVIDER; heavy models load on first use, once per process."""
     return _REGISTRY.builder(settings.llm_provider)(settings)

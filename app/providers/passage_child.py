@@ -85,16 +85,6 @@ class PassageChildEmbedder:
     def dimension(self) -> int:
         return self._model_identity()[1]
 
-    @property
-    def local_model_loaded(self) -> bool:
-        """Whether this process holds the model too (it has embedded a question)."""
-        return self._local is not None
-
-    @property
-    def child_pid(self) -> int | None:
-        """The running child's process id (None before the first batch or after close)."""
-        return self._process.pid if self._process is not None else None
-
     def start_child(self) -> None:
         """Start the child now (it loads the model while this process goes on) instead of at
         the first batch."""

@@ -19,6 +19,7 @@ import contextvars
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -33,39 +34,43 @@ T = TypeVar("T")
 Step = Callable[..., Any]
 
 
-# Each limiter's bounds (admission.Bounds field -> the setting that gives it); an open stream
-# never waits for a place, so the stream limiter has no queue.
-_LIMITER_SETTINGS: dict[str, dict[str, str]] = {
-    "answers": {
-        "total": "answer_max_concurrent",
-        "per_tenant": "answer_max_per_tenant",
-        "per_user": "answer_max_per_user",
-        "queue_total": "answer_queue_size",
-        "queue_per_tenant": "answer_queue_per_tenant",
-        "max_wait_s": "answer_queue_max_wait_s",
-    },
-    "streams": {
-        "total": "stream_max_open",
-        "per_tenant": "stream_max_per_tenant",
-        "per_user": "stream_max_per_user",
-    },
-}
+@dataclass(frozen=True)
+class LaneBounds:
+    """The bounds of the answer limiter and of the open-stream limiter."""
 
+    answers: Bounds
+    streams: Bounds
 
-def _limiter(name: str, settings: Settings) -> ConcurrencyLimiter:
-    """The limiter `name`, bounded as the settings in `_LIMITER_SETTINGS` say."""
-    fields = _LIMITER_SETTINGS[name]
-    return ConcurrencyLimiter(
-        name, Bounds(**{field: getattr(settings, setting) for field, setting in fields.items()})
-    )
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LaneBounds:
+        """RAG_ANSWER_MAX_CONCURRENT, _MAX_PER_TENANT, _MAX_PER_USER, RAG_ANSWER_QUEUE_SIZE,
+        _QUEUE_PER_TENANT, _QUEUE_MAX_WAIT_S and RAG_STREAM_MAX_OPEN, _MAX_PER_TENANT and
+        _MAX_PER_USER."""
+        return cls(
+            answers=Bounds(
+                total=settings.answer_max_concurrent,
+                per_tenant=settings.answer_max_per_tenant,
+                per_user=settings.answer_max_per_user,
+                queue_total=settings.answer_queue_size,
+                queue_per_tenant=settings.answer_queue_per_tenant,
+                max_wait_s=settings.answer_queue_max_wait_s,
+            ),
+            # An open stream never waits for a place: the stream limiter has no queue.
+            streams=Bounds(
+                total=settings.stream_max_open,
+                per_tenant=settings.stream_max_per_tenant,
+                per_user=settings.stream_max_per_user,
+            ),
+        )
 
 
 class AnswerLane:
     """The answer and stream limiters of one API process and the threads answers run on."""
 
     def __init__(self, settings: Settings) -> None:
-        self.answers = _limiter("answers", settings)
-        self.streams = _limiter("streams", settings)
+        bounds = LaneBounds.from_settings(settings)
+        self.answers = ConcurrencyLimiter("answers", bounds.answers)
+        self.streams = ConcurrencyLimiter("streams", bounds.streams)
         # One thread per answer slot: an admitted answer uses at most one at a time.
         self._executor = ThreadPoolExecutor(
             max_workers=settings.answer_max_concurrent, thread_name_prefix="llm-answer"

@@ -10,7 +10,7 @@ import shutil
 import unicodedata
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -37,6 +37,7 @@ from app.services.audit import Actor, AuditLog
 from app.services.pages import KeptOriginals
 from app.services.pipeline import (
     EmbeddingProgress,
+    FileProgress,
     IngestedDocument,
     ParsedFile,
     PipelineConfig,
@@ -386,17 +387,16 @@ def _index_together(
     if not ready:
         return _in_order(outcomes)
 
-    def report(reports: list[tuple[int, int, int]]) -> None:
-        moved = [(ready[i].position, done, total) for i, done, total in reports]
+    def report(reports: list[FileProgress]) -> None:
+        # `file` counts the files embedded together; the caller counts its whole request list.
+        moved = [replace(r, file=ready[r.file].position) for r in reports]
         if embedding_progress is not None:
-            embedding_progress(
-                [(offset + position, done, total) for position, done, total in moved]
-            )
+            embedding_progress([replace(r, file=offset + r.file) for r in moved])
             return
-        for position, done, total in moved:
-            progress = requests[position].progress
+        for r in moved:
+            progress = requests[r.file].progress
             if progress is not None:
-                progress(done, total, "embedding")
+                progress(r.done, r.total, "embedding")
 
     try:
         with job_stage("embed"):

@@ -25,8 +25,19 @@ if TYPE_CHECKING:
 # (done, total, stage): pages OCR'd (stage "ocr", only for scans and images), pages parsed, then
 # chunks embedded, so a client can draw a bar.
 ProgressCallback = Callable[[int, int, str], None]
-# [(file index, chunks embedded, its chunks)] after each embedding call of several files.
-EmbeddingProgress = Callable[[list[tuple[int, int, int]]], None]
+
+
+@dataclass(frozen=True)
+class FileProgress:
+    """Chunks embedded so far (`done` of `total`) of the file at index `file` of a batch."""
+
+    file: int
+    done: int
+    total: int
+
+
+# The files an embedding call of several files touched, after each call.
+EmbeddingProgress = Callable[[list[FileProgress]], None]
 
 
 @dataclass(frozen=True)
@@ -239,9 +250,9 @@ def embed_second(
         return corpus.embed_second(files)
 
 
-def _report_one(progress: ProgressCallback, reports: list[tuple[int, int, int]]) -> None:
-    for _, done, total in reports:
-        progress(done, total, "embedding")
+def _report_one(progress: ProgressCallback, reports: list[FileProgress]) -> None:
+    for report in reports:
+        progress(report.done, report.total, "embedding")
 
 
 def embed_files(
@@ -254,14 +265,14 @@ def embed_files(
     """Embed several files' chunks (with their section paths unless told not to) in full
     batches that cross file boundaries; each file's vectors, in order.
 
-    After each embedding call `progress` gets (file index, chunks embedded, its chunks) for
-    every file the call touched (first all files at 0).
+    After each embedding call `progress` gets the progress of every file the call touched
+    (first all files at 0).
     """
     texts = [
         (owner, indexed_text(c, with_paths)) for owner, chunks in enumerate(files) for c in chunks
     ]
     vectors: list[list[list[float]]] = [[] for _ in files]
-    progress([(owner, 0, len(chunks)) for owner, chunks in enumerate(files)])
+    progress([FileProgress(owner, 0, len(chunks)) for owner, chunks in enumerate(files)])
     for start in range(0, len(texts), batch_size):
         part = texts[start : start + batch_size]
         with tracing.span("embedding.documents", embedding__texts=len(part)):
@@ -269,5 +280,5 @@ def embed_files(
         for (owner, _), vector in zip(part, embedded, strict=True):
             vectors[owner].append(vector)
         touched = sorted({owner for owner, _ in part})
-        progress([(owner, len(vectors[owner]), len(files[owner])) for owner in touched])
+        progress([FileProgress(o, len(vectors[o]), len(files[o])) for o in touched])
     return vectors

@@ -72,11 +72,6 @@ def _revisions() -> _Revisions:
     return _Revisions(head, frozenset(rev.revision for rev in script.walk_revisions()))
 
 
-def head_revision() -> str:
-    """The newest revision: the schema the table models describe."""
-    return _revisions().head
-
-
 def current_revision(connection: Connection) -> str | None:
     """The revision the database is at; None when it records none (new or pre-migration)."""
     return MigrationContext.configure(connection).get_current_revision()

@@ -196,6 +196,8 @@ class JobRow(Base):
     progress_stage: Mapped[str] = mapped_column(String(32), default="queued")
     chunks_indexed: Mapped[int] = mapped_column(Integer, default=0)
     pages: Mapped[int] = mapped_column(Integer, default=0)
+    # Why the job (or its last attempt) failed: a stable code, and the detail for operators.
+    error_code: Mapped[str | None] = mapped_column(String(64), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     # A JSON list of what a done job could not do (pages OCR could not read); NULL: none.
     warnings: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from app import serve
 from app.services import documents
+from app.services.pipeline import FileProgress
 
 GATE = Path(os.environ["RAG_TEST_EMBED_GATE"])
 _embed_files = documents.embed_files
@@ -22,9 +23,9 @@ _embed_files = documents.embed_files
 def _gated_embed_files(
     files: Any, embedder: Any, batch_size: int, progress: Any, *args: Any, **kwargs: Any
 ) -> Any:
-    def report(reports: list[tuple[int, int, int]]) -> None:
+    def report(reports: list[FileProgress]) -> None:
         progress(reports)
-        if any(0 < done < total for _, done, total in reports) and GATE.exists():
+        if any(0 < r.done < r.total for r in reports) and GATE.exists():
             GATE.with_suffix(".reached").touch()
             while GATE.exists():
                 time.sleep(0.05)

@@ -18,7 +18,7 @@ from live_server import free_port
 from sqlalchemy import text
 
 from app.container import Container
-from app.job_runners.runner import run_job
+from app.job_runners.runner import run_jobs
 
 pytestmark = pytest.mark.integration
 
@@ -190,7 +190,9 @@ def test_a_retried_job_shows_a_code_not_the_exception(
     job_id = accepted.json()["job_id"]
     claimed = worker.jobs.claim(job_id)
     assert claimed is not None
-    assert run_job(worker.ingest_deps, claimed, may_retry=True) is False  # put back for a retry
+    # A first attempt that may be retried: put back in the queue.
+    retried = run_jobs(worker.ingest_deps, [claimed], max_attempts=claimed.attempts + 1)
+    assert retried == [job_id]
 
     stored = worker.jobs.get(user.tenant, job_id)
     detail = stored.error if stored is not None else ""

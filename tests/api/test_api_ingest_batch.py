@@ -17,7 +17,7 @@ import pytest
 from api_builders import corrupt_pdf, text_document
 from conftest import ApiFactory, ApiHarness, ApiUser
 
-from app.job_runners.runner import run_job, run_jobs
+from app.job_runners.runner import run_jobs
 from tests.scans import scanned_page, scanned_pdf
 
 pytestmark = pytest.mark.integration
@@ -96,7 +96,7 @@ def test_batched_and_one_by_one_ingestion_store_the_same_chunks(
     one_user, batch_user = single.add_user("same"), api.add_user("same")
     upload_all(single, one_user, FILES)
     while (claimed := single.container.jobs.claim_next()) is not None:
-        assert run_job(single.container.ingest_deps, claimed)
+        assert run_jobs(single.container.ingest_deps, [claimed]) == []
     upload_all(api, batch_user, FILES)
     run_one_batch(api, len(FILES))
 

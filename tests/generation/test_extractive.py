@@ -9,7 +9,7 @@ import pytest
 from generation_builders import PARIS, PassageSpec, relevant
 
 from app.config import Settings
-from app.generation.answer import answer_question
+from app.generation.answer import final_answer, stream_answer
 from app.providers.extractive import ExtractiveLLM
 from app.providers.llms import build_llm
 from app.providers.types import ChatMessage, ChatRequest, Grounding
@@ -52,7 +52,7 @@ def test_extracted_sentences_contain_the_gold_answer_and_cite_it(
     cases = _cases(dataset, 40)
     found = cited_gold = 0
     for question, golds, passages in cases:
-        answer = answer_question(question, relevant(passages), llm, refusal_text="R")
+        answer = final_answer(stream_answer(question, relevant(passages), llm, refusal_text="R"))
         assert not answer.refused and answer.citations
         assert all(1 <= c.marker <= len(passages) for c in answer.citations)
         found += any(gold in answer.text for gold in golds)
@@ -64,8 +64,12 @@ def test_extracted_sentences_contain_the_gold_answer_and_cite_it(
 
 def test_answer_is_verbatim_sentences_with_markers_and_deterministic() -> None:
     question = "How tall is the Eiffel Tower?"
-    first = answer_question(question, relevant(PARIS), ExtractiveLLM(), refusal_text="R")
-    again = answer_question(question, relevant(PARIS), ExtractiveLLM(), refusal_text="R")
+    first = final_answer(
+        stream_answer(question, relevant(PARIS), ExtractiveLLM(), refusal_text="R")
+    )
+    again = final_answer(
+        stream_answer(question, relevant(PARIS), ExtractiveLLM(), refusal_text="R")
+    )
     assert first == again
     assert "It is 330 metres tall" in first.text
     sentences = [part.strip() for part in first.text.split("[1]") if part.strip()]
@@ -78,8 +82,8 @@ def test_arabic_question_over_arabic_passage() -> None:
         ("tower.txt", 1, "1", "بني البرج عام 1889. يبلغ ارتفاع البرج 330 مترا."),
         ("museum.txt", 1, "1", "متحف اللوفر هو أكثر المتاحف زيارة في العالم."),
     ]
-    answer = answer_question(
-        "ما ارتفاع البرج؟", relevant(passages), ExtractiveLLM(), refusal_text="R"
+    answer = final_answer(
+        stream_answer("ما ارتفاع البرج؟", relevant(passages), ExtractiveLLM(), refusal_text="R")
     )
     assert answer.text.startswith("يبلغ ارتفاع البرج 330 مترا. [1]")
 

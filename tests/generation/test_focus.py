@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from generation_builders import PARIS, PassageSpec, make_hits, relevant
 
-from app.generation.answer import answer_question, shown_passages
+from app.generation.answer import final_answer, shown_passages, stream_answer
 from app.generation.focus import focus_passages
 from app.generation.prompt import PASSAGES_OPEN
 from tests.fakes import FakeLLM
@@ -61,8 +61,8 @@ def test_passages_with_nothing_chosen_are_not_shown_and_citations_keep_their_pag
     assert (focused[0].chunk.page, focused[0].chunk.page_label) == (12, "12")
     # the marker the model writes points at what it read, and resolves to the real page
     llm = FakeLLM("Engineering News-Record (ENR) compiles it [1].")
-    answer = answer_question(
-        QUESTION, relevant(CONSTRUCTION), llm, refusal_text=REFUSAL, focus_chars=250
+    answer = final_answer(
+        stream_answer(QUESTION, relevant(CONSTRUCTION), llm, refusal_text=REFUSAL, focus_chars=250)
     )
     assert [(c.source, c.page_label) for c in answer.citations] == [("industry.pdf", "12")]
     prompt = llm.requests[0].messages[-1].content
@@ -90,6 +90,6 @@ def test_focus_off_shows_whole_passages() -> None:
     shown = shown_passages(QUESTION, hits, max_passages=3, focus_chars=0)
     assert [hit.chunk.text for hit in shown] == [hit.chunk.text for hit in hits]
     llm = FakeLLM("ENR [1].")
-    answer_question(QUESTION, relevant(CONSTRUCTION), llm, refusal_text=REFUSAL)
+    final_answer(stream_answer(QUESTION, relevant(CONSTRUCTION), llm, refusal_text=REFUSAL))
     prompt = llm.requests[0].messages[-1].content
     assert PASSAGES_OPEN in prompt and "Many workers are hired" in prompt

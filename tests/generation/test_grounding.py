@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from generation_builders import PARIS, relevant
 
-from app.generation.answer import AnswerDelta, answer_question, stream_answer
+from app.generation.answer import AnswerDelta, final_answer, stream_answer
 from app.generation.grounding import CitationChecker
 from tests.fakes import FakeLLM
 
@@ -40,28 +40,34 @@ def test_a_claim_with_no_distinctive_terms_keeps_its_marker() -> None:
 
 
 def test_an_uncited_answer_gets_the_marker_of_its_evident_source() -> None:
-    answer = answer_question(
-        "Which museum is the most visited?",
-        relevant(PARIS),
-        FakeLLM("The Louvre."),
-        refusal_text=REFUSAL,
+    answer = final_answer(
+        stream_answer(
+            "Which museum is the most visited?",
+            relevant(PARIS),
+            FakeLLM("The Louvre."),
+            refusal_text=REFUSAL,
+        )
     )
     assert answer.text == "The Louvre. [1]"  # passage 2, the only source
     assert [c.source for c in answer.citations] == ["museums.txt"]
 
 
 def test_an_uncited_answer_no_passage_supports_stays_uncited() -> None:
-    answer = answer_question(
-        "Who painted the Mona Lisa?",
-        relevant(PARIS),
-        FakeLLM("Leonardo da Vinci."),
-        refusal_text=REFUSAL,
+    answer = final_answer(
+        stream_answer(
+            "Who painted the Mona Lisa?",
+            relevant(PARIS),
+            FakeLLM("Leonardo da Vinci."),
+            refusal_text=REFUSAL,
+        )
     )
     assert answer.text == "Leonardo da Vinci." and answer.citations == []
 
 
 def test_a_refusal_never_gets_a_marker() -> None:
-    answer = answer_question("q", relevant(PARIS), FakeLLM(REFUSAL), refusal_text=REFUSAL)
+    answer = final_answer(
+        stream_answer("q", relevant(PARIS), FakeLLM(REFUSAL), refusal_text=REFUSAL)
+    )
     assert answer.refused and answer.text == REFUSAL and answer.citations == []
 
 
@@ -81,7 +87,9 @@ def test_a_hesitant_model_is_stopped_and_the_answer_is_the_refusal() -> None:
 
 def test_a_confident_model_answers_below_the_threshold() -> None:
     llm = FakeLLM("Built in 1889 [1].", probe_probability=0.1)
-    answer = answer_question("q", relevant(PARIS), llm, refusal_text=REFUSAL, abstain_threshold=0.2)
+    answer = final_answer(
+        stream_answer("q", relevant(PARIS), llm, refusal_text=REFUSAL, abstain_threshold=0.2)
+    )
     assert not answer.refused and answer.text == "Built in 1889 [1]."
     assert answer.refusal_probability == 0.1
 

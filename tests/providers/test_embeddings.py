@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from app.config import EMBEDDING_PROVIDERS, Settings, load_settings
 from app.errors import ConfigurationError
-from app.providers.embeddings import build_embedder, embedding_provider_names, l2_normalise
+from app.providers.embeddings import build_embedder, l2_normalise
 from app.providers.types import Embedder
 from tests.fakes import FakeEmbedder
 
@@ -104,5 +104,9 @@ def test_remote_providers_build_without_contacting_the_server(settings):
     assert ollama.model_id.startswith("ollama:nomic-embed-text|query_prefix='search_query: '")
 
 
-def test_settings_accept_exactly_the_providers_the_factory_builds() -> None:
-    assert sorted(EMBEDDING_PROVIDERS) == embedding_provider_names()
+def test_settings_accept_exactly_the_providers_the_factory_builds(settings: Settings) -> None:
+    # The factory's refusal of an unknown name lists every provider it can build.
+    with pytest.raises(ConfigurationError) as refused:
+        build_embedder(settings.model_copy(update={"embedding_provider": "no-such-embedder"}))
+    expected = "expected one of " + ", ".join(sorted(EMBEDDING_PROVIDERS))
+    assert str(refused.value).endswith(expected)

@@ -19,7 +19,7 @@ from app.errors import (
     ProviderUnavailable,
 )
 from app.providers.gguf import DEFAULT_MODEL, ModelFile, assemble, verify_model_file
-from app.providers.llms import LatinStartMask, LlamaCppLLM, build_llm, llm_provider_names
+from app.providers.llms import LatinStartMask, LlamaCppLLM, build_llm
 from app.providers.types import LLM, ChatMessage, ChatRequest
 from app.text.language import has_latin_letter, has_letter
 
@@ -262,8 +262,11 @@ def test_request_options_reach_a_chat_server_without_changing_the_shared_model(
 
 
 def test_registered_providers_are_the_production_ones_plus_the_test_fakes() -> None:
-    assert llm_provider_names() == ["extractive", "fake", "llamacpp", "ollama", "openai"]
+    assert sorted(LLM_PROVIDERS) == ["extractive", "fake", "llamacpp", "ollama", "openai"]
 
 
-def test_settings_accept_exactly_the_providers_the_factory_builds() -> None:
-    assert sorted(LLM_PROVIDERS) == llm_provider_names()
+def test_settings_accept_exactly_the_providers_the_factory_builds(settings: Settings) -> None:
+    # The factory's refusal of an unknown name lists every provider it can build.
+    with pytest.raises(ConfigurationError) as refused:
+        build_llm(settings.model_copy(update={"llm_provider": "no-such-llm"}))
+    assert str(refused.value).endswith("expected one of " + ", ".join(sorted(LLM_PROVIDERS)))

@@ -15,7 +15,7 @@ import pytest
 
 from app.config import Settings, load_settings
 from app.errors import GenerationTimeout, ProviderUnavailable
-from app.generation.answer import AnswerDelta, AnswerDone, answer_question, stream_answer
+from app.generation.answer import AnswerDelta, AnswerDone, final_answer, stream_answer
 from app.providers.llms import ChatServerLLM, build_llm
 from app.providers.types import LLM, ChatMessage, ChatRequest
 from tests.fake_clock import FakeClock
@@ -78,11 +78,13 @@ def test_question_the_passages_do_not_cover_gets_the_refusal(
     llama_server: ServerProcess, tmp_path: Path
 ) -> None:
     settings = _settings(llama_server, tmp_path)
-    answer = answer_question(
-        "What is the population of Berlin?",
-        relevant(PARIS),
-        build_llm(settings),
-        refusal_text=settings.refusal_text,
+    answer = final_answer(
+        stream_answer(
+            "What is the population of Berlin?",
+            relevant(PARIS),
+            build_llm(settings),
+            refusal_text=settings.refusal_text,
+        )
     )
     print(repr(answer.text))
     assert answer.refused
@@ -136,11 +138,13 @@ def test_server_that_does_not_start_answering_in_time_times_out(
     settings = _settings(llama_server, tmp_path, llm_timeout_s=0.5)
     before = _completion_requests(llama_server)
     with pytest.raises(GenerationTimeout, match="timed out"):
-        answer_question(
-            "When was the Eiffel Tower completed?",
-            relevant(PARIS),
-            build_llm(settings),
-            refusal_text=settings.refusal_text,
+        final_answer(
+            stream_answer(
+                "When was the Eiffel Tower completed?",
+                relevant(PARIS),
+                build_llm(settings),
+                refusal_text=settings.refusal_text,
+            )
         )
     assert 1 <= _completion_requests(llama_server) - before <= 2
 

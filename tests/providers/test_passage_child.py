@@ -18,6 +18,7 @@ from app.providers.embeddings import build_embedder
 from app.providers.passage_child import PassageChildEmbedder, PassageChildError
 from app.providers.types import Embedder
 from tests.fakes import FakeEmbedder
+from tests.providers.passage_child_probe import child_pid, local_model_loaded
 
 PASSAGES = [
     "تُدفع الفواتير خلال ثلاثين يوماً من استلامها.",
@@ -51,7 +52,7 @@ def test_passages_from_the_child_equal_the_in_process_vectors(
 
     from_child = np.array(use_in_child.embed_documents(PASSAGES))
 
-    assert use_in_child.child_pid not in (None, os.getpid())
+    assert child_pid(use_in_child) not in (None, os.getpid())
     np.testing.assert_allclose(from_child, in_process.embed_documents(PASSAGES), atol=1e-6)
     assert use_in_child.model_id == in_process.model_id
     assert use_in_child.embed_query("who approves holidays") == in_process.embed_query(
@@ -67,11 +68,11 @@ def test_a_process_that_runs_jobs_starts_its_child_at_start_up(tmp_path: Path) -
     embedder = container.embedder
     assert isinstance(embedder, PassageChildEmbedder)
     embedder.close()  # the model is cached per process: an earlier test may have started it
-    assert embedder.child_pid is None
+    assert child_pid(embedder) is None
 
     container.warm_up(serving=True)
 
-    assert embedder.child_pid is not None
+    assert child_pid(embedder) is not None
 
     off = Container(_use_settings(tmp_path / "off", False))
     off.warm_up(serving=True)
@@ -89,17 +90,17 @@ def test_a_worker_holds_the_model_only_in_its_child(tmp_path: Path) -> None:
         worker.warm_up(serving=False)
         in_process = build_embedder(_use_settings(tmp_path / "api", False))
 
-        assert embedder.child_pid is not None and not embedder.local_model_loaded
+        assert child_pid(embedder) is not None and not local_model_loaded(embedder)
         assert (embedder.model_id, embedder.dimension) == (
             in_process.model_id,
             in_process.dimension,
         )
         vectors = embedder.embed_documents(PASSAGES)
         np.testing.assert_allclose(vectors, in_process.embed_documents(PASSAGES), atol=1e-6)
-        assert not embedder.local_model_loaded
+        assert not local_model_loaded(embedder)
         # A question (the API's work) loads it here after all.
         embedder.embed_query("who approves holidays")
-        assert embedder.local_model_loaded
+        assert local_model_loaded(embedder)
     finally:
         embedder.close()
 
@@ -108,13 +109,13 @@ def test_a_killed_child_is_replaced_and_the_batch_still_embedded(
     use_in_child: PassageChildEmbedder,
 ) -> None:
     expected = use_in_child.embed_documents(PASSAGES)
-    killed = use_in_child.child_pid
+    killed = child_pid(use_in_child)
     assert killed is not None
     os.kill(killed, signal.SIGKILL)
 
     again = use_in_child.embed_documents(PASSAGES)
 
-    assert use_in_child.child_pid not in (None, killed)
+    assert child_pid(use_in_child) not in (None, killed)
     np.testing.assert_allclose(again, expected, atol=1e-6)
 
 
@@ -122,7 +123,7 @@ def test_an_empty_batch_starts_no_child() -> None:
     embedder = PassageChildEmbedder(_fake_model, "unused")
 
     assert embedder.embed_documents([]) == []
-    assert embedder.child_pid is None
+    assert child_pid(embedder) is None
 
 
 class _BrokenModel(FakeEmbedder):
@@ -143,13 +144,13 @@ def test_a_model_error_in_the_child_reaches_the_caller_and_the_child_lives_on() 
     try:
         with pytest.raises(PassageChildError, match="ValueError: cannot embed 2 passages"):
             embedder.embed_documents(["one", "two"])
-        pid = embedder.child_pid
+        pid = child_pid(embedder)
         with pytest.raises(PassageChildError):
             embedder.embed_documents(["three"])
-        assert embedder.child_pid == pid
+        assert child_pid(embedder) == pid
     finally:
         embedder.close()
-    assert embedder.child_pid is None
+    assert child_pid(embedder) is None
 
 
 def test_a_child_that_cannot_start_its_model_is_reported_after_one_retry() -> None:
@@ -157,7 +158,7 @@ def test_a_child_that_cannot_start_its_model_is_reported_after_one_retry() -> No
 
     with pytest.raises(PassageChildError, match="failed twice"):
         embedder.embed_documents(["one"])
-    assert embedder.child_pid is None
+    assert child_pid(embedder) is None
 
 
 def _model_that_cannot_load(key: object) -> Embedder:

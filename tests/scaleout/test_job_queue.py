@@ -27,7 +27,7 @@ from app.container import Container
 from app.errors import ProviderUnavailable
 from app.job_runners.redis_worker import TURN_POLL_S, IngestWorker
 from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
-from app.jobs.store import JobStore, split_job_error
+from app.jobs.store import JobStore
 from app.storage.db import Database, utc_now
 from tests.queued_jobs import queue_job
 from tests.scaleout.job_container import job_container, queued_upload
@@ -167,7 +167,7 @@ def test_job_store_heartbeat_release_and_queued_since(sql_database: Database) ->
     released = jobs.get("acme", job.job_id)
     assert released is not None and released.status == "queued" and released.attempts == 1
     # The reason is kept for operators, under the stable code the API shows instead.
-    assert split_job_error(released.error or "") == ("retrying", "chroma unreachable")
+    assert (released.error_code, released.error) == ("retrying", "chroma unreachable")
     assert jobs.queued_since(60) == []  # just released: inside the grace period
     time.sleep(0.01)
     assert jobs.queued_since(0) == [(job.job_id, 1)]

@@ -25,7 +25,7 @@ from app.job_runners.redis_tasks import rq_worker
 from app.job_runners.redis_worker import IngestWorker
 from app.jobs.queue import JobQueue, enqueue
 from app.jobs.redis_queue import RedisJobQueue
-from app.jobs.store import JobRecord, split_job_error
+from app.jobs.store import JobRecord
 from app.storage.redis_client import connect_redis
 from tests.scaleout.job_container import job_container, queued_upload
 
@@ -145,6 +145,6 @@ def test_a_bad_file_fails_its_own_job_only(under_test: QueueUnderTest, data_dir:
     )
     bad, good = ended(under_test, jobs)
     assert bad.status == "failed"
-    assert split_job_error(bad.error or "")[0] == "empty_document"
+    assert bad.error_code == "empty_document"
     assert good.status == "done" and good.chunks_indexed >= 1
     assert under_test.container.corpus.count("acme") == good.chunks_indexed

@@ -35,6 +35,7 @@ def queued_job(job_id: str) -> JobRecord:
         progress_stage="queued",
         chunks_indexed=0,
         pages=0,
+        error_code=None,
         error=None,
         attempts=0,
         created_at=now,

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.jobs.store import JobLimitReached, JobStore, split_job_error
+from app.jobs.store import JobLimitReached, JobStore
 from app.storage.db import Database, open_database, utc_now
 from app.storage.documents import DocumentStore
 from app.storage.tables import DocumentRow, JobRow
@@ -136,14 +136,20 @@ def test_progress_done_and_failed_are_recorded(jobs: JobStore) -> None:
     jobs.mark_done(ok, chunks_indexed=42, pages=5)
     job = jobs.get("acme", ok)
     assert job is not None
-    assert (job.status, job.chunks_indexed, job.pages, job.error) == ("done", 42, 5, None)
+    assert (job.status, job.chunks_indexed, job.pages, job.error_code, job.error) == (
+        "done",
+        42,
+        5,
+        None,
+        None,
+    )
 
     jobs.claim(bad)
     jobs.mark_failed(bad, "the PDF is encrypted; upload an unencrypted copy", "encrypted_document")
     job = jobs.get("acme", bad)
     assert job is not None
     assert job.status == "failed"
-    assert split_job_error(job.error or "") == (
+    assert (job.error_code, job.error) == (
         "encrypted_document",
         "the PDF is encrypted; upload an unencrypted copy",
     )

@@ -24,11 +24,12 @@ from app.services.users import UserService
 from app.storage.chunks import ChunkStore
 from app.storage.db import Database, open_database
 from app.storage.documents import DocumentStore
-from app.storage.migrate import SchemaChange, alembic_config, current_revision, head_revision
+from app.storage.migrate import SchemaChange, alembic_config, current_revision
 from app.storage.tables import Base
 from app.storage.users import UserStore
 from tests.fresh_database import fresh_postgres_database
 from tests.storage.legacy_schema import PASSWORD_HASH, UPLOADED, create_legacy_database
+from tests.storage.schema_revisions import head_revision
 
 pytestmark = pytest.mark.integration
 
@@ -286,3 +287,55 @@ def test_users_from_before_names_per_tenant_still_log_in_without_a_tenant(
         users.authenticate("alice", old_password)
     assert users.authenticate("alice", old_password, tenant="acme").id == "usr_a"
     assert users.authenticate("alice", "a new long password for her", tenant="globex")
+
+
+def test_job_errors_from_before_their_code_column_are_split_and_joined_back(
+    empty_url: str, opened: list[Database]
+) -> None:
+    database = _open(empty_url, opened)
+    config = alembic_config()
+    stored = {
+        "job_coded": "encrypted_document: the PDF is encrypted: upload a copy",
+        "job_plain": "Parser crashed: bad xref",  # written before codes were stored
+        "job_ok": None,
+    }
+    with database.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0009")
+        connection.commit()
+        for job_id, error in stored.items():
+            connection.execute(
+                text(
+                    "INSERT INTO jobs (job_id, tenant_id, document_id, source, stored_path, "
+                    "size_bytes, status, progress_done, progress_total, progress_stage, "
+                    "chunks_indexed, pages, error, attempts, created_at, updated_at) VALUES "
+                    "(:job_id, 'acme', 'doc', 'a.pdf', '/gone', 1, 'failed', 0, 0, 'failed', "
+                    "0, 0, :error, 1, '2026-12-01 10:00:00+00:00', '2026-12-01 10:00:00+00:00')"
+                ),
+                {"job_id": job_id, "error": error},
+            )
+        connection.commit()
+        command.upgrade(config, "head")
+        connection.commit()
+    jobs = JobStore(database)
+    split = {
+        job_id: (job.error_code, job.error)
+        for job_id in stored
+        if (job := jobs.get("acme", job_id)) is not None
+    }
+    assert split == {
+        "job_coded": ("encrypted_document", "the PDF is encrypted: upload a copy"),
+        "job_plain": ("ingestion_failed", "Parser crashed: bad xref"),
+        "job_ok": (None, None),
+    }
+    assert _differences(database) == []
+    with database.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0009")
+        connection.commit()
+        joined = dict(connection.execute(text("SELECT job_id, error FROM jobs")).all())
+    assert joined == {
+        "job_coded": "encrypted_document: the PDF is encrypted: upload a copy",
+        "job_plain": "ingestion_failed: Parser crashed: bad xref",
+        "job_ok": None,
+    }

@@ -24,7 +24,7 @@ from app.api.schemas import (
 from app.api.upload import receive_uploads
 from app.errors import public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
-from app.jobs.store import JobRecord, split_job_error
+from app.jobs.store import JobRecord
 from app.services import documents as service
 from app.services.auth import Identity
 from app.storage.documents import DocumentRecord
@@ -83,10 +83,9 @@ def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "fa
 
 
 def _job_out(job: JobRecord) -> JobOut:
-    code = error = None
-    if job.error is not None:  # the stored detail is for operators; clients get a safe text
-        code, detail = split_job_error(job.error)
-        error = public_job_error(code, detail)
+    code, error = job.error_code, None
+    if code is not None:  # the stored detail is for operators; clients get a safe text
+        error = public_job_error(code, job.error or "")
     return JobOut(
         job_id=job.job_id,
         document_id=job.document_id,
