@@ -159,6 +159,22 @@ async def _sync_folder(
     return timings, probed
 
 
+def bench_server(data: Path, provider: str, uploads: int, extra: dict[str, str]) -> LiveServer:
+    """A live server for `uploads` files (queue quota and auth rate opened up) with the bench
+    user made; not started."""
+    server = LiveServer(
+        data,
+        {
+            "RAG_EMBEDDING_PROVIDER": provider,
+            "RAG_QUOTA_QUEUED_JOBS": str(10 * uploads),
+            "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
+            **extra,
+        },
+    )
+    server.create_user(TENANT, "bench-user", PASSWORD)
+    return server
+
+
 def run_http_workload(
     uploads: int,
     provider: str,
@@ -186,16 +202,7 @@ def run_http_workload(
             wall, cpu, chunks = embed_once(bench_settings(base / "embed", provider), paths)
             floors.append(wall)
             floor_cpus.append(cpu)
-            server = LiveServer(
-                base / "data",
-                {
-                    "RAG_EMBEDDING_PROVIDER": provider,
-                    "RAG_QUOTA_QUEUED_JOBS": str(10 * uploads),
-                    "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
-                    **extra,
-                },
-            )
-            server.create_user(TENANT, "bench-user", PASSWORD)
+            server = bench_server(base / "data", provider, uploads, extra)
             if probe_search:
                 server.create_user(NEIGHBOUR, "neighbour-user", PASSWORD)
             server.start()

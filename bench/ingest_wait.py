@@ -26,6 +26,7 @@ import httpx
 
 from bench.common import percentile, table
 from bench.ingest_common import bench_settings, embed_once, paragraph_files
+from bench.ingest_http import bench_server
 from tests.api.live_server import LiveServer
 
 PASSWORD = "bench password, long enough"
@@ -101,16 +102,7 @@ def run_wait_workload(
             loads.append(os.getloadavg()[0])
             wall, _, chunks = embed_once(bench_settings(base / "embed", provider), paths)
             floors.append(wall)
-            server = LiveServer(
-                base / "data",
-                {
-                    "RAG_EMBEDDING_PROVIDER": provider,
-                    "RAG_QUOTA_QUEUED_JOBS": str(10 * uploads),
-                    "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
-                    **extra,
-                },
-            )
-            server.create_user(TENANT, "bench-user", PASSWORD)
+            server = bench_server(base / "data", provider, uploads, extra)
             server.start()
             try:
                 result = asyncio.run(_round(server, paths, concurrency))

@@ -453,34 +453,27 @@ class JobStore:
     def release(self, job_id: str, reason: str) -> None:
         """Put a processing job back in the queue after a transient failure, saying why (the
         reason is for operators: the API shows only that the job will be retried)."""
-        with self._db.session() as session:
-            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
-            session.execute(
-                update(JobRow)
-                .where(JobRow.job_id == job_id, JobRow.status == "processing")
-                .values(
-                    status="queued",
-                    progress_stage=RETRYING,
-                    **_job_error(RETRYING, reason.strip() or "transient failure"),
-                    updated_at=utc_now(),
-                )
-            )
+        self._requeue(
+            job_id,
+            progress_stage=RETRYING,
+            **_job_error(RETRYING, reason.strip() or "transient failure"),
+        )
 
     def pause(self, job_id: str) -> None:
         """Put a processing job back in the queue after a turn of its work (a long scan gave
         its worker to other tenants' jobs); the turn is not counted as a failed attempt, and
         the progress so far stays visible."""
+        # Its claim counted an attempt: take it back.
+        self._requeue(job_id, progress_stage="queued", attempts=JobRow.attempts - 1)
+
+    def _requeue(self, job_id: str, **values: Any) -> None:
+        """A processing job queued again (out of its batch), with these column values."""
         with self._db.session() as session:
             session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
             session.execute(
                 update(JobRow)
                 .where(JobRow.job_id == job_id, JobRow.status == "processing")
-                .values(
-                    status="queued",
-                    progress_stage="queued",
-                    attempts=JobRow.attempts - 1,  # its claim added one
-                    updated_at=utc_now(),
-                )
+                .values(status="queued", updated_at=utc_now(), **values)
             )
 
     def others_waiting(self, tenant_id: str, max_running_per_tenant: int | None) -> bool:
