@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -153,9 +153,7 @@ def family_table(family: Family, sets: dict[str, list[Asked]]) -> list[dict[str,
 
 def choose(table: list[dict[str, Any]], train: Sequence[str]) -> dict[str, Any]:
     """The grid point with the best mean (over the train manuals) MRR@10."""
-    return max(
-        table, key=lambda row: statistics.fmean(row[m]["mrr@10"] for m in train)
-    )
+    return max(table, key=lambda row: statistics.fmean(row[m]["mrr@10"] for m in train))
 
 
 def leave_one_out(
@@ -167,9 +165,13 @@ def leave_one_out(
     for manual, held_out in sets.items():
         train = [m for m in sets if m != manual] or [manual]
         row: dict[str, Any] = {
-            "keyword": summary(held_out, lambda a: a.recall.keyword_ids[: config.keyword_candidates]),
+            "keyword": summary(
+                held_out, lambda a: a.recall.keyword_ids[: config.keyword_candidates]
+            ),
             "dense": summary(held_out, lambda a: a.recall.dense_ids[: config.dense_candidates]),
-            "shipped": summary(held_out, lambda a: shipped_order(a.recall, a.question.text, config)),
+            "shipped": summary(
+                held_out, lambda a: shipped_order(a.recall, a.question.text, config)
+            ),
         }
         for name, table in tables.items():
             best = choose(table, train)
@@ -183,7 +185,10 @@ def print_report(report: dict[str, Any], columns: list[str]) -> None:
     print("\n| manual | n | " + " | ".join(columns) + " | best column - better arm (MRR) |")
     print("|---|---|" + "---|" * len(columns) + "---|")
     for manual, row in report.items():
-        cells = [f"{row[c]['hit@1']:.3f} / {row[c]['hit@5']:.3f} / {row[c]['mrr@10']:.3f}" for c in columns]
+        cells = [
+            f"{row[c]['hit@1']:.3f} / {row[c]['hit@5']:.3f} / {row[c]['mrr@10']:.3f}"
+            for c in columns
+        ]
         arm = max(row["keyword"]["mrr@10"], row["dense"]["mrr@10"])
         fused = [c for c in columns if c not in ("keyword", "dense")]
         margins = ", ".join(f"{c} {row[c]['mrr@10'] - arm:+.3f}" for c in fused)
@@ -210,7 +215,10 @@ def main() -> None:
         row["n"] = len(sets[manual])
     columns = ["keyword", "dense", "shipped", *[f.name for f in families]]
     mean = {
-        c: {m: statistics.fmean(report[x][c][m] for x in report) for m in ("hit@1", "hit@5", "mrr@10")}
+        c: {
+            m: statistics.fmean(report[x][c][m] for x in report)
+            for m in ("hit@1", "hit@5", "mrr@10")
+        }
         for c in columns
     }
     worst = {c: min(report[x][c]["mrr@10"] for x in report) for c in columns}
