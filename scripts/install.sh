@@ -22,8 +22,9 @@ pip="$venv/bin/python -m pip"
 parts=$(mktemp -d)
 trap 'rm -rf "$parts"' EXIT
 
-# part NAME [--alone]: NAME's entries of the lock (with its dependencies unless --alone) in
-# $parts/NAME.txt; false when the lock has no NAME.
+# part NAME [--alone | --dependencies-only]: NAME's entries of the lock (with its dependencies
+# unless --alone, only those with --dependencies-only) in $parts/NAME.txt; false when the lock
+# has no NAME.
 part() {
   grep -qiE "^$1==" "$lock" || return 1
   "$venv/bin/python" "$here/lock_entries.py" "$lock" "$@" >"$parts/$1.txt" || exit 1
@@ -46,8 +47,12 @@ if [ -z "${CMAKE_ARGS:-}" ]; then
   CMAKE_ARGS="-DLLAVA_BUILD=OFF '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
 fi
 export CMAKE_ARGS
-if part llama-cpp-python; then
-  $pip install --quiet --no-cache-dir --require-hashes -r "$parts/llama-cpp-python.txt"
+# What it needs first, then the build alone: in hash mode pip refuses the unpinned requirement
+# lines an sdist's metadata brings (numpy>=1.20.0), even with numpy==... beside them.
+if part llama-cpp-python --dependencies-only; then
+  $pip install --quiet --require-hashes -r "$parts/llama-cpp-python.txt"
+  part llama-cpp-python --alone
+  $pip install --quiet --no-cache-dir --require-hashes --no-deps -r "$parts/llama-cpp-python.txt"
 fi
 # OCR of scanned PDFs and images is a runtime feature: Debian's Tesseract with its English and
 # Arabic models. Without it the service runs and refuses scans with "install tesseract-ocr".

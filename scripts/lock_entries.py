@@ -2,6 +2,7 @@
 
     python scripts/lock_entries.py requirements.lock torch        # torch and its dependencies
     python scripts/lock_entries.py requirements.lock pip --alone  # only pip
+    python scripts/lock_entries.py requirements.lock llama-cpp-python --dependencies-only
 
 scripts/install.sh and the Dockerfile install torch and llama-cpp-python in steps of their own
 before the rest; `pip install --require-hashes` needs every package of a step pinned and hashed,
@@ -87,10 +88,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("lock", type=Path)
     parser.add_argument("names", nargs="+")
-    parser.add_argument("--alone", action="store_true", help="without their dependencies")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--alone", action="store_true", help="without their dependencies")
+    only.add_argument(
+        "--dependencies-only", action="store_true", help="what they need, not themselves"
+    )
     args = parser.parse_args(argv)
     entries = read_lock(args.lock)
-    if args.alone:
+    if args.dependencies_only:
+        roots = {canonical(name) for name in args.names}
+        chosen = [e for e in with_dependencies(entries, args.names) if e.name not in roots]
+    elif args.alone:
         chosen = [entries[canonical(n)] for n in args.names if canonical(n) in entries]
         if len(chosen) != len(args.names):
             raise SystemExit(f"not in the lock: {' '.join(args.names)}")
