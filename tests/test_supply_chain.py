@@ -5,9 +5,11 @@ network; the fresh install from the lock is `scripts/install.sh` itself (docs/de
 from __future__ import annotations
 
 import re
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -177,3 +179,29 @@ def test_every_build_in_compose_uses_the_dockerfiles_pinned_base() -> None:
     assert bases == {dockerfile_default.group(1)}
     for dockerfile in DOCKERFILES:  # one base for all, so one place to move it forward
         assert f"ARG BASE_IMAGE={dockerfile_default.group(1)}\n" in dockerfile.read_text()
+
+
+@pytest.mark.parametrize("python", ["3.11.0", "3.11.2", "3.11.14"])
+def test_the_locks_hold_every_dependency_on_any_cpython_311(python: str) -> None:
+    # Resolved on one 3.11 (this machine's), installed on another: Debian bookworm's 3.11.2 in
+    # the offline base image needs async-timeout for redis (python_full_version < "3.11.3").
+    # Read from the installed packages' own metadata (this venv is installed from the lock).
+    environment = {**default_environment(), "python_full_version": python, "extra": ""}
+    for path in LOCKS.values():
+        entries = read_lock(path)
+        checked = 0
+        for entry in entries.values():
+            try:
+                installed = metadata.distribution(entry.name)
+            except metadata.PackageNotFoundError:
+                continue
+            if installed.version != entry.version:
+                continue
+            checked += 1
+            for line in installed.requires or []:
+                needed = Requirement(line)
+                if needed.marker is None or needed.marker.evaluate(environment):
+                    assert canonicalize_name(needed.name) in entries, (
+                        f"{entry.name} needs {needed} on CPython {python}; not in {path.name}"
+                    )
+        assert checked >= 0.9 * len(entries), f"this venv is not installed from {path.name}"
