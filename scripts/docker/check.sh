@@ -109,8 +109,9 @@ torch_wheel() {
   ls docker/wheels/ >&2
 }
 
+# Steps run under `timed` (`"$@" || rc=$?`), where `set -e` is off: each command returns its failure.
 project_image() {
-  still_is_pinned "$base"
+  still_is_pinned "$base" || return 1
   build --progress=plain --build-arg BASE_IMAGE="$base" ${pip_args[@]+"${pip_args[@]}"} \
     -t rag-service:latest . 2>&1 | tee "$work/build.log" | grep -E '^#[0-9]+ (\[|DONE|CACHED)|reranker:|llm:|torch' >&2
   [ "${PIPESTATUS[0]}" -eq 0 ] && built_on "$base" rag-service:latest
@@ -128,22 +129,23 @@ backend_images() {
     if pullable "$official"; then
       log "$official pulled"
     else
-      still_is_pinned "$base"
+      still_is_pinned "$base" || return 1
       build -q --build-arg BASE_IMAGE="$base" -t "rag-standin-$standin:build" \
-        "docker/standins/$standin" >/dev/null
-      built_on "$base" "rag-standin-$standin:build"
-      ref=$(by_id "rag-standin-$standin" "rag-standin-$standin:build")
+        "docker/standins/$standin" >/dev/null || return 1
+      built_on "$base" "rag-standin-$standin:build" || return 1
+      ref=$(by_id "rag-standin-$standin" "rag-standin-$standin:build") || return 1
       backend_refs+=("$var=$ref")
       log "$official cannot be pulled: Debian stand-in $ref"
     fi
   done
-  still_is_pinned "$base"
+  still_is_pinned "$base" || return 1
   build -q --build-arg BASE_IMAGE="$base" ${pip_args[@]+"${pip_args[@]}"} -t rag-chroma:1.5.9 \
-    docker/chroma >/dev/null
-  build -q --build-arg BASE_IMAGE="$base" -t rag-proxy:latest docker/proxy >/dev/null
-  build -q --build-arg BASE_IMAGE="$base" -t rag-prometheus:latest docker/prometheus >/dev/null
+    docker/chroma >/dev/null || return 1
+  build -q --build-arg BASE_IMAGE="$base" -t rag-proxy:latest docker/proxy >/dev/null || return 1
+  build -q --build-arg BASE_IMAGE="$base" -t rag-prometheus:latest docker/prometheus >/dev/null \
+    || return 1
   for image in rag-chroma:1.5.9 rag-proxy:latest rag-prometheus:latest; do
-    built_on "$base" "$image"
+    built_on "$base" "$image" || return 1
   done
 }
 
