@@ -5,11 +5,17 @@
 #   docker build -t rag-service --build-arg BASE_IMAGE=rag-base:bookworm \
 #       --build-arg RAG_RERANKER=none .                             # offline: see README
 #
+# Every Python package comes from requirements.lock, pinned with its sha256 (scripts/install.sh,
+# `pip install --require-hashes`), and the base image by its digest.
+#
 # Build arguments (each is optional; the defaults are the online build):
-#   BASE_IMAGE        a Debian-based image with python3 (3.11), venv and pip.
+#   BASE_IMAGE        a Debian-based image with python3 (3.11), venv and pip; pinned by digest
+#                     (name:tag@sha256:...). scripts/docker/check.sh passes its offline
+#                     stand-in by image id.
 #   TORCH_INDEX_URL   index that serves the CPU build of torch (used when no wheel is given).
 #   TORCH_WHEELS      folder in the build context; a torch-2.13.0+cpu wheel there wins over the
 #                     index (scripts/docker/check.sh copies the one pip finds on disk there).
+#                     Either way its sha256 must be the lock's.
 #   PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_TRUSTED_HOST, PIP_DEFAULT_TIMEOUT: how pip reaches
 #                     PyPI or a mirror; unset = pip's default (pypi.org).
 #   RAG_RERANKER      cross-encoder (default): fetch RAG_RERANKER_MODEL from the model hub; if it
@@ -18,17 +24,21 @@
 #   CMAKE_ARGS        llama.cpp build flags; unset = scripts/install.sh's (tuned to the build
 #                     machine's CPU, AMX off). For an image that runs on other CPUs pass e.g.
 #                     "-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON".
-ARG BASE_IMAGE=python:3.11-slim
+ARG BASE_IMAGE=python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
 
 # Only the torch wheel folder, so that a change elsewhere in the context does not re-install torch.
 FROM scratch AS torch-wheels
 ARG TORCH_WHEELS=docker/wheels
 COPY ${TORCH_WHEELS}/ /wheels/
 
-# Only the llama-cpp-python pin, so that other requirement changes do not rebuild llama.cpp.
-FROM ${BASE_IMAGE} AS llama-pin
-COPY requirements.txt /tmp/requirements.txt
-RUN grep -E '^llama-cpp-python==' /tmp/requirements.txt > /llama-requirements.txt
+# The lock's entries for pip, torch and llama-cpp-python (each with what it needs), so that other
+# pin changes neither re-install torch nor rebuild llama.cpp.
+FROM ${BASE_IMAGE} AS pins
+COPY requirements.lock scripts/lock_entries.py /tmp/
+RUN mkdir /pins && cd /tmp \
+    && python3 lock_entries.py requirements.lock pip --alone > /pins/pip.txt \
+    && python3 lock_entries.py requirements.lock torch > /pins/torch.txt \
+    && python3 lock_entries.py requirements.lock llama-cpp-python > /pins/llama.txt
 
 FROM ${BASE_IMAGE}
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
@@ -61,30 +71,31 @@ RUN apt-get update \
 RUN useradd --create-home --uid 10001 rag && mkdir -p /app /data /models && chown rag:rag /data
 WORKDIR /app
 
-# torch first and pinned to the CPU build: from a wheel in TORCH_WHEELS, else from TORCH_INDEX_URL
-# (an index of CPU builds only, so nothing resolves to the CUDA stack). Checked, not assumed.
+# The locked pip, then torch pinned to the CPU build (torch==...+cpu with its hash): from a wheel
+# in TORCH_WHEELS, else from TORCH_INDEX_URL (an index of CPU builds only). Checked, not assumed.
 RUN --mount=type=bind,from=torch-wheels,source=/wheels,target=/wheels \
+    --mount=type=bind,from=pins,source=/pins,target=/pins \
     --mount=type=cache,target=/root/.cache/pip \
     python3 -m venv /opt/venv \
-    && python -m pip install --quiet --upgrade pip \
-    && wheel=$(ls /wheels/torch-2.13.0+cpu-*.whl 2>/dev/null | head -1) \
-    && if [ -n "$wheel" ]; then \
-         echo "torch: from the wheel folder: $(basename "$wheel")"; \
-         python -m pip install --quiet "$wheel"; \
+    && python -m pip install --quiet --require-hashes --no-deps -r /pins/pip.txt \
+    && if ls /wheels/torch-*+cpu-*.whl >/dev/null 2>&1; then \
+         echo "torch: from the wheel folder: $(ls /wheels)"; \
+         python -m pip install --quiet --require-hashes --find-links /wheels -r /pins/torch.txt; \
        else \
          echo "torch: from $TORCH_INDEX_URL"; \
-         python -m pip install --quiet --index-url "$TORCH_INDEX_URL" torch==2.13.0; \
+         python -m pip install --quiet --require-hashes --extra-index-url "$TORCH_INDEX_URL" \
+           -r /pins/torch.txt; \
        fi \
     && python -c "import torch; assert torch.version.cuda is None, torch.version.cuda; print('torch', torch.__version__, 'CPU build')"
 
 # llama.cpp bindings, compiled here (several minutes): its own layer, keyed on its pin only.
-COPY scripts/install.sh /tmp/install/install.sh
-COPY --from=llama-pin /llama-requirements.txt /tmp/install/requirements.txt
+COPY scripts/install.sh scripts/lock_entries.py /tmp/install/
+COPY --from=pins /pins/llama.txt /tmp/install/requirements.lock
 RUN --mount=type=cache,target=/root/.cache/pip \
     cd /tmp/install && ./install.sh /opt/venv
 
 # Every other dependency, by the same script `make run` uses (torch and llama are already there).
-COPY requirements.txt /tmp/install/requirements.txt
+COPY requirements.lock /tmp/install/requirements.lock
 RUN --mount=type=cache,target=/root/.cache/pip \
     cd /tmp/install && ./install.sh /opt/venv && rm -rf /tmp/install
 
@@ -101,7 +112,7 @@ RUN HF_HUB_ETAG_TIMEOUT=20 HF_HUB_DOWNLOAD_TIMEOUT=60 \
     && chmod -R a+rX /models /app/.env
 
 # The source, not the whole context: docker/wheels would add the 190 MB torch wheel again.
-COPY pyproject.toml requirements.txt ./
+COPY pyproject.toml requirements.txt requirements.lock ./
 COPY scripts/ scripts/
 COPY bench/ bench/
 COPY eval/ eval/

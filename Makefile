@@ -7,11 +7,11 @@ export ANONYMIZED_TELEMETRY ?= False
 
 .PHONY: run test test-unit lint bench eval format clean-venv docker-check
 
-$(VENV)/.runtime: requirements.txt scripts/install.sh
+$(VENV)/.runtime: requirements.lock scripts/install.sh
 	scripts/install.sh $(VENV)
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt scripts/install.sh
+$(VENV)/.dev: requirements.lock requirements-dev.lock scripts/install.sh
 	scripts/install.sh $(VENV) dev
 	touch $(VENV)/.runtime $@
 

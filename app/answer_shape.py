@@ -201,6 +201,7 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "metrics_enabled",
         "metrics_token",
         "metrics_port",
+        "metrics_host",
         "metrics_tenant_label",
         "tracing",
         "langsmith_tracing",

@@ -350,6 +350,7 @@ class Settings(BaseSettings):
         None,
         group="servers",
         description="API key of that server (any non-empty text if it has none).",
+        repr=False,
     )
     ollama_base_url: str = setting(
         "http://127.0.0.1:11434", group="servers", description="Base URL of an Ollama server."
@@ -757,8 +758,11 @@ class Settings(BaseSettings):
         group="storage",
         description="Users, jobs and chunk records; empty = SQLite file in the data dir. "
         "PostgreSQL: postgresql+psycopg://user:password@host:5432/dbname",
+        repr=False,  # the password is in the URL
     )
-    redis_url: str = setting("redis://127.0.0.1:6379/0", group="storage", description="Redis.")
+    redis_url: str = setting(
+        "redis://127.0.0.1:6379/0", group="storage", description="Redis.", repr=False
+    )
     redis_key_prefix: str = setting(
         "rag",
         group="storage",
@@ -970,6 +974,7 @@ class Settings(BaseSettings):
         group="auth",
         description="HS256 key, at least 32 bytes; required unless RAG_ENV=development. Generate "
         'one with: python -c "import secrets; print(secrets.token_urlsafe(48))"',
+        repr=False,
     )
     jwt_issuer: str = setting("rag-service", group="auth", description="Issuer of the tokens.")
     jwt_audience: str = setting("rag-api", group="auth", description="Audience of the tokens.")
@@ -978,7 +983,9 @@ class Settings(BaseSettings):
         group="auth",
         unit="s",
         description="Access token lifetime, at most 86400 (one day): a leaked token works until "
-        "it expires unless it is signed out (POST /auth/logout), so the window is bounded.",
+        "it expires unless it is signed out (POST /auth/logout), so the window is bounded. A "
+        "token whose exp - iat exceeds it (by more than 60 s) is refused, so lowering it also "
+        "ends longer tokens already issued.",
         gt=0,
         le=JWT_TTL_CAP_S,
     )
@@ -1185,6 +1192,12 @@ class Settings(BaseSettings):
         ge=1,
         le=65535,
     )
+    metrics_host: str | None = setting(
+        None,
+        group="metrics",
+        description="Address the RAG_METRICS_PORT listener binds (empty: RAG_HOST's); it has no "
+        "token, so widen it (0.0.0.0) only on a private network such as the compose stack's.",
+    )
     metrics_tenant_label: str = setting(
         "",
         group="metrics",
@@ -1202,7 +1215,9 @@ class Settings(BaseSettings):
     langsmith_tracing: bool = setting(
         False, group="tracing", description="Send traces to LangSmith."
     )
-    langsmith_api_key: str | None = setting(None, group="tracing", description="LangSmith API key.")
+    langsmith_api_key: str | None = setting(
+        None, group="tracing", description="LangSmith API key.", repr=False
+    )
     langsmith_project: str = setting(
         "rag-service", group="tracing", description="LangSmith project name."
     )
@@ -1292,6 +1307,11 @@ class Settings(BaseSettings):
     def metrics_tenants(self) -> frozenset[str]:
         """RAG_METRICS_TENANT_LABEL as the set of tenants broken out by name."""
         return frozenset(_split_list(self.metrics_tenant_label))
+
+    @property
+    def metrics_bind_host(self) -> str:
+        """The address RAG_METRICS_PORT's listener binds: RAG_METRICS_HOST, else RAG_HOST."""
+        return self.metrics_host or self.host
 
     @property
     def sqlalchemy_url(self) -> str:

@@ -86,7 +86,8 @@ class RequestContext:
                 MutableHeaders(scope=message)[_REQUEST_ID_HEADER] = request_id
             await send(message)
 
-        # A client's `traceparent` header continues its trace; the span carries the request id.
+        # A `traceparent` continues its trace (ForwardedHeaders has dropped it unless a trusted
+        # proxy sent it); the span carries the request id.
         with tracing.continued(headers, f"{method} request", request__id=request_id) as span:
             try:
                 await self.app(scope, receive, send_with_id)
@@ -124,10 +125,11 @@ def start_metrics(settings: Settings, container: Container) -> Callable[[], None
     metrics.enable(settings.metrics_tenants)
     metrics.build_info(SERVICE_VERSION, container.embedder.model_id, settings.llm_provider)
     metrics.watch_queues(container.queue_depths)
-    server = metrics.serve_on_port(settings.metrics_port) if settings.metrics_port else None
+    port, host = settings.metrics_port, settings.metrics_bind_host
+    server = metrics.serve_on_port(port, host) if port else None
     if server is None:
         return lambda: None
-    log.info("metrics served", extra={"port": settings.metrics_port})
+    log.info("metrics served", extra={"host": host, "port": port})
 
     def stop() -> None:
         server.shutdown()

@@ -238,8 +238,8 @@ def exposition() -> tuple[bytes, str]:
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 
-def serve_on_port(port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer | None:
-    """Serve the exposition on its own port (no token: keep the port off the gateway); None
+def serve_on_port(port: int, host: str) -> ThreadingHTTPServer | None:
+    """Serve the exposition on host:port (no token: keep the port off the gateway); None
     when another process of this host already does (uvicorn --workers: the first one wins,
     and its scrape sums them all). Stop it with `.shutdown()`."""
 

@@ -32,6 +32,9 @@ JWT_ALGORITHM = "HS256"
 # `sv`: the user's session version when the token was issued; a later bump ends the token.
 REQUIRED_CLAIMS = ("sub", "tenant_id", "exp", "iat", "nbf", "iss", "aud", "jti", "sv")
 INVALID_TOKEN_MESSAGE = "invalid or expired token"
+# A token may live RAG_JWT_TTL_S (exp - iat) and this much more, for a clock or rounding
+# difference; anything longer was not issued by this service, whatever its signature says.
+JWT_LIFETIME_SKEW_S = 60
 
 # Secrets copied from examples or left as placeholders; matched case-insensitively.
 _PLACEHOLDER_WORDS = ("change", "example", "placeholder", "replace", "dummy", "default")
@@ -186,6 +189,8 @@ class TokenCodec:
             )
         except jwt.PyJWTError as exc:
             raise AuthenticationFailed(INVALID_TOKEN_MESSAGE) from exc
+        if claims["exp"] - claims["iat"] > self._ttl_s + JWT_LIFETIME_SKEW_S:
+            raise AuthenticationFailed(INVALID_TOKEN_MESSAGE)  # a long-lived forgery
         subject, tenant, token_id = claims["sub"], claims["tenant_id"], claims["jti"]
         if not all(isinstance(v, str) and v for v in (subject, tenant, token_id)):
             raise AuthenticationFailed(INVALID_TOKEN_MESSAGE)

@@ -56,7 +56,7 @@ def start_metrics(settings: Settings, container: Container) -> None:
     metrics.enable(settings.metrics_tenants)
     metrics.build_info(SERVICE_VERSION, container.embedder.model_id, settings.llm_provider)
     if settings.metrics_port:
-        metrics.serve_on_port(settings.metrics_port)
+        metrics.serve_on_port(settings.metrics_port, settings.metrics_bind_host)
 
 
 def main(argv: list[str] | None = None) -> int:

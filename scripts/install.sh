@@ -1,28 +1,59 @@
 #!/usr/bin/env bash
-# The one install procedure, used by the Makefile, the Dockerfile and the README.
+# The one install procedure, used by the Makefile, the Dockerfile, CI and the README.
 #   scripts/install.sh VENV_DIR [dev]
-# torch comes first and pinned, so nothing pulls a multi-GB CUDA build; set
+# Installs requirements.lock (with dev: requirements-dev.lock) with `pip install --require-hashes`:
+# every package, transitive ones too, at its pinned version and one of the sha256 hashes PyPI
+# publishes for it (scripts/lock.sh regenerates the locks from requirements*.txt). LOCK=FILE
+# installs another lock of the same form (the Dockerfile's llama.cpp layer passes a part).
+# pip itself, then torch (the CPU build, torch==...+cpu: nothing can pull a multi-GB CUDA build)
+# and llama-cpp-python come first, each with what it needs, then the rest. Set
 # PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu where the CPU wheel is not on disk.
+# Packages built from an sdist (llama-cpp-python, pinned by its sdist's hash) get their build
+# tools (scikit-build-core, cmake, ...) from the index without hashes: pip does not check those.
 set -euo pipefail
 venv=${1:-.venv}
 extra=${2:-}
 python_bin=${PYTHON:-python3}
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "$extra" = "dev" ]; then lock=${LOCK:-requirements-dev.lock}; else lock=${LOCK:-requirements.lock}; fi
+[ -f "$lock" ] || { echo "error: no $lock here (run from the project root)" >&2; exit 1; }
 [ -x "$venv/bin/python" ] || "$python_bin" -m venv "$venv"
 pip="$venv/bin/python -m pip"
-$pip install --quiet --upgrade pip
-$pip install --quiet torch==2.13.0
+parts=$(mktemp -d)
+trap 'rm -rf "$parts"' EXIT
+
+# part NAME [--alone | --dependencies-only]: NAME's entries of the lock (with its dependencies
+# unless --alone, only those with --dependencies-only) in $parts/NAME.txt; false when the lock
+# has no NAME.
+part() {
+  grep -qiE "^$1==" "$lock" || return 1
+  "$venv/bin/python" "$here/lock_entries.py" "$lock" "$@" >"$parts/$1.txt" || exit 1
+}
+
+if part pip --alone; then
+  $pip install --quiet --require-hashes --no-deps -r "$parts/pip.txt"
+fi
+if part torch; then
+  $pip install --quiet --require-hashes -r "$parts/torch.txt"
+fi
 # llama-cpp-python builds from source for this CPU (-march=native); the multimodal part is not
 # needed. Its AMX kernels are compiled out: on a CPU with AMX (Xeon Sapphire Rapids and later)
 # they crashed the process (SIGSEGV in the first decode of the Q4_K_M model) while the AVX-512
 # build without them answers normally. Built on its own and never from pip's wheel cache, whose
-# key ignores CMAKE_ARGS: a wheel cached from an earlier build would come back unchanged.
+# key ignores CMAKE_ARGS: a wheel cached from an earlier build would come back unchanged. pip
+# leaves an installed llama-cpp-python of the locked version as it is.
 if [ -z "${CMAKE_ARGS:-}" ]; then
   no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   CMAKE_ARGS="-DLLAVA_BUILD=OFF '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
 fi
 export CMAKE_ARGS
-llama_pin=$(grep -E '^llama-cpp-python==' requirements.txt)
-$venv/bin/python -c "import llama_cpp" 2>/dev/null || $pip install --quiet --no-cache-dir "$llama_pin"
+# What it needs first, then the build alone: in hash mode pip refuses the unpinned requirement
+# lines an sdist's metadata brings (numpy>=1.20.0), even with numpy==... beside them.
+if part llama-cpp-python --dependencies-only; then
+  $pip install --quiet --require-hashes -r "$parts/llama-cpp-python.txt"
+  part llama-cpp-python --alone
+  $pip install --quiet --no-cache-dir --require-hashes --no-deps -r "$parts/llama-cpp-python.txt"
+fi
 # OCR of scanned PDFs and images is a runtime feature: Debian's Tesseract with its English and
 # Arabic models. Without it the service runs and refuses scans with "install tesseract-ocr".
 if ! command -v tesseract >/dev/null 2>&1 \
@@ -36,8 +67,8 @@ if ! command -v tesseract >/dev/null 2>&1 \
     echo "note: OCR of scans needs: apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-ara" >&2
   fi
 fi
+$pip install --quiet --require-hashes -r "$lock"
 if [ "$extra" = "dev" ]; then
-  $pip install --quiet -r requirements-dev.txt
   # The browser tests drive Debian's Chromium (Playwright cannot download its own offline) and
   # the gateway tests a real nginx; the contents-page case reads the R manuals (r-doc-pdf), and the
   # natural-question sets (eval/manual_questions.py) those, the gnuplot manual (gnuplot-doc) and
@@ -73,6 +104,4 @@ if [ "$extra" = "dev" ]; then
       echo "note: the wide manual set needs: apt-get install debian-reference-en freedombox-doc-en libdbi-doc xfig-doc mrbayes-doc gutenprint-doc auto-multiple-choice-doc-pdf debmake-doc nauty-doc fonts-hosny-amiri" >&2
     fi
   fi
-else
-  $pip install --quiet -r requirements.txt
 fi

@@ -56,6 +56,30 @@ def test_invalid_environment_variable_is_named(monkeypatch: pytest.MonkeyPatch) 
         load_settings(_env_file=None)
 
 
+SECRETS = {
+    "jwt_secret": "jwt-3f9c1a7e5b2d8c4f6a0e9b1d7c3f5a8e2b",
+    "database_url": "postgresql+psycopg://rag:pg-pass-71c2e9@db:5432/rag",
+    "redis_url": "redis://:redis-pass-5d8a03@cache:6379/0",
+    "openai_api_key": "sk-openai-9e4b27",
+    "langsmith_api_key": "ls-key-60f1c3",
+    "chroma_token": "chroma-token-2a7d95",
+    "api_key_secret": "key-hmac-secret-8b3e61-long-enough-0123456789",
+    "metrics_token": "metrics-token-4c09fe",
+}
+SECRET_PARTS = ("3f9c1a7e", "pg-pass-71c2e9", "redis-pass-5d8a03", "9e4b27", "60f1c3", "2a7d95")
+SECRET_PARTS += ("8b3e61", "4c09fe")
+
+
+def test_printing_the_settings_shows_no_secret() -> None:
+    # A settings object in a log line, a traceback's locals or a debugger must not leak them.
+    settings = load_settings(_env_file=None, **SECRETS)
+    assert settings.redis_url == SECRETS["redis_url"]  # kept, only not shown
+    for shown in (repr(settings), str(settings), f"{settings!r}"):
+        for part in SECRET_PARTS:
+            assert part not in shown, part
+    assert "jwt_ttl_s=" in repr(settings)  # the rest is still there to read
+
+
 def test_every_setting_has_its_description_unit_and_group() -> None:
     groups = {group.key for group in GROUPS}
     for name, field in Settings.model_fields.items():

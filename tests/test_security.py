@@ -119,6 +119,12 @@ def _other_hmac_algorithm() -> str:
     return jwt.encode(valid_claims(), SECRET, algorithm="HS512")
 
 
+def _ten_year_lifetime() -> str:
+    # Signed with the real secret (a leaked one): every check but the lifetime passes.
+    now = datetime.now(UTC)
+    return jwt.encode(valid_claims(exp=now + timedelta(days=3650)), SECRET, algorithm="HS256")
+
+
 def _garbage() -> str:
     return "not.a.token"
 
@@ -132,6 +138,7 @@ ATTACKS: dict[str, Callable[[], str]] = {
     "expired": _expired,
     "nbf_in_future": _not_yet_valid,
     "hs512_same_key": _other_hmac_algorithm,
+    "ten_year_lifetime": _ten_year_lifetime,
     "garbage": _garbage,
 }
 
@@ -143,6 +150,24 @@ def test_forged_or_invalid_tokens_are_rejected_with_one_error(attack: str) -> No
         codec().verify(token)
     assert caught.value.message == security.INVALID_TOKEN_MESSAGE
     assert caught.value.http_status == 401
+
+
+@pytest.mark.parametrize(
+    ("lifetime_s", "accepted"),
+    [(TTL, True), (TTL + 60, True), (TTL + 61, False), (TTL * 2, False)],
+)
+def test_a_token_may_live_the_configured_lifetime_and_a_minute_more(
+    lifetime_s: int, accepted: bool
+) -> None:
+    now = datetime.now(UTC)
+    token = jwt.encode(
+        valid_claims(iat=now, exp=now + timedelta(seconds=lifetime_s)), SECRET, algorithm="HS256"
+    )
+    if accepted:
+        assert codec().verify(token).user_id == "usr_1"
+    else:
+        with pytest.raises(AuthenticationFailed):
+            codec().verify(token)
 
 
 @pytest.mark.parametrize("missing", security.REQUIRED_CLAIMS)

@@ -7,6 +7,10 @@ the For/Proto part (walking the For chain from the right, skipping trusted hops)
 path prefix: `RAG_ROOT_PATH`, or a trusted proxy's `X-Forwarded-Prefix`, becomes the ASGI
 `root_path`, so the OpenAPI servers URL, /docs and redirects carry the prefix the client used.
 
+A W3C trace context (`traceparent`, `tracestate`) is believed from the same trusted proxies
+only: from any other peer it is dropped and the request starts a trace of its own, so an outside
+client can neither join its requests to a trace it picked nor fill a trace store under one id.
+
 An `X-Forwarded-For` arriving while no proxy is trusted usually means a gateway nobody told the
 service about: every client behind it then shares the gateway's address (one login and query
 budget for all). That is logged once, at first sight, as a warning naming the setting.
@@ -26,6 +30,7 @@ from app.config import Settings
 log = logging.getLogger(__name__)
 
 _MAX_PREFIX_CHARS = 256
+_TRACE_CONTEXT_HEADERS = (b"traceparent", b"tracestate")
 
 
 def _clean_prefix(raw: bytes) -> str | None:
@@ -91,6 +96,8 @@ class ForwardedHeaders:
                 if name == b"x-forwarded-prefix":
                     root = _clean_prefix(value) or root
                     break
+        else:
+            scope = _without_trace_context(scope)
         if root:
             scope = dict(scope)
             scope["root_path"] = root
@@ -100,3 +107,13 @@ class ForwardedHeaders:
                 scope["path"] = root + path
                 scope["raw_path"] = root.encode("ascii") + (scope.get("raw_path") or path.encode())
         await self.downstream(scope, receive, send)
+
+
+def _without_trace_context(scope: Scope) -> Scope:
+    """The scope without a client's trace context headers (the same scope when it has none)."""
+    headers = scope["headers"]
+    if not any(name in _TRACE_CONTEXT_HEADERS for name, _ in headers):
+        return scope
+    scope = dict(scope)
+    scope["headers"] = [(n, v) for n, v in headers if n not in _TRACE_CONTEXT_HEADERS]
+    return scope

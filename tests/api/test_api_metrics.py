@@ -327,6 +327,50 @@ def test_metrics_on_a_port_of_their_own_are_not_on_the_api_port(tmp_path: Path) 
         httpx.get(f"http://127.0.0.1:{port}/metrics")
 
 
+# Linux routes all of 127.0.0.0/8 to the loopback device: a listener on 0.0.0.0 answers on
+# 127.0.0.2 too, one bound to 127.0.0.1 does not. That tells the bind address apart without a
+# second network interface.
+OTHER_LOCAL_ADDRESS = "127.0.0.2"
+
+
+def test_the_metrics_port_listens_only_on_rag_host_by_default(tmp_path: Path) -> None:
+    port = free_port()
+    settings = api_settings(tmp_path / "data", metrics_enabled=True, metrics_port=port)
+    assert settings.host == "127.0.0.1" and settings.metrics_host is None
+    with serving(create_app(settings)):
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics").status_code == 200
+        with pytest.raises(httpx.ConnectError):  # not on every address (0.0.0.0)
+            httpx.get(f"http://{OTHER_LOCAL_ADDRESS}:{port}/metrics")
+
+
+def test_rag_metrics_host_chooses_the_metrics_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from app import main, metrics
+
+    monkeypatch.setattr(metrics, "_metrics", None)  # this test's enable() leaves nothing behind
+    monkeypatch.setattr(metrics, "_queue_probe", None)
+    container: Any = SimpleNamespace(embedder=SimpleNamespace(model_id="fake"), queue_depths=dict)
+    port = free_port()
+    settings = api_settings(tmp_path / "data", metrics_enabled=True, metrics_port=port)
+    wide = settings.model_copy(update={"metrics_host": "0.0.0.0"})
+    stop = main.start_metrics(wide, container)
+    try:  # the compose stack's choice: Prometheus scrapes it from another container
+        assert httpx.get(f"http://{OTHER_LOCAL_ADDRESS}:{port}/metrics").status_code == 200
+    finally:
+        stop()
+    narrow = settings.model_copy(update={"host": "0.0.0.0", "metrics_host": "127.0.0.1"})
+    stop = main.start_metrics(narrow, container)
+    try:  # the API on every address, its metrics on the loopback only
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics").status_code == 200
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://{OTHER_LOCAL_ADDRESS}:{port}/metrics")
+    finally:
+        stop()
+
+
 def test_metrics_need_a_token_or_a_port_of_their_own(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="RAG_METRICS_ENABLED needs RAG_METRICS_TOKEN"):
         api_settings(tmp_path / "data", metrics_enabled=True)

@@ -96,6 +96,35 @@ def test_a_server_error_names_its_request_id_in_the_body_and_the_trace(
     assert request.attributes["http.response.status_code"] == 500
 
 
+CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CLIENT_TRACEPARENT = f"00-{CLIENT_TRACE}-00f067aa0ba902b7-01"
+
+
+def _health_trace(settings_dir: Path, spans: InMemorySpanExporter, **overrides: str) -> str:
+    """The trace id of the request span of one GET /health sent with a client's traceparent."""
+    settings = api_settings(settings_dir, tracing="otlp", **overrides)
+    with serving(create_app(settings)) as server:
+        response = httpx.get(f"{server.url}/health", headers={"traceparent": CLIENT_TRACEPARENT})
+        assert response.status_code == 200
+    (request,) = [s for s in spans.get_finished_spans() if s.name == "GET /health"]
+    return format(request.context.trace_id, "032x")
+
+
+def test_a_clients_traceparent_is_ignored_when_it_is_no_trusted_proxy(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    # Anyone could otherwise pick the trace their requests land in, or flood one trace id.
+    trace = _health_trace(tmp_path / "data", spans)
+    assert trace != CLIENT_TRACE
+    assert int(trace, 16) != 0  # a trace of its own
+
+
+def test_a_trusted_proxys_traceparent_continues_its_trace(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    assert _health_trace(tmp_path / "data", spans, trusted_proxies="127.0.0.1") == CLIENT_TRACE
+
+
 class _Collector(BaseHTTPRequestHandler):
     """An OTLP/HTTP receiver: keeps the span names of every export it is sent."""
 
