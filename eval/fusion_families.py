@@ -11,14 +11,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.headings import has_heading
 from app.retrieval.hybrid import Recall, RetrieverConfig, demote_page_roles, fuse, promote_headings
-
-if TYPE_CHECKING:
-    from eval.manuals_loo import Asked
 
 Params = dict[str, Any]
 
@@ -31,9 +28,10 @@ class Family:
     grid: list[Params]
     rank: Callable[[Recall, str, Params], list[str]]
 
-    def order(self, params: Params) -> Callable[[Asked], list[str]]:
-        """The ordering of one question's candidates under these parameters."""
-        return lambda asked: self.rank(asked.recall, asked.question.text, params)
+    def order(self, params: Params) -> Callable[[Recall, str], list[str]]:
+        """The ordering of one question's candidates (its recall and text) under these
+        parameters."""
+        return lambda recall, query: self.rank(recall, query, params)
 
 
 def truncated(recall: Recall, dense: int, keyword: int) -> Recall:

@@ -146,7 +146,11 @@ def family_table(family: Family, sets: dict[str, list[Asked]]) -> list[dict[str,
     """Every grid point of the family scored on every manual (computed once for all folds)."""
     table = []
     for params in family.grid:
-        order = family.order(params)
+        ranked = family.order(params)
+
+        def order(asked: Asked, ranked: Callable[[Recall, str], list[str]] = ranked) -> list[str]:
+            return ranked(asked.recall, asked.question.text)
+
         table.append({"params": params, **{m: summary(a, order) for m, a in sets.items()}})
     return table
 
