@@ -15,9 +15,9 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
 # Modules the scripts import, run by none on their own (bench.ingest_http is `python -m
-# bench.ingest --one-file-per-request`).
+# bench.ingest --one-file-per-request`, bench.ingest_wait `--upload-and-wait`).
 HELPERS = {"__init__", "__main__", "common", "datasets", "metrics", "custom_set", "scan_render"}
-HELPERS |= {"ingest_common", "ingest_http"}
+HELPERS |= {"ingest_common", "ingest_http", "ingest_wait", "fusion_families", "glued_words"}
 SCRIPTS = sorted(
     f"{folder}.{path.stem}"
     for folder in ("bench", "eval")

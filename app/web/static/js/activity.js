@@ -8,7 +8,8 @@ const PAGE = 50; // under the server's default page-size cap (RAG_MAX_PAGE_SIZE,
 const MAX_USER_PAGES = 20;
 // The server's list (app/services/audit.py ACTIONS); tests/api/test_web_admin.py compares them.
 export const ACTIONS = [
-  "login.succeeded", "login.failed", "logout", "logout.everywhere", "password.changed",
+  "login.succeeded", "login.failed", "login.locked", "logout", "logout.everywhere",
+  "password.changed",
   "key.created", "key.revoked", "user.created", "user.changed", "user.deleted",
   "document.uploaded", "document.deleted", "quota.refused",
 ];
