@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import nullcontext
 from pathlib import Path
 from unittest.mock import patch
@@ -22,6 +22,7 @@ from unittest.mock import patch
 from app.domain import Page
 from app.ingestion.limits import LoadLimits
 from app.ingestion.loaders.pdf import load_pdf
+from app.ingestion.loaders.pdf_text import PdfiumPage
 from bench.common import table
 from eval.glued_words import (
     glued_share,
@@ -35,9 +36,9 @@ from eval.manual_questions import ALL_SOURCES, missing_sources, readable_pdf
 _MIN_PAGE_LETTERS = 200
 
 
-def _pypdf_only(path: Path, count: int) -> Iterator[str | None]:
+def _pypdf_only(path: Path, count: int, with_tops: Collection[int] = ()) -> Iterator[PdfiumPage]:
     """The loader's fallback on every page: pypdf's text, as before."""
-    return iter([None] * count)
+    return iter([PdfiumPage(None)] * count)
 
 
 def _load(path: Path, pypdf_only: bool) -> tuple[list[Page], float]:

@@ -2,9 +2,10 @@
 and where on the page its heading begins.
 
 An entry's destination names a page and, for `/XYZ left top zoom` and `/FitH top`, the height
-the viewer scrolls to: the heading's top. `TextTops` records where each piece of extracted text
-sits while pypdf reads a page, so that height can be turned into a place in the page's text (the
-first words printed below it): the heading line, its number included, even where the title's
+the viewer scrolls to: the heading's top. `TextTops` records the height each piece of a page's
+text is printed at (PDFium's glyph origins, or pypdf's text visitor where PDFium cannot read the
+page), so that height can be turned into a place in the page's text (the first words printed
+below it): the heading line, its number included, even where the title's
 words also occur earlier on the page (a mention above the heading). Without a usable height the
 title's first occurrence after the previous heading is taken, as the loader always did; a title
 the text does not hold keeps the previous heading's place, so the sections stay in order.
@@ -111,11 +112,15 @@ class TextTops:
 
     pieces: list[tuple[str, float]] = field(default_factory=list)
 
+    def add(self, text: str, height: float) -> None:
+        """Record a piece of text printed with its baseline at this height (blank ones skip)."""
+        if text.strip():
+            self.pieces.append((text, height))
+
     def visit(self, text: str, cm: Sequence[float], tm: Sequence[float], *_: Any) -> None:
         """pypdf's `visitor_text`: record the piece and its baseline height on the page."""
-        if text.strip():
-            # The text origin (tm's translation) mapped through the current transformation.
-            self.pieces.append((text, tm[4] * cm[1] + tm[5] * cm[3] + cm[5]))
+        # The text origin (tm's translation) mapped through the current transformation.
+        self.add(text, tm[4] * cm[1] + tm[5] * cm[3] + cm[5])
 
     def words_below(self, top: float) -> list[str]:
         """The first words of the highest line printed at or below `top` (the heading a

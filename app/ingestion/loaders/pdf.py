@@ -91,13 +91,16 @@ def load_pdf(path: Path, limits: LoadLimits) -> list[Page]:
     texts: list[str] = []
     tops: dict[int, TextTops] = {}
     reversed_pages = 0
-    # Word spaces come from glyph positions (PDFium); pypdf's own text is the fallback.
-    for index, positioned in enumerate(positioned_texts(path, count)):
+    # Pages opening a bookmark with a height: where each line is printed turns that height into
+    # a position in the page's text.
+    placed = {i for i, opening in outline.items() if any(e.top is not None for e in opening)}
+    # Word spaces and line heights come from glyph positions (PDFium); pypdf is the fallback.
+    for index, positioned in enumerate(positioned_texts(path, count, placed)):
         try:
-            raw = best_page_text(positioned, reader.pages[index])
-            if any(entry.top is not None for entry in outline.get(index, [])):
-                # Where each piece is printed (pypdf's visitor): the bookmark's height becomes
-                # a position in the page's text, whichever engine read that text.
+            raw = best_page_text(positioned.text, reader.pages[index])
+            if positioned.tops is not None:
+                tops[index] = positioned.tops
+            elif index in placed:
                 tops[index] = TextTops()
                 reader.pages[index].extract_text(visitor_text=tops[index].visit)
         except FileNotDecryptedError as exc:

@@ -16,14 +16,16 @@ from __future__ import annotations
 import ctypes
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from pypdf import PageObject
 
 from app.ingestion.ocr_pdf import lacks_text_layer
+from app.ingestion.pdf_outline import LINE_TOLERANCE, TextTops
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,40 @@ def _lam_alef_restored(text_page: pdfium.PdfTextPage, text: str) -> str:
     return "".join(chars)
 
 
-def _page_text(document: pdfium.PdfDocument, index: int) -> str:
+class PdfiumPage(NamedTuple):
+    """A page as PDFium read it: its text, and where its lines are printed when asked for."""
+
+    text: str | None
+    tops: TextTops | None = None
+
+
+def _line_heights(text_page: pdfium.PdfTextPage) -> TextTops:
+    """The page's characters in reading order, in runs printed at one height (each glyph's
+    origin, the baseline pypdf's text visitor reports): where a bookmark's height points."""
+    tops = TextTops()
+    x, y = ctypes.c_double(), ctypes.c_double()
+    run: list[str] = []
+    height: float | None = None
+    for index in range(text_page.count_chars()):
+        char = chr(pdfium_c.FPDFText_GetUnicode(text_page.raw, index))
+        placed = not char.isspace() and pdfium_c.FPDFText_GetCharOrigin(
+            text_page.raw, index, ctypes.byref(x), ctypes.byref(y)
+        )
+        if placed and height is not None and abs(y.value - height) > LINE_TOLERANCE:
+            tops.add("".join(run), height)
+            run = []
+        if placed and not run:
+            height = y.value
+        if char in "\r\n":
+            char = " "  # a line break between runs of one height still parts their words
+        if height is not None:
+            run.append(char)
+    if height is not None:
+        tops.add("".join(run), height)
+    return tops
+
+
+def _read_page(document: pdfium.PdfDocument, index: int, with_tops: bool) -> PdfiumPage:
     page = document[index]
     try:
         text_page = page.get_textpage()
@@ -71,22 +106,26 @@ def _page_text(document: pdfium.PdfDocument, index: int) -> str:
             text: str = text_page.get_text_range()
             if _ARABIC_LETTER.search(text):
                 text = _lam_alef_restored(text_page, text)
+            tops = _line_heights(text_page) if with_tops else None
         finally:
             text_page.close()
     finally:
         page.close()
-    return text.replace(_LINE_END_HYPHEN, "-\n")
+    return PdfiumPage(text.replace(_LINE_END_HYPHEN, "-\n"), tops)
 
 
-def positioned_texts(path: Path, count: int) -> Iterator[str | None]:
-    """Each page's text as PDFium reads it, page by page (so the caller's character budget
-    stops the work early); None for every page when PDFium cannot read the file as `count`
-    pages, and for a page it cannot read (the caller then uses pypdf's text there)."""
+def positioned_texts(
+    path: Path, count: int, with_tops: Collection[int] = ()
+) -> Iterator[PdfiumPage]:
+    """Each page as PDFium reads it, page by page (so the caller's character budget stops the
+    work early), with its line heights for the page indexes in `with_tops`; a page without text
+    for every page when PDFium cannot read the file as `count` pages, and for a page it cannot
+    read (the caller then uses pypdf there)."""
     try:
         document = pdfium.PdfDocument(path)
     except pdfium.PdfiumError as exc:
         log.warning("PDFium cannot open the PDF (%s); text without positioned spaces", exc)
-        yield from [None] * count
+        yield from [PdfiumPage(None)] * count
         return
     try:
         if len(document) != count:
@@ -95,16 +134,14 @@ def positioned_texts(path: Path, count: int) -> Iterator[str | None]:
                 len(document),
                 count,
             )
-            yield from [None] * count
+            yield from [PdfiumPage(None)] * count
             return
         for index in range(count):
             try:
-                text = _page_text(document, index)
+                yield _read_page(document, index, index in with_tops)
             except pdfium.PdfiumError as exc:
                 log.warning("PDFium cannot read page %d (%s)", index + 1, exc)
-                yield None
-            else:
-                yield text
+                yield PdfiumPage(None)
     finally:
         document.close()
 
