@@ -40,6 +40,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
 from app.errors import QuotaExceeded
+from app.jobs.endings import JobEndings
 from app.jobs.scheduling import RETRYING, fair_tenant, next_batch
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
@@ -161,6 +162,8 @@ class JobStore:
 
     def __init__(self, database: Database) -> None:
         self._db = database
+        # Rung after a job's end commits, for clients waiting on it in this process.
+        self.endings = JobEndings()
 
     def reserve(self, tenant_id: str, active_limit: int) -> str:
         """Hold one of the tenant's job slots for an upload about to be received; its id.
@@ -425,6 +428,7 @@ class JobStore:
                     error=None,
                     warnings=json.dumps(list(warnings), ensure_ascii=False) if warnings else None,
                 )
+        self.endings.ended(job.job_id for job in done)
 
     def mark_failed(self, job_id: str, error: str, code: str = "ingestion_failed") -> None:
         """Finish a job with a stable code and a message (shown to users only for codes of
@@ -438,6 +442,7 @@ class JobStore:
                 progress_stage="failed",
                 **_job_error(code, detail),
             )
+        self.endings.ended([job_id])
 
     def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:
         """Touch a processing job (at `now`, default the current time) so `requeue_stale` leaves
@@ -494,12 +499,12 @@ class JobStore:
             )
             return waiting is not None
 
-    def has_queued(self, tenant_id: str) -> bool:
-        """Whether the tenant has a job waiting to be claimed."""
+    def has_unfinished(self, tenant_id: str) -> bool:
+        """Whether the tenant has a job queued or processing."""
         with self._db.session() as session:
             waiting = session.scalar(
                 select(JobRow.job_id)
-                .where(JobRow.tenant_id == tenant_id, JobRow.status == "queued")
+                .where(JobRow.tenant_id == tenant_id, JobRow.status.in_(("queued", "processing")))
                 .limit(1)
             )
             return waiting is not None

@@ -27,6 +27,7 @@ from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents as service
 from app.services.auth import Identity
+from app.services.job_wait import MAX_WAIT_S, wait_for_job
 from app.storage.documents import DocumentRecord
 
 router = APIRouter(tags=["documents"])
@@ -182,9 +183,23 @@ def list_jobs(
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
-def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOut:
-    """An ingestion job's state and progress."""
-    return _job_out(service.get_job(container.upload_deps, principal.tenant_id, job_id))
+async def get_job(
+    job_id: str,
+    container: ContainerDep,
+    principal: Principal,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_S,
+            description="seconds to wait for the job to end (done or failed) before answering; "
+            "it answers as soon as the job ends, or with its state then (default 0: at once)",
+        ),
+    ] = 0,
+) -> JobOut:
+    """An ingestion job's state and progress; with `wait`, once it has ended (long poll)."""
+    deps = container.upload_deps
+    return _job_out(await wait_for_job(deps, principal.tenant_id, job_id, wait))
 
 
 @router.get("/documents", response_model=DocumentList, responses=error_responses(422))
