@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import percentile, table
+from bench.common import percentile, process_cpu_s, table
 from bench.ingest_common import bench_settings, embed_once, paragraph_files
 from bench.ingest_http import bench_server
 from tests.api.live_server import LiveServer
@@ -91,10 +91,12 @@ async def _round(
                 path = todo.pop(0)
                 await _upload_and_wait(client, headers, path.name, path.read_bytes(), poll_s)
 
-        started = time.perf_counter()
+        assert server.process is not None
+        started, cpu_started = time.perf_counter(), process_cpu_s(server.process.pid)
         await asyncio.gather(*(client_loop() for _ in range(concurrency)))
         total = time.perf_counter() - started
-    return {"lone": lone, "total": total}
+        cpu = process_cpu_s(server.process.pid) - cpu_started
+    return {"lone": lone, "total": total, "cpu": cpu}
 
 
 def run_wait_workload(
@@ -109,6 +111,8 @@ def run_wait_workload(
     lone: list[float] = []
     totals: list[float] = []
     floors: list[float] = []
+    cpus: list[float] = []  # the server's (its children included) during upload-and-wait
+    floor_cpus: list[float] = []
     loads: list[float] = []
     chunks = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,8 +121,9 @@ def run_wait_workload(
             base = Path(tmp) / f"round{round_number}"
             base.mkdir()
             loads.append(os.getloadavg()[0])
-            wall, _, chunks = embed_once(bench_settings(base / "embed", provider), paths)
+            wall, floor_cpu, chunks = embed_once(bench_settings(base / "embed", provider), paths)
             floors.append(wall)
+            floor_cpus.append(floor_cpu)
             server = bench_server(base / "data", provider, uploads, extra)
             server.start()
             try:
@@ -128,9 +133,11 @@ def run_wait_workload(
                 server.stop()
             lone += result["lone"]  # type: ignore[arg-type]
             totals.append(float(result["total"]))  # type: ignore[arg-type]
+            cpus.append(float(result["cpu"]))  # type: ignore[arg-type]
             loads.append(os.getloadavg()[0])
     floor = statistics.median(floors)
     total = statistics.median(totals)
+    cpu, floor_cpu = statistics.median(cpus), statistics.median(floor_cpus)
     print(
         f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), {concurrency} clients "
         f"each uploading one file and waiting for its job "
@@ -142,22 +149,33 @@ def run_wait_workload(
     ms = [1000 * s for s in lone]
     print(
         table(
-            ["workload", "median", "p95", "vs embedding"],
+            ["workload", "median", "p95", "vs embedding", "CPU s", "CPU vs embedding"],
             [
                 [
                     f"lone 1 KB upload until done ({len(ms)}), ms",
                     statistics.median(ms),
                     percentile(ms, 95),
                     "-",
+                    "-",
+                    "-",
                 ],
-                ["upload-and-wait, all jobs done, s", total, "-", f"{total / floor:.2f}x"],
-                ["one-batch embedding (floor), s", floor, "-", "1x"],
+                [
+                    "upload-and-wait, all jobs done, s",
+                    total,
+                    "-",
+                    f"{total / floor:.2f}x",
+                    cpu,
+                    f"{cpu / floor_cpu:.2f}x",
+                ],
+                ["one-batch embedding (floor), s", floor, "-", "1x", floor_cpu, "1x"],
             ],
         )
     )
     print(
-        "per round (total s, floor s): "
-        + ", ".join(f"({t:.2f}, {f:.2f})" for t, f in zip(totals, floors, strict=True))
+        "per round (total s, floor s, server CPU s): "
+        + ", ".join(
+            f"({t:.2f}, {f:.2f}, {c:.2f})" for t, f, c in zip(totals, floors, cpus, strict=True)
+        )
     )
     print(
         f"lone upload: p50 {statistics.median(ms):.0f} ms, p95 {percentile(ms, 95):.0f} ms "

@@ -110,6 +110,11 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
         turn.check()  # before each embedding call
         if reports[-1].file == len(jobs) - 1 and all(r.done == r.total for r in reports):
             return  # every file embedded: the jobs' ends are recorded moments later instead
+        assert indexing is not None
+        if all(r.done == 0 for r in reports) and (
+            sum(r.total for r in reports) <= indexing.pipeline.batch_size
+        ):
+            return  # embedded in one call: the next news is the jobs' ends
         store.update_progress_many(
             [JobProgress(jobs[r.file].job_id, r.done, r.total, "embedding") for r in reports]
         )

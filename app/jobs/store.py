@@ -613,8 +613,11 @@ def _check_storage_quota(
     session: Session, tenant_id: str, document_id: str, size_bytes: int, quota: StorageQuota
 ) -> None:
     """Raise QuotaExceeded if storing this upload (new or replacing) passes a quota."""
-    others = stored_usage(session, tenant_id, except_document=document_id)
-    replaces = stored_usage(session, tenant_id).documents > others.documents
+    # One pass over the tenant's documents, then the replaced one's own row by its key.
+    others = stored_usage(session, tenant_id)
+    replaced = stored_usage(session, tenant_id, only_document=document_id)
+    others = others.without(replaced)
+    replaces = replaced.documents > 0
     if not replaces and others.documents + 1 > quota.documents:
         raise QuotaExceeded(
             "documents",
