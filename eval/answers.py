@@ -10,7 +10,7 @@ through the real retriever and the real generation code:
 
     python -m eval.answers [--providers llamacpp extractive] [--questions 50] [--seed 2026]
 
-The `manuals` task asks the natural questions of eval/manuals (issue 28) of each manual's own
+The `manuals` task asks the natural questions of eval/manuals of each manual's own
 tenant, with the service's settings (abstain threshold included), and scores the pages cited:
 answers citing a gold page, answered but citing only wrong pages, answerable questions refused,
 seconds to the first token and to the end; and, for every answer not citing a gold page, its
@@ -398,7 +398,7 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def summarise_manuals(outcomes: list[ManualOutcome]) -> dict[str, float]:
-    """The issue-28 answer measures and the count of each cause of a missed gold page."""
+    """The manual-question answer measures and the count of each cause of a missed gold page."""
     answered = [not o.refused for o in outcomes]
     seconds = [o.seconds for o in outcomes]
     first = [o.first_token_seconds for o in outcomes]

@@ -1,6 +1,6 @@
 """Cross-lingual dense variants of the shipped USE model, measured on cached vectors.
 
-Issue 16's last target needs a better cross-lingual dense arm: 88% of the Arabic questions over
+The last tuning target (XQuAD ar->en) needs a better cross-lingual dense arm: 88% of the Arabic questions over
 English text match no keyword, so every fusion ranks them by the dense arm alone. This script
 embeds the XQuAD (en, ar) and ARCD (train, test) paragraphs and questions once with the real USE
 model (cached in --cache), then scores dense nDCG@10 of each variant on the tuning questions

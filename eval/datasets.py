@@ -5,7 +5,7 @@ Tasks: XQuAD en->en, ar->ar, ar->en (Arabic questions over the English paragraph
 are parallel), en->ar (English questions over the Arabic paragraphs) and ARCD test; ARCD train is
 for tuning only. The data directory can be moved with RAG_EVAL_DATA_DIR.
 
-Honest tuning (issue 16): fusion is tuned on ARCD train and on the questions of a fixed, seeded
+Honest tuning: fusion is tuned on ARCD train and on the questions of a fixed, seeded
 dev split of XQuAD's articles (`xquad_split`), and reported on ARCD test and the XQuAD remainder.
 """
 

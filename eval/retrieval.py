@@ -56,7 +56,7 @@ CORPUS_OF_TASK = {
     "arcd-test": "arcd",
     "arcd-train": "arcd-train",
 }
-# "Haystack plain RRF" (issue 16's baseline), computed with our own fusion over our own arms:
+# "Haystack plain RRF" (the baseline every fusion change is measured against), computed with our own fusion over our own arms:
 # both arms weighted 1, k=60, no coverage scaling, no exact-match pinning, and the model's own
 # question vectors (Haystack does not centre them: `baseline_embedder`).
 PLAIN_RRF = "plain-rrf"
