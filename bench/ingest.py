@@ -13,11 +13,11 @@ real Chroma and embedder) and timed until every job is done, once with jobs run 
 (RAG_INGEST_BATCH_JOBS=1) and once batched (the default), next to embedding the same chunk texts
 in full batches in one go. Target: batched uploads within 3x of that one-batch embedding.
 
-`--one-file-per-request` is the folder-sync workload (a client mirroring a folder) on a live server: `python -m
-app.serve` (uvicorn, one process, threads job backend, real Chroma and embedder) on loopback, the
-`--uploads` files posted one per HTTP request by `--concurrency` (4) clients at once, timed from
-the first upload until every job is done, next to embedding the same chunk texts in one go (in
-this process, while no server runs). Target: within 2x of that one-batch embedding.
+`--one-file-per-request` is the folder-sync workload (a client mirroring a folder) on a live server:
+`python -m app.serve` (uvicorn, one process, threads job backend, real Chroma and embedder) on
+loopback, the `--uploads` files posted one per HTTP request by `--concurrency` (4) clients at once,
+timed from the first upload until every job is done, next to embedding the same chunk texts in one
+go (in this process, while no server runs). Target: within 2x of that one-batch embedding.
 
     python -m bench.ingest [--docs 40] [--paragraphs 10] [--provider use]
     python -m bench.ingest --api [--uploads 240]

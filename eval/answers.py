@@ -64,7 +64,13 @@ from eval.manual_questions import (
     load_questions,
     missing_sources,
 )
-from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit, ingest_paragraphs
+from eval.retrieval import (
+    CORPUS_OF_TASK,
+    RESULTS_DIR,
+    git_commit,
+    ingest_paragraphs,
+    portable_model_id,
+)
 
 TASKS = ("xquad-en-en", "xquad-ar-ar", "arcd-test")
 MANUALS = "manuals"
@@ -326,8 +332,8 @@ def run(
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "commit": git_commit(),
             "provider": provider,
-            "model": llms[provider].model_id,
-            "embedder": container.embedder.model_id,
+            "model": portable_model_id(llms[provider].model_id),
+            "embedder": portable_model_id(container.embedder.model_id),
             "questions_per_task": count,
             "seed": seed,
             "abstain_threshold": settings.llm_abstain_threshold,
@@ -499,8 +505,8 @@ def run_manuals(
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "commit": git_commit(),
             "provider": provider,
-            "model": llms[provider].model_id,
-            "embedder": container.embedder.model_id,
+            "model": portable_model_id(llms[provider].model_id),
+            "embedder": portable_model_id(container.embedder.model_id),
             "split": split,
             "questions": count,
             "seed": seed,

@@ -447,7 +447,7 @@ def render_summary(report: dict[str, Any]) -> str:
 
 
 def render_before_after(report: dict[str, Any]) -> str:
-    """Doc- and chunk-level nDCG@10 of dense and hybrid, before the retrieval table and now, every set."""
+    """Doc- and chunk-level nDCG@10 of dense and hybrid, the previous release and now, every set."""
     now = service_variants()
     lines = _header(
         "set",

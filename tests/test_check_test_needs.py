@@ -44,7 +44,9 @@ def test_a_redis_on_a_wrong_port_and_a_missing_data_folder_are_listed_and_fail(
 ) -> None:
     port = closed_port()
     nowhere = tmp_path / "no-data-here"
-    result = run_checker(RAG_TEST_REDIS_URL=f"redis://127.0.0.1:{port}/0", RAG_EVAL_DATA_DIR=str(nowhere))
+    result = run_checker(
+        RAG_TEST_REDIS_URL=f"redis://127.0.0.1:{port}/0", RAG_EVAL_DATA_DIR=str(nowhere)
+    )
 
     assert result.returncode == 1
     listed = result.stderr
@@ -78,7 +80,8 @@ def test_tools_missing_from_path_are_named_with_their_debian_package(tmp_path: P
     assert re.search(r"tesseract on PATH.*\n.*apt-get install -y tesseract-ocr ", listed)
     assert re.search(r"Chromium at .*chromium.*\n.*apt-get install -y chromium", listed)
     # and one command for every Debian package the list names
-    assert re.search(r"All the Debian packages at once.*chromium.*prometheus.*tesseract-ocr", listed)
+    every = r"All the Debian packages at once.*chromium.*prometheus.*tesseract-ocr"
+    assert re.search(every, listed)
 
 
 def test_a_complete_evaluation_data_folder_is_not_listed(tmp_path: Path) -> None:
