@@ -167,10 +167,12 @@ def manuals() -> list[Missing]:
     for name in contents_case.MANUALS:
         if not (contents_case.R_MANUAL_DIR / name).is_file():
             absent.setdefault(contents_case.APT_PACKAGE, []).append(name)
-    return [
-        Missing(f"the manuals {', '.join(sorted(set(names)))}", apt_get(package), (package,))
-        for package, names in sorted(absent.items())
-    ]
+    if not absent:
+        return []
+    names = sorted({name for group in absent.values() for name in group})
+    packages = tuple(sorted(absent))
+    what = f"the Debian manuals the evaluation tests read: {', '.join(names)}"
+    return [Missing(what, apt_get(*packages), packages)]
 
 
 def evaluation_data() -> list[Missing]:
