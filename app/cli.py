@@ -38,7 +38,7 @@ def _progress_bar(label: str) -> ProgressCallback:
 def cmd_ingest(container: Container, args: argparse.Namespace) -> int:
     """Ingest files synchronously, printing pages and chunks per file (or, with --queue, hand
     them to the running service's workers as uploads and print their job ids)."""
-    from app.services.documents import ingest_local_file, queue_local_file
+    from app.services.local_files import ingest_local_file, queue_local_file
 
     if args.queue:
         for raw in args.paths:

@@ -36,12 +36,13 @@ if TYPE_CHECKING:
     from app.services.auth import Authenticator
     from app.services.conversations import ConversationDeps, FollowUpDeps
     from app.services.corpus import Corpus
-    from app.services.documents import DocumentDeps, UploadDeps
+    from app.services.indexing import DocumentDeps
     from app.services.login import LoginGuard
     from app.services.page_lane import PageLane
     from app.services.pages import KeptOriginals, PageDeps
     from app.services.second_arm import SecondArm
     from app.services.stats import StatsDeps
+    from app.services.uploads import UploadDeps
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
     from app.storage.chunks import ChunkStore
@@ -197,6 +198,7 @@ class Container:
     def stats_deps(self) -> StatsDeps:
         """What /stats reads."""
         from app.services.stats import StatsDeps
+    from app.services.uploads import UploadDeps
 
         return StatsDeps(
             documents=self.documents,
@@ -270,7 +272,7 @@ class Container:
     @cached_property
     def upload_deps(self) -> UploadDeps:
         """What accepting uploads and reading their jobs needs (builds the job queue)."""
-        from app.services.documents import UploadDeps
+        from app.services.uploads import UploadDeps
 
         return UploadDeps(
             jobs=self.jobs,
@@ -286,7 +288,7 @@ class Container:
     @cached_property
     def document_deps(self) -> DocumentDeps:
         """What indexing, listing and deleting documents needs (builds the retriever)."""
-        from app.services.documents import DocumentDeps
+        from app.services.indexing import DocumentDeps
 
         return DocumentDeps(
             documents=self.documents,
