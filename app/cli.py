@@ -19,7 +19,7 @@ from app.container import Container
 from app.domain import ROLES
 from app.errors import RagError
 from app.retrieval.grouping import GROUPINGS
-from app.services.pipeline import ProgressCallback
+from app.services.blocks.pipeline import ProgressCallback
 
 # User names are unique per tenant: a name several tenants have needs its tenant.
 TENANT_HELP = "the user's tenant; needed when several tenants have the user name"

@@ -16,7 +16,7 @@ from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import ConfigurationError
-from app.limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING, RequestLimits
+from app.request_limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING, RequestLimits
 
 ENV_PREFIX = "RAG_"
 # The service's version (the API's OpenAPI version and rag_build_info{version}).
@@ -32,7 +32,7 @@ CacheBackend = Literal["memory", "redis"]
 JobBackend = Literal["threads", "redis"]
 # Which retrieval arms index a chunk with its section path (app/ingestion/section_paths.py).
 SectionPathArms = Literal["both", "keyword", "dense", "off"]
-# A second dense arm beside the configured embedder's (app/services/second_arm.py).
+# A second dense arm beside the configured embedder's (app/services/blocks/second_arm.py).
 SecondEmbedding = Literal["none", "e5"]
 
 
@@ -1061,7 +1061,7 @@ class Settings(BaseSettings):
         group="auth",
         unit="characters",
         description=f"Longest question or search query (at most {QUESTION_CHARS_CEILING}; "
-        "app/limits.py).",
+        "app/request_limits.py).",
         gt=0,
         le=QUESTION_CHARS_CEILING,
     )

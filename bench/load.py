@@ -45,7 +45,7 @@ def preload(data_dir: str, chunks: int) -> None:
     """Write `chunks` chunks for SEARCH_TENANT into the data dir (run in a child process)."""
     from app.config import load_settings
     from app.providers.embeddings import build_embedder
-    from app.services.corpus import build_corpus
+    from app.services.blocks.corpus import build_corpus
     from bench.bm25_libraries import synthetic_chunks
     from bench.retrieval import _load
 

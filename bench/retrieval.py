@@ -33,7 +33,7 @@ from app.providers.embeddings import build_embedder
 from app.providers.rerankers import build_reranker
 from app.retrieval.hybrid import HybridRetriever, build_retriever
 from app.retrieval.keyword import KeywordIndex, KeywordSnapshot
-from app.services.corpus import build_corpus
+from app.services.blocks.corpus import build_corpus
 from app.timing import start_timer
 from bench.bm25_libraries import synthetic_chunks
 from bench.common import median, percentile, table

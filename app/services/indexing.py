@@ -14,7 +14,7 @@ from app.domain import document_id as make_document_id
 from app.errors import IngestionError
 from app.ingestion.parse_turn import ParseTurn
 from app.services.pages import KeptOriginals
-from app.services.pipeline import (
+from app.services.blocks.pipeline import (
     EmbeddingProgress,
     FileProgress,
     IngestedDocument,
@@ -31,7 +31,7 @@ from app.storage.documents import DocumentStore, IndexedFacts
 
 if TYPE_CHECKING:
     from app.providers.types import Embedder
-    from app.services.corpus import Corpus
+    from app.services.blocks.corpus import Corpus
     from app.storage.cache import AnswerCache
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from app.errors import UnsupportedFileType
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services.indexing import DocumentDeps, index_document
-from app.services.pipeline import IngestedDocument, ProgressCallback
+from app.services.blocks.pipeline import IngestedDocument, ProgressCallback
 from app.services.uploads import (
     ReceivedFile,
     UploadDeps,

@@ -16,7 +16,7 @@ from app.config import Settings
 from app.domain import ROLES, Role
 from app.errors import AuthenticationFailed, InvalidInput, KeyNotAllowed, NotFound, TenantRequired
 from app.services.audit import Actor
-from app.services.passwords import validate_password
+from app.services.blocks.passwords import validate_password
 from app.storage.db import Database
 from app.storage.users import UserChange, UserRecord, UserStore
 

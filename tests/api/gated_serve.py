@@ -14,7 +14,7 @@ from typing import Any
 
 from app import serve
 from app.services import indexing
-from app.services.pipeline import FileProgress
+from app.services.blocks.pipeline import FileProgress
 
 GATE = Path(os.environ["RAG_TEST_EMBED_GATE"])
 _embed_files = indexing.embed_files

@@ -9,7 +9,7 @@ import pytest
 from app.config import Settings
 from app.providers.rerankers import build_reranker
 from app.retrieval.hybrid import HybridRetriever, build_retriever
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 from app.timing import start_timer
 from tests.fakes import FakeEmbedder
 from tests.providers.tiny_cross_encoder import save_tiny_cross_encoder

@@ -18,7 +18,7 @@ import pytest
 from chroma_helpers import make_chunks
 from chromadb.config import Settings as ChromaSettings
 
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 from app.storage.chroma_index import ChromaVectorIndex
 from app.storage.chunks import ChunkStore
 from app.storage.db import open_database
