@@ -134,7 +134,7 @@ def test_the_closure_check_notices_a_file_the_layer_forgot(tmp_path: Path) -> No
     _materialise(_early_copies(IMAGE_DOCKERFILE), ROOT, tmp_path)
     (tmp_path / "app" / "app" / "request_limits.py").unlink()
 
-    assert missing_imports(tmp_path / "app", ROOT) == {"app.request_limits": "app/config.py"}
+    assert missing_imports(tmp_path / "app", ROOT) == {"app.request_limits": "app/config/__init__.py"}
 
 
 def _dockerfiles() -> list[tuple[Path, Path]]:
