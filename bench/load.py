@@ -32,7 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from bench.common import add_server_setting_option, median, percentile, server_settings_given, table
-from tests.api.live_server import LiveServer
+from testkit.live_server import LiveServer
 
 SEARCH_TENANT = "bench-tenant"  # the tenant bench.retrieval's loader writes
 UPLOAD_TENANT = "bench-uploads"

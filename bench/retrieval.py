@@ -177,7 +177,7 @@ def sample_questions(count: int) -> list[str]:
 
 def reranker_latency(runs: int = 20) -> tuple[float, float]:
     """p50/p95 ms to rerank 20 real ~1200-char candidates with the tiny cross-encoder."""
-    from tests.providers.tiny_cross_encoder import save_tiny_cross_encoder
+    from testkit.tiny_cross_encoder import save_tiny_cross_encoder
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = save_tiny_cross_encoder(Path(tmp) / "tiny")

@@ -212,6 +212,37 @@ def test_use_cases_and_building_blocks_are_apart() -> None:
     assert "app.services.blocks.corpus" in import_graph()["app.services.indexing"]
 
 
+# The checkout's top-level packages: the service, the testing kit that starts it and builds its
+# inputs, what measures it, and the tests (which may import all of them).
+TOP_LEVEL_FORBIDDEN = {
+    "app": ("testkit", "tests", "bench", "eval"),
+    "testkit": ("tests", "bench", "eval"),
+    "bench": ("tests",),
+    "eval": ("tests",),
+}
+
+
+def _top_level_imports(path: Path) -> Iterator[str]:
+    """The first component of every absolute import in the file (any depth, any guard)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module.split(".")[0]
+
+
+def test_top_level_packages_import_only_downwards() -> None:
+    root = APP.parent
+    breaches = sorted(
+        f"{path.relative_to(root)} imports {name}"
+        for package, banned in TOP_LEVEL_FORBIDDEN.items()
+        for path in (root / package).rglob("*.py")
+        for name in _top_level_imports(path)
+        if name in banned
+    )
+    assert breaches == []
+
+
 def top_level_parts() -> list[str]:
     """Every module and package directly under app/ (app/web holds only static files)."""
     parts = [p.stem for p in APP.glob("*.py") if p.name != "__init__.py"]

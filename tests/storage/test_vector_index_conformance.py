@@ -25,7 +25,7 @@ from app.storage.db import open_database
 from app.storage.vector_index import IndexedVector, VectorIndex
 from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import InMemoryVectorIndex
-from tests.scaleout.scaleout_stack import free_port, wait_for_port
+from testkit.local_stack import free_port, wait_for_port
 
 pytestmark = pytest.mark.integration
 
