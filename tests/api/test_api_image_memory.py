@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from testkit.live_server import LiveServer
 from raw_http import rss_kib
 
+from testkit.live_server import LiveServer
 from tests.scans import blank_frames_tiff, scanned_page
 
 pytestmark = pytest.mark.integration

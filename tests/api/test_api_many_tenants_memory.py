@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from testkit.live_server import LiveServer
 
 from bench.many_tenants import add_tenants, exercise
+from testkit.live_server import LiveServer
 
 pytestmark = pytest.mark.slow
 

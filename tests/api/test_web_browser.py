@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from testkit.builders import pdf_document, text_document
 from browser import A11Y_AUDIT, drop_files, launched_chromium, screenshot
-from testkit.live_server import LiveServer
 
+from testkit.builders import pdf_document, text_document
+from testkit.live_server import LiveServer
 from tests.scans import image_bytes, scanned_page
 
 pytestmark = pytest.mark.integration

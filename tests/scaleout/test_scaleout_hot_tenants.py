@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from testkit.local_stack import ApiClient
 from tests.scaleout.running_stack import running_stack
 
