@@ -11,11 +11,12 @@ hold no thread of the pool the other requests share.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from anyio import to_thread
 
 from app.jobs.store import JobRecord
-from app.services.documents import UploadDeps, get_job
+from app.services.uploads import UploadDeps, get_job
 
 MAX_WAIT_S = 30.0
 # How often a waiter reads its job again when no doorbell rang (a job ended in another process).
@@ -33,10 +34,8 @@ async def wait_for_job(
     rang = asyncio.Event()
 
     def wake() -> None:  # called from the worker thread that recorded the end
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
             loop.call_soon_threadsafe(rang.set)
-        except RuntimeError:  # the loop has closed: nobody waits any more
-            pass
 
     with deps.jobs.endings.watching(job_id, wake):
         while True:
@@ -45,7 +44,5 @@ async def wait_for_job(
             left = deadline - loop.time()
             if job.status in ENDED or left <= 0:
                 return job
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(rang.wait(), timeout=min(left, recheck_s))
-            except TimeoutError:
-                pass
