@@ -423,6 +423,9 @@ class JobStore:
                     status="done",
                     chunks_indexed=job.chunks_indexed,
                     pages=job.pages,
+                    # Every chunk embedded, whatever progress was last written.
+                    progress_done=job.chunks_indexed,
+                    progress_total=job.chunks_indexed,
                     progress_stage="done",
                     error_code=None,
                     error=None,
