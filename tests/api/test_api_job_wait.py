@@ -16,11 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from api_builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 from app.job_runners.runner import run_jobs
 from app.jobs.store import JobStore
+from testkit.builders import text_document
 
 pytestmark = pytest.mark.integration
 
