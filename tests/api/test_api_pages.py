@@ -14,7 +14,7 @@ from testkit.builders import docx_document, pdf_document, text_document
 
 pytestmark = pytest.mark.integration
 
-PAGE_ONE = "Cover page of the GANNET maintenance handbook, issue 3."
+PAGE_ONE = "Cover page of the GANNET maintenance handbook, edition 3."
 PAGE_TWO = (
     "Safety first. The GANNET mast bolts are tightened to 45 newton metres with the blue "
     "torque wrench. Check the bolts again after the first storm of the season."

@@ -25,7 +25,7 @@ PASSWORD = "browser tests password"
 MAX_UPLOAD = 2 * 1024 * 1024
 JOB_TIMEOUT_MS = 180_000
 HANDBOOK_PAGES = (
-    "Cover page of the GANNET maintenance handbook, issue 3.",
+    "Cover page of the GANNET maintenance handbook, edition 3.",
     "Safety first. The GANNET mast bolts are tightened to 45 newton metres with the blue "
     "torque wrench. Check the bolts again after the first storm of the season.",
 )
