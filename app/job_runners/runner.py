@@ -124,8 +124,8 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
         indexing = deps.indexing()  # a server down here fails (or retries) every job of the batch
         outcomes: list[IndexOutcome] = index_documents(
             indexing,
-            tenant,
-            [
+            tenant_id=tenant,
+            requests=[
                 IndexRequest(
                     Path(job.stored_path),
                     job.source,

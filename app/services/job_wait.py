@@ -25,7 +25,7 @@ ENDED = ("done", "failed")
 
 
 async def wait_for_job(
-    deps: UploadDeps, tenant_id: str, job_id: str, wait_s: float, recheck_s: float = RECHECK_S
+    deps: UploadDeps, *, tenant_id: str, job_id: str, wait_s: float, recheck_s: float = RECHECK_S
 ) -> JobRecord:
     """The tenant's job once it has ended, or its state after `wait_s` seconds; NotFound as
     `get_job`."""
@@ -37,10 +37,13 @@ async def wait_for_job(
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
             loop.call_soon_threadsafe(rang.set)
 
+    def read() -> JobRecord:
+        return get_job(deps, tenant_id=tenant_id, job_id=job_id)
+
     with deps.jobs.endings.watching(job_id, wake):
         while True:
             rang.clear()  # before the read: an end committed after it rings again
-            job = await to_thread.run_sync(get_job, deps, tenant_id, job_id)
+            job = await to_thread.run_sync(read)
             left = deadline - loop.time()
             if job.status in ENDED or left <= 0:
                 return job
