@@ -33,6 +33,14 @@ class UploadAccepted(JobAccepted):
     jobs: list[JobAccepted]
 
 
+class UploadUnchanged(BaseModel):
+    """An upload whose content the document already has indexed: nothing was queued."""
+
+    status: Literal["unchanged"] = "unchanged"
+    document_id: str
+    source: str
+
+
 class Progress(BaseModel):
     done: int
     total: int
@@ -77,6 +85,12 @@ class DocumentOut(BaseModel):
     )
     uploaded_by_name: str | None = Field(
         default=None, description="that user's name (null once the user is deleted)"
+    )
+    content_sha256: str | None = Field(
+        default=None, description="hex SHA-256 of the uploaded file of this version"
+    )
+    sync_root: str | None = Field(
+        default=None, description="the label of the synced folder it came from (null: none)"
     )
 
 

@@ -6,6 +6,7 @@ import asyncio
 from typing import Annotated, Literal, get_args
 
 from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.access import Authorized
@@ -20,14 +21,16 @@ from app.api.schemas import (
     JobStatus,
     Progress,
     UploadAccepted,
+    UploadUnchanged,
 )
 from app.api.upload import receive_uploads
 from app.errors import public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents as service
+from app.services import sync_uploads
 from app.services.auth import Identity
-from app.storage.documents import DocumentRecord
+from app.storage.documents import DocumentFilter, DocumentRecord
 
 router = APIRouter(tags=["documents"])
 # Files one upload request may carry (each becomes a job and takes a slot of the queue quota).
@@ -52,7 +55,23 @@ _UPLOAD_BODY = {
                                     "maxItems": MAX_FILES_PER_REQUEST,
                                 },
                             ],
-                        }
+                        },
+                        "source_path": {
+                            "type": "string",
+                            "description": "the document name as a relative path "
+                            "('dir/file.pdf'), instead of the file name (one file only)",
+                        },
+                        "sync_root": {
+                            "type": "string",
+                            "maxLength": sync_uploads.MAX_SYNC_ROOT_CHARS,
+                            "description": "the label of the synced folder it comes from",
+                        },
+                        "sha256": {
+                            "type": "string",
+                            "pattern": "^[0-9a-f]{64}$",
+                            "description": "the file's content hash: a document that already "
+                            "has it indexed answers 200 unchanged and nothing is queued",
+                        },
                     },
                 }
             }
@@ -72,6 +91,8 @@ def _document_out(record: DocumentRecord) -> DocumentOut:
         uploaded_at=record.uploaded_at.isoformat(),
         uploaded_by=record.uploaded_by,
         uploaded_by_name=record.uploaded_by_name,
+        content_sha256=record.content_sha256,
+        sync_root=record.sync_root,
     )
 
 
@@ -107,16 +128,25 @@ def _job_out(job: JobRecord) -> JobOut:
 @router.post(
     "/documents",
     status_code=202,
-    response_model=UploadAccepted,
+    response_model=UploadAccepted | UploadUnchanged,
     openapi_extra=_UPLOAD_BODY,
-    responses=error_responses(403, 413, 415, 422, 429),
+    responses={
+        200: {"model": UploadUnchanged, "description": "the content is already indexed"},
+        **error_responses(403, 413, 415, 422, 429),
+    },
 )
 async def upload_document(
-    request: Request, container: ContainerDep, caller: Authorized, ip: ClientIp
-) -> UploadAccepted:
+    request: Request,
+    response: Response,
+    container: ContainerDep,
+    caller: Authorized,
+    ip: ClientIp,
+) -> UploadAccepted | UploadUnchanged:
     """Accept files (multipart field `file`, repeated for several; one job each) and queue them
     for background indexing. All files of a request are accepted, or none. A member may replace
-    only documents they uploaded (403)."""
+    only documents they uploaded (403). With one file, `source_path` names the document by its
+    path in a synced folder, `sync_root` labels it with that folder, and `sha256` lets a
+    document that already has this content answer 200 `unchanged` without queueing anything."""
     tenant = caller.tenant_id
     deps = container.upload_deps
     uploader = _uploader(caller, ip)
@@ -127,6 +157,8 @@ async def upload_document(
     def reserve_next() -> None:  # runs in the receiver's worker thread
         reservations.append(service.reserve_upload(deps, tenant, uploader))
 
+    texts = dict.fromkeys(sync_uploads.SYNC_FIELDS, "")  # which text fields to read
+    received: list[service.ReceivedFile] = []
     try:
         received = await receive_uploads(
             request,
@@ -135,16 +167,27 @@ async def upload_document(
             accept_suffix=SUPPORTED_EXTENSIONS,
             max_files=MAX_FILES_PER_REQUEST,
             reserve_slot=reserve_next,
+            texts=texts,
         )
+        fields = sync_uploads.SyncFields.parse(texts, len(received))
+    except sync_uploads.InvalidInput:
+        for file in received:
+            file.path.unlink(missing_ok=True)
+        await run_in_threadpool(_release_all, deps, tenant, reservations)
+        raise
     except BaseException:  # 413/415/422/429 or a client gone mid-body: the slots are free again
         release = run_in_threadpool(_release_all, deps, tenant, reservations)
         await asyncio.shield(release)  # completes even if this request is being cancelled
         raise
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
-    jobs = await run_in_threadpool(
-        service.submit_uploads, deps, tenant, reservations, received, uploader
+    submitted = await run_in_threadpool(
+        sync_uploads.submit_sync_upload, deps, tenant, reservations, received, uploader, fields
     )
+    if isinstance(submitted, sync_uploads.Unchanged):
+        response.status_code = 200
+        return UploadUnchanged(document_id=submitted.document_id, source=submitted.source)
+    jobs = submitted
     accepted = [
         JobAccepted(
             job_id=job.job_id,
@@ -187,17 +230,45 @@ def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOu
     return _job_out(service.get_job(container.upload_deps, principal.tenant_id, job_id))
 
 
+DocumentField = Literal[tuple(DocumentOut.model_fields)]  # type: ignore[valid-type]
+
+
 @router.get("/documents", response_model=DocumentList, responses=error_responses(422))
 def list_documents(
     container: ContainerDep,
     principal: Principal,
     limit: PageLimit = None,
     offset: PageOffset = 0,
-) -> DocumentList:
-    """The tenant's documents, newest first."""
+    source_prefix: Annotated[
+        str | None,
+        Query(max_length=255, description="keep documents whose name starts with this"),
+    ] = None,
+    sync_root: Annotated[
+        str | None,
+        Query(max_length=100, description="keep documents a sync of this folder label uploaded"),
+    ] = None,
+    fields: Annotated[
+        list[DocumentField] | None,
+        Query(description="return only these fields of each document (repeat it)"),
+    ] = None,
+) -> DocumentList | JSONResponse:
+    """The tenant's documents, newest first; with `source_prefix` or `sync_root`, those it keeps,
+    by name. `fields=source&fields=content_sha256&fields=document_id` is the cheap listing a
+    folder sync compares its files with."""
     size = container.request_limits.page_size(limit)
-    found = service.list_documents(container.document_deps, principal.tenant_id, size, offset)
-    return DocumentList(data=[_document_out(r) for r in found.records], count=found.total)
+    deps, tenant = container.document_deps, principal.tenant_id
+    if source_prefix is None and sync_root is None:
+        found = service.list_documents(deps, tenant, size, offset)
+    else:
+        wanted = DocumentFilter(source_prefix, sync_root)
+        found = sync_uploads.list_matching(deps, tenant, wanted, size, offset)
+    listed = DocumentList(data=[_document_out(r) for r in found.records], count=found.total)
+    if not fields:
+        return listed
+    kept = set(fields)
+    return JSONResponse(
+        {"data": [d.model_dump(include=kept) for d in listed.data], "count": listed.count}
+    )
 
 
 @router.get(
