@@ -15,24 +15,30 @@ $(VENV)/.dev: requirements.lock requirements-dev.lock scripts/install.sh
 	scripts/install.sh $(VENV) dev
 	touch $(VENV)/.runtime $@
 
-run: $(VENV)/.runtime
+# The `rag` command line (client/): its dependencies are in the locks, so it installs offline
+# on top of them, and again whenever its sources change.
+$(VENV)/bin/rag: client/pyproject.toml $(wildcard client/rag_client/*.py) | $(VENV)/.runtime
+	$(PY) -m pip install --quiet --no-deps --no-index --no-build-isolation ./client
+	touch $@
+
+run: $(VENV)/.runtime $(VENV)/bin/rag
 	RAG_ENV=$${RAG_ENV:-development} $(PY) -m app.serve
 
-test: $(VENV)/.dev
+test: $(VENV)/.dev $(VENV)/bin/rag
 	$(PY) -m pytest
 
-test-unit: $(VENV)/.dev
+test-unit: $(VENV)/.dev $(VENV)/bin/rag
 	$(PY) -m pytest -m unit
 
 lint: $(VENV)/.dev
-	$(PY) -m ruff check app eval scripts tests bench
-	$(PY) -m ruff format --check app eval scripts tests bench
+	$(PY) -m ruff check app eval scripts tests bench client
+	$(PY) -m ruff format --check app eval scripts tests bench client
 	$(PY) -m mypy
 	$(PY) scripts/check_docs.py
 
 format: $(VENV)/.dev
-	$(PY) -m ruff format app eval scripts tests bench
-	$(PY) -m ruff check --fix app eval scripts tests bench
+	$(PY) -m ruff format app eval scripts tests bench client
+	$(PY) -m ruff check --fix app eval scripts tests bench client
 
 bench: $(VENV)/.dev
 	$(PY) -m bench

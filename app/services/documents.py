@@ -53,6 +53,7 @@ from app.storage.documents import DocumentRecord, DocumentStore, IndexedFacts
 if TYPE_CHECKING:
     from app.providers.types import Embedder
     from app.services.corpus import Corpus
+    from app.services.webhooks import DocumentEvents
     from app.storage.cache import AnswerCache
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,7 @@ class DocumentDeps:
     pipeline: PipelineConfig
     chunk_quota: int  # RAG_QUOTA_CHUNKS
     ocr_page_quota: int | None = None  # RAG_QUOTA_OCR_PAGES (None: no quota)
+    events: DocumentEvents | None = None  # webhooks hear of deletions
 
 
 @dataclass(frozen=True)
@@ -660,6 +662,10 @@ def delete_document(
     deps.cache.invalidate_tenant(tenant_id)
     deps.refresh_keywords(tenant_id)
     log.info("document deleted", extra={"document_id": document_id, "chunks": removed})
+    if deps.events is not None:
+        deps.events.document(
+            tenant_id, "document.deleted", document_id, found.source, status="deleted"
+        )
 
 
 def list_jobs(

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from app.domain import document_id as make_document_id
 from app.errors import InvalidInput
 from app.jobs.store import JobRecord
-from app.storage.documents import DocumentFilter, DocumentRecord
 from app.services.documents import (
     DocumentDeps,
     ListedPage,
@@ -27,6 +26,7 @@ from app.services.documents import (
     sanitise_filename,
     submit_uploads,
 )
+from app.storage.documents import DocumentFilter, DocumentRecord
 
 # The form fields of an upload that a sync sends beside its one file.
 SYNC_FIELDS = ("source_path", "sync_root", "sha256")

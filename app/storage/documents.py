@@ -245,7 +245,6 @@ class DocumentStore:
                 write_entry(session, audit)
             return existed
 
-
     def set_sync_root(self, tenant_id: str, document_id: str, sync_root: str | None) -> None:
         """Label the tenant's document with the sync folder it came from (None: none)."""
         with self._db.session() as session:

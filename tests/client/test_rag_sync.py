@@ -1,0 +1,184 @@
+"""`rag sync` and `rag upload` from outside: the real executable against a live server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.client.conftest import ClientServer, Ran
+
+pytestmark = pytest.mark.integration
+
+
+def write(root: Path, name: str, text: str) -> Path:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def listed(cs: ClientServer, label: str) -> dict[str, dict]:
+    """The service's documents of a sync label, by name (read with httpx, not with rag)."""
+    answer = httpx.get(
+        f"{cs.server.url}/documents",
+        params={"sync_root": label, "limit": 1000},
+        headers={"Authorization": f"Bearer {cs.key}"},
+    )
+    assert answer.status_code == 200, answer.text
+    return {doc["source"]: doc for doc in answer.json()["data"]}
+
+
+def ok(ran: Ran) -> dict:
+    assert ran.code == 0, ran.stderr + ran.stdout
+    return ran.json()
+
+
+def test_sync_uploads_new_replaces_changed_and_deletes_gone_files(
+    client_server: ClientServer, tmp_path: Path
+) -> None:
+    rag = client_server.rag
+    root = tmp_path / "manuals"
+    write(root, "pump.txt", "The relief valve of the pump opens at 7 bar.")
+    write(root, "guides/boiler.md", "# Boiler\n\nThe boiler is flushed every spring.")
+    write(root, ".hidden.txt", "never synced")
+
+    first = ok(rag("sync", str(root), "--wait", "--json"))
+    assert sorted(e["source"] for e in first["uploaded"]) == ["guides/boiler.md", "pump.txt"]
+    assert first["failed"] == [] and first["deleted"] == [] and first["replaced"] == []
+    docs = listed(client_server, "manuals")
+    assert set(docs) == {"guides/boiler.md", "pump.txt"}
+    assert {d["status"] for d in docs.values()} == {"done"}
+    pump_id = docs["pump.txt"]["document_id"]
+
+    again = ok(rag("sync", str(root), "--json"))
+    assert sorted(again["unchanged"]) == ["guides/boiler.md", "pump.txt"]
+    assert again["uploaded"] == [] and again["replaced"] == []
+
+    write(root, "pump.txt", "The relief valve of the pump now opens at 9 bar.")
+    write(root, "notes.txt", "Spare gaskets are in the blue cabinet.")
+    (root / "guides" / "boiler.md").unlink()
+
+    dry = ok(rag("sync", str(root), "--delete", "--dry-run", "--json"))
+    assert dry["dry_run"] is True
+    assert [e["source"] for e in dry["uploaded"]] == ["notes.txt"]
+    assert [e["source"] for e in dry["replaced"]] == ["pump.txt"]
+    assert [e["source"] for e in dry["deleted"]] == ["guides/boiler.md"]
+    assert set(listed(client_server, "manuals")) == {"guides/boiler.md", "pump.txt"}  # untouched
+
+    done = ok(rag("sync", str(root), "--delete", "--wait", "--json"))
+    assert [e["source"] for e in done["replaced"]] == ["pump.txt"]
+    assert done["replaced"][0]["document_id"] == pump_id  # replaced in place
+    assert [e["source"] for e in done["uploaded"]] == ["notes.txt"]
+    assert [e["source"] for e in done["deleted"]] == ["guides/boiler.md"]
+    assert set(listed(client_server, "manuals")) == {"notes.txt", "pump.txt"}
+
+    found = ok(rag("search", "relief valve opens bar", "--json"))
+    texts = [hit["text"] for hit in found["results"] if hit["source"] == "pump.txt"]
+    assert texts and all("9 bar" in text for text in texts)  # the old version's chunks are gone
+
+
+def test_two_sync_roots_in_one_collection_never_delete_each_other(
+    client_server: ClientServer, tmp_path: Path
+) -> None:
+    rag = client_server.rag
+    east, west = tmp_path / "east", tmp_path / "west"
+    write(east, "east-a.txt", "East wing heating schedule.")
+    write(east, "east-b.txt", "East wing lighting schedule.")
+    write(west, "west-a.txt", "West wing heating schedule.")
+    ok(rag("sync", str(east), "--label", "wing-east", "--delete", "--json"))
+    ok(rag("sync", str(west), "--label", "wing-west", "--delete", "--json"))
+
+    (east / "east-b.txt").unlink()
+    result = ok(rag("sync", str(east), "--label", "wing-east", "--delete", "--json"))
+    assert [e["source"] for e in result["deleted"]] == ["east-b.txt"]
+    filtered = ("--include", "nothing-matches-*", "--delete", "--dry-run", "--json")
+    left_out = ok(rag("sync", str(west), "--label", "wing-west", *filtered))
+    assert left_out["deleted"] == []  # what the filters leave out is not deleted either
+    assert set(listed(client_server, "wing-east")) == {"east-a.txt"}
+    assert set(listed(client_server, "wing-west")) == {"west-a.txt"}
+
+
+def test_sync_killed_halfway_then_run_again_duplicates_and_loses_nothing(
+    client_server: ClientServer, tmp_path: Path
+) -> None:
+    rag = client_server.rag
+    root = tmp_path / "many"
+    names = [f"part-{i:02d}.txt" for i in range(40)]
+    for i, name in enumerate(names):
+        write(root, name, f"Part {i} of the inventory: {i * 7} bolts in drawer {i}.")
+
+    running = rag.popen("sync", str(root), "--concurrency", "1", "--json")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(listed(client_server, "many")) < 5:
+        time.sleep(0.05)
+    os.kill(running.pid, signal.SIGKILL)
+    running.wait(timeout=30)
+    partial = listed(client_server, "many")
+    assert 5 <= len(partial) < len(names), "the sync should have been killed halfway"
+
+    rerun = ok(rag("sync", str(root), "--wait", "--json"))
+    assert rerun["failed"] == []
+    assert len(rerun["uploaded"]) + len(rerun["unchanged"]) == len(names)
+    assert len(rerun["uploaded"]) <= len(names) - len(partial) + 1  # at most the one in flight
+    docs = listed(client_server, "many")
+    assert sorted(docs) == names  # each file once
+    assert {d["status"] for d in docs.values()} == {"done"}
+    assert ok(rag("sync", str(root), "--json"))["unchanged"] == names
+
+
+def test_upload_reports_each_file_and_exit_code_one_when_some_fail(
+    client_server: ClientServer, tmp_path: Path
+) -> None:
+    rag = client_server.rag
+    good = write(tmp_path, "castle.txt", "The Harrowgate castle was built in 1342.")
+    empty = write(tmp_path, "empty.txt", "")
+    odd = write(tmp_path, "tool.exe", "MZ")
+    ran = rag("upload", str(good), str(empty), str(odd), "--wait", "--json")
+    assert ran.code == 1, ran.stderr
+    files = {Path(f["path"]).name: f for f in ran.json()["files"]}
+    assert files["castle.txt"]["status"] == "done"
+    assert files["empty.txt"]["status"] == "failed" and files["empty.txt"]["error_code"]
+    assert files["tool.exe"]["error_code"] == "unsupported_file_type"
+    assert ran.json()["failed"] == 2
+
+    human = rag("upload", str(odd))
+    assert human.code == 1
+    assert "tool.exe" in human.stdout and "not supported" in human.stdout  # the failure table
+
+
+def test_ask_prints_the_answer_then_its_citations(
+    client_server: ClientServer, tmp_path: Path
+) -> None:
+    rag = client_server.rag
+    root = tmp_path / "castles"
+    write(root, "harrowgate.txt", "The Harrowgate castle was built in 1342 by the river guild.")
+    ok(rag("sync", str(root), "--wait", "--json"))
+
+    answered = rag("ask", "When was the Harrowgate castle built?")
+    assert answered.code == 0, answered.stderr
+    assert "1342" in answered.stdout
+    assert "[1] harrowgate.txt p. 1" in answered.stdout
+
+    streamed = rag("ask", "When was the Harrowgate castle built?", "--stream", "--json")
+    body = ok(streamed)
+    assert "1342" in body["answer"]
+    assert body["citations"][0]["source"] == "harrowgate.txt"
+
+
+def test_exit_code_two_and_one_json_error_for_bad_usage_and_keys(
+    client_server: ClientServer, tmp_path: Path
+) -> None:
+    rag = client_server.rag
+    wrong_key = rag("docs", "ls", "--json", env={"RAG_API_KEY": "rag_not-a-real-key"})
+    assert wrong_key.code == 2
+    assert wrong_key.json()["error"]["code"]  # one JSON document, the error
+    no_key = rag("docs", "ls", "--json", env={"RAG_API_KEY": ""})
+    assert no_key.code == 2 and "rag login" in no_key.json()["error"]["message"]
+    assert rag("sync", str(tmp_path / "missing")).code == 2
+    assert rag("upload").code == 2
+    assert rag("sync", str(tmp_path), "--watch", "--dry-run").code == 2
