@@ -76,21 +76,38 @@ def _emit(document: Any) -> None:
     sys.stdout.flush()
 
 
-def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--json on a command: one JSON document on stdout."""
+def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--json, --url and --api-key on a command (the last two also work before it)."""
 
-    def remember(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
-        ctx.find_object(Context).as_json = value  # type: ignore[union-attr]
-        return value
+    def remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+        def store(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+            context = ctx.find_object(Context)
+            if context is not None and value not in (None, False):
+                setattr(context, name, value)
+            return value
 
-    return click.option(
+        return store
+
+    command = click.option(
         "--json",
         "as_json",
         is_flag=True,
         expose_value=False,
         is_eager=True,
-        callback=remember,
+        callback=remember("as_json"),
         help="print one JSON document on stdout (progress and logs go to stderr)",
+    )(command)
+    command = click.option(
+        "--url",
+        expose_value=False,
+        callback=remember("flag_url"),
+        help="the service (default: $RAG_URL, then `rag login`'s)",
+    )(command)
+    return click.option(
+        "--api-key",
+        expose_value=False,
+        callback=remember("flag_key"),
+        help="the API key (default: $RAG_API_KEY, then `rag login`'s)",
     )(command)
 
 
@@ -115,7 +132,7 @@ pass_context = click.make_pass_decorator(Context)
 @click.option("--tenant", default=None, help="the user's organisation, when needed")
 @click.option("--password-stdin", is_flag=True, help="read the password from stdin")
 @click.option("--key-name", default="rag command line", show_default=True)
-@json_option
+@common_options
 @pass_context
 def login(
     context: Context,
@@ -206,7 +223,7 @@ def _failure_table(rows: list[tuple[str, str]]) -> None:
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="metadata (repeat it)")
 @click.option("--wait", is_flag=True, help="wait until every file is indexed or failed")
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 32))
-@json_option
+@common_options
 @pass_context
 def upload(
     context: Context,
@@ -324,7 +341,7 @@ def _print_summary(summary: Summary) -> None:
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 32))
 @click.option("--wait", is_flag=True, help="wait until the uploads are indexed or failed")
 @click.option("--watch", is_flag=True, help="keep syncing as files change (Ctrl-C stops)")
-@json_option
+@common_options
 @pass_context
 def sync(
     context: Context,
@@ -392,7 +409,7 @@ def _cite(citation: dict[str, Any]) -> str:
 @cli.command()
 @click.argument("query")
 @click.option("-k", type=click.IntRange(1, 100), default=None, help="how many results")
-@json_option
+@common_options
 @pass_context
 def search(context: Context, query: str, k: int | None) -> None:
     """Rank passages for a query."""
@@ -414,7 +431,7 @@ def search(context: Context, query: str, k: int | None) -> None:
 @click.argument("question")
 @click.option("--stream", is_flag=True, help="print the answer as it is written")
 @click.option("-k", type=click.IntRange(1, 100), default=None, help="passages to answer from")
-@json_option
+@common_options
 @pass_context
 def ask(context: Context, question: str, stream: bool, k: int | None) -> None:
     """Answer a question from the documents, then list its citations as `[n] file p. label`."""
@@ -474,7 +491,7 @@ def docs() -> None:
 @docs.command("ls")
 @click.option("--prefix", default=None, help="only names starting with this")
 @click.option("--sync-root", default=None, help="only documents of this sync folder label")
-@json_option
+@common_options
 @pass_context
 def docs_ls(context: Context, prefix: str | None, sync_root: str | None) -> None:
     """List the documents."""
@@ -499,7 +516,7 @@ def docs_ls(context: Context, prefix: str | None, sync_root: str | None) -> None
 
 @docs.command("show")
 @click.argument("document_id")
-@json_option
+@common_options
 @pass_context
 def docs_show(context: Context, document_id: str) -> None:
     """Show one document."""
@@ -513,7 +530,7 @@ def docs_show(context: Context, document_id: str) -> None:
 
 @docs.command("rm")
 @click.argument("document_ids", nargs=-1, required=True)
-@json_option
+@common_options
 @pass_context
 def docs_rm(context: Context, document_ids: tuple[str, ...]) -> None:
     """Delete documents."""
@@ -542,7 +559,7 @@ def docs_rm(context: Context, document_ids: tuple[str, ...]) -> None:
 
 @cli.command()
 @click.option("--wait", is_flag=True, help="wait until no job is queued or processing")
-@json_option
+@common_options
 @pass_context
 def jobs(context: Context, wait: bool) -> None:
     """List the ingestion jobs (newest first)."""
@@ -567,7 +584,7 @@ def collections() -> None:
 
 
 @collections.command("ls")
-@json_option
+@common_options
 @pass_context
 def collections_ls(context: Context) -> None:
     """List the collections."""

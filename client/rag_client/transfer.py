@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -224,7 +225,9 @@ def list_all(api: Api, path: str, params: dict[str, Any]) -> list[dict[str, Any]
         except ApiError as exc:
             if exc.status != 422 or size is None:
                 raise
-            size = None  # a lower cap: the service's default page size
+            # A lower cap ("limit must not exceed 100"): that, else the default page size.
+            cap = re.search(r"exceed (\d+)", exc.message)
+            size = int(cap.group(1)) if cap and int(cap.group(1)) < size else None
             continue
         items += page["data"]
         if not page["data"] or len(items) >= page["count"]:

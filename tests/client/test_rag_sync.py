@@ -26,7 +26,7 @@ def listed(cs: ClientServer, label: str) -> dict[str, dict]:
     """The service's documents of a sync label, by name (read with httpx, not with rag)."""
     answer = httpx.get(
         f"{cs.server.url}/documents",
-        params={"sync_root": label, "limit": 1000},
+        params={"sync_root": label, "limit": 100},
         headers={"Authorization": f"Bearer {cs.key}"},
     )
     assert answer.status_code == 200, answer.text
@@ -146,7 +146,7 @@ def test_upload_reports_each_file_and_exit_code_one_when_some_fail(
     assert files["tool.exe"]["error_code"] == "unsupported_file_type"
     assert ran.json()["failed"] == 2
 
-    human = rag("upload", str(odd))
+    human = rag("upload", str(odd), env={"COLUMNS": "300"})  # one table row per line
     assert human.code == 1
     assert "tool.exe" in human.stdout and "not supported" in human.stdout  # the failure table
 
