@@ -94,6 +94,22 @@ class DocumentOut(BaseModel):
     )
 
 
+# The fields of DocumentOut, which `GET /documents?fields=` may choose.
+DocumentField = Literal[
+    "document_id",
+    "source",
+    "status",
+    "pages",
+    "chunks",
+    "size_bytes",
+    "uploaded_at",
+    "uploaded_by",
+    "uploaded_by_name",
+    "content_sha256",
+    "sync_root",
+]
+
+
 class DocumentList(BaseModel):
     data: list[DocumentOut]
     count: int

@@ -133,4 +133,4 @@ def list_matching(
 ) -> ListedPage[DocumentRecord]:
     """One page of the tenant's documents that `wanted` keeps (by name), and how many in all."""
     records, total = deps.documents.page_matching(tenant_id, wanted, limit, offset)
-    return ListedPage(records, total)
+    return ListedPage(list(records), total)

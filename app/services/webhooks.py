@@ -58,7 +58,7 @@ def create_webhook(
     check_url(url, deps.rules)
     chosen = _events(events)
     tenant = actor.tenant_id
-    if len(deps.store.list(tenant)) >= MAX_WEBHOOKS_PER_TENANT:
+    if len(deps.store.of_tenant(tenant)) >= MAX_WEBHOOKS_PER_TENANT:
         raise InvalidInput(f"a tenant has at most {MAX_WEBHOOKS_PER_TENANT} webhooks")
     webhook_id = "wh_" + secrets.token_hex(12)
     audit = actor.entry("webhook.created", webhook_id, url=url, events=chosen)
@@ -69,7 +69,7 @@ def create_webhook(
 
 def list_webhooks(deps: WebhookDeps, tenant_id: str) -> list[WebhookRecord]:
     """The tenant's webhooks."""
-    return deps.store.list(tenant_id)
+    return deps.store.of_tenant(tenant_id)
 
 
 def get_webhook(deps: WebhookDeps, tenant_id: str, webhook_id: str) -> WebhookRecord:

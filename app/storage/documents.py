@@ -256,7 +256,7 @@ class DocumentStore:
 
     def page_matching(
         self, tenant_id: str, wanted: DocumentFilter, limit: int, offset: int = 0
-    ) -> tuple[list[DocumentRecord], int]:
+    ) -> tuple[Sequence[DocumentRecord], int]:
         """One page of the tenant's documents that `wanted` keeps, in a stable order (by
         source), and how many it keeps in all."""
         if limit < 0 or offset < 0:

@@ -122,7 +122,7 @@ class WebhookStore:
             row = session.get(WebhookRow, webhook_id)
             return _webhook(row) if row is not None and row.tenant_id == tenant_id else None
 
-    def list(self, tenant_id: str) -> list[WebhookRecord]:
+    def of_tenant(self, tenant_id: str) -> list[WebhookRecord]:
         """The tenant's webhooks, oldest first."""
         query = (
             select(WebhookRow)

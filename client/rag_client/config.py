@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rag_client.errors import UsageError
 
@@ -38,7 +39,7 @@ class Connection:
     api_key: str | None
 
 
-def read_config(path: Path) -> dict:
+def read_config(path: Path) -> dict[str, Any]:
     """The saved settings ({} when there is no file); UsageError when it is not JSON."""
     try:
         text = path.read_text(encoding="utf-8")

@@ -186,9 +186,9 @@ def wait_for_jobs(
     return ended
 
 
-def _unfinished(api: Api) -> set:
+def _unfinished(api: Api) -> set[str]:
     """Ids of the tenant's jobs still queued or processing (every page)."""
-    found: set = set()
+    found: set[str] = set()
     offset = 0
     while True:
         page = api.get(

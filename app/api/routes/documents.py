@@ -13,6 +13,7 @@ from app.api.access import Authorized
 from app.api.deps import ClientIp, ContainerDep, PageLimit, PageOffset, Principal
 from app.api.errors import error_responses
 from app.api.schemas import (
+    DocumentField,
     DocumentList,
     DocumentOut,
     JobAccepted,
@@ -24,7 +25,7 @@ from app.api.schemas import (
     UploadUnchanged,
 )
 from app.api.upload import receive_uploads
-from app.errors import public_job_error
+from app.errors import InvalidInput, public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents as service
@@ -170,7 +171,7 @@ async def upload_document(
             texts=texts,
         )
         fields = sync_uploads.SyncFields.parse(texts, len(received))
-    except sync_uploads.InvalidInput:
+    except InvalidInput:
         for file in received:
             file.path.unlink(missing_ok=True)
         await run_in_threadpool(_release_all, deps, tenant, reservations)
@@ -230,9 +231,6 @@ def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOu
     return _job_out(service.get_job(container.upload_deps, principal.tenant_id, job_id))
 
 
-DocumentField = Literal[tuple(DocumentOut.model_fields)]  # type: ignore[valid-type]
-
-
 @router.get("/documents", response_model=DocumentList, responses=error_responses(422))
 def list_documents(
     container: ContainerDep,
@@ -265,7 +263,7 @@ def list_documents(
     listed = DocumentList(data=[_document_out(r) for r in found.records], count=found.total)
     if not fields:
         return listed
-    kept = set(fields)
+    kept: set[str] = set(fields)
     return JSONResponse(
         {"data": [d.model_dump(include=kept) for d in listed.data], "count": listed.count}
     )
