@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -182,3 +184,31 @@ def test_exit_code_two_and_one_json_error_for_bad_usage_and_keys(
     assert rag("sync", str(tmp_path / "missing")).code == 2
     assert rag("upload").code == 2
     assert rag("sync", str(tmp_path), "--watch", "--dry-run").code == 2
+
+
+def test_watch_syncs_again_when_files_change(client_server: ClientServer, tmp_path: Path) -> None:
+    rag = client_server.rag
+    root = tmp_path / "watched"
+    write(root, "first.txt", "The first buoy is green.")
+    running = rag.popen("sync", str(root), "--watch", "--delete", "--json")
+    try:
+        assert _eventually(lambda: set(listed(client_server, "watched")) == {"first.txt"})
+        write(root, "second.txt", "The second buoy is red.")
+        (root / "first.txt").unlink()
+        assert _eventually(lambda: set(listed(client_server, "watched")) == {"second.txt"})
+    finally:
+        running.send_signal(signal.SIGINT)
+        running.wait(timeout=30)
+    assert running.returncode == 0
+    assert running.stdout is not None
+    summaries = [json.loads(line) for line in running.stdout.read().decode().splitlines()]
+    assert len(summaries) >= 2  # one JSON document per line, one per sync
+
+
+def _eventually(condition: Callable[[], bool], timeout_s: float = 60) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return False
