@@ -95,6 +95,7 @@ def main() -> None:
         key = next(word for word in printed.split() if word.startswith("rag_"))
         server.start()
         env = {**os.environ, "RAG_URL": server.url, "RAG_API_KEY": key, "HOME": str(root)}
+        env["PYTHONPATH"] = str(root / "client")  # where a --target build put rag_client
         try:
             folder = root / "notes"
             paths = small_files(folder, args.files)
