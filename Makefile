@@ -31,14 +31,14 @@ test-unit: $(VENV)/.dev $(VENV)/bin/rag
 	$(PY) -m pytest -m unit
 
 lint: $(VENV)/.dev
-	$(PY) -m ruff check app eval scripts tests bench client
-	$(PY) -m ruff format --check app eval scripts tests bench client
+	$(PY) -m ruff check app eval scripts tests bench testkit client
+	$(PY) -m ruff format --check app eval scripts tests bench testkit client
 	$(PY) -m mypy
 	$(PY) scripts/check_docs.py
 
 format: $(VENV)/.dev
-	$(PY) -m ruff format app eval scripts tests bench client
-	$(PY) -m ruff check --fix app eval scripts tests bench client
+	$(PY) -m ruff format app eval scripts tests bench testkit client
+	$(PY) -m ruff check --fix app eval scripts tests bench testkit client
 
 bench: $(VENV)/.dev
 	$(PY) -m bench

@@ -15,13 +15,11 @@ from dataclasses import dataclass
 from app.domain import document_id as make_document_id
 from app.errors import InvalidInput
 from app.jobs.store import JobRecord
-from app.services.documents import (
-    DocumentDeps,
-    ListedPage,
+from app.services.documents import ListedPage, Uploader
+from app.services.indexing import DocumentDeps, file_sha256
+from app.services.uploads import (
     ReceivedFile,
     UploadDeps,
-    Uploader,
-    file_sha256,
     release_upload,
     sanitise_filename,
     submit_uploads,

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.live_server import LiveServer
+from testkit.live_server import LiveServer
 from tests.api.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.integration

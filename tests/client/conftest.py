@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.live_server import REPO_ROOT, LiveServer
+from testkit.live_server import REPO_ROOT, LiveServer
 
 
 @pytest.fixture(scope="session")
