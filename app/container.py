@@ -30,17 +30,17 @@ if TYPE_CHECKING:
     from app.retrieval.second_dense import SecondDense
     from app.security import ApiKeyHasher, TokenCodec
     from app.services.answer import AnswerDeps
-    from app.services.blocks.answer_lane import AnswerLane
     from app.services.api_keys import ApiKeyService
     from app.services.audit import AuditLog
     from app.services.auth import Authenticator
-    from app.services.conversations import ConversationDeps, FollowUpDeps
+    from app.services.blocks.answer_lane import AnswerLane
     from app.services.blocks.corpus import Corpus
+    from app.services.blocks.page_lane import PageLane
+    from app.services.blocks.second_arm import SecondArm
+    from app.services.conversations import ConversationDeps, FollowUpDeps
     from app.services.indexing import DocumentDeps
     from app.services.login import LoginGuard
-    from app.services.blocks.page_lane import PageLane
     from app.services.pages import KeptOriginals, PageDeps
-    from app.services.blocks.second_arm import SecondArm
     from app.services.stats import StatsDeps
     from app.services.uploads import UploadDeps
     from app.services.users import UserService

@@ -20,9 +20,9 @@ import anyio
 
 from app import metrics
 from app.errors import RagError, public_message
-from app.generation.grounded_answer import AnswerDelta, AnswerDone
-from app.generation.citations import Citation
 from app.generation.answer_limits import GenerationLimits
+from app.generation.citations import Citation
+from app.generation.grounded_answer import AnswerDelta, AnswerDone
 from app.request_limits import RequestLimits
 from app.services.blocks.admission import Caller, ConcurrencyLimiter, Slot
 from app.services.blocks.answer_lane import AnswerLane, AnswerStream, Step
@@ -298,9 +298,7 @@ async def answer(
         return cached_answer(found)
     slot = await _admit(lane.answers, caller, found.timer)
     try:
-        result: AnsweredQuestion = await lane.run(
-            context, generate_answer, deps, found
-        )
+        result: AnsweredQuestion = await lane.run(context, generate_answer, deps, found)
         return result
     finally:
         slot.release()

@@ -22,7 +22,6 @@ import anyio
 
 from app.errors import NotFound, QuotaExceeded, public_message
 from app.services import answer as answer_service
-from app.services.blocks.admission import Caller
 from app.services.answer import (
     AnsweredQuestion,
     AnswerEvent,
@@ -31,6 +30,7 @@ from app.services.answer import (
     CitationsFound,
     TextDelta,
 )
+from app.services.blocks.admission import Caller
 from app.services.blocks.answer_lane import AnswerStream
 from app.services.blocks.followups import Rewrite, Turn, standalone_question
 from app.storage.conversations import ConversationRecord, MessageRecord, NewTurn
@@ -136,8 +136,9 @@ def turns_of(messages: Sequence[MessageRecord]) -> list[Turn]:
 async def rewrite_follow_up(
     deps: FollowUpDeps, caller: Caller, history: Sequence[Turn], follow_up: str
 ) -> Rewrite:
-    """The standalone question for `follow_up` after `history` (see app/services/blocks/followups.py);
-    the LLM runs on the answer lane under an answer slot (Overloaded: 429/503)."""
+    """The standalone question for `follow_up` after `history` (see
+    app/services/blocks/followups.py); the LLM runs on the answer lane under an answer slot
+    (Overloaded: 429/503)."""
     config = deps.rewrite
     recent = list(history)[-config.context_turns :]
     rewrite = functools.partial(

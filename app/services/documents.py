@@ -83,4 +83,3 @@ def delete_document(
         deps.events.document(
             tenant_id, "document.deleted", document_id, found.source, status="deleted"
         )
-

@@ -16,7 +16,6 @@ from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut,
 from app.api.streams import AnswerStreamResponse, ClosableEvents
 from app.domain import SearchHit, ocr_confidence, section_path, text_source
 from app.observability import error_payload
-from app.services.blocks.admission import Caller
 from app.services import answer as answer_service
 from app.services.answer import (
     AnsweredQuestion,
@@ -26,6 +25,7 @@ from app.services.answer import (
     CitationsFound,
     TextDelta,
 )
+from app.services.blocks.admission import Caller
 from app.services.search import search as search_service
 from app.timing import start_timer
 

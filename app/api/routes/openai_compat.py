@@ -32,7 +32,6 @@ from app.api.schemas import CitationOut
 from app.api.streams import AnswerStreamResponse
 from app.observability import error_payload
 from app.services import chat_completions as service
-from app.services.blocks.admission import Caller
 from app.services.answer import (
     AnswerEvent,
     AnswerFailed,
@@ -40,6 +39,7 @@ from app.services.answer import (
     CitationsFound,
     TextDelta,
 )
+from app.services.blocks.admission import Caller
 from app.services.blocks.answer_lane import AnswerStream
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
