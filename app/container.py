@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from app.services.blocks.corpus import Corpus
     from app.services.blocks.page_lane import PageLane
     from app.services.blocks.second_arm import SecondArm
+    from app.services.blocks.webhook_delivery import WebhookDispatcher
+    from app.services.blocks.webhook_urls import UrlRules
     from app.services.conversations import ConversationDeps, FollowUpDeps
     from app.services.indexing import DocumentDeps
     from app.services.login import LoginGuard
@@ -44,8 +46,6 @@ if TYPE_CHECKING:
     from app.services.stats import StatsDeps
     from app.services.uploads import UploadDeps
     from app.services.users import UserService
-    from app.services.webhook_delivery import WebhookDispatcher
-    from app.services.webhook_urls import UrlRules
     from app.services.webhooks import DocumentEvents, WebhookDeps
     from app.storage.cache import AnswerCache
     from app.storage.chunks import ChunkStore
@@ -452,7 +452,7 @@ class Container:
     @cached_property
     def webhook_rules(self) -> UrlRules:
         """Where webhooks may point (RAG_WEBHOOK_ALLOW_PRIVATE; https in production)."""
-        from app.services.webhook_urls import UrlRules
+        from app.services.blocks.webhook_urls import UrlRules
 
         settings = self.settings
         return UrlRules(settings.env == "production", settings.webhook_allow_private)
@@ -466,7 +466,7 @@ class Container:
     @cached_property
     def webhook_dispatcher(self) -> WebhookDispatcher:
         """Sends queued webhook events; started by the process that runs jobs."""
-        from app.services.webhook_delivery import WebhookDispatcher
+        from app.services.blocks.webhook_delivery import WebhookDispatcher
 
         return WebhookDispatcher(
             self.webhook_store, self.webhook_rules, self.settings.webhook_retry_base_s

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.services.webhook_urls import MAX_URL_CHARS
+from app.services.blocks.webhook_urls import MAX_URL_CHARS
 from app.services.webhooks import EventType
 
 MAX_DESCRIPTION_CHARS = 500

@@ -3,12 +3,11 @@
 An event is queued once per subscribed webhook of the same tenant, as the exact JSON body that
 will be signed and sent (Standard Webhooks shape: `{"type", "timestamp", "data"}`). The body
 carries ids, the document's name, collection, status and error code, never its text. Sending
-is app/services/webhook_delivery.py's, from the database, by whichever process runs jobs.
+is app/services/blocks/webhook_delivery.py's, from the database, by whichever process runs jobs.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import secrets
@@ -19,20 +18,15 @@ from typing import Any, Literal, get_args
 
 from app.errors import InvalidInput, NotFound
 from app.services.audit import Actor
-from app.services.webhook_urls import UrlRules, check_url
+from app.services.blocks.webhook_delivery import new_secret
+from app.services.blocks.webhook_urls import UrlRules, check_url
 from app.storage.webhooks import DeliveryRecord, NewDelivery, WebhookRecord, WebhookStore
 
 log = logging.getLogger(__name__)
 
 EventType = Literal["document.indexed", "document.failed", "document.deleted"]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
-SECRET_PREFIX = "whsec_"
 MAX_WEBHOOKS_PER_TENANT = 20
-
-
-def new_secret() -> str:
-    """A signing secret in Standard Webhooks form: `whsec_` and 32 random bytes in base64."""
-    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 @dataclass(frozen=True)

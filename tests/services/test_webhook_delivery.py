@@ -10,8 +10,8 @@ import pytest
 
 from app.errors import InvalidInput
 from app.services.audit import Actor
-from app.services.webhook_delivery import WebhookDispatcher, signature
-from app.services.webhook_urls import UrlRules, check_url
+from app.services.blocks.webhook_delivery import WebhookDispatcher, signature
+from app.services.blocks.webhook_urls import UrlRules, check_url
 from app.services.webhooks import DocumentEvents, WebhookDeps, create_webhook
 from app.storage.audit import AuditStore
 from app.storage.db import Database

@@ -16,6 +16,7 @@ import base64
 import hashlib
 import hmac
 import logging
+import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -25,8 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from app.errors import InvalidInput
-from app.services.webhook_urls import Target, UrlRules, check_url
-from app.services.webhooks import SECRET_PREFIX
+from app.services.blocks.webhook_urls import Target, UrlRules, check_url
 from app.storage.audit import AuditEntry
 from app.storage.db import utc_now
 from app.storage.webhooks import DeliveryRecord, WebhookRecord, WebhookStore
@@ -39,6 +39,14 @@ MAX_RETRY_DELAY_S = 3600.0
 DISABLE_AFTER_FAILURES = 50
 LEASE = timedelta(seconds=30)  # longer than an attempt can take
 BATCH = 20
+
+
+SECRET_PREFIX = "whsec_"
+
+
+def new_secret() -> str:
+    """A signing secret in Standard Webhooks form: `whsec_` and 32 random bytes in base64."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 def signature(secret: str, message_id: str, timestamp: int, body: str) -> str:
