@@ -92,8 +92,8 @@ def submit_sync_upload(
     fields: SyncFields,
 ) -> list[JobRecord] | Unchanged:
     """Queue the request's files as `submit_uploads` does, named and labelled by `fields`;
-    Unchanged (the reservation released, the file removed) when the one file's content is
-    what its document already has indexed."""
+    Unchanged (the reservation released, the file removed) when the request gave `sha256` and
+    the one file's content is what its document already has indexed."""
     if fields == SyncFields():
         return submit_uploads(deps, tenant_id, reservations, files, uploader)
     (file,) = files
@@ -112,7 +112,13 @@ def submit_sync_upload(
         file.source = fields.source_path
     source = file.source or sanitise_filename(file.client_filename)
     existing = deps.documents.get(tenant_id, make_document_id(tenant_id, source))
-    if existing is not None and existing.status == "done" and existing.content_sha256 == actual:
+    indexed = existing is not None and existing.status == "done"
+    if (
+        fields.sha256 is not None
+        and existing is not None
+        and indexed
+        and (existing.content_sha256 == actual)
+    ):
         file.path.unlink(missing_ok=True)
         release_upload(deps, tenant_id, reservations[0])
         if existing.sync_root != fields.sync_root and fields.sync_root is not None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
+from sqlalchemy import update
 
 from app.errors import InvalidInput
 from app.services.audit import Actor
@@ -14,7 +16,8 @@ from app.services.blocks.webhook_delivery import WebhookDispatcher, signature
 from app.services.blocks.webhook_urls import UrlRules, check_url
 from app.services.webhooks import DocumentEvents, WebhookDeps, create_webhook
 from app.storage.audit import AuditStore
-from app.storage.db import Database
+from app.storage.db import Database, utc_now
+from app.storage.tables import WebhookDeliveryRow
 from app.storage.webhooks import WebhookStore
 from tests.api.webhook_receiver import Receiver
 
@@ -126,3 +129,30 @@ def test_fifty_failures_in_a_row_disable_the_webhook_with_an_audit_entry(
     events.document("acme", "document.deleted", "doc_x", "x.txt", status="deleted")
     dispatcher.run_due()
     assert len(receiver.requests) == 50  # a disabled webhook hears nothing more
+
+
+def test_a_redirect_is_not_followed_and_a_day_of_failures_ends_the_retries(
+    store: WebhookStore, receiver: Receiver, sql_database: Database
+) -> None:
+    receiver.status = 302  # it would send the service elsewhere: a failure, not followed
+    hook = create_webhook(
+        WebhookDeps(store, ALLOW), ADMIN, receiver.url, ["document.deleted"], None
+    )
+    DocumentEvents(store).document("acme", "document.deleted", "doc_1", "a.txt", status="deleted")
+    dispatcher = WebhookDispatcher(store, ALLOW, retry_base_s=60)
+    assert dispatcher.run_due() == 1
+    (delivery,), _ = store.deliveries("acme", hook.webhook_id, 10, 0)
+    assert (delivery.status, delivery.last_status_code) == ("pending", 302)
+    assert len(receiver.requests) == 1
+    assert delivery.next_attempt_at - utc_now() > timedelta(seconds=50)  # backoff, not at once
+
+    with sql_database.session() as session:  # the event is a day old and due again
+        session.execute(
+            update(WebhookDeliveryRow).values(
+                created_at=utc_now() - timedelta(hours=24), next_attempt_at=utc_now()
+            )
+        )
+    assert dispatcher.run_due() == 1
+    (delivery,), _ = store.deliveries("acme", hook.webhook_id, 10, 0)
+    assert (delivery.status, delivery.attempts) == ("failed", 2)
+    assert dispatcher.run_due() == 0  # no more attempts
