@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -212,3 +213,25 @@ def _eventually(condition: Callable[[], bool], timeout_s: float = 60) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+def test_docs_and_jobs_commands(client_server: ClientServer, tmp_path: Path) -> None:
+    rag = client_server.rag
+    note = write(tmp_path, "gauge.txt", "The pressure gauge reads 4 bar at rest.")
+    uploaded = ok(rag("upload", str(note), "--json"))
+    (file,) = uploaded["files"]
+    jobs = ok(rag("jobs", "--wait", "--json"))
+    assert file["job_id"] in {job["job_id"] for job in jobs["data"]}
+    assert all(job["status"] in ("done", "failed") for job in jobs["data"])
+
+    shown = ok(rag("docs", "show", file["document_id"], "--json"))
+    assert (shown["source"], shown["status"]) == ("gauge.txt", "done")
+    assert shown["content_sha256"] == hashlib.sha256(note.read_bytes()).hexdigest()
+    listed_names = [d["source"] for d in ok(rag("docs", "ls", "--json"))["data"]]
+    assert "gauge.txt" in listed_names
+
+    removed = rag("docs", "rm", file["document_id"], "doc_000000000000000000000000", "--json")
+    assert removed.code == 1  # one of the two did not exist
+    assert removed.json()["deleted"] == [file["document_id"]]
+    assert removed.json()["failed"][0]["error_code"] == "not_found"
+    assert rag("docs", "show", file["document_id"]).code == 1
