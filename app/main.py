@@ -156,11 +156,11 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         workers = container.job_queue  # threads pool, or a Redis queue for workers
         stop_metrics = start_metrics(active, container) if active.metrics_enabled else None
         # Webhook events go out from the process that runs jobs: this one with `threads`.
-        webhooks = container.webhook_dispatcher if active.job_backend == "threads" else None
+        deliveries = container.webhook_dispatcher if active.job_backend == "threads" else None
         if start_workers:
             workers.start()
-            if webhooks is not None:
-                webhooks.start()
+            if deliveries is not None:
+                deliveries.start()
         app.state.ready = True
         log.info("service ready", extra={"embedder": container.embedder.model_id})
         try:
@@ -170,8 +170,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
             if stop_metrics is not None:
                 stop_metrics()
             workers.stop()
-            if webhooks is not None:
-                webhooks.stop()
+            if deliveries is not None:
+                deliveries.stop()
             container.close()
             if own_tracing:
                 tracing.shutdown()  # the batched spans go out before the process ends

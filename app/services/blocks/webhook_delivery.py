@@ -101,6 +101,12 @@ def _pinned(target: Target) -> tuple[str, dict[str, str], dict[str, str]]:
     return url, {"host": host_header}, extensions
 
 
+def _sending_client() -> httpx.Client:
+    """5 s per attempt, no redirects, no proxy from the environment (it would not be the
+    address checked)."""
+    return httpx.Client(timeout=TIMEOUT_S, follow_redirects=False, trust_env=False)
+
+
 class WebhookDispatcher:
     """A daemon thread sending due deliveries until stopped; `run_due` is one pass."""
 
@@ -118,12 +124,14 @@ class WebhookDispatcher:
         self._woken = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._client = httpx.Client(timeout=TIMEOUT_S, follow_redirects=False, trust_env=False)
+        self._client = _sending_client()
 
     def start(self) -> None:
         """Start sending (deliveries left pending by an earlier process are sent too)."""
         if self._thread is not None:
             return
+        if self._client.is_closed:
+            self._client = _sending_client()
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="webhooks", daemon=True)
         self._thread.start()
@@ -139,6 +147,7 @@ class WebhookDispatcher:
         if self._thread is not None:
             self._thread.join(timeout_s)
             self._thread = None
+        self._client.close()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
