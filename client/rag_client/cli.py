@@ -208,6 +208,17 @@ def _run_uploads(
         return upload_all(api, requests, concurrency, progress.started, progress.finished)
 
 
+def _wait_for(api: Api, job_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Wait for the jobs, saying so on stderr (and each one that ends)."""
+    if job_ids:
+        err.print(f"waiting for {len(job_ids)} job(s) to be indexed", markup=False)
+
+    def ended(job: dict[str, Any]) -> None:
+        err.print(f"  {job['source']}: {job['status']}", markup=False, highlight=False)
+
+    return wait_for_jobs(api, job_ids, ended)
+
+
 def _failure_table(rows: list[tuple[str, str]]) -> None:
     table = Table(title="failed", title_justify="left")
     table.add_column("file")
@@ -241,7 +252,7 @@ def upload(
     results = _run_uploads(api, requests, concurrency, not context.as_json)
     if wait:
         jobs = [r.job_id for r in results if r.job_id]
-        settle(results, wait_for_jobs(api, jobs))
+        settle(results, _wait_for(api, jobs))
     failed = [r for r in results if r.status == "failed"]
     if context.as_json:
         _emit({"files": [r.as_json() for r in results], "failed": len(failed)})
@@ -289,7 +300,7 @@ def _sync_once(
     results = _run_uploads(api, requests, concurrency, not context.as_json)
     if wait:
         jobs = [r.job_id for r in results if r.job_id]
-        settle(results, wait_for_jobs(api, jobs))
+        settle(results, _wait_for(api, jobs))
     for request, result in zip(requests, results):
         record_upload(summary, request.path in replacing, result, request.source_path or "")
     for doc in plan.delete:
