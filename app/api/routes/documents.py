@@ -10,27 +10,25 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.access import Authorized
-from app.api.deps import ClientIp, ContainerDep, PageLimit, PageOffset, Principal
+from app.api.deps import ClientIp, Documents, PageOffset, PageSize, Principal, Uploads
 from app.api.errors import error_responses
 from app.api.schemas import (
     DocumentField,
-    DocumentList,
     DocumentOut,
     JobAccepted,
-    JobList,
     JobOut,
     JobStatus,
-    Progress,
+    Page,
     UploadAccepted,
     UploadUnchanged,
 )
 from app.api.upload import receive_uploads
-from app.errors import InvalidInput, public_job_error
+from app.errors import InvalidInput
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents, sync_uploads, uploads
 from app.services.auth import Identity
-from app.storage.documents import DocumentFilter, DocumentRecord
+from app.storage.documents import DocumentFilter
 
 router = APIRouter(tags=["documents"])
 # Files one upload request may carry (each becomes a job and takes a slot of the queue quota).
@@ -80,49 +78,11 @@ _UPLOAD_BODY = {
 }
 
 
-def _document_out(record: DocumentRecord) -> DocumentOut:
-    return DocumentOut(
-        document_id=record.document_id,
-        source=record.source,
-        status=record.status,
-        pages=record.pages,
-        chunks=record.chunks,
-        size_bytes=record.size_bytes,
-        uploaded_at=record.uploaded_at.isoformat(),
-        uploaded_by=record.uploaded_by,
-        uploaded_by_name=record.uploaded_by_name,
-        content_sha256=record.content_sha256,
-        sync_root=record.sync_root,
-    )
-
-
 def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "failed"]:
     # A reservation is an upload still being received: never handed to a client as a job.
     status = job.status
     assert status != "reserved", "a reservation is not a job yet"
     return status
-
-
-def _job_out(job: JobRecord) -> JobOut:
-    code, error = job.error_code, None
-    if code is not None:  # the stored detail is for operators; clients get a safe text
-        error = public_job_error(code, job.error or "")
-    return JobOut(
-        job_id=job.job_id,
-        document_id=job.document_id,
-        status=_shown_status(job),
-        source=job.source,
-        progress=Progress(
-            done=job.progress_done, total=job.progress_total, stage=job.progress_stage
-        ),
-        chunks_indexed=job.chunks_indexed,
-        pages=job.pages,
-        error_code=code,
-        error=error,
-        warnings=list(job.warnings),
-        created_at=job.created_at.isoformat(),
-        updated_at=job.updated_at.isoformat(),
-    )
 
 
 @router.post(
@@ -136,11 +96,7 @@ def _job_out(job: JobRecord) -> JobOut:
     },
 )
 async def upload_document(
-    request: Request,
-    response: Response,
-    container: ContainerDep,
-    caller: Authorized,
-    ip: ClientIp,
+    request: Request, response: Response, caller: Authorized, deps: Uploads, ip: ClientIp
 ) -> UploadAccepted | UploadUnchanged:
     """Accept files (multipart field `file`, repeated for several; one job each) and queue them
     for background indexing. All files of a request are accepted, or none. A member may replace
@@ -148,7 +104,6 @@ async def upload_document(
     path in a synced folder, `sync_root` labels it with that folder, and `sha256` lets a
     document that already has this content answer 200 `unchanged` without queueing anything."""
     tenant = caller.tenant_id
-    deps = container.upload_deps
     uploader = _uploader(caller, ip)
     # The first job slot is taken before the body is read, each further one before its file is
     # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
@@ -205,36 +160,35 @@ def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str])
         uploads.release_upload(deps, tenant, reservation)
 
 
-@router.get("/jobs", response_model=JobList, responses=error_responses(422))
+@router.get("/jobs", response_model=Page[JobOut], responses=error_responses(422))
 def list_jobs(
-    container: ContainerDep,
     principal: Principal,
+    deps: Uploads,
+    size: PageSize,
     status: Annotated[
         list[JobStatus] | None,
         Query(description="keep jobs in these statuses (repeat it); default: every status"),
     ] = None,
-    limit: PageLimit = None,
     offset: PageOffset = 0,
-) -> JobList:
+) -> Page[JobOut]:
     """The tenant's ingestion jobs, newest first. `?status=queued&status=processing` is what is
     still to index: a client syncing a folder polls that one listing until its `count` is 0."""
-    size = container.request_limits.page_size(limit)
     statuses = status or list(get_args(JobStatus))
-    found = uploads.list_jobs(container.upload_deps, principal.tenant_id, statuses, size, offset)
-    return JobList(data=[_job_out(job) for job in found.records], count=found.total)
+    found = uploads.list_jobs(deps, principal.tenant_id, statuses, size, offset)
+    return Page[JobOut].of(found.records, found.total)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
-def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOut:
+def get_job(job_id: str, principal: Principal, deps: Uploads) -> JobOut:
     """An ingestion job's state and progress."""
-    return _job_out(uploads.get_job(container.upload_deps, principal.tenant_id, job_id))
+    return JobOut.model_validate(uploads.get_job(deps, principal.tenant_id, job_id))
 
 
-@router.get("/documents", response_model=DocumentList, responses=error_responses(422))
+@router.get("/documents", response_model=Page[DocumentOut], responses=error_responses(422))
 def list_documents(
-    container: ContainerDep,
     principal: Principal,
-    limit: PageLimit = None,
+    deps: Documents,
+    size: PageSize,
     offset: PageOffset = 0,
     source_prefix: Annotated[
         str | None,
@@ -248,45 +202,43 @@ def list_documents(
         list[DocumentField] | None,
         Query(description="return only these fields of each document (repeat it)"),
     ] = None,
-) -> DocumentList | JSONResponse:
+) -> Page[DocumentOut] | JSONResponse:
     """The tenant's documents, newest first; with `source_prefix` or `sync_root`, those it keeps,
     by name. `fields=source&fields=content_sha256&fields=document_id` is the cheap listing a
     folder sync compares its files with."""
-    size = container.request_limits.page_size(limit)
-    deps, tenant = container.document_deps, principal.tenant_id
+    tenant = principal.tenant_id
     if source_prefix is None and sync_root is None:
         found = documents.list_documents(deps, tenant, size, offset)
     else:
         wanted = DocumentFilter(source_prefix, sync_root)
         found = sync_uploads.list_matching(deps, tenant, wanted, size, offset)
-    listed = DocumentList(data=[_document_out(r) for r in found.records], count=found.total)
+    listed = Page[DocumentOut].of(found.records, found.total)
     if not fields:
         return listed
     kept: set[str] = set(fields)
-    return JSONResponse(
-        {"data": [d.model_dump(include=kept) for d in listed.data], "count": listed.count}
-    )
+    chosen = [d.model_dump(mode="json", include=kept) for d in listed.data]
+    return JSONResponse({"data": chosen, "count": listed.count})
 
 
 @router.get(
     "/documents/{document_id}", response_model=DocumentOut, responses=error_responses(404, 422)
 )
-def get_document(document_id: str, container: ContainerDep, principal: Principal) -> DocumentOut:
+def get_document(document_id: str, principal: Principal, deps: Documents) -> DocumentOut:
     """One document of the tenant."""
-    found = documents.get_document(container.document_deps, principal.tenant_id, document_id)
-    return _document_out(found)
+    found = documents.get_document(deps, principal.tenant_id, document_id)
+    return DocumentOut.model_validate(found)
 
 
 @router.delete(
     "/documents/{document_id}", status_code=204, responses=error_responses(403, 404, 422, 503)
 )
 def delete_document(
-    document_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp
+    document_id: str, caller: Authorized, deps: Documents, ip: ClientIp
 ) -> Response:
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
     uploader = _uploader(caller, ip)
-    documents.delete_document(container.document_deps, caller.tenant_id, document_id, uploader)
+    documents.delete_document(deps, caller.tenant_id, document_id, uploader)
     return Response(status_code=204)
 
 

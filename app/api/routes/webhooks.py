@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from app.api.access import Authorized
-from app.api.deps import ClientIp, ContainerDep, PageLimit, PageOffset
+from app.api.deps import ClientIp, PageOffset, PageSize, Webhooks
 from app.api.errors import error_responses
 from app.api.webhook_schemas import (
     DeliveryList,
@@ -54,41 +54,41 @@ def _delivery_out(delivery: DeliveryRecord) -> DeliveryOut:
 
 @router.post("/webhooks", status_code=201, response_model=WebhookCreated)
 def create_webhook(
-    body: WebhookCreate, container: ContainerDep, caller: Authorized, ip: ClientIp
+    body: WebhookCreate, deps: Webhooks, caller: Authorized, ip: ClientIp
 ) -> WebhookCreated:
     """Register an endpoint for the tenant's document events. The answer holds the signing
     `secret`, shown this once. A URL that resolves to a private or loopback address is 422."""
     hook = service.create_webhook(
-        container.webhook_deps, caller.actor(ip), body.url, list(body.events), body.description
+        deps, caller.actor(ip), body.url, list(body.events), body.description
     )
     return WebhookCreated(**_out(hook).model_dump(), secret=hook.secret)
 
 
 @router.get("/webhooks", response_model=WebhookList)
-def list_webhooks(container: ContainerDep, caller: Authorized) -> WebhookList:
+def list_webhooks(deps: Webhooks, caller: Authorized) -> WebhookList:
     """The tenant's webhooks (without their secrets)."""
-    found = service.list_webhooks(container.webhook_deps, caller.tenant_id)
+    found = service.list_webhooks(deps, caller.tenant_id)
     return WebhookList(data=[_out(hook) for hook in found], count=len(found))
 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookOut, responses=error_responses(404))
-def get_webhook(webhook_id: str, container: ContainerDep, caller: Authorized) -> WebhookOut:
+def get_webhook(webhook_id: str, deps: Webhooks, caller: Authorized) -> WebhookOut:
     """One webhook of the tenant (without its secret)."""
-    return _out(service.get_webhook(container.webhook_deps, caller.tenant_id, webhook_id))
+    return _out(service.get_webhook(deps, caller.tenant_id, webhook_id))
 
 
 @router.patch("/webhooks/{webhook_id}", response_model=WebhookOut, responses=error_responses(404))
 def update_webhook(
     webhook_id: str,
     body: WebhookUpdate,
-    container: ContainerDep,
+    deps: Webhooks,
     caller: Authorized,
     ip: ClientIp,
 ) -> WebhookOut:
     """Change a webhook's URL, events, description, or enable it again (`"enabled": true`
     clears its failure count)."""
     changed = service.update_webhook(
-        container.webhook_deps,
+        deps,
         caller.actor(ip),
         webhook_id,
         url=body.url,
@@ -100,11 +100,9 @@ def update_webhook(
 
 
 @router.delete("/webhooks/{webhook_id}", status_code=204, responses=error_responses(404))
-def delete_webhook(
-    webhook_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp
-) -> Response:
+def delete_webhook(webhook_id: str, deps: Webhooks, caller: Authorized, ip: ClientIp) -> Response:
     """Delete a webhook and its delivery log; nothing more is sent to it."""
-    service.delete_webhook(container.webhook_deps, caller.actor(ip), webhook_id)
+    service.delete_webhook(deps, caller.actor(ip), webhook_id)
     return Response(status_code=204)
 
 
@@ -115,14 +113,11 @@ def delete_webhook(
 )
 def list_deliveries(
     webhook_id: str,
-    container: ContainerDep,
+    deps: Webhooks,
     caller: Authorized,
-    limit: PageLimit = None,
+    size: PageSize,
     offset: PageOffset = 0,
 ) -> DeliveryList:
     """The webhook's delivery log, newest first: each event, its attempts and last outcome."""
-    size = container.request_limits.page_size(limit)
-    found, total = service.list_deliveries(
-        container.webhook_deps, caller.tenant_id, webhook_id, size, offset
-    )
+    found, total = service.list_deliveries(deps, caller.tenant_id, webhook_id, size, offset)
     return DeliveryList(data=[_delivery_out(d) for d in found], count=total)
