@@ -153,8 +153,14 @@ def upload_all(
         finished(request, result)
         return result
 
-    with ThreadPoolExecutor(max_workers=max(concurrency, 1)) as pool:
-        return list(pool.map(one, requests))
+    pool = ThreadPoolExecutor(max_workers=max(concurrency, 1))
+    try:
+        results = list(pool.map(one, requests))
+    except BaseException:  # Ctrl-C, or a key refused: the uploads not yet started never start
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
 
 
 def wait_for_jobs(

@@ -235,3 +235,26 @@ def test_docs_and_jobs_commands(client_server: ClientServer, tmp_path: Path) -> 
     assert removed.json()["deleted"] == [file["document_id"]]
     assert removed.json()["failed"][0]["error_code"] == "not_found"
     assert rag("docs", "show", file["document_id"]).code == 1
+
+
+def test_ctrl_c_stops_a_sync_and_a_rerun_finishes_it(
+    client_server: ClientServer, tmp_path: Path
+) -> None:
+    rag = client_server.rag
+    root = tmp_path / "stopped"
+    names = [f"log-{i:02d}.txt" for i in range(40)]
+    for i, name in enumerate(names):
+        write(root, name, f"Logbook entry {i}: wind {i % 8} Beaufort, {i * 3} nautical miles.")
+    running = rag.popen("sync", str(root), "--concurrency", "1")
+    assert _eventually(lambda: len(listed(client_server, "stopped")) >= 3)
+    running.send_signal(signal.SIGINT)
+    running.wait(timeout=30)
+    assert running.returncode == 130
+    stopped_at = len(listed(client_server, "stopped"))
+    time.sleep(1)
+    assert len(listed(client_server, "stopped")) == stopped_at < len(names)  # nothing more sent
+
+    rerun = ok(rag("sync", str(root), "--wait", "--json"))
+    assert len(rerun["uploaded"]) + len(rerun["unchanged"]) == len(names)
+    assert len(rerun["unchanged"]) == stopped_at and rerun["failed"] == []
+    assert sorted(listed(client_server, "stopped")) == names
