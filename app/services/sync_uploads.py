@@ -85,6 +85,7 @@ class Unchanged:
 
 def submit_sync_upload(
     deps: UploadDeps,
+    *,
     tenant_id: str,
     reservations: list[str],
     files: list[ReceivedFile],
@@ -95,7 +96,9 @@ def submit_sync_upload(
     Unchanged (the reservation released, the file removed) when the request gave `sha256` and
     the one file's content is what its document already has indexed."""
     if fields == SyncFields():
-        return submit_uploads(deps, tenant_id, reservations, files, uploader)
+        return submit_uploads(
+            deps, tenant_id=tenant_id, reservations=reservations, files=files, uploader=uploader
+        )
     (file,) = files
     try:
         actual = file_sha256(file.path)
@@ -106,7 +109,7 @@ def submit_sync_upload(
             )
     except BaseException:
         file.path.unlink(missing_ok=True)
-        release_upload(deps, tenant_id, reservations[0])
+        release_upload(deps, tenant_id=tenant_id, reservation=reservations[0])
         raise
     if fields.source_path is not None:
         file.source = fields.source_path
@@ -120,12 +123,14 @@ def submit_sync_upload(
         and (existing.content_sha256 == actual)
     ):
         file.path.unlink(missing_ok=True)
-        release_upload(deps, tenant_id, reservations[0])
+        release_upload(deps, tenant_id=tenant_id, reservation=reservations[0])
         if existing.sync_root != fields.sync_root and fields.sync_root is not None:
             uploader.check_may_change(existing, "relabel")
             deps.documents.set_sync_root(tenant_id, existing.document_id, fields.sync_root)
         return Unchanged(existing.document_id, existing.source)
-    jobs = submit_uploads(deps, tenant_id, reservations, files, uploader)
+    jobs = submit_uploads(
+        deps, tenant_id=tenant_id, reservations=reservations, files=files, uploader=uploader
+    )
     if fields.sync_root is not None:
         for job in jobs:
             deps.documents.set_sync_root(tenant_id, job.document_id, fields.sync_root)
@@ -133,7 +138,7 @@ def submit_sync_upload(
 
 
 def list_matching(
-    deps: DocumentDeps, tenant_id: str, wanted: DocumentFilter, limit: int, offset: int
+    deps: DocumentDeps, *, tenant_id: str, wanted: DocumentFilter, limit: int, offset: int
 ) -> ListedPage[DocumentRecord]:
     """One page of the tenant's documents that `wanted` keeps (by name), and how many in all."""
     records, total = deps.documents.page_matching(tenant_id, wanted, limit, offset)

@@ -45,7 +45,7 @@ def _events(events: list[str]) -> list[str]:
 
 
 def create_webhook(
-    deps: WebhookDeps, actor: Actor, url: str, events: list[str], description: str | None
+    deps: WebhookDeps, *, actor: Actor, url: str, events: list[str], description: str | None
 ) -> WebhookRecord:
     """Register an endpoint of the actor's tenant (its URL checked now); the record holds the
     secret, which the caller shows this once."""
@@ -61,12 +61,12 @@ def create_webhook(
     )
 
 
-def list_webhooks(deps: WebhookDeps, tenant_id: str) -> list[WebhookRecord]:
+def list_webhooks(deps: WebhookDeps, *, tenant_id: str) -> list[WebhookRecord]:
     """The tenant's webhooks."""
     return deps.store.of_tenant(tenant_id)
 
 
-def get_webhook(deps: WebhookDeps, tenant_id: str, webhook_id: str) -> WebhookRecord:
+def get_webhook(deps: WebhookDeps, *, tenant_id: str, webhook_id: str) -> WebhookRecord:
     """The tenant's webhook; NotFound whether missing or another tenant's."""
     found = deps.store.get(tenant_id, webhook_id)
     if found is None:
@@ -76,9 +76,9 @@ def get_webhook(deps: WebhookDeps, tenant_id: str, webhook_id: str) -> WebhookRe
 
 def update_webhook(
     deps: WebhookDeps,
+    *,
     actor: Actor,
     webhook_id: str,
-    *,
     url: str | None = None,
     events: list[str] | None = None,
     description: str | None = None,
@@ -103,7 +103,7 @@ def update_webhook(
     return changed
 
 
-def delete_webhook(deps: WebhookDeps, actor: Actor, webhook_id: str) -> None:
+def delete_webhook(deps: WebhookDeps, *, actor: Actor, webhook_id: str) -> None:
     """Remove a webhook and its delivery log; NotFound when missing."""
     audit = actor.entry("webhook.deleted", webhook_id)
     if not deps.store.delete(actor.tenant_id, webhook_id, audit):
@@ -111,10 +111,10 @@ def delete_webhook(deps: WebhookDeps, actor: Actor, webhook_id: str) -> None:
 
 
 def list_deliveries(
-    deps: WebhookDeps, tenant_id: str, webhook_id: str, limit: int, offset: int
+    deps: WebhookDeps, *, tenant_id: str, webhook_id: str, limit: int, offset: int
 ) -> tuple[list[DeliveryRecord], int]:
     """One page of a webhook's delivery log, newest first; NotFound when missing."""
-    get_webhook(deps, tenant_id, webhook_id)
+    get_webhook(deps, tenant_id=tenant_id, webhook_id=webhook_id)
     return deps.store.deliveries(tenant_id, webhook_id, limit, offset)
 
 

@@ -18,7 +18,7 @@ from app.services.webhooks import DocumentEvents, WebhookDeps, create_webhook
 from app.storage.audit import AuditStore
 from app.storage.db import Database, utc_now
 from app.storage.tables import WebhookDeliveryRow
-from app.storage.webhooks import WebhookStore
+from app.storage.webhooks import WebhookRecord, WebhookStore
 from tests.api.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.integration
@@ -42,6 +42,11 @@ def receiver() -> Iterator[Receiver]:
 
 
 ADMIN = Actor("acme", "user-1", "127.0.0.1")
+
+
+def make_hook(deps: WebhookDeps, url: str, event: str) -> WebhookRecord:
+    """An admin of acme registers a webhook for one event."""
+    return create_webhook(deps, actor=ADMIN, url=url, events=[event], description=None)
 
 
 @pytest.mark.parametrize(
@@ -79,7 +84,7 @@ def test_a_name_that_rebinds_to_loopback_is_refused_at_delivery(
     answers = iter([["93.184.215.14"], ["127.0.0.1"]])  # public when made, loopback later
     rebinding = UrlRules(False, False, resolver=lambda host, port: next(answers))
     url = f"http://rebind.example:{receiver.port}/hook"
-    hook = create_webhook(WebhookDeps(store, rebinding), ADMIN, url, ["document.deleted"], None)
+    hook = make_hook(WebhookDeps(store, rebinding), url, "document.deleted")
     DocumentEvents(store).document("acme", "document.deleted", "doc_1", "a.txt", status="deleted")
     assert WebhookDispatcher(store, rebinding, retry_base_s=60).run_due() == 1
     assert receiver.requests == []  # never connected
@@ -90,9 +95,7 @@ def test_a_name_that_rebinds_to_loopback_is_refused_at_delivery(
 def test_the_signature_verifies_with_the_secret_key(
     store: WebhookStore, receiver: Receiver
 ) -> None:
-    hook = create_webhook(
-        WebhookDeps(store, ALLOW), ADMIN, receiver.url, ["document.indexed"], None
-    )
+    hook = make_hook(WebhookDeps(store, ALLOW), receiver.url, "document.indexed")
     receiver.secret = hook.secret
     DocumentEvents(store).document("acme", "document.indexed", "doc_1", "a.txt", status="done")
     WebhookDispatcher(store, ALLOW, retry_base_s=60).run_due()
@@ -112,9 +115,7 @@ def test_fifty_failures_in_a_row_disable_the_webhook_with_an_audit_entry(
     store: WebhookStore, receiver: Receiver, sql_database: Database
 ) -> None:
     receiver.status = 500
-    hook = create_webhook(
-        WebhookDeps(store, ALLOW), ADMIN, receiver.url, ["document.deleted"], None
-    )
+    hook = make_hook(WebhookDeps(store, ALLOW), receiver.url, "document.deleted")
     events = DocumentEvents(store)
     for i in range(50):
         events.document("acme", "document.deleted", f"doc_{i}", f"{i}.txt", status="deleted")
@@ -135,9 +136,7 @@ def test_a_redirect_is_not_followed_and_a_day_of_failures_ends_the_retries(
     store: WebhookStore, receiver: Receiver, sql_database: Database
 ) -> None:
     receiver.status = 302  # it would send the service elsewhere: a failure, not followed
-    hook = create_webhook(
-        WebhookDeps(store, ALLOW), ADMIN, receiver.url, ["document.deleted"], None
-    )
+    hook = make_hook(WebhookDeps(store, ALLOW), receiver.url, "document.deleted")
     DocumentEvents(store).document("acme", "document.deleted", "doc_1", "a.txt", status="deleted")
     dispatcher = WebhookDispatcher(store, ALLOW, retry_base_s=60)
     assert dispatcher.run_due() == 1

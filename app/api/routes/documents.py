@@ -107,10 +107,12 @@ async def upload_document(
     uploader = _uploader(caller, ip)
     # The first job slot is taken before the body is read, each further one before its file is
     # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
-    reservations = [await run_in_threadpool(uploads.reserve_upload, deps, tenant, uploader)]
+    reservations = [
+        await run_in_threadpool(uploads.reserve_upload, deps, tenant_id=tenant, uploader=uploader)
+    ]
 
     def reserve_next() -> None:  # runs in the receiver's worker thread
-        reservations.append(uploads.reserve_upload(deps, tenant, uploader))
+        reservations.append(uploads.reserve_upload(deps, tenant_id=tenant, uploader=uploader))
 
     texts = dict.fromkeys(sync_uploads.SYNC_FIELDS, "")  # which text fields to read
     received: list[uploads.ReceivedFile] = []
@@ -137,7 +139,13 @@ async def upload_document(
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
     submitted = await run_in_threadpool(
-        sync_uploads.submit_sync_upload, deps, tenant, reservations, received, uploader, fields
+        sync_uploads.submit_sync_upload,
+        deps,
+        tenant_id=tenant,
+        reservations=reservations,
+        files=received,
+        uploader=uploader,
+        fields=fields,
     )
     if isinstance(submitted, sync_uploads.Unchanged):
         response.status_code = 200
@@ -157,7 +165,7 @@ async def upload_document(
 
 def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str]) -> None:
     for reservation in reservations:
-        uploads.release_upload(deps, tenant, reservation)
+        uploads.release_upload(deps, tenant_id=tenant, reservation=reservation)
 
 
 @router.get("/jobs", response_model=Page[JobOut], responses=error_responses(422))
@@ -174,14 +182,18 @@ def list_jobs(
     """The tenant's ingestion jobs, newest first. `?status=queued&status=processing` is what is
     still to index: a client syncing a folder polls that one listing until its `count` is 0."""
     statuses = status or list(get_args(JobStatus))
-    found = uploads.list_jobs(deps, principal.tenant_id, statuses, size, offset)
+    found = uploads.list_jobs(
+        deps, tenant_id=principal.tenant_id, statuses=statuses, limit=size, offset=offset
+    )
     return Page[JobOut].of(found.records, found.total)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
 def get_job(job_id: str, principal: Principal, deps: Uploads) -> JobOut:
     """An ingestion job's state and progress."""
-    return JobOut.model_validate(uploads.get_job(deps, principal.tenant_id, job_id))
+    return JobOut.model_validate(
+        uploads.get_job(deps, tenant_id=principal.tenant_id, job_id=job_id)
+    )
 
 
 @router.get("/documents", response_model=Page[DocumentOut], responses=error_responses(422))
@@ -208,10 +220,12 @@ def list_documents(
     folder sync compares its files with."""
     tenant = principal.tenant_id
     if source_prefix is None and sync_root is None:
-        found = documents.list_documents(deps, tenant, size, offset)
+        found = documents.list_documents(deps, tenant_id=tenant, limit=size, offset=offset)
     else:
         wanted = DocumentFilter(source_prefix, sync_root)
-        found = sync_uploads.list_matching(deps, tenant, wanted, size, offset)
+        found = sync_uploads.list_matching(
+            deps, tenant_id=tenant, wanted=wanted, limit=size, offset=offset
+        )
     listed = Page[DocumentOut].of(found.records, found.total)
     if not fields:
         return listed
@@ -225,7 +239,7 @@ def list_documents(
 )
 def get_document(document_id: str, principal: Principal, deps: Documents) -> DocumentOut:
     """One document of the tenant."""
-    found = documents.get_document(deps, principal.tenant_id, document_id)
+    found = documents.get_document(deps, tenant_id=principal.tenant_id, document_id=document_id)
     return DocumentOut.model_validate(found)
 
 
@@ -238,7 +252,9 @@ def delete_document(
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
     uploader = _uploader(caller, ip)
-    documents.delete_document(deps, caller.tenant_id, document_id, uploader)
+    documents.delete_document(
+        deps, tenant_id=caller.tenant_id, document_id=document_id, uploader=uploader
+    )
     return Response(status_code=204)
 
 

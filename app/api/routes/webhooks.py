@@ -59,7 +59,11 @@ def create_webhook(
     """Register an endpoint for the tenant's document events. The answer holds the signing
     `secret`, shown this once. A URL that resolves to a private or loopback address is 422."""
     hook = service.create_webhook(
-        deps, caller.actor(ip), body.url, list(body.events), body.description
+        deps,
+        actor=caller.actor(ip),
+        url=body.url,
+        events=list(body.events),
+        description=body.description,
     )
     return WebhookCreated(**_out(hook).model_dump(), secret=hook.secret)
 
@@ -67,14 +71,14 @@ def create_webhook(
 @router.get("/webhooks", response_model=WebhookList)
 def list_webhooks(deps: Webhooks, caller: Authorized) -> WebhookList:
     """The tenant's webhooks (without their secrets)."""
-    found = service.list_webhooks(deps, caller.tenant_id)
+    found = service.list_webhooks(deps, tenant_id=caller.tenant_id)
     return WebhookList(data=[_out(hook) for hook in found], count=len(found))
 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookOut, responses=error_responses(404))
 def get_webhook(webhook_id: str, deps: Webhooks, caller: Authorized) -> WebhookOut:
     """One webhook of the tenant (without its secret)."""
-    return _out(service.get_webhook(deps, caller.tenant_id, webhook_id))
+    return _out(service.get_webhook(deps, tenant_id=caller.tenant_id, webhook_id=webhook_id))
 
 
 @router.patch("/webhooks/{webhook_id}", response_model=WebhookOut, responses=error_responses(404))
@@ -89,8 +93,8 @@ def update_webhook(
     clears its failure count)."""
     changed = service.update_webhook(
         deps,
-        caller.actor(ip),
-        webhook_id,
+        actor=caller.actor(ip),
+        webhook_id=webhook_id,
         url=body.url,
         events=None if body.events is None else list(body.events),
         description=body.description,
@@ -102,7 +106,7 @@ def update_webhook(
 @router.delete("/webhooks/{webhook_id}", status_code=204, responses=error_responses(404))
 def delete_webhook(webhook_id: str, deps: Webhooks, caller: Authorized, ip: ClientIp) -> Response:
     """Delete a webhook and its delivery log; nothing more is sent to it."""
-    service.delete_webhook(deps, caller.actor(ip), webhook_id)
+    service.delete_webhook(deps, actor=caller.actor(ip), webhook_id=webhook_id)
     return Response(status_code=204)
 
 
@@ -119,5 +123,7 @@ def list_deliveries(
     offset: PageOffset = 0,
 ) -> DeliveryList:
     """The webhook's delivery log, newest first: each event, its attempts and last outcome."""
-    found, total = service.list_deliveries(deps, caller.tenant_id, webhook_id, size, offset)
+    found, total = service.list_deliveries(
+        deps, tenant_id=caller.tenant_id, webhook_id=webhook_id, limit=size, offset=offset
+    )
     return DeliveryList(data=[_delivery_out(d) for d in found], count=total)
