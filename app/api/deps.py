@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -11,7 +12,10 @@ from app.api.errors import ApiError
 from app.container import Container
 from app.errors import AuthenticationFailed
 from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
+from app.retrieval.scope import SearchScope
 from app.services.auth import Identity
+from app.services.collection_access import CollectionAccess
+from app.services.search_scope import request_scope
 from app.storage.rate_limit import retry_after_header
 
 _bearer = HTTPBearer(
@@ -46,6 +50,34 @@ def get_principal(
 
 
 Principal = Annotated[Identity, Depends(get_principal)]
+
+
+def caller_access(container: Container, caller: Identity) -> CollectionAccess:
+    """Which collections the caller may read, write and manage now (resolved per request; an
+    API key with its owner's current grants, within the collections it was limited to)."""
+    return container.collection_access.resolve(
+        caller.tenant_id, caller.user_id, caller.role, caller.collections
+    )
+
+
+def get_caller_access(container: ContainerDep, principal: Principal) -> CollectionAccess:
+    """`caller_access` as a dependency."""
+    return caller_access(container, principal)
+
+
+CallerAccess = Annotated[CollectionAccess, Depends(get_caller_access)]
+
+
+def scope_of(
+    container: Container,
+    caller: Identity,
+    collections: Sequence[str] | None = None,
+    filters: Any = None,
+) -> SearchScope:
+    """The search scope of a request: what the caller reads now, narrowed by the body's
+    `collections` and `filters` (blocking: a few database reads)."""
+    access = caller_access(container, caller)
+    return request_scope(container.search_scopes, access, collections, filters)
 
 
 def client_ip(request: Request) -> str:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from app.api.collection_schemas import ScopeFields
 from app.generation.citations import Citation
 from app.limits import K_CEILING, QUESTION_CHARS_CEILING
 from app.retrieval.grouping import Grouping
@@ -78,6 +79,9 @@ class DocumentOut(BaseModel):
     uploaded_by_name: str | None = Field(
         default=None, description="that user's name (null once the user is deleted)"
     )
+    collection_id: str = Field(default="general", description="the collection it belongs to")
+    collection: str = Field(default="general", description="that collection's name")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="its own metadata fields")
 
 
 class DocumentList(BaseModel):
@@ -85,7 +89,7 @@ class DocumentList(BaseModel):
     count: int
 
 
-class SearchIn(BaseModel):
+class SearchIn(ScopeFields):
     model_config = ConfigDict(extra="forbid")
 
     # The outer bounds; the configured caps are checked by RequestLimits (both in app.limits).
@@ -137,7 +141,7 @@ class SearchOut(BaseModel):
     total_ms: float
 
 
-class QueryIn(BaseModel):
+class QueryIn(ScopeFields):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)

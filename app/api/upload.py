@@ -23,6 +23,9 @@ from app.api.errors import ApiError
 from app.services.documents import ReceivedFile
 
 FILE_FIELD = "file"
+# Text fields an upload may carry beside its files (the collection, the documents' metadata).
+TEXT_FIELDS = ("collection", "metadata")
+TEXT_FIELD_BYTES = 16 * 1024
 MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers around the file
 
 
@@ -44,6 +47,8 @@ class _PartState:
     handle: BinaryIO | None = None
     uploads: list[ReceivedFile] = field(default_factory=list)
     total_bytes: int = 0
+    texts: dict[str, bytearray] = field(default_factory=dict)
+    text_field: str | None = None  # the text field whose part is being read
 
     def on_part_begin(self) -> None:
         self.headers = {}
@@ -61,6 +66,14 @@ class _PartState:
 
     def on_headers_finished(self) -> None:
         _, params = parse_options_header(self.headers.get("content-disposition", b""))
+        self.text_field = None
+        name = params.get(b"name", b"").decode("utf-8", errors="replace")
+        if name in TEXT_FIELDS and b"filename" not in params:
+            if name in self.texts:
+                raise _Abort(ApiError(422, "validation_error", f"field {name!r} given twice"))
+            self.text_field = name
+            self.texts[name] = bytearray()
+            return
         if params.get(b"name") != FILE_FIELD.encode():
             return
         raw_name = params.get(b"filename")
@@ -92,6 +105,18 @@ class _PartState:
         self.uploads.append(ReceivedFile(path=path, client_filename=filename, size_bytes=0))
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        if self.text_field is not None:
+            text = self.texts[self.text_field]
+            text += data[start:end]
+            if len(text) > TEXT_FIELD_BYTES:
+                raise _Abort(
+                    ApiError(
+                        422,
+                        "validation_error",
+                        f"field {self.text_field!r} is longer than {TEXT_FIELD_BYTES} bytes",
+                    )
+                )
+            return
         if self.handle is None or not self.uploads:
             return
         self.uploads[-1].size_bytes += end - start
@@ -101,6 +126,7 @@ class _PartState:
         self.handle.write(data[start:end])
 
     def on_part_end(self) -> None:
+        self.text_field = None
         if self.handle is not None:
             self.handle.close()
             self.handle = None
@@ -135,6 +161,7 @@ async def receive_uploads(
     accept_suffix: frozenset[str],
     max_files: int = 1,
     reserve_slot: Callable[[], object] | None = None,
+    texts: dict[str, str] | None = None,
 ) -> list[ReceivedFile]:
     """Stream every multipart field `file` (at most `max_files`, `max_bytes` in all) to
     `dest_dir`, calling `reserve_slot` before each file after the first; 413/415/422 ApiError on
@@ -179,6 +206,12 @@ async def receive_uploads(
         raise
     if not state.uploads:
         raise ApiError(422, "validation_error", "field 'file' is required")
+    if texts is not None:  # the text fields received (`TEXT_FIELDS`), decoded
+        try:
+            texts.update({k: bytes(v).decode("utf-8") for k, v in state.texts.items()})
+        except UnicodeDecodeError:
+            state.discard()
+            raise ApiError(422, "validation_error", "a text field is not UTF-8") from None
     if state.handle is not None:  # body ended inside the part
         state.discard()
         raise ApiError(422, "validation_error", "malformed multipart body: truncated file part")

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -182,6 +182,7 @@ class JobStore:
         quota: StorageQuota,
         uploaded_by: str | None = None,
         audit: Sequence[AuditEntry] = (),
+        placement: Mapping[str, str] | None = None,
     ) -> list[JobRecord]:
         """Turn the reservations of stored uploads into queued jobs, all or none, within `quota`.
 
@@ -189,7 +190,9 @@ class JobStore:
         uploads, taken in order, would exceed the tenant's documents, stored bytes or chunks.
         Each document's row is created in the same transaction unless the tenant already has
         one, which is kept as it is (a worker never sees a job without its document); LookupError
-        when a reservation no longer exists. The audit entries are written in that transaction.
+        when a reservation no longer exists. The audit entries are written in that transaction,
+        and `placement` (the documents' collection and metadata) with the rows, so no worker
+        indexes a document before it is in its collection.
         """
         now = utc_now()
         reserved = [upload.job_id for upload in uploads]
@@ -233,6 +236,7 @@ class JobStore:
                     upload.size_bytes,
                     upload.document_sha256,
                     uploaded_by,
+                    placement,
                 )
             for entry in audit:
                 write_entry(session, entry)

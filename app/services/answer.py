@@ -20,6 +20,7 @@ from app.generation.answer import AnswerDelta, AnswerDone
 from app.generation.citations import Citation
 from app.generation.limits import GenerationLimits
 from app.limits import RequestLimits
+from app.retrieval.scope import EVERYTHING, SearchScope
 from app.storage.cache import AnswerCache, CacheKey, answer_cache_key
 from app.timing import StageTimer, start_timer, timed
 
@@ -135,10 +136,18 @@ class Lookup:
     key: CacheKey
     cached: CachedAnswer | None
     timer: StageTimer
+    scope: SearchScope = EVERYTHING  # what retrieval may see (the cache key holds it)
 
 
-def lookup(deps: AnswerDeps, tenant_id: str, question: str, k: int | None) -> Lookup:
-    """Start timing, validate (InvalidInput -> 422 before any work) and consult the cache."""
+def lookup(
+    deps: AnswerDeps,
+    tenant_id: str,
+    question: str,
+    k: int | None,
+    scope: SearchScope = EVERYTHING,
+) -> Lookup:
+    """Start timing, validate (InvalidInput -> 422 before any work) and consult the cache of
+    answers retrieved within the same scope."""
     timer = start_timer()
     question, k = deps.limits.question(question), deps.limits.k(k)
     with timed("cache"):
@@ -148,11 +157,12 @@ def lookup(deps: AnswerDeps, tenant_id: str, question: str, k: int | None) -> Lo
             k=k,
             corpus_version=deps.corpus_version(tenant_id),
             config_fingerprint=deps.config_fingerprint,
+            scope_key=scope.key,
         )
         stored = deps.cache.get(key)
     metrics.cache_request(stored is not None)
     cached = CachedAnswer.from_cache(stored) if stored is not None else None
-    return Lookup(tenant_id, question, k, key, cached, timer)
+    return Lookup(tenant_id, question, k, key, cached, timer, scope)
 
 
 def _answered(answer: CachedAnswer, cache: CacheStatus, timer: StageTimer) -> AnsweredQuestion:
@@ -195,7 +205,9 @@ def _store(deps: AnswerDeps, found: Lookup, answer: CachedAnswer) -> None:
 def generate_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
     """Retrieve, generate and cache the answer of a cache miss (blocking: the model runs here)."""
     try:
-        retrieval = deps.retriever.search(found.tenant_id, found.question, found.k)
+        retrieval = deps.retriever.search(
+            found.tenant_id, found.question, found.k, scope=found.scope
+        )
         result = deps.generation.answer(found.question, retrieval, deps.llm)
         answer = CachedAnswer(result.text, list(result.citations), result.refused)
         _store(deps, found, answer)
@@ -231,7 +243,9 @@ def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
     Blocking at every step; closing the iterator stops the model and frees it at once.
     """
     try:
-        retrieval = deps.retriever.search(found.tenant_id, found.question, found.k)
+        retrieval = deps.retriever.search(
+            found.tenant_id, found.question, found.k, scope=found.scope
+        )
         events = deps.generation.stream(found.question, retrieval, deps.llm)
         try:
             for event in events:

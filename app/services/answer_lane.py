@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import anyio
 
 from app.config import Settings
+from app.retrieval.scope import EVERYTHING, SearchScope
 from app.services import answer as answer_service
 from app.services.admission import Bounds, Caller, ConcurrencyLimiter, Slot
 from app.services.answer import AnswerDeps, AnsweredQuestion, AnswerEvent
@@ -164,11 +165,16 @@ async def _inline(step: Step, *args: Any) -> Any:
 
 
 async def _lookup(
-    deps: AnswerDeps, context: contextvars.Context, caller: Caller, question: str, k: int | None
+    deps: AnswerDeps,
+    context: contextvars.Context,
+    caller: Caller,
+    question: str,
+    k: int | None,
+    scope: SearchScope = EVERYTHING,
 ) -> answer_service.Lookup:
     # On the default threadpool: a few milliseconds of validation, database and cache reads.
     found: answer_service.Lookup = await anyio.to_thread.run_sync(
-        context.run, answer_service.lookup, deps, caller.tenant_id, question, k
+        context.run, answer_service.lookup, deps, caller.tenant_id, question, k, scope
     )
     return found
 
@@ -183,11 +189,17 @@ async def _admit(limiter: ConcurrencyLimiter, caller: Caller, timer: StageTimer)
 
 
 async def answer(
-    lane: AnswerLane, deps: AnswerDeps, caller: Caller, question: str, k: int | None
+    lane: AnswerLane,
+    deps: AnswerDeps,
+    caller: Caller,
+    question: str,
+    k: int | None,
+    scope: SearchScope = EVERYTHING,
 ) -> AnsweredQuestion:
-    """The answer; a cache hit at once, a miss after admission (Overloaded: 429/503)."""
+    """The answer within `scope`; a cache hit at once, a miss after admission (Overloaded:
+    429/503)."""
     context = contextvars.copy_context()
-    found = await _lookup(deps, context, caller, question, k)
+    found = await _lookup(deps, context, caller, question, k, scope)
     if found.cached is not None:
         return answer_service.cached_answer(found)
     slot = await _admit(lane.answers, caller, found.timer)
@@ -201,13 +213,18 @@ async def answer(
 
 
 async def open_stream(
-    lane: AnswerLane, deps: AnswerDeps, caller: Caller, question: str, k: int | None
+    lane: AnswerLane,
+    deps: AnswerDeps,
+    caller: Caller,
+    question: str,
+    k: int | None,
+    scope: SearchScope = EVERYTHING,
 ) -> AnswerStream:
-    """An admitted answer stream (Overloaded: 429/503 before any byte is sent)."""
+    """An admitted answer stream within `scope` (Overloaded: 429/503 before any byte is sent)."""
     slots = [await lane.streams.acquire(caller)]
     try:
         context = contextvars.copy_context()
-        found = await _lookup(deps, context, caller, question, k)
+        found = await _lookup(deps, context, caller, question, k, scope)
         if found.cached is not None:
             return AnswerStream(answer_service.cached_events(found), slots, _inline)
         slots.append(await _admit(lane.answers, caller, found.timer))

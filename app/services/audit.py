@@ -27,6 +27,17 @@ AuditAction = Literal[
     "user.deleted",
     "document.uploaded",
     "document.deleted",
+    "document.moved",
+    "document.metadata",
+    "collection.created",
+    "collection.changed",
+    "collection.deleted",
+    "collection.access",
+    "group.created",
+    "group.changed",
+    "group.deleted",
+    "group.member_added",
+    "group.member_removed",
     "quota.refused",
 ]
 ACTIONS: tuple[str, ...] = get_args(AuditAction)

@@ -8,7 +8,7 @@ import re
 import secrets
 import shutil
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -178,6 +178,7 @@ def submit_uploads(
     reservations: list[str],
     files: list[ReceivedFile],
     uploader: Uploader | None = None,
+    placement: Mapping[str, str] | None = None,
 ) -> list[JobRecord]:
     """Queue a request's stored files as the jobs their reservations held, all or none, and hand
     them to the workers; the caller's files become the jobs'.
@@ -215,6 +216,7 @@ def submit_uploads(
             deps.quota,
             uploaded_by=uploader.actor.user_id if uploader else None,
             audit=audit,
+            placement=placement,
         )
     except QuotaExceeded as exc:
         _discard(deps, tenant_id, reservations, files)
@@ -622,11 +624,16 @@ class ListedPage(Generic[Listed]):
 
 
 def list_documents(
-    deps: DocumentDeps, tenant_id: str, limit: int, offset: int
+    deps: DocumentDeps,
+    tenant_id: str,
+    limit: int,
+    offset: int,
+    collections: Collection[str] | None = None,
 ) -> ListedPage[DocumentRecord]:
-    """One page of the tenant's documents and the total count."""
+    """One page of the tenant's documents (of these collections, when given) and their count."""
     return ListedPage(
-        deps.documents.list(tenant_id, limit, offset), deps.documents.count(tenant_id)
+        deps.documents.list(tenant_id, limit, offset, collections),
+        deps.documents.count(tenant_id, collections),
     )
 
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from app.api.access import Authorized
 from app.api.admin_schemas import KeyCreatedOut, KeyIn, KeyList, KeyOut, MeOut, PasswordChangeIn
-from app.api.deps import ClientIp, ContainerDep, KeyCreationRateLimit
+from app.api.deps import ClientIp, ContainerDep, KeyCreationRateLimit, caller_access
 from app.api.errors import error_responses
 from app.storage.api_keys import ApiKeyRecord
 
@@ -27,6 +27,7 @@ def _key_out(record: ApiKeyRecord) -> KeyOut:
         last_used_at=record.last_used_at.isoformat() if record.last_used_at else None,
         scopes=list(record.scopes),
         parent_key_id=record.parent_key_id,
+        collections=None if record.collections is None else list(record.collections),
     )
 
 
@@ -90,8 +91,12 @@ def create_key(
     by a signed-in person; an API key may make one only with the `keys:manage` scope (403
     `api_key_not_allowed` otherwise), and the new key expires no later than it. 413
     `quota_exceeded` at RAG_MAX_KEYS_PER_USER working keys."""
+    limit = None
+    if body.collections is not None:  # each one the caller reads now (404 like a missing one)
+        access = caller_access(container, caller)
+        limit = sorted(container.search_scopes.chosen_collections(access, body.collections))
     record, key = container.api_keys.create(
-        caller, caller.actor(ip), body.name, body.role, body.expires_in_days, body.scopes
+        caller, caller.actor(ip), body.name, body.role, body.expires_in_days, body.scopes, limit
     )
     return KeyCreatedOut(
         key_id=record.key_id,
@@ -102,6 +107,7 @@ def create_key(
         created_at=record.created_at.isoformat(),
         expires_at=record.expires_at.isoformat() if record.expires_at else None,
         scopes=list(record.scopes),
+        collections=None if record.collections is None else list(record.collections),
     )
 
 

@@ -8,9 +8,10 @@ from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from app.api.deps import ContainerDep, Principal, QueryRateLimit
+from app.api.deps import ContainerDep, Principal, QueryRateLimit, scope_of
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
 from app.api.streams import AnswerStreamResponse, ClosableEvents
@@ -41,6 +42,7 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
     """Ranked chunks (or documents, `group=document`) with the evidence of every retrieval
     stage (no LLM)."""
     timer = start_timer()
+    scope = scope_of(container, principal, body.collections, body.filters)
     result = search_service(
         container.retriever,
         container.request_limits,
@@ -48,6 +50,7 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
         body.query,
         body.k,
         body.group,
+        scope,
     )
     results = [
         SearchResultOut(
@@ -86,8 +89,9 @@ def document_counts(hit: SearchHit) -> dict[str, Any]:
 async def query(body: QueryIn, container: ContainerDep, principal: Principal) -> QueryOut:
     """A short answer whose claims carry [n] markers resolving to file and page."""
     caller = Caller(principal.tenant_id, principal.user_id)
+    scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
     answered = await answer_lane.answer(
-        container.answer_lane, container.answer_deps, caller, body.question, body.k
+        container.answer_lane, container.answer_deps, caller, body.question, body.k, scope
     )
     return query_out(answered)
 
@@ -153,7 +157,8 @@ async def query_stream(
 ) -> StreamingResponse:
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
     caller = Caller(principal.tenant_id, principal.user_id)
+    scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
     events = await answer_lane.open_stream(
-        container.answer_lane, container.answer_deps, caller, body.question, body.k
+        container.answer_lane, container.answer_deps, caller, body.question, body.k, scope
     )
     return EventStreamResponse(events)

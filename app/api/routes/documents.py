@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.api.access import Authorized
-from app.api.deps import ClientIp, ContainerDep, PageLimit, PageOffset, Principal
-from app.api.errors import error_responses
+from app.api.collection_schemas import DocumentPatch
+from app.api.deps import (
+    ClientIp,
+    ContainerDep,
+    PageLimit,
+    PageOffset,
+    Principal,
+    caller_access,
+)
+from app.api.errors import ApiError, error_responses
 from app.api.schemas import (
     DocumentList,
     DocumentOut,
@@ -22,11 +33,15 @@ from app.api.schemas import (
     UploadAccepted,
 )
 from app.api.upload import receive_uploads
+from app.container import Container
+from app.domain import document_id as document_id_of
 from app.errors import public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents as service
 from app.services.auth import Identity
+from app.services.collection_access import CollectionAccess
+from app.services.document_metadata import checked_metadata, parse_metadata
 from app.storage.documents import DocumentRecord
 
 router = APIRouter(tags=["documents"])
@@ -61,8 +76,11 @@ _UPLOAD_BODY = {
 }
 
 
-def _document_out(record: DocumentRecord) -> DocumentOut:
+def _document_out(record: DocumentRecord, collection_names: Mapping[str, str]) -> DocumentOut:
     return DocumentOut(
+        collection_id=record.collection_id,
+        collection=collection_names.get(record.collection_id, record.collection_id),
+        metadata=json.loads(record.metadata_json or "{}"),
         document_id=record.document_id,
         source=record.source,
         status=record.status,
@@ -127,6 +145,8 @@ async def upload_document(
     def reserve_next() -> None:  # runs in the receiver's worker thread
         reservations.append(service.reserve_upload(deps, tenant, uploader))
 
+    texts: dict[str, str] = {}
+    received: list[service.ReceivedFile] = []
     try:
         received = await receive_uploads(
             request,
@@ -135,16 +155,31 @@ async def upload_document(
             accept_suffix=SUPPORTED_EXTENSIONS,
             max_files=MAX_FILES_PER_REQUEST,
             reserve_slot=reserve_next,
+            texts=texts,
         )
-    except BaseException:  # 413/415/422/429 or a client gone mid-body: the slots are free again
+        # Where the files go: a collection the caller writes, and documents it may replace.
+        placed = await run_in_threadpool(_placement, container, caller, texts, received)
+    except BaseException:  # 403/404/413/415/422/429 or a client gone: slots and files go
+        for file in received:
+            file.path.unlink(missing_ok=True)
         release = run_in_threadpool(_release_all, deps, tenant, reservations)
         await asyncio.shield(release)  # completes even if this request is being cancelled
         raise
+    # Checked above for every replaced document, in whatever collection it is.
+    uploader = service.Uploader(caller.actor(ip), may_change_any=True)
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
     jobs = await run_in_threadpool(
-        service.submit_uploads, deps, tenant, reservations, received, uploader
+        service.submit_uploads, deps, tenant, reservations, received, uploader, placed.placement
     )
+    if placed.moved:
+        await run_in_threadpool(
+            container.collections.after_upload,
+            placed.access,
+            caller.actor(ip),
+            placed.target,
+            placed.moved,
+        )
     accepted = [
         JobAccepted(
             job_id=job.job_id,
@@ -155,6 +190,39 @@ async def upload_document(
         for job in jobs
     ]
     return UploadAccepted(**accepted[0].model_dump(), jobs=accepted)
+
+
+@dataclass(frozen=True)
+class _Placement:
+    access: CollectionAccess
+    target: str  # the collection id the files go to
+    placement: dict[str, str]  # the document rows' collection and metadata
+    moved: list[str]  # replaced documents that were in another collection
+
+
+def _placement(
+    container: Container, caller: Identity, texts: dict[str, str], files: list[service.ReceivedFile]
+) -> _Placement:
+    """The upload's `collection` (default general; 403 unless the caller writes it) and
+    `metadata` (422 naming the problem), and the documents it replaces (each one the caller
+    must be allowed to change)."""
+    access = caller_access(container, caller)
+    metadata = parse_metadata(texts.get("metadata"))
+    replaced = []
+    for file in files:
+        doc = document_id_of(caller.tenant_id, service.sanitise_filename(file.client_filename))
+        existing = container.access_store.collection_of(caller.tenant_id, doc)
+        if existing is not None:
+            record = container.document_deps.documents.get(caller.tenant_id, doc)
+            replaced.append((doc, existing, record.uploaded_by if record else None))
+    target = container.collections.check_upload(
+        access, texts.get("collection"), replaced, caller.user_id
+    )
+    placement = {"collection_id": target}
+    if "metadata" in texts:
+        placement["metadata_json"] = json.dumps(metadata, sort_keys=True)
+    moved = [doc for doc, existing, _ in replaced if existing != target]
+    return _Placement(access, target, placement, moved)
 
 
 def _release_all(deps: service.UploadDeps, tenant: str, reservations: list[str]) -> None:
@@ -194,19 +262,50 @@ def list_documents(
     limit: PageLimit = None,
     offset: PageOffset = 0,
 ) -> DocumentList:
-    """The tenant's documents, newest first."""
+    """The documents of the collections you read, newest first."""
     size = container.request_limits.page_size(limit)
-    found = service.list_documents(container.document_deps, principal.tenant_id, size, offset)
-    return DocumentList(data=[_document_out(r) for r in found.records], count=found.total)
+    access = caller_access(container, principal)
+    shown = None if access.reads_everything else access.readable
+    found = service.list_documents(
+        container.document_deps, principal.tenant_id, size, offset, shown
+    )
+    names = access.all_collections
+    return DocumentList(data=[_document_out(r, names) for r in found.records], count=found.total)
 
 
 @router.get(
     "/documents/{document_id}", response_model=DocumentOut, responses=error_responses(404, 422)
 )
 def get_document(document_id: str, container: ContainerDep, principal: Principal) -> DocumentOut:
-    """One document of the tenant."""
+    """One document of a collection you read (404 otherwise, as for a missing one)."""
+    access = caller_access(container, principal)
+    container.collections.document_collection(access, document_id)
     found = service.get_document(container.document_deps, principal.tenant_id, document_id)
-    return _document_out(found)
+    return _document_out(found, access.all_collections)
+
+
+@router.patch(
+    "/documents/{document_id}",
+    response_model=DocumentOut,
+    responses=error_responses(403, 404, 422),
+)
+def change_document(
+    document_id: str, body: DocumentPatch, container: ContainerDep, caller: Authorized, ip: ClientIp
+) -> DocumentOut:
+    """Move a document to another collection (`collection`: id or name) and/or replace its
+    metadata (`metadata`), without re-embedding it. You need write on its collection and, to
+    move it, on the target."""
+    if body.collection is None and body.metadata is None:
+        raise ApiError(422, "validation_error", "nothing to change: send collection or metadata")
+    access = caller_access(container, caller)
+    metadata = None if body.metadata is None else checked_metadata(body.metadata)
+    container.collections.document_collection(access, document_id)  # 404 before anything else
+    found = service.get_document(container.document_deps, caller.tenant_id, document_id)
+    container.collections.change_document(
+        access, caller.actor(ip), document_id, found.uploaded_by, body.collection, metadata
+    )
+    changed = service.get_document(container.document_deps, caller.tenant_id, document_id)
+    return _document_out(changed, access.all_collections)
 
 
 @router.delete(
@@ -217,7 +316,11 @@ def delete_document(
 ) -> Response:
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
-    uploader = _uploader(caller, ip)
+    access = caller_access(container, caller)
+    collection_id = container.collections.document_collection(access, document_id)
+    found = service.get_document(container.document_deps, caller.tenant_id, document_id)
+    container.collections.check_may_delete(access, document_id, found.uploaded_by, caller.user_id)
+    uploader = service.Uploader(caller.actor(ip), access.may_change_any(collection_id))
     service.delete_document(container.document_deps, caller.tenant_id, document_id, uploader)
     return Response(status_code=204)
 
