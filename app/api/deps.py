@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
@@ -66,6 +66,11 @@ def get_caller_access(container: ContainerDep, principal: Principal) -> Collecti
 
 
 CallerAccess = Annotated[CollectionAccess, Depends(get_caller_access)]
+
+
+def readable_documents(container: Container, caller: Identity) -> Callable[[str], bool]:
+    """Whether the caller reads a document now (history and citations are re-checked)."""
+    return container.search_scopes.readable_documents(caller_access(container, caller))
 
 
 def scope_of(

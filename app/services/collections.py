@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.domain import Role
@@ -20,6 +20,7 @@ from app.services.audit import Actor
 from app.services.collection_access import AccessResolver, CollectionAccess
 from app.services.document_metadata import MetadataValue
 from app.services.search_scope import collection_not_found
+from app.services.stats import QuotaUse, TenantStats
 from app.storage.collections import (
     AccessStore,
     CollectionChange,
@@ -319,3 +320,22 @@ class CollectionService:
 def metadata_of(store: AccessStore, tenant_id: str, document_id: str) -> dict[str, Any]:
     """A document's own metadata ({} for none)."""
     return store.document_metadata(tenant_id, document_id) or {}
+
+
+def stats_in_reach(stats: TenantStats, store: AccessStore, access: CollectionAccess) -> TenantStats:
+    """/stats as the caller may see it: a caller who does not read every collection gets the
+    documents, chunks and their quota use of the collections it reads (the rest of the tenant's
+    documents are not counted anywhere it can see)."""
+    if access.reads_everything:
+        return stats
+    documents, chunks, stored, ocr = store.usage_in(access.tenant_id, access.readable)
+    quotas = dict(stats.quotas)
+    for name, used in (
+        ("documents", documents),
+        ("chunks", chunks),
+        ("stored_bytes", stored),
+        ("ocr_pages", ocr),
+    ):
+        if name in quotas:
+            quotas[name] = QuotaUse(used, quotas[name].limit)
+    return replace(stats, documents=documents, chunks=chunks, quotas=quotas)

@@ -669,10 +669,16 @@ def delete_document(
 
 
 def list_jobs(
-    deps: UploadDeps, tenant_id: str, statuses: Sequence[JobStatus], limit: int, offset: int
+    deps: UploadDeps,
+    tenant_id: str,
+    statuses: Sequence[JobStatus],
+    limit: int,
+    offset: int,
+    collections: Collection[str] | None = None,
 ) -> ListedPage[JobRecord]:
-    """The tenant's jobs in `statuses` (uploads still being received are not jobs yet)."""
-    records, total = deps.jobs.page(tenant_id, statuses, limit, offset)
+    """The tenant's jobs in `statuses` (uploads still being received are not jobs yet), of
+    documents in `collections` when given."""
+    records, total = deps.jobs.page(tenant_id, statuses, limit, offset, collections)
     return ListedPage(records, total)
 
 

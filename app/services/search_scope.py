@@ -78,6 +78,14 @@ class SearchScopes:
         self._catalogs.put(tenant_id, catalog)
         return catalog
 
+    def readable_documents(self, access: CollectionAccess) -> Callable[[str], bool]:
+        """Whether a document id is one the caller reads now (a missing one is not)."""
+        if access.reads_everything:
+            return lambda _document_id: True
+        where = {d.document_id: d.collection_id for d in self.catalog(access.tenant_id).documents}
+        readable = access.readable
+        return lambda document_id: where.get(document_id) in readable
+
     def chosen_collections(
         self, access: CollectionAccess, requested: Sequence[str] | None
     ) -> frozenset[str]:

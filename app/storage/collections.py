@@ -302,6 +302,23 @@ class AccessStore:
             )
             return {cid: (int(docs), int(chunks)) for cid, docs, chunks in rows}
 
+    def usage_in(self, tenant_id: str, collections: Iterable[str]) -> tuple[int, int, int, int]:
+        """Documents, chunks, stored bytes and OCR pages of these collections together."""
+        with self._db.session() as session:
+            row = session.execute(
+                select(
+                    func.count(),
+                    func.coalesce(func.sum(DocumentRow.chunks), 0),
+                    func.coalesce(func.sum(DocumentRow.size_bytes), 0),
+                    func.coalesce(func.sum(DocumentRow.ocr_pages), 0),
+                ).where(
+                    DocumentRow.tenant_id == tenant_id,
+                    DocumentRow.collection_id.in_(sorted(collections)),
+                )
+            ).one()
+            documents, chunks, stored, ocr = row
+            return int(documents), int(chunks), int(stored), int(ocr)
+
     def document_ids(self, tenant_id: str, collection_id: str) -> list[str]:
         """The ids of the collection's documents."""
         with self._db.session() as session:

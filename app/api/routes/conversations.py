@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from app.api.conversation_schemas import (
@@ -23,6 +25,8 @@ from app.api.deps import (
     PageOffset,
     Principal,
     QueryRateLimit,
+    readable_documents,
+    scope_of,
 )
 from app.api.errors import error_responses
 from app.api.routes.answers import EventStreamResponse, query_out, wire_event
@@ -55,7 +59,7 @@ def _conversation_out(record: ConversationRecord) -> ConversationOut:
     )
 
 
-def _message_out(message: MessageRecord) -> MessageOut:
+def _message_out(message: MessageRecord, readable: Callable[[str], bool]) -> MessageOut:
     return MessageOut(
         message_id=message.message_id,
         role=message.role,
@@ -64,7 +68,11 @@ def _message_out(message: MessageRecord) -> MessageOut:
         citations=(
             None
             if message.citations is None
-            else [CitationOut(**citation) for citation in message.citations]
+            else [
+                CitationOut(**citation)
+                for citation in message.citations
+                if readable(str(citation.get("document_id", "")))
+            ]
         ),
         refused=message.refused,
         created_at=message.created_at.isoformat(),
@@ -139,8 +147,11 @@ def get_conversation(
     store = container.conversations
     record = service.get(store, caller, conversation_id)
     history = service.messages(store, caller, conversation_id)
+    # Re-checked as shown: a citation of a document the caller no longer reads is left out.
+    readable = readable_documents(container, principal)
     return ConversationDetail(
-        **_conversation_out(record).model_dump(), history=[_message_out(m) for m in history]
+        **_conversation_out(record).model_dump(),
+        history=[_message_out(m, readable) for m in history],
     )
 
 
@@ -178,7 +189,11 @@ async def post_message(
     """Ask a question in the conversation: a follow-up is rewritten into a standalone question
     from the latest turns, answered like /query, and the turn is stored with its citations."""
     caller, deps = _caller(principal), container.conversation_deps
+    # What the caller reads now: a follow-up never cites a document it can no longer read.
+    scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
     if stream:
-        events = await service.open_turn_stream(deps, caller, conversation_id, body.content, body.k)
+        events = await service.open_turn_stream(
+            deps, caller, conversation_id, body.content, body.k, scope
+        )
         return EventStreamResponse(events, _wire_turn_event)
-    return _turn_out(await service.ask(deps, caller, conversation_id, body.content, body.k))
+    return _turn_out(await service.ask(deps, caller, conversation_id, body.content, body.k, scope))

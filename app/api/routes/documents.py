@@ -245,14 +245,24 @@ def list_jobs(
     still to index: a client syncing a folder polls that one listing until its `count` is 0."""
     size = container.request_limits.page_size(limit)
     statuses = status or list(get_args(JobStatus))
-    found = service.list_jobs(container.upload_deps, principal.tenant_id, statuses, size, offset)
+    access = caller_access(container, principal)
+    shown = None if access.reads_everything else access.readable
+    found = service.list_jobs(
+        container.upload_deps, principal.tenant_id, statuses, size, offset, shown
+    )
     return JobList(data=[_job_out(job) for job in found.records], count=found.total)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
 def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOut:
-    """An ingestion job's state and progress."""
-    return _job_out(service.get_job(container.upload_deps, principal.tenant_id, job_id))
+    """An ingestion job's state and progress (404, as for a missing job, when its document is
+    in a collection you do not read)."""
+    job = service.get_job(container.upload_deps, principal.tenant_id, job_id)
+    access = caller_access(container, principal)
+    where = container.access_store.collection_of(principal.tenant_id, job.document_id)
+    if not access.reads_everything and (where is None or access.permission(where) is None):
+        raise ApiError(404, "not_found", "job not found")
+    return _job_out(job)
 
 
 @router.get("/documents", response_model=DocumentList, responses=error_responses(422))

@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
+from fastapi.concurrency import run_in_threadpool
 
-from app.api.deps import ContainerDep, PageRateLimit, Principal
+from app.api.deps import ContainerDep, PageRateLimit, Principal, caller_access
 from app.api.errors import error_responses
 from app.api.schemas import HighlightOut, PageTextOut
+from app.container import Container
 from app.services import page_lane
 from app.services import pages as service
 from app.services.admission import Caller
+from app.services.auth import Identity
 
 # Every page route counts against the caller's RAG_RATE_LIMIT_PAGES_PER_MINUTE.
 router = APIRouter(tags=["documents"], dependencies=[PageRateLimit])
@@ -50,6 +53,7 @@ async def page_image(
     """A PDF page as PNG, the cited passage highlighted; 409 when it cannot be drawn (not a
     PDF, or the page failed: too slow, too large, damaged); 429/503 when no render slot frees
     up within a second or two (Retry-After says when to come back)."""
+    await run_in_threadpool(_check_readable, container, principal, document_id)
     rendered = await page_lane.page_image(
         container.page_lane,
         container.page_deps,
@@ -80,6 +84,7 @@ def page_text(
     chunk: ChunkParam = None,
 ) -> PageTextOut:
     """A page's indexed text (any format) with the cited passage's offsets in it."""
+    _check_readable(container, principal, document_id)
     found = service.page_text(container.page_deps, principal.tenant_id, document_id, page, chunk)
     span = found.highlight
     highlight = HighlightOut(start=span[0], end=span[1]) if span else None
@@ -91,3 +96,8 @@ def page_text(
         text=found.text,
         highlight=highlight,
     )
+
+
+def _check_readable(container: Container, caller: Identity, document_id: str) -> None:
+    """404, exactly as for a missing document, unless the caller reads its collection."""
+    container.collections.document_collection(caller_access(container, caller), document_id)

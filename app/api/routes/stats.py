@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api.deps import ContainerDep, Principal
+from app.api.deps import ContainerDep, Principal, caller_access
 from app.api.schemas import QuotaOut, QuotasOut, StatsOut
+from app.services.collections import stats_in_reach
 from app.services.stats import tenant_stats
 
 router = APIRouter(tags=["ops"])
@@ -15,7 +16,11 @@ router = APIRouter(tags=["ops"])
 def stats(container: ContainerDep, principal: Principal) -> StatsOut:
     """The tenant's documents, chunks, cache entries, cache hit rate and quota usage (the
     per-user conversation quotas as the caller uses them)."""
-    found = tenant_stats(container.stats_deps, principal.tenant_id, principal.user_id)
+    found = stats_in_reach(
+        tenant_stats(container.stats_deps, principal.tenant_id, principal.user_id),
+        container.access_store,
+        caller_access(container, principal),
+    )
     quotas = {name: QuotaOut(used=q.used, limit=q.limit) for name, q in found.quotas.items()}
     return StatsOut(
         documents=found.documents,
