@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.collection_schemas import ScopeFields
 from app.api.schemas import CitationOut, QueryOut
-from app.limits import (
+from app.request_limits import (
     CHAT_MESSAGE_CHARS_CEILING,
     CHAT_MESSAGES_CEILING,
     K_CEILING,
@@ -34,7 +34,7 @@ class ConversationList(BaseModel):
 class MessageIn(ScopeFields):
     model_config = ConfigDict(extra="forbid")
 
-    # The outer bounds; the configured caps are checked by RequestLimits (both in app.limits).
+    # The outer bounds; the configured caps are checked by RequestLimits (both in app.request_limits).
     content: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)
     k: int | None = Field(default=None, ge=1, le=K_CEILING)
 

@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from app.api.errors import ApiError
 from app.container import Container
 from app.errors import AuthenticationFailed
-from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
+from app.request_limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
 from app.retrieval.scope import SearchScope
 from app.services.auth import Identity
 from app.services.collection_access import CollectionAccess

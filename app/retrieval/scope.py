@@ -25,7 +25,7 @@ from app.memory import HotMap
 
 if TYPE_CHECKING:
     from app.domain import Chunk
-    from app.retrieval.corpus import CorpusReader
+    from app.retrieval.corpus_reader import CorpusReader
     from app.retrieval.keyword import KeywordSnapshot
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.api_builders import text_document
+from testkit.builders import text_document
 from tests.api.conftest import ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration

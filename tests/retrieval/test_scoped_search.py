@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from app.config import Settings
 from app.retrieval.hybrid import HybridRetriever, build_retriever
 from app.retrieval.scope import SearchScope
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import add_document, memory_corpus
 

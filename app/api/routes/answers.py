@@ -17,8 +17,7 @@ from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut,
 from app.api.streams import AnswerStreamResponse, ClosableEvents
 from app.domain import SearchHit, ocr_confidence, section_path, text_source
 from app.observability import error_payload
-from app.services import answer_lane
-from app.services.admission import Caller
+from app.services import answer as answer_service
 from app.services.answer import (
     AnsweredQuestion,
     AnswerEvent,
@@ -27,6 +26,7 @@ from app.services.answer import (
     CitationsFound,
     TextDelta,
 )
+from app.services.blocks.admission import Caller
 from app.services.search import search as search_service
 from app.timing import start_timer
 
@@ -90,7 +90,7 @@ async def query(body: QueryIn, container: ContainerDep, principal: Principal) ->
     """A short answer whose claims carry [n] markers resolving to file and page."""
     caller = Caller(principal.tenant_id, principal.user_id)
     scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
-    answered = await answer_lane.answer(
+    answered = await answer_service.answer(
         container.answer_lane, container.answer_deps, caller, body.question, body.k, scope
     )
     return query_out(answered)
@@ -158,7 +158,7 @@ async def query_stream(
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
     caller = Caller(principal.tenant_id, principal.user_id)
     scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
-    events = await answer_lane.open_stream(
+    events = await answer_service.open_stream(
         container.answer_lane, container.answer_deps, caller, body.question, body.k, scope
     )
     return EventStreamResponse(events)

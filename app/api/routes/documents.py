@@ -38,7 +38,7 @@ from app.domain import document_id as document_id_of
 from app.errors import public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
-from app.services import documents as service
+from app.services import documents, uploads
 from app.services.auth import Identity
 from app.services.collection_access import CollectionAccess
 from app.services.document_metadata import checked_metadata, parse_metadata
@@ -140,13 +140,13 @@ async def upload_document(
     uploader = _uploader(caller, ip)
     # The first job slot is taken before the body is read, each further one before its file is
     # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
-    reservations = [await run_in_threadpool(service.reserve_upload, deps, tenant, uploader)]
+    reservations = [await run_in_threadpool(uploads.reserve_upload, deps, tenant, uploader)]
 
     def reserve_next() -> None:  # runs in the receiver's worker thread
-        reservations.append(service.reserve_upload(deps, tenant, uploader))
+        reservations.append(uploads.reserve_upload(deps, tenant, uploader))
 
     texts: dict[str, str] = {}
-    received: list[service.ReceivedFile] = []
+    received: list[uploads.ReceivedFile] = []
     try:
         received = await receive_uploads(
             request,
@@ -166,11 +166,11 @@ async def upload_document(
         await asyncio.shield(release)  # completes even if this request is being cancelled
         raise
     # Checked above for every replaced document, in whatever collection it is.
-    uploader = service.Uploader(caller.actor(ip), may_change_any=True)
+    uploader = documents.Uploader(caller.actor(ip), may_change_any=True)
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
     jobs = await run_in_threadpool(
-        service.submit_uploads, deps, tenant, reservations, received, uploader, placed.placement
+        uploads.submit_uploads, deps, tenant, reservations, received, uploader, placed.placement
     )
     if placed.moved:
         await run_in_threadpool(
@@ -201,7 +201,7 @@ class _Placement:
 
 
 def _placement(
-    container: Container, caller: Identity, texts: dict[str, str], files: list[service.ReceivedFile]
+    container: Container, caller: Identity, texts: dict[str, str], files: list[uploads.ReceivedFile]
 ) -> _Placement:
     """The upload's `collection` (default general; 403 unless the caller writes it) and
     `metadata` (422 naming the problem), and the documents it replaces (each one the caller
@@ -210,7 +210,7 @@ def _placement(
     metadata = parse_metadata(texts.get("metadata"))
     replaced = []
     for file in files:
-        doc = document_id_of(caller.tenant_id, service.sanitise_filename(file.client_filename))
+        doc = document_id_of(caller.tenant_id, uploads.sanitise_filename(file.client_filename))
         existing = container.access_store.collection_of(caller.tenant_id, doc)
         if existing is not None:
             record = container.document_deps.documents.get(caller.tenant_id, doc)
@@ -225,9 +225,9 @@ def _placement(
     return _Placement(access, target, placement, moved)
 
 
-def _release_all(deps: service.UploadDeps, tenant: str, reservations: list[str]) -> None:
+def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str]) -> None:
     for reservation in reservations:
-        service.release_upload(deps, tenant, reservation)
+        uploads.release_upload(deps, tenant, reservation)
 
 
 @router.get("/jobs", response_model=JobList, responses=error_responses(422))
@@ -247,7 +247,7 @@ def list_jobs(
     statuses = status or list(get_args(JobStatus))
     access = caller_access(container, principal)
     shown = None if access.reads_everything else access.readable
-    found = service.list_jobs(
+    found = uploads.list_jobs(
         container.upload_deps, principal.tenant_id, statuses, size, offset, shown
     )
     return JobList(data=[_job_out(job) for job in found.records], count=found.total)
@@ -257,7 +257,7 @@ def list_jobs(
 def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOut:
     """An ingestion job's state and progress (404, as for a missing job, when its document is
     in a collection you do not read)."""
-    job = service.get_job(container.upload_deps, principal.tenant_id, job_id)
+    job = uploads.get_job(container.upload_deps, principal.tenant_id, job_id)
     access = caller_access(container, principal)
     where = container.access_store.collection_of(principal.tenant_id, job.document_id)
     if not access.reads_everything and (where is None or access.permission(where) is None):
@@ -276,7 +276,7 @@ def list_documents(
     size = container.request_limits.page_size(limit)
     access = caller_access(container, principal)
     shown = None if access.reads_everything else access.readable
-    found = service.list_documents(
+    found = documents.list_documents(
         container.document_deps, principal.tenant_id, size, offset, shown
     )
     names = access.all_collections
@@ -290,7 +290,7 @@ def get_document(document_id: str, container: ContainerDep, principal: Principal
     """One document of a collection you read (404 otherwise, as for a missing one)."""
     access = caller_access(container, principal)
     container.collections.document_collection(access, document_id)
-    found = service.get_document(container.document_deps, principal.tenant_id, document_id)
+    found = documents.get_document(container.document_deps, principal.tenant_id, document_id)
     return _document_out(found, access.all_collections)
 
 
@@ -310,11 +310,11 @@ def change_document(
     access = caller_access(container, caller)
     metadata = None if body.metadata is None else checked_metadata(body.metadata)
     container.collections.document_collection(access, document_id)  # 404 before anything else
-    found = service.get_document(container.document_deps, caller.tenant_id, document_id)
+    found = documents.get_document(container.document_deps, caller.tenant_id, document_id)
     container.collections.change_document(
         access, caller.actor(ip), document_id, found.uploaded_by, body.collection, metadata
     )
-    changed = service.get_document(container.document_deps, caller.tenant_id, document_id)
+    changed = documents.get_document(container.document_deps, caller.tenant_id, document_id)
     return _document_out(changed, access.all_collections)
 
 
@@ -328,12 +328,12 @@ def delete_document(
     documents they uploaded (403); an admin any."""
     access = caller_access(container, caller)
     collection_id = container.collections.document_collection(access, document_id)
-    found = service.get_document(container.document_deps, caller.tenant_id, document_id)
+    found = documents.get_document(container.document_deps, caller.tenant_id, document_id)
     container.collections.check_may_delete(access, document_id, found.uploaded_by, caller.user_id)
-    uploader = service.Uploader(caller.actor(ip), access.may_change_any(collection_id))
-    service.delete_document(container.document_deps, caller.tenant_id, document_id, uploader)
+    uploader = documents.Uploader(caller.actor(ip), access.may_change_any(collection_id))
+    documents.delete_document(container.document_deps, caller.tenant_id, document_id, uploader)
     return Response(status_code=204)
 
 
-def _uploader(caller: Identity, ip: str) -> service.Uploader:
-    return service.Uploader(caller.actor(ip), may_change_any=caller.role == "admin")
+def _uploader(caller: Identity, ip: str) -> documents.Uploader:
+    return documents.Uploader(caller.actor(ip), may_change_any=caller.role == "admin")

@@ -11,10 +11,9 @@ from app.api.deps import ContainerDep, PageRateLimit, Principal, caller_access
 from app.api.errors import error_responses
 from app.api.schemas import HighlightOut, PageTextOut
 from app.container import Container
-from app.services import page_lane
 from app.services import pages as service
-from app.services.admission import Caller
 from app.services.auth import Identity
+from app.services.blocks.admission import Caller
 
 # Every page route counts against the caller's RAG_RATE_LIMIT_PAGES_PER_MINUTE.
 router = APIRouter(tags=["documents"], dependencies=[PageRateLimit])
@@ -54,7 +53,7 @@ async def page_image(
     PDF, or the page failed: too slow, too large, damaged); 429/503 when no render slot frees
     up within a second or two (Retry-After says when to come back)."""
     await run_in_threadpool(_check_readable, container, principal, document_id)
-    rendered = await page_lane.page_image(
+    rendered = await service.page_image(
         container.page_lane,
         container.page_deps,
         Caller(principal.tenant_id, principal.user_id),
