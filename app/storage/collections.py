@@ -139,10 +139,12 @@ class AccessStore:
     # --- version and graph ---
 
     def version(self, tenant_id: str) -> int:
-        """The tenant's access version (0 before its first change)."""
-        with self._db.session() as session:
-            found = session.get(AccessVersionRow, tenant_id)
-            return 0 if found is None else int(found.version)
+        """The tenant's access version (0 before its first change): read on every request, so
+        one Core statement on a pooled connection, no ORM session."""
+        statement = select(AccessVersionRow.version).where(AccessVersionRow.tenant_id == tenant_id)
+        with self._db.engine.connect() as connection:
+            found = connection.execute(statement).scalar()
+            return 0 if found is None else int(found)
 
     def ensure_general(self, tenant_id: str) -> None:
         """Create the tenant's `general` collection if it has none yet (a new tenant)."""
