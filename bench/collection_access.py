@@ -119,8 +119,9 @@ def main() -> None:
         )
     ]
     print(
-        f"{args.database}: {args.users} users, {args.groups} groups, {args.collections} collections; "
-        f"setup {setup_s:.1f} s; a member reads {min(readable)}-{max(readable)} collections"
+        f"{args.database}: {args.users} users, {args.groups} groups, "
+        f"{args.collections} collections; setup {setup_s:.1f} s; "
+        f"a member reads {min(readable)}-{max(readable)} collections"
     )
     print(table(["request", "n", "p50 ms", "p95 ms"], rows))
 
