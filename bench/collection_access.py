@@ -22,7 +22,7 @@ from pathlib import Path
 
 from app.services.collection_access import AccessResolver
 from app.storage.audit import AuditEntry
-from app.storage.collections import AccessStore, Grant
+from app.storage.collections import AccessStore, Grant, Visibility
 from app.storage.db import open_database
 from app.storage.users import UserStore
 from bench.common import median, percentile, table
@@ -41,7 +41,7 @@ def _populate(
         for group_id in rng.sample(groups, 3):
             store.set_member(TENANT, group_id, user_id, True, audit)
     for i in range(n_cols):
-        visibility = "restricted" if i % 2 else "tenant"
+        visibility: Visibility = "restricted" if i % 2 else "tenant"
         made = store.create_collection(TENANT, f"collection {i}", "", visibility, audit)
         grants = [
             Grant("group", g, rng.choice(["read", "write", "manage"]))

@@ -51,7 +51,8 @@ class HashedEmbedder:
                 1.0 if digest[4] & 1 else -1.0
             )
         norm = float(np.linalg.norm(vector)) or 1.0
-        return (vector / norm).tolist()
+        unit: list[float] = (vector / norm).tolist()
+        return unit
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [self.embed_query(text) for text in texts]

@@ -39,6 +39,7 @@ import numpy as np
 
 from app.errors import EmbeddingModelMismatch
 from app.memory import HotMap
+from app.storage.scope_vectors import ScopeMatrix, ScopeVectors, scope_digest
 from app.storage.vector_index import IndexedVector
 from app.text.arabic import EMBEDDED_TEXT_FORM
 
@@ -111,6 +112,8 @@ class ChromaVectorIndex:
         # eviction is one lookup by name, not a listing of every tenant's collections (a
         # tenant id each, ~100 bytes; the same as a handle was before eviction existed).
         self._only_current: set[str] = set()
+        # The vectors of recently searched small scopes (an exact scoped search reads them).
+        self._scope_vectors = ScopeVectors()
 
     @property
     def hot_tenants(self) -> list[str]:
@@ -258,6 +261,7 @@ class ChromaVectorIndex:
         overwrite them in place. False when nothing needed rebuilding."""
         self._collections.pop(tenant_id)
         self._only_current.discard(tenant_id)
+        self._scope_vectors.forget(tenant_id)
         stale = self._stale_collections(tenant_id)
         if not stale:
             return self._refresh_text_form(tenant_id, pages)
@@ -349,22 +353,16 @@ class ChromaVectorIndex:
             return []
         query = np.asarray(vector, dtype=np.float32)
         query /= np.linalg.norm(query) or 1.0
-        ids: list[str] = []
-        scores: list[np.ndarray] = []
         wanted = sorted(set(chunk_ids))
-        step = min(PAGE_SIZE * 5, self.client.get_max_batch_size())
-        for begin in range(0, len(wanted), step):
-            page = collection.get(ids=wanted[begin : begin + step], include=["embeddings"])  # type: ignore[list-item]
-            if not page["ids"]:
-                continue
-            matrix = np.asarray(page["embeddings"], dtype=np.float32)
-            norms = np.linalg.norm(matrix, axis=1)
-            norms[norms == 0] = 1.0
-            ids += page["ids"]
-            scores.append((matrix @ query) / norms)
+        key = scope_digest(tenant_id, wanted)
+        scope = self._scope_vectors.get(key)
+        if scope is None:
+            scope = self._fetch_units(collection, wanted)
+            self._scope_vectors.put(key, tenant_id, scope)
+        ids = scope.ids
         if not ids:
             return []
-        similarity = np.concatenate(scores)
+        similarity = scope.units @ query
         top = (
             np.argpartition(-similarity, min(k, len(ids)) - 1)[:k]
             if len(ids) > k
@@ -372,6 +370,23 @@ class ChromaVectorIndex:
         )
         order = sorted(top, key=lambda i: (-float(similarity[i]), ids[i]))
         return [(ids[i], float(similarity[i])) for i in order]
+
+    def _fetch_units(self, collection: Collection, wanted: list[str]) -> ScopeMatrix:
+        """The unit vectors of these chunk ids (those Chroma has), fetched in pages."""
+        ids: list[str] = []
+        rows: list[np.ndarray] = []
+        step = min(PAGE_SIZE * 5, self.client.get_max_batch_size())
+        for begin in range(0, len(wanted), step):
+            page = collection.get(ids=wanted[begin : begin + step], include=["embeddings"])  # type: ignore[list-item]
+            if not page["ids"]:
+                continue
+            matrix = np.asarray(page["embeddings"], dtype=np.float32)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            ids += page["ids"]
+            rows.append(matrix / norms)
+        units = np.concatenate(rows) if rows else np.zeros((0, self.dimension), np.float32)
+        return ScopeMatrix(tuple(ids), units)
 
     def count(self, tenant_id: str) -> int:
         """Number of the tenant's vectors (asks Chroma, so it also proves it answers)."""
