@@ -273,3 +273,28 @@ def test_a_collection_with_documents_is_deleted_only_when_asked_to(
     assert going.status_code == 202 and going.json()["documents"] == 1
     assert api.client.get("/collections/scratch", headers=people.admin.headers).status_code == 404
     assert "scratch.txt" not in _search_sources(api, people.admin, "scratch notes buoys")
+
+
+def test_bad_metadata_is_a_422_naming_the_problem_and_nothing_is_kept(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    for metadata, named in (
+        ('{"Team": "ops"}', "'Team'"),
+        ('{"source": "x"}', "built-in"),
+        ('{"notes": "' + "x" * 300 + '"}', "256"),
+        ('{"tags": [1, 2]}', "'tags'"),
+        ("[1, 2]", "JSON object"),
+        ("{not json", "not valid JSON"),
+    ):
+        response = _upload(api, people.member, "bad-meta.txt", "Some text.", metadata=metadata)
+        error = assert_error_body(response, 422)
+        assert named in error["message"], (metadata, error)
+    assert api.uploads_left() == []
+    listed = api.client.get("/documents", headers=people.member.headers).json()["data"]
+    assert "bad-meta.txt" not in {d["source"] for d in listed}
+    patched = api.client.patch(
+        f"/documents/{world['public']}",
+        json={"metadata": {"9lives": 1}},
+        headers=people.admin.headers,
+    )
+    assert "'9lives'" in assert_error_body(patched, 422)["message"]
