@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, field_validator
 
-from app.config.fields import setting, registered
+from app.config.fields import registered, setting
 
 # The provider names Settings accepts; the factories in app/providers build each one, and their
 # `extra_llm` / `extra_embedder` add a name here for a `with` block (tests add their fakes so).

@@ -29,8 +29,8 @@ from app.errors import JobPaused, ProviderUnavailable, RagError
 from app.ingestion.ocr_checkpoint import checkpoint_of
 from app.ingestion.parse_turn import ParseTurn
 from app.jobs.store import JobDone, JobProgress, JobRecord, JobStore
-from app.services.indexing import DocumentDeps, IndexOutcome, IndexRequest, index_documents
 from app.services.blocks.pipeline import FileProgress, IngestedDocument
+from app.services.indexing import DocumentDeps, IndexOutcome, IndexRequest, index_documents
 from app.storage.documents import DocumentStore
 
 log = logging.getLogger(__name__)
@@ -114,8 +114,8 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
     try:
         outcomes: list[IndexOutcome] = index_documents(
             deps.indexing(),  # a server down here fails (or retries) every job of the batch
-            tenant,
-            [
+            tenant_id=tenant,
+            requests=[
                 IndexRequest(
                     Path(job.stored_path),
                     job.source,

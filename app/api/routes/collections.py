@@ -165,7 +165,10 @@ def _delete_with_documents(
     for document_id in document_ids:
         try:
             document_service.delete_document(
-                container.document_deps, caller.tenant_id, document_id, uploader
+                container.document_deps,
+                tenant_id=caller.tenant_id,
+                document_id=document_id,
+                uploader=uploader,
             )
         except Exception:  # one document failing must not leave the rest: logged, next
             log.exception(

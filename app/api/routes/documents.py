@@ -16,26 +16,25 @@ from app.api.collection_schemas import DocumentPatch
 from app.api.deps import (
     ClientIp,
     ContainerDep,
-    PageLimit,
+    Documents,
     PageOffset,
+    PageSize,
     Principal,
+    Uploads,
     caller_access,
 )
 from app.api.errors import ApiError, error_responses
 from app.api.schemas import (
-    DocumentList,
     DocumentOut,
     JobAccepted,
-    JobList,
     JobOut,
     JobStatus,
-    Progress,
+    Page,
     UploadAccepted,
 )
 from app.api.upload import receive_uploads
 from app.container import Container
 from app.domain import document_id as document_id_of
-from app.errors import public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents, uploads
@@ -77,19 +76,13 @@ _UPLOAD_BODY = {
 
 
 def _document_out(record: DocumentRecord, collection_names: Mapping[str, str]) -> DocumentOut:
-    return DocumentOut(
-        collection_id=record.collection_id,
-        collection=collection_names.get(record.collection_id, record.collection_id),
-        metadata=json.loads(record.metadata_json or "{}"),
-        document_id=record.document_id,
-        source=record.source,
-        status=record.status,
-        pages=record.pages,
-        chunks=record.chunks,
-        size_bytes=record.size_bytes,
-        uploaded_at=record.uploaded_at.isoformat(),
-        uploaded_by=record.uploaded_by,
-        uploaded_by_name=record.uploaded_by_name,
+    """A document as shown, with its collection's name and its own metadata."""
+    shown = DocumentOut.model_validate(record)
+    return shown.model_copy(
+        update={
+            "collection": collection_names.get(record.collection_id, record.collection_id),
+            "metadata": json.loads(record.metadata_json or "{}"),
+        }
     )
 
 
@@ -100,28 +93,6 @@ def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "fa
     return status
 
 
-def _job_out(job: JobRecord) -> JobOut:
-    code, error = job.error_code, None
-    if code is not None:  # the stored detail is for operators; clients get a safe text
-        error = public_job_error(code, job.error or "")
-    return JobOut(
-        job_id=job.job_id,
-        document_id=job.document_id,
-        status=_shown_status(job),
-        source=job.source,
-        progress=Progress(
-            done=job.progress_done, total=job.progress_total, stage=job.progress_stage
-        ),
-        chunks_indexed=job.chunks_indexed,
-        pages=job.pages,
-        error_code=code,
-        error=error,
-        warnings=list(job.warnings),
-        created_at=job.created_at.isoformat(),
-        updated_at=job.updated_at.isoformat(),
-    )
-
-
 @router.post(
     "/documents",
     status_code=202,
@@ -130,20 +101,21 @@ def _job_out(job: JobRecord) -> JobOut:
     responses=error_responses(403, 413, 415, 422, 429),
 )
 async def upload_document(
-    request: Request, container: ContainerDep, caller: Authorized, ip: ClientIp
+    request: Request, caller: Authorized, deps: Uploads, ip: ClientIp, container: ContainerDep
 ) -> UploadAccepted:
     """Accept files (multipart field `file`, repeated for several; one job each) and queue them
     for background indexing. All files of a request are accepted, or none. A member may replace
     only documents they uploaded (403)."""
     tenant = caller.tenant_id
-    deps = container.upload_deps
     uploader = _uploader(caller, ip)
     # The first job slot is taken before the body is read, each further one before its file is
     # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
-    reservations = [await run_in_threadpool(uploads.reserve_upload, deps, tenant, uploader)]
+    reservations = [
+        await run_in_threadpool(uploads.reserve_upload, deps, tenant_id=tenant, uploader=uploader)
+    ]
 
     def reserve_next() -> None:  # runs in the receiver's worker thread
-        reservations.append(uploads.reserve_upload(deps, tenant, uploader))
+        reservations.append(uploads.reserve_upload(deps, tenant_id=tenant, uploader=uploader))
 
     texts: dict[str, str] = {}
     received: list[uploads.ReceivedFile] = []
@@ -170,7 +142,13 @@ async def upload_document(
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
     jobs = await run_in_threadpool(
-        uploads.submit_uploads, deps, tenant, reservations, received, uploader, placed.placement
+        uploads.submit_uploads,
+        deps,
+        tenant_id=tenant,
+        reservations=reservations,
+        files=received,
+        uploader=uploader,
+        placement=placed.placement,
     )
     if placed.moved:
         await run_in_threadpool(
@@ -227,70 +205,79 @@ def _placement(
 
 def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str]) -> None:
     for reservation in reservations:
-        uploads.release_upload(deps, tenant, reservation)
+        uploads.release_upload(deps, tenant_id=tenant, reservation=reservation)
 
 
-@router.get("/jobs", response_model=JobList, responses=error_responses(422))
+@router.get("/jobs", response_model=Page[JobOut], responses=error_responses(422))
 def list_jobs(
-    container: ContainerDep,
     principal: Principal,
+    deps: Uploads,
+    size: PageSize,
+    container: ContainerDep,
     status: Annotated[
         list[JobStatus] | None,
         Query(description="keep jobs in these statuses (repeat it); default: every status"),
     ] = None,
-    limit: PageLimit = None,
     offset: PageOffset = 0,
-) -> JobList:
+) -> Page[JobOut]:
     """The tenant's ingestion jobs, newest first. `?status=queued&status=processing` is what is
     still to index: a client syncing a folder polls that one listing until its `count` is 0."""
-    size = container.request_limits.page_size(limit)
     statuses = status or list(get_args(JobStatus))
     access = caller_access(container, principal)
     shown = None if access.reads_everything else access.readable
     found = uploads.list_jobs(
-        container.upload_deps, principal.tenant_id, statuses, size, offset, shown
+        deps,
+        tenant_id=principal.tenant_id,
+        statuses=statuses,
+        limit=size,
+        offset=offset,
+        collections=shown,
     )
-    return JobList(data=[_job_out(job) for job in found.records], count=found.total)
+    return Page[JobOut].of(found.records, found.total)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
-def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOut:
+def get_job(job_id: str, principal: Principal, deps: Uploads, container: ContainerDep) -> JobOut:
     """An ingestion job's state and progress (404, as for a missing job, when its document is
     in a collection you do not read)."""
-    job = uploads.get_job(container.upload_deps, principal.tenant_id, job_id)
+    job = uploads.get_job(deps, tenant_id=principal.tenant_id, job_id=job_id)
     access = caller_access(container, principal)
     where = container.access_store.collection_of(principal.tenant_id, job.document_id)
     if not access.reads_everything and (where is None or access.permission(where) is None):
         raise ApiError(404, "not_found", "job not found")
-    return _job_out(job)
+    return JobOut.model_validate(job)
 
 
-@router.get("/documents", response_model=DocumentList, responses=error_responses(422))
+@router.get("/documents", response_model=Page[DocumentOut], responses=error_responses(422))
 def list_documents(
-    container: ContainerDep,
     principal: Principal,
-    limit: PageLimit = None,
+    deps: Documents,
+    size: PageSize,
+    container: ContainerDep,
     offset: PageOffset = 0,
-) -> DocumentList:
+) -> Page[DocumentOut]:
     """The documents of the collections you read, newest first."""
-    size = container.request_limits.page_size(limit)
     access = caller_access(container, principal)
     shown = None if access.reads_everything else access.readable
     found = documents.list_documents(
-        container.document_deps, principal.tenant_id, size, offset, shown
+        deps, tenant_id=principal.tenant_id, limit=size, offset=offset, collections=shown
     )
     names = access.all_collections
-    return DocumentList(data=[_document_out(r, names) for r in found.records], count=found.total)
+    return Page[DocumentOut](
+        data=[_document_out(r, names) for r in found.records], count=found.total
+    )
 
 
 @router.get(
     "/documents/{document_id}", response_model=DocumentOut, responses=error_responses(404, 422)
 )
-def get_document(document_id: str, container: ContainerDep, principal: Principal) -> DocumentOut:
+def get_document(
+    document_id: str, principal: Principal, deps: Documents, container: ContainerDep
+) -> DocumentOut:
     """One document of a collection you read (404 otherwise, as for a missing one)."""
     access = caller_access(container, principal)
     container.collections.document_collection(access, document_id)
-    found = documents.get_document(container.document_deps, principal.tenant_id, document_id)
+    found = documents.get_document(deps, tenant_id=principal.tenant_id, document_id=document_id)
     return _document_out(found, access.all_collections)
 
 
@@ -300,7 +287,12 @@ def get_document(document_id: str, container: ContainerDep, principal: Principal
     responses=error_responses(403, 404, 422),
 )
 def change_document(
-    document_id: str, body: DocumentPatch, container: ContainerDep, caller: Authorized, ip: ClientIp
+    document_id: str,
+    body: DocumentPatch,
+    caller: Authorized,
+    deps: Documents,
+    container: ContainerDep,
+    ip: ClientIp,
 ) -> DocumentOut:
     """Move a document to another collection (`collection`: id or name) and/or replace its
     metadata (`metadata`), without re-embedding it. You need write on its collection and, to
@@ -310,11 +302,11 @@ def change_document(
     access = caller_access(container, caller)
     metadata = None if body.metadata is None else checked_metadata(body.metadata)
     container.collections.document_collection(access, document_id)  # 404 before anything else
-    found = documents.get_document(container.document_deps, caller.tenant_id, document_id)
+    found = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
     container.collections.change_document(
         access, caller.actor(ip), document_id, found.uploaded_by, body.collection, metadata
     )
-    changed = documents.get_document(container.document_deps, caller.tenant_id, document_id)
+    changed = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
     return _document_out(changed, access.all_collections)
 
 
@@ -322,16 +314,18 @@ def change_document(
     "/documents/{document_id}", status_code=204, responses=error_responses(403, 404, 422, 503)
 )
 def delete_document(
-    document_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp
+    document_id: str, caller: Authorized, deps: Documents, ip: ClientIp, container: ContainerDep
 ) -> Response:
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
     access = caller_access(container, caller)
     collection_id = container.collections.document_collection(access, document_id)
-    found = documents.get_document(container.document_deps, caller.tenant_id, document_id)
+    found = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
     container.collections.check_may_delete(access, document_id, found.uploaded_by, caller.user_id)
     uploader = documents.Uploader(caller.actor(ip), access.may_change_any(collection_id))
-    documents.delete_document(container.document_deps, caller.tenant_id, document_id, uploader)
+    documents.delete_document(
+        deps, tenant_id=caller.tenant_id, document_id=document_id, uploader=uploader
+    )
     return Response(status_code=204)
 
 
