@@ -298,3 +298,19 @@ def test_bad_metadata_is_a_422_naming_the_problem_and_nothing_is_kept(
         headers=people.admin.headers,
     )
     assert "'9lives'" in assert_error_body(patched, 422)["message"]
+
+
+def test_a_chat_model_names_a_collection_and_never_reaches_past_it(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    def chat(user: ApiUser, model: str) -> Any:
+        body = {"model": model, "messages": [{"role": "user", "content": "salary band pilots"}]}
+        return _post(api, user, "/v1/chat/completions", body)
+
+    admin = chat(people.admin, "rag:board")
+    assert admin.status_code == 200, admin.text
+    assert {c["source"] for c in admin.json()["citations"]} == {"minutes.txt"}
+    general = chat(people.admin, "rag:general").json()
+    assert "minutes.txt" not in {c["source"] for c in general["citations"]}
+    assert_error_body(chat(people.member, "rag:board"), 404, "not_found")
+    assert_error_body(chat(people.member, "gpt-4o"), 422)
