@@ -23,9 +23,8 @@ from app.api.errors import ApiError
 from app.services.uploads import ReceivedFile
 
 FILE_FIELD = "file"
-# Text fields an upload may carry beside its files (the collection, the documents' metadata).
-TEXT_FIELDS = ("collection", "metadata")
-TEXT_FIELD_BYTES = 16 * 1024
+# A text field beside the files (a hash, a path, a label, the documents' metadata as JSON).
+MAX_TEXT_FIELD_BYTES = 16 * 1024
 MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers around the file
 
 
@@ -41,14 +40,16 @@ class _PartState:
     accept_suffix: frozenset[str]
     max_files: int = 1
     reserve_slot: Callable[[], object] | None = None
+    text_fields: frozenset[str] = frozenset()  # the non-file fields kept (others are ignored)
+    texts: dict[str, str] = field(default_factory=dict)
+    text_name: str | None = None  # the text field being read
+    text_value: bytearray = field(default_factory=bytearray)
     header_field: bytearray = field(default_factory=bytearray)
     header_value: bytearray = field(default_factory=bytearray)
     headers: dict[str, bytes] = field(default_factory=dict)
     handle: BinaryIO | None = None
     uploads: list[ReceivedFile] = field(default_factory=list)
     total_bytes: int = 0
-    texts: dict[str, bytearray] = field(default_factory=dict)
-    text_field: str | None = None  # the text field whose part is being read
 
     def on_part_begin(self) -> None:
         self.headers = {}
@@ -66,15 +67,13 @@ class _PartState:
 
     def on_headers_finished(self) -> None:
         _, params = parse_options_header(self.headers.get("content-disposition", b""))
-        self.text_field = None
-        name = params.get(b"name", b"").decode("utf-8", errors="replace")
-        if name in TEXT_FIELDS and b"filename" not in params:
-            if name in self.texts:
-                raise _Abort(ApiError(422, "validation_error", f"field {name!r} given twice"))
-            self.text_field = name
-            self.texts[name] = bytearray()
-            return
         if params.get(b"name") != FILE_FIELD.encode():
+            name = params.get(b"name", b"").decode("utf-8", errors="replace")
+            if name in self.text_fields:
+                if name in self.texts:
+                    raise _Abort(ApiError(422, "validation_error", f"field {name!r} given twice"))
+                self.text_name = name
+                self.text_value.clear()
             return
         raw_name = params.get(b"filename")
         if raw_name is None:
@@ -105,17 +104,11 @@ class _PartState:
         self.uploads.append(ReceivedFile(path=path, client_filename=filename, size_bytes=0))
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
-        if self.text_field is not None:
-            text = self.texts[self.text_field]
-            text += data[start:end]
-            if len(text) > TEXT_FIELD_BYTES:
-                raise _Abort(
-                    ApiError(
-                        422,
-                        "validation_error",
-                        f"field {self.text_field!r} is longer than {TEXT_FIELD_BYTES} bytes",
-                    )
-                )
+        if self.text_name is not None:
+            self.text_value += data[start:end]
+            if len(self.text_value) > MAX_TEXT_FIELD_BYTES:
+                message = f"field {self.text_name!r} is longer than {MAX_TEXT_FIELD_BYTES} bytes"
+                raise _Abort(ApiError(422, "validation_error", message))
             return
         if self.handle is None or not self.uploads:
             return
@@ -126,7 +119,13 @@ class _PartState:
         self.handle.write(data[start:end])
 
     def on_part_end(self) -> None:
-        self.text_field = None
+        if self.text_name is not None:
+            try:
+                self.texts[self.text_name] = self.text_value.decode("utf-8")
+            except UnicodeDecodeError:
+                message = f"field {self.text_name!r} is not UTF-8 text"
+                raise _Abort(ApiError(422, "validation_error", message)) from None
+            self.text_name = None
         if self.handle is not None:
             self.handle.close()
             self.handle = None
@@ -165,7 +164,10 @@ async def receive_uploads(
 ) -> list[ReceivedFile]:
     """Stream every multipart field `file` (at most `max_files`, `max_bytes` in all) to
     `dest_dir`, calling `reserve_slot` before each file after the first; 413/415/422 ApiError on
-    bad input, and whatever `reserve_slot` raises. On any failure nothing is left on disk."""
+    bad input, and whatever `reserve_slot` raises. On any failure nothing is left on disk.
+
+    The text fields named by the keys of `texts` (each at most once, up to 16 KiB) are read into
+    it; other non-file fields are ignored."""
     content_type, params = parse_options_header(request.headers.get("content-type", ""))
     boundary = params.get(b"boundary")
     if content_type != b"multipart/form-data" or not boundary:
@@ -175,7 +177,8 @@ async def receive_uploads(
         raise too_large(max_bytes)
 
     dest_dir.mkdir(parents=True, exist_ok=True)
-    state = _PartState(dest_dir, max_bytes, accept_suffix, max_files, reserve_slot)
+    wanted = frozenset(texts or ())
+    state = _PartState(dest_dir, max_bytes, accept_suffix, max_files, reserve_slot, wanted)
     callbacks = {
         name: getattr(state, name)
         for name in (
@@ -206,13 +209,10 @@ async def receive_uploads(
         raise
     if not state.uploads:
         raise ApiError(422, "validation_error", "field 'file' is required")
-    if texts is not None:  # the text fields received (`TEXT_FIELDS`), decoded
-        try:
-            texts.update({k: bytes(v).decode("utf-8") for k, v in state.texts.items()})
-        except UnicodeDecodeError:
-            state.discard()
-            raise ApiError(422, "validation_error", "a text field is not UTF-8") from None
     if state.handle is not None:  # body ended inside the part
         state.discard()
         raise ApiError(422, "validation_error", "malformed multipart body: truncated file part")
+    if texts is not None:
+        texts.clear()
+        texts.update(state.texts)
     return state.uploads

@@ -39,6 +39,10 @@ AuditAction = Literal[
     "group.member_added",
     "group.member_removed",
     "quota.refused",
+    "webhook.created",
+    "webhook.changed",
+    "webhook.deleted",
+    "webhook.disabled",
 ]
 ACTIONS: tuple[str, ...] = get_args(AuditAction)
 # Old entries are deleted at most this often per process (a DELETE on an indexed column).

@@ -1,4 +1,4 @@
-"""Migration 0011 on a real SQLite file and a real PostgreSQL database holding today's data:
+"""Migration 0012 on a real SQLite file and a real PostgreSQL database holding today's data:
 every tenant gets its `general` collection, every document lands in it, nothing is lost, and
 every user's search results are the same before and after (through the scope resolver, with
 and without naming `general`)."""
@@ -41,7 +41,7 @@ QUESTIONS = ["pump oil", "valve torque bar", "river pump"]
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Database]:
-    """An empty database of its own, migrated to the revision before collections."""
+    """An empty database of its own, migrated to the revision before collections (0011)."""
     if request.param == "sqlite":
         url = f"sqlite:///{data_dir / 'service.db'}"
         yield from _at_0010(url)
@@ -52,7 +52,7 @@ def database(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Databas
 
 def _at_0010(url: str) -> Iterator[Database]:
     database = open_database(url)  # migrates to head
-    _migrate(database, "0010")
+    _migrate(database, "0011")
     yield database
     database.dispose()
 
@@ -143,6 +143,6 @@ def test_every_document_lands_in_general_and_every_result_stays_the_same(
         assert _results(retriever, tenant, everything) == before[tenant]
         assert _results(retriever, tenant, by_documents) == before[tenant]
     # The downgrade takes it all back, and the upgrade brings it again.
-    _migrate(database, "0010")
+    _migrate(database, "0011")
     _migrate(database, "head")
     assert set(AccessStore(database).graph("acme").collections) == {"general"}

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
 from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.access import Authorized
@@ -25,25 +26,30 @@ from app.api.deps import (
 )
 from app.api.errors import ApiError, error_responses
 from app.api.schemas import (
+    DocumentField,
     DocumentOut,
     JobAccepted,
     JobOut,
     JobStatus,
     Page,
     UploadAccepted,
+    UploadUnchanged,
 )
 from app.api.upload import receive_uploads
 from app.container import Container
 from app.domain import document_id as document_id_of
+from app.errors import Forbidden, InvalidInput, NotFound
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
-from app.services import documents, uploads
+from app.services import documents, sync_uploads, uploads
 from app.services.auth import Identity
 from app.services.collection_access import CollectionAccess
 from app.services.document_metadata import checked_metadata, parse_metadata
-from app.storage.documents import DocumentRecord
+from app.storage.documents import DocumentFilter, DocumentRecord
 
 router = APIRouter(tags=["documents"])
+# The text fields that place an upload: its collection (id or name) and its metadata (JSON).
+PLACEMENT_FIELDS = ("collection", "metadata")
 # Files one upload request may carry (each becomes a job and takes a slot of the queue quota).
 MAX_FILES_PER_REQUEST = 100
 
@@ -66,7 +72,23 @@ _UPLOAD_BODY = {
                                     "maxItems": MAX_FILES_PER_REQUEST,
                                 },
                             ],
-                        }
+                        },
+                        "source_path": {
+                            "type": "string",
+                            "description": "the document name as a relative path "
+                            "('dir/file.pdf'), instead of the file name (one file only)",
+                        },
+                        "sync_root": {
+                            "type": "string",
+                            "maxLength": sync_uploads.MAX_SYNC_ROOT_CHARS,
+                            "description": "the label of the synced folder it comes from",
+                        },
+                        "sha256": {
+                            "type": "string",
+                            "pattern": "^[0-9a-f]{64}$",
+                            "description": "the file's content hash: a document that already "
+                            "has it indexed answers 200 unchanged and nothing is queued",
+                        },
                     },
                 }
             }
@@ -96,16 +118,26 @@ def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "fa
 @router.post(
     "/documents",
     status_code=202,
-    response_model=UploadAccepted,
+    response_model=UploadAccepted | UploadUnchanged,
     openapi_extra=_UPLOAD_BODY,
-    responses=error_responses(403, 413, 415, 422, 429),
+    responses={
+        200: {"model": UploadUnchanged, "description": "the content is already indexed"},
+        **error_responses(403, 413, 415, 422, 429),
+    },
 )
 async def upload_document(
-    request: Request, caller: Authorized, deps: Uploads, ip: ClientIp, container: ContainerDep
-) -> UploadAccepted:
+    request: Request,
+    response: Response,
+    caller: Authorized,
+    deps: Uploads,
+    ip: ClientIp,
+    container: ContainerDep,
+) -> UploadAccepted | UploadUnchanged:
     """Accept files (multipart field `file`, repeated for several; one job each) and queue them
     for background indexing. All files of a request are accepted, or none. A member may replace
-    only documents they uploaded (403)."""
+    only documents they uploaded (403). With one file, `source_path` names the document by its
+    path in a synced folder, `sync_root` labels it with that folder, and `sha256` lets a
+    document that already has this content answer 200 `unchanged` without queueing anything."""
     tenant = caller.tenant_id
     uploader = _uploader(caller, ip)
     # The first job slot is taken before the body is read, each further one before its file is
@@ -117,7 +149,8 @@ async def upload_document(
     def reserve_next() -> None:  # runs in the receiver's worker thread
         reservations.append(uploads.reserve_upload(deps, tenant_id=tenant, uploader=uploader))
 
-    texts: dict[str, str] = {}
+    # Which text fields to read: a sync's, and the collection and metadata of the documents.
+    texts = dict.fromkeys((*sync_uploads.SYNC_FIELDS, *PLACEMENT_FIELDS), "")
     received: list[uploads.ReceivedFile] = []
     try:
         received = await receive_uploads(
@@ -129,11 +162,17 @@ async def upload_document(
             reserve_slot=reserve_next,
             texts=texts,
         )
+        fields = sync_uploads.SyncFields.parse(texts, len(received))
         # Where the files go: a collection the caller writes, and documents it may replace.
-        placed = await run_in_threadpool(_placement, container, caller, texts, received)
-    except BaseException:  # 403/404/413/415/422/429 or a client gone: slots and files go
+        placed = await run_in_threadpool(
+            _placement, container, caller, texts, received, fields.source_path
+        )
+    except (InvalidInput, ApiError, Forbidden, NotFound):
         for file in received:
             file.path.unlink(missing_ok=True)
+        await run_in_threadpool(_release_all, deps, tenant, reservations)
+        raise
+    except BaseException:  # 413/415/422/429 or a client gone mid-body: the slots are free again
         release = run_in_threadpool(_release_all, deps, tenant, reservations)
         await asyncio.shield(release)  # completes even if this request is being cancelled
         raise
@@ -141,13 +180,14 @@ async def upload_document(
     uploader = documents.Uploader(caller.actor(ip), may_change_any=True)
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
-    jobs = await run_in_threadpool(
-        uploads.submit_uploads,
+    submitted = await run_in_threadpool(
+        sync_uploads.submit_sync_upload,
         deps,
         tenant_id=tenant,
         reservations=reservations,
         files=received,
         uploader=uploader,
+        fields=fields,
         placement=placed.placement,
     )
     if placed.moved:
@@ -158,6 +198,10 @@ async def upload_document(
             placed.target,
             placed.moved,
         )
+    if isinstance(submitted, sync_uploads.Unchanged):
+        response.status_code = 200
+        return UploadUnchanged(document_id=submitted.document_id, source=submitted.source)
+    jobs = submitted
     accepted = [
         JobAccepted(
             job_id=job.job_id,
@@ -179,7 +223,11 @@ class _Placement:
 
 
 def _placement(
-    container: Container, caller: Identity, texts: dict[str, str], files: list[uploads.ReceivedFile]
+    container: Container,
+    caller: Identity,
+    texts: dict[str, str],
+    files: list[uploads.ReceivedFile],
+    source_path: str | None = None,
 ) -> _Placement:
     """The upload's `collection` (default general; 403 unless the caller writes it) and
     `metadata` (422 naming the problem), and the documents it replaces (each one the caller
@@ -188,7 +236,8 @@ def _placement(
     metadata = parse_metadata(texts.get("metadata"))
     replaced = []
     for file in files:
-        doc = document_id_of(caller.tenant_id, uploads.sanitise_filename(file.client_filename))
+        source = source_path or uploads.sanitise_filename(file.client_filename)
+        doc = document_id_of(caller.tenant_id, source)
         existing = container.access_store.collection_of(caller.tenant_id, doc)
         if existing is not None:
             record = container.document_deps.documents.get(caller.tenant_id, doc)
@@ -255,17 +304,47 @@ def list_documents(
     size: PageSize,
     container: ContainerDep,
     offset: PageOffset = 0,
-) -> Page[DocumentOut]:
-    """The documents of the collections you read, newest first."""
+    source_prefix: Annotated[
+        str | None,
+        Query(max_length=255, description="keep documents whose name starts with this"),
+    ] = None,
+    sync_root: Annotated[
+        str | None,
+        Query(max_length=100, description="keep documents a sync of this folder label uploaded"),
+    ] = None,
+    fields: Annotated[
+        list[DocumentField] | None,
+        Query(description="return only these fields of each document (repeat it)"),
+    ] = None,
+) -> Page[DocumentOut] | JSONResponse:
+    """The documents of the collections you read, newest first; with `source_prefix` or
+    `sync_root`, those it keeps, by name. `fields=source&fields=content_sha256&fields=document_id`
+    is the cheap listing a folder sync compares its files with."""
+    tenant = principal.tenant_id
     access = caller_access(container, principal)
     shown = None if access.reads_everything else access.readable
-    found = documents.list_documents(
-        deps, tenant_id=principal.tenant_id, limit=size, offset=offset, collections=shown
-    )
+    if source_prefix is None and sync_root is None:
+        found = documents.list_documents(
+            deps, tenant_id=tenant, limit=size, offset=offset, collections=shown
+        )
+    else:
+        wanted = DocumentFilter(source_prefix, sync_root)
+        found = sync_uploads.list_matching(
+            deps, tenant_id=tenant, wanted=wanted, limit=size, offset=offset
+        )
+        if shown is not None:  # a sync's own listing: only what the caller reads
+            found = documents.ListedPage(
+                [r for r in found.records if r.collection_id in shown], found.total
+            )
     names = access.all_collections
-    return Page[DocumentOut](
+    listed = Page[DocumentOut](
         data=[_document_out(r, names) for r in found.records], count=found.total
     )
+    if not fields:
+        return listed
+    kept: set[str] = set(fields)
+    chosen = [d.model_dump(mode="json", include=kept) for d in listed.data]
+    return JSONResponse({"data": chosen, "count": listed.count})
 
 
 @router.get(

@@ -4,8 +4,8 @@ Every tenant that has a user or a document gets its `general` collection (visibi
 every user reads it), and every existing document lands in it, so nothing changes for a tenant
 until it uses collections. API keys gain an optional list of collections they are limited to.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Created: 2026-12-05
 """
 
@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
