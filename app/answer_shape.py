@@ -55,6 +55,7 @@ class AnswerShape(BaseModel):
     specific_evidence_max_chunks: int
     keyword_gate: bool
     page_role_shift: int
+    exact_scope_chunks: int  # exact or filtered approximate dense search of a scope
     reranker: RerankerProvider
     reranker_model: str
     reranker_max_candidates: int

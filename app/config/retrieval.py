@@ -126,6 +126,15 @@ class RetrievalSettings(BaseModel):
         "yields to content pages in the ranking (0: no demotion; such pages are never dropped).",
         ge=0,
     )
+    exact_scope_chunks: int = setting(
+        20_000,
+        group="retrieval",
+        unit="chunks",
+        description="A search scope (the collections a caller reads, narrowed by filters) of at "
+        "most this many chunks is searched exactly by the dense arm, every vector compared; a "
+        "larger one through the vector index's metadata filter.",
+        ge=0,
+    )
     relevance_threshold: float | None = setting(
         None,
         group="retrieval",

@@ -36,6 +36,7 @@ from app.retrieval.grouping import (
 )
 from app.retrieval.headings import has_heading
 from app.retrieval.keyword import KeywordIndex
+from app.retrieval.scope import EVERYTHING, ScopedReads, SearchScope
 from app.retrieval.second_dense import SecondDense, second_dense_hits
 from app.timing import timed
 
@@ -97,6 +98,9 @@ class RetrieverConfig:
     # Content chunks with a line that reads as the query (a section heading) go first, after
     # exact matches (app/retrieval/headings.py).
     promote_headings: bool = True
+    # A search scope of at most this many chunks is searched exactly by the dense arm (every
+    # vector of the scope compared), above it through the index's metadata filter.
+    exact_scope_chunks: int = 20_000
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrieverConfig:
@@ -120,6 +124,7 @@ class RetrieverConfig:
             centred_questions=settings.embedding_provider == "use"
             and settings.use_question_centring,
             page_role_shift=settings.page_role_shift,
+            exact_scope_chunks=settings.exact_scope_chunks,
         )
 
 
@@ -280,6 +285,7 @@ class HybridRetriever:
         self.threshold = threshold_for(
             embedder.model_id, config.relevance_threshold, config.centred_questions
         )
+        self.scoped = ScopedReads(store, config.exact_scope_chunks)
 
     @property
     def default_mode(self) -> RetrievalMode:
@@ -297,20 +303,24 @@ class HybridRetriever:
         k: int,
         mode: RetrievalMode | None = None,
         group: Grouping = "chunk",
+        scope: SearchScope = EVERYTHING,
     ) -> RetrievalResult:
         """The k best chunks of the tenant for `query` (grouped by document: the best chunk of
-        each of the k best documents), with per-stage evidence and a verdict."""
+        each of the k best documents), with per-stage evidence and a verdict. Only chunks
+        inside `scope` are searched (app/retrieval/scope.py): an empty scope finds nothing."""
         mode = self._checked_mode(mode, k)
         if group not in GROUPINGS:
             raise ValueError(f"unknown grouping {group!r}; expected one of {GROUPINGS}")
         k = min(k, self.config.max_k)
         if not query.strip():
             return RetrievalResult([], False, "empty question")
+        if scope.empty:
+            return RetrievalResult([], False, "nothing in the search scope")
 
         if group == "document":
-            recall, hits = self._document_hits(tenant_id, query, k, mode)
+            recall, hits = self._document_hits(tenant_id, query, k, mode, scope)
         else:
-            recall = self.recall(tenant_id, query, mode)
+            recall = self.recall(tenant_id, query, mode, scope=scope)
             # Demoted pages may free places for up to `page_role_shift` more chunks.
             ordered = self._ranked(tenant_id, query, recall, mode, k + self.config.page_role_shift)
             hits = [self._hit(recall.candidates[i], mode) for i in ordered[:k]]
@@ -326,9 +336,11 @@ class HybridRetriever:
         mode: RetrievalMode,
         pool_factor: int = 1,
         vector: list[float] | None = None,
+        scope: SearchScope = EVERYTHING,
     ) -> Recall:
         """Run the arms the mode needs (timed per stage), each taking `pool_factor` times its
-        configured candidates; the input of `fuse`. `vector`: the query's, when known."""
+        configured candidates, inside `scope`; the input of `fuse`. `vector`: the query's, when
+        known."""
         recall = Recall()
         if mode != "keyword":
             if vector is None:
@@ -336,8 +348,9 @@ class HybridRetriever:
                     vector = self.embedder.embed_query(query)
             recall.query_vector = vector
             with timed("dense"):
-                self._dense_arm(tenant_id, vector, recall, pool_factor)
-            if self.second is not None:
+                self._dense_arm(tenant_id, vector, recall, pool_factor, scope)
+            # The second arm's index takes no scope: a scoped search is ranked by the first.
+            if self.second is not None and scope.unrestricted:
                 k = self.config.dense_candidates * pool_factor
                 hits = second_dense_hits(self.second, tenant_id, query, k)
                 if hits is not None:  # None: the tenant's second collection is incomplete
@@ -346,7 +359,12 @@ class HybridRetriever:
         if mode != "dense":
             with timed("keyword"):
                 self._keyword_arm(
-                    tenant_id, query, recall, with_exact=mode != "keyword", pool_factor=pool_factor
+                    tenant_id,
+                    query,
+                    recall,
+                    with_exact=mode != "keyword",
+                    pool_factor=pool_factor,
+                    scope=scope,
                 )
         return recall
 
@@ -374,14 +392,14 @@ class HybridRetriever:
         return ordered
 
     def _document_hits(
-        self, tenant_id: str, query: str, k: int, mode: RetrievalMode
+        self, tenant_id: str, query: str, k: int, mode: RetrievalMode, scope: SearchScope
     ) -> tuple[Recall, list[SearchHit]]:
         """One hit per document for the k best documents (app/retrieval/grouping.py): every
         candidate is loaded to learn its document, and the arms widen while the candidates hold
         fewer than k documents and an arm stopped at its limit."""
         factor, found, vector = 1, 0, None
         while True:
-            recall = self.recall(tenant_id, query, mode, factor, vector)
+            recall = self.recall(tenant_id, query, mode, factor, vector, scope)
             vector = recall.query_vector  # embedded once, whatever the passes
             ordered = self._ranked(tenant_id, query, recall, mode, window=None)
             with timed("fuse"):
@@ -426,9 +444,16 @@ class HybridRetriever:
         return mode
 
     def _dense_arm(
-        self, tenant_id: str, vector: list[float], recall: Recall, pool_factor: int
+        self,
+        tenant_id: str,
+        vector: list[float],
+        recall: Recall,
+        pool_factor: int,
+        scope: SearchScope = EVERYTHING,
     ) -> None:
-        dense = self.store.query(tenant_id, vector, self.config.dense_candidates * pool_factor)
+        dense = self.scoped.nearest(
+            tenant_id, vector, self.config.dense_candidates * pool_factor, scope
+        )
         for rank, (chunk, similarity) in enumerate(dense, start=1):
             cand = recall.candidate(chunk.id)
             cand.chunk = chunk
@@ -454,9 +479,17 @@ class HybridRetriever:
             del recall.candidates[chunk_id]
 
     def _keyword_arm(
-        self, tenant_id: str, query: str, recall: Recall, with_exact: bool, pool_factor: int
+        self,
+        tenant_id: str,
+        query: str,
+        recall: Recall,
+        with_exact: bool,
+        pool_factor: int,
+        scope: SearchScope = EVERYTHING,
     ) -> None:
-        snapshot = self.keyword_index.snapshot(tenant_id)
+        snapshot = self.scoped.keyword_snapshot(
+            tenant_id, self.keyword_index.snapshot(tenant_id), scope
+        )
         tokens = self.keyword_index.tokenizer(query)
         keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor)
         recall.coverage = snapshot.coverage(content_tokens(tokens, self.keyword_index.tokenizer))
@@ -476,7 +509,7 @@ class HybridRetriever:
             tenant_id,
             query,
             snapshot,
-            self.store,
+            self.scoped.reader(scope),
             self.keyword_index.tokenizer,
             self.config.exact,
         )
