@@ -34,6 +34,8 @@ JobBackend = Literal["threads", "redis"]
 SectionPathArms = Literal["both", "keyword", "dense", "off"]
 # A second dense arm beside the configured embedder's (app/services/second_arm.py).
 SecondEmbedding = Literal["none", "e5"]
+# How the retriever fuses its two arms (app/retrieval/hybrid.py).
+FusionMethod = Literal["rrf", "scores"]
 
 
 # The longest access token lifetime RAG_JWT_TTL_S accepts: one day (docs/api.md, "Sign-out and
@@ -494,6 +496,35 @@ class Settings(BaseSettings):
     )
     keyword_weight: float = setting(
         1.0, group="retrieval", description="The keyword arm's fusion weight.", ge=0
+    )
+    fusion: FusionMethod = setting(
+        "rrf",
+        group="retrieval",
+        description="How the two arms are fused: rrf (Reciprocal Rank Fusion with RAG_RRF_K and "
+        "RAG_DENSE_WEIGHT) or scores (each arm's scores standardised over its own candidates, "
+        "weighted RAG_SCORE_DENSE_WEIGHT and RAG_KEYWORD_WEIGHT, so an arm whose best "
+        "candidates stand out counts for more on that query).",
+    )
+    score_dense_weight: float = setting(
+        1.0,
+        group="retrieval",
+        description="The dense arm's weight when RAG_FUSION=scores (the keyword arm's is "
+        "RAG_KEYWORD_WEIGHT).",
+        ge=0,
+    )
+    score_dense_spread: float = setting(
+        0.0,
+        group="retrieval",
+        description="RAG_FUSION=scores: the least spread (standard deviation, in similarity "
+        "units) the dense scores of a query are divided by, so a flat list, every passage about "
+        "as close, is not stretched as if its first ones stood out. Tuned for the use embedder.",
+        ge=0,
+    )
+    score_keyword_spread: float = setting(
+        0.0,
+        group="retrieval",
+        description="RAG_FUSION=scores: the same floor for the BM25 scores.",
+        ge=0,
     )
     keyword_coverage_power: float = setting(
         1.0,
