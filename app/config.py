@@ -484,7 +484,8 @@ class Settings(BaseSettings):
     rrf_k: int = setting(
         5,
         group="retrieval",
-        description="The fusion's RRF constant (tuned on the eval data: 5 beat 60 on every set).",
+        description="The fusion's RRF constant (tuned on the eval data: 5 beat 60 on every set); "
+        "used by RAG_FUSION=rrf and for cross-script questions.",
         gt=0,
     )
     dense_weight: float = setting(
@@ -498,22 +499,23 @@ class Settings(BaseSettings):
         1.0, group="retrieval", description="The keyword arm's fusion weight.", ge=0
     )
     fusion: FusionMethod = setting(
-        "rrf",
+        "scores",
         group="retrieval",
-        description="How the two arms are fused: rrf (Reciprocal Rank Fusion with RAG_RRF_K and "
-        "RAG_DENSE_WEIGHT) or scores (each arm's scores standardised over its own candidates, "
-        "weighted RAG_SCORE_DENSE_WEIGHT and RAG_KEYWORD_WEIGHT, so an arm whose best "
-        "candidates stand out counts for more on that query).",
+        description="How the two arms are fused: scores (each arm's scores standardised over its "
+        "own candidates, weighted RAG_SCORE_DENSE_WEIGHT and RAG_KEYWORD_WEIGHT, so an arm whose "
+        "best candidates stand out counts for more on that query; cross-script questions are "
+        "still fused by rank) or rrf (Reciprocal Rank Fusion with RAG_RRF_K and "
+        "RAG_DENSE_WEIGHT). scores won leave-one-manual-out (docs/evaluation.md).",
     )
     score_dense_weight: float = setting(
-        1.0,
+        0.5,
         group="retrieval",
         description="The dense arm's weight when RAG_FUSION=scores (the keyword arm's is "
         "RAG_KEYWORD_WEIGHT).",
         ge=0,
     )
     score_dense_spread: float = setting(
-        0.0,
+        0.08,
         group="retrieval",
         description="RAG_FUSION=scores: the least spread (standard deviation, in similarity "
         "units) the dense scores of a query are divided by, so a flat list, every passage about "
@@ -521,7 +523,7 @@ class Settings(BaseSettings):
         ge=0,
     )
     score_keyword_spread: float = setting(
-        0.0,
+        2.0,
         group="retrieval",
         description="RAG_FUSION=scores: the same floor for the BM25 scores.",
         ge=0,

@@ -6,11 +6,13 @@ The recalls are cached on disk (keyed by the manual's bytes, the questions and t
 retrieval settings), so scoring a fusion family is a matter of seconds.
 
 For every manual in turn, each family's parameters are chosen on the other manuals (mean
-MRR@10 over their questions, each manual weighing the same) and scored on the one left out.
-Reported per manual: BM25, dense, the shipped order (today's defaults, `RAG_*`), each family
-left-one-out, and "hybrid minus its better arm".
+MRR@10 over their questions, each manual weighing the same, less `--guard` times how far each
+falls under that manual's better arm) and scored on the one left out. Reported per manual: BM25,
+dense, the shipped order (today's defaults, `RAG_*`), each family left-one-out, and "hybrid
+minus its better arm".
 
-    python -m eval.manuals_loo [--manuals R-admin gnuplot ...] [--refresh]
+    python -m eval.manuals_loo [--manuals R-admin gnuplot ...] [--refresh] [--families ...]
+    python -m eval.manuals_loo --english-model DIR   # English manuals with another dense model
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from eval.metrics import hit_at_k, reciprocal_rank
 from eval.retrieval import RESULTS_DIR, git_commit
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+# What `make eval` scores: weighted rank fusion and score fusion with least spreads.
+DEFAULT_FAMILIES = ("rrf", "scores-floored")
 # Each arm is asked for this many times its configured candidates, so that families that take
 # deeper pools than the shipped 30 can be scored from the same recall.
 POOL_FACTOR = 4
@@ -251,12 +255,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--manuals", nargs="+", default=None, help="default: every installed one")
     parser.add_argument("--refresh", action="store_true", help="re-index and re-ask, ignore cache")
-    parser.add_argument("--families", nargs="+", default=[f.name for f in FAMILIES])
+    parser.add_argument(
+        "--families",
+        nargs="+",
+        default=list(DEFAULT_FAMILIES),
+        help=f"of {', '.join(f.name for f in FAMILIES)}",
+    )
     parser.add_argument(
         "--guard",
         type=float,
-        default=0.0,
-        help="choose parameters by mean MRR@10 less this times the shortfall under the better arm",
+        default=1.0,
+        help="choose parameters by mean MRR@10 less this times the shortfall under the better arm "
+        "(MRR@10 and hit@5 on each train manual); 0: by mean MRR@10 alone",
     )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "manuals-loo.json")
     parser.add_argument(

@@ -101,8 +101,8 @@ class RetrieverConfig:
     promote_headings: bool = True
     # "rrf": weighted Reciprocal Rank Fusion (rrf_k, dense_weight, keyword_weight); "scores":
     # each arm's scores standardised over its own list and summed with score_dense_weight and
-    # keyword_weight. The per-query keyword weight (coverage, gate, specific evidence) applies
-    # to both.
+    # keyword_weight (cross-script questions still by rank). The per-query keyword weight
+    # (coverage, gate, specific evidence) applies to both.
     fusion: FusionMethod = "rrf"
     score_dense_weight: float = 1.0
     # The least standard deviation each arm's scores are divided by under "scores" (dense: in
@@ -234,7 +234,10 @@ def _fused(recall: Recall, config: RetrieverConfig) -> list[tuple[str, float]]:
     # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
     # question over English documents matches almost nothing, and its few accidental
     # matches must not outvote the dense arm (measured on XQuAD ar->en).
-    scored = config.fusion == "scores"
+    # Score fusion is for questions in the script of the tenant's text: a cross-script
+    # question's few keyword matches (names, numbers) are fused by rank, as measured on XQuAD
+    # ar->en and en->ar, where standardised scores let them outvote the dense arm.
+    scored = config.fusion == "scores" and not recall.cross_script
     dense_weight = config.score_dense_weight if scored else config.dense_weight
     rrf_k = config.rrf_k
     keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power

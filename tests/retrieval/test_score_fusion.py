@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -76,3 +78,18 @@ def test_the_retriever_fuses_by_score_when_configured() -> None:
     recall.content_match = False
     gated = RetrieverConfig(fusion="scores", keyword_gate=True)
     assert fuse(recall, "hybrid", gated)[0] == "d1"
+
+
+def test_a_cross_script_question_is_still_fused_by_rank() -> None:
+    # An Arabic question over English text: its one keyword match (a name) stands far above the
+    # rest of a near-empty list, which score fusion would let outvote the dense arm.
+    recall = Recall(dense_ids=["d1", "d2", "k1"], keyword_ids=["k1", "d2"], coverage=1.0)
+    for cid, dense_score in (("d1", 0.60), ("d2", 0.40), ("k1", 0.39)):
+        recall.candidate(cid).dense_score = dense_score
+    recall.candidate("k1").keyword_score = 9.0
+    recall.candidate("d2").keyword_score = 0.5
+    config = RetrieverConfig(fusion="scores", score_dense_weight=0.5, rrf_k=5, dense_weight=1.0)
+    assert fuse(recall, "hybrid", config)[0] == "k1"
+    recall.cross_script = True
+    rank_fused = fuse(recall, "hybrid", replace(config, fusion="rrf"))
+    assert fuse(recall, "hybrid", config) == rank_fused
