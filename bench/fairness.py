@@ -26,7 +26,7 @@ from app.container import Container
 from app.job_runners.runner import run_jobs
 from app.jobs.store import JobRecord
 from app.jobs.threads import IngestWorkerPool
-from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
+from app.services.uploads import ReceivedFile, reserve_upload, submit_uploads
 from app.storage.tables import JobRow
 from bench.common import median, percentile, table
 from eval.datasets import data_dir
@@ -62,9 +62,14 @@ class Uploader:
         )
         path = self.folder / f"upload-{self.count:05d}.txt"
         path.write_text(body, encoding="utf-8")
-        reservation = reserve_upload(self.container.upload_deps, tenant)
+        reservation = reserve_upload(self.container.upload_deps, tenant_id=tenant)
         received = ReceivedFile(path, f"{tenant}-{self.count}.txt", path.stat().st_size)
-        (job,) = submit_uploads(self.container.upload_deps, tenant, [reservation], [received])
+        (job,) = submit_uploads(
+            self.container.upload_deps,
+            tenant_id=tenant,
+            reservations=[reservation],
+            files=[received],
+        )
         return job
 
     def wait(self, tenant: str, job_id: str, timeout_s: float = 1800.0) -> None:

@@ -25,7 +25,7 @@ from app.container import Container
 from app.services import answer as answer_service
 from app.services.answer import AnsweredQuestion
 from app.services.auth import Identity
-from app.services.documents import index_document
+from app.services.indexing import index_document
 
 pytestmark = pytest.mark.integration  # real Chroma; fake embedder and the extractive LLM
 
@@ -83,7 +83,7 @@ def container(settings: Settings, tmp_path: Path) -> Iterator[Container]:
     ]
     path = tmp_path / "survey.txt"
     path.write_text("\n\n".join(paragraphs), encoding="utf-8")
-    index_document(container.document_deps, TENANT, path, "survey.txt")
+    index_document(container.document_deps, tenant_id=TENANT, path=path, source="survey.txt")
     _answer(container, "warm up the keyword index", None)
     yield container
     container.database.dispose()
@@ -118,7 +118,9 @@ def test_search_stages_cover_the_work_of_a_search(
 ) -> None:
     principal = Identity("user-1", TENANT, "someone", "reader")
     for question in QUESTIONS:
-        body = search_route(SearchIn(query=question), container, principal)
+        body = search_route(
+            SearchIn(query=question), principal, container.retriever, container.request_limits
+        )
         assert body.results
         stages = body.timings
         assert {"embed_query", "dense", "keyword", "fuse"} <= set(stages)

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas import CitationOut, QueryOut
-from app.limits import (
+from app.api.schemas import CitationOut, IsoTime, QueryOut, Record
+from app.request_limits import (
     CHAT_MESSAGE_CHARS_CEILING,
     CHAT_MESSAGES_CEILING,
     K_CEILING,
@@ -17,28 +17,24 @@ from app.limits import (
 RewriteMethod = Literal["none", "llm", "fallback"]
 
 
-class ConversationOut(BaseModel):
+class ConversationOut(Record):
     conversation_id: str
     title: str = Field(description="the first question, shortened; empty until one is asked")
     messages: int = Field(description="messages kept (two per turn)")
-    created_at: str
-    updated_at: str
-
-
-class ConversationList(BaseModel):
-    data: list[ConversationOut]
-    count: int
+    created_at: IsoTime
+    updated_at: IsoTime
 
 
 class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # The outer bounds; the configured caps are checked by RequestLimits (both in app.limits).
+    # The outer bounds; the configured caps are checked by RequestLimits (both in
+    # app.request_limits).
     content: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)
     k: int | None = Field(default=None, ge=1, le=K_CEILING)
 
 
-class MessageOut(BaseModel):
+class MessageOut(Record):
     message_id: str
     role: Literal["user", "assistant"]
     content: str
@@ -49,7 +45,7 @@ class MessageOut(BaseModel):
         default=None, description="assistant messages: what the [n] markers of this answer cite"
     )
     refused: bool | None = None
-    created_at: str
+    created_at: IsoTime
 
 
 class ConversationDetail(ConversationOut):

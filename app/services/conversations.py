@@ -1,7 +1,7 @@
 """Conversations: follow-ups rewritten into standalone questions, answered like /query, stored
 per turn with their citations.
 
-Answers come from the answer lane (`answer_lane.answer` / `open_stream`) with the standalone
+Answers come from the answer lane (`answer.answer` / `open_stream`) with the standalone
 question, so admission, the answer cache and its key (tenant, standalone question, k, corpus
 version, configuration) are exactly those of /query. The LLM rewrite runs under an answer slot
 of its own, released before the answer asks for one.
@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 
 from app.errors import NotFound, QuotaExceeded, public_message
-from app.services import answer_lane
-from app.services.admission import Caller
+from app.services import answer as answer_service
 from app.services.answer import (
     AnsweredQuestion,
     AnswerEvent,
@@ -31,14 +30,15 @@ from app.services.answer import (
     CitationsFound,
     TextDelta,
 )
-from app.services.answer_lane import AnswerStream
-from app.services.followups import Rewrite, Turn, standalone_question
+from app.services.blocks.admission import Caller
+from app.services.blocks.answer_lane import AnswerStream
+from app.services.blocks.followups import Rewrite, Turn, standalone_question
 from app.storage.conversations import ConversationRecord, MessageRecord, NewTurn
 
 if TYPE_CHECKING:
     from app.config import Settings
     from app.services.answer import AnswerDeps
-    from app.services.answer_lane import AnswerLane
+    from app.services.blocks.answer_lane import AnswerLane
     from app.storage.conversations import ConversationStore
 
 NOT_FOUND = "conversation not found"
@@ -136,8 +136,9 @@ def turns_of(messages: Sequence[MessageRecord]) -> list[Turn]:
 async def rewrite_follow_up(
     deps: FollowUpDeps, caller: Caller, history: Sequence[Turn], follow_up: str
 ) -> Rewrite:
-    """The standalone question for `follow_up` after `history` (see app/services/followups.py);
-    the LLM runs on the answer lane under an answer slot (Overloaded: 429/503)."""
+    """The standalone question for `follow_up` after `history` (see
+    app/services/blocks/followups.py); the LLM runs on the answer lane under an answer slot
+    (Overloaded: 429/503)."""
     config = deps.rewrite
     recent = list(history)[-config.context_turns :]
     rewrite = functools.partial(
@@ -163,7 +164,7 @@ def start(store: ConversationStore, caller: Caller) -> ConversationRecord:
     return store.create(caller.tenant_id, caller.user_id)
 
 
-def get(store: ConversationStore, caller: Caller, conversation_id: str) -> ConversationRecord:
+def get(store: ConversationStore, caller: Caller, *, conversation_id: str) -> ConversationRecord:
     """The caller's conversation (NotFound when missing or someone else's)."""
     record = store.get(caller.tenant_id, caller.user_id, conversation_id)
     if record is None:
@@ -171,7 +172,9 @@ def get(store: ConversationStore, caller: Caller, conversation_id: str) -> Conve
     return record
 
 
-def messages(store: ConversationStore, caller: Caller, conversation_id: str) -> list[MessageRecord]:
+def messages(
+    store: ConversationStore, caller: Caller, *, conversation_id: str
+) -> list[MessageRecord]:
     """The kept messages of the caller's conversation, oldest first (NotFound as `get`)."""
     found = store.messages(caller.tenant_id, caller.user_id, conversation_id)
     if found is None:
@@ -186,7 +189,7 @@ def list_conversations(
     return store.list(caller.tenant_id, caller.user_id, limit, offset)
 
 
-def delete(store: ConversationStore, caller: Caller, conversation_id: str) -> None:
+def delete(store: ConversationStore, caller: Caller, *, conversation_id: str) -> None:
     """Delete the caller's conversation and its messages (NotFound as `get`)."""
     if not store.delete(caller.tenant_id, caller.user_id, conversation_id):
         raise _missing()
@@ -212,7 +215,8 @@ async def _prepare(
     limits = deps.follow_ups.answers.limits
     question = limits.question(content)
     limits.k(k)
-    stored = await anyio.to_thread.run_sync(messages, deps.store, caller, conversation_id)
+    read = functools.partial(messages, deps.store, caller, conversation_id=conversation_id)
+    stored = await anyio.to_thread.run_sync(read)
     # A turn that could not be stored is refused before any model work (QuotaExceeded: 413).
     await anyio.to_thread.run_sync(_check_room, deps.store, caller, conversation_id, question)
     rewrite = await rewrite_follow_up(deps.follow_ups, caller, turns_of(stored), question)
@@ -243,7 +247,7 @@ def _store_turn(
 
 
 async def ask(
-    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
+    deps: ConversationDeps, caller: Caller, *, conversation_id: str, content: str, k: int | None
 ) -> AnsweredTurn:
     """The cited answer of a new turn, the question it answered and where it was stored.
 
@@ -252,7 +256,7 @@ async def ask(
     """
     prepared = await _prepare(deps, caller, conversation_id, content, k)
     follow_ups = deps.follow_ups
-    answered = await answer_lane.answer(
+    answered = await answer_service.answer(
         follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
     )
     found = CitationsFound(answered.citations, answered.refused)
@@ -282,7 +286,7 @@ class TurnStream:
         caller: Caller,
         conversation_id: str,
         prepared: _Prepared,
-        inner: AnswerStream,
+        inner: AnswerStream[AnswerEvent],
     ) -> None:
         self._deps = deps
         self._caller = caller
@@ -333,12 +337,12 @@ class TurnStream:
 
 
 async def open_turn_stream(
-    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
+    deps: ConversationDeps, caller: Caller, *, conversation_id: str, content: str, k: int | None
 ) -> TurnStream:
     """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
     prepared = await _prepare(deps, caller, conversation_id, content, k)
     follow_ups = deps.follow_ups
-    inner = await answer_lane.open_stream(
+    inner = await answer_service.open_stream(
         follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
     )
     return TurnStream(deps, caller, conversation_id, prepared, inner)

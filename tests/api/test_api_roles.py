@@ -15,7 +15,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from api_builders import pdf_document
 from conftest import DEFAULT_PASSWORD, ApiHarness, ApiUser, assert_error_body
 from fastapi import FastAPI
 from sqlalchemy import update
@@ -25,6 +24,7 @@ from app.domain import role_at_least
 from app.storage.db import utc_now
 from app.storage.documents import insert_missing_document
 from app.storage.tables import ApiKeyRow
+from testkit.builders import pdf_document
 
 pytestmark = pytest.mark.integration
 

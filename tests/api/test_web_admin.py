@@ -12,12 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
-from api_builders import text_document
-from browser import A11Y_AUDIT, launched_chromium, screenshot
-from live_server import LiveServer
+from browser import A11Y_AUDIT, screenshot
 from playwright.sync_api import expect
 
 from app.services.audit import ACTIONS
+from testkit.builders import text_document
+from testkit.live_server import LiveServer
 
 pytestmark = pytest.mark.integration
 
@@ -66,12 +66,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         assert response.status_code == 202, response.text
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_chromium() as context:
-        yield context
 
 
 @pytest.fixture

@@ -16,10 +16,11 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from api_builders import text_document
-from browser import drop_files, launched_chromium, screenshot
-from live_server import LIVE_JWT_SECRET, LiveServer
+from browser import drop_files, screenshot
 from playwright.sync_api import expect
+
+from testkit.builders import text_document
+from testkit.live_server import LIVE_JWT_SECRET, LiveServer
 
 pytestmark = pytest.mark.integration
 
@@ -78,12 +79,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.start()
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_chromium() as context:
-        yield context
 
 
 @pytest.fixture

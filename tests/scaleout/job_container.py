@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from app.config import Settings
 from app.container import Container
-from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
+from app.services.uploads import ReceivedFile, reserve_upload, submit_uploads
 from app.storage.tables import JobRow
 
 TEXT = b"The relief valve is inspected every 30 days.\n\nReports go to the safety officer."
@@ -58,8 +58,9 @@ def queued_upload(
     uploads.mkdir(exist_ok=True)
     path = uploads / f"upload-{name}"  # stored like the upload route: random name, same suffix
     path.write_bytes(content)
-    reservation = reserve_upload(container.upload_deps, tenant)
+    reservation = reserve_upload(container.upload_deps, tenant_id=tenant)
+    received = ReceivedFile(path, name, len(content))
     (job,) = submit_uploads(
-        container.upload_deps, tenant, [reservation], [ReceivedFile(path, name, len(content))]
+        container.upload_deps, tenant_id=tenant, reservations=[reservation], files=[received]
     )
     return job.job_id

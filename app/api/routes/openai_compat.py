@@ -26,15 +26,21 @@ from app.api.conversation_schemas import (
     ModelOut,
     chunk,
 )
-from app.api.deps import ContainerDep, Principal, QueryRateLimit
+from app.api.deps import FollowUps, Principal, QueryRateLimit
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut
 from app.api.streams import AnswerStreamResponse
 from app.observability import error_payload
 from app.services import chat_completions as service
-from app.services.admission import Caller
-from app.services.answer import AnswerFailed, AnswerFinished, CitationsFound, TextDelta
-from app.services.answer_lane import AnswerStream
+from app.services.answer import (
+    AnswerEvent,
+    AnswerFailed,
+    AnswerFinished,
+    CitationsFound,
+    TextDelta,
+)
+from app.services.blocks.admission import Caller
+from app.services.blocks.answer_lane import AnswerStream
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 # The service's models exist as long as it runs; OpenAI's field wants a Unix time.
@@ -55,7 +61,7 @@ def _data(payload: dict[str, Any] | str) -> bytes:
 
 
 async def _chunks(
-    events: AnswerStream, completion_id: str, created: int, standalone: str
+    events: AnswerStream[AnswerEvent], completion_id: str, created: int, standalone: str
 ) -> AsyncIterator[bytes]:
     model = service.SERVICE_MODEL
     yield _data(chunk(completion_id, created, model, {"role": "assistant", "content": ""}))
@@ -98,7 +104,7 @@ async def _chunks(
     },
 )
 async def chat_completions(
-    body: ChatCompletionIn, container: ContainerDep, principal: Principal
+    body: ChatCompletionIn, principal: Principal, deps: FollowUps
 ) -> ChatCompletionOut | StreamingResponse:
     """A cited answer to the last user message; earlier messages are the history."""
     service.check_model(body.model)
@@ -106,7 +112,6 @@ async def chat_completions(
     said = [service.Said(m.role, m.content) for m in body.messages]
     completion_id = f"chatcmpl-{secrets.token_hex(12)}"
     created = int(time.time())
-    deps = container.follow_up_deps
     if body.stream:
         events, rewrite = await service.open_completion(deps, caller, said)
         return AnswerStreamResponse(
