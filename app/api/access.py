@@ -55,6 +55,12 @@ ROUTE_ROLES: dict[tuple[str, str], Role] = {
     ("PATCH", "/users/{user_id}"): "admin",
     ("DELETE", "/users/{user_id}"): "admin",
     ("GET", "/audit"): "admin",
+    ("POST", "/webhooks"): "admin",
+    ("GET", "/webhooks"): "admin",
+    ("GET", "/webhooks/{webhook_id}"): "admin",
+    ("PATCH", "/webhooks/{webhook_id}"): "admin",
+    ("DELETE", "/webhooks/{webhook_id}"): "admin",
+    ("GET", "/webhooks/{webhook_id}/deliveries"): "admin",
 }
 
 PUBLIC: frozenset[tuple[str, str]] = frozenset(

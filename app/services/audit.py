@@ -28,6 +28,10 @@ AuditAction = Literal[
     "document.uploaded",
     "document.deleted",
     "quota.refused",
+    "webhook.created",
+    "webhook.changed",
+    "webhook.deleted",
+    "webhook.disabled",
 ]
 ACTIONS: tuple[str, ...] = get_args(AuditAction)
 # Old entries are deleted at most this often per process (a DELETE on an indexed column).
