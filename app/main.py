@@ -22,14 +22,17 @@ from app.api.routes import (
     account,
     answers,
     audit,
+    collections,
     conversations,
     documents,
+    groups,
     openai_compat,
     pages,
     public,
     scrape,
     stats,
     users,
+    webhooks,
 )
 from app.api.routes.web import install_web
 from app.api.security_headers import NoSniff
@@ -154,8 +157,12 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         container.warm_up(serving=True)
         workers = container.job_queue  # threads pool, or a Redis queue for workers
         stop_metrics = start_metrics(active, container) if active.metrics_enabled else None
+        # Webhook events go out from the process that runs jobs: this one with `threads`.
+        deliveries = container.webhook_dispatcher if active.job_backend == "threads" else None
         if start_workers:
             workers.start()
+            if deliveries is not None:
+                deliveries.start()
         app.state.ready = True
         log.info("service ready", extra={"embedder": container.embedder.model_id})
         try:
@@ -165,6 +172,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
             if stop_metrics is not None:
                 stop_metrics()
             workers.stop()
+            if deliveries is not None:
+                deliveries.stop()
             container.close()
             if own_tracing:
                 tracing.shutdown()  # the batched spans go out before the process ends
@@ -201,6 +210,9 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         account.router,
         users.router,
         audit.router,
+        webhooks.router,
+        collections.router,
+        groups.router,
     )
     for router in routers:
         app.include_router(router, dependencies=protected, responses=error_responses(401))

@@ -16,6 +16,7 @@ from pydantic import (
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from app.api.collection_schemas import ScopeFields
 from app.errors import public_job_error
 from app.generation.citations import Citation
 from app.request_limits import K_CEILING, QUESTION_CHARS_CEILING
@@ -70,6 +71,14 @@ class UploadAccepted(JobAccepted):
     jobs: list[JobAccepted]
 
 
+class UploadUnchanged(BaseModel):
+    """An upload whose content the document already has indexed: nothing was queued."""
+
+    status: Literal["unchanged"] = "unchanged"
+    document_id: str
+    source: str
+
+
 class Progress(Record):
     done: int
     total: int
@@ -117,9 +126,37 @@ class DocumentOut(Record):
     uploaded_by_name: str | None = Field(
         default=None, description="that user's name (null once the user is deleted)"
     )
+    content_sha256: str | None = Field(
+        default=None, description="hex SHA-256 of the uploaded file of this version"
+    )
+    sync_root: str | None = Field(
+        default=None, description="the label of the synced folder it came from (null: none)"
+    )
+    collection_id: str = Field(default="general", description="the collection it belongs to")
+    collection: str = Field(default="general", description="that collection's name")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="its own metadata fields")
 
 
-class SearchIn(BaseModel):
+# The fields of DocumentOut, which `GET /documents?fields=` may choose.
+DocumentField = Literal[
+    "document_id",
+    "source",
+    "status",
+    "pages",
+    "chunks",
+    "size_bytes",
+    "uploaded_at",
+    "uploaded_by",
+    "uploaded_by_name",
+    "content_sha256",
+    "sync_root",
+    "collection_id",
+    "collection",
+    "metadata",
+]
+
+
+class SearchIn(ScopeFields):
     model_config = ConfigDict(extra="forbid")
 
     # The outer bounds; the configured caps are checked by RequestLimits (both in
@@ -172,7 +209,7 @@ class SearchOut(BaseModel):
     total_ms: float
 
 
-class QueryIn(BaseModel):
+class QueryIn(ScopeFields):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)

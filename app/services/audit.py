@@ -27,7 +27,22 @@ AuditAction = Literal[
     "user.deleted",
     "document.uploaded",
     "document.deleted",
+    "document.moved",
+    "document.metadata",
+    "collection.created",
+    "collection.changed",
+    "collection.deleted",
+    "collection.access",
+    "group.created",
+    "group.changed",
+    "group.deleted",
+    "group.member_added",
+    "group.member_removed",
     "quota.refused",
+    "webhook.created",
+    "webhook.changed",
+    "webhook.deleted",
+    "webhook.disabled",
 ]
 ACTIONS: tuple[str, ...] = get_args(AuditAction)
 # Old entries are deleted at most this often per process (a DELETE on an indexed column).

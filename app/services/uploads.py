@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +90,7 @@ class ReceivedFile:
     path: Path
     client_filename: str
     size_bytes: int
+    source: str | None = None  # the document name, when not the client's file name (a sync)
 
 
 def submit_uploads(
@@ -99,6 +100,7 @@ def submit_uploads(
     reservations: list[str],
     files: list[ReceivedFile],
     uploader: Uploader | None = None,
+    placement: Mapping[str, str] | None = None,
 ) -> list[JobRecord]:
     """Queue a request's stored files as the jobs their reservations held, all or none, and hand
     them to the workers; the caller's files become the jobs'.
@@ -136,6 +138,7 @@ def submit_uploads(
             deps.quota,
             uploaded_by=uploader.actor.user_id if uploader else None,
             audit=audit,
+            placement=placement,
         )
     except QuotaExceeded as exc:
         _discard(deps, tenant_id, reservations, files)
@@ -164,7 +167,7 @@ def _discard(
 
 
 def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> StoredUpload:
-    source = sanitise_filename(file.client_filename)
+    source = file.source or sanitise_filename(file.client_filename)
     return StoredUpload(
         job_id=reservation,
         document_id=make_document_id(tenant_id, source),
@@ -176,10 +179,17 @@ def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> Stor
 
 
 def list_jobs(
-    deps: UploadDeps, *, tenant_id: str, statuses: Sequence[JobStatus], limit: int, offset: int
+    deps: UploadDeps,
+    *,
+    tenant_id: str,
+    statuses: Sequence[JobStatus],
+    limit: int,
+    offset: int,
+    collections: Collection[str] | None = None,
 ) -> ListedPage[JobRecord]:
-    """The tenant's jobs in `statuses` (uploads still being received are not jobs yet)."""
-    records, total = deps.jobs.page(tenant_id, statuses, limit, offset)
+    """The tenant's jobs in `statuses` (uploads still being received are not jobs yet), of
+    documents in `collections` when given."""
+    records, total = deps.jobs.page(tenant_id, statuses, limit, offset, collections)
     return ListedPage(records, total)
 
 

@@ -95,6 +95,8 @@ class ApiKeyRow(Base):
     scopes: Mapped[str] = mapped_column(String(200), default="", server_default=text("''"))
     # The key that made this one (revoked with it); None when a signed-in person made it.
     parent_key_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
+    # A JSON list of the collection ids the key is limited to; None: all its owner may read.
+    collections: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class RevokedTokenRow(Base):
@@ -121,6 +123,73 @@ class AuditRow(Base):
     detail: Mapped[str] = mapped_column(Text, default="{}")  # JSON of small, non-secret facts
 
 
+# --- collections, groups and grants -------------------------------------------------------------
+
+# Every tenant's first collection: its id and its name. Documents from before collections are in
+# it, and every user of the tenant reads it.
+GENERAL_COLLECTION = "general"
+
+
+class CollectionRow(Base):
+    """A named set of a tenant's documents (a knowledge base) and who may read it."""
+
+    __tablename__ = "collections"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_collections_tenant_id_name"),)
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    collection_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(String(500), server_default=text("''"))
+    # tenant: every user of the tenant reads it; restricted: only its grants do.
+    visibility: Mapped[str] = mapped_column(String(16), server_default="tenant")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class GroupRow(Base):
+    """A named group of a tenant's users, the usual holder of grants."""
+
+    __tablename__ = "user_groups"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_user_groups_tenant_id_name"),)
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    group_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(String(500), server_default=text("''"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class GroupMemberRow(Base):
+    """One user's membership of one group."""
+
+    __tablename__ = "group_members"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    group_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(40), primary_key=True, index=True)
+
+
+class CollectionGrantRow(Base):
+    """A permission (read, write, manage) on a collection for a group or a user."""
+
+    __tablename__ = "collection_grants"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    collection_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    principal_kind: Mapped[str] = mapped_column(String(8), primary_key=True)  # group / user
+    principal_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    permission: Mapped[str] = mapped_column(String(8))
+
+
+class AccessVersionRow(Base):
+    """A tenant's access version, bumped with every change to who may read or write what."""
+
+    __tablename__ = "access_versions"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
 # --- documents and their chunks ----------------------------------------------------------------
 
 
@@ -144,6 +213,15 @@ class DocumentRow(Base):
     # The user id of whoever uploaded the current version; NULL before migration 0005 or from
     # the CLI.
     uploaded_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    # The label of the folder a `rag sync` uploaded it from (NULL: not from a sync): a sync
+    # with --delete removes only documents of its own label.
+    sync_root: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    # The collection the document belongs to (every tenant has `general`, migration 0012).
+    collection_id: Mapped[str] = mapped_column(
+        String(40), server_default=GENERAL_COLLECTION, index=True
+    )
+    # A JSON object of the uploader's metadata fields (app/services/document_metadata.py).
+    metadata_json: Mapped[str] = mapped_column(Text, server_default=text("'{}'"))
 
 
 class ChunkRow(Base):
@@ -222,6 +300,49 @@ class BatchMemberRow(Base):
 
     job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     batch_id: Mapped[str] = mapped_column(String(40), index=True)
+
+
+# --- webhooks ----------------------------------------------------------------------------------
+
+
+class WebhookRow(Base):
+    """An endpoint an admin registered to hear of a tenant's document events."""
+
+    __tablename__ = "webhooks"
+
+    webhook_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    events: Mapped[str] = mapped_column(Text)  # a JSON list of event types
+    description: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    # The signing key (Standard Webhooks `whsec_...`): the service must sign with it, so it is
+    # kept as given out; the API shows it once, at creation.
+    secret: Mapped[str] = mapped_column(String(200))
+    created_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
+    disabled_reason: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class WebhookDeliveryRow(Base):
+    """One event for one webhook: delivered at least once, retried with backoff until then."""
+
+    __tablename__ = "webhook_deliveries"
+
+    delivery_id: Mapped[str] = mapped_column(String(40), primary_key=True)  # `webhook-id`
+    webhook_id: Mapped[str] = mapped_column(String(40), index=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    event_type: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)  # the exact JSON that is signed and sent
+    status: Mapped[str] = mapped_column(String(16), index=True)  # pending, delivered, failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    last_status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 # --- conversations -----------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from sqlalchemy import update
 
 from app.api.access import PUBLIC, ROUTE_ROLES, authorize, check_route_table, route_keys
 from app.domain import role_at_least
+from app.storage.audit import AuditEntry
+from app.storage.collections import Grant
 from app.storage.db import utc_now
 from app.storage.documents import insert_missing_document
 from app.storage.tables import ApiKeyRow
@@ -64,7 +66,30 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("PATCH", "/users/{user_id}"): 200,
     ("DELETE", "/users/{user_id}"): 204,
     ("GET", "/audit"): 200,
+    ("POST", "/webhooks"): 201,
+    ("GET", "/webhooks"): 200,
+    ("GET", "/webhooks/{webhook_id}"): 200,
+    ("PATCH", "/webhooks/{webhook_id}"): 200,
+    ("DELETE", "/webhooks/{webhook_id}"): 204,
+    ("GET", "/webhooks/{webhook_id}/deliveries"): 200,
+    ("POST", "/collections"): 201,
+    ("GET", "/collections"): 200,
+    ("GET", "/collections/{collection_id}"): 200,
+    ("PATCH", "/collections/{collection_id}"): 200,
+    ("DELETE", "/collections/{collection_id}"): 204,
+    ("GET", "/collections/{collection_id}/access"): 200,
+    ("PUT", "/collections/{collection_id}/access"): 200,
+    ("POST", "/groups"): 201,
+    ("GET", "/groups"): 200,
+    ("GET", "/groups/{group_id}"): 200,
+    ("PATCH", "/groups/{group_id}"): 200,
+    ("DELETE", "/groups/{group_id}"): 204,
+    ("PUT", "/groups/{group_id}/members/{user_id}"): 204,
+    ("DELETE", "/groups/{group_id}/members/{user_id}"): 204,
+    ("PATCH", "/documents/{document_id}"): 200,
 }
+# A public address (no lookup); the webhooks listen to failures, which no call here makes.
+WEBHOOK = {"url": "http://93.184.215.14/hook", "events": ["document.failed"]}
 # What only a signed-in person may do: an API key (without the keys:manage scope, for the keys)
 # gets 403 `api_key_not_allowed` even where its role would do.
 SIGNED_IN_ONLY = {
@@ -174,6 +199,33 @@ def _own_document(setup: Setup, who: str) -> str:
     return document_id
 
 
+def _webhook(setup: Setup) -> str:
+    """A fresh webhook of tenant A, made by its admin."""
+    made = setup.api.client.post("/webhooks", json=WEBHOOK, headers=setup.headers("admin"))
+    assert made.status_code == 201, made.text
+    webhook_id: str = made.json()["webhook_id"]
+    return webhook_id
+
+
+def _managed_collection(setup: Setup, who: str) -> str:
+    """A fresh collection of tenant A that every user reads and `who` manages."""
+    store = setup.api.container.access_store
+    made = store.create_collection(
+        A, f"roles {next(_fresh)}", "", "tenant", AuditEntry(A, "collection.created")
+    )
+    grant = Grant("user", setup.users[who].user_id, "manage")
+    store.replace_grants(A, made.collection_id, [grant], AuditEntry(A, "collection.access"))
+    return made.collection_id
+
+
+def _group(setup: Setup) -> str:
+    """A fresh group of tenant A."""
+    store = setup.api.container.access_store
+    return store.create_group(
+        A, f"group {next(_fresh)}", "", AuditEntry(A, "group.created")
+    ).group_id
+
+
 def _conversation(setup: Setup, who: str) -> str:
     response = setup.api.client.post("/conversations", headers=setup.headers(who))
     assert response.status_code == 201, response.text
@@ -186,14 +238,25 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
     acting on fresh objects of `who` (a user of tenant A)."""
     ids: dict[str, Any] = {"job_id": setup.job_id, "document_id": setup.document_id, "page": 1}
     kwargs: dict[str, Any] = {}
-    if (method, path) == ("DELETE", "/documents/{document_id}"):
+    if (method, path) in (
+        ("DELETE", "/documents/{document_id}"),
+        ("PATCH", "/documents/{document_id}"),
+    ):
         ids["document_id"] = _own_document(setup, who)
+    if "{collection_id}" in path:
+        ids["collection_id"] = _managed_collection(setup, who)
+    if "{group_id}" in path:
+        ids["group_id"] = _group(setup)
     if "{conversation_id}" in path:
         ids["conversation_id"] = _conversation(setup, who)
     if "{key_id}" in path:
         ids["key_id"] = setup.new_key(who)["key_id"]
     if "{user_id}" in path:
         ids["user_id"] = setup.api.add_user(A, login=False).user_id
+    if "{webhook_id}" in path:  # a fresh one to delete, else the tenant's first (20 at most)
+        listed = setup.api.client.get("/webhooks", headers=setup.headers("admin")).json()
+        fresh = method == "DELETE" or not listed["data"]
+        ids["webhook_id"] = _webhook(setup) if fresh else listed["data"][0]["webhook_id"]
     if (method, path) == ("POST", "/documents"):
         kwargs["files"] = {"file": (f"note{next(_fresh)}.txt", b"Low tide at Wick is at noon.")}
     elif path == "/search":
@@ -210,6 +273,18 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         kwargs["json"] = {"name": "from the role table test", "role": "reader"}
     elif path == "/users" and method == "POST":
         kwargs["json"] = {"username": f"fresh{next(_fresh)}", "password": DEFAULT_PASSWORD}
+    elif path == "/webhooks" and method == "POST":
+        kwargs["json"] = WEBHOOK
+    elif path == "/webhooks/{webhook_id}" and method == "PATCH":
+        kwargs["json"] = {"description": "tide alerts"}
+    elif path in ("/collections", "/groups") and method == "POST":
+        kwargs["json"] = {"name": f"fresh {next(_fresh)}"}
+    elif path == "/collections/{collection_id}/access" and method == "PUT":
+        kwargs["json"] = {"grants": []}
+    elif path in ("/collections/{collection_id}", "/groups/{group_id}") and method == "PATCH":
+        kwargs["json"] = {"description": "changed by the role table test"}
+    elif path == "/documents/{document_id}" and method == "PATCH":
+        kwargs["json"] = {"metadata": {"team": "roles"}}
     elif method == "PATCH":
         kwargs["json"] = {"role": "reader"}
     return path.format(**ids), kwargs

@@ -12,6 +12,7 @@ export const ACTIONS = [
   "password.changed",
   "key.created", "key.revoked", "user.created", "user.changed", "user.deleted",
   "document.uploaded", "document.deleted", "quota.refused",
+  "webhook.created", "webhook.changed", "webhook.deleted", "webhook.disabled",
 ];
 let offset = 0;
 let loads = 0; // only the latest request's answer is drawn (filters change quickly)
