@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -24,6 +25,8 @@ from app.api.routes import (
     audit,
     conversations,
     documents,
+    evaluations,
+    feedback,
     openai_compat,
     pages,
     public,
@@ -156,6 +159,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         stop_metrics = start_metrics(active, container) if active.metrics_enabled else None
         if start_workers:
             workers.start()
+            container.evaluation_runner.start(asyncio.get_running_loop())
         app.state.ready = True
         log.info("service ready", extra={"embedder": container.embedder.model_id})
         try:
@@ -165,6 +169,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
             if stop_metrics is not None:
                 stop_metrics()
             workers.stop()
+            if start_workers:
+                container.evaluation_runner.stop()
             container.close()
             if own_tracing:
                 tracing.shutdown()  # the batched spans go out before the process ends
@@ -201,6 +207,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         account.router,
         users.router,
         audit.router,
+        feedback.router,
+        evaluations.router,
     )
     for router in routers:
         app.include_router(router, dependencies=protected, responses=error_responses(401))

@@ -54,6 +54,7 @@ from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.text.tokenizer import tokenize
 from eval.datasets import Question, RetrievalTask, load_task
+from eval.metrics import cites_gold, percentile
 from eval.manual_questions import (
     GOLD_FILE,
     SOURCES,
@@ -363,7 +364,7 @@ class ManualOutcome:
 
     @property
     def cites_gold(self) -> bool:
-        return bool(set(self.cited_pages) & set(self.gold_pages))
+        return cites_gold(self.cited_pages, self.gold_pages)
 
     @property
     def cause(self) -> str:
@@ -392,11 +393,6 @@ def ask_streamed(
     raise RuntimeError("stream_answer ended without a final event")
 
 
-def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if values else 0.0
-
-
 def summarise_manuals(outcomes: list[ManualOutcome]) -> dict[str, float]:
     """The issue-28 answer measures and the count of each cause of a missed gold page."""
     answered = [not o.refused for o in outcomes]
@@ -411,9 +407,9 @@ def summarise_manuals(outcomes: list[ManualOutcome]) -> dict[str, float]:
         "refused": _rate([o.refused for o in outcomes]),
         "refused_by_gate": _rate([o.gate_refused for o in outcomes]),
         "gold_shown": _rate([o.gold_shown for o in outcomes]),
-        "seconds_p50": _percentile(seconds, 0.5),
-        "seconds_p95": _percentile(seconds, 0.95),
-        "first_token_p50": _percentile(first, 0.5),
+        "seconds_p50": percentile(seconds, 0.5),
+        "seconds_p95": percentile(seconds, 0.95),
+        "first_token_p50": percentile(first, 0.5),
         **{cause: sum(o.cause == cause for o in outcomes) for cause in CAUSES},
     }
 

@@ -67,7 +67,7 @@ def _answer(container: Container, question: str, k: int | None) -> AnsweredQuest
     deps = container.answer_deps
     found = answer_service.lookup(deps, TENANT, question, k)
     if found.cached is not None:
-        return answer_service.cached_answer(found)
+        return answer_service.cached_answer(deps, found)
     return answer_service.generate_answer(deps, found)
 
 

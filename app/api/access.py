@@ -55,6 +55,24 @@ ROUTE_ROLES: dict[tuple[str, str], Role] = {
     ("PATCH", "/users/{user_id}"): "admin",
     ("DELETE", "/users/{user_id}"): "admin",
     ("GET", "/audit"): "admin",
+    # answer quality: the answer record, feedback (a person's own answers), evaluation
+    ("GET", "/answers"): "reader",  # an admin's all=true: checked by the service
+    ("GET", "/answers/{answer_id}"): "reader",
+    ("POST", "/answers/{answer_id}/feedback"): "reader",
+    ("GET", "/answers/{answer_id}/feedback"): "reader",
+    ("GET", "/answers/export"): "admin",
+    ("DELETE", "/answers"): "admin",
+    ("GET", "/feedback"): "admin",
+    ("POST", "/evaluations/sets"): "member",
+    ("POST", "/evaluations/sets/upload"): "member",
+    ("POST", "/evaluations/sets/from-feedback"): "admin",  # feedback is the admins' to read
+    ("GET", "/evaluations/sets"): "member",
+    ("GET", "/evaluations/sets/{set_id}"): "member",
+    ("DELETE", "/evaluations/sets/{set_id}"): "member",
+    ("POST", "/evaluations/runs"): "member",
+    ("GET", "/evaluations/runs"): "member",
+    ("GET", "/evaluations/runs/{run_id}"): "member",
+    ("GET", "/evaluations/runs/{run_id}/compare"): "member",
 }
 
 PUBLIC: frozenset[tuple[str, str]] = frozenset(

@@ -17,7 +17,7 @@ document changes to pay the rebuild then rather than on the next query, but does
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -138,6 +138,9 @@ class Candidate:
     fused_score: float | None = None
     rerank_score: float | None = None
     exact_match: bool = False
+    # The place fusion gave it, and the rules that moved it since (explained by /search).
+    fused_rank: int | None = None
+    rules: list[str] = field(default_factory=list)
 
     def evidence(self) -> dict[str, float | int | None]:
         """The per-stage evidence as /search shows it (`stages`)."""
@@ -183,6 +186,19 @@ class Recall:
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
     query_vector: list[float] | None = None
+    fusion: FusionRecord | None = None  # what `fuse` did, for /search's explanation
+
+
+@dataclass(frozen=True)
+class FusionRecord:
+    """The values fusion actually used for one query, and the query-level rules that set them
+    (the explanation reads these, so it stays true to whatever the fusion does)."""
+
+    mode: str
+    dense_weight: float | None = None
+    keyword_weight: float | None = None
+    rrf_k: int | None = None
+    rules: tuple[str, ...] = ()
 
     def candidate(self, chunk_id: str) -> Candidate:
         """The candidate for this id, created on first sight."""
@@ -194,25 +210,33 @@ class Recall:
 
 def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[str]:
     """Candidate ids in fused order, exact matches first; records each fused score."""
+    record = FusionRecord(mode)
     if mode == "dense":
         ordered = list(recall.dense_ids)
     elif mode == "keyword":
         ordered = list(recall.keyword_ids)
     else:
+        rules: list[str] = []
         # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
         # question over English documents matches almost nothing, and its few accidental
         # matches must not outvote the dense arm (measured on XQuAD ar->en).
         dense_weight, rrf_k = config.dense_weight, config.rrf_k
         keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
+        if keyword_weight < config.keyword_weight:
+            rules.append("keyword_coverage_scaling")
         specific = 0 < recall.specific_evidence_chunks <= config.specific_evidence_max_chunks
         # Unless the match is specific: a number or other-script word few chunks hold is meant.
         if specific:
             keyword_weight = max(keyword_weight, dense_weight)
+            rules.append("specific_evidence")
         elif config.keyword_gate and not recall.content_match:
             keyword_weight = 0.0
+            rules.append("keyword_gate")
         if recall.cross_script and config.cross_script_rrf_k > 0:
             dense_weight, rrf_k = config.cross_script_dense_weight, config.cross_script_rrf_k
             keyword_weight = config.keyword_weight
+            rules.append("cross_script")
+        record = FusionRecord(mode, dense_weight, keyword_weight, rrf_k, tuple(rules))
         fused = reciprocal_rank_fusion(
             [recall.dense_ids, recall.keyword_ids], [dense_weight, keyword_weight], rrf_k
         )
@@ -224,7 +248,14 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
         ordered += [cid for cid in recall.candidates if cid not in seen]
     # Exact matches go first (in fused order among themselves): the user meant them.
     pinned = set(recall.pinned)
-    return [i for i in ordered if i in pinned] + [i for i in ordered if i not in pinned]
+    final = [i for i in ordered if i in pinned] + [i for i in ordered if i not in pinned]
+    for rank, chunk_id in enumerate(ordered, start=1):
+        candidate = recall.candidates[chunk_id]
+        candidate.fused_rank = rank
+        if chunk_id in pinned:
+            candidate.rules.append("exact_match")
+    recall.fusion = record
+    return final
 
 
 def promote_headings(ordered: list[str], recall: Recall, query: str) -> list[str]:
@@ -239,6 +270,8 @@ def promote_headings(ordered: list[str], recall: Recall, query: str) -> list[str
     matched = [cid for cid in ordered if heading(cid)]
     if not matched:
         return ordered
+    for cid in matched:
+        recall.candidates[cid].rules.append("heading_promoted")
     moved = pinned | set(matched)
     return [c for c in ordered if c in pinned] + matched + [c for c in ordered if c not in moved]
 
@@ -256,6 +289,10 @@ def demote_page_roles(ordered: list[str], recall: Recall, shift: int) -> list[st
         demoted = chunk is not None and chunk.page_role is not None
         return (0 if cid in pinned else 1, position + (shift if demoted else 0), int(demoted))
 
+    for cid in ordered:
+        chunk = recall.candidates[cid].chunk
+        if chunk is not None and chunk.page_role is not None:
+            recall.candidates[cid].rules.append(f"page_role_demoted:{chunk.page_role}")
     return [cid for _, cid in sorted(enumerate(ordered), key=key)]
 
 
@@ -317,7 +354,17 @@ class HybridRetriever:
         decision = judge(
             recall.best_similarity, self.threshold, recall.exact_terms, has_candidates=bool(hits)
         )
-        return RetrievalResult(hits, decision.relevant, decision.reason)
+        explain = {
+            "fusion": asdict(recall.fusion) if recall.fusion is not None else {"mode": mode},
+            "gate": {
+                "relevant": decision.relevant,
+                "reason": decision.reason,
+                "threshold": self.threshold,
+                "best_similarity": recall.best_similarity,
+            },
+            "exact_terms": list(recall.exact_terms),
+        }
+        return RetrievalResult(hits, decision.relevant, decision.reason, explain)
 
     def recall(
         self,
@@ -538,7 +585,9 @@ class HybridRetriever:
 
     def _hit(self, cand: Candidate, mode: RetrievalMode) -> SearchHit:
         assert cand.chunk is not None
-        return SearchHit(cand.chunk, cand.score_for(mode), cand.evidence())
+        hit = SearchHit(cand.chunk, cand.score_for(mode), cand.evidence())
+        hit.fused_rank, hit.rules = cand.fused_rank, list(cand.rules)
+        return hit
 
 
 def build_retriever(

@@ -20,6 +20,7 @@ from app.generation.answer import AnswerDelta, AnswerDone
 from app.generation.citations import Citation
 from app.generation.limits import GenerationLimits
 from app.limits import RequestLimits
+from app.services.answer_log import FinishedAnswer, new_answer_id
 from app.storage.cache import AnswerCache, CacheKey, answer_cache_key
 from app.timing import StageTimer, start_timer, timed
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from app.domain import RetrievalResult
     from app.providers.types import LLM
     from app.retrieval.hybrid import HybridRetriever
+    from app.services.answer_log import AnswerLog
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,7 @@ class AnswerDeps:
     config_fingerprint: str
     limits: RequestLimits
     generation: GenerationLimits
+    answer_log: AnswerLog | None = None  # the per-tenant answer record (None: not kept)
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class AnsweredQuestion:
     cache: CacheStatus
     timings: dict[str, float]
     total_ms: float
+    answer_id: str = ""  # what feedback names (POST /answers/{answer_id}/feedback)
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,7 @@ class AnswerFinished:
     cache: CacheStatus
     timings: dict[str, float]
     total_ms: float
+    answer_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,34 +140,68 @@ class Lookup:
     key: CacheKey
     cached: CachedAnswer | None
     timer: StageTimer
+    user_id: str = ""
+    corpus_version: int = 0
+    answer_id: str = ""
 
 
-def lookup(deps: AnswerDeps, tenant_id: str, question: str, k: int | None) -> Lookup:
+def lookup(
+    deps: AnswerDeps, tenant_id: str, question: str, k: int | None, user_id: str = ""
+) -> Lookup:
     """Start timing, validate (InvalidInput -> 422 before any work) and consult the cache."""
     timer = start_timer()
     question, k = deps.limits.question(question), deps.limits.k(k)
     with timed("cache"):
+        version = deps.corpus_version(tenant_id)
         key = answer_cache_key(
             tenant_id,
             question,
             k=k,
-            corpus_version=deps.corpus_version(tenant_id),
+            corpus_version=version,
             config_fingerprint=deps.config_fingerprint,
         )
         stored = deps.cache.get(key)
     metrics.cache_request(stored is not None)
     cached = CachedAnswer.from_cache(stored) if stored is not None else None
-    return Lookup(tenant_id, question, k, key, cached, timer)
+    return Lookup(tenant_id, question, k, key, cached, timer, user_id, version, new_answer_id())
 
 
-def _answered(answer: CachedAnswer, cache: CacheStatus, timer: StageTimer) -> AnsweredQuestion:
-    timings, total_ms = timer.rounded(), timer.total_ms()
-    return AnsweredQuestion(answer.text, answer.citations, answer.refused, cache, timings, total_ms)
+def _record(
+    deps: AnswerDeps,
+    found: Lookup,
+    answer: CachedAnswer,
+    cache: CacheStatus,
+    retrieval: RetrievalResult | None,
+) -> None:
+    """Write the answer's record (its timings as the caller sees them)."""
+    if deps.answer_log is None or not found.user_id:
+        return
+    finished = FinishedAnswer(
+        answer_id=found.answer_id,
+        tenant_id=found.tenant_id,
+        user_id=found.user_id,
+        question=found.question,
+        citations=answer.citations,
+        refused=answer.refused,
+        cache=cache,
+        timings=found.timer.rounded(),
+        total_ms=found.timer.total_ms(),
+        corpus_version=found.corpus_version,
+        retrieval=retrieval,
+    )
+    deps.answer_log.record(finished)
 
 
-def _finished(refused: bool, cache: CacheStatus, timer: StageTimer) -> AnswerFinished:
-    timings, total_ms = timer.rounded(), timer.total_ms()
-    return AnswerFinished(refused, cache, timings, total_ms)
+def _answered(answer: CachedAnswer, cache: CacheStatus, found: Lookup) -> AnsweredQuestion:
+    timings, total_ms = found.timer.rounded(), found.timer.total_ms()
+    return AnsweredQuestion(
+        answer.text, answer.citations, answer.refused, cache, timings, total_ms, found.answer_id
+    )
+
+
+def _finished(refused: bool, cache: CacheStatus, found: Lookup) -> AnswerFinished:
+    timings, total_ms = found.timer.rounded(), found.timer.total_ms()
+    return AnswerFinished(refused, cache, timings, total_ms, found.answer_id)
 
 
 def _count(found: Lookup, outcome: str) -> None:
@@ -179,12 +218,13 @@ def _outcome(refused: bool, retrieval: RetrievalResult) -> str:
     return metrics.REFUSED_BY_GATE
 
 
-def cached_answer(found: Lookup) -> AnsweredQuestion:
+def cached_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
     """The answer of a cache hit (no retrieval, no model)."""
     if found.cached is None:
         raise ValueError("cached_answer needs a cache hit")
     _count(found, metrics.CACHE_HIT)
-    return _answered(found.cached, "hit", found.timer)
+    _record(deps, found, found.cached, "hit", None)
+    return _answered(found.cached, "hit", found)
 
 
 def _store(deps: AnswerDeps, found: Lookup, answer: CachedAnswer) -> None:
@@ -211,10 +251,11 @@ def generate_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
             "prompt_tokens": result.prompt_tokens,
         },
     )
-    return _answered(answer, "miss", found.timer)
+    _record(deps, found, answer, "miss", retrieval)
+    return _answered(answer, "miss", found)
 
 
-def cached_events(found: Lookup) -> Iterator[AnswerEvent]:
+def cached_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
     """The stream of a cache hit: the whole answer as one delta, its citations, the end."""
     cached = found.cached
     if cached is None:
@@ -222,7 +263,8 @@ def cached_events(found: Lookup) -> Iterator[AnswerEvent]:
     yield TextDelta(cached.text)
     yield CitationsFound(cached.citations, cached.refused)
     _count(found, metrics.CACHE_HIT)
-    yield _finished(cached.refused, "hit", found.timer)
+    _record(deps, found, cached, "hit", None)
+    yield _finished(cached.refused, "hit", found)
 
 
 def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
@@ -243,7 +285,8 @@ def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
                     _store(deps, found, answer)
                     yield CitationsFound(answer.citations, answer.refused)
                     _count(found, _outcome(answer.refused, retrieval))
-                    yield _finished(answer.refused, "miss", found.timer)
+                    _record(deps, found, answer, "miss", retrieval)
+                    yield _finished(answer.refused, "miss", found)
         finally:
             events.close()  # a client that left: the model's own generator closes now, not at GC
     except RagError as exc:

@@ -114,6 +114,7 @@ class AnswerStream:
         self._slots = slots
         self._run = run
         self._closed = False
+        self.answer_id = ""  # the answer's id, known before its first event
 
     def __aiter__(self) -> AnswerStream:
         return self
@@ -168,7 +169,7 @@ async def _lookup(
 ) -> answer_service.Lookup:
     # On the default threadpool: a few milliseconds of validation, database and cache reads.
     found: answer_service.Lookup = await anyio.to_thread.run_sync(
-        context.run, answer_service.lookup, deps, caller.tenant_id, question, k
+        context.run, answer_service.lookup, deps, caller.tenant_id, question, k, caller.user_id
     )
     return found
 
@@ -189,7 +190,7 @@ async def answer(
     context = contextvars.copy_context()
     found = await _lookup(deps, context, caller, question, k)
     if found.cached is not None:
-        return answer_service.cached_answer(found)
+        return answer_service.cached_answer(deps, found)
     slot = await _admit(lane.answers, caller, found.timer)
     try:
         result: AnsweredQuestion = await lane.run(
@@ -209,14 +210,18 @@ async def open_stream(
         context = contextvars.copy_context()
         found = await _lookup(deps, context, caller, question, k)
         if found.cached is not None:
-            return AnswerStream(answer_service.cached_events(found), slots, _inline)
+            stream = AnswerStream(answer_service.cached_events(deps, found), slots, _inline)
+            stream.answer_id = found.answer_id
+            return stream
         slots.append(await _admit(lane.answers, caller, found.timer))
         events = answer_service.generated_events(deps, found)  # starts on its first step
 
         async def on_lane(step: Step, *args: Any) -> Any:
             return await lane.run(context, step, *args)
 
-        return AnswerStream(events, slots, on_lane)
+        stream = AnswerStream(events, slots, on_lane)
+        stream.answer_id = found.answer_id
+        return stream
     except BaseException:
         for slot in slots:
             slot.release()

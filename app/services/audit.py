@@ -28,6 +28,12 @@ AuditAction = Literal[
     "document.uploaded",
     "document.deleted",
     "quota.refused",
+    "answer.rated",
+    "answers.exported",
+    "answers.deleted",
+    "evaluation.set_created",
+    "evaluation.set_deleted",
+    "evaluation.run_started",
 ]
 ACTIONS: tuple[str, ...] = get_args(AuditAction)
 # Old entries are deleted at most this often per process (a DELETE on an indexed column).

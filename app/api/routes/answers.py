@@ -27,6 +27,7 @@ from app.services.answer import (
     TextDelta,
 )
 from app.services.search import search as search_service
+from app.services.search_explain import hit_explanation, result_explanation
 from app.timing import start_timer
 
 router = APIRouter(
@@ -41,6 +42,11 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
     """Ranked chunks (or documents, `group=document`) with the evidence of every retrieval
     stage (no LLM)."""
     timer = start_timer()
+    tokenizer = container.retriever.keyword_index.tokenizer
+
+    def explained(hit: SearchHit) -> dict[str, Any]:
+        return hit_explanation(hit, result, tokenizer, body.query)
+
     result = search_service(
         container.retriever,
         container.request_limits,
@@ -63,6 +69,7 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
             ocr_confidence=ocr_confidence(hit.chunk),
             score=hit.score,
             stages=hit.stages,
+            explain=explained(hit) if body.explain else None,
             **(document_counts(hit) if body.group == "document" else {}),
         )
         for rank, hit in enumerate(result.hits, start=1)
@@ -71,6 +78,7 @@ def search(body: SearchIn, container: ContainerDep, principal: Principal) -> Sea
         group=body.group,
         results=results,
         relevant=result.relevant,
+        explain=result_explanation(result) if body.explain else None,
         timings=timer.rounded(),
         total_ms=timer.total_ms(),
     )
@@ -101,6 +109,7 @@ def query_out(answered: AnsweredQuestion) -> QueryOut:
         cache=answered.cache,
         timings=answered.timings,
         total_ms=answered.total_ms,
+        answer_id=answered.answer_id,
     )
 
 
@@ -117,6 +126,7 @@ def wire_event(event: AnswerEvent) -> tuple[str, dict[str, Any]]:
             "cache": event.cache,
             "timings": event.timings,
             "total_ms": event.total_ms,
+            "answer_id": event.answer_id,
         }
     if isinstance(event, AnswerFailed):
         return "error", error_payload(event.code, event.message, event.http_status)

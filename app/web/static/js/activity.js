@@ -12,6 +12,8 @@ export const ACTIONS = [
   "password.changed",
   "key.created", "key.revoked", "user.created", "user.changed", "user.deleted",
   "document.uploaded", "document.deleted", "quota.refused",
+  "answer.rated", "answers.exported", "answers.deleted",
+  "evaluation.set_created", "evaluation.set_deleted", "evaluation.run_started",
 ];
 let offset = 0;
 let loads = 0; // only the latest request's answer is drawn (filters change quickly)

@@ -13,7 +13,10 @@ import {
   whenUnauthorized,
 } from "./api.js";
 import { resetAsk, setUpAsk } from "./ask.js";
+import { resetBench, setUpBench } from "./bench.js";
 import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./documents.js";
+import { openQuality, resetQuality, setUpQuality } from "./evaluation.js";
+import { setUpFeedback } from "./feedback.js";
 import { describeError } from "./format.js";
 import { roleAtLeast, setCaller } from "./roles.js";
 import { openUsers, resetUsers, setUpUsers, whenOwnAccountChanged } from "./users.js";
@@ -26,6 +29,7 @@ const PASSWORD_CHANGED = "Your password has changed; sign in with the new one.";
 // Each section: what loads it, where focus goes, and the least role that may open it.
 const SECTIONS = {
   documents: { open: refreshList, focus: "documents-title", role: "reader" },
+  quality: { open: openQuality, focus: "bench-title", role: "member" },
   account: { open: openAccount, focus: "password-title", role: "reader" },
   users: { open: openUsers, focus: "users-title", role: "admin" },
   activity: { open: openActivity, focus: "activity-title", role: "admin" },
@@ -36,6 +40,8 @@ function clearPanels() {
   closeViewer();
   resetDocuments();
   resetAsk();
+  resetBench();
+  resetQuality();
   resetAccount();
   resetUsers();
   resetActivity();
@@ -178,6 +184,9 @@ setUpLogin();
 setUpNavigation();
 setUpDocuments();
 setUpAsk();
+setUpFeedback();
+setUpBench();
+setUpQuality();
 setUpViewer();
 setUpAccount();
 setUpUsers();
