@@ -18,8 +18,8 @@ from app.limits import RequestLimits
 from app.services.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
-    from app.job_runners.runner import IngestDeps
     from app.job_runners.evaluation import EvaluationRunner
+    from app.job_runners.runner import IngestDeps
     from app.jobs.evaluation_runs import EvaluationRunStore
     from app.jobs.queue import JobQueue
     from app.jobs.store import JobRecord, JobStore, StorageQuota

@@ -54,7 +54,6 @@ from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.text.tokenizer import tokenize
 from eval.datasets import Question, RetrievalTask, load_task
-from eval.metrics import cites_gold, percentile
 from eval.manual_questions import (
     GOLD_FILE,
     SOURCES,
@@ -65,6 +64,7 @@ from eval.manual_questions import (
     load_questions,
     missing_sources,
 )
+from eval.metrics import cites_gold, percentile
 from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit, ingest_paragraphs
 
 TASKS = ("xquad-en-en", "xquad-ar-ar", "arcd-test")

@@ -102,7 +102,9 @@ class EvaluationRunner:
                 time.sleep(deps.pause_s)
 
             answer = self._answer if run.answers else None
-            results = runs_service.run_items(found.items, run.tenant_id, deps.search, answer, progress)
+            results = runs_service.run_items(
+                found.items, run.tenant_id, deps.search, answer, progress
+            )
             deps.runs.finish(run.run_id, runs_service.summarise(results), results)
             log.info("evaluation run done", extra={"run_id": run.run_id, "items": len(results)})
         except _Stopped:

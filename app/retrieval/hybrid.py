@@ -169,6 +169,18 @@ class Candidate:
         return float(score or 0.0)
 
 
+@dataclass(frozen=True)
+class FusionRecord:
+    """The values fusion actually used for one query, and the query-level rules that set them
+    (the explanation reads these, so it stays true to whatever the fusion does)."""
+
+    mode: str
+    dense_weight: float | None = None
+    keyword_weight: float | None = None
+    rrf_k: int | None = None
+    rules: tuple[str, ...] = ()
+
+
 @dataclass
 class Recall:
     """What the arms found for one query: the input of fusion (kept whole for the tuner)."""
@@ -187,18 +199,6 @@ class Recall:
     best_similarity: float | None = None
     query_vector: list[float] | None = None
     fusion: FusionRecord | None = None  # what `fuse` did, for /search's explanation
-
-
-@dataclass(frozen=True)
-class FusionRecord:
-    """The values fusion actually used for one query, and the query-level rules that set them
-    (the explanation reads these, so it stays true to whatever the fusion does)."""
-
-    mode: str
-    dense_weight: float | None = None
-    keyword_weight: float | None = None
-    rrf_k: int | None = None
-    rules: tuple[str, ...] = ()
 
     def candidate(self, chunk_id: str) -> Candidate:
         """The candidate for this id, created on first sight."""

@@ -56,9 +56,7 @@ def export_lines(
         yield (json.dumps(record.public(), ensure_ascii=False) + "\n").encode()
 
 
-def delete(
-    store: AnswerRecordStore, audit: AuditLog, actor: Actor, before: datetime | None
-) -> int:
+def delete(store: AnswerRecordStore, audit: AuditLog, actor: Actor, before: datetime | None) -> int:
     """Delete the tenant's records (older than `before` when given); how many went, audited."""
     deleted = store.delete(actor.tenant_id, before)
     audit.record(

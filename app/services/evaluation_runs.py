@@ -74,7 +74,7 @@ def start(deps: RunDeps, actor: Actor, set_id: str, answers: bool) -> RunRecord:
         raise QuotaExceeded(
             "evaluation_runs",
             f"you already have {MAX_ACTIVE_RUNS} evaluation runs waiting or running; "
-            "wait for one to finish"
+            "wait for one to finish",
         )
     new = NewRun(
         set_id=set_id,
@@ -252,7 +252,9 @@ def compare(before: RunRecord, after: RunRecord) -> dict[str, Any]:
         elif now[0] > was[0] or now[1] > was[1] or (was[2] is False and now[2] is True):
             better.append(change)
     old_docs, new_docs = before.documents, after.documents
-    replaced = [d for d in new_docs if d in old_docs and new_docs[d]["sha256"] != old_docs[d]["sha256"]]
+    replaced = [
+        d for d in new_docs if d in old_docs and new_docs[d]["sha256"] != old_docs[d]["sha256"]
+    ]
     return {
         "before": before.run_id,
         "after": after.run_id,
@@ -261,8 +263,7 @@ def compare(before: RunRecord, after: RunRecord) -> dict[str, Any]:
         "summary_change": {
             name: round(value - before.summary[name], 4)
             for name, value in after.summary.items()
-            if isinstance(value, float | int)
-            and isinstance(before.summary.get(name), float | int)
+            if isinstance(value, float | int) and isinstance(before.summary.get(name), float | int)
         },
         "documents": {
             "added": sorted(new_docs[d]["source"] for d in new_docs if d not in old_docs),

@@ -89,9 +89,7 @@ def checked_items(
     return checked
 
 
-def create(
-    deps: SetDeps, actor: Actor, name: str, items: list[dict[str, Any]]
-) -> EvaluationSet:
+def create(deps: SetDeps, actor: Actor, name: str, items: list[dict[str, Any]]) -> EvaluationSet:
     """A new set of the tenant (audited)."""
     name = name.strip()
     if not name or len(name) > NAME_CHARS:

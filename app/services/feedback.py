@@ -51,7 +51,9 @@ def _missing() -> NotFound:
     return NotFound("no such answer")
 
 
-def _resolved(deps: FeedbackDeps, tenant_id: str, expected: list[ExpectedPage]) -> list[dict[str, Any]]:
+def _resolved(
+    deps: FeedbackDeps, tenant_id: str, expected: list[ExpectedPage]
+) -> list[dict[str, Any]]:
     """Each expected page as {document_id, source, page}: a document of the tenant, or 422."""
     resolved = []
     for wanted in expected:
@@ -90,7 +92,7 @@ def rate(
     if answer is None:
         raise _missing()
     markers = sorted(set(helpful_markers or []))
-    cited = {c.get("marker") for c in answer.cited}
+    cited = {int(c["marker"]) for c in answer.cited}
     if answer.question is not None and any(m not in cited for m in markers):
         raise InvalidInput(f"helpful_markers must be markers the answer cited: {sorted(cited)}")
     pages = _resolved(deps, actor.tenant_id, expected or [])

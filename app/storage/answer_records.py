@@ -99,7 +99,9 @@ class AnswerRecordStore:
                 )
             )
 
-    def get(self, tenant_id: str, answer_id: str, user_id: str | None = None) -> AnswerRecord | None:
+    def get(
+        self, tenant_id: str, answer_id: str, user_id: str | None = None
+    ) -> AnswerRecord | None:
         """The tenant's record of this answer (only the user's own when `user_id` is given)."""
         where = [AnswerRecordRow.tenant_id == tenant_id, AnswerRecordRow.answer_id == answer_id]
         if user_id is not None:
@@ -170,5 +172,7 @@ class AnswerRecordStore:
         """Delete every tenant's records older than `keep_days`; how many went."""
         cutoff = (now or utc_now()) - timedelta(days=keep_days)
         with self._db.session() as session:
-            result = session.execute(delete(AnswerRecordRow).where(AnswerRecordRow.created_at < cutoff))
+            result = session.execute(
+                delete(AnswerRecordRow).where(AnswerRecordRow.created_at < cutoff)
+            )
             return int(result.rowcount)  # type: ignore[attr-defined]

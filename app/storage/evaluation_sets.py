@@ -58,7 +58,9 @@ class EvaluationSetStore:
         )
         with self._db.session() as session:
             row = session.scalars(query).first()
-            return None if row is None else record_of(EvaluationSet, row, items=json.loads(row.items))
+            return (
+                None if row is None else record_of(EvaluationSet, row, items=json.loads(row.items))
+            )
 
     def page(self, tenant_id: str, limit: int, offset: int = 0) -> tuple[list[EvaluationSet], int]:
         """The tenant's sets (without their items), newest first, and how many in all."""

@@ -62,7 +62,9 @@ def create_set(
     """A test set of your own questions (up to 1,000), each with the documents (and pages)
     that answer it, or `answerable: false`."""
     items = [item.model_dump() for item in body.items]
-    found = evaluation_sets.create(container.evaluation_set_deps, caller.actor(ip), body.name, items)
+    found = evaluation_sets.create(
+        container.evaluation_set_deps, caller.actor(ip), body.name, items
+    )
     return _set_out(found)
 
 

@@ -111,7 +111,11 @@ def list_answers(
     """Your answers from the answer record, newest first (admins: `all=true` for the tenant's)."""
     size = container.request_limits.page_size(limit)
     records, total = answer_history.page(
-        container.answer_log.store, caller, size, offset, everyone=all or user_id is not None,
+        container.answer_log.store,
+        caller,
+        size,
+        offset,
+        everyone=all or user_id is not None,
         user_id=user_id,
     )
     return AnswerRecordList(data=[AnswerRecordOut(**r.public()) for r in records], count=total)
@@ -143,4 +147,6 @@ def delete_answers(
 @router.get("/answers/{answer_id}", response_model=AnswerRecordOut, responses=error_responses(404))
 def get_answer(answer_id: AnswerId, container: ContainerDep, caller: Authorized) -> AnswerRecordOut:
     """One answer's record: yours, or any of your tenant's for an admin."""
-    return AnswerRecordOut(**answer_history.get(container.answer_log.store, caller, answer_id).public())
+    return AnswerRecordOut(
+        **answer_history.get(container.answer_log.store, caller, answer_id).public()
+    )
