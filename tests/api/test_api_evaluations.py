@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from api_builders import pdf_document, text_document
-from conftest import ApiFactory, ApiHarness, ApiUser, api_settings, assert_error_body
+from conftest import ApiHarness, ApiUser, api_settings, assert_error_body
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
@@ -154,7 +153,7 @@ def test_a_run_with_answers_scores_citations_and_refusals(api: ApiHarness, tenan
     summary = run["summary"]
     cites = [r["answer"]["cites_expected"] for r in answered]
     assert summary["cites_expected"] == pytest.approx(sum(cites) / len(cites))
-    unanswerable = [r for r in run["results"] if not r["answerable"]][0]
+    unanswerable = next(r for r in run["results"] if not r["answerable"])
     assert summary["refused_unanswerable"] == float(unanswerable["answer"]["refused"])
     # A run's questions are nobody's answers: they do not enter the answer record.
     record = api.client.get("/answers", params={"all": "true"}, headers=tenant.admin.headers)
