@@ -25,14 +25,14 @@ test-unit: $(VENV)/.dev
 	$(PY) -m pytest -m unit
 
 lint: $(VENV)/.dev
-	$(PY) -m ruff check app eval scripts tests bench
-	$(PY) -m ruff format --check app eval scripts tests bench
+	$(PY) -m ruff check app eval scripts tests bench testkit
+	$(PY) -m ruff format --check app eval scripts tests bench testkit
 	$(PY) -m mypy
 	$(PY) scripts/check_docs.py
 
 format: $(VENV)/.dev
-	$(PY) -m ruff format app eval scripts tests bench
-	$(PY) -m ruff check --fix app eval scripts tests bench
+	$(PY) -m ruff format app eval scripts tests bench testkit
+	$(PY) -m ruff check --fix app eval scripts tests bench testkit
 
 bench: $(VENV)/.dev
 	$(PY) -m bench

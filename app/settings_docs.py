@@ -1,6 +1,6 @@
 """`.env.example` and docs/configuration.md, generated from the Settings fields.
 
-Each setting is described once, on its field in app/config.py (description, unit, group); these
+Each setting is described once, on its field in app/config/ (description, unit, group); these
 files are renderings of that. `tests/test_config.py` fails when either is stale. Regenerate:
 
     python -m app.settings_docs --env-example > .env.example
@@ -32,7 +32,7 @@ ENV_EXAMPLE_HEADER = """\
 # lines are what a production deployment (Docker image / compose) changes.
 # Invalid values stop start-up with a message naming the variable. The full reference with units
 # and allowed values is docs/configuration.md.
-# Generated from app/config.py (python -m app.settings_docs --env-example): edit the descriptions
+# Generated from app/config/ (python -m app.settings_docs --env-example): edit the descriptions
 # there, not here.
 """
 
@@ -76,7 +76,7 @@ Every setting of the service, read from `RAG_*` environment variables or `.env` 
 `.env.example`). Invalid values stop start-up with a message naming the variable. Settings that
 can change an answer are part of the answer cache key (`AnswerShape`, `app/answer_shape.py`).
 
-Generated from `app/config.py` (`python -m app.settings_docs --reference`); edit the
+Generated from `app/config/` (`python -m app.settings_docs --reference`); edit the
 descriptions there, not here.
 """
 

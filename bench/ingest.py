@@ -49,8 +49,8 @@ from app.ingestion import LoadLimits
 from app.main import create_app
 from app.providers.embeddings import build_embedder
 from app.retrieval.keyword import KeywordIndex
-from app.services.corpus import build_corpus
-from app.services.pipeline import PipelineConfig, index_file
+from app.services.blocks.corpus import build_corpus
+from app.services.blocks.pipeline import PipelineConfig, index_file
 from app.timing import StageTimer
 from bench.common import (
     add_server_setting_option,

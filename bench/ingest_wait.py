@@ -27,7 +27,7 @@ import httpx
 from bench.common import percentile, table
 from bench.ingest_common import bench_settings, embed_once, paragraph_files
 from bench.ingest_http import bench_server
-from tests.api.live_server import LiveServer
+from testkit.live_server import LiveServer
 
 PASSWORD = "bench password, long enough"
 TENANT = "bench-wait"

@@ -20,7 +20,7 @@ from pathlib import Path
 from unittest.mock import patch
 
 from app.domain import Page
-from app.ingestion.limits import LoadLimits
+from app.ingestion.parse_limits import LoadLimits
 from app.ingestion.loaders.pdf import load_pdf
 from app.ingestion.loaders.pdf_text import PdfiumPage
 from bench.common import table

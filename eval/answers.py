@@ -43,13 +43,13 @@ from typing import Any
 from app.config import Settings, load_settings
 from app.container import Container
 from app.domain import RetrievalResult
-from app.generation.answer import (
+from app.generation.answer_limits import GenerationLimits
+from app.generation.citations import MARKER_GROUP, marker_numbers
+from app.generation.grounded_answer import (
     Answer,
     AnswerDelta,
     AnswerDone,
 )
-from app.generation.citations import MARKER_GROUP, marker_numbers
-from app.generation.limits import GenerationLimits
 from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.text.tokenizer import tokenize

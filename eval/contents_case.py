@@ -29,7 +29,7 @@ from pypdf import PdfReader
 
 from app.container import Container
 from app.ingestion.page_roles import role_of_title
-from app.services.pipeline import index_file
+from app.services.blocks.pipeline import index_file
 from app.text.sections import SECTION_NUMBER
 from eval.metrics import hit_at_k, reciprocal_rank
 

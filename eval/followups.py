@@ -36,7 +36,7 @@ from typing import Any
 from app.config import load_settings
 from app.container import Container
 from app.providers.types import LLM
-from app.services.followups import Turn, fallback_question, standalone_question
+from app.services.blocks.followups import Turn, fallback_question, standalone_question
 from eval.datasets import Question, load_task
 from eval.retrieval import RESULTS_DIR, git_commit, ingest_paragraphs
 

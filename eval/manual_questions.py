@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.container import Container
-from app.ingestion.limits import LoadLimits
+from app.ingestion.parse_limits import LoadLimits
 from app.ingestion.loaders.pdf import load_pdf
-from app.services.pipeline import index_file
+from app.services.blocks.pipeline import index_file
 from eval.metrics import hit_at_k, reciprocal_rank
 
 QUESTIONS_DIR = Path(__file__).resolve().parent / "manuals"

@@ -39,7 +39,7 @@ from app.retrieval.hybrid import (
     RetrieverConfig,
     fuse,
 )
-from app.services.pipeline import index_file
+from app.services.blocks.pipeline import index_file
 from eval.contents_case import evaluate_contents_case
 from eval.custom_set import CustomCase, build_custom_set
 from eval.datasets import TASKS, Question, RetrievalTask, load_task, xquad_split

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.limits import QUESTION_CHARS_CEILING
+from app.request_limits import QUESTION_CHARS_CEILING
 from app.services.evaluation_sets import MAX_EXPECTED_PER_ITEM, MAX_ITEMS, NAME_CHARS
 from app.services.feedback import MAX_EXPECTED, MAX_MARKERS
 

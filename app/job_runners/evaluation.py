@@ -17,15 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.services import answer_lane
 from app.services import evaluation_runs as runs_service
-from app.services.admission import Caller
+from app.services import answer as answer_service
+from app.services.blocks.admission import Caller
 
 if TYPE_CHECKING:
     from app.domain import RetrievalResult
     from app.jobs.evaluation_runs import EvaluationRunStore, RunRecord
     from app.services.answer import AnswerDeps, AnsweredQuestion
-    from app.services.answer_lane import AnswerLane
+    from app.services.blocks.answer_lane import AnswerLane
     from app.storage.evaluation_sets import EvaluationSetStore
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class EvaluationRunner:
         while lane.answers.waiting > 0 and not self._stop.is_set():
             time.sleep(0.1)  # people are queued for an answer slot: they go first
         caller = Caller(tenant_id, "")  # "": no answer record for a run's questions
-        coroutine = answer_lane.answer(lane, self._deps.answers, caller, question, None)
+        coroutine = answer_service.answer(lane, self._deps.answers, caller, question, None)
         answered: AnsweredQuestion = asyncio.run_coroutine_threadsafe(coroutine, loop).result(
             ANSWER_TIMEOUT_S
         )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from app.domain import role_at_least
 from app.errors import NotFound
-from app.services.answer_log import answer_id_of
+from app.services.blocks.answer_log import answer_id_of
 from app.storage.answer_records import AnswerRecord, AnswerRecordStore
 
 if TYPE_CHECKING:

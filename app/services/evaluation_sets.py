@@ -18,7 +18,7 @@ from app.errors import InvalidInput, NotFound
 from app.storage.feedback import FeedbackFilter
 
 if TYPE_CHECKING:
-    from app.limits import RequestLimits
+    from app.request_limits import RequestLimits
     from app.services.audit import Actor, AuditLog
     from app.storage.documents import DocumentStore
     from app.storage.evaluation_sets import EvaluationSet, EvaluationSetStore

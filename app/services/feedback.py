@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from app import metrics
 from app.domain import document_id
 from app.errors import InvalidInput, NotFound
-from app.services.answer_log import answer_id_of
+from app.services.blocks.answer_log import answer_id_of
 from app.storage.feedback import FeedbackFilter, FeedbackRecord, FeedbackStore, NewFeedback
 
 if TYPE_CHECKING:

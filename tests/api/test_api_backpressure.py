@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api_builders import text_document
+from testkit.builders import text_document
 from conftest import api_settings, assert_error_body
 from thread_server import ThreadServer, serving, wait_until
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from api_builders import (
+from testkit.builders import (
     BILLION_LAUGHS,
     BILLION_LAUGHS_REF,
     binary_blob,

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import ApiFactory, ApiHarness, assert_error_body
-from live_server import free_port
+from testkit.live_server import free_port
 from sqlalchemy import text
 
 from app.container import Container

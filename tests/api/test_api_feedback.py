@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_builders import pdf_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from prometheus_client.parser import text_string_to_metric_families
 
 from app import metrics
+from testkit.builders import pdf_document
 
 pytestmark = pytest.mark.integration
 

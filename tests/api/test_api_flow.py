@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from api_builders import pdf_document, text_document
+from testkit.builders import pdf_document, text_document
 from conftest import ApiHarness, ApiUser
 
 pytestmark = pytest.mark.integration

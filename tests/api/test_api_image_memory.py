@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from live_server import LiveServer
+from testkit.live_server import LiveServer
 from raw_http import rss_kib
 
 from tests.scans import blank_frames_tiff, scanned_page

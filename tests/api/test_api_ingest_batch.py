@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_builders import corrupt_pdf, text_document
+from testkit.builders import corrupt_pdf, text_document
 from conftest import ApiFactory, ApiHarness, ApiUser
 
 from app.job_runners.runner import run_jobs

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from api_builders import corrupt_pdf, text_document
+from testkit.builders import corrupt_pdf, text_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 from app.job_runners.runner import run_jobs

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from api_builders import text_document
+from testkit.builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser
 
 from tests.scans import scanned_page, scanned_pdf

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from live_server import LiveServer
+from testkit.live_server import LiveServer
 
 from app.ingestion import LoadLimits, chunk_pages, load
 

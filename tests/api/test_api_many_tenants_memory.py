@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from live_server import LiveServer
+from testkit.live_server import LiveServer
 
 from bench.many_tenants import add_tenants, exercise
 

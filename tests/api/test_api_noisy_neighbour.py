@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import api_settings
-from live_server import REPO_ROOT
+from testkit.live_server import REPO_ROOT
 from thread_server import serving, wait_until
 
 from app.main import create_app

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_builders import corrupt_pdf, heavy_drawing_pdf, huge_image_pdf, pdf_document
+from testkit.builders import corrupt_pdf, heavy_drawing_pdf, huge_image_pdf, pdf_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 import app.services.pages as pages_service

@@ -7,7 +7,7 @@ import io
 from typing import Any
 
 import pytest
-from api_builders import docx_document, pdf_document, text_document
+from testkit.builders import docx_document, pdf_document, text_document
 from conftest import ApiHarness, ApiUser, assert_error_body
 from PIL import Image
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from api_builders import text_document
+from testkit.builders import text_document
 from conftest import ApiFactory
 
 from tests.large_pdf import large_uncompressed_pdf

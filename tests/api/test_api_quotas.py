@@ -11,7 +11,7 @@ import contextlib
 from typing import Any
 
 import pytest
-from api_builders import text_document
+from testkit.builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from sqlalchemy import select
 

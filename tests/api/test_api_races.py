@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_builders import text_document
+from testkit.builders import text_document
 from conftest import ApiFactory, ApiHarness
 
 from app.providers.types import Embedder

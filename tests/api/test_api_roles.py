@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from api_builders import pdf_document
+from testkit.builders import pdf_document
 from conftest import DEFAULT_PASSWORD, ApiHarness, ApiUser, assert_error_body
 from fastapi import FastAPI
 from sqlalchemy import update

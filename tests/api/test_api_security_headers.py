@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from api_builders import pdf_document
+from testkit.builders import pdf_document
 from conftest import ApiHarness, ApiUser
 
 pytestmark = pytest.mark.integration

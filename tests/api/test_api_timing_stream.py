@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from api_builders import text_document
+from testkit.builders import text_document
 from conftest import ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration

@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from api_builders import pdf_document, text_document
+from testkit.builders import pdf_document, text_document
 from browser import A11Y_AUDIT, drop_files, launched_chromium, screenshot
-from live_server import LiveServer
+from testkit.live_server import LiveServer
 
 from tests.scans import image_bytes, scanned_page
 

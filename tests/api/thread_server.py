@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import uvicorn
 from fastapi import FastAPI
-from live_server import free_port
+from testkit.live_server import free_port
 
 from app.container import Container
 

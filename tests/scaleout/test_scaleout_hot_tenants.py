@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scaleout_stack import ApiClient, running_stack
+from testkit.local_stack import ApiClient
+from tests.scaleout.running_stack import running_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

@@ -21,7 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from scaleout_stack import REDIS_URL, LocalStack, free_port
+from testkit.local_stack import REDIS_URL, LocalStack, free_port
 
 from app import worker
 from app.config import load_settings

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.domain import Page
-from app.ingestion.limits import LoadLimits
+from app.ingestion.parse_limits import LoadLimits
 from app.ingestion.loaders.languages import CODE_LANGUAGES
 
 # Images are read by OCR (loaders/image.py lists the formats each may hold).

@@ -16,7 +16,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from app.domain import Page
 from app.errors import CorruptDocument, DocumentTooLarge, UnsupportedFileType
-from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
+from app.ingestion.parse_limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.ocr import layout_text, ocr_picture, ocr_status, unavailable
 from app.ingestion.ocr_pdf import check_ocr_budget
 from app.ingestion.ocr_progress import ocr_page, report_ocr

@@ -11,7 +11,7 @@ from pypdf.errors import FileNotDecryptedError, PdfReadError
 
 from app.domain import OcrLayout, Page
 from app.errors import CorruptDocument, EncryptedDocument, NeedsOCR
-from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
+from app.ingestion.parse_limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.loaders.pdf_text import best_page_text, positioned_texts
 from app.ingestion.normalise import normalise_text
 from app.ingestion.ocr import layout_text, ocr_status, unavailable

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.domain import RetrievalResult, SearchHit
-from app.generation.answer import Answer, AnswerEvent, final_answer, shown_passages
-from app.generation.answer import stream_answer as _stream_answer
+from app.generation.grounded_answer import Answer, AnswerEvent, final_answer, shown_passages
+from app.generation.grounded_answer import stream_answer as _stream_answer
 
 if TYPE_CHECKING:
     from app.config import Settings

@@ -16,21 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
 
 from app.config import Settings
-from app.services import answer as answer_service
-from app.services.admission import Bounds, Caller, ConcurrencyLimiter, Slot
-from app.services.answer import AnswerDeps, AnsweredQuestion, AnswerEvent
-from app.timing import StageTimer
+from app.services.blocks.admission import Bounds, ConcurrencyLimiter, Slot
 
-T = TypeVar("T")
+Event = TypeVar("Event")  # what an answer stream yields (the answer service's events)
 Step = Callable[..., Any]
 
 
@@ -96,7 +92,7 @@ class AnswerLane:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-class AnswerStream:
+class AnswerStream(Generic[Event]):
     """The events of one answer as an async iterator that owns its slots.
 
     Closing it (at the end, on an error or because the client left) closes the blocking
@@ -106,7 +102,7 @@ class AnswerStream:
 
     def __init__(
         self,
-        events: Iterator[AnswerEvent],
+        events: Iterator[Event],
         slots: list[Slot],
         run: Callable[..., Any],
     ) -> None:
@@ -116,14 +112,14 @@ class AnswerStream:
         self._closed = False
         self.answer_id = ""  # the answer's id, known before its first event
 
-    def __aiter__(self) -> AnswerStream:
+    def __aiter__(self) -> AnswerStream[Event]:
         return self
 
-    async def __anext__(self) -> AnswerEvent:
+    async def __anext__(self) -> Event:
         if self._closed:
             raise StopAsyncIteration
         try:
-            item: AnswerEvent | None = await self._run(next, self._events, None)
+            item: Event | None = await self._run(next, self._events, None)
         except BaseException:
             await self.aclose()
             raise
@@ -158,71 +154,3 @@ async def _settled(future: Future[Any]) -> None:
     await asyncio.wait([waiting])
     if not waiting.cancelled():
         waiting.exception()
-
-
-async def _inline(step: Step, *args: Any) -> Any:
-    return step(*args)
-
-
-async def _lookup(
-    deps: AnswerDeps, context: contextvars.Context, caller: Caller, question: str, k: int | None
-) -> answer_service.Lookup:
-    # On the default threadpool: a few milliseconds of validation, database and cache reads.
-    found: answer_service.Lookup = await anyio.to_thread.run_sync(
-        context.run, answer_service.lookup, deps, caller.tenant_id, question, k, caller.user_id
-    )
-    return found
-
-
-async def _admit(limiter: ConcurrencyLimiter, caller: Caller, timer: StageTimer) -> Slot:
-    """An answer slot; time spent queued shows up as the `queue` stage."""
-    started = time.perf_counter()
-    slot = await limiter.acquire(caller)
-    if slot.queued:
-        timer.record("queue", (time.perf_counter() - started) * 1000.0)
-    return slot
-
-
-async def answer(
-    lane: AnswerLane, deps: AnswerDeps, caller: Caller, question: str, k: int | None
-) -> AnsweredQuestion:
-    """The answer; a cache hit at once, a miss after admission (Overloaded: 429/503)."""
-    context = contextvars.copy_context()
-    found = await _lookup(deps, context, caller, question, k)
-    if found.cached is not None:
-        return answer_service.cached_answer(deps, found)
-    slot = await _admit(lane.answers, caller, found.timer)
-    try:
-        result: AnsweredQuestion = await lane.run(
-            context, answer_service.generate_answer, deps, found
-        )
-        return result
-    finally:
-        slot.release()
-
-
-async def open_stream(
-    lane: AnswerLane, deps: AnswerDeps, caller: Caller, question: str, k: int | None
-) -> AnswerStream:
-    """An admitted answer stream (Overloaded: 429/503 before any byte is sent)."""
-    slots = [await lane.streams.acquire(caller)]
-    try:
-        context = contextvars.copy_context()
-        found = await _lookup(deps, context, caller, question, k)
-        if found.cached is not None:
-            stream = AnswerStream(answer_service.cached_events(deps, found), slots, _inline)
-            stream.answer_id = found.answer_id
-            return stream
-        slots.append(await _admit(lane.answers, caller, found.timer))
-        events = answer_service.generated_events(deps, found)  # starts on its first step
-
-        async def on_lane(step: Step, *args: Any) -> Any:
-            return await lane.run(context, step, *args)
-
-        stream = AnswerStream(events, slots, on_lane)
-        stream.answer_id = found.answer_id
-        return stream
-    except BaseException:
-        for slot in slots:
-            slot.release()
-        raise

@@ -20,7 +20,7 @@ from app.providers.types import Embedder
 
 if TYPE_CHECKING:
     from app.config import Settings
-    from app.services.corpus import Corpus
+    from app.services.blocks.corpus import Corpus
 
 # (done, total, stage): pages OCR'd (stage "ocr", only for scans and images), pages parsed, then
 # chunks embedded, so a client can draw a bar.

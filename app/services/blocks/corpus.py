@@ -12,7 +12,7 @@ handling:
 - reindex: re-embeds the tenant's rows into the index when its vectors are another model's, and
   bumps the version once they are all written.
 
-With a second dense arm (RAG_SECOND_EMBEDDING, `app.services.second_arm`), every write and delete
+With a second dense arm (RAG_SECOND_EMBEDDING, `app.services.blocks.second_arm`), every write and delete
 goes to its index too, at the same point as the first's; reindex fills it when it is incomplete.
 
 A nearest-neighbour hit is returned only with its row, read under the asking tenant: another
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from app.domain import Chunk, indexed_text
 from app.providers.types import Embedder
-from app.services.second_arm import SecondArm
+from app.services.blocks.second_arm import SecondArm
 from app.storage.chunks import PAGE_SIZE, ChunkStore
 from app.storage.db import database_from_settings
 from app.storage.vector_index import IndexedVector, VectorIndex

@@ -1,4 +1,4 @@
-"""What retrieval reads of a tenant's corpus; `app.services.corpus.Corpus` provides it.
+"""What retrieval reads of a tenant's corpus; `app.services.blocks.corpus.Corpus` provides it.
 
 Declared here, by its reader, so retrieval depends on no service: the dense arm asks for nearest
 chunks, exact matching scans texts, the keyword index lists and reads chunks and watches the

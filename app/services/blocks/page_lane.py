@@ -22,9 +22,7 @@ from typing import TypeVar
 import anyio
 
 from app.config import Settings
-from app.rendering.pdf_page import RenderedPage
-from app.services.admission import Bounds, Caller, ConcurrencyLimiter
-from app.services.pages import PageDeps, PictureJob, draw_picture, picture_job
+from app.services.blocks.admission import Bounds, ConcurrencyLimiter
 
 T = TypeVar("T")
 
@@ -81,22 +79,3 @@ async def _on(executor: ThreadPoolExecutor, step: Callable[..., T], *args: objec
     with anyio.CancelScope(shield=True):
         result = await asyncio.wrap_future(future)
     return result
-
-
-async def page_image(
-    lane: PageLane,
-    deps: PageDeps,
-    caller: Caller,
-    document_id: str,
-    page: int,
-    chunk_id: str | None,
-) -> RenderedPage:
-    """A PDF page as PNG, the cited chunk highlighted: cached, refused, or drawn in a slot."""
-    found = await lane.look_up(picture_job, deps, caller.tenant_id, document_id, page, chunk_id)
-    if not isinstance(found, PictureJob):
-        return found
-    slot = await lane.renders.acquire(caller)
-    try:
-        return await lane.draw(draw_picture, deps, found)
-    finally:
-        slot.release()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 LIVE_JWT_SECRET = "live-server-test-key-7Hq2Lm9Vx4Bn8Pc3Rz6Tw1Ys5Ku0Fd"
 
 

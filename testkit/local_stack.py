@@ -27,7 +27,7 @@ import redis
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 POSTGRES_ADMIN_URL = os.environ.get(
     "RAG_TEST_POSTGRES_URL", "postgresql+psycopg://root@127.0.0.1:5432/test"
 )
@@ -259,15 +259,17 @@ class LocalStack:
     def create_user(self, tenant: str, username: str) -> None:
         """Create a user directly in the stack's database (as `app.cli create-user` would)."""
         from app.config import load_settings
-        from app.services.users import build_user_service
+        from app.services.users import UserService
         from app.storage.db import open_database
+        from app.storage.users import UserStore
 
         settings = load_settings(
             _env_file=None, data_dir=self.data_dir, database_url=self.database_url
         )
         database = open_database(self.database_url)
         try:
-            build_user_service(settings, database).create_user(tenant, username, PASSWORD)
+            users = UserService(UserStore(database, settings.quota_users), settings.bcrypt_rounds)
+            users.create_user(tenant, username, PASSWORD)
         finally:
             database.dispose()
 
@@ -377,30 +379,3 @@ class ApiClient:
     def close(self) -> None:
         """Close the connection pool."""
         self.http.close()
-
-
-@contextlib.contextmanager
-def running_stack(
-    root: Path, settings: dict[str, str], apis: int = 2, workers: int = 1
-) -> Iterator[tuple[LocalStack, list[Process]]]:
-    """A stack with `apis` API processes and `workers` workers, all ready; closed afterwards,
-    failing when it left Redis keys behind. Missing backends fail the test (or skip it where
-    RAG_TEST_ALLOW_SKIP_SERVICES allows)."""
-    from tests.availability import unavailable
-
-    local = LocalStack(root, settings=settings)
-    try:
-        try:
-            local.start_backends()
-        except Exception as exc:  # no PostgreSQL / Redis / chroma CLI here
-            unavailable(f"scale-out backends unavailable: {exc}")
-        started = [local.start_api(f"api{n}") for n in range(1, apis + 1)]
-        running = [local.start_worker(f"w{n}") for n in range(1, workers + 1)]
-        for api in started:
-            local.wait_ready(api)
-        for worker in running:
-            local.wait_worker_ready(worker)
-        yield local, started
-    finally:
-        leftovers = local.close()
-        assert not leftovers, f"Redis keys left behind: {leftovers[:10]}"
