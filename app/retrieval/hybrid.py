@@ -17,7 +17,7 @@ document changes to pay the rebuild then rather than on the next query, but does
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -354,15 +354,16 @@ class HybridRetriever:
         decision = judge(
             recall.best_similarity, self.threshold, recall.exact_terms, has_candidates=bool(hits)
         )
+        # Plain references (no copies): /search turns them into JSON only when asked to explain.
         explain = {
-            "fusion": asdict(recall.fusion) if recall.fusion is not None else {"mode": mode},
+            "fusion": recall.fusion or FusionRecord(mode),
             "gate": {
                 "relevant": decision.relevant,
                 "reason": decision.reason,
                 "threshold": self.threshold,
                 "best_similarity": recall.best_similarity,
             },
-            "exact_terms": list(recall.exact_terms),
+            "exact_terms": recall.exact_terms,
         }
         return RetrievalResult(hits, decision.relevant, decision.reason, explain)
 

@@ -8,6 +8,7 @@ tokenizer, so they are the words BM25 matched.
 
 from __future__ import annotations
 
+from dataclasses import asdict, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -46,4 +47,8 @@ def hit_explanation(
 
 def result_explanation(result: RetrievalResult) -> dict[str, Any]:
     """The query-level part: the fusion's weights and rules, the gate's values."""
-    return dict(result.explain)
+    explain = dict(result.explain)
+    fusion = explain.get("fusion")
+    if is_dataclass(fusion) and not isinstance(fusion, type):
+        explain["fusion"] = asdict(fusion)
+    return explain
