@@ -214,13 +214,13 @@ class Container:
         """The thread that executes queued evaluation runs (started by the API's lifespan)."""
         from app.job_runners.evaluation import EvaluationRunner, RunnerDeps
 
-        retriever = self.retriever
+        # Built when the API starts; the retriever and the model are read when a run needs them.
         deps = RunnerDeps(
             runs=self.evaluation_runs,
             sets=self.evaluation_set_deps.sets,
-            search=lambda tenant, question, k: retriever.search(tenant, question, k),
-            lane=self.answer_lane,
-            answers=self.answer_deps,
+            search=lambda tenant, question, k: self.retriever.search(tenant, question, k),
+            lane=lambda: self.answer_lane,
+            answers=lambda: self.answer_deps,
         )
         return EvaluationRunner(deps)
 

@@ -40,8 +40,8 @@ class RunnerDeps:
     runs: EvaluationRunStore
     sets: EvaluationSetStore
     search: Callable[[str, str, int], RetrievalResult]
-    lane: AnswerLane
-    answers: AnswerDeps
+    lane: Callable[[], AnswerLane]
+    answers: Callable[[], AnswerDeps]
     pause_s: float = 0.02  # between items: the run gives the CPU back to people's requests
 
 
@@ -119,11 +119,11 @@ class EvaluationRunner:
         loop = self._loop
         if loop is None:
             raise RuntimeError("answers need the app's event loop")
-        lane = self._deps.lane
+        lane = self._deps.lane()
         while lane.answers.waiting > 0 and not self._stop.is_set():
             time.sleep(0.1)  # people are queued for an answer slot: they go first
         caller = Caller(tenant_id, "")  # "": no answer record for a run's questions
-        coroutine = answer_service.answer(lane, self._deps.answers, caller, question, None)
+        coroutine = answer_service.answer(lane, self._deps.answers(), caller, question, None)
         answered: AnsweredQuestion = asyncio.run_coroutine_threadsafe(coroutine, loop).result(
             ANSWER_TIMEOUT_S
         )
