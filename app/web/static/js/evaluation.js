@@ -5,7 +5,7 @@
 import { json, request } from "./api.js";
 import { testRetrieval } from "./bench.js";
 import { lineChart } from "./chart.js";
-import { describeError, element, formatTime, sleep } from "./format.js";
+import { counted, describeError, element, formatTime, sleep } from "./format.js";
 import { roleAtLeast } from "./roles.js";
 
 const $ = (id) => document.getElementById(id);
@@ -122,7 +122,7 @@ async function loadSets(selected = "") {
   const select = $("eval-set");
   const keep = selected || select.value;
   select.replaceChildren(...listing.data.map((set) =>
-    element("option", { text: `${set.name} (${set.item_count} questions)`, attrs: { value: set.set_id } })));
+    element("option", { text: `${set.name} (${counted(set.item_count, "question")})`, attrs: { value: set.set_id } })));
   if (listing.data.length === 0) {
     select.replaceChildren(element("option", { text: "No test set yet", attrs: { value: "" } }));
   } else if (keep && listing.data.some((s) => s.set_id === keep)) {
@@ -175,7 +175,7 @@ async function setFromFeedback(event) {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ name: $("eval-feedback-name").value.trim() || "From feedback" }),
     });
-    status.textContent = `Test set “${made.name}” made with ${made.item_count} questions.`;
+    status.textContent = `Test set “${made.name}” made with ${counted(made.item_count, "question")}.`;
     await loadSets(made.set_id);
     await loadRuns();
   } catch (error) {
@@ -200,7 +200,7 @@ async function uploadSet(event) {
       body: await file.text(),
     });
     const made = await response.json();
-    status.textContent = `Test set “${made.name}” uploaded with ${made.item_count} questions.`;
+    status.textContent = `Test set “${made.name}” uploaded with ${counted(made.item_count, "question")}.`;
     $("eval-upload-form").reset();
     await loadSets(made.set_id);
     await loadRuns();
@@ -214,7 +214,7 @@ function feedbackRow(entry) {
   const expected = entry.expected.map((e) => `${e.source}${e.page ? ` p. ${e.page}` : ""}`).join("; ");
   return element("tr", {}, [
     element("td", { className: "when", text: formatTime(entry.updated_at) }),
-    element("td", { text: entry.rating === "up" ? "👍 helpful" : "👎 not helpful" }),
+    element("td", { text: entry.rating === "up" ? "▲ helpful" : "▼ not helpful" }),
     element("td", { className: "name" }, [element("bdi", { text: entry.question ?? "(not kept)" })]),
     element("td", { className: "name", text: expected || "—" }),
     element("td", { className: "name" }, [element("bdi", { text: entry.comment || "—" })]),
@@ -228,7 +228,7 @@ async function loadFeedback() {
   try {
     const listing = await json(`/feedback?${query}`);
     $("feedback-body").replaceChildren(...listing.data.map(feedbackRow));
-    $("feedback-list-status").textContent = listing.count === 0 ? "No feedback yet." : `${listing.count} ratings.`;
+    $("feedback-list-status").textContent = listing.count === 0 ? "No feedback yet." : `${counted(listing.count, "rating")}.`;
   } catch (error) {
     $("feedback-list-status").textContent = describeError(error, "Loading the feedback");
   }

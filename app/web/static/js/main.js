@@ -1,5 +1,6 @@
 // Entry point: the session's states (signed out, loading, signed in) and, signed in, the
-// sections of the top bar (Documents & Ask, Account, and for admins Users and Activity).
+// sections of the top bar (Documents & Ask, Account, for members and admins Quality, and for
+// admins Users and Activity).
 
 import { openAccount, resetAccount, setUpAccount, whenPasswordChanged } from "./account.js";
 import { openActivity, resetActivity, setUpActivity } from "./activity.js";
