@@ -32,8 +32,8 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from app.config import Settings, load_settings
 from app.container import Container
-from app.generation.grounded_answer import AnswerDelta, AnswerDone
 from app.generation.answer_limits import GenerationLimits
+from app.generation.grounded_answer import AnswerDelta, AnswerDone
 from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.services.blocks.followups import Turn, ask_llm_to_rewrite

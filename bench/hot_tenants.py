@@ -1,4 +1,4 @@
-"""Memory per tenant and search time after eviction, in one process (issue #29).
+"""Memory per tenant and search time after eviction, in one process.
 
 N tenants each index one ~6 KB text file (the real USE embedder, embedded Chroma) and search it;
 RSS is read after the first, the middle and the last tenant, then every tenant searches again

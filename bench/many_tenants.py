@@ -1,4 +1,4 @@
-"""Many small tenants through the public HTTP API of a live server (issue #29).
+"""Many small tenants through the public HTTP API of a live server.
 
 Each tenant gets one user (added to the service database directly: bcrypt for hundreds of
 logins would dominate the run), uploads one small text file with a code only it has, waits for

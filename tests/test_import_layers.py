@@ -34,7 +34,7 @@ FOUNDATION += ("app.ranking_metrics",)
 
 # module or package -> what it must never import (the most specific entry applies), at module
 # level, in a function or under TYPE_CHECKING (a type-only import still couples the layers).
-# The storage and providers rules name issue #13's three packages first; the rest follow the
+# The storage and providers rules name the layer design's three packages first; the rest follow the
 # picture in ARCHITECTURE.md. Deliberately allowed, because the current design is sound: retrieval
 # -> providers (the retriever embeds the query and reranks with them), retrieval -> storage (a
 # store is below it), generation -> providers (it calls the LLM), services -> all below them.

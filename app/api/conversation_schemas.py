@@ -33,7 +33,8 @@ class ConversationList(BaseModel):
 class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # The outer bounds; the configured caps are checked by RequestLimits (both in app.request_limits).
+    # The outer bounds; the configured caps are checked by RequestLimits (both in
+    # app.request_limits).
     content: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)
     k: int | None = Field(default=None, ge=1, le=K_CEILING)
 

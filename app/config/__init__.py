@@ -127,7 +127,6 @@ class Settings(
         return self.database_url or f"sqlite:///{(self.data_dir / 'rag.db').resolve()}"
 
 
-
 def load_settings(**overrides: object) -> Settings:
     """Build Settings, or fail with a message naming each invalid `RAG_*` variable."""
     try:

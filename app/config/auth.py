@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from app.config.fields import setting
+from app.config.storage import CacheBackend
 from app.request_limits import PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING
 
 # The longest access token lifetime RAG_JWT_TTL_S accepts: one day (docs/api.md, "Sign-out and

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, field_validator
 
-from app.config.fields import setting, registered
+from app.config.fields import registered, setting
 
 EMBEDDING_PROVIDERS: set[str] = {"use", "e5", "huggingface", "openai", "ollama"}
 # A second dense arm beside the configured embedder's (app/services/blocks/second_arm.py).

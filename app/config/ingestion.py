@@ -4,7 +4,6 @@ Mixed with the other concerns into the one `app.config.Settings`."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel

@@ -70,7 +70,7 @@ class RetrievalSettings(BaseModel):
         0.3,
         group="retrieval",
         description="The dense arm's fusion weight (0.3 won held out: eval/tune_fusion.py, tuned "
-        "on ARCD train + XQuAD dev, issue 16).",
+        "on ARCD train + XQuAD dev).",
         ge=0,
     )
     keyword_weight: float = setting(

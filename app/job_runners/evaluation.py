@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.services import evaluation_runs as runs_service
 from app.services import answer as answer_service
+from app.services import evaluation_runs as runs_service
 from app.services.blocks.admission import Caller
 
 if TYPE_CHECKING:

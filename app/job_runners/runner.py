@@ -29,8 +29,8 @@ from app.errors import JobPaused, ProviderUnavailable, RagError
 from app.ingestion.ocr_checkpoint import checkpoint_of
 from app.ingestion.parse_turn import ParseTurn
 from app.jobs.store import JobDone, JobProgress, JobRecord, JobStore
-from app.services.indexing import DocumentDeps, IndexOutcome, IndexRequest, index_documents
 from app.services.blocks.pipeline import FileProgress, IngestedDocument
+from app.services.indexing import DocumentDeps, IndexOutcome, IndexRequest, index_documents
 from app.storage.documents import DocumentStore
 
 log = logging.getLogger(__name__)

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 from app.errors import InvalidInput
 from app.services import answer as answer_service
-from app.services.blocks.admission import Caller
 from app.services.answer import AnsweredQuestion, AnswerEvent
+from app.services.blocks.admission import Caller
 from app.services.blocks.answer_lane import AnswerStream
-from app.services.conversations import FollowUpDeps, rewrite_follow_up
 from app.services.blocks.followups import Rewrite, Turn
+from app.services.conversations import FollowUpDeps, rewrite_follow_up
 
 # The one model this endpoint offers: cited answers from the caller's own documents.
 SERVICE_MODEL = "rag"
@@ -70,5 +70,7 @@ async def open_completion(
 ) -> tuple[AnswerStream[AnswerEvent], Rewrite]:
     """The admitted answer stream of the standalone question, and how that question was made."""
     rewrite = await _question(deps, caller, messages)
-    events = await answer_service.open_stream(deps.lane, deps.answers, caller, rewrite.question, None)
+    events = await answer_service.open_stream(
+        deps.lane, deps.answers, caller, rewrite.question, None
+    )
     return events, rewrite

@@ -136,8 +136,9 @@ def turns_of(messages: Sequence[MessageRecord]) -> list[Turn]:
 async def rewrite_follow_up(
     deps: FollowUpDeps, caller: Caller, history: Sequence[Turn], follow_up: str
 ) -> Rewrite:
-    """The standalone question for `follow_up` after `history` (see app/services/blocks/followups.py);
-    the LLM runs on the answer lane under an answer slot (Overloaded: 429/503)."""
+    """The standalone question for `follow_up` after `history` (see
+    app/services/blocks/followups.py); the LLM runs on the answer lane under an answer slot
+    (Overloaded: 429/503)."""
     config = deps.rewrite
     recent = list(history)[-config.context_turns :]
     rewrite = functools.partial(

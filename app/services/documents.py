@@ -79,4 +79,3 @@ def delete_document(
     deps.cache.invalidate_tenant(tenant_id)
     deps.refresh_keywords(tenant_id)
     log.info("document deleted", extra={"document_id": document_id, "chunks": removed})
-

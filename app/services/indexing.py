@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from app.domain import document_id as make_document_id
 from app.errors import IngestionError
 from app.ingestion.parse_turn import ParseTurn
-from app.services.pages import KeptOriginals
 from app.services.blocks.pipeline import (
     EmbeddingProgress,
     FileProgress,
@@ -27,6 +26,7 @@ from app.services.blocks.pipeline import (
     job_stage,
     parse_file,
 )
+from app.services.pages import KeptOriginals
 from app.storage.documents import DocumentStore, IndexedFacts
 
 if TYPE_CHECKING:
@@ -389,4 +389,3 @@ def _record_indexed(
             )
             outcomes.append(document)
     return outcomes
-

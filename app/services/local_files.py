@@ -10,8 +10,8 @@ from pathlib import Path
 from app.errors import UnsupportedFileType
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
-from app.services.indexing import DocumentDeps, index_document
 from app.services.blocks.pipeline import IngestedDocument, ProgressCallback
+from app.services.indexing import DocumentDeps, index_document
 from app.services.uploads import (
     ReceivedFile,
     UploadDeps,
@@ -53,4 +53,3 @@ def ingest_local_file(
     """Index a local file synchronously (the CLI path); its file name is the document source."""
     validate_tenant_id(tenant_id)
     return index_document(deps, tenant_id, path, sanitise_filename(path.name), progress)
-

@@ -189,4 +189,3 @@ def get_job(deps: UploadDeps, tenant_id: str, job_id: str) -> JobRecord:
     if job is None or job.status == "reserved":
         raise NotFound("job not found")
     return job
-

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
 from testkit.live_server import free_port
 
 _CONFIG = """

@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from testkit.builders import text_document
 from conftest import ApiFactory
+
+from testkit.builders import text_document
 from testkit.live_server import LiveServer, free_port
 
 pytestmark = pytest.mark.integration

@@ -9,6 +9,7 @@ from generation_builders import PARIS, make_hits, relevant
 
 from app.config import Settings
 from app.domain import RetrievalResult
+from app.generation.answer_limits import GenerationLimits
 from app.generation.grounded_answer import (
     AnswerDelta,
     AnswerDone,
@@ -16,7 +17,6 @@ from app.generation.grounded_answer import (
     fit_passages,
     stream_answer,
 )
-from app.generation.answer_limits import GenerationLimits
 from app.generation.prompt import PASSAGES_CLOSE, PASSAGES_OPEN
 from app.providers.llms import build_llm
 from app.timing import start_timer, timed

@@ -11,8 +11,8 @@ from app.providers.rerankers import build_reranker
 from app.retrieval.hybrid import HybridRetriever, build_retriever
 from app.services.blocks.corpus import Corpus
 from app.timing import start_timer
-from tests.fakes import FakeEmbedder
 from testkit.tiny_cross_encoder import save_tiny_cross_encoder
+from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import add_document
 from tests.stage_evidence import STAGE_KEYS
 

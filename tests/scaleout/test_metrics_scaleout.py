@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+
 from testkit.local_stack import ApiClient, LocalStack, Process, free_port, wait_for_port
 from tests.scaleout.running_stack import running_stack
 

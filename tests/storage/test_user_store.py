@@ -135,8 +135,6 @@ def test_users_survive_a_restart(sql_database: Database, settings: Settings) -> 
     sql_database.dispose()
     reopened = open_database(sql_database.url)
     try:
-        assert user_service(settings, reopened).authenticate("ivan", PASSWORD).tenant_id == (
-            "acme"
-        )
+        assert user_service(settings, reopened).authenticate("ivan", PASSWORD).tenant_id == ("acme")
     finally:
         reopened.dispose()

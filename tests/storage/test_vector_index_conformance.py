@@ -23,9 +23,9 @@ from app.storage.chroma_index import ChromaVectorIndex
 from app.storage.chunks import ChunkStore
 from app.storage.db import open_database
 from app.storage.vector_index import IndexedVector, VectorIndex
+from testkit.local_stack import free_port, wait_for_port
 from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import InMemoryVectorIndex
-from testkit.local_stack import free_port, wait_for_port
 
 pytestmark = pytest.mark.integration
 

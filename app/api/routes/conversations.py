@@ -29,13 +29,13 @@ from app.api.routes.answers import EventStreamResponse, query_out, wire_event
 from app.api.schemas import CitationOut
 from app.services import conversations as service
 from app.services.blocks.admission import Caller
+from app.services.blocks.followups import Rewrite
 from app.services.conversations import (
     AnsweredTurn,
     QuestionRewritten,
     TurnEvent,
     TurnFinished,
 )
-from app.services.blocks.followups import Rewrite
 from app.storage.conversations import ConversationRecord, MessageRecord
 
 router = APIRouter(tags=["conversations"])

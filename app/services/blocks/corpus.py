@@ -12,8 +12,9 @@ handling:
 - reindex: re-embeds the tenant's rows into the index when its vectors are another model's, and
   bumps the version once they are all written.
 
-With a second dense arm (RAG_SECOND_EMBEDDING, `app.services.blocks.second_arm`), every write and delete
-goes to its index too, at the same point as the first's; reindex fills it when it is incomplete.
+With a second dense arm (RAG_SECOND_EMBEDDING, `app.services.blocks.second_arm`), every write and
+delete goes to its index too, at the same point as the first's; reindex fills it when it is
+incomplete.
 
 A nearest-neighbour hit is returned only with its row, read under the asking tenant: another
 tenant's chunk can never come back, even if a bug put its vector in this tenant's index.
