@@ -25,7 +25,7 @@ from app.api.conversation_schemas import (
     ModelOut,
     chunk,
 )
-from app.api.deps import ContainerDep, Principal, QueryRateLimit
+from app.api.deps import FollowUps, Principal, QueryRateLimit
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut
 from app.api.streams import AnswerStreamResponse
@@ -104,14 +104,13 @@ async def _chunks(
     },
 )
 async def chat_completions(
-    body: ChatCompletionIn, container: ContainerDep, principal: Principal
+    body: ChatCompletionIn, principal: Principal, deps: FollowUps
 ) -> ChatCompletionOut | StreamingResponse:
     """A cited answer to the last user message; earlier messages are the history."""
     service.check_model(body.model)
     caller = Caller(principal.tenant_id, principal.user_id)
     said = [service.Said(m.role, m.content) for m in body.messages]
     created = int(time.time())
-    deps = container.follow_up_deps
     if body.stream:
         events, rewrite = await service.open_completion(deps, caller, said)
         completion_id = completion_id_of(events.answer_id)
