@@ -8,7 +8,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 
 from app.api.access import Authorized
-from app.api.deps import ClientIp, ContainerDep, PageLimit, PageOffset
+from app.api.deps import (
+    ClientIp,
+    EvaluationRunnerDep,
+    EvaluationRunning,
+    EvaluationRuns,
+    EvaluationSets,
+    PageOffset,
+    PageSize,
+)
 from app.api.errors import error_responses
 from app.api.quality_schemas import (
     EvaluationRunIn,
@@ -57,14 +65,12 @@ def _run_out(run: RunRecord) -> EvaluationRunOut:
 
 @router.post("/evaluations/sets", status_code=201, response_model=EvaluationSetOut)
 def create_set(
-    body: EvaluationSetIn, container: ContainerDep, caller: Authorized, ip: ClientIp
+    body: EvaluationSetIn, deps: EvaluationSets, caller: Authorized, ip: ClientIp
 ) -> EvaluationSetOut:
     """A test set of your own questions (up to 1,000), each with the documents (and pages)
     that answer it, or `answerable: false`."""
     items = [item.model_dump() for item in body.items]
-    found = evaluation_sets.create(
-        container.evaluation_set_deps, caller.actor(ip), body.name, items
-    )
+    found = evaluation_sets.create(deps, caller.actor(ip), body.name, items)
     return _set_out(found)
 
 
@@ -81,7 +87,7 @@ def create_set(
 )
 async def upload_set(
     request: Request,
-    container: ContainerDep,
+    deps: EvaluationSets,
     caller: Authorized,
     ip: ClientIp,
     name: Annotated[str, Query(min_length=1, max_length=200)],
@@ -90,17 +96,16 @@ async def upload_set(
     """A test set from a JSONL or CSV file sent as the body."""
     data = await request.body()
     items = evaluation_sets.parse_upload(data, f"set.{format}")
-    found = evaluation_sets.create(container.evaluation_set_deps, caller.actor(ip), name, items)
+    found = evaluation_sets.create(deps, caller.actor(ip), name, items)
     return _set_out(found)
 
 
 @router.post("/evaluations/sets/from-feedback", status_code=201, response_model=EvaluationSetOut)
 def set_from_feedback(
-    body: EvaluationSetFromFeedbackIn, container: ContainerDep, caller: Authorized, ip: ClientIp
+    body: EvaluationSetFromFeedbackIn, deps: EvaluationSets, caller: Authorized, ip: ClientIp
 ) -> EvaluationSetOut:
     """A test set from feedback: each thumbs-down that names expected pages, and each thumbs-up
     with the citations that helped (while the answer record keeps their questions)."""
-    deps = container.evaluation_set_deps
     items = evaluation_sets.items_from_feedback(deps, caller.tenant_id)
     if not items:
         raise InvalidInput(
@@ -112,24 +117,23 @@ def set_from_feedback(
 
 @router.get("/evaluations/sets", response_model=EvaluationSetList)
 def list_sets(
-    container: ContainerDep, caller: Authorized, limit: PageLimit = None, offset: PageOffset = 0
+    deps: EvaluationSets, caller: Authorized, size: PageSize, offset: PageOffset = 0
 ) -> EvaluationSetList:
     """Your tenant's test sets, newest first (without their items)."""
-    size = container.request_limits.page_size(limit)
-    found, total = container.evaluation_set_deps.sets.page(caller.tenant_id, size, offset)
+    found, total = deps.sets.page(caller.tenant_id, size, offset)
     return EvaluationSetList(data=[_set_out(s) for s in found], count=total)
 
 
 @router.get("/evaluations/sets/{set_id}", response_model=EvaluationSetOut)
-def get_set(set_id: str, container: ContainerDep, caller: Authorized) -> EvaluationSetOut:
+def get_set(set_id: str, deps: EvaluationSets, caller: Authorized) -> EvaluationSetOut:
     """One test set with its items."""
-    return _set_out(evaluation_sets.get(container.evaluation_set_deps, caller.tenant_id, set_id))
+    return _set_out(evaluation_sets.get(deps, caller.tenant_id, set_id))
 
 
 @router.delete("/evaluations/sets/{set_id}", status_code=204)
-def delete_set(set_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp) -> None:
+def delete_set(set_id: str, deps: EvaluationSets, caller: Authorized, ip: ClientIp) -> None:
     """Delete a test set (its runs stay in the history)."""
-    evaluation_sets.delete(container.evaluation_set_deps, caller.actor(ip), set_id)
+    evaluation_sets.delete(deps, caller.actor(ip), set_id)
 
 
 @router.post(
@@ -139,47 +143,47 @@ def delete_set(set_id: str, container: ContainerDep, caller: Authorized, ip: Cli
     responses=error_responses(413),
 )
 def start_run(
-    body: EvaluationRunIn, container: ContainerDep, caller: Authorized, ip: ClientIp
+    body: EvaluationRunIn,
+    deps: EvaluationRunning,
+    runner: EvaluationRunnerDep,
+    caller: Authorized,
+    ip: ClientIp,
 ) -> EvaluationRunOut:
     """Run a test set in the background (202); poll GET /evaluations/runs/{run_id}. 413
     `quota_exceeded` when two of your runs are already waiting or running."""
-    run = evaluation_runs.start(
-        container.evaluation_run_deps, caller.actor(ip), body.set_id, body.answers
-    )
-    container.evaluation_runner.wake()
+    run = evaluation_runs.start(deps, caller.actor(ip), body.set_id, body.answers)
+    runner.wake()
     return _run_out(run)
 
 
 @router.get("/evaluations/runs", response_model=EvaluationRunList)
 def list_runs(
-    container: ContainerDep,
+    runs: EvaluationRuns,
     caller: Authorized,
-    limit: PageLimit = None,
+    size: PageSize,
     offset: PageOffset = 0,
     set_id: Annotated[str | None, Query(max_length=32)] = None,
 ) -> EvaluationRunList:
     """Your tenant's runs, oldest first, with their aggregates (the history to chart)."""
-    size = container.request_limits.page_size(limit)
-    runs, total = container.evaluation_runs.page(caller.tenant_id, size, offset, set_id)
-    return EvaluationRunList(data=[_run_out(r) for r in runs], count=total)
+    found, total = runs.page(caller.tenant_id, size, offset, set_id)
+    return EvaluationRunList(data=[_run_out(r) for r in found], count=total)
 
 
 @router.get("/evaluations/runs/{run_id}", response_model=EvaluationRunOut)
-def get_run(run_id: str, container: ContainerDep, caller: Authorized) -> EvaluationRunOut:
+def get_run(run_id: str, deps: EvaluationRunning, caller: Authorized) -> EvaluationRunOut:
     """One run: progress, and once done its aggregate and per-item results."""
-    return _run_out(evaluation_runs.get(container.evaluation_run_deps, caller.tenant_id, run_id))
+    return _run_out(evaluation_runs.get(deps, caller.tenant_id, run_id))
 
 
 @router.get("/evaluations/runs/{run_id}/compare")
 def compare_runs(
     run_id: str,
-    container: ContainerDep,
+    deps: EvaluationRunning,
     caller: Authorized,
     before: Annotated[str, Query(min_length=1, max_length=32, description="the earlier run")],
 ) -> dict[str, Any]:
     """What changed since an earlier run: questions that got worse or better, the aggregate's
     change, documents added, removed or replaced, settings changed."""
-    deps = container.evaluation_run_deps
     earlier = evaluation_runs.get(deps, caller.tenant_id, before)
     later = evaluation_runs.get(deps, caller.tenant_id, run_id)
     return evaluation_runs.compare(earlier, later)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from app.api.access import Authorized
-from app.api.deps import ClientIp, ContainerDep, PageLimit, PageOffset
+from app.api.deps import AnswerRecords, Audit, ClientIp, Feedback, PageOffset, PageSize
 from app.api.errors import error_responses
 from app.api.quality_schemas import (
     AnswerRecordList,
@@ -43,7 +43,7 @@ def _jsonl(lines: object, name: str) -> StreamingResponse:
 def rate_answer(
     answer_id: AnswerId,
     body: FeedbackIn,
-    container: ContainerDep,
+    deps: Feedback,
     caller: Authorized,
     ip: ClientIp,
 ) -> FeedbackOut:
@@ -51,7 +51,7 @@ def rate_answer(
     answer that is not yours."""
     expected = [feedback.ExpectedPage(e.document_id, e.source, e.page) for e in body.expected]
     stored, changed = feedback.rate(
-        container.feedback_deps,
+        deps,
         caller.actor(ip),
         answer_id,
         body.rating,
@@ -65,17 +65,17 @@ def rate_answer(
 @router.get(
     "/answers/{answer_id}/feedback", response_model=FeedbackOut, responses=error_responses(404)
 )
-def my_rating(answer_id: AnswerId, container: ContainerDep, caller: Authorized) -> FeedbackOut:
+def my_rating(answer_id: AnswerId, deps: Feedback, caller: Authorized) -> FeedbackOut:
     """Your rating of one of your answers (404 when you have not rated it)."""
-    found = feedback.mine(container.feedback_deps, caller.tenant_id, caller.user_id, answer_id)
+    found = feedback.mine(deps, caller.tenant_id, caller.user_id, answer_id)
     return FeedbackOut(**found.public())
 
 
 @router.get("/feedback", response_model=FeedbackList)
 def list_feedback(
-    container: ContainerDep,
+    deps: Feedback,
     caller: Authorized,
-    limit: PageLimit = None,
+    size: PageSize,
     offset: PageOffset = 0,
     rating: Literal["up", "down"] | None = None,
     user_id: Annotated[str | None, Query(max_length=40)] = None,
@@ -91,62 +91,56 @@ def list_feedback(
     """Your tenant's ratings of answers, newest first (admins), with the question while the
     answer record keeps it; `format=jsonl` exports every match."""
     which = FeedbackFilter(rating, user_id, since, until, with_expected)
-    deps = container.feedback_deps
     if format == "jsonl":
         return _jsonl(feedback.export_lines(deps, caller.tenant_id, which), "feedback")
-    size = container.request_limits.page_size(limit)
     records, total = feedback.listing(deps, caller.tenant_id, which, size, offset)
     return FeedbackList(data=[FeedbackOut(**r.public()) for r in records], count=total)
 
 
 @router.get("/answers", response_model=AnswerRecordList)
 def list_answers(
-    container: ContainerDep,
+    records: AnswerRecords,
     caller: Authorized,
-    limit: PageLimit = None,
+    size: PageSize,
     offset: PageOffset = 0,
     all: Annotated[bool, Query(description="admins: every user's answers")] = False,
     user_id: Annotated[str | None, Query(max_length=40, description="admins: one user's")] = None,
 ) -> AnswerRecordList:
     """Your answers from the answer record, newest first (admins: `all=true` for the tenant's)."""
-    size = container.request_limits.page_size(limit)
-    records, total = answer_history.page(
-        container.answer_log.store,
+    found, total = answer_history.page(
+        records,
         caller,
         size,
         offset,
         everyone=all or user_id is not None,
         user_id=user_id,
     )
-    return AnswerRecordList(data=[AnswerRecordOut(**r.public()) for r in records], count=total)
+    return AnswerRecordList(data=[AnswerRecordOut(**r.public()) for r in found], count=total)
 
 
 @router.get("/answers/export", response_class=StreamingResponse)
-def export_answers(container: ContainerDep, caller: Authorized, ip: ClientIp) -> StreamingResponse:
+def export_answers(
+    records: AnswerRecords, audit: Audit, caller: Authorized, ip: ClientIp
+) -> StreamingResponse:
     """Every answer record of your tenant as JSON lines, oldest first (admins)."""
-    lines = answer_history.export_lines(
-        container.answer_log.store, container.audit_log, caller.actor(ip), caller.tenant_id
-    )
+    lines = answer_history.export_lines(records, audit, caller.actor(ip), caller.tenant_id)
     return _jsonl(lines, "answers")
 
 
 @router.delete("/answers", response_model=DeletedOut)
 def delete_answers(
-    container: ContainerDep,
+    records: AnswerRecords,
+    audit: Audit,
     caller: Authorized,
     ip: ClientIp,
     before: Annotated[datetime | None, Query(description="only records older than this")] = None,
 ) -> DeletedOut:
     """Delete your tenant's answer record (all of it, or what is older than `before`)."""
-    deleted = answer_history.delete(
-        container.answer_log.store, container.audit_log, caller.actor(ip), before
-    )
+    deleted = answer_history.delete(records, audit, caller.actor(ip), before)
     return DeletedOut(deleted=deleted)
 
 
 @router.get("/answers/{answer_id}", response_model=AnswerRecordOut, responses=error_responses(404))
-def get_answer(answer_id: AnswerId, container: ContainerDep, caller: Authorized) -> AnswerRecordOut:
+def get_answer(answer_id: AnswerId, records: AnswerRecords, caller: Authorized) -> AnswerRecordOut:
     """One answer's record: yours, or any of your tenant's for an admin."""
-    return AnswerRecordOut(
-        **answer_history.get(container.answer_log.store, caller, answer_id).public()
-    )
+    return AnswerRecordOut(**answer_history.get(records, caller, answer_id).public())
