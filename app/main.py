@@ -33,6 +33,7 @@ from app.api.routes import (
     scrape,
     stats,
     users,
+    webhooks,
 )
 from app.api.routes.web import install_web
 from app.api.security_headers import NoSniff
@@ -157,9 +158,13 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         container.warm_up(serving=True)
         workers = container.job_queue  # threads pool, or a Redis queue for workers
         stop_metrics = start_metrics(active, container) if active.metrics_enabled else None
+        # Webhook events go out from the process that runs jobs: this one with `threads`.
+        deliveries = container.webhook_dispatcher if active.job_backend == "threads" else None
         if start_workers:
             workers.start()
             container.evaluation_runner.start(asyncio.get_running_loop())
+            if deliveries is not None:
+                deliveries.start()
         app.state.ready = True
         log.info("service ready", extra={"embedder": container.embedder.model_id})
         try:
@@ -171,6 +176,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
             workers.stop()
             if start_workers:
                 container.evaluation_runner.stop()
+            if deliveries is not None:
+                deliveries.stop()
             container.close()
             if own_tracing:
                 tracing.shutdown()  # the batched spans go out before the process ends
@@ -209,6 +216,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         audit.router,
         feedback.router,
         evaluations.router,
+        webhooks.router,
     )
     for router in routers:
         app.include_router(router, dependencies=protected, responses=error_responses(401))

@@ -73,6 +73,12 @@ ROUTE_ROLES: dict[tuple[str, str], Role] = {
     ("GET", "/evaluations/runs"): "member",
     ("GET", "/evaluations/runs/{run_id}"): "member",
     ("GET", "/evaluations/runs/{run_id}/compare"): "member",
+    ("POST", "/webhooks"): "admin",
+    ("GET", "/webhooks"): "admin",
+    ("GET", "/webhooks/{webhook_id}"): "admin",
+    ("PATCH", "/webhooks/{webhook_id}"): "admin",
+    ("DELETE", "/webhooks/{webhook_id}"): "admin",
+    ("GET", "/webhooks/{webhook_id}/deliveries"): "admin",
 }
 
 PUBLIC: frozenset[tuple[str, str]] = frozenset(

@@ -33,6 +33,7 @@ from app.services.pages import PageDeps
 from app.services.stats import StatsDeps
 from app.services.uploads import UploadDeps
 from app.services.users import UserService
+from app.services.webhooks import WebhookDeps
 from app.storage.answer_records import AnswerRecordStore
 from app.storage.conversations import ConversationStore
 from app.storage.rate_limit import retry_after_header
@@ -133,6 +134,10 @@ def _token_codec(container: ContainerDep) -> TokenCodec:
     return container.token_codec
 
 
+def _webhook_deps(container: ContainerDep) -> WebhookDeps:
+    return container.webhook_deps
+
+
 def _readiness_checks(container: ContainerDep) -> dict[str, Callable[[], bool]]:
     return container.readiness_checks
 
@@ -181,6 +186,7 @@ Stats = Annotated[StatsDeps, Depends(_stats_deps)]
 Users = Annotated[UserService, Depends(_users)]
 ApiKeys = Annotated[ApiKeyService, Depends(_api_keys)]
 Audit = Annotated[AuditLog, Depends(_audit_log)]
+Webhooks = Annotated[WebhookDeps, Depends(_webhook_deps)]
 AuthenticatorDep = Annotated[Authenticator, Depends(_authenticator)]
 LoginGuardDep = Annotated[LoginGuard, Depends(_login_guard)]
 TokenCodecDep = Annotated[TokenCodec, Depends(_token_codec)]

@@ -34,6 +34,10 @@ AuditAction = Literal[
     "evaluation.set_created",
     "evaluation.set_deleted",
     "evaluation.run_started",
+    "webhook.created",
+    "webhook.changed",
+    "webhook.deleted",
+    "webhook.disabled",
 ]
 ACTIONS: tuple[str, ...] = get_args(AuditAction)
 # Old entries are deleted at most this often per process (a DELETE on an indexed column).

@@ -66,6 +66,12 @@ PROTECTED = [
     ("GET", "/evaluations/runs"),
     ("GET", "/evaluations/runs/{run_id}"),
     ("GET", "/evaluations/runs/{run_id}/compare"),
+    ("POST", "/webhooks"),
+    ("GET", "/webhooks"),
+    ("GET", "/webhooks/{webhook_id}"),
+    ("PATCH", "/webhooks/{webhook_id}"),
+    ("DELETE", "/webhooks/{webhook_id}"),
+    ("GET", "/webhooks/{webhook_id}/deliveries"),
 ]
 PUBLIC = [("GET", "/health"), ("GET", "/ready"), ("GET", "/metrics"), ("POST", "/auth/token")]
 
@@ -90,7 +96,12 @@ def owned_job(api: ApiHarness, owner: ApiUser) -> dict[str, Any]:
 
 
 def _call(api: ApiHarness, method: str, path: str, headers: dict[str, str], **ids: str) -> Any:
-    defaults = {"conversation_id": MISSING_CONVERSATION, "key_id": "key_x", "user_id": "usr_x"}
+    defaults = {
+        "conversation_id": MISSING_CONVERSATION,
+        "key_id": "key_x",
+        "user_id": "usr_x",
+        "webhook_id": "wh_x",
+    }
     defaults |= {"answer_id": "0" * 32, "set_id": "0" * 32, "run_id": "0" * 32}
     url = path.format(page=1, **{**defaults, **ids})
     if path == "/documents" and method == "POST":

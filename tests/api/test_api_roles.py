@@ -83,6 +83,12 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("GET", "/evaluations/runs"): 200,
     ("GET", "/evaluations/runs/{run_id}"): 200,
     ("GET", "/evaluations/runs/{run_id}/compare"): 200,
+    ("POST", "/webhooks"): 201,
+    ("GET", "/webhooks"): 200,
+    ("GET", "/webhooks/{webhook_id}"): 200,
+    ("PATCH", "/webhooks/{webhook_id}"): 200,
+    ("DELETE", "/webhooks/{webhook_id}"): 204,
+    ("GET", "/webhooks/{webhook_id}/deliveries"): 200,
 }
 # Tenant B's admin naming tenant A's objects in a body (not a path): A's file is not B's
 # document (422), A's set is not B's (404); B has no feedback to make a set from (422).
@@ -93,6 +99,8 @@ OTHER_TENANT: dict[tuple[str, str], int] = {
     ("POST", "/evaluations/runs"): 404,
 }
 EVALUATION_ITEM = {"question": "tide tables", "expected": [{"source": "tides.pdf", "page": 1}]}
+# A public address (no lookup); the webhooks listen to failures, which no call here makes.
+WEBHOOK = {"url": "http://93.184.215.14/hook", "events": ["document.failed"]}
 # What only a signed-in person may do: an API key (without the keys:manage scope, for the keys)
 # gets 403 `api_key_not_allowed` even where its role would do.
 SIGNED_IN_ONLY = {
@@ -242,6 +250,14 @@ def _own_document(setup: Setup, who: str) -> str:
     return document_id
 
 
+def _webhook(setup: Setup) -> str:
+    """A fresh webhook of tenant A, made by its admin."""
+    made = setup.api.client.post("/webhooks", json=WEBHOOK, headers=setup.headers("admin"))
+    assert made.status_code == 201, made.text
+    webhook_id: str = made.json()["webhook_id"]
+    return webhook_id
+
+
 def _conversation(setup: Setup, who: str) -> str:
     response = setup.api.client.post("/conversations", headers=setup.headers(who))
     assert response.status_code == 201, response.text
@@ -268,6 +284,10 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         ids["set_id"] = _evaluation_set(setup)
     if "{run_id}" in path:
         ids["run_id"] = setup.run_id
+    if "{webhook_id}" in path:  # a fresh one to delete, else the tenant's first (20 at most)
+        listed = setup.api.client.get("/webhooks", headers=setup.headers("admin")).json()
+        fresh = method == "DELETE" or not listed["data"]
+        ids["webhook_id"] = _webhook(setup) if fresh else listed["data"][0]["webhook_id"]
     if (method, path) == ("POST", "/documents"):
         kwargs["files"] = {"file": (f"note{next(_fresh)}.txt", b"Low tide at Wick is at noon.")}
     elif path == "/search":
@@ -284,6 +304,10 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         kwargs["json"] = {"name": "from the role table test", "role": "reader"}
     elif path == "/users" and method == "POST":
         kwargs["json"] = {"username": f"fresh{next(_fresh)}", "password": DEFAULT_PASSWORD}
+    elif path == "/webhooks" and method == "POST":
+        kwargs["json"] = WEBHOOK
+    elif path == "/webhooks/{webhook_id}" and method == "PATCH":
+        kwargs["json"] = {"description": "tide alerts"}
     elif method == "PATCH":
         kwargs["json"] = {"role": "reader"}
     elif path.endswith("/feedback") and method == "POST":

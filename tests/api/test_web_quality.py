@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browser import A11Y_AUDIT, artifacts_dir, launched_chromium, screenshot
+from browser import A11Y_AUDIT, artifacts_dir, screenshot
 from playwright.sync_api import expect
 
 from testkit.builders import pdf_document
@@ -75,12 +75,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     assert job["status"] == "done", job
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_chromium() as context:
-        yield context
 
 
 def sign_in(browser: Any, live: LiveServer, username: str) -> Any:

@@ -14,6 +14,7 @@ export const ACTIONS = [
   "document.uploaded", "document.deleted", "quota.refused",
   "answer.rated", "answers.exported", "answers.deleted",
   "evaluation.set_created", "evaluation.set_deleted", "evaluation.run_started",
+  "webhook.created", "webhook.changed", "webhook.deleted", "webhook.disabled",
 ];
 let offset = 0;
 let loads = 0; // only the latest request's answer is drawn (filters change quickly)
