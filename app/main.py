@@ -23,10 +23,12 @@ from app.api.routes import (
     account,
     answers,
     audit,
+    collections,
     conversations,
     documents,
     evaluations,
     feedback,
+    groups,
     openai_compat,
     pages,
     public,
@@ -217,6 +219,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         feedback.router,
         evaluations.router,
         webhooks.router,
+        collections.router,
+        groups.router,
     )
     for router in routers:
         app.include_router(router, dependencies=protected, responses=error_responses(401))

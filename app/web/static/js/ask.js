@@ -2,6 +2,7 @@
 
 import { request, sessionToken } from "./api.js";
 import { resetFeedback, showFeedback } from "./feedback.js";
+import { askCollections } from "./collections.js";
 import { describeError, element } from "./format.js";
 import { readEvents } from "./sse.js";
 import { openCitation } from "./viewer.js";
@@ -86,7 +87,7 @@ async function ask(question) {
       signal: controller.signal,
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ question }),
+      body: JSON.stringify({ question, collections: askCollections() }),
     });
     await readEvents(response, (name, data) => {
       if (name === "token") {

@@ -15,6 +15,7 @@ import {
 } from "./api.js";
 import { resetAsk, setUpAsk } from "./ask.js";
 import { resetBench, setUpBench } from "./bench.js";
+import { loadCollections, resetCollections } from "./collections.js";
 import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./documents.js";
 import { openQuality, resetQuality, setUpQuality } from "./evaluation.js";
 import { setUpFeedback } from "./feedback.js";
@@ -29,7 +30,11 @@ const SESSION_ENDED = "Your session has ended; sign in again.";
 const PASSWORD_CHANGED = "Your password has changed; sign in with the new one.";
 // Each section: what loads it, where focus goes, and the least role that may open it.
 const SECTIONS = {
-  documents: { open: refreshList, focus: "documents-title", role: "reader" },
+  documents: {
+    open: () => Promise.all([refreshList(), loadCollections()]),
+    focus: "documents-title",
+    role: "reader",
+  },
   quality: { open: openQuality, focus: "bench-title", role: "member" },
   account: { open: openAccount, focus: "password-title", role: "reader" },
   users: { open: openUsers, focus: "users-title", role: "admin" },
@@ -40,6 +45,7 @@ const SECTIONS = {
 function clearPanels() {
   closeViewer();
   resetDocuments();
+  resetCollections();
   resetAsk();
   resetBench();
   resetQuality();
@@ -72,7 +78,7 @@ async function openSection(name, { load = true, focus = true } = {}) {
 
 // Who is signed in, with which role, as the server says; false once the session is over.
 async function loadCaller() {
-  const [me] = await Promise.allSettled([json("/auth/me"), refreshList()]);
+  const [me] = await Promise.allSettled([json("/auth/me"), refreshList(), loadCollections()]);
   if (!token()) return false; // a 401 signed out already
   if (me.status === "rejected") {
     enterSignIn(describeError(me.reason, "Loading your account"));
