@@ -119,7 +119,11 @@ def test_search_stages_cover_the_work_of_a_search(
     principal = Identity("user-1", TENANT, "someone", "reader")
     for question in QUESTIONS:
         body = search_route(
-            SearchIn(query=question), principal, container.retriever, container.request_limits
+            SearchIn(query=question),
+            principal,
+            container.retriever,
+            container.request_limits,
+            container,
         )
         assert body.results
         stages = body.timings
