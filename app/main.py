@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -25,6 +26,8 @@ from app.api.routes import (
     collections,
     conversations,
     documents,
+    evaluations,
+    feedback,
     groups,
     openai_compat,
     pages,
@@ -161,6 +164,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         deliveries = container.webhook_dispatcher if active.job_backend == "threads" else None
         if start_workers:
             workers.start()
+            container.evaluation_runner.start(asyncio.get_running_loop())
             if deliveries is not None:
                 deliveries.start()
         app.state.ready = True
@@ -172,6 +176,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
             if stop_metrics is not None:
                 stop_metrics()
             workers.stop()
+            if start_workers:
+                container.evaluation_runner.stop()
             if deliveries is not None:
                 deliveries.stop()
             container.close()
@@ -210,6 +216,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         account.router,
         users.router,
         audit.router,
+        feedback.router,
+        evaluations.router,
         webhooks.router,
         collections.router,
         groups.router,

@@ -62,6 +62,7 @@ class _Metrics:
     jobs: Any
     job_duration: Any
     cache_requests: Any
+    feedback: Any
     ingested_pages: Any
     ingested_chunks: Any
     build_info: Any
@@ -177,6 +178,7 @@ def _create(tenants: frozenset[str]) -> _Metrics:
         cache_requests=Counter(
             "rag_cache_requests", "Answer cache look-ups", ("result",), **kwargs
         ),
+        feedback=Counter("rag_feedback", "Ratings of answers", ("rating",), **kwargs),
         ingested_pages=Counter("rag_ingested_pages", "Pages indexed", **kwargs),
         ingested_chunks=Counter("rag_ingested_chunks", "Chunks indexed", **kwargs),
         build_info=gauge(
@@ -347,6 +349,13 @@ def cache_request(hit: bool) -> None:
     metrics = _metrics
     if metrics is not None:
         metrics.cache_requests.labels("hit" if hit else "miss").inc()
+
+
+def feedback(rating: str) -> None:
+    """A person rated an answer (`up` or `down`; a changed rating counts again)."""
+    metrics = _metrics
+    if metrics is not None:
+        metrics.feedback.labels(rating).inc()
 
 
 def llm_first_token(seconds: float) -> None:

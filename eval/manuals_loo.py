@@ -42,7 +42,7 @@ from eval.manual_questions import (
     missing_sources,
     resolve_gold,
 )
-from eval.metrics import hit_at_k, reciprocal_rank
+from eval.metrics import ranking_scores
 from eval.retrieval import RESULTS_DIR, git_commit
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
@@ -78,12 +78,7 @@ def page_ranking(asked: Asked, ordered: Iterable[str]) -> list[int]:
 def question_scores(asked: Asked, ordered: Sequence[str]) -> dict[str, float]:
     """hit@1, hit@5 and MRR@10 of one question's page ranking."""
     pages = [str(p) for p in page_ranking(asked, ordered)[:10]]
-    gold = {str(p) for p in asked.gold}
-    return {
-        "hit@1": hit_at_k(pages, gold, 1),
-        "hit@5": hit_at_k(pages, gold, 5),
-        "mrr@10": reciprocal_rank(pages, gold),
-    }
+    return ranking_scores(pages, {str(p) for p in asked.gold})
 
 
 def summary(asked: Sequence[Asked], order: Order) -> dict[str, float]:

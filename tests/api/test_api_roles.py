@@ -10,6 +10,8 @@ user, key, token), so a DELETE or a sign-out cannot spoil the next.
 from __future__ import annotations
 
 import itertools
+import json
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -66,6 +68,23 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("PATCH", "/users/{user_id}"): 200,
     ("DELETE", "/users/{user_id}"): 204,
     ("GET", "/audit"): 200,
+    ("GET", "/answers"): 200,
+    ("GET", "/answers/{answer_id}"): 200,
+    ("POST", "/answers/{answer_id}/feedback"): 200,
+    ("GET", "/answers/{answer_id}/feedback"): 200,
+    ("GET", "/answers/export"): 200,
+    ("DELETE", "/answers"): 200,
+    ("GET", "/feedback"): 200,
+    ("POST", "/evaluations/sets"): 201,
+    ("POST", "/evaluations/sets/upload"): 201,
+    ("POST", "/evaluations/sets/from-feedback"): 201,
+    ("GET", "/evaluations/sets"): 200,
+    ("GET", "/evaluations/sets/{set_id}"): 200,
+    ("DELETE", "/evaluations/sets/{set_id}"): 204,
+    ("POST", "/evaluations/runs"): 202,
+    ("GET", "/evaluations/runs"): 200,
+    ("GET", "/evaluations/runs/{run_id}"): 200,
+    ("GET", "/evaluations/runs/{run_id}/compare"): 200,
     ("POST", "/webhooks"): 201,
     ("GET", "/webhooks"): 200,
     ("GET", "/webhooks/{webhook_id}"): 200,
@@ -88,6 +107,15 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("DELETE", "/groups/{group_id}/members/{user_id}"): 204,
     ("PATCH", "/documents/{document_id}"): 200,
 }
+# Tenant B's admin naming tenant A's objects in a body (not a path): A's file is not B's
+# document (422), A's set is not B's (404); B has no feedback to make a set from (422).
+OTHER_TENANT: dict[tuple[str, str], int] = {
+    ("POST", "/evaluations/sets"): 422,
+    ("POST", "/evaluations/sets/upload"): 422,
+    ("POST", "/evaluations/sets/from-feedback"): 422,
+    ("POST", "/evaluations/runs"): 404,
+}
+EVALUATION_ITEM = {"question": "tide tables", "expected": [{"source": "tides.pdf", "page": 1}]}
 # A public address (no lookup); the webhooks listen to failures, which no call here makes.
 WEBHOOK = {"url": "http://93.184.215.14/hook", "events": ["document.failed"]}
 # What only a signed-in person may do: an API key (without the keys:manage scope, for the keys)
@@ -114,6 +142,7 @@ class Setup:
     job_id: str
     document_id: str  # an indexed PDF of A (pages can be shown)
     bearer: dict[str, str]  # caller -> a credential that no call can spoil
+    run_id: str = ""  # a finished evaluation run of A (read, never changed)
 
     def token(self, who: str) -> str:
         """A new token of one of the users (a sign-out or password change ends only it)."""
@@ -175,7 +204,46 @@ def setup(api: ApiHarness) -> Setup:
     )
     assert off.status_code == 200 and off.json()["disabled"] is True
     setup.bearer["disabled-key"] = leavers_key["key"]
+    set_id = _evaluation_set(setup)
+    run = api.client.post(
+        "/evaluations/runs", json={"set_id": set_id}, headers=setup.headers("admin")
+    )
+    assert run.status_code == 202, run.text
+    setup.run_id = run.json()["run_id"]
+    for _ in range(600):
+        shown = api.client.get(f"/evaluations/runs/{setup.run_id}", headers=setup.headers("admin"))
+        if shown.json()["status"] == "done":
+            break
+        time.sleep(0.1)
+    assert shown.json()["status"] == "done", shown.text
     return setup
+
+
+def _evaluation_set(setup: Setup) -> str:
+    response = setup.api.client.post(
+        "/evaluations/sets",
+        json={"name": f"set {next(_fresh)}", "items": [EVALUATION_ITEM]},
+        headers=setup.headers("admin"),
+    )
+    assert response.status_code == 201, response.text
+    set_id: str = response.json()["set_id"]
+    return set_id
+
+
+def _answer(setup: Setup, who: str, rated: bool = False) -> str:
+    """A fresh answer of `who` (rated down, naming tides.pdf page 1, when `rated`)."""
+    response = setup.api.client.post(
+        "/query", json={"question": "tide tables"}, headers=setup.headers(who)
+    )
+    assert response.status_code == 200, response.text
+    answer_id: str = response.json()["answer_id"]
+    if rated:
+        body = {"rating": "down", "expected": [{"source": "tides.pdf", "page": 1}]}
+        rating = setup.api.client.post(
+            f"/answers/{answer_id}/feedback", json=body, headers=setup.headers(who)
+        )
+        assert rating.status_code == 200, rating.text
+    return answer_id
 
 
 def _credential(setup: Setup, caller: str) -> str | None:
@@ -253,6 +321,12 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         ids["key_id"] = setup.new_key(who)["key_id"]
     if "{user_id}" in path:
         ids["user_id"] = setup.api.add_user(A, login=False).user_id
+    if "{answer_id}" in path:
+        ids["answer_id"] = _answer(setup, who, rated=method == "GET")
+    if "{set_id}" in path:
+        ids["set_id"] = _evaluation_set(setup)
+    if "{run_id}" in path:
+        ids["run_id"] = setup.run_id
     if "{webhook_id}" in path:  # a fresh one to delete, else the tenant's first (20 at most)
         listed = setup.api.client.get("/webhooks", headers=setup.headers("admin")).json()
         fresh = method == "DELETE" or not listed["data"]
@@ -287,6 +361,20 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         kwargs["json"] = {"metadata": {"team": "roles"}}
     elif method == "PATCH":
         kwargs["json"] = {"role": "reader"}
+    elif path.endswith("/feedback") and method == "POST":
+        kwargs["json"] = {"rating": "up"}
+    elif path == "/evaluations/sets":
+        kwargs["json"] = {"name": "from the role table test", "items": [EVALUATION_ITEM]}
+    elif path == "/evaluations/sets/upload":
+        kwargs["params"] = {"name": "uploaded by the role table test"}
+        kwargs["content"] = json.dumps(EVALUATION_ITEM).encode()
+    elif path == "/evaluations/sets/from-feedback":
+        _answer(setup, "admin", rated=True)  # the record may have been deleted meanwhile
+        kwargs["json"] = {"name": "made from feedback"}
+    elif path == "/evaluations/runs" and method == "POST":
+        kwargs["json"] = {"set_id": _evaluation_set(setup)}
+    elif path.endswith("/compare"):
+        kwargs["params"] = {"before": setup.run_id}
     return path.format(**ids), kwargs
 
 
@@ -295,6 +383,8 @@ def _expected(caller: str, method: str, path: str) -> int:
         return 401
     if caller == "other-tenant-admin":
         # Tenant A's ids do not exist for tenant B; a route without one acts on B's own data.
+        if (method, path) in OTHER_TENANT:
+            return OTHER_TENANT[(method, path)]
         return 404 if "{" in path else SUCCESS[(method, path)]
     if (caller, method, path) == ("reader-key", "POST", "/auth/logout"):
         return 409  # a key is no session: it is revoked with DELETE /auth/keys/{key_id}
@@ -337,6 +427,7 @@ def test_each_caller_gets_what_the_role_table_says(
     expected = _expected(caller, method, path)
     if expected >= 400:
         codes = {401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict"}
+        codes[422] = "invalid_input"
         by_role = caller != "reader-key" or not role_at_least("reader", ROUTE_ROLES[(method, path)])
         if expected == 403 and not by_role:
             assert_error_body(response, 403, "api_key_not_allowed")

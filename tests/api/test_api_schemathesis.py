@@ -70,6 +70,18 @@ def _fuzz(operation: Any, mode: GenerationMode, examples: int) -> None:
         excluded.append(positive_data_acceptance)
     if operation.label == "POST /auth/logout":
         excluded.append(negative_data_rejection)  # only query parameters, ignored if unknown
+    if operation.label in (
+        "POST /answers/{answer_id}/feedback",
+        "POST /evaluations/sets",
+        "POST /evaluations/sets/upload",
+        "POST /evaluations/sets/from-feedback",
+        "POST /webhooks",
+        "PATCH /webhooks/{webhook_id}",
+    ):
+        # Rules JSON Schema cannot express: an expected page names a document (by id or file
+        # name) of the tenant, an answerable question needs one, an uploaded set is a file of
+        # items, and a set from feedback needs feedback; each is a documented 422.
+        excluded.append(positive_data_acceptance)
     if operation.label == "POST /auth/keys":
         excluded.append(positive_data_acceptance)  # a blank or control-character name is a 422
     if operation.method.upper() in ("GET", "DELETE"):
@@ -95,7 +107,7 @@ def test_no_server_errors_and_no_schema_violations(api_schema: schemathesis.Base
     # Driven by hand: schemathesis' pytest plugin does not load under this pytest version.
     failures: list[str] = []
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    assert len(operations) == 34
+    assert len(operations) == 57
     for operation in operations:
         for mode, examples in EXAMPLES.items():
             try:

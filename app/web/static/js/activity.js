@@ -12,6 +12,8 @@ export const ACTIONS = [
   "password.changed",
   "key.created", "key.revoked", "user.created", "user.changed", "user.deleted",
   "document.uploaded", "document.deleted", "quota.refused",
+  "answer.rated", "answers.exported", "answers.deleted",
+  "evaluation.set_created", "evaluation.set_deleted", "evaluation.run_started",
   "webhook.created", "webhook.changed", "webhook.deleted", "webhook.disabled",
 ];
 let offset = 0;

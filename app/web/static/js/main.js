@@ -1,5 +1,6 @@
 // Entry point: the session's states (signed out, loading, signed in) and, signed in, the
-// sections of the top bar (Documents & Ask, Account, and for admins Users and Activity).
+// sections of the top bar (Documents & Ask, Account, for members and admins Quality, and for
+// admins Users and Activity).
 
 import { openAccount, resetAccount, setUpAccount, whenPasswordChanged } from "./account.js";
 import { openActivity, resetActivity, setUpActivity } from "./activity.js";
@@ -13,8 +14,11 @@ import {
   whenUnauthorized,
 } from "./api.js";
 import { resetAsk, setUpAsk } from "./ask.js";
+import { resetBench, setUpBench } from "./bench.js";
 import { loadCollections, resetCollections } from "./collections.js";
 import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./documents.js";
+import { openQuality, resetQuality, setUpQuality } from "./evaluation.js";
+import { setUpFeedback } from "./feedback.js";
 import { describeError } from "./format.js";
 import { roleAtLeast, setCaller } from "./roles.js";
 import { openUsers, resetUsers, setUpUsers, whenOwnAccountChanged } from "./users.js";
@@ -31,6 +35,7 @@ const SECTIONS = {
     focus: "documents-title",
     role: "reader",
   },
+  quality: { open: openQuality, focus: "bench-title", role: "member" },
   account: { open: openAccount, focus: "password-title", role: "reader" },
   users: { open: openUsers, focus: "users-title", role: "admin" },
   activity: { open: openActivity, focus: "activity-title", role: "admin" },
@@ -42,6 +47,8 @@ function clearPanels() {
   resetDocuments();
   resetCollections();
   resetAsk();
+  resetBench();
+  resetQuality();
   resetAccount();
   resetUsers();
   resetActivity();
@@ -184,6 +191,9 @@ setUpLogin();
 setUpNavigation();
 setUpDocuments();
 setUpAsk();
+setUpFeedback();
+setUpBench();
+setUpQuality();
 setUpViewer();
 setUpAccount();
 setUpUsers();
