@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from app.services.page_lane import PageLane
     from app.services.pages import KeptOriginals, PageDeps
     from app.services.second_arm import SecondArm
+    from app.services.sso.signin import SingleSignOn
     from app.services.stats import StatsDeps
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
@@ -389,6 +390,26 @@ class Container:
             ApiKeyStore(self.database),
             self.api_key_hasher,
             self.revoked_tokens,
+            self.single_sign_on.user_for_access_token,
+        )
+
+    @cached_property
+    def single_sign_on(self) -> SingleSignOn:
+        """The tenants' identity providers (configuration, sign-in, their access tokens)."""
+        from app.services.sso.provider import OidcProviders
+        from app.services.sso.signin import SingleSignOn
+        from app.storage.secret_box import build_secret_box
+        from app.storage.sso import SsoStore
+
+        return SingleSignOn(
+            SsoStore(self.database),
+            build_secret_box(self.settings),
+            OidcProviders(self.settings.sso_http_timeout_s, self.settings.sso_jwks_cache_s),
+            self.user_store,
+            self.token_codec,
+            self.audit_log,
+            allow_http=self.settings.sso_allow_http,
+            own_issuer=self.settings.jwt_issuer,
         )
 
     @cached_property

@@ -28,6 +28,7 @@ from app.api.routes import (
     pages,
     public,
     scrape,
+    sso,
     stats,
     users,
 )
@@ -188,6 +189,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
     app.add_middleware(NoSniff)  # outermost: every response has it, a 413 or a 500 too
     app.include_router(public.router)
+    app.include_router(sso.public_router)
     app.include_router(scrape.router)  # its own bearer token (RAG_METRICS_TOKEN)
     # Authenticated by default, and each route's minimum role checked (app/api/access.py).
     protected = [Depends(authorize)]
@@ -201,6 +203,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         account.router,
         users.router,
         audit.router,
+        sso.admin_router,
     )
     for router in routers:
         app.include_router(router, dependencies=protected, responses=error_responses(401))

@@ -28,6 +28,13 @@ AuditAction = Literal[
     "document.uploaded",
     "document.deleted",
     "quota.refused",
+    "sso.configured",
+    "sso.removed",
+    "sso.signed_in",
+    "sso.provisioned",
+    "sso.role_changed",
+    "sso.refused",
+    "sso.password_refused",
 ]
 ACTIONS: tuple[str, ...] = get_args(AuditAction)
 # Old entries are deleted at most this often per process (a DELETE on an indexed column).

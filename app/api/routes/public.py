@@ -81,6 +81,7 @@ def issue_token(
             password,
             client,
             tenant,
+            container.single_sign_on.password_allowed,
         )
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, {"WWW-Authenticate": "Bearer"}) from None

@@ -12,6 +12,8 @@ export const ACTIONS = [
   "password.changed",
   "key.created", "key.revoked", "user.created", "user.changed", "user.deleted",
   "document.uploaded", "document.deleted", "quota.refused",
+  "sso.configured", "sso.removed", "sso.signed_in", "sso.provisioned", "sso.role_changed",
+  "sso.refused", "sso.password_refused",
 ];
 let offset = 0;
 let loads = 0; // only the latest request's answer is drawn (filters change quickly)

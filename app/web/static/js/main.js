@@ -13,6 +13,14 @@ import {
   whenUnauthorized,
 } from "./api.js";
 import { resetAsk, setUpAsk } from "./ask.js";
+import {
+  finishSso,
+  hideProviderSignOut,
+  offerProviderSignOut,
+  offerSso,
+  setUpSso,
+  takeSsoCode,
+} from "./sso.js";
 import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./documents.js";
 import { describeError } from "./format.js";
 import { roleAtLeast, setCaller } from "./roles.js";
@@ -102,8 +110,23 @@ function enterSignIn(message = "", { isError = true } = {}) {
   $("login-error").textContent = message;
   $("login-error").classList.toggle("notice", !isError);
   showView("signed-out");
+  hideProviderSignOut();
   $("organisation").value = rememberedOrganisation();
+  offerSso();
   $("username").focus();
+}
+
+// Back from the organisation's provider with a one-time code: trade it, then enter the app.
+async function enterFromProvider(code) {
+  showView("loading");
+  try {
+    await finishSso(code);
+  } catch (error) {
+    const expired = "That sign-in has expired or was already used: sign in again.";
+    enterSignIn(error.status === 401 ? expired : describeError(error, "Signing in"));
+    return;
+  }
+  await enterApp();
 }
 
 function setUpNavigation() {
@@ -165,7 +188,13 @@ function setUpLogin() {
   $("sign-out").addEventListener("click", () => {
     // The server revokes the token too (a copied one stops working); the request is sent
     // with the token before enterSignIn forgets it here.
-    request("/auth/logout", { method: "POST" }).catch(() => {});
+    request("/auth/logout", { method: "POST" })
+      .then(async (response) => {
+        if (response.status !== 200) return;
+        const body = await response.json();
+        if (body.end_session_url) offerProviderSignOut(body.end_session_url);
+      })
+      .catch(() => {});
     enterSignIn("You are signed out.", { isError: false });
   });
   // Any 401 ends the session; on the sign-in form already, its message stays.
@@ -182,5 +211,8 @@ setUpViewer();
 setUpAccount();
 setUpUsers();
 setUpActivity();
-if (token()) enterApp();
+setUpSso();
+const ssoCode = takeSsoCode();
+if (ssoCode) enterFromProvider(ssoCode);
+else if (token()) enterApp();
 else enterSignIn();
