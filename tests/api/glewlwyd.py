@@ -13,12 +13,12 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
-import json
 import secrets
-import shutil
 import sqlite3
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,9 @@ MODULES = Path("/usr/lib/glewlwyd")
 INSTALL_HINT = "install it with `apt-get install -y glewlwyd` (scripts/install.sh does for dev)"
 ADMIN_PASSWORD = "password"  # the default admin of Glewlwyd's own schema
 PLUGIN = "oidc"
+# Scopes whose access tokens carry them as `aud` (Glewlwyd's audience without resource
+# indicators): one per tenant that accepts the provider's access tokens.
+API_SCOPES = ("rag-api", "rag-b-api")
 START_TIMEOUT_S = 20.0
 
 _CONFIG = """\
@@ -51,7 +54,7 @@ api_prefix="api"
 allow_origin="*"
 log_mode="file"
 log_file="{log}"
-log_level="DEBUG"
+log_level="WARNING"
 cookie_secure=0
 session_expiration=3600
 session_key="GLEWLWYD2_SESSION_ID"
@@ -145,7 +148,7 @@ class Glewlwyd:
         config.write_text(
             _CONFIG.format(
                 port=self.port,
-                url=self.url,
+                url=self.url.rstrip("/"),
                 webapp=WEBAPP,
                 modules=MODULES,
                 database=database,
@@ -194,7 +197,9 @@ class Glewlwyd:
     @staticmethod
     def _ok(response: httpx.Response) -> httpx.Response:
         if response.status_code >= 400:
-            raise RuntimeError(f"glewlwyd {response.request.url}: {response.status_code} {response.text}")
+            raise RuntimeError(
+                f"glewlwyd {response.request.url}: {response.status_code} {response.text}"
+            )
         return response
 
     # --- configuration ------------------------------------------------------------------------
@@ -213,7 +218,7 @@ class Glewlwyd:
         }
         self._ok(self.admin.put("mod/user/database", json=module))
         self._ok(self.admin.put("mod/user/database/reset"))  # reloads the data format
-        for scope in ("profile", "email", "rag-api"):
+        for scope in ("profile", "email", *API_SCOPES):
             self._ok(
                 self.admin.post(
                     "scope/",
@@ -276,7 +281,7 @@ class Glewlwyd:
             "name-claim": "mandatory",
             "email-claim": "mandatory",
             "scope-claim": "no",
-            "allowed-scope": ["openid", "profile", "email", "rag-api"],
+            "allowed-scope": ["openid", "profile", "email", *API_SCOPES],
             "pkce-allowed": True,
             "pkce-method-plain-allowed": False,
             "session-management-allowed": True,
@@ -294,9 +299,10 @@ class Glewlwyd:
         }
 
     def add_client(
-        self, client_id: str, secret: str, redirect_uri: str, *, post_logout: str = ""
+        self, client_id: str, secret: str, redirect_uri: str, *, scope: str = "rag-api"
     ) -> None:
-        """A confidential client with the code, refresh and client-credentials grants."""
+        """A confidential client with the code, refresh, password and client-credentials
+        grants; `scope` is what its client-credentials tokens get."""
         assert self.admin is not None
         self._ok(
             self.admin.post(
@@ -309,9 +315,13 @@ class Glewlwyd:
                     "client_secret": secret,
                     "token_endpoint_auth_method": ["client_secret_basic", "client_secret_post"],
                     "redirect_uri": [redirect_uri],
-                    "post_logout_redirect_uri": post_logout,
-                    "authorization_type": ["code", "refresh_token", "client_credentials", "password"],
-                    "scope": ["rag-api"],
+                    "authorization_type": [
+                        "code",
+                        "refresh_token",
+                        "client_credentials",
+                        "password",
+                    ],
+                    "scope": [scope],
                 },
             )
         )
@@ -330,7 +340,7 @@ class Glewlwyd:
                     "name": name or username,
                     "email": email,
                     "enabled": True,
-                    "scope": ["g_profile", "openid", "profile", "email", "rag-api"],
+                    "scope": ["g_profile", "openid", "profile", "email", *API_SCOPES],
                     "groups": groups,
                 },
             )
@@ -378,7 +388,9 @@ class Glewlwyd:
             answer = person.get(authorize_url + "&g_continue")
             location = answer.headers.get("location", "")
             if answer.status_code != 302 or not location:
-                raise RuntimeError(f"no redirect from {authorize_url}: {answer.status_code} {answer.text}")
+                raise RuntimeError(
+                    f"no redirect from {authorize_url}: {answer.status_code} {answer.text}"
+                )
             return location
 
     def client_credentials_token(self, client_id: str, secret: str, scope: str = "rag-api") -> str:
@@ -397,11 +409,27 @@ class Glewlwyd:
         """An access token of a user through the password grant."""
         answer = httpx.post(
             f"{self.issuer}/token",
-            data={"grant_type": "password", "username": username, "password": password, "scope": scope},
+            data={
+                "grant_type": "password",
+                "username": username,
+                "password": password,
+                "scope": scope,
+            },
             auth=(client_id, secret),
             timeout=10,
         )
         return str(self._ok(answer).json()["access_token"])
+
+
+@contextmanager
+def running_glewlwyd(workdir: Path) -> Iterator[Glewlwyd]:
+    """A started Glewlwyd, stopped at the end of the block."""
+    provider = Glewlwyd(workdir)
+    try:
+        provider.start()
+        yield provider
+    finally:
+        provider.stop()
 
 
 def authorize_url(glewlwyd: Glewlwyd, client_id: str, redirect_uri: str, **extra: str) -> str:
