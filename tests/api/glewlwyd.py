@@ -14,6 +14,7 @@ import base64
 import gzip
 import hashlib
 import secrets
+import shutil
 import sqlite3
 import subprocess
 import time
@@ -149,7 +150,7 @@ class Glewlwyd:
             _CONFIG.format(
                 port=self.port,
                 url=self.url.rstrip("/"),
-                webapp=WEBAPP,
+                webapp=self._webapp(),
                 modules=MODULES,
                 database=database,
                 log=self.log_path,
@@ -177,6 +178,22 @@ class Glewlwyd:
         self.admin = httpx.Client(base_url=f"{self.url}api/", timeout=10)
         self._ok(self.admin.post("auth/", json={"username": "admin", "password": ADMIN_PASSWORD}))
         self._configure()
+
+    def _webapp(self) -> Path:
+        """A copy of Glewlwyd's login web app whose config.json is a file: Debian's package
+        links it to /etc/glewlwyd/config-2.7.json, a directory holding the file, so the page
+        served as packaged never finds its configuration."""
+        copy = self.workdir / "webapp"
+        if copy.exists():
+            return copy
+        shutil.copytree(WEBAPP, copy)
+        config = copy / "config.json"
+        if config.is_dir():
+            inner = config / "config.json"
+            content = inner.read_bytes()
+            shutil.rmtree(config)
+            config.write_bytes(content)
+        return copy
 
     def stop(self) -> None:
         """Stop the process (and the admin session)."""
