@@ -1002,7 +1002,7 @@ class Settings(BaseSettings):
         group="auth",
         description="Fernet key (32 bytes, URL-safe base64) that encrypts the secrets tenants "
         "store, such as their identity provider's client secret. Required to configure single "
-        "sign-on unless RAG_ENV=development, where one is generated into RAG_DATA_DIR/secrets.key. "
+        "sign-on in production; in development one is generated into RAG_DATA_DIR/secrets.key. "
         'Generate one with: python -c "from cryptography.fernet import Fernet; '
         'print(Fernet.generate_key().decode())"',
         repr=False,

@@ -125,7 +125,7 @@ class SsoStore:
         with self._db.session() as session:
             gone = session.execute(
                 delete(SsoConfigRow).where(SsoConfigRow.tenant_id == tenant_id)
-            ).rowcount
+            ).rowcount  # type: ignore[attr-defined]
             if gone:
                 write_entry(session, audit)
             return bool(gone)
@@ -190,7 +190,7 @@ class SsoStore:
             )
             taken = session.execute(
                 delete(SsoPendingRow).where(SsoPendingRow.state_hash == key)
-            ).rowcount
+            ).rowcount  # type: ignore[attr-defined]
         if not taken or found.expires_at <= utc_now():
             return None
         return found
@@ -223,7 +223,7 @@ class SsoStore:
             found = (row.tenant_id, row.user_id, row.expires_at)
             taken = session.execute(
                 delete(SsoExchangeCodeRow).where(SsoExchangeCodeRow.code_hash == key)
-            ).rowcount
+            ).rowcount  # type: ignore[attr-defined]
         if not taken or found[2] <= utc_now():
             return None
         return found[0], found[1]

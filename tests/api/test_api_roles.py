@@ -10,18 +10,22 @@ user, key, token), so a DELETE or a sign-out cannot spoil the next.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from api_builders import pdf_document
-from conftest import DEFAULT_PASSWORD, ApiHarness, ApiUser, assert_error_body
+from conftest import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 from fastapi import FastAPI
+from glewlwyd import Glewlwyd, running_glewlwyd
 from sqlalchemy import update
 
 from app.api.access import PUBLIC, ROUTE_ROLES, authorize, check_route_table, route_keys
 from app.domain import role_at_least
+from app.services.audit import Actor
+from app.services.sso.config import SsoSettingsIn
 from app.storage.db import utc_now
 from app.storage.documents import insert_missing_document
 from app.storage.tables import ApiKeyRow
@@ -64,6 +68,9 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("PATCH", "/users/{user_id}"): 200,
     ("DELETE", "/users/{user_id}"): 204,
     ("GET", "/audit"): 200,
+    ("PUT", "/sso"): 200,
+    ("GET", "/sso"): 200,
+    ("DELETE", "/sso"): 204,
 }
 # What only a signed-in person may do: an API key (without the keys:manage scope, for the keys)
 # gets 403 `api_key_not_allowed` even where its role would do.
@@ -74,6 +81,8 @@ SIGNED_IN_ONLY = {
     ("POST", "/users"),
     ("PATCH", "/users/{user_id}"),
     ("DELETE", "/users/{user_id}"),
+    ("PUT", "/sso"),
+    ("DELETE", "/sso"),
 }
 ROLE_CALLERS = ("admin", "member", "reader", "reader-key")
 UNAUTHENTICATED = ("nobody", "signed-out-token", "revoked-key", "expired-key", "disabled-key")
@@ -89,6 +98,7 @@ class Setup:
     job_id: str
     document_id: str  # an indexed PDF of A (pages can be shown)
     bearer: dict[str, str]  # caller -> a credential that no call can spoil
+    issuer: str  # the OpenID provider's, for the single sign-on routes
 
     def token(self, who: str) -> str:
         """A new token of one of the users (a sign-out or password change ends only it)."""
@@ -112,7 +122,20 @@ class Setup:
 
 
 @pytest.fixture(scope="module")
-def setup(api: ApiHarness) -> Setup:
+def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Glewlwyd]:
+    """A real OpenID provider, for the single sign-on routes."""
+    with running_glewlwyd(tmp_path_factory.mktemp("glewlwyd-roles")) as glewlwyd:
+        yield glewlwyd
+
+
+@pytest.fixture(scope="module")
+def api(api_factory: ApiFactory) -> ApiHarness:
+    """The module's app; it accepts the local provider's http:// issuer."""
+    return api_factory(sso_allow_http=True)
+
+
+@pytest.fixture(scope="module")
+def setup(api: ApiHarness, provider: Glewlwyd) -> Setup:
     users = {
         "admin": api.add_user(A),  # a tenant's first user is its admin
         "member": api.add_user(A),
@@ -123,7 +146,7 @@ def setup(api: ApiHarness) -> Setup:
         users["admin"], "tides.pdf", pdf_document("Tide tables for the harbour of Wick.")
     )
     assert job["status"] == "done", job
-    setup = Setup(api, users, job["job_id"], job["document_id"], {})
+    setup = Setup(api, users, job["job_id"], job["document_id"], {}, provider.issuer)
 
     signed_out = setup.headers("member")
     assert api.client.post("/auth/logout", headers=signed_out).status_code == 204
@@ -212,6 +235,14 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         kwargs["json"] = {"username": f"fresh{next(_fresh)}", "password": DEFAULT_PASSWORD}
     elif method == "PATCH":
         kwargs["json"] = {"role": "reader"}
+    if path == "/sso":
+        sso = {"issuer": setup.issuer, "client_id": "rag-roles", "client_secret": "roles secret"}
+        for tenant in (A, B):  # set for both: tenant B's admin acts on B's own
+            setup.api.container.single_sign_on.configure(
+                tenant, SsoSettingsIn.model_validate(sso), Actor(tenant, None, None)
+            )
+        if method == "PUT":
+            kwargs["json"] = sso
     return path.format(**ids), kwargs
 
 

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 from browser import launched_chromium, screenshot
 from cryptography.fernet import Fernet
+from glewlwyd import Glewlwyd, running_glewlwyd
 from live_server import LiveServer
 from playwright.sync_api import expect
-
-from tests.api.glewlwyd import Glewlwyd, running_glewlwyd
 
 pytestmark = pytest.mark.integration
 

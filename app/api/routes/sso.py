@@ -10,8 +10,8 @@ trades it at POST /auth/sso/exchange for the service's own token.
 from __future__ import annotations
 
 import html
-from urllib.parse import quote
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
