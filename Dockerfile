@@ -104,7 +104,8 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 # Root owns them (the service only reads); /app/.env records which reranker the image can run.
 ARG RAG_RERANKER=cross-encoder
 ARG RAG_RERANKER_MODEL=cross-encoder/mmarco-mMiniLMv2-L12-H384-v1
-COPY app/__init__.py app/config.py app/errors.py app/limits.py app/
+COPY app/__init__.py app/errors.py app/request_limits.py app/
+COPY app/config/ app/config/
 COPY app/providers/__init__.py app/providers/gguf.py app/providers/rerankers.py app/providers/
 COPY scripts/download_models.py scripts/
 RUN HF_HUB_ETAG_TIMEOUT=20 HF_HUB_DOWNLOAD_TIMEOUT=60 \

@@ -5,7 +5,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export ANONYMIZED_TELEMETRY ?= False
 
-.PHONY: run test test-unit lint bench eval format clean-venv docker-check
+.PHONY: run test test-needs services test-unit lint bench eval format clean-venv docker-check
 
 $(VENV)/.runtime: requirements.lock scripts/install.sh
 	scripts/install.sh $(VENV)
@@ -18,21 +18,30 @@ $(VENV)/.dev: requirements.lock requirements-dev.lock scripts/install.sh
 run: $(VENV)/.runtime
 	RAG_ENV=$${RAG_ENV:-development} $(PY) -m app.serve
 
-test: $(VENV)/.dev
+# First one list of what the tests need and this machine lacks (services, tools, data), each
+# with the command that provides it; it fails `make test` when anything is missing.
+test: test-needs
 	$(PY) -m pytest
+
+test-needs: $(VENV)/.dev
+	$(PY) scripts/check_test_needs.py
+
+# PostgreSQL and Redis for the tests, in Docker (docker/test-services/compose.yml).
+services:
+	scripts/docker/services.sh
 
 test-unit: $(VENV)/.dev
 	$(PY) -m pytest -m unit
 
 lint: $(VENV)/.dev
-	$(PY) -m ruff check app eval scripts tests bench
-	$(PY) -m ruff format --check app eval scripts tests bench
+	$(PY) -m ruff check app eval scripts tests bench testkit
+	$(PY) -m ruff format --check app eval scripts tests bench testkit
 	$(PY) -m mypy
 	$(PY) scripts/check_docs.py
 
 format: $(VENV)/.dev
-	$(PY) -m ruff format app eval scripts tests bench
-	$(PY) -m ruff check --fix app eval scripts tests bench
+	$(PY) -m ruff format app eval scripts tests bench testkit
+	$(PY) -m ruff check --fix app eval scripts tests bench testkit
 
 bench: $(VENV)/.dev
 	$(PY) -m bench

@@ -20,7 +20,7 @@ from app.container import Container
 from app.domain import ROLES
 from app.errors import RagError
 from app.retrieval.grouping import GROUPINGS
-from app.services.pipeline import ProgressCallback
+from app.services.blocks.pipeline import ProgressCallback
 from app.storage.users import UserRecord
 
 # User names are unique per tenant: a name several tenants have needs its tenant.
@@ -40,7 +40,7 @@ def _progress_bar(label: str) -> ProgressCallback:
 def cmd_ingest(container: Container, args: argparse.Namespace) -> int:
     """Ingest files synchronously, printing pages and chunks per file (or, with --queue, hand
     them to the running service's workers as uploads and print their job ids)."""
-    from app.services.documents import ingest_local_file, queue_local_file
+    from app.services.local_files import ingest_local_file, queue_local_file
 
     if args.queue:
         for raw in args.paths:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from app import tracing
 from app.config import Settings
-from app.limits import RequestLimits
-from app.services.pipeline import PipelineConfig
+from app.request_limits import RequestLimits
+from app.services.blocks.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
     from app.job_runners.runner import IngestDeps
@@ -30,19 +30,20 @@ if TYPE_CHECKING:
     from app.retrieval.second_dense import SecondDense
     from app.security import ApiKeyHasher, TokenCodec
     from app.services.answer import AnswerDeps
-    from app.services.answer_lane import AnswerLane
     from app.services.api_keys import ApiKeyService
     from app.services.audit import AuditLog
     from app.services.auth import Authenticator
+    from app.services.blocks.answer_lane import AnswerLane
+    from app.services.blocks.corpus import Corpus
+    from app.services.blocks.page_lane import PageLane
+    from app.services.blocks.second_arm import SecondArm
     from app.services.conversations import ConversationDeps, FollowUpDeps
-    from app.services.corpus import Corpus
-    from app.services.documents import DocumentDeps, UploadDeps
+    from app.services.indexing import DocumentDeps
     from app.services.login import LoginGuard
-    from app.services.page_lane import PageLane
     from app.services.pages import KeptOriginals, PageDeps
-    from app.services.second_arm import SecondArm
     from app.services.sso.signin import SingleSignOn
     from app.services.stats import StatsDeps
+    from app.services.uploads import UploadDeps
     from app.services.users import UserService
     from app.storage.cache import AnswerCache
     from app.storage.chunks import ChunkStore
@@ -91,14 +92,14 @@ class Container:
     @cached_property
     def corpus(self) -> Corpus:
         """The tenants' chunks: rows and vectors, written and read together."""
-        from app.services.corpus import Corpus
+        from app.services.blocks.corpus import Corpus
 
         return Corpus(self.chunk_records, self.vector_index, self.embedder, second=self.second_arm)
 
     @cached_property
     def second_arm(self) -> SecondArm | None:
         """The second dense arm (RAG_SECOND_EMBEDDING), its model loaded; None when off."""
-        from app.services.corpus import build_second_arm
+        from app.services.blocks.corpus import build_second_arm
 
         return build_second_arm(self.settings, after_eviction=self.memory_budget.after_eviction)
 
@@ -144,7 +145,7 @@ class Container:
     @cached_property
     def answer_deps(self) -> AnswerDeps:
         """What the answer service needs (builds the retriever and the LLM)."""
-        from app.generation.limits import GenerationLimits
+        from app.generation.answer_limits import GenerationLimits
         from app.services.answer import AnswerDeps
 
         return AnswerDeps(
@@ -227,7 +228,7 @@ class Container:
     @cached_property
     def page_lane(self) -> PageLane:
         """The render slots and threads of page pictures (never the default threadpool)."""
-        from app.services.page_lane import PageLane
+        from app.services.blocks.page_lane import PageLane
 
         return PageLane(self.settings)
 
@@ -271,7 +272,7 @@ class Container:
     @cached_property
     def upload_deps(self) -> UploadDeps:
         """What accepting uploads and reading their jobs needs (builds the job queue)."""
-        from app.services.documents import UploadDeps
+        from app.services.uploads import UploadDeps
 
         return UploadDeps(
             jobs=self.jobs,
@@ -287,7 +288,7 @@ class Container:
     @cached_property
     def document_deps(self) -> DocumentDeps:
         """What indexing, listing and deleting documents needs (builds the retriever)."""
-        from app.services.documents import DocumentDeps
+        from app.services.indexing import DocumentDeps
 
         return DocumentDeps(
             documents=self.documents,
@@ -326,7 +327,7 @@ class Container:
 
     @cached_property
     def answer_lane(self) -> AnswerLane:
-        from app.services.answer_lane import AnswerLane
+        from app.services.blocks.answer_lane import AnswerLane
 
         return AnswerLane(self.settings)
 

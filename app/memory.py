@@ -1,6 +1,6 @@
 """Per-process memory: the resident size, giving freed heap back to the OS, and a bounded LRU.
 
-Why this exists (issue #29, bench/README.md "Many tenants"): a small tenant cost ~2.7 MB of
+Why this exists (bench/README.md "Many tenants"): a small tenant cost ~2.7 MB of
 resident memory per process, almost all of it in Chroma's native HNSW cache, and what such a
 cache frees stays in glibc's arenas unless `malloc_trim` hands it back. `HotMap` bounds the
 per-tenant structures the service itself holds; `MemoryBudget` trims after they evict.

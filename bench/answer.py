@@ -32,11 +32,11 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from app.config import Settings, load_settings
 from app.container import Container
-from app.generation.answer import AnswerDelta, AnswerDone
-from app.generation.limits import GenerationLimits
+from app.generation.answer_limits import GenerationLimits
+from app.generation.grounded_answer import AnswerDelta, AnswerDone
 from app.providers.llms import build_llm
 from app.providers.types import LLM
-from app.services.followups import Turn, ask_llm_to_rewrite
+from app.services.blocks.followups import Turn, ask_llm_to_rewrite
 from app.timing import start_timer
 from bench.common import median, percentile, table
 from eval.datasets import Question, load_task

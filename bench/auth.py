@@ -10,7 +10,7 @@ with --database-url), interleaved in rounds so machine noise hits them alike:
 - `api key`: the full key path: format check, HMAC-SHA256, key row by hash, user row (its
   last-use write happens at most once a minute, so not in the steady state measured here).
 
-Target (issue #23): the key check within 1 ms of the token check.
+Target: the key check within 1 ms of the token check.
 
     python -m bench.auth [--iterations 2000] [--database-url postgresql+psycopg://...]
     [--revocation redis]

@@ -1,4 +1,4 @@
-"""One big tenant at SIZE chunks: the one-tenant scale curve (issue #29).
+"""One big tenant at SIZE chunks: the one-tenant scale curve.
 
 The tenant's chunks are real XQuAD sentences recombined (~120 words each, bench.bm25_libraries);
 their vectors are `use` vectors of POOL real chunks plus noise (bench.cold_tenant), so loading

@@ -1,4 +1,4 @@
-"""Does the Chroma server's HNSW cache bound its memory? (issue #29, bench/README.md "Many tenants")
+"""Does the Chroma server's HNSW cache bound its memory? (bench/README.md "Many tenants")
 
 Starts `chroma run` with a config file whose `segment_manager.hnsw_index_pool_cache_config`
 holds at most CAPACITY collections (0: no config file, the server's default of 65,536), creates

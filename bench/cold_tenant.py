@@ -1,4 +1,4 @@
-"""A cold tenant's search at SIZE chunks, and the one-tenant costs at that size (issue #29).
+"""A cold tenant's search at SIZE chunks, and the one-tenant costs at that size.
 
 Two tenants of SIZE chunks each (real XQuAD sentences recombined as in bench.retrieval; pool
 `use` vectors plus noise, so loading does not wait for the embedder) in one process with

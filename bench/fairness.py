@@ -26,7 +26,7 @@ from app.container import Container
 from app.job_runners.runner import run_jobs
 from app.jobs.store import JobRecord
 from app.jobs.threads import IngestWorkerPool
-from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
+from app.services.uploads import ReceivedFile, reserve_upload, submit_uploads
 from app.storage.tables import JobRow
 from bench.common import median, percentile, table
 from eval.datasets import data_dir

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,9 @@ from bench.tokenizer_ablation import QADataset, datasets
 KEEP = 0.95
 
 
-CACHE = Path(os.environ.get("RAG_BENCH_CACHE", Path(tempfile.gettempdir()) / "rag-bench-cache"))
+# Embeddings kept between runs: RAG_BENCH_CACHE, else the checkout's tmp/bench-cache (ignored).
+CHECKOUT_CACHE = Path(__file__).resolve().parents[1] / "tmp" / "bench-cache"
+CACHE = Path(os.environ.get("RAG_BENCH_CACHE", CHECKOUT_CACHE))
 
 
 def embedded(embedder: Embedder, ds: QADataset) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Memory per tenant and search time after eviction, in one process (issue #29).
+"""Memory per tenant and search time after eviction, in one process.
 
 N tenants each index one ~6 KB text file (the real USE embedder, embedded Chroma) and search it;
 RSS is read after the first, the middle and the last tenant, then every tenant searches again
@@ -52,7 +52,7 @@ def main() -> None:
         limit_chroma_cache(int(sys.argv[3]))
     from app.config import load_settings
     from app.container import Container
-    from app.services.pipeline import index_file
+    from app.services.blocks.pipeline import index_file
 
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(

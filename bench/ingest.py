@@ -13,11 +13,11 @@ real Chroma and embedder) and timed until every job is done, once with jobs run 
 (RAG_INGEST_BATCH_JOBS=1) and once batched (the default), next to embedding the same chunk texts
 in full batches in one go. Target: batched uploads within 3x of that one-batch embedding.
 
-`--one-file-per-request` is the folder-sync workload of issue #26 on a live server: `python -m
-app.serve` (uvicorn, one process, threads job backend, real Chroma and embedder) on loopback, the
-`--uploads` files posted one per HTTP request by `--concurrency` (4) clients at once, timed from
-the first upload until every job is done, next to embedding the same chunk texts in one go (in
-this process, while no server runs). Target: within 2x of that one-batch embedding.
+`--one-file-per-request` is the folder-sync workload (a client mirroring a folder) on a live server:
+`python -m app.serve` (uvicorn, one process, threads job backend, real Chroma and embedder) on
+loopback, the `--uploads` files posted one per HTTP request by `--concurrency` (4) clients at once,
+timed from the first upload until every job is done, next to embedding the same chunk texts in one
+go (in this process, while no server runs). Target: within 2x of that one-batch embedding.
 
     python -m bench.ingest [--docs 40] [--paragraphs 10] [--provider use]
     python -m bench.ingest --api [--uploads 240]
@@ -25,7 +25,7 @@ this process, while no server runs). Target: within 2x of that one-batch embeddi
         [--files-per-request 10]     # the multi-file workload: several files in each request
     python -m bench.ingest --upload-and-wait [--uploads 240] [--concurrency 4]
 
-`--upload-and-wait` (issue 37): each of `--concurrency` clients uploads one file, waits until its
+`--upload-and-wait`: each of `--concurrency` clients uploads one file, waits until its
 job is done, then uploads the next, on a live server; and the latency of a lone 1 KB upload on
 the idle server, median and p95 (bench/ingest_wait.py).
 """
@@ -49,8 +49,8 @@ from app.ingestion import LoadLimits
 from app.main import create_app
 from app.providers.embeddings import build_embedder
 from app.retrieval.keyword import KeywordIndex
-from app.services.corpus import build_corpus
-from app.services.pipeline import PipelineConfig, index_file
+from app.services.blocks.corpus import build_corpus
+from app.services.blocks.pipeline import PipelineConfig, index_file
 from app.timing import StageTimer
 from bench.common import (
     add_server_setting_option,

@@ -35,7 +35,7 @@ from bench.ingest_common import (
     paragraph_files,
     upload_row,
 )
-from tests.api.live_server import LiveServer
+from testkit.live_server import LiveServer
 
 PASSWORD = "bench password, long enough"
 TENANT = "bench-folder"

@@ -1,6 +1,6 @@
 """`python -m bench.ingest --upload-and-wait`: clients that upload one small file, wait until its
-job is done, then upload the next (issue 37, finding 12), against embedding the same texts in one
-batch; and the latency of a lone 1 KB text upload on an idle server.
+job is done, then upload the next, against embedding the same texts in one batch; and the latency of
+a lone 1 KB text upload on an idle server.
 
 Each round starts `python -m app.serve` (uvicorn, one process, the threads job backend with its
 default pool, real Chroma and embedder) on a fresh data directory, like `--one-file-per-request`.
@@ -27,7 +27,7 @@ import httpx
 from bench.common import percentile, table
 from bench.ingest_common import bench_settings, embed_once, paragraph_files
 from bench.ingest_http import bench_server
-from tests.api.live_server import LiveServer
+from testkit.live_server import LiveServer
 
 PASSWORD = "bench password, long enough"
 TENANT = "bench-wait"

@@ -32,7 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from bench.common import add_server_setting_option, median, percentile, server_settings_given, table
-from tests.api.live_server import LiveServer
+from testkit.live_server import LiveServer
 
 SEARCH_TENANT = "bench-tenant"  # the tenant bench.retrieval's loader writes
 UPLOAD_TENANT = "bench-uploads"
@@ -45,7 +45,7 @@ def preload(data_dir: str, chunks: int) -> None:
     """Write `chunks` chunks for SEARCH_TENANT into the data dir (run in a child process)."""
     from app.config import load_settings
     from app.providers.embeddings import build_embedder
-    from app.services.corpus import build_corpus
+    from app.services.blocks.corpus import build_corpus
     from bench.bm25_libraries import synthetic_chunks
     from bench.retrieval import _load
 

@@ -1,4 +1,4 @@
-"""Many small tenants through the public HTTP API of a live server (issue #29).
+"""Many small tenants through the public HTTP API of a live server.
 
 Each tenant gets one user (added to the service database directly: bcrypt for hundreds of
 logins would dominate the run), uploads one small text file with a code only it has, waits for
@@ -194,11 +194,11 @@ def run_on_stack(
     tenants: int, hot: int, paragraphs: int, bounded_server: bool, launcher: tuple[str, ...]
 ) -> None:
     """The same run on the compose-like deployment: Chroma server, PostgreSQL, Redis, one API
-    process and one worker (tests/scaleout/scaleout_stack.py starts them without Docker); with
+    process and one worker (testkit/local_stack.py starts them without Docker); with
     `bounded_server` the Chroma server's HNSW cache holds at most `hot` collections."""
     from sqlalchemy import create_engine
 
-    from tests.scaleout.scaleout_stack import LocalStack
+    from testkit.local_stack import LocalStack
 
     with tempfile.TemporaryDirectory() as root:
         stack = LocalStack(
@@ -246,8 +246,7 @@ def run_on_stack(
 
 
 def main() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "api"))
-    from live_server import LiveServer
+    from testkit.live_server import LiveServer
 
     tenants, hot = int(sys.argv[1]), int(sys.argv[2])
     paragraphs = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else 2

@@ -4,7 +4,7 @@ One live uvicorn server in this process (USE embedder, embedded Chroma, extracti
 small indexed manual), one client; rounds alternate on and off blocks of searches so machine
 noise hits both alike. Metrics "on" is what `RAG_METRICS_ENABLED=true` does in a process (the
 request counter and histogram, by route template); nothing scrapes during the timed searches.
-Also the recorders alone, per call (microbenchmark). Target (issue #25): p50 within 0.2 ms.
+Also the recorders alone, per call (microbenchmark). Target: p50 within 0.2 ms.
 
     python -m bench.metrics_overhead [--rounds 20] [--per-round 50]
 """

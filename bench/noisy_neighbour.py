@@ -36,7 +36,7 @@ from bench.common import (
     server_settings_given,
     table,
 )
-from tests.api.live_server import REPO_ROOT, LiveServer
+from testkit.live_server import REPO_ROOT, LiveServer
 
 TENANT_A, TENANT_B = "noisy-a", "quiet-b"
 PASSWORD = "noisy neighbour password"

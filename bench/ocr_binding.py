@@ -5,8 +5,8 @@ One full A4 page of English text (11 pt, 200 dpi) read `--rounds` times each way
 `eng+ara`, one thread (OMP_THREAD_LIMIT=1, as the service runs it). tesserocr is not a
 dependency of the service; run this where it is installed, e.g. a scratch venv:
 
-    python -m venv /tmp/tv && /tmp/tv/bin/pip install tesserocr pillow
-    PYTHONPATH=. /tmp/tv/bin/python -m bench.ocr_binding
+    python -m venv tmp/tesserocr-venv && tmp/tesserocr-venv/bin/pip install tesserocr pillow
+    PYTHONPATH=. tmp/tesserocr-venv/bin/python -m bench.ocr_binding
 """
 
 from __future__ import annotations

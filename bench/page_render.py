@@ -41,7 +41,7 @@ from bench.common import (
 if TYPE_CHECKING:
     import httpx
 
-    from tests.api.live_server import LiveServer
+    from testkit.live_server import LiveServer
 
 # The flood's modules (an HTTP client, the live server) are imported where they are used: every
 # render child re-imports this module as its __main__, and should stay as light as the service's.
@@ -56,14 +56,14 @@ FIRST_LEAD_S = 0.3  # the heavy page's first request is sent this much before th
 
 def heavy_pdf() -> bytes:
     """The flood's heavy page (page 2; page 1 is ordinary text)."""
-    from tests.api.api_builders import heavy_drawing_pdf
+    from testkit.builders import heavy_drawing_pdf
 
     return heavy_drawing_pdf("Cover of the OSPREY wiring book.", "The OSPREY wiring diagram.")
 
 
 def ordinary_pdf() -> bytes:
     """An ordinary PDF of `ORDINARY_PAGES` pages of text."""
-    from tests.api.api_builders import pdf_document
+    from testkit.builders import pdf_document
 
     return pdf_document(*(f"Page {n} of the OSPREY handbook. {SENTENCE}" for n in range(1, 11)))
 
@@ -152,7 +152,7 @@ def flood_settings(render_timeout_s: float) -> dict[str, str]:
 def flood_server(data_dir: Path, extra: dict[str, str]) -> Iterator[LiveServer]:
     """A started live server with one user in each tenant."""
     from bench.noisy_neighbour import PASSWORD
-    from tests.api.live_server import LiveServer
+    from testkit.live_server import LiveServer
 
     server = LiveServer(data_dir, extra)
     for tenant, name in ((TENANT_A, "flooder"), (TENANT_B, "searcher")):

@@ -7,7 +7,7 @@ gold paragraph (half English, half Arabic), the shipped GGUF's template and toke
 llama-cpp-python's own render is timed by running `create_chat_completion` up to the point
 where it hands its tokens to `create_completion`; nothing is decoded.
 
-    RAG_EVAL_DATA_DIR=/work/shared/data python -m bench.prompt_render [--prompts 20]
+    python -m bench.prompt_render [--prompts 20]
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from app.providers.embeddings import build_embedder
 from app.providers.rerankers import build_reranker
 from app.retrieval.hybrid import HybridRetriever, build_retriever
 from app.retrieval.keyword import KeywordIndex, KeywordSnapshot
-from app.services.corpus import build_corpus
+from app.services.blocks.corpus import build_corpus
 from app.timing import start_timer
 from bench.bm25_libraries import synthetic_chunks
 from bench.common import median, percentile, table
@@ -177,7 +177,7 @@ def sample_questions(count: int) -> list[str]:
 
 def reranker_latency(runs: int = 20) -> tuple[float, float]:
     """p50/p95 ms to rerank 20 real ~1200-char candidates with the tiny cross-encoder."""
-    from tests.providers.tiny_cross_encoder import save_tiny_cross_encoder
+    from testkit.tiny_cross_encoder import save_tiny_cross_encoder
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = save_tiny_cross_encoder(Path(tmp) / "tiny")

@@ -1,7 +1,7 @@
 """`python -m bench.scaleout`: API throughput with 1 vs 2 API processes, ingestion throughput
 with 1 vs 2 worker processes, on the scale-out stack (Chroma server, Redis, PostgreSQL).
 
-The stack is the one the integration test starts (tests/scaleout/scaleout_stack.py): real
+The stack is the one the integration test starts (testkit/local_stack.py): real
 processes, `use` embedder, `extractive` LLM (so /query measures the service, not an LLM).
 
 - `/query` (cache hits): one question asked over and over; every request after the first is
@@ -26,7 +26,7 @@ import httpx
 
 from bench.common import median, percentile, table
 from bench.load import RouteStats, run_phase
-from tests.scaleout.scaleout_stack import PASSWORD, ApiClient, LocalStack, Process
+from testkit.local_stack import PASSWORD, ApiClient, LocalStack, Process
 
 QUESTION = "Which team checked the pump in bay 12, and which code was logged?"
 SEARCHES = [

@@ -12,7 +12,6 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 from pathlib import Path
 
 import bm25s
@@ -20,10 +19,9 @@ import numpy as np
 
 from app.text.tokenizer import Tokenizer, TokenizerOptions
 from bench.common import table
+from eval.datasets import data_dir
 
-DATA = Path(
-    os.environ.get("RAG_EVAL_DATA_DIR", Path(__file__).resolve().parents[2] / "shared/data")
-)
+DATA = data_dir()
 
 
 @dataclasses.dataclass

@@ -10,7 +10,7 @@ through the real retriever and the real generation code:
 
     python -m eval.answers [--providers llamacpp extractive] [--questions 50] [--seed 2026]
 
-The `manuals` task asks the natural questions of eval/manuals (issue 28) of each manual's own
+The `manuals` task asks the natural questions of eval/manuals of each manual's own
 tenant, with the service's settings (abstain threshold included), and scores the pages cited:
 answers citing a gold page, answered but citing only wrong pages, answerable questions refused,
 seconds to the first token and to the end; and, for every answer not citing a gold page, its
@@ -43,13 +43,13 @@ from typing import Any
 from app.config import Settings, load_settings
 from app.container import Container
 from app.domain import RetrievalResult
-from app.generation.answer import (
+from app.generation.answer_limits import GenerationLimits
+from app.generation.citations import MARKER_GROUP, marker_numbers
+from app.generation.grounded_answer import (
     Answer,
     AnswerDelta,
     AnswerDone,
 )
-from app.generation.citations import MARKER_GROUP, marker_numbers
-from app.generation.limits import GenerationLimits
 from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.text.tokenizer import tokenize
@@ -64,7 +64,13 @@ from eval.manual_questions import (
     load_questions,
     missing_sources,
 )
-from eval.retrieval import CORPUS_OF_TASK, RESULTS_DIR, git_commit, ingest_paragraphs
+from eval.retrieval import (
+    CORPUS_OF_TASK,
+    RESULTS_DIR,
+    git_commit,
+    ingest_paragraphs,
+    portable_model_id,
+)
 
 TASKS = ("xquad-en-en", "xquad-ar-ar", "arcd-test")
 MANUALS = "manuals"
@@ -326,8 +332,8 @@ def run(
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "commit": git_commit(),
             "provider": provider,
-            "model": llms[provider].model_id,
-            "embedder": container.embedder.model_id,
+            "model": portable_model_id(llms[provider].model_id),
+            "embedder": portable_model_id(container.embedder.model_id),
             "questions_per_task": count,
             "seed": seed,
             "abstain_threshold": settings.llm_abstain_threshold,
@@ -398,7 +404,7 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def summarise_manuals(outcomes: list[ManualOutcome]) -> dict[str, float]:
-    """The issue-28 answer measures and the count of each cause of a missed gold page."""
+    """The manual-question answer measures and the count of each cause of a missed gold page."""
     answered = [not o.refused for o in outcomes]
     seconds = [o.seconds for o in outcomes]
     first = [o.first_token_seconds for o in outcomes]
@@ -499,8 +505,8 @@ def run_manuals(
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "commit": git_commit(),
             "provider": provider,
-            "model": llms[provider].model_id,
-            "embedder": container.embedder.model_id,
+            "model": portable_model_id(llms[provider].model_id),
+            "embedder": portable_model_id(container.embedder.model_id),
             "split": split,
             "questions": count,
             "seed": seed,

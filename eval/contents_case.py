@@ -6,8 +6,8 @@ numbers stripped) is a question, and the page its destination opens is the gold 
 demotion the contents pages win such questions, because they repeat the title verbatim.
 
 R-admin.pdf is where the demotion shift was chosen; R-intro.pdf and R-FAQ.pdf (a contents section
-listing every question verbatim, answers on later pages: the shape issue 16 started from) are
-reported as held out. Each manual is scored three ways: no page-role demotion and no heading
+listing every question verbatim, answers on later pages: the shape page roles were made for)
+are reported as held out. Each manual is scored three ways: no page-role demotion and no heading
 promotion ("before"), demotion alone, and the default (demotion + heading promotion,
 app/retrieval/headings.py); the questions the default still misses are printed with the pages
 that beat the gold page and their roles. When the package is absent the case is skipped with a
@@ -29,7 +29,7 @@ from pypdf import PdfReader
 
 from app.container import Container
 from app.ingestion.page_roles import role_of_title
-from app.services.pipeline import index_file
+from app.services.blocks.pipeline import index_file
 from app.text.sections import SECTION_NUMBER
 from eval.metrics import hit_at_k, reciprocal_rank
 

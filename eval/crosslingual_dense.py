@@ -1,14 +1,14 @@
 """Cross-lingual dense variants of the shipped USE model, measured on cached vectors.
 
-Issue 16's last target needs a better cross-lingual dense arm: 88% of the Arabic questions over
-English text match no keyword, so every fusion ranks them by the dense arm alone. This script
-embeds the XQuAD (en, ar) and ARCD (train, test) paragraphs and questions once with the real USE
-model (cached in --cache), then scores dense nDCG@10 of each variant on the tuning questions
-(XQuAD dev split, ARCD train) and on the held-out ones (XQuAD remainder, ARCD test). Every fitted
-constant (language means, principal components) comes from tuning text only: the XQuAD dev
+The last tuning target (XQuAD ar->en) needs a better cross-lingual dense arm: 88% of the Arabic
+questions over English text match no keyword, so every fusion ranks them by the dense arm alone.
+This script embeds the XQuAD (en, ar) and ARCD (train, test) paragraphs and questions once with the
+real USE model (cached in --cache), then scores dense nDCG@10 of each variant on the tuning
+questions (XQuAD dev split, ARCD train) and on the held-out ones (XQuAD remainder, ARCD test). Every
+fitted constant (language means, principal components) comes from tuning text only: the XQuAD dev
 articles' paragraphs and questions and ARCD train.
 
-    python -m eval.crosslingual_dense [--cache /tmp/use-xling.npz]
+    python -m eval.crosslingual_dense [--cache eval/.cache/use-xling.npz]
 
 Paragraphs are embedded whole (the service splits 44 of 240 English XQuAD paragraphs into two
 chunks at RAG_CHUNK_SIZE=1000); the service's own numbers come from eval.retrieval.
@@ -81,6 +81,7 @@ def embed_all(cache: Path) -> tuple[dict[str, Matrix], dict[str, list[str]], dic
 
         vectors = {f"p:{key}": encode(value) for key, value in texts.items()}
         vectors |= {f"q:{name}": encode(value) for name, value in question_texts.items()}
+        cache.parent.mkdir(parents=True, exist_ok=True)
         np.savez(cache, **vectors)  # type: ignore[arg-type]
     splits: dict[str, Split] = {}
     for name, task in tasks.items():
@@ -275,11 +276,13 @@ def evaluate(
 
 SCALES = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 CONSTANTS = Path(__file__).resolve().parents[1] / "app" / "providers" / "use_question_mean.py"
+# Vectors kept between runs, in the checkout's eval/.cache (ignored by git).
+CACHE = Path(__file__).resolve().parent / ".cache" / "use-xling.npz"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/use-xling.npz"))
+    parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument(
         "--write", action="store_true", help=f"write the chosen question mean to {CONSTANTS}"
     )

@@ -1,11 +1,11 @@
-"""Retrieval tasks from the SQuAD-format data in ../shared/data (never copied into the repo).
+"""Retrieval tasks from the SQuAD-format evaluation data (read where it lives, never copied).
 
 A task is a set of paragraphs with stable ids and questions whose gold paragraph ids are known.
 Tasks: XQuAD en->en, ar->ar, ar->en (Arabic questions over the English paragraphs; the XQuAD files
 are parallel), en->ar (English questions over the Arabic paragraphs) and ARCD test; ARCD train is
-for tuning only. The data directory can be moved with RAG_EVAL_DATA_DIR.
+for tuning only. Where the data is: `data_dir()`.
 
-Honest tuning (issue 16): fusion is tuned on ARCD train and on the questions of a fixed, seeded
+Honest tuning: fusion is tuned on ARCD train and on the questions of a fixed, seeded
 dev split of XQuAD's articles (`xquad_split`), and reported on ARCD test and the XQuAD remainder.
 """
 
@@ -14,11 +14,15 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+CHECKOUT = Path(__file__).resolve().parents[1]
+# The data's folder, relative to a folder above the checkout: ../shared/data beside it, or higher.
+SHARED_DATA = Path("shared") / "data"
 TASKS = ("xquad-en-en", "xquad-ar-ar", "xquad-ar-en", "xquad-en-ar", "arcd-test")
 TUNING_TASKS = ("arcd-train",)
 # The XQuAD dev split: a seeded draw of whole articles (all their paragraphs' questions), so no
@@ -47,9 +51,38 @@ class RetrievalTask:
 
 
 def data_dir() -> Path:
-    """Where the evaluation data lives (RAG_EVAL_DATA_DIR, else ../shared/data)."""
+    """Where the evaluation data lives: RAG_EVAL_DATA_DIR, else the nearest shared/data in a
+    folder above the checkout, else above the local repository it was cloned from."""
     configured = os.environ.get("RAG_EVAL_DATA_DIR")
-    return Path(configured) if configured else DEFAULT_DATA_DIR
+    return Path(configured) if configured else found_data_dir(CHECKOUT)
+
+
+@cache
+def found_data_dir(checkout: Path) -> Path:
+    """The nearest `shared/data` above `checkout` or above its origin (a clone made elsewhere on
+    the same machine); `../shared/data` beside the checkout when there is none, so the error
+    names the expected place."""
+    for start in (checkout, *clone_origin(checkout)):
+        for folder in start.parents:
+            if (folder / SHARED_DATA).is_dir():
+                return folder / SHARED_DATA
+    return checkout.parent / SHARED_DATA
+
+
+def clone_origin(checkout: Path) -> list[Path]:
+    """The local repository `checkout` was cloned from, if its origin is a path on this machine."""
+    try:
+        url = subprocess.run(
+            ["git", "-C", str(checkout), "config", "--get", "remote.origin.url"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    path = Path(url.removeprefix("file://"))
+    return [path.resolve()] if url and path.is_absolute() and path.is_dir() else []
 
 
 def _read(relative: str, root: Path | None) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""`/search` by chunk or by document (issue 26): what each returns at k=10, scored both ways.
+"""`/search` by chunk or by document: what each returns at k=10, scored both ways.
 
 Each XQuAD / ARCD corpus is ingested as eval/retrieval.py does (a paragraph per document), every
 question is searched with k=10 in both groupings through the retriever `/search` calls, and the

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from app.config import load_settings
 from app.container import Container
-from app.generation.limits import PassageLimits
+from app.generation.answer_limits import PassageLimits
 from app.generation.prompt import hit_passage, user_message
 from app.providers.gguf import ensure_default_model
 from eval.answers import TASKS, contains_span, sample_questions

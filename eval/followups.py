@@ -36,9 +36,9 @@ from typing import Any
 from app.config import load_settings
 from app.container import Container
 from app.providers.types import LLM
-from app.services.followups import Turn, fallback_question, standalone_question
+from app.services.blocks.followups import Turn, fallback_question, standalone_question
 from eval.datasets import Question, load_task
-from eval.retrieval import RESULTS_DIR, git_commit, ingest_paragraphs
+from eval.retrieval import RESULTS_DIR, git_commit, ingest_paragraphs, portable_model_id
 
 TENANT = "followups"
 # A run of capitalised words ("Super Bowl", "Nikola Tesla"); the question's first word is skipped.
@@ -225,8 +225,8 @@ def main() -> None:
     report = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
-        "llm": llm.model_id if llm is not None else None,
-        "embedder": container.embedder.model_id,
+        "llm": portable_model_id(llm.model_id) if llm is not None else None,
+        "embedder": portable_model_id(container.embedder.model_id),
         "ingest_seconds": round(ingest_s, 1),
         "results": results,
     }

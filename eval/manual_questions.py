@@ -1,4 +1,4 @@
-"""Natural questions on real manuals (issues 28 and 38): the sets, their gold pages and scores.
+"""Natural questions on real manuals: the sets, their gold pages and scores.
 
 The questions live in eval/manuals/<manual>.jsonl, worded as users ask ("How do I ...?"), each
 with one or more evidence strings: a distinctive phrase or code line that answers it, copied from
@@ -15,9 +15,9 @@ order of their ids' SHA-256 (`assign_splits`): half of each manual (the extra on
 same on every run, and a reworded question keeps its split. The sets are frozen: new questions go
 in a new file, since one added to a manual could move a question across the boundary.
 
-The wider development set of issue 38 (DEV_WIDE_SOURCES: more Debian packages, other domains, an
+The wider development set (DEV_WIDE_SOURCES: more Debian packages, other domains, an
 Arabic document) is meant for leave-one-manual-out evaluation, so it has no halves: every one of
-its questions is in split "dev". `load_questions()` returns the issue-28 set as before;
+its questions is in split "dev". `load_questions()` returns the first, halved set as before;
 `load_questions(sources=DEV_WIDE_SOURCES)` the wider one, `ALL_SOURCES` both. Some of its
 PDFs are installed gzipped (`.pdf.gz`); they are read through `readable_pdf`.
 
@@ -45,21 +45,22 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.container import Container
-from app.ingestion.limits import LoadLimits
 from app.ingestion.loaders.pdf import load_pdf
-from app.services.pipeline import index_file
+from app.ingestion.parse_limits import LoadLimits
+from app.services.blocks.pipeline import index_file
 from eval.metrics import hit_at_k, reciprocal_rank
 
 QUESTIONS_DIR = Path(__file__).resolve().parent / "manuals"
 GOLD_FILE = QUESTIONS_DIR / "gold-pages.json"
 # An evidence string on more pages than this does not say which page answers the question.
 MAX_GOLD_PAGES = 3
-# "dev": the wider set of issue 38, evaluated leave-one-manual-out, never halved.
+# "dev": the wider set, evaluated leave-one-manual-out, never halved.
 Split = Literal["tuning", "test", "dev"]
-# The halves of the issue-28 set.
+# The halves of the first set (R manuals and gnuplot).
 SPLITS: tuple[Split, ...] = ("tuning", "test")
-Group = Literal["issue28", "dev-wide"]
-# Kept away from every tuning and dev set: the final, unseen check of issue 28.
+# "halved": the first set, split into tuning and test halves; "dev-wide": the wider set.
+Group = Literal["halved", "dev-wide"]
+# Kept away from every tuning and dev set: the final, unseen check of the manual questions.
 UNSEEN_MANUALS = frozenset({"R-intro.pdf", "R-FAQ.pdf"})
 
 
@@ -70,7 +71,7 @@ class ManualSource:
     name: str
     path: Path
     package: str
-    group: Group = "issue28"
+    group: Group = "halved"
     domain: str = "statistics"
     language: str = "en"
 
@@ -88,11 +89,11 @@ SOURCES: dict[str, ManualSource] = {
 
 
 def _wide(name: str, path: str, package: str, domain: str, language: str = "en") -> ManualSource:
-    """A manual of the wide development set (issue 38)."""
+    """A manual of the wide development set."""
     return ManualSource(name, Path(path), package, "dev-wide", domain, language)
 
 
-# Issue 38: real manuals from other Debian packages and domains, for leave-one-manual-out runs.
+# The wider set: real manuals from other Debian packages and domains, for leave-one-manual-out runs.
 DEV_WIDE_SOURCES: dict[str, ManualSource] = {
     "debian-reference": _wide(
         "debian-reference.en.pdf",
@@ -177,8 +178,8 @@ def assign_splits(questions: list[ManualQuestion]) -> list[ManualQuestion]:
 def load_questions(
     folder: Path = QUESTIONS_DIR, sources: Mapping[str, ManualSource] | None = None
 ) -> list[ManualQuestion]:
-    """Every question of every manual in `sources` (by default the issue-28 set), in file
-    order; malformed rows raise. The issue-28 manuals' questions are split in halves, the
+    """Every question of every manual in `sources` (by default the first set), in file
+    order; malformed rows raise. The first set's questions are split in halves, the
     wider set's are all "dev"."""
     chosen = SOURCES if sources is None else sources
     questions: list[ManualQuestion] = []
@@ -258,7 +259,7 @@ def resolve_gold(questions: Iterable[ManualQuestion]) -> dict[str, list[int]]:
 
 
 def missing_sources(sources: Mapping[str, ManualSource] | None = None) -> list[ManualSource]:
-    """The manuals (of `sources`, by default the issue-28 set) whose PDF is not installed."""
+    """The manuals (of `sources`, by default the first set) whose PDF is not installed."""
     chosen = SOURCES if sources is None else sources
     return [source for source in chosen.values() if not source.path.is_file()]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from app.config import load_settings
 from app.container import Container
-from app.services.pipeline import index_file
+from app.services.blocks.pipeline import index_file
 from eval.datasets import RetrievalTask, load_task, xquad_dev_articles
 from eval.ocr_quality import error_rates, scan_pdf
 from eval.retrieval import evaluate_task, git_commit

@@ -1,4 +1,4 @@
-"""Query-side steps measured against the default hybrid on the natural manual questions (#28).
+"""Query-side steps measured against the default hybrid on the natural manual questions.
 
 Each step reorders or widens what the default retriever returns for a question, and is scored by
 page (hit@1 / hit@5 / MRR@10) on the tuning and test halves, with its cost per query here:

@@ -39,14 +39,15 @@ from app.retrieval.hybrid import (
     RetrieverConfig,
     fuse,
 )
-from app.services.pipeline import index_file
+from app.services.blocks.pipeline import index_file
 from eval.contents_case import evaluate_contents_case
 from eval.custom_set import CustomCase, build_custom_set
 from eval.datasets import TASKS, Question, RetrievalTask, load_task, xquad_split
 from eval.manual_questions import evaluate_manual_questions
 from eval.metrics import summarize
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+CHECKOUT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = CHECKOUT / "eval" / "results"
 # Both XQuAD tasks over English paragraphs share one tenant; each corpus is ingested once.
 CORPUS_OF_TASK = {
     "xquad-en-en": "xquad-en",
@@ -56,7 +57,8 @@ CORPUS_OF_TASK = {
     "arcd-test": "arcd",
     "arcd-train": "arcd-train",
 }
-# "Haystack plain RRF" (issue 16's baseline), computed with our own fusion over our own arms:
+# "Haystack plain RRF" (the baseline every fusion change is measured against), computed with our
+# own fusion over our own arms:
 # both arms weighted 1, k=60, no coverage scaling, no exact-match pinning, and the model's own
 # question vectors (Haystack does not centre them: `baseline_embedder`).
 PLAIN_RRF = "plain-rrf"
@@ -88,6 +90,21 @@ def git_commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return commit
+
+
+def portable_model_id(model_id: str) -> str:
+    """A model id fit for a committed results file: a local model folder is named from the
+    installed package (or the checkout) it is in, never by this machine's absolute path."""
+    provider, separator, where = model_id.partition(":")
+    if not separator or not where.startswith("/"):
+        return model_id
+    path = Path(where)
+    for anchor in ("site-packages", "dist-packages"):
+        if anchor in path.parts:
+            return f"{provider}:{Path(*path.parts[path.parts.index(anchor) + 1 :])}"
+    if path.is_relative_to(CHECKOUT):
+        return f"{provider}:{path.relative_to(CHECKOUT)}"
+    return f"{provider}:{Path(*path.parts[-2:])}"
 
 
 def ingest_paragraphs(
@@ -347,8 +364,10 @@ def run_header(settings: Settings, container: Container) -> dict[str, Any]:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
         "models": {
-            "embedder": container.embedder.model_id,
-            "reranker": container.reranker.model_id if container.reranker else None,
+            "embedder": portable_model_id(container.embedder.model_id),
+            "reranker": (
+                portable_model_id(container.reranker.model_id) if container.reranker else None
+            ),
             "questions": question_embedding(settings),
         },
         "config": {

@@ -406,7 +406,7 @@ def render_subset(report: dict[str, Any], a: str, b: str) -> str:
     return "\n".join(lines)
 
 
-# The release before issue 26: centred questions, no keyword gate.
+# The release before the retrieval table: centred questions, no keyword gate.
 BEFORE = {"dense": "dense", "hybrid": "hybrid"}
 
 
@@ -447,7 +447,7 @@ def render_summary(report: dict[str, Any]) -> str:
 
 
 def render_before_after(report: dict[str, Any]) -> str:
-    """Doc- and chunk-level nDCG@10 of dense and hybrid, before issue 26 and now, every set."""
+    """Doc- and chunk-level nDCG@10 of dense and hybrid, the previous release and now, every set."""
     now = service_variants()
     lines = _header(
         "set",

@@ -1,7 +1,7 @@
 """Section-path coverage per PDF: how many chunks the service's own pipeline gives a path.
 
-Each PDF is parsed and chunked exactly as an upload is (`app.services.pipeline.parse_file`, the
-parse child included, with the default settings), then counted: pages, outline entries (every
+Each PDF is parsed and chunked exactly as an upload is (`app.services.blocks.pipeline.parse_file`,
+the parse child included, with the default settings), then counted: pages, outline entries (every
 bookmark, resolvable or not), chunks, the share of chunks with a section path, the pages given a
 role (contents, index, ...) and the parse time. Nothing is embedded or stored.
 
@@ -31,7 +31,7 @@ from pypdf import PdfReader
 from app.config import load_settings
 from app.domain import section_path
 from app.errors import IngestionError
-from app.services.pipeline import PipelineConfig, parse_file
+from app.services.blocks.pipeline import PipelineConfig, parse_file
 
 R_MANUALS = Path("/usr/share/R/doc/manual")
 GNUPLOT = Path("/usr/share/doc/gnuplot/gnuplot.pdf")

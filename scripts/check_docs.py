@@ -1,7 +1,8 @@
 """Check the documentation's links and the README's quick start (run by `make lint`).
 
-- Every relative link in README.md, ARCHITECTURE.md, docs/*.md and bench/README.md points at a
-  file that exists and, when it names an `#anchor`, at a heading of that file.
+- Every relative link in README.md, ARCHITECTURE.md, docs/*.md, docs/log/*.md and
+  bench/README.md points at a file that exists and, when it names an `#anchor`, at a heading of
+  that file.
 - Every `make TARGET` command in the README's quick start is a target of the Makefile.
 
 Prints each problem and exits 1 when there is one.
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = ["README.md", "ARCHITECTURE.md", "bench/README.md", "docs/*.md"]
+DOCUMENTS = ["README.md", "ARCHITECTURE.md", "bench/README.md", "docs/*.md", "docs/log/*.md"]
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")

@@ -72,7 +72,7 @@ if [ "$extra" = "dev" ]; then
   # The browser tests drive Debian's Chromium (Playwright cannot download its own offline) and
   # the gateway tests a real nginx; the contents-page case reads the R manuals (r-doc-pdf), and the
   # natural-question sets (eval/manual_questions.py) those, the gnuplot manual (gnuplot-doc) and
-  # the wider development set's manuals (issue 38: debian-reference-en ... fonts-hosny-amiri);
+  # the wider development set's manuals (debian-reference-en ... fonts-hosny-amiri);
   # the monitoring tests start a real Prometheus and check the alert rules with its promtool; the
   # single sign-on tests start a real OpenID provider (Glewlwyd); the
   # OCR tests draw shaped Arabic scans with Pillow, which needs libraqm.

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
 
-    from app.services.corpus import Corpus
+    from app.services.blocks.corpus import Corpus
 
 # Metadata keys of an earlier-layout chunk; any other key was the chunk's own metadata.
 RECORD_KEYS = (

@@ -69,7 +69,7 @@ def scanned_pdf(pages: Sequence[Image.Image | str], dpi: int = 300) -> bytes:
 
 def blank_frames_tiff(first: Image.Image, blank_frames: int, side: int = 7700) -> bytes:
     """A TIFF of `first` then `blank_frames` white RGB frames of side x side, deflated: a few
-    MB on disk that decode to gigabytes (the shape of the file of issue 37's audit)."""
+    MB on disk that decode to gigabytes (the shape of the file a robustness audit sent)."""
     blank = Image.new("RGB", (side, side), (255, 255, 255))
     frames = [first.convert("RGB"), *[blank] * blank_frames]  # one blank frame, held once
     return image_bytes(frames, "TIFF", compression="tiff_adobe_deflate")

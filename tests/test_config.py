@@ -105,6 +105,28 @@ def test_generated_configuration_files_are_current(
     )
 
 
+def test_the_readme_settings_table_is_generated_from_the_settings_fields() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert settings_docs.render_readme_table() in readme, (
+        "README.md's settings table is stale: run `python -m app.settings_docs --write .`"
+    )
+    defaults = Settings.model_fields
+    assert f"| `RAG_PORT` | `{defaults['port'].default}` |" in readme
+    assert f"| `RAG_HOT_TENANTS` | `{defaults['hot_tenants'].default}` tenants |" in readme
+
+
+def test_the_readme_table_follows_a_changed_default() -> None:
+    stale = (
+        (REPO / "README.md")
+        .read_text(encoding="utf-8")
+        .replace("| `RAG_PORT` | `8000` |", "| `RAG_PORT` | `8080` |")
+    )
+    assert "`8080`" in stale
+    assert "| `RAG_PORT` | `8000` |" in settings_docs.with_readme_table(stale)
+    with pytest.raises(ValueError, match="lacks the lines"):
+        settings_docs.with_readme_table("# A README without the markers\n")
+
+
 def test_env_example_shows_every_default_a_deployment_keeps() -> None:
     text = (REPO / ".env.example").read_text(encoding="utf-8")
     documented = dict(re.findall(r"^#? ?(RAG_[A-Z0-9_]+)=(.*)$", text, flags=re.MULTILINE))

@@ -27,19 +27,23 @@ LAYERS += ("app.text",)
 # What sits below everything: settings, errors, shared records, limits, timing, the answer cache
 # key's settings, passwords and tokens, logging, child-process limits, and the metrics and
 # trace recorders every layer calls.
-FOUNDATION = ("app.config", "app.settings_docs", "app.errors", "app.domain", "app.limits")
+FOUNDATION = ("app.config", "app.settings_docs", "app.errors", "app.domain", "app.request_limits")
 FOUNDATION += ("app.timing", "app.answer_shape", "app.security", "app.observability")
 FOUNDATION += ("app.child_process", "app.metrics", "app.tracing", "app.memory")
 
 # module or package -> what it must never import (the most specific entry applies), at module
 # level, in a function or under TYPE_CHECKING (a type-only import still couples the layers).
-# The storage and providers rules name issue #13's three packages first; the rest follow the
+# The storage and providers rules name the layer design's three packages first; the rest follow the
 # picture in ARCHITECTURE.md. Deliberately allowed, because the current design is sound: retrieval
 # -> providers (the retriever embeds the query and reranks with them), retrieval -> storage (a
 # store is below it), generation -> providers (it calls the LLM), services -> all below them.
 JOBS = ("app.jobs", "app.job_runners")
 ABOVE_STORAGE = ("app.services", "app.api", "app.ingestion", "app.rendering", *JOBS)
 BELOW = ("app.providers", "app.storage", *JOBS)
+SERVICES = APP / "services"
+USE_CASES = tuple(
+    f"app.services.{path.stem}" for path in sorted(SERVICES.glob("*.py")) if path.stem != "__init__"
+)
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "app.storage": ("app.providers", "app.generation", "app.retrieval", *ABOVE_STORAGE),
     "app.providers": ("app.generation", "app.retrieval", "app.storage", *ABOVE_STORAGE),
@@ -47,13 +51,15 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "app.retrieval": ("app.generation", "app.services", "app.api", "app.ingestion", *JOBS),
     # Generation gets passages and an LLM; the tokenizer it needs lives in app.text.
     "app.generation": ("app.retrieval", "app.services", "app.api", "app.storage", *JOBS),
-    # Ingestion only parses and chunks; the documents service embeds and stores the chunks.
+    # Ingestion only parses and chunks; the indexing service embeds and stores the chunks.
     "app.ingestion": ("app.services", "app.api", "app.generation", "app.retrieval", *BELOW),
     "app.rendering": ("app.services", "app.api", "app.storage", *JOBS),
-    # The running of jobs sits above the services (it calls the documents service to index);
-    # the job table and the queue sit below them (the documents service queues uploads there).
+    # The running of jobs sits above the services (it calls the indexing service);
+    # the job table and the queue sit below them (the uploads service queues uploads there).
     "app.job_runners": ("app.api",),
     "app.services": ("app.api", "app.job_runners"),
+    # The building blocks of the use cases: a route calls a use case, a block never does.
+    "app.services.blocks": ("app.api", "app.job_runners", *USE_CASES),
     "app.jobs": ("app.services", "app.api", "app.job_runners"),
     **{module: LAYERS for module in FOUNDATION},
     # It builds every component, so it imports (lazily) all but the API it serves.
@@ -197,6 +203,44 @@ def test_the_checks_see_function_level_and_type_only_imports() -> None:
     # Imported only under TYPE_CHECKING: a layer edge, but no run-time edge.
     assert "app.config" in graph["app.jobs.store"]
     assert "app.config" not in runtime["app.jobs.store"]
+
+
+def test_use_cases_and_building_blocks_are_apart() -> None:
+    # The rule above is only as good as the list it is built from.
+    assert "app.services.answer" in USE_CASES
+    assert not any(_within(name, "app.services.blocks") for name in USE_CASES)
+    assert "app.services.blocks.corpus" in import_graph()["app.services.indexing"]
+
+
+# The checkout's top-level packages: the service, the testing kit that starts it and builds its
+# inputs, what measures it, and the tests (which may import all of them).
+TOP_LEVEL_FORBIDDEN = {
+    "app": ("testkit", "tests", "bench", "eval"),
+    "testkit": ("tests", "bench", "eval"),
+    "bench": ("tests",),
+    "eval": ("tests",),
+}
+
+
+def _top_level_imports(path: Path) -> Iterator[str]:
+    """The first component of every absolute import in the file (any depth, any guard)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module.split(".")[0]
+
+
+def test_top_level_packages_import_only_downwards() -> None:
+    root = APP.parent
+    breaches = sorted(
+        f"{path.relative_to(root)} imports {name}"
+        for package, banned in TOP_LEVEL_FORBIDDEN.items()
+        for path in (root / package).rglob("*.py")
+        for name in _top_level_imports(path)
+        if name in banned
+    )
+    assert breaches == []
 
 
 def top_level_parts() -> list[str]:

@@ -25,7 +25,7 @@ from app.container import Container
 from app.services import answer as answer_service
 from app.services.answer import AnsweredQuestion
 from app.services.auth import Identity
-from app.services.documents import index_document
+from app.services.indexing import index_document
 
 pytestmark = pytest.mark.integration  # real Chroma; fake embedder and the extractive LLM
 

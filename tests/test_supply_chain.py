@@ -1,5 +1,5 @@
 """What the service installs is what was reviewed: every Python package pinned with its hashes in
-a lock, every image pinned by digest (issue #37, finding 11). Reads files only: no install, no
+a lock, every image pinned by digest (an audit's finding). Reads files only: no install, no
 network; the fresh install from the lock is `scripts/install.sh` itself (docs/development.md)."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.schemas import CitationOut, QueryOut
-from app.limits import (
+from app.request_limits import (
     CHAT_MESSAGE_CHARS_CEILING,
     CHAT_MESSAGES_CEILING,
     K_CEILING,
@@ -33,7 +33,8 @@ class ConversationList(BaseModel):
 class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # The outer bounds; the configured caps are checked by RequestLimits (both in app.limits).
+    # The outer bounds; the configured caps are checked by RequestLimits (both in
+    # app.request_limits).
     content: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)
     k: int | None = Field(default=None, ge=1, le=K_CEILING)
 

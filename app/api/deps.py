@@ -10,7 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from app.api.errors import ApiError
 from app.container import Container
 from app.errors import AuthenticationFailed
-from app.limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
+from app.request_limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
 from app.services.auth import Identity
 from app.storage.rate_limit import retry_after_header
 

@@ -2,7 +2,7 @@
 
 The request models carry static outer bounds; the real limits (`RAG_MAX_K`,
 `RAG_MAX_QUESTION_CHARS`, `RAG_MAX_PAGE_SIZE` of every listing) are settings, written into the
-schema here from the same `RequestLimits` the services enforce (app.limits).
+schema here from the same `RequestLimits` the services enforce (app.request_limits).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from app.config import Settings
-from app.limits import RequestLimits
+from app.request_limits import RequestLimits
 
 # JSON Schema `pattern` is a search: the text must contain one non-whitespace character.
 NOT_BLANK = r"\S"

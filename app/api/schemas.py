@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from app.generation.citations import Citation
-from app.limits import K_CEILING, QUESTION_CHARS_CEILING
+from app.request_limits import K_CEILING, QUESTION_CHARS_CEILING
 from app.retrieval.grouping import Grouping
 
 JobStatus = Literal["queued", "processing", "done", "failed"]
@@ -88,7 +88,8 @@ class DocumentList(BaseModel):
 class SearchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # The outer bounds; the configured caps are checked by RequestLimits (both in app.limits).
+    # The outer bounds; the configured caps are checked by RequestLimits (both in
+    # app.request_limits).
     query: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)
     k: int | None = Field(default=None, ge=1, le=K_CEILING)
     group: Grouping = Field(

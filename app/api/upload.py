@@ -20,7 +20,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
 
 from app.api.errors import ApiError
-from app.services.documents import ReceivedFile
+from app.services.uploads import ReceivedFile
 
 FILE_FIELD = "file"
 MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers around the file

@@ -16,7 +16,7 @@ from pathlib import Path
 from xml.parsers import expat
 
 from app.errors import CorruptDocument, EncryptedDocument, SuspiciousArchive
-from app.ingestion.limits import LoadLimits
+from app.ingestion.parse_limits import LoadLimits
 
 # Office files encrypted with a password are OLE compound files, not zips.
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"

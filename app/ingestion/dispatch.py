@@ -7,8 +7,8 @@ from pathlib import Path
 
 from app.domain import Page
 from app.errors import CorruptDocument, EmptyDocument, IngestionError, UnsupportedFileType
-from app.ingestion.limits import LoadLimits
 from app.ingestion.loaders import LOADER_NAMES, loader_for
+from app.ingestion.parse_limits import LoadLimits
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from PIL import Image
 
 from app.domain import OcrLayout, OcrWord
 from app.errors import NeedsOCR
-from app.ingestion.limits import OcrLimits
 from app.ingestion.normalise import normalise_text
+from app.ingestion.parse_limits import OcrLimits
 
 INSTALL_HINT = "install tesseract-ocr, tesseract-ocr-eng and tesseract-ocr-ara"
 LANGUAGES = ("eng", "ara")

@@ -17,9 +17,9 @@ import pypdfium2 as pdfium
 
 from app.domain import OcrLayout
 from app.errors import DocumentTooLarge, OcrQuotaExceeded
-from app.ingestion.limits import OcrLimits
 from app.ingestion.ocr import ocr_picture
 from app.ingestion.ocr_progress import ocr_page, report_ocr
+from app.ingestion.parse_limits import OcrLimits
 from app.rendering.pdf_page import embedded_image_pixels
 
 MIN_TEXT_LAYER_CHARS = 20

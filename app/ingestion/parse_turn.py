@@ -1,6 +1,6 @@
 """What a queued job's turn on a worker allows the parse of its file: a total time limit, and,
 for a long scan, a turn of pages after which the job gives its worker back when another
-tenant's job is waiting (issue 37: one 200-page scan held a worker thread for hours)."""
+tenant's job is waiting (one 200-page scan used to hold a worker thread for hours)."""
 
 from __future__ import annotations
 

@@ -33,10 +33,10 @@ from app.child_process import (
 from app.domain import OcrLayout, Page
 from app.errors import CorruptDocument, DocumentTooComplex, IngestionError, JobPaused, ParseTimeout
 from app.ingestion.dispatch import load
-from app.ingestion.limits import LoadLimits
 from app.ingestion.loaders import LOADER_MODULES
 from app.ingestion.ocr_checkpoint import append_page, read_pages
 from app.ingestion.ocr_progress import set_ocr_pages, set_ocr_reporter
+from app.ingestion.parse_limits import LoadLimits
 from app.ingestion.parse_turn import ParseTurn
 
 # forkserver: forking a process that runs threads (web server, worker pool) can deadlock the

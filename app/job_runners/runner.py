@@ -1,7 +1,7 @@
 """Run claimed ingestion jobs and record how each ended, whichever backend claimed them.
 
 Jobs are durable rows: a worker receives only ids, claims jobs atomically (a batch of one
-tenant's small jobs, or one), has the documents service index their files together
+tenant's small jobs, or one), has the indexing service index their files together
 (`index_documents`: each file parsed and quota-checked alone, the chunks embedded and stored
 together), then records every job's own outcome and removes its upload once it has ended
 either way. A transient failure (a server unreachable) may put a job back for a retry instead.
@@ -29,8 +29,8 @@ from app.errors import JobPaused, ProviderUnavailable, RagError
 from app.ingestion.ocr_checkpoint import checkpoint_of
 from app.ingestion.parse_turn import ParseTurn
 from app.jobs.store import JobDone, JobProgress, JobRecord, JobStore
-from app.services.documents import DocumentDeps, IndexOutcome, IndexRequest, index_documents
-from app.services.pipeline import FileProgress, IngestedDocument
+from app.services.blocks.pipeline import FileProgress, IngestedDocument
+from app.services.indexing import DocumentDeps, IndexOutcome, IndexRequest, index_documents
 from app.storage.documents import DocumentStore
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class IngestDeps:
 
     jobs: JobStore
     documents: DocumentStore
-    # The documents service's collaborators, got inside each batch: building them may reach a
+    # The indexing service's collaborators, got inside each batch: building them may reach a
     # model server (the embedder's dimension probe), and a server down then must fail the jobs
     # as retryable, like any other transient failure, not the worker.
     indexing: Callable[[], DocumentDeps]

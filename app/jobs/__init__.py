@@ -1,7 +1,7 @@
 """The job table and the queue, below the services: from an accepted upload to a claimed job.
 
 The rows (jobs, the tenants' last turns, which running jobs share a batch) are defined with
-every other table in `app/storage/tables.py`. The documents service accepts uploads here; the
+every other table in `app/storage/tables.py`. The uploads service accepts uploads here; the
 code that runs claimed jobs is in `app/job_runners/`, above the services (the import-layer test
 keeps this package from importing either).
 

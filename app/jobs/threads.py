@@ -4,7 +4,7 @@ Each free thread claims a batch of the fairest tenant's queued jobs (`JobStore.c
 tenants with fewer running jobs, then the one served least recently), so one tenant's burst
 cannot starve another, and runs it (with the `run_batch` it was given:
 `app.job_runners.runner.run_jobs` on the container's collaborators). An idle thread woken by an
-upload claims at once: a lone upload never waits for a batch that may not come (issue 37).
+upload claims at once: a lone upload never waits for a batch that may not come.
 Batches form on their own from the jobs that arrive while the threads are busy: a thread that
 has just run a batch claims everything of one tenant that arrived meanwhile (up to
 RAG_INGEST_BATCH_JOBS and RAG_INGEST_BATCH_BYTES). Jobs a crash left `processing` are re-queued

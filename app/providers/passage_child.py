@@ -3,7 +3,7 @@
 The local models (`use`, `e5`) are Python code around numpy or a C engine: while one embeds a
 batch of passages it takes the GIL back between every operation, so in the process that also
 serves requests an upload's embedding and the requests slow each other down (a Python thread
-spinning beside `use` doubles its time here, bench/README.md "Folder ingestion"). A child process
+spinning beside `use` doubles its time here, bench/README.md "Ingestion"). A child process
 has its own GIL: it embeds the passages of uploads and reindexing on the other core while this
 process answers requests and embeds questions itself (one short text, no round trip).
 

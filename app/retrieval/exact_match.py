@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.retrieval.corpus import CorpusReader
+from app.retrieval.corpus_reader import CorpusReader
 from app.retrieval.keyword import KeywordSnapshot
 from app.text.tokenizer import Tokenizer
 

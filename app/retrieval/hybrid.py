@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from app.config import Settings
     from app.providers.types import Embedder, Reranker
-    from app.retrieval.corpus import CorpusReader
+    from app.retrieval.corpus_reader import CorpusReader
 
 logger = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from app.domain import Chunk, indexed_text
 from app.memory import HotMap
-from app.retrieval.corpus import CorpusReader
+from app.retrieval.corpus_reader import CorpusReader
 from app.text.tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 
 class SecondDenseReader(Protocol):
-    """Nearest chunks by the second arm's vectors; `app.services.corpus.Corpus` provides it."""
+    """Nearest chunks by the second arm's vectors; `app.services.blocks.corpus.Corpus` provides
+    it."""
 
     def second_ready(self, tenant_id: str) -> bool:
         """Whether the tenant's second-arm vectors cover every chunk."""

@@ -9,17 +9,23 @@ into the JSON body and the server-sent events.
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
+import anyio
+
 from app import metrics
 from app.errors import RagError, public_message
-from app.generation.answer import AnswerDelta, AnswerDone
+from app.generation.answer_limits import GenerationLimits
 from app.generation.citations import Citation
-from app.generation.limits import GenerationLimits
-from app.limits import RequestLimits
+from app.generation.grounded_answer import AnswerDelta, AnswerDone
+from app.request_limits import RequestLimits
+from app.services.blocks.admission import Caller, ConcurrencyLimiter, Slot
+from app.services.blocks.answer_lane import AnswerLane, AnswerStream, Step
 from app.storage.cache import AnswerCache, CacheKey, answer_cache_key
 from app.timing import StageTimer, start_timer, timed
 
@@ -254,3 +260,68 @@ def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
         log.exception("stream crashed")
         _count(found, metrics.ERROR)
         yield AnswerFailed("internal_error", "internal error; see server logs", 500)
+
+
+# Behind admission control, on the answer lane's threads (see `app.services.blocks.answer_lane`).
+
+
+async def _inline(step: Step, *args: Any) -> Any:
+    return step(*args)
+
+
+async def _lookup(
+    deps: AnswerDeps, context: contextvars.Context, caller: Caller, question: str, k: int | None
+) -> Lookup:
+    # On the default threadpool: a few milliseconds of validation, database and cache reads.
+    found: Lookup = await anyio.to_thread.run_sync(
+        context.run, lookup, deps, caller.tenant_id, question, k
+    )
+    return found
+
+
+async def _admit(limiter: ConcurrencyLimiter, caller: Caller, timer: StageTimer) -> Slot:
+    """An answer slot; time spent queued shows up as the `queue` stage."""
+    started = time.perf_counter()
+    slot = await limiter.acquire(caller)
+    if slot.queued:
+        timer.record("queue", (time.perf_counter() - started) * 1000.0)
+    return slot
+
+
+async def answer(
+    lane: AnswerLane, deps: AnswerDeps, caller: Caller, question: str, k: int | None
+) -> AnsweredQuestion:
+    """The answer; a cache hit at once, a miss after admission (Overloaded: 429/503)."""
+    context = contextvars.copy_context()
+    found = await _lookup(deps, context, caller, question, k)
+    if found.cached is not None:
+        return cached_answer(found)
+    slot = await _admit(lane.answers, caller, found.timer)
+    try:
+        result: AnsweredQuestion = await lane.run(context, generate_answer, deps, found)
+        return result
+    finally:
+        slot.release()
+
+
+async def open_stream(
+    lane: AnswerLane, deps: AnswerDeps, caller: Caller, question: str, k: int | None
+) -> AnswerStream[AnswerEvent]:
+    """An admitted answer stream (Overloaded: 429/503 before any byte is sent)."""
+    slots = [await lane.streams.acquire(caller)]
+    try:
+        context = contextvars.copy_context()
+        found = await _lookup(deps, context, caller, question, k)
+        if found.cached is not None:
+            return AnswerStream(cached_events(found), slots, _inline)
+        slots.append(await _admit(lane.answers, caller, found.timer))
+        events = generated_events(deps, found)  # starts on its first step
+
+        async def on_lane(step: Step, *args: Any) -> Any:
+            return await lane.run(context, step, *args)
+
+        return AnswerStream(events, slots, on_lane)
+    except BaseException:
+        for slot in slots:
+            slot.release()
+        raise

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.errors import InvalidInput
-from app.services import answer_lane
-from app.services.admission import Caller
-from app.services.answer import AnsweredQuestion
-from app.services.answer_lane import AnswerStream
+from app.services import answer as answer_service
+from app.services.answer import AnsweredQuestion, AnswerEvent
+from app.services.blocks.admission import Caller
+from app.services.blocks.answer_lane import AnswerStream
+from app.services.blocks.followups import Rewrite, Turn
 from app.services.conversations import FollowUpDeps, rewrite_follow_up
-from app.services.followups import Rewrite, Turn
 
 # The one model this endpoint offers: cited answers from the caller's own documents.
 SERVICE_MODEL = "rag"
@@ -61,14 +61,16 @@ async def complete(
 ) -> tuple[AnsweredQuestion, Rewrite]:
     """The answer to the standalone question, and how that question was made."""
     rewrite = await _question(deps, caller, messages)
-    answered = await answer_lane.answer(deps.lane, deps.answers, caller, rewrite.question, None)
+    answered = await answer_service.answer(deps.lane, deps.answers, caller, rewrite.question, None)
     return answered, rewrite
 
 
 async def open_completion(
     deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]
-) -> tuple[AnswerStream, Rewrite]:
+) -> tuple[AnswerStream[AnswerEvent], Rewrite]:
     """The admitted answer stream of the standalone question, and how that question was made."""
     rewrite = await _question(deps, caller, messages)
-    events = await answer_lane.open_stream(deps.lane, deps.answers, caller, rewrite.question, None)
+    events = await answer_service.open_stream(
+        deps.lane, deps.answers, caller, rewrite.question, None
+    )
     return events, rewrite

@@ -1,7 +1,7 @@
 """Conversations: follow-ups rewritten into standalone questions, answered like /query, stored
 per turn with their citations.
 
-Answers come from the answer lane (`answer_lane.answer` / `open_stream`) with the standalone
+Answers come from the answer lane (`answer.answer` / `open_stream`) with the standalone
 question, so admission, the answer cache and its key (tenant, standalone question, k, corpus
 version, configuration) are exactly those of /query. The LLM rewrite runs under an answer slot
 of its own, released before the answer asks for one.
@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 
 from app.errors import NotFound, QuotaExceeded, public_message
-from app.services import answer_lane
-from app.services.admission import Caller
+from app.services import answer as answer_service
 from app.services.answer import (
     AnsweredQuestion,
     AnswerEvent,
@@ -31,14 +30,15 @@ from app.services.answer import (
     CitationsFound,
     TextDelta,
 )
-from app.services.answer_lane import AnswerStream
-from app.services.followups import Rewrite, Turn, standalone_question
+from app.services.blocks.admission import Caller
+from app.services.blocks.answer_lane import AnswerStream
+from app.services.blocks.followups import Rewrite, Turn, standalone_question
 from app.storage.conversations import ConversationRecord, MessageRecord, NewTurn
 
 if TYPE_CHECKING:
     from app.config import Settings
     from app.services.answer import AnswerDeps
-    from app.services.answer_lane import AnswerLane
+    from app.services.blocks.answer_lane import AnswerLane
     from app.storage.conversations import ConversationStore
 
 NOT_FOUND = "conversation not found"
@@ -136,8 +136,9 @@ def turns_of(messages: Sequence[MessageRecord]) -> list[Turn]:
 async def rewrite_follow_up(
     deps: FollowUpDeps, caller: Caller, history: Sequence[Turn], follow_up: str
 ) -> Rewrite:
-    """The standalone question for `follow_up` after `history` (see app/services/followups.py);
-    the LLM runs on the answer lane under an answer slot (Overloaded: 429/503)."""
+    """The standalone question for `follow_up` after `history` (see
+    app/services/blocks/followups.py); the LLM runs on the answer lane under an answer slot
+    (Overloaded: 429/503)."""
     config = deps.rewrite
     recent = list(history)[-config.context_turns :]
     rewrite = functools.partial(
@@ -252,7 +253,7 @@ async def ask(
     """
     prepared = await _prepare(deps, caller, conversation_id, content, k)
     follow_ups = deps.follow_ups
-    answered = await answer_lane.answer(
+    answered = await answer_service.answer(
         follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
     )
     found = CitationsFound(answered.citations, answered.refused)
@@ -282,7 +283,7 @@ class TurnStream:
         caller: Caller,
         conversation_id: str,
         prepared: _Prepared,
-        inner: AnswerStream,
+        inner: AnswerStream[AnswerEvent],
     ) -> None:
         self._deps = deps
         self._caller = caller
@@ -338,7 +339,7 @@ async def open_turn_stream(
     """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
     prepared = await _prepare(deps, caller, conversation_id, content, k)
     follow_ups = deps.follow_ups
-    inner = await answer_lane.open_stream(
+    inner = await answer_service.open_stream(
         follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
     )
     return TurnStream(deps, caller, conversation_id, prepared, inner)

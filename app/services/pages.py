@@ -27,6 +27,8 @@ from app.rendering.pdf_page import (
     RenderedPage,
     RenderLimits,
 )
+from app.services.blocks.admission import Caller
+from app.services.blocks.page_lane import PageLane
 from app.storage.documents import DocumentRecord, DocumentStore
 
 if TYPE_CHECKING:
@@ -355,3 +357,22 @@ def draw_picture(deps: PageDeps, job: PictureJob) -> RenderedPage:
         )
     deps.originals.images.put(job.image_key, rendered)
     return rendered
+
+
+async def page_image(
+    lane: PageLane,
+    deps: PageDeps,
+    caller: Caller,
+    document_id: str,
+    page: int,
+    chunk_id: str | None,
+) -> RenderedPage:
+    """A PDF page as PNG, the cited chunk highlighted: cached, refused, or drawn in a slot."""
+    found = await lane.look_up(picture_job, deps, caller.tenant_id, document_id, page, chunk_id)
+    if not isinstance(found, PictureJob):
+        return found
+    slot = await lane.renders.acquire(caller)
+    try:
+        return await lane.draw(draw_picture, deps, found)
+    finally:
+        slot.release()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.domain import RetrievalResult
-from app.limits import RequestLimits
+from app.request_limits import RequestLimits
 
 if TYPE_CHECKING:
     from app.retrieval.grouping import Grouping

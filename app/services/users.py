@@ -12,12 +12,10 @@ import re
 from dataclasses import dataclass
 
 from app import security
-from app.config import Settings
 from app.domain import ROLES, Role
 from app.errors import AuthenticationFailed, InvalidInput, KeyNotAllowed, NotFound, TenantRequired
 from app.services.audit import Actor
-from app.services.passwords import validate_password
-from app.storage.db import Database
+from app.services.blocks.passwords import validate_password
 from app.storage.users import UserChange, UserRecord, UserStore
 
 # Lower-case so "Alice" and "alice" cannot be two accounts; e-mail addresses are allowed.
@@ -257,9 +255,3 @@ class UserService:
     def authenticate(self, username: str, password: str, tenant: str | None = None) -> UserRecord:
         """The user these credentials belong to; AuthenticationFailed or TenantRequired."""
         return self.check_login(self.login_target(username, tenant), password)
-
-
-def build_user_service(settings: Settings, database: Database) -> UserService:
-    """The user service on the service database with the configured bcrypt cost and user
-    quota."""
-    return UserService(UserStore(database, settings.quota_users), settings.bcrypt_rounds)

@@ -16,7 +16,7 @@ chunk's record lives in the service database (`app.storage.chunks` has the measu
 collection of the earlier layout, which kept records in Chroma too, is refused until
 `scripts/migrate_chroma_layout.py` has moved its records to the database.
 
-Memory (issue #29, measured in bench/README.md "Many tenants"): embedded Chroma keeps every
+Memory (measured in bench/README.md "Many tenants"): embedded Chroma keeps every
 collection it touched in a native HNSW cache sized RLIMIT_NOFILE // 5 collections (4,000 here,
 200k in a container), each a preallocated index of ~2.6 MB even for one vector; its
 `chroma_memory_limit_bytes` / `chroma_segment_cache_policy` settings are ignored by the Rust core.

@@ -2,7 +2,8 @@
 
 An index holds vectors only, keyed by chunk id, with the document id deletes filter on. The
 chunk records and the tenant's corpus version live in the service database (`ChunkStore`); the
-corpus service (`app.services.corpus`) writes both, in the order that keeps the rows the truth.
+corpus service (`app.services.blocks.corpus`) writes both, in the order that keeps the rows the
+truth.
 Every backend passes the shared conformance suite (tests/storage/test_vector_index_conformance.py).
 """
 

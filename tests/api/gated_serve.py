@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from app import serve
-from app.services import documents
-from app.services.pipeline import FileProgress
+from app.services import indexing
+from app.services.blocks.pipeline import FileProgress
 
 GATE = Path(os.environ["RAG_TEST_EMBED_GATE"])
-_embed_files = documents.embed_files
+_embed_files = indexing.embed_files
 
 
 def _gated_embed_files(
@@ -33,7 +33,7 @@ def _gated_embed_files(
     return _embed_files(files, embedder, batch_size, report, *args, **kwargs)
 
 
-documents.embed_files = _gated_embed_files  # index_documents looks it up at call time
+indexing.embed_files = _gated_embed_files  # index_documents looks it up at call time
 
 if __name__ == "__main__":
     serve.main()

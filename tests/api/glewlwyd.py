@@ -29,7 +29,7 @@ import httpx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.api.live_server import free_port
+from testkit.live_server import free_port
 from tests.availability import unavailable
 
 GLEWLWYD = "/usr/bin/glewlwyd"

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from live_server import free_port
+
+from testkit.live_server import free_port
 
 _CONFIG = """
 worker_processes 1;

@@ -1,6 +1,6 @@
 """The audit's last-admin race, over HTTP on the default SQLite database: two admins sending
 `PATCH /users/{id}` `{"role": "member"}` (or `DELETE /users/{id}`) for each other at the same
-moment must leave the tenant one admin, the other request refused (issue 37, finding 2)."""
+moment must leave the tenant one admin, the other request refused (a race an audit found)."""
 
 from __future__ import annotations
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import httpx
 import pytest
-from api_builders import text_document
 from conftest import api_settings, assert_error_body
 from thread_server import ThreadServer, serving, wait_until
 
 from app.main import create_app
 from app.providers.types import ChatRequest, LLMDelta
+from testkit.builders import text_document
 
 pytestmark = pytest.mark.integration
 

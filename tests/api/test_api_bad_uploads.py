@@ -7,7 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from api_builders import (
+from conftest import ApiHarness, ApiUser
+from sqlalchemy import select
+
+from app.storage.tables import ChunkRow
+from testkit.builders import (
     BILLION_LAUGHS,
     BILLION_LAUGHS_REF,
     binary_blob,
@@ -21,10 +25,6 @@ from api_builders import (
     text_document,
     with_entity,
 )
-from conftest import ApiHarness, ApiUser
-from sqlalchemy import select
-
-from app.storage.tables import ChunkRow
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from conftest import ApiHarness, assert_error_body
-from live_server import LiveServer
 from raw_http import rss_kib, stream_body
+
+from testkit.live_server import LiveServer
 
 pytestmark = pytest.mark.integration
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from api_builders import text_document
 from conftest import ApiHarness, ApiUser, assert_error_body
+
+from testkit.builders import text_document
 
 pytestmark = pytest.mark.integration
 

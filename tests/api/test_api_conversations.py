@@ -7,11 +7,11 @@ import json
 from typing import Any
 
 import pytest
-from api_builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
-from app.limits import CHAT_MESSAGES_CEILING
 from app.providers.types import ChatRequest
+from app.request_limits import CHAT_MESSAGES_CEILING
+from testkit.builders import text_document
 from tests.fakes import FakeLLM
 
 pytestmark = pytest.mark.integration

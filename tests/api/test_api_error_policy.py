@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 from conftest import ApiFactory, ApiHarness, assert_error_body
-from live_server import free_port
 from sqlalchemy import text
 
 from app.container import Container
 from app.job_runners.runner import run_jobs
+from testkit.live_server import free_port
 
 pytestmark = pytest.mark.integration
 

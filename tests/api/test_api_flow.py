@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from api_builders import pdf_document, text_document
 from conftest import ApiHarness, ApiUser
+
+from testkit.builders import pdf_document, text_document
 
 pytestmark = pytest.mark.integration
 

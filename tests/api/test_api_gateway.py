@@ -19,9 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import ApiFactory, ApiHarness, assert_error_body
-from live_server import LiveServer, free_port
 from reverse_proxy import Nginx, nginx_binary
 
+from testkit.live_server import LiveServer, free_port
 from tests.availability import needs
 
 pytestmark = [

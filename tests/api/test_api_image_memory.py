@@ -1,7 +1,7 @@
-"""Issue 37, finding 1, against a live server (threads backend: jobs run in the API process):
-a TIFF of one text frame and large blank deflate frames, a few MB on disk and gigabytes decoded,
-is read and kept as page pictures without the server's resident memory growing by more than a
-little. Before the fix the API process decoded every frame into a list to write the kept PDF
+"""An image that decodes to gigabytes, against a live server (threads backend: jobs run in the API
+process): a TIFF of one text frame and large blank deflate frames, a few MB on disk and gigabytes
+decoded, is read and kept as page pictures without the server's resident memory growing by more than
+a little. Before the fix the API process decoded every frame into a list to write the kept PDF
 (+4 GB measured by the audit for 15 such frames)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from live_server import LiveServer
 from raw_http import rss_kib
 
+from testkit.live_server import LiveServer
 from tests.scans import blank_frames_tiff, scanned_page
 
 pytestmark = pytest.mark.integration

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_builders import corrupt_pdf, text_document
 from conftest import ApiFactory, ApiHarness, ApiUser
 
 from app.job_runners.runner import run_jobs
+from testkit.builders import corrupt_pdf, text_document
 from tests.scans import scanned_page, scanned_pdf
 
 pytestmark = pytest.mark.integration
@@ -142,7 +142,7 @@ def test_a_lone_upload_starts_at_once_and_uploads_arriving_meanwhile_form_batche
     api_factory: ApiFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Running workers this time (one thread, batches of at most 3): the first upload finds the
-    # queue empty and is claimed alone at once, with no batch window to wait out (issue 37);
+    # queue empty and is claimed alone at once, with no batch window to wait out;
     # the files uploaded while it is being indexed (a folder synced file by file) are claimed
     # together, at most RAG_INGEST_BATCH_JOBS at a time, and each job still ends on its own.
     running = api_factory(worker_pool_size=1, ingest_batch_jobs=3)

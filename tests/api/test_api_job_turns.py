@@ -1,4 +1,4 @@
-"""A long scan cannot hold an ingestion worker for hours (issue 37, finding 9): every run of a
+"""A long scan cannot hold an ingestion worker for hours: every run of a
 job has a total time limit on the threads backend too (RAG_JOB_TIMEOUT_S), and a scan OCRs its
 pages in turns, giving the worker to another tenant's waiting job between turns.
 
@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from api_builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser
 
+from testkit.builders import text_document
 from tests.scans import scanned_page, scanned_pdf
 
 pytestmark = pytest.mark.integration

@@ -1,7 +1,7 @@
 """What an API key may not do, and the caps on keys and users, through the real HTTP app.
 
-Issue 37: a key made with `expires_in_days: 1` made a key that never expired and still worked
-after its maker was revoked; an admin's key could add users; a reader made 300 keys in a row;
+What an audit found: a key made with `expires_in_days: 1` made a key that never expired and still
+worked after its maker was revoked; an admin's key could add users; a reader made 300 keys in a row;
 a deleted user's conversations stayed, counting against the tenant's quota.
 """
 

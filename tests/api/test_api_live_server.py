@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-from live_server import LiveServer
 
 from app.ingestion import LoadLimits, chunk_pages, load
+from testkit.live_server import LiveServer
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,5 @@
 """A live server (real uvicorn process, real HTTP, embedded Chroma, the shipped embedder) with
-RAG_HOT_TENANTS=16 serves 120 small tenants in turn (issue #29).
+RAG_HOT_TENANTS=16 serves 120 small tenants in turn.
 
 Before the bound, each tenant kept ~2.7 MB resident for good (Chroma's native HNSW cache); now,
 once 16 tenants are hot, the next ones add well under half of that (measured 0.4-1.1 MB each
@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from live_server import LiveServer
 
 from bench.many_tenants import add_tenants, exercise
+from testkit.live_server import LiveServer
 
 pytestmark = pytest.mark.slow
 

@@ -19,9 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api_builders import text_document
 from conftest import api_settings, assert_error_body
-from live_server import free_port
 from prometheus_client.parser import text_string_to_metric_families
 from thread_server import ThreadServer, serving, wait_until
 
@@ -29,6 +27,8 @@ from app.api.access import route_keys
 from app.errors import ConfigurationError
 from app.main import create_app
 from app.providers.types import ChatRequest, LLMDelta
+from testkit.builders import text_document
+from testkit.live_server import free_port
 
 pytestmark = pytest.mark.integration
 

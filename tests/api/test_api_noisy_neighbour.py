@@ -14,13 +14,13 @@ from typing import Any
 import httpx
 import pytest
 from conftest import api_settings
-from live_server import REPO_ROOT
 from thread_server import serving, wait_until
 
 from app.main import create_app
 from app.providers.llms import LlamaCppLLM
 from app.providers.types import ChatRequest, LLMDelta
 from bench.noisy_neighbour import manual, measure, noisy_server, print_report
+from testkit.live_server import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 

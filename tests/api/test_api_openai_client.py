@@ -10,9 +10,10 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from api_builders import text_document
 from conftest import ApiFactory
-from live_server import LiveServer, free_port
+
+from testkit.builders import text_document
+from testkit.live_server import LiveServer, free_port
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 from app.config import Settings
-from app.limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING
+from app.request_limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING
 
 pytestmark = pytest.mark.integration
 

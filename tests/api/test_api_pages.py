@@ -7,13 +7,14 @@ import io
 from typing import Any
 
 import pytest
-from api_builders import docx_document, pdf_document, text_document
 from conftest import ApiHarness, ApiUser, assert_error_body
 from PIL import Image
 
+from testkit.builders import docx_document, pdf_document, text_document
+
 pytestmark = pytest.mark.integration
 
-PAGE_ONE = "Cover page of the GANNET maintenance handbook, issue 3."
+PAGE_ONE = "Cover page of the GANNET maintenance handbook, edition 3."
 PAGE_TWO = (
     "Safety first. The GANNET mast bolts are tightened to 45 newton metres with the blue "
     "torque wrench. Check the bolts again after the first storm of the season."

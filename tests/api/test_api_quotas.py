@@ -11,11 +11,11 @@ import contextlib
 from typing import Any
 
 import pytest
-from api_builders import text_document
 from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from sqlalchemy import select
 
 from app.storage.tables import JobRow
+from testkit.builders import text_document
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from api_builders import pdf_document
 from conftest import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 from fastapi import FastAPI
 from glewlwyd import Glewlwyd, running_glewlwyd
@@ -29,6 +28,7 @@ from app.services.sso.config import SsoSettingsIn
 from app.storage.db import utc_now
 from app.storage.documents import insert_missing_document
 from app.storage.tables import ApiKeyRow
+from testkit.builders import pdf_document
 
 pytestmark = pytest.mark.integration
 

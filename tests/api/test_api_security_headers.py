@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from api_builders import pdf_document
 from conftest import ApiHarness, ApiUser
+
+from testkit.builders import pdf_document
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from app.api.upload import receive_uploads
 from app.config import Settings
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.main import _safe_request_id, create_app
-from app.services.documents import MAX_SOURCE_CHARS, sanitise_filename
+from app.services.uploads import MAX_SOURCE_CHARS, sanitise_filename
 
 pytestmark = pytest.mark.unit
 

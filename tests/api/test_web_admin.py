@@ -12,12 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
-from api_builders import text_document
 from browser import A11Y_AUDIT, launched_chromium, screenshot
-from live_server import LiveServer
 from playwright.sync_api import expect
 
 from app.services.audit import ACTIONS
+from testkit.builders import text_document
+from testkit.live_server import LiveServer
 
 pytestmark = pytest.mark.integration
 

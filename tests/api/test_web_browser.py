@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from api_builders import pdf_document, text_document
 from browser import A11Y_AUDIT, drop_files, launched_chromium, screenshot
-from live_server import LiveServer
 
+from testkit.builders import pdf_document, text_document
+from testkit.live_server import LiveServer
 from tests.scans import image_bytes, scanned_page
 
 pytestmark = pytest.mark.integration
@@ -25,7 +25,7 @@ PASSWORD = "browser tests password"
 MAX_UPLOAD = 2 * 1024 * 1024
 JOB_TIMEOUT_MS = 180_000
 HANDBOOK_PAGES = (
-    "Cover page of the GANNET maintenance handbook, issue 3.",
+    "Cover page of the GANNET maintenance handbook, edition 3.",
     "Safety first. The GANNET mast bolts are tightened to 45 newton metres with the blue "
     "torque wrench. Check the bolts again after the first storm of the season.",
 )

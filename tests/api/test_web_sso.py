@@ -13,8 +13,9 @@ import pytest
 from browser import launched_chromium, screenshot
 from cryptography.fernet import Fernet
 from glewlwyd import Glewlwyd, running_glewlwyd
-from live_server import LiveServer
 from playwright.sync_api import expect
+
+from testkit.live_server import LiveServer
 
 pytestmark = pytest.mark.integration
 

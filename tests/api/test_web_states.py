@@ -16,10 +16,11 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from api_builders import text_document
 from browser import drop_files, launched_chromium, screenshot
-from live_server import LIVE_JWT_SECRET, LiveServer
 from playwright.sync_api import expect
+
+from testkit.builders import text_document
+from testkit.live_server import LIVE_JWT_SECRET, LiveServer
 
 pytestmark = pytest.mark.integration
 

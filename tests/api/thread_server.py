@@ -13,9 +13,9 @@ from contextlib import contextmanager
 
 import uvicorn
 from fastapi import FastAPI
-from live_server import free_port
 
 from app.container import Container
+from testkit.live_server import free_port
 
 
 class ThreadServer:

@@ -1,12 +1,14 @@
-"""The evaluation tasks read from ../shared/data (RAG_EVAL_DATA_DIR)."""
+"""The evaluation tasks, read where the data lives (RAG_EVAL_DATA_DIR, else shared/data above)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from eval.datasets import data_dir, load_task, xquad_split
+from eval.datasets import data_dir, found_data_dir, load_task, xquad_split
 from tests.availability import needs
 
 pytestmark = pytest.mark.unit
@@ -47,6 +49,42 @@ def test_data_dir_is_overridable_and_missing_files_say_what_to_set(tmp_path, mon
         load_task("arcd-test")
     with pytest.raises(ValueError, match="unknown task"):
         load_task("squad")
+
+
+def test_the_data_is_found_in_the_nearest_shared_data_above_the_checkout(tmp_path: Path) -> None:
+    data = tmp_path / "work" / "shared" / "data"
+    data.mkdir(parents=True)
+    beside = tmp_path / "work" / "checkout"  # ../shared/data
+    worktree = tmp_path / "work" / "worktrees" / "branch"  # ../../shared/data
+    beside.mkdir()
+    worktree.mkdir(parents=True)
+
+    assert found_data_dir(beside) == data
+    assert found_data_dir(worktree) == data
+
+
+def test_a_clone_made_elsewhere_finds_the_data_above_the_repository_it_was_cloned_from(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "work" / "shared" / "data"
+    data.mkdir(parents=True)
+    source = tmp_path / "work" / "main"
+    subprocess.run(["git", "init", "-q", str(source)], check=True)
+    clone = tmp_path / "ci" / "somewhere" / "clone"
+    clone.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "remote", "add", "origin", str(source)], check=True)
+
+    assert found_data_dir(clone) == data
+
+
+def test_without_shared_data_anywhere_the_expected_place_is_beside_the_checkout(
+    tmp_path: Path,
+) -> None:
+    checkout = tmp_path / "lonely" / "checkout"
+    checkout.mkdir(parents=True)
+
+    assert found_data_dir(checkout) == tmp_path / "lonely" / "shared" / "data"
 
 
 def test_identical_paragraphs_become_one_retrievable_unit(tmp_path, monkeypatch):

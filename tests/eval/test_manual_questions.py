@@ -60,7 +60,7 @@ def test_the_wide_set_has_eight_or_more_manuals_from_other_packages_and_domains(
     assert all(q.text.endswith(("?", "؟")) for q in questions)
     arabic = [q for q in questions if wide[q.manual].language == "ar"]
     assert len(arabic) >= 25 and all(re.search("[\u0600-\u06ff]", q.text) for q in arabic)
-    # The issue-28 set is loaded as before, halves and all.
+    # The first (halved) set is loaded as before, halves and all.
     assert {q.manual for q in mq.load_questions()} == set(mq.SOURCES)
 
 

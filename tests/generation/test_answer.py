@@ -9,14 +9,14 @@ from generation_builders import PARIS, make_hits, relevant
 
 from app.config import Settings
 from app.domain import RetrievalResult
-from app.generation.answer import (
+from app.generation.answer_limits import GenerationLimits
+from app.generation.grounded_answer import (
     AnswerDelta,
     AnswerDone,
     final_answer,
     fit_passages,
     stream_answer,
 )
-from app.generation.limits import GenerationLimits
 from app.generation.prompt import PASSAGES_CLOSE, PASSAGES_OPEN
 from app.providers.llms import build_llm
 from app.timing import start_timer, timed

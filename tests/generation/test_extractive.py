@@ -9,7 +9,7 @@ import pytest
 from generation_builders import PARIS, PassageSpec, relevant
 
 from app.config import Settings
-from app.generation.answer import final_answer, stream_answer
+from app.generation.grounded_answer import final_answer, stream_answer
 from app.providers.extractive import ExtractiveLLM
 from app.providers.llms import build_llm
 from app.providers.types import ChatMessage, ChatRequest, Grounding

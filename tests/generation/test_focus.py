@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from generation_builders import PARIS, PassageSpec, make_hits, relevant
 
-from app.generation.answer import final_answer, shown_passages, stream_answer
 from app.generation.focus import focus_passages
+from app.generation.grounded_answer import final_answer, shown_passages, stream_answer
 from app.generation.prompt import PASSAGES_OPEN
 from tests.fakes import FakeLLM
 

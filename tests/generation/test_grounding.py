@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from generation_builders import PARIS, relevant
 
-from app.generation.answer import AnswerDelta, final_answer, stream_answer
+from app.generation.grounded_answer import AnswerDelta, final_answer, stream_answer
 from app.generation.grounding import CitationChecker
 from tests.fakes import FakeLLM
 

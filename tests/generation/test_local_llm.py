@@ -10,7 +10,7 @@ from generation_builders import PARIS, POEMS, PassageSpec, relevant
 
 from app.config import Settings, load_settings
 from app.errors import ModelIntegrityError
-from app.generation.answer import AnswerDelta, AnswerDone, final_answer, stream_answer
+from app.generation.grounded_answer import AnswerDelta, AnswerDone, final_answer, stream_answer
 from app.providers.gguf import DEFAULT_MODEL
 from app.providers.llms import LlamaCppLLM, build_llm
 

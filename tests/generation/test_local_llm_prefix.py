@@ -11,7 +11,7 @@ import pytest
 from generation_builders import PARIS, POEMS, PassageSpec, relevant
 
 from app.config import Settings, load_settings
-from app.generation.answer import AnswerDelta, stream_answer
+from app.generation.grounded_answer import AnswerDelta, stream_answer
 from app.generation.prompt import SHARED_MESSAGES, build_request
 from app.providers.gguf import ensure_default_model
 from app.providers.llms import LlamaCppLLM, _LocalModel

@@ -20,7 +20,7 @@ from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
 from app.ingestion.normalise import MAX_LABEL_CHARS, normalise_label
 from app.storage.chunks import ChunkStore
 from app.storage.db import Database
-from tests.api.api_builders import (
+from testkit.builders import (
     BILLION_LAUGHS,
     BILLION_LAUGHS_REF,
     docx_document,

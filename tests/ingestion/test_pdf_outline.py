@@ -14,7 +14,7 @@ from app.config import load_settings
 from app.domain import Chunk, HeadingMark, Page, section_path
 from app.ingestion import LoadLimits, chunk_pages, load
 from app.ingestion.page_roles import detect_page_role
-from app.services.pipeline import PipelineConfig, parse_file
+from app.services.blocks.pipeline import PipelineConfig, parse_file
 from tests.availability import require
 from tests.ingestion.ingestion_builders import ninety_five_char_lines
 

@@ -15,7 +15,7 @@ import pytest
 
 from app.config import Settings, load_settings
 from app.errors import GenerationTimeout, ProviderUnavailable
-from app.generation.answer import AnswerDelta, AnswerDone, final_answer, stream_answer
+from app.generation.grounded_answer import AnswerDelta, AnswerDone, final_answer, stream_answer
 from app.providers.llms import ChatServerLLM, build_llm
 from app.providers.types import LLM, ChatMessage, ChatRequest
 from tests.fake_clock import FakeClock

@@ -10,7 +10,7 @@ from app.config import Settings
 from app.errors import ConfigurationError
 from app.providers.rerankers import build_reranker, local_model_dir
 from app.providers.types import Reranker
-from tests.providers.tiny_cross_encoder import save_tiny_cross_encoder
+from testkit.tiny_cross_encoder import save_tiny_cross_encoder
 
 pytestmark = pytest.mark.unit
 

@@ -86,7 +86,7 @@ def test_a_sideways_phone_photo_is_kept_upright(tmp_path: Path) -> None:
 def test_many_large_frames_fit_in_the_memory_of_one(tmp_path: Path) -> None:
     # Four blank 7700 x 7700 RGB frames decode to 178 MB each; the child has 500 MB of address
     # space, so it passes only holding about one frame at a time (Pillow's PDF writer, given
-    # every frame in a list as before issue 37, peaked at 1.4 GB resident on this file).
+    # every frame in a list as the decoder once did, peaked at 1.4 GB resident on this file).
     source = tmp_path / "blanks.tiff"
     source.write_bytes(blank_frames_tiff(_marked((2480, 3508), "L"), blank_frames=4))
     target = tmp_path / "kept.pdf"

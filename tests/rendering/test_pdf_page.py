@@ -11,7 +11,7 @@ from PIL import Image
 
 from app.rendering.isolated import page_count_isolated, render_page_isolated
 from app.rendering.pdf_page import PageOutOfRange, PageRenderFailed, Passage, RenderLimits
-from tests.api.api_builders import heavy_drawing_pdf, huge_image_pdf, pdf_document
+from testkit.builders import heavy_drawing_pdf, huge_image_pdf, pdf_document
 
 pytestmark = pytest.mark.integration
 

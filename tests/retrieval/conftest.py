@@ -9,7 +9,7 @@ import pytest
 
 from app.config import Settings
 from app.retrieval.hybrid import HybridRetriever, build_retriever
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import CountingChunkStore, memory_corpus
 

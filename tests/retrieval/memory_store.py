@@ -18,7 +18,7 @@ import numpy as np
 
 from app.domain import Chunk, chunk_id, document_id
 from app.providers.types import Embedder
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 from app.storage.chunks import ChunkStore
 from app.storage.db import open_database
 from app.storage.vector_index import IndexedVector

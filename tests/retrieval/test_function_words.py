@@ -7,7 +7,7 @@ import pytest
 
 from app.retrieval.function_words import content_tokens
 from app.retrieval.hybrid import HybridRetriever
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import add_document
 

@@ -9,10 +9,10 @@ import pytest
 from app.config import Settings
 from app.providers.rerankers import build_reranker
 from app.retrieval.hybrid import HybridRetriever, build_retriever
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 from app.timing import start_timer
+from testkit.tiny_cross_encoder import save_tiny_cross_encoder
 from tests.fakes import FakeEmbedder
-from tests.providers.tiny_cross_encoder import save_tiny_cross_encoder
 from tests.retrieval.memory_store import add_document
 from tests.stage_evidence import STAGE_KEYS
 

@@ -11,7 +11,7 @@ from app.domain import document_id
 from app.providers.embeddings import build_embedder
 from app.providers.types import Embedder
 from app.retrieval.hybrid import build_retriever
-from app.services.corpus import Corpus, build_corpus
+from app.services.blocks.corpus import Corpus, build_corpus
 from app.text.arabic import strip_vowel_marks
 from tests.retrieval.memory_store import add_document
 

@@ -10,7 +10,7 @@ import pytest
 
 from app.domain import document_id
 from app.retrieval.keyword import KeywordIndex
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 from app.storage.chunks import ChunkStore
 from app.text.tokenizer import Tokenizer, TokenizerOptions
 from tests.fakes import FakeEmbedder

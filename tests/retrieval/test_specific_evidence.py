@@ -9,7 +9,7 @@ import pytest
 
 from app.retrieval.evidence import script_neutral_tokens
 from app.retrieval.hybrid import HybridRetriever, Recall, RetrieverConfig, fuse
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 from app.text.tokenizer import tokenize
 from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import add_document

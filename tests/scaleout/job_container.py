@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from app.config import Settings
 from app.container import Container
-from app.services.documents import ReceivedFile, reserve_upload, submit_uploads
+from app.services.uploads import ReceivedFile, reserve_upload, submit_uploads
 from app.storage.tables import JobRow
 
 TEXT = b"The relief valve is inspected every 30 days.\n\nReports go to the safety officer."

@@ -16,14 +16,9 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from scaleout_stack import (
-    ApiClient,
-    LocalStack,
-    Process,
-    free_port,
-    running_stack,
-    wait_for_port,
-)
+
+from testkit.local_stack import ApiClient, LocalStack, Process, free_port, wait_for_port
+from tests.scaleout.running_stack import running_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

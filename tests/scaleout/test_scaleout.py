@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scaleout_stack import ApiClient, LocalStack, running_stack
 from sqlalchemy import create_engine, text
+
+from testkit.local_stack import ApiClient, LocalStack
+from tests.scaleout.running_stack import running_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

@@ -1,6 +1,6 @@
 """RAG_HOT_TENANTS on the scale-out deployment (Chroma server, Redis, PostgreSQL, two API
 processes, one worker): with a bound of 2 and five tenants, every search through either process
-finds the tenant's own document, though each process evicted the tenant in between (issue #29).
+finds the tenant's own document, though each process evicted the tenant in between.
 """
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scaleout_stack import ApiClient, running_stack
+
+from testkit.local_stack import ApiClient
+from tests.scaleout.running_stack import running_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

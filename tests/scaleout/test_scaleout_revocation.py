@@ -12,8 +12,10 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from scaleout_stack import PASSWORD, REDIS_URL, LocalStack, running_stack
 from sqlalchemy.engine import make_url
+
+from testkit.local_stack import PASSWORD, REDIS_URL, LocalStack
+from tests.scaleout.running_stack import running_stack
 
 pytestmark = pytest.mark.integration
 

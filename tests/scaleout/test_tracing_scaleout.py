@@ -21,7 +21,6 @@ import uvicorn
 from fastapi import FastAPI
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from scaleout_stack import REDIS_URL, LocalStack, free_port
 
 from app import worker
 from app.config import load_settings
@@ -31,6 +30,7 @@ from app.job_runners.redis_worker import IngestWorker
 from app.jobs.redis_queue import rq_queue
 from app.main import create_app
 from app.storage.redis_client import connect_redis
+from testkit.local_stack import REDIS_URL, LocalStack, free_port
 from tests.availability import unavailable
 from tests.span_capture import captured_spans
 

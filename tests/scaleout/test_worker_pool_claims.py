@@ -1,5 +1,5 @@
 """The in-process pool (threads backend) claims a lone upload at once: the job is handed to its
-runner as soon as the upload wakes a thread, not after a batch-gathering window (issue 37: a
+runner as soon as the upload wakes a thread, not after a batch-gathering window (a
 script that uploads a file and waits for it got twice as slow when lone jobs waited for a batch).
 
 The job table is a fake that records claims; the assertion is on events, not on timings.
@@ -63,7 +63,7 @@ class RecordingJobs:
 
 
 def test_a_lone_upload_is_claimed_at_once_not_after_a_batch_window() -> None:
-    # Before issue 37 a thread woken by an upload waited for a quiet RAG_INGEST_BATCH_WAIT_MS
+    # Before, a thread woken by an upload waited for a quiet RAG_INGEST_BATCH_WAIT_MS
     # (here 10 s, and up to 4 windows) unless a full batch came: a lone job sat out the window.
     settings = load_settings(
         _env_file=None, worker_pool_size=1, ingest_batch_wait_ms=10_000, ingest_batch_jobs=32

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.errors import Overloaded
-from app.services.admission import Bounds, Caller, ConcurrencyLimiter, Slot
+from app.services.blocks.admission import Bounds, Caller, ConcurrencyLimiter, Slot
 from tests.fake_clock import FakeClock
 
 pytestmark = pytest.mark.unit

@@ -15,8 +15,8 @@ import pytest
 
 from app.config import load_settings
 from app.errors import ProviderUnavailable
-from app.services.admission import Bounds, Caller
-from app.services.answer_lane import AnswerLane, AnswerStream
+from app.services.blocks.admission import Bounds, Caller
+from app.services.blocks.answer_lane import AnswerLane, AnswerStream
 
 pytestmark = pytest.mark.unit
 

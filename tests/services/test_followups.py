@@ -9,8 +9,8 @@ import pytest
 from app.errors import InvalidInput, ProviderUnavailable
 from app.providers.extractive import ExtractiveLLM
 from app.providers.types import LLM, ChatRequest, LLMDelta
+from app.services.blocks.followups import Rewrite, Turn, fallback_question, standalone_question
 from app.services.chat_completions import Said, split_chat
-from app.services.followups import Rewrite, Turn, fallback_question, standalone_question
 from tests.fakes import FakeLLM
 
 REFUSAL = "I could not find the answer in the provided documents."

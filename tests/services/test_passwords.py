@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.errors import InvalidInput, PasswordContainsUsername, PasswordTooCommon
-from app.services.passwords import MIN_PASSWORD_CHARS, common_passwords, validate_password
+from app.services.blocks.passwords import MIN_PASSWORD_CHARS, common_passwords, validate_password
 
 pytestmark = pytest.mark.unit
 

@@ -16,7 +16,7 @@ import pytest
 
 from app.domain import Chunk, chunk_id, document_id
 from app.providers.types import Embedder
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 
 
 def make_chunks(

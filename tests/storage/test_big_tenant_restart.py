@@ -1,4 +1,4 @@
-"""A big tenant survives a restart (issue #29): one process writes 30,000 chunks into the
+"""A big tenant survives a restart: one process writes 30,000 chunks into the
 embedded stores (real XQuAD sentences; vectors are the shipped `use` model's vectors of 300 of
 them plus noise, as bench.big_tenant does, so writing fits a test's time) and builds the keyword
 index; then new processes (`python -m app.cli search`) open the same data directory.

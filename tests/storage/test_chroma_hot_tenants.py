@@ -1,4 +1,4 @@
-"""Embedded Chroma with its native HNSW cache bounded to RAG_HOT_TENANTS collections (issue #29).
+"""Embedded Chroma with its native HNSW cache bounded to RAG_HOT_TENANTS collections.
 
 Chroma loses an evicted index that never reached the disk ("Nothing found on disk"); these
 tenants are the cases that did: one vector, a few vectors, and a collection made with Chroma's

@@ -11,7 +11,7 @@ from chroma_helpers import ingest, make_chunks
 
 from app.config import Settings
 from app.errors import EmbeddingModelMismatch
-from app.services.corpus import Corpus, build_corpus
+from app.services.blocks.corpus import Corpus, build_corpus
 from app.storage.chroma_index import tenant_prefix
 from tests.fakes import FakeEmbedder
 

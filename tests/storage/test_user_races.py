@@ -3,7 +3,7 @@ two admins demoting or deleting each other at once keep one admin, a tenant's fi
 added at once get one admin, and the user and key caps hold when many creates arrive together.
 
 SQLite ignores `SELECT ... FOR UPDATE`, so each guard must take the write lock before it reads
-(issue 37, finding 2). Every race starts its threads at a barrier and runs many rounds, since a
+(a race an audit found). Every race starts its threads at a barrier and runs many rounds, since a
 single round can fall either way by luck.
 """
 

@@ -9,7 +9,7 @@ import pytest
 from app import security
 from app.config import Settings
 from app.errors import AuthenticationFailed, Conflict, InvalidInput
-from app.services.users import LOGIN_FAILED_MESSAGE, UserService, build_user_service
+from app.services.users import LOGIN_FAILED_MESSAGE, UserService
 from app.storage.db import Database, open_database
 from app.storage.users import UserStore
 from tests.bcrypt_cost import bcrypt_cost
@@ -19,9 +19,14 @@ pytestmark = pytest.mark.integration
 PASSWORD = "a long enough passphrase"
 
 
+def user_service(settings: Settings, database: Database) -> UserService:
+    """The user service as the container builds it, on `database`."""
+    return UserService(UserStore(database, settings.quota_users), settings.bcrypt_rounds)
+
+
 @pytest.fixture
 def users(sql_database: Database, settings: Settings) -> UserService:
-    return build_user_service(settings, sql_database)
+    return user_service(settings, sql_database)
 
 
 def test_created_user_can_log_in_and_gets_its_tenant(users: UserService) -> None:
@@ -126,12 +131,10 @@ def test_list_users_by_tenant_and_delete(users: UserService) -> None:
 
 
 def test_users_survive_a_restart(sql_database: Database, settings: Settings) -> None:
-    build_user_service(settings, sql_database).create_user("acme", "ivan", PASSWORD)
+    user_service(settings, sql_database).create_user("acme", "ivan", PASSWORD)
     sql_database.dispose()
     reopened = open_database(sql_database.url)
     try:
-        assert build_user_service(settings, reopened).authenticate("ivan", PASSWORD).tenant_id == (
-            "acme"
-        )
+        assert user_service(settings, reopened).authenticate("ivan", PASSWORD).tenant_id == ("acme")
     finally:
         reopened.dispose()

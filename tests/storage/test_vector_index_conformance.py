@@ -18,14 +18,14 @@ import pytest
 from chroma_helpers import make_chunks
 from chromadb.config import Settings as ChromaSettings
 
-from app.services.corpus import Corpus
+from app.services.blocks.corpus import Corpus
 from app.storage.chroma_index import ChromaVectorIndex
 from app.storage.chunks import ChunkStore
 from app.storage.db import open_database
 from app.storage.vector_index import IndexedVector, VectorIndex
+from testkit.local_stack import free_port, wait_for_port
 from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import InMemoryVectorIndex
-from tests.scaleout.scaleout_stack import free_port, wait_for_port
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,7 @@ from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut,
 from app.api.streams import AnswerStreamResponse, ClosableEvents
 from app.domain import SearchHit, ocr_confidence, section_path, text_source
 from app.observability import error_payload
-from app.services import answer_lane
-from app.services.admission import Caller
+from app.services import answer as answer_service
 from app.services.answer import (
     AnsweredQuestion,
     AnswerEvent,
@@ -26,6 +25,7 @@ from app.services.answer import (
     CitationsFound,
     TextDelta,
 )
+from app.services.blocks.admission import Caller
 from app.services.search import search as search_service
 from app.timing import start_timer
 
@@ -86,7 +86,7 @@ def document_counts(hit: SearchHit) -> dict[str, Any]:
 async def query(body: QueryIn, container: ContainerDep, principal: Principal) -> QueryOut:
     """A short answer whose claims carry [n] markers resolving to file and page."""
     caller = Caller(principal.tenant_id, principal.user_id)
-    answered = await answer_lane.answer(
+    answered = await answer_service.answer(
         container.answer_lane, container.answer_deps, caller, body.question, body.k
     )
     return query_out(answered)
@@ -153,7 +153,7 @@ async def query_stream(
 ) -> StreamingResponse:
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
     caller = Caller(principal.tenant_id, principal.user_id)
-    events = await answer_lane.open_stream(
+    events = await answer_service.open_stream(
         container.answer_lane, container.answer_deps, caller, body.question, body.k
     )
     return EventStreamResponse(events)

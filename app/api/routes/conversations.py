@@ -28,14 +28,14 @@ from app.api.errors import error_responses
 from app.api.routes.answers import EventStreamResponse, query_out, wire_event
 from app.api.schemas import CitationOut
 from app.services import conversations as service
-from app.services.admission import Caller
+from app.services.blocks.admission import Caller
+from app.services.blocks.followups import Rewrite
 from app.services.conversations import (
     AnsweredTurn,
     QuestionRewritten,
     TurnEvent,
     TurnFinished,
 )
-from app.services.followups import Rewrite
 from app.storage.conversations import ConversationRecord, MessageRecord
 
 router = APIRouter(tags=["conversations"])

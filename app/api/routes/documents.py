@@ -25,7 +25,7 @@ from app.api.upload import receive_uploads
 from app.errors import public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
-from app.services import documents as service
+from app.services import documents, uploads
 from app.services.auth import Identity
 from app.storage.documents import DocumentRecord
 
@@ -122,10 +122,10 @@ async def upload_document(
     uploader = _uploader(caller, ip)
     # The first job slot is taken before the body is read, each further one before its file is
     # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
-    reservations = [await run_in_threadpool(service.reserve_upload, deps, tenant, uploader)]
+    reservations = [await run_in_threadpool(uploads.reserve_upload, deps, tenant, uploader)]
 
     def reserve_next() -> None:  # runs in the receiver's worker thread
-        reservations.append(service.reserve_upload(deps, tenant, uploader))
+        reservations.append(uploads.reserve_upload(deps, tenant, uploader))
 
     try:
         received = await receive_uploads(
@@ -143,7 +143,7 @@ async def upload_document(
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
     jobs = await run_in_threadpool(
-        service.submit_uploads, deps, tenant, reservations, received, uploader
+        uploads.submit_uploads, deps, tenant, reservations, received, uploader
     )
     accepted = [
         JobAccepted(
@@ -157,9 +157,9 @@ async def upload_document(
     return UploadAccepted(**accepted[0].model_dump(), jobs=accepted)
 
 
-def _release_all(deps: service.UploadDeps, tenant: str, reservations: list[str]) -> None:
+def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str]) -> None:
     for reservation in reservations:
-        service.release_upload(deps, tenant, reservation)
+        uploads.release_upload(deps, tenant, reservation)
 
 
 @router.get("/jobs", response_model=JobList, responses=error_responses(422))
@@ -177,14 +177,14 @@ def list_jobs(
     still to index: a client syncing a folder polls that one listing until its `count` is 0."""
     size = container.request_limits.page_size(limit)
     statuses = status or list(get_args(JobStatus))
-    found = service.list_jobs(container.upload_deps, principal.tenant_id, statuses, size, offset)
+    found = uploads.list_jobs(container.upload_deps, principal.tenant_id, statuses, size, offset)
     return JobList(data=[_job_out(job) for job in found.records], count=found.total)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
 def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOut:
     """An ingestion job's state and progress."""
-    return _job_out(service.get_job(container.upload_deps, principal.tenant_id, job_id))
+    return _job_out(uploads.get_job(container.upload_deps, principal.tenant_id, job_id))
 
 
 @router.get("/documents", response_model=DocumentList, responses=error_responses(422))
@@ -196,7 +196,7 @@ def list_documents(
 ) -> DocumentList:
     """The tenant's documents, newest first."""
     size = container.request_limits.page_size(limit)
-    found = service.list_documents(container.document_deps, principal.tenant_id, size, offset)
+    found = documents.list_documents(container.document_deps, principal.tenant_id, size, offset)
     return DocumentList(data=[_document_out(r) for r in found.records], count=found.total)
 
 
@@ -205,7 +205,7 @@ def list_documents(
 )
 def get_document(document_id: str, container: ContainerDep, principal: Principal) -> DocumentOut:
     """One document of the tenant."""
-    found = service.get_document(container.document_deps, principal.tenant_id, document_id)
+    found = documents.get_document(container.document_deps, principal.tenant_id, document_id)
     return _document_out(found)
 
 
@@ -218,9 +218,9 @@ def delete_document(
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
     uploader = _uploader(caller, ip)
-    service.delete_document(container.document_deps, caller.tenant_id, document_id, uploader)
+    documents.delete_document(container.document_deps, caller.tenant_id, document_id, uploader)
     return Response(status_code=204)
 
 
-def _uploader(caller: Identity, ip: str) -> service.Uploader:
-    return service.Uploader(caller.actor(ip), may_change_any=caller.role == "admin")
+def _uploader(caller: Identity, ip: str) -> documents.Uploader:
+    return documents.Uploader(caller.actor(ip), may_change_any=caller.role == "admin")

@@ -32,9 +32,15 @@ from app.api.schemas import CitationOut
 from app.api.streams import AnswerStreamResponse
 from app.observability import error_payload
 from app.services import chat_completions as service
-from app.services.admission import Caller
-from app.services.answer import AnswerFailed, AnswerFinished, CitationsFound, TextDelta
-from app.services.answer_lane import AnswerStream
+from app.services.answer import (
+    AnswerEvent,
+    AnswerFailed,
+    AnswerFinished,
+    CitationsFound,
+    TextDelta,
+)
+from app.services.blocks.admission import Caller
+from app.services.blocks.answer_lane import AnswerStream
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 # The service's models exist as long as it runs; OpenAI's field wants a Unix time.
@@ -55,7 +61,7 @@ def _data(payload: dict[str, Any] | str) -> bytes:
 
 
 async def _chunks(
-    events: AnswerStream, completion_id: str, created: int, standalone: str
+    events: AnswerStream[AnswerEvent], completion_id: str, created: int, standalone: str
 ) -> AsyncIterator[bytes]:
     model = service.SERVICE_MODEL
     yield _data(chunk(completion_id, created, model, {"role": "assistant", "content": ""}))

@@ -9,9 +9,8 @@ from fastapi import APIRouter, Path, Query, Response
 from app.api.deps import ContainerDep, PageRateLimit, Principal
 from app.api.errors import error_responses
 from app.api.schemas import HighlightOut, PageTextOut
-from app.services import page_lane
 from app.services import pages as service
-from app.services.admission import Caller
+from app.services.blocks.admission import Caller
 
 # Every page route counts against the caller's RAG_RATE_LIMIT_PAGES_PER_MINUTE.
 router = APIRouter(tags=["documents"], dependencies=[PageRateLimit])
@@ -50,7 +49,7 @@ async def page_image(
     """A PDF page as PNG, the cited passage highlighted; 409 when it cannot be drawn (not a
     PDF, or the page failed: too slow, too large, damaged); 429/503 when no render slot frees
     up within a second or two (Retry-After says when to come back)."""
-    rendered = await page_lane.page_image(
+    rendered = await service.page_image(
         container.page_lane,
         container.page_deps,
         Caller(principal.tenant_id, principal.user_id),

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.domain import Page
-from app.ingestion.limits import LoadLimits
 from app.ingestion.loaders.languages import CODE_LANGUAGES
+from app.ingestion.parse_limits import LoadLimits
 
 # Images are read by OCR (loaders/image.py lists the formats each may hold).
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from app.domain import Page
-from app.ingestion.limits import CharBudget, LoadLimits
 from app.ingestion.loaders.languages import CODE_LANGUAGES
 from app.ingestion.loaders.text import read_text_file
+from app.ingestion.parse_limits import CharBudget, LoadLimits
 
 
 def _pretty_json(text: str) -> str:

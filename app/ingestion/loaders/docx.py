@@ -19,8 +19,8 @@ import docx2txt
 from app.domain import Page
 from app.errors import CorruptDocument, EmptyDocument
 from app.ingestion.archive import check_office_archive
-from app.ingestion.limits import CharBudget, LoadLimits
 from app.ingestion.normalise import normalise_text
+from app.ingestion.parse_limits import CharBudget, LoadLimits
 from app.ingestion.section_paths import MAX_LEVEL, locate_headings
 
 log = logging.getLogger(__name__)

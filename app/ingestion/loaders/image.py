@@ -16,11 +16,11 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from app.domain import Page
 from app.errors import CorruptDocument, DocumentTooLarge, UnsupportedFileType
-from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.ocr import layout_text, ocr_picture, ocr_status, unavailable
 from app.ingestion.ocr_pdf import check_ocr_budget
 from app.ingestion.ocr_progress import ocr_page, report_ocr
 from app.ingestion.ocr_result import require_readable, unreadable_page
+from app.ingestion.parse_limits import CharBudget, LoadLimits, check_page_count
 
 # Formats Pillow may report for each extension we accept (MPO: a JPEG from a phone camera).
 FORMATS: dict[str, frozenset[str]] = {

@@ -11,13 +11,13 @@ from pypdf.errors import FileNotDecryptedError, PdfReadError
 
 from app.domain import OcrLayout, Page
 from app.errors import CorruptDocument, EncryptedDocument, NeedsOCR
-from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.loaders.pdf_text import best_page_text, positioned_texts
 from app.ingestion.normalise import normalise_text
 from app.ingestion.ocr import layout_text, ocr_status, unavailable
 from app.ingestion.ocr_pdf import ocr_pdf_pages, scanned_pages
 from app.ingestion.ocr_result import require_readable, unreadable_page
 from app.ingestion.page_roles import detect_page_role
+from app.ingestion.parse_limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.pdf_outline import (
     TextTops,
     covering_titles,

@@ -12,8 +12,8 @@ from pptx.shapes.group import GroupShape
 from app.domain import Page
 from app.errors import CorruptDocument, EmptyDocument
 from app.ingestion.archive import check_office_archive
-from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.normalise import normalise_line, normalise_text
+from app.ingestion.parse_limits import CharBudget, LoadLimits, check_page_count
 
 
 def _shape_texts(shapes: Iterable[Any]) -> Iterator[str]:

@@ -17,9 +17,9 @@ from openpyxl import load_workbook
 from app.domain import Page
 from app.errors import CorruptDocument, EmptyDocument
 from app.ingestion.archive import check_office_archive
-from app.ingestion.limits import CharBudget, LoadLimits, check_page_count
 from app.ingestion.loaders.text import read_text_file
 from app.ingestion.normalise import normalise_line
+from app.ingestion.parse_limits import CharBudget, LoadLimits, check_page_count
 
 CELL_SEPARATOR = " | "
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from app.domain import Page
 from app.errors import DocumentTooLarge, EmptyDocument
 from app.ingestion.decoding import decode_text
-from app.ingestion.limits import CharBudget, LoadLimits
 from app.ingestion.normalise import normalise_text
+from app.ingestion.parse_limits import CharBudget, LoadLimits
 from app.ingestion.section_paths import markdown_headings
 
 # UTF-32 needs 4 bytes per character: reading more than this cannot fit under the char cap.

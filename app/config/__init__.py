@@ -1,0 +1,150 @@
+"""One typed Settings object, read from `RAG_*` environment variables and `.env`.
+
+Its fields are declared by concern, one module each (`service`, `ingestion`, `embeddings`, `web`,
+`retrieval`, `generation`, `storage`, `auth`, `sso`, `monitoring`), and combined here by
+inheritance into the one flat `Settings`: every field is still `settings.x`, read from `RAG_X`.
+What relates settings of several concerns (checks across them, values built from several) lives
+here.
+
+Factories read it; leaf code receives plain values. `load_settings()` turns validation errors
+into one message that names the offending environment variable.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.config.auth import JWT_TTL_CAP_S, AuthSettings
+from app.config.embeddings import EMBEDDING_PROVIDERS, EmbeddingSettings, SecondEmbedding
+from app.config.fields import ENV_PREFIX, GROUPS, Group, setting
+from app.config.generation import LLM_PROVIDERS, GenerationSettings
+from app.config.ingestion import IngestionSettings, SectionPathArms
+from app.config.monitoring import MonitoringSettings
+from app.config.retrieval import RerankerProvider, RetrievalSettings, VectorBackend
+from app.config.service import ServiceSettings
+from app.config.sso import SsoSettings
+from app.config.storage import CacheBackend, JobBackend, StorageSettings
+from app.config.web import WebSettings
+from app.errors import ConfigurationError
+from app.request_limits import RequestLimits
+
+__all__ = [
+    "EMBEDDING_PROVIDERS",
+    "ENV_PREFIX",
+    "GROUPS",
+    "JWT_TTL_CAP_S",
+    "LLM_PROVIDERS",
+    "SERVICE_VERSION",
+    "CacheBackend",
+    "Group",
+    "JobBackend",
+    "RerankerProvider",
+    "SecondEmbedding",
+    "SectionPathArms",
+    "Settings",
+    "VectorBackend",
+    "get_settings",
+    "load_settings",
+    "setting",
+]
+
+# The service's version (the API's OpenAPI version and rag_build_info{version}).
+SERVICE_VERSION = "0.1.0"
+
+
+# The generated files list each block's settings in the order they are declared in their module.
+class Settings(
+    MonitoringSettings,
+    SsoSettings,
+    AuthSettings,
+    StorageSettings,
+    GenerationSettings,
+    RetrievalSettings,
+    WebSettings,
+    EmbeddingSettings,
+    IngestionSettings,
+    ServiceSettings,
+    BaseSettings,
+):
+    """Every setting of the service, each with its description, unit and group."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    @model_validator(mode="after")
+    def _check_relations(self) -> Settings:
+        # A question of RAG_MAX_QUESTION_CHARS, JSON-escaped at 6 bytes a character, must fit.
+        if self.max_body_bytes < 6 * self.max_question_chars + 1024:
+            raise ValueError(
+                f"{ENV_PREFIX}MAX_BODY_BYTES ({self.max_body_bytes}) is too small for "
+                f"{ENV_PREFIX}MAX_QUESTION_CHARS ({self.max_question_chars}); allow at least "
+                "6 bytes per character plus 1024"
+            )
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"{ENV_PREFIX}CHUNK_OVERLAP ({self.chunk_overlap}) must be smaller than "
+                f"{ENV_PREFIX}CHUNK_SIZE ({self.chunk_size})"
+            )
+        if self.top_k > self.max_k:
+            raise ValueError(f"{ENV_PREFIX}TOP_K must not exceed {ENV_PREFIX}MAX_K")
+        if self.job_stale_after_s < 3 * self.job_heartbeat_s:
+            raise ValueError(
+                f"{ENV_PREFIX}JOB_STALE_AFTER_S must be at least 3 x {ENV_PREFIX}JOB_HEARTBEAT_S, "
+                "or a slow heartbeat makes a live job look abandoned"
+            )
+        if self.metrics_enabled and not (self.metrics_token or self.metrics_port):
+            raise ValueError(
+                f"{ENV_PREFIX}METRICS_ENABLED needs {ENV_PREFIX}METRICS_TOKEN (a bearer token "
+                f"for /metrics) or {ENV_PREFIX}METRICS_PORT (a port of its own, not published)"
+            )
+        if self.job_backend == "redis" and self.vector_backend == "chroma":
+            raise ValueError(
+                f"{ENV_PREFIX}JOB_BACKEND=redis runs ingestion in separate worker processes, "
+                "which cannot share an embedded Chroma directory; set "
+                f"{ENV_PREFIX}VECTOR_BACKEND=chroma-http"
+            )
+        return self
+
+    @property
+    def request_limits(self) -> RequestLimits:
+        """The configured caps of search, question and listing requests."""
+        return RequestLimits(
+            max_question_chars=self.max_question_chars,
+            max_k=self.max_k,
+            default_k=self.top_k,
+            max_page_size=self.max_page_size,
+        )
+
+    @property
+    def metrics_bind_host(self) -> str:
+        """The address RAG_METRICS_PORT's listener binds: RAG_METRICS_HOST, else RAG_HOST."""
+        return self.metrics_host or self.host
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The user/job database; a SQLite file under the data directory by default."""
+        return self.database_url or f"sqlite:///{(self.data_dir / 'rag.db').resolve()}"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build Settings, or fail with a message naming each invalid `RAG_*` variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"])
+            name = f"{ENV_PREFIX}{field.upper()}" if field else "settings"
+            message = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{name}: {message} (got {err.get('input')!r})" if field else message)
+        raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from exc
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return load_settings()

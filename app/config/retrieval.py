@@ -1,0 +1,155 @@
+"""The settings of the vector store, hybrid retrieval (candidates, fusion, gate) and the reranker.
+
+Mixed with the other concerns into the one `app.config.Settings`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from app.config.fields import setting
+from app.request_limits import K_CEILING
+
+RerankerProvider = Literal["none", "cross-encoder"]
+VectorBackend = Literal["chroma", "chroma-http"]
+
+
+class RetrievalSettings(BaseModel):
+    """The vector store, hybrid retrieval (candidates, fusion, gate) and the reranker."""
+
+    vector_backend: VectorBackend = setting(
+        "chroma",
+        group="vector",
+        description="chroma: embedded persistent directory (one process owns it) | chroma-http: "
+        "a Chroma server.",
+    )
+    chroma_host: str = setting("127.0.0.1", group="vector", description="Chroma server host.")
+    chroma_port: int = setting(
+        8001, group="vector", description="Chroma server port.", ge=1, le=65535
+    )
+    chroma_token: str = setting(
+        "",
+        group="vector",
+        description="Token for a Chroma server started with token authentication (sent as a "
+        "Bearer token).",
+        repr=False,
+    )
+    top_k: int = setting(
+        5, group="retrieval", unit="results", description="Results returned by default.", gt=0
+    )
+    max_k: int = setting(
+        50,
+        group="retrieval",
+        unit="results",
+        description=f"Largest k a client may ask for (at most {K_CEILING}).",
+        gt=0,
+        le=K_CEILING,
+    )
+    dense_candidates: int = setting(
+        30,
+        group="retrieval",
+        unit="chunks",
+        description="Candidates taken from the dense arm before Reciprocal Rank Fusion.",
+        gt=0,
+    )
+    keyword_candidates: int = setting(
+        30,
+        group="retrieval",
+        unit="chunks",
+        description="Candidates taken from the keyword (BM25) arm before Reciprocal Rank Fusion.",
+        gt=0,
+    )
+    rrf_k: int = setting(
+        5,
+        group="retrieval",
+        description="The fusion's RRF constant (tuned on the eval data: 5 beat 60 on every set).",
+        gt=0,
+    )
+    dense_weight: float = setting(
+        0.3,
+        group="retrieval",
+        description="The dense arm's fusion weight (0.3 won held out: eval/tune_fusion.py, tuned "
+        "on ARCD train + XQuAD dev).",
+        ge=0,
+    )
+    keyword_weight: float = setting(
+        1.0, group="retrieval", description="The keyword arm's fusion weight.", ge=0
+    )
+    keyword_coverage_power: float = setting(
+        1.0,
+        group="retrieval",
+        description="The keyword arm's weight is multiplied by coverage ** power (coverage: "
+        "share of the query's terms found in the tenant's text), so cross-language questions "
+        "rely on the dense arm; 0 switches the scaling off.",
+        ge=0,
+    )
+    cross_script_rrf_k: int = setting(
+        0,
+        group="retrieval",
+        description="A query mostly in a script the tenant's text lacks (an Arabic question over "
+        "English documents) is fused with this RRF k, the keyword arm unscaled (0: same as other "
+        "queries).",
+        ge=0,
+    )
+    cross_script_dense_weight: float = setting(
+        1.0,
+        group="retrieval",
+        description="The dense weight for such cross-script queries (when RAG_CROSS_SCRIPT_RRF_K "
+        "is set).",
+        ge=0,
+    )
+    specific_evidence_max_chunks: int = setting(
+        2,
+        group="retrieval",
+        unit="chunks",
+        description="When at most this many chunks hold all of a query's numbers and words in "
+        "another script than the query's (a year or a Latin name in an Arabic question), the "
+        "keyword arm weighs at least as much as the dense arm whatever the coverage (0: off).",
+        ge=0,
+    )
+    keyword_gate: bool = setting(
+        True,
+        group="retrieval",
+        description="Rank by the dense arm alone a query that matched no content word of the "
+        "tenant's text in its own script and no number, counting none that more than half of "
+        "the tenant's chunks hold, nor, in a script the tenant's text only borrows, one more "
+        "than RAG_SPECIFIC_EVIDENCE_MAX_CHUNKS chunks hold (only function words, other-script "
+        "words like the Arabic 'ﷺ' expands to, near-ubiquitous words, or nothing), unless "
+        "RAG_SPECIFIC_EVIDENCE_MAX_CHUNKS applies (docs/evaluation.md).",
+    )
+    page_role_shift: int = setting(
+        10,
+        group="retrieval",
+        unit="places",
+        description="Places a contents, index, list-of-figures, bibliography, blank or cover page "
+        "yields to content pages in the ranking (0: no demotion; such pages are never dropped).",
+        ge=0,
+    )
+    relevance_threshold: float | None = setting(
+        None,
+        group="retrieval",
+        description="Minimum dense similarity for a passage to count as relevant; empty = "
+        "calibrated per model.",
+    )
+    reranker: RerankerProvider = setting(
+        "none", group="reranker", description="none | cross-encoder."
+    )
+    reranker_model: str = setting(
+        "cross-encoder/mmarco-mMiniLMv2-L12-H384-v1",
+        group="reranker",
+        description="The cross-encoder's model name.",
+    )
+    reranker_max_candidates: int = setting(
+        20, group="reranker", unit="chunks", description="Fused candidates reranked.", gt=0
+    )
+    reranker_max_chars: int = setting(
+        1200,
+        group="reranker",
+        unit="characters",
+        description="Characters of each candidate the cross-encoder reads.",
+        gt=0,
+    )
+    reranker_batch_size: int = setting(
+        16, group="reranker", unit="pairs", description="Pairs scored per call.", gt=0
+    )

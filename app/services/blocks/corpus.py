@@ -1,0 +1,287 @@
+"""The tenant's indexed corpus: chunk records in SQL, their vectors in a vector index.
+
+This is the one place that writes both, so every backend gets the same write order and failure
+handling:
+
+- replace: vectors first, then the rows in one transaction that bumps the corpus version, then
+  the vectors of chunks the document no longer has. A chunk exists once its row does: if the
+  vector write fails nothing changed; if the rows' transaction fails the new vectors have no row
+  and are never returned (uploading again completes the write, ids are stable); if the last
+  delete fails the leftover vectors have no row either, and deleting the document removes them.
+- delete: rows first (bumping the version), then every vector of the document.
+- reindex: re-embeds the tenant's rows into the index when its vectors are another model's, and
+  bumps the version once they are all written.
+
+With a second dense arm (RAG_SECOND_EMBEDDING, `app.services.blocks.second_arm`), every write and
+delete goes to its index too, at the same point as the first's; reindex fills it when it is
+incomplete.
+
+A nearest-neighbour hit is returned only with its row, read under the asking tenant: another
+tenant's chunk can never come back, even if a bug put its vector in this tenant's index.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from app.domain import Chunk, indexed_text
+from app.providers.types import Embedder
+from app.services.blocks.second_arm import SecondArm
+from app.storage.chunks import PAGE_SIZE, ChunkStore
+from app.storage.db import database_from_settings
+from app.storage.vector_index import IndexedVector, VectorIndex
+
+if TYPE_CHECKING:
+    from app.config import Settings
+    from app.storage.db import Database
+
+log = logging.getLogger(__name__)
+
+DocumentContent = tuple[str, Sequence[Chunk], Sequence[Sequence[float]]]
+
+
+class Corpus:
+    """Writes and reads a tenant's chunks through the chunk rows and the vector index."""
+
+    def __init__(
+        self,
+        chunks: ChunkStore,
+        index: VectorIndex,
+        embedder: Embedder,
+        embed_section_paths: bool = True,
+        second: SecondArm | None = None,
+    ) -> None:
+        self.chunks = chunks
+        self.index = index
+        self.second = second
+        self._embedder = embedder
+        self._embed_section_paths = embed_section_paths  # as the ingestion pipeline embeds
+        # Serialises this process's writes, so a reindex never interleaves with an upload.
+        self._write_lock = threading.RLock()
+
+    # --- writes ---
+
+    def replace_document(
+        self,
+        tenant_id: str,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Sequence[float]],
+    ) -> None:
+        """Upsert these chunks; afterwards no other chunk of the document survives."""
+        self.replace_documents(tenant_id, [(document_id, chunks, vectors)])
+
+    def replace_documents(
+        self,
+        tenant_id: str,
+        documents: Sequence[DocumentContent],
+        second_vectors: Sequence[Sequence[Sequence[float]]] | None = None,
+    ) -> None:
+        """`replace_document` for each (document id, chunks, vectors): one vector upsert, one
+        transaction of rows (ingestion of many small files batches them here).
+
+        With a second dense arm, `second_vectors` are its vectors of each document (from
+        `embed_second`, which ingestion times as a stage of its own); embedded here if not given.
+        """
+        entries: list[IndexedVector] = []
+        for document_id, chunks, vectors in documents:
+            entries += _entries(tenant_id, document_id, chunks, vectors)
+        second_entries: list[IndexedVector] = []
+        if self.second is not None:
+            if second_vectors is None:
+                second_vectors = self.embed_second([chunks for _, chunks, _ in documents])
+            for (document_id, chunks, _), vectors in zip(documents, second_vectors, strict=True):
+                second_entries += _entries(tenant_id, document_id, chunks, vectors)
+        with self._write_lock:
+            if self.second is not None:
+                self.second.write(tenant_id, second_entries, lambda: not self.chunks.ids(tenant_id))
+            self.index.upsert(tenant_id, entries)
+            obsolete = self.chunks.write_documents(
+                tenant_id, {document_id: chunks for document_id, chunks, _ in documents}
+            )
+            if obsolete:
+                self.index.delete(tenant_id, chunk_ids=obsolete)
+                if self.second is not None:
+                    self.second.index.delete(tenant_id, chunk_ids=obsolete)
+
+    def embed_second(self, documents: Sequence[Sequence[Chunk]]) -> list[list[list[float]]]:
+        """The second dense arm's vectors of each document's chunks ([] without the arm)."""
+        if self.second is None:
+            return []
+        flat = self.second.embed([chunk for chunks in documents for chunk in chunks])
+        out, start = [], 0
+        for chunks in documents:
+            out.append(flat[start : start + len(chunks)])
+            start += len(chunks)
+        return out
+
+    def delete_document(self, tenant_id: str, document_id: str) -> int:
+        """Remove every chunk of a document; returns how many were removed."""
+        with self._write_lock:
+            removed = self.chunks.delete_document(tenant_id, document_id)  # rows first
+            self.index.delete(tenant_id, document_id=document_id)
+            if self.second is not None:
+                self.second.index.delete(tenant_id, document_id=document_id)
+            return removed
+
+    def reindex(self, tenant_id: str) -> int:
+        """Re-embed the tenant's chunks with the configured model if its vectors are another
+        model's or were made from text with its Arabic vowel marks still in; returns how many
+        were re-embedded (0 when none needed it). An interrupted run can simply be repeated: the
+        old vectors go only once the new ones are all written."""
+        embedded = 0
+
+        def pages() -> Iterator[list[IndexedVector]]:
+            nonlocal embedded
+            for page in _pages(self.chunks.iter_tenant(tenant_id)):
+                vectors = self._embedder.embed_documents(
+                    [indexed_text(chunk, self._embed_section_paths) for chunk in page]
+                )
+                embedded += len(page)
+                yield _entries(tenant_id, None, page, vectors)
+
+        with self._write_lock:
+            if not self.index.rebuild(tenant_id, pages()):
+                return 0
+            self.chunks.bump_version(tenant_id)
+        return embedded
+
+    def fill_second(self, tenant_id: str) -> int:
+        """Embed every chunk of the tenant with the second dense arm unless its collection
+        already holds them all; returns how many were embedded. The version is bumped after,
+        so every process starts searching the arm on its next query."""
+        if self.second is None:
+            return 0
+        with self._write_lock:
+            filled = self.second.fill(
+                tenant_id, _pages(self.chunks.iter_tenant(tenant_id)), self.index.count(tenant_id)
+            )
+            if filled:
+                self.chunks.bump_version(tenant_id)
+        return filled
+
+    # --- reads ---
+
+    def query(self, tenant_id: str, vector: Sequence[float], k: int) -> list[tuple[Chunk, float]]:
+        """The k nearest chunks by cosine similarity (higher is closer), best first."""
+        return self._with_rows(tenant_id, self.index.query(tenant_id, vector, k))
+
+    def query_second(
+        self, tenant_id: str, vector: Sequence[float], k: int
+    ) -> list[tuple[Chunk, float]] | None:
+        """The k nearest chunks by the second dense arm's vectors, best first; None without
+        the arm. Whether the collection covers every chunk is `second_ready`'s to say: the
+        caller asks it first, before it embeds the question for this arm."""
+        if self.second is None:
+            return None
+        return self._with_rows(tenant_id, self.second.index.query(tenant_id, vector, k))
+
+    def second_ready(self, tenant_id: str) -> bool:
+        """Whether the tenant's second-arm collection holds every chunk (False without one)."""
+        return self.second is not None and self.second.ready(
+            tenant_id, self.chunks.version(tenant_id), lambda: self.index.count(tenant_id)
+        )
+
+    def _with_rows(
+        self, tenant_id: str, hits: list[tuple[str, float]]
+    ) -> list[tuple[Chunk, float]]:
+        similarity = dict(hits)
+        chunks = self.chunks.get(tenant_id, [cid for cid, _ in hits])
+        if len(chunks) != len(hits):
+            log.warning(
+                "nearest neighbours without a chunk row were skipped (an interrupted write or a "
+                "foreign vector)",
+                extra={"tenant_id": tenant_id, "skipped": len(hits) - len(chunks)},
+            )
+        return [(chunk, similarity[chunk.id]) for chunk in chunks]
+
+    def find_containing(self, tenant_id: str, text: str, limit: int) -> list[Chunk]:
+        """Chunks whose text contains `text` exactly (case-sensitive), up to `limit`."""
+        return self.chunks.find_containing(tenant_id, text, limit)
+
+    def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
+        """The chunks with these ids that belong to the tenant, in the given order."""
+        return self.chunks.get(tenant_id, ids)
+
+    def iter_chunks(self, tenant_id: str) -> Iterator[Chunk]:
+        """Every chunk of the tenant, page by page (for building its keyword index)."""
+        return self.chunks.iter_tenant(tenant_id)
+
+    def chunk_ids(self, tenant_id: str) -> list[str]:
+        """The ids of every chunk of the tenant, without their texts (cheap to list)."""
+        return self.chunks.ids(tenant_id)
+
+    def count(self, tenant_id: str) -> int:
+        """Number of chunk vectors the tenant has (asks the index, so it proves it answers)."""
+        return self.index.count(tenant_id)
+
+    def corpus_version(self, tenant_id: str) -> int:
+        """Changes on every write or delete, in this process or another one."""
+        return self.chunks.version(tenant_id)
+
+
+def _entries(
+    tenant_id: str,
+    document_id: str | None,
+    chunks: Sequence[Chunk],
+    vectors: Sequence[Sequence[float]],
+) -> list[IndexedVector]:
+    """The index entries of chunks of one document (any of the tenant's, given None)."""
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    entries = []
+    for chunk, vector in zip(chunks, vectors, strict=True):
+        other_document = document_id is not None and chunk.document_id != document_id
+        if chunk.tenant_id != tenant_id or other_document:
+            raise ValueError(f"chunk {chunk.id} does not belong to {tenant_id}/{document_id}")
+        entries.append(IndexedVector(chunk.id, chunk.document_id, vector))
+    return entries
+
+
+def _pages(chunks: Iterator[Chunk]) -> Iterator[list[Chunk]]:
+    page: list[Chunk] = []
+    for chunk in chunks:
+        page.append(chunk)
+        if len(page) == PAGE_SIZE:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
+def build_corpus(
+    settings: Settings, embedder: Embedder, database: Database | None = None
+) -> Corpus:
+    """The configured vector index for `embedder`'s vectors, with chunk rows in `database` (by
+    default the service database the settings name), and the second dense arm if configured."""
+    from app.storage.chroma_index import build_vector_index
+
+    chunks = ChunkStore(database or database_from_settings(settings))
+    return Corpus(
+        chunks,
+        build_vector_index(settings, embedder.model_id, embedder.dimension),
+        embedder,
+        embed_section_paths=settings.section_paths_in("dense"),
+        second=build_second_arm(settings),
+    )
+
+
+def build_second_arm(
+    settings: Settings, after_eviction: Callable[[], None] | None = None
+) -> SecondArm | None:
+    """The second dense arm RAG_SECOND_EMBEDDING names (its model loaded), or None."""
+    from app.providers.embeddings import build_second_embedder
+    from app.storage.chroma_index import build_vector_index
+    from app.storage.second_index import SecondVectorIndex
+
+    embedder = build_second_embedder(settings)
+    if embedder is None:
+        return None
+    index = build_vector_index(
+        settings, embedder.model_id, embedder.dimension, after_eviction, kind=SecondVectorIndex
+    )
+    assert isinstance(index, SecondVectorIndex)
+    return SecondArm(embedder, index, embed_section_paths=settings.section_paths_in("dense"))

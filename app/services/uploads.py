@@ -1,0 +1,191 @@
+"""Uploads of a tenant accepted as jobs: hold a job slot, store the file, queue the job; and
+reading those jobs back."""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.domain import document_id as make_document_id
+from app.errors import JobQueueFull, NotFound, QuotaExceeded
+from app.jobs.queue import JobQueue, enqueue
+from app.jobs.store import (
+    JobLimitReached,
+    JobRecord,
+    JobStatus,
+    JobStore,
+    StorageQuota,
+    StoredUpload,
+)
+from app.services.audit import AuditLog
+from app.services.documents import ListedPage, Uploader
+from app.services.indexing import file_sha256
+from app.storage.documents import DocumentStore
+
+log = logging.getLogger(__name__)
+
+_UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
+MAX_SOURCE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class UploadDeps:
+    """What accepting uploads as jobs and reading those jobs needs, built by the container."""
+
+    jobs: JobStore
+    queue: JobQueue  # where accepted jobs go (RAG_JOB_BACKEND)
+    uploads_dir: Path  # where uploads wait for their job, under the data directory
+    max_upload_bytes: int
+    quota: StorageQuota
+    queued_jobs_limit: int  # RAG_QUOTA_QUEUED_JOBS
+    documents: DocumentStore  # who uploaded a document being replaced
+    audit: AuditLog  # uploads and quota refusals
+
+
+def sanitise_filename(raw: str) -> str:
+    """The client's file name reduced to a safe display name (no path, no control chars)."""
+    name = unicodedata.normalize("NFC", raw).replace("\\", "/").rsplit("/", 1)[-1]
+    name = _UNSAFE_NAME_CHARS.sub("_", name).strip()
+    # The suffix is taken before the stem is trimmed, so ".pdf" stays a PDF ("upload.pdf").
+    stem, dot, extension = name.rpartition(".")
+    suffix = f".{extension.lower()}" if dot and extension and extension.strip() == extension else ""
+    stem = stem if suffix else name
+    stem = stem.strip(" .")[: MAX_SOURCE_CHARS - len(suffix)].rstrip(" .") or "upload"
+    return stem + suffix
+
+
+def reserve_upload(deps: UploadDeps, tenant_id: str, uploader: Uploader | None = None) -> str:
+    """Hold a job slot of the tenant before its upload is received; the reservation id.
+
+    A tenant whose queue is at RAG_QUOTA_QUEUED_JOBS gets JobQueueFull (429) and nothing is
+    written, not even the upload.
+    """
+    limit = deps.queued_jobs_limit
+    try:
+        return deps.jobs.reserve(tenant_id, limit)
+    except JobLimitReached:
+        if uploader is not None:
+            refusal = uploader.actor.entry("quota.refused", quota="queued_jobs", limit=limit)
+            deps.audit.record(refusal)
+        raise JobQueueFull(
+            f"tenant quota exceeded: queued_jobs (limit {limit} ingestion jobs waiting or "
+            "running); retry when some have finished",
+            retry_after_s=5.0,
+        ) from None
+
+
+def release_upload(deps: UploadDeps, tenant_id: str, reservation: str) -> None:
+    """Give back the job slot of an upload that failed before it became a job."""
+    deps.jobs.cancel_reservation(tenant_id, reservation)
+
+
+@dataclass
+class ReceivedFile:
+    """A file the client sent, stored on disk under a generated name (counted while received)."""
+
+    path: Path
+    client_filename: str
+    size_bytes: int
+
+
+def submit_uploads(
+    deps: UploadDeps,
+    tenant_id: str,
+    reservations: list[str],
+    files: list[ReceivedFile],
+    uploader: Uploader | None = None,
+) -> list[JobRecord]:
+    """Queue a request's stored files as the jobs their reservations held, all or none, and hand
+    them to the workers; the caller's files become the jobs'.
+
+    Over a storage quota, QuotaExceeded (413) is raised and the files, their reservations and
+    any rows are gone; a member replacing someone else's document gets Forbidden the same way.
+    Without an uploader (the CLI) nothing is attributed or audited.
+    """
+    try:
+        uploads = [
+            _stored_upload(tenant_id, reservation, file)
+            for reservation, file in zip(reservations, files, strict=True)
+        ]
+        audit = []
+        if uploader is not None:
+            for upload in uploads:
+                existing = deps.documents.get(tenant_id, upload.document_id)
+                if existing is not None:
+                    uploader.check_may_change(existing, "replace")
+                audit.append(
+                    uploader.actor.entry(
+                        "document.uploaded",
+                        upload.document_id,
+                        source=upload.source,
+                        size_bytes=upload.size_bytes,
+                    )
+                )
+        # The jobs and, if missing, the document rows are committed in one transaction, after
+        # the quota check: a worker cannot claim a job before its row exists (it would fail it
+        # as "deleted before it could be indexed"), and a refused upload writes no row, so there
+        # is none to clean up that a concurrent upload of the same name might already rely on.
+        jobs = deps.jobs.fill_reservations(
+            tenant_id,
+            uploads,
+            deps.quota,
+            uploaded_by=uploader.actor.user_id if uploader else None,
+            audit=audit,
+        )
+    except QuotaExceeded as exc:
+        _discard(deps, tenant_id, reservations, files)
+        if uploader is not None:
+            deps.audit.record(uploader.actor.entry("quota.refused", quota=exc.quota))
+        raise
+    except BaseException:
+        _discard(deps, tenant_id, reservations, files)
+        raise
+    for job in jobs:
+        log.info(
+            "upload queued",
+            extra={"job_id": job.job_id, "document_id": job.document_id, "bytes": job.size_bytes},
+        )
+    enqueue(deps.queue, jobs)  # after the commit: a worker never sees a job before its row
+    return jobs
+
+
+def _discard(
+    deps: UploadDeps, tenant_id: str, reservations: list[str], files: list[ReceivedFile]
+) -> None:
+    for file in files:
+        file.path.unlink(missing_ok=True)
+    for reservation in reservations:
+        release_upload(deps, tenant_id, reservation)
+
+
+def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> StoredUpload:
+    source = sanitise_filename(file.client_filename)
+    return StoredUpload(
+        job_id=reservation,
+        document_id=make_document_id(tenant_id, source),
+        source=source,
+        stored_path=str(file.path),
+        size_bytes=file.size_bytes,
+        document_sha256=file_sha256(file.path),  # before the transaction, which stays short
+    )
+
+
+def list_jobs(
+    deps: UploadDeps, tenant_id: str, statuses: Sequence[JobStatus], limit: int, offset: int
+) -> ListedPage[JobRecord]:
+    """The tenant's jobs in `statuses` (uploads still being received are not jobs yet)."""
+    records, total = deps.jobs.page(tenant_id, statuses, limit, offset)
+    return ListedPage(records, total)
+
+
+def get_job(deps: UploadDeps, tenant_id: str, job_id: str) -> JobRecord:
+    """The tenant's job; NotFound whether missing, another tenant's, or an upload still being
+    received (its id is not given out until the job exists)."""
+    job = deps.jobs.get(tenant_id, job_id)
+    if job is None or job.status == "reserved":
+        raise NotFound("job not found")
+    return job
