@@ -28,6 +28,13 @@ MISSING_KEY = (
 )
 
 
+class SecretsKeyProblem(ConfigurationError):
+    """RAG_SECRETS_KEY is missing or unusable; the message says how to fix it (no secret)."""
+
+    code = "secrets_key_missing"
+    expose_message = True
+
+
 class SecretBox:
     """Encrypts and decrypts short secrets; ConfigurationError when it has no usable key."""
 
@@ -45,7 +52,7 @@ class SecretBox:
 
     def _box(self) -> Fernet:
         if self._fernet is None:
-            raise ConfigurationError(self._problem)
+            raise SecretsKeyProblem(self._problem)
         return self._fernet
 
     def seal(self, secret: str) -> str:
@@ -57,7 +64,7 @@ class SecretBox:
         try:
             return self._box().decrypt(sealed.encode("ascii")).decode("utf-8")
         except InvalidToken:
-            raise ConfigurationError(
+            raise SecretsKeyProblem(
                 "a stored secret cannot be decrypted with RAG_SECRETS_KEY (was the key "
                 "changed?): set the tenant's single sign-on again"
             ) from None

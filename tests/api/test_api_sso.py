@@ -230,7 +230,7 @@ def test_a_person_signs_in_through_the_provider_and_is_provisioned(
     assert query["redirect_uri"] == [CALLBACK] and query["client_id"] == ["rag-a"]
     assert query["state"][0] and query["nonce"][0] and query["state"] != query["nonce"]
     answer = callback(api, provider.authorize(location, "ada", PEOPLE["ada"][0]))
-    assert answer.headers["location"].startswith("http://testserver/#sso_code=")
+    assert answer.headers["location"].startswith("/#sso_code=")
     issued = exchange(api, answer)
     assert issued.status_code == 200 and issued.json()["expires_in"] == api.settings.jwt_ttl_s
     who = me(api, issued.json()["access_token"]).json()
@@ -291,9 +291,7 @@ def test_next_may_not_lead_to_another_origin(api: ApiHarness, acme: ApiUser) -> 
 
 def test_next_is_where_the_person_lands(api: ApiHarness, provider: Glewlwyd, acme: ApiUser) -> None:
     back = provider.authorize(start(api, "acme", "/?from=mail"), "bob", PEOPLE["bob"][0])
-    assert (
-        callback(api, back).headers["location"].startswith("http://testserver/?from=mail#sso_code=")
-    )
+    assert callback(api, back).headers["location"].startswith("/?from=mail#sso_code=")
 
 
 def test_a_person_with_no_mapped_role_is_refused_and_not_created(
@@ -496,3 +494,14 @@ def test_the_secret_and_tokens_never_reach_the_database_logs_or_audit(
         assert secret.encode() not in stored
         assert secret not in caplog.text
         assert secret not in audit
+
+
+def test_without_a_secrets_key_production_refuses_to_store_the_secret(
+    api_factory: ApiFactory, provider: Glewlwyd
+) -> None:
+    production = api_factory(start_workers=False, sso_allow_http=True, env="production")
+    admin = production.add_user("acme")
+    answer = production.client.put("/sso", json=acme_settings(provider), headers=admin.headers)
+    body = assert_error_body(answer, 500, "secrets_key_missing")
+    assert "RAG_SECRETS_KEY is not set" in body["message"] and SECRET_A not in answer.text
+    assert production.client.get("/sso", headers=admin.headers).status_code == 404

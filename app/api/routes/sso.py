@@ -128,9 +128,10 @@ def sso_callback(
         next_path, exchange = container.single_sign_on.complete(state, code, error, ip)
     except (SsoFailure, ProviderUnreachable) as exc:
         return _failure_page(exc)
-    origin = str(request.base_url).rstrip("/")
+    # A path, not a URL: the browser stays on the origin it called back, whatever Host said.
+    prefix = str(request.scope.get("root_path", "")).rstrip("/")
     return RedirectResponse(
-        f"{origin}{next_path}#sso_code={exchange}",
+        f"{prefix}{next_path}#sso_code={exchange}",
         status_code=302,
         headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
     )

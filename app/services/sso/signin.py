@@ -19,7 +19,14 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from app import metrics
-from app.errors import AuthenticationFailed, Conflict, InvalidInput, NotFound, RagError
+from app.errors import (
+    AuthenticationFailed,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    QuotaExceeded,
+    RagError,
+)
 from app.security import INVALID_TOKEN_MESSAGE, IssuedToken, TokenCodec
 from app.services.audit import Actor, AuditLog
 from app.services.sso.config import SsoSettingsIn, check_issuer, provider_name, public_view
@@ -492,6 +499,15 @@ class SingleSignOn:
                 role,
                 actor.entry("sso.provisioned", via=via, email=email_of(claims)),
             )
+        except QuotaExceeded:
+            raise self._refused(
+                config.tenant_id,
+                actor.client_ip,
+                "user_quota",
+                "This organisation has as many users as it may have, so no account can be made "
+                "for you. Ask an administrator.",
+                403,
+            ) from None
         except Conflict:
             raise self._refused(
                 config.tenant_id,
