@@ -134,9 +134,9 @@ class SsoSettingsIn(BaseModel):
         for provider_group, tenant_group in value.items():
             if not 1 <= len(provider_group) <= 512:
                 raise ValueError("a provider group name is 1 to 512 characters")
-            if not 1 <= len(tenant_group.strip()) <= 100 or tenant_group != tenant_group.strip():
+            if not 1 <= len(tenant_group.strip()) <= 64 or tenant_group != tenant_group.strip():
                 raise ValueError(
-                    "a tenant group name is 1 to 100 characters without spaces around it"
+                    "a tenant group name is 1 to 64 characters without spaces around it"
                 )
             _clean_text(provider_group, "a provider group name")
             _clean_text(tenant_group, "a tenant group name")
