@@ -252,6 +252,18 @@ def test_access_tokens_are_checked_against_the_configured_audience(setup: Any) -
     )
 
 
+def test_an_id_token_is_not_accepted_as_an_access_token(setup: Any) -> None:
+    _, _, found = setup
+    lookup = found.key_lookup(ISSUER)
+    id_token = sign(id_claims())  # aud: the client id, as an Entra ID v2 access token's is
+    with pytest.raises(TokenRefused) as caught:
+        verify_access_token(id_token, lookup, issuer=ISSUER, audience=CLIENT)
+    assert caught.value.reason == "token_type"
+    keycloak_id = sign(id_claims(nonce=None, typ="ID"))
+    with pytest.raises(TokenRefused):
+        verify_access_token(keycloak_id, lookup, issuer=ISSUER, audience=CLIENT)
+
+
 @pytest.mark.parametrize(
     "target",
     ["//evil.example/", "https://evil.example/", "/\\evil.example", "evil", "javascript:alert(1)"],

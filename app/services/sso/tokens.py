@@ -116,5 +116,12 @@ def verify_id_token(
 def verify_access_token(
     token: str, keys: KeyLookup, *, issuer: str, audience: str, now: float | None = None
 ) -> dict[str, Any]:
-    """The claims of a valid JWT access token for this audience; TokenRefused otherwise."""
-    return _signed_claims(token, keys, issuer, audience, now)
+    """The claims of a valid JWT access token for this audience; TokenRefused otherwise.
+
+    An ID token is not an access token, even when its audience (the client id) is the one
+    configured, as with Entra ID's v2 tokens: one with a `nonce`, or typed as an ID token
+    (Keycloak's `typ: ID`), is refused."""
+    claims = _signed_claims(token, keys, issuer, audience, now)
+    if "nonce" in claims or str(claims.get("typ", "")).lower() in ("id", "id_token"):
+        raise TokenRefused("token_type")
+    return claims
