@@ -15,7 +15,7 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 from app import metrics
@@ -106,6 +106,16 @@ def _challenge(verifier: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
+class GroupMemberships(Protocol):
+    """The tenant's groups a user is in, as far as single sign-on manages them."""
+
+    def sync(
+        self, tenant_id: str, user_id: str, *, wanted: set[str], managed: set[str], actor: Actor
+    ) -> None:
+        """Make the user a member of the `wanted` groups and of no other `managed` one
+        (groups named by name; a name the tenant has no group of is skipped)."""
+
+
 class SingleSignOn:
     """The tenants' identity providers and everything signing in through them takes."""
 
@@ -120,6 +130,7 @@ class SingleSignOn:
         *,
         allow_http: bool,
         own_issuer: str,
+        memberships: GroupMemberships | None = None,
     ) -> None:
         self._store = store
         self._box = box
@@ -129,6 +140,7 @@ class SingleSignOn:
         self._audit = audit
         self._allow_http = allow_http
         self._own_issuer = own_issuer
+        self._memberships = memberships
 
     # --- configuration ------------------------------------------------------------------------
 
@@ -477,9 +489,16 @@ class SingleSignOn:
                     user.id,
                     role,
                 )
-        # The tenant groups this person's provider groups stand for (group_map). Applied to
-        # group memberships once the service has tenant groups.
-        mapped_tenant_groups(groups, settings.get("group_map", {}))
+        group_map: dict[str, str] = settings.get("group_map", {})
+        if self._memberships is not None and group_map:
+            # Only the tenant groups group_map names follow the provider; others stay as set.
+            self._memberships.sync(
+                tenant_id,
+                user.id,
+                wanted=mapped_tenant_groups(groups, group_map),
+                managed=set(group_map.values()),
+                actor=actor,
+            )
         return user
 
     def _provision(
