@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser import launched_chromium, screenshot
+from browser import A11Y_AUDIT, launched_chromium, screenshot
 from cryptography.fernet import Fernet
 from glewlwyd import Glewlwyd, running_glewlwyd
 from playwright.sync_api import expect
@@ -81,6 +81,8 @@ def test_a_person_signs_in_with_the_provider_and_out_again(
     page.get_by_label("User name").click()  # leaving the field asks who signs it in
     offer = page.get_by_role("link", name="Sign in with Acme Login")
     expect(offer).to_be_visible()
+    screenshot(page, "sso-offer.png")
+    assert page.evaluate(A11Y_AUDIT) == {"unnamed": [], "low": []}
     offer.click()
     # Glewlwyd's own sign-in page
     page.wait_for_url(re.compile(rf"^{re.escape(provider.url)}"))
