@@ -505,3 +505,23 @@ def test_without_a_secrets_key_production_refuses_to_store_the_secret(
     body = assert_error_body(answer, 500, "secrets_key_missing")
     assert "RAG_SECRETS_KEY is not set" in body["message"] and SECRET_A not in answer.text
     assert production.client.get("/sso", headers=admin.headers).status_code == 404
+
+
+def test_starting_sign_ins_counts_against_the_clients_login_budget(
+    api_factory: ApiFactory, provider: Glewlwyd
+) -> None:
+    limited = api_factory(
+        start_workers=False,
+        sso_allow_http=True,
+        secrets_key=Fernet.generate_key().decode(),
+        rate_limit_auth_per_minute=2,
+    )
+    admin = limited.add_user("acme", login=False)
+    assert (
+        limited.client.put("/sso", json=acme_settings(provider), headers=admin.headers).status_code
+        == 200
+    )
+    assert [start(limited, "acme") for _ in range(2)]
+    flood = limited.client.get("/auth/sso/acme/start", follow_redirects=False)
+    assert flood.status_code == 429 and int(flood.headers["retry-after"]) >= 1
+    assert "Wait a minute" in flood.text

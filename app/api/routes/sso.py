@@ -25,9 +25,11 @@ from app.api.schemas import TokenOut
 from app.errors import AuthenticationFailed, KeyNotAllowed
 from app.services.audit import Actor
 from app.services.auth import Identity
+from app.services.login import client_bucket
 from app.services.sso.config import SsoSettingsIn
 from app.services.sso.provider import ProviderUnreachable
 from app.services.sso.signin import SsoFailure
+from app.storage.rate_limit import retry_after_header
 
 CALLBACK_PATH = "/auth/sso/callback"
 
@@ -100,10 +102,23 @@ def sso_option(
 def sso_start(
     request: Request,
     container: ContainerDep,
+    ip: ClientIp,
     tenant: str,
     next: Annotated[str, Query(max_length=512)] = "/",
 ) -> Response:
-    """Send the browser to the tenant's provider (state, nonce and an S256 code challenge)."""
+    """Send the browser to the tenant's provider (state, nonce and an S256 code challenge).
+    Each start counts against the client's login budget (RAG_RATE_LIMIT_AUTH_PER_MINUTE): it
+    stores a sign-in in flight, so a flood must not fill that table."""
+    budget = container.settings.rate_limit_auth_per_minute
+    decision = container.rate_limiter.hit(f"sso-start:{client_bucket(ip)}", budget)
+    if not decision.allowed:
+        page = _page(
+            "Too many sign-ins were started from your network just now. Wait a minute, then "
+            "try again.",
+            429,
+        )
+        page.headers["Retry-After"] = retry_after_header(decision)
+        return page
     redirect_uri = str(request.url_for("sso_callback"))
     try:
         target = container.single_sign_on.start(tenant[:64], next, redirect_uri)
@@ -163,8 +178,12 @@ _PAGE = """<!doctype html>
 def _failure_page(error: SsoFailure | ProviderUnreachable) -> HTMLResponse:
     # Only an unreachable provider is the service's problem (503); the rest are the request's.
     status = 503 if isinstance(error, ProviderUnreachable) else error.http_status
+    return _page(error.message, status)
+
+
+def _page(message: str, status: int) -> HTMLResponse:
     return HTMLResponse(
-        _PAGE.format(message=html.escape(error.message)),
+        _PAGE.format(message=html.escape(message)),
         status_code=status,
         headers={**APP_SECURITY_HEADERS, "Cache-Control": "no-store"},
     )
