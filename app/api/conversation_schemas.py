@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas import CitationOut, QueryOut
+from app.api.schemas import CitationOut, IsoTime, QueryOut, Record
 from app.request_limits import (
     CHAT_MESSAGE_CHARS_CEILING,
     CHAT_MESSAGES_CEILING,
@@ -17,17 +17,12 @@ from app.request_limits import (
 RewriteMethod = Literal["none", "llm", "fallback"]
 
 
-class ConversationOut(BaseModel):
+class ConversationOut(Record):
     conversation_id: str
     title: str = Field(description="the first question, shortened; empty until one is asked")
     messages: int = Field(description="messages kept (two per turn)")
-    created_at: str
-    updated_at: str
-
-
-class ConversationList(BaseModel):
-    data: list[ConversationOut]
-    count: int
+    created_at: IsoTime
+    updated_at: IsoTime
 
 
 class MessageIn(BaseModel):
@@ -39,7 +34,7 @@ class MessageIn(BaseModel):
     k: int | None = Field(default=None, ge=1, le=K_CEILING)
 
 
-class MessageOut(BaseModel):
+class MessageOut(Record):
     message_id: str
     role: Literal["user", "assistant"]
     content: str
@@ -50,7 +45,7 @@ class MessageOut(BaseModel):
         default=None, description="assistant messages: what the [n] markers of this answer cite"
     )
     refused: bool | None = None
-    created_at: str
+    created_at: IsoTime
 
 
 class ConversationDetail(ConversationOut):

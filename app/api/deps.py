@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.api.errors import ApiError
+from app.config import Settings
 from app.container import Container
 from app.errors import AuthenticationFailed
-from app.request_limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING
-from app.services.auth import Identity
+from app.request_limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING, RequestLimits
+from app.retrieval.hybrid import HybridRetriever
+from app.security import TokenCodec
+from app.services.answer import AnswerDeps
+from app.services.api_keys import ApiKeyService
+from app.services.audit import AuditLog
+from app.services.auth import Authenticator, Identity
+from app.services.blocks.answer_lane import AnswerLane
+from app.services.blocks.page_lane import PageLane
+from app.services.conversations import ConversationDeps, FollowUpDeps
+from app.services.indexing import DocumentDeps
+from app.services.login import LoginGuard
+from app.services.pages import PageDeps
+from app.services.sso.signin import SingleSignOn
+from app.services.stats import StatsDeps
+from app.services.uploads import UploadDeps
+from app.services.users import UserService
+from app.storage.conversations import ConversationStore
 from app.storage.rate_limit import retry_after_header
 
 _bearer = HTTPBearer(
@@ -31,8 +49,123 @@ def get_container(request: Request) -> Container:
 ContainerDep = Annotated[Container, Depends(get_container)]
 
 
+# --- the collaborators a route uses, each taken from the process's container ---
+
+
+def _settings(container: ContainerDep) -> Settings:
+    return container.settings
+
+
+def _request_limits(container: ContainerDep) -> RequestLimits:
+    return container.request_limits
+
+
+def _upload_deps(container: ContainerDep) -> UploadDeps:
+    return container.upload_deps
+
+
+def _document_deps(container: ContainerDep) -> DocumentDeps:
+    return container.document_deps
+
+
+def _answer_deps(container: ContainerDep) -> AnswerDeps:
+    return container.answer_deps
+
+
+def _answer_lane(container: ContainerDep) -> AnswerLane:
+    return container.answer_lane
+
+
+def _retriever(container: ContainerDep) -> HybridRetriever:
+    return container.retriever
+
+
+def _conversations(container: ContainerDep) -> ConversationStore:
+    return container.conversations
+
+
+def _conversation_deps(container: ContainerDep) -> ConversationDeps:
+    return container.conversation_deps
+
+
+def _follow_up_deps(container: ContainerDep) -> FollowUpDeps:
+    return container.follow_up_deps
+
+
+def _page_deps(container: ContainerDep) -> PageDeps:
+    return container.page_deps
+
+
+def _page_lane(container: ContainerDep) -> PageLane:
+    return container.page_lane
+
+
+def _stats_deps(container: ContainerDep) -> StatsDeps:
+    return container.stats_deps
+
+
+def _users(container: ContainerDep) -> UserService:
+    return container.users
+
+
+def _api_keys(container: ContainerDep) -> ApiKeyService:
+    return container.api_keys
+
+
+def _audit_log(container: ContainerDep) -> AuditLog:
+    return container.audit_log
+
+
+def _authenticator(container: ContainerDep) -> Authenticator:
+    return container.authenticator
+
+
+def _login_guard(container: ContainerDep) -> LoginGuard:
+    return container.login_guard
+
+
+def _token_codec(container: ContainerDep) -> TokenCodec:
+    return container.token_codec
+
+
+def _single_sign_on(container: ContainerDep) -> SingleSignOn:
+    return container.single_sign_on
+
+
+def _readiness_checks(container: ContainerDep) -> dict[str, Callable[[], bool]]:
+    return container.readiness_checks
+
+
+def _ocr_problem(container: ContainerDep) -> str | None:
+    return container.ocr_problem
+
+
+SettingsDep = Annotated[Settings, Depends(_settings)]
+Limits = Annotated[RequestLimits, Depends(_request_limits)]
+Uploads = Annotated[UploadDeps, Depends(_upload_deps)]
+Documents = Annotated[DocumentDeps, Depends(_document_deps)]
+Answers = Annotated[AnswerDeps, Depends(_answer_deps)]
+AnswerLaneDep = Annotated[AnswerLane, Depends(_answer_lane)]
+Retriever = Annotated[HybridRetriever, Depends(_retriever)]
+Conversations = Annotated[ConversationStore, Depends(_conversations)]
+ConversationTurns = Annotated[ConversationDeps, Depends(_conversation_deps)]
+FollowUps = Annotated[FollowUpDeps, Depends(_follow_up_deps)]
+Pages = Annotated[PageDeps, Depends(_page_deps)]
+PageLaneDep = Annotated[PageLane, Depends(_page_lane)]
+Stats = Annotated[StatsDeps, Depends(_stats_deps)]
+Users = Annotated[UserService, Depends(_users)]
+ApiKeys = Annotated[ApiKeyService, Depends(_api_keys)]
+Audit = Annotated[AuditLog, Depends(_audit_log)]
+AuthenticatorDep = Annotated[Authenticator, Depends(_authenticator)]
+LoginGuardDep = Annotated[LoginGuard, Depends(_login_guard)]
+TokenCodecDep = Annotated[TokenCodec, Depends(_token_codec)]
+SingleSignOnDep = Annotated[SingleSignOn, Depends(_single_sign_on)]
+ReadinessChecks = Annotated[dict[str, Callable[[], bool]], Depends(_readiness_checks)]
+OcrProblem = Annotated[str | None, Depends(_ocr_problem)]
+
+
 def get_principal(
-    container: ContainerDep,
+    authenticator: AuthenticatorDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Identity:
     """The verified identity of the caller; 401 for a missing, invalid, expired or revoked
@@ -40,7 +173,7 @@ def get_principal(
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ApiError(401, "unauthorized", "missing bearer token", _CHALLENGE)
     try:
-        return container.authenticator.authenticate(credentials.credentials)
+        return authenticator.authenticate(credentials.credentials)
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, _CHALLENGE) from None
 
@@ -119,3 +252,11 @@ PageLimit = Annotated[
     ),
 ]
 PageOffset = Annotated[int, Query(ge=0, le=10_000_000)]
+
+
+def page_size(limits: Limits, limit: PageLimit = None) -> int:
+    """The listing's page size: the asked `limit`, or the configured default, within the cap."""
+    return limits.page_size(limit)
+
+
+PageSize = Annotated[int, Depends(page_size)]

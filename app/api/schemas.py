@@ -2,16 +2,53 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from app.errors import public_job_error
 from app.generation.citations import Citation
 from app.request_limits import K_CEILING, QUESTION_CHARS_CEILING
 from app.retrieval.grouping import Grouping
 
 JobStatus = Literal["queued", "processing", "done", "failed"]
+# A moment as the API writes it: ISO 8601 with the offset (`datetime.isoformat`).
+IsoTime = Annotated[datetime, PlainSerializer(datetime.isoformat, return_type=str)]
+Item = TypeVar("Item", bound=BaseModel)
+
+
+class Record(BaseModel):
+    """A response body read from a service's record by its attributes (`model_validate`)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+class Page(BaseModel, Generic[Item]):
+    """One page of a listing, newest first, and how many there are in all over every page (of
+    the statuses asked, for jobs). `Page[DocumentOut]` is titled `DocumentList` in the schema."""
+
+    data: list[Item]
+    count: int = Field(description="how many there are over all pages")
+
+    @classmethod
+    def model_parametrized_name(cls, params: tuple[Any, ...]) -> str:
+        (item,) = params
+        return f"{item.__name__.removesuffix('Out')}List"
+
+    @classmethod
+    def of(cls, records: Sequence[object], count: int) -> Self:
+        """The page of these records, each read as the page's item model, and the total."""
+        return cls.model_validate({"data": records, "count": count})
 
 
 class TokenOut(BaseModel):
@@ -33,13 +70,13 @@ class UploadAccepted(JobAccepted):
     jobs: list[JobAccepted]
 
 
-class Progress(BaseModel):
+class Progress(Record):
     done: int
     total: int
     stage: str
 
 
-class JobOut(BaseModel):
+class JobOut(Record):
     job_id: str
     document_id: str
     status: JobStatus
@@ -55,34 +92,31 @@ class JobOut(BaseModel):
         default_factory=list,
         description="what a done job could not do, e.g. scanned pages OCR could not read",
     )
-    created_at: str
-    updated_at: str
+    created_at: IsoTime
+    updated_at: IsoTime
+
+    @field_validator("error")
+    @classmethod
+    def _public_error(cls, detail: str | None, info: ValidationInfo) -> str | None:
+        # The stored detail is for operators; clients get a safe text.
+        code = info.data.get("error_code")
+        return None if code is None else public_job_error(code, detail or "")
 
 
-class JobList(BaseModel):
-    data: list[JobOut]
-    count: int = Field(description="the tenant's jobs in the statuses asked, over all pages")
-
-
-class DocumentOut(BaseModel):
+class DocumentOut(Record):
     document_id: str
     source: str
     status: str
     pages: int
     chunks: int
     size_bytes: int
-    uploaded_at: str
+    uploaded_at: IsoTime
     uploaded_by: str | None = Field(
         default=None, description="user id of whoever uploaded this version (null: before roles)"
     )
     uploaded_by_name: str | None = Field(
         default=None, description="that user's name (null once the user is deleted)"
     )
-
-
-class DocumentList(BaseModel):
-    data: list[DocumentOut]
-    count: int
 
 
 class SearchIn(BaseModel):

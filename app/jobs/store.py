@@ -150,6 +150,13 @@ class JobRecord:
     # What a done job could not do (pages OCR could not read), one line each.
     warnings: tuple[str, ...] = ()
 
+    @property
+    def progress(self) -> JobProgress:
+        """How far the job is: `done` of `total` units of its current stage."""
+        return JobProgress(
+            self.job_id, self.progress_done, self.progress_total, self.progress_stage
+        )
+
 
 def _record(row: JobRow) -> JobRecord:
     warnings = tuple(json.loads(row.warnings)) if row.warnings else ()

@@ -9,7 +9,15 @@ from fastapi.responses import JSONResponse
 
 from app.api.access import Authorized
 from app.api.admin_schemas import KeyCreatedOut, KeyIn, KeyList, KeyOut, MeOut, PasswordChangeIn
-from app.api.deps import ClientIp, ContainerDep, KeyCreationRateLimit
+from app.api.deps import (
+    ApiKeys,
+    AuthenticatorDep,
+    ClientIp,
+    KeyCreationRateLimit,
+    LoginGuardDep,
+    SingleSignOnDep,
+    Users,
+)
 from app.api.errors import error_responses
 from app.storage.api_keys import ApiKeyRecord
 
@@ -47,8 +55,9 @@ def me(caller: Authorized) -> MeOut:
 
 @router.post("/logout", status_code=204, responses=error_responses(409, 422))
 def log_out(
-    container: ContainerDep,
     caller: Authorized,
+    authenticator: AuthenticatorDep,
+    sso: SingleSignOnDep,
     ip: ClientIp,
     all: Annotated[
         bool, Query(description="sign out every session of the user (API keys stay valid)")
@@ -59,8 +68,8 @@ def log_out(
     DELETE /auth/keys/{key_id} instead (409 without `all=true`). When the tenant signs in
     through a provider that has an end-session URL, the answer is 200
     `{"end_session_url": ...}`: open it to sign out of the provider too."""
-    container.authenticator.log_out(caller, caller.actor(ip), everywhere=all)
-    end_session = container.single_sign_on.end_session_url(caller.tenant_id)
+    authenticator.log_out(caller, caller.actor(ip), everywhere=all)
+    end_session = sso.end_session_url(caller.tenant_id)
     if end_session is not None:
         return JSONResponse({"end_session_url": end_session})
     return Response(status_code=204)
@@ -68,13 +77,17 @@ def log_out(
 
 @router.post("/password", status_code=204, responses=error_responses(401, 422, 429))
 def change_password(
-    body: PasswordChangeIn, container: ContainerDep, caller: Authorized, ip: ClientIp
+    body: PasswordChangeIn,
+    caller: Authorized,
+    guard: LoginGuardDep,
+    users: Users,
+    ip: ClientIp,
 ) -> Response:
     """Change your password (the current one is checked); every session and API key of yours
     ends, this one included: log in again. Not with an API key (403 `api_key_not_allowed`)."""
-    container.login_guard.check_current_password(
+    guard.check_current_password(
         caller.user_id,
-        lambda: container.users.change_own_password(
+        lambda: users.change_own_password(
             caller.actor(ip), body.current_password, body.new_password
         ),
     )
@@ -88,15 +101,13 @@ def change_password(
     responses=error_responses(413, 422, 429),
     dependencies=[KeyCreationRateLimit],
 )
-def create_key(
-    body: KeyIn, container: ContainerDep, caller: Authorized, ip: ClientIp
-) -> KeyCreatedOut:
+def create_key(body: KeyIn, caller: Authorized, keys: ApiKeys, ip: ClientIp) -> KeyCreatedOut:
     """A new API key: send it as `Authorization: Bearer <key>` (also as the OpenAI SDK's
     `api_key`). Its role is at most yours (403 otherwise); the key is shown only here. Made
     by a signed-in person; an API key may make one only with the `keys:manage` scope (403
     `api_key_not_allowed` otherwise), and the new key expires no later than it. 413
     `quota_exceeded` at RAG_MAX_KEYS_PER_USER working keys."""
-    record, key = container.api_keys.create(
+    record, key = keys.create(
         caller, caller.actor(ip), body.name, body.role, body.expires_in_days, body.scopes
     )
     return KeyCreatedOut(
@@ -113,18 +124,18 @@ def create_key(
 
 @router.get("/keys", response_model=KeyList, responses=error_responses(422))
 def list_keys(
-    container: ContainerDep,
     caller: Authorized,
+    keys: ApiKeys,
     all: Annotated[bool, Query(description="every key of the tenant (admins only)")] = False,
 ) -> KeyList:
     """Your API keys (never the keys themselves), newest first."""
-    return KeyList(data=[_key_out(k) for k in container.api_keys.list(caller, everyone=all)])
+    return KeyList(data=[_key_out(k) for k in keys.list(caller, everyone=all)])
 
 
 @router.delete("/keys/{key_id}", status_code=204, responses=error_responses(404, 422))
-def revoke_key(key_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp) -> Response:
+def revoke_key(key_id: str, caller: Authorized, keys: ApiKeys, ip: ClientIp) -> Response:
     """Revoke one of your keys (an admin: any key of the tenant) and every key made from it;
     refused at once by every API process. Needs a signed-in person, or a key with the
     `keys:manage` scope (403 `api_key_not_allowed`)."""
-    container.api_keys.revoke(caller, caller.actor(ip), key_id)
+    keys.revoke(caller, caller.actor(ip), key_id)
     return Response(status_code=204)

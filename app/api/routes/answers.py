@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from app.api.deps import ContainerDep, Principal, QueryRateLimit
+from app.api.deps import AnswerLaneDep, Answers, Limits, Principal, QueryRateLimit, Retriever
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
 from app.api.streams import AnswerStreamResponse, ClosableEvents
@@ -37,13 +37,13 @@ router = APIRouter(
 
 
 @router.post("/search", response_model=SearchOut)
-def search(body: SearchIn, container: ContainerDep, principal: Principal) -> SearchOut:
+def search(body: SearchIn, principal: Principal, retriever: Retriever, limits: Limits) -> SearchOut:
     """Ranked chunks (or documents, `group=document`) with the evidence of every retrieval
     stage (no LLM)."""
     timer = start_timer()
     result = search_service(
-        container.retriever,
-        container.request_limits,
+        retriever,
+        limits,
         principal.tenant_id,
         body.query,
         body.k,
@@ -83,12 +83,12 @@ def document_counts(hit: SearchHit) -> dict[str, Any]:
 
 
 @router.post("/query", response_model=QueryOut)
-async def query(body: QueryIn, container: ContainerDep, principal: Principal) -> QueryOut:
+async def query(
+    body: QueryIn, principal: Principal, lane: AnswerLaneDep, deps: Answers
+) -> QueryOut:
     """A short answer whose claims carry [n] markers resolving to file and page."""
     caller = Caller(principal.tenant_id, principal.user_id)
-    answered = await answer_service.answer(
-        container.answer_lane, container.answer_deps, caller, body.question, body.k
-    )
+    answered = await answer_service.answer(lane, deps, caller, body.question, body.k)
     return query_out(answered)
 
 
@@ -149,11 +149,9 @@ class EventStreamResponse(AnswerStreamResponse):
     responses={200: {"content": {"text/event-stream": {}}, "description": "SSE events"}},
 )
 async def query_stream(
-    body: QueryIn, container: ContainerDep, principal: Principal
+    body: QueryIn, principal: Principal, lane: AnswerLaneDep, deps: Answers
 ) -> StreamingResponse:
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
     caller = Caller(principal.tenant_id, principal.user_id)
-    events = await answer_service.open_stream(
-        container.answer_lane, container.answer_deps, caller, body.question, body.k
-    )
+    events = await answer_service.open_stream(lane, deps, caller, body.question, body.k)
     return EventStreamResponse(events)

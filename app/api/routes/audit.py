@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from app.api.access import Authorized
 from app.api.admin_schemas import AuditEntryOut, AuditList
-from app.api.deps import ContainerDep, PageLimit, PageOffset
+from app.api.deps import Audit, PageOffset, PageSize
 from app.api.errors import error_responses
 from app.services.audit import AuditAction
 
@@ -17,17 +17,16 @@ router = APIRouter(tags=["users"], responses=error_responses(403, 422))
 
 @router.get("/audit", response_model=AuditList)
 def audit_log(
-    container: ContainerDep,
     caller: Authorized,
-    limit: PageLimit = None,
+    audit: Audit,
+    size: PageSize,
     offset: PageOffset = 0,
     action: AuditAction | None = None,
     user_id: Annotated[str | None, Query(max_length=40, description="who acted")] = None,
 ) -> AuditList:
     """Who did what in your tenant, newest first: logins (with client IP), logouts, keys,
     users, uploads, deletions and quota refusals. Never a secret or a question's text."""
-    size = container.request_limits.page_size(limit)
-    entries, total = container.audit_log.page(caller.tenant_id, size, offset, action, user_id)
+    entries, total = audit.page(caller.tenant_id, size, offset, action, user_id)
     return AuditList(
         data=[
             AuditEntryOut(

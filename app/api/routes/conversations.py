@@ -10,23 +10,22 @@ from fastapi.responses import StreamingResponse
 
 from app.api.conversation_schemas import (
     ConversationDetail,
-    ConversationList,
     ConversationOut,
     MessageIn,
-    MessageOut,
     TurnOut,
 )
 from app.api.deps import (
-    ContainerDep,
     ConversationRateLimit,
-    PageLimit,
+    Conversations,
+    ConversationTurns,
     PageOffset,
+    PageSize,
     Principal,
     QueryRateLimit,
 )
 from app.api.errors import error_responses
 from app.api.routes.answers import EventStreamResponse, query_out, wire_event
-from app.api.schemas import CitationOut
+from app.api.schemas import Page
 from app.services import conversations as service
 from app.services.blocks.admission import Caller
 from app.services.blocks.followups import Rewrite
@@ -36,39 +35,12 @@ from app.services.conversations import (
     TurnEvent,
     TurnFinished,
 )
-from app.storage.conversations import ConversationRecord, MessageRecord
 
 router = APIRouter(tags=["conversations"])
 
 
 def _caller(principal: Principal) -> Caller:
     return Caller(principal.tenant_id, principal.user_id)
-
-
-def _conversation_out(record: ConversationRecord) -> ConversationOut:
-    return ConversationOut(
-        conversation_id=record.conversation_id,
-        title=record.title,
-        messages=record.messages,
-        created_at=record.created_at.isoformat(),
-        updated_at=record.updated_at.isoformat(),
-    )
-
-
-def _message_out(message: MessageRecord) -> MessageOut:
-    return MessageOut(
-        message_id=message.message_id,
-        role=message.role,
-        content=message.content,
-        standalone_question=message.standalone_question,
-        citations=(
-            None
-            if message.citations is None
-            else [CitationOut(**citation) for citation in message.citations]
-        ),
-        refused=message.refused,
-        created_at=message.created_at.isoformat(),
-    )
 
 
 def _rewrite_fields(rewrite: Rewrite) -> dict[str, Any]:
@@ -105,25 +77,19 @@ def _wire_turn_event(event: TurnEvent) -> tuple[str, dict[str, Any]]:
     dependencies=[ConversationRateLimit],
     responses=error_responses(413, 429),
 )
-def create_conversation(container: ContainerDep, principal: Principal) -> ConversationOut:
+def create_conversation(principal: Principal, store: Conversations) -> ConversationOut:
     """Start an empty conversation; its id takes follow-up questions (413 `quota_exceeded`
     when the caller has RAG_QUOTA_CONVERSATIONS_PER_USER of them)."""
-    return _conversation_out(service.start(container.conversations, _caller(principal)))
+    return ConversationOut.model_validate(service.start(store, _caller(principal)))
 
 
-@router.get("/conversations", response_model=ConversationList, responses=error_responses(422))
+@router.get("/conversations", response_model=Page[ConversationOut], responses=error_responses(422))
 def list_conversations(
-    container: ContainerDep,
-    principal: Principal,
-    limit: PageLimit = None,
-    offset: PageOffset = 0,
-) -> ConversationList:
+    principal: Principal, store: Conversations, size: PageSize, offset: PageOffset = 0
+) -> Page[ConversationOut]:
     """The caller's conversations, most recently used first."""
-    size = container.request_limits.page_size(limit)
-    records, total = service.list_conversations(
-        container.conversations, _caller(principal), size, offset
-    )
-    return ConversationList(data=[_conversation_out(r) for r in records], count=total)
+    records, total = service.list_conversations(store, _caller(principal), size, offset)
+    return Page[ConversationOut].of(records, total)
 
 
 @router.get(
@@ -132,26 +98,23 @@ def list_conversations(
     responses=error_responses(404, 422),
 )
 def get_conversation(
-    conversation_id: str, container: ContainerDep, principal: Principal
+    conversation_id: str, principal: Principal, store: Conversations
 ) -> ConversationDetail:
     """The conversation with its kept messages; each answer with its own citations."""
     caller = _caller(principal)
-    store = container.conversations
     record = service.get(store, caller, conversation_id)
     history = service.messages(store, caller, conversation_id)
-    return ConversationDetail(
-        **_conversation_out(record).model_dump(), history=[_message_out(m) for m in history]
-    )
+    return ConversationDetail.model_validate({**asdict(record), "history": history})
 
 
 @router.delete(
     "/conversations/{conversation_id}", status_code=204, responses=error_responses(404, 422)
 )
 def delete_conversation(
-    conversation_id: str, container: ContainerDep, principal: Principal
+    conversation_id: str, principal: Principal, store: Conversations
 ) -> Response:
     """Delete the conversation and every message of it."""
-    service.delete(container.conversations, _caller(principal), conversation_id)
+    service.delete(store, _caller(principal), conversation_id)
     return Response(status_code=204)
 
 
@@ -171,13 +134,13 @@ def delete_conversation(
 async def post_message(
     conversation_id: str,
     body: MessageIn,
-    container: ContainerDep,
     principal: Principal,
+    deps: ConversationTurns,
     stream: Annotated[bool, Query(description="answer as server-sent events")] = False,
 ) -> TurnOut | StreamingResponse:
     """Ask a question in the conversation: a follow-up is rewritten into a standalone question
     from the latest turns, answered like /query, and the turn is stored with its citations."""
-    caller, deps = _caller(principal), container.conversation_deps
+    caller = _caller(principal)
     if stream:
         events = await service.open_turn_stream(deps, caller, conversation_id, body.content, body.k)
         return EventStreamResponse(events, _wire_turn_event)

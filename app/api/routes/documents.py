@@ -9,25 +9,21 @@ from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.api.access import Authorized
-from app.api.deps import ClientIp, ContainerDep, PageLimit, PageOffset, Principal
+from app.api.deps import ClientIp, Documents, PageOffset, PageSize, Principal, Uploads
 from app.api.errors import error_responses
 from app.api.schemas import (
-    DocumentList,
     DocumentOut,
     JobAccepted,
-    JobList,
     JobOut,
     JobStatus,
-    Progress,
+    Page,
     UploadAccepted,
 )
 from app.api.upload import receive_uploads
-from app.errors import public_job_error
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents, uploads
 from app.services.auth import Identity
-from app.storage.documents import DocumentRecord
 
 router = APIRouter(tags=["documents"])
 # Files one upload request may carry (each becomes a job and takes a slot of the queue quota).
@@ -61,47 +57,11 @@ _UPLOAD_BODY = {
 }
 
 
-def _document_out(record: DocumentRecord) -> DocumentOut:
-    return DocumentOut(
-        document_id=record.document_id,
-        source=record.source,
-        status=record.status,
-        pages=record.pages,
-        chunks=record.chunks,
-        size_bytes=record.size_bytes,
-        uploaded_at=record.uploaded_at.isoformat(),
-        uploaded_by=record.uploaded_by,
-        uploaded_by_name=record.uploaded_by_name,
-    )
-
-
 def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "failed"]:
     # A reservation is an upload still being received: never handed to a client as a job.
     status = job.status
     assert status != "reserved", "a reservation is not a job yet"
     return status
-
-
-def _job_out(job: JobRecord) -> JobOut:
-    code, error = job.error_code, None
-    if code is not None:  # the stored detail is for operators; clients get a safe text
-        error = public_job_error(code, job.error or "")
-    return JobOut(
-        job_id=job.job_id,
-        document_id=job.document_id,
-        status=_shown_status(job),
-        source=job.source,
-        progress=Progress(
-            done=job.progress_done, total=job.progress_total, stage=job.progress_stage
-        ),
-        chunks_indexed=job.chunks_indexed,
-        pages=job.pages,
-        error_code=code,
-        error=error,
-        warnings=list(job.warnings),
-        created_at=job.created_at.isoformat(),
-        updated_at=job.updated_at.isoformat(),
-    )
 
 
 @router.post(
@@ -112,13 +72,12 @@ def _job_out(job: JobRecord) -> JobOut:
     responses=error_responses(403, 413, 415, 422, 429),
 )
 async def upload_document(
-    request: Request, container: ContainerDep, caller: Authorized, ip: ClientIp
+    request: Request, caller: Authorized, deps: Uploads, ip: ClientIp
 ) -> UploadAccepted:
     """Accept files (multipart field `file`, repeated for several; one job each) and queue them
     for background indexing. All files of a request are accepted, or none. A member may replace
     only documents they uploaded (403)."""
     tenant = caller.tenant_id
-    deps = container.upload_deps
     uploader = _uploader(caller, ip)
     # The first job slot is taken before the body is read, each further one before its file is
     # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
@@ -162,63 +121,58 @@ def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str])
         uploads.release_upload(deps, tenant, reservation)
 
 
-@router.get("/jobs", response_model=JobList, responses=error_responses(422))
+@router.get("/jobs", response_model=Page[JobOut], responses=error_responses(422))
 def list_jobs(
-    container: ContainerDep,
     principal: Principal,
+    deps: Uploads,
+    size: PageSize,
     status: Annotated[
         list[JobStatus] | None,
         Query(description="keep jobs in these statuses (repeat it); default: every status"),
     ] = None,
-    limit: PageLimit = None,
     offset: PageOffset = 0,
-) -> JobList:
+) -> Page[JobOut]:
     """The tenant's ingestion jobs, newest first. `?status=queued&status=processing` is what is
     still to index: a client syncing a folder polls that one listing until its `count` is 0."""
-    size = container.request_limits.page_size(limit)
     statuses = status or list(get_args(JobStatus))
-    found = uploads.list_jobs(container.upload_deps, principal.tenant_id, statuses, size, offset)
-    return JobList(data=[_job_out(job) for job in found.records], count=found.total)
+    found = uploads.list_jobs(deps, principal.tenant_id, statuses, size, offset)
+    return Page[JobOut].of(found.records, found.total)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
-def get_job(job_id: str, container: ContainerDep, principal: Principal) -> JobOut:
+def get_job(job_id: str, principal: Principal, deps: Uploads) -> JobOut:
     """An ingestion job's state and progress."""
-    return _job_out(uploads.get_job(container.upload_deps, principal.tenant_id, job_id))
+    return JobOut.model_validate(uploads.get_job(deps, principal.tenant_id, job_id))
 
 
-@router.get("/documents", response_model=DocumentList, responses=error_responses(422))
+@router.get("/documents", response_model=Page[DocumentOut], responses=error_responses(422))
 def list_documents(
-    container: ContainerDep,
-    principal: Principal,
-    limit: PageLimit = None,
-    offset: PageOffset = 0,
-) -> DocumentList:
+    principal: Principal, deps: Documents, size: PageSize, offset: PageOffset = 0
+) -> Page[DocumentOut]:
     """The tenant's documents, newest first."""
-    size = container.request_limits.page_size(limit)
-    found = documents.list_documents(container.document_deps, principal.tenant_id, size, offset)
-    return DocumentList(data=[_document_out(r) for r in found.records], count=found.total)
+    found = documents.list_documents(deps, principal.tenant_id, size, offset)
+    return Page[DocumentOut].of(found.records, found.total)
 
 
 @router.get(
     "/documents/{document_id}", response_model=DocumentOut, responses=error_responses(404, 422)
 )
-def get_document(document_id: str, container: ContainerDep, principal: Principal) -> DocumentOut:
+def get_document(document_id: str, principal: Principal, deps: Documents) -> DocumentOut:
     """One document of the tenant."""
-    found = documents.get_document(container.document_deps, principal.tenant_id, document_id)
-    return _document_out(found)
+    found = documents.get_document(deps, principal.tenant_id, document_id)
+    return DocumentOut.model_validate(found)
 
 
 @router.delete(
     "/documents/{document_id}", status_code=204, responses=error_responses(403, 404, 422, 503)
 )
 def delete_document(
-    document_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp
+    document_id: str, caller: Authorized, deps: Documents, ip: ClientIp
 ) -> Response:
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
     uploader = _uploader(caller, ip)
-    documents.delete_document(container.document_deps, caller.tenant_id, document_id, uploader)
+    documents.delete_document(deps, caller.tenant_id, document_id, uploader)
     return Response(status_code=204)
 
 

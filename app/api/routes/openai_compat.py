@@ -26,7 +26,7 @@ from app.api.conversation_schemas import (
     ModelOut,
     chunk,
 )
-from app.api.deps import ContainerDep, Principal, QueryRateLimit
+from app.api.deps import FollowUps, Principal, QueryRateLimit
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut
 from app.api.streams import AnswerStreamResponse
@@ -104,7 +104,7 @@ async def _chunks(
     },
 )
 async def chat_completions(
-    body: ChatCompletionIn, container: ContainerDep, principal: Principal
+    body: ChatCompletionIn, principal: Principal, deps: FollowUps
 ) -> ChatCompletionOut | StreamingResponse:
     """A cited answer to the last user message; earlier messages are the history."""
     service.check_model(body.model)
@@ -112,7 +112,6 @@ async def chat_completions(
     said = [service.Said(m.role, m.content) for m in body.messages]
     completion_id = f"chatcmpl-{secrets.token_hex(12)}"
     created = int(time.time())
-    deps = container.follow_up_deps
     if body.stream:
         events, rewrite = await service.open_completion(deps, caller, said)
         return AnswerStreamResponse(

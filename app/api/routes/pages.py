@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
-from app.api.deps import ContainerDep, PageRateLimit, Principal
+from app.api.deps import PageLaneDep, PageRateLimit, Pages, Principal
 from app.api.errors import error_responses
 from app.api.schemas import HighlightOut, PageTextOut
 from app.services import pages as service
@@ -42,16 +42,17 @@ _IMAGE_CACHE_CONTROL = "private, max-age=300"
 async def page_image(
     document_id: str,
     page: PageNumber,
-    container: ContainerDep,
     principal: Principal,
+    lane: PageLaneDep,
+    deps: Pages,
     chunk: ChunkParam = None,
 ) -> Response:
     """A PDF page as PNG, the cited passage highlighted; 409 when it cannot be drawn (not a
     PDF, or the page failed: too slow, too large, damaged); 429/503 when no render slot frees
     up within a second or two (Retry-After says when to come back)."""
     rendered = await service.page_image(
-        container.page_lane,
-        container.page_deps,
+        lane,
+        deps,
         Caller(principal.tenant_id, principal.user_id),
         document_id,
         page,
@@ -74,12 +75,12 @@ async def page_image(
 def page_text(
     document_id: str,
     page: PageNumber,
-    container: ContainerDep,
     principal: Principal,
+    deps: Pages,
     chunk: ChunkParam = None,
 ) -> PageTextOut:
     """A page's indexed text (any format) with the cited passage's offsets in it."""
-    found = service.page_text(container.page_deps, principal.tenant_id, document_id, page, chunk)
+    found = service.page_text(deps, principal.tenant_id, document_id, page, chunk)
     span = found.highlight
     highlight = HighlightOut(start=span[0], end=span[1]) if span else None
     return PageTextOut(

@@ -7,7 +7,17 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import JSONResponse
 
-from app.api.deps import ClientIp, ContainerDep, require_form_urlencoded
+from app.api.deps import (
+    Audit,
+    ClientIp,
+    LoginGuardDep,
+    OcrProblem,
+    ReadinessChecks,
+    SingleSignOnDep,
+    TokenCodecDep,
+    Users,
+    require_form_urlencoded,
+)
 from app.api.errors import ApiError, error_responses
 from app.api.schemas import HealthOut, StatusOut, TokenOut
 from app.errors import AuthenticationFailed
@@ -29,14 +39,13 @@ def health() -> HealthOut:
     tags=["ops"],
     responses={503: {"model": StatusOut, "description": "a component is not ready"}},
 )
-def ready(request: Request, container: ContainerDep) -> JSONResponse:
+def ready(request: Request, checks: ReadinessChecks, ocr: OcrProblem) -> JSONResponse:
     """Readiness: models loaded and every store reachable, else 503 naming what is not.
 
     `features.ocr` says whether scans and images can be read; without Tesseract the service
     still serves everything else, so it does not make the service unready.
     """
-    problems = readiness_problems(container.readiness_checks, loaded=bool(request.app.state.ready))
-    ocr = container.ocr_problem
+    problems = readiness_problems(checks, loaded=bool(request.app.state.ready))
     features = {"ocr": "available" if ocr is None else f"unavailable: {ocr}"}
     if problems:
         return JSONResponse(
@@ -53,7 +62,11 @@ def ready(request: Request, container: ContainerDep) -> JSONResponse:
     responses=error_responses(400, 401, 413, 415, 422, 429),
 )
 def issue_token(
-    container: ContainerDep,
+    guard: LoginGuardDep,
+    codec: TokenCodecDep,
+    audit: Audit,
+    users: Users,
+    sso: SingleSignOnDep,
     client: ClientIp,
     username: Annotated[str, Form(min_length=1, max_length=128)],
     password: Annotated[str, Form(min_length=1, max_length=1024)],
@@ -73,15 +86,15 @@ def issue_token(
     today)."""
     try:
         token = log_in(
-            container.login_guard,
-            container.token_codec,
-            container.audit_log,
-            container.users,
+            guard,
+            codec,
+            audit,
+            users,
             username,
             password,
             client,
             tenant,
-            container.single_sign_on.password_allowed,
+            sso.password_allowed,
         )
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, {"WWW-Authenticate": "Bearer"}) from None

@@ -10,7 +10,7 @@ import secrets
 
 from fastapi import APIRouter, Request, Response
 
-from app.api.deps import ContainerDep
+from app.api.deps import SettingsDep
 from app.api.errors import ApiError, error_responses
 from app.metrics import enabled, exposition
 
@@ -26,9 +26,8 @@ router = APIRouter()
         **error_responses(401, 404),
     },
 )
-def metrics(request: Request, container: ContainerDep) -> Response:
+def metrics(request: Request, settings: SettingsDep) -> Response:
     """Counters and histograms of every process of the service (README "Monitoring")."""
-    settings = container.settings
     if not (enabled() and settings.metrics_token) or settings.metrics_port:
         raise ApiError(404, "not_found", "not found")
     given = request.headers.get("Authorization", "")

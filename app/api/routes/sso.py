@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from app.api.access import Authorized
-from app.api.deps import ClientIp, ContainerDep
+from app.api.deps import ClientIp, ContainerDep, SingleSignOnDep
 from app.api.errors import ApiError, error_responses
 from app.api.routes.web import APP_SECURITY_HEADERS
 from app.api.schemas import TokenOut
@@ -60,35 +60,35 @@ def _person(caller: Identity, ip: str) -> Actor:
 
 @admin_router.put("", responses=error_responses(409, 503))
 def put_sso(
-    body: SsoSettingsIn, container: ContainerDep, caller: Authorized, ip: ClientIp
+    body: SsoSettingsIn, sso: SingleSignOnDep, caller: Authorized, ip: ClientIp
 ) -> dict[str, Any]:
     """Set your tenant's OpenID Connect provider (its discovery document is read to check the
     issuer). The client secret is stored encrypted and never shown again."""
-    return container.single_sign_on.configure(caller.tenant_id, body, _person(caller, ip))
+    return sso.configure(caller.tenant_id, body, _person(caller, ip))
 
 
 @admin_router.get("")
-def get_sso(container: ContainerDep, caller: Authorized) -> dict[str, Any]:
+def get_sso(sso: SingleSignOnDep, caller: Authorized) -> dict[str, Any]:
     """Your tenant's provider, without its secret (404 when it has none)."""
-    return container.single_sign_on.describe(caller.tenant_id)
+    return sso.describe(caller.tenant_id)
 
 
 @admin_router.delete("", status_code=204)
-def delete_sso(container: ContainerDep, caller: Authorized, ip: ClientIp) -> Response:
+def delete_sso(sso: SingleSignOnDep, caller: Authorized, ip: ClientIp) -> Response:
     """Stop signing in through the provider; its users stay (404 when there is none)."""
-    container.single_sign_on.remove(caller.tenant_id, _person(caller, ip))
+    sso.remove(caller.tenant_id, _person(caller, ip))
     return Response(status_code=204)
 
 
 @public_router.get("/auth/sso/options", response_model=SsoOptionOut, responses=error_responses(404))
 def sso_option(
-    container: ContainerDep,
+    sso: SingleSignOnDep,
     organisation: Annotated[str | None, Query(max_length=64)] = None,
     email: Annotated[str | None, Query(max_length=254)] = None,
 ) -> SsoOptionOut:
     """The provider the sign-in page offers for an organisation (tenant id), or for an email
     address whose domain exactly one organisation allows; 404 when there is none."""
-    option = container.single_sign_on.option(organisation, email)
+    option = sso.option(organisation, email)
     return SsoOptionOut(
         tenant_id=option.tenant_id,
         provider_name=option.provider_name,
@@ -102,6 +102,7 @@ def sso_option(
 def sso_start(
     request: Request,
     container: ContainerDep,
+    sso: SingleSignOnDep,
     ip: ClientIp,
     tenant: str,
     next: Annotated[str, Query(max_length=512)] = "/",
@@ -121,7 +122,7 @@ def sso_start(
         return page
     redirect_uri = str(request.url_for("sso_callback"))
     try:
-        target = container.single_sign_on.start(tenant[:64], next, redirect_uri)
+        target = sso.start(tenant[:64], next, redirect_uri)
     except (SsoFailure, ProviderUnreachable) as exc:
         return _failure_page(exc)
     return RedirectResponse(target, status_code=302, headers={"Cache-Control": "no-store"})
@@ -130,7 +131,7 @@ def sso_start(
 @public_router.get(CALLBACK_PATH, name="sso_callback", response_class=RedirectResponse)
 def sso_callback(
     request: Request,
-    container: ContainerDep,
+    sso: SingleSignOnDep,
     ip: ClientIp,
     state: Annotated[str | None, Query(max_length=256)] = None,
     code: Annotated[str | None, Query(max_length=2048)] = None,
@@ -140,7 +141,7 @@ def sso_callback(
     PKCE verifier), checks the ID token, provisions or updates the user, then redirects to the
     web app with a one-time code in the fragment."""
     try:
-        next_path, exchange = container.single_sign_on.complete(state, code, error, ip)
+        next_path, exchange = sso.complete(state, code, error, ip)
     except (SsoFailure, ProviderUnreachable) as exc:
         return _failure_page(exc)
     # A path, not a URL: the browser stays on the origin it called back, whatever Host said.
@@ -155,11 +156,11 @@ def sso_callback(
 @public_router.post(
     "/auth/sso/exchange", response_model=TokenOut, responses=error_responses(401, 422)
 )
-def sso_exchange(body: ExchangeIn, container: ContainerDep) -> TokenOut:
+def sso_exchange(body: ExchangeIn, sso: SingleSignOnDep) -> TokenOut:
     """Trade the one-time code of a finished sign-in (single use, valid 60 s) for an access
     token, in the same body POST /auth/token answers."""
     try:
-        token = container.single_sign_on.exchange(body.code)
+        token = sso.exchange(body.code)
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, {"WWW-Authenticate": "Bearer"}) from None
     return TokenOut(access_token=token.access_token, expires_in=token.expires_in)

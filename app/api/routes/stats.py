@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api.deps import ContainerDep, Principal
+from app.api.deps import Principal, Stats
 from app.api.schemas import QuotaOut, QuotasOut, StatsOut
 from app.services.stats import tenant_stats
 
@@ -12,10 +12,10 @@ router = APIRouter(tags=["ops"])
 
 
 @router.get("/stats", response_model=StatsOut)
-def stats(container: ContainerDep, principal: Principal) -> StatsOut:
+def stats(principal: Principal, deps: Stats) -> StatsOut:
     """The tenant's documents, chunks, cache entries, cache hit rate and quota usage (the
     per-user conversation quotas as the caller uses them)."""
-    found = tenant_stats(container.stats_deps, principal.tenant_id, principal.user_id)
+    found = tenant_stats(deps, principal.tenant_id, principal.user_id)
     quotas = {name: QuotaOut(used=q.used, limit=q.limit) for name, q in found.quotas.items()}
     return StatsOut(
         documents=found.documents,

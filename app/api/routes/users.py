@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 
 from app.api.access import Authorized
 from app.api.admin_schemas import UserIn, UserList, UserOut, UserPatch
-from app.api.deps import ClientIp, ContainerDep, PageLimit, PageOffset
+from app.api.deps import ClientIp, PageOffset, PageSize, Users
 from app.api.errors import ApiError, error_responses
 from app.storage.users import UserRecord
 
@@ -24,10 +24,10 @@ def _user_out(user: UserRecord) -> UserOut:
 
 
 @router.post("", status_code=201, response_model=UserOut, responses=error_responses(409))
-def create_user(body: UserIn, container: ContainerDep, caller: Authorized, ip: ClientIp) -> UserOut:
+def create_user(body: UserIn, caller: Authorized, users: Users, ip: ClientIp) -> UserOut:
     """Add a user to your tenant (409 if your tenant has the name already; 422
     `password_too_common` or `password_contains_username` for a weak password)."""
-    user = container.users.create_user(
+    user = users.create_user(
         caller.tenant_id, body.username, body.password, body.role, caller.actor(ip)
     )
     return _user_out(user)
@@ -35,20 +35,16 @@ def create_user(body: UserIn, container: ContainerDep, caller: Authorized, ip: C
 
 @router.get("", response_model=UserList)
 def list_users(
-    container: ContainerDep,
-    caller: Authorized,
-    limit: PageLimit = None,
-    offset: PageOffset = 0,
+    caller: Authorized, users: Users, size: PageSize, offset: PageOffset = 0
 ) -> UserList:
     """Your tenant's users by name."""
-    size = container.request_limits.page_size(limit)
-    users, total = container.users.page(caller.tenant_id, size, offset)
-    return UserList(data=[_user_out(u) for u in users], count=total)
+    records, total = users.page(caller.tenant_id, size, offset)
+    return UserList(data=[_user_out(u) for u in records], count=total)
 
 
 @router.patch("/{user_id}", response_model=UserOut, responses=error_responses(404, 409))
 def change_user(
-    user_id: str, body: UserPatch, container: ContainerDep, caller: Authorized, ip: ClientIp
+    user_id: str, body: UserPatch, caller: Authorized, users: Users, ip: ClientIp
 ) -> UserOut:
     """Change a user's role, disable or enable it, or set its password. Disabling or a new
     password ends its sessions and deletes its API keys; the last enabled admin cannot be
@@ -57,16 +53,12 @@ def change_user(
         raise ApiError(
             422, "validation_error", "nothing to change: send role, disabled or password"
         )
-    user = container.users.change_user(
-        caller.actor(ip), user_id, body.role, body.disabled, body.password
-    )
+    user = users.change_user(caller.actor(ip), user_id, body.role, body.disabled, body.password)
     return _user_out(user)
 
 
 @router.delete("/{user_id}", status_code=204, responses=error_responses(404, 409))
-def delete_user(
-    user_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp
-) -> Response:
+def delete_user(user_id: str, caller: Authorized, users: Users, ip: ClientIp) -> Response:
     """Delete a user and its API keys (its documents stay); not the last enabled admin (409)."""
-    container.users.remove_user(caller.actor(ip), user_id)
+    users.remove_user(caller.actor(ip), user_id)
     return Response(status_code=204)
