@@ -23,6 +23,7 @@ from sqlalchemy import update
 
 from app.api.access import PUBLIC, ROUTE_ROLES, authorize, check_route_table, route_keys
 from app.domain import role_at_least
+from app.errors import NotFound
 from app.services.audit import Actor
 from app.services.sso.config import SsoSettingsIn
 from app.storage.db import utc_now
@@ -235,6 +236,10 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         kwargs["json"] = {"username": f"fresh{next(_fresh)}", "password": DEFAULT_PASSWORD}
     elif method == "PATCH":
         kwargs["json"] = {"role": "reader"}
+    if path == "/auth/logout":  # without a provider: the plain 204 (an end-session URL is 200)
+        for tenant in (A, B):
+            if _has_sso(setup, tenant):
+                setup.api.container.single_sign_on.remove(tenant, Actor(tenant, None, None))
     if path == "/sso":
         sso = {"issuer": setup.issuer, "client_id": "rag-roles", "client_secret": "roles secret"}
         for tenant in (A, B):  # set for both: tenant B's admin acts on B's own
@@ -244,6 +249,14 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         if method == "PUT":
             kwargs["json"] = sso
     return path.format(**ids), kwargs
+
+
+def _has_sso(setup: Setup, tenant: str) -> bool:
+    try:
+        setup.api.container.single_sign_on.describe(tenant)
+    except NotFound:
+        return False
+    return True
 
 
 def _expected(caller: str, method: str, path: str) -> int:
