@@ -33,6 +33,23 @@ from app.storage.rate_limit import retry_after_header
 
 CALLBACK_PATH = "/auth/sso/callback"
 
+# The browser routes answer a person: a redirect, or a page that says what went wrong.
+_PAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    302: {"description": "on to the provider, or back to the web app"},
+    **{
+        status: {"description": what, "content": {"text/html": {}}}
+        for status, what in (
+            (400, "a page: the sign-in cannot go on (a bad next, an expired state or code)"),
+            (401, "a page: the provider's answer could not be verified"),
+            (403, "a page: refused (consent denied, no mapped role, disabled, domain)"),
+            (404, "a page: the organisation signs in with no provider"),
+            (409, "a page: the user name is another account's"),
+            (429, "a page: too many sign-ins started from this client"),
+            (503, "a page: the provider cannot be reached"),
+        )
+    },
+}
+
 admin_router = APIRouter(prefix="/sso", tags=["sso"], responses=error_responses(403, 404, 422))
 public_router = APIRouter(tags=["sso"])
 
@@ -98,7 +115,13 @@ def sso_option(
     )
 
 
-@public_router.get("/auth/sso/{tenant}/start", name="sso_start", response_class=RedirectResponse)
+@public_router.get(
+    "/auth/sso/{tenant}/start",
+    name="sso_start",
+    status_code=302,
+    response_class=RedirectResponse,
+    responses=_PAGE_RESPONSES,
+)
 def sso_start(
     request: Request,
     container: ContainerDep,
@@ -128,7 +151,13 @@ def sso_start(
     return RedirectResponse(target, status_code=302, headers={"Cache-Control": "no-store"})
 
 
-@public_router.get(CALLBACK_PATH, name="sso_callback", response_class=RedirectResponse)
+@public_router.get(
+    CALLBACK_PATH,
+    name="sso_callback",
+    status_code=302,
+    response_class=RedirectResponse,
+    responses=_PAGE_RESPONSES,
+)
 def sso_callback(
     request: Request,
     sso: SingleSignOnDep,
