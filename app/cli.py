@@ -44,7 +44,7 @@ def cmd_ingest(container: Container, args: argparse.Namespace) -> int:
 
     if args.queue:
         for raw in args.paths:
-            job = queue_local_file(container.upload_deps, args.tenant, Path(raw))
+            job = queue_local_file(container.upload_deps, tenant_id=args.tenant, path=Path(raw))
             print(f"{job.source}: queued as {job.job_id} ({job.document_id})")
         return 0
     failures = 0
@@ -53,8 +53,8 @@ def cmd_ingest(container: Container, args: argparse.Namespace) -> int:
         try:
             doc = ingest_local_file(
                 container.document_deps,
-                args.tenant,
-                path,
+                tenant_id=args.tenant,
+                path=path,
                 progress=_progress_bar(path.name),
             )
         except RagError as exc:

@@ -62,9 +62,14 @@ class Uploader:
         )
         path = self.folder / f"upload-{self.count:05d}.txt"
         path.write_text(body, encoding="utf-8")
-        reservation = reserve_upload(self.container.upload_deps, tenant)
+        reservation = reserve_upload(self.container.upload_deps, tenant_id=tenant)
         received = ReceivedFile(path, f"{tenant}-{self.count}.txt", path.stat().st_size)
-        (job,) = submit_uploads(self.container.upload_deps, tenant, [reservation], [received])
+        (job,) = submit_uploads(
+            self.container.upload_deps,
+            tenant_id=tenant,
+            reservations=[reservation],
+            files=[received],
+        )
         return job
 
     def wait(self, tenant: str, job_id: str, timeout_s: float = 1800.0) -> None:

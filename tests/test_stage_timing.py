@@ -83,7 +83,7 @@ def container(settings: Settings, tmp_path: Path) -> Iterator[Container]:
     ]
     path = tmp_path / "survey.txt"
     path.write_text("\n\n".join(paragraphs), encoding="utf-8")
-    index_document(container.document_deps, TENANT, path, "survey.txt")
+    index_document(container.document_deps, tenant_id=TENANT, path=path, source="survey.txt")
     _answer(container, "warm up the keyword index", None)
     yield container
     container.database.dispose()
@@ -118,7 +118,9 @@ def test_search_stages_cover_the_work_of_a_search(
 ) -> None:
     principal = Identity("user-1", TENANT, "someone", "reader")
     for question in QUESTIONS:
-        body = search_route(SearchIn(query=question), container, principal)
+        body = search_route(
+            SearchIn(query=question), principal, container.retriever, container.request_limits
+        )
         assert body.results
         stages = body.timings
         assert {"embed_query", "dense", "keyword", "fuse"} <= set(stages)

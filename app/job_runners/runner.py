@@ -114,8 +114,8 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
     try:
         outcomes: list[IndexOutcome] = index_documents(
             deps.indexing(),  # a server down here fails (or retries) every job of the batch
-            tenant,
-            [
+            tenant_id=tenant,
+            requests=[
                 IndexRequest(
                     Path(job.stored_path),
                     job.source,

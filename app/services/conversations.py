@@ -164,7 +164,7 @@ def start(store: ConversationStore, caller: Caller) -> ConversationRecord:
     return store.create(caller.tenant_id, caller.user_id)
 
 
-def get(store: ConversationStore, caller: Caller, conversation_id: str) -> ConversationRecord:
+def get(store: ConversationStore, caller: Caller, *, conversation_id: str) -> ConversationRecord:
     """The caller's conversation (NotFound when missing or someone else's)."""
     record = store.get(caller.tenant_id, caller.user_id, conversation_id)
     if record is None:
@@ -172,7 +172,9 @@ def get(store: ConversationStore, caller: Caller, conversation_id: str) -> Conve
     return record
 
 
-def messages(store: ConversationStore, caller: Caller, conversation_id: str) -> list[MessageRecord]:
+def messages(
+    store: ConversationStore, caller: Caller, *, conversation_id: str
+) -> list[MessageRecord]:
     """The kept messages of the caller's conversation, oldest first (NotFound as `get`)."""
     found = store.messages(caller.tenant_id, caller.user_id, conversation_id)
     if found is None:
@@ -187,7 +189,7 @@ def list_conversations(
     return store.list(caller.tenant_id, caller.user_id, limit, offset)
 
 
-def delete(store: ConversationStore, caller: Caller, conversation_id: str) -> None:
+def delete(store: ConversationStore, caller: Caller, *, conversation_id: str) -> None:
     """Delete the caller's conversation and its messages (NotFound as `get`)."""
     if not store.delete(caller.tenant_id, caller.user_id, conversation_id):
         raise _missing()
@@ -213,7 +215,8 @@ async def _prepare(
     limits = deps.follow_ups.answers.limits
     question = limits.question(content)
     limits.k(k)
-    stored = await anyio.to_thread.run_sync(messages, deps.store, caller, conversation_id)
+    read = functools.partial(messages, deps.store, caller, conversation_id=conversation_id)
+    stored = await anyio.to_thread.run_sync(read)
     # A turn that could not be stored is refused before any model work (QuotaExceeded: 413).
     await anyio.to_thread.run_sync(_check_room, deps.store, caller, conversation_id, question)
     rewrite = await rewrite_follow_up(deps.follow_ups, caller, turns_of(stored), question)
@@ -244,7 +247,7 @@ def _store_turn(
 
 
 async def ask(
-    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
+    deps: ConversationDeps, caller: Caller, *, conversation_id: str, content: str, k: int | None
 ) -> AnsweredTurn:
     """The cited answer of a new turn, the question it answered and where it was stored.
 
@@ -334,7 +337,7 @@ class TurnStream:
 
 
 async def open_turn_stream(
-    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
+    deps: ConversationDeps, caller: Caller, *, conversation_id: str, content: str, k: int | None
 ) -> TurnStream:
     """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
     prepared = await _prepare(deps, caller, conversation_id, content, k)

@@ -42,7 +42,7 @@ class ListedPage(Generic[Listed]):
 
 
 def list_documents(
-    deps: DocumentDeps, tenant_id: str, limit: int, offset: int
+    deps: DocumentDeps, *, tenant_id: str, limit: int, offset: int
 ) -> ListedPage[DocumentRecord]:
     """One page of the tenant's documents and the total count."""
     return ListedPage(
@@ -50,7 +50,7 @@ def list_documents(
     )
 
 
-def get_document(deps: DocumentDeps, tenant_id: str, document_id: str) -> DocumentRecord:
+def get_document(deps: DocumentDeps, *, tenant_id: str, document_id: str) -> DocumentRecord:
     """The tenant's document; NotFound whether missing or another tenant's."""
     record = deps.documents.get(tenant_id, document_id)
     if record is None:
@@ -59,7 +59,7 @@ def get_document(deps: DocumentDeps, tenant_id: str, document_id: str) -> Docume
 
 
 def delete_document(
-    deps: DocumentDeps, tenant_id: str, document_id: str, uploader: Uploader | None = None
+    deps: DocumentDeps, *, tenant_id: str, document_id: str, uploader: Uploader | None = None
 ) -> None:
     """Remove a document's chunks and record; no search or answer reaches it afterwards.
 

@@ -105,9 +105,9 @@ class _Replaced:
 
 def index_documents(
     deps: DocumentDeps,
+    *,
     tenant_id: str,
     requests: list[IndexRequest],
-    *,
     must_exist: bool = False,
     refresh_keywords: Callable[[], bool] | None = None,
     embedding_progress: EmbeddingProgress | None = None,
@@ -150,6 +150,7 @@ def _refresh_keywords(
 
 def index_document(
     deps: DocumentDeps,
+    *,
     tenant_id: str,
     path: Path,
     source: str,
@@ -157,7 +158,8 @@ def index_document(
 ) -> IngestedDocument:
     """Index one stored file for a tenant and record it (`index_documents` for one file);
     raises what made it fail."""
-    (outcome,) = index_documents(deps, tenant_id, [IndexRequest(path, source, progress)])
+    requests = [IndexRequest(path, source, progress)]
+    (outcome,) = index_documents(deps, tenant_id=tenant_id, requests=requests)
     if isinstance(outcome, Exception):
         raise outcome
     return outcome

@@ -23,7 +23,7 @@ from app.services.uploads import (
 from app.services.users import validate_tenant_id
 
 
-def queue_local_file(deps: UploadDeps, tenant_id: str, path: Path) -> JobRecord:
+def queue_local_file(deps: UploadDeps, *, tenant_id: str, path: Path) -> JobRecord:
     """Hand a local file to the service's workers as an upload would be (CLI `ingest --queue`):
     a copy under the uploads folder becomes a queued job, sent with the one `enqueue`."""
     validate_tenant_id(tenant_id)
@@ -33,23 +33,28 @@ def queue_local_file(deps: UploadDeps, tenant_id: str, path: Path) -> JobRecord:
         raise UnsupportedFileType(
             f"files of type {suffix or '(none)'!r} are not supported; use one of {allowed}"
         )
-    reservation = reserve_upload(deps, tenant_id)
+    reservation = reserve_upload(deps, tenant_id=tenant_id)
     stored = deps.uploads_dir / f"{secrets.token_hex(16)}{suffix}"
     try:
         stored.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, stored)
     except BaseException:
         stored.unlink(missing_ok=True)
-        release_upload(deps, tenant_id, reservation)
+        release_upload(deps, tenant_id=tenant_id, reservation=reservation)
         raise
     received = ReceivedFile(stored, path.name, stored.stat().st_size)
-    (job,) = submit_uploads(deps, tenant_id, [reservation], [received])
+    (job,) = submit_uploads(deps, tenant_id=tenant_id, reservations=[reservation], files=[received])
     return job
 
 
 def ingest_local_file(
-    deps: DocumentDeps, tenant_id: str, path: Path, progress: ProgressCallback | None = None
+    deps: DocumentDeps,
+    *,
+    tenant_id: str,
+    path: Path,
+    progress: ProgressCallback | None = None,
 ) -> IngestedDocument:
     """Index a local file synchronously (the CLI path); its file name is the document source."""
     validate_tenant_id(tenant_id)
-    return index_document(deps, tenant_id, path, sanitise_filename(path.name), progress)
+    source = sanitise_filename(path.name)
+    return index_document(deps, tenant_id=tenant_id, path=path, source=source, progress=progress)

@@ -241,7 +241,7 @@ def _stitch(chunks: list[Chunk]) -> tuple[str, dict[str, int]]:
 
 
 def page_text(
-    deps: PageDeps, tenant_id: str, document_id: str, page: int, chunk_id: str | None
+    deps: PageDeps, *, tenant_id: str, document_id: str, page: int, chunk_id: str | None
 ) -> PageText:
     """The indexed text of a page of any format, with the cited chunk's span in it."""
     record = _document(deps, tenant_id, document_id)
@@ -363,6 +363,7 @@ async def page_image(
     lane: PageLane,
     deps: PageDeps,
     caller: Caller,
+    *,
     document_id: str,
     page: int,
     chunk_id: str | None,

@@ -49,7 +49,7 @@ class StatsDeps:
     ocr_pages_limit: int = 0  # RAG_QUOTA_OCR_PAGES
 
 
-def tenant_stats(deps: StatsDeps, tenant_id: str, user_id: str) -> TenantStats:
+def tenant_stats(deps: StatsDeps, *, tenant_id: str, user_id: str) -> TenantStats:
     """The tenant's documents, chunks, cache entries and hit rate, and each quota's use (the
     per-user conversation quotas as `user_id` uses them)."""
     cache = deps.cache.stats(tenant_id)

@@ -58,7 +58,7 @@ def sanitise_filename(raw: str) -> str:
     return stem + suffix
 
 
-def reserve_upload(deps: UploadDeps, tenant_id: str, uploader: Uploader | None = None) -> str:
+def reserve_upload(deps: UploadDeps, *, tenant_id: str, uploader: Uploader | None = None) -> str:
     """Hold a job slot of the tenant before its upload is received; the reservation id.
 
     A tenant whose queue is at RAG_QUOTA_QUEUED_JOBS gets JobQueueFull (429) and nothing is
@@ -78,7 +78,7 @@ def reserve_upload(deps: UploadDeps, tenant_id: str, uploader: Uploader | None =
         ) from None
 
 
-def release_upload(deps: UploadDeps, tenant_id: str, reservation: str) -> None:
+def release_upload(deps: UploadDeps, *, tenant_id: str, reservation: str) -> None:
     """Give back the job slot of an upload that failed before it became a job."""
     deps.jobs.cancel_reservation(tenant_id, reservation)
 
@@ -94,6 +94,7 @@ class ReceivedFile:
 
 def submit_uploads(
     deps: UploadDeps,
+    *,
     tenant_id: str,
     reservations: list[str],
     files: list[ReceivedFile],
@@ -159,7 +160,7 @@ def _discard(
     for file in files:
         file.path.unlink(missing_ok=True)
     for reservation in reservations:
-        release_upload(deps, tenant_id, reservation)
+        release_upload(deps, tenant_id=tenant_id, reservation=reservation)
 
 
 def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> StoredUpload:
@@ -175,14 +176,14 @@ def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> Stor
 
 
 def list_jobs(
-    deps: UploadDeps, tenant_id: str, statuses: Sequence[JobStatus], limit: int, offset: int
+    deps: UploadDeps, *, tenant_id: str, statuses: Sequence[JobStatus], limit: int, offset: int
 ) -> ListedPage[JobRecord]:
     """The tenant's jobs in `statuses` (uploads still being received are not jobs yet)."""
     records, total = deps.jobs.page(tenant_id, statuses, limit, offset)
     return ListedPage(records, total)
 
 
-def get_job(deps: UploadDeps, tenant_id: str, job_id: str) -> JobRecord:
+def get_job(deps: UploadDeps, *, tenant_id: str, job_id: str) -> JobRecord:
     """The tenant's job; NotFound whether missing, another tenant's, or an upload still being
     received (its id is not given out until the job exists)."""
     job = deps.jobs.get(tenant_id, job_id)

@@ -58,8 +58,9 @@ def queued_upload(
     uploads.mkdir(exist_ok=True)
     path = uploads / f"upload-{name}"  # stored like the upload route: random name, same suffix
     path.write_bytes(content)
-    reservation = reserve_upload(container.upload_deps, tenant)
+    reservation = reserve_upload(container.upload_deps, tenant_id=tenant)
+    received = ReceivedFile(path, name, len(content))
     (job,) = submit_uploads(
-        container.upload_deps, tenant, [reservation], [ReceivedFile(path, name, len(content))]
+        container.upload_deps, tenant_id=tenant, reservations=[reservation], files=[received]
     )
     return job.job_id

@@ -102,8 +102,8 @@ def get_conversation(
 ) -> ConversationDetail:
     """The conversation with its kept messages; each answer with its own citations."""
     caller = _caller(principal)
-    record = service.get(store, caller, conversation_id)
-    history = service.messages(store, caller, conversation_id)
+    record = service.get(store, caller, conversation_id=conversation_id)
+    history = service.messages(store, caller, conversation_id=conversation_id)
     return ConversationDetail.model_validate({**asdict(record), "history": history})
 
 
@@ -114,7 +114,7 @@ def delete_conversation(
     conversation_id: str, principal: Principal, store: Conversations
 ) -> Response:
     """Delete the conversation and every message of it."""
-    service.delete(store, _caller(principal), conversation_id)
+    service.delete(store, _caller(principal), conversation_id=conversation_id)
     return Response(status_code=204)
 
 
@@ -142,6 +142,11 @@ async def post_message(
     from the latest turns, answered like /query, and the turn is stored with its citations."""
     caller = _caller(principal)
     if stream:
-        events = await service.open_turn_stream(deps, caller, conversation_id, body.content, body.k)
+        events = await service.open_turn_stream(
+            deps, caller, conversation_id=conversation_id, content=body.content, k=body.k
+        )
         return EventStreamResponse(events, _wire_turn_event)
-    return _turn_out(await service.ask(deps, caller, conversation_id, body.content, body.k))
+    turn = await service.ask(
+        deps, caller, conversation_id=conversation_id, content=body.content, k=body.k
+    )
+    return _turn_out(turn)

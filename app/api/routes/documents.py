@@ -81,10 +81,12 @@ async def upload_document(
     uploader = _uploader(caller, ip)
     # The first job slot is taken before the body is read, each further one before its file is
     # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
-    reservations = [await run_in_threadpool(uploads.reserve_upload, deps, tenant, uploader)]
+    reservations = [
+        await run_in_threadpool(uploads.reserve_upload, deps, tenant_id=tenant, uploader=uploader)
+    ]
 
     def reserve_next() -> None:  # runs in the receiver's worker thread
-        reservations.append(uploads.reserve_upload(deps, tenant, uploader))
+        reservations.append(uploads.reserve_upload(deps, tenant_id=tenant, uploader=uploader))
 
     try:
         received = await receive_uploads(
@@ -102,7 +104,12 @@ async def upload_document(
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
     jobs = await run_in_threadpool(
-        uploads.submit_uploads, deps, tenant, reservations, received, uploader
+        uploads.submit_uploads,
+        deps,
+        tenant_id=tenant,
+        reservations=reservations,
+        files=received,
+        uploader=uploader,
     )
     accepted = [
         JobAccepted(
@@ -118,7 +125,7 @@ async def upload_document(
 
 def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str]) -> None:
     for reservation in reservations:
-        uploads.release_upload(deps, tenant, reservation)
+        uploads.release_upload(deps, tenant_id=tenant, reservation=reservation)
 
 
 @router.get("/jobs", response_model=Page[JobOut], responses=error_responses(422))
@@ -135,14 +142,18 @@ def list_jobs(
     """The tenant's ingestion jobs, newest first. `?status=queued&status=processing` is what is
     still to index: a client syncing a folder polls that one listing until its `count` is 0."""
     statuses = status or list(get_args(JobStatus))
-    found = uploads.list_jobs(deps, principal.tenant_id, statuses, size, offset)
+    found = uploads.list_jobs(
+        deps, tenant_id=principal.tenant_id, statuses=statuses, limit=size, offset=offset
+    )
     return Page[JobOut].of(found.records, found.total)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
 def get_job(job_id: str, principal: Principal, deps: Uploads) -> JobOut:
     """An ingestion job's state and progress."""
-    return JobOut.model_validate(uploads.get_job(deps, principal.tenant_id, job_id))
+    return JobOut.model_validate(
+        uploads.get_job(deps, tenant_id=principal.tenant_id, job_id=job_id)
+    )
 
 
 @router.get("/documents", response_model=Page[DocumentOut], responses=error_responses(422))
@@ -150,7 +161,7 @@ def list_documents(
     principal: Principal, deps: Documents, size: PageSize, offset: PageOffset = 0
 ) -> Page[DocumentOut]:
     """The tenant's documents, newest first."""
-    found = documents.list_documents(deps, principal.tenant_id, size, offset)
+    found = documents.list_documents(deps, tenant_id=principal.tenant_id, limit=size, offset=offset)
     return Page[DocumentOut].of(found.records, found.total)
 
 
@@ -159,7 +170,7 @@ def list_documents(
 )
 def get_document(document_id: str, principal: Principal, deps: Documents) -> DocumentOut:
     """One document of the tenant."""
-    found = documents.get_document(deps, principal.tenant_id, document_id)
+    found = documents.get_document(deps, tenant_id=principal.tenant_id, document_id=document_id)
     return DocumentOut.model_validate(found)
 
 
@@ -172,7 +183,9 @@ def delete_document(
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
     uploader = _uploader(caller, ip)
-    documents.delete_document(deps, caller.tenant_id, document_id, uploader)
+    documents.delete_document(
+        deps, tenant_id=caller.tenant_id, document_id=document_id, uploader=uploader
+    )
     return Response(status_code=204)
 
 

@@ -54,9 +54,9 @@ async def page_image(
         lane,
         deps,
         Caller(principal.tenant_id, principal.user_id),
-        document_id,
-        page,
-        chunk,
+        document_id=document_id,
+        page=page,
+        chunk_id=chunk,
     )
     headers = {
         "Cache-Control": _IMAGE_CACHE_CONTROL,
@@ -80,7 +80,9 @@ def page_text(
     chunk: ChunkParam = None,
 ) -> PageTextOut:
     """A page's indexed text (any format) with the cited passage's offsets in it."""
-    found = service.page_text(deps, principal.tenant_id, document_id, page, chunk)
+    found = service.page_text(
+        deps, tenant_id=principal.tenant_id, document_id=document_id, page=page, chunk_id=chunk
+    )
     span = found.highlight
     highlight = HighlightOut(start=span[0], end=span[1]) if span else None
     return PageTextOut(

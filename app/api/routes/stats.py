@@ -15,7 +15,7 @@ router = APIRouter(tags=["ops"])
 def stats(principal: Principal, deps: Stats) -> StatsOut:
     """The tenant's documents, chunks, cache entries, cache hit rate and quota usage (the
     per-user conversation quotas as the caller uses them)."""
-    found = tenant_stats(deps, principal.tenant_id, principal.user_id)
+    found = tenant_stats(deps, tenant_id=principal.tenant_id, user_id=principal.user_id)
     quotas = {name: QuotaOut(used=q.used, limit=q.limit) for name, q in found.quotas.items()}
     return StatsOut(
         documents=found.documents,
