@@ -15,12 +15,18 @@ $(VENV)/.dev: requirements.lock requirements-dev.lock scripts/install.sh
 	scripts/install.sh $(VENV) dev
 	touch $(VENV)/.runtime $@
 
-run: $(VENV)/.runtime
+# The `rag` command line (client/): its dependencies are in the locks, so it installs offline
+# on top of them, and again whenever its sources change.
+$(VENV)/bin/rag: client/pyproject.toml $(wildcard client/rag_client/*.py) | $(VENV)/.runtime
+	$(PY) -m pip install --quiet --no-deps --no-index --no-build-isolation ./client
+	touch $@
+
+run: $(VENV)/.runtime $(VENV)/bin/rag
 	RAG_ENV=$${RAG_ENV:-development} $(PY) -m app.serve
 
 # First one list of what the tests need and this machine lacks (services, tools, data), each
 # with the command that provides it; it fails `make test` when anything is missing.
-test: test-needs
+test: test-needs $(VENV)/bin/rag
 	$(PY) -m pytest
 
 test-needs: $(VENV)/.dev
@@ -30,18 +36,18 @@ test-needs: $(VENV)/.dev
 services:
 	scripts/docker/services.sh
 
-test-unit: $(VENV)/.dev
+test-unit: $(VENV)/.dev $(VENV)/bin/rag
 	$(PY) -m pytest -m unit
 
 lint: $(VENV)/.dev
-	$(PY) -m ruff check app eval scripts tests bench testkit
-	$(PY) -m ruff format --check app eval scripts tests bench testkit
+	$(PY) -m ruff check app eval scripts tests bench testkit client
+	$(PY) -m ruff format --check app eval scripts tests bench testkit client
 	$(PY) -m mypy
 	$(PY) scripts/check_docs.py
 
 format: $(VENV)/.dev
-	$(PY) -m ruff format app eval scripts tests bench testkit
-	$(PY) -m ruff check --fix app eval scripts tests bench testkit
+	$(PY) -m ruff format app eval scripts tests bench testkit client
+	$(PY) -m ruff check --fix app eval scripts tests bench testkit client
 
 bench: $(VENV)/.dev
 	$(PY) -m bench

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from app.services.blocks.corpus import Corpus
     from app.services.blocks.page_lane import PageLane
     from app.services.blocks.second_arm import SecondArm
+    from app.services.blocks.webhook_delivery import WebhookDispatcher
+    from app.services.blocks.webhook_urls import UrlRules
     from app.services.conversations import ConversationDeps, FollowUpDeps
     from app.services.indexing import DocumentDeps
     from app.services.login import LoginGuard
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from app.services.stats import StatsDeps
     from app.services.uploads import UploadDeps
     from app.services.users import UserService
+    from app.services.webhooks import DocumentEvents, WebhookDeps
     from app.storage.cache import AnswerCache
     from app.storage.chunks import ChunkStore
     from app.storage.conversations import ConversationQuota, ConversationStore
@@ -54,6 +57,7 @@ if TYPE_CHECKING:
     from app.storage.revoked_tokens import RevokedTokens
     from app.storage.users import UserStore
     from app.storage.vector_index import VectorIndex
+    from app.storage.webhooks import WebhookStore
 
 
 class Container:
@@ -301,6 +305,7 @@ class Container:
             pipeline=self.pipeline_config,
             chunk_quota=self.settings.quota_chunks,
             ocr_page_quota=self.settings.quota_ocr_pages,
+            events=self.document_events,
         )
 
     @cached_property
@@ -323,6 +328,7 @@ class Container:
             job_timeout_s=settings.job_timeout_s,
             ocr_pages_per_turn=settings.ocr_pages_per_turn,
             others_waiting=others_waiting,
+            events=self.document_events,
         )
 
     @cached_property
@@ -457,6 +463,42 @@ class Container:
         from app.storage.redis_client import connect_redis
 
         return RedisCarriers(connect_redis(self.settings.redis_url), queue_name(self.settings))
+
+    @cached_property
+    def webhook_store(self) -> WebhookStore:
+        from app.storage.webhooks import WebhookStore
+
+        return WebhookStore(self.database)
+
+    @cached_property
+    def webhook_rules(self) -> UrlRules:
+        """Where webhooks may point (RAG_WEBHOOK_ALLOW_PRIVATE; https in production)."""
+        from app.services.blocks.webhook_urls import UrlRules
+
+        settings = self.settings
+        return UrlRules(settings.env == "production", settings.webhook_allow_private)
+
+    @cached_property
+    def webhook_deps(self) -> WebhookDeps:
+        from app.services.webhooks import WebhookDeps
+
+        return WebhookDeps(self.webhook_store, self.webhook_rules)
+
+    @cached_property
+    def webhook_dispatcher(self) -> WebhookDispatcher:
+        """Sends queued webhook events; started by the process that runs jobs."""
+        from app.services.blocks.webhook_delivery import WebhookDispatcher
+
+        return WebhookDispatcher(
+            self.webhook_store, self.webhook_rules, self.settings.webhook_retry_base_s
+        )
+
+    @cached_property
+    def document_events(self) -> DocumentEvents:
+        """Queues document events for webhooks (and wakes this process's dispatcher)."""
+        from app.services.webhooks import DocumentEvents
+
+        return DocumentEvents(self.webhook_store, wake=self.webhook_dispatcher.wake)
 
     @cached_property
     def documents(self) -> DocumentStore:

@@ -31,6 +31,7 @@ from app.api.routes import (
     sso,
     stats,
     users,
+    webhooks,
 )
 from app.api.routes.web import install_web
 from app.api.security_headers import NoSniff
@@ -155,8 +156,12 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         container.warm_up(serving=True)
         workers = container.job_queue  # threads pool, or a Redis queue for workers
         stop_metrics = start_metrics(active, container) if active.metrics_enabled else None
+        # Webhook events go out from the process that runs jobs: this one with `threads`.
+        deliveries = container.webhook_dispatcher if active.job_backend == "threads" else None
         if start_workers:
             workers.start()
+            if deliveries is not None:
+                deliveries.start()
         app.state.ready = True
         log.info("service ready", extra={"embedder": container.embedder.model_id})
         try:
@@ -166,6 +171,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
             if stop_metrics is not None:
                 stop_metrics()
             workers.stop()
+            if deliveries is not None:
+                deliveries.stop()
             container.close()
             if own_tracing:
                 tracing.shutdown()  # the batched spans go out before the process ends
@@ -204,6 +211,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         users.router,
         audit.router,
         sso.admin_router,
+        webhooks.router,
     )
     for router in routers:
         app.include_router(router, dependencies=protected, responses=error_responses(401))

@@ -87,11 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         target=_current.run_sweeper, args=(stop, args.health_file), daemon=True
     )
     sweeper.start()
+    container.webhook_dispatcher.start()  # webhook events go out from the job runners
     log.info("worker %s ready on queue %s", name, queue_name(settings))
     try:
         worker.work(burst=args.burst, with_scheduler=True, logging_level=settings.log_level)
     finally:
         stop.set()
+        container.webhook_dispatcher.stop()
         container.database.dispose()
         tracing.shutdown()
     return 0

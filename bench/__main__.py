@@ -8,6 +8,7 @@ import sys
 STEPS = [
     ["bench.ingest"],
     ["bench.ingest", "--one-file-per-request"],
+    ["bench.rag_sync"],
     ["bench.page_render"],
     ["bench.ocr"],
     ["bench.retrieval", "--sizes", "1000,10000,100000"],

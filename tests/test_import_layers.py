@@ -213,10 +213,13 @@ def test_use_cases_and_building_blocks_are_apart() -> None:
 
 
 # The checkout's top-level packages: the service, the testing kit that starts it and builds its
-# inputs, what measures it, and the tests (which may import all of them).
+# inputs, what measures it, and the tests (which may import all of them). The `rag` command line
+# (client/, its package `rag_client`) is installed on its own: it imports none of them, and the
+# service does not import it.
 TOP_LEVEL_FORBIDDEN = {
-    "app": ("testkit", "tests", "bench", "eval"),
-    "testkit": ("tests", "bench", "eval"),
+    "app": ("testkit", "tests", "bench", "eval", "rag_client"),
+    "testkit": ("tests", "bench", "eval", "rag_client"),
+    "client": ("app", "testkit", "tests", "bench", "eval"),
     "bench": ("tests",),
     "eval": ("tests",),
 }

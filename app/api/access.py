@@ -58,6 +58,12 @@ ROUTE_ROLES: dict[tuple[str, str], Role] = {
     ("PUT", "/sso"): "admin",
     ("GET", "/sso"): "admin",
     ("DELETE", "/sso"): "admin",
+    ("POST", "/webhooks"): "admin",
+    ("GET", "/webhooks"): "admin",
+    ("GET", "/webhooks/{webhook_id}"): "admin",
+    ("PATCH", "/webhooks/{webhook_id}"): "admin",
+    ("DELETE", "/webhooks/{webhook_id}"): "admin",
+    ("GET", "/webhooks/{webhook_id}/deliveries"): "admin",
 }
 
 PUBLIC: frozenset[tuple[str, str]] = frozenset(

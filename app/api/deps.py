@@ -29,6 +29,7 @@ from app.services.sso.signin import SingleSignOn
 from app.services.stats import StatsDeps
 from app.services.uploads import UploadDeps
 from app.services.users import UserService
+from app.services.webhooks import WebhookDeps
 from app.storage.conversations import ConversationStore
 from app.storage.rate_limit import retry_after_header
 
@@ -132,6 +133,10 @@ def _single_sign_on(container: ContainerDep) -> SingleSignOn:
     return container.single_sign_on
 
 
+def _webhook_deps(container: ContainerDep) -> WebhookDeps:
+    return container.webhook_deps
+
+
 def _readiness_checks(container: ContainerDep) -> dict[str, Callable[[], bool]]:
     return container.readiness_checks
 
@@ -156,6 +161,7 @@ Stats = Annotated[StatsDeps, Depends(_stats_deps)]
 Users = Annotated[UserService, Depends(_users)]
 ApiKeys = Annotated[ApiKeyService, Depends(_api_keys)]
 Audit = Annotated[AuditLog, Depends(_audit_log)]
+Webhooks = Annotated[WebhookDeps, Depends(_webhook_deps)]
 AuthenticatorDep = Annotated[Authenticator, Depends(_authenticator)]
 LoginGuardDep = Annotated[LoginGuard, Depends(_login_guard)]
 TokenCodecDep = Annotated[TokenCodec, Depends(_token_codec)]

@@ -70,6 +70,14 @@ class UploadAccepted(JobAccepted):
     jobs: list[JobAccepted]
 
 
+class UploadUnchanged(BaseModel):
+    """An upload whose content the document already has indexed: nothing was queued."""
+
+    status: Literal["unchanged"] = "unchanged"
+    document_id: str
+    source: str
+
+
 class Progress(Record):
     done: int
     total: int
@@ -117,6 +125,28 @@ class DocumentOut(Record):
     uploaded_by_name: str | None = Field(
         default=None, description="that user's name (null once the user is deleted)"
     )
+    content_sha256: str | None = Field(
+        default=None, description="hex SHA-256 of the uploaded file of this version"
+    )
+    sync_root: str | None = Field(
+        default=None, description="the label of the synced folder it came from (null: none)"
+    )
+
+
+# The fields of DocumentOut, which `GET /documents?fields=` may choose.
+DocumentField = Literal[
+    "document_id",
+    "source",
+    "status",
+    "pages",
+    "chunks",
+    "size_bytes",
+    "uploaded_at",
+    "uploaded_by",
+    "uploaded_by_name",
+    "content_sha256",
+    "sync_root",
+]
 
 
 class SearchIn(BaseModel):

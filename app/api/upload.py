@@ -23,6 +23,7 @@ from app.api.errors import ApiError
 from app.services.uploads import ReceivedFile
 
 FILE_FIELD = "file"
+MAX_TEXT_FIELD_BYTES = 1024  # a text field beside the files (a hash, a path, a label)
 MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers around the file
 
 
@@ -38,6 +39,10 @@ class _PartState:
     accept_suffix: frozenset[str]
     max_files: int = 1
     reserve_slot: Callable[[], object] | None = None
+    text_fields: frozenset[str] = frozenset()  # the non-file fields kept (others are ignored)
+    texts: dict[str, str] = field(default_factory=dict)
+    text_name: str | None = None  # the text field being read
+    text_value: bytearray = field(default_factory=bytearray)
     header_field: bytearray = field(default_factory=bytearray)
     header_value: bytearray = field(default_factory=bytearray)
     headers: dict[str, bytes] = field(default_factory=dict)
@@ -62,6 +67,12 @@ class _PartState:
     def on_headers_finished(self) -> None:
         _, params = parse_options_header(self.headers.get("content-disposition", b""))
         if params.get(b"name") != FILE_FIELD.encode():
+            name = params.get(b"name", b"").decode("utf-8", errors="replace")
+            if name in self.text_fields:
+                if name in self.texts:
+                    raise _Abort(ApiError(422, "validation_error", f"field {name!r} given twice"))
+                self.text_name = name
+                self.text_value.clear()
             return
         raw_name = params.get(b"filename")
         if raw_name is None:
@@ -92,6 +103,12 @@ class _PartState:
         self.uploads.append(ReceivedFile(path=path, client_filename=filename, size_bytes=0))
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        if self.text_name is not None:
+            self.text_value += data[start:end]
+            if len(self.text_value) > MAX_TEXT_FIELD_BYTES:
+                message = f"field {self.text_name!r} is longer than {MAX_TEXT_FIELD_BYTES} bytes"
+                raise _Abort(ApiError(422, "validation_error", message))
+            return
         if self.handle is None or not self.uploads:
             return
         self.uploads[-1].size_bytes += end - start
@@ -101,6 +118,13 @@ class _PartState:
         self.handle.write(data[start:end])
 
     def on_part_end(self) -> None:
+        if self.text_name is not None:
+            try:
+                self.texts[self.text_name] = self.text_value.decode("utf-8")
+            except UnicodeDecodeError:
+                message = f"field {self.text_name!r} is not UTF-8 text"
+                raise _Abort(ApiError(422, "validation_error", message)) from None
+            self.text_name = None
         if self.handle is not None:
             self.handle.close()
             self.handle = None
@@ -135,10 +159,14 @@ async def receive_uploads(
     accept_suffix: frozenset[str],
     max_files: int = 1,
     reserve_slot: Callable[[], object] | None = None,
+    texts: dict[str, str] | None = None,
 ) -> list[ReceivedFile]:
     """Stream every multipart field `file` (at most `max_files`, `max_bytes` in all) to
     `dest_dir`, calling `reserve_slot` before each file after the first; 413/415/422 ApiError on
-    bad input, and whatever `reserve_slot` raises. On any failure nothing is left on disk."""
+    bad input, and whatever `reserve_slot` raises. On any failure nothing is left on disk.
+
+    The text fields named by the keys of `texts` (each at most once, up to 1 KiB) are read into
+    it; other non-file fields are ignored."""
     content_type, params = parse_options_header(request.headers.get("content-type", ""))
     boundary = params.get(b"boundary")
     if content_type != b"multipart/form-data" or not boundary:
@@ -148,7 +176,8 @@ async def receive_uploads(
         raise too_large(max_bytes)
 
     dest_dir.mkdir(parents=True, exist_ok=True)
-    state = _PartState(dest_dir, max_bytes, accept_suffix, max_files, reserve_slot)
+    wanted = frozenset(texts or ())
+    state = _PartState(dest_dir, max_bytes, accept_suffix, max_files, reserve_slot, wanted)
     callbacks = {
         name: getattr(state, name)
         for name in (
@@ -182,4 +211,7 @@ async def receive_uploads(
     if state.handle is not None:  # body ended inside the part
         state.discard()
         raise ApiError(422, "validation_error", "malformed multipart body: truncated file part")
+    if texts is not None:
+        texts.clear()
+        texts.update(state.texts)
     return state.uploads

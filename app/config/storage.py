@@ -101,6 +101,22 @@ class StorageSettings(BaseModel):
     cache_max_entries: int = setting(
         10_000, group="storage", unit="answers", description="Cached answers per tenant.", gt=0
     )
+    webhook_allow_private: bool = setting(
+        False,
+        group="storage",
+        description="Allow webhook URLs that resolve to loopback, private, link-local (cloud "
+        "metadata) or other non-public addresses: tests, a closed network. Off, such a URL is "
+        "refused when the webhook is made and at every delivery. Production requires https "
+        "either way.",
+    )
+    webhook_retry_base_s: float = setting(
+        5.0,
+        group="storage",
+        unit="s",
+        description="Wait before retrying a failed webhook delivery; it doubles per attempt, up "
+        "to an hour, for 24 hours.",
+        gt=0,
+    )
     quota_documents: int = setting(
         10_000, group="quotas", unit="documents", description="Documents per tenant.", gt=0
     )

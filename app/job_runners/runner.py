@@ -31,6 +31,7 @@ from app.ingestion.parse_turn import ParseTurn
 from app.jobs.store import JobDone, JobProgress, JobRecord, JobStore
 from app.services.blocks.pipeline import FileProgress, IngestedDocument
 from app.services.indexing import DocumentDeps, IndexOutcome, IndexRequest, index_documents
+from app.services.webhooks import DocumentEvents
 from app.storage.documents import DocumentStore
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class IngestDeps:
     others_waiting: Callable[[str], bool] | None = None
     # Told of a job put back after a turn (the Redis backend sends it a new message).
     on_paused: Callable[[JobRecord], None] | None = None
+    events: DocumentEvents | None = None  # webhooks hear of documents indexed or failed
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -195,6 +197,15 @@ def _finish(
         metrics.ingested(d.pages, d.chunks)
         metrics.job_finished("done", seconds)
         _remove_upload(job)
+        if deps.events is not None:
+            deps.events.document(
+                job.tenant_id,
+                "document.indexed",
+                job.document_id,
+                job.source,
+                status="done",
+                job_id=job.job_id,
+            )
 
 
 def settle_failure(deps: IngestDeps, job: JobRecord, exc: Exception, *, may_retry: bool) -> bool:
@@ -235,3 +246,13 @@ def _fail(deps: IngestDeps, job: JobRecord, message: str, code: str) -> None:
     record = documents.get(job.tenant_id, job.document_id)
     if record is not None and record.chunks == 0:  # a failed replacement keeps the old version
         documents.set_status(job.tenant_id, job.document_id, "failed")
+    if deps.events is not None:
+        deps.events.document(
+            job.tenant_id,
+            "document.failed",
+            job.document_id,
+            job.source,
+            status="failed",
+            job_id=job.job_id,
+            error_code=code,
+        )

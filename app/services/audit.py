@@ -35,6 +35,10 @@ AuditAction = Literal[
     "sso.role_changed",
     "sso.refused",
     "sso.password_refused",
+    "webhook.created",
+    "webhook.changed",
+    "webhook.deleted",
+    "webhook.disabled",
 ]
 ACTIONS: tuple[str, ...] = get_args(AuditAction)
 # Old entries are deleted at most this often per process (a DELETE on an indexed column).

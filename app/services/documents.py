@@ -79,3 +79,7 @@ def delete_document(
     deps.cache.invalidate_tenant(tenant_id)
     deps.refresh_keywords(tenant_id)
     log.info("document deleted", extra={"document_id": document_id, "chunks": removed})
+    if deps.events is not None:
+        deps.events.document(
+            tenant_id, "document.deleted", document_id, found.source, status="deleted"
+        )

@@ -32,6 +32,7 @@ from app.storage.documents import DocumentStore, IndexedFacts
 if TYPE_CHECKING:
     from app.providers.types import Embedder
     from app.services.blocks.corpus import Corpus
+    from app.services.webhooks import DocumentEvents
     from app.storage.cache import AnswerCache
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class DocumentDeps:
     pipeline: PipelineConfig
     chunk_quota: int  # RAG_QUOTA_CHUNKS
     ocr_page_quota: int | None = None  # RAG_QUOTA_OCR_PAGES (None: no quota)
+    events: DocumentEvents | None = None  # webhooks hear of deletions
 
 
 def file_sha256(path: Path) -> str:

@@ -90,6 +90,7 @@ class ReceivedFile:
     path: Path
     client_filename: str
     size_bytes: int
+    source: str | None = None  # the document name, when not the client's file name (a sync)
 
 
 def submit_uploads(
@@ -164,7 +165,7 @@ def _discard(
 
 
 def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> StoredUpload:
-    source = sanitise_filename(file.client_filename)
+    source = file.source or sanitise_filename(file.client_filename)
     return StoredUpload(
         job_id=reservation,
         document_id=make_document_id(tenant_id, source),

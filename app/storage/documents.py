@@ -38,6 +38,7 @@ class DocumentRecord:
     uploaded_by: str | None = None  # user id; None before roles existed, or from the CLI
     uploaded_by_name: str | None = None  # that user's name, None once the user is deleted
     ocr_pages: int = 0  # pages of the indexed version that OCR was run on (the OCR quota's unit)
+    sync_root: str | None = None  # the folder label of the `rag sync` that uploaded it
 
 
 def _record(row: DocumentRow, uploader_name: str | None = None) -> DocumentRecord:
@@ -243,6 +244,55 @@ class DocumentStore:
             if existed and audit is not None:
                 write_entry(session, audit)
             return existed
+
+    def set_sync_root(self, tenant_id: str, document_id: str, sync_root: str | None) -> None:
+        """Label the tenant's document with the sync folder it came from (None: none)."""
+        with self._db.session() as session:
+            session.execute(
+                update(DocumentRow)
+                .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
+                .values(sync_root=sync_root)
+            )
+
+    def page_matching(
+        self, tenant_id: str, wanted: DocumentFilter, limit: int, offset: int = 0
+    ) -> tuple[Sequence[DocumentRecord], int]:
+        """One page of the tenant's documents that `wanted` keeps, in a stable order (by
+        source), and how many it keeps in all."""
+        if limit < 0 or offset < 0:
+            raise ValueError("limit and offset must not be negative")
+        conditions = [DocumentRow.tenant_id == tenant_id, *wanted.conditions()]
+        query = (
+            _with_uploader()
+            .where(*conditions)
+            .order_by(DocumentRow.source, DocumentRow.document_id)
+            .limit(limit)
+            .offset(offset)
+        )
+        with self._db.session() as session:
+            records = [_record(row, name) for row, name in session.execute(query)]
+            total = session.scalar(select(func.count()).select_from(DocumentRow).where(*conditions))
+        return records, int(total or 0)
+
+
+@dataclass(frozen=True)
+class DocumentFilter:
+    """Which documents a listing keeps: a source prefix, a sync folder label (both optional)."""
+
+    source_prefix: str | None = None
+    sync_root: str | None = None
+
+    def conditions(self) -> list[Any]:
+        """The SQL conditions of this filter (none: every document)."""
+        found: list[Any] = []
+        if self.source_prefix:
+            escaped = (
+                self.source_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            )
+            found.append(DocumentRow.source.like(f"{escaped}%", escape="\\"))
+        if self.sync_root is not None:
+            found.append(DocumentRow.sync_root == self.sync_root)
+        return found
 
 
 @dataclass(frozen=True)

@@ -203,6 +203,9 @@ class DocumentRow(Base):
     # The user id of whoever uploaded the current version; NULL before migration 0005 or from
     # the CLI.
     uploaded_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    # The label of the folder a `rag sync` uploaded it from (NULL: not from a sync): a sync
+    # with --delete removes only documents of its own label.
+    sync_root: Mapped[str | None] = mapped_column(String(100), nullable=True)
 
 
 class ChunkRow(Base):
@@ -281,6 +284,49 @@ class BatchMemberRow(Base):
 
     job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     batch_id: Mapped[str] = mapped_column(String(40), index=True)
+
+
+# --- webhooks ----------------------------------------------------------------------------------
+
+
+class WebhookRow(Base):
+    """An endpoint an admin registered to hear of a tenant's document events."""
+
+    __tablename__ = "webhooks"
+
+    webhook_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    events: Mapped[str] = mapped_column(Text)  # a JSON list of event types
+    description: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    # The signing key (Standard Webhooks `whsec_...`): the service must sign with it, so it is
+    # kept as given out; the API shows it once, at creation.
+    secret: Mapped[str] = mapped_column(String(200))
+    created_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
+    disabled_reason: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class WebhookDeliveryRow(Base):
+    """One event for one webhook: delivered at least once, retried with backoff until then."""
+
+    __tablename__ = "webhook_deliveries"
+
+    delivery_id: Mapped[str] = mapped_column(String(40), primary_key=True)  # `webhook-id`
+    webhook_id: Mapped[str] = mapped_column(String(40), index=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    event_type: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)  # the exact JSON that is signed and sent
+    status: Mapped[str] = mapped_column(String(16), index=True)  # pending, delivered, failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    last_status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 # --- conversations -----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from app.config import Settings, load_settings
 from app.container import Container
 from app.main import create_app
+from tests.api.browser import launched_chromium
 
 # A strong key the tests know, so they can forge tokens the way an attacker would (or could not).
 TEST_JWT_SECRET = "k3Y-for-API-tests-only-Zq8vN2pL7wXc4RtY9uBm1sDf6GhJ0"
@@ -202,3 +203,10 @@ def assert_error_body(response: Any, status: int, code: str | None = None) -> di
         assert error["code"] == code, body
     result: dict[str, str] = error
     return result
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium (a fresh profile) for one test module's web-app tests."""
+    with launched_chromium() as context:
+        yield context

@@ -49,6 +49,12 @@ PROTECTED = [
     ("PATCH", "/users/{user_id}"),
     ("DELETE", "/users/{user_id}"),
     ("GET", "/audit"),
+    ("POST", "/webhooks"),
+    ("GET", "/webhooks"),
+    ("GET", "/webhooks/{webhook_id}"),
+    ("PATCH", "/webhooks/{webhook_id}"),
+    ("DELETE", "/webhooks/{webhook_id}"),
+    ("GET", "/webhooks/{webhook_id}/deliveries"),
 ]
 PUBLIC = [("GET", "/health"), ("GET", "/ready"), ("GET", "/metrics"), ("POST", "/auth/token")]
 
@@ -73,7 +79,12 @@ def owned_job(api: ApiHarness, owner: ApiUser) -> dict[str, Any]:
 
 
 def _call(api: ApiHarness, method: str, path: str, headers: dict[str, str], **ids: str) -> Any:
-    defaults = {"conversation_id": MISSING_CONVERSATION, "key_id": "key_x", "user_id": "usr_x"}
+    defaults = {
+        "conversation_id": MISSING_CONVERSATION,
+        "key_id": "key_x",
+        "user_id": "usr_x",
+        "webhook_id": "wh_x",
+    }
     url = path.format(page=1, **{**defaults, **ids})
     if path == "/documents" and method == "POST":
         return api.client.post(url, files={"file": ("x.txt", b"hello there")}, headers=headers)

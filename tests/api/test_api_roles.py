@@ -72,7 +72,15 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("PUT", "/sso"): 200,
     ("GET", "/sso"): 200,
     ("DELETE", "/sso"): 204,
+    ("POST", "/webhooks"): 201,
+    ("GET", "/webhooks"): 200,
+    ("GET", "/webhooks/{webhook_id}"): 200,
+    ("PATCH", "/webhooks/{webhook_id}"): 200,
+    ("DELETE", "/webhooks/{webhook_id}"): 204,
+    ("GET", "/webhooks/{webhook_id}/deliveries"): 200,
 }
+# A public address (no lookup); the webhooks listen to failures, which no call here makes.
+WEBHOOK = {"url": "http://93.184.215.14/hook", "events": ["document.failed"]}
 # What only a signed-in person may do: an API key (without the keys:manage scope, for the keys)
 # gets 403 `api_key_not_allowed` even where its role would do.
 SIGNED_IN_ONLY = {
@@ -198,6 +206,14 @@ def _own_document(setup: Setup, who: str) -> str:
     return document_id
 
 
+def _webhook(setup: Setup) -> str:
+    """A fresh webhook of tenant A, made by its admin."""
+    made = setup.api.client.post("/webhooks", json=WEBHOOK, headers=setup.headers("admin"))
+    assert made.status_code == 201, made.text
+    webhook_id: str = made.json()["webhook_id"]
+    return webhook_id
+
+
 def _conversation(setup: Setup, who: str) -> str:
     response = setup.api.client.post("/conversations", headers=setup.headers(who))
     assert response.status_code == 201, response.text
@@ -218,6 +234,10 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         ids["key_id"] = setup.new_key(who)["key_id"]
     if "{user_id}" in path:
         ids["user_id"] = setup.api.add_user(A, login=False).user_id
+    if "{webhook_id}" in path:  # a fresh one to delete, else the tenant's first (20 at most)
+        listed = setup.api.client.get("/webhooks", headers=setup.headers("admin")).json()
+        fresh = method == "DELETE" or not listed["data"]
+        ids["webhook_id"] = _webhook(setup) if fresh else listed["data"][0]["webhook_id"]
     if (method, path) == ("POST", "/documents"):
         kwargs["files"] = {"file": (f"note{next(_fresh)}.txt", b"Low tide at Wick is at noon.")}
     elif path == "/search":
@@ -234,6 +254,10 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         kwargs["json"] = {"name": "from the role table test", "role": "reader"}
     elif path == "/users" and method == "POST":
         kwargs["json"] = {"username": f"fresh{next(_fresh)}", "password": DEFAULT_PASSWORD}
+    elif path == "/webhooks" and method == "POST":
+        kwargs["json"] = WEBHOOK
+    elif path == "/webhooks/{webhook_id}" and method == "PATCH":
+        kwargs["json"] = {"description": "tide alerts"}
     elif method == "PATCH":
         kwargs["json"] = {"role": "reader"}
     if path == "/auth/logout":  # without a provider: the plain 204 (an end-session URL is 200)

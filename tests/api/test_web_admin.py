@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browser import A11Y_AUDIT, launched_chromium, screenshot
+from browser import A11Y_AUDIT, screenshot
 from playwright.sync_api import expect
 
 from app.services.audit import ACTIONS
@@ -66,12 +66,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         assert response.status_code == 202, response.text
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_chromium() as context:
-        yield context
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browser import A11Y_AUDIT, drop_files, launched_chromium, screenshot
+from browser import A11Y_AUDIT, drop_files, screenshot
 
 from testkit.builders import pdf_document, text_document
 from testkit.live_server import LiveServer
@@ -100,12 +100,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.start()
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_chromium() as context:
-        yield context
 
 
 @pytest.fixture

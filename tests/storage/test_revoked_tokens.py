@@ -5,6 +5,7 @@ last use is written at most once a minute; a refused state is never read as "val
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +17,7 @@ from app.storage.api_keys import ApiKeyRecord, ApiKeyStore
 from app.storage.audit import AuditEntry, AuditStore
 from app.storage.db import Database, open_database, utc_now
 from app.storage.redis_client import connect_redis
-from app.storage.revoked_tokens import DatabaseRevokedTokens, RedisRevokedTokens
+from app.storage.revoked_tokens import DatabaseRevokedTokens, RedisRevokedTokens, RevokedTokens
 from app.storage.tables import RevokedTokenRow
 
 pytestmark = pytest.mark.integration
@@ -30,18 +31,44 @@ def _actions(database: Database) -> list[str]:
     return [e.action for e in entries]
 
 
-def test_a_token_revoked_by_one_process_is_refused_by_another(sql_database: Database) -> None:
-    other = open_database(sql_database.url)  # a second engine: another process's view
+# The behaviour both revocation lists share, run on each (RAG_REVOCATION_BACKEND).
+Processes = Callable[[], RevokedTokens]  # a new process's view of the one revocation list
+
+
+@pytest.fixture(params=["database", "redis"])
+def processes(request: pytest.FixtureRequest, sql_database: Database) -> Iterator[Processes]:
+    """Makes revocation lists as separate processes would have them: each with its own
+    database engine, or its own Redis client on one key prefix."""
+    engines: list[Database] = []
+    if request.param == "database":
+
+        def process() -> RevokedTokens:
+            engines.append(open_database(sql_database.url))
+            return DatabaseRevokedTokens(engines[-1])
+
+    else:
+        prefix = request.getfixturevalue("redis_namespace").prefix
+
+        def process() -> RevokedTokens:
+            return RedisRevokedTokens(connect_redis(REDIS_TEST_URL), prefix, sql_database)
+
     try:
-        first, second = DatabaseRevokedTokens(sql_database), DatabaseRevokedTokens(other)
-        expires = utc_now() + timedelta(hours=1)
-        assert not second.is_revoked("jti-1")
-        first.revoke("jti-1", expires, LOGOUT)
-        first.revoke("jti-1", expires, LOGOUT)  # signing out twice is no error
-        assert second.is_revoked("jti-1") and not second.is_revoked("jti-2")
-        assert _actions(other) == ["logout", "logout"]
+        yield process
     finally:
-        other.dispose()
+        for engine in engines:
+            engine.dispose()
+
+
+def test_a_token_revoked_by_one_process_is_refused_by_another(
+    processes: Processes, sql_database: Database
+) -> None:
+    first, second = processes(), processes()
+    expires = utc_now() + timedelta(hours=1)
+    assert not second.is_revoked("jti-1")
+    first.revoke("jti-1", expires, LOGOUT)
+    first.revoke("jti-1", expires, LOGOUT)  # signing out twice is no error
+    assert second.is_revoked("jti-1") and not second.is_revoked("jti-2")
+    assert _actions(sql_database) == ["logout", "logout"]  # each sign-out in the audit log
 
 
 def test_expired_revocations_are_pruned(sql_database: Database) -> None:
@@ -54,20 +81,13 @@ def test_expired_revocations_are_pruned(sql_database: Database) -> None:
         assert session.scalar(select(func.count()).select_from(RevokedTokenRow)) == 1
 
 
-def test_redis_revocations_are_shared_and_expire_with_the_token(
+def test_redis_revocations_expire_with_the_token(
     redis_namespace: Any, sql_database: Database
 ) -> None:
-    def process() -> RedisRevokedTokens:
-        return RedisRevokedTokens(
-            connect_redis(REDIS_TEST_URL), redis_namespace.prefix, sql_database
-        )
-
-    first, second = process(), process()
-    first.revoke("jti-r", utc_now() + timedelta(seconds=90), LOGOUT)
-    assert second.is_revoked("jti-r") and not second.is_revoked("jti-s")
+    tokens = RedisRevokedTokens(connect_redis(REDIS_TEST_URL), redis_namespace.prefix, sql_database)
+    tokens.revoke("jti-r", utc_now() + timedelta(seconds=90), LOGOUT)
     ttl = redis_namespace.client.ttl(f"{redis_namespace.prefix}:revoked:jti-r")
     assert 80 <= ttl <= 90
-    assert _actions(sql_database) == ["logout"]
 
 
 def test_an_unreachable_redis_refuses_rather_than_accepts(sql_database: Database) -> None:

@@ -6,24 +6,29 @@ import asyncio
 from typing import Annotated, Literal, get_args
 
 from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.access import Authorized
 from app.api.deps import ClientIp, Documents, PageOffset, PageSize, Principal, Uploads
 from app.api.errors import error_responses
 from app.api.schemas import (
+    DocumentField,
     DocumentOut,
     JobAccepted,
     JobOut,
     JobStatus,
     Page,
     UploadAccepted,
+    UploadUnchanged,
 )
 from app.api.upload import receive_uploads
+from app.errors import InvalidInput
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
-from app.services import documents, uploads
+from app.services import documents, sync_uploads, uploads
 from app.services.auth import Identity
+from app.storage.documents import DocumentFilter
 
 router = APIRouter(tags=["documents"])
 # Files one upload request may carry (each becomes a job and takes a slot of the queue quota).
@@ -48,7 +53,23 @@ _UPLOAD_BODY = {
                                     "maxItems": MAX_FILES_PER_REQUEST,
                                 },
                             ],
-                        }
+                        },
+                        "source_path": {
+                            "type": "string",
+                            "description": "the document name as a relative path "
+                            "('dir/file.pdf'), instead of the file name (one file only)",
+                        },
+                        "sync_root": {
+                            "type": "string",
+                            "maxLength": sync_uploads.MAX_SYNC_ROOT_CHARS,
+                            "description": "the label of the synced folder it comes from",
+                        },
+                        "sha256": {
+                            "type": "string",
+                            "pattern": "^[0-9a-f]{64}$",
+                            "description": "the file's content hash: a document that already "
+                            "has it indexed answers 200 unchanged and nothing is queued",
+                        },
                     },
                 }
             }
@@ -67,16 +88,21 @@ def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "fa
 @router.post(
     "/documents",
     status_code=202,
-    response_model=UploadAccepted,
+    response_model=UploadAccepted | UploadUnchanged,
     openapi_extra=_UPLOAD_BODY,
-    responses=error_responses(403, 413, 415, 422, 429),
+    responses={
+        200: {"model": UploadUnchanged, "description": "the content is already indexed"},
+        **error_responses(403, 413, 415, 422, 429),
+    },
 )
 async def upload_document(
-    request: Request, caller: Authorized, deps: Uploads, ip: ClientIp
-) -> UploadAccepted:
+    request: Request, response: Response, caller: Authorized, deps: Uploads, ip: ClientIp
+) -> UploadAccepted | UploadUnchanged:
     """Accept files (multipart field `file`, repeated for several; one job each) and queue them
     for background indexing. All files of a request are accepted, or none. A member may replace
-    only documents they uploaded (403)."""
+    only documents they uploaded (403). With one file, `source_path` names the document by its
+    path in a synced folder, `sync_root` labels it with that folder, and `sha256` lets a
+    document that already has this content answer 200 `unchanged` without queueing anything."""
     tenant = caller.tenant_id
     uploader = _uploader(caller, ip)
     # The first job slot is taken before the body is read, each further one before its file is
@@ -88,6 +114,8 @@ async def upload_document(
     def reserve_next() -> None:  # runs in the receiver's worker thread
         reservations.append(uploads.reserve_upload(deps, tenant_id=tenant, uploader=uploader))
 
+    texts = dict.fromkeys(sync_uploads.SYNC_FIELDS, "")  # which text fields to read
+    received: list[uploads.ReceivedFile] = []
     try:
         received = await receive_uploads(
             request,
@@ -96,21 +124,33 @@ async def upload_document(
             accept_suffix=SUPPORTED_EXTENSIONS,
             max_files=MAX_FILES_PER_REQUEST,
             reserve_slot=reserve_next,
+            texts=texts,
         )
+        fields = sync_uploads.SyncFields.parse(texts, len(received))
+    except InvalidInput:
+        for file in received:
+            file.path.unlink(missing_ok=True)
+        await run_in_threadpool(_release_all, deps, tenant, reservations)
+        raise
     except BaseException:  # 413/415/422/429 or a client gone mid-body: the slots are free again
         release = run_in_threadpool(_release_all, deps, tenant, reservations)
         await asyncio.shield(release)  # completes even if this request is being cancelled
         raise
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
-    jobs = await run_in_threadpool(
-        uploads.submit_uploads,
+    submitted = await run_in_threadpool(
+        sync_uploads.submit_sync_upload,
         deps,
         tenant_id=tenant,
         reservations=reservations,
         files=received,
         uploader=uploader,
+        fields=fields,
     )
+    if isinstance(submitted, sync_uploads.Unchanged):
+        response.status_code = 200
+        return UploadUnchanged(document_id=submitted.document_id, source=submitted.source)
+    jobs = submitted
     accepted = [
         JobAccepted(
             job_id=job.job_id,
@@ -158,11 +198,40 @@ def get_job(job_id: str, principal: Principal, deps: Uploads) -> JobOut:
 
 @router.get("/documents", response_model=Page[DocumentOut], responses=error_responses(422))
 def list_documents(
-    principal: Principal, deps: Documents, size: PageSize, offset: PageOffset = 0
-) -> Page[DocumentOut]:
-    """The tenant's documents, newest first."""
-    found = documents.list_documents(deps, tenant_id=principal.tenant_id, limit=size, offset=offset)
-    return Page[DocumentOut].of(found.records, found.total)
+    principal: Principal,
+    deps: Documents,
+    size: PageSize,
+    offset: PageOffset = 0,
+    source_prefix: Annotated[
+        str | None,
+        Query(max_length=255, description="keep documents whose name starts with this"),
+    ] = None,
+    sync_root: Annotated[
+        str | None,
+        Query(max_length=100, description="keep documents a sync of this folder label uploaded"),
+    ] = None,
+    fields: Annotated[
+        list[DocumentField] | None,
+        Query(description="return only these fields of each document (repeat it)"),
+    ] = None,
+) -> Page[DocumentOut] | JSONResponse:
+    """The tenant's documents, newest first; with `source_prefix` or `sync_root`, those it keeps,
+    by name. `fields=source&fields=content_sha256&fields=document_id` is the cheap listing a
+    folder sync compares its files with."""
+    tenant = principal.tenant_id
+    if source_prefix is None and sync_root is None:
+        found = documents.list_documents(deps, tenant_id=tenant, limit=size, offset=offset)
+    else:
+        wanted = DocumentFilter(source_prefix, sync_root)
+        found = sync_uploads.list_matching(
+            deps, tenant_id=tenant, wanted=wanted, limit=size, offset=offset
+        )
+    listed = Page[DocumentOut].of(found.records, found.total)
+    if not fields:
+        return listed
+    kept: set[str] = set(fields)
+    chosen = [d.model_dump(mode="json", include=kept) for d in listed.data]
+    return JSONResponse({"data": chosen, "count": listed.count})
 
 
 @router.get(

@@ -14,6 +14,7 @@ export const ACTIONS = [
   "document.uploaded", "document.deleted", "quota.refused",
   "sso.configured", "sso.removed", "sso.signed_in", "sso.provisioned", "sso.role_changed",
   "sso.refused", "sso.password_refused",
+  "webhook.created", "webhook.changed", "webhook.deleted", "webhook.disabled",
 ];
 let offset = 0;
 let loads = 0; // only the latest request's answer is drawn (filters change quickly)

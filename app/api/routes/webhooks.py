@@ -1,0 +1,129 @@
+"""Webhooks of the caller's tenant (admins): register, list, change, delete, delivery log."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from app.api.access import Authorized
+from app.api.deps import ClientIp, PageOffset, PageSize, Webhooks
+from app.api.errors import error_responses
+from app.api.webhook_schemas import (
+    DeliveryList,
+    DeliveryOut,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookList,
+    WebhookOut,
+    WebhookUpdate,
+)
+from app.services import webhooks as service
+from app.storage.webhooks import DeliveryRecord, WebhookRecord
+
+router = APIRouter(tags=["webhooks"], responses=error_responses(403, 422))
+
+
+def _out(hook: WebhookRecord) -> WebhookOut:
+    return WebhookOut(
+        webhook_id=hook.webhook_id,
+        url=hook.url,
+        events=list(hook.events),
+        description=hook.description,
+        enabled=hook.enabled,
+        consecutive_failures=hook.consecutive_failures,
+        disabled_reason=hook.disabled_reason,
+        created_by=hook.created_by,
+        created_at=hook.created_at.isoformat(),
+        updated_at=hook.updated_at.isoformat(),
+    )
+
+
+def _delivery_out(delivery: DeliveryRecord) -> DeliveryOut:
+    pending = delivery.status == "pending"
+    return DeliveryOut(
+        delivery_id=delivery.delivery_id,
+        event_type=delivery.event_type,
+        status=delivery.status,
+        attempts=delivery.attempts,
+        next_attempt_at=delivery.next_attempt_at.isoformat() if pending else None,
+        last_status_code=delivery.last_status_code,
+        last_error=delivery.last_error,
+        created_at=delivery.created_at.isoformat(),
+        updated_at=delivery.updated_at.isoformat(),
+    )
+
+
+@router.post("/webhooks", status_code=201, response_model=WebhookCreated)
+def create_webhook(
+    body: WebhookCreate, deps: Webhooks, caller: Authorized, ip: ClientIp
+) -> WebhookCreated:
+    """Register an endpoint for the tenant's document events. The answer holds the signing
+    `secret`, shown this once. A URL that resolves to a private or loopback address is 422."""
+    hook = service.create_webhook(
+        deps,
+        actor=caller.actor(ip),
+        url=body.url,
+        events=list(body.events),
+        description=body.description,
+    )
+    return WebhookCreated(**_out(hook).model_dump(), secret=hook.secret)
+
+
+@router.get("/webhooks", response_model=WebhookList)
+def list_webhooks(deps: Webhooks, caller: Authorized) -> WebhookList:
+    """The tenant's webhooks (without their secrets)."""
+    found = service.list_webhooks(deps, tenant_id=caller.tenant_id)
+    return WebhookList(data=[_out(hook) for hook in found], count=len(found))
+
+
+@router.get("/webhooks/{webhook_id}", response_model=WebhookOut, responses=error_responses(404))
+def get_webhook(webhook_id: str, deps: Webhooks, caller: Authorized) -> WebhookOut:
+    """One webhook of the tenant (without its secret)."""
+    return _out(service.get_webhook(deps, tenant_id=caller.tenant_id, webhook_id=webhook_id))
+
+
+@router.patch("/webhooks/{webhook_id}", response_model=WebhookOut, responses=error_responses(404))
+def update_webhook(
+    webhook_id: str,
+    body: WebhookUpdate,
+    deps: Webhooks,
+    caller: Authorized,
+    ip: ClientIp,
+) -> WebhookOut:
+    """Change a webhook's URL, events, description, or enable it again (`"enabled": true`
+    clears its failure count)."""
+    changed = service.update_webhook(
+        deps,
+        actor=caller.actor(ip),
+        webhook_id=webhook_id,
+        url=body.url,
+        events=None if body.events is None else list(body.events),
+        description=body.description,
+        enabled=body.enabled,
+    )
+    return _out(changed)
+
+
+@router.delete("/webhooks/{webhook_id}", status_code=204, responses=error_responses(404))
+def delete_webhook(webhook_id: str, deps: Webhooks, caller: Authorized, ip: ClientIp) -> Response:
+    """Delete a webhook and its delivery log; nothing more is sent to it."""
+    service.delete_webhook(deps, actor=caller.actor(ip), webhook_id=webhook_id)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/webhooks/{webhook_id}/deliveries",
+    response_model=DeliveryList,
+    responses=error_responses(404),
+)
+def list_deliveries(
+    webhook_id: str,
+    deps: Webhooks,
+    caller: Authorized,
+    size: PageSize,
+    offset: PageOffset = 0,
+) -> DeliveryList:
+    """The webhook's delivery log, newest first: each event, its attempts and last outcome."""
+    found, total = service.list_deliveries(
+        deps, tenant_id=caller.tenant_id, webhook_id=webhook_id, limit=size, offset=offset
+    )
+    return DeliveryList(data=[_delivery_out(d) for d in found], count=total)

@@ -1,0 +1,68 @@
+"""Bodies of the webhook routes: create, change, show (never the secret after creation)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.services.blocks.webhook_urls import MAX_URL_CHARS
+from app.services.webhooks import EventType
+
+MAX_DESCRIPTION_CHARS = 500
+
+
+class WebhookCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, max_length=MAX_URL_CHARS)
+    events: list[EventType] = Field(min_length=1, max_length=10)
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
+
+
+class WebhookUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_CHARS)
+    events: list[EventType] | None = Field(default=None, min_length=1, max_length=10)
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
+    enabled: bool | None = Field(default=None, description="true again re-enables a webhook")
+
+
+class WebhookOut(BaseModel):
+    webhook_id: str
+    url: str
+    events: list[str]
+    description: str | None
+    enabled: bool
+    consecutive_failures: int
+    disabled_reason: str | None
+    created_by: str | None
+    created_at: str
+    updated_at: str
+
+
+class WebhookCreated(WebhookOut):
+    secret: str = Field(
+        description="the signing secret (`whsec_` + base64), shown only in this answer"
+    )
+
+
+class WebhookList(BaseModel):
+    data: list[WebhookOut]
+    count: int
+
+
+class DeliveryOut(BaseModel):
+    delivery_id: str = Field(description="the `webhook-id` header of every attempt")
+    event_type: str
+    status: str = Field(description="pending, delivered or failed (after 24 hours of retries)")
+    attempts: int
+    next_attempt_at: str | None
+    last_status_code: int | None
+    last_error: str | None
+    created_at: str
+    updated_at: str
+
+
+class DeliveryList(BaseModel):
+    data: list[DeliveryOut]
+    count: int

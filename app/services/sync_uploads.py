@@ -1,0 +1,145 @@
+"""What a folder sync adds to an upload: the file's path under the sync folder as its document
+name, the folder's label, and the content hash the client already knows.
+
+A document is identified by its name (the path relative to the sync folder); its content
+SHA-256 decides whether it changed. An upload whose content is what the document already has
+indexed is answered "unchanged" and nothing is queued.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from app.domain import document_id as make_document_id
+from app.errors import InvalidInput
+from app.jobs.store import JobRecord
+from app.services.documents import ListedPage, Uploader
+from app.services.indexing import DocumentDeps, file_sha256
+from app.services.uploads import (
+    ReceivedFile,
+    UploadDeps,
+    release_upload,
+    sanitise_filename,
+    submit_uploads,
+)
+from app.storage.documents import DocumentFilter, DocumentRecord
+
+# The form fields of an upload that a sync sends beside its one file.
+SYNC_FIELDS = ("source_path", "sync_root", "sha256")
+MAX_SOURCE_PATH_CHARS = 255  # the documents.source column
+MAX_SYNC_ROOT_CHARS = 100
+_UNSAFE_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f\\:*?\"<>|]")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def source_of_path(raw: str) -> str:
+    """A document name from a relative path with `/` separators: NFC, unsafe characters
+    replaced by `_` (the client applies the same rule to compare names). InvalidInput for an
+    absolute path, `.` or `..` segments, or a name that is too long."""
+    path = _UNSAFE_PATH_CHARS.sub("_", unicodedata.normalize("NFC", raw))
+    segments = path.split("/")
+    if not raw or any(s in ("", ".", "..") for s in segments):
+        raise InvalidInput(
+            "source_path must be a relative path like 'dir/file.pdf' (no empty, '.' or '..' parts)"
+        )
+    if len(path) > MAX_SOURCE_PATH_CHARS:
+        raise InvalidInput(f"source_path is longer than {MAX_SOURCE_PATH_CHARS} characters")
+    return path
+
+
+@dataclass(frozen=True)
+class SyncFields:
+    """The sync fields of one upload request (each optional)."""
+
+    source_path: str | None = None
+    sync_root: str | None = None
+    sha256: str | None = None
+
+    @classmethod
+    def parse(cls, texts: dict[str, str], files: int) -> SyncFields:
+        """The fields from the request's text fields; InvalidInput when malformed or given with
+        more than one file (they describe one file)."""
+        if not texts:
+            return cls()
+        if files != 1:
+            raise InvalidInput("source_path, sync_root and sha256 describe one file: send one")
+        sha = texts.get("sha256")
+        if sha is not None and not _SHA256.fullmatch(sha):
+            raise InvalidInput("sha256 must be 64 lower-case hex digits")
+        root = texts.get("sync_root")
+        if root is not None and not 0 < len(root) <= MAX_SYNC_ROOT_CHARS:
+            raise InvalidInput(f"sync_root must have 1 to {MAX_SYNC_ROOT_CHARS} characters")
+        path = texts.get("source_path")
+        return cls(None if path is None else source_of_path(path), root, sha)
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """An upload whose content the document already has indexed: nothing was queued."""
+
+    document_id: str
+    source: str
+
+
+def submit_sync_upload(
+    deps: UploadDeps,
+    *,
+    tenant_id: str,
+    reservations: list[str],
+    files: list[ReceivedFile],
+    uploader: Uploader,
+    fields: SyncFields,
+) -> list[JobRecord] | Unchanged:
+    """Queue the request's files as `submit_uploads` does, named and labelled by `fields`;
+    Unchanged (the reservation released, the file removed) when the request gave `sha256` and
+    the one file's content is what its document already has indexed."""
+    if fields == SyncFields():
+        return submit_uploads(
+            deps, tenant_id=tenant_id, reservations=reservations, files=files, uploader=uploader
+        )
+    (file,) = files
+    try:
+        actual = file_sha256(file.path)
+        if fields.sha256 is not None and fields.sha256 != actual:
+            raise InvalidInput(
+                f"the file's sha256 is {actual}, not the {fields.sha256} sent: it changed or was "
+                "damaged on the way"
+            )
+    except BaseException:
+        file.path.unlink(missing_ok=True)
+        release_upload(deps, tenant_id=tenant_id, reservation=reservations[0])
+        raise
+    if fields.source_path is not None:
+        file.source = fields.source_path
+    source = file.source or sanitise_filename(file.client_filename)
+    existing = deps.documents.get(tenant_id, make_document_id(tenant_id, source))
+    indexed = existing is not None and existing.status == "done"
+    if (
+        fields.sha256 is not None
+        and existing is not None
+        and indexed
+        and (existing.content_sha256 == actual)
+    ):
+        file.path.unlink(missing_ok=True)
+        release_upload(deps, tenant_id=tenant_id, reservation=reservations[0])
+        if existing.sync_root != fields.sync_root and fields.sync_root is not None:
+            uploader.check_may_change(existing, "relabel")
+            deps.documents.set_sync_root(tenant_id, existing.document_id, fields.sync_root)
+        return Unchanged(existing.document_id, existing.source)
+    jobs = submit_uploads(
+        deps, tenant_id=tenant_id, reservations=reservations, files=files, uploader=uploader
+    )
+    if fields.sync_root is not None:
+        for job in jobs:
+            deps.documents.set_sync_root(tenant_id, job.document_id, fields.sync_root)
+    return jobs
+
+
+def list_matching(
+    deps: DocumentDeps, *, tenant_id: str, wanted: DocumentFilter, limit: int, offset: int
+) -> ListedPage[DocumentRecord]:
+    """One page of the tenant's documents that `wanted` keeps (by name), and how many in all."""
+    records, total = deps.documents.page_matching(tenant_id, wanted, limit, offset)
+    return ListedPage(list(records), total)

@@ -1,0 +1,175 @@
+"""Webhooks of a tenant: admins register endpoints; document events are queued for them.
+
+An event is queued once per subscribed webhook of the same tenant, as the exact JSON body that
+will be signed and sent (Standard Webhooks shape: `{"type", "timestamp", "data"}`). The body
+carries ids, the document's name, collection, status and error code, never its text. Sending
+is app/services/blocks/webhook_delivery.py's, from the database, by whichever process runs jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
+
+from app.errors import InvalidInput, NotFound
+from app.services.audit import Actor
+from app.services.blocks.webhook_delivery import new_secret
+from app.services.blocks.webhook_urls import UrlRules, check_url
+from app.storage.webhooks import DeliveryRecord, NewDelivery, WebhookRecord, WebhookStore
+
+log = logging.getLogger(__name__)
+
+EventType = Literal["document.indexed", "document.failed", "document.deleted"]
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
+MAX_WEBHOOKS_PER_TENANT = 20
+
+
+@dataclass(frozen=True)
+class WebhookDeps:
+    """What managing webhooks needs, built by the container."""
+
+    store: WebhookStore
+    rules: UrlRules
+
+
+def _events(events: list[str]) -> list[str]:
+    unknown = sorted(set(events) - set(EVENT_TYPES))
+    if unknown or not events:
+        raise InvalidInput(f"events must be some of {', '.join(EVENT_TYPES)}; got {unknown or []}")
+    return sorted(set(events))
+
+
+def create_webhook(
+    deps: WebhookDeps, *, actor: Actor, url: str, events: list[str], description: str | None
+) -> WebhookRecord:
+    """Register an endpoint of the actor's tenant (its URL checked now); the record holds the
+    secret, which the caller shows this once."""
+    check_url(url, deps.rules)
+    chosen = _events(events)
+    tenant = actor.tenant_id
+    if len(deps.store.of_tenant(tenant)) >= MAX_WEBHOOKS_PER_TENANT:
+        raise InvalidInput(f"a tenant has at most {MAX_WEBHOOKS_PER_TENANT} webhooks")
+    webhook_id = "wh_" + secrets.token_hex(12)
+    audit = actor.entry("webhook.created", webhook_id, url=url, events=chosen)
+    return deps.store.create(
+        tenant, webhook_id, url, chosen, description, new_secret(), actor.user_id, audit
+    )
+
+
+def list_webhooks(deps: WebhookDeps, *, tenant_id: str) -> list[WebhookRecord]:
+    """The tenant's webhooks."""
+    return deps.store.of_tenant(tenant_id)
+
+
+def get_webhook(deps: WebhookDeps, *, tenant_id: str, webhook_id: str) -> WebhookRecord:
+    """The tenant's webhook; NotFound whether missing or another tenant's."""
+    found = deps.store.get(tenant_id, webhook_id)
+    if found is None:
+        raise NotFound("webhook not found")
+    return found
+
+
+def update_webhook(
+    deps: WebhookDeps,
+    *,
+    actor: Actor,
+    webhook_id: str,
+    url: str | None = None,
+    events: list[str] | None = None,
+    description: str | None = None,
+    enabled: bool | None = None,
+) -> WebhookRecord:
+    """Change a webhook (a new URL is checked like a new webhook's); NotFound when missing."""
+    if url is not None:
+        check_url(url, deps.rules)
+    chosen = None if events is None else _events(events)
+    audit = actor.entry("webhook.changed", webhook_id, url=url, events=chosen, enabled=enabled)
+    changed = deps.store.update(
+        actor.tenant_id,
+        webhook_id,
+        url=url,
+        events=chosen,
+        description=description,
+        enabled=enabled,
+        audit=audit,
+    )
+    if changed is None:
+        raise NotFound("webhook not found")
+    return changed
+
+
+def delete_webhook(deps: WebhookDeps, *, actor: Actor, webhook_id: str) -> None:
+    """Remove a webhook and its delivery log; NotFound when missing."""
+    audit = actor.entry("webhook.deleted", webhook_id)
+    if not deps.store.delete(actor.tenant_id, webhook_id, audit):
+        raise NotFound("webhook not found")
+
+
+def list_deliveries(
+    deps: WebhookDeps, *, tenant_id: str, webhook_id: str, limit: int, offset: int
+) -> tuple[list[DeliveryRecord], int]:
+    """One page of a webhook's delivery log, newest first; NotFound when missing."""
+    get_webhook(deps, tenant_id=tenant_id, webhook_id=webhook_id)
+    return deps.store.deliveries(tenant_id, webhook_id, limit, offset)
+
+
+def event_body(event_type: str, data: dict[str, Any], at: datetime | None = None) -> str:
+    """The JSON body of an event (Standard Webhooks shape)."""
+    moment = (at or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
+    return json.dumps({"type": event_type, "timestamp": moment, "data": data}, sort_keys=True)
+
+
+class DocumentEvents:
+    """Queues document events for the tenant's webhooks; never fails the change it reports."""
+
+    def __init__(self, store: WebhookStore, wake: Callable[[], None] | None = None) -> None:
+        self._store = store
+        self._wake = wake
+
+    def publish(self, tenant_id: str, event_type: EventType, data: dict[str, Any]) -> None:
+        """Queue one delivery per subscribed webhook of the tenant (none: nothing written)."""
+        try:
+            hooks = self._store.subscribed(tenant_id, event_type)
+            if not hooks:
+                return
+            body = event_body(event_type, data)
+            self._store.add_deliveries(
+                tenant_id,
+                [
+                    NewDelivery("msg_" + secrets.token_hex(16), hook.webhook_id, event_type, body)
+                    for hook in hooks
+                ],
+            )
+        except Exception:
+            log.exception("could not queue a webhook event", extra={"event": event_type})
+            return
+        if self._wake is not None:
+            self._wake()
+
+    def document(
+        self,
+        tenant_id: str,
+        event_type: EventType,
+        document_id: str,
+        source: str,
+        *,
+        status: str,
+        job_id: str | None = None,
+        error_code: str | None = None,
+        collection: str | None = None,
+    ) -> None:
+        """Queue a document event: its ids, name, collection, status and error code."""
+        data = {
+            "document_id": document_id,
+            "source": source,
+            "collection": collection,
+            "status": status,
+            "job_id": job_id,
+            "error_code": error_code,
+        }
+        self.publish(tenant_id, event_type, data)

@@ -1,0 +1,240 @@
+"""Uploading files (one request each, several at once) and waiting for their jobs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from rag_client.errors import ApiError
+from rag_client.http import Api
+
+FINISHED = ("done", "failed")
+POLL_S = 1.0  # between two looks at the jobs when the service does not hold the request
+LONG_POLL_S = 20  # `GET /jobs/{id}?wait=` where the service supports it (else ignored)
+
+# (bytes just sent) for one file's progress
+Sent = Callable[[int], None]
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _Counted:
+    """A file that reports what is read from it (httpx reads it while sending)."""
+
+    def __init__(self, handle: BinaryIO, sent: Sent) -> None:
+        self._handle = handle
+        self._sent = sent
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._handle.read(size)
+        self._sent(len(data))
+        return data
+
+    def fileno(self) -> int:  # lets httpx learn the length (a Content-Length, not chunks)
+        return self._handle.fileno()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._handle.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
+
+@dataclass(frozen=True)
+class UploadRequest:
+    """One file to upload and what to say about it."""
+
+    path: Path
+    source_path: str | None = None  # the document name as a relative path (a sync)
+    sync_root: str | None = None
+    sha256: str | None = None
+    collection: str | None = None
+    metadata: dict[str, str] | None = None
+
+
+@dataclass
+class UploadResult:
+    """What became of one file: a job queued, unchanged, or failed with a reason."""
+
+    path: Path
+    status: str  # queued, unchanged, failed (then, after waiting: done or failed)
+    source: str | None = None
+    document_id: str | None = None
+    job_id: str | None = None
+    error_code: str | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The result as a JSON object for --json."""
+        found = {
+            "path": str(self.path),
+            "status": self.status,
+            "source": self.source,
+            "document_id": self.document_id,
+            "job_id": self.job_id,
+        }
+        if self.status == "failed":
+            found.update(error_code=self.error_code, error=self.error)
+        return found
+
+
+def upload(api: Api, request: UploadRequest, sent: Sent = lambda n: None) -> UploadResult:
+    """Upload one file; a refusal of this file (415, 413, 403, 422...) is a failed result,
+    not an exception. Authentication errors and an unreachable service raise."""
+    data: dict[str, str] = {}
+    if request.source_path is not None:
+        data["source_path"] = request.source_path
+    if request.sync_root is not None:
+        data["sync_root"] = request.sync_root
+    if request.sha256 is not None:
+        data["sha256"] = request.sha256
+    if request.collection is not None:
+        data["collection"] = request.collection
+    if request.metadata:
+        data["metadata"] = json.dumps(request.metadata, ensure_ascii=False)
+    handles: list[BinaryIO] = []
+
+    def body() -> dict[str, Any]:
+        for old in handles:  # a retry reads the file again from its start
+            old.close()
+        handles.clear()
+        handle = request.path.open("rb")
+        handles.append(handle)
+        counted = _Counted(handle, sent)
+        return {"data": data, "files": {"file": (request.path.name, counted)}}
+
+    try:
+        answer = api.request("POST", "/documents", body=body).json()
+    except ApiError as exc:
+        if exc.status == 401:
+            raise
+        return UploadResult(request.path, "failed", error_code=exc.code, error=exc.message)
+    except OSError as exc:
+        return UploadResult(request.path, "failed", error_code="unreadable", error=str(exc))
+    finally:
+        for handle in handles:
+            handle.close()
+    return UploadResult(
+        request.path,
+        "unchanged" if answer.get("status") == "unchanged" else "queued",
+        source=answer.get("source"),
+        document_id=answer.get("document_id"),
+        job_id=answer.get("job_id"),
+    )
+
+
+def upload_all(
+    api: Api,
+    requests: list[UploadRequest],
+    concurrency: int,
+    started: Callable[[UploadRequest], Sent],
+    finished: Callable[[UploadRequest, UploadResult], None],
+) -> list[UploadResult]:
+    """Upload files, `concurrency` at a time; results in the order of `requests`.
+    `started(request)` gives the progress callback of a file as its upload starts."""
+
+    def one(request: UploadRequest) -> UploadResult:
+        result = upload(api, request, started(request))
+        finished(request, result)
+        return result
+
+    pool = ThreadPoolExecutor(max_workers=max(concurrency, 1))
+    try:
+        results = list(pool.map(one, requests))
+    except BaseException:  # Ctrl-C, or a key refused: the uploads not yet started never start
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
+
+
+def wait_for_jobs(
+    api: Api, job_ids: Iterable[str], on_end: Callable[[dict[str, Any]], None] = lambda job: None
+) -> dict[str, dict[str, Any]]:
+    """Wait until every job has ended; each job's last state by id. One job is watched with a
+    long poll (`?wait=`) where the service holds the request, else looked at every second;
+    many are followed through the listing of jobs still queued or processing."""
+    pending = set(job_ids)
+    ended: dict[str, dict[str, Any]] = {}
+    while pending:
+        before = time.monotonic()
+        if len(pending) == 1:
+            (job_id,) = pending
+            job = api.get(f"/jobs/{job_id}", params={"wait": LONG_POLL_S})
+            if job["status"] in FINISHED:
+                ended[job_id] = job
+                pending.clear()
+                on_end(job)
+        else:
+            still = _unfinished(api) & pending
+            for job_id in sorted(pending - still):
+                job = api.get(f"/jobs/{job_id}")
+                ended[job_id] = job
+                on_end(job)
+            pending = still
+        if pending and time.monotonic() - before < POLL_S:
+            time.sleep(POLL_S)  # the service answered at once: look again politely
+    return ended
+
+
+def _unfinished(api: Api) -> set[str]:
+    """Ids of the tenant's jobs still queued or processing (every page)."""
+    found: set[str] = set()
+    offset = 0
+    while True:
+        page = api.get(
+            "/jobs",
+            params={"status": ["queued", "processing"], "limit": 100, "offset": offset},
+        )
+        found.update(job["job_id"] for job in page["data"])
+        offset += len(page["data"])
+        if not page["data"] or offset >= page["count"]:
+            return found
+
+
+def settle(results: list[UploadResult], jobs: dict[str, dict[str, Any]]) -> None:
+    """Give each queued result the end of its job: done, or failed with the job's reason."""
+    for result in results:
+        job = jobs.get(result.job_id or "")
+        if job is None:
+            continue
+        result.status = job["status"]
+        if job["status"] == "failed":
+            result.error_code = job.get("error_code")
+            result.error = job.get("error")
+
+
+def list_all(api: Api, path: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every item of a paged listing (`data`, `count`, `limit`/`offset`), in pages of 1,000
+    or of the service's own size where its cap is lower."""
+    items: list[dict[str, Any]] = []
+    size: int | None = 1000
+    while True:
+        paging = {"offset": len(items)} if size is None else {"limit": size, "offset": len(items)}
+        try:
+            page = api.get(path, params={**params, **paging})
+        except ApiError as exc:
+            if exc.status != 422 or size is None:
+                raise
+            # A lower cap ("limit must not exceed 100"): that, else the default page size.
+            cap = re.search(r"exceed (\d+)", exc.message)
+            size = int(cap.group(1)) if cap and int(cap.group(1)) < size else None
+            continue
+        items += page["data"]
+        if not page["data"] or len(items) >= page["count"]:
+            return items

@@ -1,0 +1,193 @@
+"""Webhooks from outside: a live server signs document events for a real local receiver,
+retries while it is down, keeps retrying across a restart, and never crosses tenants."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from testkit.live_server import LiveServer
+from tests.api.webhook_receiver import Receiver
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Tenant:
+    key: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+
+@dataclass
+class Hooks:
+    server: LiveServer
+    acme: Tenant
+    globex: Tenant
+    acme_reader: Tenant
+
+    def call(self, tenant: Tenant, method: str, path: str, **kw: Any) -> httpx.Response:
+        return httpx.request(
+            method, f"{self.server.url}{path}", headers=tenant.headers, timeout=30, **kw
+        )
+
+    def upload(self, tenant: Tenant, name: str, text: str) -> dict[str, Any]:
+        answer = self.call(tenant, "POST", "/documents", files={"file": (name, text.encode())})
+        assert answer.status_code == 202, answer.text
+        return answer.json()
+
+    def make_hook(self, tenant: Tenant, receiver: Receiver, events: list[str]) -> dict[str, Any]:
+        made = self.call(tenant, "POST", "/webhooks", json={"url": receiver.url, "events": events})
+        assert made.status_code == 201, made.text
+        receiver.secret = made.json()["secret"]
+        return made.json()
+
+
+def _key(server: LiveServer, username: str) -> str:
+    printed = server.cli("create-key", "--username", username, "--name", "webhook tests")
+    return next(word for word in printed.split() if word.startswith("rag_"))
+
+
+@pytest.fixture(scope="module")
+def hooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hooks]:
+    data = tmp_path_factory.mktemp("webhooks") / "data"
+    server = LiveServer(
+        data,
+        {
+            "RAG_ENV": "development",  # http receivers (production requires https)
+            "RAG_WEBHOOK_ALLOW_PRIVATE": "true",  # the receiver listens on 127.0.0.1
+            "RAG_WEBHOOK_RETRY_BASE_S": "0.5",
+        },
+    )
+    server.create_user("acme", "ada", "Hook-keeper 42 lighthouse")
+    server.create_user("acme", "rita", "Hook-reader 42 lighthouse", role="reader")
+    server.create_user("globex", "gus", "Hook-keeper 43 lighthouse")
+    tenants = Hooks(
+        server,
+        Tenant(_key(server, "ada")),
+        Tenant(_key(server, "gus")),
+        Tenant(_key(server, "rita")),
+    )
+    server.start()
+    try:
+        yield tenants
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    found = Receiver().start()
+    try:
+        yield found
+    finally:
+        found.stop()
+
+
+def test_document_events_arrive_signed_without_text_and_only_to_their_tenant(
+    hooks: Hooks, receiver: Receiver
+) -> None:
+    made = hooks.make_hook(
+        hooks.acme, receiver, ["document.indexed", "document.failed", "document.deleted"]
+    )
+    assert made["secret"].startswith("whsec_")
+    other = Receiver().start()
+    try:
+        hooks.make_hook(hooks.globex, other, ["document.indexed", "document.deleted"])
+        shown = hooks.call(hooks.acme, "GET", f"/webhooks/{made['webhook_id']}").json()
+        assert "secret" not in shown and shown["url"] == receiver.url
+        listed = hooks.call(hooks.acme, "GET", "/webhooks").json()
+        assert all("secret" not in hook for hook in listed["data"])
+        assert hooks.call(hooks.globex, "GET", f"/webhooks/{made['webhook_id']}").status_code == 404
+        assert hooks.call(hooks.acme_reader, "GET", "/webhooks").status_code == 403
+
+        job = hooks.upload(hooks.acme, "lighthouse.txt", "The lighthouse lamp turns every 9 s.")
+        (indexed,) = receiver.wait_for("document.indexed")
+        assert indexed.signed
+        assert indexed.body["data"]["document_id"] == job["document_id"]
+        assert indexed.body["data"]["source"] == "lighthouse.txt"
+        assert indexed.body["data"]["status"] == "done"
+        assert indexed.body["timestamp"].endswith("Z")
+        assert "lamp" not in str(indexed.body)  # ids and names, never the text
+
+        hooks.upload(hooks.acme, "blank.txt", "")
+        (failed,) = receiver.wait_for("document.failed")
+        assert failed.signed and failed.body["data"]["error_code"]
+
+        deleted = hooks.call(hooks.acme, "DELETE", f"/documents/{job['document_id']}")
+        assert deleted.status_code == 204
+        (gone,) = receiver.wait_for("document.deleted")
+        assert gone.signed and gone.body["data"]["document_id"] == job["document_id"]
+        assert other.requests == []  # globex's webhook heard nothing of acme
+
+        log = hooks.call(hooks.acme, "GET", f"/webhooks/{made['webhook_id']}/deliveries").json()
+        assert {d["status"] for d in log["data"]} == {"delivered"}
+        assert sorted(d["event_type"] for d in log["data"]) == [
+            "document.deleted",
+            "document.failed",
+            "document.indexed",
+        ]
+    finally:
+        other.stop()
+        for tenant in (hooks.acme, hooks.globex):
+            for hook in hooks.call(tenant, "GET", "/webhooks").json()["data"]:
+                hooks.call(tenant, "DELETE", f"/webhooks/{hook['webhook_id']}")
+
+
+def test_deliveries_are_retried_while_the_receiver_is_down_and_across_a_restart(
+    hooks: Hooks, receiver: Receiver
+) -> None:
+    made = hooks.make_hook(hooks.acme, receiver, ["document.indexed"])
+    receiver.status = 503
+    try:
+        hooks.upload(hooks.acme, "tide-table.txt", "High tide at 06:12 and 18:40.")
+        receiver_saw = _wait_until(lambda: len(receiver.requests) >= 2)
+        assert receiver_saw, "the failed delivery was not retried"
+        first_ids = {r.headers["webhook-id"] for r in receiver.requests}
+        assert len(first_ids) == 1  # one delivery, retried under the same webhook-id
+
+        receiver.stop()  # down: connections refused
+        hooks.server.crash()  # and the service dies in the middle of its retries
+        receiver.status = 200
+        receiver.start()
+        hooks.server.start()
+        (delivered,) = receiver.wait_for("document.indexed", timeout_s=90)
+        assert delivered.headers["webhook-id"] in first_ids and delivered.signed
+        log = hooks.call(hooks.acme, "GET", f"/webhooks/{made['webhook_id']}/deliveries").json()
+        (entry,) = log["data"]
+        assert entry["status"] == "delivered" and entry["attempts"] >= 3
+    finally:
+        hooks.call(hooks.acme, "DELETE", f"/webhooks/{made['webhook_id']}")
+
+
+def _wait_until(condition: Any, timeout_s: float = 60) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_bad_webhook_bodies_are_refused(hooks: Hooks, tmp_path: Path) -> None:
+    bad_event = hooks.call(
+        hooks.acme, "POST", "/webhooks", json={"url": "http://example.org/", "events": ["x"]}
+    )
+    assert bad_event.status_code == 422
+    assert bad_event.json()["error"]["code"] == "validation_error"
+    no_scheme = hooks.call(
+        hooks.acme,
+        "POST",
+        "/webhooks",
+        json={"url": "ftp://example.org/", "events": ["document.indexed"]},
+    )
+    assert no_scheme.status_code == 422 and "http" in no_scheme.json()["error"]["message"]
