@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser import A11Y_AUDIT, launched_chromium, screenshot
+from browser import A11Y_AUDIT, screenshot
 from cryptography.fernet import Fernet
 from glewlwyd import Glewlwyd, running_glewlwyd
 from playwright.sync_api import expect
@@ -64,12 +64,6 @@ def live(tmp_path_factory: pytest.TempPathFactory, provider: Glewlwyd) -> Iterat
     yield server
     server.stop()
     assert CLIENT_SECRET not in server.log_path.read_text(errors="replace")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_chromium() as context:
-        yield context
 
 
 def test_a_person_signs_in_with_the_provider_and_out_again(
