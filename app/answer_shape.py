@@ -44,6 +44,10 @@ class AnswerShape(BaseModel):
     rrf_k: int
     dense_weight: float
     keyword_weight: float
+    fusion: str
+    score_dense_weight: float
+    score_dense_spread: float
+    score_keyword_spread: float
     relevance_threshold: float | None
     exact_max_terms: int
     exact_max_phrases: int
@@ -55,6 +59,7 @@ class AnswerShape(BaseModel):
     specific_evidence_max_chunks: int
     keyword_gate: bool
     page_role_shift: int
+    exact_scope_chunks: int  # exact or filtered approximate dense search of a scope
     reranker: RerankerProvider
     reranker_model: str
     reranker_max_candidates: int

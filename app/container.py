@@ -39,10 +39,13 @@ if TYPE_CHECKING:
     from app.services.blocks.second_arm import SecondArm
     from app.services.blocks.webhook_delivery import WebhookDispatcher
     from app.services.blocks.webhook_urls import UrlRules
+    from app.services.collection_access import AccessResolver
+    from app.services.collections import CollectionService
     from app.services.conversations import ConversationDeps, FollowUpDeps
     from app.services.indexing import DocumentDeps
     from app.services.login import LoginGuard
     from app.services.pages import KeptOriginals, PageDeps
+    from app.services.search_scope import SearchScopes
     from app.services.sso.signin import SingleSignOn
     from app.services.stats import StatsDeps
     from app.services.uploads import UploadDeps
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
     from app.services.webhooks import DocumentEvents, WebhookDeps
     from app.storage.cache import AnswerCache
     from app.storage.chunks import ChunkStore
+    from app.storage.collections import AccessStore
     from app.storage.conversations import ConversationQuota, ConversationStore
     from app.storage.db import Database
     from app.storage.documents import DocumentStore
@@ -99,6 +103,42 @@ class Container:
         from app.services.blocks.corpus import Corpus
 
         return Corpus(self.chunk_records, self.vector_index, self.embedder, second=self.second_arm)
+
+    @cached_property
+    def access_store(self) -> AccessStore:
+        """Collections, groups, grants and the tenants' access versions."""
+        from app.storage.collections import AccessStore
+
+        return AccessStore(self.database)
+
+    @cached_property
+    def collection_access(self) -> AccessResolver:
+        """Resolves a caller's readable and writable collections once per request."""
+        from app.services.collection_access import AccessResolver
+
+        return AccessResolver(self.access_store, hot_tenants=self.settings.hot_tenants)
+
+    @cached_property
+    def search_scopes(self) -> SearchScopes:
+        """A request's collections and filters as the documents retrieval may see."""
+        from app.services.search_scope import SearchScopes
+
+        return SearchScopes(
+            self.access_store,
+            self.chunk_records.version,
+            lambda tenant_id: self.retriever.scoped.owners(tenant_id),
+            hot_tenants=self.settings.hot_tenants,
+        )
+
+    @cached_property
+    def collections(self) -> CollectionService:
+        """Collections, groups and grants as the API manages them."""
+        from app.services.collections import CollectionService
+
+        def changed(tenant_id: str) -> None:  # a move or new metadata: scopes and answers
+            self.chunk_records.bump_version(tenant_id)
+
+        return CollectionService(self.access_store, self.collection_access, changed)
 
     @cached_property
     def second_arm(self) -> SecondArm | None:

@@ -22,8 +22,10 @@ from app.api.routes import (
     account,
     answers,
     audit,
+    collections,
     conversations,
     documents,
+    groups,
     openai_compat,
     pages,
     public,
@@ -212,6 +214,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         audit.router,
         sso.admin_router,
         webhooks.router,
+        collections.router,
+        groups.router,
     )
     for router in routers:
         app.include_router(router, dependencies=protected, responses=error_responses(401))

@@ -64,6 +64,23 @@ ROUTE_ROLES: dict[tuple[str, str], Role] = {
     ("PATCH", "/webhooks/{webhook_id}"): "admin",
     ("DELETE", "/webhooks/{webhook_id}"): "admin",
     ("GET", "/webhooks/{webhook_id}/deliveries"): "admin",
+    # collections (reading one: its readers; changing one and its grants: who manages it, which
+    # the service checks), groups (admins), a document's collection and metadata (its writers)
+    ("POST", "/collections"): "admin",
+    ("GET", "/collections"): "reader",
+    ("GET", "/collections/{collection_id}"): "reader",
+    ("PATCH", "/collections/{collection_id}"): "member",
+    ("DELETE", "/collections/{collection_id}"): "member",
+    ("GET", "/collections/{collection_id}/access"): "member",
+    ("PUT", "/collections/{collection_id}/access"): "member",
+    ("POST", "/groups"): "admin",
+    ("GET", "/groups"): "admin",
+    ("GET", "/groups/{group_id}"): "admin",
+    ("PATCH", "/groups/{group_id}"): "admin",
+    ("DELETE", "/groups/{group_id}"): "admin",
+    ("PUT", "/groups/{group_id}/members/{user_id}"): "admin",
+    ("DELETE", "/groups/{group_id}/members/{user_id}"): "admin",
+    ("PATCH", "/documents/{document_id}"): "member",
 }
 
 PUBLIC: frozenset[tuple[str, str]] = frozenset(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +50,12 @@ class KeyIn(BaseModel):
         description="`keys:manage`: the key may make and revoke keys (given by an admin "
         "signed in with a token only)",
     )
+    collections: list[Annotated[str, Field(max_length=80)]] | None = Field(
+        default=None,
+        max_length=200,
+        description="limit the key to these collections (ids or names, each one you read); "
+        "it reads them with your permissions at the time of use. Default: all you read",
+    )
 
 
 class KeyOut(BaseModel):
@@ -63,6 +69,9 @@ class KeyOut(BaseModel):
     last_used_at: str | None = Field(description="to the minute; null if never used")
     scopes: list[KeyScope]
     parent_key_id: str | None = Field(description="the key that made it (revoked with it)")
+    collections: list[str] | None = Field(
+        default=None, description="collection ids the key is limited to (null: not limited)"
+    )
 
 
 class KeyCreatedOut(BaseModel):
@@ -74,6 +83,9 @@ class KeyCreatedOut(BaseModel):
     created_at: str
     expires_at: str | None
     scopes: list[KeyScope]
+    collections: list[str] | None = Field(
+        default=None, description="collection ids the key is limited to (null: not limited)"
+    )
 
 
 class KeyList(BaseModel):

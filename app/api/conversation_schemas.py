@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.collection_schemas import ScopeFields
 from app.api.schemas import CitationOut, IsoTime, QueryOut, Record
 from app.request_limits import (
     CHAT_MESSAGE_CHARS_CEILING,
@@ -25,7 +26,7 @@ class ConversationOut(Record):
     updated_at: IsoTime
 
 
-class MessageIn(BaseModel):
+class MessageIn(ScopeFields):
     model_config = ConfigDict(extra="forbid")
 
     # The outer bounds; the configured caps are checked by RequestLimits (both in
@@ -77,9 +78,17 @@ class ChatMessageIn(BaseModel):
 class ChatCompletionIn(BaseModel):
     model_config = ConfigDict(extra="ignore")  # temperature, top_p, user...: not ours to honour
 
-    model: str = Field(max_length=200)
+    model: str = Field(
+        max_length=200,
+        description="`rag`: every collection you read; `rag:<collection name>`: that one",
+    )
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=CHAT_MESSAGES_CEILING)
     stream: bool = False
+    # Extra body fields (the OpenAI SDK's `extra_body`): narrow what the answer may read.
+    collections: list[Annotated[str, Field(max_length=80)]] | None = Field(
+        default=None, max_length=200, description="ids or names; only ever narrows"
+    )
+    filters: dict[str, Any] | None = Field(default=None, description="a metadata filter tree")
 
 
 class ChatMessageOut(BaseModel):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -14,6 +14,7 @@ from app.container import Container
 from app.errors import AuthenticationFailed
 from app.request_limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING, RequestLimits
 from app.retrieval.hybrid import HybridRetriever
+from app.retrieval.scope import SearchScope
 from app.security import TokenCodec
 from app.services.answer import AnswerDeps
 from app.services.api_keys import ApiKeyService
@@ -21,10 +22,12 @@ from app.services.audit import AuditLog
 from app.services.auth import Authenticator, Identity
 from app.services.blocks.answer_lane import AnswerLane
 from app.services.blocks.page_lane import PageLane
+from app.services.collection_access import CollectionAccess
 from app.services.conversations import ConversationDeps, FollowUpDeps
 from app.services.indexing import DocumentDeps
 from app.services.login import LoginGuard
 from app.services.pages import PageDeps
+from app.services.search_scope import request_scope
 from app.services.sso.signin import SingleSignOn
 from app.services.stats import StatsDeps
 from app.services.uploads import UploadDeps
@@ -185,6 +188,39 @@ def get_principal(
 
 
 Principal = Annotated[Identity, Depends(get_principal)]
+
+
+def caller_access(container: Container, caller: Identity) -> CollectionAccess:
+    """Which collections the caller may read, write and manage now (resolved per request; an
+    API key with its owner's current grants, within the collections it was limited to)."""
+    return container.collection_access.resolve(
+        caller.tenant_id, caller.user_id, caller.role, caller.collections
+    )
+
+
+def get_caller_access(container: ContainerDep, principal: Principal) -> CollectionAccess:
+    """`caller_access` as a dependency."""
+    return caller_access(container, principal)
+
+
+CallerAccess = Annotated[CollectionAccess, Depends(get_caller_access)]
+
+
+def readable_documents(container: Container, caller: Identity) -> Callable[[str], bool]:
+    """Whether the caller reads a document now (history and citations are re-checked)."""
+    return container.search_scopes.readable_documents(caller_access(container, caller))
+
+
+def scope_of(
+    container: Container,
+    caller: Identity,
+    collections: Sequence[str] | None = None,
+    filters: Any = None,
+) -> SearchScope:
+    """The search scope of a request: what the caller reads now, narrowed by the body's
+    `collections` and `filters` (blocking: a few database reads)."""
+    access = caller_access(container, caller)
+    return request_scope(container.search_scopes, access, collections, filters)
 
 
 def client_ip(request: Request) -> str:

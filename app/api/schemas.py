@@ -16,6 +16,7 @@ from pydantic import (
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from app.api.collection_schemas import ScopeFields
 from app.errors import public_job_error
 from app.generation.citations import Citation
 from app.request_limits import K_CEILING, QUESTION_CHARS_CEILING
@@ -131,6 +132,9 @@ class DocumentOut(Record):
     sync_root: str | None = Field(
         default=None, description="the label of the synced folder it came from (null: none)"
     )
+    collection_id: str = Field(default="general", description="the collection it belongs to")
+    collection: str = Field(default="general", description="that collection's name")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="its own metadata fields")
 
 
 # The fields of DocumentOut, which `GET /documents?fields=` may choose.
@@ -146,10 +150,13 @@ DocumentField = Literal[
     "uploaded_by_name",
     "content_sha256",
     "sync_root",
+    "collection_id",
+    "collection",
+    "metadata",
 ]
 
 
-class SearchIn(BaseModel):
+class SearchIn(ScopeFields):
     model_config = ConfigDict(extra="forbid")
 
     # The outer bounds; the configured caps are checked by RequestLimits (both in
@@ -202,7 +209,7 @@ class SearchOut(BaseModel):
     total_ms: float
 
 
-class QueryIn(BaseModel):
+class QueryIn(ScopeFields):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=QUESTION_CHARS_CEILING)

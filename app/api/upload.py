@@ -23,7 +23,8 @@ from app.api.errors import ApiError
 from app.services.uploads import ReceivedFile
 
 FILE_FIELD = "file"
-MAX_TEXT_FIELD_BYTES = 1024  # a text field beside the files (a hash, a path, a label)
+# A text field beside the files (a hash, a path, a label, the documents' metadata as JSON).
+MAX_TEXT_FIELD_BYTES = 16 * 1024
 MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers around the file
 
 
@@ -165,7 +166,7 @@ async def receive_uploads(
     `dest_dir`, calling `reserve_slot` before each file after the first; 413/415/422 ApiError on
     bad input, and whatever `reserve_slot` raises. On any failure nothing is left on disk.
 
-    The text fields named by the keys of `texts` (each at most once, up to 1 KiB) are read into
+    The text fields named by the keys of `texts` (each at most once, up to 16 KiB) are read into
     it; other non-file fields are ignored."""
     content_type, params = parse_options_header(request.headers.get("content-type", ""))
     boundary = params.get(b"boundary")

@@ -23,7 +23,12 @@ from app.config.fields import ENV_PREFIX, GROUPS, Group, setting
 from app.config.generation import LLM_PROVIDERS, GenerationSettings
 from app.config.ingestion import IngestionSettings, SectionPathArms
 from app.config.monitoring import MonitoringSettings
-from app.config.retrieval import RerankerProvider, RetrievalSettings, VectorBackend
+from app.config.retrieval import (
+    FusionMethod,
+    RerankerProvider,
+    RetrievalSettings,
+    VectorBackend,
+)
 from app.config.service import ServiceSettings
 from app.config.sso import SsoSettings
 from app.config.storage import CacheBackend, JobBackend, StorageSettings
@@ -39,6 +44,7 @@ __all__ = [
     "LLM_PROVIDERS",
     "SERVICE_VERSION",
     "CacheBackend",
+    "FusionMethod",
     "Group",
     "JobBackend",
     "RerankerProvider",

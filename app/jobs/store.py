@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,7 +45,7 @@ from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, stored_usage
 from app.storage.records import record_of
-from app.storage.tables import BatchMemberRow, JobRow, TenantTurnRow
+from app.storage.tables import BatchMemberRow, DocumentRow, JobRow, TenantTurnRow
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -189,6 +189,7 @@ class JobStore:
         quota: StorageQuota,
         uploaded_by: str | None = None,
         audit: Sequence[AuditEntry] = (),
+        placement: Mapping[str, str] | None = None,
     ) -> list[JobRecord]:
         """Turn the reservations of stored uploads into queued jobs, all or none, within `quota`.
 
@@ -196,7 +197,9 @@ class JobStore:
         uploads, taken in order, would exceed the tenant's documents, stored bytes or chunks.
         Each document's row is created in the same transaction unless the tenant already has
         one, which is kept as it is (a worker never sees a job without its document); LookupError
-        when a reservation no longer exists. The audit entries are written in that transaction.
+        when a reservation no longer exists. The audit entries are written in that transaction,
+        and `placement` (the documents' collection and metadata) with the rows, so no worker
+        indexes a document before it is in its collection.
         """
         now = utc_now()
         reserved = [upload.job_id for upload in uploads]
@@ -240,6 +243,7 @@ class JobStore:
                     upload.size_bytes,
                     upload.document_sha256,
                     uploaded_by,
+                    placement,
                 )
             for entry in audit:
                 write_entry(session, entry)
@@ -290,12 +294,26 @@ class JobStore:
             return _record(row) if row else None
 
     def page(
-        self, tenant_id: str, statuses: Sequence[JobStatus], limit: int, offset: int = 0
+        self,
+        tenant_id: str,
+        statuses: Sequence[JobStatus],
+        limit: int,
+        offset: int = 0,
+        collections: Collection[str] | None = None,
     ) -> tuple[list[JobRecord], int]:
         """One page of the tenant's jobs in `statuses` (never reservations), newest first, and
-        how many the tenant has in them."""
+        how many the tenant has in them; only jobs of documents in `collections`, when given."""
         shown = [status for status in statuses if status != "reserved"]
-        where = (JobRow.tenant_id == tenant_id, JobRow.status.in_(shown))
+        where = [JobRow.tenant_id == tenant_id, JobRow.status.in_(shown)]
+        if collections is not None:
+            where.append(
+                JobRow.document_id.in_(
+                    select(DocumentRow.document_id).where(
+                        DocumentRow.tenant_id == tenant_id,
+                        DocumentRow.collection_id.in_(sorted(collections)),
+                    )
+                )
+            )
         with self._db.session() as session:
             rows = session.scalars(
                 select(JobRow)

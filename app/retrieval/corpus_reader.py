@@ -7,7 +7,7 @@ corpus version.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Protocol
 
 from app.domain import Chunk
@@ -16,12 +16,32 @@ from app.domain import Chunk
 class CorpusReader(Protocol):
     """Tenant-scoped reads of chunks and their vectors."""
 
-    def query(self, tenant_id: str, vector: Sequence[float], k: int) -> list[tuple[Chunk, float]]:
-        """The k nearest chunks by cosine similarity (higher is closer), best first."""
+    def query(
+        self,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None = None,
+        chunk_ids: Sequence[str] | None = None,
+    ) -> list[tuple[Chunk, float]]:
+        """The k nearest chunks by cosine similarity (higher is closer), best first; only among
+        these documents' chunks (the index's filter), or exactly among these chunks."""
         ...
 
-    def find_containing(self, tenant_id: str, text: str, limit: int) -> list[Chunk]:
-        """Chunks whose text contains `text` exactly (case-sensitive), up to `limit`."""
+    def find_containing(
+        self,
+        tenant_id: str,
+        text: str,
+        limit: int,
+        documents: Collection[str] | None = None,
+        chunk_ids: Collection[str] | None = None,
+    ) -> list[Chunk]:
+        """Chunks whose text contains `text` exactly (case-sensitive), up to `limit`; only
+        among these documents and these chunks when given."""
+        ...
+
+    def chunk_owners(self, tenant_id: str) -> list[tuple[str, str, int]]:
+        """(chunk id, document id, page) of every chunk of the tenant."""
         ...
 
     def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:

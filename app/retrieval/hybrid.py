@@ -1,4 +1,5 @@
-"""Hybrid retrieval: dense + BM25 fused by RRF, exact matches pinned, optional cross-encoder.
+"""Hybrid retrieval: dense + BM25 fused (by rank or by standardised score), exact matches
+pinned, optional cross-encoder.
 
 `search(tenant, query, k, mode)` is the one entry point. Modes let the eval harness compare
 configurations on the same objects: "dense", "keyword", "hybrid", "rerank" (hybrid + reranker).
@@ -21,11 +22,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Literal, get_args
 
+from app.config import FusionMethod
 from app.domain import Chunk, RetrievalResult, SearchHit
 from app.retrieval.evidence import specific_evidence_chunks
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
 from app.retrieval.function_words import content_tokens, matches_content_word
-from app.retrieval.fusion import reciprocal_rank_fusion
+from app.retrieval.fusion import reciprocal_rank_fusion, standardised_score_fusion
 from app.retrieval.gate import judge, threshold_for
 from app.retrieval.grouping import (
     GROUPINGS,
@@ -36,6 +38,7 @@ from app.retrieval.grouping import (
 )
 from app.retrieval.headings import has_heading
 from app.retrieval.keyword import KeywordIndex
+from app.retrieval.scope import EVERYTHING, ScopedReads, SearchScope
 from app.retrieval.second_dense import SecondDense, second_dense_hits
 from app.timing import timed
 
@@ -97,6 +100,21 @@ class RetrieverConfig:
     # Content chunks with a line that reads as the query (a section heading) go first, after
     # exact matches (app/retrieval/headings.py).
     promote_headings: bool = True
+    # A search scope of at most this many chunks is searched exactly by the dense arm (every
+    # vector of the scope compared), above it through the index's metadata filter.
+    exact_scope_chunks: int = 20_000
+    # "rrf": weighted Reciprocal Rank Fusion (rrf_k, dense_weight, keyword_weight); "scores":
+    # each arm's scores standardised over its own list and summed with score_dense_weight and
+    # keyword_weight (cross-script questions still by rank). The per-query keyword weight
+    # (coverage, gate, specific evidence) applies to both.
+    fusion: FusionMethod = "rrf"
+    score_dense_weight: float = 1.0
+    # The least standard deviation each arm's scores are divided by under "scores" (dense: in
+    # similarity units, keyword: in BM25 units), so a flat list is not stretched.
+    score_dense_spread: float = 0.0
+    score_keyword_spread: float = 0.0
+    # Chunks holding an exact match of a quoted phrase or code-like term go first (`pinned`).
+    pin_exact_matches: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrieverConfig:
@@ -120,6 +138,11 @@ class RetrieverConfig:
             centred_questions=settings.embedding_provider == "use"
             and settings.use_question_centring,
             page_role_shift=settings.page_role_shift,
+            exact_scope_chunks=settings.exact_scope_chunks,
+            fusion=settings.fusion,
+            score_dense_weight=settings.score_dense_weight,
+            score_dense_spread=settings.score_dense_spread,
+            score_keyword_spread=settings.score_keyword_spread,
         )
 
 
@@ -199,23 +222,7 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
     elif mode == "keyword":
         ordered = list(recall.keyword_ids)
     else:
-        # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
-        # question over English documents matches almost nothing, and its few accidental
-        # matches must not outvote the dense arm (measured on XQuAD ar->en).
-        dense_weight, rrf_k = config.dense_weight, config.rrf_k
-        keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
-        specific = 0 < recall.specific_evidence_chunks <= config.specific_evidence_max_chunks
-        # Unless the match is specific: a number or other-script word few chunks hold is meant.
-        if specific:
-            keyword_weight = max(keyword_weight, dense_weight)
-        elif config.keyword_gate and not recall.content_match:
-            keyword_weight = 0.0
-        if recall.cross_script and config.cross_script_rrf_k > 0:
-            dense_weight, rrf_k = config.cross_script_dense_weight, config.cross_script_rrf_k
-            keyword_weight = config.keyword_weight
-        fused = reciprocal_rank_fusion(
-            [recall.dense_ids, recall.keyword_ids], [dense_weight, keyword_weight], rrf_k
-        )
+        fused = _fused(recall, config)
         for chunk_id, score in fused:
             recall.candidates[chunk_id].fused_score = score
         ordered = [cid for cid, _ in fused]
@@ -225,6 +232,41 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
     # Exact matches go first (in fused order among themselves): the user meant them.
     pinned = set(recall.pinned)
     return [i for i in ordered if i in pinned] + [i for i in ordered if i not in pinned]
+
+
+def _fused(recall: Recall, config: RetrieverConfig) -> list[tuple[str, float]]:
+    """Both arms fused with this query's weights (best first, with the fused score)."""
+    # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
+    # question over English documents matches almost nothing, and its few accidental
+    # matches must not outvote the dense arm (measured on XQuAD ar->en).
+    # Score fusion is for questions in the script of the tenant's text: a cross-script
+    # question's few keyword matches (names, numbers) are fused by rank, as measured on XQuAD
+    # ar->en and en->ar, where standardised scores let them outvote the dense arm.
+    scored = config.fusion == "scores" and not recall.cross_script
+    dense_weight = config.score_dense_weight if scored else config.dense_weight
+    rrf_k = config.rrf_k
+    keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
+    specific = 0 < recall.specific_evidence_chunks <= config.specific_evidence_max_chunks
+    # Unless the match is specific: a number or other-script word few chunks hold is meant.
+    if specific:
+        keyword_weight = max(keyword_weight, dense_weight)
+    elif config.keyword_gate and not recall.content_match:
+        keyword_weight = 0.0
+    if recall.cross_script and config.cross_script_rrf_k > 0:
+        dense_weight, rrf_k = config.cross_script_dense_weight, config.cross_script_rrf_k
+        keyword_weight = config.keyword_weight
+    if scored:
+        candidates = recall.candidates
+        dense = [(cid, float(candidates[cid].dense_score or 0.0)) for cid in recall.dense_ids]
+        keyword = [(cid, float(candidates[cid].keyword_score or 0.0)) for cid in recall.keyword_ids]
+        return standardised_score_fusion(
+            [dense, keyword],
+            [dense_weight, keyword_weight],
+            [config.score_dense_spread, config.score_keyword_spread],
+        )
+    return reciprocal_rank_fusion(
+        [recall.dense_ids, recall.keyword_ids], [dense_weight, keyword_weight], rrf_k
+    )
 
 
 def promote_headings(ordered: list[str], recall: Recall, query: str) -> list[str]:
@@ -280,6 +322,7 @@ class HybridRetriever:
         self.threshold = threshold_for(
             embedder.model_id, config.relevance_threshold, config.centred_questions
         )
+        self.scoped = ScopedReads(store, config.exact_scope_chunks)
 
     @property
     def default_mode(self) -> RetrievalMode:
@@ -297,20 +340,24 @@ class HybridRetriever:
         k: int,
         mode: RetrievalMode | None = None,
         group: Grouping = "chunk",
+        scope: SearchScope = EVERYTHING,
     ) -> RetrievalResult:
         """The k best chunks of the tenant for `query` (grouped by document: the best chunk of
-        each of the k best documents), with per-stage evidence and a verdict."""
+        each of the k best documents), with per-stage evidence and a verdict. Only chunks
+        inside `scope` are searched (app/retrieval/scope.py): an empty scope finds nothing."""
         mode = self._checked_mode(mode, k)
         if group not in GROUPINGS:
             raise ValueError(f"unknown grouping {group!r}; expected one of {GROUPINGS}")
         k = min(k, self.config.max_k)
         if not query.strip():
             return RetrievalResult([], False, "empty question")
+        if scope.empty:
+            return RetrievalResult([], False, "nothing in the search scope")
 
         if group == "document":
-            recall, hits = self._document_hits(tenant_id, query, k, mode)
+            recall, hits = self._document_hits(tenant_id, query, k, mode, scope)
         else:
-            recall = self.recall(tenant_id, query, mode)
+            recall = self.recall(tenant_id, query, mode, scope=scope)
             # Demoted pages may free places for up to `page_role_shift` more chunks.
             ordered = self._ranked(tenant_id, query, recall, mode, k + self.config.page_role_shift)
             hits = [self._hit(recall.candidates[i], mode) for i in ordered[:k]]
@@ -326,9 +373,11 @@ class HybridRetriever:
         mode: RetrievalMode,
         pool_factor: int = 1,
         vector: list[float] | None = None,
+        scope: SearchScope = EVERYTHING,
     ) -> Recall:
         """Run the arms the mode needs (timed per stage), each taking `pool_factor` times its
-        configured candidates; the input of `fuse`. `vector`: the query's, when known."""
+        configured candidates, inside `scope`; the input of `fuse`. `vector`: the query's, when
+        known."""
         recall = Recall()
         if mode != "keyword":
             if vector is None:
@@ -336,8 +385,9 @@ class HybridRetriever:
                     vector = self.embedder.embed_query(query)
             recall.query_vector = vector
             with timed("dense"):
-                self._dense_arm(tenant_id, vector, recall, pool_factor)
-            if self.second is not None:
+                self._dense_arm(tenant_id, vector, recall, pool_factor, scope)
+            # The second arm's index takes no scope: a scoped search is ranked by the first.
+            if self.second is not None and scope.unrestricted:
                 k = self.config.dense_candidates * pool_factor
                 hits = second_dense_hits(self.second, tenant_id, query, k)
                 if hits is not None:  # None: the tenant's second collection is incomplete
@@ -346,7 +396,12 @@ class HybridRetriever:
         if mode != "dense":
             with timed("keyword"):
                 self._keyword_arm(
-                    tenant_id, query, recall, with_exact=mode != "keyword", pool_factor=pool_factor
+                    tenant_id,
+                    query,
+                    recall,
+                    with_exact=mode != "keyword",
+                    pool_factor=pool_factor,
+                    scope=scope,
                 )
         return recall
 
@@ -374,14 +429,14 @@ class HybridRetriever:
         return ordered
 
     def _document_hits(
-        self, tenant_id: str, query: str, k: int, mode: RetrievalMode
+        self, tenant_id: str, query: str, k: int, mode: RetrievalMode, scope: SearchScope
     ) -> tuple[Recall, list[SearchHit]]:
         """One hit per document for the k best documents (app/retrieval/grouping.py): every
         candidate is loaded to learn its document, and the arms widen while the candidates hold
         fewer than k documents and an arm stopped at its limit."""
         factor, found, vector = 1, 0, None
         while True:
-            recall = self.recall(tenant_id, query, mode, factor, vector)
+            recall = self.recall(tenant_id, query, mode, factor, vector, scope)
             vector = recall.query_vector  # embedded once, whatever the passes
             ordered = self._ranked(tenant_id, query, recall, mode, window=None)
             with timed("fuse"):
@@ -426,9 +481,16 @@ class HybridRetriever:
         return mode
 
     def _dense_arm(
-        self, tenant_id: str, vector: list[float], recall: Recall, pool_factor: int
+        self,
+        tenant_id: str,
+        vector: list[float],
+        recall: Recall,
+        pool_factor: int,
+        scope: SearchScope = EVERYTHING,
     ) -> None:
-        dense = self.store.query(tenant_id, vector, self.config.dense_candidates * pool_factor)
+        dense = self.scoped.nearest(
+            tenant_id, vector, self.config.dense_candidates * pool_factor, scope
+        )
         for rank, (chunk, similarity) in enumerate(dense, start=1):
             cand = recall.candidate(chunk.id)
             cand.chunk = chunk
@@ -454,9 +516,17 @@ class HybridRetriever:
             del recall.candidates[chunk_id]
 
     def _keyword_arm(
-        self, tenant_id: str, query: str, recall: Recall, with_exact: bool, pool_factor: int
+        self,
+        tenant_id: str,
+        query: str,
+        recall: Recall,
+        with_exact: bool,
+        pool_factor: int,
+        scope: SearchScope = EVERYTHING,
     ) -> None:
-        snapshot = self.keyword_index.snapshot(tenant_id)
+        snapshot = self.scoped.keyword_snapshot(
+            tenant_id, self.keyword_index.snapshot(tenant_id), scope
+        )
         tokens = self.keyword_index.tokenizer(query)
         keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor)
         recall.coverage = snapshot.coverage(content_tokens(tokens, self.keyword_index.tokenizer))
@@ -476,12 +546,13 @@ class HybridRetriever:
             tenant_id,
             query,
             snapshot,
-            self.store,
+            self.scoped.reader(scope),
             self.keyword_index.tokenizer,
             self.config.exact,
         )
         recall.exact_terms = [m.term for m in exact]
-        recall.pinned = self._pinned_ids(exact, recall.keyword_ids)
+        if self.config.pin_exact_matches:
+            recall.pinned = self._pinned_ids(exact, recall.keyword_ids)
         for chunk_id in recall.pinned:
             recall.candidate(chunk_id).exact_match = True
 

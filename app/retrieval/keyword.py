@@ -30,7 +30,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -73,6 +73,13 @@ class KeywordSnapshot:
     tokens_file: Path | None = None
     # The script census persisted with the snapshot; None: counted from the vocabulary.
     known_scripts: frozenset[str] | None = None
+    # A search scope's chunks (`scoped`): only they are scored, counted and matched.
+    mask: np.ndarray | None = None
+
+    def scoped(self, mask: np.ndarray) -> KeywordSnapshot:
+        """This snapshot seen through a scope: a chunk outside `mask` scores nothing, so it is
+        never cut into the top, counted or matched exactly."""
+        return replace(self, mask=mask, known_scripts=self.scripts)
 
     def tokens_by_chunk(self) -> dict[str, np.ndarray]:
         """Each chunk's token ids (views, no copies); empty when the snapshot has none (or
@@ -95,6 +102,8 @@ class KeywordSnapshot:
         if not ids:
             return None
         scores: np.ndarray = self.bm25.get_scores_from_ids(ids)
+        if self.mask is not None:
+            scores = np.where(self.mask, scores, 0.0)
         return scores
 
     def search(self, tokens: list[str], limit: int) -> list[tuple[str, float]]:
@@ -113,6 +122,8 @@ class KeywordSnapshot:
         distinct = list(dict.fromkeys(t for t in tokens if t))
         if self.bm25 is None or not distinct:
             return 0.0
+        if self.mask is not None:
+            return sum(self.chunk_count(t) > 0 for t in distinct) / len(distinct)
         return len(self.bm25.get_tokens_ids(distinct)) / len(distinct)
 
     @cached_property
@@ -143,7 +154,9 @@ class KeywordSnapshot:
             ids = self.bm25.get_tokens_ids([token])
             if not ids:
                 return []
-            present = self.bm25.get_scores_from_ids(ids) > 0
+            present = self._scores([token])
+            assert present is not None
+            present = present > 0
             mask = present if mask is None else mask & present
         assert mask is not None
         return [self.chunk_ids[i] for i in np.flatnonzero(mask).tolist()]
@@ -155,6 +168,9 @@ class KeywordSnapshot:
         ids = self.bm25.get_tokens_ids([token])
         if not ids:
             return 0
+        if self.mask is not None:
+            scores = self._scores([token])
+            return 0 if scores is None else int(np.count_nonzero(scores > 0))
         indptr = self.bm25.scores["indptr"]  # column-compressed: one column per token id
         return int(indptr[ids[0] + 1] - indptr[ids[0]])
 

@@ -24,6 +24,7 @@ from app.generation.answer_limits import GenerationLimits
 from app.generation.citations import Citation
 from app.generation.grounded_answer import AnswerDelta, AnswerDone
 from app.request_limits import RequestLimits
+from app.retrieval.scope import EVERYTHING, SearchScope
 from app.services.blocks.admission import Caller, ConcurrencyLimiter, Slot
 from app.services.blocks.answer_lane import AnswerLane, AnswerStream, Step
 from app.storage.cache import AnswerCache, CacheKey, answer_cache_key
@@ -141,10 +142,18 @@ class Lookup:
     key: CacheKey
     cached: CachedAnswer | None
     timer: StageTimer
+    scope: SearchScope = EVERYTHING  # what retrieval may see (the cache key holds it)
 
 
-def lookup(deps: AnswerDeps, tenant_id: str, question: str, k: int | None) -> Lookup:
-    """Start timing, validate (InvalidInput -> 422 before any work) and consult the cache."""
+def lookup(
+    deps: AnswerDeps,
+    tenant_id: str,
+    question: str,
+    k: int | None,
+    scope: SearchScope = EVERYTHING,
+) -> Lookup:
+    """Start timing, validate (InvalidInput -> 422 before any work) and consult the cache of
+    answers retrieved within the same scope."""
     timer = start_timer()
     question, k = deps.limits.question(question), deps.limits.k(k)
     with timed("cache"):
@@ -154,11 +163,12 @@ def lookup(deps: AnswerDeps, tenant_id: str, question: str, k: int | None) -> Lo
             k=k,
             corpus_version=deps.corpus_version(tenant_id),
             config_fingerprint=deps.config_fingerprint,
+            scope_key=scope.key,
         )
         stored = deps.cache.get(key)
     metrics.cache_request(stored is not None)
     cached = CachedAnswer.from_cache(stored) if stored is not None else None
-    return Lookup(tenant_id, question, k, key, cached, timer)
+    return Lookup(tenant_id, question, k, key, cached, timer, scope)
 
 
 def _answered(answer: CachedAnswer, cache: CacheStatus, timer: StageTimer) -> AnsweredQuestion:
@@ -201,7 +211,9 @@ def _store(deps: AnswerDeps, found: Lookup, answer: CachedAnswer) -> None:
 def generate_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
     """Retrieve, generate and cache the answer of a cache miss (blocking: the model runs here)."""
     try:
-        retrieval = deps.retriever.search(found.tenant_id, found.question, found.k)
+        retrieval = deps.retriever.search(
+            found.tenant_id, found.question, found.k, scope=found.scope
+        )
         result = deps.generation.answer(found.question, retrieval, deps.llm)
         answer = CachedAnswer(result.text, list(result.citations), result.refused)
         _store(deps, found, answer)
@@ -237,7 +249,9 @@ def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
     Blocking at every step; closing the iterator stops the model and frees it at once.
     """
     try:
-        retrieval = deps.retriever.search(found.tenant_id, found.question, found.k)
+        retrieval = deps.retriever.search(
+            found.tenant_id, found.question, found.k, scope=found.scope
+        )
         events = deps.generation.stream(found.question, retrieval, deps.llm)
         try:
             for event in events:
@@ -270,11 +284,16 @@ async def _inline(step: Step, *args: Any) -> Any:
 
 
 async def _lookup(
-    deps: AnswerDeps, context: contextvars.Context, caller: Caller, question: str, k: int | None
+    deps: AnswerDeps,
+    context: contextvars.Context,
+    caller: Caller,
+    question: str,
+    k: int | None,
+    scope: SearchScope = EVERYTHING,
 ) -> Lookup:
     # On the default threadpool: a few milliseconds of validation, database and cache reads.
     found: Lookup = await anyio.to_thread.run_sync(
-        context.run, lookup, deps, caller.tenant_id, question, k
+        context.run, lookup, deps, caller.tenant_id, question, k, scope
     )
     return found
 
@@ -289,11 +308,17 @@ async def _admit(limiter: ConcurrencyLimiter, caller: Caller, timer: StageTimer)
 
 
 async def answer(
-    lane: AnswerLane, deps: AnswerDeps, caller: Caller, question: str, k: int | None
+    lane: AnswerLane,
+    deps: AnswerDeps,
+    caller: Caller,
+    question: str,
+    k: int | None,
+    scope: SearchScope = EVERYTHING,
 ) -> AnsweredQuestion:
-    """The answer; a cache hit at once, a miss after admission (Overloaded: 429/503)."""
+    """The answer within `scope`; a cache hit at once, a miss after admission (Overloaded:
+    429/503)."""
     context = contextvars.copy_context()
-    found = await _lookup(deps, context, caller, question, k)
+    found = await _lookup(deps, context, caller, question, k, scope)
     if found.cached is not None:
         return cached_answer(found)
     slot = await _admit(lane.answers, caller, found.timer)
@@ -305,13 +330,19 @@ async def answer(
 
 
 async def open_stream(
-    lane: AnswerLane, deps: AnswerDeps, caller: Caller, question: str, k: int | None
+    lane: AnswerLane,
+    deps: AnswerDeps,
+    caller: Caller,
+    question: str,
+    k: int | None,
+    scope: SearchScope = EVERYTHING,
 ) -> AnswerStream[AnswerEvent]:
-    """An admitted answer stream (Overloaded: 429/503 before any byte is sent)."""
+    """An admitted answer stream within `scope` (Overloaded: 429/503 before any byte is
+    sent)."""
     slots = [await lane.streams.acquire(caller)]
     try:
         context = contextvars.copy_context()
-        found = await _lookup(deps, context, caller, question, k)
+        found = await _lookup(deps, context, caller, question, k, scope)
         if found.cached is not None:
             return AnswerStream(cached_events(found), slots, _inline)
         slots.append(await _admit(lane.answers, caller, found.timer))

@@ -106,6 +106,7 @@ class ApiKeyService:
         role: str | None = None,
         expires_in_days: int | None = None,
         scopes: Sequence[str] = (),
+        collections: Sequence[str] | None = None,
     ) -> tuple[ApiKeyRecord, str]:
         """A new key of the caller and the key itself (shown once); InvalidInput, Forbidden for
         a role above the caller's or `keys:manage` from a non-admin, KeyNotAllowed for a key
@@ -137,6 +138,7 @@ class ApiKeyService:
             last_used_at=None,
             scopes=clean_scopes,
             parent_key_id=caller.key_id,
+            collections=None if collections is None else tuple(sorted(set(collections))),
         )
         audit = actor.entry(
             "key.created",
@@ -145,6 +147,7 @@ class ApiKeyService:
             role=wanted,
             prefix=record.prefix,
             **({"scopes": list(clean_scopes)} if clean_scopes else {}),
+            **({"collections": list(record.collections)} if record.collections is not None else {}),
         )
         stored = self._store.add(record, self._hasher.hash(key), audit, self._max_active_per_user)
         return stored, key

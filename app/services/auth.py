@@ -48,6 +48,8 @@ class Identity:
     key_id: str | None = None  # the API key's id (None with an access token)
     key_expires_at: datetime | None = None  # when the API key expires (None: never, or a token)
     scopes: tuple[KeyScope, ...] = ()  # the API key's scopes (a token has none: it needs none)
+    # The collections an API key is limited to (None: all its owner reads, and every token).
+    collections: tuple[str, ...] | None = None
 
     @property
     def is_key(self) -> bool:
@@ -143,6 +145,7 @@ class Authenticator:
             key_id=record.key_id,
             key_expires_at=record.expires_at,
             scopes=record.scopes,
+            collections=record.collections,
         )
 
     def log_out(self, caller: Identity, actor: Actor, everywhere: bool) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.errors import InvalidInput
+from app.retrieval.scope import EVERYTHING, SearchScope
 from app.services import answer as answer_service
 from app.services.answer import AnsweredQuestion, AnswerEvent
 from app.services.blocks.admission import Caller
@@ -44,10 +45,24 @@ def split_chat(messages: Sequence[Said]) -> tuple[list[Turn], str]:
     return turns, spoken[-1].content
 
 
-def check_model(model: str) -> None:
-    """InvalidInput (a 4xx the openai client raises clearly) for a model this service lacks."""
-    if model != SERVICE_MODEL:
-        raise InvalidInput(f"unknown model {model!r}; this service offers {SERVICE_MODEL!r}")
+def check_model(model: str) -> str | None:
+    """The collection a model names (`rag:<collection>`; None for `rag`, everything the caller
+    reads); InvalidInput (a 4xx the openai client raises clearly) for a model this service
+    lacks."""
+    if model == SERVICE_MODEL:
+        return None
+    prefix = SERVICE_MODEL + ":"
+    if model.startswith(prefix) and model[len(prefix) :].strip():
+        return model[len(prefix) :]
+    raise InvalidInput(
+        f"unknown model {model!r}; this service offers {SERVICE_MODEL!r} and "
+        f"'{SERVICE_MODEL}:<collection>'"
+    )
+
+
+def model_ids(collection_names: Sequence[str]) -> list[str]:
+    """The models a caller may use: everything it reads, and each collection it reads."""
+    return [SERVICE_MODEL, *(f"{SERVICE_MODEL}:{name}" for name in sorted(collection_names))]
 
 
 async def _question(deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]) -> Rewrite:
@@ -57,20 +72,29 @@ async def _question(deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]
 
 
 async def complete(
-    deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]
+    deps: FollowUpDeps,
+    caller: Caller,
+    messages: Sequence[Said],
+    scope: SearchScope = EVERYTHING,
 ) -> tuple[AnsweredQuestion, Rewrite]:
-    """The answer to the standalone question, and how that question was made."""
+    """The answer to the standalone question within `scope`, and how that question was made."""
     rewrite = await _question(deps, caller, messages)
-    answered = await answer_service.answer(deps.lane, deps.answers, caller, rewrite.question, None)
+    answered = await answer_service.answer(
+        deps.lane, deps.answers, caller, rewrite.question, None, scope
+    )
     return answered, rewrite
 
 
 async def open_completion(
-    deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]
+    deps: FollowUpDeps,
+    caller: Caller,
+    messages: Sequence[Said],
+    scope: SearchScope = EVERYTHING,
 ) -> tuple[AnswerStream[AnswerEvent], Rewrite]:
-    """The admitted answer stream of the standalone question, and how that question was made."""
+    """The admitted answer stream of the standalone question within `scope`, and how that
+    question was made."""
     rewrite = await _question(deps, caller, messages)
     events = await answer_service.open_stream(
-        deps.lane, deps.answers, caller, rewrite.question, None
+        deps.lane, deps.answers, caller, rewrite.question, None, scope
     )
     return events, rewrite

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 
 from app.errors import NotFound, QuotaExceeded, public_message
+from app.retrieval.scope import EVERYTHING, SearchScope
 from app.services import answer as answer_service
 from app.services.answer import (
     AnsweredQuestion,
@@ -247,7 +248,13 @@ def _store_turn(
 
 
 async def ask(
-    deps: ConversationDeps, caller: Caller, *, conversation_id: str, content: str, k: int | None
+    deps: ConversationDeps,
+    caller: Caller,
+    *,
+    conversation_id: str,
+    content: str,
+    k: int | None,
+    scope: SearchScope = EVERYTHING,
 ) -> AnsweredTurn:
     """The cited answer of a new turn, the question it answered and where it was stored.
 
@@ -257,7 +264,7 @@ async def ask(
     prepared = await _prepare(deps, caller, conversation_id, content, k)
     follow_ups = deps.follow_ups
     answered = await answer_service.answer(
-        follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
+        follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k, scope
     )
     found = CitationsFound(answered.citations, answered.refused)
     stored = await anyio.to_thread.run_sync(
@@ -337,12 +344,18 @@ class TurnStream:
 
 
 async def open_turn_stream(
-    deps: ConversationDeps, caller: Caller, *, conversation_id: str, content: str, k: int | None
+    deps: ConversationDeps,
+    caller: Caller,
+    *,
+    conversation_id: str,
+    content: str,
+    k: int | None,
+    scope: SearchScope = EVERYTHING,
 ) -> TurnStream:
     """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
     prepared = await _prepare(deps, caller, conversation_id, content, k)
     follow_ups = deps.follow_ups
     inner = await answer_service.open_stream(
-        follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k
+        follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k, scope
     )
     return TurnStream(deps, caller, conversation_id, prepared, inner)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -42,11 +43,17 @@ class ListedPage(Generic[Listed]):
 
 
 def list_documents(
-    deps: DocumentDeps, *, tenant_id: str, limit: int, offset: int
+    deps: DocumentDeps,
+    *,
+    tenant_id: str,
+    limit: int,
+    offset: int,
+    collections: Collection[str] | None = None,
 ) -> ListedPage[DocumentRecord]:
-    """One page of the tenant's documents and the total count."""
+    """One page of the tenant's documents (of these collections, when given) and their count."""
     return ListedPage(
-        deps.documents.list(tenant_id, limit, offset), deps.documents.count(tenant_id)
+        deps.documents.list(tenant_id, limit, offset, collections),
+        deps.documents.count(tenant_id, collections),
     )
 
 

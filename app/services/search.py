@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from app.domain import RetrievalResult
 from app.request_limits import RequestLimits
+from app.retrieval.scope import EVERYTHING, SearchScope
 
 if TYPE_CHECKING:
     from app.retrieval.grouping import Grouping
@@ -19,8 +20,9 @@ def search(
     query: str,
     k: int | None,
     group: Grouping = "chunk",
+    scope: SearchScope = EVERYTHING,
 ) -> RetrievalResult:
-    """Ranked chunks of the tenant for a query (or one per document), each with the evidence of
-    every stage."""
+    """Ranked chunks of the tenant for a query (or one per document) within `scope`, each with
+    the evidence of every stage."""
     question = limits.question(query)
-    return retriever.search(tenant_id, question, limits.k(k), group=group)
+    return retriever.search(tenant_id, question, limits.k(k), group=group, scope=scope)

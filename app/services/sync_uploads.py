@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.domain import document_id as make_document_id
@@ -91,13 +92,19 @@ def submit_sync_upload(
     files: list[ReceivedFile],
     uploader: Uploader,
     fields: SyncFields,
+    placement: Mapping[str, str] | None = None,
 ) -> list[JobRecord] | Unchanged:
     """Queue the request's files as `submit_uploads` does, named and labelled by `fields`;
     Unchanged (the reservation released, the file removed) when the request gave `sha256` and
     the one file's content is what its document already has indexed."""
     if fields == SyncFields():
         return submit_uploads(
-            deps, tenant_id=tenant_id, reservations=reservations, files=files, uploader=uploader
+            deps,
+            tenant_id=tenant_id,
+            reservations=reservations,
+            files=files,
+            uploader=uploader,
+            placement=placement,
         )
     (file,) = files
     try:
@@ -129,7 +136,12 @@ def submit_sync_upload(
             deps.documents.set_sync_root(tenant_id, existing.document_id, fields.sync_root)
         return Unchanged(existing.document_id, existing.source)
     jobs = submit_uploads(
-        deps, tenant_id=tenant_id, reservations=reservations, files=files, uploader=uploader
+        deps,
+        tenant_id=tenant_id,
+        reservations=reservations,
+        files=files,
+        uploader=uploader,
+        placement=placement,
     )
     if fields.sync_root is not None:
         for job in jobs:

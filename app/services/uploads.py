@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,6 +100,7 @@ def submit_uploads(
     reservations: list[str],
     files: list[ReceivedFile],
     uploader: Uploader | None = None,
+    placement: Mapping[str, str] | None = None,
 ) -> list[JobRecord]:
     """Queue a request's stored files as the jobs their reservations held, all or none, and hand
     them to the workers; the caller's files become the jobs'.
@@ -137,6 +138,7 @@ def submit_uploads(
             deps.quota,
             uploaded_by=uploader.actor.user_id if uploader else None,
             audit=audit,
+            placement=placement,
         )
     except QuotaExceeded as exc:
         _discard(deps, tenant_id, reservations, files)
@@ -177,10 +179,17 @@ def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> Stor
 
 
 def list_jobs(
-    deps: UploadDeps, *, tenant_id: str, statuses: Sequence[JobStatus], limit: int, offset: int
+    deps: UploadDeps,
+    *,
+    tenant_id: str,
+    statuses: Sequence[JobStatus],
+    limit: int,
+    offset: int,
+    collections: Collection[str] | None = None,
 ) -> ListedPage[JobRecord]:
-    """The tenant's jobs in `statuses` (uploads still being received are not jobs yet)."""
-    records, total = deps.jobs.page(tenant_id, statuses, limit, offset)
+    """The tenant's jobs in `statuses` (uploads still being received are not jobs yet), of
+    documents in `collections` when given."""
+    records, total = deps.jobs.page(tenant_id, statuses, limit, offset, collections)
     return ListedPage(records, total)
 
 

@@ -9,6 +9,7 @@ made from a parent that is being revoked.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -43,11 +44,19 @@ class ApiKeyRecord:
     last_used_at: datetime | None
     scopes: tuple[KeyScope, ...] = ()  # what a key may do beyond its role (keys:manage)
     parent_key_id: str | None = None  # the key that made this one (None: a signed-in person)
+    # The collection ids the key is limited to; None: every collection its owner may read.
+    collections: tuple[str, ...] | None = None
 
 
 def _record(row: ApiKeyRow) -> ApiKeyRecord:
     stored = row.scopes.split()
-    return record_of(ApiKeyRecord, row, scopes=tuple(s for s in KEY_SCOPES if s in stored))
+    limited = None if row.collections is None else tuple(json.loads(row.collections))
+    return record_of(
+        ApiKeyRecord,
+        row,
+        scopes=tuple(s for s in KEY_SCOPES if s in stored),
+        collections=limited,
+    )
 
 
 def _keys_lock(tenant_id: str) -> str:
@@ -107,6 +116,7 @@ class ApiKeyStore:
             last_used_at=None,
             scopes=" ".join(record.scopes),
             parent_key_id=record.parent_key_id,
+            collections=None if record.collections is None else json.dumps(record.collections),
         )
         with self._db.write_session(_keys_lock(record.tenant_id)) as session:
             limit = max_active_per_user

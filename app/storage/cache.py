@@ -87,18 +87,29 @@ def config_fingerprint(settings: Settings) -> str:
 
 
 def answer_cache_key(
-    tenant_id: str, question: str, *, k: int, corpus_version: int | str, config_fingerprint: str
+    tenant_id: str,
+    question: str,
+    *,
+    k: int,
+    corpus_version: int | str,
+    config_fingerprint: str,
+    scope_key: str = "all",
 ) -> CacheKey:
-    """The cache key of a question asked by a tenant against its current corpus."""
+    """The cache key of a question asked by a tenant against its current corpus, within a
+    search scope (`scope_key`: the collections and filters that decide what retrieval sees,
+    never the user; "all" for the whole tenant, which keeps the key it had before scopes)."""
     digest = hashlib.sha256()
-    for part in (
+    parts = [
         KEY_SCHEME,
         tenant_id,
         normalise_question(question),
         str(k),
         str(corpus_version),
         config_fingerprint,
-    ):
+    ]
+    if scope_key != "all":
+        parts.append("scope:" + scope_key)
+    for part in parts:
         digest.update(part.encode("utf-8"))
         digest.update(b"\x00")
     return CacheKey(tenant_id=tenant_id, digest=digest.hexdigest())

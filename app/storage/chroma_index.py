@@ -30,6 +30,7 @@ over and written once when first opened.
 from __future__ import annotations
 
 import hashlib
+from collections import abc
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ import numpy as np
 
 from app.errors import EmbeddingModelMismatch
 from app.memory import HotMap
+from app.storage.scope_vectors import ScopeMatrix, ScopeVectors, scope_digest
 from app.storage.vector_index import IndexedVector
 from app.text.arabic import EMBEDDED_TEXT_FORM
 
@@ -110,6 +112,8 @@ class ChromaVectorIndex:
         # eviction is one lookup by name, not a listing of every tenant's collections (a
         # tenant id each, ~100 bytes; the same as a handle was before eviction existed).
         self._only_current: set[str] = set()
+        # The vectors of recently searched small scopes (an exact scoped search reads them).
+        self._scope_vectors = ScopeVectors()
 
     @property
     def hot_tenants(self) -> list[str]:
@@ -257,6 +261,7 @@ class ChromaVectorIndex:
         overwrite them in place. False when nothing needed rebuilding."""
         self._collections.pop(tenant_id)
         self._only_current.discard(tenant_id)
+        self._scope_vectors.forget(tenant_id)
         stale = self._stale_collections(tenant_id)
         if not stale:
             return self._refresh_text_form(tenant_id, pages)
@@ -301,26 +306,87 @@ class ChromaVectorIndex:
 
     # --- reads ---
 
-    def query(self, tenant_id: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """The k nearest chunk ids by cosine similarity (1 - cosine distance), best first."""
+    def query(
+        self,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: abc.Collection[str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The k nearest chunk ids by cosine similarity (1 - cosine distance), best first; only
+        vectors of `documents` when given (Chroma's `where`, applied inside its search)."""
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
         if len(vector) != self.dimension:
             raise ValueError(f"query vector of length {len(vector)}, expected {self.dimension}")
+        if documents is not None and not documents:
+            return []
         collection = self._collection(tenant_id, create=False)
         if collection is None:
             return []
+        # No `where` for the whole tenant: a metadata filter makes Chroma's HNSW query ~10x
+        # slower (74 vs 6.6 ms at 10k chunks). The collection is the tenant's own, and the
+        # corpus service returns a hit only with the row the tenant owns. A search scope is a
+        # filter on the document id every vector carries, so moving a document between
+        # collections rewrites no vector.
+        where = None if documents is None else {"document_id": {"$in": sorted(documents)}}
         result = collection.query(
             query_embeddings=np.asarray([vector], dtype=np.float32),
             n_results=k,
-            # No `where` here: a metadata filter makes Chroma's HNSW query ~10x slower (74 vs
-            # 6.6 ms at 10k chunks). The collection is the tenant's own, and the corpus service
-            # returns a hit only with the row the tenant owns.
+            where=where,  # type: ignore[arg-type]
             include=["distances"],  # type: ignore[list-item]
         )
         ids = result["ids"][0]
         distances = (result["distances"] or [[]])[0]
         return [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
+
+    def nearest_among(
+        self, tenant_id: str, vector: Sequence[float], k: int, chunk_ids: Sequence[str]
+    ) -> list[tuple[str, float]]:
+        """The k nearest of these chunks by exact cosine similarity, best first."""
+        if k <= 0:
+            raise ValueError(f"k must be positive, got {k}")
+        if len(vector) != self.dimension:
+            raise ValueError(f"query vector of length {len(vector)}, expected {self.dimension}")
+        collection = self._collection(tenant_id, create=False)
+        if collection is None or not chunk_ids:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        query /= np.linalg.norm(query) or 1.0
+        wanted = sorted(set(chunk_ids))
+        key = scope_digest(tenant_id, wanted)
+        scope = self._scope_vectors.get(key)
+        if scope is None:
+            scope = self._fetch_units(collection, wanted)
+            self._scope_vectors.put(key, tenant_id, scope)
+        ids = scope.ids
+        if not ids:
+            return []
+        similarity = scope.units @ query
+        top = (
+            np.argpartition(-similarity, min(k, len(ids)) - 1)[:k]
+            if len(ids) > k
+            else range(len(ids))
+        )
+        order = sorted(top, key=lambda i: (-float(similarity[i]), ids[i]))
+        return [(ids[i], float(similarity[i])) for i in order]
+
+    def _fetch_units(self, collection: Collection, wanted: list[str]) -> ScopeMatrix:
+        """The unit vectors of these chunk ids (those Chroma has), fetched in pages."""
+        ids: list[str] = []
+        rows: list[np.ndarray] = []
+        step = min(PAGE_SIZE * 5, self.client.get_max_batch_size())
+        for begin in range(0, len(wanted), step):
+            page = collection.get(ids=wanted[begin : begin + step], include=["embeddings"])  # type: ignore[list-item]
+            if not page["ids"]:
+                continue
+            matrix = np.asarray(page["embeddings"], dtype=np.float32)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            ids += page["ids"]
+            rows.append(matrix / norms)
+        units = np.concatenate(rows) if rows else np.zeros((0, self.dimension), np.float32)
+        return ScopeMatrix(tuple(ids), units)
 
     def count(self, tenant_id: str) -> int:
         """Number of the tenant's vectors (asks Chroma, so it also proves it answers)."""

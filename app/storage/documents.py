@@ -5,7 +5,7 @@ Every method takes the tenant; a document of another tenant behaves exactly like
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -39,6 +39,8 @@ class DocumentRecord:
     uploaded_by_name: str | None = None  # that user's name, None once the user is deleted
     ocr_pages: int = 0  # pages of the indexed version that OCR was run on (the OCR quota's unit)
     sync_root: str | None = None  # the folder label of the `rag sync` that uploaded it
+    collection_id: str = "general"  # the collection it belongs to
+    metadata_json: str = "{}"  # its own metadata fields, as JSON
 
 
 def _record(row: DocumentRow, uploader_name: str | None = None) -> DocumentRecord:
@@ -51,6 +53,11 @@ def _with_uploader() -> Select[DocumentRow, str]:
     return select(DocumentRow, UserRow.username).outerjoin(
         UserRow, UserRow.id == DocumentRow.uploaded_by
     )
+
+
+def _in_collections(collections: Collection[str] | None) -> list[Any]:
+    """The condition of a listing limited to some collections (none: no condition)."""
+    return [] if collections is None else [DocumentRow.collection_id.in_(sorted(collections))]
 
 
 @dataclass(frozen=True)
@@ -202,13 +209,20 @@ class DocumentStore:
             found = session.execute(query).first()
             return _record(found[0], found[1]) if found else None
 
-    def list(self, tenant_id: str, limit: int, offset: int = 0) -> list[DocumentRecord]:
-        """One page of the tenant's documents, most recently uploaded first."""
+    def list(
+        self,
+        tenant_id: str,
+        limit: int,
+        offset: int = 0,
+        collections: Collection[str] | None = None,
+    ) -> list[DocumentRecord]:
+        """One page of the tenant's documents (of these collections only, when given), most
+        recently uploaded first."""
         if limit < 0 or offset < 0:
             raise ValueError("limit and offset must not be negative")
         query = (
             _with_uploader()
-            .where(DocumentRow.tenant_id == tenant_id)
+            .where(DocumentRow.tenant_id == tenant_id, *_in_collections(collections))
             .order_by(DocumentRow.uploaded_at.desc(), DocumentRow.document_id)
             .limit(limit)
             .offset(offset)
@@ -216,13 +230,13 @@ class DocumentStore:
         with self._db.session() as session:
             return [_record(row, name) for row, name in session.execute(query)]
 
-    def count(self, tenant_id: str) -> int:
-        """How many documents the tenant has (the `count` of a listing)."""
+    def count(self, tenant_id: str, collections: Collection[str] | None = None) -> int:
+        """How many documents the tenant has (of these collections only, when given)."""
         with self._db.session() as session:
             total = session.scalar(
                 select(func.count())
                 .select_from(DocumentRow)
-                .where(DocumentRow.tenant_id == tenant_id)
+                .where(DocumentRow.tenant_id == tenant_id, *_in_collections(collections))
             )
             return int(total or 0)
 
@@ -329,23 +343,24 @@ def insert_missing_document(
     size_bytes: int,
     content_sha256: str,
     uploaded_by: str | None = None,
+    placement: Mapping[str, str] | None = None,
 ) -> None:
     """Add a queued document row in `session`'s transaction unless the tenant already has one.
 
     An existing row keeps its pages and chunks (they still describe what is indexed) and only
-    takes the new uploader; the job store calls this so a job and the row its worker needs are
-    committed together.
+    takes the new uploader and `placement` (`collection_id`, `metadata_json`, when given); the
+    job store calls this so a job and the row its worker needs are committed together.
     """
     values = _new_row(
         tenant_id, document_id, source, size_bytes, content_sha256, "queued", utc_now()
     )
+    placed = dict(placement or {})
     insert = conflict_insert(session.get_bind().dialect.name, DocumentRow).values(
-        **values, uploaded_by=uploaded_by
+        **values, uploaded_by=uploaded_by, **placed
     )
     keys = [DocumentRow.tenant_id, DocumentRow.document_id]
-    if uploaded_by is None:  # the CLI: whoever uploaded the current version stays
+    if uploaded_by is None and not placed:  # the CLI: whoever uploaded the current version stays
         session.execute(insert.on_conflict_do_nothing(index_elements=keys))
     else:
-        session.execute(
-            insert.on_conflict_do_update(index_elements=keys, set_={"uploaded_by": uploaded_by})
-        )
+        changed = {**({"uploaded_by": uploaded_by} if uploaded_by else {}), **placed}
+        session.execute(insert.on_conflict_do_update(index_elements=keys, set_=changed))

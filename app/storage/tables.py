@@ -98,6 +98,8 @@ class ApiKeyRow(Base):
     scopes: Mapped[str] = mapped_column(String(200), default="", server_default=text("''"))
     # The key that made this one (revoked with it); None when a signed-in person made it.
     parent_key_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
+    # A JSON list of the collection ids the key is limited to; None: all its owner may read.
+    collections: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class RevokedTokenRow(Base):
@@ -180,6 +182,73 @@ class SsoExchangeCodeRow(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
 
 
+# --- collections, groups and grants -------------------------------------------------------------
+
+# Every tenant's first collection: its id and its name. Documents from before collections are in
+# it, and every user of the tenant reads it.
+GENERAL_COLLECTION = "general"
+
+
+class CollectionRow(Base):
+    """A named set of a tenant's documents (a knowledge base) and who may read it."""
+
+    __tablename__ = "collections"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_collections_tenant_id_name"),)
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    collection_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(String(500), server_default=text("''"))
+    # tenant: every user of the tenant reads it; restricted: only its grants do.
+    visibility: Mapped[str] = mapped_column(String(16), server_default="tenant")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class GroupRow(Base):
+    """A named group of a tenant's users, the usual holder of grants."""
+
+    __tablename__ = "user_groups"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_user_groups_tenant_id_name"),)
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    group_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(String(500), server_default=text("''"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class GroupMemberRow(Base):
+    """One user's membership of one group."""
+
+    __tablename__ = "group_members"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    group_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(40), primary_key=True, index=True)
+
+
+class CollectionGrantRow(Base):
+    """A permission (read, write, manage) on a collection for a group or a user."""
+
+    __tablename__ = "collection_grants"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    collection_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    principal_kind: Mapped[str] = mapped_column(String(8), primary_key=True)  # group / user
+    principal_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    permission: Mapped[str] = mapped_column(String(8))
+
+
+class AccessVersionRow(Base):
+    """A tenant's access version, bumped with every change to who may read or write what."""
+
+    __tablename__ = "access_versions"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
 # --- documents and their chunks ----------------------------------------------------------------
 
 
@@ -206,6 +275,12 @@ class DocumentRow(Base):
     # The label of the folder a `rag sync` uploaded it from (NULL: not from a sync): a sync
     # with --delete removes only documents of its own label.
     sync_root: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    # The collection the document belongs to (every tenant has `general`, migration 0012).
+    collection_id: Mapped[str] = mapped_column(
+        String(40), server_default=GENERAL_COLLECTION, index=True
+    )
+    # A JSON object of the uploader's metadata fields (app/services/document_metadata.py).
+    metadata_json: Mapped[str] = mapped_column(Text, server_default=text("'{}'"))
 
 
 class ChunkRow(Base):

@@ -9,7 +9,7 @@ Every backend passes the shared conformance suite (tests/storage/test_vector_ind
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,9 +37,24 @@ class VectorIndex(Protocol):
         it; returns how many were removed."""
         ...
 
-    def query(self, tenant_id: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+    def query(
+        self,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None = None,
+    ) -> list[tuple[str, float]]:
         """Chunk ids of the tenant's k nearest vectors with their cosine similarity (higher is
-        closer), best first."""
+        closer), best first; only vectors of these documents when given (a filter inside the
+        search, never applied to its results: k come back when the documents hold k)."""
+        ...
+
+    def nearest_among(
+        self, tenant_id: str, vector: Sequence[float], k: int, chunk_ids: Sequence[str]
+    ) -> list[tuple[str, float]]:
+        """The k nearest of these chunks' vectors, compared exactly (every one of them), best
+        first: a small search scope's dense arm, where a filtered approximate search loses
+        recall."""
         ...
 
     def count(self, tenant_id: str) -> int:

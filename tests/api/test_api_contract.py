@@ -55,6 +55,21 @@ PROTECTED = [
     ("PATCH", "/webhooks/{webhook_id}"),
     ("DELETE", "/webhooks/{webhook_id}"),
     ("GET", "/webhooks/{webhook_id}/deliveries"),
+    ("POST", "/collections"),
+    ("GET", "/collections"),
+    ("GET", "/collections/{collection_id}"),
+    ("PATCH", "/collections/{collection_id}"),
+    ("DELETE", "/collections/{collection_id}"),
+    ("GET", "/collections/{collection_id}/access"),
+    ("PUT", "/collections/{collection_id}/access"),
+    ("POST", "/groups"),
+    ("GET", "/groups"),
+    ("GET", "/groups/{group_id}"),
+    ("PATCH", "/groups/{group_id}"),
+    ("DELETE", "/groups/{group_id}"),
+    ("PUT", "/groups/{group_id}/members/{user_id}"),
+    ("DELETE", "/groups/{group_id}/members/{user_id}"),
+    ("PATCH", "/documents/{document_id}"),
 ]
 PUBLIC = [("GET", "/health"), ("GET", "/ready"), ("GET", "/metrics"), ("POST", "/auth/token")]
 
@@ -84,6 +99,8 @@ def _call(api: ApiHarness, method: str, path: str, headers: dict[str, str], **id
         "key_id": "key_x",
         "user_id": "usr_x",
         "webhook_id": "wh_x",
+        "collection_id": "col_x",
+        "group_id": "grp_x",
     }
     url = path.format(page=1, **{**defaults, **ids})
     if path == "/documents" and method == "POST":

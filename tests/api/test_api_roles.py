@@ -26,6 +26,8 @@ from app.domain import role_at_least
 from app.errors import NotFound
 from app.services.audit import Actor
 from app.services.sso.config import SsoSettingsIn
+from app.storage.audit import AuditEntry
+from app.storage.collections import Grant
 from app.storage.db import utc_now
 from app.storage.documents import insert_missing_document
 from app.storage.tables import ApiKeyRow
@@ -78,6 +80,21 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("PATCH", "/webhooks/{webhook_id}"): 200,
     ("DELETE", "/webhooks/{webhook_id}"): 204,
     ("GET", "/webhooks/{webhook_id}/deliveries"): 200,
+    ("POST", "/collections"): 201,
+    ("GET", "/collections"): 200,
+    ("GET", "/collections/{collection_id}"): 200,
+    ("PATCH", "/collections/{collection_id}"): 200,
+    ("DELETE", "/collections/{collection_id}"): 204,
+    ("GET", "/collections/{collection_id}/access"): 200,
+    ("PUT", "/collections/{collection_id}/access"): 200,
+    ("POST", "/groups"): 201,
+    ("GET", "/groups"): 200,
+    ("GET", "/groups/{group_id}"): 200,
+    ("PATCH", "/groups/{group_id}"): 200,
+    ("DELETE", "/groups/{group_id}"): 204,
+    ("PUT", "/groups/{group_id}/members/{user_id}"): 204,
+    ("DELETE", "/groups/{group_id}/members/{user_id}"): 204,
+    ("PATCH", "/documents/{document_id}"): 200,
 }
 # A public address (no lookup); the webhooks listen to failures, which no call here makes.
 WEBHOOK = {"url": "http://93.184.215.14/hook", "events": ["document.failed"]}
@@ -214,6 +231,25 @@ def _webhook(setup: Setup) -> str:
     return webhook_id
 
 
+def _managed_collection(setup: Setup, who: str) -> str:
+    """A fresh collection of tenant A that every user reads and `who` manages."""
+    store = setup.api.container.access_store
+    made = store.create_collection(
+        A, f"roles {next(_fresh)}", "", "tenant", AuditEntry(A, "collection.created")
+    )
+    grant = Grant("user", setup.users[who].user_id, "manage")
+    store.replace_grants(A, made.collection_id, [grant], AuditEntry(A, "collection.access"))
+    return made.collection_id
+
+
+def _group(setup: Setup) -> str:
+    """A fresh group of tenant A."""
+    store = setup.api.container.access_store
+    return store.create_group(
+        A, f"group {next(_fresh)}", "", AuditEntry(A, "group.created")
+    ).group_id
+
+
 def _conversation(setup: Setup, who: str) -> str:
     response = setup.api.client.post("/conversations", headers=setup.headers(who))
     assert response.status_code == 201, response.text
@@ -226,8 +262,15 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
     acting on fresh objects of `who` (a user of tenant A)."""
     ids: dict[str, Any] = {"job_id": setup.job_id, "document_id": setup.document_id, "page": 1}
     kwargs: dict[str, Any] = {}
-    if (method, path) == ("DELETE", "/documents/{document_id}"):
+    if (method, path) in (
+        ("DELETE", "/documents/{document_id}"),
+        ("PATCH", "/documents/{document_id}"),
+    ):
         ids["document_id"] = _own_document(setup, who)
+    if "{collection_id}" in path:
+        ids["collection_id"] = _managed_collection(setup, who)
+    if "{group_id}" in path:
+        ids["group_id"] = _group(setup)
     if "{conversation_id}" in path:
         ids["conversation_id"] = _conversation(setup, who)
     if "{key_id}" in path:
@@ -258,6 +301,14 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         kwargs["json"] = WEBHOOK
     elif path == "/webhooks/{webhook_id}" and method == "PATCH":
         kwargs["json"] = {"description": "tide alerts"}
+    elif path in ("/collections", "/groups") and method == "POST":
+        kwargs["json"] = {"name": f"fresh {next(_fresh)}"}
+    elif path == "/collections/{collection_id}/access" and method == "PUT":
+        kwargs["json"] = {"grants": []}
+    elif path in ("/collections/{collection_id}", "/groups/{group_id}") and method == "PATCH":
+        kwargs["json"] = {"description": "changed by the role table test"}
+    elif path == "/documents/{document_id}" and method == "PATCH":
+        kwargs["json"] = {"metadata": {"team": "roles"}}
     elif method == "PATCH":
         kwargs["json"] = {"role": "reader"}
     if path == "/auth/logout":  # without a provider: the plain 204 (an end-session URL is 200)

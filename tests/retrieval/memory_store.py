@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -61,13 +61,35 @@ class InMemoryVectorIndex:
                 del rows[cid]
             return len(doomed)
 
-    def query(self, tenant_id: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+    def query(
+        self,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None = None,
+    ) -> list[tuple[str, float]]:
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
         q = self._unit(vector)
         with self._lock:
-            scored = [(cid, float(v @ q)) for cid, (_, v) in self._tenant(tenant_id).items()]
-        scored.sort(key=lambda pair: -pair[1])
+            scored = [
+                (cid, float(v @ q))
+                for cid, (doc, v) in self._tenant(tenant_id).items()
+                if documents is None or doc in documents
+            ]
+        scored.sort(key=lambda pair: (-pair[1], pair[0]))
+        return scored[:k]
+
+    def nearest_among(
+        self, tenant_id: str, vector: Sequence[float], k: int, chunk_ids: Sequence[str]
+    ) -> list[tuple[str, float]]:
+        if k <= 0:
+            raise ValueError(f"k must be positive, got {k}")
+        q = self._unit(vector)
+        with self._lock:
+            rows = self._tenant(tenant_id)
+            scored = [(cid, float(rows[cid][1] @ q)) for cid in set(chunk_ids) if cid in rows]
+        scored.sort(key=lambda pair: (-pair[1], pair[0]))
         return scored[:k]
 
     def count(self, tenant_id: str) -> int:

@@ -109,3 +109,41 @@ def test_the_postgresql_dump_holds_no_key_in_clear_text(stack: LocalStack) -> No
     assert key["key_id"] in dump and key["prefix"] in dump  # the row is there...
     assert key["key"] not in dump  # ...but only the key's keyed hash
     assert key["key"].removeprefix("rag_") not in dump
+
+
+def test_a_revoked_grant_is_refused_by_the_other_process_at_once(stack: LocalStack) -> None:
+    """Grants live in PostgreSQL; each request reads the tenant's access version, so neither
+    process keeps an old answer to "who reads what"."""
+    one, two = _urls(stack)
+    stack.create_user("rev-e", "rev-fay")  # the tenant's admin
+    stack.create_user("rev-e", "rev-gus")  # a member
+    fay, gus = _login(one, "rev-fay"), _login(two, "rev-gus")
+    gus_key = {"Authorization": f"Bearer {_key(two, gus)['key']}"}
+    made = httpx.post(
+        f"{one}/collections", json={"name": "payroll", "visibility": "restricted"}, headers=fay
+    )
+    assert made.status_code == 201, made.text
+    gus_id = httpx.get(f"{two}/auth/me", headers=gus).json()["user_id"]
+
+    def readable(url: str, headers: dict[str, str]) -> set[str]:
+        listed = httpx.get(f"{url}/collections", headers=headers).json()["data"]
+        return {c["name"] for c in listed}
+
+    assert readable(two, gus) == {"general"}  # the second process resolved gus's set now
+    group = httpx.post(f"{one}/groups", json={"name": "payroll-team"}, headers=fay).json()
+    joined = httpx.put(f"{one}/groups/payroll-team/members/{gus_id}", headers=fay)
+    assert joined.status_code == 204
+    granted = httpx.put(
+        f"{one}/collections/payroll/access",
+        json={"grants": [{"group_id": group["group_id"], "permission": "read"}]},
+        headers=fay,
+    )
+    assert granted.status_code == 200, granted.text
+    assert readable(two, gus) == {"general", "payroll"}
+    assert readable(two, gus_key) == {"general", "payroll"}  # a key: its owner's grants now
+    assert httpx.get(f"{two}/collections/payroll", headers=gus).status_code == 200
+    left = httpx.delete(f"{one}/groups/payroll-team/members/{gus_id}", headers=fay)
+    assert left.status_code == 204
+    for url in (two, one):
+        assert readable(url, gus) == {"general"} and readable(url, gus_key) == {"general"}
+        assert httpx.get(f"{url}/collections/payroll", headers=gus).status_code == 404

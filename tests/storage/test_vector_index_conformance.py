@@ -173,6 +173,35 @@ def test_k_larger_than_the_tenant_returns_everything_it_has(index: VectorIndex) 
     assert sorted(cid for cid, _ in index.query("acme", vec(1), k=50)) == ["a", "b"]
 
 
+def test_a_filtered_query_returns_k_of_those_documents_in_order(index: VectorIndex) -> None:
+    """The document filter is applied inside the search: the k nearest vectors of the chosen
+    documents come back even when every vector of another document is nearer."""
+    index.upsert("acme", entries("near", {f"n{i}": at_angle(i) for i in range(12)}))
+    index.upsert("acme", entries("far", {f"f{i}": at_angle(40 + 5 * i) for i in range(6)}))
+    index.upsert("acme", entries("other", {"o1": at_angle(47)}))
+
+    hits = index.query("acme", at_angle(0), k=4, documents=frozenset({"far", "other"}))
+    assert [cid for cid, _ in hits] == ["f0", "f1", "o1", "f2"]
+    assert [round(score, 4) for _, score in hits] == [
+        round(math.cos(math.radians(a)), 4) for a in (40, 45, 47, 50)
+    ]
+    assert index.query("acme", at_angle(0), k=4, documents=frozenset()) == []
+    assert index.query("acme", at_angle(0), k=4, documents=frozenset({"nothing"})) == []
+    # Another tenant's document of the same id is never in the filter's reach.
+    index.upsert("globex", entries("far", {"g1": at_angle(0)}))
+    assert "g1" not in {cid for cid, _ in index.query("acme", at_angle(0), 10, frozenset({"far"}))}
+
+
+def test_the_exact_search_among_chunks_ranks_every_one_of_them(index: VectorIndex) -> None:
+    index.upsert("acme", entries("d1", {f"c{i}": at_angle(3 * i) for i in range(30)}))
+    index.upsert("globex", entries("d1", {"c29": at_angle(0)}))
+
+    hits = index.nearest_among("acme", at_angle(90), 3, ["c0", "c5", "c29", "unknown"])
+    assert [cid for cid, _ in hits] == ["c29", "c5", "c0"]
+    assert round(hits[0][1], 4) == round(math.cos(math.radians(3)), 4)
+    assert index.nearest_among("acme", at_angle(0), 3, []) == []
+
+
 def test_an_empty_tenant_has_nothing(index: VectorIndex) -> None:
     index.upsert("globex", entries("d1", {"g": vec(1)}))
 

@@ -13,10 +13,12 @@ from app.api.deps import (
     ApiKeys,
     AuthenticatorDep,
     ClientIp,
+    ContainerDep,
     KeyCreationRateLimit,
     LoginGuardDep,
     SingleSignOnDep,
     Users,
+    caller_access,
 )
 from app.api.errors import error_responses
 from app.storage.api_keys import ApiKeyRecord
@@ -36,6 +38,7 @@ def _key_out(record: ApiKeyRecord) -> KeyOut:
         last_used_at=record.last_used_at.isoformat() if record.last_used_at else None,
         scopes=list(record.scopes),
         parent_key_id=record.parent_key_id,
+        collections=None if record.collections is None else list(record.collections),
     )
 
 
@@ -101,14 +104,20 @@ def change_password(
     responses=error_responses(413, 422, 429),
     dependencies=[KeyCreationRateLimit],
 )
-def create_key(body: KeyIn, caller: Authorized, keys: ApiKeys, ip: ClientIp) -> KeyCreatedOut:
+def create_key(
+    body: KeyIn, caller: Authorized, keys: ApiKeys, ip: ClientIp, container: ContainerDep
+) -> KeyCreatedOut:
     """A new API key: send it as `Authorization: Bearer <key>` (also as the OpenAI SDK's
     `api_key`). Its role is at most yours (403 otherwise); the key is shown only here. Made
     by a signed-in person; an API key may make one only with the `keys:manage` scope (403
     `api_key_not_allowed` otherwise), and the new key expires no later than it. 413
     `quota_exceeded` at RAG_MAX_KEYS_PER_USER working keys."""
+    limit = None
+    if body.collections is not None:  # each one the caller reads now (404 like a missing one)
+        access = caller_access(container, caller)
+        limit = sorted(container.search_scopes.chosen_collections(access, body.collections))
     record, key = keys.create(
-        caller, caller.actor(ip), body.name, body.role, body.expires_in_days, body.scopes
+        caller, caller.actor(ip), body.name, body.role, body.expires_in_days, body.scopes, limit
     )
     return KeyCreatedOut(
         key_id=record.key_id,
@@ -119,6 +128,7 @@ def create_key(body: KeyIn, caller: Authorized, keys: ApiKeys, ip: ClientIp) -> 
         created_at=record.created_at.isoformat(),
         expires_at=record.expires_at.isoformat() if record.expires_at else None,
         scopes=list(record.scopes),
+        collections=None if record.collections is None else list(record.collections),
     )
 
 

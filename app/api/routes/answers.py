@@ -8,9 +8,19 @@ from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from app.api.deps import AnswerLaneDep, Answers, Limits, Principal, QueryRateLimit, Retriever
+from app.api.deps import (
+    AnswerLaneDep,
+    Answers,
+    ContainerDep,
+    Limits,
+    Principal,
+    QueryRateLimit,
+    Retriever,
+    scope_of,
+)
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
 from app.api.streams import AnswerStreamResponse, ClosableEvents
@@ -37,10 +47,17 @@ router = APIRouter(
 
 
 @router.post("/search", response_model=SearchOut)
-def search(body: SearchIn, principal: Principal, retriever: Retriever, limits: Limits) -> SearchOut:
+def search(
+    body: SearchIn,
+    principal: Principal,
+    retriever: Retriever,
+    limits: Limits,
+    container: ContainerDep,
+) -> SearchOut:
     """Ranked chunks (or documents, `group=document`) with the evidence of every retrieval
     stage (no LLM)."""
     timer = start_timer()
+    scope = scope_of(container, principal, body.collections, body.filters)
     result = search_service(
         retriever,
         limits,
@@ -48,6 +65,7 @@ def search(body: SearchIn, principal: Principal, retriever: Retriever, limits: L
         body.query,
         body.k,
         body.group,
+        scope,
     )
     results = [
         SearchResultOut(
@@ -84,11 +102,16 @@ def document_counts(hit: SearchHit) -> dict[str, Any]:
 
 @router.post("/query", response_model=QueryOut)
 async def query(
-    body: QueryIn, principal: Principal, lane: AnswerLaneDep, deps: Answers
+    body: QueryIn,
+    principal: Principal,
+    lane: AnswerLaneDep,
+    deps: Answers,
+    container: ContainerDep,
 ) -> QueryOut:
     """A short answer whose claims carry [n] markers resolving to file and page."""
     caller = Caller(principal.tenant_id, principal.user_id)
-    answered = await answer_service.answer(lane, deps, caller, body.question, body.k)
+    scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
+    answered = await answer_service.answer(lane, deps, caller, body.question, body.k, scope)
     return query_out(answered)
 
 
@@ -149,9 +172,14 @@ class EventStreamResponse(AnswerStreamResponse):
     responses={200: {"content": {"text/event-stream": {}}, "description": "SSE events"}},
 )
 async def query_stream(
-    body: QueryIn, principal: Principal, lane: AnswerLaneDep, deps: Answers
+    body: QueryIn,
+    principal: Principal,
+    lane: AnswerLaneDep,
+    deps: Answers,
+    container: ContainerDep,
 ) -> StreamingResponse:
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
     caller = Caller(principal.tenant_id, principal.user_id)
-    events = await answer_service.open_stream(lane, deps, caller, body.question, body.k)
+    scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
+    events = await answer_service.open_stream(lane, deps, caller, body.question, body.k, scope)
     return EventStreamResponse(events)

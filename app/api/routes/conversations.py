@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from app.api.conversation_schemas import (
@@ -15,6 +16,7 @@ from app.api.conversation_schemas import (
     TurnOut,
 )
 from app.api.deps import (
+    ContainerDep,
     ConversationRateLimit,
     Conversations,
     ConversationTurns,
@@ -22,6 +24,8 @@ from app.api.deps import (
     PageSize,
     Principal,
     QueryRateLimit,
+    readable_documents,
+    scope_of,
 )
 from app.api.errors import error_responses
 from app.api.routes.answers import EventStreamResponse, query_out, wire_event
@@ -98,13 +102,24 @@ def list_conversations(
     responses=error_responses(404, 422),
 )
 def get_conversation(
-    conversation_id: str, principal: Principal, store: Conversations
+    conversation_id: str, principal: Principal, store: Conversations, container: ContainerDep
 ) -> ConversationDetail:
     """The conversation with its kept messages; each answer with its own citations."""
     caller = _caller(principal)
     record = service.get(store, caller, conversation_id=conversation_id)
     history = service.messages(store, caller, conversation_id=conversation_id)
-    return ConversationDetail.model_validate({**asdict(record), "history": history})
+    # Re-checked as shown: a citation of a document the caller no longer reads is left out.
+    readable = readable_documents(container, principal)
+    shown = [
+        message
+        if message.citations is None
+        else replace(
+            message,
+            citations=[c for c in message.citations if readable(str(c.get("document_id", "")))],
+        )
+        for message in history
+    ]
+    return ConversationDetail.model_validate({**asdict(record), "history": shown})
 
 
 @router.delete(
@@ -136,17 +151,25 @@ async def post_message(
     body: MessageIn,
     principal: Principal,
     deps: ConversationTurns,
+    container: ContainerDep,
     stream: Annotated[bool, Query(description="answer as server-sent events")] = False,
 ) -> TurnOut | StreamingResponse:
     """Ask a question in the conversation: a follow-up is rewritten into a standalone question
     from the latest turns, answered like /query, and the turn is stored with its citations."""
     caller = _caller(principal)
+    # What the caller reads now: a follow-up never cites a document it can no longer read.
+    scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
     if stream:
         events = await service.open_turn_stream(
-            deps, caller, conversation_id=conversation_id, content=body.content, k=body.k
+            deps,
+            caller,
+            conversation_id=conversation_id,
+            content=body.content,
+            k=body.k,
+            scope=scope,
         )
         return EventStreamResponse(events, _wire_turn_event)
     turn = await service.ask(
-        deps, caller, conversation_id=conversation_id, content=body.content, k=body.k
+        deps, caller, conversation_id=conversation_id, content=body.content, k=body.k, scope=scope
     )
     return _turn_out(turn)

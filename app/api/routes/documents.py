@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
 from fastapi import APIRouter, Query, Request, Response
@@ -10,8 +13,18 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.access import Authorized
-from app.api.deps import ClientIp, Documents, PageOffset, PageSize, Principal, Uploads
-from app.api.errors import error_responses
+from app.api.collection_schemas import DocumentPatch
+from app.api.deps import (
+    ClientIp,
+    ContainerDep,
+    Documents,
+    PageOffset,
+    PageSize,
+    Principal,
+    Uploads,
+    caller_access,
+)
+from app.api.errors import ApiError, error_responses
 from app.api.schemas import (
     DocumentField,
     DocumentOut,
@@ -23,14 +36,20 @@ from app.api.schemas import (
     UploadUnchanged,
 )
 from app.api.upload import receive_uploads
-from app.errors import InvalidInput
+from app.container import Container
+from app.domain import document_id as document_id_of
+from app.errors import Forbidden, InvalidInput, NotFound
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents, sync_uploads, uploads
 from app.services.auth import Identity
-from app.storage.documents import DocumentFilter
+from app.services.collection_access import CollectionAccess
+from app.services.document_metadata import checked_metadata, parse_metadata
+from app.storage.documents import DocumentFilter, DocumentRecord
 
 router = APIRouter(tags=["documents"])
+# The text fields that place an upload: its collection (id or name) and its metadata (JSON).
+PLACEMENT_FIELDS = ("collection", "metadata")
 # Files one upload request may carry (each becomes a job and takes a slot of the queue quota).
 MAX_FILES_PER_REQUEST = 100
 
@@ -78,6 +97,17 @@ _UPLOAD_BODY = {
 }
 
 
+def _document_out(record: DocumentRecord, collection_names: Mapping[str, str]) -> DocumentOut:
+    """A document as shown, with its collection's name and its own metadata."""
+    shown = DocumentOut.model_validate(record)
+    return shown.model_copy(
+        update={
+            "collection": collection_names.get(record.collection_id, record.collection_id),
+            "metadata": json.loads(record.metadata_json or "{}"),
+        }
+    )
+
+
 def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "failed"]:
     # A reservation is an upload still being received: never handed to a client as a job.
     status = job.status
@@ -96,7 +126,12 @@ def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "fa
     },
 )
 async def upload_document(
-    request: Request, response: Response, caller: Authorized, deps: Uploads, ip: ClientIp
+    request: Request,
+    response: Response,
+    caller: Authorized,
+    deps: Uploads,
+    ip: ClientIp,
+    container: ContainerDep,
 ) -> UploadAccepted | UploadUnchanged:
     """Accept files (multipart field `file`, repeated for several; one job each) and queue them
     for background indexing. All files of a request are accepted, or none. A member may replace
@@ -114,7 +149,8 @@ async def upload_document(
     def reserve_next() -> None:  # runs in the receiver's worker thread
         reservations.append(uploads.reserve_upload(deps, tenant_id=tenant, uploader=uploader))
 
-    texts = dict.fromkeys(sync_uploads.SYNC_FIELDS, "")  # which text fields to read
+    # Which text fields to read: a sync's, and the collection and metadata of the documents.
+    texts = dict.fromkeys((*sync_uploads.SYNC_FIELDS, *PLACEMENT_FIELDS), "")
     received: list[uploads.ReceivedFile] = []
     try:
         received = await receive_uploads(
@@ -127,7 +163,11 @@ async def upload_document(
             texts=texts,
         )
         fields = sync_uploads.SyncFields.parse(texts, len(received))
-    except InvalidInput:
+        # Where the files go: a collection the caller writes, and documents it may replace.
+        placed = await run_in_threadpool(
+            _placement, container, caller, texts, received, fields.source_path
+        )
+    except (InvalidInput, ApiError, Forbidden, NotFound):
         for file in received:
             file.path.unlink(missing_ok=True)
         await run_in_threadpool(_release_all, deps, tenant, reservations)
@@ -136,6 +176,8 @@ async def upload_document(
         release = run_in_threadpool(_release_all, deps, tenant, reservations)
         await asyncio.shield(release)  # completes even if this request is being cancelled
         raise
+    # Checked above for every replaced document, in whatever collection it is.
+    uploader = documents.Uploader(caller.actor(ip), may_change_any=True)
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
     submitted = await run_in_threadpool(
@@ -146,7 +188,16 @@ async def upload_document(
         files=received,
         uploader=uploader,
         fields=fields,
+        placement=placed.placement,
     )
+    if placed.moved:
+        await run_in_threadpool(
+            container.collections.after_upload,
+            placed.access,
+            caller.actor(ip),
+            placed.target,
+            placed.moved,
+        )
     if isinstance(submitted, sync_uploads.Unchanged):
         response.status_code = 200
         return UploadUnchanged(document_id=submitted.document_id, source=submitted.source)
@@ -163,6 +214,44 @@ async def upload_document(
     return UploadAccepted(**accepted[0].model_dump(), jobs=accepted)
 
 
+@dataclass(frozen=True)
+class _Placement:
+    access: CollectionAccess
+    target: str  # the collection id the files go to
+    placement: dict[str, str]  # the document rows' collection and metadata
+    moved: list[str]  # replaced documents that were in another collection
+
+
+def _placement(
+    container: Container,
+    caller: Identity,
+    texts: dict[str, str],
+    files: list[uploads.ReceivedFile],
+    source_path: str | None = None,
+) -> _Placement:
+    """The upload's `collection` (default general; 403 unless the caller writes it) and
+    `metadata` (422 naming the problem), and the documents it replaces (each one the caller
+    must be allowed to change)."""
+    access = caller_access(container, caller)
+    metadata = parse_metadata(texts.get("metadata"))
+    replaced = []
+    for file in files:
+        source = source_path or uploads.sanitise_filename(file.client_filename)
+        doc = document_id_of(caller.tenant_id, source)
+        existing = container.access_store.collection_of(caller.tenant_id, doc)
+        if existing is not None:
+            record = container.document_deps.documents.get(caller.tenant_id, doc)
+            replaced.append((doc, existing, record.uploaded_by if record else None))
+    target = container.collections.check_upload(
+        access, texts.get("collection"), replaced, caller.user_id
+    )
+    placement = {"collection_id": target}
+    if "metadata" in texts:
+        placement["metadata_json"] = json.dumps(metadata, sort_keys=True)
+    moved = [doc for doc, existing, _ in replaced if existing != target]
+    return _Placement(access, target, placement, moved)
+
+
 def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str]) -> None:
     for reservation in reservations:
         uploads.release_upload(deps, tenant_id=tenant, reservation=reservation)
@@ -173,6 +262,7 @@ def list_jobs(
     principal: Principal,
     deps: Uploads,
     size: PageSize,
+    container: ContainerDep,
     status: Annotated[
         list[JobStatus] | None,
         Query(description="keep jobs in these statuses (repeat it); default: every status"),
@@ -182,18 +272,29 @@ def list_jobs(
     """The tenant's ingestion jobs, newest first. `?status=queued&status=processing` is what is
     still to index: a client syncing a folder polls that one listing until its `count` is 0."""
     statuses = status or list(get_args(JobStatus))
+    access = caller_access(container, principal)
+    shown = None if access.reads_everything else access.readable
     found = uploads.list_jobs(
-        deps, tenant_id=principal.tenant_id, statuses=statuses, limit=size, offset=offset
+        deps,
+        tenant_id=principal.tenant_id,
+        statuses=statuses,
+        limit=size,
+        offset=offset,
+        collections=shown,
     )
     return Page[JobOut].of(found.records, found.total)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
-def get_job(job_id: str, principal: Principal, deps: Uploads) -> JobOut:
-    """An ingestion job's state and progress."""
-    return JobOut.model_validate(
-        uploads.get_job(deps, tenant_id=principal.tenant_id, job_id=job_id)
-    )
+def get_job(job_id: str, principal: Principal, deps: Uploads, container: ContainerDep) -> JobOut:
+    """An ingestion job's state and progress (404, as for a missing job, when its document is
+    in a collection you do not read)."""
+    job = uploads.get_job(deps, tenant_id=principal.tenant_id, job_id=job_id)
+    access = caller_access(container, principal)
+    where = container.access_store.collection_of(principal.tenant_id, job.document_id)
+    if not access.reads_everything and (where is None or access.permission(where) is None):
+        raise ApiError(404, "not_found", "job not found")
+    return JobOut.model_validate(job)
 
 
 @router.get("/documents", response_model=Page[DocumentOut], responses=error_responses(422))
@@ -201,6 +302,7 @@ def list_documents(
     principal: Principal,
     deps: Documents,
     size: PageSize,
+    container: ContainerDep,
     offset: PageOffset = 0,
     source_prefix: Annotated[
         str | None,
@@ -215,18 +317,29 @@ def list_documents(
         Query(description="return only these fields of each document (repeat it)"),
     ] = None,
 ) -> Page[DocumentOut] | JSONResponse:
-    """The tenant's documents, newest first; with `source_prefix` or `sync_root`, those it keeps,
-    by name. `fields=source&fields=content_sha256&fields=document_id` is the cheap listing a
-    folder sync compares its files with."""
+    """The documents of the collections you read, newest first; with `source_prefix` or
+    `sync_root`, those it keeps, by name. `fields=source&fields=content_sha256&fields=document_id`
+    is the cheap listing a folder sync compares its files with."""
     tenant = principal.tenant_id
+    access = caller_access(container, principal)
+    shown = None if access.reads_everything else access.readable
     if source_prefix is None and sync_root is None:
-        found = documents.list_documents(deps, tenant_id=tenant, limit=size, offset=offset)
+        found = documents.list_documents(
+            deps, tenant_id=tenant, limit=size, offset=offset, collections=shown
+        )
     else:
         wanted = DocumentFilter(source_prefix, sync_root)
         found = sync_uploads.list_matching(
             deps, tenant_id=tenant, wanted=wanted, limit=size, offset=offset
         )
-    listed = Page[DocumentOut].of(found.records, found.total)
+        if shown is not None:  # a sync's own listing: only what the caller reads
+            found = documents.ListedPage(
+                [r for r in found.records if r.collection_id in shown], found.total
+            )
+    names = access.all_collections
+    listed = Page[DocumentOut](
+        data=[_document_out(r, names) for r in found.records], count=found.total
+    )
     if not fields:
         return listed
     kept: set[str] = set(fields)
@@ -237,21 +350,58 @@ def list_documents(
 @router.get(
     "/documents/{document_id}", response_model=DocumentOut, responses=error_responses(404, 422)
 )
-def get_document(document_id: str, principal: Principal, deps: Documents) -> DocumentOut:
-    """One document of the tenant."""
+def get_document(
+    document_id: str, principal: Principal, deps: Documents, container: ContainerDep
+) -> DocumentOut:
+    """One document of a collection you read (404 otherwise, as for a missing one)."""
+    access = caller_access(container, principal)
+    container.collections.document_collection(access, document_id)
     found = documents.get_document(deps, tenant_id=principal.tenant_id, document_id=document_id)
-    return DocumentOut.model_validate(found)
+    return _document_out(found, access.all_collections)
+
+
+@router.patch(
+    "/documents/{document_id}",
+    response_model=DocumentOut,
+    responses=error_responses(403, 404, 422),
+)
+def change_document(
+    document_id: str,
+    body: DocumentPatch,
+    caller: Authorized,
+    deps: Documents,
+    container: ContainerDep,
+    ip: ClientIp,
+) -> DocumentOut:
+    """Move a document to another collection (`collection`: id or name) and/or replace its
+    metadata (`metadata`), without re-embedding it. You need write on its collection and, to
+    move it, on the target."""
+    if body.collection is None and body.metadata is None:
+        raise ApiError(422, "validation_error", "nothing to change: send collection or metadata")
+    access = caller_access(container, caller)
+    metadata = None if body.metadata is None else checked_metadata(body.metadata)
+    container.collections.document_collection(access, document_id)  # 404 before anything else
+    found = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
+    container.collections.change_document(
+        access, caller.actor(ip), document_id, found.uploaded_by, body.collection, metadata
+    )
+    changed = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
+    return _document_out(changed, access.all_collections)
 
 
 @router.delete(
     "/documents/{document_id}", status_code=204, responses=error_responses(403, 404, 422, 503)
 )
 def delete_document(
-    document_id: str, caller: Authorized, deps: Documents, ip: ClientIp
+    document_id: str, caller: Authorized, deps: Documents, ip: ClientIp, container: ContainerDep
 ) -> Response:
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
-    uploader = _uploader(caller, ip)
+    access = caller_access(container, caller)
+    collection_id = container.collections.document_collection(access, document_id)
+    found = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
+    container.collections.check_may_delete(access, document_id, found.uploaded_by, caller.user_id)
+    uploader = documents.Uploader(caller.actor(ip), access.may_change_any(collection_id))
     documents.delete_document(
         deps, tenant_id=caller.tenant_id, document_id=document_id, uploader=uploader
     )

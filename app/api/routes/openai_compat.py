@@ -15,6 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from app.api.conversation_schemas import (
@@ -26,7 +27,14 @@ from app.api.conversation_schemas import (
     ModelOut,
     chunk,
 )
-from app.api.deps import FollowUps, Principal, QueryRateLimit
+from app.api.deps import (
+    ContainerDep,
+    FollowUps,
+    Principal,
+    QueryRateLimit,
+    caller_access,
+    scope_of,
+)
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut
 from app.api.streams import AnswerStreamResponse
@@ -48,10 +56,16 @@ _MODELS_CREATED = 0
 
 
 @router.get("/models", response_model=ModelList)
-def list_models(principal: Principal) -> ModelList:
-    """What `model` of /v1/chat/completions accepts."""
+def list_models(container: ContainerDep, principal: Principal) -> ModelList:
+    """What `model` of /v1/chat/completions accepts: `rag` (every collection you read) and
+    `rag:<collection>` for each collection you read."""
+    access = caller_access(container, principal)
+    names = [access.all_collections[c] for c in access.readable]
     return ModelList(
-        data=[ModelOut(id=service.SERVICE_MODEL, created=_MODELS_CREATED, owned_by="rag-service")]
+        data=[
+            ModelOut(id=model, created=_MODELS_CREATED, owned_by="rag-service")
+            for model in service.model_ids(names)
+        ]
     )
 
 
@@ -104,24 +118,28 @@ async def _chunks(
     },
 )
 async def chat_completions(
-    body: ChatCompletionIn, principal: Principal, deps: FollowUps
+    body: ChatCompletionIn, principal: Principal, deps: FollowUps, container: ContainerDep
 ) -> ChatCompletionOut | StreamingResponse:
     """A cited answer to the last user message; earlier messages are the history."""
-    service.check_model(body.model)
+    named = service.check_model(body.model)
+    collections = body.collections
+    if named is not None:  # the model's collection, narrowed further by the body's, if any
+        collections = [named] if collections is None or named in collections else []
+    scope = await run_in_threadpool(scope_of, container, principal, collections, body.filters)
     caller = Caller(principal.tenant_id, principal.user_id)
     said = [service.Said(m.role, m.content) for m in body.messages]
     completion_id = f"chatcmpl-{secrets.token_hex(12)}"
     created = int(time.time())
     if body.stream:
-        events, rewrite = await service.open_completion(deps, caller, said)
+        events, rewrite = await service.open_completion(deps, caller, said, scope)
         return AnswerStreamResponse(
             events, _chunks(events, completion_id, created, rewrite.question)
         )
-    answered, rewrite = await service.complete(deps, caller, said)
+    answered, rewrite = await service.complete(deps, caller, said, scope)
     return ChatCompletionOut(
         id=completion_id,
         created=created,
-        model=service.SERVICE_MODEL,
+        model=body.model,
         choices=[ChatChoice(message=ChatMessageOut(content=answered.answer))],
         citations=[CitationOut(**asdict(c)) for c in answered.citations],
         refused=answered.refused,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from app.domain import Chunk, indexed_text
@@ -165,9 +165,21 @@ class Corpus:
 
     # --- reads ---
 
-    def query(self, tenant_id: str, vector: Sequence[float], k: int) -> list[tuple[Chunk, float]]:
-        """The k nearest chunks by cosine similarity (higher is closer), best first."""
-        return self._with_rows(tenant_id, self.index.query(tenant_id, vector, k))
+    def query(
+        self,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None = None,
+        chunk_ids: Sequence[str] | None = None,
+    ) -> list[tuple[Chunk, float]]:
+        """The k nearest chunks by cosine similarity (higher is closer), best first; among
+        these documents' chunks (the index's filter) or exactly among these chunks."""
+        if chunk_ids is not None:
+            return self._with_rows(
+                tenant_id, self.index.nearest_among(tenant_id, vector, k, chunk_ids)
+            )
+        return self._with_rows(tenant_id, self.index.query(tenant_id, vector, k, documents))
 
     def query_second(
         self, tenant_id: str, vector: Sequence[float], k: int
@@ -198,9 +210,21 @@ class Corpus:
             )
         return [(chunk, similarity[chunk.id]) for chunk in chunks]
 
-    def find_containing(self, tenant_id: str, text: str, limit: int) -> list[Chunk]:
-        """Chunks whose text contains `text` exactly (case-sensitive), up to `limit`."""
-        return self.chunks.find_containing(tenant_id, text, limit)
+    def find_containing(
+        self,
+        tenant_id: str,
+        text: str,
+        limit: int,
+        documents: Collection[str] | None = None,
+        chunk_ids: Collection[str] | None = None,
+    ) -> list[Chunk]:
+        """Chunks whose text contains `text` exactly (case-sensitive), up to `limit`; only
+        among these documents and chunks when given."""
+        return self.chunks.find_containing(tenant_id, text, limit, documents, chunk_ids)
+
+    def chunk_owners(self, tenant_id: str) -> list[tuple[str, str, int]]:
+        """(chunk id, document id, page) of every chunk of the tenant."""
+        return self.chunks.owners(tenant_id)
 
     def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
         """The chunks with these ids that belong to the tenant, in the given order."""

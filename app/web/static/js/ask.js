@@ -1,6 +1,7 @@
 // Ask: the answer streams in token by token; its [n] markers become links to the cited pages.
 
 import { request, sessionToken } from "./api.js";
+import { askCollections } from "./collections.js";
 import { describeError, element } from "./format.js";
 import { readEvents } from "./sse.js";
 import { openCitation } from "./viewer.js";
@@ -84,7 +85,7 @@ async function ask(question) {
       signal: controller.signal,
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ question }),
+      body: JSON.stringify({ question, collections: askCollections() }),
     });
     await readEvents(response, (name, data) => {
       if (name === "token") {

@@ -1,6 +1,7 @@
 // Documents: drag-and-drop uploads with a progress bar per file, the list, and deletion.
 
 import { ApiError, json, request, sessionToken, token } from "./api.js";
+import { uploadCollection } from "./collections.js";
 import { closeConfirm, confirmAction } from "./confirm.js";
 import { counted, describeError, element, formatBytes, sleep } from "./format.js";
 import { mayDeleteDocument, roleAtLeast } from "./roles.js";
@@ -74,6 +75,8 @@ function jobText(job) {
 async function postFile(file, ui) {
   for (let attempt = 0; ; attempt += 1) {
     const body = new FormData();
+    const collection = uploadCollection();
+    if (collection) body.append("collection", collection); // before the file: read first
     body.append("file", file, file.name);
     try {
       return await json("/documents", { method: "POST", body });

@@ -21,6 +21,7 @@ import {
   setUpSso,
   takeSsoCode,
 } from "./sso.js";
+import { loadCollections, resetCollections } from "./collections.js";
 import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./documents.js";
 import { describeError } from "./format.js";
 import { roleAtLeast, setCaller } from "./roles.js";
@@ -33,7 +34,11 @@ const SESSION_ENDED = "Your session has ended; sign in again.";
 const PASSWORD_CHANGED = "Your password has changed; sign in with the new one.";
 // Each section: what loads it, where focus goes, and the least role that may open it.
 const SECTIONS = {
-  documents: { open: refreshList, focus: "documents-title", role: "reader" },
+  documents: {
+    open: () => Promise.all([refreshList(), loadCollections()]),
+    focus: "documents-title",
+    role: "reader",
+  },
   account: { open: openAccount, focus: "password-title", role: "reader" },
   users: { open: openUsers, focus: "users-title", role: "admin" },
   activity: { open: openActivity, focus: "activity-title", role: "admin" },
@@ -43,6 +48,7 @@ const SECTIONS = {
 function clearPanels() {
   closeViewer();
   resetDocuments();
+  resetCollections();
   resetAsk();
   resetAccount();
   resetUsers();
@@ -73,7 +79,7 @@ async function openSection(name, { load = true, focus = true } = {}) {
 
 // Who is signed in, with which role, as the server says; false once the session is over.
 async function loadCaller() {
-  const [me] = await Promise.allSettled([json("/auth/me"), refreshList()]);
+  const [me] = await Promise.allSettled([json("/auth/me"), refreshList(), loadCollections()]);
   if (!token()) return false; // a 401 signed out already
   if (me.status === "rejected") {
     enterSignIn(describeError(me.reason, "Loading your account"));

@@ -2,8 +2,8 @@
 in flight, one-time exchange codes, and users.break_glass (admins who keep a password when the
 tenant turns password sign-in off).
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Created: 2026-12-05
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,146 @@
+"""Bodies of the collection, group and grant endpoints, and the search scope fields that
+/search, /query, conversations and /v1/chat/completions take."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.storage.collections import Permission, Visibility
+
+NAME_CHARS = 64
+DESCRIPTION_CHARS = 500
+ID_CHARS = 80  # an id or a name
+MAX_SCOPE_COLLECTIONS = 200
+MAX_GRANTS = 500
+
+
+class ScopeFields(BaseModel):
+    """`collections` and `filters`: narrow what a search or an answer may read."""
+
+    collections: list[str] | None = Field(
+        default=None,
+        max_length=MAX_SCOPE_COLLECTIONS,
+        description="ids or names of collections to search; only ever narrows what you may "
+        "read (a collection you may not read is 404, like a missing one). Default: every "
+        "collection you read",
+    )
+    filters: dict[str, Any] | None = Field(
+        default=None,
+        description='a metadata filter tree: {"field": {"$eq": value}}, $ne $in $nin $gt $gte '
+        "$lt $lte $contains, combined with $and, $or, $not, at most 4 levels (docs/api.md, "
+        "Filters)",
+    )
+
+
+class CollectionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=NAME_CHARS)
+    description: str = Field(default="", max_length=DESCRIPTION_CHARS)
+    visibility: Visibility = Field(
+        default="tenant",
+        description="tenant: every user of the tenant reads it; restricted: only its grants",
+    )
+
+
+class CollectionPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=NAME_CHARS)
+    description: str | None = Field(default=None, max_length=DESCRIPTION_CHARS)
+    visibility: Visibility | None = None
+
+
+class CollectionOut(BaseModel):
+    collection_id: str
+    name: str
+    description: str
+    visibility: Visibility
+    documents: int = Field(description="documents in it")
+    chunks: int = Field(description="indexed passages in it")
+    permission: Permission = Field(description="your permission on it")
+    created_at: str
+    updated_at: str
+
+
+class CollectionList(BaseModel):
+    data: list[CollectionOut]
+    count: int
+
+
+class CollectionDeleting(BaseModel):
+    collection_id: str
+    status: Literal["deleting"]
+    documents: int = Field(description="documents being deleted before the collection goes")
+
+
+class GrantIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    group_id: str | None = Field(default=None, max_length=ID_CHARS, description="id or name")
+    user_id: str | None = Field(default=None, max_length=ID_CHARS)
+    permission: Permission
+
+    @model_validator(mode="after")
+    def _one_holder(self) -> GrantIn:
+        if (self.group_id is None) == (self.user_id is None):
+            raise ValueError("a grant names exactly one of group_id and user_id")
+        return self
+
+
+class GrantsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    grants: list[GrantIn] = Field(max_length=MAX_GRANTS)
+
+
+class GrantOut(BaseModel):
+    group_id: str | None = None
+    user_id: str | None = None
+    permission: Permission
+
+
+class AccessOut(BaseModel):
+    collection_id: str
+    visibility: Visibility
+    grants: list[GrantOut]
+
+
+class GroupIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=NAME_CHARS)
+    description: str = Field(default="", max_length=DESCRIPTION_CHARS)
+
+
+class GroupPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=NAME_CHARS)
+    description: str | None = Field(default=None, max_length=DESCRIPTION_CHARS)
+
+
+class GroupOut(BaseModel):
+    group_id: str
+    name: str
+    description: str
+    members: list[str] = Field(description="user ids")
+    created_at: str
+
+
+class GroupList(BaseModel):
+    data: list[GroupOut]
+    count: int
+
+
+class DocumentPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str | None = Field(
+        default=None, max_length=ID_CHARS, description="move to this collection (id or name)"
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="replace the document's own metadata fields"
+    )

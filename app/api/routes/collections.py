@@ -1,0 +1,226 @@
+"""Collections of the caller's tenant and who may read, write and manage each (grants).
+
+Every route takes a collection's id or its name. A collection the caller may not read is a 404
+exactly like a missing one; one it reads but may not manage is a 403.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, BackgroundTasks, Query, Response
+from fastapi.responses import JSONResponse
+
+from app.api.access import Authorized
+from app.api.collection_schemas import (
+    AccessOut,
+    CollectionDeleting,
+    CollectionIn,
+    CollectionList,
+    CollectionOut,
+    CollectionPatch,
+    GrantOut,
+    GrantsIn,
+)
+from app.api.deps import CallerAccess, ClientIp, ContainerDep
+from app.api.errors import ApiError, error_responses
+from app.container import Container
+from app.services import documents as document_service
+from app.services.auth import Identity
+from app.services.collection_access import CollectionAccess
+from app.services.collections import CollectionView
+from app.storage.collections import CollectionChange, Grant
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(prefix="/collections", tags=["collections"], responses=error_responses(422))
+
+_PATH = "/{collection_id}"
+
+
+def _out(view: CollectionView) -> CollectionOut:
+    c = view.collection
+    return CollectionOut(
+        collection_id=c.collection_id,
+        name=c.name,
+        description=c.description,
+        visibility=c.visibility,
+        documents=view.documents,
+        chunks=view.chunks,
+        permission=view.permission,
+        created_at=c.created_at.isoformat(),
+        updated_at=c.updated_at.isoformat(),
+    )
+
+
+@router.post("", status_code=201, response_model=CollectionOut, responses=error_responses(403, 409))
+def create_collection(
+    body: CollectionIn,
+    container: ContainerDep,
+    caller: Authorized,
+    access: CallerAccess,
+    ip: ClientIp,
+) -> CollectionOut:
+    """A new collection (admins). `tenant`: every user of the tenant reads it; `restricted`:
+    only its grants. 409 when the name is taken."""
+    created = container.collections.create(
+        access, caller.actor(ip), body.name, body.description, body.visibility
+    )
+    return _out(CollectionView(created, 0, 0, "manage"))
+
+
+@router.get("", response_model=CollectionList)
+def list_collections(container: ContainerDep, access: CallerAccess) -> CollectionList:
+    """The collections you may read, with their document and chunk counts and your
+    permission on each."""
+    views = container.collections.readable_views(access)
+    return CollectionList(data=[_out(v) for v in views], count=len(views))
+
+
+@router.get(_PATH, response_model=CollectionOut, responses=error_responses(404))
+def get_collection(
+    collection_id: str, container: ContainerDep, access: CallerAccess
+) -> CollectionOut:
+    """One collection you read (by id or name)."""
+    return _out(container.collections.view(access, collection_id))
+
+
+@router.patch(_PATH, response_model=CollectionOut, responses=error_responses(403, 404, 409))
+def change_collection(
+    collection_id: str,
+    body: CollectionPatch,
+    container: ContainerDep,
+    caller: Authorized,
+    access: CallerAccess,
+    ip: ClientIp,
+) -> CollectionOut:
+    """Rename, re-describe or change the visibility of a collection you manage."""
+    if body.name is None and body.description is None and body.visibility is None:
+        raise ApiError(
+            422, "validation_error", "nothing to change: send name, description or visibility"
+        )
+    change = CollectionChange(body.name, body.description, body.visibility)
+    changed = container.collections.change(access, caller.actor(ip), collection_id, change)
+    fresh = container.collections.access(
+        caller.tenant_id, caller.user_id, caller.role, caller.collections
+    )
+    return _out(container.collections.view(fresh, changed.collection_id))
+
+
+@router.delete(
+    _PATH,
+    status_code=204,
+    responses={
+        202: {"model": CollectionDeleting, "description": "its documents are being deleted"},
+        **error_responses(403, 404, 409),
+    },
+)
+def delete_collection(
+    collection_id: str,
+    container: ContainerDep,
+    caller: Authorized,
+    access: CallerAccess,
+    ip: ClientIp,
+    background: BackgroundTasks,
+    documents: Annotated[
+        Literal["keep", "delete"] | None,
+        Query(description="`delete`: delete its documents first, as a background job"),
+    ] = None,
+) -> Response:
+    """Delete a collection you manage. One that holds documents is a 409 unless
+    `?documents=delete`, which deletes them in the background (202), then the collection."""
+    actor = caller.actor(ip)
+    if documents != "delete":
+        if not container.collections.delete(access, actor, collection_id):
+            raise ApiError(
+                409,
+                "conflict",
+                "the collection holds documents: move them, or DELETE with ?documents=delete",
+            )
+        return Response(status_code=204)
+    found_id, document_ids = container.collections.documents_of(access, collection_id)
+    if not document_ids:
+        container.collections.delete(access, actor, found_id)
+        return Response(status_code=204)
+    background.add_task(
+        _delete_with_documents, container, access, caller, ip, found_id, document_ids
+    )
+    body = CollectionDeleting(
+        collection_id=found_id, status="deleting", documents=len(document_ids)
+    )
+    return JSONResponse(body.model_dump(), status_code=202)
+
+
+def _delete_with_documents(
+    container: Container,
+    access: CollectionAccess,
+    caller: Identity,
+    ip: str,
+    collection_id: str,
+    document_ids: list[str],
+) -> None:
+    """Delete each document (as DELETE /documents/{id} would), then the emptied collection."""
+    uploader = document_service.Uploader(caller.actor(ip), may_change_any=True)
+    for document_id in document_ids:
+        try:
+            document_service.delete_document(
+                container.document_deps,
+                tenant_id=caller.tenant_id,
+                document_id=document_id,
+                uploader=uploader,
+            )
+        except Exception:  # one document failing must not leave the rest: logged, next
+            log.exception(
+                "deleting a document of a deleted collection failed",
+                extra={"document_id": document_id, "collection_id": collection_id},
+            )
+    container.collections.delete(access, caller.actor(ip), collection_id)
+
+
+@router.get(_PATH + "/access", response_model=AccessOut, responses=error_responses(403, 404))
+def get_access(collection_id: str, container: ContainerDep, access: CallerAccess) -> AccessOut:
+    """Who may read, write or manage a collection you manage."""
+    found, grants = container.collections.grants(access, collection_id)
+    return _access_out(found.collection_id, found.visibility, grants)
+
+
+@router.put(_PATH + "/access", response_model=AccessOut, responses=error_responses(403, 404))
+def put_access(
+    collection_id: str,
+    body: GrantsIn,
+    container: ContainerDep,
+    caller: Authorized,
+    access: CallerAccess,
+    ip: ClientIp,
+) -> AccessOut:
+    """Replace a collection's grants (groups and users by id; a group also by name). In effect
+    on the next request of every process."""
+    grants = []
+    for item in body.grants:
+        if item.group_id is not None:
+            group, _ = container.collections.group(caller.tenant_id, item.group_id)
+            grants.append(Grant("group", group.group_id, item.permission))
+        else:
+            assert item.user_id is not None
+            grants.append(Grant("user", item.user_id, item.permission))
+    found = container.collections.set_grants(access, caller.actor(ip), collection_id, grants)
+    _, stored = container.collections.grants(access, found.collection_id)
+    return _access_out(found.collection_id, found.visibility, stored)
+
+
+def _access_out(
+    collection_id: str, visibility: Literal["tenant", "restricted"], grants: list[Grant]
+) -> AccessOut:
+    return AccessOut(
+        collection_id=collection_id,
+        visibility=visibility,
+        grants=[
+            GrantOut(
+                group_id=g.principal_id if g.principal_kind == "group" else None,
+                user_id=g.principal_id if g.principal_kind == "user" else None,
+                permission=g.permission,
+            )
+            for g in grants
+        ],
+    )

@@ -1,0 +1,151 @@
+"""Which collections a caller may read, write and manage: resolved once per request.
+
+The tenant role is the ceiling: an admin manages every collection; a member gets what the
+collection's visibility and the grants to the user and to the user's groups give; a reader gets
+the same but never more than read. Visibility `tenant` lets every user read a collection and,
+as before collections existed, lets a member add documents to it and replace or delete the ones
+they uploaded (`own_documents_only`); a write grant extends that to every document in it. An
+API key acts with its owner's permissions at the time of use, narrowed to the collections it
+was limited to when made.
+
+Freshness: every call reads the tenant's access version (one primary-key lookup, like the
+revocation check of a token); the tenant's grants are reloaded when it moved, in this process or
+another. Resolved permissions are memoised per (version, user, role, key limit).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from app.domain import Role
+from app.memory import HotMap
+from app.storage.collections import AccessGraph, AccessStore, Permission
+from app.storage.tables import GENERAL_COLLECTION
+
+_RANK: dict[str, int] = {"read": 1, "write": 2, "manage": 3}
+_MEMO_SIZE = 4096
+
+
+def permission_at_least(granted: str | None, needed: Permission) -> bool:
+    """Whether `granted` includes `needed` (manage > write > read)."""
+    return granted is not None and _RANK[granted] >= _RANK[needed]
+
+
+@dataclass(frozen=True)
+class CollectionAccess:
+    """A caller's permission on each collection it may read, at one access version."""
+
+    tenant_id: str
+    version: int
+    permissions: Mapping[str, Permission]
+    # Every collection of the tenant (id -> name), readable or not: an unrestricted caller
+    # reads them all.
+    all_collections: Mapping[str, str] = field(default_factory=dict)
+    # Collections a member writes only by their visibility: only their own documents.
+    own_documents_only: frozenset[str] = frozenset()
+
+    @property
+    def readable(self) -> frozenset[str]:
+        """Ids of the collections the caller may read."""
+        return frozenset(self.permissions)
+
+    @property
+    def writable(self) -> frozenset[str]:
+        """Ids of the collections the caller may upload to, replace in and delete from."""
+        return frozenset(c for c, p in self.permissions.items() if _RANK[p] >= 2)
+
+    @property
+    def reads_everything(self) -> bool:
+        """Whether the caller reads every collection of the tenant."""
+        return len(self.permissions) == len(self.all_collections)
+
+    def permission(self, collection_id: str) -> Permission | None:
+        """The caller's permission on a collection (None: it may not even read it)."""
+        return self.permissions.get(collection_id)
+
+    def can(self, collection_id: str, needed: Permission) -> bool:
+        """Whether the caller has at least `needed` on the collection."""
+        return permission_at_least(self.permissions.get(collection_id), needed)
+
+    def may_change_any(self, collection_id: str) -> bool:
+        """Whether the caller may replace and delete every document of the collection (not
+        only the ones they uploaded)."""
+        return self.can(collection_id, "write") and collection_id not in self.own_documents_only
+
+
+class AccessResolver:
+    """Resolves a caller's `CollectionAccess`; see the module docstring."""
+
+    def __init__(self, store: AccessStore, hot_tenants: int = 64) -> None:
+        self.store = store
+        self._graphs: HotMap[str, AccessGraph] = HotMap(hot_tenants)
+        self._memo: HotMap[tuple[object, ...], CollectionAccess] = HotMap(_MEMO_SIZE)
+        self._lock = threading.Lock()
+
+    def resolve(
+        self,
+        tenant_id: str,
+        user_id: str,
+        role: Role,
+        key_collections: tuple[str, ...] | None = None,
+    ) -> CollectionAccess:
+        """The caller's permissions now (a change made by any process counts at once)."""
+        graph = self._graph(tenant_id, self.store.version(tenant_id))
+        memo_key = (tenant_id, graph.version, user_id, role, key_collections)
+        found = self._memo.get(memo_key)
+        if found is None:
+            found = self._compute(tenant_id, graph, user_id, role, key_collections)
+            self._memo.put(memo_key, found)
+        return found
+
+    def _graph(self, tenant_id: str, version: int) -> AccessGraph:
+        cached = self._graphs.get(tenant_id)
+        if cached is not None and cached.version == version:
+            return cached
+        with self._lock:
+            graph = self.store.graph(tenant_id)
+            if GENERAL_COLLECTION not in graph.collections:
+                self.store.ensure_general(tenant_id)  # a new tenant: its first collection
+                graph = self.store.graph(tenant_id)
+            self._graphs.put(tenant_id, graph)
+            return graph
+
+    @staticmethod
+    def _compute(
+        tenant_id: str,
+        graph: AccessGraph,
+        user_id: str,
+        role: Role,
+        key_collections: tuple[str, ...] | None,
+    ) -> CollectionAccess:
+        names = {cid: c.name for cid, c in graph.collections.items()}
+        permissions: dict[str, Permission] = {}
+        own_only: set[str] = set()
+        if role == "admin":
+            permissions = dict.fromkeys(graph.collections, "manage")
+        else:
+            for cid, collection in graph.collections.items():
+                if collection.visibility == "tenant":
+                    permissions[cid] = "write" if role == "member" else "read"
+                    own_only.add(cid)
+            holders = [("user", user_id)] + [
+                ("group", g) for g in graph.groups_of_user.get(user_id, ())
+            ]
+            for holder in holders:
+                for cid, granted in graph.grants_of.get(holder, ()):
+                    if cid not in graph.collections:
+                        continue
+                    if cid in own_only and _RANK[granted] >= _RANK["write"]:
+                        own_only.discard(cid)  # a write grant: every document, not only own
+                        permissions[cid] = granted
+                    elif _RANK[granted] > _RANK.get(permissions.get(cid, ""), 0):
+                        permissions[cid] = granted
+            if role == "reader":
+                permissions = dict.fromkeys(permissions, "read")
+        if key_collections is not None:
+            limit = set(key_collections)
+            permissions = {c: p for c, p in permissions.items() if c in limit}
+        own = frozenset(c for c in own_only if c in permissions)
+        return CollectionAccess(tenant_id, graph.version, permissions, names, own)

@@ -1,0 +1,127 @@
+"""Collections, groups and grants: who may read what inside a tenant, and document metadata.
+
+Every tenant that has a user or a document gets its `general` collection (visibility `tenant`:
+every user reads it), and every existing document lands in it, so nothing changes for a tenant
+until it uses collections. API keys gain an optional list of collections they are limited to.
+
+Revision ID: 0012
+Revises: 0011
+Created: 2026-12-05
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0012"
+down_revision = "0011"
+branch_labels = None
+depends_on = None
+
+GENERAL = "general"
+
+
+def upgrade() -> None:
+    utc = sa.DateTime(timezone=True)
+    op.create_table(
+        "collections",
+        sa.Column("tenant_id", sa.String(64), primary_key=True),
+        sa.Column("collection_id", sa.String(40), primary_key=True),
+        sa.Column("name", sa.String(64), nullable=False),
+        sa.Column("description", sa.String(500), nullable=False, server_default=sa.text("''")),
+        sa.Column("visibility", sa.String(16), nullable=False, server_default="tenant"),
+        sa.Column("created_at", utc, nullable=False),
+        sa.Column("updated_at", utc, nullable=False),
+        sa.UniqueConstraint("tenant_id", "name", name="uq_collections_tenant_id_name"),
+    )
+    op.create_table(
+        "user_groups",
+        sa.Column("tenant_id", sa.String(64), primary_key=True),
+        sa.Column("group_id", sa.String(40), primary_key=True),
+        sa.Column("name", sa.String(64), nullable=False),
+        sa.Column("description", sa.String(500), nullable=False, server_default=sa.text("''")),
+        sa.Column("created_at", utc, nullable=False),
+        sa.UniqueConstraint("tenant_id", "name", name="uq_user_groups_tenant_id_name"),
+    )
+    op.create_table(
+        "group_members",
+        sa.Column("tenant_id", sa.String(64), primary_key=True),
+        sa.Column("group_id", sa.String(40), primary_key=True),
+        sa.Column("user_id", sa.String(40), primary_key=True),
+    )
+    op.create_index("ix_group_members_user_id", "group_members", ["user_id"])
+    op.create_table(
+        "collection_grants",
+        sa.Column("tenant_id", sa.String(64), primary_key=True),
+        sa.Column("collection_id", sa.String(40), primary_key=True),
+        sa.Column("principal_kind", sa.String(8), primary_key=True),
+        sa.Column("principal_id", sa.String(40), primary_key=True),
+        sa.Column("permission", sa.String(8), nullable=False),
+    )
+    op.create_table(
+        "access_versions",
+        sa.Column("tenant_id", sa.String(64), primary_key=True),
+        sa.Column("version", sa.BigInteger(), nullable=False),
+    )
+    with op.batch_alter_table("documents") as batch:
+        batch.add_column(
+            sa.Column("collection_id", sa.String(40), nullable=False, server_default=GENERAL)
+        )
+        batch.add_column(
+            sa.Column("metadata_json", sa.Text(), nullable=False, server_default=sa.text("'{}'"))
+        )
+    op.create_index("ix_documents_collection_id", "documents", ["collection_id"])
+    with op.batch_alter_table("api_keys") as batch:
+        batch.add_column(sa.Column("collections", sa.Text(), nullable=True))
+    _create_general_collections()
+
+
+def _create_general_collections() -> None:
+    """A `general` collection for every tenant that has a user or a document."""
+    connection = op.get_bind()
+    tenants = {
+        tenant
+        for table in ("users", "documents")
+        for (tenant,) in connection.execute(sa.text(f"SELECT DISTINCT tenant_id FROM {table}"))
+    }
+    collections = sa.table(
+        "collections",
+        sa.column("tenant_id", sa.String),
+        sa.column("collection_id", sa.String),
+        sa.column("name", sa.String),
+        sa.column("description", sa.String),
+        sa.column("visibility", sa.String),
+        sa.column("created_at", sa.DateTime(timezone=True)),
+        sa.column("updated_at", sa.DateTime(timezone=True)),
+    )
+    now = datetime.now(UTC)
+    for tenant in sorted(tenants):
+        connection.execute(
+            sa.insert(collections).values(
+                tenant_id=tenant,
+                collection_id=GENERAL,
+                name=GENERAL,
+                description="",
+                visibility="tenant",
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("api_keys") as batch:
+        batch.drop_column("collections")
+    op.drop_index("ix_documents_collection_id", "documents")
+    with op.batch_alter_table("documents") as batch:
+        batch.drop_column("metadata_json")
+        batch.drop_column("collection_id")
+    op.drop_table("access_versions")
+    op.drop_table("collection_grants")
+    op.drop_index("ix_group_members_user_id", "group_members")
+    op.drop_table("group_members")
+    op.drop_table("user_groups")
+    op.drop_table("collections")

@@ -1,0 +1,316 @@
+"""Collections, groups and grants through the API, as an admin, a member with one grant and a
+reader with none: a document the caller may not read never shows in results, answers,
+citations, counts, /stats, pages, jobs, models or the answer cache, and a forbidden document's
+404 is the exact body of a missing one. A grant change counts on the next request."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from testkit.builders import text_document
+from tests.api.conftest import ApiHarness, ApiUser, assert_error_body
+
+pytestmark = pytest.mark.integration
+
+T = "collections-co"
+SECRET = "The board approved a salary band of 90000 for the harbour pilots in Wick."
+PUBLIC = "The harbour of Wick opens at dawn and the ferry leaves at noon every day."
+MISSING_DOC = "doc_" + "0" * 32
+
+
+class People:
+    def __init__(self, api: ApiHarness) -> None:
+        self.api = api
+        self.admin = api.add_user(T)
+        self.member = api.add_user(T)
+        self.reader = api.add_user(T, role="reader")
+
+
+@pytest.fixture(scope="module")
+def people(api: ApiHarness) -> People:
+    return People(api)
+
+
+def _post(api: ApiHarness, user: ApiUser, path: str, body: Any) -> Any:
+    return api.client.post(path, json=body, headers=user.headers)
+
+
+def _upload(api: ApiHarness, user: ApiUser, name: str, text: str, **fields: str) -> Any:
+    return api.client.post(
+        "/documents",
+        files={"file": (name, text_document(text))},
+        data=fields,
+        headers=user.headers,
+    )
+
+
+def _uploaded(api: ApiHarness, user: ApiUser, name: str, text: str, **fields: str) -> Any:
+    response = _upload(api, user, name, text, **fields)
+    assert response.status_code == 202, response.text
+    job = api.wait_for_job(user, response.json()["job_id"])
+    assert job["status"] == "done", job
+    return job
+
+
+@pytest.fixture(scope="module")
+def world(api: ApiHarness, people: People) -> dict[str, Any]:
+    """A restricted `board` collection holding the secret, and the public note in general."""
+    made = _post(api, people.admin, "/collections", {"name": "board", "visibility": "restricted"})
+    assert made.status_code == 201, made.text
+    board = made.json()
+    secret = _uploaded(api, people.admin, "minutes.txt", SECRET, collection="board")
+    public = _uploaded(api, people.admin, "harbour.txt", PUBLIC)
+    return {"board": board, "secret": secret["document_id"], "public": public["document_id"]}
+
+
+def _search_sources(api: ApiHarness, user: ApiUser, query: str, **extra: Any) -> set[str]:
+    return {hit["source"] for hit in api.search(user, query, **extra)["results"]}
+
+
+def test_a_restricted_collection_is_invisible_to_those_without_a_grant(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    question = "salary band for the harbour pilots"
+    assert "minutes.txt" in _search_sources(api, people.admin, question)
+    for user in (people.member, people.reader):
+        assert "minutes.txt" not in _search_sources(api, user, question)
+        # Every other way to learn about it is closed, and looks like nothing is there.
+        listed = api.client.get("/documents", headers=user.headers).json()
+        assert world["secret"] not in {d["document_id"] for d in listed["data"]}
+        assert listed["count"] == 1
+        for path in ("/documents/{}", "/documents/{}/pages/1/text"):
+            theirs = api.client.get(path.format(world["secret"]), headers=user.headers)
+            missing = api.client.get(path.format(MISSING_DOC), headers=user.headers)
+            assert_error_body(theirs, 404, "not_found")
+            assert theirs.json() == missing.json()
+        hidden = api.client.get("/collections/board", headers=user.headers)
+        absent = api.client.get("/collections/nothing-here", headers=user.headers)
+        assert_error_body(hidden, 404, "not_found")
+        assert hidden.json()["error"]["message"].replace("board", "X") == absent.json()["error"][
+            "message"
+        ].replace("nothing-here", "X")
+        names = {
+            c["name"] for c in api.client.get("/collections", headers=user.headers).json()["data"]
+        }
+        assert names == {"general"}
+        stats = api.client.get("/stats", headers=user.headers).json()
+        assert stats["documents"] == 1 and stats["quotas"]["documents"]["used"] == 1
+        models = {
+            m["id"] for m in api.client.get("/v1/models", headers=user.headers).json()["data"]
+        }
+        assert models == {"rag", "rag:general"}
+    admin_models = api.client.get("/v1/models", headers=people.admin.headers).json()["data"]
+    assert {m["id"] for m in admin_models} == {"rag", "rag:general", "rag:board"}
+    listed = api.client.get("/collections", headers=people.admin.headers).json()["data"]
+    board = next(c for c in listed if c["name"] == "board")
+    assert board["documents"] == 1 and board["chunks"] >= 1 and board["permission"] == "manage"
+
+
+def test_the_answer_cache_never_hands_one_scope_s_answer_to_another(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    question = "What salary band did the board approve for the harbour pilots?"
+    first = api.query(people.admin, question)
+    assert any(c["source"] == "minutes.txt" for c in first["citations"])
+    assert api.query(people.admin, question)["cache"] == "hit"
+    theirs = api.query(people.member, question)
+    assert theirs["cache"] == "miss"
+    assert all(c["source"] != "minutes.txt" for c in theirs["citations"])
+    assert "90000" not in theirs["answer"]
+
+
+def test_a_grant_counts_on_the_next_request_and_its_removal_too(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    group = _post(api, people.admin, "/groups", {"name": "pilots"}).json()
+    joined = api.client.put(
+        f"/groups/{group['group_id']}/members/{people.member.user_id}", headers=people.admin.headers
+    )
+    assert joined.status_code == 204
+    granted = api.client.put(
+        "/collections/board/access",
+        json={"grants": [{"group_id": "pilots", "permission": "read"}]},
+        headers=people.admin.headers,
+    )
+    assert granted.status_code == 200, granted.text
+    assert granted.json()["grants"] == [
+        {"group_id": group["group_id"], "user_id": None, "permission": "read"}
+    ]
+    question = "salary band for the harbour pilots"
+    assert "minutes.txt" in _search_sources(api, people.member, question)
+    assert "minutes.txt" not in _search_sources(api, people.reader, question)
+    page = api.client.get(
+        f"/documents/{world['secret']}/pages/1/text", headers=people.member.headers
+    )
+    assert page.status_code == 200 and "90000" in page.json()["text"]
+    # Read is not write: the member may neither upload into it nor delete from it.
+    refused = _upload(api, people.member, "more.txt", "More minutes.", collection="board")
+    assert_error_body(refused, 403, "forbidden")
+    gone = api.client.delete(f"/documents/{world['secret']}", headers=people.member.headers)
+    assert_error_body(gone, 403, "forbidden")
+    left = api.client.delete(
+        f"/groups/{group['group_id']}/members/{people.member.user_id}", headers=people.admin.headers
+    )
+    assert left.status_code == 204
+    assert "minutes.txt" not in _search_sources(api, people.member, question)
+    actions = [
+        e["action"] for e in api.client.get("/audit", headers=people.admin.headers).json()["data"]
+    ]
+    for action in (
+        "collection.created",
+        "group.created",
+        "group.member_added",
+        "collection.access",
+        "group.member_removed",
+    ):
+        assert action in actions
+
+
+def test_a_reader_never_writes_even_with_a_write_grant(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    granted = api.client.put(
+        "/collections/board/access",
+        json={"grants": [{"user_id": people.reader.user_id, "permission": "write"}]},
+        headers=people.admin.headers,
+    )
+    assert granted.status_code == 200
+    refused = _upload(api, people.reader, "reader.txt", "A reader's note.", collection="board")
+    assert_error_body(refused, 403, "forbidden")
+    listed = api.client.get("/collections", headers=people.reader.headers).json()["data"]
+    assert {c["name"]: c["permission"] for c in listed} == {"general": "read", "board": "read"}
+    reset = api.client.put(
+        "/collections/board/access", json={"grants": []}, headers=people.admin.headers
+    )
+    assert reset.status_code == 200
+
+
+def test_scopes_and_filters_narrow_never_widen(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    meta = json.dumps({"team": "ops", "year": 2024, "tags": ["tide", "ferry"]})
+    _uploaded(
+        api, people.member, "ferry.txt", "The ferry timetable changes in winter.", metadata=meta
+    )
+    question = "ferry timetable winter harbour"
+    by_team = _search_sources(api, people.member, question, filters={"team": {"$eq": "ops"}})
+    assert by_team == {"ferry.txt"}
+    tagged = {"$and": [{"tags": {"$contains": "tide"}}, {"year": {"$gte": 2020}}]}
+    assert _search_sources(api, people.member, question, filters=tagged) == {"ferry.txt"}
+    assert (
+        _search_sources(api, people.member, question, filters={"nobody_has": {"$eq": 1}}) == set()
+    )
+    refused = api.query(people.member, question, filters={"nobody_has": {"$eq": 1}})
+    assert refused["refused"] is True and refused["citations"] == []
+    # Asking for a collection one cannot read is the 404 of a missing one, never a wider search.
+    hidden = _post(api, people.member, "/search", {"query": question, "collections": ["board"]})
+    assert_error_body(hidden, 404, "not_found")
+    for bad, named in (
+        ({"team": {"$regex": "o"}}, "$regex"),
+        ({"page": {"$gt": "three"}}, "page"),
+        ({"$or": {"team": {"$eq": "ops"}}}, "$or"),
+        ({"$not": {"$not": {"$not": {"$not": {"team": {"$eq": "x"}}}}}}, "deeper than 4"),
+    ):
+        response = _post(api, people.member, "/search", {"query": question, "filters": bad})
+        error = assert_error_body(response, 422)
+        assert named in error["message"], error
+
+
+def test_a_document_moves_and_takes_metadata_without_re_embedding(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    made = _post(api, people.admin, "/collections", {"name": "archive", "visibility": "restricted"})
+    assert made.status_code == 201
+    job = _uploaded(api, people.admin, "tides.txt", "Spring tides at Wick reach five metres.")
+    vectors_before = api.container.corpus.count(T)
+    assert "tides.txt" in _search_sources(api, people.member, "spring tides Wick metres")
+    moved = api.client.patch(
+        f"/documents/{job['document_id']}",
+        json={"collection": "archive", "metadata": {"shelf": "b2"}},
+        headers=people.admin.headers,
+    )
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["collection"] == "archive" and moved.json()["metadata"] == {"shelf": "b2"}
+    assert api.container.corpus.count(T) == vectors_before  # nothing re-embedded, nothing lost
+    assert "tides.txt" not in _search_sources(api, people.member, "spring tides Wick metres")
+    found = _search_sources(
+        api,
+        people.admin,
+        "spring tides Wick metres",
+        collections=["archive"],
+        filters={"shelf": {"$eq": "b2"}},
+    )
+    assert found == {"tides.txt"}
+
+
+def test_an_api_key_reads_only_its_collections_with_its_owner_s_grants_now(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    made = _post(
+        api, people.admin, "/auth/keys", {"name": "general only", "collections": ["general"]}
+    )
+    assert made.status_code == 201, made.text
+    assert made.json()["collections"] == ["general"]
+    key = {"Authorization": f"Bearer {made.json()['key']}"}
+    hits = api.client.post("/search", json={"query": "salary band harbour pilots"}, headers=key)
+    assert "minutes.txt" not in {h["source"] for h in hits.json()["results"]}
+    # A member cannot give a key a collection it does not read.
+    beyond = _post(api, people.member, "/auth/keys", {"name": "x", "collections": ["board"]})
+    assert_error_body(beyond, 404, "not_found")
+
+
+def test_a_collection_with_documents_is_deleted_only_when_asked_to(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    _post(api, people.admin, "/collections", {"name": "scratch"})
+    _uploaded(api, people.admin, "scratch.txt", "Scratch notes about buoys.", collection="scratch")
+    kept = api.client.delete("/collections/scratch", headers=people.admin.headers)
+    assert_error_body(kept, 409, "conflict")
+    going = api.client.delete("/collections/scratch?documents=delete", headers=people.admin.headers)
+    assert going.status_code == 202 and going.json()["documents"] == 1
+    assert api.client.get("/collections/scratch", headers=people.admin.headers).status_code == 404
+    assert "scratch.txt" not in _search_sources(api, people.admin, "scratch notes buoys")
+
+
+def test_bad_metadata_is_a_422_naming_the_problem_and_nothing_is_kept(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    for metadata, named in (
+        ('{"Team": "ops"}', "'Team'"),
+        ('{"source": "x"}', "built-in"),
+        ('{"notes": "' + "x" * 300 + '"}', "256"),
+        ('{"tags": [1, 2]}', "'tags'"),
+        ("[1, 2]", "JSON object"),
+        ("{not json", "not valid JSON"),
+    ):
+        response = _upload(api, people.member, "bad-meta.txt", "Some text.", metadata=metadata)
+        error = assert_error_body(response, 422)
+        assert named in error["message"], (metadata, error)
+    assert api.uploads_left() == []
+    listed = api.client.get("/documents", headers=people.member.headers).json()["data"]
+    assert "bad-meta.txt" not in {d["source"] for d in listed}
+    patched = api.client.patch(
+        f"/documents/{world['public']}",
+        json={"metadata": {"9lives": 1}},
+        headers=people.admin.headers,
+    )
+    assert "'9lives'" in assert_error_body(patched, 422)["message"]
+
+
+def test_a_chat_model_names_a_collection_and_never_reaches_past_it(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    def chat(user: ApiUser, model: str) -> Any:
+        body = {"model": model, "messages": [{"role": "user", "content": "salary band pilots"}]}
+        return _post(api, user, "/v1/chat/completions", body)
+
+    admin = chat(people.admin, "rag:board")
+    assert admin.status_code == 200, admin.text
+    assert {c["source"] for c in admin.json()["citations"]} == {"minutes.txt"}
+    general = chat(people.admin, "rag:general").json()
+    assert "minutes.txt" not in {c["source"] for c in general["citations"]}
+    assert_error_body(chat(people.member, "rag:board"), 404, "not_found")
+    assert_error_body(chat(people.member, "gpt-4o"), 422)

@@ -1,0 +1,115 @@
+"""The scoped-search property of tests/retrieval/test_scoped_search.py on real Chroma, embedded
+and over HTTP (a `chroma run` server), through both ways a scope reaches the dense arm: the
+exact search among the scope's vectors and Chroma's `where` filter on the document id."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import pytest
+from chromadb.config import Settings as ChromaSettings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from app.config import Settings
+from app.retrieval.hybrid import build_retriever
+from app.services.blocks.corpus import Corpus
+from app.storage.chroma_index import ChromaVectorIndex
+from app.storage.chunks import ChunkStore
+from app.storage.db import open_database
+from testkit.local_stack import free_port, wait_for_port
+from tests.fakes import FakeEmbedder
+from tests.retrieval.test_scoped_search import (
+    build,
+    check_scoped_equals_filtered,
+    corpora,
+    questions,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def chroma_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A real Chroma server on a free port for this module."""
+    root = tmp_path_factory.mktemp("chroma-server")
+    port = free_port()
+    chroma = Path(sys.executable).parent / "chroma"
+    with (root / "server.log").open("wb") as log:
+        server = subprocess.Popen(
+            [str(chroma), "run", "--path", str(root / "data"), "--port", str(port)],
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for_port(port, 60)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture(params=["chroma-embedded", "chroma-http"])
+def client(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    quiet = ChromaSettings(anonymized_telemetry=False)
+    if request.param == "chroma-embedded":
+        return chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=quiet)
+    port = request.getfixturevalue("chroma_port")
+    return chromadb.HttpClient(host="127.0.0.1", port=port, settings=quiet)
+
+
+@pytest.mark.parametrize("exact_scope_chunks", [20_000, 0], ids=["exact", "where-filter"])
+def test_a_scoped_search_on_chroma_is_the_unscoped_ranking_filtered(
+    client: Any,
+    settings: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
+    exact_scope_chunks: int,
+) -> None:
+    configured = settings.model_copy(update={"exact_scope_chunks": exact_scope_chunks})
+
+    @settings_for_chroma
+    @given(
+        corpus=corpora,
+        picks=st.lists(st.integers(0, 5), max_size=6),
+        page_one_only=st.booleans(),
+        question=questions,
+        k=st.integers(1, 8),
+    )
+    def check(
+        corpus: list[list[list[str]]],
+        picks: list[int],
+        page_one_only: bool,
+        question: str,
+        k: int,
+    ) -> None:
+        for collection in client.list_collections():
+            client.delete_collection(collection.name)
+        embedder = FakeEmbedder()
+        rows = ChunkStore(open_database(f"sqlite:///{tmp_path_factory.mktemp('rows')}/c.db"))
+        store = Corpus(
+            rows, ChromaVectorIndex(client, embedder.model_id, embedder.dimension), embedder
+        )
+        retriever = build_retriever(configured, embedder, store, reranker=None)
+        documents = build(store, embedder, corpus)
+        chosen = sorted({p for p in picks if p < len(documents)})
+        if page_one_only and exact_scope_chunks == 0:
+            page_one_only = False  # a page filter always takes the exact search
+        check_scoped_equals_filtered(
+            retriever, store, documents, chosen, page_one_only, question, k
+        )
+
+    check()
+
+
+settings_for_chroma = settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # shrinking over Chroma takes minutes
+)
