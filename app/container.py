@@ -443,6 +443,7 @@ class Container:
     @cached_property
     def single_sign_on(self) -> SingleSignOn:
         """The tenants' identity providers (configuration, sign-in, their access tokens)."""
+        from app.services.sso.memberships import GroupsFollowProvider
         from app.services.sso.provider import OidcProviders
         from app.services.sso.signin import SingleSignOn
         from app.storage.secret_box import build_secret_box
@@ -457,6 +458,7 @@ class Container:
             self.audit_log,
             allow_http=self.settings.sso_allow_http,
             own_issuer=self.settings.jwt_issuer,
+            memberships=GroupsFollowProvider(self.access_store),
         )
 
     @cached_property

@@ -320,6 +320,30 @@ def test_leaving_a_provider_group_takes_the_role_away_at_the_next_sign_in(
     assert sign_in(api, provider, "acme", "fay").status_code == 403  # no role left: refused
 
 
+def test_leaving_a_provider_group_leaves_the_mapped_tenant_group_at_the_next_sign_in(
+    api: ApiHarness, provider: Glewlwyd, acme: ApiUser
+) -> None:
+    made = api.client.post("/groups", json={"name": "staff"}, headers=acme.headers)
+    assert made.status_code == 201, made.text
+    provider.add_user("hal", "hal-Password-1", email="hal@acme.example", groups=["rag-members"])
+    provider.grant("hal", "rag-a", ["openid", "profile", "email"])
+    PEOPLE["hal"] = ("hal-Password-1", "hal@acme.example", ["rag-members"])
+    hal = me(api, token_of(api, provider, "acme", "hal")).json()["user_id"]
+
+    def staff() -> list[str]:
+        found = api.client.get(f"/groups/{made.json()['group_id']}", headers=acme.headers)
+        assert found.status_code == 200, found.text
+        members: list[str] = found.json()["members"]
+        return members
+
+    assert hal in staff()  # group_map: rag-members -> staff
+    provider.set_groups("hal", ["rag-admins"])
+    assert me(api, token_of(api, provider, "acme", "hal")).json()["role"] == "admin"
+    assert hal not in staff()
+    removed = [e for e in audit_actions(api, acme) if e["action"] == "group.member_removed"]
+    assert removed and removed[0]["detail"]["user_id"] == hal
+
+
 def test_a_disabled_local_user_is_refused(
     api: ApiHarness, provider: Glewlwyd, acme: ApiUser
 ) -> None:
