@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from app.services.login import LoginGuard
     from app.services.pages import KeptOriginals, PageDeps
     from app.services.search_scope import SearchScopes
+    from app.services.sso.signin import SingleSignOn
     from app.services.stats import StatsDeps
     from app.services.uploads import UploadDeps
     from app.services.users import UserService
@@ -516,6 +517,28 @@ class Container:
             ApiKeyStore(self.database),
             self.api_key_hasher,
             self.revoked_tokens,
+            self.single_sign_on.user_for_access_token,
+        )
+
+    @cached_property
+    def single_sign_on(self) -> SingleSignOn:
+        """The tenants' identity providers (configuration, sign-in, their access tokens)."""
+        from app.services.sso.memberships import GroupsFollowProvider
+        from app.services.sso.provider import OidcProviders
+        from app.services.sso.signin import SingleSignOn
+        from app.storage.secret_box import build_secret_box
+        from app.storage.sso import SsoStore
+
+        return SingleSignOn(
+            SsoStore(self.database),
+            build_secret_box(self.settings),
+            OidcProviders(self.settings.sso_http_timeout_s, self.settings.sso_jwks_cache_s),
+            self.user_store,
+            self.token_codec,
+            self.audit_log,
+            allow_http=self.settings.sso_allow_http,
+            own_issuer=self.settings.jwt_issuer,
+            memberships=GroupsFollowProvider(self.access_store),
         )
 
     @cached_property

@@ -33,6 +33,7 @@ from app.api.routes import (
     pages,
     public,
     scrape,
+    sso,
     stats,
     users,
     webhooks,
@@ -203,6 +204,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
     app.add_middleware(NoSniff)  # outermost: every response has it, a 413 or a 500 too
     app.include_router(public.router)
+    app.include_router(sso.public_router)
     app.include_router(scrape.router)  # its own bearer token (RAG_METRICS_TOKEN)
     # Authenticated by default, and each route's minimum role checked (app/api/access.py).
     protected = [Depends(authorize)]
@@ -218,6 +220,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         audit.router,
         feedback.router,
         evaluations.router,
+        sso.admin_router,
         webhooks.router,
         collections.router,
         groups.router,

@@ -68,6 +68,8 @@ class _Metrics:
     build_info: Any
     process_start: Any
     worker_heartbeat: Any
+    sso_signins: Any
+    sso_jwks_refreshes: Any
 
 
 _metrics: _Metrics | None = None
@@ -181,6 +183,18 @@ def _create(tenants: frozenset[str]) -> _Metrics:
         feedback=Counter("rag_feedback", "Ratings of answers", ("rating",), **kwargs),
         ingested_pages=Counter("rag_ingested_pages", "Pages indexed", **kwargs),
         ingested_chunks=Counter("rag_ingested_chunks", "Chunks indexed", **kwargs),
+        sso_signins=Counter(
+            "rag_sso_signins",
+            "Single sign-on sign-ins and provider tokens on the API, by outcome",
+            ("outcome",),
+            **kwargs,
+        ),
+        sso_jwks_refreshes=Counter(
+            "rag_sso_jwks_refreshes",
+            "Fetches of identity providers' signing keys (ok or failed)",
+            ("outcome",),
+            **kwargs,
+        ),
         build_info=gauge(
             "rag_build_info",
             "The running version and its models (always 1)",
@@ -390,6 +404,20 @@ def admission_refused(lane: str, reason: str) -> None:
     metrics = _metrics
     if metrics is not None:
         metrics.admission_refused.labels(lane, reason).inc()
+
+
+def sso_signin(outcome: str) -> None:
+    """One single sign-on attempt ended: "ok", or the reason it was refused."""
+    metrics = _metrics
+    if metrics is not None:
+        metrics.sso_signins.labels(outcome).inc()
+
+
+def sso_jwks_refresh(outcome: str) -> None:
+    """One fetch of a provider's signing keys: "ok" or "failed"."""
+    metrics = _metrics
+    if metrics is not None:
+        metrics.sso_jwks_refreshes.labels(outcome).inc()
 
 
 def job_finished(outcome: str, seconds: float | None = None) -> None:

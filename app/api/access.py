@@ -73,6 +73,9 @@ ROUTE_ROLES: dict[tuple[str, str], Role] = {
     ("GET", "/evaluations/runs"): "member",
     ("GET", "/evaluations/runs/{run_id}"): "member",
     ("GET", "/evaluations/runs/{run_id}/compare"): "member",
+    ("PUT", "/sso"): "admin",
+    ("GET", "/sso"): "admin",
+    ("DELETE", "/sso"): "admin",
     ("POST", "/webhooks"): "admin",
     ("GET", "/webhooks"): "admin",
     ("GET", "/webhooks/{webhook_id}"): "admin",
@@ -104,6 +107,11 @@ PUBLIC: frozenset[tuple[str, str]] = frozenset(
         ("GET", "/ready"),
         ("GET", "/metrics"),  # its own bearer token, RAG_METRICS_TOKEN (or 404)
         ("POST", "/auth/token"),
+        # single sign-on: the sign-in page's offer, the Authorization Code flow, the exchange
+        ("GET", "/auth/sso/options"),
+        ("GET", "/auth/sso/{tenant}/start"),
+        ("GET", "/auth/sso/callback"),
+        ("POST", "/auth/sso/exchange"),
         # the web app and the API documentation (the pages hold no tenant data)
         ("GET", "/"),
         ("GET", "/docs"),

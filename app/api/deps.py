@@ -33,6 +33,7 @@ from app.services.indexing import DocumentDeps
 from app.services.login import LoginGuard
 from app.services.pages import PageDeps
 from app.services.search_scope import request_scope
+from app.services.sso.signin import SingleSignOn
 from app.services.stats import StatsDeps
 from app.services.uploads import UploadDeps
 from app.services.users import UserService
@@ -137,6 +138,10 @@ def _token_codec(container: ContainerDep) -> TokenCodec:
     return container.token_codec
 
 
+def _single_sign_on(container: ContainerDep) -> SingleSignOn:
+    return container.single_sign_on
+
+
 def _webhook_deps(container: ContainerDep) -> WebhookDeps:
     return container.webhook_deps
 
@@ -193,6 +198,7 @@ Webhooks = Annotated[WebhookDeps, Depends(_webhook_deps)]
 AuthenticatorDep = Annotated[Authenticator, Depends(_authenticator)]
 LoginGuardDep = Annotated[LoginGuard, Depends(_login_guard)]
 TokenCodecDep = Annotated[TokenCodec, Depends(_token_codec)]
+SingleSignOnDep = Annotated[SingleSignOn, Depends(_single_sign_on)]
 ReadinessChecks = Annotated[dict[str, Callable[[], bool]], Depends(_readiness_checks)]
 OcrProblem = Annotated[str | None, Depends(_ocr_problem)]
 Feedback = Annotated[FeedbackDeps, Depends(_feedback_deps)]

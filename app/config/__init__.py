@@ -1,9 +1,10 @@
 """One typed Settings object, read from `RAG_*` environment variables and `.env`.
 
 Its fields are declared by concern, one module each (`service`, `ingestion`, `embeddings`, `web`,
-`retrieval`, `generation`, `storage`, `auth`, `monitoring`), and combined here by inheritance into
-the one flat `Settings`: every field is still `settings.x`, read from `RAG_X`. What relates
-settings of several concerns (checks across them, values built from several) lives here.
+`retrieval`, `generation`, `storage`, `auth`, `sso`, `monitoring`), and combined here by
+inheritance into the one flat `Settings`: every field is still `settings.x`, read from `RAG_X`.
+What relates settings of several concerns (checks across them, values built from several) lives
+here.
 
 Factories read it; leaf code receives plain values. `load_settings()` turns validation errors
 into one message that names the offending environment variable.
@@ -29,6 +30,7 @@ from app.config.retrieval import (
     VectorBackend,
 )
 from app.config.service import ServiceSettings
+from app.config.sso import SsoSettings
 from app.config.storage import CacheBackend, JobBackend, StorageSettings
 from app.config.web import WebSettings
 from app.errors import ConfigurationError
@@ -62,6 +64,7 @@ SERVICE_VERSION = "0.1.0"
 # The generated files list each block's settings in the order they are declared in their module.
 class Settings(
     MonitoringSettings,
+    SsoSettings,
     AuthSettings,
     StorageSettings,
     GenerationSettings,

@@ -75,6 +75,9 @@ class UserRow(Base):
     disabled: Mapped[bool] = mapped_column(Boolean, server_default=false())
     # Carried in every token as `sv`; bumping it ends every session of the user at once.
     session_version: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # A break-glass admin (made with the CLI) keeps password sign-in when the tenant's single
+    # sign-on turns password sign-in off.
+    break_glass: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class ApiKeyRow(Base):
@@ -122,6 +125,62 @@ class AuditRow(Base):
     target_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # what it acted on
     client_ip: Mapped[str | None] = mapped_column(String(64), nullable=True)
     detail: Mapped[str] = mapped_column(Text, default="{}")  # JSON of small, non-secret facts
+
+
+# --- single sign-on ----------------------------------------------------------------------------
+
+
+class SsoConfigRow(Base):
+    """A tenant's identity provider: the client secret only encrypted, the rest as JSON."""
+
+    __tablename__ = "sso_configs"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(512), index=True)
+    client_id: Mapped[str] = mapped_column(String(255))
+    client_secret_encrypted: Mapped[str] = mapped_column(Text)  # Fernet token, never the secret
+    settings: Mapped[str] = mapped_column(Text)  # JSON: scopes, role and group maps, ...
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class SsoIdentityRow(Base):
+    """Which local user a provider's subject is, per tenant and issuer (`sub` is stable; a
+    name or an email address can change hands)."""
+
+    __tablename__ = "sso_identities"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "issuer", "subject", name="uq_sso_identities_subject"),
+    )
+
+    user_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    issuer: Mapped[str] = mapped_column(String(512))
+    subject: Mapped[str] = mapped_column(String(255))
+
+
+class SsoPendingRow(Base):
+    """A sign-in sent to the provider and not back yet, found by its state's hash (one use)."""
+
+    __tablename__ = "sso_pending"
+
+    state_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64))
+    nonce: Mapped[str] = mapped_column(String(128))
+    code_verifier: Mapped[str] = mapped_column(String(128))
+    redirect_uri: Mapped[str] = mapped_column(String(1024))
+    next_path: Mapped[str] = mapped_column(String(2048))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class SsoExchangeCodeRow(Base):
+    """A one-time code the web app trades for the service's own token, by its hash."""
+
+    __tablename__ = "sso_exchange_codes"
+
+    code_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[str] = mapped_column(String(40))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
 
 
 # --- collections, groups and grants -------------------------------------------------------------

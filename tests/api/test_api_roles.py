@@ -12,17 +12,22 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from conftest import DEFAULT_PASSWORD, ApiHarness, ApiUser, assert_error_body
+from conftest import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 from fastapi import FastAPI
+from glewlwyd import Glewlwyd, running_glewlwyd
 from sqlalchemy import update
 
 from app.api.access import PUBLIC, ROUTE_ROLES, authorize, check_route_table, route_keys
 from app.domain import role_at_least
+from app.errors import NotFound
+from app.services.audit import Actor
+from app.services.sso.config import SsoSettingsIn
 from app.storage.audit import AuditEntry
 from app.storage.collections import Grant
 from app.storage.db import utc_now
@@ -85,6 +90,9 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("GET", "/evaluations/runs"): 200,
     ("GET", "/evaluations/runs/{run_id}"): 200,
     ("GET", "/evaluations/runs/{run_id}/compare"): 200,
+    ("PUT", "/sso"): 200,
+    ("GET", "/sso"): 200,
+    ("DELETE", "/sso"): 204,
     ("POST", "/webhooks"): 201,
     ("GET", "/webhooks"): 200,
     ("GET", "/webhooks/{webhook_id}"): 200,
@@ -127,6 +135,8 @@ SIGNED_IN_ONLY = {
     ("POST", "/users"),
     ("PATCH", "/users/{user_id}"),
     ("DELETE", "/users/{user_id}"),
+    ("PUT", "/sso"),
+    ("DELETE", "/sso"),
 }
 ROLE_CALLERS = ("admin", "member", "reader", "reader-key")
 UNAUTHENTICATED = ("nobody", "signed-out-token", "revoked-key", "expired-key", "disabled-key")
@@ -143,6 +153,7 @@ class Setup:
     document_id: str  # an indexed PDF of A (pages can be shown)
     bearer: dict[str, str]  # caller -> a credential that no call can spoil
     run_id: str = ""  # a finished evaluation run of A (read, never changed)
+    issuer: str  # the OpenID provider's, for the single sign-on routes
 
     def token(self, who: str) -> str:
         """A new token of one of the users (a sign-out or password change ends only it)."""
@@ -166,7 +177,20 @@ class Setup:
 
 
 @pytest.fixture(scope="module")
-def setup(api: ApiHarness) -> Setup:
+def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Glewlwyd]:
+    """A real OpenID provider, for the single sign-on routes."""
+    with running_glewlwyd(tmp_path_factory.mktemp("glewlwyd-roles")) as glewlwyd:
+        yield glewlwyd
+
+
+@pytest.fixture(scope="module")
+def api(api_factory: ApiFactory) -> ApiHarness:
+    """The module's app; it accepts the local provider's http:// issuer."""
+    return api_factory(sso_allow_http=True)
+
+
+@pytest.fixture(scope="module")
+def setup(api: ApiHarness, provider: Glewlwyd) -> Setup:
     users = {
         "admin": api.add_user(A),  # a tenant's first user is its admin
         "member": api.add_user(A),
@@ -177,7 +201,7 @@ def setup(api: ApiHarness) -> Setup:
         users["admin"], "tides.pdf", pdf_document("Tide tables for the harbour of Wick.")
     )
     assert job["status"] == "done", job
-    setup = Setup(api, users, job["job_id"], job["document_id"], {})
+    setup = Setup(api, users, job["job_id"], job["document_id"], {}, provider.issuer)
 
     signed_out = setup.headers("member")
     assert api.client.post("/auth/logout", headers=signed_out).status_code == 204
@@ -375,7 +399,27 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         kwargs["json"] = {"set_id": _evaluation_set(setup)}
     elif path.endswith("/compare"):
         kwargs["params"] = {"before": setup.run_id}
+    if path == "/auth/logout":  # without a provider: the plain 204 (an end-session URL is 200)
+        for tenant in (A, B):
+            if _has_sso(setup, tenant):
+                setup.api.container.single_sign_on.remove(tenant, Actor(tenant, None, None))
+    if path == "/sso":
+        sso = {"issuer": setup.issuer, "client_id": "rag-roles", "client_secret": "roles secret"}
+        for tenant in (A, B):  # set for both: tenant B's admin acts on B's own
+            setup.api.container.single_sign_on.configure(
+                tenant, SsoSettingsIn.model_validate(sso), Actor(tenant, None, None)
+            )
+        if method == "PUT":
+            kwargs["json"] = sso
     return path.format(**ids), kwargs
+
+
+def _has_sso(setup: Setup, tenant: str) -> bool:
+    try:
+        setup.api.container.single_sign_on.describe(tenant)
+    except NotFound:
+        return False
+    return True
 
 
 def _expected(caller: str, method: str, path: str) -> int:

@@ -15,6 +15,14 @@ import {
 } from "./api.js";
 import { resetAsk, setUpAsk } from "./ask.js";
 import { resetBench, setUpBench } from "./bench.js";
+import {
+  finishSso,
+  hideProviderSignOut,
+  offerProviderSignOut,
+  offerSso,
+  setUpSso,
+  takeSsoCode,
+} from "./sso.js";
 import { loadCollections, resetCollections } from "./collections.js";
 import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./documents.js";
 import { openQuality, resetQuality, setUpQuality } from "./evaluation.js";
@@ -115,8 +123,23 @@ function enterSignIn(message = "", { isError = true } = {}) {
   $("login-error").textContent = message;
   $("login-error").classList.toggle("notice", !isError);
   showView("signed-out");
+  hideProviderSignOut();
   $("organisation").value = rememberedOrganisation();
+  offerSso();
   $("username").focus();
+}
+
+// Back from the organisation's provider with a one-time code: trade it, then enter the app.
+async function enterFromProvider(code) {
+  showView("loading");
+  try {
+    await finishSso(code);
+  } catch (error) {
+    const expired = "That sign-in has expired or was already used: sign in again.";
+    enterSignIn(error.status === 401 ? expired : describeError(error, "Signing in"));
+    return;
+  }
+  await enterApp();
 }
 
 function setUpNavigation() {
@@ -178,7 +201,13 @@ function setUpLogin() {
   $("sign-out").addEventListener("click", () => {
     // The server revokes the token too (a copied one stops working); the request is sent
     // with the token before enterSignIn forgets it here.
-    request("/auth/logout", { method: "POST" }).catch(() => {});
+    request("/auth/logout", { method: "POST" })
+      .then(async (response) => {
+        if (response.status !== 200) return;
+        const body = await response.json();
+        if (body.end_session_url) offerProviderSignOut(body.end_session_url);
+      })
+      .catch(() => {});
     enterSignIn("You are signed out.", { isError: false });
   });
   // Any 401 ends the session; on the sign-in form already, its message stays.
@@ -198,5 +227,8 @@ setUpViewer();
 setUpAccount();
 setUpUsers();
 setUpActivity();
-if (token()) enterApp();
+setUpSso();
+const ssoCode = takeSsoCode();
+if (ssoCode) enterFromProvider(ssoCode);
+else if (token()) enterApp();
 else enterSignIn();
