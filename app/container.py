@@ -610,7 +610,6 @@ class Container:
     def webhook_dispatcher(self) -> WebhookDispatcher:
         """Sends queued webhook events; started by the process that runs jobs."""
         from app.services.blocks.webhook_delivery import WebhookDispatcher
-
         from app.services.webhooks import CreatorReads
 
         return WebhookDispatcher(

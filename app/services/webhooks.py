@@ -18,9 +18,9 @@ from typing import Any, Literal, get_args
 
 from app.errors import InvalidInput, NotFound
 from app.services.audit import Actor
-from app.services.collection_access import AccessResolver
 from app.services.blocks.webhook_delivery import new_secret
 from app.services.blocks.webhook_urls import UrlRules, check_url
+from app.services.collection_access import AccessResolver
 from app.storage.collections import AccessStore
 from app.storage.users import UserStore
 from app.storage.webhooks import DeliveryRecord, NewDelivery, WebhookRecord, WebhookStore

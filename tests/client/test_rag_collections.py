@@ -98,7 +98,9 @@ def test_sync_into_a_collection_compares_and_deletes_only_within_it(
     write(south_dir, "pump.txt", "The south pump is serviced in June.")
     label = ("--label", "site")  # one folder label in both: the collection keeps them apart
 
-    first = ok(rag("sync", str(north_dir), "--collection", "north-site", *label, "--wait", "--json"))
+    first = ok(
+        rag("sync", str(north_dir), "--collection", "north-site", *label, "--wait", "--json")
+    )
     assert [e["source"] for e in first["uploaded"]] == ["boiler.txt"]
     south = rag("sync", str(south_dir), "--collection", "south-site", *label, "--delete", "--json")
     assert ok(south)["deleted"] == []  # the north collection's boiler.txt is not this sync's

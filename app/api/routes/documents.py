@@ -345,8 +345,9 @@ def list_documents(
     ] = None,
 ) -> Page[DocumentOut] | JSONResponse:
     """The documents of the collections you read, newest first; with `source_prefix`,
-    `sync_root` or `collection` (404 unless you read it), those it keeps, by name. `fields=source&fields=content_sha256&fields=document_id`
-    is the cheap listing a folder sync compares its files with."""
+    `sync_root` or `collection` (404 unless you read it), those it keeps, by name.
+    `fields=source&fields=content_sha256&fields=document_id` is the cheap listing a folder
+    sync compares its files with."""
     tenant = principal.tenant_id
     access = caller_access(container, principal)
     shown = None if access.reads_everything else access.readable
