@@ -187,10 +187,10 @@ def _conversation(w: World, h: dict[str, str]) -> httpx.Response:
     return httpx.Response(200, text=turn.text + shown.text + listed.text)
 
 
-def _chat(model: str) -> Probe:
+def _chat(model: str, stream: bool = False) -> Probe:
     return _post(
         "/v1/chat/completions",
-        {"model": model, "messages": [{"role": "user", "content": QUESTION}]},
+        {"model": model, "messages": [{"role": "user", "content": QUESTION}], "stream": stream},
     )
 
 
@@ -198,6 +198,7 @@ def _chat(model: str) -> Probe:
 # secret. Each also runs for those who read it, who must find the secret through it.
 REVEALING: dict[str, tuple[Probe, bool]] = {  # name -> (probe, shows the secret to a reader)
     "GET /documents": (_get("/documents"), True),
+    "GET /documents by name prefix": (_get("/documents?source_prefix=vault"), True),
     "GET /jobs": (_get("/jobs"), True),
     "POST /search": (_post("/search", {"query": QUESTION}), True),
     "POST /search by document": (_post("/search", {"query": QUESTION, "group": "document"}), True),
@@ -213,6 +214,7 @@ REVEALING: dict[str, tuple[Probe, bool]] = {  # name -> (probe, shows the secret
     "POST /query/stream": (_post("/query/stream", {"question": QUESTION}), True),
     "conversation turn and history": (_conversation, True),
     "chat model rag": (_chat("rag"), True),
+    "chat model rag, streamed": (_chat("rag", stream=True), True),
     "chat model rag:general": (_chat("rag:general"), False),
     "GET /v1/models": (_get("/v1/models"), False),
     "GET /stats": (_get("/stats"), False),
@@ -259,6 +261,14 @@ def test_counts_and_stats_leave_the_document_out(world: World) -> None:
     for name in ("member without grant", "reader without grant"):
         assert _counts(world, world.callers[name]) == (1, 1, 1), name
     assert _counts(world, world.callers["admin of another tenant"]) == (0, 0, 0)
+    # Nor does a listing by name count it: its total would spell out file names by prefix.
+    for name in BLIND:
+        by_name = httpx.get(
+            f"{world.live.url}/documents",
+            params={"source_prefix": "vault"},
+            headers=world.callers[name],
+        )
+        assert _ok(by_name) == {"data": [], "count": 0}, name
     jobs = _ok(httpx.get(f"{world.live.url}/jobs", headers=world.callers["member without grant"]))
     assert jobs["count"] == 1 and len(jobs["data"]) == 1
 
@@ -316,27 +326,34 @@ def test_a_forbidden_document_answers_exactly_like_a_missing_one(world: World, r
     assert page.status_code == 200 and MARKER in page.json()["text"]
 
 
+# Requests that name a collection: a hidden one answers like one that does not exist.
+COLLECTION_NAMING: list[Callable[[str], tuple[str, str, dict[str, Any] | None]]] = [
+    lambda c: ("POST", "/search", {"query": QUESTION, "collections": [c]}),
+    lambda c: ("POST", "/query", {"question": QUESTION, "collections": [c]}),
+    lambda c: (
+        "POST",
+        "/v1/chat/completions",
+        {"model": f"rag:{c}", "messages": [{"role": "user", "content": QUESTION}]},
+    ),
+    lambda c: ("GET", f"/collections/{c}", None),
+    lambda c: ("GET", f"/collections/{c}/access", None),
+]
+
+
 def test_a_hidden_job_collection_or_model_answers_like_a_missing_one(world: World) -> None:
     url = world.live.url
     for name in BLIND:
         headers = world.callers[name]
         job = httpx.get(f"{url}/jobs/{world.secret_job}", headers=headers)
         absent_job = httpx.get(f"{url}/jobs/{MISSING_JOB}", headers=headers)
-        assert job.status_code == absent_job.status_code  # 404, or 403 by role for a reader
+        # 404 each, or the same 403 by role for a reader (jobs and grants are not for readers).
+        assert job.status_code == absent_job.status_code
         assert job.content == absent_job.content
-        for call in (
-            lambda c: httpx.post(
-                f"{url}/search", json={"query": QUESTION, "collections": [c]}, headers=headers
-            ),
-            lambda c: httpx.post(
-                f"{url}/v1/chat/completions",
-                json={"model": f"rag:{c}", "messages": [{"role": "user", "content": QUESTION}]},
-                headers=headers,
-            ),
-            lambda c: httpx.get(f"{url}/collections/{c}", headers=headers),
-        ):
-            hidden, absent = call("board"), call("nothing")
-            assert hidden.status_code == absent.status_code == 404, (name, hidden.text)
+        for call in COLLECTION_NAMING:
+            hidden = _send(world, headers, call("board"))
+            absent = _send(world, headers, call("nothing"))
+            assert hidden.status_code == absent.status_code, (name, hidden.text, absent.text)
+            assert hidden.status_code in (403, 404), (name, hidden.text)
             assert hidden.text.replace("board", "X") == absent.text.replace("nothing", "X")
 
 
@@ -381,6 +398,9 @@ def test_a_revoked_grant_counts_at_once_and_its_cached_answer_stays_behind(
         cited = [c for m in shown["history"] for c in (m.get("citations") or [])]
         assert all(c.get("document_id") != world.secret_id for c in cited), cited
         assert all(c.get("source") != SECRET_FILE for c in cited), cited
+        assert _leaks(world, json.dumps(shown)) == [], shown
+        answers = [m for m in shown["history"] if m["role"] == "assistant"]
+        assert answers and "withheld" in answers[0]["content"]
         # A follow-up in that conversation answers from what mia reads now.
         follow = _ok(
             httpx.post(f"{path}/messages", json={"content": question}, headers=mia, timeout=120)
