@@ -44,6 +44,10 @@ class AnswerShape(BaseModel):
     rrf_k: int
     dense_weight: float
     keyword_weight: float
+    fusion: str
+    score_dense_weight: float
+    score_dense_spread: float
+    score_keyword_spread: float
     relevance_threshold: float | None
     exact_max_terms: int
     exact_max_phrases: int

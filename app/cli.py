@@ -1,5 +1,6 @@
 """Command line: `python -m app.cli COMMAND`, where COMMAND is ingest, search, reindex,
-create-user, list-users, set-role, disable-user, delete-user, create-key or migrate.
+create-user, list-users, set-role, set-break-glass, disable-user, delete-user, create-key,
+set-sso or migrate.
 
 The CLI opens the same data directory as the server; with the embedded store, run it while the
 server is stopped (one process owns a Chroma directory) or use the HTTP API instead.
@@ -20,6 +21,7 @@ from app.domain import ROLES
 from app.errors import RagError
 from app.retrieval.grouping import GROUPINGS
 from app.services.blocks.pipeline import ProgressCallback
+from app.storage.users import UserRecord
 
 # User names are unique per tenant: a name several tenants have needs its tenant.
 TENANT_HELP = "the user's tenant; needed when several tenants have the user name"
@@ -123,7 +125,64 @@ def cmd_create_user(container: Container, args: argparse.Namespace) -> int:
     """Create a user; the password is read from stdin so it never lands in shell history."""
     password = sys.stdin.readline().rstrip("\r\n")
     user = container.users.create_user(args.tenant, args.username, password, args.role)
-    print(f"created user {user.username} ({user.role}) in tenant {user.tenant_id}")
+    if args.break_glass:
+        user = _set_break_glass(container, args.tenant, user.username, True)
+    kind = " break-glass" if user.break_glass else ""
+    print(f"created{kind} user {user.username} ({user.role}) in tenant {user.tenant_id}")
+    return 0
+
+
+def _set_break_glass(container: Container, tenant: str, username: str, on: bool) -> UserRecord:
+    from app.errors import InvalidInput, NotFound
+    from app.services.audit import Actor
+    from app.storage.users import UserChange
+
+    user = container.user_store.get_by_username(tenant, username)
+    if user is None:
+        raise NotFound(f"no user {username!r} in tenant {tenant!r}")
+    if on and user.role != "admin":
+        raise InvalidInput("a break-glass user must be an admin (set-role --role admin first)")
+    actor = Actor(tenant, None, "cli")
+    return container.user_store.change(
+        tenant, user.id, UserChange(break_glass=on), actor.entry("user.changed")
+    )
+
+
+def cmd_set_break_glass(container: Container, args: argparse.Namespace) -> int:
+    """Make an admin a break-glass admin (keeps password sign-in when single sign-on turns it
+    off for everyone else), or with --off an ordinary one again."""
+    user = _set_break_glass(container, args.tenant, args.username, not args.off)
+    state = "a break-glass admin" if user.break_glass else "not a break-glass admin"
+    print(f"user {user.username} of tenant {user.tenant_id} is {state}")
+    return 0
+
+
+def cmd_set_sso(container: Container, args: argparse.Namespace) -> int:
+    """Set a tenant's identity provider; the client secret is read from stdin (never an
+    argument, which shell history and the process list would keep)."""
+    from pydantic import ValidationError
+
+    from app.errors import InvalidInput
+    from app.services.audit import Actor
+    from app.services.sso.config import SsoSettingsIn
+
+    body: dict[str, object] = {}
+    if args.settings:
+        try:
+            body = json.loads(Path(args.settings).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InvalidInput(f"--settings must name a JSON file: {exc}") from None
+    body.update({"issuer": args.issuer, "client_id": args.client_id})
+    if args.client_secret_stdin:
+        body["client_secret"] = sys.stdin.readline().rstrip("\r\n")
+    try:
+        checked = SsoSettingsIn.model_validate(body)
+    except ValidationError as exc:
+        raise InvalidInput("; ".join(error["msg"] for error in exc.errors())) from None
+    shown = container.single_sign_on.configure(
+        args.tenant, checked, Actor(args.tenant, None, "cli")
+    )
+    print(f"single sign-on of tenant {args.tenant}: {shown['display_name']} ({shown['issuer']})")
     return 0
 
 
@@ -251,7 +310,34 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="default: admin for a tenant's first user, member after",
     )
+    create.add_argument(
+        "--break-glass",
+        action="store_true",
+        help="an admin who keeps password sign-in when single sign-on turns it off",
+    )
     create.set_defaults(run=cmd_create_user)
+
+    glass = sub.add_parser("set-break-glass", help="make an admin a break-glass admin")
+    glass.add_argument("--tenant", required=True)
+    glass.add_argument("--username", required=True)
+    glass.add_argument("--off", action="store_true", help="make it an ordinary admin again")
+    glass.set_defaults(run=cmd_set_break_glass)
+
+    sso = sub.add_parser("set-sso", help="set a tenant's OpenID Connect provider")
+    sso.add_argument("--tenant", required=True)
+    sso.add_argument("--issuer", required=True)
+    sso.add_argument("--client-id", required=True)
+    sso.add_argument(
+        "--client-secret-stdin",
+        action="store_true",
+        help="read the client secret from stdin (leave out to keep the stored one)",
+    )
+    sso.add_argument(
+        "--settings",
+        default=None,
+        help="a JSON file with the other fields of PUT /sso (role_groups, default_role, ...)",
+    )
+    sso.set_defaults(run=cmd_set_sso)
 
     list_cmd = sub.add_parser("list-users", help="list users")
     list_cmd.add_argument("--tenant", default=None)

@@ -18,7 +18,9 @@ from app.request_limits import RequestLimits
 from app.services.blocks.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
+    from app.job_runners.evaluation import EvaluationRunner
     from app.job_runners.runner import IngestDeps
+    from app.jobs.evaluation_runs import EvaluationRunStore
     from app.jobs.queue import JobQueue
     from app.jobs.store import JobRecord, JobStore, StorageQuota
     from app.jobs.trace_carriers import TraceCarriers
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from app.services.audit import AuditLog
     from app.services.auth import Authenticator
     from app.services.blocks.answer_lane import AnswerLane
+    from app.services.blocks.answer_log import AnswerLog
     from app.services.blocks.corpus import Corpus
     from app.services.blocks.page_lane import PageLane
     from app.services.blocks.second_arm import SecondArm
@@ -42,10 +45,14 @@ if TYPE_CHECKING:
     from app.services.collection_access import AccessResolver
     from app.services.collections import CollectionService
     from app.services.conversations import ConversationDeps, FollowUpDeps
+    from app.services.evaluation_runs import RunDeps
+    from app.services.evaluation_sets import SetDeps
+    from app.services.feedback import FeedbackDeps
     from app.services.indexing import DocumentDeps
     from app.services.login import LoginGuard
     from app.services.pages import KeptOriginals, PageDeps
     from app.services.search_scope import SearchScopes
+    from app.services.sso.signin import SingleSignOn
     from app.services.stats import StatsDeps
     from app.services.uploads import UploadDeps
     from app.services.users import UserService
@@ -199,6 +206,80 @@ class Container:
             config_fingerprint=self.config_fingerprint,
             limits=self.request_limits,
             generation=GenerationLimits.from_settings(self.settings),
+            answer_log=self.answer_log,
+        )
+
+    @cached_property
+    def answer_log(self) -> AnswerLog:
+        """Answer ids' records, kept RAG_ANSWER_LOG_DAYS (ids only with 0)."""
+        from app.services.blocks.answer_log import AnswerLog
+        from app.storage.answer_records import AnswerRecordStore
+
+        store = AnswerRecordStore(self.database)
+        return AnswerLog(store, self.settings.answer_log_days, self.llm.model_id)
+
+    @cached_property
+    def evaluation_runs(self) -> EvaluationRunStore:
+        from app.jobs.evaluation_runs import EvaluationRunStore
+
+        return EvaluationRunStore(self.database)
+
+    @cached_property
+    def evaluation_set_deps(self) -> SetDeps:
+        """What making and reading a tenant's evaluation sets needs."""
+        from app.services.evaluation_sets import SetDeps
+        from app.storage.evaluation_sets import EvaluationSetStore
+        from app.storage.feedback import FeedbackStore
+
+        return SetDeps(
+            sets=EvaluationSetStore(self.database),
+            documents=self.documents,
+            feedback=FeedbackStore(self.database),
+            audit=self.audit_log,
+            limits=self.request_limits,
+        )
+
+    @cached_property
+    def evaluation_run_deps(self) -> RunDeps:
+        """What starting, reading and comparing evaluation runs needs."""
+        from app.answer_shape import answer_shape
+        from app.services.evaluation_runs import RunDeps
+
+        return RunDeps(
+            runs=self.evaluation_runs,
+            sets=self.evaluation_set_deps.sets,
+            documents=self.documents,
+            audit=self.audit_log,
+            corpus_version=self.corpus.corpus_version,
+            shape=answer_shape(self.settings),
+        )
+
+    @cached_property
+    def evaluation_runner(self) -> EvaluationRunner:
+        """The thread that executes queued evaluation runs (started by the API's lifespan)."""
+        from app.job_runners.evaluation import EvaluationRunner, RunnerDeps
+
+        # Built when the API starts; the retriever and the model are read when a run needs them.
+        deps = RunnerDeps(
+            runs=self.evaluation_runs,
+            sets=self.evaluation_set_deps.sets,
+            search=lambda tenant, question, k: self.retriever.search(tenant, question, k),
+            lane=lambda: self.answer_lane,
+            answers=lambda: self.answer_deps,
+        )
+        return EvaluationRunner(deps)
+
+    @cached_property
+    def feedback_deps(self) -> FeedbackDeps:
+        """What rating answers and listing the ratings need."""
+        from app.services.feedback import FeedbackDeps
+        from app.storage.feedback import FeedbackStore
+
+        return FeedbackDeps(
+            records=self.answer_log.store,
+            feedback=FeedbackStore(self.database),
+            audit=self.audit_log,
+            documents=self.documents,
         )
 
     @cached_property
@@ -436,6 +517,28 @@ class Container:
             ApiKeyStore(self.database),
             self.api_key_hasher,
             self.revoked_tokens,
+            self.single_sign_on.user_for_access_token,
+        )
+
+    @cached_property
+    def single_sign_on(self) -> SingleSignOn:
+        """The tenants' identity providers (configuration, sign-in, their access tokens)."""
+        from app.services.sso.memberships import GroupsFollowProvider
+        from app.services.sso.provider import OidcProviders
+        from app.services.sso.signin import SingleSignOn
+        from app.storage.secret_box import build_secret_box
+        from app.storage.sso import SsoStore
+
+        return SingleSignOn(
+            SsoStore(self.database),
+            build_secret_box(self.settings),
+            OidcProviders(self.settings.sso_http_timeout_s, self.settings.sso_jwks_cache_s),
+            self.user_store,
+            self.token_codec,
+            self.audit_log,
+            allow_http=self.settings.sso_allow_http,
+            own_issuer=self.settings.jwt_issuer,
+            memberships=GroupsFollowProvider(self.access_store),
         )
 
     @cached_property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 PageKind = Literal["text", "table", "code"]
 # Pages that point at content rather than hold it (app/ingestion/page_roles.py); None: content.
@@ -163,6 +163,10 @@ class SearchHit:
     # Searched by document: the other ranked chunks of the same document this hit stands for,
     # best first (always empty when searched by chunk).
     same_document: list[Chunk] = field(default_factory=list)
+    # Its place in the fused order, and the rules that moved it after fusion (exact_match,
+    # heading_promoted, page_role_demoted:<role>): what /search's `explain` shows.
+    fused_rank: int | None = None
+    rules: list[str] = field(default_factory=list)
 
 
 def chunk_id(tenant_id: str, document_id: str, page: int, text: str) -> str:
@@ -187,3 +191,5 @@ class RetrievalResult:
     hits: list[SearchHit]
     relevant: bool
     reason: str = ""
+    # How the ranking came about: the fusion's weights and rules, the relevance gate's values.
+    explain: dict[str, Any] = field(default_factory=dict)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -25,11 +26,14 @@ from app.api.routes import (
     collections,
     conversations,
     documents,
+    evaluations,
+    feedback,
     groups,
     openai_compat,
     pages,
     public,
     scrape,
+    sso,
     stats,
     users,
     webhooks,
@@ -161,6 +165,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         deliveries = container.webhook_dispatcher if active.job_backend == "threads" else None
         if start_workers:
             workers.start()
+            container.evaluation_runner.start(asyncio.get_running_loop())
             if deliveries is not None:
                 deliveries.start()
         app.state.ready = True
@@ -172,6 +177,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
             if stop_metrics is not None:
                 stop_metrics()
             workers.stop()
+            if start_workers:
+                container.evaluation_runner.stop()
             if deliveries is not None:
                 deliveries.stop()
             container.close()
@@ -197,6 +204,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     app.add_middleware(ForwardedHeaders, settings=lambda: settings or get_settings())
     app.add_middleware(NoSniff)  # outermost: every response has it, a 413 or a 500 too
     app.include_router(public.router)
+    app.include_router(sso.public_router)
     app.include_router(scrape.router)  # its own bearer token (RAG_METRICS_TOKEN)
     # Authenticated by default, and each route's minimum role checked (app/api/access.py).
     protected = [Depends(authorize)]
@@ -210,6 +218,9 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         account.router,
         users.router,
         audit.router,
+        feedback.router,
+        evaluations.router,
+        sso.admin_router,
         webhooks.router,
         collections.router,
         groups.router,

@@ -62,11 +62,14 @@ class _Metrics:
     jobs: Any
     job_duration: Any
     cache_requests: Any
+    feedback: Any
     ingested_pages: Any
     ingested_chunks: Any
     build_info: Any
     process_start: Any
     worker_heartbeat: Any
+    sso_signins: Any
+    sso_jwks_refreshes: Any
 
 
 _metrics: _Metrics | None = None
@@ -177,8 +180,21 @@ def _create(tenants: frozenset[str]) -> _Metrics:
         cache_requests=Counter(
             "rag_cache_requests", "Answer cache look-ups", ("result",), **kwargs
         ),
+        feedback=Counter("rag_feedback", "Ratings of answers", ("rating",), **kwargs),
         ingested_pages=Counter("rag_ingested_pages", "Pages indexed", **kwargs),
         ingested_chunks=Counter("rag_ingested_chunks", "Chunks indexed", **kwargs),
+        sso_signins=Counter(
+            "rag_sso_signins",
+            "Single sign-on sign-ins and provider tokens on the API, by outcome",
+            ("outcome",),
+            **kwargs,
+        ),
+        sso_jwks_refreshes=Counter(
+            "rag_sso_jwks_refreshes",
+            "Fetches of identity providers' signing keys (ok or failed)",
+            ("outcome",),
+            **kwargs,
+        ),
         build_info=gauge(
             "rag_build_info",
             "The running version and its models (always 1)",
@@ -349,6 +365,13 @@ def cache_request(hit: bool) -> None:
         metrics.cache_requests.labels("hit" if hit else "miss").inc()
 
 
+def feedback(rating: str) -> None:
+    """A person rated an answer (`up` or `down`; a changed rating counts again)."""
+    metrics = _metrics
+    if metrics is not None:
+        metrics.feedback.labels(rating).inc()
+
+
 def llm_first_token(seconds: float) -> None:
     """Time from asking the model to its first streamed piece."""
     metrics = _metrics
@@ -381,6 +404,20 @@ def admission_refused(lane: str, reason: str) -> None:
     metrics = _metrics
     if metrics is not None:
         metrics.admission_refused.labels(lane, reason).inc()
+
+
+def sso_signin(outcome: str) -> None:
+    """One single sign-on attempt ended: "ok", or the reason it was refused."""
+    metrics = _metrics
+    if metrics is not None:
+        metrics.sso_signins.labels(outcome).inc()
+
+
+def sso_jwks_refresh(outcome: str) -> None:
+    """One fetch of a provider's signing keys: "ok" or "failed"."""
+    metrics = _metrics
+    if metrics is not None:
+        metrics.sso_jwks_refreshes.labels(outcome).inc()
 
 
 def job_finished(outcome: str, seconds: float | None = None) -> None:

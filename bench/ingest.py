@@ -23,11 +23,12 @@ go (in this process, while no server runs). Target: within 2x of that one-batch 
     python -m bench.ingest --api [--uploads 240]
     python -m bench.ingest --one-file-per-request [--uploads 240] [--concurrency 4] [--set RAG_X=v]
         [--files-per-request 10]     # the multi-file workload: several files in each request
-    python -m bench.ingest --upload-and-wait [--uploads 240] [--concurrency 4]
+    python -m bench.ingest --upload-and-wait [--uploads 240] [--concurrency 4] [--poll-ms 20]
 
 `--upload-and-wait`: each of `--concurrency` clients uploads one file, waits until its
 job is done, then uploads the next, on a live server; and the latency of a lone 1 KB upload on
-the idle server, median and p95 (bench/ingest_wait.py).
+the idle server, median and p95 (bench/ingest_wait.py). A client waits with the long poll
+`GET /jobs/{id}?wait=30`; `--poll-ms N` makes it poll every N ms instead.
 """
 
 from __future__ import annotations
@@ -118,6 +119,12 @@ def main() -> None:
         action="store_true",
         help="clients that upload a file and wait for its job before the next; lone latency",
     )
+    parser.add_argument(
+        "--poll-ms",
+        type=int,
+        default=0,
+        help="--upload-and-wait: poll each job every N ms instead of the long poll (0)",
+    )
     add_server_setting_option(parser, "RAG_INGEST_BATCH_JOBS=1")
     args = parser.parse_args()
     if args.upload_and_wait:
@@ -127,6 +134,7 @@ def main() -> None:
             args.concurrency,
             args.rounds,
             server_settings_given(args.set),
+            args.poll_ms,
         )
         return
     if args.one_file_per_request:

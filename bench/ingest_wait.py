@@ -5,12 +5,16 @@ a lone 1 KB text upload on an idle server.
 Each round starts `python -m app.serve` (uvicorn, one process, the threads job backend with its
 default pool, real Chroma and embedder) on a fresh data directory, like `--one-file-per-request`.
 First `LONE` lone uploads, one at a time with a pause between them (the server idle each
-time): from the upload's first byte until `GET /jobs/{id}` says `done`, polling every
-`LONE_POLL_S`. Then `concurrency` clients share the `uploads` paragraph files, each posting one,
-polling its job every `POLL_S` until done, then posting the next; timed from the first upload to
-the last job seen done. The floor embeds the same chunk texts in full batches in this process
-while no server runs. Targets: lone upload p50 <= 150 ms, p95 <= 300 ms; upload-and-wait within
-2x of the floor.
+time): from the upload's first byte until `GET /jobs/{id}` says `done`. Then `concurrency`
+clients share the `uploads` paragraph files, each posting one, waiting until its job is done,
+then posting the next; timed from the first upload to the last job seen done. A client waits the
+way `rag upload --wait` would, with `GET /jobs/{id}?wait=30` (the server answers when the job
+ends); with `poll_ms` it polls `GET /jobs/{id}` every that many milliseconds instead, as a
+script without the long poll would (the lone uploads then every `LONE_POLL_S`). The floor
+embeds the same chunk texts in full batches in this process while no server runs; the server's
+CPU time (its children included) is reported next to the floor's, since other jobs on a shared
+machine inflate the wall clocks. Targets: lone upload p50 <= 150 ms, p95 <= 300 ms;
+upload-and-wait within 2x of the floor.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import percentile, table
+from bench.common import percentile, process_cpu_s, table
 from bench.ingest_common import bench_settings, embed_once, paragraph_files
 from bench.ingest_http import bench_server
 from testkit.live_server import LiveServer
@@ -33,8 +37,8 @@ PASSWORD = "bench password, long enough"
 TENANT = "bench-wait"
 LONE = 40  # lone uploads timed per round
 LONE_PAUSE_S = 0.3  # between two lone uploads: the server is idle when each arrives
-LONE_POLL_S = 0.005
-POLL_S = 0.02  # a waiting client's polling
+LONE_POLL_S = 0.005  # the lone uploads' polling, when the clients poll
+WAIT_S = 30  # a long poll's `wait`
 LONE_TEXT = ("The night crew services pump {n} on line four every ninth day. " * 16)[:1000]
 
 
@@ -45,53 +49,72 @@ async def _login(client: httpx.AsyncClient) -> dict[str, str]:
 
 
 async def _upload_and_wait(
-    client: httpx.AsyncClient, headers: dict[str, str], name: str, body: bytes, poll_s: float
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    name: str,
+    body: bytes,
+    poll_s: float | None,
 ) -> float:
-    """Post one file and poll its job until done; seconds from the post to seeing it done."""
+    """Post one file and wait until its job is done (long poll, or polling every `poll_s`);
+    seconds from the post to seeing it done."""
     started = time.perf_counter()
     files = {"file": (name, body, "text/plain")}
     response = await client.post("/documents", files=files, headers=headers)
     assert response.status_code == 202, response.text
     job_id = response.json()["job_id"]
+    query = "" if poll_s is not None else f"?wait={WAIT_S}"
     while True:
-        job = (await client.get(f"/jobs/{job_id}", headers=headers)).json()
+        job = (await client.get(f"/jobs/{job_id}{query}", headers=headers)).json()
         if job["status"] == "done":
             return time.perf_counter() - started
         assert job["status"] != "failed", job
-        await asyncio.sleep(poll_s)
+        if poll_s is not None:
+            await asyncio.sleep(poll_s)
 
 
-async def _round(server: LiveServer, paths: list[Path], concurrency: int) -> dict[str, object]:
+async def _round(
+    server: LiveServer, paths: list[Path], concurrency: int, poll_s: float | None
+) -> dict[str, object]:
     limits = httpx.Limits(max_connections=concurrency + 2)
     async with httpx.AsyncClient(base_url=server.url, timeout=300, limits=limits) as client:
         headers = await _login(client)
         # Warm the path once (first upload loads lazily built parts), then time lone uploads.
-        await _upload_and_wait(client, headers, "warm.txt", b"warm up " * 100, LONE_POLL_S)
+        lone_poll_s = None if poll_s is None else LONE_POLL_S
+        await _upload_and_wait(client, headers, "warm.txt", b"warm up " * 100, lone_poll_s)
         lone = []
         for n in range(LONE):
             await asyncio.sleep(LONE_PAUSE_S)
             body = LONE_TEXT.format(n=n).encode()
-            lone.append(await _upload_and_wait(client, headers, f"lone{n}.txt", body, LONE_POLL_S))
+            lone.append(await _upload_and_wait(client, headers, f"lone{n}.txt", body, lone_poll_s))
         todo = list(paths)
 
         async def client_loop() -> None:
             while todo:
                 path = todo.pop(0)
-                await _upload_and_wait(client, headers, path.name, path.read_bytes(), POLL_S)
+                await _upload_and_wait(client, headers, path.name, path.read_bytes(), poll_s)
 
-        started = time.perf_counter()
+        assert server.process is not None
+        started, cpu_started = time.perf_counter(), process_cpu_s(server.process.pid)
         await asyncio.gather(*(client_loop() for _ in range(concurrency)))
         total = time.perf_counter() - started
-    return {"lone": lone, "total": total}
+        cpu = process_cpu_s(server.process.pid) - cpu_started
+    return {"lone": lone, "total": total, "cpu": cpu}
 
 
 def run_wait_workload(
-    uploads: int, provider: str, concurrency: int, rounds: int, extra: dict[str, str]
+    uploads: int,
+    provider: str,
+    concurrency: int,
+    rounds: int,
+    extra: dict[str, str],
+    poll_ms: int = 0,
 ) -> None:
     """Print the lone-upload latency and the upload-and-wait table, medians over `rounds`."""
     lone: list[float] = []
     totals: list[float] = []
     floors: list[float] = []
+    cpus: list[float] = []  # the server's (its children included) during upload-and-wait
+    floor_cpus: list[float] = []
     loads: list[float] = []
     chunks = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,44 +123,61 @@ def run_wait_workload(
             base = Path(tmp) / f"round{round_number}"
             base.mkdir()
             loads.append(os.getloadavg()[0])
-            wall, _, chunks = embed_once(bench_settings(base / "embed", provider), paths)
+            wall, floor_cpu, chunks = embed_once(bench_settings(base / "embed", provider), paths)
             floors.append(wall)
+            floor_cpus.append(floor_cpu)
             server = bench_server(base / "data", provider, uploads, extra)
             server.start()
             try:
-                result = asyncio.run(_round(server, paths, concurrency))
+                poll_s = poll_ms / 1000 if poll_ms > 0 else None
+                result = asyncio.run(_round(server, paths, concurrency, poll_s))
             finally:
                 server.stop()
             lone += result["lone"]  # type: ignore[arg-type]
             totals.append(float(result["total"]))  # type: ignore[arg-type]
+            cpus.append(float(result["cpu"]))  # type: ignore[arg-type]
             loads.append(os.getloadavg()[0])
     floor = statistics.median(floors)
     total = statistics.median(totals)
+    cpu, floor_cpu = statistics.median(cpus), statistics.median(floor_cpus)
     print(
         f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), {concurrency} clients "
-        f"each uploading one file and waiting for its job; live server; embedder {provider}; "
+        f"each uploading one file and waiting for its job "
+        f"({f'polling every {poll_ms} ms' if poll_ms > 0 else f'GET /jobs/{{id}}?wait={WAIT_S}'}); "
+        f"live server; embedder {provider}; "
         f"settings beyond the defaults: {extra or 'none'}; median of {rounds} round(s); load "
         f"average (1 min) {min(loads):.1f}-{max(loads):.1f}"
     )
     ms = [1000 * s for s in lone]
     print(
         table(
-            ["workload", "median", "p95", "vs embedding"],
+            ["workload", "median", "p95", "vs embedding", "CPU s", "CPU vs embedding"],
             [
                 [
                     f"lone 1 KB upload until done ({len(ms)}), ms",
                     statistics.median(ms),
                     percentile(ms, 95),
                     "-",
+                    "-",
+                    "-",
                 ],
-                ["upload-and-wait, all jobs done, s", total, "-", f"{total / floor:.2f}x"],
-                ["one-batch embedding (floor), s", floor, "-", "1x"],
+                [
+                    "upload-and-wait, all jobs done, s",
+                    total,
+                    "-",
+                    f"{total / floor:.2f}x",
+                    cpu,
+                    f"{cpu / floor_cpu:.2f}x",
+                ],
+                ["one-batch embedding (floor), s", floor, "-", "1x", floor_cpu, "1x"],
             ],
         )
     )
     print(
-        "per round (total s, floor s): "
-        + ", ".join(f"({t:.2f}, {f:.2f})" for t, f in zip(totals, floors, strict=True))
+        "per round (total s, floor s, server CPU s): "
+        + ", ".join(
+            f"({t:.2f}, {f:.2f}, {c:.2f})" for t, f, c in zip(totals, floors, cpus, strict=True)
+        )
     )
     print(
         f"lone upload: p50 {statistics.median(ms):.0f} ms, p95 {percentile(ms, 95):.0f} ms "

@@ -64,6 +64,7 @@ from eval.manual_questions import (
     load_questions,
     missing_sources,
 )
+from eval.metrics import cites_gold, percentile
 from eval.retrieval import (
     CORPUS_OF_TASK,
     RESULTS_DIR,
@@ -369,7 +370,7 @@ class ManualOutcome:
 
     @property
     def cites_gold(self) -> bool:
-        return bool(set(self.cited_pages) & set(self.gold_pages))
+        return cites_gold(self.cited_pages, self.gold_pages)
 
     @property
     def cause(self) -> str:
@@ -398,11 +399,6 @@ def ask_streamed(
     raise RuntimeError("stream_answer ended without a final event")
 
 
-def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if values else 0.0
-
-
 def summarise_manuals(outcomes: list[ManualOutcome]) -> dict[str, float]:
     """The manual-question answer measures and the count of each cause of a missed gold page."""
     answered = [not o.refused for o in outcomes]
@@ -417,9 +413,9 @@ def summarise_manuals(outcomes: list[ManualOutcome]) -> dict[str, float]:
         "refused": _rate([o.refused for o in outcomes]),
         "refused_by_gate": _rate([o.gate_refused for o in outcomes]),
         "gold_shown": _rate([o.gold_shown for o in outcomes]),
-        "seconds_p50": _percentile(seconds, 0.5),
-        "seconds_p95": _percentile(seconds, 0.95),
-        "first_token_p50": _percentile(first, 0.5),
+        "seconds_p50": percentile(seconds, 0.5),
+        "seconds_p95": percentile(seconds, 0.95),
+        "first_token_p50": percentile(first, 0.5),
         **{cause: sum(o.cause == cause for o in outcomes) for cause in CAUSES},
     }
 

@@ -9,10 +9,14 @@ rule helps on manuals it was not chosen on.
 from __future__ import annotations
 
 import itertools
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+from app.config import load_settings
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.headings import has_heading
 from app.retrieval.hybrid import Recall, RetrieverConfig, demote_page_roles, fuse, promote_headings
@@ -34,12 +38,22 @@ class Family:
         return lambda recall, query: self.rank(recall, query, params)
 
 
+_TRUNCATED: dict[tuple[int, int, int], tuple[Recall, Recall]] = {}
+
+
 def truncated(recall: Recall, dense: int, keyword: int) -> Recall:
-    """The recall as arms of these depths would have found it (exact pins kept)."""
+    """The recall as arms of these depths would have found it (exact pins kept); remembered
+    across grid points (the cached recalls live as long as the run)."""
+    key = (id(recall), dense, keyword)
+    found = _TRUNCATED.get(key)
+    if found is not None and found[0] is recall:
+        return found[1]
     dense_ids, keyword_ids = recall.dense_ids[:dense], recall.keyword_ids[:keyword]
     keep = set(dense_ids) | set(keyword_ids) | set(recall.pinned)
     candidates = {cid: c for cid, c in recall.candidates.items() if cid in keep}
-    return replace(recall, candidates=candidates, dense_ids=dense_ids, keyword_ids=keyword_ids)
+    cut = replace(recall, candidates=candidates, dense_ids=dense_ids, keyword_ids=keyword_ids)
+    _TRUNCATED[key] = (recall, cut)
+    return cut
 
 
 def shipped_order(recall: Recall, query: str, config: RetrieverConfig) -> list[str]:
@@ -88,12 +102,16 @@ RULES: list[Params] = [
 ]
 
 
-def _grid(**axes: Sequence[Any]) -> list[Params]:
+# The rules as the service applies them today.
+TODAYS_RULES: list[Params] = [{"pin": True, "headings": True, "role_shift": 10}]
+
+
+def _grid(rules: Sequence[Params] = RULES, **axes: Sequence[Any]) -> list[Params]:
     names = list(axes)
     return [
-        {**dict(zip(names, values, strict=True)), **rules}
+        {**dict(zip(names, values, strict=True)), **rule}
         for values in itertools.product(*axes.values())
-        for rules in RULES
+        for rule in rules
     ]
 
 
@@ -170,4 +188,89 @@ FAMILIES.append(
         ),
         _capped,
     )
+)
+
+
+@cache
+def _service_config() -> RetrieverConfig:
+    """The retriever configuration of today's default settings."""
+    with tempfile.TemporaryDirectory() as data:
+        settings = load_settings(_env_file=None, data_dir=Path(data), env="development")
+        return RetrieverConfig.from_settings(settings)
+
+
+def _service(recall: Recall, query: str, p: Params) -> list[str]:
+    """The service's own `fuse` with these settings (RetrieverConfig fields), then the rules."""
+    fields = {name: p[name] for name in p if name in RetrieverConfig.__dataclass_fields__}
+    config = replace(_service_config(), **fields)
+    recall = truncated(recall, config.dense_candidates, config.keyword_candidates)
+    if not p.get("pin", True):
+        recall = replace(recall, pinned=[])
+    ordered = fuse(recall, "hybrid", config)
+    if p.get("climb_floor", 0):
+        ordered = _climb_capped(ordered, recall, p["climb_dense_depth"], p["climb_floor"])
+    return _finish(ordered, recall, query, {**p, "pin": False})
+
+
+def _climb_capped(ordered: list[str], recall: Recall, dense_depth: int, floor: int) -> list[str]:
+    """The first `floor` places (after exact matches) go to candidates the dense arm ranks
+    within `dense_depth`: the keyword arm alone cannot put a chunk there."""
+    pinned = set(recall.pinned)
+    ranks = {cid: i for i, cid in enumerate(recall.dense_ids, start=1)}
+    head = [c for c in ordered if c in pinned]
+    agreed = [c for c in ordered if c not in pinned and ranks.get(c, 10**6) <= dense_depth]
+    head += agreed[:floor]
+    taken = set(head)
+    return head + [c for c in ordered if c not in taken]
+
+
+FAMILIES.extend(
+    [
+        Family(
+            "service-rrf",
+            _grid(
+                fusion=("rrf",),
+                rrf_k=(5, 20, 60),
+                dense_weight=(0.3, 0.6, 1.0, 1.5),
+                keyword_coverage_power=(0.0, 1.0),
+                keyword_gate=(True, False),
+            ),
+            _service,
+        ),
+        Family(
+            "scores",
+            _grid(
+                fusion=("scores",),
+                score_dense_weight=(0.3, 0.5, 0.7, 1.0, 1.4, 2.0),
+                keyword_coverage_power=(0.0, 1.0),
+                keyword_gate=(True, False),
+            ),
+            _service,
+        ),
+        Family(
+            "scores-floored",
+            _grid(
+                TODAYS_RULES,
+                fusion=("scores",),
+                score_dense_weight=(0.3, 0.5, 0.7),
+                keyword_coverage_power=(1.0,),
+                keyword_gate=(True,),
+                score_dense_spread=(0.05, 0.08, 0.12, 0.2),
+                score_keyword_spread=(1.0, 2.0, 3.0, 5.0, 8.0),
+            ),
+            _service,
+        ),
+        Family(
+            "scores-capped",
+            _grid(
+                fusion=("scores",),
+                score_dense_weight=(0.5, 0.7, 1.0, 1.4),
+                keyword_coverage_power=(1.0,),
+                keyword_gate=(True,),
+                climb_dense_depth=(3, 10, 30),
+                climb_floor=(1, 2),
+            ),
+            _service,
+        ),
+    ]
 )

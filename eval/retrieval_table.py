@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from app.config import load_settings
+from app.config import FusionMethod, load_settings
 from app.container import Container
 from app.providers.embeddings import use_embedder
 from app.providers.types import Embedder
@@ -73,6 +73,8 @@ class Variant:
     centred: bool = True
     keyword_gate: bool = False
     baseline: str | None = None
+    # The fusion method (RAG_FUSION); None: the settings' own.
+    fusion: FusionMethod | None = None
 
 
 VARIANTS: dict[str, Variant] = {
@@ -84,6 +86,8 @@ VARIANTS: dict[str, Variant] = {
     "hybrid-gated": Variant("hybrid", keyword_gate=True),
     "hybrid-gated-uncentred": Variant("hybrid", centred=False, keyword_gate=True),
     "plain-rrf": Variant("hybrid", centred=False, baseline=PLAIN_RRF),
+    "rrf-gated-uncentred": Variant("hybrid", centred=False, keyword_gate=True, fusion="rrf"),
+    "scores-gated-uncentred": Variant("hybrid", centred=False, keyword_gate=True, fusion="scores"),
 }
 
 
@@ -171,9 +175,13 @@ class Searchers:
         return use_embedder(settings.embedding_threads, settings.embedding_batch_size, centred)
 
     @cache  # noqa: B019
-    def retriever(self, centred: bool, keyword_gate: bool) -> HybridRetriever:
+    def retriever(
+        self, centred: bool, keyword_gate: bool, fusion: FusionMethod | None = None
+    ) -> HybridRetriever:
         base = self.container.retriever
         config = replace(base.config, keyword_gate=keyword_gate, centred_questions=centred)
+        if fusion is not None:
+            config = replace(config, fusion=fusion)
         return HybridRetriever(
             self.embedder(centred), base.store, base.keyword_index, config, base.reranker
         )
@@ -183,7 +191,7 @@ class Searchers:
         if variant.baseline is not None:
             mode = variant.baseline
             return lambda tenant, q: ranked_chunk_documents(self.container, tenant, q, mode)
-        retriever = self.retriever(variant.centred, variant.keyword_gate)
+        retriever = self.retriever(variant.centred, variant.keyword_gate, variant.fusion)
         return lambda tenant, q: ranked_chunk_documents(
             self.container, tenant, q, variant.mode, retriever
         )

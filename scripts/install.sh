@@ -74,6 +74,7 @@ if [ "$extra" = "dev" ]; then
   # natural-question sets (eval/manual_questions.py) those, the gnuplot manual (gnuplot-doc) and
   # the wider development set's manuals (debian-reference-en ... fonts-hosny-amiri);
   # the monitoring tests start a real Prometheus and check the alert rules with its promtool; the
+  # single sign-on tests start a real OpenID provider (Glewlwyd); the
   # OCR tests draw shaped Arabic scans with Pillow, which needs libraqm.
   # Installed here when missing and allowed (root with apt); otherwise those tests fail and say
   # how to install them, unless RAG_TEST_ALLOW_SKIP_SERVICES=1.
@@ -91,16 +92,17 @@ if [ "$extra" = "dev" ]; then
   if ! command -v chromium >/dev/null 2>&1 || [ ! -x /usr/sbin/nginx ] \
     || [ ! -f /usr/share/R/doc/manual/R-intro.pdf ] || [ ! -f /usr/share/doc/gnuplot/gnuplot.pdf ] \
     || [ "$wide_manuals_missing" = 1 ] \
-    || ! command -v prometheus >/dev/null 2>&1 || ! ldconfig -p | grep -q 'libraqm\.so\.0'; then
+    || ! command -v prometheus >/dev/null 2>&1 || ! ldconfig -p | grep -q 'libraqm\.so\.0' \
+    || [ ! -x /usr/bin/glewlwyd ]; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
       apt-get update -qq
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
         chromium chromium-driver fonts-dejavu-core libraqm0 nginx-light r-doc-pdf gnuplot-doc \
         debian-reference-en freedombox-doc-en libdbi-doc xfig-doc mrbayes-doc gutenprint-doc \
         auto-multiple-choice-doc-pdf debmake-doc nauty-doc fonts-hosny-amiri \
-        prometheus >/dev/null
+        prometheus glewlwyd >/dev/null
     else
-      echo "note: the browser, gateway and contents-case tests need: apt-get install chromium libraqm0 nginx-light r-doc-pdf gnuplot-doc prometheus" >&2
+      echo "note: the browser, gateway, single sign-on and contents-case tests need: apt-get install chromium libraqm0 nginx-light r-doc-pdf gnuplot-doc prometheus glewlwyd" >&2
       echo "note: the wide manual set needs: apt-get install debian-reference-en freedombox-doc-en libdbi-doc xfig-doc mrbayes-doc gutenprint-doc auto-multiple-choice-doc-pdf debmake-doc nauty-doc fonts-hosny-amiri" >&2
     fi
   fi

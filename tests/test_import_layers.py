@@ -30,6 +30,7 @@ LAYERS += ("app.text",)
 FOUNDATION = ("app.config", "app.settings_docs", "app.errors", "app.domain", "app.request_limits")
 FOUNDATION += ("app.timing", "app.answer_shape", "app.security", "app.observability")
 FOUNDATION += ("app.child_process", "app.metrics", "app.tracing", "app.memory")
+FOUNDATION += ("app.ranking_metrics",)
 
 # module or package -> what it must never import (the most specific entry applies), at module
 # level, in a function or under TYPE_CHECKING (a type-only import still couples the layers).

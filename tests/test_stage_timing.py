@@ -67,7 +67,7 @@ def _answer(container: Container, question: str, k: int | None) -> AnsweredQuest
     deps = container.answer_deps
     found = answer_service.lookup(deps, TENANT, question, k)
     if found.cached is not None:
-        return answer_service.cached_answer(found)
+        return answer_service.cached_answer(deps, found)
     return answer_service.generate_answer(deps, found)
 
 
@@ -119,7 +119,11 @@ def test_search_stages_cover_the_work_of_a_search(
     principal = Identity("user-1", TENANT, "someone", "reader")
     for question in QUESTIONS:
         body = search_route(
-            SearchIn(query=question), principal, container.retriever, container.request_limits
+            SearchIn(query=question),
+            principal,
+            container.retriever,
+            container.request_limits,
+            container,
         )
         assert body.results
         stages = body.timings

@@ -55,6 +55,27 @@ ROUTE_ROLES: dict[tuple[str, str], Role] = {
     ("PATCH", "/users/{user_id}"): "admin",
     ("DELETE", "/users/{user_id}"): "admin",
     ("GET", "/audit"): "admin",
+    # answer quality: the answer record, feedback (a person's own answers), evaluation
+    ("GET", "/answers"): "reader",  # an admin's all=true: checked by the service
+    ("GET", "/answers/{answer_id}"): "reader",
+    ("POST", "/answers/{answer_id}/feedback"): "reader",
+    ("GET", "/answers/{answer_id}/feedback"): "reader",
+    ("GET", "/answers/export"): "admin",
+    ("DELETE", "/answers"): "admin",
+    ("GET", "/feedback"): "admin",
+    ("POST", "/evaluations/sets"): "member",
+    ("POST", "/evaluations/sets/upload"): "member",
+    ("POST", "/evaluations/sets/from-feedback"): "admin",  # feedback is the admins' to read
+    ("GET", "/evaluations/sets"): "member",
+    ("GET", "/evaluations/sets/{set_id}"): "member",
+    ("DELETE", "/evaluations/sets/{set_id}"): "member",
+    ("POST", "/evaluations/runs"): "member",
+    ("GET", "/evaluations/runs"): "member",
+    ("GET", "/evaluations/runs/{run_id}"): "member",
+    ("GET", "/evaluations/runs/{run_id}/compare"): "member",
+    ("PUT", "/sso"): "admin",
+    ("GET", "/sso"): "admin",
+    ("DELETE", "/sso"): "admin",
     ("POST", "/webhooks"): "admin",
     ("GET", "/webhooks"): "admin",
     ("GET", "/webhooks/{webhook_id}"): "admin",
@@ -86,6 +107,11 @@ PUBLIC: frozenset[tuple[str, str]] = frozenset(
         ("GET", "/ready"),
         ("GET", "/metrics"),  # its own bearer token, RAG_METRICS_TOKEN (or 404)
         ("POST", "/auth/token"),
+        # single sign-on: the sign-in page's offer, the Authorization Code flow, the exchange
+        ("GET", "/auth/sso/options"),
+        ("GET", "/auth/sso/{tenant}/start"),
+        ("GET", "/auth/sso/callback"),
+        ("POST", "/auth/sso/exchange"),
         # the web app and the API documentation (the pages hold no tenant data)
         ("GET", "/"),
         ("GET", "/docs"),

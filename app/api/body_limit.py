@@ -19,6 +19,9 @@ from app.api.upload import too_large, upload_body_cap
 from app.config import Settings
 
 UPLOAD_ROUTE = ("POST", "/documents")
+# An evaluation set of up to 1,000 questions, as JSON or an uploaded JSONL / CSV file.
+EVALUATION_SET_ROUTES = (("POST", "/evaluations/sets"), ("POST", "/evaluations/sets/upload"))
+EVALUATION_SET_BYTES = 4 * 1024 * 1024
 
 
 class BodyTooLarge(Exception):
@@ -55,6 +58,8 @@ class BodySizeLimit:
         if (scope["method"], route_path(scope)) == UPLOAD_ROUTE:
             return upload_body_cap(self.max_upload_bytes), too_large(self.max_upload_bytes).message
         cap = self.max_body_bytes
+        if (scope["method"], route_path(scope)) in EVALUATION_SET_ROUTES:
+            cap = max(cap, EVALUATION_SET_BYTES)
         return cap, f"the request body is larger than the limit of {cap} bytes"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

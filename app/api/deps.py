@@ -12,6 +12,8 @@ from app.api.errors import ApiError
 from app.config import Settings
 from app.container import Container
 from app.errors import AuthenticationFailed
+from app.job_runners.evaluation import EvaluationRunner
+from app.jobs.evaluation_runs import EvaluationRunStore
 from app.request_limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING, RequestLimits
 from app.retrieval.hybrid import HybridRetriever
 from app.retrieval.scope import SearchScope
@@ -24,14 +26,19 @@ from app.services.blocks.answer_lane import AnswerLane
 from app.services.blocks.page_lane import PageLane
 from app.services.collection_access import CollectionAccess
 from app.services.conversations import ConversationDeps, FollowUpDeps
+from app.services.evaluation_runs import RunDeps
+from app.services.evaluation_sets import SetDeps
+from app.services.feedback import FeedbackDeps
 from app.services.indexing import DocumentDeps
 from app.services.login import LoginGuard
 from app.services.pages import PageDeps
 from app.services.search_scope import request_scope
+from app.services.sso.signin import SingleSignOn
 from app.services.stats import StatsDeps
 from app.services.uploads import UploadDeps
 from app.services.users import UserService
 from app.services.webhooks import WebhookDeps
+from app.storage.answer_records import AnswerRecordStore
 from app.storage.conversations import ConversationStore
 from app.storage.rate_limit import retry_after_header
 
@@ -131,6 +138,10 @@ def _token_codec(container: ContainerDep) -> TokenCodec:
     return container.token_codec
 
 
+def _single_sign_on(container: ContainerDep) -> SingleSignOn:
+    return container.single_sign_on
+
+
 def _webhook_deps(container: ContainerDep) -> WebhookDeps:
     return container.webhook_deps
 
@@ -141,6 +152,30 @@ def _readiness_checks(container: ContainerDep) -> dict[str, Callable[[], bool]]:
 
 def _ocr_problem(container: ContainerDep) -> str | None:
     return container.ocr_problem
+
+
+def _feedback_deps(container: ContainerDep) -> FeedbackDeps:
+    return container.feedback_deps
+
+
+def _answer_records(container: ContainerDep) -> AnswerRecordStore:
+    return container.answer_log.store
+
+
+def _evaluation_set_deps(container: ContainerDep) -> SetDeps:
+    return container.evaluation_set_deps
+
+
+def _evaluation_run_deps(container: ContainerDep) -> RunDeps:
+    return container.evaluation_run_deps
+
+
+def _evaluation_runs(container: ContainerDep) -> EvaluationRunStore:
+    return container.evaluation_runs
+
+
+def _evaluation_runner(container: ContainerDep) -> EvaluationRunner:
+    return container.evaluation_runner
 
 
 SettingsDep = Annotated[Settings, Depends(_settings)]
@@ -163,8 +198,15 @@ Webhooks = Annotated[WebhookDeps, Depends(_webhook_deps)]
 AuthenticatorDep = Annotated[Authenticator, Depends(_authenticator)]
 LoginGuardDep = Annotated[LoginGuard, Depends(_login_guard)]
 TokenCodecDep = Annotated[TokenCodec, Depends(_token_codec)]
+SingleSignOnDep = Annotated[SingleSignOn, Depends(_single_sign_on)]
 ReadinessChecks = Annotated[dict[str, Callable[[], bool]], Depends(_readiness_checks)]
 OcrProblem = Annotated[str | None, Depends(_ocr_problem)]
+Feedback = Annotated[FeedbackDeps, Depends(_feedback_deps)]
+AnswerRecords = Annotated[AnswerRecordStore, Depends(_answer_records)]
+EvaluationSets = Annotated[SetDeps, Depends(_evaluation_set_deps)]
+EvaluationRunning = Annotated[RunDeps, Depends(_evaluation_run_deps)]
+EvaluationRuns = Annotated[EvaluationRunStore, Depends(_evaluation_runs)]
+EvaluationRunnerDep = Annotated[EvaluationRunner, Depends(_evaluation_runner)]
 
 
 def get_principal(

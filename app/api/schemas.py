@@ -169,6 +169,12 @@ class SearchIn(ScopeFields):
         "`document`: the k best documents, each as its best passage, with `other_chunks` and "
         "`other_pages` saying what else of it ranked (docs/api.md, Search by document).",
     )
+    explain: bool = Field(
+        default=False,
+        description="the retrieval test bench: each result's keyword and dense rank and score, "
+        "fused rank, the rules that moved it and the matched terms; the fusion's weights and the "
+        "relevance gate's values in `explain` (docs/api.md, Explain a search).",
+    )
 
 
 class SearchResultOut(BaseModel):
@@ -199,12 +205,23 @@ class SearchResultOut(BaseModel):
         description="with `group=document`: the pages of those passages, each once, best "
         "first (this result's own page left out); null with `group=chunk`",
     )
+    explain: dict[str, Any] | None = Field(
+        default=None,
+        description="with `explain: true`: keyword_rank/score, dense_rank/score, fused_rank/"
+        "score, rerank_score, rules (exact_match, heading_promoted, page_role_demoted:<role>, "
+        "relevance_gate) and matched_terms",
+    )
 
 
 class SearchOut(BaseModel):
     group: Grouping
     results: list[SearchResultOut]
     relevant: bool
+    explain: dict[str, Any] | None = Field(
+        default=None,
+        description="with `explain: true`: `fusion` (mode, weights, rrf_k, rules), `gate` "
+        "(relevant, reason, threshold, best_similarity) and `exact_terms`",
+    )
     timings: dict[str, float]
     total_ms: float
 
@@ -234,6 +251,9 @@ class QueryOut(BaseModel):
     cache: Literal["hit", "miss"]
     timings: dict[str, float]
     total_ms: float
+    answer_id: str = Field(
+        default="", description="this answer's id: rate it with POST /answers/{answer_id}/feedback"
+    )
 
 
 class QuotaOut(BaseModel):

@@ -1,9 +1,10 @@
 """One typed Settings object, read from `RAG_*` environment variables and `.env`.
 
 Its fields are declared by concern, one module each (`service`, `ingestion`, `embeddings`, `web`,
-`retrieval`, `generation`, `storage`, `auth`, `monitoring`), and combined here by inheritance into
-the one flat `Settings`: every field is still `settings.x`, read from `RAG_X`. What relates
-settings of several concerns (checks across them, values built from several) lives here.
+`retrieval`, `generation`, `storage`, `auth`, `sso`, `monitoring`), and combined here by
+inheritance into the one flat `Settings`: every field is still `settings.x`, read from `RAG_X`.
+What relates settings of several concerns (checks across them, values built from several) lives
+here.
 
 Factories read it; leaf code receives plain values. `load_settings()` turns validation errors
 into one message that names the offending environment variable.
@@ -22,8 +23,14 @@ from app.config.fields import ENV_PREFIX, GROUPS, Group, setting
 from app.config.generation import LLM_PROVIDERS, GenerationSettings
 from app.config.ingestion import IngestionSettings, SectionPathArms
 from app.config.monitoring import MonitoringSettings
-from app.config.retrieval import RerankerProvider, RetrievalSettings, VectorBackend
+from app.config.retrieval import (
+    FusionMethod,
+    RerankerProvider,
+    RetrievalSettings,
+    VectorBackend,
+)
 from app.config.service import ServiceSettings
+from app.config.sso import SsoSettings
 from app.config.storage import CacheBackend, JobBackend, StorageSettings
 from app.config.web import WebSettings
 from app.errors import ConfigurationError
@@ -37,6 +44,7 @@ __all__ = [
     "LLM_PROVIDERS",
     "SERVICE_VERSION",
     "CacheBackend",
+    "FusionMethod",
     "Group",
     "JobBackend",
     "RerankerProvider",
@@ -56,6 +64,7 @@ SERVICE_VERSION = "0.1.0"
 # The generated files list each block's settings in the order they are declared in their module.
 class Settings(
     MonitoringSettings,
+    SsoSettings,
     AuthSettings,
     StorageSettings,
     GenerationSettings,

@@ -107,6 +107,17 @@ class GenerationSettings(BaseModel):
         ge=0,
         le=1,
     )
+    answer_log_days: int = setting(
+        30,
+        group="answers",
+        unit="days",
+        description="How long the answer record keeps each answer's question, cited and "
+        "retrieved documents, timings and model (tenant admins export and delete it; feedback "
+        "shows the question while it is kept). 0: no question is stored, only the ids that "
+        "let a person rate their own answer.",
+        ge=0,
+        le=3650,
+    )
     answer_max_concurrent: int = setting(
         1,
         group="answers",

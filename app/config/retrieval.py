@@ -13,6 +13,8 @@ from app.request_limits import K_CEILING
 
 RerankerProvider = Literal["none", "cross-encoder"]
 VectorBackend = Literal["chroma", "chroma-http"]
+# How the retriever fuses its two arms (app/retrieval/hybrid.py).
+FusionMethod = Literal["rrf", "scores"]
 
 
 class RetrievalSettings(BaseModel):
@@ -63,7 +65,8 @@ class RetrievalSettings(BaseModel):
     rrf_k: int = setting(
         5,
         group="retrieval",
-        description="The fusion's RRF constant (tuned on the eval data: 5 beat 60 on every set).",
+        description="The fusion's RRF constant (tuned on the eval data: 5 beat 60 on every set); "
+        "used by RAG_FUSION=rrf and for cross-script questions.",
         gt=0,
     )
     dense_weight: float = setting(
@@ -75,6 +78,38 @@ class RetrievalSettings(BaseModel):
     )
     keyword_weight: float = setting(
         1.0, group="retrieval", description="The keyword arm's fusion weight.", ge=0
+    )
+    fusion: FusionMethod = setting(
+        "rrf",
+        group="retrieval",
+        description="How the two arms are fused: scores (each arm's scores standardised over its "
+        "own candidates, weighted RAG_SCORE_DENSE_WEIGHT and RAG_KEYWORD_WEIGHT, so an arm whose "
+        "best candidates stand out counts for more on that query; cross-script questions are "
+        "still fused by rank) or rrf (Reciprocal Rank Fusion with RAG_RRF_K and "
+        "RAG_DENSE_WEIGHT). scores has the better leave-one-manual-out mean but loses 0.024 MRR on "
+        "one manual, over the 0.02 any change may lose, so rrf stays the default "
+        "(docs/evaluation.md).",
+    )
+    score_dense_weight: float = setting(
+        0.5,
+        group="retrieval",
+        description="The dense arm's weight when RAG_FUSION=scores (the keyword arm's is "
+        "RAG_KEYWORD_WEIGHT).",
+        ge=0,
+    )
+    score_dense_spread: float = setting(
+        0.08,
+        group="retrieval",
+        description="RAG_FUSION=scores: the least spread (standard deviation, in similarity "
+        "units) the dense scores of a query are divided by, so a flat list, every passage about "
+        "as close, is not stretched as if its first ones stood out. Tuned for the use embedder.",
+        ge=0,
+    )
+    score_keyword_spread: float = setting(
+        2.0,
+        group="retrieval",
+        description="RAG_FUSION=scores: the same floor for the BM25 scores.",
+        ge=0,
     )
     keyword_coverage_power: float = setting(
         1.0,

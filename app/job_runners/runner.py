@@ -101,21 +101,31 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
     def progress_of(job: JobRecord) -> Callable[[int, int, str], None]:
         def progress(done: int, total: int, stage: str) -> None:
             turn.check()  # past the job's deadline: stop here (the parse child with it)
-            # In a batch "parsed" is followed at once by every job's "embedding" in one write.
-            if alone or stage != "parsed":
+            # "parsed" is followed at once by the job's "embedding" (0 of its chunks): only
+            # that one is written.
+            if stage != "parsed":
                 store.update_progress(job.job_id, done, total, stage)
 
         return progress
 
     def embedding(reports: list[FileProgress]) -> None:
         turn.check()  # before each embedding call
+        if reports[-1].file == len(jobs) - 1 and all(r.done == r.total for r in reports):
+            return  # every file embedded: the jobs' ends are recorded moments later instead
+        assert indexing is not None
+        if all(r.done == 0 for r in reports) and (
+            sum(r.total for r in reports) <= indexing.pipeline.batch_size
+        ):
+            return  # embedded in one call: the next news is the jobs' ends
         store.update_progress_many(
             [JobProgress(jobs[r.file].job_id, r.done, r.total, "embedding") for r in reports]
         )
 
+    indexing: DocumentDeps | None = None
     try:
+        indexing = deps.indexing()  # a server down here fails (or retries) every job of the batch
         outcomes: list[IndexOutcome] = index_documents(
-            deps.indexing(),  # a server down here fails (or retries) every job of the batch
+            indexing,
             tenant_id=tenant,
             requests=[
                 IndexRequest(
@@ -127,8 +137,7 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
                 for job in jobs
             ],
             must_exist=True,
-            # A burst of uploads rebuilds the tenant's keyword index once, after its last batch.
-            refresh_keywords=lambda: not store.has_queued(tenant),
+            refresh_keywords=lambda: False,  # once the jobs are recorded (below)
             embedding_progress=embedding,
         )
     except Exception as exc:  # the collaborators could not be built
@@ -146,6 +155,8 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
         _finish(deps, done, time.perf_counter() - started if alone else None)
     except Exception as exc:  # not recorded: each of them fails (or is retried) instead
         failures.update((job.job_id, exc) for job, _ in done)
+    if indexing is not None and done:
+        _refresh_keywords(indexing, store, tenant)
     retried = []
     for job in jobs:
         failure = failures.get(job.job_id)
@@ -158,6 +169,23 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
         elif alone:
             metrics.job_duration(time.perf_counter() - started)
     return retried
+
+
+def _refresh_keywords(indexing: DocumentDeps, store: JobStore, tenant: str) -> None:
+    """Bring the tenant's keyword index up to date after its jobs were recorded done, unless
+    another of its jobs is queued or running: the last batch of a burst does it, once. Never
+    raises (a query finds the index stale and brings it up to date itself).
+
+    The jobs' ends come first, so a client waiting on them is not kept waiting for the index:
+    queries check the index is current, so one that comes right after still finds the new
+    documents. Checking after the commit makes sure some batch refreshes: of two batches
+    ending at once, the later check sees the other one ended.
+    """
+    try:
+        if not store.has_unfinished(tenant):
+            indexing.refresh_keywords(tenant)
+    except Exception:
+        log.exception("keyword index refresh after indexing failed; the next query rebuilds it")
 
 
 def _turn(deps: IngestDeps, tenant: str) -> ParseTurn:

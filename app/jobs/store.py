@@ -40,6 +40,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
 from app.errors import QuotaExceeded
+from app.jobs.endings import JobEndings
 from app.jobs.scheduling import RETRYING, fair_tenant, next_batch
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
@@ -168,6 +169,8 @@ class JobStore:
 
     def __init__(self, database: Database) -> None:
         self._db = database
+        # Rung after a job's end commits, for clients waiting on it in this process.
+        self.endings = JobEndings()
 
     def reserve(self, tenant_id: str, active_limit: int) -> str:
         """Hold one of the tenant's job slots for an upload about to be received; its id.
@@ -445,11 +448,15 @@ class JobStore:
                     status="done",
                     chunks_indexed=job.chunks_indexed,
                     pages=job.pages,
+                    # Every chunk embedded, whatever progress was last written.
+                    progress_done=job.chunks_indexed,
+                    progress_total=job.chunks_indexed,
                     progress_stage="done",
                     error_code=None,
                     error=None,
                     warnings=json.dumps(list(warnings), ensure_ascii=False) if warnings else None,
                 )
+        self.endings.ended(job.job_id for job in done)
 
     def mark_failed(self, job_id: str, error: str, code: str = "ingestion_failed") -> None:
         """Finish a job with a stable code and a message (shown to users only for codes of
@@ -463,6 +470,7 @@ class JobStore:
                 progress_stage="failed",
                 **_job_error(code, detail),
             )
+        self.endings.ended([job_id])
 
     def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:
         """Touch a processing job (at `now`, default the current time) so `requeue_stale` leaves
@@ -519,12 +527,12 @@ class JobStore:
             )
             return waiting is not None
 
-    def has_queued(self, tenant_id: str) -> bool:
-        """Whether the tenant has a job waiting to be claimed."""
+    def has_unfinished(self, tenant_id: str) -> bool:
+        """Whether the tenant has a job queued or processing."""
         with self._db.session() as session:
             waiting = session.scalar(
                 select(JobRow.job_id)
-                .where(JobRow.tenant_id == tenant_id, JobRow.status == "queued")
+                .where(JobRow.tenant_id == tenant_id, JobRow.status.in_(("queued", "processing")))
                 .limit(1)
             )
             return waiting is not None
@@ -633,8 +641,11 @@ def _check_storage_quota(
     session: Session, tenant_id: str, document_id: str, size_bytes: int, quota: StorageQuota
 ) -> None:
     """Raise QuotaExceeded if storing this upload (new or replacing) passes a quota."""
-    others = stored_usage(session, tenant_id, except_document=document_id)
-    replaces = stored_usage(session, tenant_id).documents > others.documents
+    # One pass over the tenant's documents, then the replaced one's own row by its key.
+    others = stored_usage(session, tenant_id)
+    replaced = stored_usage(session, tenant_id, only_document=document_id)
+    others = others.without(replaced)
+    replaces = replaced.documents > 0
     if not replaces and others.documents + 1 > quota.documents:
         raise QuotaExceeded(
             "documents",

@@ -78,10 +78,16 @@ class IngestWorkerPool:
         while not self._stop.is_set():
             seen = self._arrivals  # what was queued before this claim, it takes (up to a batch)
             try:
-                batch = self._jobs.claim_batch(
-                    settings.max_running_jobs_per_tenant,
-                    max_jobs=settings.ingest_batch_jobs,
-                    max_bytes=settings.ingest_batch_bytes,
+                # A read first: a claim is a write (SQLite's one write lock, which the uploads
+                # need too), and after a batch there is often nothing left to claim.
+                batch = (
+                    self._jobs.claim_batch(
+                        settings.max_running_jobs_per_tenant,
+                        max_jobs=settings.ingest_batch_jobs,
+                        max_bytes=settings.ingest_batch_bytes,
+                    )
+                    if self._jobs.has_claimable()
+                    else []
                 )
             except Exception:
                 log.exception("could not claim a job")

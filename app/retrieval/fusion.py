@@ -29,3 +29,61 @@ def reciprocal_rank_fusion(
             best_rank[item] = min(best_rank.get(item, rank), rank)
     ordered = sorted(scores, key=lambda item: (-scores[item], best_rank[item], item))
     return [(item, scores[item]) for item in ordered]
+
+
+def standardised_score_fusion(
+    arms: Sequence[Sequence[tuple[str, float]]],
+    weights: Sequence[float],
+    spread_floors: Sequence[float] | None = None,
+) -> list[tuple[str, float]]:
+    """Fuse scored id lists by their standardised scores: score(id) = sum of weight * z, where
+    z = (score - mean) / standard deviation over that arm's own list; an id an arm did not
+    return takes that arm's lowest z. Best first.
+
+    Per query, an arm whose first candidates stand far above the rest of its list (a rare word
+    matched in a few chunks, a passage much closer than the others) counts for more than an arm
+    whose list is flat, which rank fusion cannot see. `spread_floors` (one per arm, in the arm's
+    own score units): the standard deviation an arm's scores are divided by is at least this, so
+    a nearly flat list (every passage about as close) is not stretched as if its first
+    candidates stood out. An arm of weight 0, or with fewer than two distinct scores, adds
+    nothing (its ids are still ranked, by the other arms). Ties break on the best single rank an
+    id reached, then on the id.
+    """
+    if len(arms) != len(weights):
+        raise ValueError("one weight per arm is required")
+    floors = list(spread_floors) if spread_floors is not None else [0.0] * len(arms)
+    if len(floors) != len(arms):
+        raise ValueError("one spread floor per arm is required")
+    ids: dict[str, None] = {}
+    best_rank: dict[str, int] = {}
+    for arm in arms:
+        for rank, (item, _) in enumerate(arm, start=1):
+            ids.setdefault(item, None)
+            best_rank[item] = min(best_rank.get(item, rank), rank)
+    scores = dict.fromkeys(ids, 0.0)
+    for arm, weight, floor_spread in zip(arms, weights, floors, strict=True):
+        z = _standardised(arm, floor_spread)
+        if weight <= 0 or not z:
+            continue
+        floor = min(z.values())
+        for item in scores:
+            scores[item] += weight * z.get(item, floor)
+    ordered = sorted(scores, key=lambda item: (-scores[item], best_rank[item], item))
+    return [(item, scores[item]) for item in ordered]
+
+
+def _standardised(arm: Sequence[tuple[str, float]], floor: float = 0.0) -> dict[str, float]:
+    """Each id's z-score within its arm (the first score of a duplicate id), the deviation taken
+    as at least `floor`; {} when the arm has fewer than two distinct scores."""
+    first: dict[str, float] = {}
+    for item, score in arm:
+        first.setdefault(item, float(score))
+    values = list(first.values())
+    if len(values) < 2:
+        return {}
+    mean = sum(values) / len(values)
+    spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    if spread <= 0:
+        return {}
+    spread = max(spread, floor)
+    return {item: (v - mean) / spread for item, v in first.items()}

@@ -1,4 +1,5 @@
-"""Hybrid retrieval: dense + BM25 fused by RRF, exact matches pinned, optional cross-encoder.
+"""Hybrid retrieval: dense + BM25 fused (by rank or by standardised score), exact matches
+pinned, optional cross-encoder.
 
 `search(tenant, query, k, mode)` is the one entry point. Modes let the eval harness compare
 configurations on the same objects: "dense", "keyword", "hybrid", "rerank" (hybrid + reranker).
@@ -21,11 +22,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Literal, get_args
 
+from app.config import FusionMethod
 from app.domain import Chunk, RetrievalResult, SearchHit
 from app.retrieval.evidence import specific_evidence_chunks
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
 from app.retrieval.function_words import content_tokens, matches_content_word
-from app.retrieval.fusion import reciprocal_rank_fusion
+from app.retrieval.fusion import reciprocal_rank_fusion, standardised_score_fusion
 from app.retrieval.gate import judge, threshold_for
 from app.retrieval.grouping import (
     GROUPINGS,
@@ -101,6 +103,18 @@ class RetrieverConfig:
     # A search scope of at most this many chunks is searched exactly by the dense arm (every
     # vector of the scope compared), above it through the index's metadata filter.
     exact_scope_chunks: int = 20_000
+    # "rrf": weighted Reciprocal Rank Fusion (rrf_k, dense_weight, keyword_weight); "scores":
+    # each arm's scores standardised over its own list and summed with score_dense_weight and
+    # keyword_weight (cross-script questions still by rank). The per-query keyword weight
+    # (coverage, gate, specific evidence) applies to both.
+    fusion: FusionMethod = "rrf"
+    score_dense_weight: float = 1.0
+    # The least standard deviation each arm's scores are divided by under "scores" (dense: in
+    # similarity units, keyword: in BM25 units), so a flat list is not stretched.
+    score_dense_spread: float = 0.0
+    score_keyword_spread: float = 0.0
+    # Chunks holding an exact match of a quoted phrase or code-like term go first (`pinned`).
+    pin_exact_matches: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrieverConfig:
@@ -125,6 +139,10 @@ class RetrieverConfig:
             and settings.use_question_centring,
             page_role_shift=settings.page_role_shift,
             exact_scope_chunks=settings.exact_scope_chunks,
+            fusion=settings.fusion,
+            score_dense_weight=settings.score_dense_weight,
+            score_dense_spread=settings.score_dense_spread,
+            score_keyword_spread=settings.score_keyword_spread,
         )
 
 
@@ -143,6 +161,9 @@ class Candidate:
     fused_score: float | None = None
     rerank_score: float | None = None
     exact_match: bool = False
+    # The place fusion gave it, and the rules that moved it since (explained by /search).
+    fused_rank: int | None = None
+    rules: list[str] = field(default_factory=list)
 
     def evidence(self) -> dict[str, float | int | None]:
         """The per-stage evidence as /search shows it (`stages`)."""
@@ -171,6 +192,19 @@ class Candidate:
         return float(score or 0.0)
 
 
+@dataclass(frozen=True)
+class FusionRecord:
+    """The values fusion actually used for one query, and the query-level rules that set them
+    (the explanation reads these, so it stays true to whatever the fusion does)."""
+
+    mode: str
+    dense_weight: float | None = None
+    keyword_weight: float | None = None
+    rrf_k: int | None = None
+    rules: tuple[str, ...] = ()
+    method: str = "rrf"  # "rrf" (reciprocal rank fusion) or "scores" (standardised scores)
+
+
 @dataclass
 class Recall:
     """What the arms found for one query: the input of fusion (kept whole for the tuner)."""
@@ -188,6 +222,7 @@ class Recall:
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
     query_vector: list[float] | None = None
+    fusion: FusionRecord | None = None  # what `fuse` did, for /search's explanation
 
     def candidate(self, chunk_id: str) -> Candidate:
         """The candidate for this id, created on first sight."""
@@ -201,26 +236,12 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
     """Candidate ids in fused order, exact matches first; records each fused score."""
     if mode == "dense":
         ordered = list(recall.dense_ids)
+        recall.fusion = FusionRecord(mode)
     elif mode == "keyword":
         ordered = list(recall.keyword_ids)
+        recall.fusion = FusionRecord(mode)
     else:
-        # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
-        # question over English documents matches almost nothing, and its few accidental
-        # matches must not outvote the dense arm (measured on XQuAD ar->en).
-        dense_weight, rrf_k = config.dense_weight, config.rrf_k
-        keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
-        specific = 0 < recall.specific_evidence_chunks <= config.specific_evidence_max_chunks
-        # Unless the match is specific: a number or other-script word few chunks hold is meant.
-        if specific:
-            keyword_weight = max(keyword_weight, dense_weight)
-        elif config.keyword_gate and not recall.content_match:
-            keyword_weight = 0.0
-        if recall.cross_script and config.cross_script_rrf_k > 0:
-            dense_weight, rrf_k = config.cross_script_dense_weight, config.cross_script_rrf_k
-            keyword_weight = config.keyword_weight
-        fused = reciprocal_rank_fusion(
-            [recall.dense_ids, recall.keyword_ids], [dense_weight, keyword_weight], rrf_k
-        )
+        fused = _fused(recall, config)  # records the weights and rules in recall.fusion
         for chunk_id, score in fused:
             recall.candidates[chunk_id].fused_score = score
         ordered = [cid for cid, _ in fused]
@@ -229,7 +250,58 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
         ordered += [cid for cid in recall.candidates if cid not in seen]
     # Exact matches go first (in fused order among themselves): the user meant them.
     pinned = set(recall.pinned)
-    return [i for i in ordered if i in pinned] + [i for i in ordered if i not in pinned]
+    final = [i for i in ordered if i in pinned] + [i for i in ordered if i not in pinned]
+    for rank, chunk_id in enumerate(ordered, start=1):
+        candidate = recall.candidates[chunk_id]
+        candidate.fused_rank = rank
+        if chunk_id in pinned:
+            candidate.rules.append("exact_match")
+    return final
+
+
+def _fused(recall: Recall, config: RetrieverConfig) -> list[tuple[str, float]]:
+    """Both arms fused with this query's weights (best first, with the fused score)."""
+    # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
+    # question over English documents matches almost nothing, and its few accidental
+    # matches must not outvote the dense arm (measured on XQuAD ar->en).
+    # Score fusion is for questions in the script of the tenant's text: a cross-script
+    # question's few keyword matches (names, numbers) are fused by rank, as measured on XQuAD
+    # ar->en and en->ar, where standardised scores let them outvote the dense arm.
+    scored = config.fusion == "scores" and not recall.cross_script
+    dense_weight = config.score_dense_weight if scored else config.dense_weight
+    rrf_k = config.rrf_k
+    rules: list[str] = []
+    keyword_weight = config.keyword_weight * recall.coverage**config.keyword_coverage_power
+    if keyword_weight < config.keyword_weight:
+        rules.append("keyword_coverage_scaling")
+    specific = 0 < recall.specific_evidence_chunks <= config.specific_evidence_max_chunks
+    # Unless the match is specific: a number or other-script word few chunks hold is meant.
+    if specific:
+        keyword_weight = max(keyword_weight, dense_weight)
+        rules.append("specific_evidence")
+    elif config.keyword_gate and not recall.content_match:
+        keyword_weight = 0.0
+        rules.append("keyword_gate")
+    if recall.cross_script and config.cross_script_rrf_k > 0:
+        dense_weight, rrf_k = config.cross_script_dense_weight, config.cross_script_rrf_k
+        keyword_weight = config.keyword_weight
+        rules.append("cross_script")
+    method = "scores" if scored else "rrf"
+    recall.fusion = FusionRecord(
+        "hybrid", dense_weight, keyword_weight, rrf_k if not scored else None, tuple(rules), method
+    )
+    if scored:
+        candidates = recall.candidates
+        dense = [(cid, float(candidates[cid].dense_score or 0.0)) for cid in recall.dense_ids]
+        keyword = [(cid, float(candidates[cid].keyword_score or 0.0)) for cid in recall.keyword_ids]
+        return standardised_score_fusion(
+            [dense, keyword],
+            [dense_weight, keyword_weight],
+            [config.score_dense_spread, config.score_keyword_spread],
+        )
+    return reciprocal_rank_fusion(
+        [recall.dense_ids, recall.keyword_ids], [dense_weight, keyword_weight], rrf_k
+    )
 
 
 def promote_headings(ordered: list[str], recall: Recall, query: str) -> list[str]:
@@ -244,6 +316,8 @@ def promote_headings(ordered: list[str], recall: Recall, query: str) -> list[str
     matched = [cid for cid in ordered if heading(cid)]
     if not matched:
         return ordered
+    for cid in matched:
+        recall.candidates[cid].rules.append("heading_promoted")
     moved = pinned | set(matched)
     return [c for c in ordered if c in pinned] + matched + [c for c in ordered if c not in moved]
 
@@ -261,6 +335,10 @@ def demote_page_roles(ordered: list[str], recall: Recall, shift: int) -> list[st
         demoted = chunk is not None and chunk.page_role is not None
         return (0 if cid in pinned else 1, position + (shift if demoted else 0), int(demoted))
 
+    for cid in ordered:
+        chunk = recall.candidates[cid].chunk
+        if chunk is not None and chunk.page_role is not None:
+            recall.candidates[cid].rules.append(f"page_role_demoted:{chunk.page_role}")
     return [cid for _, cid in sorted(enumerate(ordered), key=key)]
 
 
@@ -327,7 +405,18 @@ class HybridRetriever:
         decision = judge(
             recall.best_similarity, self.threshold, recall.exact_terms, has_candidates=bool(hits)
         )
-        return RetrievalResult(hits, decision.relevant, decision.reason)
+        # Plain references (no copies): /search turns them into JSON only when asked to explain.
+        explain = {
+            "fusion": recall.fusion or FusionRecord(mode),
+            "gate": {
+                "relevant": decision.relevant,
+                "reason": decision.reason,
+                "threshold": self.threshold,
+                "best_similarity": recall.best_similarity,
+            },
+            "exact_terms": recall.exact_terms,
+        }
+        return RetrievalResult(hits, decision.relevant, decision.reason, explain)
 
     def recall(
         self,
@@ -514,7 +603,8 @@ class HybridRetriever:
             self.config.exact,
         )
         recall.exact_terms = [m.term for m in exact]
-        recall.pinned = self._pinned_ids(exact, recall.keyword_ids)
+        if self.config.pin_exact_matches:
+            recall.pinned = self._pinned_ids(exact, recall.keyword_ids)
         for chunk_id in recall.pinned:
             recall.candidate(chunk_id).exact_match = True
 
@@ -571,7 +661,9 @@ class HybridRetriever:
 
     def _hit(self, cand: Candidate, mode: RetrievalMode) -> SearchHit:
         assert cand.chunk is not None
-        return SearchHit(cand.chunk, cand.score_for(mode), cand.evidence())
+        hit = SearchHit(cand.chunk, cand.score_for(mode), cand.evidence())
+        hit.fused_rank, hit.rules = cand.fused_rank, list(cand.rules)
+        return hit
 
 
 def build_retriever(

@@ -27,6 +27,7 @@ from app.request_limits import RequestLimits
 from app.retrieval.scope import EVERYTHING, SearchScope
 from app.services.blocks.admission import Caller, ConcurrencyLimiter, Slot
 from app.services.blocks.answer_lane import AnswerLane, AnswerStream, Step
+from app.services.blocks.answer_log import FinishedAnswer, new_answer_id
 from app.storage.cache import AnswerCache, CacheKey, answer_cache_key
 from app.timing import StageTimer, start_timer, timed
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from app.domain import RetrievalResult
     from app.providers.types import LLM
     from app.retrieval.hybrid import HybridRetriever
+    from app.services.blocks.answer_log import AnswerLog
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ class AnswerDeps:
     config_fingerprint: str
     limits: RequestLimits
     generation: GenerationLimits
+    answer_log: AnswerLog | None = None  # the per-tenant answer record (None: not kept)
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class AnsweredQuestion:
     cache: CacheStatus
     timings: dict[str, float]
     total_ms: float
+    answer_id: str = ""  # what feedback names (POST /answers/{answer_id}/feedback)
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,7 @@ class AnswerFinished:
     cache: CacheStatus
     timings: dict[str, float]
     total_ms: float
+    answer_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,9 @@ class Lookup:
     cached: CachedAnswer | None
     timer: StageTimer
     scope: SearchScope = EVERYTHING  # what retrieval may see (the cache key holds it)
+    user_id: str = ""
+    corpus_version: int = 0
+    answer_id: str = ""
 
 
 def lookup(
@@ -151,34 +159,66 @@ def lookup(
     question: str,
     k: int | None,
     scope: SearchScope = EVERYTHING,
+    user_id: str = "",
 ) -> Lookup:
     """Start timing, validate (InvalidInput -> 422 before any work) and consult the cache of
     answers retrieved within the same scope."""
     timer = start_timer()
     question, k = deps.limits.question(question), deps.limits.k(k)
     with timed("cache"):
+        version = deps.corpus_version(tenant_id)
         key = answer_cache_key(
             tenant_id,
             question,
             k=k,
-            corpus_version=deps.corpus_version(tenant_id),
+            corpus_version=version,
             config_fingerprint=deps.config_fingerprint,
             scope_key=scope.key,
         )
         stored = deps.cache.get(key)
     metrics.cache_request(stored is not None)
     cached = CachedAnswer.from_cache(stored) if stored is not None else None
-    return Lookup(tenant_id, question, k, key, cached, timer, scope)
+    return Lookup(
+        tenant_id, question, k, key, cached, timer, scope, user_id, version, new_answer_id()
+    )
 
 
-def _answered(answer: CachedAnswer, cache: CacheStatus, timer: StageTimer) -> AnsweredQuestion:
-    timings, total_ms = timer.rounded(), timer.total_ms()
-    return AnsweredQuestion(answer.text, answer.citations, answer.refused, cache, timings, total_ms)
+def _record(
+    deps: AnswerDeps,
+    found: Lookup,
+    answer: CachedAnswer,
+    cache: CacheStatus,
+    retrieval: RetrievalResult | None,
+) -> None:
+    """Write the answer's record (its timings as the caller sees them)."""
+    if deps.answer_log is None or not found.user_id:
+        return
+    finished = FinishedAnswer(
+        answer_id=found.answer_id,
+        tenant_id=found.tenant_id,
+        user_id=found.user_id,
+        question=found.question,
+        citations=answer.citations,
+        refused=answer.refused,
+        cache=cache,
+        timings=found.timer.rounded(),
+        total_ms=found.timer.total_ms(),
+        corpus_version=found.corpus_version,
+        retrieval=retrieval,
+    )
+    deps.answer_log.record(finished)
 
 
-def _finished(refused: bool, cache: CacheStatus, timer: StageTimer) -> AnswerFinished:
-    timings, total_ms = timer.rounded(), timer.total_ms()
-    return AnswerFinished(refused, cache, timings, total_ms)
+def _answered(answer: CachedAnswer, cache: CacheStatus, found: Lookup) -> AnsweredQuestion:
+    timings, total_ms = found.timer.rounded(), found.timer.total_ms()
+    return AnsweredQuestion(
+        answer.text, answer.citations, answer.refused, cache, timings, total_ms, found.answer_id
+    )
+
+
+def _finished(refused: bool, cache: CacheStatus, found: Lookup) -> AnswerFinished:
+    timings, total_ms = found.timer.rounded(), found.timer.total_ms()
+    return AnswerFinished(refused, cache, timings, total_ms, found.answer_id)
 
 
 def _count(found: Lookup, outcome: str) -> None:
@@ -195,12 +235,13 @@ def _outcome(refused: bool, retrieval: RetrievalResult) -> str:
     return metrics.REFUSED_BY_GATE
 
 
-def cached_answer(found: Lookup) -> AnsweredQuestion:
+def cached_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
     """The answer of a cache hit (no retrieval, no model)."""
     if found.cached is None:
         raise ValueError("cached_answer needs a cache hit")
     _count(found, metrics.CACHE_HIT)
-    return _answered(found.cached, "hit", found.timer)
+    _record(deps, found, found.cached, "hit", None)
+    return _answered(found.cached, "hit", found)
 
 
 def _store(deps: AnswerDeps, found: Lookup, answer: CachedAnswer) -> None:
@@ -229,10 +270,11 @@ def generate_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
             "prompt_tokens": result.prompt_tokens,
         },
     )
-    return _answered(answer, "miss", found.timer)
+    _record(deps, found, answer, "miss", retrieval)
+    return _answered(answer, "miss", found)
 
 
-def cached_events(found: Lookup) -> Iterator[AnswerEvent]:
+def cached_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
     """The stream of a cache hit: the whole answer as one delta, its citations, the end."""
     cached = found.cached
     if cached is None:
@@ -240,7 +282,8 @@ def cached_events(found: Lookup) -> Iterator[AnswerEvent]:
     yield TextDelta(cached.text)
     yield CitationsFound(cached.citations, cached.refused)
     _count(found, metrics.CACHE_HIT)
-    yield _finished(cached.refused, "hit", found.timer)
+    _record(deps, found, cached, "hit", None)
+    yield _finished(cached.refused, "hit", found)
 
 
 def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
@@ -263,7 +306,8 @@ def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
                     _store(deps, found, answer)
                     yield CitationsFound(answer.citations, answer.refused)
                     _count(found, _outcome(answer.refused, retrieval))
-                    yield _finished(answer.refused, "miss", found.timer)
+                    _record(deps, found, answer, "miss", retrieval)
+                    yield _finished(answer.refused, "miss", found)
         finally:
             events.close()  # a client that left: the model's own generator closes now, not at GC
     except RagError as exc:
@@ -293,7 +337,7 @@ async def _lookup(
 ) -> Lookup:
     # On the default threadpool: a few milliseconds of validation, database and cache reads.
     found: Lookup = await anyio.to_thread.run_sync(
-        context.run, lookup, deps, caller.tenant_id, question, k, scope
+        context.run, lookup, deps, caller.tenant_id, question, k, scope, caller.user_id
     )
     return found
 
@@ -320,7 +364,7 @@ async def answer(
     context = contextvars.copy_context()
     found = await _lookup(deps, context, caller, question, k, scope)
     if found.cached is not None:
-        return cached_answer(found)
+        return cached_answer(deps, found)
     slot = await _admit(lane.answers, caller, found.timer)
     try:
         result: AnsweredQuestion = await lane.run(context, generate_answer, deps, found)
@@ -344,14 +388,17 @@ async def open_stream(
         context = contextvars.copy_context()
         found = await _lookup(deps, context, caller, question, k, scope)
         if found.cached is not None:
-            return AnswerStream(cached_events(found), slots, _inline)
-        slots.append(await _admit(lane.answers, caller, found.timer))
-        events = generated_events(deps, found)  # starts on its first step
+            stream = AnswerStream(cached_events(deps, found), slots, _inline)
+        else:
+            slots.append(await _admit(lane.answers, caller, found.timer))
+            events = generated_events(deps, found)  # starts on its first step
 
-        async def on_lane(step: Step, *args: Any) -> Any:
-            return await lane.run(context, step, *args)
+            async def on_lane(step: Step, *args: Any) -> Any:
+                return await lane.run(context, step, *args)
 
-        return AnswerStream(events, slots, on_lane)
+            stream = AnswerStream(events, slots, on_lane)
+        stream.answer_id = found.answer_id
+        return stream
     except BaseException:
         for slot in slots:
             slot.release()

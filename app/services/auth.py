@@ -9,6 +9,7 @@ gone; it acts with the weaker of its own role and its user's current role.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -71,18 +72,27 @@ class Authenticator:
         keys: ApiKeyStore,
         hasher: ApiKeyHasher,
         revoked: RevokedTokens,
+        provider_tokens: Callable[[str], UserRecord] | None = None,
     ) -> None:
         self._codec = codec
         self._users = users
         self._keys = keys
         self._hasher = hasher
         self._revoked = revoked
+        # A tenant's identity provider's access tokens (single sign-on), when tenants accept
+        # them: the user such a token stands for, or AuthenticationFailed.
+        self._provider_tokens = provider_tokens
 
     def authenticate(self, credential: str) -> Identity:
         """The caller a bearer credential stands for."""
         if is_api_key(credential):
             return self._by_key(credential)
-        claims = self._codec.verify(credential)
+        try:
+            claims = self._codec.verify(credential)
+        except AuthenticationFailed:
+            if self._provider_tokens is None:
+                raise
+            return self._by_provider_token(credential)
         # One database round trip: the user row and, when the list is in the database, the
         # revocation check with it.
         in_database = self._revoked.in_database
@@ -104,6 +114,15 @@ class Authenticator:
             role=user.role,
             token_id=claims.token_id,
             token_expires_at=claims.expires_at,
+        )
+
+    def _by_provider_token(self, token: str) -> Identity:
+        user = self._provider_tokens(token) if self._provider_tokens else None
+        if user is None or not _active_in(user, user.tenant_id):
+            raise AuthenticationFailed(INVALID_TOKEN_MESSAGE)
+        # Not a session of this service: it ends when the provider's token expires.
+        return Identity(
+            user_id=user.id, tenant_id=user.tenant_id, username=user.username, role=user.role
         )
 
     def _by_key(self, key: str) -> Identity:

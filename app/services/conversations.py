@@ -231,6 +231,7 @@ def _store_turn(
     prepared: _Prepared,
     answer: str,
     citations: CitationsFound,
+    answer_id: str,
 ) -> StoredTurn:
     turn = NewTurn(
         prepared.question,
@@ -238,6 +239,7 @@ def _store_turn(
         answer,
         [asdict(citation) for citation in citations.citations],
         citations.refused,
+        answer_id or None,
     )
     ids = deps.store.add_turn(
         caller.tenant_id, caller.user_id, conversation_id, turn, deps.max_turns
@@ -268,7 +270,14 @@ async def ask(
     )
     found = CitationsFound(answered.citations, answered.refused)
     stored = await anyio.to_thread.run_sync(
-        _store_turn, deps, caller, conversation_id, prepared, answered.answer, found
+        _store_turn,
+        deps,
+        caller,
+        conversation_id,
+        prepared,
+        answered.answer,
+        found,
+        answered.answer_id,
     )
     return AnsweredTurn(answered, prepared.rewrite, stored)
 
@@ -333,6 +342,7 @@ class TurnStream:
                 self._prepared,
                 answer,
                 collected.citations,
+                finished.answer_id,
             )
         except (NotFound, QuotaExceeded) as exc:  # deleted meanwhile, or no room for this answer
             return AnswerFailed(exc.code, public_message(exc), exc.http_status)

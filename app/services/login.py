@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+PASSWORD_SIGN_IN_OFF = (
+    'this organisation signs in through its identity provider: use "Sign in with" on the '
+    "sign-in page"
+)
 TOO_MANY_ATTEMPTS = "too many login attempts; try again later"
 BUSY = "the service is checking too many logins right now; try again in a moment"
 # How long a login may wait for a free bcrypt slot: a few checks' time, not minutes.
@@ -283,9 +287,11 @@ def log_in(
     password: str,
     client: str,
     tenant: str | None = None,
+    password_allowed: Callable[[UserRecord], bool] | None = None,
 ) -> IssuedToken:
     """An access token for valid credentials; AuthenticationFailed, TenantRequired or
-    RateLimited otherwise.
+    RateLimited otherwise. `password_allowed` says whether the user's tenant still allows
+    password sign-in for them (single sign-on may turn it off but for break-glass admins).
 
     Successes and wrong credentials are in the audit log (a failure under the tenant of the
     account whose password was checked, if there is one; never the password).
@@ -297,6 +303,9 @@ def log_in(
         # that limit are not, and writing each would let a flood fill the log.
         audit.record(_failed_login(users, username, tenant, client))
         raise
+    if password_allowed is not None and not password_allowed(user):
+        audit.record(Actor(user.tenant_id, user.id, client).entry("sso.password_refused"))
+        raise AuthenticationFailed(PASSWORD_SIGN_IN_OFF)
     audit.record(Actor(user.tenant_id, user.id, client).entry("login.succeeded"))
     return codec.issue(user.id, user.tenant_id, session_version=user.session_version)
 

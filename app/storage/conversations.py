@@ -66,6 +66,7 @@ class NewTurn:
     answer: str
     citations: list[dict[str, Any]]
     refused: bool
+    answer_id: str | None = None  # the answer's id becomes its message id (one id to rate)
 
 
 @dataclass(frozen=True)
@@ -264,7 +265,7 @@ class ConversationStore:
             )
             citations_json = json.dumps(turn.citations, ensure_ascii=False)
             answer = ConversationMessageRow(
-                message_id=_new_id(),
+                message_id=turn.answer_id or _new_id(),
                 conversation_id=conversation_id,
                 tenant_id=tenant_id,
                 seq=seq + 1,

@@ -327,11 +327,24 @@ class StoredUsage:
     chunks: int
     ocr_pages: int = 0
 
+    def without(self, part: StoredUsage) -> StoredUsage:
+        """These totals less `part`'s (usage of some of the same documents)."""
+        return StoredUsage(
+            self.documents - part.documents,
+            self.stored_bytes - part.stored_bytes,
+            self.chunks - part.chunks,
+            self.ocr_pages - part.ocr_pages,
+        )
+
 
 def stored_usage(
-    session: Session, tenant_id: str, except_document: str | None = None
+    session: Session,
+    tenant_id: str,
+    except_document: str | None = None,
+    only_document: str | None = None,
 ) -> StoredUsage:
-    """The tenant's totals in `session`, leaving out `except_document` (a replaced version)."""
+    """The tenant's totals in `session`, leaving out `except_document` (a replaced version), or
+    of `only_document` alone (a lookup by key: nothing, or its one row)."""
     query = select(
         func.count(),
         func.coalesce(func.sum(DocumentRow.size_bytes), 0),
@@ -340,6 +353,8 @@ def stored_usage(
     ).where(DocumentRow.tenant_id == tenant_id)
     if except_document is not None:
         query = query.where(DocumentRow.document_id != except_document)
+    if only_document is not None:
+        query = query.where(DocumentRow.document_id == only_document)
     documents, stored_bytes, chunks, ocr_pages = session.execute(query).one()
     return StoredUsage(int(documents), int(stored_bytes), int(chunks), int(ocr_pages))
 

@@ -14,6 +14,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
+    Float,
     Integer,
     String,
     Text,
@@ -74,6 +75,9 @@ class UserRow(Base):
     disabled: Mapped[bool] = mapped_column(Boolean, server_default=false())
     # Carried in every token as `sv`; bumping it ends every session of the user at once.
     session_version: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # A break-glass admin (made with the CLI) keeps password sign-in when the tenant's single
+    # sign-on turns password sign-in off.
+    break_glass: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class ApiKeyRow(Base):
@@ -121,6 +125,62 @@ class AuditRow(Base):
     target_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # what it acted on
     client_ip: Mapped[str | None] = mapped_column(String(64), nullable=True)
     detail: Mapped[str] = mapped_column(Text, default="{}")  # JSON of small, non-secret facts
+
+
+# --- single sign-on ----------------------------------------------------------------------------
+
+
+class SsoConfigRow(Base):
+    """A tenant's identity provider: the client secret only encrypted, the rest as JSON."""
+
+    __tablename__ = "sso_configs"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(512), index=True)
+    client_id: Mapped[str] = mapped_column(String(255))
+    client_secret_encrypted: Mapped[str] = mapped_column(Text)  # Fernet token, never the secret
+    settings: Mapped[str] = mapped_column(Text)  # JSON: scopes, role and group maps, ...
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class SsoIdentityRow(Base):
+    """Which local user a provider's subject is, per tenant and issuer (`sub` is stable; a
+    name or an email address can change hands)."""
+
+    __tablename__ = "sso_identities"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "issuer", "subject", name="uq_sso_identities_subject"),
+    )
+
+    user_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    issuer: Mapped[str] = mapped_column(String(512))
+    subject: Mapped[str] = mapped_column(String(255))
+
+
+class SsoPendingRow(Base):
+    """A sign-in sent to the provider and not back yet, found by its state's hash (one use)."""
+
+    __tablename__ = "sso_pending"
+
+    state_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64))
+    nonce: Mapped[str] = mapped_column(String(128))
+    code_verifier: Mapped[str] = mapped_column(String(128))
+    redirect_uri: Mapped[str] = mapped_column(String(1024))
+    next_path: Mapped[str] = mapped_column(String(2048))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class SsoExchangeCodeRow(Base):
+    """A one-time code the web app trades for the service's own token, by its hash."""
+
+    __tablename__ = "sso_exchange_codes"
+
+    code_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[str] = mapped_column(String(40))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
 
 
 # --- collections, groups and grants -------------------------------------------------------------
@@ -384,3 +444,85 @@ class ConversationMessageRow(Base):
     # UTF-8 bytes of its text, standalone question and citations: the conversation_bytes quota
     size_bytes: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+# --- answer quality: the answer record, feedback, evaluation sets and runs ---------------------
+
+
+class AnswerRecordRow(Base):
+    """A short record of one answer: who asked, what it cited and retrieved, how long it took.
+
+    Kept RAG_ANSWER_LOG_DAYS; with 0 only the ids are kept (so feedback can still be given by
+    the person who got the answer), never the question.
+    """
+
+    __tablename__ = "answer_records"
+
+    answer_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    user_id: Mapped[str] = mapped_column(String(40), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    question: Mapped[str | None] = mapped_column(Text, nullable=True)
+    refused: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    cache: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    corpus_version: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    cited: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list
+    retrieved: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list
+    timings: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON object
+    total_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class AnswerFeedbackRow(Base):
+    """One person's judgement of one answer (changed in place when they rate it again)."""
+
+    __tablename__ = "answer_feedback"
+    __table_args__ = (UniqueConstraint("tenant_id", "answer_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    answer_id: Mapped[str] = mapped_column(String(32), index=True)
+    user_id: Mapped[str] = mapped_column(String(40))
+    rating: Mapped[str] = mapped_column(String(8))
+    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+    helpful_markers: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of ints
+    expected: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of objects
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class EvaluationSetRow(Base):
+    """A tenant's own questions with the pages that answer them."""
+
+    __tablename__ = "evaluation_sets"
+
+    set_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    items: Mapped[str] = mapped_column(Text)  # JSON list of items
+    item_count: Mapped[int] = mapped_column(Integer)
+    created_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class EvaluationRunRow(Base):
+    """One run of a set: a durable background job, then its per-item results and aggregate."""
+
+    __tablename__ = "evaluation_runs"
+
+    run_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    set_id: Mapped[str] = mapped_column(String(32), index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    answers: Mapped[bool] = mapped_column(Boolean)
+    progress_done: Mapped[int] = mapped_column(Integer, default=0)
+    progress_total: Mapped[int] = mapped_column(Integer, default=0)
+    corpus_version: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    documents: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON {id: sha256}
+    settings: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON object
+    summary: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON object
+    results: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -48,6 +48,7 @@ class UserRecord:
     role: Role = "member"
     disabled: bool = False
     session_version: int = 0
+    break_glass: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class UserChange:
     role: Role | None = None
     disabled: bool | None = None
     password_hash: str | None = None
+    break_glass: bool | None = None
 
     @property
     def ends_sessions(self) -> bool:
@@ -122,6 +124,7 @@ class UserStore:
         password_hash: str,
         role: Role | None = None,
         audit: AuditEntry | None = None,
+        break_glass: bool = False,
     ) -> UserRecord:
         """Insert a user; Conflict if the tenant has the name already, QuotaExceeded when the
         tenant has its quota of users. Without a role the tenant's first user becomes admin and
@@ -134,6 +137,7 @@ class UserStore:
             created_at=utc_now(),
             disabled=False,
             session_version=0,
+            break_glass=break_glass,
         )
         try:
             with self._db.write_session(_users_lock(tenant_id)) as session:
@@ -251,6 +255,9 @@ class UserStore:
             if change.disabled is not None and change.disabled != row.disabled:
                 detail["disabled"] = change.disabled
                 row.disabled = change.disabled
+            if change.break_glass is not None and change.break_glass != row.break_glass:
+                detail["break_glass"] = change.break_glass
+                row.break_glass = change.break_glass
             if change.password_hash is not None:
                 detail["password"] = "changed"
                 row.password_hash = change.password_hash

@@ -118,17 +118,17 @@ class ApiHarness:
         )
 
     def wait_for_job(self, user: ApiUser, job_id: str, timeout_s: float = JOB_TIMEOUT_S) -> Any:
-        """Poll /jobs/{id} until done or failed; returns the last job body."""
+        """Wait on /jobs/{id} (its long poll) until done or failed; returns the last job body."""
         deadline = time.monotonic() + timeout_s
         while True:
-            response = self.client.get(f"/jobs/{job_id}", headers=user.headers)
+            wait = max(min(5.0, deadline - time.monotonic()), 0.0)
+            response = self.client.get(f"/jobs/{job_id}?wait={wait:.2f}", headers=user.headers)
             assert response.status_code == 200, response.text
             job = response.json()
             if job["status"] in FINISHED:
                 return job
             if time.monotonic() > deadline:
                 raise AssertionError(f"job still {job['status']} after {timeout_s} s: {job}")
-            time.sleep(0.05)
 
     def upload_and_wait(self, user: ApiUser, filename: str, content: bytes) -> Any:
         """Upload a file and wait for its job to end; returns the final job body."""

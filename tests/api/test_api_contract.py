@@ -49,6 +49,23 @@ PROTECTED = [
     ("PATCH", "/users/{user_id}"),
     ("DELETE", "/users/{user_id}"),
     ("GET", "/audit"),
+    ("GET", "/answers"),
+    ("GET", "/answers/{answer_id}"),
+    ("POST", "/answers/{answer_id}/feedback"),
+    ("GET", "/answers/{answer_id}/feedback"),
+    ("GET", "/answers/export"),
+    ("DELETE", "/answers"),
+    ("GET", "/feedback"),
+    ("POST", "/evaluations/sets"),
+    ("POST", "/evaluations/sets/upload"),
+    ("POST", "/evaluations/sets/from-feedback"),
+    ("GET", "/evaluations/sets"),
+    ("GET", "/evaluations/sets/{set_id}"),
+    ("DELETE", "/evaluations/sets/{set_id}"),
+    ("POST", "/evaluations/runs"),
+    ("GET", "/evaluations/runs"),
+    ("GET", "/evaluations/runs/{run_id}"),
+    ("GET", "/evaluations/runs/{run_id}/compare"),
     ("POST", "/webhooks"),
     ("GET", "/webhooks"),
     ("GET", "/webhooks/{webhook_id}"),
@@ -102,6 +119,7 @@ def _call(api: ApiHarness, method: str, path: str, headers: dict[str, str], **id
         "collection_id": "col_x",
         "group_id": "grp_x",
     }
+    defaults |= {"answer_id": "0" * 32, "set_id": "0" * 32, "run_id": "0" * 32}
     url = path.format(page=1, **{**defaults, **ids})
     if path == "/documents" and method == "POST":
         return api.client.post(url, files={"file": ("x.txt", b"hello there")}, headers=headers)

@@ -10,17 +10,24 @@ user, key, token), so a DELETE or a sign-out cannot spoil the next.
 from __future__ import annotations
 
 import itertools
+import json
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from conftest import DEFAULT_PASSWORD, ApiHarness, ApiUser, assert_error_body
+from conftest import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 from fastapi import FastAPI
+from glewlwyd import Glewlwyd, running_glewlwyd
 from sqlalchemy import update
 
 from app.api.access import PUBLIC, ROUTE_ROLES, authorize, check_route_table, route_keys
 from app.domain import role_at_least
+from app.errors import NotFound
+from app.services.audit import Actor
+from app.services.sso.config import SsoSettingsIn
 from app.storage.audit import AuditEntry
 from app.storage.collections import Grant
 from app.storage.db import utc_now
@@ -66,6 +73,26 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("PATCH", "/users/{user_id}"): 200,
     ("DELETE", "/users/{user_id}"): 204,
     ("GET", "/audit"): 200,
+    ("GET", "/answers"): 200,
+    ("GET", "/answers/{answer_id}"): 200,
+    ("POST", "/answers/{answer_id}/feedback"): 200,
+    ("GET", "/answers/{answer_id}/feedback"): 200,
+    ("GET", "/answers/export"): 200,
+    ("DELETE", "/answers"): 200,
+    ("GET", "/feedback"): 200,
+    ("POST", "/evaluations/sets"): 201,
+    ("POST", "/evaluations/sets/upload"): 201,
+    ("POST", "/evaluations/sets/from-feedback"): 201,
+    ("GET", "/evaluations/sets"): 200,
+    ("GET", "/evaluations/sets/{set_id}"): 200,
+    ("DELETE", "/evaluations/sets/{set_id}"): 204,
+    ("POST", "/evaluations/runs"): 202,
+    ("GET", "/evaluations/runs"): 200,
+    ("GET", "/evaluations/runs/{run_id}"): 200,
+    ("GET", "/evaluations/runs/{run_id}/compare"): 200,
+    ("PUT", "/sso"): 200,
+    ("GET", "/sso"): 200,
+    ("DELETE", "/sso"): 204,
     ("POST", "/webhooks"): 201,
     ("GET", "/webhooks"): 200,
     ("GET", "/webhooks/{webhook_id}"): 200,
@@ -88,6 +115,15 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("DELETE", "/groups/{group_id}/members/{user_id}"): 204,
     ("PATCH", "/documents/{document_id}"): 200,
 }
+# Tenant B's admin naming tenant A's objects in a body (not a path): A's file is not B's
+# document (422), A's set is not B's (404); B has no feedback to make a set from (422).
+OTHER_TENANT: dict[tuple[str, str], int] = {
+    ("POST", "/evaluations/sets"): 422,
+    ("POST", "/evaluations/sets/upload"): 422,
+    ("POST", "/evaluations/sets/from-feedback"): 422,
+    ("POST", "/evaluations/runs"): 404,
+}
+EVALUATION_ITEM = {"question": "tide tables", "expected": [{"source": "tides.pdf", "page": 1}]}
 # A public address (no lookup); the webhooks listen to failures, which no call here makes.
 WEBHOOK = {"url": "http://93.184.215.14/hook", "events": ["document.failed"]}
 # What only a signed-in person may do: an API key (without the keys:manage scope, for the keys)
@@ -99,6 +135,8 @@ SIGNED_IN_ONLY = {
     ("POST", "/users"),
     ("PATCH", "/users/{user_id}"),
     ("DELETE", "/users/{user_id}"),
+    ("PUT", "/sso"),
+    ("DELETE", "/sso"),
 }
 ROLE_CALLERS = ("admin", "member", "reader", "reader-key")
 UNAUTHENTICATED = ("nobody", "signed-out-token", "revoked-key", "expired-key", "disabled-key")
@@ -114,6 +152,8 @@ class Setup:
     job_id: str
     document_id: str  # an indexed PDF of A (pages can be shown)
     bearer: dict[str, str]  # caller -> a credential that no call can spoil
+    run_id: str = ""  # a finished evaluation run of A (read, never changed)
+    issuer: str  # the OpenID provider's, for the single sign-on routes
 
     def token(self, who: str) -> str:
         """A new token of one of the users (a sign-out or password change ends only it)."""
@@ -137,7 +177,20 @@ class Setup:
 
 
 @pytest.fixture(scope="module")
-def setup(api: ApiHarness) -> Setup:
+def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Glewlwyd]:
+    """A real OpenID provider, for the single sign-on routes."""
+    with running_glewlwyd(tmp_path_factory.mktemp("glewlwyd-roles")) as glewlwyd:
+        yield glewlwyd
+
+
+@pytest.fixture(scope="module")
+def api(api_factory: ApiFactory) -> ApiHarness:
+    """The module's app; it accepts the local provider's http:// issuer."""
+    return api_factory(sso_allow_http=True)
+
+
+@pytest.fixture(scope="module")
+def setup(api: ApiHarness, provider: Glewlwyd) -> Setup:
     users = {
         "admin": api.add_user(A),  # a tenant's first user is its admin
         "member": api.add_user(A),
@@ -148,7 +201,7 @@ def setup(api: ApiHarness) -> Setup:
         users["admin"], "tides.pdf", pdf_document("Tide tables for the harbour of Wick.")
     )
     assert job["status"] == "done", job
-    setup = Setup(api, users, job["job_id"], job["document_id"], {})
+    setup = Setup(api, users, job["job_id"], job["document_id"], {}, provider.issuer)
 
     signed_out = setup.headers("member")
     assert api.client.post("/auth/logout", headers=signed_out).status_code == 204
@@ -175,7 +228,46 @@ def setup(api: ApiHarness) -> Setup:
     )
     assert off.status_code == 200 and off.json()["disabled"] is True
     setup.bearer["disabled-key"] = leavers_key["key"]
+    set_id = _evaluation_set(setup)
+    run = api.client.post(
+        "/evaluations/runs", json={"set_id": set_id}, headers=setup.headers("admin")
+    )
+    assert run.status_code == 202, run.text
+    setup.run_id = run.json()["run_id"]
+    for _ in range(600):
+        shown = api.client.get(f"/evaluations/runs/{setup.run_id}", headers=setup.headers("admin"))
+        if shown.json()["status"] == "done":
+            break
+        time.sleep(0.1)
+    assert shown.json()["status"] == "done", shown.text
     return setup
+
+
+def _evaluation_set(setup: Setup) -> str:
+    response = setup.api.client.post(
+        "/evaluations/sets",
+        json={"name": f"set {next(_fresh)}", "items": [EVALUATION_ITEM]},
+        headers=setup.headers("admin"),
+    )
+    assert response.status_code == 201, response.text
+    set_id: str = response.json()["set_id"]
+    return set_id
+
+
+def _answer(setup: Setup, who: str, rated: bool = False) -> str:
+    """A fresh answer of `who` (rated down, naming tides.pdf page 1, when `rated`)."""
+    response = setup.api.client.post(
+        "/query", json={"question": "tide tables"}, headers=setup.headers(who)
+    )
+    assert response.status_code == 200, response.text
+    answer_id: str = response.json()["answer_id"]
+    if rated:
+        body = {"rating": "down", "expected": [{"source": "tides.pdf", "page": 1}]}
+        rating = setup.api.client.post(
+            f"/answers/{answer_id}/feedback", json=body, headers=setup.headers(who)
+        )
+        assert rating.status_code == 200, rating.text
+    return answer_id
 
 
 def _credential(setup: Setup, caller: str) -> str | None:
@@ -253,6 +345,12 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         ids["key_id"] = setup.new_key(who)["key_id"]
     if "{user_id}" in path:
         ids["user_id"] = setup.api.add_user(A, login=False).user_id
+    if "{answer_id}" in path:
+        ids["answer_id"] = _answer(setup, who, rated=method == "GET")
+    if "{set_id}" in path:
+        ids["set_id"] = _evaluation_set(setup)
+    if "{run_id}" in path:
+        ids["run_id"] = setup.run_id
     if "{webhook_id}" in path:  # a fresh one to delete, else the tenant's first (20 at most)
         listed = setup.api.client.get("/webhooks", headers=setup.headers("admin")).json()
         fresh = method == "DELETE" or not listed["data"]
@@ -287,7 +385,41 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         kwargs["json"] = {"metadata": {"team": "roles"}}
     elif method == "PATCH":
         kwargs["json"] = {"role": "reader"}
+    elif path.endswith("/feedback") and method == "POST":
+        kwargs["json"] = {"rating": "up"}
+    elif path == "/evaluations/sets":
+        kwargs["json"] = {"name": "from the role table test", "items": [EVALUATION_ITEM]}
+    elif path == "/evaluations/sets/upload":
+        kwargs["params"] = {"name": "uploaded by the role table test"}
+        kwargs["content"] = json.dumps(EVALUATION_ITEM).encode()
+    elif path == "/evaluations/sets/from-feedback":
+        _answer(setup, "admin", rated=True)  # the record may have been deleted meanwhile
+        kwargs["json"] = {"name": "made from feedback"}
+    elif path == "/evaluations/runs" and method == "POST":
+        kwargs["json"] = {"set_id": _evaluation_set(setup)}
+    elif path.endswith("/compare"):
+        kwargs["params"] = {"before": setup.run_id}
+    if path == "/auth/logout":  # without a provider: the plain 204 (an end-session URL is 200)
+        for tenant in (A, B):
+            if _has_sso(setup, tenant):
+                setup.api.container.single_sign_on.remove(tenant, Actor(tenant, None, None))
+    if path == "/sso":
+        sso = {"issuer": setup.issuer, "client_id": "rag-roles", "client_secret": "roles secret"}
+        for tenant in (A, B):  # set for both: tenant B's admin acts on B's own
+            setup.api.container.single_sign_on.configure(
+                tenant, SsoSettingsIn.model_validate(sso), Actor(tenant, None, None)
+            )
+        if method == "PUT":
+            kwargs["json"] = sso
     return path.format(**ids), kwargs
+
+
+def _has_sso(setup: Setup, tenant: str) -> bool:
+    try:
+        setup.api.container.single_sign_on.describe(tenant)
+    except NotFound:
+        return False
+    return True
 
 
 def _expected(caller: str, method: str, path: str) -> int:
@@ -295,6 +427,8 @@ def _expected(caller: str, method: str, path: str) -> int:
         return 401
     if caller == "other-tenant-admin":
         # Tenant A's ids do not exist for tenant B; a route without one acts on B's own data.
+        if (method, path) in OTHER_TENANT:
+            return OTHER_TENANT[(method, path)]
         return 404 if "{" in path else SUCCESS[(method, path)]
     if (caller, method, path) == ("reader-key", "POST", "/auth/logout"):
         return 409  # a key is no session: it is revoked with DELETE /auth/keys/{key_id}
@@ -337,6 +471,7 @@ def test_each_caller_gets_what_the_role_table_says(
     expected = _expected(caller, method, path)
     if expected >= 400:
         codes = {401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict"}
+        codes[422] = "invalid_input"
         by_role = caller != "reader-key" or not role_at_least("reader", ROUTE_ROLES[(method, path)])
         if expected == 403 and not by_role:
             assert_error_body(response, 403, "api_key_not_allowed")

@@ -63,13 +63,31 @@ def _fuzz(operation: Any, mode: GenerationMode, examples: int) -> None:
         "POST /auth/password",
         "POST /users",
         "PATCH /users/{user_id}",
+        "PUT /sso",
     ):
         # Rules JSON Schema cannot express: a key is no session (409), the current password
         # must be right (401), a new password needs 12 characters and a user name its pattern,
-        # a change must change something (`{"role": null}` does not).
+        # a change must change something (`{"role": null}` does not), a provider's issuer must
+        # be an https URL whose discovery answers and its names no control characters.
         excluded.append(positive_data_acceptance)
     if operation.label == "POST /auth/logout":
         excluded.append(negative_data_rejection)  # only query parameters, ignored if unknown
+    if operation.label in (
+        "POST /answers/{answer_id}/feedback",
+        "POST /evaluations/sets",
+        "POST /evaluations/sets/upload",
+        "POST /evaluations/sets/from-feedback",
+        "POST /webhooks",
+        "PATCH /webhooks/{webhook_id}",
+    ):
+        # Rules JSON Schema cannot express: an expected page names a document (by id or file
+        # name) of the tenant, an answerable question needs one, an uploaded set is a file of
+        # items, and a set from feedback needs feedback; each is a documented 422.
+        excluded.append(positive_data_acceptance)
+    if operation.label in ("GET /auth/sso/{tenant}/start", "GET /auth/sso/callback"):
+        # A browser's steps: `next` must be a path of this site and the state one this
+        # service issued (400 pages), which JSON Schema cannot express.
+        excluded.append(positive_data_acceptance)
     if operation.label == "POST /auth/keys":
         excluded.append(positive_data_acceptance)  # a blank or control-character name is a 422
     if operation.method.upper() in ("GET", "DELETE"):
@@ -95,7 +113,7 @@ def test_no_server_errors_and_no_schema_violations(api_schema: schemathesis.Base
     # Driven by hand: schemathesis' pytest plugin does not load under this pytest version.
     failures: list[str] = []
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    assert len(operations) == 34
+    assert len(operations) == 79
     for operation in operations:
         for mode, examples in EXAMPLES.items():
             try:

@@ -30,7 +30,8 @@ PASSWORD_CHANGED = "Your password has changed; sign in with the new one."
 LAST_ADMIN = "the tenant must keep at least one enabled admin"
 # ada is the tenant's first user, so its admin; the others get their role from the CLI.
 USERS = {"ada": "admin", "mel": "member", "rex": "reader", "pat": "member", "kim": "reader"}
-NAV_ALL = ["Documents & Ask", "Account", "Users", "Activity"]
+NAV_ALL = ["Documents & Ask", "Account", "Quality", "Users", "Activity"]
+NAV_MEMBER = ["Documents & Ask", "Account", "Quality"]
 NAV_OWN = ["Documents & Ask", "Account"]
 
 
@@ -139,7 +140,7 @@ def test_each_role_sees_only_the_controls_it_may_use(live: LiveServer, page: Any
 
     # Member: uploads, deletes only its own upload, no Users or Activity.
     _sign_in(page, live, "mel")
-    assert _nav_names(page) == NAV_OWN
+    assert _nav_names(page) == NAV_MEMBER
     expect(page.get_by_text("Choose files")).to_be_visible()
     expect(page.get_by_role("button", name="Delete mel-note.txt", exact=True)).to_be_visible()
     expect(page.get_by_role("row", name=re.compile("ada-note.txt"))).to_be_visible()

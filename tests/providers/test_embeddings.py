@@ -34,21 +34,6 @@ def test_fake_vectors_are_unit_length_for_any_text(text):
     assert math.isclose(float(np.linalg.norm(vector)), 1.0, rel_tol=1e-5)
 
 
-def test_fake_embedder_carries_lexical_signal_and_is_deterministic():
-    embedder = FakeEmbedder()
-    passages = [
-        "Invoices are paid within thirty days of receipt.",
-        "The server room is cooled to eighteen degrees.",
-        "Holiday requests go to your line manager.",
-    ]
-    vectors = np.array(embedder.embed_documents(passages))
-
-    scores = vectors @ np.array(embedder.embed_query("how cold is the server room"))
-
-    assert int(np.argmax(scores)) == 1
-    assert embedder.embed_documents(passages) == FakeEmbedder().embed_documents(passages)
-
-
 def test_l2_normalise_keeps_zero_rows_finite():
     out = l2_normalise([[3.0, 4.0], [0.0, 0.0]])
 

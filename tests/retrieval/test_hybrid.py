@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -55,8 +56,11 @@ def test_hits_carry_text_citation_fields_and_every_stage(
     assert top.chunk.source == "facts.txt" and top.chunk.page == 1 and top.chunk.page_label == "1"
     assert top.stages["dense_rank"] == 1 and top.stages["keyword_rank"] == 1
     config = facts_retriever.config
-    both_first = (config.dense_weight + config.keyword_weight) / (config.rrf_k + 1)
-    assert top.stages["fused_score"] == pytest.approx(both_first)
+    if config.fusion == "rrf":
+        both_first = (config.dense_weight + config.keyword_weight) / (config.rrf_k + 1)
+        assert top.stages["fused_score"] == pytest.approx(both_first)
+    else:  # first in both arms: above the mean of each, so a positive standardised sum
+        assert top.stages["fused_score"] is not None and top.stages["fused_score"] > 0
     assert top.stages["rerank_score"] is None
     assert top.score == top.stages["fused_score"]
     assert len(result.hits) == 3
@@ -255,11 +259,14 @@ def test_keyword_arm_weighs_only_the_query_terms_the_tenant_has(
     assert snapshot.coverage(facts_retriever.keyword_index.tokenizer("qwerty zork")) == 0.0
 
     query = "zork qwerty Eiffel"  # one accidental keyword match among unknown words
-    hybrid = facts_retriever.search("acme", query, 5, "hybrid")
-    dense = facts_retriever.search("acme", query, 5, "dense")
+    config = replace(facts_retriever.config, fusion="rrf")  # the weights as RRF reads them
+    by_rank = HybridRetriever(
+        facts_retriever.embedder, facts_retriever.store, facts_retriever.keyword_index, config
+    )
+    hybrid = by_rank.search("acme", query, 5, "hybrid")
+    dense = by_rank.search("acme", query, 5, "dense")
     coverage = snapshot.coverage(facts_retriever.keyword_index.tokenizer(query))
     top = hybrid.hits[0]
-    config = facts_retriever.config
     expected = config.dense_weight / (config.rrf_k + top.stages["dense_rank"])
     if top.stages["keyword_rank"] is not None:
         expected += config.keyword_weight * coverage / (config.rrf_k + top.stages["keyword_rank"])

@@ -6,6 +6,7 @@ real shipped `use` embedder, the real keyword index."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -146,10 +147,14 @@ def test_a_word_few_hadiths_hold_still_lets_the_keyword_arm_speak(
 ) -> None:
     query = "What did he say about the toothstick?"
     assert english_hadith.recall("hadith", query, "hybrid").content_match
-    # The keyword arm takes part: the hybrid's order is not the dense arm's.
-    assert _hadith_ids(english_hadith, query, "hybrid") != _hadith_ids(
-        english_hadith, query, "dense"
+    # The keyword arm takes part: fused by rank, the hybrid's order is not the dense arm's.
+    by_rank = HybridRetriever(
+        english_hadith.embedder,
+        english_hadith.store,
+        english_hadith.keyword_index,
+        replace(english_hadith.config, fusion="rrf"),
     )
+    assert _hadith_ids(by_rank, query, "hybrid") != _hadith_ids(by_rank, query, "dense")
 
 
 def _hadith_ids(retriever: HybridRetriever, query: str, mode: str) -> list[str]:

@@ -54,6 +54,12 @@ class RecordingJobs:
     def requeue_stale(self) -> int:
         return 0
 
+    def has_claimable(self) -> bool:
+        with self._lock:
+            if not self.queued:
+                self.empty_claim.set()
+            return bool(self.queued)
+
     def claim_batch(self, *args: Any, max_jobs: int, **kwargs: Any) -> list[JobRecord]:
         with self._lock:
             batch, self.queued = self.queued[:max_jobs], self.queued[max_jobs:]

@@ -38,10 +38,10 @@ def test_each_event_is_the_frame_clients_parse() -> None:
     assert _frame(CitationsFound([CITATION], False)) == (
         f'event: citations\ndata: {{"citations": [{CITATION_JSON}], "refused": false}}\n\n'
     )
-    finished = AnswerFinished(True, "hit", {"cache": 1.25}, 2.5)
+    finished = AnswerFinished(True, "hit", {"cache": 1.25}, 2.5, "a" * 32)
     assert _frame(finished) == (
         'event: done\ndata: {"refused": true, "cache": "hit", "timings": {"cache": 1.25}, '
-        '"total_ms": 2.5}\n\n'
+        '"total_ms": 2.5, "answer_id": "' + "a" * 32 + '"}\n\n'
     )
 
 
@@ -60,12 +60,16 @@ def test_a_failure_frame_names_the_request_id_only_for_server_errors() -> None:
 
 
 def test_the_query_body_keeps_its_keys_and_their_order() -> None:
-    answered = AnsweredQuestion("المد [1]", [CITATION], False, "miss", {"generate": 3.0}, 4.0)
+    answer_id = "b" * 32
+    answered = AnsweredQuestion(
+        "المد [1]", [CITATION], False, "miss", {"generate": 3.0}, 4.0, answer_id
+    )
     body = query_out(answered).model_dump_json()
     compact_citation = CITATION_JSON.replace(": ", ":").replace(", ", ",")
     assert body == (
         f'{{"answer":"المد [1]","citations":[{compact_citation}],'
-        '"refused":false,"cache":"miss","timings":{"generate":3.0},"total_ms":4.0}'
+        '"refused":false,"cache":"miss","timings":{"generate":3.0},"total_ms":4.0,'
+        f'"answer_id":"{answer_id}"}}'
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -340,3 +341,39 @@ def test_jobs_survive_a_restart(jobs: JobStore, sql_database: Database) -> None:
         assert job is not None and job.status == "queued"
     finally:
         reopened.dispose()
+
+
+def test_the_end_of_a_job_rings_its_watchers_after_the_commit(jobs: JobStore) -> None:
+    # What `GET /jobs/{id}?wait=` waits on: rung for the job that ended, done or failed, once
+    # its end is readable; not for another job, and not after the watch is left.
+    done_id, failed_id, other_id = (
+        queue(jobs, name="a.pdf"),
+        queue(jobs, name="b.pdf"),
+        queue(jobs, name="c.pdf"),
+    )
+    seen: list[tuple[str, str]] = []
+
+    def watcher(job_id: str) -> Callable[[], None]:
+        def wake() -> None:
+            record = jobs.get("acme", job_id)
+            assert record is not None
+            seen.append((job_id, record.status))
+
+        return wake
+
+    with (
+        jobs.endings.watching(done_id, watcher(done_id)),
+        jobs.endings.watching(failed_id, watcher(failed_id)),
+        jobs.endings.watching(other_id, watcher(other_id)),
+    ):
+        for _ in range(3):
+            jobs.claim_next()
+        jobs.mark_done(done_id, chunks_indexed=3, pages=1)
+        jobs.mark_failed(failed_id, "unreadable", "corrupt_document")
+        jobs.update_progress(other_id, 1, 2, "embedding")
+    assert seen == [(done_id, "done"), (failed_id, "failed")]
+    assert jobs.endings.watched() == 0
+    jobs.mark_done(other_id, chunks_indexed=1, pages=1)  # nobody watches any more
+    assert seen == [(done_id, "done"), (failed_id, "failed")]
+    done = jobs.get("acme", done_id)
+    assert done is not None and (done.progress_done, done.progress_total) == (3, 3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
+from fastapi.responses import JSONResponse
 
 from app.api.access import Authorized
 from app.api.admin_schemas import KeyCreatedOut, KeyIn, KeyList, KeyOut, MeOut, PasswordChangeIn
@@ -15,6 +16,7 @@ from app.api.deps import (
     ContainerDep,
     KeyCreationRateLimit,
     LoginGuardDep,
+    SingleSignOnDep,
     Users,
     caller_access,
 )
@@ -58,6 +60,7 @@ def me(caller: Authorized) -> MeOut:
 def log_out(
     caller: Authorized,
     authenticator: AuthenticatorDep,
+    sso: SingleSignOnDep,
     ip: ClientIp,
     all: Annotated[
         bool, Query(description="sign out every session of the user (API keys stay valid)")
@@ -65,8 +68,13 @@ def log_out(
 ) -> Response:
     """Revoke the presented access token on every API process until it expires; with
     `all=true`, every token of the user issued so far. An API key is revoked with
-    DELETE /auth/keys/{key_id} instead (409 without `all=true`)."""
+    DELETE /auth/keys/{key_id} instead (409 without `all=true`). When the tenant signs in
+    through a provider that has an end-session URL, the answer is 200
+    `{"end_session_url": ...}`: open it to sign out of the provider too."""
     authenticator.log_out(caller, caller.actor(ip), everywhere=all)
+    end_session = sso.end_session_url(caller.tenant_id)
+    if end_session is not None:
+        return JSONResponse({"end_session_url": end_session})
     return Response(status_code=204)
 
 

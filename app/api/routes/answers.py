@@ -36,6 +36,7 @@ from app.services.answer import (
     TextDelta,
 )
 from app.services.blocks.admission import Caller
+from app.services.blocks.search_explain import hit_explanation, result_explanation
 from app.services.search import search as search_service
 from app.timing import start_timer
 
@@ -58,6 +59,11 @@ def search(
     stage (no LLM)."""
     timer = start_timer()
     scope = scope_of(container, principal, body.collections, body.filters)
+    tokenizer = retriever.keyword_index.tokenizer
+
+    def explained(hit: SearchHit) -> dict[str, Any]:
+        return hit_explanation(hit, result, tokenizer, body.query)
+
     result = search_service(
         retriever,
         limits,
@@ -81,6 +87,7 @@ def search(
             ocr_confidence=ocr_confidence(hit.chunk),
             score=hit.score,
             stages=hit.stages,
+            explain=explained(hit) if body.explain else None,
             **(document_counts(hit) if body.group == "document" else {}),
         )
         for rank, hit in enumerate(result.hits, start=1)
@@ -89,6 +96,7 @@ def search(
         group=body.group,
         results=results,
         relevant=result.relevant,
+        explain=result_explanation(result) if body.explain else None,
         timings=timer.rounded(),
         total_ms=timer.total_ms(),
     )
@@ -124,6 +132,7 @@ def query_out(answered: AnsweredQuestion) -> QueryOut:
         cache=answered.cache,
         timings=answered.timings,
         total_ms=answered.total_ms,
+        answer_id=answered.answer_id,
     )
 
 
@@ -140,6 +149,7 @@ def wire_event(event: AnswerEvent) -> tuple[str, dict[str, Any]]:
             "cache": event.cache,
             "timings": event.timings,
             "total_ms": event.total_ms,
+            "answer_id": event.answer_id,
         }
     if isinstance(event, AnswerFailed):
         return "error", error_payload(event.code, event.message, event.http_status)

@@ -45,6 +45,7 @@ from app.services import documents, sync_uploads, uploads
 from app.services.auth import Identity
 from app.services.collection_access import CollectionAccess
 from app.services.document_metadata import checked_metadata, parse_metadata
+from app.services.job_wait import MAX_WAIT_S, wait_for_job
 from app.storage.documents import DocumentFilter, DocumentRecord
 
 router = APIRouter(tags=["documents"])
@@ -285,15 +286,37 @@ def list_jobs(
     return Page[JobOut].of(found.records, found.total)
 
 
-@router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
-def get_job(job_id: str, principal: Principal, deps: Uploads, container: ContainerDep) -> JobOut:
-    """An ingestion job's state and progress (404, as for a missing job, when its document is
-    in a collection you do not read)."""
+def _check_job_readable(
+    container: Container, principal: Identity, deps: uploads.UploadDeps, job_id: str
+) -> None:
+    """NotFound unless the job is the caller's tenant's and its collection is one they read."""
     job = uploads.get_job(deps, tenant_id=principal.tenant_id, job_id=job_id)
     access = caller_access(container, principal)
     where = container.access_store.collection_of(principal.tenant_id, job.document_id)
     if not access.reads_everything and (where is None or access.permission(where) is None):
         raise ApiError(404, "not_found", "job not found")
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut, responses=error_responses(404, 422))
+async def get_job(
+    job_id: str,
+    principal: Principal,
+    deps: Uploads,
+    container: ContainerDep,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_S,
+            description="seconds to wait for the job to end (done or failed) before answering; "
+            "it answers as soon as the job ends, or with its state then (default 0: at once)",
+        ),
+    ] = 0,
+) -> JobOut:
+    """An ingestion job's state and progress; with `wait`, once it has ended (long poll). 404,
+    as for a missing job, when its document is in a collection you do not read (at once)."""
+    await run_in_threadpool(_check_job_readable, container, principal, deps, job_id)
+    job = await wait_for_job(deps, tenant_id=principal.tenant_id, job_id=job_id, wait_s=wait)
     return JobOut.model_validate(job)
 
 

@@ -8,7 +8,6 @@ as an API error (non-streamed: by status; streamed: a `data:` line holding `erro
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict
@@ -49,6 +48,7 @@ from app.services.answer import (
 )
 from app.services.blocks.admission import Caller
 from app.services.blocks.answer_lane import AnswerStream
+from app.services.blocks.answer_log import completion_id_of
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 # The service's models exist as long as it runs; OpenAI's field wants a Unix time.
@@ -128,16 +128,16 @@ async def chat_completions(
     scope = await run_in_threadpool(scope_of, container, principal, collections, body.filters)
     caller = Caller(principal.tenant_id, principal.user_id)
     said = [service.Said(m.role, m.content) for m in body.messages]
-    completion_id = f"chatcmpl-{secrets.token_hex(12)}"
     created = int(time.time())
     if body.stream:
         events, rewrite = await service.open_completion(deps, caller, said, scope)
+        completion_id = completion_id_of(events.answer_id)
         return AnswerStreamResponse(
             events, _chunks(events, completion_id, created, rewrite.question)
         )
     answered, rewrite = await service.complete(deps, caller, said, scope)
     return ChatCompletionOut(
-        id=completion_id,
+        id=completion_id_of(answered.answer_id),
         created=created,
         model=body.model,
         choices=[ChatChoice(message=ChatMessageOut(content=answered.answer))],

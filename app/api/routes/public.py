@@ -13,6 +13,7 @@ from app.api.deps import (
     LoginGuardDep,
     OcrProblem,
     ReadinessChecks,
+    SingleSignOnDep,
     TokenCodecDep,
     Users,
     require_form_urlencoded,
@@ -65,6 +66,7 @@ def issue_token(
     codec: TokenCodecDep,
     audit: Audit,
     users: Users,
+    sso: SingleSignOnDep,
     client: ClientIp,
     username: Annotated[str, Form(min_length=1, max_length=128)],
     password: Annotated[str, Form(min_length=1, max_length=1024)],
@@ -92,6 +94,7 @@ def issue_token(
             password,
             client,
             tenant,
+            sso.password_allowed,
         )
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, {"WWW-Authenticate": "Bearer"}) from None

@@ -110,6 +110,7 @@ class AnswerStream(Generic[Event]):
         self._slots = slots
         self._run = run
         self._closed = False
+        self.answer_id = ""  # the answer's id, known before its first event
 
     def __aiter__(self) -> AnswerStream[Event]:
         return self

@@ -11,7 +11,14 @@ export const ACTIONS = [
   "login.succeeded", "login.failed", "login.locked", "logout", "logout.everywhere",
   "password.changed",
   "key.created", "key.revoked", "user.created", "user.changed", "user.deleted",
-  "document.uploaded", "document.deleted", "quota.refused",
+  "document.uploaded", "document.deleted", "document.moved", "document.metadata",
+  "collection.created", "collection.changed", "collection.deleted", "collection.access",
+  "group.created", "group.changed", "group.deleted", "group.member_added",
+  "group.member_removed", "quota.refused",
+  "answer.rated", "answers.exported", "answers.deleted",
+  "evaluation.set_created", "evaluation.set_deleted", "evaluation.run_started",
+  "sso.configured", "sso.removed", "sso.signed_in", "sso.provisioned", "sso.role_changed",
+  "sso.refused", "sso.password_refused",
   "webhook.created", "webhook.changed", "webhook.deleted", "webhook.disabled",
 ];
 let offset = 0;

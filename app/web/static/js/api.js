@@ -117,3 +117,25 @@ export async function signIn(username, password, organisation = "") {
   sessionStorage.setItem(TOKEN_KEY, issued.access_token);
   rememberOrganisation(organisation);
 }
+
+// The end of a single sign-on: the one-time code from the address's fragment, traded once for
+// the service's own token (the same body /auth/token answers).
+export async function signInWithCode(code, organisation = "") {
+  const response = await fetch(apiUrl("/auth/sso/exchange"), {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ code }),
+  });
+  if (!response.ok) throw await errorFrom(response);
+  const issued = await response.json();
+  sessionStorage.setItem(TOKEN_KEY, issued.access_token);
+  if (organisation) rememberOrganisation(organisation);
+}
+
+// The provider an organisation (or an email address's domain) signs in with, or null.
+export async function ssoOption({ organisation = "", email = "" }) {
+  const query = organisation ? { organisation } : { email };
+  const response = await fetch(apiUrl(`/auth/sso/options?${new URLSearchParams(query)}`));
+  if (!response.ok) return null;
+  return response.json();
+}

@@ -1,6 +1,7 @@
 // Ask: the answer streams in token by token; its [n] markers become links to the cited pages.
 
 import { request, sessionToken } from "./api.js";
+import { resetFeedback, showFeedback } from "./feedback.js";
 import { askCollections } from "./collections.js";
 import { describeError, element } from "./format.js";
 import { readEvents } from "./sse.js";
@@ -73,6 +74,7 @@ async function ask(question) {
   let tokens = 0;
   answer.replaceChildren();
   renderCitations([]);
+  showFeedback("");
   answer.setAttribute("aria-busy", "true");
   answer.dataset.state = "streaming";
   button.disabled = true;
@@ -101,6 +103,7 @@ async function ask(question) {
       } else if (name === "done") {
         const cache = data.cache === "hit" ? " (from cache)" : "";
         status.textContent = `Answered in ${Math.round(data.total_ms)} ms${cache}.`;
+        showFeedback(data.answer_id);
       } else if (name === "error") {
         status.textContent = `The answer failed: ${data.message}`;
       }
@@ -126,6 +129,7 @@ export function resetAsk() {
   answer.setAttribute("aria-busy", "false");
   for (const key of ["state", "tokens", "refused"]) delete answer.dataset[key];
   renderCitations([]);
+  resetFeedback();
   $("question").value = "";
   $("ask-status").textContent = "";
   $("ask-button").disabled = false;

@@ -1,5 +1,6 @@
 // Entry point: the session's states (signed out, loading, signed in) and, signed in, the
-// sections of the top bar (Documents & Ask, Account, and for admins Users and Activity).
+// sections of the top bar (Documents & Ask, Account, for members and admins Quality, and for
+// admins Users and Activity).
 
 import { openAccount, resetAccount, setUpAccount, whenPasswordChanged } from "./account.js";
 import { openActivity, resetActivity, setUpActivity } from "./activity.js";
@@ -13,8 +14,19 @@ import {
   whenUnauthorized,
 } from "./api.js";
 import { resetAsk, setUpAsk } from "./ask.js";
+import { resetBench, setUpBench } from "./bench.js";
+import {
+  finishSso,
+  hideProviderSignOut,
+  offerProviderSignOut,
+  offerSso,
+  setUpSso,
+  takeSsoCode,
+} from "./sso.js";
 import { loadCollections, resetCollections } from "./collections.js";
 import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./documents.js";
+import { openQuality, resetQuality, setUpQuality } from "./evaluation.js";
+import { setUpFeedback } from "./feedback.js";
 import { describeError } from "./format.js";
 import { roleAtLeast, setCaller } from "./roles.js";
 import { openUsers, resetUsers, setUpUsers, whenOwnAccountChanged } from "./users.js";
@@ -31,6 +43,7 @@ const SECTIONS = {
     focus: "documents-title",
     role: "reader",
   },
+  quality: { open: openQuality, focus: "bench-title", role: "member" },
   account: { open: openAccount, focus: "password-title", role: "reader" },
   users: { open: openUsers, focus: "users-title", role: "admin" },
   activity: { open: openActivity, focus: "activity-title", role: "admin" },
@@ -42,6 +55,8 @@ function clearPanels() {
   resetDocuments();
   resetCollections();
   resetAsk();
+  resetBench();
+  resetQuality();
   resetAccount();
   resetUsers();
   resetActivity();
@@ -108,8 +123,23 @@ function enterSignIn(message = "", { isError = true } = {}) {
   $("login-error").textContent = message;
   $("login-error").classList.toggle("notice", !isError);
   showView("signed-out");
+  hideProviderSignOut();
   $("organisation").value = rememberedOrganisation();
+  offerSso();
   $("username").focus();
+}
+
+// Back from the organisation's provider with a one-time code: trade it, then enter the app.
+async function enterFromProvider(code) {
+  showView("loading");
+  try {
+    await finishSso(code);
+  } catch (error) {
+    const expired = "That sign-in has expired or was already used: sign in again.";
+    enterSignIn(error.status === 401 ? expired : describeError(error, "Signing in"));
+    return;
+  }
+  await enterApp();
 }
 
 function setUpNavigation() {
@@ -171,7 +201,13 @@ function setUpLogin() {
   $("sign-out").addEventListener("click", () => {
     // The server revokes the token too (a copied one stops working); the request is sent
     // with the token before enterSignIn forgets it here.
-    request("/auth/logout", { method: "POST" }).catch(() => {});
+    request("/auth/logout", { method: "POST" })
+      .then(async (response) => {
+        if (response.status !== 200) return;
+        const body = await response.json();
+        if (body.end_session_url) offerProviderSignOut(body.end_session_url);
+      })
+      .catch(() => {});
     enterSignIn("You are signed out.", { isError: false });
   });
   // Any 401 ends the session; on the sign-in form already, its message stays.
@@ -184,9 +220,15 @@ setUpLogin();
 setUpNavigation();
 setUpDocuments();
 setUpAsk();
+setUpFeedback();
+setUpBench();
+setUpQuality();
 setUpViewer();
 setUpAccount();
 setUpUsers();
 setUpActivity();
-if (token()) enterApp();
+setUpSso();
+const ssoCode = takeSsoCode();
+if (ssoCode) enterFromProvider(ssoCode);
+else if (token()) enterApp();
 else enterSignIn();

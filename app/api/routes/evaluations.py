@@ -1,0 +1,189 @@
+"""Evaluation on the tenant's own questions: sets (given, uploaded, or made from feedback),
+runs as background jobs (202, then poll), and the comparison of two runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+
+from app.api.access import Authorized
+from app.api.deps import (
+    ClientIp,
+    EvaluationRunnerDep,
+    EvaluationRunning,
+    EvaluationRuns,
+    EvaluationSets,
+    PageOffset,
+    PageSize,
+)
+from app.api.errors import error_responses
+from app.api.quality_schemas import (
+    EvaluationRunIn,
+    EvaluationRunList,
+    EvaluationRunOut,
+    EvaluationSetFromFeedbackIn,
+    EvaluationSetIn,
+    EvaluationSetList,
+    EvaluationSetOut,
+)
+from app.errors import InvalidInput
+from app.jobs.evaluation_runs import RunRecord
+from app.services import evaluation_runs, evaluation_sets
+from app.storage.evaluation_sets import EvaluationSet
+
+router = APIRouter(tags=["evaluation"], responses=error_responses(403, 404, 422))
+
+
+def _set_out(found: EvaluationSet) -> EvaluationSetOut:
+    return EvaluationSetOut(
+        set_id=found.set_id,
+        name=found.name,
+        item_count=found.item_count,
+        created_at=found.created_at.isoformat(),
+        created_by=found.created_by,
+        items=found.items,
+    )
+
+
+def _run_out(run: RunRecord) -> EvaluationRunOut:
+    return EvaluationRunOut(
+        run_id=run.run_id,
+        set_id=run.set_id,
+        status=run.status,  # type: ignore[arg-type]
+        answers=run.answers,
+        progress={"done": run.progress_done, "total": run.progress_total},
+        created_at=run.created_at.isoformat(),
+        updated_at=run.updated_at.isoformat(),
+        corpus_version=run.corpus_version,
+        summary=run.summary,
+        error=run.error,
+        documents=len(run.documents),
+        results=run.results,
+    )
+
+
+@router.post("/evaluations/sets", status_code=201, response_model=EvaluationSetOut)
+def create_set(
+    body: EvaluationSetIn, deps: EvaluationSets, caller: Authorized, ip: ClientIp
+) -> EvaluationSetOut:
+    """A test set of your own questions (up to 1,000), each with the documents (and pages)
+    that answer it, or `answerable: false`."""
+    items = [item.model_dump() for item in body.items]
+    found = evaluation_sets.create(deps, caller.actor(ip), body.name, items)
+    return _set_out(found)
+
+
+@router.post(
+    "/evaluations/sets/upload",
+    status_code=201,
+    response_model=EvaluationSetOut,
+    openapi_extra={
+        "requestBody": {
+            "content": {"application/x-ndjson": {}, "text/csv": {}},
+            "description": "JSONL (one item per line) or CSV (question, source, page, answerable)",
+        }
+    },
+)
+async def upload_set(
+    request: Request,
+    deps: EvaluationSets,
+    caller: Authorized,
+    ip: ClientIp,
+    name: Annotated[str, Query(min_length=1, max_length=200)],
+    format: Annotated[str, Query(pattern="^(jsonl|csv)$")] = "jsonl",
+) -> EvaluationSetOut:
+    """A test set from a JSONL or CSV file sent as the body."""
+    data = await request.body()
+    items = evaluation_sets.parse_upload(data, f"set.{format}")
+    found = evaluation_sets.create(deps, caller.actor(ip), name, items)
+    return _set_out(found)
+
+
+@router.post("/evaluations/sets/from-feedback", status_code=201, response_model=EvaluationSetOut)
+def set_from_feedback(
+    body: EvaluationSetFromFeedbackIn, deps: EvaluationSets, caller: Authorized, ip: ClientIp
+) -> EvaluationSetOut:
+    """A test set from feedback: each thumbs-down that names expected pages, and each thumbs-up
+    with the citations that helped (while the answer record keeps their questions)."""
+    items = evaluation_sets.items_from_feedback(deps, caller.tenant_id)
+    if not items:
+        raise InvalidInput(
+            "no feedback to make a set from: rate answers down naming the page they should have "
+            "used, or up naming the citations that helped"
+        )
+    return _set_out(evaluation_sets.create(deps, caller.actor(ip), body.name, items))
+
+
+@router.get("/evaluations/sets", response_model=EvaluationSetList)
+def list_sets(
+    deps: EvaluationSets, caller: Authorized, size: PageSize, offset: PageOffset = 0
+) -> EvaluationSetList:
+    """Your tenant's test sets, newest first (without their items)."""
+    found, total = deps.sets.page(caller.tenant_id, size, offset)
+    return EvaluationSetList(data=[_set_out(s) for s in found], count=total)
+
+
+@router.get("/evaluations/sets/{set_id}", response_model=EvaluationSetOut)
+def get_set(set_id: str, deps: EvaluationSets, caller: Authorized) -> EvaluationSetOut:
+    """One test set with its items."""
+    return _set_out(evaluation_sets.get(deps, caller.tenant_id, set_id))
+
+
+@router.delete("/evaluations/sets/{set_id}", status_code=204)
+def delete_set(set_id: str, deps: EvaluationSets, caller: Authorized, ip: ClientIp) -> None:
+    """Delete a test set (its runs stay in the history)."""
+    evaluation_sets.delete(deps, caller.actor(ip), set_id)
+
+
+@router.post(
+    "/evaluations/runs",
+    status_code=202,
+    response_model=EvaluationRunOut,
+    responses=error_responses(413),
+)
+def start_run(
+    body: EvaluationRunIn,
+    deps: EvaluationRunning,
+    runner: EvaluationRunnerDep,
+    caller: Authorized,
+    ip: ClientIp,
+) -> EvaluationRunOut:
+    """Run a test set in the background (202); poll GET /evaluations/runs/{run_id}. 413
+    `quota_exceeded` when two of your runs are already waiting or running."""
+    run = evaluation_runs.start(deps, caller.actor(ip), body.set_id, body.answers)
+    runner.wake()
+    return _run_out(run)
+
+
+@router.get("/evaluations/runs", response_model=EvaluationRunList)
+def list_runs(
+    runs: EvaluationRuns,
+    caller: Authorized,
+    size: PageSize,
+    offset: PageOffset = 0,
+    set_id: Annotated[str | None, Query(max_length=32)] = None,
+) -> EvaluationRunList:
+    """Your tenant's runs, oldest first, with their aggregates (the history to chart)."""
+    found, total = runs.page(caller.tenant_id, size, offset, set_id)
+    return EvaluationRunList(data=[_run_out(r) for r in found], count=total)
+
+
+@router.get("/evaluations/runs/{run_id}", response_model=EvaluationRunOut)
+def get_run(run_id: str, deps: EvaluationRunning, caller: Authorized) -> EvaluationRunOut:
+    """One run: progress, and once done its aggregate and per-item results."""
+    return _run_out(evaluation_runs.get(deps, caller.tenant_id, run_id))
+
+
+@router.get("/evaluations/runs/{run_id}/compare")
+def compare_runs(
+    run_id: str,
+    deps: EvaluationRunning,
+    caller: Authorized,
+    before: Annotated[str, Query(min_length=1, max_length=32, description="the earlier run")],
+) -> dict[str, Any]:
+    """What changed since an earlier run: questions that got worse or better, the aggregate's
+    change, documents added, removed or replaced, settings changed."""
+    earlier = evaluation_runs.get(deps, caller.tenant_id, before)
+    later = evaluation_runs.get(deps, caller.tenant_id, run_id)
+    return evaluation_runs.compare(earlier, later)

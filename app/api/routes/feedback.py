@@ -1,0 +1,146 @@
+"""The answer record (GET/DELETE /answers) and feedback on answers (POST
+/answers/{answer_id}/feedback, GET /feedback)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
+
+from app.api.access import Authorized
+from app.api.deps import AnswerRecords, Audit, ClientIp, Feedback, PageOffset, PageSize
+from app.api.errors import error_responses
+from app.api.quality_schemas import (
+    AnswerRecordList,
+    AnswerRecordOut,
+    DeletedOut,
+    FeedbackIn,
+    FeedbackList,
+    FeedbackOut,
+)
+from app.services import answer_history, feedback
+from app.storage.feedback import FeedbackFilter
+
+router = APIRouter(tags=["answer quality"], responses=error_responses(403, 422))
+
+AnswerId = Annotated[str, "an answer id, a conversation message id or a chat completion id"]
+JSONL = "application/x-ndjson"
+
+
+def _jsonl(lines: object, name: str) -> StreamingResponse:
+    return StreamingResponse(
+        lines,  # type: ignore[arg-type]
+        media_type=JSONL,
+        headers={"Content-Disposition": f'attachment; filename="{name}.jsonl"'},
+    )
+
+
+@router.post(
+    "/answers/{answer_id}/feedback", response_model=FeedbackOut, responses=error_responses(404)
+)
+def rate_answer(
+    answer_id: AnswerId,
+    body: FeedbackIn,
+    deps: Feedback,
+    caller: Authorized,
+    ip: ClientIp,
+) -> FeedbackOut:
+    """Rate one of your answers up or down; rating again changes your rating. 404 for an
+    answer that is not yours."""
+    expected = [feedback.ExpectedPage(e.document_id, e.source, e.page) for e in body.expected]
+    stored, changed = feedback.rate(
+        deps,
+        caller.actor(ip),
+        answer_id,
+        body.rating,
+        body.comment,
+        body.helpful_markers,
+        expected,
+    )
+    return FeedbackOut(**stored.public(), changed=changed)
+
+
+@router.get(
+    "/answers/{answer_id}/feedback", response_model=FeedbackOut, responses=error_responses(404)
+)
+def my_rating(answer_id: AnswerId, deps: Feedback, caller: Authorized) -> FeedbackOut:
+    """Your rating of one of your answers (404 when you have not rated it)."""
+    found = feedback.mine(deps, caller.tenant_id, caller.user_id, answer_id)
+    return FeedbackOut(**found.public())
+
+
+@router.get("/feedback", response_model=FeedbackList)
+def list_feedback(
+    deps: Feedback,
+    caller: Authorized,
+    size: PageSize,
+    offset: PageOffset = 0,
+    rating: Literal["up", "down"] | None = None,
+    user_id: Annotated[str | None, Query(max_length=40)] = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    with_expected: Annotated[
+        bool | None, Query(description="only ratings that name (or do not name) expected pages")
+    ] = None,
+    format: Annotated[
+        Literal["json", "jsonl"], Query(description="`jsonl`: every match, one per line")
+    ] = "json",
+) -> FeedbackList | StreamingResponse:
+    """Your tenant's ratings of answers, newest first (admins), with the question while the
+    answer record keeps it; `format=jsonl` exports every match."""
+    which = FeedbackFilter(rating, user_id, since, until, with_expected)
+    if format == "jsonl":
+        return _jsonl(feedback.export_lines(deps, caller.tenant_id, which), "feedback")
+    records, total = feedback.listing(deps, caller.tenant_id, which, size, offset)
+    return FeedbackList(data=[FeedbackOut(**r.public()) for r in records], count=total)
+
+
+@router.get("/answers", response_model=AnswerRecordList)
+def list_answers(
+    records: AnswerRecords,
+    caller: Authorized,
+    size: PageSize,
+    offset: PageOffset = 0,
+    all: Annotated[bool, Query(description="admins: every user's answers")] = False,
+    user_id: Annotated[str | None, Query(max_length=40, description="admins: one user's")] = None,
+) -> AnswerRecordList:
+    """Your answers from the answer record, newest first (admins: `all=true` for the tenant's)."""
+    found, total = answer_history.page(
+        records,
+        caller,
+        size,
+        offset,
+        everyone=all or user_id is not None,
+        user_id=user_id,
+    )
+    return AnswerRecordList(data=[AnswerRecordOut(**r.public()) for r in found], count=total)
+
+
+@router.get("/answers/export", response_class=StreamingResponse)
+def export_answers(
+    records: AnswerRecords, audit: Audit, caller: Authorized, ip: ClientIp
+) -> StreamingResponse:
+    """Every answer record of your tenant as JSON lines, oldest first (admins)."""
+    lines = answer_history.export_lines(records, audit, caller.actor(ip), caller.tenant_id)
+    return _jsonl(lines, "answers")
+
+
+@router.delete("/answers", response_model=DeletedOut)
+def delete_answers(
+    records: AnswerRecords,
+    audit: Audit,
+    caller: Authorized,
+    ip: ClientIp,
+    before: Annotated[datetime | None, Query(description="only records older than this")] = None,
+) -> DeletedOut:
+    """Delete your tenant's answer record (all of it, or what is older than `before`)."""
+    deleted = answer_history.delete(records, audit, caller.actor(ip), before)
+    return DeletedOut(deleted=deleted)
+
+
+@router.get("/answers/{answer_id}", response_model=AnswerRecordOut, responses=error_responses(404))
+def get_answer(answer_id: AnswerId, records: AnswerRecords, caller: Authorized) -> AnswerRecordOut:
+    """One answer's record: yours, or any of your tenant's for an admin."""
+    return AnswerRecordOut(**answer_history.get(records, caller, answer_id).public())

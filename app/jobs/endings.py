@@ -1,0 +1,50 @@
+"""Who is told, in this process, the moment a job ends (done or failed).
+
+The job table is the truth; this is only a doorbell. A client waiting on `GET /jobs/{id}?wait=`
+registers a callback for its job, and the `JobStore` that records the job's end rings it after
+the commit. A job ended by another process (a Redis worker) rings nothing here: the waiter reads
+the table again every so often instead (see `app.services.job_wait`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+
+Wake = Callable[[], None]
+
+
+class JobEndings:
+    """Callbacks per job id, called (from the thread that ended the job) once it has ended."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watchers: dict[str, list[Wake]] = {}
+
+    @contextmanager
+    def watching(self, job_id: str, wake: Wake) -> Iterator[None]:
+        """Call `wake` whenever the job ends while inside this block; it must not block."""
+        with self._lock:
+            self._watchers.setdefault(job_id, []).append(wake)
+        try:
+            yield
+        finally:
+            with self._lock:
+                watchers = self._watchers.get(job_id, [])
+                if wake in watchers:
+                    watchers.remove(wake)
+                if not watchers:
+                    self._watchers.pop(job_id, None)
+
+    def ended(self, job_ids: Iterable[str]) -> None:
+        """Ring the watchers of these jobs (their end is committed)."""
+        with self._lock:
+            woken = [wake for job_id in job_ids for wake in self._watchers.get(job_id, ())]
+        for wake in woken:
+            wake()
+
+    def watched(self) -> int:
+        """How many jobs someone is waiting on (for tests and metrics)."""
+        with self._lock:
+            return len(self._watchers)

@@ -1,0 +1,67 @@
+"""Reading, exporting and deleting the answer record: a person sees their own answers, a
+tenant admin every answer of the tenant; nobody another tenant's."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from app.domain import role_at_least
+from app.errors import NotFound
+from app.services.blocks.answer_log import answer_id_of
+from app.storage.answer_records import AnswerRecord, AnswerRecordStore
+
+if TYPE_CHECKING:
+    from app.services.audit import Actor, AuditLog
+    from app.services.auth import Identity
+
+
+def _visible_user(caller: Identity, everyone: bool) -> str | None:
+    """Whose records the caller reads: only their own unless an admin asks for everyone's."""
+    return None if everyone and role_at_least(caller.role, "admin") else caller.user_id
+
+
+def page(
+    store: AnswerRecordStore,
+    caller: Identity,
+    limit: int,
+    offset: int,
+    everyone: bool = False,
+    user_id: str | None = None,
+) -> tuple[list[AnswerRecord], int]:
+    """The caller's answers (an admin's `everyone`: the tenant's, or one user's), newest first."""
+    visible = _visible_user(caller, everyone)
+    if visible is None and user_id is not None:
+        visible = user_id
+    return store.page(caller.tenant_id, limit, offset, user_id=visible)
+
+
+def get(store: AnswerRecordStore, caller: Identity, answer_id: str) -> AnswerRecord:
+    """One answer's record: the caller's own, or any of the tenant's for an admin; else 404."""
+    visible = _visible_user(caller, everyone=True)
+    found = store.get(caller.tenant_id, answer_id_of(answer_id), user_id=visible)
+    if found is None:
+        raise NotFound("no such answer")
+    return found
+
+
+def export_lines(
+    store: AnswerRecordStore, audit: AuditLog, actor: Actor, tenant_id: str
+) -> Iterator[bytes]:
+    """Every record of the tenant as JSON lines (an admin's export, audited)."""
+    audit.record(actor.entry("answers.exported"))
+    for record in store.export(tenant_id):
+        yield (json.dumps(record.public(), ensure_ascii=False) + "\n").encode()
+
+
+def delete(store: AnswerRecordStore, audit: AuditLog, actor: Actor, before: datetime | None) -> int:
+    """Delete the tenant's records (older than `before` when given); how many went, audited."""
+    deleted = store.delete(actor.tenant_id, before)
+    audit.record(
+        actor.entry(
+            "answers.deleted", before=None if before is None else before.isoformat(), count=deleted
+        )
+    )
+    return deleted

@@ -1,0 +1,134 @@
+"""People judge answers: one rating per person per answer, which they may change.
+
+An answer can be rated only by the person it was given to, in their tenant: anything else is
+the same 404 as an answer that does not exist. The audit log records the rating, never the
+comment text. `expected` pages must be documents of the tenant (checked here, resolved to ids).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from app import metrics
+from app.domain import document_id
+from app.errors import InvalidInput, NotFound
+from app.services.blocks.answer_log import answer_id_of
+from app.storage.feedback import FeedbackFilter, FeedbackRecord, FeedbackStore, NewFeedback
+
+if TYPE_CHECKING:
+    from app.services.audit import Actor, AuditLog
+    from app.storage.answer_records import AnswerRecordStore
+    from app.storage.documents import DocumentStore
+
+Rating = Literal["up", "down"]
+MAX_EXPECTED = 20
+MAX_MARKERS = 50
+
+
+@dataclass(frozen=True)
+class FeedbackDeps:
+    """The stores rating answers reads and writes."""
+
+    records: AnswerRecordStore
+    feedback: FeedbackStore
+    audit: AuditLog
+    documents: DocumentStore
+
+
+@dataclass(frozen=True)
+class ExpectedPage:
+    """A page the person says the answer should have used (a document id or a file name)."""
+
+    document_id: str | None = None
+    source: str | None = None
+    page: int | None = None
+
+
+def _missing() -> NotFound:
+    return NotFound("no such answer")
+
+
+def _resolved(
+    deps: FeedbackDeps, tenant_id: str, expected: list[ExpectedPage]
+) -> list[dict[str, Any]]:
+    """Each expected page as {document_id, source, page}: a document of the tenant, or 422."""
+    resolved = []
+    for wanted in expected:
+        doc_id = wanted.document_id or (
+            document_id(tenant_id, wanted.source) if wanted.source else None
+        )
+        record = deps.documents.get(tenant_id, doc_id) if doc_id else None
+        if record is None:
+            named = wanted.document_id or wanted.source or "(none)"
+            raise InvalidInput(f"expected document {named!r} is not one of your documents")
+        if wanted.page is not None and record.pages and not 1 <= wanted.page <= record.pages:
+            raise InvalidInput(
+                f"expected page {wanted.page} is not in {record.source!r} (1-{record.pages})"
+            )
+        resolved.append(
+            {"document_id": record.document_id, "source": record.source, "page": wanted.page}
+        )
+    return resolved
+
+
+def rate(
+    deps: FeedbackDeps,
+    actor: Actor,
+    answer_id: str,
+    rating: Rating,
+    comment: str | None = None,
+    helpful_markers: list[int] | None = None,
+    expected: list[ExpectedPage] | None = None,
+) -> tuple[FeedbackRecord, bool]:
+    """Store or change the caller's rating of their answer; the record and whether it changed
+    an earlier one. NotFound for an answer that is not the caller's."""
+    if actor.user_id is None:
+        raise _missing()
+    answer_id = answer_id_of(answer_id)
+    answer = deps.records.get(actor.tenant_id, answer_id, user_id=actor.user_id)
+    if answer is None:
+        raise _missing()
+    markers = sorted(set(helpful_markers or []))
+    cited = {int(c["marker"]) for c in answer.cited}
+    if answer.question is not None and any(m not in cited for m in markers):
+        raise InvalidInput(f"helpful_markers must be markers the answer cited: {sorted(cited)}")
+    pages = _resolved(deps, actor.tenant_id, expected or [])
+    given = NewFeedback(rating, comment or None, markers, pages)
+    stored, previous = deps.feedback.rate(actor.tenant_id, answer_id, actor.user_id, given)
+    deps.audit.record(
+        actor.entry(
+            "answer.rated",
+            answer_id,
+            rating=rating,
+            previous=previous,
+            comment=comment is not None and comment != "",
+            helpful_markers=len(markers),
+            expected=len(pages),
+        )
+    )
+    metrics.feedback(rating)
+    return stored, previous is not None
+
+
+def mine(deps: FeedbackDeps, tenant_id: str, user_id: str, answer_id: str) -> FeedbackRecord:
+    """The caller's rating of their answer (NotFound when none)."""
+    found = deps.feedback.mine(tenant_id, answer_id_of(answer_id), user_id)
+    if found is None:
+        raise NotFound("no rating of this answer")
+    return found
+
+
+def listing(
+    deps: FeedbackDeps, tenant_id: str, which: FeedbackFilter, limit: int, offset: int
+) -> tuple[list[FeedbackRecord], int]:
+    """A page of the tenant's feedback, newest first, and the count of all that match."""
+    return deps.feedback.page(tenant_id, which, limit, offset)
+
+
+def export_lines(deps: FeedbackDeps, tenant_id: str, which: FeedbackFilter) -> Iterator[bytes]:
+    """The tenant's matching feedback as JSON lines, oldest first."""
+    for record in deps.feedback.export(tenant_id, which):
+        yield (json.dumps(record.public(), ensure_ascii=False) + "\n").encode()

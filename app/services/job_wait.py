@@ -1,0 +1,51 @@
+"""Waiting for an ingestion job to end: `GET /jobs/{id}?wait=S` answers as soon as the job is
+done or failed, or after S seconds (at most `MAX_WAIT_S`) with its state then.
+
+A client that uploads a file and waits for it learns of the end at once, without polling: the
+job store rings the job's watchers when a worker of this process records its end. A job ended
+in another process (a Redis worker) rings nothing here, so the waiter also reads the job again
+every `RECHECK_S`. The wait is on the event loop, never in a thread: a thousand waiting clients
+hold no thread of the pool the other requests share.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from anyio import to_thread
+
+from app.jobs.store import JobRecord
+from app.services.uploads import UploadDeps, get_job
+
+MAX_WAIT_S = 30.0
+# How often a waiter reads its job again when no doorbell rang (a job ended in another process).
+RECHECK_S = 0.25
+ENDED = ("done", "failed")
+
+
+async def wait_for_job(
+    deps: UploadDeps, *, tenant_id: str, job_id: str, wait_s: float, recheck_s: float = RECHECK_S
+) -> JobRecord:
+    """The tenant's job once it has ended, or its state after `wait_s` seconds; NotFound as
+    `get_job`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(max(wait_s, 0.0), MAX_WAIT_S)
+    rang = asyncio.Event()
+
+    def wake() -> None:  # called from the worker thread that recorded the end
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+            loop.call_soon_threadsafe(rang.set)
+
+    def read() -> JobRecord:
+        return get_job(deps, tenant_id=tenant_id, job_id=job_id)
+
+    with deps.jobs.endings.watching(job_id, wake):
+        while True:
+            rang.clear()  # before the read: an end committed after it rings again
+            job = await to_thread.run_sync(read)
+            left = deadline - loop.time()
+            if job.status in ENDED or left <= 0:
+                return job
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(rang.wait(), timeout=min(left, recheck_s))

@@ -1,0 +1,178 @@
+"""The answer record: per tenant, a short account of each answer (question, cited and
+retrieved documents, timings, model), kept RAG_ANSWER_LOG_DAYS.
+
+Every read takes the tenant, and the reads for non-admins also take the user: a record is never
+readable across tenants, and a reader sees only their own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select
+
+from app.storage.db import Database, utc_now
+from app.storage.records import record_of
+from app.storage.tables import AnswerRecordRow
+
+_EXPORT_BATCH = 500
+
+
+@dataclass(frozen=True)
+class AnswerRecord:
+    """One answer as the record keeps it; `question` is None when the record is off."""
+
+    answer_id: str
+    tenant_id: str
+    user_id: str
+    created_at: datetime
+    question: str | None = None
+    refused: bool | None = None
+    cache: str | None = None
+    model: str | None = None
+    corpus_version: int | None = None
+    cited: list[dict[str, Any]] = field(default_factory=list)
+    retrieved: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    total_ms: float | None = None
+
+    def public(self) -> dict[str, Any]:
+        """The JSON form the API shows and exports."""
+        return {
+            "answer_id": self.answer_id,
+            "user_id": self.user_id,
+            "created_at": self.created_at.isoformat(),
+            "question": self.question,
+            "refused": self.refused,
+            "cache": self.cache,
+            "model": self.model,
+            "corpus_version": self.corpus_version,
+            "cited": self.cited,
+            "retrieved": self.retrieved,
+            "timings": self.timings,
+            "total_ms": self.total_ms,
+        }
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _record(row: AnswerRecordRow) -> AnswerRecord:
+    return record_of(
+        AnswerRecord,
+        row,
+        cited=json.loads(row.cited or "[]"),
+        retrieved=json.loads(row.retrieved or "[]"),
+        timings=json.loads(row.timings or "{}"),
+    )
+
+
+class AnswerRecordStore:
+    """Writes, reads, exports and deletes answer records."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def add(self, record: AnswerRecord) -> None:
+        """Store one answer's record."""
+        with self._db.session() as session:
+            session.add(
+                AnswerRecordRow(
+                    answer_id=record.answer_id,
+                    tenant_id=record.tenant_id,
+                    user_id=record.user_id,
+                    created_at=record.created_at,
+                    question=record.question,
+                    refused=record.refused,
+                    cache=record.cache,
+                    model=record.model,
+                    corpus_version=record.corpus_version,
+                    cited=_json(record.cited if record.question is not None else None),
+                    retrieved=_json(record.retrieved if record.question is not None else None),
+                    timings=_json(record.timings if record.question is not None else None),
+                    total_ms=record.total_ms,
+                )
+            )
+
+    def get(
+        self, tenant_id: str, answer_id: str, user_id: str | None = None
+    ) -> AnswerRecord | None:
+        """The tenant's record of this answer (only the user's own when `user_id` is given)."""
+        where = [AnswerRecordRow.tenant_id == tenant_id, AnswerRecordRow.answer_id == answer_id]
+        if user_id is not None:
+            where.append(AnswerRecordRow.user_id == user_id)
+        with self._db.session() as session:
+            row = session.scalars(select(AnswerRecordRow).where(*where)).first()
+            return None if row is None else _record(row)
+
+    def get_many(self, tenant_id: str, answer_ids: list[str]) -> dict[str, AnswerRecord]:
+        """The tenant's records of these answers, by id (missing ones left out)."""
+        if not answer_ids:
+            return {}
+        query = select(AnswerRecordRow).where(
+            AnswerRecordRow.tenant_id == tenant_id, AnswerRecordRow.answer_id.in_(answer_ids)
+        )
+        with self._db.session() as session:
+            return {row.answer_id: _record(row) for row in session.scalars(query)}
+
+    def page(
+        self, tenant_id: str, limit: int, offset: int = 0, user_id: str | None = None
+    ) -> tuple[list[AnswerRecord], int]:
+        """One page of the tenant's records (one user's when given), newest first, and the
+        count of all."""
+        where = [AnswerRecordRow.tenant_id == tenant_id]
+        if user_id is not None:
+            where.append(AnswerRecordRow.user_id == user_id)
+        query = (
+            select(AnswerRecordRow)
+            .where(*where)
+            .order_by(AnswerRecordRow.created_at.desc(), AnswerRecordRow.answer_id)
+            .limit(limit)
+            .offset(offset)
+        )
+        with self._db.session() as session:
+            rows = [_record(row) for row in session.scalars(query)]
+            total = session.scalar(select(func.count()).select_from(AnswerRecordRow).where(*where))
+            return rows, int(total or 0)
+
+    def export(self, tenant_id: str) -> Iterator[AnswerRecord]:
+        """Every record of the tenant, oldest first, read in batches."""
+        after: tuple[datetime, str] | None = None
+        while True:
+            query = select(AnswerRecordRow).where(AnswerRecordRow.tenant_id == tenant_id)
+            if after is not None:
+                at, answer_id = after
+                query = query.where(
+                    (AnswerRecordRow.created_at > at)
+                    | ((AnswerRecordRow.created_at == at) & (AnswerRecordRow.answer_id > answer_id))
+                )
+            query = query.order_by(AnswerRecordRow.created_at, AnswerRecordRow.answer_id)
+            with self._db.session() as session:
+                rows = [_record(row) for row in session.scalars(query.limit(_EXPORT_BATCH))]
+            yield from rows
+            if len(rows) < _EXPORT_BATCH:
+                return
+            after = (rows[-1].created_at, rows[-1].answer_id)
+
+    def delete(self, tenant_id: str, before: datetime | None = None) -> int:
+        """Delete the tenant's records (those older than `before` when given); how many went."""
+        where = [AnswerRecordRow.tenant_id == tenant_id]
+        if before is not None:
+            where.append(AnswerRecordRow.created_at < before)
+        with self._db.session() as session:
+            result = session.execute(delete(AnswerRecordRow).where(*where))
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def prune(self, keep_days: float, now: datetime | None = None) -> int:
+        """Delete every tenant's records older than `keep_days`; how many went."""
+        cutoff = (now or utc_now()) - timedelta(days=keep_days)
+        with self._db.session() as session:
+            result = session.execute(
+                delete(AnswerRecordRow).where(AnswerRecordRow.created_at < cutoff)
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]

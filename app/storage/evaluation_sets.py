@@ -1,0 +1,88 @@
+"""A tenant's evaluation sets: its own questions with the documents and pages that answer them."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select
+
+from app.storage.db import Database, utc_now
+from app.storage.records import record_of
+from app.storage.tables import EvaluationSetRow
+
+
+@dataclass(frozen=True)
+class EvaluationSet:
+    """A named list of items: {question, expected: [{document_id, source, page}], answerable}."""
+
+    set_id: str
+    tenant_id: str
+    name: str
+    item_count: int
+    created_at: datetime
+    created_by: str | None = None
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+
+class EvaluationSetStore:
+    """Creates, lists, reads and deletes a tenant's sets."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def create(
+        self, tenant_id: str, name: str, items: list[dict[str, Any]], created_by: str | None
+    ) -> EvaluationSet:
+        """Store a new set; its record."""
+        row = EvaluationSetRow(
+            set_id=secrets.token_hex(16),
+            tenant_id=tenant_id,
+            name=name,
+            items=json.dumps(items, ensure_ascii=False),
+            item_count=len(items),
+            created_by=created_by,
+            created_at=utc_now(),
+        )
+        with self._db.session() as session:
+            session.add(row)
+        return record_of(EvaluationSet, row, items=items)
+
+    def get(self, tenant_id: str, set_id: str) -> EvaluationSet | None:
+        """The tenant's set with its items, or None."""
+        query = select(EvaluationSetRow).where(
+            EvaluationSetRow.tenant_id == tenant_id, EvaluationSetRow.set_id == set_id
+        )
+        with self._db.session() as session:
+            row = session.scalars(query).first()
+            return (
+                None if row is None else record_of(EvaluationSet, row, items=json.loads(row.items))
+            )
+
+    def page(self, tenant_id: str, limit: int, offset: int = 0) -> tuple[list[EvaluationSet], int]:
+        """The tenant's sets (without their items), newest first, and how many in all."""
+        where = EvaluationSetRow.tenant_id == tenant_id
+        query = (
+            select(EvaluationSetRow)
+            .where(where)
+            .order_by(EvaluationSetRow.created_at.desc())
+            .limit(limit)
+            .offset(offset)
+        )
+        with self._db.session() as session:
+            rows = [record_of(EvaluationSet, row, items=[]) for row in session.scalars(query)]
+            total = session.scalar(select(func.count()).select_from(EvaluationSetRow).where(where))
+            return rows, int(total or 0)
+
+    def delete(self, tenant_id: str, set_id: str) -> bool:
+        """Delete the tenant's set; whether it existed."""
+        with self._db.session() as session:
+            result = session.execute(
+                delete(EvaluationSetRow).where(
+                    EvaluationSetRow.tenant_id == tenant_id, EvaluationSetRow.set_id == set_id
+                )
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -1,0 +1,94 @@
+"""Answer quality: the per-tenant answer record, feedback on answers, evaluation sets and runs.
+
+Revision ID: 0013
+Revises: 0012
+Created: 2026-12-05
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0013"
+down_revision = "0012"
+branch_labels = None
+depends_on = None
+
+
+def _indexes(table: str, *columns: str) -> None:
+    # The index names create_all gives index=True columns, so the models compare equal.
+    for column in columns:
+        op.create_index(f"ix_{table}_{column}", table, [column])
+
+
+def upgrade() -> None:
+    utc = sa.DateTime(timezone=True)
+    op.create_table(
+        "answer_records",
+        sa.Column("answer_id", sa.String(32), primary_key=True),
+        sa.Column("tenant_id", sa.String(64), nullable=False),
+        sa.Column("user_id", sa.String(40), nullable=False),
+        sa.Column("created_at", utc, nullable=False),
+        sa.Column("question", sa.Text(), nullable=True),
+        sa.Column("refused", sa.Boolean(), nullable=True),
+        sa.Column("cache", sa.String(8), nullable=True),
+        sa.Column("model", sa.String(200), nullable=True),
+        sa.Column("corpus_version", sa.BigInteger(), nullable=True),
+        sa.Column("cited", sa.Text(), nullable=True),
+        sa.Column("retrieved", sa.Text(), nullable=True),
+        sa.Column("timings", sa.Text(), nullable=True),
+        sa.Column("total_ms", sa.Float(), nullable=True),
+    )
+    _indexes("answer_records", "tenant_id", "user_id", "created_at")
+    op.create_table(
+        "answer_feedback",
+        sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+        sa.Column("tenant_id", sa.String(64), nullable=False),
+        sa.Column("answer_id", sa.String(32), nullable=False),
+        sa.Column("user_id", sa.String(40), nullable=False),
+        sa.Column("rating", sa.String(8), nullable=False),
+        sa.Column("comment", sa.Text(), nullable=True),
+        sa.Column("helpful_markers", sa.Text(), nullable=False),
+        sa.Column("expected", sa.Text(), nullable=False),
+        sa.Column("created_at", utc, nullable=False),
+        sa.Column("updated_at", utc, nullable=False),
+        sa.UniqueConstraint("tenant_id", "answer_id", "user_id"),
+    )
+    _indexes("answer_feedback", "tenant_id", "answer_id", "updated_at")
+    op.create_table(
+        "evaluation_sets",
+        sa.Column("set_id", sa.String(32), primary_key=True),
+        sa.Column("tenant_id", sa.String(64), nullable=False),
+        sa.Column("name", sa.String(200), nullable=False),
+        sa.Column("items", sa.Text(), nullable=False),
+        sa.Column("item_count", sa.Integer(), nullable=False),
+        sa.Column("created_by", sa.String(40), nullable=True),
+        sa.Column("created_at", utc, nullable=False),
+    )
+    _indexes("evaluation_sets", "tenant_id")
+    op.create_table(
+        "evaluation_runs",
+        sa.Column("run_id", sa.String(32), primary_key=True),
+        sa.Column("tenant_id", sa.String(64), nullable=False),
+        sa.Column("set_id", sa.String(32), nullable=False),
+        sa.Column("status", sa.String(16), nullable=False),
+        sa.Column("answers", sa.Boolean(), nullable=False),
+        sa.Column("progress_done", sa.Integer(), nullable=False),
+        sa.Column("progress_total", sa.Integer(), nullable=False),
+        sa.Column("corpus_version", sa.BigInteger(), nullable=True),
+        sa.Column("documents", sa.Text(), nullable=True),
+        sa.Column("settings", sa.Text(), nullable=True),
+        sa.Column("summary", sa.Text(), nullable=True),
+        sa.Column("results", sa.Text(), nullable=True),
+        sa.Column("error", sa.Text(), nullable=True),
+        sa.Column("created_by", sa.String(40), nullable=True),
+        sa.Column("created_at", utc, nullable=False),
+        sa.Column("updated_at", utc, nullable=False),
+    )
+    _indexes("evaluation_runs", "tenant_id", "set_id", "status", "created_at")
+
+
+def downgrade() -> None:
+    for table in ("evaluation_runs", "evaluation_sets", "answer_feedback", "answer_records"):
+        op.drop_table(table)

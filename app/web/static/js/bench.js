@@ -1,0 +1,111 @@
+// Test retrieval: POST /search with "explain": true. Each ranked passage shows its keyword and
+// meaning (dense) match as small bars, its place after fusion, the rules that moved it and the
+// matched words; its page opens in the viewer.
+
+import { json } from "./api.js";
+import { describeError, element } from "./format.js";
+import { openCitation } from "./viewer.js";
+
+const $ = (id) => document.getElementById(id);
+let loads = 0;
+
+function fixed(value, digits = 3) {
+  return typeof value === "number" ? value.toFixed(digits) : "—";
+}
+
+function signal(name, value, max, rank) {
+  const text = value === null || value === undefined
+    ? "not found"
+    : `${fixed(value)}${rank ? ` (rank ${rank})` : ""}`;
+  const meter = element("meter", {
+    attrs: { min: "0", max: String(max || 1), value: String(value || 0), "aria-label": `${name}: ${text}` },
+  });
+  return [element("span", { text: name }), meter, element("span", { text })];
+}
+
+function resultItem(result, maxima) {
+  const explain = result.explain || {};
+  const page = { ...result, marker: result.rank, chunk_id: "" };
+  const open = element("button", {
+    text: `Open page ${result.page_label}`,
+    className: "secondary small",
+    attrs: { type: "button" },
+  });
+  open.addEventListener("click", () => openCitation(page, open));
+  const rules = (explain.rules || []).map((rule) => element("span", { className: "rule", text: rule }));
+  const terms = (explain.matched_terms || []).map((term) => element("mark", { text: term }));
+  return element("li", { attrs: { "data-rank": String(result.rank) } }, [
+    element("div", {}, [
+      element("strong", {}, [element("bdi", { text: result.source })]),
+      document.createTextNode(`, page ${result.page_label} `),
+      open,
+    ]),
+    element("p", { className: "passage", text: result.text.slice(0, 300), attrs: { dir: "auto" } }),
+    element("div", { className: "signals" }, [
+      ...signal("Keyword match", explain.keyword_score, maxima.keyword, explain.keyword_rank),
+      ...signal("Meaning match", explain.dense_score, maxima.dense, explain.dense_rank),
+      ...signal("Fused score", explain.fused_score, maxima.fused, explain.fused_rank),
+    ]),
+    element("p", { className: "hint" }, [
+      document.createTextNode(rules.length ? "Rules: " : "No rule moved it. "),
+      ...rules,
+    ]),
+    element("p", { className: "terms hint" }, [
+      document.createTextNode(terms.length ? "Matched words: " : "No word matched exactly."),
+      ...terms,
+    ]),
+  ]);
+}
+
+function summary(explain, relevant) {
+  const gate = explain.gate || {};
+  const fusion = explain.fusion || {};
+  const verdict = relevant
+    ? "The relevance gate lets these through: a question would be answered from them."
+    : `The relevance gate would refuse to answer (${gate.reason || "nothing relevant"}).`;
+  const weights = typeof fusion.keyword_weight === "number"
+    ? ` Fusion weights: meaning ${fixed(fusion.dense_weight, 2)}, keyword ${fixed(fusion.keyword_weight, 2)}.`
+    : "";
+  const rules = fusion.rules && fusion.rules.length ? ` Query rules: ${fusion.rules.join(", ")}.` : "";
+  return verdict + weights + rules;
+}
+
+export async function testRetrieval(question) {
+  const status = $("bench-status");
+  const ticket = ++loads;
+  $("bench-question").value = question;
+  status.textContent = "Searching…";
+  try {
+    const found = await json("/search", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ query: question, k: 10, explain: true }),
+    });
+    if (ticket !== loads) return;
+    const max = (key) => Math.max(1e-9, ...found.results.map((r) => (r.explain || {})[key] || 0));
+    const maxima = { keyword: max("keyword_score"), dense: max("dense_score"), fused: max("fused_score") };
+    $("bench-results").replaceChildren(...found.results.map((r) => resultItem(r, maxima)));
+    $("bench-summary").textContent = summary(found.explain || {}, found.relevant);
+    status.textContent = found.results.length
+      ? `${found.results.length} passages in ${Math.round(found.total_ms)} ms.`
+      : "Nothing was found.";
+  } catch (error) {
+    if (ticket === loads) status.textContent = describeError(error, "The search");
+  }
+}
+
+export function resetBench() {
+  loads += 1;
+  $("bench-results").replaceChildren();
+  $("bench-summary").textContent = "";
+  $("bench-status").textContent = "";
+  $("bench-question").value = "";
+}
+
+export function setUpBench() {
+  $("bench-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const question = $("bench-question").value.trim();
+    if (question) testRetrieval(question);
+  });
+}

@@ -1,0 +1,58 @@
+// A line chart drawn in the page as SVG (no library, nothing fetched): one metric over runs,
+// oldest on the left. Each point carries its value (data-value) and a <title> for people who
+// hover or use a screen reader; the runs table beside it holds the same numbers.
+
+const SVG = "http://www.w3.org/2000/svg";
+const WIDTH = 640;
+const HEIGHT = 240;
+const PAD = { left: 48, right: 16, top: 16, bottom: 36 };
+
+function node(tag, attrs = {}, text) {
+  const made = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) made.setAttribute(name, String(value));
+  if (text !== undefined) made.textContent = text;
+  return made;
+}
+
+function label(value, isRate) {
+  return isRate ? value.toFixed(2) : String(Math.round(value));
+}
+
+// points: [{x: label under the point, y: number or null}]; rates (0..1) get a 0..1 axis.
+export function lineChart(title, points, { isRate = true } = {}) {
+  const shown = points.filter((p) => typeof p.y === "number");
+  const top = isRate ? 1 : Math.max(1, ...shown.map((p) => p.y)) * 1.1;
+  const innerW = WIDTH - PAD.left - PAD.right;
+  const innerH = HEIGHT - PAD.top - PAD.bottom;
+  const xOf = (i) => PAD.left + (points.length === 1 ? innerW / 2 : (i * innerW) / (points.length - 1));
+  const yOf = (v) => PAD.top + innerH - (v / top) * innerH;
+  const svg = node("svg", {
+    viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
+    role: "img",
+    "aria-label": `${title}: ${shown.map((p) => `${p.x} ${label(p.y, isRate)}`).join(", ")}`,
+    "data-metric": title,
+  });
+  svg.append(node("title", {}, title));
+  for (let step = 0; step <= 4; step += 1) {
+    const value = (top * step) / 4;
+    const y = yOf(value);
+    svg.append(node("line", { class: "grid", x1: PAD.left, x2: WIDTH - PAD.right, y1: y, y2: y }));
+    svg.append(node("text", { x: PAD.left - 6, y: y + 4, "text-anchor": "end" }, label(value, isRate)));
+  }
+  svg.append(node("line", { class: "axis", x1: PAD.left, x2: PAD.left, y1: PAD.top, y2: HEIGHT - PAD.bottom }));
+  svg.append(node("line", { class: "axis", x1: PAD.left, x2: WIDTH - PAD.right, y1: HEIGHT - PAD.bottom, y2: HEIGHT - PAD.bottom }));
+  const path = [];
+  points.forEach((point, i) => {
+    svg.append(node("text", { x: xOf(i), y: HEIGHT - PAD.bottom + 16, "text-anchor": "middle" }, point.x));
+    if (typeof point.y !== "number") return;
+    path.push(`${xOf(i)},${yOf(point.y)}`);
+  });
+  if (path.length > 1) svg.append(node("polyline", { class: "line", points: path.join(" ") }));
+  points.forEach((point, i) => {
+    if (typeof point.y !== "number") return;
+    const dot = node("circle", { class: "point", cx: xOf(i), cy: yOf(point.y), r: 5, "data-value": point.y });
+    dot.append(node("title", {}, `${point.x}: ${label(point.y, isRate)}`));
+    svg.append(dot);
+  });
+  return svg;
+}

@@ -1,0 +1,352 @@
+"""Evaluation on a tenant's own questions, on the real stack: sets (given, uploaded as JSONL or
+CSV, made from feedback), runs as durable background jobs, their numbers against our harness's
+own metric functions, the comparison of two runs, and tenants kept apart."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ApiHarness, ApiUser, api_settings, assert_error_body
+from fastapi.testclient import TestClient
+from sqlalchemy import update
+
+from app.main import create_app
+from app.storage.db import utc_now
+from app.storage.tables import EvaluationRunRow
+from eval.metrics import hit_at_k, mrr_at_k
+from testkit.builders import pdf_document, text_document
+
+pytestmark = pytest.mark.integration
+
+A, B = "eval-a", "eval-b"
+MANUAL = (
+    "Pump P-100 maintenance: replace the impeller seal every 2000 hours and check the bearing.",
+    "Boiler B-7 start-up: open the feed valve, purge the furnace for five minutes, then ignite.",
+    "Crane C-3 inspection: test the brake under load and grease the slewing ring monthly.",
+)
+NOTES = "Canteen opening hours: breakfast from seven, lunch from noon, closed on Sundays."
+ITEMS = [
+    {"question": "How often is the pump impeller seal replaced?", "page": 1},
+    {"question": "How long is the boiler furnace purged before ignition?", "page": 2},
+    {"question": "What is tested on the crane under load?", "page": 3},
+    {"question": "When does the canteen open for lunch?", "source": "canteen.txt"},
+    {"question": "When does the slewing ring of the crane get grease?", "page": 3},
+]
+RUN_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Tenant:
+    admin: ApiUser
+    member: ApiUser
+    reader: ApiUser
+    outsider: ApiUser  # admin of B
+    manual_id: str
+
+
+def items() -> list[dict[str, Any]]:
+    made: list[dict[str, Any]] = []
+    for item in ITEMS:
+        source = item.get("source", "manual.pdf")
+        expected = {"source": source, **({"page": item["page"]} if "page" in item else {})}
+        made.append({"question": item["question"], "expected": [expected]})
+    made.append({"question": "What is the airspeed of an unladen swallow?", "answerable": False})
+    return made
+
+
+@pytest.fixture(scope="module")
+def tenant(api: ApiHarness) -> Tenant:
+    admin, member = api.add_user(A), api.add_user(A)
+    reader, outsider = api.add_user(A, role="reader"), api.add_user(B)
+    job = api.upload_and_wait(member, "manual.pdf", pdf_document(*MANUAL))
+    assert job["status"] == "done", job
+    notes = api.upload_and_wait(member, "canteen.txt", text_document(NOTES))
+    assert notes["status"] == "done", notes
+    return Tenant(admin, member, reader, outsider, job["document_id"])
+
+
+def post(api: ApiHarness, path: str, user: ApiUser, body: Any) -> Any:
+    return api.client.post(path, json=body, headers=user.headers)
+
+
+def new_set(api: ApiHarness, user: ApiUser, name: str, made: list[dict[str, Any]]) -> str:
+    response = post(api, "/evaluations/sets", user, {"name": name, "items": made})
+    assert response.status_code == 201, response.text
+    return str(response.json()["set_id"])
+
+
+def wait_for_run(client: TestClient, user: ApiUser, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while True:
+        response = client.get(f"/evaluations/runs/{run_id}", headers=user.headers)
+        assert response.status_code == 200, response.text
+        run: dict[str, Any] = response.json()
+        if run["status"] in ("done", "failed"):
+            return run
+        assert time.monotonic() < deadline, run
+        time.sleep(0.1)
+
+
+def start_run(api: ApiHarness, user: ApiUser, set_id: str, answers: bool = False) -> str:
+    response = post(api, "/evaluations/runs", user, {"set_id": set_id, "answers": answers})
+    assert response.status_code == 202, response.text
+    assert response.json()["status"] == "queued"
+    return str(response.json()["run_id"])
+
+
+def test_a_run_gives_the_numbers_our_harness_computes_on_the_same_items(
+    api: ApiHarness, tenant: Tenant
+) -> None:
+    set_id = new_set(api, tenant.member, "manual questions", items())
+    run = wait_for_run(api.client, tenant.member, start_run(api, tenant.member, set_id))
+    assert run["status"] == "done", run
+    assert run["progress"] == {"done": 6, "total": 6}
+    stored = api.client.get(f"/evaluations/sets/{set_id}", headers=tenant.member.headers).json()
+
+    by_page: dict[str, list[float]] = {"hit@1": [], "hit@5": [], "mrr@10": []}
+    by_document: dict[str, list[float]] = {"hit@1": [], "hit@5": [], "mrr@10": []}
+    for item, result in zip(stored["items"], run["results"], strict=True):
+        assert result["question"] == item["question"]
+        if not item["answerable"]:
+            continue
+        hits = api.search(tenant.member, item["question"], k=10)["results"]
+        documents = list(dict.fromkeys(h["document_id"] for h in hits))
+        pages = list(dict.fromkeys(f"{h['document_id']}#{h['page']}" for h in hits))
+        gold_documents = {e["document_id"] for e in item["expected"]}
+        for name, k in (("hit@1", 1), ("hit@5", 5)):
+            by_document[name].append(hit_at_k(documents, gold_documents, k))
+        by_document["mrr@10"].append(mrr_at_k(documents, gold_documents, 10))
+        gold_pages = {f"{e['document_id']}#{e['page']}" for e in item["expected"] if e["page"]}
+        if gold_pages:
+            for name, k in (("hit@1", 1), ("hit@5", 5)):
+                by_page[name].append(hit_at_k(pages, gold_pages, k))
+            by_page["mrr@10"].append(mrr_at_k(pages, gold_pages, 10))
+            assert result["page"]["mrr@10"] == pytest.approx(by_page["mrr@10"][-1])
+        else:
+            assert result["page"] is None  # the canteen note names no page
+    summary = run["summary"]
+    assert (summary["items"], summary["answerable"], summary["unanswerable"]) == (6, 5, 1)
+    for name, values in by_page.items():
+        assert summary[f"page_{name}"] == pytest.approx(sum(values) / len(values), abs=1e-4)
+    for name, values in by_document.items():
+        assert summary[f"document_{name}"] == pytest.approx(sum(values) / len(values), abs=1e-4)
+    assert summary["page_hit@5"] > 0.5  # the small manual is found
+    assert 0 < summary["latency_p50_ms"] <= summary["latency_p95_ms"]
+    assert summary["gate_refused_unanswerable"] in (0.0, 1.0)
+    assert run["corpus_version"] and run["documents"] == 2
+
+
+def test_a_run_with_answers_scores_citations_and_refusals(api: ApiHarness, tenant: Tenant) -> None:
+    set_id = new_set(api, tenant.admin, "with answers", items()[:2] + items()[-1:])
+    run = wait_for_run(api.client, tenant.admin, start_run(api, tenant.admin, set_id, True))
+    assert run["status"] == "done", run
+    answered = [r for r in run["results"] if r["answerable"]]
+    for result in answered:
+        cited = set(result["answer"]["cited"])
+        expected = {f"{e['document_id']}#{e['page']}" for e in result["expected"]}
+        assert result["answer"]["cites_expected"] == bool(cited & expected)
+    summary = run["summary"]
+    cites = [r["answer"]["cites_expected"] for r in answered]
+    assert summary["cites_expected"] == pytest.approx(sum(cites) / len(cites))
+    unanswerable = next(r for r in run["results"] if not r["answerable"])
+    assert summary["refused_unanswerable"] == float(unanswerable["answer"]["refused"])
+    # A run's questions are nobody's answers: they do not enter the answer record.
+    record = api.client.get("/answers", params={"all": "true"}, headers=tenant.admin.headers)
+    questions = {r["question"] for r in record.json()["data"]}
+    assert not questions & {r["question"] for r in run["results"]}
+
+
+def test_sets_come_from_jsonl_csv_and_feedback(api: ApiHarness, tenant: Tenant) -> None:
+    lines = "\n".join(json.dumps(item) for item in items())
+    uploaded = api.client.post(
+        "/evaluations/sets/upload",
+        params={"name": "uploaded", "format": "jsonl"},
+        content=lines.encode(),
+        headers={**tenant.member.headers, "Content-Type": "application/x-ndjson"},
+    )
+    assert uploaded.status_code == 201, uploaded.text
+    assert uploaded.json()["item_count"] == 6
+    csv_text = (
+        "question,source,page,answerable\n"
+        "How often is the pump impeller seal replaced?,manual.pdf,1,true\n"
+        "How often is the pump impeller seal replaced?,manual.pdf,2,true\n"
+        "Who won the 1954 World Cup?,,,false\n"
+    )
+    from_csv = api.client.post(
+        "/evaluations/sets/upload",
+        params={"name": "from csv", "format": "csv"},
+        content=csv_text.encode(),
+        headers={**tenant.member.headers, "Content-Type": "text/csv"},
+    )
+    assert from_csv.status_code == 201, from_csv.text
+    made = api.client.get(
+        f"/evaluations/sets/{from_csv.json()['set_id']}", headers=tenant.member.headers
+    ).json()["items"]
+    assert [len(i["expected"]) for i in made] == [2, 0]
+    assert [i["answerable"] for i in made] == [True, False]
+
+    down = api.query(tenant.reader, "How often is the pump impeller seal replaced?")["answer_id"]
+    up = api.query(tenant.reader, "What is tested on the crane under load?")
+    rated = post(
+        api,
+        f"/answers/{down}/feedback",
+        tenant.reader,
+        {"rating": "down", "expected": [{"source": "manual.pdf", "page": 1}]},
+    )
+    assert rated.status_code == 200, rated.text
+    marker = up["citations"][0]["marker"]
+    liked = post(
+        api,
+        f"/answers/{up['answer_id']}/feedback",
+        tenant.reader,
+        {"rating": "up", "helpful_markers": [marker]},
+    )
+    assert liked.status_code == 200, liked.text
+    assert_error_body(
+        post(api, "/evaluations/sets/from-feedback", tenant.member, {"name": "x"}), 403
+    )
+    made = post(api, "/evaluations/sets/from-feedback", tenant.admin, {"name": "from feedback"})
+    assert made.status_code == 201, made.text
+    got = api.client.get(
+        f"/evaluations/sets/{made.json()['set_id']}", headers=tenant.admin.headers
+    ).json()
+    by_question = {i["question"]: i for i in got["items"]}
+    assert by_question["How often is the pump impeller seal replaced?"]["expected"] == [
+        {"document_id": tenant.manual_id, "source": "manual.pdf", "page": 1}
+    ]
+    cited_page = up["citations"][0]["page"]
+    assert by_question["What is tested on the crane under load?"]["expected"][0]["page"] == (
+        cited_page
+    )
+    outsider = post(api, "/evaluations/sets/from-feedback", tenant.outsider, {"name": "x"})
+    assert_error_body(outsider, 422)  # B has no feedback; A's is not B's
+
+
+def test_bad_sets_are_refused_with_the_item_named(api: ApiHarness, tenant: Tenant) -> None:
+    cases = [
+        [{"question": "Q?", "expected": [{"source": "nowhere.pdf"}]}],
+        [{"question": "Q?"}],  # answerable without an expected document
+        [{"question": "Q?", "expected": [{"source": "manual.pdf", "page": 0}]}],
+        [{"question": "", "expected": [{"source": "manual.pdf"}]}],
+        [{"question": f"Q{n}?", "expected": [{"source": "manual.pdf"}]} for n in range(1001)],
+        [],
+    ]
+    for made in cases:
+        response = post(api, "/evaluations/sets", tenant.member, {"name": "bad", "items": made})
+        assert_error_body(response, 422)
+    # B cannot name A's documents.
+    theirs = post(api, "/evaluations/sets", tenant.outsider, {"name": "x", "items": items()[:1]})
+    error = assert_error_body(theirs, 422, "invalid_input")
+    assert "item 1" in error["message"] and "manual.pdf" in error["message"]
+    bad_csv = api.client.post(
+        "/evaluations/sets/upload",
+        params={"name": "bad", "format": "csv"},
+        content=b"source,page\nmanual.pdf,1\n",
+        headers=tenant.member.headers,
+    )
+    assert_error_body(bad_csv, 422, "invalid_input")
+    assert_error_body(
+        post(api, "/evaluations/sets", tenant.reader, {"name": "r", "items": []}), 403
+    )
+
+
+def test_tenants_never_see_each_others_sets_or_runs(api: ApiHarness, tenant: Tenant) -> None:
+    set_id = new_set(api, tenant.member, "private", items()[:1])
+    run_id = start_run(api, tenant.member, set_id)
+    outsider = tenant.outsider.headers
+    for path in (f"/evaluations/sets/{set_id}", f"/evaluations/runs/{run_id}"):
+        assert_error_body(api.client.get(path, headers=outsider), 404, "not_found")
+    assert_error_body(post(api, "/evaluations/runs", tenant.outsider, {"set_id": set_id}), 404)
+    assert api.client.get("/evaluations/runs", headers=outsider).json()["count"] == 0
+    assert api.client.get("/evaluations/sets", headers=outsider).json()["count"] == 0
+    wait_for_run(api.client, tenant.member, run_id)
+
+
+def test_two_runs_compare_and_name_the_replaced_document(api: ApiHarness, tenant: Tenant) -> None:
+    set_id = new_set(api, tenant.member, "before and after", items()[:3])
+    first = wait_for_run(api.client, tenant.member, start_run(api, tenant.member, set_id))
+    # The manual is re-uploaded without its crane page: that question gets worse.
+    job = api.upload_and_wait(tenant.member, "manual.pdf", pdf_document(*MANUAL[:2], "Blank."))
+    assert job["status"] == "done"
+    second = wait_for_run(api.client, tenant.member, start_run(api, tenant.member, set_id))
+    change = api.client.get(
+        f"/evaluations/runs/{second['run_id']}/compare",
+        params={"before": first["run_id"]},
+        headers=tenant.member.headers,
+    ).json()
+    assert change["documents"]["replaced"] == ["manual.pdf"]
+    assert change["corpus_changed"] is True and change["settings_changed"] == []
+    assert "What is tested on the crane under load?" in {w["question"] for w in change["worse"]}
+    listed = api.client.get(
+        "/evaluations/runs", params={"set_id": set_id}, headers=tenant.reader.headers
+    )
+    assert_error_body(listed, 403)  # runs are for members and admins
+    history = api.client.get(
+        "/evaluations/runs", params={"set_id": set_id}, headers=tenant.member.headers
+    ).json()
+    assert [r["run_id"] for r in history["data"]] == [first["run_id"], second["run_id"]]
+    api.upload_and_wait(tenant.member, "manual.pdf", pdf_document(*MANUAL))  # put it back
+
+
+def test_a_run_survives_a_restart(tmp_path: Path) -> None:
+    settings = api_settings(tmp_path / "data")
+    with TestClient(create_app(settings)) as client:
+        harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
+        user = harness.add_user("eval-restart")
+        assert (
+            harness.upload_and_wait(user, "manual.pdf", pdf_document(*MANUAL))["status"] == "done"
+        )
+        set_id = new_set(harness, user, "restart", items()[:3])
+    # Runs asked for while no runner is up, one of them "processing" for a runner that died.
+    with TestClient(create_app(settings, start_workers=False)) as client:
+        harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
+        queued = start_run(harness, user, set_id)
+        crashed = start_run(harness, user, set_id)
+        with harness.container.database.session() as session:
+            session.execute(
+                update(EvaluationRunRow)
+                .where(EvaluationRunRow.run_id == crashed)
+                .values(
+                    status="processing", progress_done=1, updated_at=utc_now().replace(year=2020)
+                )
+            )
+        assert (
+            client.get(f"/evaluations/runs/{queued}", headers=user.headers).json()["status"]
+            == "queued"
+        )
+    with TestClient(create_app(settings)) as client:
+        for run_id in (queued, crashed):
+            run = wait_for_run(client, user, run_id)
+            assert run["status"] == "done", run
+            assert run["progress"] == {"done": 3, "total": 3}
+
+
+def test_a_run_of_200_items_leaves_another_tenants_search_fast(
+    api: ApiHarness, tenant: Tenant
+) -> None:
+    other = api.add_user("eval-neighbour")
+    assert api.upload_and_wait(other, "ferry.txt", text_document(NOTES))["status"] == "done"
+    many = [
+        dict(items()[n % 5], question=f"{items()[n % 5]['question']} ({n})") for n in range(200)
+    ]
+    set_id = new_set(api, tenant.member, "two hundred", many)
+    run_id = start_run(api, tenant.member, set_id)
+    seconds: list[float] = []
+    running = True
+    while running:
+        started = time.perf_counter()
+        api.search(other, "When is lunch served in the canteen?")
+        seconds.append(time.perf_counter() - started)
+        state = api.client.get(f"/evaluations/runs/{run_id}", headers=tenant.member.headers)
+        running = state.json()["status"] in ("queued", "processing")
+        time.sleep(0.05)
+    assert wait_for_run(api.client, tenant.member, run_id)["status"] == "done"
+    assert len(seconds) >= 20, "the run ended before the neighbour measured anything"
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    assert p95 < 1.0, f"neighbour's /search p95 {p95:.3f} s during a 200-item run"

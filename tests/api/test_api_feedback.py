@@ -1,0 +1,299 @@
+"""Answer ids, the per-tenant answer record and feedback on answers, on the real stack.
+
+Every way of asking gives an answer id; the record of an answer is its asker's (and their
+admin's), never another tenant's; one rating per person per answer, changed in place; the audit
+log has the rating but not the comment; GET /feedback lists, filters and exports; with
+RAG_ANSWER_LOG_DAYS=0 no question text reaches the database file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
+from prometheus_client.parser import text_string_to_metric_families
+
+from app import metrics
+from testkit.builders import pdf_document
+
+pytestmark = pytest.mark.integration
+
+A, B = "quality-a", "quality-b"
+METRICS_TOKEN = "feedback-scrape-secret-0123"
+TIDES = (
+    "Tide tables for the harbour of Wick: high water at 06:10 and 18:32 on the first of May.",
+    "Moorings at Wick cost 12 pounds a night; the harbour master collects the fee at noon.",
+)
+QUESTION = "When is high water at Wick?"
+COMMENT = "It should have quoted the mooring fee page instead, says Agnes"
+
+
+@dataclass
+class People:
+    alice: ApiUser  # admin of A
+    bob: ApiUser  # member of A
+    carol: ApiUser  # reader of A
+    dave: ApiUser  # admin of B
+    document_id: str
+    other_document: str  # B's
+
+
+@pytest.fixture(scope="module")
+def api(api_factory: ApiFactory) -> Iterator[ApiHarness]:
+    harness = api_factory(metrics_enabled=True, metrics_token=METRICS_TOKEN)
+    yield harness
+    metrics.disable()
+
+
+@pytest.fixture(scope="module")
+def people(api: ApiHarness) -> People:
+    alice, bob = api.add_user(A), api.add_user(A)
+    carol, dave = api.add_user(A, role="reader"), api.add_user(B)
+    job = api.upload_and_wait(alice, "tides.pdf", pdf_document(*TIDES))
+    assert job["status"] == "done", job
+    other = api.upload_and_wait(dave, "secret.pdf", pdf_document("Dave's own tide notes."))
+    return People(alice, bob, carol, dave, job["document_id"], other["document_id"])
+
+
+def ask(api: ApiHarness, user: ApiUser, question: str = QUESTION) -> dict[str, Any]:
+    return dict(api.query(user, question))
+
+
+def rate(api: ApiHarness, user: ApiUser, answer_id: str, **body: Any) -> Any:
+    return api.client.post(f"/answers/{answer_id}/feedback", json=body, headers=user.headers)
+
+
+def feedback_counts(api: ApiHarness) -> dict[str, float]:
+    scraped = api.client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    assert scraped.status_code == 200, scraped.text
+    counts = {}
+    for family in text_string_to_metric_families(scraped.text):
+        for sample in family.samples:
+            if sample.name == "rag_feedback_total":
+                counts[sample.labels["rating"]] = sample.value
+    return counts
+
+
+def stream_done(api: ApiHarness, user: ApiUser, question: str) -> dict[str, Any]:
+    with api.client.stream(
+        "POST", "/query/stream", json={"question": question}, headers=user.headers
+    ) as response:
+        assert response.status_code == 200
+        text = "".join(response.iter_text())
+    events = [block for block in text.split("\n\n") if block.startswith("event: done")]
+    assert len(events) == 1, text
+    return dict(json.loads(events[0].split("data: ", 1)[1]))
+
+
+def test_every_way_of_asking_gives_an_answer_id_with_its_record(
+    api: ApiHarness, people: People
+) -> None:
+    answered = ask(api, people.bob)
+    record = api.client.get(f"/answers/{answered['answer_id']}", headers=people.bob.headers)
+    assert record.status_code == 200, record.text
+    body = record.json()
+    assert body["question"] == QUESTION
+    assert body["user_id"] == people.bob.user_id
+    assert body["model"] == "extractive"
+    assert body["cited"] and body["cited"][0]["document_id"] == people.document_id
+    assert body["cited"][0]["page"] in (1, 2)
+    assert [r["rank"] for r in body["retrieved"]] == list(range(1, len(body["retrieved"]) + 1))
+    assert body["retrieved"][0]["source"] == "tides.pdf"
+    assert body["total_ms"] > 0 and body["timings"]
+
+    done = stream_done(api, people.bob, "What do moorings at Wick cost?")
+    streamed = api.client.get(f"/answers/{done['answer_id']}", headers=people.bob.headers)
+    assert streamed.json()["question"] == "What do moorings at Wick cost?"
+
+    conversation = api.client.post("/conversations", headers=people.bob.headers).json()
+    turn = api.client.post(
+        f"/conversations/{conversation['conversation_id']}/messages",
+        json={"content": "Who collects the mooring fee?"},
+        headers=people.bob.headers,
+    ).json()
+    assert turn["answer_id"] == turn["answer_message_id"]
+    assert rate(api, people.bob, turn["answer_message_id"], rating="up").status_code == 200
+
+    chat = api.client.post(
+        "/v1/chat/completions",
+        json={"model": "rag", "messages": [{"role": "user", "content": QUESTION}]},
+        headers=people.bob.headers,
+    ).json()
+    assert chat["id"].startswith("chatcmpl-")
+    assert rate(api, people.bob, chat["id"], rating="down").status_code == 200
+    ids = {answered["answer_id"], done["answer_id"], turn["answer_id"], chat["id"][9:]}
+    assert len(ids) == 4  # every answer its own id, even the cached repeat of QUESTION
+
+
+def test_feedback_on_another_users_or_another_tenants_answer_is_a_404(
+    api: ApiHarness, people: People
+) -> None:
+    bobs = ask(api, people.bob)["answer_id"]
+    for stranger in (people.alice, people.carol, people.dave):  # admin, reader, other tenant
+        assert_error_body(rate(api, stranger, bobs, rating="down"), 404, "not_found")
+    assert_error_body(rate(api, people.bob, "0" * 32, rating="up"), 404, "not_found")
+    assert_error_body(
+        api.client.get(f"/answers/{bobs}", headers=people.dave.headers), 404, "not_found"
+    )
+    assert_error_body(
+        api.client.get(f"/answers/{bobs}", headers=people.carol.headers), 404, "not_found"
+    )
+    assert rate(api, people.bob, bobs, rating="up").status_code == 200
+
+
+def test_rating_twice_changes_the_rating_never_duplicates_and_audits_no_comment(
+    api: ApiHarness, people: People
+) -> None:
+    before = feedback_counts(api)
+    answer_id = ask(api, people.carol)["answer_id"]
+    first = rate(api, people.carol, answer_id, rating="up", helpful_markers=[1])
+    assert first.status_code == 200, first.text
+    assert first.json()["changed"] is False
+    second = rate(
+        api,
+        people.carol,
+        answer_id,
+        rating="down",
+        comment=COMMENT,
+        expected=[{"source": "tides.pdf", "page": 2}],
+    )
+    assert second.status_code == 200, second.text
+    assert second.json()["changed"] is True
+    mine = api.client.get(f"/answers/{answer_id}/feedback", headers=people.carol.headers).json()
+    assert (mine["rating"], mine["comment"]) == ("down", COMMENT)
+    assert mine["expected"] == [
+        {"document_id": people.document_id, "source": "tides.pdf", "page": 2}
+    ]
+
+    listed = api.client.get(
+        "/feedback", params={"user_id": people.carol.user_id}, headers=people.alice.headers
+    ).json()
+    assert listed["count"] == 1
+    assert listed["data"][0]["question"] == QUESTION
+    assert listed["data"][0]["rating"] == "down"
+
+    audit = api.client.get(
+        "/audit", params={"action": "answer.rated"}, headers=people.alice.headers
+    ).json()
+    carols = [e for e in audit["data"] if e["target_id"] == answer_id]
+    assert [e["detail"]["rating"] for e in carols] == ["down", "up"]
+    assert carols[0]["detail"]["previous"] == "up" and carols[0]["detail"]["comment"] is True
+    assert "Agnes" not in json.dumps(audit)
+
+    after = feedback_counts(api)
+    assert after.get("up", 0) - before.get("up", 0) == 1
+    assert after.get("down", 0) - before.get("down", 0) == 1
+
+
+def test_feedback_checks_what_it_is_given(api: ApiHarness, people: People) -> None:
+    answer_id = ask(api, people.bob)["answer_id"]
+    bad = [
+        {"rating": "meh"},
+        {"rating": "down", "expected": [{"source": "secret.pdf"}]},  # B's file, not A's
+        {"rating": "down", "expected": [{"document_id": people.other_document}]},
+        {"rating": "down", "expected": [{"source": "tides.pdf", "page": 9}]},  # 2 pages
+        {"rating": "down", "expected": [{"page": 1}]},
+        {"rating": "up", "helpful_markers": [7]},  # not a marker the answer cited
+        {"rating": "up", "comment": "x" * 2001},
+    ]
+    for body in bad:
+        assert_error_body(rate(api, people.bob, answer_id, **body), 422)
+    listed = api.client.get("/feedback", headers=people.alice.headers).json()
+    assert answer_id not in {f["answer_id"] for f in listed["data"]}
+
+
+def test_a_reader_sees_only_their_own_answers_an_admin_exports_and_deletes_the_tenants(
+    api: ApiHarness, people: People
+) -> None:
+    carols = ask(api, people.carol, "Who collects the fee at noon?")["answer_id"]
+    bobs = ask(api, people.bob, "What is the high water time?")["answer_id"]
+    own = api.client.get("/answers", params={"all": "true"}, headers=people.carol.headers)
+    shown = {r["answer_id"] for r in own.json()["data"]}
+    assert carols in shown and bobs not in shown
+    assert {r["user_id"] for r in own.json()["data"]} == {people.carol.user_id}
+    everyone = api.client.get("/answers", params={"all": "true"}, headers=people.alice.headers)
+    assert {carols, bobs} <= {r["answer_id"] for r in everyone.json()["data"]}
+    assert api.client.get("/answers", headers=people.dave.headers).json()["count"] == 0
+    assert_error_body(api.client.get("/answers/export", headers=people.bob.headers), 403)
+
+    exported = api.client.get("/answers/export", headers=people.alice.headers)
+    assert exported.status_code == 200
+    assert exported.headers["content-type"].startswith("application/x-ndjson")
+    lines = [json.loads(line) for line in exported.text.splitlines()]
+    assert {carols, bobs} <= {line["answer_id"] for line in lines}
+    assert len(lines) == everyone.json()["count"]
+    assert not any(line["question"] == "Dave's own tide notes." for line in lines)
+
+    assert_error_body(api.client.delete("/answers", headers=people.bob.headers), 403)
+    dave_answer = ask(api, people.dave, "Whose notes are these?")["answer_id"]
+    deleted = api.client.delete("/answers", headers=people.alice.headers)
+    assert deleted.status_code == 200 and deleted.json()["deleted"] == len(lines)
+    assert (
+        api.client.get("/answers", params={"all": "true"}, headers=people.alice.headers).json()[
+            "count"
+        ]
+        == 0
+    )
+    assert api.client.get(f"/answers/{dave_answer}", headers=people.dave.headers).status_code == 200
+
+
+def test_feedback_is_listed_filtered_and_exported_for_admins_only(
+    api: ApiHarness, people: People
+) -> None:
+    up = ask(api, people.bob, "Where is Wick harbour?")["answer_id"]
+    down = ask(api, people.bob, "What does a night's mooring cost?")["answer_id"]
+    assert rate(api, people.bob, up, rating="up").status_code == 200
+    assert (
+        rate(
+            api, people.bob, down, rating="down", expected=[{"source": "tides.pdf", "page": 2}]
+        ).status_code
+        == 200
+    )
+    assert_error_body(api.client.get("/feedback", headers=people.bob.headers), 403, "forbidden")
+    downs = api.client.get(
+        "/feedback",
+        params={"rating": "down", "with_expected": "true"},
+        headers=people.alice.headers,
+    ).json()
+    assert down in {f["answer_id"] for f in downs["data"]}
+    assert up not in {f["answer_id"] for f in downs["data"]}
+    assert all(f["rating"] == "down" and f["expected"] for f in downs["data"])
+    exported = api.client.get(
+        "/feedback", params={"format": "jsonl", "rating": "up"}, headers=people.alice.headers
+    )
+    assert exported.headers["content-type"].startswith("application/x-ndjson")
+    lines = [json.loads(line) for line in exported.text.splitlines()]
+    assert up in {line["answer_id"] for line in lines}
+    assert {line["rating"] for line in lines} == {"up"}
+    assert api.client.get("/feedback", headers=people.dave.headers).json()["count"] == 0
+
+
+def test_with_the_answer_record_off_no_question_text_is_stored(
+    api_factory: ApiFactory,
+) -> None:
+    harness = api_factory(answer_log_days=0)
+    user = harness.add_user("quality-off")
+    job = harness.upload_and_wait(user, "tides.pdf", pdf_document(*TIDES))
+    assert job["status"] == "done"
+    question = "Quokka-zebra probe: when is high water at Wick harbour?"
+    answer_id = harness.query(user, question)["answer_id"]
+    rated = rate(harness, user, answer_id, rating="down", comment="wrong tide")
+    assert rated.status_code == 200, rated.text
+    assert rated.json()["question"] is None
+    record = harness.client.get(f"/answers/{answer_id}", headers=user.headers).json()
+    assert record["question"] is None and record["cited"] == [] and record["retrieved"] == []
+    other = harness.add_user("quality-off")
+    assert_error_body(rate(harness, other, answer_id, rating="up"), 404, "not_found")
+    harness.container.database.engine.dispose()  # the WAL is checkpointed into the file
+    stored = b"".join(
+        path.read_bytes()
+        for path in Path(harness.settings.data_dir).rglob("*")
+        if path.is_file() and path.name.startswith("rag.db")
+    )
+    assert b"Quokka-zebra" not in stored
+    assert b"wrong tide" in stored  # what the person sent is kept

@@ -1,0 +1,210 @@
+"""Answer quality in the web app, as people see it in Chromium, by visible labels and roles.
+
+A reader rates an answer down and names the page it should have used; a member tests retrieval
+and sees each passage's signals as bars; the admin finds the rating in Feedback, turns it into a
+test set, runs it twice, reads the chart (its points are the API's numbers) and opens the missed
+question in the test bench. Signed out, and as a reader, none of the Quality section shows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from browser import A11Y_AUDIT, artifacts_dir, screenshot
+from playwright.sync_api import expect
+
+from testkit.builders import pdf_document
+from testkit.live_server import LiveServer
+
+pytestmark = pytest.mark.integration
+
+TENANT = "web-quality"
+PASSWORD = "web quality password"
+JOB_TIMEOUT_S = 180.0
+TOPICS = [
+    "Pump P-100: replace the impeller seal every 2000 hours and check the shaft bearing.",
+    "Boiler B-7: purge the furnace for five minutes before ignition, then open the feed valve.",
+    "Crane C-3: test the brake under load and grease the slewing ring every month.",
+    "Generator G-2: run it unloaded for ten minutes each Friday and log the voltage.",
+    "Ballast pumps: flush the strainers after every voyage through silty water.",
+    "Fire doors: check that every door closes on its own and the seals are intact.",
+    "Liferafts: send them for service every twelve months to an approved station.",
+    "Canteen hours: breakfast from seven, lunch from noon, the canteen is closed on Sundays.",
+]
+QUESTION = "How often is the pump impeller seal replaced?"
+
+
+def token(live: LiveServer, username: str) -> str:
+    response = httpx.post(
+        f"{live.url}/auth/token",
+        data={"username": username, "password": PASSWORD, "tenant": TENANT},
+    )
+    assert response.status_code == 200, response.text
+    return str(response.json()["access_token"])
+
+
+def api(live: LiveServer, username: str, method: str, path: str, **kwargs: Any) -> Any:
+    headers = {"Authorization": f"Bearer {token(live, username)}"}
+    response = httpx.request(method, f"{live.url}{path}", headers=headers, timeout=60, **kwargs)
+    assert response.status_code < 300, response.text
+    return response.json()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server = LiveServer(
+        tmp_path_factory.mktemp("web-quality") / "data", {"RAG_RATE_LIMIT_AUTH_PER_MINUTE": "200"}
+    )
+    server.create_user(TENANT, "ada", PASSWORD)  # the tenant's admin
+    server.create_user(TENANT, "max", PASSWORD, role="member")
+    server.create_user(TENANT, "rex", PASSWORD, role="reader")
+    server.start()
+    files = {"file": ("manual.pdf", pdf_document(*TOPICS))}
+    accepted = api(server, "ada", "POST", "/documents", files=files)
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while True:
+        job = api(server, "ada", "GET", f"/jobs/{accepted['job_id']}")
+        if job["status"] in ("done", "failed"):
+            break
+        assert time.monotonic() < deadline, job
+        time.sleep(0.2)
+    assert job["status"] == "done", job
+    yield server
+    server.stop()
+
+
+def sign_in(browser: Any, live: LiveServer, username: str) -> Any:
+    page = browser.new_page()
+    page.goto(f"{live.url}/")
+    page.get_by_label("Organisation", exact=True).fill(TENANT)
+    page.get_by_label("User name", exact=True).fill(username)
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_text("Signed in as")).to_have_text(f"Signed in as {username}")
+    return page
+
+
+def test_signed_out_nothing_of_quality_shows(live: LiveServer, browser: Any) -> None:
+    page = browser.new_page()
+    page.goto(f"{live.url}/")
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    for name in ("Quality", "Test retrieval", "Evaluation", "Feedback"):
+        assert page.get_by_text(name, exact=True).filter(visible=True).count() == 0, name
+    assert page.get_by_role("button", name="Helpful").filter(visible=True).count() == 0
+    page.close()
+
+
+def test_a_reader_rates_an_answer_down_and_names_the_page(live: LiveServer, browser: Any) -> None:
+    page = sign_in(browser, live, "rex")
+    assert page.get_by_role("link", name="Quality").filter(visible=True).count() == 0
+    expect(page.get_by_role("group", name="Was this answer helpful?")).to_be_hidden()
+    page.get_by_label("Question", exact=True).fill(QUESTION)
+    page.get_by_role("button", name="Ask", exact=True).click()
+    helpful = page.get_by_role("group", name="Was this answer helpful?")
+    expect(helpful).to_be_visible(timeout=60_000)
+    page.get_by_role("button", name="Not helpful").click()
+    expect(page.get_by_role("button", name="Not helpful")).to_have_attribute("aria-pressed", "true")
+    expect(page.get_by_role("button", name="Helpful", exact=True)).to_have_attribute(
+        "aria-pressed", "false"
+    )
+    picker = page.get_by_role("group", name="Which document and page should it have used?")
+    expect(picker).to_be_visible()
+    page.get_by_label("Document it should have used").select_option(label="manual.pdf")
+    page.get_by_label("Page", exact=True).fill("8")  # the canteen page: a miss by design
+    page.get_by_label("Comment").fill("Wrong page for the seal")
+    page.get_by_role("button", name="Send details").click()
+    expect(page.get_by_role("status").filter(has_text="your details were saved")).to_be_visible()
+    screenshot(page, "quality-reader-feedback.png")
+    audit = page.evaluate(A11Y_AUDIT)
+    assert audit["unnamed"] == [] and audit["low"] == [], audit
+    page.close()
+    feedback = api(live, "ada", "GET", "/feedback", params={"rating": "down"})
+    assert feedback["count"] == 1
+    entry = feedback["data"][0]
+    assert (entry["question"], entry["comment"]) == (QUESTION, "Wrong page for the seal")
+    assert [(e["source"], e["page"]) for e in entry["expected"]] == [("manual.pdf", 8)]
+
+
+def test_a_member_tests_retrieval_and_sees_the_signals(live: LiveServer, browser: Any) -> None:
+    page = sign_in(browser, live, "max")
+    page.get_by_role("link", name="Quality").click()
+    expect(page.get_by_role("heading", name="Test retrieval")).to_be_focused()
+    assert page.get_by_role("heading", name="Feedback").filter(visible=True).count() == 0
+    expect(page.get_by_role("button", name="Make a set from feedback")).to_be_hidden()
+    page.get_by_label("Text to search for").fill("When is the canteen closed?")
+    page.get_by_role("button", name="Test retrieval").click()
+    results = page.get_by_role("list", name="Ranked passages").get_by_role("listitem")
+    expect(results.first).to_be_visible()
+    expected = api(
+        live,
+        "max",
+        "POST",
+        "/search",
+        json={"query": "When is the canteen closed?", "k": 10, "explain": True},
+    )
+    first = expected["results"][0]["explain"]
+    meter = results.first.get_by_role("meter", name="Keyword match")
+    expect(meter).to_have_attribute("value", str(first["keyword_score"]))
+    expect(results.first).to_contain_text("Matched words:")
+    expect(results.first.locator("mark", has_text="canteen")).to_be_visible()
+    results.first.get_by_role("button", name="Open page 8").click()
+    expect(page.get_by_role("dialog")).to_be_visible()
+    expect(page.get_by_role("img", name="Page 8 of manual.pdf")).to_be_visible(timeout=30_000)
+    page.get_by_role("button", name="Close").click()
+    page.close()
+
+
+def test_the_admin_turns_feedback_into_a_set_runs_it_and_reads_the_chart(
+    live: LiveServer, browser: Any
+) -> None:
+    page = sign_in(browser, live, "ada")
+    page.get_by_role("link", name="Quality").click()
+    rows = page.get_by_role("table", name="Ratings of answers, newest first").get_by_role("row")
+    expect(rows.filter(has_text=QUESTION)).to_contain_text("not helpful")
+    page.get_by_role("button", name="Make a set from feedback").click()
+    expect(page.get_by_role("status").filter(has_text="made with 1 question")).to_be_visible()
+    for run in (1, 2):
+        page.get_by_role("button", name="Run evaluation").click()
+        # The run's row says done once the page has polled it to its end (and redrawn the chart).
+        runs_table = page.get_by_role("table", name="Runs of this set")
+        expect(runs_table.get_by_role("row")).to_have_count(run + 1)
+        expect(runs_table.get_by_role("row").nth(run)).to_contain_text("done", timeout=60_000)
+        expect(page.locator("#eval-chart circle")).to_have_count(run)
+    chart = page.get_by_role("img", name="Page MRR@10")
+    expect(chart).to_be_visible()
+    set_id = page.get_by_label("Test set", exact=True).input_value()
+    runs = api(live, "ada", "GET", "/evaluations/runs", params={"set_id": set_id})["data"]
+    shown = [
+        float(v)
+        for v in chart.locator("circle").evaluate_all("(dots) => dots.map((d) => d.dataset.value)")
+    ]
+    assert shown == pytest.approx([r["summary"]["page_mrr@10"] for r in runs])
+    page.get_by_label("Metric to chart").select_option(label="Document hit@1")
+    hit = page.get_by_role("img", name="Document hit@1")
+    shown = [
+        float(v)
+        for v in hit.locator("circle").evaluate_all("(dots) => dots.map((d) => d.dataset.value)")
+    ]
+    assert shown == pytest.approx([r["summary"]["document_hit@1"] for r in runs])
+    page.get_by_label("Metric to chart").select_option(label="Page MRR@10")
+    page.locator("#eval-chart-figure").scroll_into_view_if_needed()
+    chart_picture = artifacts_dir() / "evaluation-chart.png"
+    page.locator("#eval-chart-figure").screenshot(path=str(chart_picture))
+    screenshot(page, "evaluation-view.png")
+
+    page.get_by_role("button", name="Show misses").last.click()
+    misses = page.get_by_role("region", name="Misses of this run")
+    expect(misses).to_contain_text(QUESTION)
+    expect(misses).to_contain_text("0 questions worse, 0 better")
+    misses.get_by_role("button", name="Open in test bench").click()
+    expect(page.get_by_label("Text to search for")).to_have_value(QUESTION)
+    expect(
+        page.get_by_role("list", name="Ranked passages").get_by_role("listitem").first
+    ).to_be_visible()
+    audit = page.evaluate(A11Y_AUDIT)
+    assert audit["unnamed"] == [] and audit["low"] == [], audit
+    page.close()

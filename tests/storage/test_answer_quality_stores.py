@@ -1,0 +1,112 @@
+"""The answer-quality stores on a real SQLite file and a real PostgreSQL database: one rating
+per person per answer however many clicks race, records and feedback read within one tenant,
+exports that page through every row, retention, and evaluation runs claimed exactly once."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from app.jobs.evaluation_runs import EvaluationRunStore, NewRun
+from app.storage.answer_records import AnswerRecord, AnswerRecordStore
+from app.storage.db import Database, utc_now
+from app.storage.feedback import FeedbackFilter, FeedbackStore, NewFeedback
+
+pytestmark = pytest.mark.integration
+
+
+def record(
+    answer_id: str, tenant: str = "t1", user: str = "u1", days_old: float = 0
+) -> AnswerRecord:
+    return AnswerRecord(
+        answer_id=answer_id,
+        tenant_id=tenant,
+        user_id=user,
+        created_at=utc_now() - timedelta(days=days_old),
+        question=f"question of {answer_id}",
+        cited=[{"marker": 1, "document_id": "d1", "source": "a.pdf", "page": 2}],
+    )
+
+
+def test_racing_ratings_of_one_person_leave_one_row(sql_database: Database) -> None:
+    AnswerRecordStore(sql_database).add(record("a1"))
+    feedback = FeedbackStore(sql_database)
+    errors: list[BaseException] = []
+
+    def click(rating: str) -> None:
+        try:
+            feedback.rate("t1", "a1", "u1", NewFeedback(rating))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=click, args=("up" if n % 2 else "down",)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    rows, total = feedback.page("t1", FeedbackFilter(), 50)
+    assert total == 1 and rows[0].question == "question of a1"
+    assert rows[0].cited[0]["page"] == 2
+    stored, previous = feedback.rate("t1", "a1", "u1", NewFeedback("up", "fine"))
+    assert previous in ("up", "down") and stored.comment == "fine"
+    assert feedback.page("t1", FeedbackFilter(), 50)[1] == 1
+
+
+def test_records_and_feedback_stay_in_their_tenant(sql_database: Database) -> None:
+    records, feedback = AnswerRecordStore(sql_database), FeedbackStore(sql_database)
+    records.add(record("a1", "t1"))
+    records.add(record("b1", "t2"))
+    feedback.rate("t2", "b1", "u9", NewFeedback("down"))
+    assert records.get("t1", "b1") is None
+    assert records.get("t1", "a1", user_id="someone else") is None
+    assert records.get("t1", "a1", user_id="u1") is not None
+    assert feedback.page("t1", FeedbackFilter(), 50) == ([], 0)
+    # The same answer id in another tenant is not joined to this tenant's feedback.
+    records.add(record("b1-twin", "t1"))
+    assert [r.answer_id for r in records.export("t2")] == ["b1"]
+
+
+def test_exports_page_through_every_row_and_old_records_go(sql_database: Database) -> None:
+    records, feedback = AnswerRecordStore(sql_database), FeedbackStore(sql_database)
+    for n in range(1203):  # more than two export batches
+        records.add(record(f"a{n:05d}", days_old=40 if n < 3 else 0))
+        feedback.rate("t1", f"a{n:05d}", "u1", NewFeedback("up" if n % 3 else "down"))
+    assert len(list(records.export("t1"))) == 1203
+    downs = list(feedback.export("t1", FeedbackFilter(rating="down")))
+    assert len(downs) == 401 and {f.rating for f in downs} == {"down"}
+    assert records.prune(30) == 3
+    assert len(list(records.export("t1"))) == 1200
+    assert records.delete("t1", before=utc_now() + timedelta(seconds=1)) == 1200
+
+
+def _new_run(set_id: str) -> NewRun:
+    return NewRun(set_id, False, 3, 1, {}, {}, "u1")
+
+
+def test_a_run_is_claimed_once_and_a_silent_runners_run_is_taken_again(
+    sql_database: Database,
+) -> None:
+    runs = EvaluationRunStore(sql_database)
+    made = [runs.create("t1", _new_run(f"s{n}")) for n in range(6)]
+    claimed: list[str] = []
+    lock = threading.Lock()
+
+    def claimer() -> None:
+        while (run := runs.claim_next()) is not None:
+            with lock:
+                claimed.append(run.run_id)
+
+    threads = [threading.Thread(target=claimer) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(claimed) == sorted(r.run_id for r in made)  # each exactly once
+    assert runs.claim_next() is None
+    later = utc_now() + timedelta(minutes=10)  # every runner has been silent since
+    again = runs.claim_next(now=later)
+    assert again is not None and again.run_id in claimed and again.progress_done == 0
+    assert runs.count_active("t1") == 6 and runs.count_active("t2") == 0
