@@ -174,17 +174,27 @@ def _post(path: str, body: dict[str, Any]) -> Probe:
     return lambda w, h: httpx.post(w.live.url + path, json=body, headers=h, timeout=120.0)
 
 
-def _conversation(w: World, h: dict[str, str]) -> httpx.Response:
+def _conversation(stream: bool) -> Probe:
     """A conversation turn about the secret, then the conversation as shown with its history."""
-    made = _ok(httpx.post(f"{w.live.url}/conversations", json={}, headers=h), 201)
-    path = f"{w.live.url}/conversations/{made['conversation_id']}"
-    turn = httpx.post(f"{path}/messages", json={"content": QUESTION}, headers=h, timeout=120.0)
-    assert turn.status_code == 200, turn.text
-    shown = httpx.get(path, headers=h)
-    assert shown.status_code == 200, shown.text
-    listed = httpx.get(f"{w.live.url}/conversations", headers=h)
-    # One body holding all three, so every one of them is checked for the secret.
-    return httpx.Response(200, text=turn.text + shown.text + listed.text)
+
+    def probe(w: World, h: dict[str, str]) -> httpx.Response:
+        made = _ok(httpx.post(f"{w.live.url}/conversations", json={}, headers=h), 201)
+        path = f"{w.live.url}/conversations/{made['conversation_id']}"
+        turn = httpx.post(
+            f"{path}/messages",
+            params={"stream": "true"} if stream else {},
+            json={"content": QUESTION},
+            headers=h,
+            timeout=120.0,
+        )
+        assert turn.status_code == 200, turn.text
+        shown = httpx.get(path, headers=h)
+        assert shown.status_code == 200, shown.text
+        listed = httpx.get(f"{w.live.url}/conversations", headers=h)
+        # One body holding all three, so every one of them is checked for the secret.
+        return httpx.Response(200, text=turn.text + shown.text + listed.text)
+
+    return probe
 
 
 def _chat(model: str, stream: bool = False) -> Probe:
@@ -212,7 +222,8 @@ REVEALING: dict[str, tuple[Probe, bool]] = {  # name -> (probe, shows the secret
     ),
     "POST /query": (_post("/query", {"question": QUESTION}), True),
     "POST /query/stream": (_post("/query/stream", {"question": QUESTION}), True),
-    "conversation turn and history": (_conversation, True),
+    "conversation turn and history": (_conversation(stream=False), True),
+    "conversation turn streamed, and history": (_conversation(stream=True), True),
     "chat model rag": (_chat("rag"), True),
     "chat model rag, streamed": (_chat("rag", stream=True), True),
     "chat model rag:general": (_chat("rag:general"), False),
@@ -223,7 +234,7 @@ REVEALING: dict[str, tuple[Probe, bool]] = {  # name -> (probe, shows the secret
 
 
 def _leaks(w: World, text: str) -> list[str]:
-    return [s for s in (MARKER, "4417", w.secret_id, SECRET_FILE) if s in text]
+    return [s for s in (MARKER, "Brandvik", w.secret_id, SECRET_FILE) if s in text]
 
 
 @pytest.mark.parametrize("route", list(REVEALING))
