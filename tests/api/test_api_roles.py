@@ -152,8 +152,8 @@ class Setup:
     job_id: str
     document_id: str  # an indexed PDF of A (pages can be shown)
     bearer: dict[str, str]  # caller -> a credential that no call can spoil
-    run_id: str = ""  # a finished evaluation run of A (read, never changed)
     issuer: str  # the OpenID provider's, for the single sign-on routes
+    run_id: str = ""  # a finished evaluation run of A (read, never changed)
 
     def token(self, who: str) -> str:
         """A new token of one of the users (a sign-out or password change ends only it)."""
