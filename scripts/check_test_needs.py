@@ -128,6 +128,14 @@ def prometheus() -> list[Missing]:
     return [Missing(what, apt_get("prometheus"), ("prometheus",))]
 
 
+def glewlwyd() -> list[Missing]:
+    """Glewlwyd, the OpenID provider the single sign-on tests start (tests/api/glewlwyd.py)."""
+    if shutil.which("glewlwyd") or Path("/usr/bin/glewlwyd").exists():
+        return []
+    what = "glewlwyd, the OpenID provider of the single sign-on tests"
+    return [Missing(what, apt_get("glewlwyd"), ("glewlwyd",))]
+
+
 def tesseract() -> list[Missing]:
     """Tesseract with its English and Arabic models, for the OCR tests."""
     packages = ("tesseract-ocr", "tesseract-ocr-eng", "tesseract-ocr-ara")
@@ -205,6 +213,7 @@ CHECKS: tuple[Check, ...] = (
     chromium,
     nginx,
     prometheus,
+    glewlwyd,
     tesseract,
     fonts,
     manuals,

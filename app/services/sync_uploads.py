@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from app.domain import document_id as make_document_id
@@ -150,8 +150,15 @@ def submit_sync_upload(
 
 
 def list_matching(
-    deps: DocumentDeps, *, tenant_id: str, wanted: DocumentFilter, limit: int, offset: int
+    deps: DocumentDeps,
+    *,
+    tenant_id: str,
+    wanted: DocumentFilter,
+    limit: int,
+    offset: int,
+    collections: Collection[str] | None = None,
 ) -> ListedPage[DocumentRecord]:
-    """One page of the tenant's documents that `wanted` keeps (by name), and how many in all."""
-    records, total = deps.documents.page_matching(tenant_id, wanted, limit, offset)
+    """One page of the tenant's documents that `wanted` keeps (by name; of these collections
+    only, when given), and how many in all."""
+    records, total = deps.documents.page_matching(tenant_id, wanted, limit, offset, collections)
     return ListedPage(list(records), total)

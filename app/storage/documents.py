@@ -269,13 +269,22 @@ class DocumentStore:
             )
 
     def page_matching(
-        self, tenant_id: str, wanted: DocumentFilter, limit: int, offset: int = 0
+        self,
+        tenant_id: str,
+        wanted: DocumentFilter,
+        limit: int,
+        offset: int = 0,
+        collections: Collection[str] | None = None,
     ) -> tuple[Sequence[DocumentRecord], int]:
-        """One page of the tenant's documents that `wanted` keeps, in a stable order (by
-        source), and how many it keeps in all."""
+        """One page of the tenant's documents that `wanted` keeps (of these collections only,
+        when given), in a stable order (by source), and how many it keeps in all."""
         if limit < 0 or offset < 0:
             raise ValueError("limit and offset must not be negative")
-        conditions = [DocumentRow.tenant_id == tenant_id, *wanted.conditions()]
+        conditions = [
+            DocumentRow.tenant_id == tenant_id,
+            *wanted.conditions(),
+            *_in_collections(collections),
+        ]
         query = (
             _with_uploader()
             .where(*conditions)

@@ -74,6 +74,9 @@ def _wire_turn_event(event: TurnEvent) -> tuple[str, dict[str, Any]]:
     return wire_event(event)
 
 
+WITHHELD_ANSWER = "(withheld: this answer cites a document you can no longer read)"
+
+
 @router.post(
     "/conversations",
     status_code=201,
@@ -108,17 +111,16 @@ def get_conversation(
     caller = _caller(principal)
     record = service.get(store, caller, conversation_id=conversation_id)
     history = service.messages(store, caller, conversation_id=conversation_id)
-    # Re-checked as shown: a citation of a document the caller no longer reads is left out.
+    # Re-checked as shown: an answer citing a document the caller no longer reads keeps only
+    # its other citations, and its text (which quotes the document) is withheld.
     readable = readable_documents(container, principal)
-    shown = [
-        message
-        if message.citations is None
-        else replace(
-            message,
-            citations=[c for c in message.citations if readable(str(c.get("document_id", "")))],
-        )
-        for message in history
-    ]
+    shown = []
+    for message in history:
+        if message.citations is not None:
+            kept = [c for c in message.citations if readable(str(c.get("document_id", "")))]
+            if len(kept) < len(message.citations):
+                message = replace(message, content=WITHHELD_ANSWER, citations=kept)
+        shown.append(message)
     return ConversationDetail.model_validate({**asdict(record), "history": shown})
 
 

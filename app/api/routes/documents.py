@@ -352,13 +352,11 @@ def list_documents(
         )
     else:
         wanted = DocumentFilter(source_prefix, sync_root)
+        # Only what the caller reads, inside the query: a total counted past it would spell
+        # out the names of hidden documents one prefix at a time.
         found = sync_uploads.list_matching(
-            deps, tenant_id=tenant, wanted=wanted, limit=size, offset=offset
+            deps, tenant_id=tenant, wanted=wanted, limit=size, offset=offset, collections=shown
         )
-        if shown is not None:  # a sync's own listing: only what the caller reads
-            found = documents.ListedPage(
-                [r for r in found.records if r.collection_id in shown], found.total
-            )
     names = access.all_collections
     listed = Page[DocumentOut](
         data=[_document_out(r, names) for r in found.records], count=found.total

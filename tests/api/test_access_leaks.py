@@ -1,0 +1,426 @@
+"""The leak suite of collections and grants, against one live server: over every route that can
+reveal a document, a caller who may not read it (a member without a grant, a reader, an API key
+limited to another collection, an admin of another tenant) never sees its marker word, its id or
+its file name in any body, its counts stay out of every total, and every refusal is the exact
+body a missing document gets. Those who read it do see it through the same probes, so a probe
+that reaches nothing cannot pass unnoticed. A revoked grant counts on the next request, cached
+answers included."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from testkit.builders import text_document
+from testkit.live_server import LiveServer
+
+pytestmark = pytest.mark.integration
+
+PASSWORD = "leak suite password"
+T = "leak-suite"
+OTHER_T = "leak-suite-other"
+MARKER = "Zorblattic"
+SECRET_FILE = "vault-ledger.txt"
+SECRET = (
+    f"The {MARKER} ledger records that the vault code of the harbour office is 4417 "
+    "and that the night guard of the vault is called Ilse Brandvik."
+)
+PUBLIC = "The harbour office opens at dawn and the ferry to the islands leaves at noon."
+QUESTION = "What is the vault code of the harbour office and who guards the vault?"
+MISSING_DOC = "doc_" + "0" * 32
+MISSING_JOB = "job_" + "0" * 32
+JOB_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class World:
+    live: LiveServer
+    callers: dict[str, dict[str, str]]  # caller name -> request headers
+    secret_id: str
+    secret_job: str
+    public_id: str
+    granted_group: str
+
+
+def _login(live: LiveServer, username: str) -> dict[str, str]:
+    response = httpx.post(
+        f"{live.url}/auth/token", data={"username": username, "password": PASSWORD}
+    )
+    assert response.status_code == 200, response.text
+    return {"Authorization": f"Bearer {response.json()['access_token']}"}
+
+
+def _uploaded(
+    live: LiveServer, headers: dict[str, str], name: str, text: str, collection: str
+) -> dict[str, Any]:
+    response = httpx.post(
+        f"{live.url}/documents",
+        files={"file": (name, text_document(text))},
+        data={"collection": collection},
+        headers=headers,
+        timeout=60.0,
+    )
+    assert response.status_code == 202, response.text
+    job_id = response.json()["job_id"]
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while time.monotonic() < deadline:
+        job = httpx.get(f"{live.url}/jobs/{job_id}", headers=headers).json()
+        if job["status"] in ("done", "failed"):
+            assert job["status"] == "done", job
+            return dict(job)
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} not done after {JOB_TIMEOUT_S} s")
+
+
+def _ok(response: httpx.Response, status: int = 200) -> Any:
+    assert response.status_code == status, response.text
+    return response.json() if response.content else None
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    live = LiveServer(
+        tmp_path_factory.mktemp("access-leaks") / "data",
+        {
+            "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
+            "RAG_RATE_LIMIT_QUERY_PER_MINUTE": "1000",
+            "RAG_RATE_LIMIT_PAGES_PER_MINUTE": "1000",
+            "RAG_RATE_LIMIT_CONVERSATIONS_PER_MINUTE": "1000",
+        },
+    )
+    live.create_user(T, "ada", PASSWORD)  # the tenant's first user: its admin
+    live.create_user(T, "mia", PASSWORD, role="member")  # reads the board through a group
+    live.create_user(T, "nat", PASSWORD, role="member")
+    live.create_user(T, "rex", PASSWORD, role="reader")
+    live.create_user(OTHER_T, "tom", PASSWORD)  # admin of another tenant
+    live.start()
+    try:
+        url = live.url
+        admin = _login(live, "ada")
+        _ok(
+            httpx.post(
+                f"{url}/collections",
+                json={"name": "board", "visibility": "restricted"},
+                headers=admin,
+            ),
+            201,
+        )
+        secret = _uploaded(live, admin, SECRET_FILE, SECRET, "board")
+        public = _uploaded(live, admin, "harbour.txt", PUBLIC, "general")
+        mia = _login(live, "mia")
+        mia_id = _ok(httpx.get(f"{url}/auth/me", headers=mia))["user_id"]
+        group = _ok(httpx.post(f"{url}/groups", json={"name": "vault"}, headers=admin), 201)
+        _ok(
+            httpx.put(f"{url}/groups/{group['group_id']}/members/{mia_id}", headers=admin),
+            204,
+        )
+        _ok(
+            httpx.put(
+                f"{url}/collections/board/access",
+                json={"grants": [{"group_id": group["group_id"], "permission": "read"}]},
+                headers=admin,
+            )
+        )
+        key = _ok(
+            httpx.post(
+                f"{url}/auth/keys",
+                json={"name": "general only", "collections": ["general"]},
+                headers=admin,
+            ),
+            201,
+        )
+        callers = {
+            "admin": admin,
+            "granted member": mia,
+            "member without grant": _login(live, "nat"),
+            "reader without grant": _login(live, "rex"),
+            "key of the admin limited to general": {"Authorization": f"Bearer {key['key']}"},
+            "admin of another tenant": _login(live, "tom"),
+        }
+        yield World(
+            live,
+            callers,
+            secret["document_id"],
+            secret["job_id"],
+            public["document_id"],
+            group["group_id"],
+        )
+    finally:
+        live.stop()
+
+
+SEEING = ("admin", "granted member")
+BLIND = (
+    "member without grant",
+    "reader without grant",
+    "key of the admin limited to general",
+    "admin of another tenant",
+)
+
+Probe = Callable[[World, dict[str, str]], httpx.Response]
+
+
+def _get(path: str) -> Probe:
+    return lambda w, h: httpx.get(w.live.url + path.format(doc=w.secret_id), headers=h)
+
+
+def _post(path: str, body: dict[str, Any]) -> Probe:
+    return lambda w, h: httpx.post(w.live.url + path, json=body, headers=h, timeout=120.0)
+
+
+def _conversation(stream: bool) -> Probe:
+    """A conversation turn about the secret, then the conversation as shown with its history."""
+
+    def probe(w: World, h: dict[str, str]) -> httpx.Response:
+        made = _ok(httpx.post(f"{w.live.url}/conversations", json={}, headers=h), 201)
+        path = f"{w.live.url}/conversations/{made['conversation_id']}"
+        turn = httpx.post(
+            f"{path}/messages",
+            params={"stream": "true"} if stream else {},
+            json={"content": QUESTION},
+            headers=h,
+            timeout=120.0,
+        )
+        assert turn.status_code == 200, turn.text
+        shown = httpx.get(path, headers=h)
+        assert shown.status_code == 200, shown.text
+        listed = httpx.get(f"{w.live.url}/conversations", headers=h)
+        # One body holding all three, so every one of them is checked for the secret.
+        return httpx.Response(200, text=turn.text + shown.text + listed.text)
+
+    return probe
+
+
+def _chat(model: str, stream: bool = False) -> Probe:
+    return _post(
+        "/v1/chat/completions",
+        {"model": model, "messages": [{"role": "user", "content": QUESTION}], "stream": stream},
+    )
+
+
+# Routes that list, search or answer: the caller gets a 200 that must hold nothing of the
+# secret. Each also runs for those who read it, who must find the secret through it.
+REVEALING: dict[str, tuple[Probe, bool]] = {  # name -> (probe, shows the secret to a reader)
+    "GET /documents": (_get("/documents"), True),
+    "GET /documents by name prefix": (_get("/documents?source_prefix=vault"), True),
+    "GET /jobs": (_get("/jobs"), True),
+    "POST /search": (_post("/search", {"query": QUESTION}), True),
+    "POST /search by document": (_post("/search", {"query": QUESTION, "group": "document"}), True),
+    "POST /search in general": (
+        _post("/search", {"query": QUESTION, "collections": ["general"]}),
+        False,
+    ),
+    "POST /search filtered on the vault": (
+        _post("/search", {"query": QUESTION, "filters": {"source": {"$eq": SECRET_FILE}}}),
+        True,
+    ),
+    "POST /query": (_post("/query", {"question": QUESTION}), True),
+    "POST /query/stream": (_post("/query/stream", {"question": QUESTION}), True),
+    "conversation turn and history": (_conversation(stream=False), True),
+    "conversation turn streamed, and history": (_conversation(stream=True), True),
+    "chat model rag": (_chat("rag"), True),
+    "chat model rag, streamed": (_chat("rag", stream=True), True),
+    "chat model rag:general": (_chat("rag:general"), False),
+    "GET /v1/models": (_get("/v1/models"), False),
+    "GET /stats": (_get("/stats"), False),
+    "GET /collections": (_get("/collections"), False),
+}
+
+
+def _leaks(w: World, text: str) -> list[str]:
+    return [s for s in (MARKER, "Brandvik", w.secret_id, SECRET_FILE) if s in text]
+
+
+@pytest.mark.parametrize("route", list(REVEALING))
+def test_a_caller_without_read_never_sees_the_document_where_readers_do(
+    world: World, route: str
+) -> None:
+    probe, shows_it = REVEALING[route]
+    for name in SEEING:
+        response = probe(world, world.callers[name])
+        assert response.status_code == 200, (name, response.text)
+        if shows_it:
+            assert MARKER in response.text or SECRET_FILE in response.text, (name, response.text)
+    for name in BLIND:
+        response = probe(world, world.callers[name])
+        # A reader may be refused a route by role (jobs are for uploaders): that is no leak.
+        assert response.status_code == 200 or (
+            name == "reader without grant" and response.status_code == 403
+        ), (name, response.text)
+        assert _leaks(world, response.text) == [], (name, route, response.text)
+        assert '"board"' not in response.text and "rag:board" not in response.text, (
+            name,
+            response.text,
+        )
+
+
+def _counts(world: World, headers: dict[str, str]) -> tuple[int, int, int]:
+    stats = _ok(httpx.get(f"{world.live.url}/stats", headers=headers))
+    listed = _ok(httpx.get(f"{world.live.url}/documents", headers=headers))
+    return stats["documents"], stats["quotas"]["documents"]["used"], listed["count"]
+
+
+def test_counts_and_stats_leave_the_document_out(world: World) -> None:
+    for name in SEEING:
+        assert _counts(world, world.callers[name]) == (2, 2, 2), name
+    for name in ("member without grant", "reader without grant"):
+        assert _counts(world, world.callers[name]) == (1, 1, 1), name
+    assert _counts(world, world.callers["admin of another tenant"]) == (0, 0, 0)
+    # Nor does a listing by name count it: its total would spell out file names by prefix.
+    for name in BLIND:
+        by_name = httpx.get(
+            f"{world.live.url}/documents",
+            params={"source_prefix": "vault"},
+            headers=world.callers[name],
+        )
+        assert _ok(by_name) == {"data": [], "count": 0}, name
+    jobs = _ok(httpx.get(f"{world.live.url}/jobs", headers=world.callers["member without grant"]))
+    assert jobs["count"] == 1 and len(jobs["data"]) == 1
+
+
+# Routes that name the document: a caller who may not read it gets byte for byte what a
+# missing document gets, so not even its existence shows.
+NAMING: dict[str, Callable[[str], tuple[str, str, dict[str, Any] | None]]] = {
+    "GET /documents/{id}": lambda d: ("GET", f"/documents/{d}", None),
+    "GET page picture": lambda d: ("GET", f"/documents/{d}/pages/1.png", None),
+    "GET page text": lambda d: ("GET", f"/documents/{d}/pages/1/text", None),
+    "PATCH /documents/{id}": lambda d: ("PATCH", f"/documents/{d}", {"metadata": {"x": 1}}),
+    "DELETE /documents/{id}": lambda d: ("DELETE", f"/documents/{d}", None),
+    "search by document_id": lambda d: (
+        "POST",
+        "/search",
+        {"query": QUESTION, "filters": {"document_id": {"$eq": d}}},
+    ),
+}
+
+
+def _send(world: World, headers: dict[str, str], call: tuple[str, str, Any]) -> httpx.Response:
+    method, path, body = call
+    return httpx.request(method, world.live.url + path, json=body, headers=headers, timeout=60.0)
+
+
+def _comparable(response: httpx.Response, document_id: str) -> bytes:
+    """The body with the id asked for masked, and a search's timings (which differ on every
+    call) dropped; everything else must match byte for byte."""
+    body = response.content.replace(document_id.encode(), b"ID")
+    if b'"total_ms"' not in body:
+        return body
+    data = json.loads(body)
+    data.pop("total_ms"), data.pop("timings")
+    return json.dumps(data).encode()
+
+
+@pytest.mark.parametrize("route", list(NAMING))
+def test_a_forbidden_document_answers_exactly_like_a_missing_one(world: World, route: str) -> None:
+    for name in BLIND:
+        headers = world.callers[name]
+        theirs = _send(world, headers, NAMING[route](world.secret_id))
+        missing = _send(world, headers, NAMING[route](MISSING_DOC))
+        assert theirs.status_code == missing.status_code, (name, theirs.text, missing.text)
+        assert _comparable(theirs, world.secret_id) == _comparable(missing, MISSING_DOC), (
+            name,
+            theirs.text,
+            missing.text,
+        )
+        assert MARKER not in theirs.text and SECRET_FILE not in theirs.text
+    # Still there, untouched, for those who read it.
+    page = httpx.get(
+        f"{world.live.url}/documents/{world.secret_id}/pages/1/text",
+        headers=world.callers["granted member"],
+    )
+    assert page.status_code == 200 and MARKER in page.json()["text"]
+
+
+# Requests that name a collection: a hidden one answers like one that does not exist.
+COLLECTION_NAMING: list[Callable[[str], tuple[str, str, dict[str, Any] | None]]] = [
+    lambda c: ("POST", "/search", {"query": QUESTION, "collections": [c]}),
+    lambda c: ("POST", "/query", {"question": QUESTION, "collections": [c]}),
+    lambda c: (
+        "POST",
+        "/v1/chat/completions",
+        {"model": f"rag:{c}", "messages": [{"role": "user", "content": QUESTION}]},
+    ),
+    lambda c: ("GET", f"/collections/{c}", None),
+    lambda c: ("GET", f"/collections/{c}/access", None),
+]
+
+
+def test_a_hidden_job_collection_or_model_answers_like_a_missing_one(world: World) -> None:
+    url = world.live.url
+    for name in BLIND:
+        headers = world.callers[name]
+        job = httpx.get(f"{url}/jobs/{world.secret_job}", headers=headers)
+        absent_job = httpx.get(f"{url}/jobs/{MISSING_JOB}", headers=headers)
+        # 404 each, or the same 403 by role for a reader (jobs and grants are not for readers).
+        assert job.status_code == absent_job.status_code
+        assert job.content == absent_job.content
+        for call in COLLECTION_NAMING:
+            hidden = _send(world, headers, call("board"))
+            absent = _send(world, headers, call("nothing"))
+            assert hidden.status_code == absent.status_code, (name, hidden.text, absent.text)
+            assert hidden.status_code in (403, 404), (name, hidden.text)
+            assert hidden.text.replace("board", "X") == absent.text.replace("nothing", "X")
+
+
+def test_a_revoked_grant_counts_at_once_and_its_cached_answer_stays_behind(
+    world: World,
+) -> None:
+    url = world.live.url
+    admin, mia = world.callers["admin"], world.callers["granted member"]
+    nat = world.callers["member without grant"]
+    question = "Who is the night guard of the vault at the harbour office?"
+    asked = _ok(httpx.post(f"{url}/query", json={"question": question}, headers=mia, timeout=120))
+    assert MARKER in json.dumps(asked) or SECRET_FILE in json.dumps(asked)
+    again = _ok(httpx.post(f"{url}/query", json={"question": question}, headers=mia, timeout=120))
+    assert again["cache"] == "hit"
+    conversation = _ok(httpx.post(f"{url}/conversations", json={}, headers=mia), 201)
+    path = f"{url}/conversations/{conversation['conversation_id']}"
+    _ok(httpx.post(f"{path}/messages", json={"content": question}, headers=mia, timeout=120))
+
+    revoked = httpx.put(f"{url}/collections/board/access", json={"grants": []}, headers=admin)
+    assert revoked.status_code == 200, revoked.text
+    try:
+        after = _ok(
+            httpx.post(f"{url}/query", json={"question": question}, headers=mia, timeout=120)
+        )
+        # Nothing was cached for what mia reads now, so the answer of her wider scope stays
+        # behind; the new answer is the one of her narrower scope, and nat (who has always
+        # read just that) gets it from the cache.
+        assert after["cache"] == "miss" and _leaks(world, json.dumps(after)) == []
+        theirs = _ok(
+            httpx.post(f"{url}/query", json={"question": question}, headers=nat, timeout=120)
+        )
+        assert theirs["cache"] == "hit" and _leaks(world, json.dumps(theirs)) == []
+        hits = _ok(httpx.post(f"{url}/search", json={"query": question}, headers=mia))
+        assert _leaks(world, json.dumps(hits)) == []
+        page = httpx.get(f"{url}/documents/{world.secret_id}/pages/1/text", headers=mia)
+        missing = httpx.get(f"{url}/documents/{MISSING_DOC}/pages/1/text", headers=mia)
+        assert page.status_code == 404
+        assert page.text.replace(world.secret_id, "ID") == missing.text.replace(MISSING_DOC, "ID")
+        assert _counts(world, mia) == (1, 1, 1)
+        # History is re-checked when shown: the old turn no longer cites the document.
+        shown = _ok(httpx.get(path, headers=mia))
+        cited = [c for m in shown["history"] for c in (m.get("citations") or [])]
+        assert all(c.get("document_id") != world.secret_id for c in cited), cited
+        assert all(c.get("source") != SECRET_FILE for c in cited), cited
+        assert _leaks(world, json.dumps(shown)) == [], shown
+        answers = [m for m in shown["history"] if m["role"] == "assistant"]
+        assert answers and "withheld" in answers[0]["content"]
+        # A follow-up in that conversation answers from what mia reads now.
+        follow = _ok(
+            httpx.post(f"{path}/messages", json={"content": question}, headers=mia, timeout=120)
+        )
+        assert _leaks(world, json.dumps(follow)) == []
+    finally:
+        restored = httpx.put(
+            f"{url}/collections/board/access",
+            json={"grants": [{"group_id": world.granted_group, "permission": "read"}]},
+            headers=admin,
+        )
+        assert restored.status_code == 200, restored.text
