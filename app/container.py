@@ -624,9 +624,13 @@ class Container:
     def webhook_dispatcher(self) -> WebhookDispatcher:
         """Sends queued webhook events; started by the process that runs jobs."""
         from app.services.blocks.webhook_delivery import WebhookDispatcher
+        from app.services.webhooks import CreatorReads
 
         return WebhookDispatcher(
-            self.webhook_store, self.webhook_rules, self.settings.webhook_retry_base_s
+            self.webhook_store,
+            self.webhook_rules,
+            self.settings.webhook_retry_base_s,
+            may_deliver=CreatorReads(self.user_store, self.collection_access),
         )
 
     @cached_property
@@ -634,7 +638,9 @@ class Container:
         """Queues document events for webhooks (and wakes this process's dispatcher)."""
         from app.services.webhooks import DocumentEvents
 
-        return DocumentEvents(self.webhook_store, wake=self.webhook_dispatcher.wake)
+        return DocumentEvents(
+            self.webhook_store, wake=self.webhook_dispatcher.wake, collections=self.access_store
+        )
 
     @cached_property
     def documents(self) -> DocumentStore:

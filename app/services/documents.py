@@ -88,5 +88,10 @@ def delete_document(
     log.info("document deleted", extra={"document_id": document_id, "chunks": removed})
     if deps.events is not None:
         deps.events.document(
-            tenant_id, "document.deleted", document_id, found.source, status="deleted"
+            tenant_id,
+            "document.deleted",
+            document_id,
+            found.source,
+            status="deleted",
+            collection_id=found.collection_id,
         )

@@ -20,6 +20,9 @@ from app.errors import InvalidInput, NotFound
 from app.services.audit import Actor
 from app.services.blocks.webhook_delivery import new_secret
 from app.services.blocks.webhook_urls import UrlRules, check_url
+from app.services.collection_access import AccessResolver
+from app.storage.collections import AccessStore
+from app.storage.users import UserStore
 from app.storage.webhooks import DeliveryRecord, NewDelivery, WebhookRecord, WebhookStore
 
 log = logging.getLogger(__name__)
@@ -127,9 +130,27 @@ def event_body(event_type: str, data: dict[str, Any], at: datetime | None = None
 class DocumentEvents:
     """Queues document events for the tenant's webhooks; never fails the change it reports."""
 
-    def __init__(self, store: WebhookStore, wake: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        store: WebhookStore,
+        wake: Callable[[], None] | None = None,
+        collections: AccessStore | None = None,
+    ) -> None:
         self._store = store
         self._wake = wake
+        self._collections = collections
+
+    def _collection(
+        self, tenant_id: str, document_id: str, collection_id: str | None
+    ) -> dict[str, str] | None:
+        """The document's collection as an event names it: `{"id", "name"}`."""
+        if self._collections is None:
+            return None
+        found_id = collection_id or self._collections.collection_of(tenant_id, document_id)
+        if found_id is None:
+            return None
+        found = self._collections.find_collection(tenant_id, found_id)
+        return {"id": found_id, "name": found.name if found is not None else found_id}
 
     def publish(self, tenant_id: str, event_type: EventType, data: dict[str, Any]) -> None:
         """Queue one delivery per subscribed webhook of the tenant (none: nothing written)."""
@@ -161,9 +182,15 @@ class DocumentEvents:
         status: str,
         job_id: str | None = None,
         error_code: str | None = None,
-        collection: str | None = None,
+        collection_id: str | None = None,
     ) -> None:
-        """Queue a document event: its ids, name, collection, status and error code."""
+        """Queue a document event: its ids, name, collection (`{"id", "name"}`; looked up when
+        not given), status and error code."""
+        try:
+            collection = self._collection(tenant_id, document_id, collection_id)
+        except Exception:
+            log.exception("could not read a document's collection for a webhook event")
+            return
         data = {
             "document_id": document_id,
             "source": source,
@@ -173,3 +200,31 @@ class DocumentEvents:
             "error_code": error_code,
         }
         self.publish(tenant_id, event_type, data)
+
+
+def event_collection(body: str) -> str | None:
+    """The id of the collection a queued event is about (None: it names none)."""
+    try:
+        found = json.loads(body).get("data", {}).get("collection")
+    except (ValueError, AttributeError):
+        return None
+    return found.get("id") if isinstance(found, dict) else None
+
+
+class CreatorReads:
+    """Whether a webhook's creator reads, now, the collection an event is about: an admin
+    reads every one; a creator gone, disabled or of another tenant reads none."""
+
+    def __init__(self, users: UserStore, access: AccessResolver) -> None:
+        self._users = users
+        self._access = access
+
+    def __call__(self, webhook: WebhookRecord, delivery: DeliveryRecord) -> bool:
+        user = self._users.get(webhook.created_by) if webhook.created_by else None
+        if user is None or user.disabled or user.tenant_id != webhook.tenant_id:
+            return False
+        access = self._access.resolve(user.tenant_id, user.id, user.role)
+        if access.reads_everything:
+            return True
+        collection_id = event_collection(delivery.body)
+        return collection_id is not None and access.permission(collection_id) is not None

@@ -300,10 +300,12 @@ class DocumentStore:
 
 @dataclass(frozen=True)
 class DocumentFilter:
-    """Which documents a listing keeps: a source prefix, a sync folder label (both optional)."""
+    """Which documents a listing keeps: a source prefix, a sync folder label, a collection (by
+    id; each optional)."""
 
     source_prefix: str | None = None
     sync_root: str | None = None
+    collection_id: str | None = None
 
     def conditions(self) -> list[Any]:
         """The SQL conditions of this filter (none: every document)."""
@@ -315,6 +317,8 @@ class DocumentFilter:
             found.append(DocumentRow.source.like(f"{escaped}%", escape="\\"))
         if self.sync_root is not None:
             found.append(DocumentRow.sync_root == self.sync_root)
+        if self.collection_id is not None:
+            found.append(DocumentRow.collection_id == self.collection_id)
         return found
 
 

@@ -256,9 +256,11 @@ def test_a_key_works_like_a_token_and_is_shown_only_once(api: ApiHarness) -> Non
     admin, member = api.add_user(tenant), api.add_user(tenant)
     created = _new_key(api, member, name="nightly sync", expires_in_days=30)
     assert set(created) == {
-        "key_id", "name", "role", "prefix", "key", "created_at", "expires_at", "scopes"
+        "key_id", "name", "role", "prefix", "key", "created_at", "expires_at", "scopes",
+        "collections",
     }  # fmt: skip
     assert created["scopes"] == []
+    assert created["collections"] is None  # not limited: every collection its owner reads
     key = created["key"]
     assert key.startswith("rag_") and len(key) == 47 and key.startswith(created["prefix"])
     assert created["role"] == "member" and created["expires_at"] is not None

@@ -32,6 +32,7 @@ class Hooks:
     acme: Tenant
     globex: Tenant
     acme_reader: Tenant
+    acme_ned: Tenant
 
     def call(self, tenant: Tenant, method: str, path: str, **kw: Any) -> httpx.Response:
         return httpx.request(
@@ -68,12 +69,14 @@ def hooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hooks]:
     )
     server.create_user("acme", "ada", "Hook-keeper 42 lighthouse")
     server.create_user("acme", "rita", "Hook-reader 42 lighthouse", role="reader")
+    server.create_user("acme", "ned", "Hook-maker 44 lighthouse", role="admin")
     server.create_user("globex", "gus", "Hook-keeper 43 lighthouse")
     tenants = Hooks(
         server,
         Tenant(_key(server, "ada")),
         Tenant(_key(server, "gus")),
         Tenant(_key(server, "rita")),
+        Tenant(_key(server, "ned")),
     )
     server.start()
     try:
@@ -114,6 +117,7 @@ def test_document_events_arrive_signed_without_text_and_only_to_their_tenant(
         assert indexed.body["data"]["document_id"] == job["document_id"]
         assert indexed.body["data"]["source"] == "lighthouse.txt"
         assert indexed.body["data"]["status"] == "done"
+        assert indexed.body["data"]["collection"] == {"id": "general", "name": "general"}
         assert indexed.body["timestamp"].endswith("Z")
         assert "lamp" not in str(indexed.body)  # ids and names, never the text
 
@@ -125,6 +129,7 @@ def test_document_events_arrive_signed_without_text_and_only_to_their_tenant(
         assert deleted.status_code == 204
         (gone,) = receiver.wait_for("document.deleted")
         assert gone.signed and gone.body["data"]["document_id"] == job["document_id"]
+        assert gone.body["data"]["collection"]["id"] == "general"
         assert other.requests == []  # globex's webhook heard nothing of acme
 
         log = hooks.call(hooks.acme, "GET", f"/webhooks/{made['webhook_id']}/deliveries").json()
@@ -191,3 +196,46 @@ def test_bad_webhook_bodies_are_refused(hooks: Hooks, tmp_path: Path) -> None:
         json={"url": "ftp://example.org/", "events": ["document.indexed"]},
     )
     assert no_scheme.status_code == 422 and "http" in no_scheme.json()["error"]["message"]
+
+
+def test_a_webhook_hears_only_of_documents_its_creator_reads_when_it_is_delivered(
+    hooks: Hooks, receiver: Receiver
+) -> None:
+    made = hooks.make_hook(hooks.acme_ned, receiver, ["document.indexed"])
+    vault = hooks.call(
+        hooks.acme, "POST", "/collections", json={"name": "vault", "visibility": "restricted"}
+    )
+    assert vault.status_code == 201, vault.text
+    users = hooks.call(hooks.acme, "GET", "/users", params={"limit": 100}).json()["data"]
+    ned = next(u for u in users if u["username"] == "ned")
+    signed_in = httpx.post(
+        f"{hooks.server.url}/auth/token",
+        data={"username": "ada", "password": "Hook-keeper 42 lighthouse", "tenant": "acme"},
+    )
+    assert signed_in.status_code == 200, signed_in.text
+    ada = Tenant(signed_in.json()["access_token"])  # users are administered signed in
+    demoted = hooks.call(ada, "PATCH", f"/users/{ned['user_id']}", json={"role": "member"})
+    assert demoted.status_code == 200, demoted.text
+    try:
+        secret = hooks.call(
+            hooks.acme,
+            "POST",
+            "/documents",
+            files={"file": ("codes.txt", b"The vault opens with the brass key.")},
+            data={"collection": "vault"},
+        )
+        assert secret.status_code == 202, secret.text
+        public = hooks.upload(hooks.acme, "canteen.txt", "The canteen opens at noon.")
+        (heard,) = receiver.wait_for("document.indexed")
+        assert heard.body["data"]["document_id"] == public["document_id"]
+
+        def settled() -> list[dict[str, Any]]:
+            path = f"/webhooks/{made['webhook_id']}/deliveries"
+            return hooks.call(hooks.acme, "GET", path).json()["data"]
+
+        assert _wait_until(lambda: {d["status"] for d in settled()} == {"delivered", "failed"})
+        (withheld,) = [d for d in settled() if d["status"] == "failed"]
+        assert "may not read" in withheld["last_error"]
+        assert [r.body["data"]["source"] for r in receiver.requests] == ["canteen.txt"]
+    finally:
+        hooks.call(hooks.acme, "DELETE", f"/webhooks/{made['webhook_id']}")

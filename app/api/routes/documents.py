@@ -320,7 +320,7 @@ async def get_job(
     return JobOut.model_validate(job)
 
 
-@router.get("/documents", response_model=Page[DocumentOut], responses=error_responses(422))
+@router.get("/documents", response_model=Page[DocumentOut], responses=error_responses(404, 422))
 def list_documents(
     principal: Principal,
     deps: Documents,
@@ -335,23 +335,31 @@ def list_documents(
         str | None,
         Query(max_length=100, description="keep documents a sync of this folder label uploaded"),
     ] = None,
+    collection: Annotated[
+        str | None,
+        Query(max_length=64, description="keep documents of this collection (id or name)"),
+    ] = None,
     fields: Annotated[
         list[DocumentField] | None,
         Query(description="return only these fields of each document (repeat it)"),
     ] = None,
 ) -> Page[DocumentOut] | JSONResponse:
-    """The documents of the collections you read, newest first; with `source_prefix` or
-    `sync_root`, those it keeps, by name. `fields=source&fields=content_sha256&fields=document_id`
-    is the cheap listing a folder sync compares its files with."""
+    """The documents of the collections you read, newest first; with `source_prefix`,
+    `sync_root` or `collection` (404 unless you read it), those it keeps, by name.
+    `fields=source&fields=content_sha256&fields=document_id` is the cheap listing a folder
+    sync compares its files with."""
     tenant = principal.tenant_id
     access = caller_access(container, principal)
     shown = None if access.reads_everything else access.readable
-    if source_prefix is None and sync_root is None:
+    collection_id = None
+    if collection is not None:
+        collection_id = container.collections.readable(access, collection).collection_id
+    if source_prefix is None and sync_root is None and collection_id is None:
         found = documents.list_documents(
             deps, tenant_id=tenant, limit=size, offset=offset, collections=shown
         )
     else:
-        wanted = DocumentFilter(source_prefix, sync_root)
+        wanted = DocumentFilter(source_prefix, sync_root, collection_id)
         # Only what the caller reads, inside the query: a total counted past it would spell
         # out the names of hidden documents one prefix at a time.
         found = sync_uploads.list_matching(

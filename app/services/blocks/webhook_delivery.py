@@ -19,6 +19,7 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlsplit, urlunsplit
@@ -107,6 +108,11 @@ def _sending_client() -> httpx.Client:
     return httpx.Client(timeout=TIMEOUT_S, follow_redirects=False, trust_env=False)
 
 
+# Whether a webhook may hear of an event now (its creator reads what the event is about).
+MayDeliver = Callable[[WebhookRecord, DeliveryRecord], bool]
+NOT_READABLE = "the webhook's creator may not read the document's collection"
+
+
 class WebhookDispatcher:
     """A daemon thread sending due deliveries until stopped; `run_due` is one pass."""
 
@@ -116,8 +122,10 @@ class WebhookDispatcher:
         rules: UrlRules,
         retry_base_s: float,
         poll_s: float = 1.0,
+        may_deliver: MayDeliver | None = None,
     ) -> None:
         self._store = store
+        self._may_deliver = may_deliver
         self._rules = rules
         self._retry_base_s = retry_base_s
         self._poll_s = poll_s
@@ -173,6 +181,9 @@ class WebhookDispatcher:
         webhook = self._store.webhook_of(delivery)
         if webhook is None or not webhook.enabled:
             self._store.abandon(delivery, "the webhook was deleted or disabled")
+            return
+        if self._may_deliver is not None and not self._may_deliver(webhook, delivery):
+            self._store.abandon(delivery, NOT_READABLE)
             return
         outcome = self._send(webhook, delivery)
         if outcome.ok:
