@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from app.rendering.cache import PageImageCache
     from app.rendering.pdf_page import RenderLimits
     from app.retrieval.hybrid import HybridRetriever
+    from app.retrieval.scope import SearchScope
     from app.retrieval.second_dense import SecondDense
     from app.security import ApiKeyHasher, TokenCodec
     from app.services.answer import AnswerDeps
@@ -254,6 +255,16 @@ class Container:
             shape=answer_shape(self.settings),
         )
 
+    def scope_of_user(self, tenant_id: str, user_id: str) -> SearchScope | None:
+        """Everything a user of the tenant reads now (None: no longer an enabled user of it)."""
+        from app.services.search_scope import request_scope
+
+        user = self.user_store.get(user_id)
+        if user is None or user.tenant_id != tenant_id or user.disabled:
+            return None
+        access = self.collection_access.resolve(tenant_id, user_id, user.role)
+        return request_scope(self.search_scopes, access, None, None)
+
     @cached_property
     def evaluation_runner(self) -> EvaluationRunner:
         """The thread that executes queued evaluation runs (started by the API's lifespan)."""
@@ -263,7 +274,10 @@ class Container:
         deps = RunnerDeps(
             runs=self.evaluation_runs,
             sets=self.evaluation_set_deps.sets,
-            search=lambda tenant, question, k: self.retriever.search(tenant, question, k),
+            search=lambda tenant, question, k, scope: self.retriever.search(
+                tenant, question, k, scope=scope
+            ),
+            scope_of_user=self.scope_of_user,
             lane=lambda: self.answer_lane,
             answers=lambda: self.answer_deps,
         )

@@ -127,7 +127,7 @@ def test_search_stages_cover_the_work_of_a_search(
         )
         assert body.results
         stages = body.timings
-        assert {"embed_query", "dense", "keyword", "fuse"} <= set(stages)
+        assert {"scope", "embed_query", "dense", "keyword", "fuse"} <= set(stages)
         summed = sum(stages.values())
         assert summed <= body.total_ms + 0.01 * len(stages)
         print(f"search: stage ticks {summed:.0f} of {body.total_ms:.0f}")

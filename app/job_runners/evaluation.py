@@ -4,7 +4,8 @@ runs (app/jobs/evaluation_runs.py) and executes them.
 It yields to people: between items it pauses, and before asking for an answer it waits until
 no interactive answer is queued; answers then go through the same admission (the answer lane's
 limiter, counted against the tenant) as anyone's, on the app's event loop. Questions of a run
-are not written to the answer record (they are nobody's answers).
+are not written to the answer record (they are nobody's answers). A run searches and answers
+within what the person who started it reads when it executes (a grant revoked since counts).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from app.services.blocks.admission import Caller
 if TYPE_CHECKING:
     from app.domain import RetrievalResult
     from app.jobs.evaluation_runs import EvaluationRunStore, RunRecord
+    from app.retrieval.scope import SearchScope
     from app.services.answer import AnswerDeps, AnsweredQuestion
     from app.services.blocks.answer_lane import AnswerLane
     from app.storage.evaluation_sets import EvaluationSetStore
@@ -39,7 +41,9 @@ class RunnerDeps:
 
     runs: EvaluationRunStore
     sets: EvaluationSetStore
-    search: Callable[[str, str, int], RetrievalResult]
+    search: Callable[[str, str, int, SearchScope], RetrievalResult]
+    # What a user of a tenant reads now (None: they are no longer an enabled user of it).
+    scope_of_user: Callable[[str, str], SearchScope | None]
     lane: Callable[[], AnswerLane]
     answers: Callable[[], AnswerDeps]
     pause_s: float = 0.02  # between items: the run gives the CPU back to people's requests
@@ -94,6 +98,16 @@ class EvaluationRunner:
             if found is None:
                 deps.runs.fail(run.run_id, "its evaluation set was deleted")
                 return
+            scope = deps.scope_of_user(run.tenant_id, run.created_by) if run.created_by else None
+            if scope is None:
+                deps.runs.fail(run.run_id, "the person who started it is no longer a user")
+                return
+
+            def search(tenant_id: str, question: str, k: int) -> RetrievalResult:
+                return deps.search(tenant_id, question, k, scope)
+
+            def answer(tenant_id: str, question: str) -> AnsweredQuestion:
+                return self._answer(tenant_id, question, scope)
 
             def progress(done: int) -> None:
                 deps.runs.progress(run.run_id, done)
@@ -101,9 +115,8 @@ class EvaluationRunner:
                     raise _Stopped
                 time.sleep(deps.pause_s)
 
-            answer = self._answer if run.answers else None
             results = runs_service.run_items(
-                found.items, run.tenant_id, deps.search, answer, progress
+                found.items, run.tenant_id, search, answer if run.answers else None, progress
             )
             deps.runs.finish(run.run_id, runs_service.summarise(results), results)
             log.info("evaluation run done", extra={"run_id": run.run_id, "items": len(results)})
@@ -114,7 +127,7 @@ class EvaluationRunner:
             log.exception("evaluation run failed", extra={"run_id": run.run_id})
             deps.runs.fail(run.run_id, f"{type(exc).__name__}: {exc}")
 
-    def _answer(self, tenant_id: str, question: str) -> AnsweredQuestion:
+    def _answer(self, tenant_id: str, question: str, scope: SearchScope) -> AnsweredQuestion:
         """An answer through the same admission as people's, after theirs (lower priority)."""
         loop = self._loop
         if loop is None:
@@ -123,7 +136,7 @@ class EvaluationRunner:
         while lane.answers.waiting > 0 and not self._stop.is_set():
             time.sleep(0.1)  # people are queued for an answer slot: they go first
         caller = Caller(tenant_id, "")  # "": no answer record for a run's questions
-        coroutine = answer_service.answer(lane, self._deps.answers(), caller, question, None)
+        coroutine = answer_service.answer(lane, self._deps.answers(), caller, question, None, scope)
         answered: AnsweredQuestion = asyncio.run_coroutine_threadsafe(coroutine, loop).result(
             ANSWER_TIMEOUT_S
         )

@@ -1,10 +1,12 @@
 """Reading, exporting and deleting the answer record: a person sees their own answers, a
-tenant admin every answer of the tenant; nobody another tenant's."""
+tenant admin every answer of the tenant; nobody another tenant's. A record shows the cited and
+retrieved documents the reader reads now (a document moved out of their reach drops out)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -18,6 +20,18 @@ if TYPE_CHECKING:
     from app.services.auth import Identity
 
 
+ReadsDocument = Callable[[str], bool]
+
+
+def shown(record: AnswerRecord, readable: ReadsDocument) -> AnswerRecord:
+    """The record with only the cited and retrieved documents `readable` says the reader reads."""
+    return dataclasses.replace(
+        record,
+        cited=[c for c in record.cited if readable(str(c.get("document_id")))],
+        retrieved=[r for r in record.retrieved if readable(str(r.get("document_id")))],
+    )
+
+
 def _visible_user(caller: Identity, everyone: bool) -> str | None:
     """Whose records the caller reads: only their own unless an admin asks for everyone's."""
     return None if everyone and role_at_least(caller.role, "admin") else caller.user_id
@@ -28,32 +42,39 @@ def page(
     caller: Identity,
     limit: int,
     offset: int,
+    readable: ReadsDocument,
     everyone: bool = False,
     user_id: str | None = None,
 ) -> tuple[list[AnswerRecord], int]:
-    """The caller's answers (an admin's `everyone`: the tenant's, or one user's), newest first."""
+    """The caller's answers (an admin's `everyone`: the tenant's, or one user's), newest first,
+    showing the documents the caller reads."""
     visible = _visible_user(caller, everyone)
     if visible is None and user_id is not None:
         visible = user_id
-    return store.page(caller.tenant_id, limit, offset, user_id=visible)
+    found, total = store.page(caller.tenant_id, limit, offset, user_id=visible)
+    return [shown(r, readable) for r in found], total
 
 
-def get(store: AnswerRecordStore, caller: Identity, answer_id: str) -> AnswerRecord:
-    """One answer's record: the caller's own, or any of the tenant's for an admin; else 404."""
+def get(
+    store: AnswerRecordStore, caller: Identity, answer_id: str, readable: ReadsDocument
+) -> AnswerRecord:
+    """One answer's record: the caller's own, or any of the tenant's for an admin; else 404.
+    It shows the documents the caller reads."""
     visible = _visible_user(caller, everyone=True)
     found = store.get(caller.tenant_id, answer_id_of(answer_id), user_id=visible)
     if found is None:
         raise NotFound("no such answer")
-    return found
+    return shown(found, readable)
 
 
 def export_lines(
-    store: AnswerRecordStore, audit: AuditLog, actor: Actor, tenant_id: str
+    store: AnswerRecordStore, audit: AuditLog, actor: Actor, readable: ReadsDocument
 ) -> Iterator[bytes]:
-    """Every record of the tenant as JSON lines (an admin's export, audited)."""
+    """Every record of the tenant as JSON lines (an admin's export, audited), showing the
+    documents the exporter reads (everything, unless their API key is limited)."""
     audit.record(actor.entry("answers.exported"))
-    for record in store.export(tenant_id):
-        yield (json.dumps(record.public(), ensure_ascii=False) + "\n").encode()
+    for record in store.export(actor.tenant_id):
+        yield (json.dumps(shown(record, readable).public(), ensure_ascii=False) + "\n").encode()
 
 
 def delete(store: AnswerRecordStore, audit: AuditLog, actor: Actor, before: datetime | None) -> int:

@@ -1,7 +1,8 @@
 """A tenant's own evaluation sets: given as JSON, uploaded as JSONL or CSV, or made from
 feedback (thumbs-down with an expected page; thumbs-up with the citations that helped).
 
-Every expected document must be one of the tenant's (named by file name or id), resolved to
+Every expected document must be one of the tenant's that its maker reads (named by file name
+or id; one they may not read is refused like a missing one), resolved to
 {document_id, source, page} when the set is made, so a run compares ids, not names.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +43,19 @@ class SetDeps:
     limits: RequestLimits
 
 
+ReadsDocument = Callable[[str], bool]
+
+
+def _reads_every_document(_document_id: str) -> bool:
+    return True
+
+
 def _expected(
-    deps: SetDeps, tenant_id: str, given: list[dict[str, Any]], where: str
+    deps: SetDeps,
+    tenant_id: str,
+    given: list[dict[str, Any]],
+    where: str,
+    readable: ReadsDocument,
 ) -> list[dict[str, Any]]:
     if len(given) > MAX_EXPECTED_PER_ITEM:
         raise InvalidInput(f"{where}: at most {MAX_EXPECTED_PER_ITEM} expected pages")
@@ -54,7 +67,7 @@ def _expected(
             document_id(tenant_id, str(wanted["source"])) if wanted.get("source") else None
         )
         record = deps.documents.get(tenant_id, str(doc_id)) if doc_id else None
-        if record is None:
+        if record is None or not readable(record.document_id):  # the same 422 for both
             named = wanted.get("source") or wanted.get("document_id") or "(none)"
             raise InvalidInput(f"{where}: {named!r} is not one of your documents")
         page = wanted.get("page")
@@ -65,10 +78,13 @@ def _expected(
 
 
 def checked_items(
-    deps: SetDeps, tenant_id: str, items: list[dict[str, Any]]
+    deps: SetDeps,
+    tenant_id: str,
+    items: list[dict[str, Any]],
+    readable: ReadsDocument = _reads_every_document,
 ) -> list[dict[str, Any]]:
-    """Items as stored: a checked question, resolved expected pages, answerable (default true).
-    InvalidInput (422) names the first bad item."""
+    """Items as stored: a checked question, resolved expected pages (documents `readable` says
+    the caller reads), answerable (default true). InvalidInput (422) names the first bad item."""
     if not items:
         raise InvalidInput("a set needs at least one item")
     if len(items) > MAX_ITEMS:
@@ -82,20 +98,26 @@ def checked_items(
         answerable = item.get("answerable", True)
         if not isinstance(answerable, bool):
             raise InvalidInput(f"{where}: answerable is true or false")
-        expected = _expected(deps, tenant_id, list(item.get("expected") or []), where)
+        expected = _expected(deps, tenant_id, list(item.get("expected") or []), where, readable)
         if answerable and not expected:
             raise InvalidInput(f"{where}: an answerable question needs an expected document")
         checked.append({"question": question, "expected": expected, "answerable": answerable})
     return checked
 
 
-def create(deps: SetDeps, actor: Actor, name: str, items: list[dict[str, Any]]) -> EvaluationSet:
-    """A new set of the tenant (audited)."""
+def create(
+    deps: SetDeps,
+    actor: Actor,
+    name: str,
+    items: list[dict[str, Any]],
+    readable: ReadsDocument = _reads_every_document,
+) -> EvaluationSet:
+    """A new set of the tenant (audited) whose expected documents are ones the caller reads."""
     name = name.strip()
     if not name or len(name) > NAME_CHARS:
         raise InvalidInput(f"a set's name has 1-{NAME_CHARS} characters")
     stored = deps.sets.create(
-        actor.tenant_id, name, checked_items(deps, actor.tenant_id, items), actor.user_id
+        actor.tenant_id, name, checked_items(deps, actor.tenant_id, items, readable), actor.user_id
     )
     deps.audit.record(actor.entry("evaluation.set_created", stored.set_id, items=stored.item_count))
     return stored

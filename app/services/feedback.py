@@ -2,13 +2,14 @@
 
 An answer can be rated only by the person it was given to, in their tenant: anything else is
 the same 404 as an answer that does not exist. The audit log records the rating, never the
-comment text. `expected` pages must be documents of the tenant (checked here, resolved to ids).
+comment text. `expected` pages must be documents of the tenant the person reads (checked
+here, resolved to ids).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -52,16 +53,20 @@ def _missing() -> NotFound:
 
 
 def _resolved(
-    deps: FeedbackDeps, tenant_id: str, expected: list[ExpectedPage]
+    deps: FeedbackDeps,
+    tenant_id: str,
+    expected: list[ExpectedPage],
+    readable: Callable[[str], bool],
 ) -> list[dict[str, Any]]:
-    """Each expected page as {document_id, source, page}: a document of the tenant, or 422."""
+    """Each expected page as {document_id, source, page}: a document of the tenant the caller
+    reads now, or 422 (the same for one they may not read as for a missing one)."""
     resolved = []
     for wanted in expected:
         doc_id = wanted.document_id or (
             document_id(tenant_id, wanted.source) if wanted.source else None
         )
         record = deps.documents.get(tenant_id, doc_id) if doc_id else None
-        if record is None:
+        if record is None or not readable(record.document_id):
             named = wanted.document_id or wanted.source or "(none)"
             raise InvalidInput(f"expected document {named!r} is not one of your documents")
         if wanted.page is not None and record.pages and not 1 <= wanted.page <= record.pages:
@@ -82,9 +87,11 @@ def rate(
     comment: str | None = None,
     helpful_markers: list[int] | None = None,
     expected: list[ExpectedPage] | None = None,
+    readable: Callable[[str], bool] = lambda _document_id: True,
 ) -> tuple[FeedbackRecord, bool]:
     """Store or change the caller's rating of their answer; the record and whether it changed
-    an earlier one. NotFound for an answer that is not the caller's."""
+    an earlier one. NotFound for an answer that is not the caller's; `expected` names only
+    documents `readable` says the caller reads."""
     if actor.user_id is None:
         raise _missing()
     answer_id = answer_id_of(answer_id)
@@ -95,7 +102,7 @@ def rate(
     cited = {int(c["marker"]) for c in answer.cited}
     if answer.question is not None and any(m not in cited for m in markers):
         raise InvalidInput(f"helpful_markers must be markers the answer cited: {sorted(cited)}")
-    pages = _resolved(deps, actor.tenant_id, expected or [])
+    pages = _resolved(deps, actor.tenant_id, expected or [], readable)
     given = NewFeedback(rating, comment or None, markers, pages)
     stored, previous = deps.feedback.rate(actor.tenant_id, answer_id, actor.user_id, given)
     deps.audit.record(

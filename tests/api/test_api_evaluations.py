@@ -350,3 +350,48 @@ def test_a_run_of_200_items_leaves_another_tenants_search_fast(
     ordered = sorted(seconds)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     assert p95 < 1.0, f"neighbour's /search p95 {p95:.3f} s during a 200-item run"
+
+
+BOARD_MINUTES = "Board minutes: the harbour pilots' salary band rises to 90000 kroner next spring."
+BOARD_QUESTION = "What is the salary band of the harbour pilots?"
+
+
+def test_sets_and_runs_stay_within_what_their_maker_reads(api: ApiHarness) -> None:
+    admin, member = api.add_user("eval-scope"), api.add_user("eval-scope")
+    made = post(api, "/collections", admin, {"name": "board", "visibility": "restricted"})
+    assert made.status_code == 201, made.text
+    secret = api.client.post(
+        "/documents",
+        files={"file": ("minutes.txt", text_document(BOARD_MINUTES))},
+        data={"collection": "board"},
+        headers=admin.headers,
+    )
+    assert secret.status_code == 202, secret.text
+    assert api.wait_for_job(admin, secret.json()["job_id"])["status"] == "done"
+    assert api.upload_and_wait(member, "canteen.txt", text_document(NOTES))["status"] == "done"
+
+    # A document the member may not read is refused exactly like one that does not exist.
+    def refusal(source: str) -> dict[str, Any]:
+        body = {"name": "s", "items": [{"question": "Q?", "expected": [{"source": source}]}]}
+        error = assert_error_body(post(api, "/evaluations/sets", member, body), 422)
+        return {**error, "message": error["message"].replace(source, "X")}
+
+    assert refusal("minutes.txt") == refusal("nowhere.txt")
+
+    def grant(grants: list[dict[str, str]]) -> None:
+        granted = api.client.put(
+            "/collections/board/access", json={"grants": grants}, headers=admin.headers
+        )
+        assert granted.status_code == 200, granted.text
+
+    def retrieved_sources(set_id: str) -> set[str]:
+        run = wait_for_run(api.client, member, start_run(api, member, set_id))
+        assert run["status"] == "done", run
+        return {r["source"] for r in run["results"][0]["retrieved"]}
+
+    grant([{"user_id": member.user_id, "permission": "read"}])
+    item = {"question": BOARD_QUESTION, "expected": [{"source": "minutes.txt"}]}
+    set_id = new_set(api, member, "board questions", [item])
+    assert "minutes.txt" in retrieved_sources(set_id)
+    grant([])  # revoked: the member's next run no longer searches the board's minutes
+    assert "minutes.txt" not in retrieved_sources(set_id)

@@ -297,3 +297,65 @@ def test_with_the_answer_record_off_no_question_text_is_stored(
     )
     assert b"Quokka-zebra" not in stored
     assert b"wrong tide" in stored  # what the person sent is kept
+
+
+BOARD_MINUTES = "Board minutes: the harbour pilots' salary band rises to 90000 kroner next spring."
+BOARD_QUESTION = "What is the salary band of the harbour pilots?"
+MISSING_DOCUMENT = "doc_" + "0" * 32
+
+
+def test_the_record_and_feedback_name_only_documents_the_person_still_reads(
+    api: ApiHarness,
+) -> None:
+    tenant = "quality-scope"
+    admin, member = api.add_user(tenant), api.add_user(tenant)
+    made = api.client.post(
+        "/collections", json={"name": "board", "visibility": "restricted"}, headers=admin.headers
+    )
+    assert made.status_code == 201, made.text
+    uploaded = api.client.post(
+        "/documents",
+        files={"file": ("minutes.pdf", pdf_document(BOARD_MINUTES))},
+        data={"collection": "board"},
+        headers=admin.headers,
+    )
+    assert uploaded.status_code == 202, uploaded.text
+    job = api.wait_for_job(admin, uploaded.json()["job_id"])
+    assert job["status"] == "done", job
+    minutes = job["document_id"]
+
+    def grant(grants: list[dict[str, str]]) -> None:
+        granted = api.client.put(
+            "/collections/board/access", json={"grants": grants}, headers=admin.headers
+        )
+        assert granted.status_code == 200, granted.text
+
+    def documents_of(record: dict[str, Any]) -> set[str]:
+        return {d["document_id"] for d in record["cited"] + record["retrieved"]}
+
+    grant([{"user_id": member.user_id, "permission": "read"}])
+    answer_id = ask(api, member, BOARD_QUESTION)["answer_id"]
+    record = api.client.get(f"/answers/{answer_id}", headers=member.headers).json()
+    assert minutes in documents_of(record)
+    grant([])  # revoked: the member no longer reads the minutes, nor sees them in the record
+
+    for path in (f"/answers/{answer_id}", "/answers"):
+        shown = api.client.get(path, headers=member.headers).json()
+        for record in shown.get("data", [shown]):
+            assert minutes not in documents_of(record)
+            assert record["question"] == BOARD_QUESTION
+    by_admin = api.client.get(f"/answers/{answer_id}", headers=admin.headers).json()
+    assert minutes in documents_of(by_admin)
+    exported = api.client.get("/answers/export", headers=admin.headers).text.splitlines()
+    assert minutes in documents_of(json.loads(exported[-1]))
+
+    # Naming the minutes as the expected page is refused exactly like a missing document.
+    def refusal(document: str) -> dict[str, str]:
+        named = rate(api, member, answer_id, rating="down", expected=[{"document_id": document}])
+        error = assert_error_body(named, 422, "invalid_input")
+        return {**error, "message": error["message"].replace(document, "X")}
+
+    assert refusal(minutes) == refusal(MISSING_DOCUMENT)
+    grant([{"user_id": member.user_id, "permission": "read"}])
+    allowed = rate(api, member, answer_id, rating="down", expected=[{"document_id": minutes}])
+    assert allowed.status_code == 200, allowed.text

@@ -54,7 +54,11 @@ def test_query_stages_add_up_to_the_total(api: ApiHarness, reader: ApiUser) -> N
 def test_search_stages_add_up_to_the_total(api: ApiHarness, reader: ApiUser) -> None:
     body = api.search(reader, "wind speed at station 7")
     stages = body["timings"]
-    assert {"embed_query", "dense", "keyword", "fuse"} <= set(stages) <= KNOWN_STAGES
+    assert (
+        {"scope", "embed_query", "dense", "keyword", "fuse"}
+        <= set(stages)
+        <= KNOWN_STAGES | {"scope"}
+    )
     assert 0 < sum(stages.values()) <= body["total_ms"] + 0.01 * len(stages)
 
 

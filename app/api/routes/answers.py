@@ -38,7 +38,7 @@ from app.services.answer import (
 from app.services.blocks.admission import Caller
 from app.services.blocks.search_explain import hit_explanation, result_explanation
 from app.services.search import search as search_service
-from app.timing import start_timer
+from app.timing import start_timer, timed
 
 router = APIRouter(
     tags=["retrieval"],
@@ -58,7 +58,8 @@ def search(
     """Ranked chunks (or documents, `group=document`) with the evidence of every retrieval
     stage (no LLM)."""
     timer = start_timer()
-    scope = scope_of(container, principal, body.collections, body.filters)
+    with timed("scope"):
+        scope = scope_of(container, principal, body.collections, body.filters)
     tokenizer = retriever.keyword_index.tokenizer
 
     def explained(hit: SearchHit) -> dict[str, Any]:

@@ -6,16 +6,19 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from starlette.concurrency import run_in_threadpool
 
 from app.api.access import Authorized
 from app.api.deps import (
     ClientIp,
+    ContainerDep,
     EvaluationRunnerDep,
     EvaluationRunning,
     EvaluationRuns,
     EvaluationSets,
     PageOffset,
     PageSize,
+    readable_documents,
 )
 from app.api.errors import error_responses
 from app.api.quality_schemas import (
@@ -65,12 +68,17 @@ def _run_out(run: RunRecord) -> EvaluationRunOut:
 
 @router.post("/evaluations/sets", status_code=201, response_model=EvaluationSetOut)
 def create_set(
-    body: EvaluationSetIn, deps: EvaluationSets, caller: Authorized, ip: ClientIp
+    body: EvaluationSetIn,
+    deps: EvaluationSets,
+    caller: Authorized,
+    ip: ClientIp,
+    container: ContainerDep,
 ) -> EvaluationSetOut:
     """A test set of your own questions (up to 1,000), each with the documents (and pages)
     that answer it, or `answerable: false`."""
     items = [item.model_dump() for item in body.items]
-    found = evaluation_sets.create(deps, caller.actor(ip), body.name, items)
+    readable = readable_documents(container, caller)
+    found = evaluation_sets.create(deps, caller.actor(ip), body.name, items, readable)
     return _set_out(found)
 
 
@@ -90,13 +98,15 @@ async def upload_set(
     deps: EvaluationSets,
     caller: Authorized,
     ip: ClientIp,
+    container: ContainerDep,
     name: Annotated[str, Query(min_length=1, max_length=200)],
     format: Annotated[str, Query(pattern="^(jsonl|csv)$")] = "jsonl",
 ) -> EvaluationSetOut:
     """A test set from a JSONL or CSV file sent as the body."""
     data = await request.body()
     items = evaluation_sets.parse_upload(data, f"set.{format}")
-    found = evaluation_sets.create(deps, caller.actor(ip), name, items)
+    readable = await run_in_threadpool(readable_documents, container, caller)
+    found = evaluation_sets.create(deps, caller.actor(ip), name, items, readable)
     return _set_out(found)
 
 

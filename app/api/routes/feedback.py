@@ -10,7 +10,16 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from app.api.access import Authorized
-from app.api.deps import AnswerRecords, Audit, ClientIp, Feedback, PageOffset, PageSize
+from app.api.deps import (
+    AnswerRecords,
+    Audit,
+    ClientIp,
+    ContainerDep,
+    Feedback,
+    PageOffset,
+    PageSize,
+    readable_documents,
+)
 from app.api.errors import error_responses
 from app.api.quality_schemas import (
     AnswerRecordList,
@@ -46,6 +55,7 @@ def rate_answer(
     deps: Feedback,
     caller: Authorized,
     ip: ClientIp,
+    container: ContainerDep,
 ) -> FeedbackOut:
     """Rate one of your answers up or down; rating again changes your rating. 404 for an
     answer that is not yours."""
@@ -58,6 +68,7 @@ def rate_answer(
         body.comment,
         body.helpful_markers,
         expected,
+        readable_documents(container, caller),
     )
     return FeedbackOut(**stored.public(), changed=changed)
 
@@ -101,6 +112,7 @@ def list_feedback(
 def list_answers(
     records: AnswerRecords,
     caller: Authorized,
+    container: ContainerDep,
     size: PageSize,
     offset: PageOffset = 0,
     all: Annotated[bool, Query(description="admins: every user's answers")] = False,
@@ -112,6 +124,7 @@ def list_answers(
         caller,
         size,
         offset,
+        readable_documents(container, caller),
         everyone=all or user_id is not None,
         user_id=user_id,
     )
@@ -120,10 +133,15 @@ def list_answers(
 
 @router.get("/answers/export", response_class=StreamingResponse)
 def export_answers(
-    records: AnswerRecords, audit: Audit, caller: Authorized, ip: ClientIp
+    records: AnswerRecords,
+    audit: Audit,
+    caller: Authorized,
+    ip: ClientIp,
+    container: ContainerDep,
 ) -> StreamingResponse:
     """Every answer record of your tenant as JSON lines, oldest first (admins)."""
-    lines = answer_history.export_lines(records, audit, caller.actor(ip), caller.tenant_id)
+    readable = readable_documents(container, caller)
+    lines = answer_history.export_lines(records, audit, caller.actor(ip), readable)
     return _jsonl(lines, "answers")
 
 
@@ -141,6 +159,10 @@ def delete_answers(
 
 
 @router.get("/answers/{answer_id}", response_model=AnswerRecordOut, responses=error_responses(404))
-def get_answer(answer_id: AnswerId, records: AnswerRecords, caller: Authorized) -> AnswerRecordOut:
-    """One answer's record: yours, or any of your tenant's for an admin."""
-    return AnswerRecordOut(**answer_history.get(records, caller, answer_id).public())
+def get_answer(
+    answer_id: AnswerId, records: AnswerRecords, caller: Authorized, container: ContainerDep
+) -> AnswerRecordOut:
+    """One answer's record: yours, or any of your tenant's for an admin (with the cited and
+    retrieved documents you read now)."""
+    readable = readable_documents(container, caller)
+    return AnswerRecordOut(**answer_history.get(records, caller, answer_id, readable).public())
