@@ -66,6 +66,9 @@ PROTECTED = [
     ("GET", "/evaluations/runs"),
     ("GET", "/evaluations/runs/{run_id}"),
     ("GET", "/evaluations/runs/{run_id}/compare"),
+    ("PUT", "/sso"),
+    ("GET", "/sso"),
+    ("DELETE", "/sso"),
     ("POST", "/webhooks"),
     ("GET", "/webhooks"),
     ("GET", "/webhooks/{webhook_id}"),
@@ -88,7 +91,17 @@ PROTECTED = [
     ("DELETE", "/groups/{group_id}/members/{user_id}"),
     ("PATCH", "/documents/{document_id}"),
 ]
-PUBLIC = [("GET", "/health"), ("GET", "/ready"), ("GET", "/metrics"), ("POST", "/auth/token")]
+PUBLIC = [
+    ("GET", "/health"),
+    ("GET", "/ready"),
+    ("GET", "/metrics"),
+    ("POST", "/auth/token"),
+    # single sign-on: the browser's steps before it holds a token of this service
+    ("GET", "/auth/sso/options"),
+    ("GET", "/auth/sso/{tenant}/start"),
+    ("GET", "/auth/sso/callback"),
+    ("POST", "/auth/sso/exchange"),
+]
 
 
 @pytest.fixture(scope="module")
