@@ -202,6 +202,16 @@ SETTINGS_NOT_SHAPING_ANSWERS = frozenset(
         "login_daily_failures_per_account",
         "login_concurrency",
         "login_queue",
+        # single sign-on and sealed secrets: who signs in, never what an answer says
+        "secrets_key",
+        "sso_allow_http",
+        "sso_http_timeout_s",
+        "sso_jwks_cache_s",
+        # webhooks: who hears of a change, after the answer
+        "webhook_allow_private",
+        "webhook_retry_base_s",
+        # the answer record: what is kept about an answer, after it is made
+        "answer_log_days",
         # tracing
         "metrics_enabled",
         "metrics_token",

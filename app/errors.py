@@ -24,6 +24,13 @@ class ConfigurationError(RagError):
     http_status = 500
 
 
+class SecretsKeyProblem(ConfigurationError):
+    """RAG_SECRETS_KEY is missing or unusable; the message says how to fix it (no secret)."""
+
+    code = "secrets_key_missing"
+    expose_message = True
+
+
 class IngestionError(RagError):
     """A document cannot be turned into chunks; the message says why and what to do."""
 
@@ -118,6 +125,24 @@ class ProviderUnavailable(RagError):
 
     code = "provider_unavailable"
     http_status = 503
+
+
+class ProviderUnreachable(ProviderUnavailable):
+    """The identity provider did not answer, or answered with something unusable."""
+
+    code = "identity_provider_unavailable"
+    expose_message = True
+
+
+class SsoFailure(RagError):
+    """A sign-in that cannot complete; the message is for the person, `reason` for the log."""
+
+    code = "sso_failed"
+
+    def __init__(self, reason: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.http_status = status
 
 
 class ModelIntegrityError(ConfigurationError):

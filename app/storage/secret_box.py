@@ -16,9 +16,11 @@ from pathlib import Path
 from cryptography.fernet import Fernet, InvalidToken
 
 from app.config import Settings
-from app.errors import ConfigurationError
+from app.errors import SecretsKeyProblem
 
 log = logging.getLogger(__name__)
+
+__all__ = ["DEV_KEY_FILE", "SecretBox", "SecretsKeyProblem", "build_secret_box"]
 
 DEV_KEY_FILE = "secrets.key"
 MISSING_KEY = (
@@ -26,13 +28,6 @@ MISSING_KEY = (
     "one with `python -c 'from cryptography.fernet import Fernet; "
     "print(Fernet.generate_key().decode())'`"
 )
-
-
-class SecretsKeyProblem(ConfigurationError):
-    """RAG_SECRETS_KEY is missing or unusable; the message says how to fix it (no secret)."""
-
-    code = "secrets_key_missing"
-    expose_message = True
 
 
 class SecretBox:

@@ -160,11 +160,20 @@ def test_openapi_documents_the_configured_caps(settings: Settings) -> None:
 def test_openapi_documents_the_error_body_for_every_error_status(settings: Settings) -> None:
     schema = create_app(settings, start_workers=False).openapi()
     error_ref = "#/components/schemas/ErrorOut"
+    # Single sign-on's browser steps answer a person with a page (text/html), not JSON.
+    pages = ("/auth/sso/{tenant}/start", "/auth/sso/callback")
+    public = ("/health", "/ready", "/auth/token", "/auth/sso/options", *pages)
     for path, item in schema["paths"].items():
         for method, operation in item.items():
             for status, response in operation["responses"].items():
-                if status.startswith(("4", "5")) and not (path == "/ready" and status == "503"):
-                    content = response["content"]["application/json"]["schema"]
-                    assert content == {"$ref": error_ref}, (method, path, status)
-            protected = path not in ("/health", "/ready", "/auth/token")
-            assert ("401" in operation["responses"]) == (protected or path == "/auth/token")
+                if not status.startswith(("4", "5")) or (path == "/ready" and status == "503"):
+                    continue
+                if path in pages and status != "422":  # a malformed query is JSON, as everywhere
+                    assert set(response["content"]) == {"text/html"}, (method, path, status)
+                    continue
+                content = response["content"]["application/json"]["schema"]
+                assert content == {"$ref": error_ref}, (method, path, status)
+            # /auth/token and the code exchange answer 401 to wrong credentials or codes, the
+            # browser steps a page when the provider's answer cannot be verified.
+            says_401 = path not in public or path in ("/auth/token", "/auth/sso/exchange", *pages)
+            assert ("401" in operation["responses"]) == says_401, (method, path)

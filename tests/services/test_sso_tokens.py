@@ -19,9 +19,10 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from jwt.utils import base64url_encode
 
+from app.errors import SsoFailure
 from app.services.sso.mapping import domain_allowed, mapped_role, provider_groups, username_for
 from app.services.sso.provider import JWKS_REFETCH_S, OidcProviders
-from app.services.sso.signin import SsoFailure, safe_next_path
+from app.services.sso.signin import safe_next_path
 from app.services.sso.tokens import TokenRefused, verify_access_token, verify_id_token
 
 pytestmark = pytest.mark.unit

@@ -22,13 +22,11 @@ from app.api.deps import ClientIp, ContainerDep, SingleSignOnDep
 from app.api.errors import ApiError, error_responses
 from app.api.routes.web import APP_SECURITY_HEADERS
 from app.api.schemas import TokenOut
-from app.errors import AuthenticationFailed, KeyNotAllowed
+from app.errors import AuthenticationFailed, KeyNotAllowed, ProviderUnreachable, SsoFailure
 from app.services.audit import Actor
 from app.services.auth import Identity
 from app.services.login import client_bucket
 from app.services.sso.config import SsoSettingsIn
-from app.services.sso.provider import ProviderUnreachable
-from app.services.sso.signin import SsoFailure
 from app.storage.rate_limit import retry_after_header
 
 CALLBACK_PATH = "/auth/sso/callback"
@@ -48,6 +46,7 @@ _PAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
             (503, "a page: the provider cannot be reached"),
         )
     },
+    **error_responses(422),  # a malformed query is refused before any page, as JSON
 }
 
 admin_router = APIRouter(prefix="/sso", tags=["sso"], responses=error_responses(403, 404, 422))
@@ -97,7 +96,9 @@ def delete_sso(sso: SingleSignOnDep, caller: Authorized, ip: ClientIp) -> Respon
     return Response(status_code=204)
 
 
-@public_router.get("/auth/sso/options", response_model=SsoOptionOut, responses=error_responses(404))
+@public_router.get(
+    "/auth/sso/options", response_model=SsoOptionOut, responses=error_responses(404, 422)
+)
 def sso_option(
     sso: SingleSignOnDep,
     organisation: Annotated[str | None, Query(max_length=64)] = None,

@@ -21,7 +21,7 @@ from jwt import PyJWK
 from jwt.exceptions import PyJWKError
 
 from app import metrics
-from app.errors import ProviderUnavailable
+from app.errors import ProviderUnreachable
 from app.services.sso.tokens import TokenRefused
 
 log = logging.getLogger(__name__)
@@ -31,13 +31,6 @@ JWKS_REFETCH_S = 60.0
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 # A discovery document or key set larger than this is not one.
 MAX_DOCUMENT_BYTES = 512 * 1024
-
-
-class ProviderUnreachable(ProviderUnavailable):
-    """The identity provider did not answer, or answered with something unusable."""
-
-    code = "identity_provider_unavailable"
-    expose_message = True
 
 
 class ProviderRefused(Exception):

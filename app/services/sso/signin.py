@@ -24,8 +24,9 @@ from app.errors import (
     Conflict,
     InvalidInput,
     NotFound,
+    ProviderUnreachable,
     QuotaExceeded,
-    RagError,
+    SsoFailure,
 )
 from app.security import INVALID_TOKEN_MESSAGE, IssuedToken, TokenCodec
 from app.services.audit import Actor, AuditLog
@@ -38,7 +39,7 @@ from app.services.sso.mapping import (
     provider_groups,
     username_for,
 )
-from app.services.sso.provider import OidcProviders, ProviderRefused, ProviderUnreachable
+from app.services.sso.provider import OidcProviders, ProviderRefused
 from app.services.sso.tokens import (
     TokenRefused,
     unverified_issuer,
@@ -60,17 +61,6 @@ EXCHANGE_CODE_S = 60
 # Not a bcrypt hash: no password ever matches a user made by single sign-on.
 UNUSABLE_PASSWORD_HASH = "!sso"
 MAX_NEXT_CHARS = 512
-
-
-class SsoFailure(RagError):
-    """A sign-in that cannot complete; the message is for the person, `reason` for the log."""
-
-    code = "sso_failed"
-
-    def __init__(self, reason: str, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.http_status = status
 
 
 @dataclass(frozen=True)
