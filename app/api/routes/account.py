@@ -101,7 +101,7 @@ def change_password(
     "/keys",
     status_code=201,
     response_model=KeyCreatedOut,
-    responses=error_responses(413, 422, 429),
+    responses=error_responses(404, 413, 422, 429),  # 404: a collection it names is not yours
     dependencies=[KeyCreationRateLimit],
 )
 def create_key(

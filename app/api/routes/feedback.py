@@ -82,7 +82,13 @@ def my_rating(answer_id: AnswerId, deps: Feedback, caller: Authorized) -> Feedba
     return FeedbackOut(**found.public())
 
 
-@router.get("/feedback", response_model=FeedbackList)
+@router.get(
+    "/feedback",
+    response_model=FeedbackList,
+    responses={
+        200: {"content": {JSONL: {}}, "description": "a page, or with format=jsonl every match"}
+    },
+)
 def list_feedback(
     deps: Feedback,
     caller: Authorized,
