@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,26 @@ def wait_for_port(port: int, timeout_s: float) -> None:
         except OSError:
             time.sleep(0.2)
     raise TimeoutError(f"nothing listens on port {port} after {timeout_s:.0f} s")
+
+
+@contextlib.contextmanager
+def chroma_server(root: Path) -> Iterator[int]:
+    """A real Chroma server (`chroma run`) over `root`, on a free port; its port, while open."""
+    port = free_port()
+    chroma = Path(sys.executable).parent / "chroma"
+    with (root / "server.log").open("wb") as log:
+        server = subprocess.Popen(
+            [str(chroma), "run", "--path", str(root / "data"), "--port", str(port)],
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for_port(port, 60)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 @dataclass

@@ -4,8 +4,6 @@ exact search among the scope's vectors and Chroma's `where` filter on the docume
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from app.services.blocks.corpus import Corpus
 from app.storage.chroma_index import ChromaVectorIndex
 from app.storage.chunks import ChunkStore
 from app.storage.db import open_database
-from testkit.local_stack import free_port, wait_for_port
+from testkit.local_stack import chroma_server as running_chroma
 from tests.fakes import FakeEmbedder
 from tests.retrieval.test_scoped_search import (
     build,
@@ -37,22 +35,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def chroma_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """A real Chroma server on a free port for this module."""
-    root = tmp_path_factory.mktemp("chroma-server")
-    port = free_port()
-    chroma = Path(sys.executable).parent / "chroma"
-    with (root / "server.log").open("wb") as log:
-        server = subprocess.Popen(
-            [str(chroma), "run", "--path", str(root / "data"), "--port", str(port)],
-            cwd=root,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        wait_for_port(port, 60)
+    with running_chroma(tmp_path_factory.mktemp("chroma-server")) as port:
         yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.fixture(params=["chroma-embedded", "chroma-http"])

@@ -8,8 +8,6 @@ means adding it to `BACKENDS` and `index` below.
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from app.storage.chroma_index import ChromaVectorIndex
 from app.storage.chunks import ChunkStore
 from app.storage.db import open_database
 from app.storage.vector_index import IndexedVector, VectorIndex
-from testkit.local_stack import free_port, wait_for_port
+from testkit.local_stack import chroma_server as running_chroma
 from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import InMemoryVectorIndex
 
@@ -52,22 +50,8 @@ def entries(document_id: str, vectors: dict[str, list[float]]) -> list[IndexedVe
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """A real Chroma server (`chroma run`) on a free port, for this module's HTTP backend."""
-    root = tmp_path_factory.mktemp("chroma-server")
-    port = free_port()
-    chroma = Path(sys.executable).parent / "chroma"
-    with (root / "server.log").open("wb") as log:
-        server = subprocess.Popen(
-            [str(chroma), "run", "--path", str(root / "data"), "--port", str(port)],
-            cwd=root,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        wait_for_port(port, 60)
+    with running_chroma(tmp_path_factory.mktemp("chroma-server")) as port:
         yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.fixture(params=BACKENDS)
