@@ -87,8 +87,13 @@ def providers(fake: FakeProvider, clock: Clock, cache_s: float = 3600) -> OidcPr
     return OidcProviders(5.0, cache_s, clock=clock, transport=httpx.MockTransport(fake.handle))
 
 
+class FromNow(int):
+    """A time claim given as seconds from the moment the token is built, not from collection."""
+
+
 def id_claims(**changes: Any) -> dict[str, Any]:
     now = int(time.time())
+    changes = {k: now + v if isinstance(v, FromNow) else v for k, v in changes.items()}
     claims: dict[str, Any] = {
         "iss": ISSUER,
         "sub": "248289761001",
@@ -141,9 +146,9 @@ def test_a_valid_id_token_passes_with_rs256_and_es256(setup: Any) -> None:
         ({"aud": "another-client"}, "audience"),
         ({"aud": [CLIENT, "another-client"]}, "azp"),  # several audiences need azp
         ({"azp": "another-client"}, "azp"),
-        ({"exp": int(time.time()) - 120}, "expired"),  # beyond the 60 s skew
-        ({"nbf": int(time.time()) + 600}, "not_yet_valid"),
-        ({"iat": int(time.time()) + 600}, "not_yet_valid"),
+        ({"exp": FromNow(-120)}, "expired"),  # beyond the 60 s skew
+        ({"nbf": FromNow(600)}, "not_yet_valid"),
+        ({"iat": FromNow(600)}, "not_yet_valid"),
         ({"nonce": "another-sign-in"}, "nonce"),
         ({"nonce": None}, "nonce"),
         ({"sub": None}, "malformed"),

@@ -43,7 +43,7 @@ from app.timing import start_timer, timed
 router = APIRouter(
     tags=["retrieval"],
     dependencies=[QueryRateLimit],
-    responses=error_responses(409, 422, 429, 503),
+    responses=error_responses(404, 409, 422, 429, 503),  # 404: a collection you do not read
 )
 
 

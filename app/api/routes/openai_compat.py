@@ -114,7 +114,7 @@ async def _chunks(
             "content": {"text/event-stream": {}},
             "description": "with `stream: true`, chat.completion.chunk lines, then [DONE]",
         },
-        **error_responses(409, 413, 422, 429, 503),
+        **error_responses(404, 409, 413, 422, 429, 503),  # 404: a collection you do not read
     },
 )
 async def chat_completions(
