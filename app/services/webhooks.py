@@ -154,9 +154,19 @@ class DocumentEvents:
 
     def publish(self, tenant_id: str, event_type: EventType, data: dict[str, Any]) -> None:
         """Queue one delivery per subscribed webhook of the tenant (none: nothing written)."""
+        self._publish(tenant_id, event_type, lambda: data)
+
+    def _publish(
+        self, tenant_id: str, event_type: EventType, data_of: Callable[[], dict[str, Any] | None]
+    ) -> None:
+        """`publish`, with the event's data built only when a webhook listens (None: the data
+        could not be built, and was logged)."""
         try:
             hooks = self._store.subscribed(tenant_id, event_type)
             if not hooks:
+                return
+            data = data_of()
+            if data is None:
                 return
             body = event_body(event_type, data)
             self._store.add_deliveries(
@@ -185,21 +195,24 @@ class DocumentEvents:
         collection_id: str | None = None,
     ) -> None:
         """Queue a document event: its ids, name, collection (`{"id", "name"}`; looked up when
-        not given), status and error code."""
-        try:
-            collection = self._collection(tenant_id, document_id, collection_id)
-        except Exception:
-            log.exception("could not read a document's collection for a webhook event")
-            return
-        data = {
-            "document_id": document_id,
-            "source": source,
-            "collection": collection,
-            "status": status,
-            "job_id": job_id,
-            "error_code": error_code,
-        }
-        self.publish(tenant_id, event_type, data)
+        not given, and only when a webhook listens), status and error code."""
+
+        def data() -> dict[str, Any] | None:
+            try:
+                collection = self._collection(tenant_id, document_id, collection_id)
+            except Exception:
+                log.exception("could not read a document's collection for a webhook event")
+                return None
+            return {
+                "document_id": document_id,
+                "source": source,
+                "collection": collection,
+                "status": status,
+                "job_id": job_id,
+                "error_code": error_code,
+            }
+
+        self._publish(tenant_id, event_type, data)
 
 
 def event_collection(body: str) -> str | None:
