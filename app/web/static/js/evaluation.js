@@ -73,7 +73,8 @@ async function showFailures(run, previous) {
   $("eval-compare").textContent = "";
   try {
     const full = await json(`/evaluations/runs/${encodeURIComponent(run.run_id)}`);
-    const misses = full.results.filter(missed);
+    const misses = full.results.filter((result) => !result.withheld && missed(result));
+    const withheld = full.results.filter((result) => result.withheld).length;
     list.replaceChildren(...misses.map((result) => {
       const open = element("button", { text: "Open in test bench", className: "secondary small", attrs: { type: "button" } });
       open.addEventListener("click", async () => {
@@ -87,6 +88,7 @@ async function showFailures(run, previous) {
       ]);
     }));
     if (misses.length === 0) list.replaceChildren(element("li", { text: "Every question found an expected page in the top 5." }));
+    if (withheld) list.append(element("li", { className: "hint", text: `${counted(withheld, "question")} withheld: they are about documents you cannot read.` }));
     if (previous && previous.status === "done") {
       const change = await json(`/evaluations/runs/${encodeURIComponent(run.run_id)}/compare?before=${encodeURIComponent(previous.run_id)}`);
       const docs = change.documents;
