@@ -491,6 +491,31 @@ def test_evaluation_runs_show_the_document_to_its_readers_only(world: World) -> 
     assert key_run["documents"] == 1  # its corpus snapshot holds only what it could read
 
 
+def test_the_feedback_list_shows_an_admins_key_only_the_documents_it_reads(world: World) -> None:
+    url = world.live.url
+    admin = world.callers["admin"]
+    asked = _ok(httpx.post(f"{url}/query", json={"question": QUESTION}, headers=admin, timeout=120))
+    assert SECRET_FILE in json.dumps(asked["citations"]), asked
+    rated = httpx.post(
+        f"{url}/answers/{asked['answer_id']}/feedback",
+        json={"rating": "down", "expected": [{"source": SECRET_FILE, "page": 1}]},
+        headers=admin,
+    )
+    assert rated.status_code == 200, rated.text
+    for export in (False, True):
+        params = {"format": "jsonl"} if export else {}
+        shown = httpx.get(f"{url}/feedback", params=params, headers=admin)
+        assert shown.status_code == 200 and SECRET_FILE in shown.text, shown.text
+        limited = httpx.get(
+            f"{url}/feedback",
+            params=params,
+            headers=world.callers["key of the admin limited to general"],
+        )
+        assert limited.status_code == 200, limited.text
+        assert asked["answer_id"] in limited.text  # the rating itself is the tenant's
+        assert _leaks(world, limited.text) == [], limited.text
+
+
 def test_a_revoked_grant_counts_at_once_and_its_cached_answer_stays_behind(
     world: World,
 ) -> None:

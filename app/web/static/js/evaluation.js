@@ -2,8 +2,9 @@
 // and the questions a run missed, each opening in the test bench. Admins also see the feedback
 // list here and can make a set from it.
 
+import { openAnswerRecord, resetAnswerRecord } from "./answer_record.js";
 import { json, request } from "./api.js";
-import { testRetrieval } from "./bench.js";
+import { loadBenchPickers, testRetrieval } from "./bench.js";
 import { lineChart } from "./chart.js";
 import { counted, describeError, element, formatTime, sleep } from "./format.js";
 import { roleAtLeast } from "./roles.js";
@@ -78,7 +79,7 @@ async function showFailures(run, previous) {
     list.replaceChildren(...misses.map((result) => {
       const open = element("button", { text: "Open in test bench", className: "secondary small", attrs: { type: "button" } });
       open.addEventListener("click", async () => {
-        await testRetrieval(result.question);
+        await testRetrieval(result.question, { anywhere: true });
         $("bench-title").focus();
       });
       return element("li", {}, [
@@ -214,12 +215,15 @@ async function uploadSet(event) {
 // Feedback (admins): the newest ratings, filtered by rating, and the JSONL export.
 function feedbackRow(entry) {
   const expected = entry.expected.map((e) => `${e.source}${e.page ? ` p. ${e.page}` : ""}`).join("; ");
+  const open = element("button", { text: "Open answer record", className: "secondary small", attrs: { type: "button" } });
+  open.addEventListener("click", () => openAnswerRecord(entry));
   return element("tr", {}, [
     element("td", { className: "when", text: formatTime(entry.updated_at) }),
     element("td", { text: entry.rating === "up" ? "▲ helpful" : "▼ not helpful" }),
     element("td", { className: "name" }, [element("bdi", { text: entry.question ?? "(not kept)" })]),
     element("td", { className: "name", text: expected || "—" }),
     element("td", { className: "name" }, [element("bdi", { text: entry.comment || "—" })]),
+    element("td", { className: "actions" }, [open]),
   ]);
 }
 
@@ -251,6 +255,9 @@ async function exportFeedback() {
 
 export async function openQuality() {
   $("eval-status").textContent = "";
+  loadBenchPickers().catch((error) => {
+    $("bench-status").textContent = describeError(error, "Loading the collections");
+  });
   try {
     await loadSets();
     await loadRuns();
@@ -274,6 +281,7 @@ export function resetQuality() {
   $("eval-status").textContent = "";
   $("feedback-body").replaceChildren();
   $("feedback-list-status").textContent = "";
+  resetAnswerRecord();
 }
 
 export function setUpQuality() {
