@@ -452,10 +452,13 @@ def test_a_hidden_evaluation_set_or_run_answers_like_a_missing_one(
             assert theirs.text.replace(hidden_id, "X") == missing.text.replace(
                 MISSING_EVALUATION, "X"
             )
-    assert httpx.get(  # the set was not deleted by any of them
-        f"{world.live.url}/evaluations/sets/{world.sets['secret']}",
-        headers=world.callers["admin"],
-    ).status_code == 200
+    assert (
+        httpx.get(  # the set was not deleted by any of them
+            f"{world.live.url}/evaluations/sets/{world.sets['secret']}",
+            headers=world.callers["admin"],
+        ).status_code
+        == 200
+    )
 
 
 def test_evaluation_runs_show_the_document_to_its_readers_only(world: World) -> None:
@@ -471,7 +474,12 @@ def test_evaluation_runs_show_the_document_to_its_readers_only(world: World) -> 
         assert sets["count"] == 2, (name, sets)
     # The key limited to general started its run within general: the ledger was never searched,
     # so everyone of the tenant who reads general sees that run, and nothing of the ledger in it.
-    for name in ("admin", "granted member", "member without grant", "key of the admin limited to general"):
+    for name in (
+        "admin",
+        "granted member",
+        "member without grant",
+        "key of the admin limited to general",
+    ):
         headers = world.callers[name]
         run = _ok(httpx.get(f"{url}/evaluations/runs/{world.runs['key']}", headers=headers))
         assert run["status"] == "done" and run["results"][0]["retrieved"], (name, run)
