@@ -72,7 +72,7 @@ function draw(record, rating) {
     ...fact("Rating", ratingText(rating)),
   ]);
   const cited = record.cited.length
-    ? element("ul", { attrs: { "aria-label": "Pages cited" } }, record.cited.map(citedItem))
+    ? element("ul", { className: "failures", attrs: { "aria-label": "Pages cited" } }, record.cited.map(citedItem))
     : element("p", { className: "hint", text: "It cited no page." });
   const retrieved = record.retrieved.length
     ? element("div", { className: "table-scroll" }, [retrievedTable(record.retrieved)])
