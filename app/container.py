@@ -255,14 +255,17 @@ class Container:
             shape=answer_shape(self.settings),
         )
 
-    def scope_of_user(self, tenant_id: str, user_id: str) -> SearchScope | None:
-        """Everything a user of the tenant reads now (None: no longer an enabled user of it)."""
+    def scope_of_user(
+        self, tenant_id: str, user_id: str, collections: tuple[str, ...] | None = None
+    ) -> SearchScope | None:
+        """What a user of the tenant reads now, within `collections` when given (None: no
+        longer an enabled user of it)."""
         from app.services.search_scope import request_scope
 
         user = self.user_store.get(user_id)
         if user is None or user.tenant_id != tenant_id or user.disabled:
             return None
-        access = self.collection_access.resolve(tenant_id, user_id, user.role)
+        access = self.collection_access.resolve(tenant_id, user_id, user.role, collections)
         return request_scope(self.search_scopes, access, None, None)
 
     @cached_property

@@ -13,7 +13,6 @@ from app.config import Settings
 from app.container import Container
 from app.errors import AuthenticationFailed
 from app.job_runners.evaluation import EvaluationRunner
-from app.jobs.evaluation_runs import EvaluationRunStore
 from app.request_limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING, RequestLimits
 from app.retrieval.hybrid import HybridRetriever
 from app.retrieval.scope import SearchScope
@@ -26,6 +25,7 @@ from app.services.blocks.answer_lane import AnswerLane
 from app.services.blocks.page_lane import PageLane
 from app.services.collection_access import CollectionAccess
 from app.services.conversations import ConversationDeps, FollowUpDeps
+from app.services.evaluation_access import QualityViewer
 from app.services.evaluation_runs import RunDeps
 from app.services.evaluation_sets import SetDeps
 from app.services.feedback import FeedbackDeps
@@ -170,10 +170,6 @@ def _evaluation_run_deps(container: ContainerDep) -> RunDeps:
     return container.evaluation_run_deps
 
 
-def _evaluation_runs(container: ContainerDep) -> EvaluationRunStore:
-    return container.evaluation_runs
-
-
 def _evaluation_runner(container: ContainerDep) -> EvaluationRunner:
     return container.evaluation_runner
 
@@ -205,7 +201,6 @@ Feedback = Annotated[FeedbackDeps, Depends(_feedback_deps)]
 AnswerRecords = Annotated[AnswerRecordStore, Depends(_answer_records)]
 EvaluationSets = Annotated[SetDeps, Depends(_evaluation_set_deps)]
 EvaluationRunning = Annotated[RunDeps, Depends(_evaluation_run_deps)]
-EvaluationRuns = Annotated[EvaluationRunStore, Depends(_evaluation_runs)]
 EvaluationRunnerDep = Annotated[EvaluationRunner, Depends(_evaluation_runner)]
 
 
@@ -245,6 +240,12 @@ CallerAccess = Annotated[CollectionAccess, Depends(get_caller_access)]
 def readable_documents(container: Container, caller: Identity) -> Callable[[str], bool]:
     """Whether the caller reads a document now (history and citations are re-checked)."""
     return container.search_scopes.readable_documents(caller_access(container, caller))
+
+
+def quality_viewer(container: Container, caller: Identity) -> QualityViewer:
+    """The caller's view of the tenant's evaluation sets and runs (blocking: a few reads)."""
+    access = caller_access(container, caller)
+    return QualityViewer(access, container.search_scopes.hidden_documents(access))
 
 
 def scope_of(

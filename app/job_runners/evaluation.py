@@ -5,7 +5,9 @@ It yields to people: between items it pauses, and before asking for an answer it
 no interactive answer is queued; answers then go through the same admission (the answer lane's
 limiter, counted against the tenant) as anyone's, on the app's event loop. Questions of a run
 are not written to the answer record (they are nobody's answers). A run searches and answers
-within what the person who started it reads when it executes (a grant revoked since counts).
+within the collections its starter's credential read when it started (an API key limited to
+some collections starts runs limited to them), narrowed by what that person reads when it
+executes (a grant revoked since counts).
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ class RunnerDeps:
     runs: EvaluationRunStore
     sets: EvaluationSetStore
     search: Callable[[str, str, int, SearchScope], RetrievalResult]
-    # What a user of a tenant reads now (None: they are no longer an enabled user of it).
-    scope_of_user: Callable[[str, str], SearchScope | None]
+    # What a user of a tenant reads now within the given collections (None: they are no
+    # longer an enabled user of it).
+    scope_of_user: Callable[[str, str, tuple[str, ...] | None], SearchScope | None]
     lane: Callable[[], AnswerLane]
     answers: Callable[[], AnswerDeps]
     pause_s: float = 0.02  # between items: the run gives the CPU back to people's requests
@@ -98,7 +101,11 @@ class EvaluationRunner:
             if found is None:
                 deps.runs.fail(run.run_id, "its evaluation set was deleted")
                 return
-            scope = deps.scope_of_user(run.tenant_id, run.created_by) if run.created_by else None
+            scope = (
+                deps.scope_of_user(run.tenant_id, run.created_by, run.collections)
+                if run.created_by
+                else None
+            )
             if scope is None:
                 deps.runs.fail(run.run_id, "the person who started it is no longer a user")
                 return

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import func, select, update
+from sqlalchemy.orm import defer
 
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
@@ -46,12 +48,16 @@ class RunRecord:
     results: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     created_by: str | None = None
+    # The collections its starter's credential read when it started (None: a run made before
+    # runs recorded them).
+    collections: tuple[str, ...] | None = None
 
 
 def _record(row: EvaluationRunRow, with_results: bool) -> RunRecord:
     return record_of(
         RunRecord,
         row,
+        collections=None if row.collections is None else tuple(json.loads(row.collections)),
         documents=json.loads(row.documents or "{}"),
         settings=json.loads(row.settings or "{}"),
         summary=json.loads(row.summary or "{}"),
@@ -70,6 +76,7 @@ class NewRun:
     documents: dict[str, dict[str, str]]
     settings: dict[str, Any]
     created_by: str | None
+    collections: tuple[str, ...]
 
 
 class EvaluationRunStore:
@@ -93,6 +100,7 @@ class EvaluationRunStore:
             documents=json.dumps(new.documents, ensure_ascii=False),
             settings=json.dumps(new.settings, default=str),
             created_by=new.created_by,
+            collections=json.dumps(sorted(new.collections)),
             created_at=now,
             updated_at=now,
         )
@@ -120,21 +128,36 @@ class EvaluationRunStore:
             return None if row is None else _record(row, with_results)
 
     def page(
-        self, tenant_id: str, limit: int, offset: int = 0, set_id: str | None = None
+        self,
+        tenant_id: str,
+        limit: int,
+        offset: int = 0,
+        set_id: str | None = None,
+        visible: Callable[[RunRecord], bool] | None = None,
     ) -> tuple[list[RunRecord], int]:
-        """The tenant's runs (of one set when given), oldest first, without per-item results."""
+        """The tenant's runs (of one set when given, only those `visible` keeps), oldest
+        first, without per-item results, and how many in all."""
         where = [EvaluationRunRow.tenant_id == tenant_id]
         if set_id is not None:
             where.append(EvaluationRunRow.set_id == set_id)
         query = (
             select(EvaluationRunRow)
+            .options(defer(EvaluationRunRow.results))
             .where(*where)
             .order_by(EvaluationRunRow.created_at, EvaluationRunRow.run_id)
-            .limit(limit)
-            .offset(offset)
         )
         with self._db.session() as session:
-            rows = [_record(row, with_results=False) for row in session.scalars(query)]
+            if visible is not None:  # judged per run: paged after
+                kept = [
+                    run
+                    for run in (_record(row, False) for row in session.scalars(query))
+                    if visible(run)
+                ]
+                return kept[offset : offset + limit], len(kept)
+            rows = [
+                _record(row, with_results=False)
+                for row in session.scalars(query.limit(limit).offset(offset))
+            ]
             total = session.scalar(select(func.count()).select_from(EvaluationRunRow).where(*where))
             return rows, int(total or 0)
 

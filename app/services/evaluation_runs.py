@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from app.jobs.evaluation_runs import EvaluationRunStore
     from app.services.answer import AnsweredQuestion
     from app.services.audit import Actor, AuditLog
+    from app.services.evaluation_access import QualityViewer
     from app.storage.documents import DocumentStore
     from app.storage.evaluation_sets import EvaluationSetStore
 
@@ -50,25 +51,31 @@ class RunDeps:
     shape: AnswerShape
 
 
-def _documents(documents: DocumentStore, tenant_id: str) -> dict[str, dict[str, str]]:
-    """The tenant's documents now: id -> {source, sha256}."""
+def _documents(
+    documents: DocumentStore, tenant_id: str, hidden: Callable[[str], bool]
+) -> dict[str, dict[str, str]]:
+    """The tenant's documents now that the run's starter reads: id -> {source, sha256}."""
     found: dict[str, dict[str, str]] = {}
     offset = 0
     while True:
         batch = documents.list(tenant_id, 500, offset)
         for doc in batch:
-            found[doc.document_id] = {"source": doc.source, "sha256": doc.content_sha256}
+            if not hidden(doc.document_id):
+                found[doc.document_id] = {"source": doc.source, "sha256": doc.content_sha256}
         if len(batch) < 500:
             return found
         offset += 500
 
 
-def start(deps: RunDeps, actor: Actor, set_id: str, answers: bool) -> RunRecord:
-    """Queue a run of the tenant's set (202); QuotaExceeded when the tenant already has
-    MAX_ACTIVE_RUNS waiting or running."""
+def start(
+    deps: RunDeps, actor: Actor, viewer: QualityViewer, set_id: str, answers: bool
+) -> RunRecord:
+    """Queue a run of a set the caller sees (202), within the collections the caller's
+    credential reads now; QuotaExceeded when the tenant already has MAX_ACTIVE_RUNS waiting or
+    running."""
     tenant_id = actor.tenant_id
     found = deps.sets.get(tenant_id, set_id)
-    if found is None:
+    if found is None or not viewer.sees_set(found):
         raise NotFound("no such evaluation set")
     if deps.runs.count_active(tenant_id) >= MAX_ACTIVE_RUNS:
         raise QuotaExceeded(
@@ -81,9 +88,10 @@ def start(deps: RunDeps, actor: Actor, set_id: str, answers: bool) -> RunRecord:
         answers=answers,
         total=found.item_count,
         corpus_version=deps.corpus_version(tenant_id),
-        documents=_documents(deps.documents, tenant_id),
+        documents=_documents(deps.documents, tenant_id, viewer.hidden),
         settings=deps.shape.model_dump(mode="json"),
         created_by=actor.user_id,
+        collections=tuple(sorted(viewer.access.readable)),
     )
     run = deps.runs.create(tenant_id, new)
     deps.audit.record(
@@ -92,12 +100,27 @@ def start(deps: RunDeps, actor: Actor, set_id: str, answers: bool) -> RunRecord:
     return run
 
 
-def get(deps: RunDeps, tenant_id: str, run_id: str, with_results: bool = True) -> RunRecord:
-    """The tenant's run (NotFound otherwise)."""
-    found = deps.runs.get(tenant_id, run_id, with_results)
-    if found is None:
+def get(deps: RunDeps, viewer: QualityViewer, run_id: str) -> RunRecord:
+    """A run of the caller's tenant that the caller sees, as they may see it (NotFound
+    otherwise, the same as for a missing run)."""
+    found = deps.runs.get(viewer.access.tenant_id, run_id)
+    if found is None or not viewer.sees_run(found):
         raise NotFound("no such evaluation run")
-    return found
+    return viewer.redacted(found)
+
+
+def page(
+    deps: RunDeps, viewer: QualityViewer, limit: int, offset: int, set_id: str | None
+) -> tuple[list[RunRecord], int]:
+    """The runs the caller sees, oldest first, as they may see them, and how many in all."""
+    found, total = deps.runs.page(
+        viewer.access.tenant_id,
+        limit,
+        offset,
+        set_id,
+        visible=None if viewer.sees_all else viewer.sees_run,
+    )
+    return [viewer.redacted(run) for run in found], total
 
 
 # --- scoring ---
@@ -238,10 +261,10 @@ def _score(result: dict[str, Any]) -> tuple[float, float, bool | None]:
 def compare(before: RunRecord, after: RunRecord) -> dict[str, Any]:
     """What changed from `before` to `after`: questions that got worse or better, the
     aggregate's change, the documents added, removed or replaced, and the settings changed."""
-    earlier = {r["question"]: r for r in before.results}
+    earlier = {r["question"]: r for r in before.results if "question" in r}
     worse, better = [], []
     for result in after.results:
-        old = earlier.get(result["question"])
+        old = earlier.get(result["question"]) if "question" in result else None
         if old is None or "error" in old or "error" in result:
             continue
         was, now = _score(old), _score(result)

@@ -22,6 +22,7 @@ from app.storage.feedback import FeedbackFilter
 if TYPE_CHECKING:
     from app.request_limits import RequestLimits
     from app.services.audit import Actor, AuditLog
+    from app.services.evaluation_access import QualityViewer
     from app.storage.documents import DocumentStore
     from app.storage.evaluation_sets import EvaluationSet, EvaluationSetStore
     from app.storage.feedback import FeedbackStore
@@ -169,9 +170,12 @@ def _csv_items(text: str) -> list[dict[str, Any]]:
     return list(items.values())
 
 
-def items_from_feedback(deps: SetDeps, tenant_id: str) -> list[dict[str, Any]]:
+def items_from_feedback(
+    deps: SetDeps, tenant_id: str, readable: ReadsDocument = _reads_every_document
+) -> list[dict[str, Any]]:
     """Items from the tenant's feedback whose answer record still holds the question:
-    thumbs-down naming expected pages, and thumbs-up with the citations that helped."""
+    thumbs-down naming expected pages, and thumbs-up with the citations that helped (of those,
+    the pages of documents `readable` says the caller reads)."""
     items: dict[str, dict[str, Any]] = {}
     for record in deps.feedback.export(tenant_id, FeedbackFilter()):
         if record.question is None:
@@ -187,6 +191,7 @@ def items_from_feedback(deps: SetDeps, tenant_id: str) -> list[dict[str, Any]]:
                 for c in record.cited
                 if c.get("marker") in helpful
             ]
+        expected = [page for page in expected if readable(page["document_id"])]
         if not expected:
             continue
         item = items.setdefault(
@@ -198,16 +203,26 @@ def items_from_feedback(deps: SetDeps, tenant_id: str) -> list[dict[str, Any]]:
     return list(items.values())[:MAX_ITEMS]
 
 
-def get(deps: SetDeps, tenant_id: str, set_id: str) -> EvaluationSet:
-    """The tenant's set with its items (NotFound otherwise)."""
-    found = deps.sets.get(tenant_id, set_id)
-    if found is None:
+def get(deps: SetDeps, viewer: QualityViewer, set_id: str) -> EvaluationSet:
+    """A set of the caller's tenant that the caller sees, with its items (NotFound otherwise,
+    the same as for a missing set)."""
+    found = deps.sets.get(viewer.access.tenant_id, set_id)
+    if found is None or not viewer.sees_set(found):
         raise NotFound("no such evaluation set")
     return found
 
 
-def delete(deps: SetDeps, actor: Actor, set_id: str) -> None:
-    """Delete the tenant's set (its runs stay, for the history)."""
+def page(
+    deps: SetDeps, viewer: QualityViewer, limit: int, offset: int
+) -> tuple[list[EvaluationSet], int]:
+    """The sets the caller sees (without their items), newest first, and how many in all."""
+    visible = None if viewer.sees_all else viewer.sees_set
+    return deps.sets.page(viewer.access.tenant_id, limit, offset, visible)
+
+
+def delete(deps: SetDeps, actor: Actor, viewer: QualityViewer, set_id: str) -> None:
+    """Delete a set the caller sees (its runs stay, for the history)."""
+    get(deps, viewer, set_id)
     if not deps.sets.delete(actor.tenant_id, set_id):
         raise NotFound("no such evaluation set")
     deps.audit.record(actor.entry("evaluation.set_deleted", set_id))

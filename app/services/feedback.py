@@ -8,6 +8,7 @@ here, resolved to ids).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -128,14 +129,34 @@ def mine(deps: FeedbackDeps, tenant_id: str, user_id: str, answer_id: str) -> Fe
     return found
 
 
+def _shown(record: FeedbackRecord, readable: Callable[[str], bool]) -> FeedbackRecord:
+    """The rating with only the cited and expected documents `readable` says the reader reads
+    (as the answer record shows them)."""
+    return dataclasses.replace(
+        record,
+        cited=[c for c in record.cited if readable(str(c.get("document_id")))],
+        expected=[e for e in record.expected if readable(str(e.get("document_id")))],
+    )
+
+
 def listing(
-    deps: FeedbackDeps, tenant_id: str, which: FeedbackFilter, limit: int, offset: int
+    deps: FeedbackDeps,
+    tenant_id: str,
+    which: FeedbackFilter,
+    limit: int,
+    offset: int,
+    readable: Callable[[str], bool],
 ) -> tuple[list[FeedbackRecord], int]:
-    """A page of the tenant's feedback, newest first, and the count of all that match."""
-    return deps.feedback.page(tenant_id, which, limit, offset)
+    """A page of the tenant's feedback, newest first, showing the documents the caller reads,
+    and the count of all that match."""
+    found, total = deps.feedback.page(tenant_id, which, limit, offset)
+    return [_shown(r, readable) for r in found], total
 
 
-def export_lines(deps: FeedbackDeps, tenant_id: str, which: FeedbackFilter) -> Iterator[bytes]:
-    """The tenant's matching feedback as JSON lines, oldest first."""
+def export_lines(
+    deps: FeedbackDeps, tenant_id: str, which: FeedbackFilter, readable: Callable[[str], bool]
+) -> Iterator[bytes]:
+    """The tenant's matching feedback as JSON lines, oldest first, showing the documents the
+    caller reads."""
     for record in deps.feedback.export(tenant_id, which):
-        yield (json.dumps(record.public(), ensure_ascii=False) + "\n").encode()
+        yield (json.dumps(_shown(record, readable).public(), ensure_ascii=False) + "\n").encode()

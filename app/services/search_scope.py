@@ -86,6 +86,15 @@ class SearchScopes:
         readable = access.readable
         return lambda document_id: where.get(document_id) in readable
 
+    def hidden_documents(self, access: CollectionAccess) -> Callable[[str], bool]:
+        """Whether a document id is one of the tenant's that the caller may not read now (a
+        deleted one is not hidden: nobody reads it, and what was recorded of it stays)."""
+        if access.reads_everything:
+            return lambda _document_id: False
+        where = {d.document_id: d.collection_id for d in self.catalog(access.tenant_id).documents}
+        readable = access.readable
+        return lambda document_id: document_id in where and where[document_id] not in readable
+
     def chosen_collections(
         self, access: CollectionAccess, requested: Sequence[str] | None
     ) -> frozenset[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -62,18 +63,29 @@ class EvaluationSetStore:
                 None if row is None else record_of(EvaluationSet, row, items=json.loads(row.items))
             )
 
-    def page(self, tenant_id: str, limit: int, offset: int = 0) -> tuple[list[EvaluationSet], int]:
-        """The tenant's sets (without their items), newest first, and how many in all."""
+    def page(
+        self,
+        tenant_id: str,
+        limit: int,
+        offset: int = 0,
+        visible: Callable[[EvaluationSet], bool] | None = None,
+    ) -> tuple[list[EvaluationSet], int]:
+        """The tenant's sets (only those `visible` keeps, judged with their items), without
+        their items, newest first, and how many in all."""
         where = EvaluationSetRow.tenant_id == tenant_id
-        query = (
-            select(EvaluationSetRow)
-            .where(where)
-            .order_by(EvaluationSetRow.created_at.desc())
-            .limit(limit)
-            .offset(offset)
-        )
+        query = select(EvaluationSetRow).where(where).order_by(EvaluationSetRow.created_at.desc())
         with self._db.session() as session:
-            rows = [record_of(EvaluationSet, row, items=[]) for row in session.scalars(query)]
+            if visible is not None:  # judged per set: paged after
+                kept = [
+                    record_of(EvaluationSet, row, items=[])
+                    for row in session.scalars(query)
+                    if visible(record_of(EvaluationSet, row, items=json.loads(row.items)))
+                ]
+                return kept[offset : offset + limit], len(kept)
+            rows = [
+                record_of(EvaluationSet, row, items=[])
+                for row in session.scalars(query.limit(limit).offset(offset))
+            ]
             total = session.scalar(select(func.count()).select_from(EvaluationSetRow).where(where))
             return rows, int(total or 0)
 

@@ -524,5 +524,8 @@ class EvaluationRunRow(Base):
     results: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    # JSON list of the collection ids its starter's credential read (None: made before runs
+    # recorded it, so only callers who read every collection see it).
+    collections: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())

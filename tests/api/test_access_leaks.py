@@ -35,6 +35,7 @@ PUBLIC = "The harbour office opens at dawn and the ferry to the islands leaves a
 QUESTION = "What is the vault code of the harbour office and who guards the vault?"
 MISSING_DOC = "doc_" + "0" * 32
 MISSING_JOB = "job_" + "0" * 32
+MISSING_EVALUATION = "0" * 32
 JOB_TIMEOUT_S = 180.0
 
 
@@ -46,6 +47,11 @@ class World:
     secret_job: str
     public_id: str
     granted_group: str
+    # Evaluation sets: "secret" expects the vault ledger, "public" the harbour note.
+    sets: dict[str, str]
+    # Evaluation runs: "secret" and "public" by the admin (the public set's run retrieves the
+    # ledger too), "key" the public set's run by the admin's key limited to general.
+    runs: dict[str, str]
 
 
 def _login(live: LiveServer, username: str) -> dict[str, str]:
@@ -76,6 +82,29 @@ def _uploaded(
             return dict(job)
         time.sleep(0.2)
     raise AssertionError(f"job {job_id} not done after {JOB_TIMEOUT_S} s")
+
+
+def _evaluation_set(live: LiveServer, headers: dict[str, str], source: str) -> str:
+    item = {"question": QUESTION, "expected": [{"source": source}]}
+    made = httpx.post(
+        f"{live.url}/evaluations/sets", json={"name": source, "items": [item]}, headers=headers
+    )
+    assert made.status_code == 201, made.text
+    return str(made.json()["set_id"])
+
+
+def _evaluation_run(live: LiveServer, headers: dict[str, str], set_id: str) -> str:
+    started = httpx.post(f"{live.url}/evaluations/runs", json={"set_id": set_id}, headers=headers)
+    assert started.status_code == 202, started.text
+    run_id = str(started.json()["run_id"])
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while time.monotonic() < deadline:
+        run = httpx.get(f"{live.url}/evaluations/runs/{run_id}", headers=headers).json()
+        if run["status"] in ("done", "failed"):
+            assert run["status"] == "done", run
+            return run_id
+        time.sleep(0.2)
+    raise AssertionError(f"evaluation run {run_id} not done after {JOB_TIMEOUT_S} s")
 
 
 def _ok(response: httpx.Response, status: int = 200) -> Any:
@@ -135,12 +164,22 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             ),
             201,
         )
+        key_headers = {"Authorization": f"Bearer {key['key']}"}
+        sets = {
+            "secret": _evaluation_set(live, admin, SECRET_FILE),
+            "public": _evaluation_set(live, admin, "harbour.txt"),
+        }
+        runs = {
+            "secret": _evaluation_run(live, admin, sets["secret"]),
+            "public": _evaluation_run(live, admin, sets["public"]),
+            "key": _evaluation_run(live, key_headers, sets["public"]),
+        }
         callers = {
             "admin": admin,
             "granted member": mia,
             "member without grant": _login(live, "nat"),
             "reader without grant": _login(live, "rex"),
-            "key of the admin limited to general": {"Authorization": f"Bearer {key['key']}"},
+            "key of the admin limited to general": key_headers,
             "admin of another tenant": _login(live, "tom"),
         }
         yield World(
@@ -150,6 +189,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             secret["job_id"],
             public["document_id"],
             group["group_id"],
+            sets,
+            runs,
         )
     finally:
         live.stop()
@@ -230,6 +271,8 @@ REVEALING: dict[str, tuple[Probe, bool]] = {  # name -> (probe, shows the secret
     "GET /v1/models": (_get("/v1/models"), False),
     "GET /stats": (_get("/stats"), False),
     "GET /collections": (_get("/collections"), False),
+    "GET /evaluations/sets": (_get("/evaluations/sets"), True),
+    "GET /evaluations/runs": (_get("/evaluations/runs"), False),
 }
 
 
@@ -368,6 +411,119 @@ def test_a_hidden_job_collection_or_model_answers_like_a_missing_one(world: Worl
             assert hidden.text.replace("board", "X") == absent.text.replace("nothing", "X")
 
 
+# Evaluation sets and runs: a set is seen only by those who read every document it expects,
+# a run only by those who read every collection its starter's credential read.
+EVALUATION_NAMING: dict[str, Callable[[World, str], tuple[str, str, dict[str, Any] | None]]] = {
+    "GET a set": lambda w, s: ("GET", f"/evaluations/sets/{s}", None),
+    "DELETE a set": lambda w, s: ("DELETE", f"/evaluations/sets/{s}", None),
+    "run a set": lambda w, s: ("POST", "/evaluations/runs", {"set_id": s}),
+    "GET a run": lambda w, r: ("GET", f"/evaluations/runs/{r}", None),
+    "compare a run": lambda w, r: (
+        "GET",
+        f"/evaluations/runs/{w.runs['key']}/compare?before={r}",
+        None,
+    ),
+    "compare with a run": lambda w, r: (
+        "GET",
+        f"/evaluations/runs/{r}/compare?before={w.runs['key']}",
+        None,
+    ),
+}
+
+
+def _hidden_evaluations(world: World, route: str) -> list[str]:
+    if route.endswith("set"):
+        return [world.sets["secret"]]
+    return [world.runs["secret"], world.runs["public"]]
+
+
+@pytest.mark.parametrize("route", list(EVALUATION_NAMING))
+def test_a_hidden_evaluation_set_or_run_answers_like_a_missing_one(
+    world: World, route: str
+) -> None:
+    call = EVALUATION_NAMING[route]
+    for name in BLIND:
+        headers = world.callers[name]
+        missing = _send(world, headers, call(world, MISSING_EVALUATION))
+        for hidden_id in _hidden_evaluations(world, route):
+            theirs = _send(world, headers, call(world, hidden_id))
+            assert theirs.status_code == missing.status_code, (name, theirs.text, missing.text)
+            assert theirs.status_code in (403, 404), (name, theirs.text)
+            assert theirs.text.replace(hidden_id, "X") == missing.text.replace(
+                MISSING_EVALUATION, "X"
+            )
+    assert (
+        httpx.get(  # the set was not deleted by any of them
+            f"{world.live.url}/evaluations/sets/{world.sets['secret']}",
+            headers=world.callers["admin"],
+        ).status_code
+        == 200
+    )
+
+
+def test_evaluation_runs_show_the_document_to_its_readers_only(world: World) -> None:
+    url = world.live.url
+    for name in SEEING:
+        headers = world.callers[name]
+        for which in ("secret", "public"):
+            run = _ok(httpx.get(f"{url}/evaluations/runs/{world.runs[which]}", headers=headers))
+            assert SECRET_FILE in json.dumps(run["results"]), (name, which, run)
+        listed = _ok(httpx.get(f"{url}/evaluations/runs", headers=headers))
+        assert listed["count"] == 3 and len(listed["data"]) == 3, (name, listed)
+        sets = _ok(httpx.get(f"{url}/evaluations/sets", headers=headers))
+        assert sets["count"] == 2, (name, sets)
+    # The key limited to general started its run within general: the ledger was never searched,
+    # so everyone of the tenant who reads general sees that run, and nothing of the ledger in it.
+    for name in (
+        "admin",
+        "granted member",
+        "member without grant",
+        "key of the admin limited to general",
+    ):
+        headers = world.callers[name]
+        run = _ok(httpx.get(f"{url}/evaluations/runs/{world.runs['key']}", headers=headers))
+        assert run["status"] == "done" and run["results"][0]["retrieved"], (name, run)
+        if name in SEEING:
+            continue
+        assert _leaks(world, json.dumps(run)) == [], (name, run)
+        listed = _ok(httpx.get(f"{url}/evaluations/runs", headers=headers))
+        assert [r["run_id"] for r in listed["data"]] == [world.runs["key"]], (name, listed)
+        assert listed["count"] == 1
+        sets = _ok(httpx.get(f"{url}/evaluations/sets", headers=headers))
+        assert [s["set_id"] for s in sets["data"]] == [world.sets["public"]], (name, sets)
+        assert sets["count"] == 1
+    key_run = _ok(
+        httpx.get(f"{url}/evaluations/runs/{world.runs['key']}", headers=world.callers["admin"])
+    )
+    assert SECRET_FILE not in json.dumps(key_run["results"]), key_run
+    assert key_run["documents"] == 1  # its corpus snapshot holds only what it could read
+
+
+def test_the_feedback_list_shows_an_admins_key_only_the_documents_it_reads(world: World) -> None:
+    url = world.live.url
+    admin = world.callers["admin"]
+    asked = _ok(httpx.post(f"{url}/query", json={"question": QUESTION}, headers=admin, timeout=120))
+    assert SECRET_FILE in json.dumps(asked["citations"]), asked
+    rated = httpx.post(
+        f"{url}/answers/{asked['answer_id']}/feedback",
+        json={"rating": "down", "expected": [{"source": SECRET_FILE, "page": 1}]},
+        headers=admin,
+    )
+    assert rated.status_code == 200, rated.text
+    for export in (False, True):
+        params = {"format": "jsonl"} if export else {}
+        shown = httpx.get(f"{url}/feedback", params=params, headers=admin)
+        assert shown.status_code == 200 and SECRET_FILE in shown.text, shown.text
+        limited = httpx.get(
+            f"{url}/feedback",
+            params=params,
+            headers=world.callers["key of the admin limited to general"],
+        )
+        assert limited.status_code == 200, limited.text
+        assert asked["answer_id"] in limited.text  # the rating itself is the tenant's
+        assert _leaks(world, limited.text) == [], limited.text
+
+
 def test_a_revoked_grant_counts_at_once_and_its_cached_answer_stays_behind(
     world: World,
 ) -> None:
@@ -404,6 +560,13 @@ def test_a_revoked_grant_counts_at_once_and_its_cached_answer_stays_behind(
         assert page.status_code == 404
         assert page.text.replace(world.secret_id, "ID") == missing.text.replace(MISSING_DOC, "ID")
         assert _counts(world, mia) == (1, 1, 1)
+        # The admin's runs read the board: they are no longer mia's to see, nor the set that
+        # expects the ledger.
+        for which in ("secret", "public"):
+            gone = httpx.get(f"{url}/evaluations/runs/{world.runs[which]}", headers=mia)
+            assert gone.status_code == 404, gone.text
+        gone = httpx.get(f"{url}/evaluations/sets/{world.sets['secret']}", headers=mia)
+        assert gone.status_code == 404, gone.text
         # History is re-checked when shown: the old turn no longer cites the document.
         shown = _ok(httpx.get(path, headers=mia))
         cited = [c for m in shown["history"] for c in (m.get("citations") or [])]

@@ -356,8 +356,16 @@ BOARD_MINUTES = "Board minutes: the harbour pilots' salary band rises to 90000 k
 BOARD_QUESTION = "What is the salary band of the harbour pilots?"
 
 
-def test_sets_and_runs_stay_within_what_their_maker_reads(api: ApiHarness) -> None:
-    admin, member = api.add_user("eval-scope"), api.add_user("eval-scope")
+@dataclass
+class Board:
+    admin: ApiUser
+    member: ApiUser
+
+
+def board(api: ApiHarness, tenant: str) -> Board:
+    """A tenant whose admin keeps minutes in a restricted collection `board`; the member's
+    canteen note is in general."""
+    admin, member = api.add_user(tenant), api.add_user(tenant)
     made = post(api, "/collections", admin, {"name": "board", "visibility": "restricted"})
     assert made.status_code == 201, made.text
     secret = api.client.post(
@@ -369,6 +377,29 @@ def test_sets_and_runs_stay_within_what_their_maker_reads(api: ApiHarness) -> No
     assert secret.status_code == 202, secret.text
     assert api.wait_for_job(admin, secret.json()["job_id"])["status"] == "done"
     assert api.upload_and_wait(member, "canteen.txt", text_document(NOTES))["status"] == "done"
+    return Board(admin, member)
+
+
+def grant(api: ApiHarness, admin: ApiUser, grants: list[dict[str, str]]) -> None:
+    granted = api.client.put(
+        "/collections/board/access", json={"grants": grants}, headers=admin.headers
+    )
+    assert granted.status_code == 200, granted.text
+
+
+def retrieved_sources(run: dict[str, Any]) -> set[str]:
+    assert run["status"] == "done", run
+    return {r["source"] for r in run["results"][0]["retrieved"] if "source" in r}
+
+
+# The board question expects the canteen note, so the set is everyone's to see and run, while
+# its retrieval reaches the minutes for those who read them.
+BOARD_ITEM = {"question": BOARD_QUESTION, "expected": [{"source": "canteen.txt"}]}
+
+
+def test_sets_and_runs_stay_within_what_their_maker_reads(api: ApiHarness) -> None:
+    world = board(api, "eval-scope")
+    admin, member = world.admin, world.member
 
     # A document the member may not read is refused exactly like one that does not exist.
     def refusal(source: str) -> dict[str, Any]:
@@ -378,20 +409,66 @@ def test_sets_and_runs_stay_within_what_their_maker_reads(api: ApiHarness) -> No
 
     assert refusal("minutes.txt") == refusal("nowhere.txt")
 
-    def grant(grants: list[dict[str, str]]) -> None:
-        granted = api.client.put(
-            "/collections/board/access", json={"grants": grants}, headers=admin.headers
-        )
-        assert granted.status_code == 200, granted.text
+    grant(api, admin, [{"user_id": member.user_id, "permission": "read"}])
+    set_id = new_set(api, member, "board questions", [BOARD_ITEM])
+    granted_run = wait_for_run(api.client, member, start_run(api, member, set_id))
+    assert "minutes.txt" in retrieved_sources(granted_run)
+    grant(api, admin, [])  # revoked: the member's next run no longer searches the minutes
+    assert "minutes.txt" not in retrieved_sources(
+        wait_for_run(api.client, member, start_run(api, member, set_id))
+    )
+    # The run made while the member read the board read the board: no longer theirs to see.
+    gone = api.client.get(f"/evaluations/runs/{granted_run['run_id']}", headers=member.headers)
+    assert_error_body(gone, 404, "not_found")
+    listed = api.client.get("/evaluations/runs", headers=member.headers).json()
+    assert granted_run["run_id"] not in {r["run_id"] for r in listed["data"]}
+    assert listed["count"] == len(listed["data"]) == 1
+    seen = api.client.get(f"/evaluations/runs/{granted_run['run_id']}", headers=admin.headers)
+    assert "minutes.txt" in retrieved_sources(seen.json())
 
-    def retrieved_sources(set_id: str) -> set[str]:
-        run = wait_for_run(api.client, member, start_run(api, member, set_id))
-        assert run["status"] == "done", run
-        return {r["source"] for r in run["results"][0]["retrieved"]}
 
-    grant([{"user_id": member.user_id, "permission": "read"}])
-    item = {"question": BOARD_QUESTION, "expected": [{"source": "minutes.txt"}]}
-    set_id = new_set(api, member, "board questions", [item])
-    assert "minutes.txt" in retrieved_sources(set_id)
-    grant([])  # revoked: the member's next run no longer searches the board's minutes
-    assert "minutes.txt" not in retrieved_sources(set_id)
+def test_a_run_started_with_a_limited_key_searches_only_its_collections(
+    api: ApiHarness,
+) -> None:
+    world = board(api, "eval-key")
+    made = post(api, "/auth/keys", world.admin, {"name": "general", "collections": ["general"]})
+    assert made.status_code == 201, made.text
+    key = {"Authorization": f"Bearer {made.json()['key']}"}
+    set_id = new_set(api, world.admin, "board questions", [BOARD_ITEM])
+
+    started = api.client.post("/evaluations/runs", json={"set_id": set_id}, headers=key)
+    assert started.status_code == 202, started.text
+    key_run = wait_for_run(api.client, world.admin, started.json()["run_id"])
+    by_token = wait_for_run(api.client, world.admin, start_run(api, world.admin, set_id))
+    assert "minutes.txt" in retrieved_sources(by_token)
+    assert retrieved_sources(key_run) == {"canteen.txt"}
+    assert key_run["documents"] == 1  # its corpus snapshot: only what the key reads
+    # The key sees its own run, not the admin's (which read the board).
+    assert api.client.get(f"/evaluations/runs/{by_token['run_id']}", headers=key).status_code == 404
+    listed = api.client.get("/evaluations/runs", headers=key).json()
+    assert [r["run_id"] for r in listed["data"]] == [key_run["run_id"]]
+
+
+def test_a_document_moved_out_of_sight_is_withheld_from_a_run(api: ApiHarness) -> None:
+    world = board(api, "eval-moved")
+    member, admin = world.member, world.admin
+    set_id = new_set(api, member, "canteen", [BOARD_ITEM])
+    run = wait_for_run(api.client, member, start_run(api, member, set_id))
+    assert run["results"][0]["question"] == BOARD_QUESTION and run["documents"] == 1
+    canteen = run["results"][0]["expected"][0]["document_id"]
+    moved = api.client.patch(
+        f"/documents/{canteen}", json={"collection": "board"}, headers=admin.headers
+    )
+    assert moved.status_code == 200, moved.text
+
+    shown = api.client.get(f"/evaluations/runs/{run['run_id']}", headers=member.headers)
+    assert shown.status_code == 200, shown.text  # the run read only general
+    body = shown.json()
+    assert "canteen" not in json.dumps(body) and BOARD_QUESTION not in json.dumps(body)
+    assert body["results"][0]["withheld"] is True and body["documents"] == 0
+    assert body["summary"] == run["summary"]  # the aggregate is of what the run read then
+    assert_error_body(
+        api.client.get(f"/evaluations/sets/{set_id}", headers=member.headers), 404, "not_found"
+    )
+    whole = api.client.get(f"/evaluations/runs/{run['run_id']}", headers=admin.headers).json()
+    assert whole["results"] == run["results"]

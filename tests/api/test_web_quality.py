@@ -17,7 +17,7 @@ import pytest
 from browser import A11Y_AUDIT, artifacts_dir, screenshot
 from playwright.sync_api import expect
 
-from testkit.builders import pdf_document
+from testkit.builders import pdf_document, text_document
 from testkit.live_server import LiveServer
 
 pytestmark = pytest.mark.integration
@@ -36,6 +36,7 @@ TOPICS = [
     "Canteen hours: breakfast from seven, lunch from noon, the canteen is closed on Sundays.",
 ]
 QUESTION = "How often is the pump impeller seal replaced?"
+MINUTES = "Board minutes: the canteen closes for renovation in March; the budget is approved."
 
 
 def token(live: LiveServer, username: str) -> str:
@@ -73,6 +74,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         assert time.monotonic() < deadline, job
         time.sleep(0.2)
     assert job["status"] == "done", job
+    # The admin's own collection: the admin's test bench offers it, the member's does not.
+    api(server, "ada", "POST", "/collections", json={"name": "board", "visibility": "restricted"})
+    files = {"file": ("minutes.txt", text_document(MINUTES))}
+    accepted = api(server, "ada", "POST", "/documents", files=files, data={"collection": "board"})
+    while api(server, "ada", "GET", f"/jobs/{accepted['job_id']}")["status"] != "done":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
     yield server
     server.stop()
 
@@ -208,3 +216,100 @@ def test_the_admin_turns_feedback_into_a_set_runs_it_and_reads_the_chart(
     audit = page.evaluate(A11Y_AUDIT)
     assert audit["unnamed"] == [] and audit["low"] == [], audit
     page.close()
+
+
+def passages(page: Any) -> Any:
+    return page.get_by_role("list", name="Ranked passages").get_by_role("listitem")
+
+
+def test_the_bench_searches_the_chosen_document_and_pages(live: LiveServer, browser: Any) -> None:
+    page = sign_in(browser, live, "max")
+    page.get_by_role("link", name="Quality").click()
+    # The member reads one collection: no collection to choose, and only its documents.
+    expect(page.get_by_label("Only in the document")).to_be_visible()
+    expect(page.get_by_label("Collection to search")).to_be_hidden()
+    documents = page.get_by_label("Only in the document").locator("option")
+    expect(documents).to_have_text(["Any document", "manual.pdf"])
+    page.get_by_label("Text to search for").fill("When is the canteen closed?")
+    page.get_by_label("Only in the document").select_option(label="manual.pdf")
+    page.get_by_label("From page").fill("2")
+    page.get_by_label("To page").fill("3")
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(passages(page).first).to_be_visible()
+    shown = passages(page).evaluate_all("(items) => items.map((i) => i.textContent)")
+    assert shown and all(", page 2 " in t or ", page 3 " in t for t in shown), shown
+    expected = api(
+        live,
+        "max",
+        "POST",
+        "/search",
+        json={
+            "query": "When is the canteen closed?",
+            "k": 10,
+            "filters": {"$and": [{"page": {"$gte": 2}}, {"page": {"$lte": 3}}]},
+        },
+    )
+    assert len(shown) == len(expected["results"])
+    page.close()
+
+
+def test_the_admin_chooses_a_collection_in_the_bench(live: LiveServer, browser: Any) -> None:
+    page = sign_in(browser, live, "ada")
+    page.get_by_role("link", name="Quality").click()
+    picker = page.get_by_label("Collection to search")
+    expect(picker).to_be_visible()
+    expect(picker.locator("option", has_text="board")).to_have_count(1)
+    picker.select_option(label="board (1)")
+    documents = page.get_by_label("Only in the document").locator("option")
+    expect(documents).to_have_text(["Any document", "minutes.txt"])
+    page.get_by_label("Text to search for").fill("When is the canteen closed?")
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(passages(page).first).to_be_visible()
+    sources = passages(page).locator("strong").all_text_contents()
+    assert sources and set(sources) == {"minutes.txt"}, sources
+    picker.select_option(label="Every collection I can read")
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(passages(page).locator("strong", has_text="manual.pdf").first).to_be_visible()
+    page.close()
+
+
+def test_the_admin_opens_the_record_of_a_rated_answer(live: LiveServer, browser: Any) -> None:
+    rated = api(live, "ada", "GET", "/feedback", params={"rating": "down"})["data"][0]
+    record = api(live, "ada", "GET", f"/answers/{rated['answer_id']}")
+    page = sign_in(browser, live, "ada")
+    page.get_by_role("link", name="Quality").click()
+    rows = page.get_by_role("table", name="Ratings of answers, newest first").get_by_role("row")
+    rows.filter(has_text=QUESTION).get_by_role("button", name="Open answer record").click()
+    shown = page.get_by_role("region", name="Answer record")
+    expect(page.get_by_role("heading", name="Answer record")).to_be_focused()
+    expect(shown).to_contain_text(f"Question{QUESTION}")
+    expect(shown).to_contain_text("Not helpful: should have used manual.pdf p. 8")
+    expect(shown).to_contain_text("Wrong page for the seal")
+    expect(shown).to_contain_text(f"Model{record['model']}")
+    ranked = shown.get_by_role("table", name="Passages retrieved, by rank").get_by_role("row")
+    expect(ranked).to_have_count(len(record["retrieved"]) + 1)
+    cells = ranked.nth(1).get_by_role("cell")
+    first = record["retrieved"][0]
+    expect(cells).to_have_text([str(first["rank"]), first["source"], str(first["page"])])
+    cited = shown.get_by_role("list", name="Pages cited").get_by_role("listitem")
+    assert record["cited"], record  # the seal question is answered from the manual
+    expect(cited).to_have_count(len(record["cited"]))
+    citation = record["cited"][0]
+    cited.first.get_by_role("button").click()
+    expect(page.get_by_role("dialog")).to_be_visible()
+    expect(
+        page.get_by_role("img", name=f"Page {citation['page']} of {citation['source']}")
+    ).to_be_visible(timeout=30_000)
+    page.get_by_role("button", name="Close").click()
+    screenshot(page, "quality-answer-record.png")
+    audit = page.evaluate(A11Y_AUDIT)
+    assert audit["unnamed"] == [] and audit["low"] == [], audit
+    page.close()
+
+    # A member has no feedback list, so no answer record of anyone else's.
+    member = sign_in(browser, live, "max")
+    member.get_by_role("link", name="Quality").click()
+    expect(member.get_by_role("heading", name="Test retrieval")).to_be_focused()
+    assert member.get_by_role("button", name="Open answer record").count() == 0
+    assert member.get_by_role("region", name="Answer record").filter(visible=True).count() == 0
+    member.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -82,8 +83,26 @@ def test_exports_page_through_every_row_and_old_records_go(sql_database: Databas
     assert records.delete("t1", before=utc_now() + timedelta(seconds=1)) == 1200
 
 
-def _new_run(set_id: str) -> NewRun:
-    return NewRun(set_id, False, 3, 1, {}, {}, "u1")
+def _new_run(set_id: str, collections: tuple[str, ...] = ("general",)) -> NewRun:
+    return NewRun(set_id, False, 3, 1, {}, {}, "u1", collections)
+
+
+def test_a_run_keeps_its_collections_and_a_listing_pages_what_a_viewer_sees(
+    sql_database: Database,
+) -> None:
+    runs = EvaluationRunStore(sql_database)
+    wide = [runs.create("t1", _new_run(f"w{n}", ("general", "board"))) for n in range(3)]
+    narrow = [runs.create("t1", _new_run(f"n{n}", ("general",))) for n in range(4)]
+    found = runs.get("t1", wide[0].run_id)
+    assert found is not None and found.collections == ("board", "general")
+
+    def sees(run: Any) -> bool:
+        return set(run.collections) <= {"general"}
+
+    first, total = runs.page("t1", 3, 0, visible=sees)
+    rest, _ = runs.page("t1", 3, 3, visible=sees)
+    assert total == 4 and [r.run_id for r in first + rest] == [r.run_id for r in narrow]
+    assert runs.page("t1", 10)[1] == 7  # no viewer: every run, counted in the database
 
 
 def test_a_run_is_claimed_once_and_a_silent_runners_run_is_taken_again(

@@ -14,10 +14,10 @@ from app.api.deps import (
     ContainerDep,
     EvaluationRunnerDep,
     EvaluationRunning,
-    EvaluationRuns,
     EvaluationSets,
     PageOffset,
     PageSize,
+    quality_viewer,
     readable_documents,
 )
 from app.api.errors import error_responses
@@ -112,38 +112,54 @@ async def upload_set(
 
 @router.post("/evaluations/sets/from-feedback", status_code=201, response_model=EvaluationSetOut)
 def set_from_feedback(
-    body: EvaluationSetFromFeedbackIn, deps: EvaluationSets, caller: Authorized, ip: ClientIp
+    body: EvaluationSetFromFeedbackIn,
+    deps: EvaluationSets,
+    caller: Authorized,
+    ip: ClientIp,
+    container: ContainerDep,
 ) -> EvaluationSetOut:
     """A test set from feedback: each thumbs-down that names expected pages, and each thumbs-up
-    with the citations that helped (while the answer record keeps their questions)."""
-    items = evaluation_sets.items_from_feedback(deps, caller.tenant_id)
+    with the citations that helped (while the answer record keeps their questions), of the
+    documents you read."""
+    readable = readable_documents(container, caller)
+    items = evaluation_sets.items_from_feedback(deps, caller.tenant_id, readable)
     if not items:
         raise InvalidInput(
             "no feedback to make a set from: rate answers down naming the page they should have "
             "used, or up naming the citations that helped"
         )
-    return _set_out(evaluation_sets.create(deps, caller.actor(ip), body.name, items))
+    return _set_out(evaluation_sets.create(deps, caller.actor(ip), body.name, items, readable))
 
 
 @router.get("/evaluations/sets", response_model=EvaluationSetList)
 def list_sets(
-    deps: EvaluationSets, caller: Authorized, size: PageSize, offset: PageOffset = 0
+    deps: EvaluationSets,
+    caller: Authorized,
+    container: ContainerDep,
+    size: PageSize,
+    offset: PageOffset = 0,
 ) -> EvaluationSetList:
-    """Your tenant's test sets, newest first (without their items)."""
-    found, total = deps.sets.page(caller.tenant_id, size, offset)
+    """Your tenant's test sets that you see (you read every document they expect), newest
+    first (without their items)."""
+    viewer = quality_viewer(container, caller)
+    found, total = evaluation_sets.page(deps, viewer, size, offset)
     return EvaluationSetList(data=[_set_out(s) for s in found], count=total)
 
 
 @router.get("/evaluations/sets/{set_id}", response_model=EvaluationSetOut)
-def get_set(set_id: str, deps: EvaluationSets, caller: Authorized) -> EvaluationSetOut:
-    """One test set with its items."""
-    return _set_out(evaluation_sets.get(deps, caller.tenant_id, set_id))
+def get_set(
+    set_id: str, deps: EvaluationSets, caller: Authorized, container: ContainerDep
+) -> EvaluationSetOut:
+    """One test set with its items (404 unless you read every document it expects)."""
+    return _set_out(evaluation_sets.get(deps, quality_viewer(container, caller), set_id))
 
 
 @router.delete("/evaluations/sets/{set_id}", status_code=204)
-def delete_set(set_id: str, deps: EvaluationSets, caller: Authorized, ip: ClientIp) -> None:
-    """Delete a test set (its runs stay in the history)."""
-    evaluation_sets.delete(deps, caller.actor(ip), set_id)
+def delete_set(
+    set_id: str, deps: EvaluationSets, caller: Authorized, ip: ClientIp, container: ContainerDep
+) -> None:
+    """Delete a test set you see (its runs stay in the history)."""
+    evaluation_sets.delete(deps, caller.actor(ip), quality_viewer(container, caller), set_id)
 
 
 @router.post(
@@ -158,31 +174,40 @@ def start_run(
     runner: EvaluationRunnerDep,
     caller: Authorized,
     ip: ClientIp,
+    container: ContainerDep,
 ) -> EvaluationRunOut:
-    """Run a test set in the background (202); poll GET /evaluations/runs/{run_id}. 413
-    `quota_exceeded` when two of your runs are already waiting or running."""
-    run = evaluation_runs.start(deps, caller.actor(ip), body.set_id, body.answers)
+    """Run a test set in the background (202) within the collections your credential reads
+    now; poll GET /evaluations/runs/{run_id}. 413 `quota_exceeded` when two of your runs are
+    already waiting or running."""
+    viewer = quality_viewer(container, caller)
+    run = evaluation_runs.start(deps, caller.actor(ip), viewer, body.set_id, body.answers)
     runner.wake()
     return _run_out(run)
 
 
 @router.get("/evaluations/runs", response_model=EvaluationRunList)
 def list_runs(
-    runs: EvaluationRuns,
+    deps: EvaluationRunning,
     caller: Authorized,
+    container: ContainerDep,
     size: PageSize,
     offset: PageOffset = 0,
     set_id: Annotated[str | None, Query(max_length=32)] = None,
 ) -> EvaluationRunList:
-    """Your tenant's runs, oldest first, with their aggregates (the history to chart)."""
-    found, total = runs.page(caller.tenant_id, size, offset, set_id)
+    """Your tenant's runs that you see (you read every collection they read), oldest first,
+    with their aggregates (the history to chart)."""
+    viewer = quality_viewer(container, caller)
+    found, total = evaluation_runs.page(deps, viewer, size, offset, set_id)
     return EvaluationRunList(data=[_run_out(r) for r in found], count=total)
 
 
 @router.get("/evaluations/runs/{run_id}", response_model=EvaluationRunOut)
-def get_run(run_id: str, deps: EvaluationRunning, caller: Authorized) -> EvaluationRunOut:
-    """One run: progress, and once done its aggregate and per-item results."""
-    return _run_out(evaluation_runs.get(deps, caller.tenant_id, run_id))
+def get_run(
+    run_id: str, deps: EvaluationRunning, caller: Authorized, container: ContainerDep
+) -> EvaluationRunOut:
+    """One run: progress, and once done its aggregate and per-item results (404 unless you
+    read every collection it read; what names a document you do not read is withheld)."""
+    return _run_out(evaluation_runs.get(deps, quality_viewer(container, caller), run_id))
 
 
 @router.get("/evaluations/runs/{run_id}/compare")
@@ -191,9 +216,11 @@ def compare_runs(
     deps: EvaluationRunning,
     caller: Authorized,
     before: Annotated[str, Query(min_length=1, max_length=32, description="the earlier run")],
+    container: ContainerDep,
 ) -> dict[str, Any]:
     """What changed since an earlier run: questions that got worse or better, the aggregate's
     change, documents added, removed or replaced, settings changed."""
-    earlier = evaluation_runs.get(deps, caller.tenant_id, before)
-    later = evaluation_runs.get(deps, caller.tenant_id, run_id)
+    viewer = quality_viewer(container, caller)
+    earlier = evaluation_runs.get(deps, viewer, before)
+    later = evaluation_runs.get(deps, viewer, run_id)
     return evaluation_runs.compare(earlier, later)

@@ -92,6 +92,7 @@ def my_rating(answer_id: AnswerId, deps: Feedback, caller: Authorized) -> Feedba
 def list_feedback(
     deps: Feedback,
     caller: Authorized,
+    container: ContainerDep,
     size: PageSize,
     offset: PageOffset = 0,
     rating: Literal["up", "down"] | None = None,
@@ -106,11 +107,12 @@ def list_feedback(
     ] = "json",
 ) -> FeedbackList | StreamingResponse:
     """Your tenant's ratings of answers, newest first (admins), with the question while the
-    answer record keeps it; `format=jsonl` exports every match."""
+    answer record keeps it and the documents you read; `format=jsonl` exports every match."""
     which = FeedbackFilter(rating, user_id, since, until, with_expected)
+    readable = readable_documents(container, caller)
     if format == "jsonl":
-        return _jsonl(feedback.export_lines(deps, caller.tenant_id, which), "feedback")
-    records, total = feedback.listing(deps, caller.tenant_id, which, size, offset)
+        return _jsonl(feedback.export_lines(deps, caller.tenant_id, which, readable), "feedback")
+    records, total = feedback.listing(deps, caller.tenant_id, which, size, offset, readable)
     return FeedbackList(data=[FeedbackOut(**r.public()) for r in records], count=total)
 
 

@@ -1,13 +1,70 @@
-// Test retrieval: POST /search with "explain": true. Each ranked passage shows its keyword and
-// meaning (dense) match as small bars, its place after fusion, the rules that moved it and the
-// matched words; its page opens in the viewer.
+// Test retrieval: POST /search with "explain": true, within the collection, document and pages
+// chosen. Each ranked passage shows its keyword and meaning (dense) match as small bars, its
+// place after fusion, the rules that moved it and the matched words; its page opens in the
+// viewer.
 
 import { json } from "./api.js";
+import { loadCollections } from "./collections.js";
 import { describeError, element } from "./format.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
 let loads = 0;
+let documents = []; // what GET /documents listed: the document picker's choices
+
+function option(value, label) {
+  return element("option", { text: label, attrs: { value } });
+}
+
+// The document picker: the documents of the chosen collection (all, when none is chosen).
+function fillDocuments() {
+  const select = $("bench-document");
+  const chosen = select.value;
+  const collection = $("bench-collection").value;
+  const shown = documents.filter((d) => !collection || d.collection_id === collection);
+  select.replaceChildren(option("", "Any document"), ...shown.map((d) => option(d.document_id, d.source)));
+  select.value = shown.some((d) => d.document_id === chosen) ? chosen : "";
+}
+
+// The collection picker is the Ask form's, filled by the collections module; the test bench
+// offers the same choices.
+export async function loadBenchPickers() {
+  await loadCollections();
+  const picker = $("bench-collection");
+  const chosen = picker.value;
+  const choices = [...$("ask-collection").options];
+  picker.replaceChildren(...choices.map((o) => option(o.value, o.textContent)));
+  picker.value = choices.some((o) => o.value === chosen) ? chosen : "";
+  $("bench-collection-field").hidden = choices.length < 3; // "every collection" and one
+  documents = (await json("/documents?limit=100")).data;
+  fillDocuments();
+}
+
+// The body's `collections` and `filters` for what the pickers say (nothing: everything).
+function scope() {
+  const body = {};
+  const collection = $("bench-collection").value;
+  if (collection) body.collections = [collection];
+  const conditions = [];
+  const documentId = $("bench-document").value;
+  if (documentId) conditions.push({ document_id: { $eq: documentId } });
+  const from = Number($("bench-page-from").value);
+  const to = Number($("bench-page-to").value);
+  if (from >= 1) conditions.push({ page: { $gte: from } });
+  if (to >= 1) conditions.push({ page: { $lte: to } });
+  if (conditions.length === 1) body.filters = conditions[0];
+  if (conditions.length > 1) body.filters = { $and: conditions };
+  return body;
+}
+
+// Clears the choices: the next search reads everything the caller reads.
+function everywhere() {
+  $("bench-collection").value = "";
+  fillDocuments();
+  $("bench-document").value = "";
+  $("bench-page-from").value = "";
+  $("bench-page-to").value = "";
+}
 
 function fixed(value, digits = 3) {
   return typeof value === "number" ? value.toFixed(digits) : "—";
@@ -70,16 +127,19 @@ function summary(explain, relevant) {
   return verdict + weights + rules;
 }
 
-export async function testRetrieval(question) {
+// Searches as the bench's pickers say; `anywhere` clears them first (a run's missed question
+// is tried against everything the caller reads).
+export async function testRetrieval(question, { anywhere = false } = {}) {
   const status = $("bench-status");
   const ticket = ++loads;
   $("bench-question").value = question;
+  if (anywhere) everywhere();
   status.textContent = "Searching…";
   try {
     const found = await json("/search", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ query: question, k: 10, explain: true }),
+      body: JSON.stringify({ query: question, k: 10, explain: true, ...scope() }),
     });
     if (ticket !== loads) return;
     const max = (key) => Math.max(1e-9, ...found.results.map((r) => (r.explain || {})[key] || 0));
@@ -96,13 +156,20 @@ export async function testRetrieval(question) {
 
 export function resetBench() {
   loads += 1;
+  documents = [];
   $("bench-results").replaceChildren();
   $("bench-summary").textContent = "";
   $("bench-status").textContent = "";
   $("bench-question").value = "";
+  $("bench-collection").replaceChildren();
+  $("bench-collection-field").hidden = true;
+  $("bench-document").replaceChildren();
+  $("bench-page-from").value = "";
+  $("bench-page-to").value = "";
 }
 
 export function setUpBench() {
+  $("bench-collection").addEventListener("change", fillDocuments);
   $("bench-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const question = $("bench-question").value.trim();

@@ -2,8 +2,9 @@
 // and the questions a run missed, each opening in the test bench. Admins also see the feedback
 // list here and can make a set from it.
 
+import { openAnswerRecord, resetAnswerRecord } from "./answer_record.js";
 import { json, request } from "./api.js";
-import { testRetrieval } from "./bench.js";
+import { loadBenchPickers, testRetrieval } from "./bench.js";
 import { lineChart } from "./chart.js";
 import { counted, describeError, element, formatTime, sleep } from "./format.js";
 import { roleAtLeast } from "./roles.js";
@@ -73,11 +74,12 @@ async function showFailures(run, previous) {
   $("eval-compare").textContent = "";
   try {
     const full = await json(`/evaluations/runs/${encodeURIComponent(run.run_id)}`);
-    const misses = full.results.filter(missed);
+    const misses = full.results.filter((result) => !result.withheld && missed(result));
+    const withheld = full.results.filter((result) => result.withheld).length;
     list.replaceChildren(...misses.map((result) => {
       const open = element("button", { text: "Open in test bench", className: "secondary small", attrs: { type: "button" } });
       open.addEventListener("click", async () => {
-        await testRetrieval(result.question);
+        await testRetrieval(result.question, { anywhere: true });
         $("bench-title").focus();
       });
       return element("li", {}, [
@@ -87,6 +89,7 @@ async function showFailures(run, previous) {
       ]);
     }));
     if (misses.length === 0) list.replaceChildren(element("li", { text: "Every question found an expected page in the top 5." }));
+    if (withheld) list.append(element("li", { className: "hint", text: `${counted(withheld, "question")} withheld: they are about documents you cannot read.` }));
     if (previous && previous.status === "done") {
       const change = await json(`/evaluations/runs/${encodeURIComponent(run.run_id)}/compare?before=${encodeURIComponent(previous.run_id)}`);
       const docs = change.documents;
@@ -212,12 +215,15 @@ async function uploadSet(event) {
 // Feedback (admins): the newest ratings, filtered by rating, and the JSONL export.
 function feedbackRow(entry) {
   const expected = entry.expected.map((e) => `${e.source}${e.page ? ` p. ${e.page}` : ""}`).join("; ");
+  const open = element("button", { text: "Open answer record", className: "secondary small", attrs: { type: "button" } });
+  open.addEventListener("click", () => openAnswerRecord(entry));
   return element("tr", {}, [
     element("td", { className: "when", text: formatTime(entry.updated_at) }),
     element("td", { text: entry.rating === "up" ? "▲ helpful" : "▼ not helpful" }),
     element("td", { className: "name" }, [element("bdi", { text: entry.question ?? "(not kept)" })]),
     element("td", { className: "name", text: expected || "—" }),
     element("td", { className: "name" }, [element("bdi", { text: entry.comment || "—" })]),
+    element("td", { className: "actions" }, [open]),
   ]);
 }
 
@@ -249,6 +255,9 @@ async function exportFeedback() {
 
 export async function openQuality() {
   $("eval-status").textContent = "";
+  loadBenchPickers().catch((error) => {
+    $("bench-status").textContent = describeError(error, "Loading the collections");
+  });
   try {
     await loadSets();
     await loadRuns();
@@ -272,6 +281,7 @@ export function resetQuality() {
   $("eval-status").textContent = "";
   $("feedback-body").replaceChildren();
   $("feedback-list-status").textContent = "";
+  resetAnswerRecord();
 }
 
 export function setUpQuality() {

@@ -1,0 +1,113 @@
+// One answer's record, opened from a rating in the feedback list (admins): its question, the
+// pages it cited (each opening in the viewer), the passages retrieval ranked for it, the time
+// each stage took, the model, and the rating it got. GET /answers/{answer_id} shows only the
+// documents the caller reads.
+
+import { json } from "./api.js";
+import { describeError, element, formatTime } from "./format.js";
+import { openCitation } from "./viewer.js";
+
+const $ = (id) => document.getElementById(id);
+let loads = 0;
+
+function fact(name, value) {
+  return [element("dt", { text: name }), element("dd", {}, [element("bdi", { text: value })])];
+}
+
+function citedItem(citation) {
+  const open = element("button", {
+    text: `Open page ${citation.page}`,
+    className: "secondary small",
+    attrs: { type: "button", "aria-label": `Open page ${citation.page} of ${citation.source}` },
+  });
+  open.addEventListener("click", () =>
+    openCitation({ ...citation, page_label: String(citation.page), chunk_id: "" }, open));
+  return element("li", {}, [
+    document.createTextNode(`[${citation.marker}] `),
+    element("bdi", { text: `${citation.source}, page ${citation.page}` }),
+    open,
+  ]);
+}
+
+function retrievedTable(retrieved) {
+  return element("table", {}, [
+    element("caption", { text: "Passages retrieved, by rank" }),
+    element("thead", {}, [element("tr", {}, [
+      element("th", { text: "Rank", className: "num", attrs: { scope: "col" } }),
+      element("th", { text: "Document", attrs: { scope: "col" } }),
+      element("th", { text: "Page", className: "num", attrs: { scope: "col" } }),
+    ])]),
+    element("tbody", {}, retrieved.map((hit) => element("tr", {}, [
+      element("td", { className: "num", text: String(hit.rank) }),
+      element("td", { className: "name" }, [element("bdi", { text: hit.source })]),
+      element("td", { className: "num", text: String(hit.page) }),
+    ]))),
+  ]);
+}
+
+function timingText(record) {
+  const stages = Object.entries(record.timings || {})
+    .map(([stage, ms]) => `${stage} ${Math.round(ms)} ms`);
+  const total = typeof record.total_ms === "number" ? `${Math.round(record.total_ms)} ms in all` : "—";
+  return stages.length ? `${total} (${stages.join(", ")})` : total;
+}
+
+function ratingText(rating) {
+  const verdict = rating.rating === "up" ? "Helpful" : "Not helpful";
+  const expected = (rating.expected || []).map((e) => `${e.source}${e.page ? ` p. ${e.page}` : ""}`);
+  const parts = [verdict];
+  if (expected.length) parts.push(`should have used ${expected.join("; ")}`);
+  if (rating.comment) parts.push(`“${rating.comment}”`);
+  return parts.join(": ");
+}
+
+function draw(record, rating) {
+  const outcome = record.refused ? "refused (the documents do not hold the answer)" : "answered";
+  const facts = element("dl", { className: "facts" }, [
+    ...fact("Question", record.question ?? "(not kept: the record keeps ids only)"),
+    ...fact("Asked", formatTime(record.created_at)),
+    ...fact("Outcome", record.cache === "hit" ? `${outcome}, from the cache` : outcome),
+    ...fact("Model", record.model || "—"),
+    ...fact("Time", timingText(record)),
+    ...fact("Rating", ratingText(rating)),
+  ]);
+  const cited = record.cited.length
+    ? element("ul", { className: "failures", attrs: { "aria-label": "Pages cited" } }, record.cited.map(citedItem))
+    : element("p", { className: "hint", text: "It cited no page." });
+  const retrieved = record.retrieved.length
+    ? element("div", { className: "table-scroll" }, [retrievedTable(record.retrieved)])
+    : element("p", { className: "hint", text: "No passage was retrieved for it (a cached answer keeps none)." });
+  $("answer-record-body").replaceChildren(
+    facts,
+    element("h4", { text: "Pages cited" }),
+    cited,
+    element("h4", { text: "Passages retrieved" }),
+    retrieved,
+  );
+}
+
+// Shows the record of the answer a rating (a row of GET /feedback) is about.
+export async function openAnswerRecord(rating) {
+  const ticket = ++loads;
+  const section = $("answer-record");
+  const status = $("answer-record-status");
+  section.hidden = false;
+  $("answer-record-body").replaceChildren();
+  status.textContent = "Loading the answer record…";
+  try {
+    const record = await json(`/answers/${encodeURIComponent(rating.answer_id)}`);
+    if (ticket !== loads) return;
+    draw(record, rating);
+    status.textContent = "";
+  } catch (error) {
+    if (ticket === loads) status.textContent = describeError(error, "Loading the answer record");
+  }
+  $("answer-record-title").focus();
+}
+
+export function resetAnswerRecord() {
+  loads += 1;
+  $("answer-record").hidden = true;
+  $("answer-record-body").replaceChildren();
+  $("answer-record-status").textContent = "";
+}
