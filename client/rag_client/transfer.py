@@ -181,14 +181,14 @@ def upload_all(
         threading.Thread(target=work, name=f"rag-upload-{n}", daemon=True)
         for n in range(min(max(concurrency, 1), len(requests)))
     ]
-    for worker in workers:
-        worker.start()
     try:
+        for worker in workers:
+            worker.start()
         for worker in workers:
             worker.join()
     except BaseException:
         stop.set()
-        _join_within(workers, INTERRUPT_GRACE_S)
+        _join_within([w for w in workers if w.is_alive()], INTERRUPT_GRACE_S)
         raise
     if errors:
         raise errors[0]

@@ -27,7 +27,8 @@ from tests.client.stub_service import StubService
 
 pytestmark = pytest.mark.integration
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # within a line
+MOVES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")  # between lines
 STOPS_WITHIN_S = 5.0  # Ctrl-C to exit: the grace of uploads in flight, and start-up slack
 
 
@@ -69,7 +70,8 @@ def run_on_terminal(rag: Rag, *args: str) -> tuple[int, str, str]:
     finally:
         reader.join(10)
         os.close(leader)
-    return running.returncode, stdout.decode(), ANSI.sub("\n", b"".join(shown).decode())
+    terminal = COLOUR.sub("", b"".join(shown).decode(errors="replace"))
+    return running.returncode, stdout.decode(), MOVES.sub("\n", terminal)
 
 
 def test_upload_draws_a_bar_per_file_and_one_overall_and_json_stays_alone_on_stdout(
