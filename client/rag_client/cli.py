@@ -204,6 +204,8 @@ def _files_of(paths: tuple[str, ...]) -> list[Path]:
 
 
 def _run_uploads(api: Api, requests: list[UploadRequest], concurrency: int) -> list[UploadResult]:
+    if not requests:  # nothing changed: no empty bar
+        return []
     total = sum(r.path.stat().st_size for r in requests if r.path.exists())
     with UploadProgress(total, len(requests)) as progress:
         return upload_all(api, requests, concurrency, progress.started, progress.finished)

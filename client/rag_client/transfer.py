@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import queue
@@ -161,48 +162,51 @@ def upload_all(
         todo.put(index)
     stop = threading.Event()
     errors: list[BaseException] = []
+    count = min(max(concurrency, 1), len(requests))
+    running = [count]  # workers not yet returned
+    lock = threading.Lock()
+    all_done = threading.Event()
 
     def work() -> None:
-        while not stop.is_set():
-            try:
-                index = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
+        try:
+            while not stop.is_set():
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    return
                 result = upload(api, requests[index], started(requests[index]))
                 finished(requests[index], result)
-            except BaseException as exc:  # a key refused, the service gone: stop them all
-                errors.append(exc)
-                stop.set()
-                return
-            results[index] = result
+                results[index] = result
+        except BaseException as exc:  # a key refused, the service gone: stop them all
+            errors.append(exc)
+            stop.set()
+        finally:
+            with lock:
+                running[0] -= 1
+                if running[0] == 0:
+                    all_done.set()
 
-    workers = [
-        threading.Thread(target=work, name=f"rag-upload-{n}", daemon=True)
-        for n in range(min(max(concurrency, 1), len(requests)))
-    ]
+    if not requests:
+        return []
     try:
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        for n in range(count):
+            threading.Thread(target=work, name=f"rag-upload-{n}", daemon=True).start()
+        # An Event, not Thread.join: a join interrupted by Ctrl-C may mark a thread that is
+        # still sending as stopped (CPython 3.11), and the grace below would be skipped.
+        all_done.wait()
     except BaseException:
         stop.set()
-        _join_within([w for w in workers if w.is_alive()], INTERRUPT_GRACE_S)
+        _wait_quietly(all_done, INTERRUPT_GRACE_S)
         raise
     if errors:
         raise errors[0]
     return [result for result in results if result is not None]
 
 
-def _join_within(threads: list[threading.Thread], seconds: float) -> None:
-    """Wait for the threads, all together at most `seconds` (a second Ctrl-C: at once)."""
-    deadline = time.monotonic() + seconds
-    try:
-        for thread in threads:
-            thread.join(max(deadline - time.monotonic(), 0.0))
-    except KeyboardInterrupt:
-        pass
+def _wait_quietly(event: threading.Event, seconds: float) -> None:
+    """Wait at most `seconds` for the event (a second Ctrl-C: stop waiting at once)."""
+    with contextlib.suppress(KeyboardInterrupt):
+        event.wait(seconds)
 
 
 def wait_for_jobs(
