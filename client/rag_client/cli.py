@@ -10,7 +10,6 @@ from __future__ import annotations
 import getpass
 import json
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from rag_client.errors import (
 from rag_client.http import Api, require_key
 from rag_client.progress import UploadProgress
 from rag_client.sync import (
+    DEFAULT_COLLECTION,
     Filters,
     Summary,
     default_label,
@@ -50,6 +50,9 @@ from rag_client.transfer import (
     upload_all,
     wait_for_jobs,
 )
+
+WATCH_DEBOUNCE_MS = 1500  # a burst of changes is gathered at most this long, then synced
+WATCH_TICK_MS = 500  # the watcher reports "no change" this often (the cue for the first sync)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -200,11 +203,11 @@ def _files_of(paths: tuple[str, ...]) -> list[Path]:
     return files
 
 
-def _run_uploads(
-    api: Api, requests: list[UploadRequest], concurrency: int, show_progress: bool
-) -> list[UploadResult]:
+def _run_uploads(api: Api, requests: list[UploadRequest], concurrency: int) -> list[UploadResult]:
+    if not requests:  # nothing changed: no empty bar
+        return []
     total = sum(r.path.stat().st_size for r in requests if r.path.exists())
-    with UploadProgress(total, len(requests), show_progress) as progress:
+    with UploadProgress(total, len(requests)) as progress:
         return upload_all(api, requests, concurrency, progress.started, progress.finished)
 
 
@@ -249,7 +252,7 @@ def upload(
     files = _files_of(paths)
     api = context.api()
     requests = [UploadRequest(p, collection=collection, metadata=metadata) for p in files]
-    results = _run_uploads(api, requests, concurrency, not context.as_json)
+    results = _run_uploads(api, requests, concurrency)
     if wait:
         jobs = [r.job_id for r in results if r.job_id]
         settle(results, _wait_for(api, jobs))
@@ -274,7 +277,7 @@ def _sync_once(
     api: Api,
     root: Path,
     label: str,
-    collection: str | None,
+    collection: str,
     filters: Filters,
     delete: bool,
     dry_run: bool,
@@ -282,9 +285,19 @@ def _sync_once(
     wait: bool,
 ) -> Summary:
     local = scan(root, filters)
-    remote = remote_documents(api, label, collection)
-    plan = make_plan(local, remote, filters, delete)
     summary = Summary(dry_run, label, collection)
+    try:
+        remote = remote_documents(api, label, collection)
+    except ApiError as exc:
+        if exc.status not in (403, 404) or not local:
+            raise
+        # A collection the caller may not read (or none of that name): every file fails
+        # with that reason, as its upload would.
+        summary.failed = [
+            {"source": f.name, "error_code": exc.code, "error": exc.message} for f in local
+        ]
+        return summary
+    plan = make_plan(local, remote, filters, delete)
     summary.unchanged = [f.name for f in plan.unchanged]
     if dry_run:
         summary.uploaded = [{"source": f.name} for f in plan.upload]
@@ -297,7 +310,7 @@ def _sync_once(
         return summary
     requests = upload_requests(plan, label, collection)
     replacing = {f.path for f in plan.replace}
-    results = _run_uploads(api, requests, concurrency, not context.as_json)
+    results = _run_uploads(api, requests, concurrency)
     if wait:
         jobs = [r.job_id for r in results if r.job_id]
         settle(results, _wait_for(api, jobs))
@@ -338,7 +351,12 @@ def _print_summary(summary: Summary) -> None:
 
 @cli.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--collection", default=None, help="the collection to sync into")
+@click.option(
+    "--collection",
+    default=DEFAULT_COLLECTION,
+    show_default=True,
+    help="the collection to sync into (the files' names are compared within it)",
+)
 @click.option(
     "--label",
     default=None,
@@ -357,7 +375,7 @@ def _print_summary(summary: Summary) -> None:
 def sync(
     context: Context,
     directory: Path,
-    collection: str | None,
+    collection: str,
     label: str | None,
     delete: bool,
     dry_run: bool,
@@ -380,13 +398,13 @@ def sync(
             context, api, directory, chosen, collection, filters, delete, dry_run, concurrency, wait
         )
 
+    if watch:
+        _watch(directory, lambda: _report(context, once()))
+        return
     summary = once()
     _report(context, summary)
-    if not watch:
-        if summary.failed:
-            raise SystemExit(EXIT_SOME_FAILED)
-        return
-    _watch(directory, lambda: _report(context, once()))
+    if summary.failed:
+        raise SystemExit(EXIT_SOME_FAILED)
 
 
 def _report(context: Context, summary: Summary) -> None:
@@ -397,16 +415,28 @@ def _report(context: Context, summary: Summary) -> None:
 
 
 def _watch(directory: Path, resync: Callable[[], None]) -> None:
-    """Sync again after each burst of changes (debounced by watchfiles) until Ctrl-C."""
+    """Sync once the watcher is up, then again after each burst of changes (debounced), until
+    Ctrl-C. The first sync waits for the watcher, so a change made while it runs is not
+    missed; Ctrl-C during a sync stops its uploads (as in a plain sync) and ends the watch."""
     from watchfiles import watch
 
-    err.print(f"watching {directory} (Ctrl-C stops)")
-    stop = threading.Event()
+    err.print(f"watching {directory} (Ctrl-C stops)", markup=False)
+    synced = False
     try:
-        for _changes in watch(directory, debounce=1500, stop_event=stop, raise_interrupt=False):
-            resync()
+        # yield_on_timeout: an empty set soon after the watcher started, the cue to sync first.
+        for changes in watch(
+            directory,
+            debounce=WATCH_DEBOUNCE_MS,
+            rust_timeout=WATCH_TICK_MS,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+        ):
+            if changes or not synced:
+                resync()
+                synced = True
     except KeyboardInterrupt:
-        stop.set()
+        pass
+    err.print("stopped watching", markup=False)
 
 
 # --- search and ask ------------------------------------------------------------------------

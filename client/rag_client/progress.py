@@ -19,9 +19,11 @@ from rag_client.transfer import Sent, UploadRequest, UploadResult
 
 
 class UploadProgress:
-    """Bars for an upload of many files; silent when stderr is not a terminal or --json."""
+    """Bars for an upload of many files on stderr; silent when stderr is not a terminal. With
+    --json too: stdout keeps its one JSON document, and nothing printed meanwhile is moved
+    from stdout to the bars' stream."""
 
-    def __init__(self, total_bytes: int, files: int, enabled: bool) -> None:
+    def __init__(self, total_bytes: int, files: int) -> None:
         console = Console(stderr=True)
         self._progress = Progress(
             TextColumn("{task.description}", justify="left"),
@@ -30,8 +32,9 @@ class UploadProgress:
             TransferSpeedColumn(),
             TimeRemainingColumn(),
             console=console,
-            disable=not (enabled and console.is_terminal),
+            disable=not console.is_terminal,
             transient=False,
+            redirect_stdout=False,
         )
         self._overall = self._progress.add_task(f"all {files} files", total=total_bytes)
         self._tasks: dict[str, TaskID] = {}

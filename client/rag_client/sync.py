@@ -24,6 +24,8 @@ from rag_client.transfer import UploadRequest, UploadResult, file_sha256, list_a
 # The service names a document after its path this way (app/services/sync_uploads.py).
 _UNSAFE_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f\\:*?\"<>|]")
 LISTED_FIELDS = ("document_id", "source", "content_sha256", "status", "sync_root")
+# Where an upload without a collection goes on the service (so where a sync without one looks).
+DEFAULT_COLLECTION = "general"
 
 
 def document_name(relative: str) -> str:
@@ -90,11 +92,10 @@ class Plan:
     delete: list[dict[str, Any]] = field(default_factory=list)  # listed documents
 
 
-def remote_documents(api: Api, label: str, collection: str | None) -> dict[str, dict[str, Any]]:
-    """The documents of this folder label (in the collection), by name: one cheap listing."""
-    params: dict[str, Any] = {"sync_root": label, "fields": list(LISTED_FIELDS)}
-    if collection is not None:
-        params["collection"] = collection
+def remote_documents(api: Api, label: str, collection: str) -> dict[str, dict[str, Any]]:
+    """The documents of this folder label in the collection, by name: one cheap listing.
+    Always within one collection: the same name may be a document in each of several."""
+    params = {"sync_root": label, "collection": collection, "fields": list(LISTED_FIELDS)}
     return {doc["source"]: doc for doc in list_all(api, "/documents", params)}
 
 
@@ -156,7 +157,7 @@ class Summary:
 
     dry_run: bool
     sync_root: str
-    collection: str | None
+    collection: str
     uploaded: list[dict[str, Any]] = field(default_factory=list)
     replaced: list[dict[str, Any]] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import queue
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -18,6 +20,8 @@ from rag_client.http import Api
 FINISHED = ("done", "failed")
 POLL_S = 1.0  # between two looks at the jobs when the service does not hold the request
 LONG_POLL_S = 20  # `GET /jobs/{id}?wait=` where the service supports it (else ignored)
+# After Ctrl-C, how long uploads already sending may finish before the command stops anyway.
+INTERRUPT_GRACE_S = 1.5
 
 # (bytes just sent) for one file's progress
 Sent = Callable[[int], None]
@@ -146,21 +150,63 @@ def upload_all(
     finished: Callable[[UploadRequest, UploadResult], None],
 ) -> list[UploadResult]:
     """Upload files, `concurrency` at a time; results in the order of `requests`.
-    `started(request)` gives the progress callback of a file as its upload starts."""
+    `started(request)` gives the progress callback of a file as its upload starts.
 
-    def one(request: UploadRequest) -> UploadResult:
-        result = upload(api, request, started(request))
-        finished(request, result)
-        return result
+    Interrupted (Ctrl-C), no upload starts any more, those in flight get INTERRUPT_GRACE_S to
+    finish and are then abandoned: the uploads run on daemon threads, so the process never
+    waits for a slow server at exit (a thread pool's workers are joined at exit). An upload
+    cut off mid-body is discarded by the service; a rerun sends it again."""
+    results: list[UploadResult | None] = [None] * len(requests)
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for index in range(len(requests)):
+        todo.put(index)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    count = min(max(concurrency, 1), len(requests))
+    running = [count]  # workers not yet returned
+    lock = threading.Lock()
+    all_done = threading.Event()
 
-    pool = ThreadPoolExecutor(max_workers=max(concurrency, 1))
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    return
+                result = upload(api, requests[index], started(requests[index]))
+                finished(requests[index], result)
+                results[index] = result
+        except BaseException as exc:  # a key refused, the service gone: stop them all
+            errors.append(exc)
+            stop.set()
+        finally:
+            with lock:
+                running[0] -= 1
+                if running[0] == 0:
+                    all_done.set()
+
+    if not requests:
+        return []
     try:
-        results = list(pool.map(one, requests))
-    except BaseException:  # Ctrl-C, or a key refused: the uploads not yet started never start
-        pool.shutdown(wait=False, cancel_futures=True)
+        for n in range(count):
+            threading.Thread(target=work, name=f"rag-upload-{n}", daemon=True).start()
+        # An Event, not Thread.join: a join interrupted by Ctrl-C may mark a thread that is
+        # still sending as stopped (CPython 3.11), and the grace below would be skipped.
+        all_done.wait()
+    except BaseException:
+        stop.set()
+        _wait_quietly(all_done, INTERRUPT_GRACE_S)
         raise
-    pool.shutdown()
-    return results
+    if errors:
+        raise errors[0]
+    return [result for result in results if result is not None]
+
+
+def _wait_quietly(event: threading.Event, seconds: float) -> None:
+    """Wait at most `seconds` for the event (a second Ctrl-C: stop waiting at once)."""
+    with contextlib.suppress(KeyboardInterrupt):
+        event.wait(seconds)
 
 
 def wait_for_jobs(

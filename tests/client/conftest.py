@@ -2,7 +2,8 @@
 
 `make test` installs the client into .venv, so `rag` sits next to the test's Python; run
 elsewhere (a shared interpreter), the client is built once per session into a temp folder
-with pip, offline, the same way.
+with pip, offline, the same way. Either way the console script runs this checkout's
+`client/rag_client` (first on PYTHONPATH), never an older installed copy.
 """
 
 from __future__ import annotations
@@ -73,7 +74,11 @@ class Rag:
         """The process environment of a run."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
         env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"))
-        env["PYTHONPATH"] = str(self.executable.parent.parent)  # a --target build
+        # This checkout's client first: an installed `rag` (a shared .venv) may be older;
+        # then a --target build's own folder.
+        env["PYTHONPATH"] = os.pathsep.join(
+            (str(REPO_ROOT / "client"), str(self.executable.parent.parent))
+        )
         env.update(self.env)
         env.update(extra or {})
         return env

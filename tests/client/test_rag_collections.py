@@ -87,6 +87,49 @@ def test_a_collection_the_user_may_not_write_is_a_failure_row_not_a_crash(
     assert human.code == 1 and "notice.txt" in human.stdout  # the failure table
 
 
+def test_a_sync_into_a_collection_the_user_may_not_read_fails_each_file_with_the_reason(
+    client_server: ClientServer, tmp_path: Path
+) -> None:
+    server = client_server.server
+    made = call(
+        client_server, "POST", "/collections", json={"name": "board", "visibility": "restricted"}
+    )
+    assert made.status_code == 201, made.text
+    server.create_user("acme", "milo", "Member-only 42 lighthouse", role="member")
+    member = Rag(
+        client_server.rag.executable,
+        client_server.rag.home,
+        {"RAG_URL": server.url, "RAG_API_KEY": make_key(server, "milo", "syncing")},
+    )
+    folder = tmp_path / "minutes"
+    write(folder, "january.txt", "The board met on the ninth.")
+    write(folder, "sub/february.txt", "The board met on the twelfth.")
+
+    for extra in ((), ("--dry-run",), ("--delete",)):
+        ran = member("sync", str(folder), "--collection", "board", *extra, "--json")
+        assert ran.code == 1, ran.stderr  # some files failed: not a usage error (2)
+        summary = ran.json()
+        rows = {row["source"]: row for row in summary["failed"]}
+        assert sorted(rows) == ["january.txt", "sub/february.txt"]
+        assert {row["error_code"] for row in rows.values()} == {"not_found"}
+        assert all("board" in row["error"] for row in rows.values())
+        assert summary["uploaded"] == summary["deleted"] == summary["unchanged"] == []
+
+    human = member("sync", str(folder), "--collection", "board", env={"COLUMNS": "300"})
+    assert human.code == 1
+    table = [line for line in human.stdout.splitlines() if "board" in line]
+    assert any("january.txt" in line for line in table)  # one failure row per file
+    assert any("sub/february.txt" in line for line in table)
+    listed = call(client_server, "GET", "/documents", params={"collection": "board"}).json()
+    assert listed["data"] == []  # nothing reached the collection
+
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    none_to_fail = member("sync", str(empty), "--collection", "board", "--json")
+    assert none_to_fail.code == 1  # no file to blame: the run's one error
+    assert none_to_fail.json()["error"]["code"] == "not_found"
+
+
 def test_sync_into_a_collection_compares_and_deletes_only_within_it(
     client_server: ClientServer, tmp_path: Path
 ) -> None:

@@ -247,14 +247,18 @@ def test_ctrl_c_stops_a_sync_and_a_rerun_finishes_it(
         write(root, name, f"Logbook entry {i}: wind {i % 8} Beaufort, {i * 3} nautical miles.")
     running = rag.popen("sync", str(root), "--concurrency", "1")
     assert _eventually(lambda: len(listed(client_server, "stopped")) >= 3)
+    pressed = time.monotonic()
     running.send_signal(signal.SIGINT)
     running.wait(timeout=30)
     assert running.returncode == 130
+    assert time.monotonic() - pressed < 5  # uploads in flight get a short grace, no more
     stopped_at = len(listed(client_server, "stopped"))
     time.sleep(1)
-    assert len(listed(client_server, "stopped")) == stopped_at < len(names)  # nothing more sent
+    # Nothing new is sent after Ctrl-C; an upload abandoned mid-request may still land.
+    settled = len(listed(client_server, "stopped"))
+    assert stopped_at <= settled <= stopped_at + 1 < len(names)
 
     rerun = ok(rag("sync", str(root), "--wait", "--json"))
     assert len(rerun["uploaded"]) + len(rerun["unchanged"]) == len(names)
-    assert len(rerun["unchanged"]) == stopped_at and rerun["failed"] == []
-    assert sorted(listed(client_server, "stopped")) == names
+    assert len(rerun["unchanged"]) >= settled and rerun["failed"] == []
+    assert sorted(listed(client_server, "stopped")) == names  # each file once
