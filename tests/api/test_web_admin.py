@@ -30,9 +30,9 @@ PASSWORD_CHANGED = "Your password has changed; sign in with the new one."
 LAST_ADMIN = "the tenant must keep at least one enabled admin"
 # ada is the tenant's first user, so its admin; the others get their role from the CLI.
 USERS = {"ada": "admin", "mel": "member", "rex": "reader", "pat": "member", "kim": "reader"}
-NAV_ALL = ["Documents & Ask", "Account", "Quality", "Users", "Activity"]
-NAV_MEMBER = ["Documents & Ask", "Account", "Quality"]
-NAV_OWN = ["Documents & Ask", "Account"]
+NAV_ALL = ["Documents & Ask", "Account", "Collections", "Quality", "Users", "Activity"]
+NAV_MEMBER = ["Documents & Ask", "Account", "Collections", "Quality"]
+NAV_OWN = ["Documents & Ask", "Account", "Collections"]
 
 
 @pytest.fixture(scope="module")
