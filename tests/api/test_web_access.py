@@ -179,7 +179,9 @@ def test_admin_manages_collections_groups_and_access(live: LiveServer, page: Any
     # Create: a taken name (409) and a name shaped like an id (422) are explained.
     page.get_by_label("Name of the new collection").fill("projects")
     page.get_by_role("button", name="Create collection").click()
-    expect(page.get_by_role("alert").filter(has_text="refused")).to_contain_text("projects")
+    expect(page.get_by_role("alert").filter(has_text="refused")).to_contain_text(
+        "a collection named 'projects' already exists"
+    )
     page.get_by_label("Name of the new collection").fill("col_0123456789ab")
     page.get_by_role("button", name="Create collection").click()
     expect(page.get_by_role("alert").filter(has_text="refused")).to_contain_text(
@@ -222,11 +224,18 @@ def test_admin_manages_collections_groups_and_access(live: LiveServer, page: Any
         f"{live.url}/collections/board/access", headers=_headers(live, "ada")
     ).json()["grants"]
     assert sorted(g["permission"] for g in stored) == ["read", "write"]
+    # A renamed group keeps its access, shown under the new name.
+    page.get_by_role("button", name="Rename group directors").click()
+    page.get_by_label("New name of directors").fill("directors-2026")
+    page.get_by_role("button", name="Save the name of directors").click()
+    expect(page.get_by_label("Access of group directors-2026")).to_have_value("write")
 
     # Rename: a taken name is a 409 shown in the panel; a free one is saved and listed.
     page.get_by_label("Collection name").fill("general")
     page.get_by_role("button", name="Save changes").click()
-    expect(page.get_by_role("alert").filter(has_text="Saving")).to_contain_text("refused")
+    expect(page.get_by_role("alert").filter(has_text="Saving")).to_contain_text(
+        "a collection named 'general' already exists"
+    )
     page.get_by_label("Collection name").fill("board-minutes")
     page.get_by_role("button", name="Save changes").click()
     expect(page.get_by_role("heading", name="Manage “board-minutes”")).to_be_visible()

@@ -129,6 +129,36 @@ async function removeGroup(group) {
   );
 }
 
+// The name cell becomes a small form: the new name, saved with Enter or Save.
+function startRename(group, cell) {
+  const input = element("input", {
+    attrs: { "aria-label": `New name of ${group.name}`, maxlength: "64", autocomplete: "off" },
+  });
+  input.value = group.name;
+  const save = element("button", {
+    text: "Save",
+    className: "small",
+    attrs: { type: "submit", "aria-label": `Save the name of ${group.name}` },
+  });
+  const form = element("form", { className: "rename", attrs: { novalidate: "" } }, [input, save]);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const name = input.value.trim();
+    if (name === group.name) {
+      drawGroups();
+      return;
+    }
+    change(
+      () => json(`/groups/${encodeURIComponent(group.group_id)}`, jsonBody("PATCH", { name })),
+      `Renamed the group ${group.name} to ${name}.`,
+      `Renaming ${group.name}`,
+    );
+  });
+  cell.replaceChildren(form);
+  input.focus();
+  input.select();
+}
+
 function groupRow(group) {
   const members = group.members.length
     ? element("ul", { className: "members" }, group.members.map((id) => memberItem(group, id)))
@@ -139,15 +169,21 @@ function groupRow(group) {
     attrs: { type: "button", "aria-label": `Delete group ${group.name}` },
   });
   del.addEventListener("click", () => removeGroup(group));
+  const rename = element("button", {
+    text: "Rename",
+    className: "secondary small",
+    attrs: { type: "button", "aria-label": `Rename group ${group.name}` },
+  });
   const name = element("td", { className: "name" }, [
     element("bdi", { text: group.name }),
     ...(group.description ? [element("div", { className: "hint", text: group.description })] : []),
   ]);
+  rename.addEventListener("click", () => startRename(group, name));
   return element("tr", { attrs: { "data-group": group.group_id } }, [
     name,
     element("td", {}, [members]),
     addMemberControls(group),
-    element("td", { className: "actions" }, [del]),
+    element("td", { className: "actions" }, [rename, del]),
   ]);
 }
 
