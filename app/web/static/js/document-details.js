@@ -182,20 +182,22 @@ async function save(event) {
   await afterChange();
 }
 
-// Opens the details of a listed document (fetched again: the listing may be old).
+// Opens the details of a listed document, as the server has them now (the listing may be old;
+// drawn once, so nothing typed in the dialog is replaced by a late answer).
 export async function openDocumentDetails(doc, opener) {
   returnFocus = opener || null;
-  report("");
-  draw(doc);
+  let shown = doc;
+  let problem = "";
+  try {
+    shown = await json(`/documents/${encodeURIComponent(doc.document_id)}`);
+  } catch (error) {
+    problem = describeError(error, "Loading the document");
+  }
+  report(problem, { isError: Boolean(problem) });
+  draw(shown);
   const dialog = $("document-dialog");
   if (!dialog.open) dialog.showModal();
   $("document-dialog-close").focus();
-  try {
-    const fresh = await json(`/documents/${encodeURIComponent(doc.document_id)}`);
-    if (current?.document_id === doc.document_id) draw(fresh);
-  } catch (error) {
-    report(describeError(error, "Loading the document"), { isError: true });
-  }
 }
 
 export function closeDocumentDetails() {

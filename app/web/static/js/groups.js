@@ -8,8 +8,7 @@ import { refused } from "./refused.js";
 import { roleAtLeast } from "./roles.js";
 
 const $ = (id) => document.getElementById(id);
-const USER_PAGE = 200;
-const MAX_USER_PAGES = 20;
+const MAX_USER_PAGES = 100; // pages of the server's default size
 let users = []; // [{user_id, username, ...}] (admins only; empty for anyone else)
 let groups = []; // [{group_id, name, description, members: [user ids]}]
 let afterChange = () => {};
@@ -44,7 +43,7 @@ function report(text, { isError = false } = {}) {
 async function allUsers() {
   const found = [];
   for (let page = 0; page < MAX_USER_PAGES; page += 1) {
-    const listing = await json(`/users?limit=${USER_PAGE}&offset=${found.length}`);
+    const listing = await json(`/users?offset=${found.length}`);
     found.push(...listing.data);
     if (listing.data.length === 0 || found.length >= listing.count) break;
   }
