@@ -1,11 +1,13 @@
 // Who has access to a managed collection: its grants to groups and users (read, write, manage),
 // changed by replacing the whole list (PUT /collections/{id}/access). Admins see names; another
-// manager, who may not list users or groups, sees ids and names a group by its name.
+// manager, who may not list users or groups, sees ids (and their own name) and names a group by
+// its name.
 
 import { json } from "./api.js";
 import { describeError, element, jsonBody } from "./format.js";
 import { groupName, knownGroups, knownUsers, userName } from "./groups.js";
 import { refused } from "./refused.js";
+import { currentCaller } from "./roles.js";
 
 const $ = (id) => document.getElementById(id);
 const PERMISSIONS = ["read", "write", "manage"];
@@ -22,7 +24,9 @@ const accessPath = (collection) =>
 
 function holderName(grant) {
   if (grant.group_id) return `group ${groupName(grant.group_id) || grant.group_id}`;
-  return `user ${userName(grant.user_id) || grant.user_id}`;
+  const me = currentCaller();
+  const own = me && me.user_id === grant.user_id ? me.username : "";
+  return `user ${userName(grant.user_id) || own || grant.user_id}`;
 }
 
 function summary(collection) {
