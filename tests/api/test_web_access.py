@@ -346,6 +346,14 @@ def test_filters_narrow_search_and_ask(live: LiveServer, page: Any) -> None:
     assert asked[-1]["filters"] == {"department": {"$eq": "engineering"}}
     expect(page.locator("#citations")).not_to_contain_text("leave.txt")
     screenshot(page, "access-filters.png")
+    # On a phone a filter row wraps inside the card: no control leaves the screen.
+    page.set_viewport_size({"width": 390, "height": 844})
+    for name in ("Field of filter 1", "Condition of filter 1", "Value of filter 1"):
+        box = page.get_by_label(name).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (name, box)
+    box = page.get_by_role("button", name="Remove filter 1").bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 390, box
+    screenshot(page, "access-filters-phone.png")
 
 
 def test_member_manager_reader_and_signed_out(live: LiveServer, page: Any) -> None:
