@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browser import drop_files, launched_chromium, screenshot
+from browser import drop_files, screenshot
 from playwright.sync_api import expect
 
 from testkit.builders import text_document
@@ -56,12 +56,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     assert granted.status_code == 200, granted.text
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_chromium() as context:
-        yield context
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 import { request, sessionToken } from "./api.js";
 import { resetFeedback, showFeedback } from "./feedback.js";
-import { askCollections } from "./collections.js";
+import { clearSearchResults, searchScope } from "./filters.js";
 import { describeError, element } from "./format.js";
 import { readEvents } from "./sse.js";
 import { openCitation } from "./viewer.js";
@@ -69,6 +69,14 @@ async function ask(question) {
   if (!sessionToken()) return; // the session is over: nothing is sent
   const answer = $("answer");
   const status = $("ask-status");
+  let scope;
+  try {
+    scope = searchScope();
+  } catch (problem) {
+    status.textContent = problem.message; // a filter to finish first: nothing is sent
+    return;
+  }
+  clearSearchResults();
   const button = $("ask-button");
   let text = "";
   let tokens = 0;
@@ -87,7 +95,7 @@ async function ask(question) {
       signal: controller.signal,
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ question, collections: askCollections() }),
+      body: JSON.stringify({ question, ...scope }),
     });
     await readEvents(response, (name, data) => {
       if (name === "token") {
@@ -120,8 +128,8 @@ async function ask(question) {
   }
 }
 
-// Back to an empty panel (on sign-out and before a session starts); a streaming answer stops.
-export function resetAsk() {
+// The answer on screen goes (a streaming one stops); the question stays.
+export function clearAnswer() {
   if (streaming) streaming.abort();
   streaming = null;
   const answer = $("answer");
@@ -130,9 +138,14 @@ export function resetAsk() {
   for (const key of ["state", "tokens", "refused"]) delete answer.dataset[key];
   renderCitations([]);
   resetFeedback();
+  $("ask-button").disabled = false;
+}
+
+// Back to an empty panel (on sign-out and before a session starts).
+export function resetAsk() {
+  clearAnswer();
   $("question").value = "";
   $("ask-status").textContent = "";
-  $("ask-button").disabled = false;
 }
 
 export function setUpAsk() {

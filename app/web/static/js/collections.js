@@ -5,6 +5,7 @@ import { json } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const WRITES = new Set(["write", "manage"]);
+let known = []; // the last GET /collections: what the caller reads, with its permission on each
 
 function option(value, label) {
   const item = document.createElement("option");
@@ -16,6 +17,7 @@ function option(value, label) {
 // Fills both pickers from GET /collections (the collections the caller reads).
 export async function loadCollections() {
   const { data } = await json("/collections");
+  known = data;
   const upload = $("upload-collection");
   const ask = $("ask-collection");
   const chosenUpload = upload.value || "general";
@@ -45,7 +47,13 @@ export function askCollections() {
   return chosen ? [chosen] : null;
 }
 
+// The collections the caller reads, as last loaded ({collection_id, name, permission, ...}).
+export function knownCollections() {
+  return known;
+}
+
 export function resetCollections() {
+  known = [];
   for (const id of ["upload-collection", "ask-collection"]) $(id).replaceChildren();
   $("upload-collection-field").hidden = true;
   $("ask-collection-field").hidden = true;

@@ -1,8 +1,13 @@
 // Documents: drag-and-drop uploads with a progress bar per file, the list, and deletion.
 
 import { ApiError, json, request, sessionToken, token } from "./api.js";
-import { uploadCollection } from "./collections.js";
+import { loadCollections, uploadCollection } from "./collections.js";
 import { closeConfirm, confirmAction } from "./confirm.js";
+import {
+  closeDocumentDetails,
+  openDocumentDetails,
+  whenDocumentChanged,
+} from "./document-details.js";
 import { counted, describeError, element, formatBytes, sleep } from "./format.js";
 import { mayDeleteDocument, roleAtLeast } from "./roles.js";
 
@@ -215,7 +220,13 @@ export async function uploadFiles(files) {
 }
 
 function documentRow(doc, onDelete) {
-  const actions = element("td");
+  const details = element("button", {
+    text: "Details",
+    className: "secondary small",
+    attrs: { type: "button", "aria-label": `Details of ${doc.source}` },
+  });
+  details.addEventListener("click", () => openDocumentDetails(doc, details));
+  const actions = element("td", { className: "actions" }, [details]);
   if (mayDeleteDocument(doc)) {
     const remove = element("button", {
       text: "Delete",
@@ -263,6 +274,11 @@ async function deleteDocument(doc) {
     status.textContent = describeError(error, `Deleting “${doc.source}”`);
   }
   await refreshList();
+}
+
+// The documents of the last listing (their metadata suggests the fields to filter on).
+export function listedDocuments() {
+  return shownDocuments;
 }
 
 export async function refreshList() {
@@ -317,9 +333,12 @@ export function resetDocuments() {
   $("documents-table").hidden = true;
   $("documents-empty").hidden = true;
   closeConfirm();
+  closeDocumentDetails();
 }
 
 export function setUpDocuments() {
+  // A moved document changes the collections' counts too.
+  whenDocumentChanged(() => Promise.all([refreshList(), loadCollections()]));
   const zone = $("drop-zone");
   const input = $("file-input");
   input.addEventListener("change", () => {

@@ -1,6 +1,6 @@
 // Entry point: the session's states (signed out, loading, signed in) and, signed in, the
-// sections of the top bar (Documents & Ask, Account, for members and admins Quality, and for
-// admins Users and Activity).
+// sections of the top bar (Documents & Ask, Account, Collections, for members and admins
+// Quality, and for admins Users and Activity).
 
 import { openAccount, resetAccount, setUpAccount, whenPasswordChanged } from "./account.js";
 import { openActivity, resetActivity, setUpActivity } from "./activity.js";
@@ -13,7 +13,7 @@ import {
   token,
   whenUnauthorized,
 } from "./api.js";
-import { resetAsk, setUpAsk } from "./ask.js";
+import { clearAnswer, resetAsk, setUpAsk } from "./ask.js";
 import { resetBench, setUpBench } from "./bench.js";
 import {
   finishSso,
@@ -23,10 +23,17 @@ import {
   setUpSso,
   takeSsoCode,
 } from "./sso.js";
+import {
+  openCollectionsView,
+  resetCollectionsView,
+  setUpCollectionsView,
+} from "./collection-admin.js";
 import { loadCollections, resetCollections } from "./collections.js";
+import { setUpDocumentDetails } from "./document-details.js";
 import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./documents.js";
 import { openQuality, resetQuality, setUpQuality } from "./evaluation.js";
 import { setUpFeedback } from "./feedback.js";
+import { resetFilters, setUpFilters } from "./filters.js";
 import { describeError } from "./format.js";
 import { roleAtLeast, setCaller } from "./roles.js";
 import { openUsers, resetUsers, setUpUsers, whenOwnAccountChanged } from "./users.js";
@@ -43,6 +50,7 @@ const SECTIONS = {
     focus: "documents-title",
     role: "reader",
   },
+  collections: { open: openCollectionsView, focus: "collections-title", role: "reader" },
   quality: { open: openQuality, focus: "bench-title", role: "member" },
   account: { open: openAccount, focus: "password-title", role: "reader" },
   users: { open: openUsers, focus: "users-title", role: "admin" },
@@ -54,6 +62,8 @@ function clearPanels() {
   closeViewer();
   resetDocuments();
   resetCollections();
+  resetCollectionsView();
+  resetFilters();
   resetAsk();
   resetBench();
   resetQuality();
@@ -220,6 +230,9 @@ setUpLogin();
 setUpNavigation();
 setUpDocuments();
 setUpAsk();
+setUpFilters({ clearAnswer });
+setUpDocumentDetails();
+setUpCollectionsView();
 setUpFeedback();
 setUpBench();
 setUpQuality();

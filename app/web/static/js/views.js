@@ -2,7 +2,7 @@
 // shown only while the current view is one of its names; the others carry `hidden`, which the
 // stylesheet makes win over any display rule. A new view is a new name on the elements it
 // shows, nothing else. The views: signed-out, loading, and the signed-in sections documents,
-// quality, account, users and activity (the links in the top bar, marked data-section).
+// collections, quality, account, users and activity (the links in the top bar, marked data-section).
 
 export function showView(name) {
   document.body.dataset.view = name;
