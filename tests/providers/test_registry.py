@@ -45,6 +45,7 @@ def test_the_service_registries_cannot_be_changed() -> None:
             "'use', 'e5', 'huggingface', 'openai' or 'ollama'",
         ),
     ],
+    ids=["llm", "embedding"],
 )
 def test_settings_refuse_an_unknown_provider_naming_the_variable_and_the_choices(
     field: str, variable: str, choices: str
