@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from app.config import EMBEDDING_PROVIDERS, Settings, load_settings
 from app.errors import ConfigurationError
 from app.providers.embeddings import build_embedder, l2_normalise
-from app.providers.types import Embedder
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.unit
@@ -20,9 +19,9 @@ pytestmark = pytest.mark.unit
 
 def test_a_provider_builds_once_per_configuration(settings: Settings):
     remote = {"embedding_provider": "openai", "embedding_model": "m", "openai_api_key": "k"}
-    first = build_embedder(settings.model_copy(update=remote))
+    first = build_embedder(settings.model_copy(update=remote))  # contacts nothing yet
 
-    assert isinstance(first, Embedder)
+    assert first.model_id == "openai:m"
     assert build_embedder(settings.model_copy(update=remote)) is first
     other = build_embedder(settings.model_copy(update={**remote, "embedding_model": "n"}))
     assert other is not first and other.model_id == "openai:n"
