@@ -1,9 +1,10 @@
 """The composition root: builds each component once per process, lazily, from Settings.
 
 Routes, the CLI, workers and tests all get their components here, so a test can hand in its
-fake embedder or LLM (`ProviderOverrides`) and nothing heavy loads at import time. Only the entry points
-(app/api, app/main.py, app/cli.py, app/worker.py) import this module: services and jobs receive
-the collaborators they need (`AnswerDeps`, `DocumentDeps`, `IngestDeps`...), never the container.
+fake embedder or LLM (`ProviderOverrides`) and nothing heavy loads at import time. Only the
+entry points (app/api, app/main.py, app/cli.py, app/worker.py) import this module: services and
+jobs receive the collaborators they need (`AnswerDeps`, `DocumentDeps`, `IngestDeps`...), never
+the container.
 """
 
 from __future__ import annotations
