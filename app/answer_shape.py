@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from app.config import RerankerProvider, Settings
+from app.config import EmbeddingProvider, LLMProvider, RerankerProvider, Settings
 
 
 class AnswerShape(BaseModel):
@@ -22,7 +22,7 @@ class AnswerShape(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     # --- which vectors a question and the corpus get ---
-    embedding_provider: str
+    embedding_provider: EmbeddingProvider
     embedding_model: str
     embedding_query_prefix: str
     embedding_passage_prefix: str
@@ -67,7 +67,7 @@ class AnswerShape(BaseModel):
     models_dir: Path  # where the default LLM and local reranker weights are read from
 
     # --- generation: model, prompt size, refusal and abstention ---
-    llm_provider: str
+    llm_provider: LLMProvider
     llm_model: str
     llm_model_path: Path | None
     llm_max_tokens: int

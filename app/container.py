@@ -1,9 +1,10 @@
 """The composition root: builds each component once per process, lazily, from Settings.
 
-Routes, the CLI, workers and tests all get their components here, so a test can hand in
-settings with fake providers and nothing heavy loads at import time. Only the entry points
-(app/api, app/main.py, app/cli.py, app/worker.py) import this module: services and jobs receive
-the collaborators they need (`AnswerDeps`, `DocumentDeps`, `IngestDeps`...), never the container.
+Routes, the CLI, workers and tests all get their components here, so a test can hand in its
+fake embedder or LLM (`ProviderOverrides`) and nothing heavy loads at import time. Only the
+entry points (app/api, app/main.py, app/cli.py, app/worker.py) import this module: services and
+jobs receive the collaborators they need (`AnswerDeps`, `DocumentDeps`, `IngestDeps`...), never
+the container.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from app.jobs.store import JobRecord, JobStore, StorageQuota
     from app.jobs.trace_carriers import TraceCarriers
     from app.memory import MemoryBudget
-    from app.providers.types import LLM, Embedder, Reranker
+    from app.providers.types import LLM, Embedder, ProviderOverrides, Reranker
     from app.rendering.cache import PageImageCache
     from app.rendering.pdf_page import RenderLimits
     from app.retrieval.hybrid import HybridRetriever
@@ -72,13 +73,20 @@ if TYPE_CHECKING:
 
 
 class Container:
-    """Lazily built, process-wide components for one Settings object."""
+    """Lazily built, process-wide components for one Settings object.
 
-    def __init__(self, settings: Settings) -> None:
+    `providers` replaces the embedder or the LLM the settings name (tests' fakes, a benchmark's
+    wrapped model); a deployment passes none.
+    """
+
+    def __init__(self, settings: Settings, providers: ProviderOverrides | None = None) -> None:
         self.settings = settings
+        self._providers = providers
 
     @cached_property
     def embedder(self) -> Embedder:
+        if self._providers is not None and self._providers.embedder is not None:
+            return self._providers.embedder
         from app.providers.embeddings import build_embedder
 
         return build_embedder(self.settings)
@@ -184,6 +192,8 @@ class Container:
 
     @cached_property
     def llm(self) -> LLM:
+        if self._providers is not None and self._providers.llm is not None:
+            return self._providers.llm
         from app.providers.llms import build_llm
 
         return build_llm(self.settings)

@@ -43,6 +43,7 @@ from app.api.security_headers import NoSniff
 from app.config import SERVICE_VERSION, Settings, get_settings
 from app.container import Container
 from app.observability import configure_logging, configure_tracing, request_id_var
+from app.providers.types import ProviderOverrides
 
 log = logging.getLogger("app.http")
 
@@ -145,8 +146,14 @@ def start_metrics(settings: Settings, container: Container) -> Callable[[], None
     return stop
 
 
-def create_app(settings: Settings | None = None, *, start_workers: bool = True) -> FastAPI:
-    """Build the application; components load in the lifespan, not at import time."""
+def create_app(
+    settings: Settings | None = None,
+    *,
+    start_workers: bool = True,
+    providers: ProviderOverrides | None = None,
+) -> FastAPI:
+    """Build the application; components load in the lifespan, not at import time.
+    `providers` replaces the configured embedder or LLM (tests' fakes; see `Container`)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -155,7 +162,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         configure_tracing(active)  # LangSmith, when asked
         tracing_was_on = tracing.enabled()  # a test's own provider is left to the test
         own_tracing = tracing.configure(active) and not tracing_was_on  # OpenTelemetry
-        container = Container(active)
+        container = Container(active, providers)
         app.state.container = container
         app.state.ready = False
         container.warm_up(serving=True)

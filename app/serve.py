@@ -10,8 +10,9 @@ from app.config import get_settings
 from app.errors import ConfigurationError
 
 
-def main() -> None:
-    """Validate settings, tell the operator how to get a user, then serve."""
+def main(application: str = "app.main:app", *, factory: bool = False) -> None:
+    """Validate settings, tell the operator how to get a user, then serve `application` (an
+    import path; with `factory`, of a function that returns the app)."""
     try:
         settings = get_settings()
     except ConfigurationError as exc:
@@ -28,7 +29,8 @@ def main() -> None:
         flush=True,
     )
     uvicorn.run(
-        "app.main:app",
+        application,
+        factory=factory,
         host=settings.host,
         port=settings.port,
         log_config=None,

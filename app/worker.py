@@ -26,6 +26,7 @@ from app.errors import ConfigurationError
 from app.job_runners.redis_worker import IngestWorker
 from app.jobs.redis_queue import queue_name, rq_queue
 from app.observability import configure_logging
+from app.providers.types import ProviderOverrides
 from app.storage.redis_client import connect_redis
 
 log = logging.getLogger("app.worker")
@@ -59,8 +60,9 @@ def start_metrics(settings: Settings, container: Container) -> None:
         metrics.serve_on_port(settings.metrics_port, settings.metrics_bind_host)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Load models, then process ingestion messages until SIGTERM (finishes the current job)."""
+def main(argv: list[str] | None = None, *, providers: ProviderOverrides | None = None) -> int:
+    """Load models, then process ingestion messages until SIGTERM (finishes the current job).
+    `providers` replaces the configured embedder (a benchmark's wrapped model)."""
     global _current
     args = _parse(argv)
     try:
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     from app.job_runners.redis_tasks import rq_worker
 
     tracing.configure(settings)
-    container = Container(settings)
+    container = Container(settings, providers)
     container.warm_up(serving=False)
     if settings.metrics_enabled:
         start_metrics(settings, container)

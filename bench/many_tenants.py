@@ -33,7 +33,6 @@ from pathlib import Path
 import httpx
 
 from bench.common import median, percentile, process_rss_mb
-from bench.memoised import PROVIDER as MEMO_PROVIDER
 
 PASSWORD = "many-tenants-password-1234"
 FILLER = (
@@ -168,12 +167,10 @@ def chunks_of_first_tenant(base_url: str, headers: dict[str, str]) -> int:
     return int(httpx.get(f"{base_url}/stats", headers=headers, timeout=30).json()["chunks"])
 
 
-def service_settings(hot: int, memo: bool) -> dict[str, str]:
-    """The RAG_ settings of the service processes."""
-    settings = {"RAG_HOT_TENANTS": str(hot)}
-    if memo:
-        settings["RAG_EMBEDDING_PROVIDER"] = MEMO_PROVIDER
-    return settings
+def service_settings(hot: int) -> dict[str, str]:
+    """The RAG_ settings of the service processes (with --memo, bench.memoised wraps their
+    `use` embedder)."""
+    return {"RAG_HOT_TENANTS": str(hot)}
 
 
 def embedding_rate(paragraphs: int) -> float:
@@ -203,7 +200,7 @@ def run_on_stack(
     with tempfile.TemporaryDirectory() as root:
         stack = LocalStack(
             Path(root),
-            settings=service_settings(hot, memo=bool(launcher)),
+            settings=service_settings(hot),
             chroma_cache_collections=hot if bounded_server else 0,
             launcher=launcher,
         )
@@ -262,7 +259,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         server = LiveServer(
             Path(root) / "data",
-            service_settings(hot, memo),
+            service_settings(hot),
             module=launcher[0] if launcher else "app.serve",
         )
         server.data_dir.mkdir(parents=True)

@@ -1,13 +1,16 @@
 """Run a service process whose embedder remembers the passages it has embedded (bench only).
 
-    python -m bench.memoised [MODULE [ARGS...]]     (MODULE defaults to app.serve)
+    python -m bench.memoised                         the API, as `python -m app.serve`
+    python -m bench.memoised uvicorn ARGS...         the API, as `uvicorn ARGS` (app.main:app)
+    python -m bench.memoised app.worker ARGS...      an ingestion worker, as `python -m app.worker`
 
-Registers the embedding provider `use-memo`: the real `use` model, with a per-process memo from
-passage text to its vector. Every vector is the one `use` computes; a passage seen before is
-not computed again. `bench.many_tenants --memo` runs 1,000 tenants whose documents share most
-of their passages, so the run measures what the service does around embedding (requests, jobs,
-vector and keyword writes, memory, searches) in hours of machine time it has, and reports
-embedding at the measured passages per second separately.
+The process runs with RAG_EMBEDDING_PROVIDER=use, and its container is handed the real `use`
+model wrapped in a per-process memo from passage text to its vector (`ProviderOverrides`). Every
+vector is the one `use` computes; a passage seen before is not computed again. `bench.many_tenants
+--memo` runs 1,000 tenants whose documents share most of their passages, so the run measures
+what the service does around embedding (requests, jobs, vector and keyword writes, memory,
+searches) in hours of machine time it has, and reports embedding at the measured passages per
+second separately.
 
 Never in the product: a memo shared across tenants would tell one tenant, by upload time,
 which passages another tenant holds.
@@ -15,17 +18,19 @@ which passages another tenant holds.
 
 from __future__ import annotations
 
-import runpy
 import sys
 from threading import Lock
 
 import numpy as np
 import numpy.typing as npt
+from fastapi import FastAPI
 
-from app.providers.embeddings import EmbedderKey, extra_embedder, use_embedder
-from app.providers.types import Embedder
+from app.config import get_settings
+from app.main import create_app
+from app.providers.embeddings import use_embedder
+from app.providers.types import Embedder, ProviderOverrides
 
-PROVIDER = "use-memo"
+APP_FACTORY = "bench.memoised:memo_app"
 
 
 class MemoisedEmbedder:
@@ -59,15 +64,40 @@ class MemoisedEmbedder:
         return self._inner.embed_query(text)
 
 
-def _build(key: EmbedderKey) -> Embedder:
-    return MemoisedEmbedder(use_embedder(key.threads, key.batch_size, key.centre_questions))
+def memo_providers() -> ProviderOverrides:
+    """The configured `use` model, memoised, as this process's embedder."""
+    settings = get_settings()
+    if settings.embedding_provider != "use":
+        sys.exit("error: bench.memoised wraps the `use` embedder; set RAG_EMBEDDING_PROVIDER=use")
+    inner = use_embedder(
+        settings.embedding_threads, settings.embedding_batch_size, settings.use_question_centring
+    )
+    return ProviderOverrides(embedder=MemoisedEmbedder(inner))
+
+
+def memo_app() -> FastAPI:
+    """The API with the memoised embedder (an app factory for uvicorn)."""
+    return create_app(providers=memo_providers())
 
 
 def main() -> None:
-    target = sys.argv[1] if len(sys.argv) > 1 else "app.serve"
-    sys.argv = [target, *sys.argv[2:]]
-    with extra_embedder(PROVIDER, _build):
-        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    target, args = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("app.serve", [])
+    if target == "app.serve":
+        from app import serve
+
+        serve.main(APP_FACTORY, factory=True)
+    elif target == "uvicorn":
+        import uvicorn
+
+        sys.argv = ["uvicorn", *(APP_FACTORY if a == "app.main:app" else a for a in args)]
+        sys.argv.append("--factory")
+        uvicorn.main()
+    elif target == "app.worker":
+        from app import worker
+
+        sys.exit(worker.main(args, providers=memo_providers()))
+    else:
+        sys.exit(f"error: bench.memoised runs app.serve, uvicorn or app.worker, not {target!r}")
 
 
 if __name__ == "__main__":

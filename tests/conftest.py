@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,19 +21,6 @@ from app.storage.db import Database, open_database
 from app.storage.migrate import VERSION_TABLE
 from app.storage.tables import Base
 from tests.availability import unavailable
-from tests.fakes import fake_providers
-
-# `fake` is a provider name only inside the test session: added when pytest starts, before any
-# test builds settings, and removed when it ends (`pytest_sessionfinish`).
-_FAKES = ExitStack()
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _FAKES.enter_context(fake_providers())
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _FAKES.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,11 +46,11 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(data_dir: Path) -> Settings:
-    """Settings isolated to the test's data directory, with fast fake providers."""
+    """Settings isolated to the test's data directory, with the `extractive` LLM; a test that
+    builds a container hands it the fake embedder (`tests.fakes.fake_providers`)."""
     return load_settings(
         _env_file=None,
         data_dir=data_dir,
-        embedding_provider="fake",
         llm_provider="extractive",
         env="development",
     )

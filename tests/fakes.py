@@ -1,9 +1,8 @@
 """Fast stand-ins for the LLM and the embedder, for unit tests only.
 
-They are not production providers: `fake_providers()` (entered by tests/conftest.py for the test
-session, and left after it) adds them to the provider registries under the name `fake`, so tests
-select them through settings exactly as a deployment selects a real provider, and a deployment
-cannot select them at all.
+They are not production providers, and no setting names them: a test hands them to the
+container (`Container(settings, fake_providers())`, `create_app(settings, providers=...)`), the
+one seam through which a process gets providers its settings do not name.
 """
 
 from __future__ import annotations
@@ -11,13 +10,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 
 import numpy as np
 
-from app.providers.embeddings import EmbedderKey, extra_embedder, l2_normalise
-from app.providers.llms import extra_llm
-from app.providers.types import ChatRequest, LLMDelta
+from app.providers.embeddings import l2_normalise
+from app.providers.types import LLM, ChatRequest, LLMDelta, ProviderOverrides
 
 FAKE_DIMENSION = 512
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -113,16 +110,6 @@ class FakeEmbedder:
         return row
 
 
-def _fake_embedder(key: EmbedderKey) -> FakeEmbedder:
-    return FakeEmbedder()
-
-
-@contextmanager
-def fake_providers() -> Iterator[None]:
-    """Inside the block, `fake` is a provider name for RAG_LLM_PROVIDER and
-    RAG_EMBEDDING_PROVIDER; afterwards the registries are as production has them."""
-    with (
-        extra_llm("fake", lambda settings: FakeLLM(settings.llm_model or None)),
-        extra_embedder("fake", _fake_embedder),
-    ):
-        yield
+def fake_providers(llm: LLM | None = None) -> ProviderOverrides:
+    """The fake embedder, and `llm` when given, in place of the ones the settings name."""
+    return ProviderOverrides(embedder=FakeEmbedder(), llm=llm)

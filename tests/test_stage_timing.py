@@ -26,6 +26,7 @@ from app.services import answer as answer_service
 from app.services.answer import AnsweredQuestion
 from app.services.auth import Identity
 from app.services.indexing import index_document
+from tests.fakes import fake_providers
 
 pytestmark = pytest.mark.integration  # real Chroma; fake embedder and the extractive LLM
 
@@ -74,7 +75,7 @@ def _answer(container: Container, question: str, k: int | None) -> AnsweredQuest
 @pytest.fixture
 def container(settings: Settings, tmp_path: Path) -> Iterator[Container]:
     """A warm service (as after start-up) with a 24-paragraph survey of one tenant."""
-    container = Container(settings)
+    container = Container(settings, fake_providers())
     container.warm_up(serving=False)
     paragraphs = [
         f"Station {i} of the coastal survey records a tide of {i * 7 % 50} centimetres "

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas import IsoTime, Record
 from app.domain import KEY_SCOPES, KeyScope, Role
 from app.services.api_keys import KEY_MAX_DAYS, KEY_NAME_MAX_CHARS
 
@@ -58,15 +59,15 @@ class KeyIn(BaseModel):
     )
 
 
-class KeyOut(BaseModel):
+class KeyOut(Record):
     key_id: str
     name: str
     role: Role
     prefix: str = Field(description="the key's first characters, to tell keys apart")
     user_id: str = Field(description="the key's owner")
-    created_at: str
-    expires_at: str | None
-    last_used_at: str | None = Field(description="to the minute; null if never used")
+    created_at: IsoTime
+    expires_at: IsoTime | None
+    last_used_at: IsoTime | None = Field(description="to the minute; null if never used")
     scopes: list[KeyScope]
     parent_key_id: str | None = Field(description="the key that made it (revoked with it)")
     collections: list[str] | None = Field(
@@ -74,14 +75,14 @@ class KeyOut(BaseModel):
     )
 
 
-class KeyCreatedOut(BaseModel):
+class KeyCreatedOut(Record):
     key_id: str
     name: str
     role: Role
     prefix: str
     key: str = Field(description="the key itself: shown only in this response, store it now")
-    created_at: str
-    expires_at: str | None
+    created_at: IsoTime
+    expires_at: IsoTime | None
     scopes: list[KeyScope]
     collections: list[str] | None = Field(
         default=None, description="collection ids the key is limited to (null: not limited)"
@@ -116,17 +117,12 @@ class UserPatch(BaseModel):
     )
 
 
-class UserOut(BaseModel):
-    user_id: str
+class UserOut(Record):
+    user_id: str = Field(validation_alias="id")  # the record's `id`
     username: str
     role: Role
     disabled: bool
-    created_at: str
-
-
-class UserList(BaseModel):
-    data: list[UserOut]
-    count: int
+    created_at: IsoTime
 
 
 class AuditEntryOut(BaseModel):

@@ -18,9 +18,14 @@ from pydantic import ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.config.auth import JWT_TTL_CAP_S, AuthSettings
-from app.config.embeddings import EMBEDDING_PROVIDERS, EmbeddingSettings, SecondEmbedding
+from app.config.embeddings import (
+    EMBEDDING_PROVIDERS,
+    EmbeddingProvider,
+    EmbeddingSettings,
+    SecondEmbedding,
+)
 from app.config.fields import ENV_PREFIX, GROUPS, Group, setting
-from app.config.generation import LLM_PROVIDERS, GenerationSettings
+from app.config.generation import LLM_PROVIDERS, GenerationSettings, LLMProvider
 from app.config.ingestion import IngestionSettings, SectionPathArms
 from app.config.monitoring import MonitoringSettings
 from app.config.retrieval import (
@@ -44,9 +49,11 @@ __all__ = [
     "LLM_PROVIDERS",
     "SERVICE_VERSION",
     "CacheBackend",
+    "EmbeddingProvider",
     "FusionMethod",
     "Group",
     "JobBackend",
+    "LLMProvider",
     "RerankerProvider",
     "SecondEmbedding",
     "SectionPathArms",

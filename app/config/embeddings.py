@@ -5,13 +5,15 @@ Mixed with the other concerns into the one `app.config.Settings`."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel
 
-from app.config.fields import registered, setting
+from app.config.fields import setting
 
-EMBEDDING_PROVIDERS: set[str] = {"use", "e5", "huggingface", "openai", "ollama"}
+# The embedders a deployment can name; app/providers/embeddings.py builds exactly these.
+EmbeddingProvider = Literal["use", "e5", "huggingface", "openai", "ollama"]
+EMBEDDING_PROVIDERS: frozenset[str] = frozenset(get_args(EmbeddingProvider))
 # A second dense arm beside the configured embedder's (app/services/blocks/second_arm.py).
 SecondEmbedding = Literal["none", "e5"]
 
@@ -20,7 +22,7 @@ class EmbeddingSettings(BaseModel):
     """Which embedder turns passages and questions into vectors, and the OpenAI-compatible and
     Ollama servers a provider may name."""
 
-    embedding_provider: str = setting(
+    embedding_provider: EmbeddingProvider = setting(
         "use",
         group="embeddings",
         description="use (USE-multilingual, ships in a package) | e5 (multilingual-e5-small, "
@@ -89,8 +91,3 @@ class EmbeddingSettings(BaseModel):
     ollama_base_url: str = setting(
         "http://127.0.0.1:11434", group="servers", description="Base URL of an Ollama server."
     )
-
-    @field_validator("embedding_provider")
-    @classmethod
-    def _known_embedding_provider(cls, value: str) -> str:
-        return registered(value, EMBEDDING_PROVIDERS)

@@ -85,12 +85,6 @@ def setting(
     return Field(default, description=description, json_schema_extra=extra, **constraints)
 
 
-def registered(name: str, names: set[str]) -> str:
-    if name not in names:
-        raise ValueError(f"unknown provider; expected one of {', '.join(sorted(names))}")
-    return name
-
-
 def split_list(value: str) -> list[str]:
     """A comma separated setting as its non-empty, trimmed parts."""
     return [part.strip() for part in value.split(",") if part.strip()]

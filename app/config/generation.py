@@ -5,21 +5,21 @@ Mixed with the other concerns into the one `app.config.Settings`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel
 
-from app.config.fields import registered, setting
+from app.config.fields import setting
 
-# The provider names Settings accepts; the factories in app/providers build each one, and their
-# `extra_llm` / `extra_embedder` add a name here for a `with` block (tests add their fakes so).
-LLM_PROVIDERS: set[str] = {"llamacpp", "ollama", "openai", "extractive"}
+# The LLMs a deployment can name; app/providers/llms.py builds exactly these.
+LLMProvider = Literal["llamacpp", "ollama", "openai", "extractive"]
+LLM_PROVIDERS: frozenset[str] = frozenset(get_args(LLMProvider))
 
 
 class GenerationSettings(BaseModel):
     """The LLM and what it reads, answer concurrency, and conversations."""
 
-    llm_provider: str = setting(
+    llm_provider: LLMProvider = setting(
         "llamacpp",
         group="generation",
         description="llamacpp (in-process GGUF, default) | ollama | openai (any OpenAI-compatible "
@@ -201,8 +201,3 @@ class GenerationSettings(BaseModel):
         description="LLM rewrite budget before the fallback is used.",
         gt=0,
     )
-
-    @field_validator("llm_provider")
-    @classmethod
-    def _known_llm_provider(cls, value: str) -> str:
-        return registered(value, LLM_PROVIDERS)

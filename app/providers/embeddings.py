@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -356,8 +355,3 @@ _REGISTRY = ProviderRegistry[EmbedderBuilder](
         "ollama": _build_ollama,
     },
 )
-
-
-def extra_embedder(name: str, builder: EmbedderBuilder) -> AbstractContextManager[None]:
-    """Inside the `with` block, RAG_EMBEDDING_PROVIDER=`name` selects `builder` (tests' fakes)."""
-    return _REGISTRY.extended(name, builder)

@@ -11,7 +11,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -586,11 +585,6 @@ _REGISTRY = ProviderRegistry[LLMBuilder](
         "extractive": _build_extractive,
     },
 )
-
-
-def extra_llm(name: str, builder: LLMBuilder) -> AbstractContextManager[None]:
-    """Inside the `with` block, RAG_LLM_PROVIDER=`name` selects `builder` (tests' fakes)."""
-    return _REGISTRY.extended(name, builder)
 
 
 def build_llm(settings: Settings) -> LLM:

@@ -117,3 +117,13 @@ class LLM(Protocol):
     def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
         """Stream the reply; raises ProviderUnavailable or GenerationTimeout on failure."""
         ...
+
+
+@dataclass(frozen=True)
+class ProviderOverrides:
+    """Provider objects a process uses instead of those its settings name: the one seam through
+    which tests hand in their fakes and a benchmark its wrapped model. A deployment selects
+    providers by settings only; None keeps the configured one."""
+
+    embedder: Embedder | None = None
+    llm: LLM | None = None

@@ -10,6 +10,7 @@ from app.config import Settings
 from app.container import Container
 from eval import contents_case
 from tests.availability import needs
+from tests.fakes import fake_providers
 
 pytestmark = pytest.mark.unit
 
@@ -21,7 +22,9 @@ def test_missing_manuals_are_skipped_with_the_package_to_install(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setattr(contents_case, "R_MANUAL_DIR", tmp_path / "nowhere")
-    report = contents_case.evaluate_contents_case(Container(settings), tmp_path / "work")
+    report = contents_case.evaluate_contents_case(
+        Container(settings, fake_providers()), tmp_path / "work"
+    )
     assert set(report) == set(contents_case.MANUALS)
     for entry in report.values():
         assert "apt-get install -y r-doc-pdf" in entry["skipped"]

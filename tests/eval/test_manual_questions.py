@@ -16,6 +16,7 @@ from app.config import Settings
 from app.container import Container
 from eval import manual_questions as mq
 from tests.availability import needs
+from tests.fakes import fake_providers
 
 
 @pytest.mark.unit
@@ -118,7 +119,7 @@ def test_missing_manuals_are_skipped_with_the_packages_to_install(
         for name, source in mq.SOURCES.items()
     }
     monkeypatch.setattr(mq, "SOURCES", nowhere)
-    report = mq.evaluate_manual_questions(Container(settings), tmp_path / "work")
+    report = mq.evaluate_manual_questions(Container(settings, fake_providers()), tmp_path / "work")
     assert set(report["manuals"]) == set(nowhere)
     assert "apt-get install -y r-doc-pdf" in report["manuals"]["R-lang"]["skipped"]
     assert "apt-get install -y gnuplot-doc" in report["manuals"]["gnuplot"]["skipped"]

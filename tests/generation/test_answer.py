@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from generation_builders import PARIS, make_hits, relevant
 
@@ -18,7 +16,6 @@ from app.generation.grounded_answer import (
     stream_answer,
 )
 from app.generation.prompt import PASSAGES_CLOSE, PASSAGES_OPEN
-from app.providers.llms import build_llm
 from app.timing import start_timer, timed
 from tests.fakes import FakeLLM
 
@@ -164,9 +161,8 @@ def test_passage_budget_keeps_the_best_ranked_hits() -> None:
     assert answer.text == "Olympics." and answer.citations == []
 
 
-def test_fake_provider_is_built_through_the_factory(settings: Settings, tmp_path: Path) -> None:
-    scripted = settings.model_copy(update={"llm_provider": "fake", "llm_model": "Louvre [2]."})
-    llm = build_llm(scripted)
+def test_a_scripted_citation_resolves_to_the_passage_it_names(settings: Settings) -> None:
+    llm = FakeLLM("Louvre [2].")
     answer = final_answer(
         stream_answer("q", relevant(PARIS), llm, refusal_text=settings.refusal_text)
     )

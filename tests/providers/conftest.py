@@ -15,3 +15,11 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
     server = start_llama_server(tmp_path_factory.mktemp("llama-server"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_embedding_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """The same server on the same GGUF serving `/v1/embeddings`, for this session."""
+    server = start_llama_server(tmp_path_factory.mktemp("llama-embeddings"), embedding=True)
+    yield server
+    server.stop()

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVED_MODEL = "qwen2.5-coder-1.5b"  # the alias the llama.cpp server answers to
 API_KEY = "sk-local-test-key-4f1c"
 READY_TIMEOUT_S = 300.0  # loading the GGUF on a busy 2-core machine
+MEAN = 1  # llama.cpp's LLAMA_POOLING_TYPE_MEAN
 
 
 def free_port() -> int:
@@ -96,9 +97,13 @@ def _start(
         time.sleep(0.3)
 
 
-def start_llama_server(log_dir: Path, *, api_key: str = API_KEY) -> ServerProcess:
+def start_llama_server(
+    log_dir: Path, *, api_key: str = API_KEY, embedding: bool = False
+) -> ServerProcess:
     """`python -m llama_cpp.server` on the shipped GGUF (assembled if needed), answering to
-    SERVED_MODEL and requiring `api_key`; returns once `/v1/models` answers."""
+    SERVED_MODEL and requiring `api_key`; returns once `/v1/models` answers. With `embedding`
+    it serves `/v1/embeddings` instead of chat: one vector per text, the mean of its tokens'
+    (the GGUF names no pooling of its own, which would give a vector per token)."""
     model = ensure_default_model(ROOT / "models")
     port = free_port()
     command = [
@@ -121,6 +126,8 @@ def start_llama_server(log_dir: Path, *, api_key: str = API_KEY) -> ServerProces
         "--api_key",
         api_key,
     ]
+    if embedding:
+        command += ["--embedding", "true", "--kv_overrides", f"qwen2.pooling_type=int:{MEAN}"]
     headers = {"Authorization": f"Bearer {api_key}"}
     return _start(command, port, log_dir / f"llama-server-{port}.log", "/v1/models", headers)
 

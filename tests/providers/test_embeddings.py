@@ -12,18 +12,31 @@ from hypothesis import strategies as st
 from app.config import EMBEDDING_PROVIDERS, Settings, load_settings
 from app.errors import ConfigurationError
 from app.providers.embeddings import build_embedder, l2_normalise
-from app.providers.types import Embedder
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.unit
 
 
-def test_fake_provider_builds_once_per_configuration(settings: Settings):
-    first = build_embedder(settings)
+def test_a_provider_builds_once_per_configuration(settings: Settings):
+    remote = {"embedding_provider": "openai", "embedding_model": "m", "openai_api_key": "k"}
+    first = build_embedder(settings.model_copy(update=remote))  # contacts nothing yet
 
-    assert isinstance(first, Embedder)
-    assert build_embedder(settings.model_copy()) is first
-    assert first.model_id == "fake:hashed-bow-512" and first.dimension == 512
+    assert first.model_id == "openai:m"
+    assert build_embedder(settings.model_copy(update=remote)) is first
+    other = build_embedder(settings.model_copy(update={**remote, "embedding_model": "n"}))
+    assert other is not first and other.model_id == "openai:n"
+
+
+def test_the_fake_embedder_is_no_setting_but_a_container_override(settings: Settings):
+    from app.container import Container
+    from tests.fakes import fake_providers
+
+    assert Container(settings, fake_providers()).embedder.model_id == "fake:hashed-bow-512"
+    with pytest.raises(ConfigurationError) as refused:
+        load_settings(_env_file=None, embedding_provider="fake")
+    assert "RAG_EMBEDDING_PROVIDER: Input should be 'use', 'e5', 'huggingface'" in str(
+        refused.value
+    )
 
 
 @given(st.text(max_size=200))

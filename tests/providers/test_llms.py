@@ -42,7 +42,6 @@ def _closed_port() -> int:
     ("changes", "model_id"),
     [
         ({"llm_provider": "extractive"}, "extractive"),
-        ({"llm_provider": "fake"}, "fake"),
         ({"llm_provider": "openai", "llm_model": "m", "openai_api_key": "k"}, "openai:m"),
         ({"llm_provider": "ollama", "llm_model": "qwen2.5:1.5b"}, "ollama:qwen2.5:1.5b"),
         ({"llm_provider": "llamacpp"}, "llamacpp:qwen2.5-coder-1.5b-instruct-q4_k_m"),
@@ -259,10 +258,6 @@ def test_request_options_reach_a_chat_server_without_changing_the_shared_model(
     )
     assert (getattr(tuned, tokens_field), tuned.temperature) == (32, 0.7)
     assert (getattr(shared, tokens_field), shared.temperature) == (256, 0.0)
-
-
-def test_registered_providers_are_the_production_ones_plus_the_test_fakes() -> None:
-    assert sorted(LLM_PROVIDERS) == ["extractive", "fake", "llamacpp", "ollama", "openai"]
 
 
 def test_settings_accept_exactly_the_providers_the_factory_builds(settings: Settings) -> None:

@@ -14,13 +14,17 @@ from app.config import Settings
 from app.container import Container
 from app.services.uploads import ReceivedFile, reserve_upload, submit_uploads
 from app.storage.tables import JobRow
+from tests.fakes import fake_providers
 
 TEXT = b"The relief valve is inspected every 30 days.\n\nReports go to the safety officer."
 
 
 @contextmanager
-def job_container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
-    """The container; afterwards every rq key of the test's queue and jobs is deleted.
+def job_container(
+    settings: Settings, redis_namespace: Any, **changes: object
+) -> Iterator[Container]:
+    """The container (`changes` are further settings); afterwards every rq key of the test's
+    queue and jobs is deleted.
 
     The settings keep the threads backend (an embedded Chroma may not be shared between
     processes); the worker code under test does not look at it.
@@ -31,9 +35,10 @@ def job_container(settings: Settings, redis_namespace: Any) -> Iterator[Containe
             "job_heartbeat_s": 0.05,
             "job_stale_after_s": 0.3,
             "job_retry_base_s": 30.0,
+            **changes,
         }
     )
-    built = Container(fast)
+    built = Container(fast, fake_providers())
     yield built
     # rq names its keys after the queue (our prefix) or the message id (our job ids).
     client = redis_namespace.client

@@ -8,11 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.config import EMBEDDING_PROVIDERS, ENV_PREFIX, LLM_PROVIDERS, Settings, load_settings
+from app.config import ENV_PREFIX, Settings, load_settings
 from app.errors import ConfigurationError
-
-# Provider fields are plain strings checked against the registered provider names.
-_REGISTERED = {"embedding_provider": EMBEDDING_PROVIDERS, "llm_provider": LLM_PROVIDERS}
 
 
 def _candidates(value: object, annotation: object) -> list[object]:
@@ -41,10 +38,7 @@ def _candidates(value: object, annotation: object) -> list[object]:
 def settings_with_one_change(monkeypatch: pytest.MonkeyPatch, name: str) -> Settings:
     """Valid Settings read from the environment, equal to the base ones except for `name`."""
     default = getattr(load_settings(_env_file=None), name)
-    if name in _REGISTERED:
-        candidates: list[object] = [n for n in sorted(_REGISTERED[name]) if n != default]
-    else:
-        candidates = _candidates(default, Settings.model_fields[name].annotation)
+    candidates = _candidates(default, Settings.model_fields[name].annotation)
     for candidate in candidates:
         monkeypatch.setenv(f"{ENV_PREFIX}{name.upper()}", str(candidate))
         try:

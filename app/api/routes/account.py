@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
 from app.api.access import Authorized
-from app.api.admin_schemas import KeyCreatedOut, KeyIn, KeyList, KeyOut, MeOut, PasswordChangeIn
+from app.api.admin_schemas import KeyCreatedOut, KeyIn, KeyList, MeOut, PasswordChangeIn
 from app.api.deps import (
     ApiKeys,
     AuthenticatorDep,
@@ -21,25 +22,8 @@ from app.api.deps import (
     caller_access,
 )
 from app.api.errors import error_responses
-from app.storage.api_keys import ApiKeyRecord
 
 router = APIRouter(prefix="/auth", tags=["auth"], responses=error_responses(403))
-
-
-def _key_out(record: ApiKeyRecord) -> KeyOut:
-    return KeyOut(
-        key_id=record.key_id,
-        name=record.name,
-        role=record.role,
-        prefix=record.prefix,
-        user_id=record.user_id,
-        created_at=record.created_at.isoformat(),
-        expires_at=record.expires_at.isoformat() if record.expires_at else None,
-        last_used_at=record.last_used_at.isoformat() if record.last_used_at else None,
-        scopes=list(record.scopes),
-        parent_key_id=record.parent_key_id,
-        collections=None if record.collections is None else list(record.collections),
-    )
 
 
 @router.get("/me", response_model=MeOut)
@@ -119,17 +103,7 @@ def create_key(
     record, key = keys.create(
         caller, caller.actor(ip), body.name, body.role, body.expires_in_days, body.scopes, limit
     )
-    return KeyCreatedOut(
-        key_id=record.key_id,
-        name=record.name,
-        role=record.role,
-        prefix=record.prefix,
-        key=key,
-        created_at=record.created_at.isoformat(),
-        expires_at=record.expires_at.isoformat() if record.expires_at else None,
-        scopes=list(record.scopes),
-        collections=None if record.collections is None else list(record.collections),
-    )
+    return KeyCreatedOut.model_validate({**asdict(record), "key": key})
 
 
 @router.get("/keys", response_model=KeyList, responses=error_responses(422))
@@ -139,7 +113,7 @@ def list_keys(
     all: Annotated[bool, Query(description="every key of the tenant (admins only)")] = False,
 ) -> KeyList:
     """Your API keys (never the keys themselves), newest first."""
-    return KeyList(data=[_key_out(k) for k in keys.list(caller, everyone=all)])
+    return KeyList.model_validate({"data": keys.list(caller, everyone=all)})
 
 
 @router.delete("/keys/{key_id}", status_code=204, responses=error_responses(404, 422))

@@ -5,22 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from app.api.access import Authorized
-from app.api.admin_schemas import UserIn, UserList, UserOut, UserPatch
+from app.api.admin_schemas import UserIn, UserOut, UserPatch
 from app.api.deps import ClientIp, PageOffset, PageSize, Users
 from app.api.errors import ApiError, error_responses
-from app.storage.users import UserRecord
+from app.api.schemas import Page
 
 router = APIRouter(prefix="/users", tags=["users"], responses=error_responses(403, 422))
-
-
-def _user_out(user: UserRecord) -> UserOut:
-    return UserOut(
-        user_id=user.id,
-        username=user.username,
-        role=user.role,
-        disabled=user.disabled,
-        created_at=user.created_at.isoformat(),
-    )
 
 
 @router.post("", status_code=201, response_model=UserOut, responses=error_responses(409))
@@ -30,16 +20,16 @@ def create_user(body: UserIn, caller: Authorized, users: Users, ip: ClientIp) ->
     user = users.create_user(
         caller.tenant_id, body.username, body.password, body.role, caller.actor(ip)
     )
-    return _user_out(user)
+    return UserOut.model_validate(user)
 
 
-@router.get("", response_model=UserList)
+@router.get("", response_model=Page[UserOut])
 def list_users(
     caller: Authorized, users: Users, size: PageSize, offset: PageOffset = 0
-) -> UserList:
+) -> Page[UserOut]:
     """Your tenant's users by name."""
     records, total = users.page(caller.tenant_id, size, offset)
-    return UserList(data=[_user_out(u) for u in records], count=total)
+    return Page[UserOut].of(records, total)
 
 
 @router.patch("/{user_id}", response_model=UserOut, responses=error_responses(404, 409))
@@ -54,7 +44,7 @@ def change_user(
             422, "validation_error", "nothing to change: send role, disabled or password"
         )
     user = users.change_user(caller.actor(ip), user_id, body.role, body.disabled, body.password)
-    return _user_out(user)
+    return UserOut.model_validate(user)
 
 
 @router.delete("/{user_id}", status_code=204, responses=error_responses(404, 409))
