@@ -24,6 +24,8 @@ from rag_client.transfer import UploadRequest, UploadResult, file_sha256, list_a
 # The service names a document after its path this way (app/services/sync_uploads.py).
 _UNSAFE_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f\\:*?\"<>|]")
 LISTED_FIELDS = ("document_id", "source", "content_sha256", "status", "sync_root")
+# Where the service puts an upload that names no collection.
+DEFAULT_COLLECTION = "general"
 
 
 def document_name(relative: str) -> str:
@@ -91,10 +93,14 @@ class Plan:
 
 
 def remote_documents(api: Api, label: str, collection: str | None) -> dict[str, dict[str, Any]]:
-    """The documents of this folder label (in the collection), by name: one cheap listing."""
-    params: dict[str, Any] = {"sync_root": label, "fields": list(LISTED_FIELDS)}
-    if collection is not None:
-        params["collection"] = collection
+    """The documents of this folder label in the collection synced into (the service's
+    `general` when none is given), by name: one cheap listing. Only that collection's count:
+    another collection may hold a document of the same name, which is another document."""
+    params: dict[str, Any] = {
+        "sync_root": label,
+        "fields": list(LISTED_FIELDS),
+        "collection": collection or DEFAULT_COLLECTION,
+    }
     return {doc["source"]: doc for doc in list_all(api, "/documents", params)}
 
 
