@@ -310,12 +310,16 @@ class JobStore:
             )
 
     def count_active(self, tenant_id: str) -> int:
-        """The tenant's jobs reserved, queued or processing (its queue quota usage)."""
+        """The tenant's uploads reserved, queued or processing (its queue quota usage)."""
         with self._db.session() as session:
             total = session.scalar(
                 select(func.count())
                 .select_from(JobRow)
-                .where(JobRow.tenant_id == tenant_id, JobRow.status.in_(ACTIVE_STATUSES))
+                .where(
+                    JobRow.tenant_id == tenant_id,
+                    JobRow.status.in_(ACTIVE_STATUSES),
+                    JobRow.kind != COLLECTION_DELETE,
+                )
             )
             return int(total or 0)
 
@@ -679,6 +683,9 @@ def _new_reservation(tenant_id: str) -> JobRow:
         attempts=0,
         created_at=now,
         updated_at=now,
+        kind="index",  # every column is given: the reservation is inserted by INSERT ... SELECT
+        collection_id=None,
+        requested_by=None,
     )
 
 
@@ -722,7 +729,11 @@ def _insert_below_limit(row: JobRow, active_limit: int) -> ReturningInsert[str]:
     active = (
         select(func.count())
         .select_from(JobRow)
-        .where(JobRow.tenant_id == row.tenant_id, JobRow.status.in_(ACTIVE_STATUSES))
+        .where(
+            JobRow.tenant_id == row.tenant_id,
+            JobRow.status.in_(ACTIVE_STATUSES),
+            JobRow.kind != COLLECTION_DELETE,  # the queue quota is of uploads
+        )
         .scalar_subquery()
     )
     values = select(*(literal(getattr(row, c.key), c.type).label(c.key) for c in columns)).where(

@@ -109,7 +109,9 @@ class AccessResolver:
 
     def _graph(self, tenant_id: str, version: int) -> AccessGraph:
         cached = self._graphs.get(tenant_id)
-        if cached is not None and cached.version == version:
+        # Versions only grow: a graph at least as new as the one the request read is current
+        # for it (a request that read its version just before a change gets the changed one).
+        if cached is not None and cached.version >= version:
             return cached
         with self._lock:
             graph = self.store.graph(tenant_id)
