@@ -13,7 +13,7 @@ from typing import Any, Literal
 from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from app.domain import document_id
+from app.domain import document_id as new_document_id
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, conflict_insert, utc_now
 from app.storage.records import record_of
@@ -240,8 +240,8 @@ class DocumentStore:
 
     def identify(self, tenant_id: str, collection_id: str, source: str) -> str:
         """The id of the document named `source` in a collection: the existing one's, else the
-        one a new document gets (`document_id`; a variant of it when a document moved away
-        from this collection still holds that id)."""
+        one a new document gets (`app.domain.document_id`; a variant of it when a document
+        moved away from this collection still holds that id)."""
         with self._db.session() as session:
             existing = session.scalar(
                 select(DocumentRow.document_id).where(
@@ -254,7 +254,7 @@ class DocumentStore:
                 return existing
             key, attempt = source, 0
             while True:
-                candidate = document_id(tenant_id, key, collection_id)
+                candidate = new_document_id(tenant_id, key, collection_id)
                 taken = session.scalar(
                     select(func.count())
                     .select_from(DocumentRow)
