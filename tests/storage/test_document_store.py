@@ -125,7 +125,7 @@ def test_chunk_usage_sums_one_tenant(documents: DocumentStore) -> None:
 
 
 def test_a_name_is_one_document_per_collection_and_a_moved_one_keeps_its_id(
-    documents: DocumentStore,
+    documents: DocumentStore, sql_database: Database
 ) -> None:
     from app.errors import InvalidInput
     from app.services.documents import document_named
@@ -133,7 +133,7 @@ def test_a_name_is_one_document_per_collection_and_a_moved_one_keeps_its_id(
 
     def place(collection: str, source: str) -> str:
         doc_id = documents.identify("acme", collection, source)
-        with documents._db.session() as session:
+        with sql_database.session() as session:
             insert_missing_document(
                 session, "acme", doc_id, source, 2, sha("v1"), None, {"collection_id": collection}
             )
@@ -152,7 +152,7 @@ def test_a_name_is_one_document_per_collection_and_a_moved_one_keeps_its_id(
         [general, hr], key=lambda d: {general: "general", hr: "col_hr"}[d]
     )
     # A document moved out of general keeps its id; the name in general is then a new one.
-    with documents._db.session() as session:
+    with sql_database.session() as session:
         session.execute(
             update(DocumentRow)
             .where(DocumentRow.document_id == general)
