@@ -459,6 +459,7 @@ class Container:
     def ingest_deps(self) -> IngestDeps:
         """What running ingestion jobs needs, in the API's pool or a worker process."""
         from app.job_runners.runner import IngestDeps
+        from app.services.collection_deletion import DeletionDeps
 
         trace_of = self.trace_carriers.recall if tracing.wanted(self.settings) else None
         settings = self.settings
@@ -476,6 +477,7 @@ class Container:
             ocr_pages_per_turn=settings.ocr_pages_per_turn,
             others_waiting=others_waiting,
             events=self.document_events,
+            deletion=DeletionDeps(jobs, self.access_store, lambda: self.document_deps),
         )
 
     @cached_property

@@ -178,10 +178,23 @@ def chunk_id(tenant_id: str, document_id: str, page: int, text: str) -> str:
     return digest.hexdigest()[:32]
 
 
-def document_id(tenant_id: str, source: str) -> str:
-    """A document is identified by its tenant and file name: re-uploading a name replaces it."""
-    digest = hashlib.sha256(f"{tenant_id}\x00{source}".encode())
-    return "doc_" + digest.hexdigest()[:24]
+# Every tenant's first collection (migration 0012 put every existing document in it).
+GENERAL_COLLECTION = "general"
+
+
+def document_id(tenant_id: str, source: str, collection_id: str = GENERAL_COLLECTION) -> str:
+    """The id a new document named `source` gets in a collection: re-uploading the name to the
+    same collection replaces it, and each collection holds its own document of that name.
+
+    In `general` it is the id documents had before collections existed, so those ids, their
+    chunk ids and their URLs stay valid. An existing document keeps the id it was given (also
+    when moved): `DocumentStore.identify` finds it before this is used.
+    """
+    if collection_id == GENERAL_COLLECTION:
+        key = f"{tenant_id}\x00{source}"
+    else:
+        key = f"{tenant_id}\x00{collection_id}\x00{source}"
+    return "doc_" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 @dataclass

@@ -74,6 +74,7 @@ class CollectionDeleting(BaseModel):
     collection_id: str
     status: Literal["deleting"]
     documents: int = Field(description="documents being deleted before the collection goes")
+    job_id: str = Field(description="the job deleting them: GET /jobs/{job_id} shows how far")
 
 
 class GrantIn(BaseModel):

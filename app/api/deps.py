@@ -225,7 +225,7 @@ def caller_access(container: Container, caller: Identity) -> CollectionAccess:
     """Which collections the caller may read, write and manage now (resolved per request; an
     API key with its owner's current grants, within the collections it was limited to)."""
     return container.collection_access.resolve(
-        caller.tenant_id, caller.user_id, caller.role, caller.collections
+        caller.tenant_id, caller.user_id, caller.role, caller.collections, caller.access_version
     )
 
 

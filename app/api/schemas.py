@@ -23,6 +23,7 @@ from app.request_limits import K_CEILING, QUESTION_CHARS_CEILING
 from app.retrieval.grouping import Grouping
 
 JobStatus = Literal["queued", "processing", "done", "failed"]
+JobKind = Literal["index", "collection_delete"]
 # A moment as the API writes it: ISO 8601 with the offset (`datetime.isoformat`).
 IsoTime = Annotated[datetime, PlainSerializer(datetime.isoformat, return_type=str)]
 Item = TypeVar("Item", bound=BaseModel)
@@ -87,7 +88,16 @@ class Progress(Record):
 
 class JobOut(Record):
     job_id: str
+    kind: JobKind = Field(
+        default="index",
+        description="`index`: an upload's indexing (its document_id and source); "
+        "`collection_delete`: a collection's deletion (collection_id; source is its name, "
+        "progress counts documents, document_id is empty)",
+    )
     document_id: str
+    collection_id: str | None = Field(
+        default=None, description="the collection a `collection_delete` job deletes"
+    )
     status: JobStatus
     source: str
     progress: Progress
@@ -135,6 +145,11 @@ class DocumentOut(Record):
     collection_id: str = Field(default="general", description="the collection it belongs to")
     collection: str = Field(default="general", description="that collection's name")
     metadata: dict[str, Any] = Field(default_factory=dict, description="its own metadata fields")
+    language: str | None = Field(
+        default=None,
+        description="the language detected in its text (ISO 639-1: ar, en, de, fr, es, it, nl, "
+        "pt; null: not told, or indexed before languages were detected)",
+    )
 
 
 # The fields of DocumentOut, which `GET /documents?fields=` may choose.

@@ -28,8 +28,9 @@ from app import metrics, tracing
 from app.errors import JobPaused, ProviderUnavailable, RagError
 from app.ingestion.ocr_checkpoint import checkpoint_of
 from app.ingestion.parse_turn import ParseTurn
-from app.jobs.store import JobDone, JobProgress, JobRecord, JobStore
+from app.jobs.store import COLLECTION_DELETE, JobDone, JobProgress, JobRecord, JobStore
 from app.services.blocks.pipeline import FileProgress, IngestedDocument
+from app.services.collection_deletion import DeletionDeps, run_collection_deletion
 from app.services.indexing import DocumentDeps, IndexOutcome, IndexRequest, index_documents
 from app.services.webhooks import DocumentEvents
 from app.storage.documents import DocumentStore
@@ -59,6 +60,8 @@ class IngestDeps:
     # Told of a job put back after a turn (the Redis backend sends it a new message).
     on_paused: Callable[[JobRecord], None] | None = None
     events: DocumentEvents | None = None  # webhooks hear of documents indexed or failed
+    # Runs the jobs that delete a collection (None: this process cannot; they fail).
+    deletion: DeletionDeps | None = None
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -77,8 +80,13 @@ def run_jobs(
     Returns the ids of jobs put back in the queue after a transient failure (only jobs tried
     fewer than `max_attempts` times; None: never), whose retries the caller schedules; every
     other job ends done or failed. The batch's span continues the trace of the upload that
-    queued its first job.
+    queued its first job. A job that deletes a collection runs on its own, before the others.
     """
+    for job in [j for j in jobs if j.kind == COLLECTION_DELETE]:
+        _run_deletion(deps, job)
+    jobs = [j for j in jobs if j.kind != COLLECTION_DELETE]
+    if not jobs:
+        return []
     first = jobs[0]
     carrier = deps.trace_of(first.job_id) if deps.trace_of is not None else {}
     with tracing.continued(
@@ -89,6 +97,15 @@ def run_jobs(
         job__count=len(jobs),
     ):
         return _run_jobs(deps, jobs, max_attempts)
+
+
+def _run_deletion(deps: IngestDeps, job: JobRecord) -> None:
+    carrier = deps.trace_of(job.job_id) if deps.trace_of is not None else {}
+    with tracing.continued(carrier, "job.collection_delete", job__id=job.job_id):
+        if deps.deletion is None:
+            deps.jobs.mark_failed(job.job_id, "this process cannot delete collections")
+            return
+        run_collection_deletion(deps.deletion, job)
 
 
 def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None) -> list[str]:
@@ -133,6 +150,7 @@ def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None)
                     job.source,
                     progress_of(job),
                     turn=replace(turn, checkpoint=checkpoint_of(Path(job.stored_path))),
+                    document_id=job.document_id,
                 )
                 for job in jobs
             ],

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import delete, func, insert, literal, select, update
+from sqlalchemy import delete, false, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
@@ -52,6 +52,9 @@ if TYPE_CHECKING:
     from app.config import Settings
 
 JobStatus = Literal["reserved", "queued", "processing", "done", "failed"]
+# What a job does: index an upload, or delete a collection with its documents.
+JobKind = Literal["index", "collection_delete"]
+COLLECTION_DELETE: JobKind = "collection_delete"
 # Every job that counts against the tenant's queue quota (a reservation is an upload in flight).
 ACTIVE_STATUSES: tuple[JobStatus, ...] = ("reserved", "queued", "processing")
 MAX_ERROR_CHARS = 2000
@@ -123,6 +126,7 @@ class JobDone:
     chunks_indexed: int
     pages: int
     warnings: Sequence[str] = ()
+    units: int | None = None  # its progress's units, when not chunks (documents deleted)
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,9 @@ class JobRecord:
     updated_at: datetime
     # What a done job could not do (pages OCR could not read), one line each.
     warnings: tuple[str, ...] = ()
+    kind: JobKind = "index"
+    collection_id: str | None = None  # the collection a `collection_delete` job deletes
+    requested_by: str | None = None  # who asked for a job that is not an upload
 
     @property
     def progress(self) -> JobProgress:
@@ -258,6 +265,39 @@ class JobStore:
             by_id = {row.job_id: _record(row) for row in rows}
             return [by_id[job_id] for job_id in reserved]
 
+    def queue_collection_deletion(
+        self,
+        tenant_id: str,
+        collection_id: str,
+        name: str,
+        documents: int,
+        requested_by: str | None,
+    ) -> JobRecord:
+        """A queued job that deletes a collection's documents, then the collection; the one
+        already queued or running for it when there is one (a repeated DELETE starts nothing
+        new). It takes no upload slot: it frees room rather than taking any."""
+        with self._db.write_session(f"jobs-create:{tenant_id}") as session:
+            running = session.scalars(
+                select(JobRow).where(
+                    JobRow.tenant_id == tenant_id,
+                    JobRow.kind == COLLECTION_DELETE,
+                    JobRow.collection_id == collection_id,
+                    JobRow.status.in_(("queued", "processing")),
+                )
+            ).first()
+            if running is not None:
+                return _record(running)
+            row = _new_reservation(tenant_id)
+            row.status = "queued"
+            row.kind = COLLECTION_DELETE
+            row.collection_id = collection_id
+            row.source = name
+            row.requested_by = requested_by
+            row.progress_total = documents
+            session.add(row)
+            session.flush()
+            return _record(row)
+
     def cancel_reservation(self, tenant_id: str, job_id: str) -> None:
         """Give back a reserved slot whose upload failed or was refused."""
         with self._db.session() as session:
@@ -270,12 +310,16 @@ class JobStore:
             )
 
     def count_active(self, tenant_id: str) -> int:
-        """The tenant's jobs reserved, queued or processing (its queue quota usage)."""
+        """The tenant's uploads reserved, queued or processing (its queue quota usage)."""
         with self._db.session() as session:
             total = session.scalar(
                 select(func.count())
                 .select_from(JobRow)
-                .where(JobRow.tenant_id == tenant_id, JobRow.status.in_(ACTIVE_STATUSES))
+                .where(
+                    JobRow.tenant_id == tenant_id,
+                    JobRow.status.in_(ACTIVE_STATUSES),
+                    JobRow.kind != COLLECTION_DELETE,
+                )
             )
             return int(total or 0)
 
@@ -303,20 +347,25 @@ class JobStore:
         limit: int,
         offset: int = 0,
         collections: Collection[str] | None = None,
+        requested_by: str | None = None,
     ) -> tuple[list[JobRecord], int]:
         """One page of the tenant's jobs in `statuses` (never reservations), newest first, and
-        how many the tenant has in them; only jobs of documents in `collections`, when given."""
+        how many the tenant has in them; with `collections`, only jobs of documents in them,
+        deletions of them, and the deletions `requested_by` asked for."""
         shown = [status for status in statuses if status != "reserved"]
         where = [JobRow.tenant_id == tenant_id, JobRow.status.in_(shown)]
         if collections is not None:
-            where.append(
-                JobRow.document_id.in_(
-                    select(DocumentRow.document_id).where(
-                        DocumentRow.tenant_id == tenant_id,
-                        DocumentRow.collection_id.in_(sorted(collections)),
-                    )
+            kept = sorted(collections)
+            of_documents = (JobRow.kind == "index") & JobRow.document_id.in_(
+                select(DocumentRow.document_id).where(
+                    DocumentRow.tenant_id == tenant_id, DocumentRow.collection_id.in_(kept)
                 )
             )
+            deleting = (JobRow.kind == COLLECTION_DELETE) & (
+                JobRow.collection_id.in_(kept)
+                | (JobRow.requested_by == requested_by if requested_by else false())
+            )
+            where.append(or_(of_documents, deleting))
         with self._db.session() as session:
             rows = session.scalars(
                 select(JobRow)
@@ -449,8 +498,8 @@ class JobStore:
                     chunks_indexed=job.chunks_indexed,
                     pages=job.pages,
                     # Every chunk embedded, whatever progress was last written.
-                    progress_done=job.chunks_indexed,
-                    progress_total=job.chunks_indexed,
+                    progress_done=job.chunks_indexed if job.units is None else job.units,
+                    progress_total=job.chunks_indexed if job.units is None else job.units,
                     progress_stage="done",
                     error_code=None,
                     error=None,
@@ -634,6 +683,9 @@ def _new_reservation(tenant_id: str) -> JobRow:
         attempts=0,
         created_at=now,
         updated_at=now,
+        kind="index",  # every column is given: the reservation is inserted by INSERT ... SELECT
+        collection_id=None,
+        requested_by=None,
     )
 
 
@@ -677,7 +729,11 @@ def _insert_below_limit(row: JobRow, active_limit: int) -> ReturningInsert[str]:
     active = (
         select(func.count())
         .select_from(JobRow)
-        .where(JobRow.tenant_id == row.tenant_id, JobRow.status.in_(ACTIVE_STATUSES))
+        .where(
+            JobRow.tenant_id == row.tenant_id,
+            JobRow.status.in_(ACTIVE_STATUSES),
+            JobRow.kind != COLLECTION_DELETE,  # the queue quota is of uploads
+        )
         .scalar_subquery()
     )
     values = select(*(literal(getattr(row, c.key), c.type).label(c.key) for c in columns)).where(

@@ -438,10 +438,11 @@ class HybridRetriever:
             recall.query_vector = vector
             with timed("dense"):
                 self._dense_arm(tenant_id, vector, recall, pool_factor, scope)
-            # The second arm's index takes no scope: a scoped search is ranked by the first.
-            if self.second is not None and scope.unrestricted:
+            # The second arm searches inside the scope as the first does (None: it is empty).
+            where = None if self.second is None else self.scoped.dense_filter(tenant_id, scope)
+            if self.second is not None and where is not None:
                 k = self.config.dense_candidates * pool_factor
-                hits = second_dense_hits(self.second, tenant_id, query, k)
+                hits = second_dense_hits(self.second, tenant_id, query, k, where)
                 if hits is not None:  # None: the tenant's second collection is incomplete
                     with timed("dense_second"):
                         self._second_dense_arm(recall, hits, k)

@@ -159,6 +159,15 @@ class ScopeMasks:
             return position
 
 
+@dataclass(frozen=True)
+class DenseFilter:
+    """Where a dense arm looks: exactly among `chunk_ids`, or through the vector index's
+    filter on `documents` (neither: the whole tenant)."""
+
+    documents: frozenset[str] | None = None
+    chunk_ids: list[str] | None = None
+
+
 class ScopedReads:
     """The reads of a scoped search: nearest chunks inside the scope, a keyword snapshot that
     scores only the scope, and a store view whose substring scans stay inside it."""
@@ -179,24 +188,34 @@ class ScopedReads:
         self._owners.put(tenant_id, owners)
         return owners
 
-    def nearest(
-        self, tenant_id: str, vector: list[float], k: int, scope: SearchScope
-    ) -> list[tuple[Chunk, float]]:
-        """The k nearest chunks inside the scope, best first: every vector of a small scope (or
-        of a page-level one) compared exactly, a large one through the index's filter."""
+    def dense_filter(self, tenant_id: str, scope: SearchScope) -> DenseFilter | None:
+        """How a dense arm (either) searches inside the scope: every vector of a small scope
+        (or of a page-level one) compared exactly, a large one through the index's filter;
+        None when the scope holds nothing."""
         if scope.unrestricted:
-            return self.store.query(tenant_id, vector, k)
+            return DenseFilter()
         if scope.empty:
-            return []
+            return None
         owners = self.owners(tenant_id)
         inside = owners.mask(scope)
         size = int(np.count_nonzero(inside))
         if size == 0:
-            return []
+            return None
         if scope.chunks is not None or size <= self.exact_scope_chunks:
             chunk_ids = [owners.chunk_ids[i] for i in np.flatnonzero(inside).tolist()]
-            return self.store.query(tenant_id, vector, k, chunk_ids=chunk_ids)
-        return self.store.query(tenant_id, vector, k, documents=scope.documents)
+            return DenseFilter(chunk_ids=chunk_ids)
+        return DenseFilter(documents=scope.documents)
+
+    def nearest(
+        self, tenant_id: str, vector: list[float], k: int, scope: SearchScope
+    ) -> list[tuple[Chunk, float]]:
+        """The k nearest chunks inside the scope, best first (`dense_filter`)."""
+        where = self.dense_filter(tenant_id, scope)
+        if where is None:
+            return []
+        return self.store.query(
+            tenant_id, vector, k, documents=where.documents, chunk_ids=where.chunk_ids
+        )
 
     def keyword_snapshot(
         self, tenant_id: str, snapshot: KeywordSnapshot, scope: SearchScope

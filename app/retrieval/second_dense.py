@@ -3,17 +3,20 @@ arm's by RRF, and the fused list takes the dense arm's place in the hybrid fusio
 
 This is the combination measured in eval/two_dense_arms.py (USE and e5 fused first, then with
 the keyword arm as the service fuses). The relevance gate keeps reading the first arm's best
-similarity, the one its threshold is calibrated for. A tenant whose second collection is
-incomplete is ranked by the first arm alone (`query_second` answers None).
+similarity, the one its threshold is calibrated for. A scoped search searches this arm inside
+the scope exactly as the first (exact among a small scope's chunks, the index's filter for a
+large one). A tenant whose second collection is incomplete is ranked by the first arm alone
+(`query_second` answers None).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from app.domain import Chunk
+from app.retrieval.scope import DenseFilter
 from app.timing import timed
 
 if TYPE_CHECKING:
@@ -29,9 +32,15 @@ class SecondDenseReader(Protocol):
         ...
 
     def query_second(
-        self, tenant_id: str, vector: Sequence[float], k: int
+        self,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None = None,
+        chunk_ids: Sequence[str] | None = None,
     ) -> list[tuple[Chunk, float]] | None:
-        """The k nearest chunks, best first (None without the arm); asked after
+        """The k nearest chunks, best first (None without the arm), only among these
+        documents' chunks or exactly among these chunks when given; asked after
         `second_ready`, which it does not repeat."""
         ...
 
@@ -45,11 +54,14 @@ class SecondDense:
 
 
 def second_dense_hits(
-    second: SecondDense, tenant_id: str, query: str, k: int
+    second: SecondDense, tenant_id: str, query: str, k: int, where: DenseFilter | None = None
 ) -> list[tuple[Chunk, float]] | None:
-    """The tenant's k nearest chunks by the second arm, best first, or None while its collection
-    is incomplete; timed as `embed_query_second` and `dense_second`. The hybrid retriever fuses
-    them into its dense list (`HybridRetriever._second_dense_arm`)."""
+    """The tenant's k nearest chunks by the second arm, best first, inside a search scope the
+    way the first arm searches it (`where`, from `ScopedReads.dense_filter`; None: the whole
+    tenant), or None while its collection is incomplete; timed as `embed_query_second` and
+    `dense_second`. The hybrid retriever fuses them into its dense list
+    (`HybridRetriever._second_dense_arm`)."""
+    where = where or DenseFilter()
     with timed("dense_second"):
         ready = second.reader.second_ready(tenant_id)
     if not ready:
@@ -57,4 +69,6 @@ def second_dense_hits(
     with timed("embed_query_second"):
         vector = second.embedder.embed_query(query)
     with timed("dense_second"):
-        return second.reader.query_second(tenant_id, vector, k)
+        return second.reader.query_second(
+            tenant_id, vector, k, documents=where.documents, chunk_ids=where.chunk_ids
+        )

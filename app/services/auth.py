@@ -50,6 +50,9 @@ class Identity:
     scopes: tuple[KeyScope, ...] = ()  # the API key's scopes (a token has none: it needs none)
     # The collections an API key is limited to (None: all its owner reads, and every token).
     collections: tuple[str, ...] | None = None
+    # The tenant's access version, read with the credential (None: not read; whoever resolves
+    # the caller's collections reads it then).
+    access_version: int | None = None
 
     @property
     def is_key(self) -> bool:
@@ -96,7 +99,7 @@ class Authenticator:
         # One database round trip: the user row and, when the list is in the database, the
         # revocation check with it.
         in_database = self._revoked.in_database
-        user, revoked = self._users.get_for_token(
+        user, revoked, access_version = self._users.get_for_token(
             claims.user_id, claims.token_id if in_database else None
         )
         if (
@@ -114,6 +117,7 @@ class Authenticator:
             role=user.role,
             token_id=claims.token_id,
             token_expires_at=claims.expires_at,
+            access_version=access_version,
         )
 
     def _by_provider_token(self, token: str) -> Identity:
@@ -131,7 +135,7 @@ class Authenticator:
         found = self._keys.find_with_owner(self._hasher.hash(key))
         if found is None:
             raise AuthenticationFailed(INVALID_KEY_MESSAGE)
-        record, user = found
+        record, user, access_version = found
         now = utc_now()
         expired = record.expires_at is not None and record.expires_at <= now
         if expired or not _active_in(user, record.tenant_id):
@@ -146,6 +150,7 @@ class Authenticator:
             key_expires_at=record.expires_at,
             scopes=record.scopes,
             collections=record.collections,
+            access_version=access_version,
         )
 
     def log_out(self, caller: Identity, actor: Actor, everywhere: bool) -> None:

@@ -8,9 +8,10 @@ they uploaded (`own_documents_only`); a write grant extends that to every docume
 API key acts with its owner's permissions at the time of use, narrowed to the collections it
 was limited to when made.
 
-Freshness: every call reads the tenant's access version (one primary-key lookup, like the
-revocation check of a token); the tenant's grants are reloaded when it moved, in this process or
-another. Resolved permissions are memoised per (version, user, role, key limit).
+Freshness: every request reads the tenant's access version, in the query that checks its
+credential (the user row of a token, the key and its owner), or here when it was not read; the
+tenant's grants are reloaded when it moved, in this process or another. Resolved permissions
+are memoised per (version, user, role, key limit), so resolving costs no round trip of its own.
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from app.domain import Role
+from app.domain import GENERAL_COLLECTION, Role
 from app.memory import HotMap
 from app.storage.collections import AccessGraph, AccessStore, Permission
-from app.storage.tables import GENERAL_COLLECTION
 
 _RANK: dict[str, int] = {"read": 1, "write": 2, "manage": 3}
 _MEMO_SIZE = 4096
@@ -45,6 +45,8 @@ class CollectionAccess:
     all_collections: Mapping[str, str] = field(default_factory=dict)
     # Collections a member writes only by their visibility: only their own documents.
     own_documents_only: frozenset[str] = frozenset()
+    # Whether an API key limited to some collections narrows this (its owner's) access.
+    key_limited: bool = False
 
     @property
     def readable(self) -> frozenset[str]:
@@ -90,9 +92,14 @@ class AccessResolver:
         user_id: str,
         role: Role,
         key_collections: tuple[str, ...] | None = None,
+        version: int | None = None,
     ) -> CollectionAccess:
-        """The caller's permissions now (a change made by any process counts at once)."""
-        graph = self._graph(tenant_id, self.store.version(tenant_id))
+        """The caller's permissions now (a change made by any process counts at once):
+        `version` is the tenant's access version if the request already read it (with its
+        credential), else it is read here."""
+        if version is None:
+            version = self.store.version(tenant_id)
+        graph = self._graph(tenant_id, version)
         memo_key = (tenant_id, graph.version, user_id, role, key_collections)
         found = self._memo.get(memo_key)
         if found is None:
@@ -102,7 +109,9 @@ class AccessResolver:
 
     def _graph(self, tenant_id: str, version: int) -> AccessGraph:
         cached = self._graphs.get(tenant_id)
-        if cached is not None and cached.version == version:
+        # Versions only grow: a graph at least as new as the one the request read is current
+        # for it (a request that read its version just before a change gets the changed one).
+        if cached is not None and cached.version >= version:
             return cached
         with self._lock:
             graph = self.store.graph(tenant_id)
@@ -148,4 +157,6 @@ class AccessResolver:
             limit = set(key_collections)
             permissions = {c: p for c, p in permissions.items() if c in limit}
         own = frozenset(c for c in own_only if c in permissions)
-        return CollectionAccess(tenant_id, graph.version, permissions, names, own)
+        return CollectionAccess(
+            tenant_id, graph.version, permissions, names, own, key_collections is not None
+        )

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.domain import Role
+from app.domain import GENERAL_COLLECTION, Role
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.services.audit import Actor
 from app.services.collection_access import AccessResolver, CollectionAccess
@@ -30,7 +30,6 @@ from app.storage.collections import (
     Permission,
     Visibility,
 )
-from app.storage.tables import GENERAL_COLLECTION
 
 MAX_NAME = 64
 # Names may not look like generated ids, so "id or name" never means two things.
@@ -272,32 +271,19 @@ class CollectionService:
         """Scopes, keyword masks and cached answers of the tenant must be rebuilt."""
         self._bump_corpus(tenant_id)
 
-    def check_upload(
-        self,
-        access: CollectionAccess,
-        collection: str | None,
-        replaced: Sequence[tuple[str, str, str | None]],
-        user_id: str,
-    ) -> str:
-        """The collection an upload goes to (default `general`), which the caller must write;
-        each replaced document (id, collection, uploader) must be one it may change."""
+    def upload_target(self, access: CollectionAccess, collection: str | None) -> str:
+        """The collection an upload goes to (default `general`), which the caller must write."""
         target = self.readable(access, collection or GENERAL_COLLECTION).collection_id
         if not access.can(target, "write"):
             raise Forbidden("you may not add documents to that collection")
-        for _, collection_id, uploaded_by in replaced:
-            self._check_write(access, collection_id, uploaded_by, user_id)
         return target
 
-    def after_upload(
-        self, access: CollectionAccess, actor: Actor, target: str, moved: Sequence[str]
+    def check_replace(
+        self, access: CollectionAccess, target: str, uploaded_by: str | None, user_id: str
     ) -> None:
-        """Record replaced documents that changed collection with their upload; their scopes
-        and cached answers are rebuilt."""
-        for document_id in moved:
-            entry = actor.entry("document.moved", document_id, collection=target)
-            self.store.set_document(access.tenant_id, document_id, entry, collection_id=target)
-        if moved:
-            self._bump_corpus(access.tenant_id)
+        """Forbidden unless the caller may replace the document of that uploader in `target`
+        (a collection it writes: only a name already there is replaced)."""
+        self._check_write(access, target, uploaded_by, user_id)
 
     @staticmethod
     def _check_write(

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app.domain import document_id
 from app.errors import InvalidInput, NotFound
+from app.services.documents import document_named
 from app.storage.feedback import FeedbackFilter
 
 if TYPE_CHECKING:
@@ -64,11 +64,14 @@ def _expected(
     for wanted in given:
         if not isinstance(wanted, dict):
             raise InvalidInput(f"{where}: each expected entry is an object with source and page")
-        doc_id = wanted.get("document_id") or (
-            document_id(tenant_id, str(wanted["source"])) if wanted.get("source") else None
+        record = document_named(
+            deps.documents,
+            tenant_id,
+            str(wanted["document_id"]) if wanted.get("document_id") else None,
+            str(wanted["source"]) if wanted.get("source") else None,
+            readable,
         )
-        record = deps.documents.get(tenant_id, str(doc_id)) if doc_id else None
-        if record is None or not readable(record.document_id):  # the same 422 for both
+        if record is None:  # the same 422 for a missing document and one you may not read
             named = wanted.get("source") or wanted.get("document_id") or "(none)"
             raise InvalidInput(f"{where}: {named!r} is not one of your documents")
         page = wanted.get("page")

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from app import metrics
-from app.domain import document_id
 from app.errors import InvalidInput, NotFound
 from app.services.blocks.answer_log import answer_id_of
+from app.services.documents import document_named
 from app.storage.feedback import FeedbackFilter, FeedbackRecord, FeedbackStore, NewFeedback
 
 if TYPE_CHECKING:
@@ -63,11 +63,10 @@ def _resolved(
     reads now, or 422 (the same for one they may not read as for a missing one)."""
     resolved = []
     for wanted in expected:
-        doc_id = wanted.document_id or (
-            document_id(tenant_id, wanted.source) if wanted.source else None
+        record = document_named(
+            deps.documents, tenant_id, wanted.document_id, wanted.source, readable
         )
-        record = deps.documents.get(tenant_id, doc_id) if doc_id else None
-        if record is None or not readable(record.document_id):
+        if record is None:
             named = wanted.document_id or wanted.source or "(none)"
             raise InvalidInput(f"expected document {named!r} is not one of your documents")
         if wanted.page is not None and record.pages and not 1 <= wanted.page <= record.pages:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.domain import GENERAL_COLLECTION
 from app.domain import document_id as make_document_id
 from app.errors import IngestionError
 from app.ingestion.parse_turn import ParseTurn
@@ -28,6 +29,7 @@ from app.services.blocks.pipeline import (
 )
 from app.services.pages import KeptOriginals
 from app.storage.documents import DocumentStore, IndexedFacts
+from app.text.language import detect_language
 
 if TYPE_CHECKING:
     from app.providers.types import Embedder
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
     from app.storage.cache import AnswerCache
 
 log = logging.getLogger(__name__)
+
+# A document's language is told from the text of its first chunks (enough running text).
+LANGUAGE_CHUNKS = 20
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,11 @@ class IndexRequest:
     progress: ProgressCallback | None = None  # parse progress and embedding progress
     sha256: str | None = None  # of the file, when the caller already hashed it
     turn: ParseTurn | None = None  # a queued job's deadline and OCR turns
+    document_id: str | None = None  # a queued job's document (None: the name's in `general`)
+
+    def document_of(self, tenant_id: str) -> str:
+        """The id of the document this file is indexed as."""
+        return self.document_id or make_document_id(tenant_id, self.source)
 
 
 # What became of one request: the indexed document, or why it was not indexed.
@@ -158,9 +168,10 @@ def index_document(
     source: str,
     progress: ProgressCallback | None = None,
 ) -> IngestedDocument:
-    """Index one stored file for a tenant and record it (`index_documents` for one file);
-    raises what made it fail."""
-    requests = [IndexRequest(path, source, progress)]
+    """Index one stored file for a tenant into its `general` collection and record it
+    (`index_documents` for one file); raises what made it fail."""
+    doc_id = deps.documents.identify(tenant_id, GENERAL_COLLECTION, source)
+    requests = [IndexRequest(path, source, progress, document_id=doc_id)]
     (outcome,) = index_documents(deps, tenant_id=tenant_id, requests=requests)
     if isinstance(outcome, Exception):
         raise outcome
@@ -173,7 +184,7 @@ def _distinct_documents(tenant_id: str, requests: list[IndexRequest]) -> list[li
     segments: list[list[IndexRequest]] = [[]]
     seen: set[str] = set()
     for request in requests:
-        doc_id = make_document_id(tenant_id, request.source)
+        doc_id = request.document_of(tenant_id)
         if doc_id in seen:
             segments.append([])
             seen.clear()
@@ -305,7 +316,7 @@ def _parse(
 ) -> _Parsed:
     """Parse one request's file and check it against what the quotas leave it (`left`: after
     the tenant's documents and the files before it in the batch)."""
-    doc_id = make_document_id(tenant_id, request.source)
+    doc_id = request.document_of(tenant_id)
     record = deps.documents.get(tenant_id, doc_id)
     if must_exist and record is None:
         raise IngestionError("the document was deleted before it could be indexed")
@@ -315,6 +326,7 @@ def _parse(
         request.path,
         tenant_id=tenant_id,
         source=request.source,
+        document_id=doc_id,
         config=deps.pipeline,
         progress=request.progress,
         turn=request.turn,
@@ -348,6 +360,7 @@ class _Indexed:
             file.pages,
             len(file.chunks),
             file.ocr.pages,
+            detect_language(" ".join(chunk.text for chunk in file.chunks[:LANGUAGE_CHUNKS])),
         )
         return cls(document, upload, facts)
 

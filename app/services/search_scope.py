@@ -48,6 +48,7 @@ def fields_of(facts: DocumentFacts, collection_name: str | None) -> dict[str, An
         "document_id": facts.document_id,
         "collection": (facts.collection_id, collection_name or facts.collection_id),
         "content_type": content_type(facts.source),
+        "language": facts.language,
         "uploaded_at": facts.uploaded_at,
         "uploaded_by": tuple(v for v in (facts.uploaded_by, facts.uploaded_by_name) if v) or None,
     }

@@ -1,9 +1,9 @@
 """What a folder sync adds to an upload: the file's path under the sync folder as its document
 name, the folder's label, and the content hash the client already knows.
 
-A document is identified by its name (the path relative to the sync folder); its content
-SHA-256 decides whether it changed. An upload whose content is what the document already has
-indexed is answered "unchanged" and nothing is queued.
+A document is identified by its name (the path relative to the sync folder) within its
+collection; its content SHA-256 decides whether it changed. An upload whose content is what the
+document already has indexed is answered "unchanged" and nothing is queued.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from app.domain import document_id as make_document_id
+from app.domain import GENERAL_COLLECTION
 from app.errors import InvalidInput
 from app.jobs.store import JobRecord
 from app.services.documents import ListedPage, Uploader
@@ -121,7 +121,8 @@ def submit_sync_upload(
     if fields.source_path is not None:
         file.source = fields.source_path
     source = file.source or sanitise_filename(file.client_filename)
-    existing = deps.documents.get(tenant_id, make_document_id(tenant_id, source))
+    collection_id = (placement or {}).get("collection_id", GENERAL_COLLECTION)
+    existing = deps.documents.find(tenant_id, collection_id, source)
     indexed = existing is not None and existing.status == "done"
     if (
         fields.sha256 is not None

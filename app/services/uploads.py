@@ -6,14 +6,15 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.domain import document_id as make_document_id
+from app.domain import GENERAL_COLLECTION
 from app.errors import JobQueueFull, NotFound, QuotaExceeded
 from app.jobs.queue import JobQueue, enqueue
 from app.jobs.store import (
+    COLLECTION_DELETE,
     JobLimitReached,
     JobRecord,
     JobStatus,
@@ -42,7 +43,7 @@ class UploadDeps:
     max_upload_bytes: int
     quota: StorageQuota
     queued_jobs_limit: int  # RAG_QUOTA_QUEUED_JOBS
-    documents: DocumentStore  # who uploaded a document being replaced
+    documents: DocumentStore  # the documents uploads replace, and who uploaded them
     audit: AuditLog  # uploads and quota refusals
 
 
@@ -110,8 +111,9 @@ def submit_uploads(
     Without an uploader (the CLI) nothing is attributed or audited.
     """
     try:
+        collection_id = (placement or {}).get("collection_id", GENERAL_COLLECTION)
         uploads = [
-            _stored_upload(tenant_id, reservation, file)
+            _stored_upload(deps.documents, tenant_id, collection_id, reservation, file)
             for reservation, file in zip(reservations, files, strict=True)
         ]
         audit = []
@@ -166,11 +168,17 @@ def _discard(
         release_upload(deps, tenant_id=tenant_id, reservation=reservation)
 
 
-def _stored_upload(tenant_id: str, reservation: str, file: ReceivedFile) -> StoredUpload:
+def _stored_upload(
+    documents: DocumentStore,
+    tenant_id: str,
+    collection_id: str,
+    reservation: str,
+    file: ReceivedFile,
+) -> StoredUpload:
     source = file.source or sanitise_filename(file.client_filename)
     return StoredUpload(
         job_id=reservation,
-        document_id=make_document_id(tenant_id, source),
+        document_id=documents.identify(tenant_id, collection_id, source),
         source=source,
         stored_path=str(file.path),
         size_bytes=file.size_bytes,
@@ -186,11 +194,29 @@ def list_jobs(
     limit: int,
     offset: int,
     collections: Collection[str] | None = None,
+    user_id: str | None = None,
 ) -> ListedPage[JobRecord]:
-    """The tenant's jobs in `statuses` (uploads still being received are not jobs yet), of
-    documents in `collections` when given."""
-    records, total = deps.jobs.page(tenant_id, statuses, limit, offset, collections)
+    """The tenant's jobs in `statuses` (uploads still being received are not jobs yet); with
+    `collections`, those of documents in them, deletions of them, and the deletions `user_id`
+    asked for."""
+    records, total = deps.jobs.page(tenant_id, statuses, limit, offset, collections, user_id)
     return ListedPage(records, total)
+
+
+def job_readable(
+    job: JobRecord,
+    readable: Callable[[str], bool],
+    user_id: str | None,
+    collection_of: Callable[[str], str | None],
+) -> bool:
+    """Whether a caller may see a job: one of a document in a collection it reads (by
+    `collection_of`), or a deletion of a collection it reads or that it asked for (the
+    deleted collection is gone by the end)."""
+    if job.kind == COLLECTION_DELETE:
+        mine = user_id is not None and job.requested_by == user_id
+        return mine or (job.collection_id is not None and readable(job.collection_id))
+    where = collection_of(job.document_id)
+    return where is not None and readable(where)
 
 
 def get_job(deps: UploadDeps, *, tenant_id: str, job_id: str) -> JobRecord:

@@ -22,7 +22,7 @@ from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
 from app.storage.tables import ApiKeyRow, UserRow
-from app.storage.users import UserRecord, user_record
+from app.storage.users import UserRecord, access_version_of_user, user_record
 
 # last_used_at is written at most this often per key: a busy script costs one write a minute,
 # not one per request.
@@ -144,17 +144,19 @@ class ApiKeyStore:
             row = session.scalars(select(ApiKeyRow).where(ApiKeyRow.key_hash == key_hash)).first()
             return _record(row) if row else None
 
-    def find_with_owner(self, key_hash: str) -> tuple[ApiKeyRecord, UserRecord] | None:
-        """The key with this hash and its user, in one query (what every request with a key
-        checks), or None."""
+    def find_with_owner(self, key_hash: str) -> tuple[ApiKeyRecord, UserRecord, int] | None:
+        """The key with this hash, its user and their tenant's access version, in one query
+        (what every request with a key checks), or None."""
         query = (
-            select(ApiKeyRow, UserRow)
+            select(ApiKeyRow, UserRow, access_version_of_user())
             .join(UserRow, UserRow.id == ApiKeyRow.user_id)
             .where(ApiKeyRow.key_hash == key_hash)
         )
         with self._db.session() as session:
             found = session.execute(query).first()
-            return (_record(found[0]), user_record(found[1])) if found else None
+            if found is None:
+                return None
+            return _record(found[0]), user_record(found[1]), int(found[2])
 
     def list(self, tenant_id: str, user_id: str | None) -> list[ApiKeyRecord]:
         """The tenant's keys (of one user, or of everyone with None), newest first."""

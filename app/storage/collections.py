@@ -19,12 +19,12 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.domain import GENERAL_COLLECTION
 from app.errors import Conflict, NotFound
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, conflict_insert, utc_now
 from app.storage.records import record_of
 from app.storage.tables import (
-    GENERAL_COLLECTION,
     AccessVersionRow,
     CollectionGrantRow,
     CollectionRow,
@@ -98,6 +98,7 @@ class DocumentFacts:
     uploaded_by: str | None
     uploaded_by_name: str | None
     metadata: dict[str, Any]
+    language: str | None = None
 
 
 @dataclass(frozen=True)
@@ -345,13 +346,14 @@ class AccessStore:
                     DocumentRow.uploaded_by,
                     UserRow.username,
                     DocumentRow.metadata_json,
+                    DocumentRow.language,
                 )
                 .outerjoin(UserRow, UserRow.id == DocumentRow.uploaded_by)
                 .where(DocumentRow.tenant_id == tenant_id)
             )
             return [
-                DocumentFacts(doc, collection, source, at, by, name, _metadata(stored))
-                for doc, collection, source, at, by, name, stored in rows
+                DocumentFacts(doc, collection, source, at, by, name, _metadata(stored), language)
+                for doc, collection, source, at, by, name, stored, language in rows
             ]
 
     def collection_of(self, tenant_id: str, document_id: str) -> str | None:
@@ -383,22 +385,30 @@ class AccessStore:
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         """Move a document to another collection and/or replace its metadata (its vectors and
-        chunks stay as they are)."""
+        chunks stay as they are). Conflict when the collection it moves to already holds a
+        document of its name (a name is unique within a collection)."""
         values: dict[str, Any] = {}
         if collection_id is not None:
             values["collection_id"] = collection_id
         if metadata is not None:
             values["metadata_json"] = json.dumps(dict(metadata), sort_keys=True)
-        with self._db.session() as session:
-            changed = session.execute(
-                update(DocumentRow)
-                .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
-                .values(**values)
-            ).rowcount  # type: ignore[attr-defined]
-            if not changed:
-                raise NotFound("document not found")
-            if audit is not None:
-                write_entry(session, audit)
+        try:
+            with self._db.session() as session:
+                changed = session.execute(
+                    update(DocumentRow)
+                    .where(
+                        DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
+                    )
+                    .values(**values)
+                ).rowcount  # type: ignore[attr-defined]
+                if not changed:
+                    raise NotFound("document not found")
+                if audit is not None:
+                    write_entry(session, audit)
+        except IntegrityError:
+            raise Conflict(
+                "the collection already holds a document of this name: rename or delete one first"
+            ) from None
 
     # --- grants ---
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.orm import Session
 
+from app.domain import document_id as new_document_id
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, conflict_insert, utc_now
 from app.storage.records import record_of
@@ -41,6 +42,7 @@ class DocumentRecord:
     sync_root: str | None = None  # the folder label of the `rag sync` that uploaded it
     collection_id: str = "general"  # the collection it belongs to
     metadata_json: str = "{}"  # its own metadata fields, as JSON
+    language: str | None = None  # detected in its indexed text (None: not told)
 
 
 def _record(row: DocumentRow, uploader_name: str | None = None) -> DocumentRecord:
@@ -71,6 +73,7 @@ class IndexedFacts:
     pages: int
     chunks: int
     ocr_pages: int
+    language: str | None = None
 
 
 def _new_row(
@@ -159,7 +162,12 @@ class DocumentStore:
                         DocumentRow.tenant_id == tenant_id,
                         DocumentRow.document_id == facts.document_id,
                     )
-                    .values(pages=facts.pages, chunks=facts.chunks, ocr_pages=facts.ocr_pages)
+                    .values(
+                        pages=facts.pages,
+                        chunks=facts.chunks,
+                        ocr_pages=facts.ocr_pages,
+                        language=facts.language,
+                    )
                 )
         return gone
 
@@ -208,6 +216,54 @@ class DocumentStore:
         with self._db.session() as session:
             found = session.execute(query).first()
             return _record(found[0], found[1]) if found else None
+
+    def find(self, tenant_id: str, collection_id: str, source: str) -> DocumentRecord | None:
+        """The document of this name in a collection, or None."""
+        query = _with_uploader().where(
+            DocumentRow.tenant_id == tenant_id,
+            DocumentRow.collection_id == collection_id,
+            DocumentRow.source == source,
+        )
+        with self._db.session() as session:
+            found = session.execute(query).first()
+            return _record(found[0], found[1]) if found else None
+
+    def named(self, tenant_id: str, source: str) -> list[DocumentRecord]:
+        """The tenant's documents of this name, one per collection that holds it."""
+        query = (
+            _with_uploader()
+            .where(DocumentRow.tenant_id == tenant_id, DocumentRow.source == source)
+            .order_by(DocumentRow.collection_id)
+        )
+        with self._db.session() as session:
+            return [_record(row, name) for row, name in session.execute(query)]
+
+    def identify(self, tenant_id: str, collection_id: str, source: str) -> str:
+        """The id of the document named `source` in a collection: the existing one's, else the
+        one a new document gets (`app.domain.document_id`; a variant of it when a document
+        moved away from this collection still holds that id)."""
+        with self._db.session() as session:
+            existing = session.scalar(
+                select(DocumentRow.document_id).where(
+                    DocumentRow.tenant_id == tenant_id,
+                    DocumentRow.collection_id == collection_id,
+                    DocumentRow.source == source,
+                )
+            )
+            if existing is not None:
+                return existing
+            key, attempt = source, 0
+            while True:
+                candidate = new_document_id(tenant_id, key, collection_id)
+                taken = session.scalar(
+                    select(func.count())
+                    .select_from(DocumentRow)
+                    .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == candidate)
+                )
+                if not taken:
+                    return candidate
+                attempt += 1
+                key = f"{source}\x00{attempt}"
 
     def list(
         self,

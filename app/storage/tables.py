@@ -1,4 +1,5 @@
-"""Every table of the service database, in one module that imports no other part of the app.
+"""Every table of the service database, in one module that imports nothing else of the app but
+the domain's names.
 
 The repositories (users, documents, chunks, jobs, conversations) import their rows from here,
 so no storage module needs another's to build the schema. A change here needs a migration in
@@ -25,6 +26,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
+
+from app.domain import GENERAL_COLLECTION
 
 
 class Base(DeclarativeBase):
@@ -185,9 +188,8 @@ class SsoExchangeCodeRow(Base):
 
 # --- collections, groups and grants -------------------------------------------------------------
 
-# Every tenant's first collection: its id and its name. Documents from before collections are in
-# it, and every user of the tenant reads it.
-GENERAL_COLLECTION = "general"
+# Every tenant's first collection (GENERAL_COLLECTION): its id and its name. Documents from before
+# collections are in it, and every user of the tenant reads it.
 
 
 class CollectionRow(Base):
@@ -257,6 +259,12 @@ class DocumentRow(Base):
     """One uploaded document of a tenant, replaced on re-upload."""
 
     __tablename__ = "documents"
+    # A collection holds one document of a name: re-uploading the name there replaces it.
+    __table_args__ = (
+        UniqueConstraint(
+            "tenant_id", "collection_id", "source", name="uq_documents_tenant_collection_source"
+        ),
+    )
 
     tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     document_id: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -282,6 +290,9 @@ class DocumentRow(Base):
     )
     # A JSON object of the uploader's metadata fields (app/services/document_metadata.py).
     metadata_json: Mapped[str] = mapped_column(Text, server_default=text("'{}'"))
+    # The language detected in its indexed text (ISO 639-1; NULL: not told, or indexed before
+    # languages were detected).
+    language: Mapped[str | None] = mapped_column(String(8), nullable=True)
 
 
 class ChunkRow(Base):
@@ -318,7 +329,8 @@ class CorpusVersionRow(Base):
 
 
 class JobRow(Base):
-    """A durable ingestion job of one upload."""
+    """A durable background job: the ingestion of one upload, or the deletion of a collection
+    with its documents."""
 
     __tablename__ = "jobs"
 
@@ -342,6 +354,12 @@ class JobRow(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # `index` (an upload: document_id, source, stored_path) or `collection_delete` (the
+    # collection `collection_id`, named `source`, and its documents; no upload).
+    kind: Mapped[str] = mapped_column(String(24), default="index", server_default="index")
+    collection_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    # The user who asked for a job that is not an upload (a deletion), who may follow it.
+    requested_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
 
 
 class TenantTurnRow(Base):

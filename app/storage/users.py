@@ -13,6 +13,7 @@ import builtins
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, exists, func, literal, select, update
 from sqlalchemy.exc import IntegrityError
@@ -24,6 +25,7 @@ from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
 from app.storage.tables import (
+    AccessVersionRow,
     ApiKeyRow,
     ConversationMessageRow,
     ConversationRow,
@@ -69,6 +71,19 @@ class UserChange:
 def user_record(row: UserRow) -> UserRecord:
     """The detached record of a user row."""
     return record_of(UserRecord, row)
+
+
+def access_version_of_user() -> Any:
+    """The access version of the tenant of the `UserRow` in the enclosing query (0 before its
+    first change): read with the credential, so resolving what the caller may read costs no
+    round trip of its own (app/services/collection_access.py)."""
+    version = (
+        select(AccessVersionRow.version)
+        .where(AccessVersionRow.tenant_id == UserRow.tenant_id)
+        .correlate(UserRow)
+        .scalar_subquery()
+    )
+    return func.coalesce(version, 0)
 
 
 def _users_lock(tenant_id: str) -> str:
@@ -197,20 +212,21 @@ class UserStore:
 
     def get_for_token(
         self, user_id: str, revoked_jti: str | None
-    ) -> tuple[UserRecord | None, bool]:
-        """The user with this id and whether the token `revoked_jti` is in the database's
-        revocation list (False when None: the list is elsewhere), in one query: the check
-        every request with an access token makes."""
+    ) -> tuple[UserRecord | None, bool, int]:
+        """The user with this id, whether the token `revoked_jti` is in the database's
+        revocation list (False when None: the list is elsewhere), and its tenant's access
+        version, in one query: the check every request with an access token makes."""
         revoked = (
             exists().where(RevokedTokenRow.jti == revoked_jti)
             if revoked_jti is not None
             else literal(False)
         )
+        query = select(UserRow, revoked, access_version_of_user()).where(UserRow.id == user_id)
         with self._db.session() as session:
-            found = session.execute(select(UserRow, revoked).where(UserRow.id == user_id)).first()
+            found = session.execute(query).first()
             if found is None:
-                return None, False
-            return user_record(found[0]), bool(found[1])
+                return None, False, 0
+            return user_record(found[0]), bool(found[1]), int(found[2])
 
     def list(self, tenant_id: str | None = None) -> list[UserRecord]:
         """Users of one tenant, or of every tenant, ordered by tenant then name."""

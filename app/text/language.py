@@ -1,4 +1,5 @@
-"""Which script a text is written in: enough to tell an Arabic question from an English one."""
+"""Which script a text is written in (enough to tell an Arabic question from an English one),
+and which language a document is in (the `language` a search can filter on)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,34 @@ def has_letter(text: str) -> bool:
 def has_latin_letter(text: str) -> bool:
     """Whether the text holds a Latin letter."""
     return bool(_LATIN_LETTER.search(text))
+
+
+# Frequent short words of each language: a text in Latin letters is of the language whose words
+# it uses most (they are a large share of any running text, and rare in the others).
+_COMMON_WORDS = {
+    "en": "the and of to in is that for it with as on was are be this by not have from",
+    "de": "der die und das ist nicht mit den von zu ein eine auf für sich des dem auch wird",
+    "fr": "le la les et des est une que pour dans du pas sur qui au avec ce sont par",
+    "es": "el la los las y de que en es por un una con para del se no al lo como",
+    "it": "il di che la è e per un una non sono del della con si gli le da nel",
+    "nl": "de het een en van is dat op te in niet met voor zijn aan ook bij er",
+    "pt": "o a os as e de que em um uma para com não do da no na se por mais",
+}
+_WORDS_OF = {language: frozenset(words.split()) for language, words in _COMMON_WORDS.items()}
+_LATIN_WORD = re.compile("[a-z\u00e0-\u00ff]+")
+_SAMPLE_CHARS = 20_000
+
+
+def detect_language(text: str) -> str | None:
+    """The language of a document's text as an ISO 639-1 code: `ar` when most letters are
+    Arabic, else the one of en, de, fr, es, it, nl and pt whose common words it uses most;
+    None when it has no letters or none of those words (a language not told apart here)."""
+    sample = text[:_SAMPLE_CHARS]
+    if not has_letter(sample):
+        return None
+    if is_mostly_arabic(sample):
+        return "ar"
+    words = _LATIN_WORD.findall(sample.lower())
+    hits = {lang: sum(1 for w in words if w in common) for lang, common in _WORDS_OF.items()}
+    best = max(hits, key=lambda lang: hits[lang])  # the first listed wins a tie
+    return best if hits[best] else None

@@ -587,3 +587,80 @@ def test_a_revoked_grant_counts_at_once_and_its_cached_answer_stays_behind(
             headers=admin,
         )
         assert restored.status_code == 200, restored.text
+
+
+def _wait_done(world: World, headers: dict[str, str], job_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while time.monotonic() < deadline:
+        job = _ok(httpx.get(f"{world.live.url}/jobs/{job_id}?wait=5", headers=headers, timeout=30))
+        if job["status"] in ("done", "failed"):
+            return dict(job)
+    raise AssertionError(f"job {job_id} not done after {JOB_TIMEOUT_S} s")
+
+
+def test_the_name_of_a_hidden_document_is_no_oracle_and_is_never_replaced(world: World) -> None:
+    """Uploading a file of the hidden document's name answers exactly as a fresh name does and
+    makes another document: the hidden one is neither revealed, replaced, nor moved."""
+    url = world.live.url
+    for name in ("member without grant", "key of the admin limited to general"):
+        headers = world.callers[name]
+        made = []
+        for filename in (SECRET_FILE, "fresh-name.txt"):
+            response = httpx.post(
+                f"{url}/documents",
+                files={"file": (filename, text_document("A harmless note on the weather."))},
+                data={"collection": "general"},
+                headers=headers,
+                timeout=60.0,
+            )
+            assert response.status_code == 202, (name, response.text)
+            made.append(response.json())
+        ours, fresh = made
+        assert ours["document_id"] != world.secret_id
+        assert set(ours) == set(fresh) and ours["status"] == fresh["status"]
+        try:
+            for accepted in made:
+                assert _wait_done(world, headers, accepted["job_id"])["status"] == "done"
+            shown = _ok(httpx.get(f"{url}/documents/{ours['document_id']}", headers=headers))
+            assert shown["collection"] == "general" and shown["source"] == SECRET_FILE
+            assert world.secret_id not in json.dumps(shown) and MARKER not in json.dumps(shown)
+        finally:
+            for accepted in made:
+                gone = httpx.delete(f"{url}/documents/{accepted['document_id']}", headers=headers)
+                assert gone.status_code == 204, gone.text
+    # The hidden document is as it was, where it was.
+    mia = world.callers["granted member"]
+    page = _ok(httpx.get(f"{url}/documents/{world.secret_id}/pages/1/text", headers=mia))
+    assert MARKER in page["text"]
+    assert (
+        _ok(httpx.get(f"{url}/documents/{world.secret_id}", headers=mia))["collection"] == "board"
+    )
+
+
+def test_a_hidden_collection_s_deletion_job_shows_only_to_who_reads_it(world: World) -> None:
+    url = world.live.url
+    admin = world.callers["admin"]
+    _ok(
+        httpx.post(
+            f"{url}/collections", json={"name": "sealed", "visibility": "restricted"}, headers=admin
+        ),
+        201,
+    )
+    _uploaded(world.live, admin, "sealed-note.txt", f"The {MARKER} seal is kept here.", "sealed")
+    going = _ok(httpx.delete(f"{url}/collections/sealed?documents=delete", headers=admin), 202)
+    job_id = going["job_id"]
+    for name in BLIND:
+        headers = world.callers[name]
+        theirs = httpx.get(f"{url}/jobs/{job_id}", headers=headers)
+        missing = httpx.get(f"{url}/jobs/{MISSING_JOB}", headers=headers)
+        assert theirs.status_code == missing.status_code, (name, theirs.text)
+        assert theirs.content == missing.content, name
+        listed = httpx.get(f"{url}/jobs", headers=headers)
+        assert job_id not in listed.text and "sealed" not in listed.text, (name, listed.text)
+    job = _wait_done(world, admin, job_id)
+    assert job["status"] == "done" and job["kind"] == "collection_delete", job
+    assert httpx.get(f"{url}/collections/sealed", headers=admin).status_code == 404
+    for name in BLIND:  # nor once it is over
+        theirs = httpx.get(f"{url}/jobs/{job_id}", headers=world.callers[name])
+        missing = httpx.get(f"{url}/jobs/{MISSING_JOB}", headers=world.callers[name])
+        assert theirs.content == missing.content, name

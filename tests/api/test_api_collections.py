@@ -271,8 +271,100 @@ def test_a_collection_with_documents_is_deleted_only_when_asked_to(
     assert_error_body(kept, 409, "conflict")
     going = api.client.delete("/collections/scratch?documents=delete", headers=people.admin.headers)
     assert going.status_code == 202 and going.json()["documents"] == 1
+    accepted = going.json()
+    assert going.headers["location"] == f"/jobs/{accepted['job_id']}"
+    job = api.wait_for_job(people.admin, accepted["job_id"])
+    assert job["status"] == "done", job
+    assert job["kind"] == "collection_delete" and job["source"] == "scratch"
+    assert job["collection_id"] == accepted["collection_id"]
+    assert job["progress"]["done"] == job["progress"]["total"] == 1
     assert api.client.get("/collections/scratch", headers=people.admin.headers).status_code == 404
     assert "scratch.txt" not in _search_sources(api, people.admin, "scratch notes buoys")
+    listed = api.client.get("/jobs", headers=people.admin.headers).json()["data"]
+    assert accepted["job_id"] in {j["job_id"] for j in listed}
+    actions = [
+        (e["action"], e["detail"].get("documents"))
+        for e in api.client.get("/audit", headers=people.admin.headers).json()["data"]
+    ]
+    assert ("collection.deleted", 1) in actions
+
+
+def test_a_collection_deletion_is_followed_by_its_manager_and_hidden_from_others(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    made = _post(api, people.admin, "/collections", {"name": "drafts", "visibility": "restricted"})
+    assert made.status_code == 201, made.text
+    granted = api.client.put(
+        "/collections/drafts/access",
+        json={"grants": [{"user_id": people.member.user_id, "permission": "manage"}]},
+        headers=people.admin.headers,
+    )
+    assert granted.status_code == 200, granted.text
+    _uploaded(api, people.member, "draft-a.txt", "Draft about quay lights.", collection="drafts")
+    _uploaded(api, people.member, "draft-b.txt", "Draft about quay cranes.", collection="drafts")
+    going = api.client.delete("/collections/drafts?documents=delete", headers=people.member.headers)
+    assert going.status_code == 202, going.text
+    job_id = going.json()["job_id"]
+    # The manager who asked follows it to the end, after the collection is gone.
+    job = api.wait_for_job(people.member, job_id)
+    assert job["status"] == "done" and job["progress"]["done"] == 2, job
+    assert api.client.get("/collections/drafts", headers=people.member.headers).status_code == 404
+    # Someone who never read the collection sees no such job, exactly as a missing one.
+    theirs = api.client.get(f"/jobs/{job_id}", headers=people.reader.headers)
+    missing = api.client.get(f"/jobs/job_{'0' * 24}", headers=people.reader.headers)
+    assert theirs.status_code == missing.status_code
+    assert theirs.content == missing.content
+
+
+def test_each_collection_holds_its_own_document_of_a_name(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    for name in ("north", "south"):
+        assert _post(api, people.admin, "/collections", {"name": name}).status_code == 201
+    north = _uploaded(
+        api, people.admin, "handbook.txt", "North handbook: the beacon is red.", collection="north"
+    )
+    south = _uploaded(
+        api,
+        people.admin,
+        "handbook.txt",
+        "South handbook: the beacon is green.",
+        collection="south",
+    )
+    assert north["document_id"] != south["document_id"]
+    both = api.search(
+        people.admin, "handbook beacon colour", filters={"source": {"$eq": "handbook.txt"}}
+    )
+    assert {h["document_id"] for h in both["results"]} == {
+        north["document_id"],
+        south["document_id"],
+    }
+    # Uploading the name again to one collection replaces that one only, under the same id.
+    again = _uploaded(
+        api, people.admin, "handbook.txt", "North handbook: the beacon is blue.", collection="north"
+    )
+    assert again["document_id"] == north["document_id"]
+    texts = {
+        d: api.client.get(f"/documents/{d}/pages/1/text", headers=people.admin.headers).json()[
+            "text"
+        ]
+        for d in (north["document_id"], south["document_id"])
+    }
+    assert "blue" in texts[north["document_id"]] and "green" in texts[south["document_id"]]
+    # Without a collection, an upload is general's document of that name: a third one.
+    plain = _uploaded(api, people.admin, "handbook.txt", "General handbook: no beacon.")
+    assert plain["document_id"] not in (north["document_id"], south["document_id"])
+    # A move into a collection that already holds the name is a conflict; nothing moves.
+    clash = api.client.patch(
+        f"/documents/{north['document_id']}",
+        json={"collection": "south"},
+        headers=people.admin.headers,
+    )
+    assert_error_body(clash, 409, "conflict")
+    shown = api.client.get(f"/documents/{north['document_id']}", headers=people.admin.headers)
+    assert shown.json()["collection"] == "north"
+    for d in (plain, north, south):
+        api.client.delete(f"/documents/{d['document_id']}", headers=people.admin.headers)
 
 
 def test_bad_metadata_is_a_422_naming_the_problem_and_nothing_is_kept(
@@ -314,3 +406,22 @@ def test_a_chat_model_names_a_collection_and_never_reaches_past_it(
     assert "minutes.txt" not in {c["source"] for c in general["citations"]}
     assert_error_body(chat(people.member, "rag:board"), 404, "not_found")
     assert_error_body(chat(people.member, "gpt-4o"), 422)
+
+
+def test_a_search_filters_on_the_language_detected_in_each_document(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    german = "Das Ventil im Hafen wird jeden Monat geprüft und die Dichtung ist nicht aus Gummi."
+    job = _uploaded(api, people.admin, "ventil.txt", german)
+    shown = api.client.get(f"/documents/{job['document_id']}", headers=people.admin.headers)
+    assert shown.json()["language"] == "de"
+    public = api.client.get(f"/documents/{world['public']}", headers=people.admin.headers)
+    assert public.json()["language"] == "en"
+    question = "Ventil Dichtung harbour ferry"
+    in_german = _search_sources(api, people.admin, question, filters={"language": {"$eq": "de"}})
+    assert in_german == {"ventil.txt"}
+    in_english = _search_sources(api, people.admin, question, filters={"language": {"$in": ["en"]}})
+    assert "ventil.txt" not in in_english and "harbour.txt" in in_english
+    finnish = {"language": {"$eq": "fi"}}
+    assert _search_sources(api, people.admin, question, filters=finnish) == set()
+    api.client.delete(f"/documents/{job['document_id']}", headers=people.admin.headers)

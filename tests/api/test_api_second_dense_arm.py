@@ -87,6 +87,24 @@ def test_uploads_fill_both_arms_and_search_finds_what_only_e5_ranks_well(
     assert {"embed_query", "dense", "embed_query_second", "dense_second"} <= set(body["timings"])
 
 
+def test_a_scoped_search_ranks_with_the_second_arm_inside_the_scope(both: ApiHarness) -> None:
+    user = both.add_user("hooli")
+    upload_all(both, user)
+    unscoped = texts(found(both, user))
+    # A scope of every document but one neither arm ranked: the same two arms, the same find.
+    absent = next(name for name, text in PARAGRAPHS.items() if text not in unscoped)
+    body = both.search(user, QUESTION, k=5, filters={"source": {"$ne": absent}})
+    results = body["results"]
+    assert ONLY_E5_FINDS in texts(results)
+    service = results[texts(results).index(ONLY_E5_FINDS)]
+    assert service["stages"]["second_dense_rank"] == 1
+    assert "dense_second" in body["timings"]
+    # A scope without it: the second arm finds nothing outside the scope.
+    without = both.search(user, QUESTION, k=5, filters={"source": {"$ne": "service.txt"}})
+    assert ONLY_E5_FINDS not in texts(without["results"])
+    assert any(r["stages"]["second_dense_rank"] == 1 for r in without["results"])
+
+
 def test_deleting_a_document_removes_it_from_both_arms(both: ApiHarness) -> None:
     user = both.add_user("globex")
     ids = upload_all(both, user)

@@ -57,8 +57,10 @@ def queued_upload(
     name: str = "valves.txt",
     tenant: str = "acme",
     content: bytes = TEXT,
+    placement: dict[str, str] | None = None,
 ) -> str:
-    """Store an upload and create its job row, as the upload route does; returns the job id."""
+    """Store an upload and create its job row, as the upload route does (into the collection
+    `placement` names, default general); returns the job id."""
     uploads = data_dir / "uploads"
     uploads.mkdir(exist_ok=True)
     path = uploads / f"upload-{name}"  # stored like the upload route: random name, same suffix
@@ -66,6 +68,10 @@ def queued_upload(
     reservation = reserve_upload(container.upload_deps, tenant_id=tenant)
     received = ReceivedFile(path, name, len(content))
     (job,) = submit_uploads(
-        container.upload_deps, tenant_id=tenant, reservations=[reservation], files=[received]
+        container.upload_deps,
+        tenant_id=tenant,
+        reservations=[reservation],
+        files=[received],
+        placement=placement,
     )
     return job.job_id

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from sqlalchemy import update
 
 from app.domain import document_id
 from app.storage.db import Database
 from app.storage.documents import DocumentStore
+from app.storage.tables import DocumentRow
 
 pytestmark = pytest.mark.integration
 
@@ -120,3 +122,49 @@ def test_chunk_usage_sums_one_tenant(documents: DocumentStore) -> None:
         documents.set_status("acme", add(documents, "acme", source), "done", chunks=chunks)
     documents.set_status("globex", add(documents, "globex", "c"), "done", chunks=100)
     assert documents.usage("acme").chunks == 12
+
+
+def test_a_name_is_one_document_per_collection_and_a_moved_one_keeps_its_id(
+    documents: DocumentStore, sql_database: Database
+) -> None:
+    from app.errors import InvalidInput
+    from app.services.documents import document_named
+    from app.storage.documents import insert_missing_document
+
+    def place(collection: str, source: str) -> str:
+        doc_id = documents.identify("acme", collection, source)
+        with sql_database.session() as session:
+            insert_missing_document(
+                session, "acme", doc_id, source, 2, sha("v1"), None, {"collection_id": collection}
+            )
+        return doc_id
+
+    general = place("general", "handbook.pdf")
+    assert general == document_id("acme", "handbook.pdf")  # the id it had before collections
+    hr = place("col_hr", "handbook.pdf")
+    assert hr not in (general, document_id("acme", "handbook.pdf"))
+    assert place("col_hr", "handbook.pdf") == hr  # a re-upload there is the same document
+    assert documents.identify("acme", "general", "handbook.pdf") == general
+    found = documents.find("acme", "col_hr", "handbook.pdf")
+    assert found is not None and found.document_id == hr
+    assert documents.find("acme", "col_legal", "handbook.pdf") is None
+    assert [d.document_id for d in documents.named("acme", "handbook.pdf")] == sorted(
+        [general, hr], key=lambda d: {general: "general", hr: "col_hr"}[d]
+    )
+    # A document moved out of general keeps its id; the name in general is then a new one.
+    with sql_database.session() as session:
+        session.execute(
+            update(DocumentRow)
+            .where(DocumentRow.document_id == general)
+            .values(collection_id="col_legal")
+        )
+    fresh = documents.identify("acme", "general", "handbook.pdf")
+    assert fresh not in (general, hr)
+    # By name alone: one the caller reads is it; several it reads are a question back; those
+    # it may not read are never counted.
+    only_hr = document_named(documents, "acme", None, "handbook.pdf", lambda d: d == hr)
+    assert only_hr is not None and only_hr.document_id == hr
+    with pytest.raises(InvalidInput, match="document_id"):
+        document_named(documents, "acme", None, "handbook.pdf", lambda d: True)
+    assert document_named(documents, "acme", None, "handbook.pdf", lambda d: False) is None
+    assert document_named(documents, "acme", general, None, lambda d: d != general) is None

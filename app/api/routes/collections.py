@@ -6,10 +6,9 @@ exactly like a missing one; one it reads but may not manage is a 403.
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, BackgroundTasks, Query, Response
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
 from app.api.access import Authorized
@@ -25,14 +24,9 @@ from app.api.collection_schemas import (
 )
 from app.api.deps import CallerAccess, ClientIp, ContainerDep
 from app.api.errors import ApiError, error_responses
-from app.container import Container
-from app.services import documents as document_service
-from app.services.auth import Identity
-from app.services.collection_access import CollectionAccess
+from app.services.collection_deletion import queue_collection_deletion
 from app.services.collections import CollectionView
 from app.storage.collections import CollectionChange, Grant
-
-log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/collections", tags=["collections"], responses=error_responses(422))
 
@@ -122,14 +116,14 @@ def delete_collection(
     caller: Authorized,
     access: CallerAccess,
     ip: ClientIp,
-    background: BackgroundTasks,
     documents: Annotated[
         Literal["keep", "delete"] | None,
-        Query(description="`delete`: delete its documents first, as a background job"),
+        Query(description="`delete`: delete its documents first, as a job (GET /jobs/{job_id})"),
     ] = None,
 ) -> Response:
     """Delete a collection you manage. One that holds documents is a 409 unless
-    `?documents=delete`, which deletes them in the background (202), then the collection."""
+    `?documents=delete`, which answers 202 with a durable job (`GET /jobs/{job_id}`, also after
+    a restart) that deletes them, then the collection; asked again meanwhile, the same job."""
     actor = caller.actor(ip)
     if documents != "delete":
         if not container.collections.delete(access, actor, collection_id):
@@ -139,43 +133,20 @@ def delete_collection(
                 "the collection holds documents: move them, or DELETE with ?documents=delete",
             )
         return Response(status_code=204)
-    found_id, document_ids = container.collections.documents_of(access, collection_id)
-    if not document_ids:
-        container.collections.delete(access, actor, found_id)
+    job = queue_collection_deletion(
+        container.collections, container.jobs, container.job_queue, access, actor, collection_id
+    )
+    if job is None:
         return Response(status_code=204)
-    background.add_task(
-        _delete_with_documents, container, access, caller, ip, found_id, document_ids
-    )
     body = CollectionDeleting(
-        collection_id=found_id, status="deleting", documents=len(document_ids)
+        collection_id=job.collection_id or collection_id,
+        status="deleting",
+        documents=job.progress_total,
+        job_id=job.job_id,
     )
-    return JSONResponse(body.model_dump(), status_code=202)
-
-
-def _delete_with_documents(
-    container: Container,
-    access: CollectionAccess,
-    caller: Identity,
-    ip: str,
-    collection_id: str,
-    document_ids: list[str],
-) -> None:
-    """Delete each document (as DELETE /documents/{id} would), then the emptied collection."""
-    uploader = document_service.Uploader(caller.actor(ip), may_change_any=True)
-    for document_id in document_ids:
-        try:
-            document_service.delete_document(
-                container.document_deps,
-                tenant_id=caller.tenant_id,
-                document_id=document_id,
-                uploader=uploader,
-            )
-        except Exception:  # one document failing must not leave the rest: logged, next
-            log.exception(
-                "deleting a document of a deleted collection failed",
-                extra={"document_id": document_id, "collection_id": collection_id},
-            )
-    container.collections.delete(access, caller.actor(ip), collection_id)
+    return JSONResponse(
+        body.model_dump(), status_code=202, headers={"Location": f"/jobs/{job.job_id}"}
+    )
 
 
 @router.get(_PATH + "/access", response_model=AccessOut, responses=error_responses(403, 404))

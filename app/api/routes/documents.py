@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
 from fastapi import APIRouter, Query, Request, Response
@@ -37,13 +36,11 @@ from app.api.schemas import (
 )
 from app.api.upload import receive_uploads
 from app.container import Container
-from app.domain import document_id as document_id_of
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents, sync_uploads, uploads
 from app.services.auth import Identity
-from app.services.collection_access import CollectionAccess
 from app.services.document_metadata import checked_metadata, parse_metadata
 from app.services.job_wait import MAX_WAIT_S, wait_for_job
 from app.storage.documents import DocumentFilter, DocumentRecord
@@ -165,7 +162,7 @@ async def upload_document(
         )
         fields = sync_uploads.SyncFields.parse(texts, len(received))
         # Where the files go: a collection the caller writes, and documents it may replace.
-        placed = await run_in_threadpool(
+        placement = await run_in_threadpool(
             _placement, container, caller, texts, received, fields.source_path
         )
     except (InvalidInput, ApiError, Forbidden, NotFound):
@@ -177,7 +174,7 @@ async def upload_document(
         release = run_in_threadpool(_release_all, deps, tenant, reservations)
         await asyncio.shield(release)  # completes even if this request is being cancelled
         raise
-    # Checked above for every replaced document, in whatever collection it is.
+    # Checked above for every document replaced (those of the same names in the collection).
     uploader = documents.Uploader(caller.actor(ip), may_change_any=True)
     # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
     # block: keep them off the event loop.
@@ -189,16 +186,8 @@ async def upload_document(
         files=received,
         uploader=uploader,
         fields=fields,
-        placement=placed.placement,
+        placement=placement,
     )
-    if placed.moved:
-        await run_in_threadpool(
-            container.collections.after_upload,
-            placed.access,
-            caller.actor(ip),
-            placed.target,
-            placed.moved,
-        )
     if isinstance(submitted, sync_uploads.Unchanged):
         response.status_code = 200
         return UploadUnchanged(document_id=submitted.document_id, source=submitted.source)
@@ -215,42 +204,31 @@ async def upload_document(
     return UploadAccepted(**accepted[0].model_dump(), jobs=accepted)
 
 
-@dataclass(frozen=True)
-class _Placement:
-    access: CollectionAccess
-    target: str  # the collection id the files go to
-    placement: dict[str, str]  # the document rows' collection and metadata
-    moved: list[str]  # replaced documents that were in another collection
-
-
 def _placement(
     container: Container,
     caller: Identity,
     texts: dict[str, str],
     files: list[uploads.ReceivedFile],
     source_path: str | None = None,
-) -> _Placement:
-    """The upload's `collection` (default general; 403 unless the caller writes it) and
-    `metadata` (422 naming the problem), and the documents it replaces (each one the caller
-    must be allowed to change)."""
+) -> dict[str, str]:
+    """The document rows' collection and metadata: the upload's `collection` (default general;
+    403 unless the caller writes it) and `metadata` (422 naming the problem). Each document of
+    the same name in that collection is replaced, so the caller must be allowed to change it; a
+    name in another collection is another document, and nothing about it is looked at."""
     access = caller_access(container, caller)
     metadata = parse_metadata(texts.get("metadata"))
-    replaced = []
+    target = container.collections.upload_target(access, texts.get("collection"))
     for file in files:
         source = source_path or uploads.sanitise_filename(file.client_filename)
-        doc = document_id_of(caller.tenant_id, source)
-        existing = container.access_store.collection_of(caller.tenant_id, doc)
+        existing = container.document_deps.documents.find(caller.tenant_id, target, source)
         if existing is not None:
-            record = container.document_deps.documents.get(caller.tenant_id, doc)
-            replaced.append((doc, existing, record.uploaded_by if record else None))
-    target = container.collections.check_upload(
-        access, texts.get("collection"), replaced, caller.user_id
-    )
+            container.collections.check_replace(
+                access, target, existing.uploaded_by, caller.user_id
+            )
     placement = {"collection_id": target}
     if "metadata" in texts:
         placement["metadata_json"] = json.dumps(metadata, sort_keys=True)
-    moved = [doc for doc, existing, _ in replaced if existing != target]
-    return _Placement(access, target, placement, moved)
+    return placement
 
 
 def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str]) -> None:
@@ -270,8 +248,9 @@ def list_jobs(
     ] = None,
     offset: PageOffset = 0,
 ) -> Page[JobOut]:
-    """The tenant's ingestion jobs, newest first. `?status=queued&status=processing` is what is
-    still to index: a client syncing a folder polls that one listing until its `count` is 0."""
+    """The tenant's jobs (ingestion, and `collection_delete`), newest first.
+    `?status=queued&status=processing` is what is still to do: a client syncing a folder polls
+    that one listing until its `count` is 0."""
     statuses = status or list(get_args(JobStatus))
     access = caller_access(container, principal)
     shown = None if access.reads_everything else access.readable
@@ -282,6 +261,7 @@ def list_jobs(
         limit=size,
         offset=offset,
         collections=shown,
+        user_id=None if access.key_limited else principal.user_id,
     )
     return Page[JobOut].of(found.records, found.total)
 
@@ -289,11 +269,18 @@ def list_jobs(
 def _check_job_readable(
     container: Container, principal: Identity, deps: uploads.UploadDeps, job_id: str
 ) -> None:
-    """NotFound unless the job is the caller's tenant's and its collection is one they read."""
+    """NotFound unless the job is the caller's tenant's and one they may see (its document's
+    collection, or the collection it deletes, is one they read; or they asked for it)."""
     job = uploads.get_job(deps, tenant_id=principal.tenant_id, job_id=job_id)
     access = caller_access(container, principal)
-    where = container.access_store.collection_of(principal.tenant_id, job.document_id)
-    if not access.reads_everything and (where is None or access.permission(where) is None):
+    if access.reads_everything:
+        return
+    if not uploads.job_readable(
+        job,
+        lambda collection_id: access.permission(collection_id) is not None,
+        None if access.key_limited else principal.user_id,
+        lambda document_id: container.access_store.collection_of(principal.tenant_id, document_id),
+    ):
         raise ApiError(404, "not_found", "job not found")
 
 
@@ -313,8 +300,9 @@ async def get_job(
         ),
     ] = 0,
 ) -> JobOut:
-    """An ingestion job's state and progress; with `wait`, once it has ended (long poll). 404,
-    as for a missing job, when its document is in a collection you do not read (at once)."""
+    """A job's state and progress (an upload's indexing, or a collection's deletion: `kind`);
+    with `wait`, once it has ended (long poll). 404, as for a missing job, when its document is
+    in a collection you do not read (at once)."""
     await run_in_threadpool(_check_job_readable, container, principal, deps, job_id)
     job = await wait_for_job(deps, tenant_id=principal.tenant_id, job_id=job_id, wait_s=wait)
     return JobOut.model_validate(job)
@@ -392,7 +380,7 @@ def get_document(
 @router.patch(
     "/documents/{document_id}",
     response_model=DocumentOut,
-    responses=error_responses(403, 404, 422),
+    responses=error_responses(403, 404, 409, 422),
 )
 def change_document(
     document_id: str,
@@ -404,7 +392,8 @@ def change_document(
 ) -> DocumentOut:
     """Move a document to another collection (`collection`: id or name) and/or replace its
     metadata (`metadata`), without re-embedding it. You need write on its collection and, to
-    move it, on the target."""
+    move it, on the target; a target that already holds a document of its name is a 409. Its
+    id stays the same."""
     if body.collection is None and body.metadata is None:
         raise ApiError(422, "validation_error", "nothing to change: send collection or metadata")
     access = caller_access(container, caller)

@@ -182,14 +182,23 @@ class Corpus:
         return self._with_rows(tenant_id, self.index.query(tenant_id, vector, k, documents))
 
     def query_second(
-        self, tenant_id: str, vector: Sequence[float], k: int
+        self,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None = None,
+        chunk_ids: Sequence[str] | None = None,
     ) -> list[tuple[Chunk, float]] | None:
-        """The k nearest chunks by the second dense arm's vectors, best first; None without
-        the arm. Whether the collection covers every chunk is `second_ready`'s to say: the
-        caller asks it first, before it embeds the question for this arm."""
+        """The k nearest chunks by the second dense arm's vectors, best first, among these
+        documents' chunks or exactly among these chunks (as `query`); None without the arm.
+        Whether the collection covers every chunk is `second_ready`'s to say: the caller asks
+        it first, before it embeds the question for this arm."""
         if self.second is None:
             return None
-        return self._with_rows(tenant_id, self.second.index.query(tenant_id, vector, k))
+        index = self.second.index
+        if chunk_ids is not None:
+            return self._with_rows(tenant_id, index.nearest_among(tenant_id, vector, k, chunk_ids))
+        return self._with_rows(tenant_id, index.query(tenant_id, vector, k, documents))
 
     def second_ready(self, tenant_id: str) -> bool:
         """Whether the tenant's second-arm collection holds every chunk (False without one)."""

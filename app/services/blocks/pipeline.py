@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app import tracing
-from app.domain import Chunk, OcrLayout, Page, document_id, indexed_text
+from app.domain import Chunk, OcrLayout, Page, indexed_text
+from app.domain import document_id as make_document_id
 from app.errors import QuotaExceeded
 from app.ingestion import LoadLimits, chunk_pages, load_with_timeout
 from app.ingestion.ocr_result import is_unreadable, ocr_warnings
@@ -135,16 +136,25 @@ def parse_file(
     progress: ProgressCallback | None = None,
     ocr_pages_allowed: int | None = None,
     turn: ParseTurn | None = None,
+    document_id: str | None = None,
 ) -> ParsedFile:
     """Parse and chunk one file (the per-file part of ingestion, before embedding).
 
     `ocr_pages_allowed` is what the tenant's OCR page quota leaves (None: no quota); a file with
     more pages to OCR fails before any is read. `turn` is the queued job's (its deadline, its
-    OCR checkpoint, when it yields: see `load_with_timeout`).
+    OCR checkpoint, when it yields: see `load_with_timeout`). `document_id` is the document it
+    becomes (None: the one of this name in the `general` collection).
     """
     with job_stage("parse"):
         return _parse_file(
-            path, tenant_id, source, config, progress or _ignore_progress, ocr_pages_allowed, turn
+            path,
+            tenant_id,
+            source,
+            config,
+            progress or _ignore_progress,
+            ocr_pages_allowed,
+            turn,
+            document_id or make_document_id(tenant_id, source),
         )
 
 
@@ -156,6 +166,7 @@ def _parse_file(
     progress: ProgressCallback,
     ocr_pages_allowed: int | None,
     turn: ParseTurn | None,
+    doc_id: str,
 ) -> ParsedFile:
     limits = config.limits
     if ocr_pages_allowed is not None:
@@ -170,7 +181,6 @@ def _parse_file(
     outcome = ocr_outcome(loaded)
     pages = [page for page in loaded if not is_unreadable(page)]
     progress(len(pages), len(pages), "parsed")
-    doc_id = document_id(tenant_id, source)
     chunks = chunk_pages(
         pages,
         tenant_id=tenant_id,
