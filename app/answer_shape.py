@@ -48,6 +48,9 @@ class AnswerShape(BaseModel):
     score_dense_weight: float
     score_dense_spread: float
     score_keyword_spread: float
+    reserve_dense_first: int
+    reserve_keyword_first: int
+    reserve_within: int
     relevance_threshold: float | None
     exact_max_terms: int
     exact_max_phrases: int

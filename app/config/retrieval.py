@@ -111,6 +111,32 @@ class RetrievalSettings(BaseModel):
         description="RAG_FUSION=scores: the same floor for the BM25 scores.",
         ge=0,
     )
+    reserve_dense_first: int = setting(
+        0,
+        group="retrieval",
+        unit="chunks",
+        description="The dense arm's first this many candidates are kept inside the first "
+        "RAG_RESERVE_WITHIN places of the fused ranking (after exact matches), however strongly "
+        "the keyword arm disagrees (0: off).",
+        ge=0,
+    )
+    reserve_keyword_first: int = setting(
+        0,
+        group="retrieval",
+        unit="chunks",
+        description="The same for the keyword arm's first candidates, when fusion counts that "
+        "arm (not for a question the keyword gate or a cross-script question left to the dense "
+        "arm; 0: off).",
+        ge=0,
+    )
+    reserve_within: int = setting(
+        0,
+        group="retrieval",
+        unit="places",
+        description="The places of the fused ranking that RAG_RESERVE_DENSE_FIRST and "
+        "RAG_RESERVE_KEYWORD_FIRST reserve (0: no reservation).",
+        ge=0,
+    )
     keyword_coverage_power: float = setting(
         1.0,
         group="retrieval",

@@ -27,7 +27,11 @@ from app.domain import Chunk, RetrievalResult, SearchHit
 from app.retrieval.evidence import specific_evidence_chunks
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
 from app.retrieval.function_words import content_tokens, matches_content_word
-from app.retrieval.fusion import reciprocal_rank_fusion, standardised_score_fusion
+from app.retrieval.fusion import (
+    reciprocal_rank_fusion,
+    reserve_places,
+    standardised_score_fusion,
+)
 from app.retrieval.gate import judge, threshold_for
 from app.retrieval.grouping import (
     GROUPINGS,
@@ -115,6 +119,13 @@ class RetrieverConfig:
     score_keyword_spread: float = 0.0
     # Chunks holding an exact match of a quoted phrase or code-like term go first (`pinned`).
     pin_exact_matches: bool = True
+    # The first `reserve_within` places after the exact matches hold the dense arm's first
+    # `reserve_dense_first` and the keyword arm's first `reserve_keyword_first` candidates (the
+    # keyword arm's only when fusion counted it: not gated off, not a cross-script question),
+    # so neither arm's best can be buried by the other (`fusion.reserve_places`). 0: off.
+    reserve_dense_first: int = 0
+    reserve_keyword_first: int = 0
+    reserve_within: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrieverConfig:
@@ -143,6 +154,9 @@ class RetrieverConfig:
             score_dense_weight=settings.score_dense_weight,
             score_dense_spread=settings.score_dense_spread,
             score_keyword_spread=settings.score_keyword_spread,
+            reserve_dense_first=settings.reserve_dense_first,
+            reserve_keyword_first=settings.reserve_keyword_first,
+            reserve_within=settings.reserve_within,
         )
 
 
@@ -221,6 +235,10 @@ class Recall:
     pinned: list[str] = field(default_factory=list)
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
+    # How many chunks of the searched text hold each of the query's content words (0: none),
+    # and how many chunks were searched: the words' rarity, read by query-time fusion signals.
+    term_chunks: dict[str, int] = field(default_factory=dict)
+    chunk_total: int = 0
     query_vector: list[float] | None = None
     fusion: FusionRecord | None = None  # what `fuse` did, for /search's explanation
 
@@ -250,13 +268,36 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
         ordered += [cid for cid in recall.candidates if cid not in seen]
     # Exact matches go first (in fused order among themselves): the user meant them.
     pinned = set(recall.pinned)
-    final = [i for i in ordered if i in pinned] + [i for i in ordered if i not in pinned]
+    rest = [i for i in ordered if i not in pinned]
+    if mode not in ("dense", "keyword"):
+        rest = _reserve_arm_firsts(rest, recall, config)
+    final = [i for i in ordered if i in pinned] + rest
     for rank, chunk_id in enumerate(ordered, start=1):
         candidate = recall.candidates[chunk_id]
         candidate.fused_rank = rank
         if chunk_id in pinned:
             candidate.rules.append("exact_match")
     return final
+
+
+def _reserve_arm_firsts(rest: list[str], recall: Recall, config: RetrieverConfig) -> list[str]:
+    """The fused order (exact matches set aside) with each arm's first candidates inside the
+    first `reserve_within` places; those it moved up record the rule."""
+    if config.reserve_within <= 0:
+        return rest
+    wanted = recall.dense_ids[: config.reserve_dense_first]
+    record = recall.fusion
+    keyword_counted = record is not None and bool(record.keyword_weight)
+    if keyword_counted and not recall.cross_script:
+        wanted = [*wanted, *recall.keyword_ids[: config.reserve_keyword_first]]
+    if not wanted:
+        return rest
+    reserved = reserve_places(rest, wanted, config.reserve_within)
+    before = {cid: i for i, cid in enumerate(rest)}
+    for i, cid in enumerate(reserved[: config.reserve_within]):
+        if before[cid] > i and cid in wanted:
+            recall.candidates[cid].rules.append("arm_first_reserved")
+    return reserved
 
 
 def _fused(recall: Recall, config: RetrieverConfig) -> list[tuple[str, float]]:
@@ -581,7 +622,10 @@ class HybridRetriever:
         )
         tokens = self.keyword_index.tokenizer(query)
         keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor)
-        recall.coverage = snapshot.coverage(content_tokens(tokens, self.keyword_index.tokenizer))
+        content = content_tokens(tokens, self.keyword_index.tokenizer)
+        recall.coverage = snapshot.coverage(content)
+        recall.term_chunks = {t: snapshot.chunk_count(t) for t in dict.fromkeys(content) if t}
+        recall.chunk_total = snapshot.size
         recall.content_match = matches_content_word(
             snapshot, tokens, self.keyword_index.tokenizer, self.config.specific_evidence_max_chunks
         )
