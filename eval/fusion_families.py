@@ -18,7 +18,7 @@ from typing import Any
 
 from app.config import load_settings
 from app.domain import section_path
-from app.retrieval.fusion import reciprocal_rank_fusion, reserve_places
+from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.headings import has_heading
 from app.retrieval.hybrid import Recall, RetrieverConfig, demote_page_roles, fuse, promote_headings
 from app.retrieval.query_signals import idf, peakedness, rare_word_coverage
@@ -261,6 +261,7 @@ FAMILIES.extend(
                 keyword_gate=(True,),
                 score_dense_spread=(0.05, 0.08, 0.12, 0.2),
                 score_keyword_spread=(1.0, 2.0, 3.0, 5.0, 8.0),
+                reserve_dense_first=(0,),
             ),
             _service,
         ),
@@ -280,20 +281,8 @@ FAMILIES.extend(
 )
 
 
-# --- query-time weighting, places reserved for each arm's first candidates, fusion blends ---
-
-
-def reserve_heads(
-    ordered: list[str], recall: Recall, dense_top: int, keyword_top: int, within: int
-) -> list[str]:
-    """The first `within` places after the exact matches hold each arm's first `dense_top` /
-    `keyword_top` candidates (`reserve_places`); the fused order otherwise."""
-    if within <= 0 or (dense_top <= 0 and keyword_top <= 0):
-        return ordered
-    pinned = set(recall.pinned)
-    wanted = [*recall.dense_ids[:dense_top], *recall.keyword_ids[:keyword_top]]
-    rest = [c for c in ordered if c not in pinned]
-    return [c for c in ordered if c in pinned] + reserve_places(rest, wanted, within)
+# --- query-time weighting, places reserved for each arm's first candidates (RAG_RESERVE_*),
+# the rank and score orders fused again (RAG_FUSION=blend) ---
 
 
 def _with_signals(recall: Recall, p: Params) -> Recall:
@@ -303,30 +292,10 @@ def _with_signals(recall: Recall, p: Params) -> Recall:
     return replace(recall, coverage=rare_word_coverage(recall.term_chunks, recall.chunk_total))
 
 
-def _keyword_top(recall: Recall, p: Params) -> int:
-    """The keyword arm's reserved places: none when fusion switched that arm off or the
-    question is cross-script (its few matches are accidental)."""
-    record = recall.fusion
-    if record is None or not record.keyword_weight or "cross_script" in record.rules:
-        return 0
-    if recall.cross_script:
-        return 0
-    return int(p.get("reserve_keyword", 0))
-
-
 def _blend(recall: Recall, query: str, p: Params) -> list[str]:
-    """Rank fusion of the two fusions: today's RRF order and today's score-fusion order."""
-    base = _service_config()
-    recall = truncated(recall, base.dense_candidates, base.keyword_candidates)
-    recall = _with_signals(recall, p)
-    by_rank = fuse(recall, "hybrid", replace(base, fusion="rrf"))
-    by_score = fuse(recall, "hybrid", replace(base, fusion="scores"))
-    fused = reciprocal_rank_fusion([by_rank, by_score], [1.0, p["score_share"]], p["blend_k"])
-    ordered = [cid for cid, _ in fused]
-    ordered = reserve_heads(
-        ordered, recall, p.get("reserve_dense", 0), _keyword_top(recall, p), p.get("within", 0)
-    )
-    return _finish(ordered, recall, query, p)
+    """Rank fusion of the two fusions (`RAG_FUSION=blend`): today's RRF order and today's
+    score-fusion order, fused again; then the final-order rules."""
+    return _service(recall, query, {**p, "fusion": "blend"})
 
 
 FAMILIES.extend(
@@ -387,11 +356,11 @@ FAMILIES.extend(
             "blend",
             _grid(
                 TODAYS_RULES,
-                score_share=(0.5, 1.0, 2.0),
-                blend_k=(1, 5, 60),
-                reserve_dense=(0, 1),
-                reserve_keyword=(0, 1),
-                within=(3, 5),
+                blend_score_weight=(0.5, 1.0, 2.0),
+                blend_rrf_k=(5, 60),
+                reserve_dense_first=(0, 1, 2),
+                reserve_keyword_first=(0, 1),
+                reserve_within=(5,),
             ),
             _blend,
         ),

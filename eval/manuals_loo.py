@@ -48,8 +48,9 @@ from eval.metrics import ranking_scores
 from eval.retrieval import RESULTS_DIR, git_commit
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
-# What `make eval` scores: weighted rank fusion and score fusion with least spreads.
-DEFAULT_FAMILIES = ("rrf", "scores-floored")
+# What `make eval` scores: weighted rank fusion, score fusion with least spreads, and the
+# shipped blend of both (with the dense arm's first candidate kept in the first places).
+DEFAULT_FAMILIES = ("rrf", "scores-floored", "blend")
 # Each arm is asked for this many times its configured candidates, so that families that take
 # deeper pools than the shipped 30 can be scored from the same recall.
 POOL_FACTOR = 4

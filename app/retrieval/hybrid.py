@@ -18,7 +18,7 @@ document changes to pay the rebuild then rather than on the next query, but does
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -117,6 +117,10 @@ class RetrieverConfig:
     # similarity units, keyword: in BM25 units), so a flat list is not stretched.
     score_dense_spread: float = 0.0
     score_keyword_spread: float = 0.0
+    # "blend": the rank order and the score order fused again by RRF with this k, the score
+    # order weighing `blend_score_weight` against the rank order's 1.
+    blend_rrf_k: int = 60
+    blend_score_weight: float = 2.0
     # Chunks holding an exact match of a quoted phrase or code-like term go first (`pinned`).
     pin_exact_matches: bool = True
     # The first `reserve_within` places after the exact matches hold the dense arm's first
@@ -154,6 +158,8 @@ class RetrieverConfig:
             score_dense_weight=settings.score_dense_weight,
             score_dense_spread=settings.score_dense_spread,
             score_keyword_spread=settings.score_keyword_spread,
+            blend_rrf_k=settings.blend_rrf_k,
+            blend_score_weight=settings.blend_score_weight,
             reserve_dense_first=settings.reserve_dense_first,
             reserve_keyword_first=settings.reserve_keyword_first,
             reserve_within=settings.reserve_within,
@@ -216,7 +222,8 @@ class FusionRecord:
     keyword_weight: float | None = None
     rrf_k: int | None = None
     rules: tuple[str, ...] = ()
-    method: str = "rrf"  # "rrf" (reciprocal rank fusion) or "scores" (standardised scores)
+    # "rrf" (reciprocal rank fusion), "scores" (standardised scores) or "blend" (both, fused)
+    method: str = "rrf"
 
 
 @dataclass
@@ -302,6 +309,19 @@ def _reserve_arm_firsts(rest: list[str], recall: Recall, config: RetrieverConfig
 
 def _fused(recall: Recall, config: RetrieverConfig) -> list[tuple[str, float]]:
     """Both arms fused with this query's weights (best first, with the fused score)."""
+    if config.fusion == "blend" and not recall.cross_script:
+        # Rank fusion of the two fusions: score fusion leads, and where it alone would bury
+        # what rank fusion ranks high (a manual whose keyword arm is the better one), the rank
+        # order holds it up (eval/manuals_loo.py).
+        by_rank = _fused(recall, replace(config, fusion="rrf"))
+        by_score = _fused(recall, replace(config, fusion="scores"))
+        assert recall.fusion is not None  # set by the score fusion just above
+        recall.fusion = replace(recall.fusion, method="blend", rrf_k=config.blend_rrf_k)
+        return reciprocal_rank_fusion(
+            [[cid for cid, _ in by_rank], [cid for cid, _ in by_score]],
+            [1.0, config.blend_score_weight],
+            config.blend_rrf_k,
+        )
     # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
     # question over English documents matches almost nothing, and its few accidental
     # matches must not outvote the dense arm (measured on XQuAD ar->en).
