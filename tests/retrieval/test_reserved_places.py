@@ -82,3 +82,37 @@ def test_a_gated_keyword_arm_gets_no_reserved_place() -> None:
     assert fuse(recall, "hybrid", config)[0] == "d1"
     recall = _recall()
     assert fuse(recall, "hybrid", config)[0] == "k1"
+
+
+def _scored_recall() -> Recall:
+    # k1 is the keyword arm's clear first; d1 the dense arm's; x is second in both.
+    recall = Recall(dense_ids=["d1", "x", "d3"], keyword_ids=["k1", "x", "k3"], coverage=1.0)
+    for cid, score in zip(recall.dense_ids, (0.62, 0.60, 0.30), strict=True):
+        recall.candidate(cid).dense_score = score
+    for cid, score in zip(recall.keyword_ids, (9.0, 8.5, 1.0), strict=True):
+        recall.candidate(cid).keyword_score = score
+    return recall
+
+
+def test_the_blend_fuses_the_rank_order_and_the_score_order() -> None:
+    base = RetrieverConfig(rrf_k=5, dense_weight=0.3, score_dense_weight=0.5)
+    by_rank = fuse(_scored_recall(), "hybrid", replace(base, fusion="rrf"))
+    by_score = fuse(_scored_recall(), "hybrid", replace(base, fusion="scores"))
+    recall = _scored_recall()
+    blended = fuse(recall, "hybrid", replace(base, fusion="blend"))
+    assert sorted(blended) == sorted(by_rank) == sorted(by_score)
+    assert recall.fusion is not None and recall.fusion.method == "blend"
+    # Whatever both orders put first, the blend puts first; its score is the blend's RRF.
+    assert by_rank[0] == by_score[0] == blended[0]
+    score_weight = base.blend_score_weight
+    assert recall.candidates[blended[0]].fused_score == pytest.approx(
+        (1.0 + score_weight) / (base.blend_rrf_k + 1)
+    )
+
+
+def test_a_cross_script_question_is_fused_by_rank_under_the_blend() -> None:
+    config = RetrieverConfig(rrf_k=5, dense_weight=0.3, fusion="blend")
+    recall = _scored_recall()
+    recall.cross_script = True
+    fuse(recall, "hybrid", config)
+    assert recall.fusion is not None and recall.fusion.method == "rrf"
