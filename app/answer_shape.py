@@ -48,6 +48,11 @@ class AnswerShape(BaseModel):
     score_dense_weight: float
     score_dense_spread: float
     score_keyword_spread: float
+    blend_rrf_k: int
+    blend_score_weight: float
+    reserve_dense_first: int
+    reserve_keyword_first: int
+    reserve_within: int
     relevance_threshold: float | None
     exact_max_terms: int
     exact_max_phrases: int

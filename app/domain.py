@@ -164,7 +164,8 @@ class SearchHit:
     # best first (always empty when searched by chunk).
     same_document: list[Chunk] = field(default_factory=list)
     # Its place in the fused order, and the rules that moved it after fusion (exact_match,
-    # heading_promoted, page_role_demoted:<role>): what /search's `explain` shows.
+    # arm_first_reserved, heading_promoted, page_role_demoted:<role>): what /search's `explain`
+    # shows.
     fused_rank: int | None = None
     rules: list[str] = field(default_factory=list)
 

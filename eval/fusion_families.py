@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from app.config import load_settings
+from app.domain import section_path
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.headings import has_heading
 from app.retrieval.hybrid import Recall, RetrieverConfig, demote_page_roles, fuse, promote_headings
+from app.retrieval.query_signals import idf, peakedness, rare_word_coverage
+from app.text.tokenizer import DEFAULT_TOKENIZER
 
 Params = dict[str, Any]
 
@@ -204,6 +207,7 @@ def _service(recall: Recall, query: str, p: Params) -> list[str]:
     fields = {name: p[name] for name in p if name in RetrieverConfig.__dataclass_fields__}
     config = replace(_service_config(), **fields)
     recall = truncated(recall, config.dense_candidates, config.keyword_candidates)
+    recall = _with_signals(recall, p)
     if not p.get("pin", True):
         recall = replace(recall, pinned=[])
     ordered = fuse(recall, "hybrid", config)
@@ -257,6 +261,7 @@ FAMILIES.extend(
                 keyword_gate=(True,),
                 score_dense_spread=(0.05, 0.08, 0.12, 0.2),
                 score_keyword_spread=(1.0, 2.0, 3.0, 5.0, 8.0),
+                reserve_dense_first=(0,),
             ),
             _service,
         ),
@@ -273,4 +278,179 @@ FAMILIES.extend(
             _service,
         ),
     ]
+)
+
+
+# --- query-time weighting, places reserved for each arm's first candidates (RAG_RESERVE_*),
+# the rank and score orders fused again (RAG_FUSION=blend) ---
+
+
+def _with_signals(recall: Recall, p: Params) -> Recall:
+    """The recall with its coverage read as rare-word coverage (idf-weighted) when asked."""
+    if p.get("coverage_signal", "count") != "idf":
+        return recall
+    return replace(recall, coverage=rare_word_coverage(recall.term_chunks, recall.chunk_total))
+
+
+def _blend(recall: Recall, query: str, p: Params) -> list[str]:
+    """Rank fusion of the two fusions (`RAG_FUSION=blend`): today's RRF order and today's
+    score-fusion order, fused again; then the final-order rules."""
+    return _service(recall, query, {**p, "fusion": "blend"})
+
+
+FAMILIES.extend(
+    [
+        Family(
+            "rrf-idf",
+            _grid(
+                TODAYS_RULES,
+                fusion=("rrf",),
+                rrf_k=(5, 20),
+                dense_weight=(0.3, 0.6, 1.0),
+                coverage_signal=("count", "idf"),
+                keyword_coverage_power=(1.0, 2.0, 4.0),
+            ),
+            _service,
+        ),
+        Family(
+            "rrf-reserved",
+            _grid(
+                TODAYS_RULES,
+                fusion=("rrf",),
+                rrf_k=(5,),
+                dense_weight=(0.3, 0.6),
+                reserve_dense_first=(1, 2),
+                reserve_keyword_first=(0, 1),
+                reserve_within=(2, 3, 5),
+            ),
+            _service,
+        ),
+        Family(
+            "scores-reserved",
+            _grid(
+                TODAYS_RULES,
+                fusion=("scores",),
+                score_dense_weight=(0.3, 0.5),
+                score_dense_spread=(0.08,),
+                score_keyword_spread=(2.0,),
+                reserve_dense_first=(0, 1, 2),
+                reserve_keyword_first=(0, 1),
+                reserve_within=(2, 3, 5),
+            ),
+            _service,
+        ),
+        Family(
+            "scores-idf",
+            _grid(
+                TODAYS_RULES,
+                fusion=("scores",),
+                score_dense_weight=(0.3, 0.5, 0.7),
+                score_dense_spread=(0.08,),
+                score_keyword_spread=(2.0,),
+                coverage_signal=("count", "idf"),
+                keyword_coverage_power=(1.0, 2.0, 4.0),
+            ),
+            _service,
+        ),
+        Family(
+            "blend",
+            _grid(
+                TODAYS_RULES,
+                blend_score_weight=(0.5, 1.0, 2.0),
+                blend_rrf_k=(5, 60),
+                reserve_dense_first=(0, 1, 2),
+                reserve_keyword_first=(0, 1),
+                reserve_within=(5,),
+            ),
+            _blend,
+        ),
+    ]
+)
+
+
+def _peak_weighted(recall: Recall, query: str, p: Params) -> list[str]:
+    """The service's fusion with the dense weight of this query scaled by (dense peakedness /
+    keyword peakedness) ** power, clipped to [1/4, 4]: the arm whose first candidate stands
+    out more counts for more."""
+    base = _service_config()
+    recall = truncated(recall, base.dense_candidates, base.keyword_candidates)
+    c = recall.candidates
+    dense = peakedness([float(c[i].dense_score or 0.0) for i in recall.dense_ids])
+    keyword = peakedness([float(c[i].keyword_score or 0.0) for i in recall.keyword_ids])
+    ratio = min(4.0, max(0.25, (max(dense, 0.1) / max(keyword, 0.1)) ** p["peak_power"]))
+    fields = {name: p[name] for name in p if name in RetrieverConfig.__dataclass_fields__}
+    config = replace(base, **fields)
+    if config.fusion == "scores":
+        config = replace(config, score_dense_weight=config.score_dense_weight * ratio)
+    else:
+        config = replace(config, dense_weight=config.dense_weight * ratio)
+    ordered = fuse(recall, "hybrid", config)
+    return _finish(ordered, recall, query, {**p, "pin": False})
+
+
+FAMILIES.append(
+    Family(
+        "rrf-peak",
+        _grid(
+            TODAYS_RULES,
+            fusion=("rrf",),
+            rrf_k=(5, 20),
+            dense_weight=(0.3, 0.6, 1.0),
+            peak_power=(0.0, 0.5, 1.0, 2.0),
+        ),
+        _peak_weighted,
+    )
+)
+
+
+# --- section titles counting in ranking: a chunk whose outline path names the question's words ---
+
+_SECTION_TOKENS: dict[str, frozenset[str]] = {}
+
+
+def section_match(recall: Recall, cid: str) -> float:
+    """Share of the query's word weight (idf) that the chunk's section path holds (0 when it
+    has no path)."""
+    chunk = recall.candidates[cid].chunk
+    path = section_path(chunk) if chunk is not None else None
+    if not path or not recall.term_chunks:
+        return 0.0
+    held = _SECTION_TOKENS.get(path)
+    if held is None:
+        held = _SECTION_TOKENS[path] = frozenset(DEFAULT_TOKENIZER(path))
+    weights = {t: idf(n, recall.chunk_total) for t, n in recall.term_chunks.items()}
+    mass = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in held) / mass if mass > 0 else 0.0
+
+
+def _section_boosted(recall: Recall, query: str, p: Params) -> list[str]:
+    """The service's order, then each chunk whose section path holds at least `min_share` of
+    the query's word weight moves `shift` places up (exact matches stay first)."""
+    base = _service_config()
+    recall = truncated(recall, base.dense_candidates, base.keyword_candidates)
+    fields = {name: p[name] for name in p if name in RetrieverConfig.__dataclass_fields__}
+    ordered = fuse(recall, "hybrid", replace(base, **fields))
+    if p["section_shift"] > 0:
+        pinned = set(recall.pinned)
+
+        def key(item: tuple[int, str]) -> tuple[int, float]:
+            position, cid = item
+            boosted = section_match(recall, cid) >= p["min_share"]
+            return (0 if cid in pinned else 1, position - (p["section_shift"] if boosted else 0))
+
+        ordered = [cid for _, cid in sorted(enumerate(ordered), key=key)]
+    return _finish(ordered, recall, query, {**p, "pin": False})
+
+
+FAMILIES.append(
+    Family(
+        "section-boost",
+        _grid(
+            TODAYS_RULES,
+            fusion=("rrf", "scores"),
+            section_shift=(0, 2, 5, 10, 30),
+            min_share=(0.3, 0.5, 0.8),
+        ),
+        _section_boosted,
+    )
 )

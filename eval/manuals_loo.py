@@ -13,6 +13,7 @@ minus its better arm".
 
     python -m eval.manuals_loo [--manuals R-admin gnuplot ...] [--refresh] [--families ...]
     python -m eval.manuals_loo --english-model DIR   # English manuals with another dense model
+    python -m eval.manuals_loo --section-paths keyword   # manuals indexed with section paths
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 
 from app.config import Settings, load_settings
 from app.container import Container
+from app.domain import section_path
 from app.retrieval.hybrid import Recall, RetrieverConfig
 from eval.fusion_families import FAMILIES, Family, shipped_order
 from eval.manual_questions import (
@@ -46,11 +48,14 @@ from eval.metrics import ranking_scores
 from eval.retrieval import RESULTS_DIR, git_commit
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
-# What `make eval` scores: weighted rank fusion and score fusion with least spreads.
-DEFAULT_FAMILIES = ("rrf", "scores-floored")
+# What `make eval` scores: weighted rank fusion, score fusion with least spreads, and the
+# shipped blend of both (with the dense arm's first candidate kept in the first places).
+DEFAULT_FAMILIES = ("rrf", "scores-floored", "blend")
 # Each arm is asked for this many times its configured candidates, so that families that take
 # deeper pools than the shipped 30 can be scored from the same recall.
 POOL_FACTOR = 4
+# Bumped when `Recall` gains fields the families read (2: the query words' chunk counts).
+RECALL_FORMAT = 2
 
 
 @dataclass
@@ -103,13 +108,18 @@ def _cache_key(manual: str, questions: list[ManualQuestion], settings: Settings)
         "section_paths",
     ):
         digest.update(f"{name}={getattr(settings, name)}\0".encode())
-    digest.update(f"pool={POOL_FACTOR}".encode())
+    digest.update(f"pool={POOL_FACTOR}\0recall={RECALL_FORMAT}".encode())
     return f"{manual}-{digest.hexdigest()[:16]}"
 
 
-def _recall_all(container: Container, manual: str, questions: list[ManualQuestion]) -> list[Recall]:
+def _recall_all(
+    container: Container, manual: str, questions: list[ManualQuestion], coverage_file: Path
+) -> list[Recall]:
     retriever = container.retriever
     tenant = ingest_manual(container, manual)
+    chunks = list(container.corpus.iter_chunks(tenant))
+    with_path = sum(section_path(c) is not None for c in chunks)
+    coverage_file.write_text(json.dumps({"chunks": len(chunks), "with_path": with_path}) + "\n")
     recalls = []
     for question in questions:
         recall = retriever.recall(tenant, question.text, "hybrid", pool_factor=POOL_FACTOR)
@@ -144,12 +154,25 @@ def asked_for(
         else:
             container = container or Container(settings)
             started = time.perf_counter()
-            recalls = _recall_all(container, manual, mine)
+            recalls = _recall_all(container, manual, mine, path.with_suffix(".coverage.json"))
             print(f"{manual}: indexed and asked in {time.perf_counter() - started:.0f} s")
             path.write_bytes(pickle.dumps(recalls))
         out[manual] = [
             Asked(q, frozenset(gold[q.id]), r) for q, r in zip(mine, recalls, strict=True)
         ]
+    return out
+
+
+def section_coverage(manuals: list[str], settings: Settings) -> dict[str, dict[str, int]]:
+    """Manual -> its chunk count and how many carry a section path, as recorded when its
+    recalls were cached (manuals cached before this was recorded are left out)."""
+    questions = load_questions(sources=ALL_SOURCES)
+    out = {}
+    for manual in manuals:
+        mine = [q for q in questions if q.manual == manual]
+        path = CACHE_DIR / f"{_cache_key(manual, mine, settings)}.coverage.json"
+        if path.is_file():
+            out[manual] = json.loads(path.read_text())
     return out
 
 
@@ -246,6 +269,25 @@ def print_report(report: dict[str, Any], columns: list[str]) -> None:
         print(f"| {manual} | {row['n']} | " + " | ".join(cells) + f" | {margins} |")
 
 
+def verdict(report: dict[str, Any], column: str) -> dict[str, Any]:
+    """Where a fused column falls under its manual's better arm (hit@5 and MRR@10 cells) and
+    its largest MRR@10 loss against the shipped order, over every manual of `report`."""
+    under = []
+    for manual, row in report.items():
+        for metric in ("hit@5", "mrr@10"):
+            margin = row[column][metric] - max(row["keyword"][metric], row["dense"][metric])
+            if margin < -1e-9:
+                under.append(f"{manual} {metric} {margin:+.3f}")
+    losses = {m: row[column]["mrr@10"] - row["shipped"]["mrr@10"] for m, row in report.items()}
+    worst = min(losses, key=losses.__getitem__)
+    return {
+        "cells_under_arm": len(under),
+        "under": under,
+        "worst_vs_shipped": losses[worst],
+        "worst_vs_shipped_manual": worst,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--manuals", nargs="+", default=None, help="default: every installed one")
@@ -270,6 +312,12 @@ def main() -> None:
         help="a sentence-transformers folder: the dense arm of the English manuals (the others "
         "keep the default embedder)",
     )
+    parser.add_argument(
+        "--section-paths",
+        choices=("both", "keyword", "dense", "off"),
+        default=None,
+        help="index the manuals with this RAG_SECTION_PATHS (default: the setting's default)",
+    )
     args = parser.parse_args()
     missing = {s.name for s in missing_sources(ALL_SOURCES)}
     manuals = args.manuals or [m for m, s in ALL_SOURCES.items() if s.name not in missing]
@@ -278,6 +326,8 @@ def main() -> None:
     families = [f for f in FAMILIES if f.name in args.families]
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(_env_file=None, data_dir=Path(data), env="development")
+        if args.section_paths:
+            settings = settings.model_copy(update={"section_paths": args.section_paths})
         config = RetrieverConfig.from_settings(settings)
         english = None
         if args.english_model:
@@ -285,9 +335,12 @@ def main() -> None:
                 update={"embedding_provider": "huggingface", "embedding_model": args.english_model}
             )
         sets = asked_for(manuals, settings, args.refresh, english)
+        coverage = section_coverage(manuals, settings)
     report = leave_one_out(sets, config, families, args.guard)
     for manual, row in report.items():
         row["n"] = len(sets[manual])
+        if manual in coverage:
+            row["section_coverage"] = coverage[manual]
     columns = ["keyword", "dense", "shipped", *[f.name for f in families]]
     mean = {
         c: {
@@ -299,6 +352,20 @@ def main() -> None:
     worst = {c: min(report[x][c]["mrr@10"] for x in report) for c in columns}
     print_report({**report, "mean": {**mean, "n": sum(len(a) for a in sets.values())}}, columns)
     print("\nworst manual MRR@10: " + ", ".join(f"{c} {worst[c]:.3f}" for c in columns))
+    if coverage:
+        print(
+            "\nchunks with a section path: "
+            + ", ".join(
+                f"{m} {c['with_path'] / max(c['chunks'], 1):.0%}" for m, c in coverage.items()
+            )
+        )
+    verdicts = {c: verdict(report, c) for c in columns if c not in ("keyword", "dense")}
+    for c, v in verdicts.items():
+        print(
+            f"{c}: {v['cells_under_arm']} cells under the better arm "
+            f"({', '.join(v['under']) or 'none'}); largest MRR loss against shipped "
+            f"{v['worst_vs_shipped']:+.3f} ({v['worst_vs_shipped_manual']})"
+        )
     out: Path = args.out
     out.parent.mkdir(exist_ok=True)
     payload = {
@@ -307,6 +374,7 @@ def main() -> None:
         "manuals": report,
         "mean": mean,
         "worst_mrr": worst,
+        "verdicts": verdicts,
     }
     out.write_text(json.dumps(payload, indent=1, default=str) + "\n", encoding="utf-8")
     print(f"wrote {out}")

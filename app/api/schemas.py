@@ -223,8 +223,8 @@ class SearchResultOut(BaseModel):
     explain: dict[str, Any] | None = Field(
         default=None,
         description="with `explain: true`: keyword_rank/score, dense_rank/score, fused_rank/"
-        "score, rerank_score, rules (exact_match, heading_promoted, page_role_demoted:<role>, "
-        "relevance_gate) and matched_terms",
+        "score, rerank_score, rules (exact_match, arm_first_reserved, heading_promoted, "
+        "page_role_demoted:<role>, relevance_gate) and matched_terms",
     )
 
 

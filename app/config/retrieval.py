@@ -14,7 +14,7 @@ from app.request_limits import K_CEILING
 RerankerProvider = Literal["none", "cross-encoder"]
 VectorBackend = Literal["chroma", "chroma-http"]
 # How the retriever fuses its two arms (app/retrieval/hybrid.py).
-FusionMethod = Literal["rrf", "scores"]
+FusionMethod = Literal["rrf", "scores", "blend"]
 
 
 class RetrievalSettings(BaseModel):
@@ -80,20 +80,35 @@ class RetrievalSettings(BaseModel):
         1.0, group="retrieval", description="The keyword arm's fusion weight.", ge=0
     )
     fusion: FusionMethod = setting(
-        "rrf",
+        "blend",
         group="retrieval",
         description="How the two arms are fused: scores (each arm's scores standardised over its "
         "own candidates, weighted RAG_SCORE_DENSE_WEIGHT and RAG_KEYWORD_WEIGHT, so an arm whose "
-        "best candidates stand out counts for more on that query; cross-script questions are "
-        "still fused by rank) or rrf (Reciprocal Rank Fusion with RAG_RRF_K and "
-        "RAG_DENSE_WEIGHT). scores has the better leave-one-manual-out mean but loses 0.024 MRR on "
-        "one manual, over the 0.02 any change may lose, so rrf stays the default "
+        "best candidates stand out counts for more on that query), rrf (Reciprocal Rank Fusion "
+        "with RAG_RRF_K and RAG_DENSE_WEIGHT) or blend (both orders fused again by RRF with "
+        "RAG_BLEND_RRF_K, the score order weighing RAG_BLEND_SCORE_WEIGHT). Cross-script questions "
+        "are fused by rank whatever the value. blend is the default: the best "
+        "leave-one-manual-out mean without losing more than 0.02 MRR on any manual "
         "(docs/evaluation.md).",
+    )
+    blend_rrf_k: int = setting(
+        60,
+        group="retrieval",
+        description="RAG_FUSION=blend: the RRF constant that fuses the rank order and the score "
+        "order.",
+        gt=0,
+    )
+    blend_score_weight: float = setting(
+        2.0,
+        group="retrieval",
+        description="RAG_FUSION=blend: the score order's weight (the rank order's is 1).",
+        ge=0,
     )
     score_dense_weight: float = setting(
         0.5,
         group="retrieval",
-        description="The dense arm's weight when RAG_FUSION=scores (the keyword arm's is "
+        description="The dense arm's weight in the score order (RAG_FUSION=scores or blend; "
+        "the keyword arm's is "
         "RAG_KEYWORD_WEIGHT).",
         ge=0,
     )
@@ -109,6 +124,34 @@ class RetrievalSettings(BaseModel):
         2.0,
         group="retrieval",
         description="RAG_FUSION=scores: the same floor for the BM25 scores.",
+        ge=0,
+    )
+    reserve_dense_first: int = setting(
+        2,
+        group="retrieval",
+        unit="chunks",
+        description="The dense arm's first this many candidates are kept inside the first "
+        "RAG_RESERVE_WITHIN places of the fused ranking (after exact matches), however strongly "
+        "the keyword arm disagrees (0: off). On by default: the dense arm's first two kept "
+        "within the first 5 places was chosen in 14 of 15 leave-one-manual-out folds (the "
+        "other chose the first one).",
+        ge=0,
+    )
+    reserve_keyword_first: int = setting(
+        0,
+        group="retrieval",
+        unit="chunks",
+        description="The same for the keyword arm's first candidates, when fusion counts that "
+        "arm (not for a question the keyword gate or a cross-script question left to the dense "
+        "arm; 0: off).",
+        ge=0,
+    )
+    reserve_within: int = setting(
+        5,
+        group="retrieval",
+        unit="places",
+        description="The places of the fused ranking that RAG_RESERVE_DENSE_FIRST and "
+        "RAG_RESERVE_KEYWORD_FIRST reserve (0: no reservation).",
         ge=0,
     )
     keyword_coverage_power: float = setting(

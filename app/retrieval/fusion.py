@@ -87,3 +87,28 @@ def _standardised(arm: Sequence[tuple[str, float]], floor: float = 0.0) -> dict[
         return {}
     spread = max(spread, floor)
     return {item: (v - mean) / spread for item, v in first.items()}
+
+
+def reserve_places(ordered: Sequence[str], wanted: Sequence[str], within: int) -> list[str]:
+    """`ordered` with the ids of `wanted` that it holds (at most `within`, the best placed)
+    inside its first `within` places; the other places of that head go to the rest in order,
+    and the head and the tail each keep their order. A fused ranking can then never push an
+    arm's first candidates further down than `within`, however strongly the other arm disagrees.
+    """
+    if within <= 0:
+        return list(ordered)
+    position = {item: i for i, item in enumerate(ordered)}
+    held = sorted({item for item in wanted if item in position}, key=position.__getitem__)
+    must = set(held[:within])
+    others = within - len(must)
+    head: list[str] = []
+    for item in ordered:
+        if len(head) >= within:
+            break
+        if item in must:
+            head.append(item)
+        elif others > 0:
+            head.append(item)
+            others -= 1
+    taken = set(head)
+    return head + [item for item in ordered if item not in taken]

@@ -18,7 +18,7 @@ document changes to pay the rebuild then rather than on the next query, but does
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -27,7 +27,11 @@ from app.domain import Chunk, RetrievalResult, SearchHit
 from app.retrieval.evidence import specific_evidence_chunks
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
 from app.retrieval.function_words import content_tokens, matches_content_word
-from app.retrieval.fusion import reciprocal_rank_fusion, standardised_score_fusion
+from app.retrieval.fusion import (
+    reciprocal_rank_fusion,
+    reserve_places,
+    standardised_score_fusion,
+)
 from app.retrieval.gate import judge, threshold_for
 from app.retrieval.grouping import (
     GROUPINGS,
@@ -113,8 +117,19 @@ class RetrieverConfig:
     # similarity units, keyword: in BM25 units), so a flat list is not stretched.
     score_dense_spread: float = 0.0
     score_keyword_spread: float = 0.0
+    # "blend": the rank order and the score order fused again by RRF with this k, the score
+    # order weighing `blend_score_weight` against the rank order's 1.
+    blend_rrf_k: int = 60
+    blend_score_weight: float = 2.0
     # Chunks holding an exact match of a quoted phrase or code-like term go first (`pinned`).
     pin_exact_matches: bool = True
+    # The first `reserve_within` places after the exact matches hold the dense arm's first
+    # `reserve_dense_first` and the keyword arm's first `reserve_keyword_first` candidates (the
+    # keyword arm's only when fusion counted it: not gated off, not a cross-script question),
+    # so neither arm's best can be buried by the other (`fusion.reserve_places`). 0: off.
+    reserve_dense_first: int = 0
+    reserve_keyword_first: int = 0
+    reserve_within: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrieverConfig:
@@ -143,6 +158,11 @@ class RetrieverConfig:
             score_dense_weight=settings.score_dense_weight,
             score_dense_spread=settings.score_dense_spread,
             score_keyword_spread=settings.score_keyword_spread,
+            blend_rrf_k=settings.blend_rrf_k,
+            blend_score_weight=settings.blend_score_weight,
+            reserve_dense_first=settings.reserve_dense_first,
+            reserve_keyword_first=settings.reserve_keyword_first,
+            reserve_within=settings.reserve_within,
         )
 
 
@@ -202,7 +222,8 @@ class FusionRecord:
     keyword_weight: float | None = None
     rrf_k: int | None = None
     rules: tuple[str, ...] = ()
-    method: str = "rrf"  # "rrf" (reciprocal rank fusion) or "scores" (standardised scores)
+    # "rrf" (reciprocal rank fusion), "scores" (standardised scores) or "blend" (both, fused)
+    method: str = "rrf"
 
 
 @dataclass
@@ -221,6 +242,10 @@ class Recall:
     pinned: list[str] = field(default_factory=list)
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
+    # How many chunks of the searched text hold each of the query's content words (0: none),
+    # and how many chunks were searched: the words' rarity, read by query-time fusion signals.
+    term_chunks: dict[str, int] = field(default_factory=dict)
+    chunk_total: int = 0
     query_vector: list[float] | None = None
     fusion: FusionRecord | None = None  # what `fuse` did, for /search's explanation
 
@@ -250,7 +275,10 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
         ordered += [cid for cid in recall.candidates if cid not in seen]
     # Exact matches go first (in fused order among themselves): the user meant them.
     pinned = set(recall.pinned)
-    final = [i for i in ordered if i in pinned] + [i for i in ordered if i not in pinned]
+    rest = [i for i in ordered if i not in pinned]
+    if mode not in ("dense", "keyword"):
+        rest = _reserve_arm_firsts(rest, recall, config)
+    final = [i for i in ordered if i in pinned] + rest
     for rank, chunk_id in enumerate(ordered, start=1):
         candidate = recall.candidates[chunk_id]
         candidate.fused_rank = rank
@@ -259,8 +287,41 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
     return final
 
 
+def _reserve_arm_firsts(rest: list[str], recall: Recall, config: RetrieverConfig) -> list[str]:
+    """The fused order (exact matches set aside) with each arm's first candidates inside the
+    first `reserve_within` places; those it moved up record the rule."""
+    if config.reserve_within <= 0:
+        return rest
+    wanted = recall.dense_ids[: config.reserve_dense_first]
+    record = recall.fusion
+    keyword_counted = record is not None and bool(record.keyword_weight)
+    if keyword_counted and not recall.cross_script:
+        wanted = [*wanted, *recall.keyword_ids[: config.reserve_keyword_first]]
+    if not wanted:
+        return rest
+    reserved = reserve_places(rest, wanted, config.reserve_within)
+    before = {cid: i for i, cid in enumerate(rest)}
+    for i, cid in enumerate(reserved[: config.reserve_within]):
+        if before[cid] > i and cid in wanted:
+            recall.candidates[cid].rules.append("arm_first_reserved")
+    return reserved
+
+
 def _fused(recall: Recall, config: RetrieverConfig) -> list[tuple[str, float]]:
     """Both arms fused with this query's weights (best first, with the fused score)."""
+    if config.fusion == "blend" and not recall.cross_script:
+        # Rank fusion of the two fusions: score fusion leads, and where it alone would bury
+        # what rank fusion ranks high (a manual whose keyword arm is the better one), the rank
+        # order holds it up (eval/manuals_loo.py).
+        by_rank = _fused(recall, replace(config, fusion="rrf"))
+        by_score = _fused(recall, replace(config, fusion="scores"))
+        assert recall.fusion is not None  # set by the score fusion just above
+        recall.fusion = replace(recall.fusion, method="blend", rrf_k=config.blend_rrf_k)
+        return reciprocal_rank_fusion(
+            [[cid for cid, _ in by_rank], [cid for cid, _ in by_score]],
+            [1.0, config.blend_score_weight],
+            config.blend_rrf_k,
+        )
     # The keyword arm speaks for the query terms the tenant's text contains: an Arabic
     # question over English documents matches almost nothing, and its few accidental
     # matches must not outvote the dense arm (measured on XQuAD ar->en).
@@ -582,7 +643,10 @@ class HybridRetriever:
         )
         tokens = self.keyword_index.tokenizer(query)
         keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor)
-        recall.coverage = snapshot.coverage(content_tokens(tokens, self.keyword_index.tokenizer))
+        content = content_tokens(tokens, self.keyword_index.tokenizer)
+        recall.coverage = snapshot.coverage(content)
+        recall.term_chunks = {t: snapshot.chunk_count(t) for t in dict.fromkeys(content) if t}
+        recall.chunk_total = snapshot.size
         recall.content_match = matches_content_word(
             snapshot, tokens, self.keyword_index.tokenizer, self.config.specific_evidence_max_chunks
         )

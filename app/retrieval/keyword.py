@@ -161,6 +161,11 @@ class KeywordSnapshot:
         assert mask is not None
         return [self.chunk_ids[i] for i in np.flatnonzero(mask).tolist()]
 
+    @property
+    def size(self) -> int:
+        """How many chunks a search looks at (those of the scope, if any)."""
+        return int(np.count_nonzero(self.mask)) if self.mask is not None else len(self.chunk_ids)
+
     def chunk_count(self, token: str) -> int:
         """How many of the tenant's chunks hold `token` (0 when none does or it is unknown)."""
         if self.bm25 is None or not token:

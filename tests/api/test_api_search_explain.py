@@ -46,7 +46,7 @@ def test_each_result_explains_its_ranks_scores_and_matched_words(
     query = "when does the ferry leave wick"
     body = api.search(corpus.user, query, explain=True, k=4)
     fusion = body["explain"]["fusion"]
-    assert fusion["mode"] == "hybrid" and fusion["method"] in ("rrf", "scores")
+    assert fusion["mode"] == "hybrid" and fusion["method"] in ("rrf", "scores", "blend")
     assert body["explain"]["gate"]["relevant"] is True
     first = body["results"][0]
     assert first["source"] == "part3.txt"
