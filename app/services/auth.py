@@ -99,12 +99,13 @@ class Authenticator:
         # One database round trip: the user row and, when the list is in the database, the
         # revocation check with it.
         in_database = self._revoked.in_database
-        user, revoked, access_version = self._users.get_for_token(
+        subject = self._users.get_for_token(
             claims.user_id, claims.token_id if in_database else None
         )
+        user = subject.user
         if (
             user is None
-            or revoked
+            or subject.revoked
             or not _active_in(user, claims.tenant_id)
             or user.session_version != claims.session_version
             or (not in_database and self._revoked.is_revoked(claims.token_id))
@@ -117,7 +118,7 @@ class Authenticator:
             role=user.role,
             token_id=claims.token_id,
             token_expires_at=claims.expires_at,
-            access_version=access_version,
+            access_version=subject.access_version,
         )
 
     def _by_provider_token(self, token: str) -> Identity:
@@ -135,7 +136,7 @@ class Authenticator:
         found = self._keys.find_with_owner(self._hasher.hash(key))
         if found is None:
             raise AuthenticationFailed(INVALID_KEY_MESSAGE)
-        record, user, access_version = found
+        record, user = found.key, found.owner
         now = utc_now()
         expired = record.expires_at is not None and record.expires_at <= now
         if expired or not _active_in(user, record.tenant_id):
@@ -150,7 +151,7 @@ class Authenticator:
             key_expires_at=record.expires_at,
             scopes=record.scopes,
             collections=record.collections,
-            access_version=access_version,
+            access_version=found.access_version,
         )
 
     def log_out(self, caller: Identity, actor: Actor, everywhere: bool) -> None:

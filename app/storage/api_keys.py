@@ -48,6 +48,16 @@ class ApiKeyRecord:
     collections: tuple[str, ...] | None = None
 
 
+@dataclass(frozen=True)
+class KeyWithOwner:
+    """What a request with a key checks, read in one query: the key, its user, and their
+    tenant's access version."""
+
+    key: ApiKeyRecord
+    owner: UserRecord
+    access_version: int
+
+
 def _record(row: ApiKeyRow) -> ApiKeyRecord:
     stored = row.scopes.split()
     limited = None if row.collections is None else tuple(json.loads(row.collections))
@@ -144,7 +154,7 @@ class ApiKeyStore:
             row = session.scalars(select(ApiKeyRow).where(ApiKeyRow.key_hash == key_hash)).first()
             return _record(row) if row else None
 
-    def find_with_owner(self, key_hash: str) -> tuple[ApiKeyRecord, UserRecord, int] | None:
+    def find_with_owner(self, key_hash: str) -> KeyWithOwner | None:
         """The key with this hash, its user and their tenant's access version, in one query
         (what every request with a key checks), or None."""
         query = (
@@ -156,7 +166,9 @@ class ApiKeyStore:
             found = session.execute(query).first()
             if found is None:
                 return None
-            return _record(found[0]), user_record(found[1]), int(found[2])
+            return KeyWithOwner(
+                key=_record(found[0]), owner=user_record(found[1]), access_version=int(found[2])
+            )
 
     def list(self, tenant_id: str, user_id: str | None) -> list[ApiKeyRecord]:
         """The tenant's keys (of one user, or of everyone with None), newest first."""

@@ -68,6 +68,16 @@ class UserChange:
         return self.disabled is True or self.password_hash is not None
 
 
+@dataclass(frozen=True)
+class TokenSubject:
+    """What an access token's check reads about its user, in one query: the user (None when
+    gone), whether the token is revoked in the database's list, and the tenant's access version."""
+
+    user: UserRecord | None
+    revoked: bool
+    access_version: int
+
+
 def user_record(row: UserRow) -> UserRecord:
     """The detached record of a user row."""
     return record_of(UserRecord, row)
@@ -210,9 +220,7 @@ class UserStore:
             row = session.get(UserRow, user_id)
             return user_record(row) if row else None
 
-    def get_for_token(
-        self, user_id: str, revoked_jti: str | None
-    ) -> tuple[UserRecord | None, bool, int]:
+    def get_for_token(self, user_id: str, revoked_jti: str | None) -> TokenSubject:
         """The user with this id, whether the token `revoked_jti` is in the database's
         revocation list (False when None: the list is elsewhere), and its tenant's access
         version, in one query: the check every request with an access token makes."""
@@ -225,8 +233,10 @@ class UserStore:
         with self._db.session() as session:
             found = session.execute(query).first()
             if found is None:
-                return None, False, 0
-            return user_record(found[0]), bool(found[1]), int(found[2])
+                return TokenSubject(user=None, revoked=False, access_version=0)
+            return TokenSubject(
+                user=user_record(found[0]), revoked=bool(found[1]), access_version=int(found[2])
+            )
 
     def list(self, tenant_id: str | None = None) -> list[UserRecord]:
         """Users of one tenant, or of every tenant, ordered by tenant then name."""
