@@ -238,11 +238,3 @@ class EvaluationRunStore:
                 .where(EvaluationRunRow.run_id == run_id)
                 .values(status="failed", error=error[:MAX_ERROR_CHARS], updated_at=utc_now())
             )
-
-    def has_queued(self) -> bool:
-        """Whether any run waits."""
-        with self._db.session() as session:
-            found = session.scalar(
-                select(EvaluationRunRow.run_id).where(EvaluationRunRow.status == "queued").limit(1)
-            )
-            return found is not None

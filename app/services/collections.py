@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from app.domain import GENERAL_COLLECTION, Role
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -267,10 +266,6 @@ class CollectionService:
             self.store.set_document(access.tenant_id, document_id, entry, metadata=metadata)
         self._bump_corpus(access.tenant_id)
 
-    def documents_changed(self, tenant_id: str) -> None:
-        """Scopes, keyword masks and cached answers of the tenant must be rebuilt."""
-        self._bump_corpus(tenant_id)
-
     def upload_target(self, access: CollectionAccess, collection: str | None) -> str:
         """The collection an upload goes to (default `general`), which the caller must write."""
         target = self.readable(access, collection or GENERAL_COLLECTION).collection_id
@@ -301,11 +296,6 @@ class CollectionService:
         self._check_write(
             access, self.document_collection(access, document_id), uploaded_by, user_id
         )
-
-
-def metadata_of(store: AccessStore, tenant_id: str, document_id: str) -> dict[str, Any]:
-    """A document's own metadata ({} for none)."""
-    return store.document_metadata(tenant_id, document_id) or {}
 
 
 def stats_in_reach(stats: TenantStats, store: AccessStore, access: CollectionAccess) -> TenantStats:

@@ -11,7 +11,7 @@ that names the problem (a 422).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -214,15 +214,3 @@ def _compare(value: Any, operator: str, operand: Any) -> bool:
     if operator == "$lt":
         return bool(value < operand)
     return bool(value <= operand)
-
-
-def document_fields(facts: Mapping[str, Any]) -> Callable[[str], Any]:
-    """`value_of` for a document's facts (built-in fields first, then its own metadata)."""
-    metadata = facts.get("metadata") or {}
-
-    def value_of(field: str) -> Any:
-        if field in facts and field != "metadata":
-            return facts[field]
-        return metadata.get(field)
-
-    return value_of

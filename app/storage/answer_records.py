@@ -110,16 +110,6 @@ class AnswerRecordStore:
             row = session.scalars(select(AnswerRecordRow).where(*where)).first()
             return None if row is None else _record(row)
 
-    def get_many(self, tenant_id: str, answer_ids: list[str]) -> dict[str, AnswerRecord]:
-        """The tenant's records of these answers, by id (missing ones left out)."""
-        if not answer_ids:
-            return {}
-        query = select(AnswerRecordRow).where(
-            AnswerRecordRow.tenant_id == tenant_id, AnswerRecordRow.answer_id.in_(answer_ids)
-        )
-        with self._db.session() as session:
-            return {row.answer_id: _record(row) for row in session.scalars(query)}
-
     def page(
         self, tenant_id: str, limit: int, offset: int = 0, user_id: str | None = None
     ) -> tuple[list[AnswerRecord], int]:
