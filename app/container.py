@@ -477,7 +477,9 @@ class Container:
             ocr_pages_per_turn=settings.ocr_pages_per_turn,
             others_waiting=others_waiting,
             events=self.document_events,
-            deletion=DeletionDeps(jobs, self.access_store, lambda: self.document_deps),
+            deletion=DeletionDeps(
+                jobs, self.access_store, lambda: self.document_deps, self.document_events
+            ),
         )
 
     @cached_property

@@ -23,6 +23,7 @@ from app.services.collection_access import CollectionAccess
 from app.services.collections import CollectionService
 from app.services.documents import delete_documents
 from app.services.indexing import DocumentDeps
+from app.services.webhooks import DocumentEvents
 from app.storage.collections import AccessStore
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ class DeletionDeps:
     jobs: JobStore
     collections: AccessStore
     documents: Callable[[], DocumentDeps]  # built when the job runs, as for ingestion
+    events: DocumentEvents | None = None  # `collection.deleted` for webhooks
 
 
 def queue_collection_deletion(
@@ -101,6 +103,14 @@ def _delete(deps: DeletionDeps, job: JobRecord) -> int:
         entry = actor.entry("collection.deleted", name=job.source, documents=deleted)
         try:
             if deps.collections.delete_collection(tenant_id, collection_id, entry):
+                if deps.events is not None:
+                    deps.events.collection(
+                        tenant_id,
+                        "collection.deleted",
+                        collection_id,
+                        job.source,
+                        documents=deleted,
+                    )
                 return deleted
         except NotFound:
             return deleted  # deleted meanwhile (by another request): nothing is left to do

@@ -1,4 +1,5 @@
-"""Webhooks of a tenant: admins register endpoints; document events are queued for them.
+"""Webhooks of a tenant: admins register endpoints; document and collection events are queued
+for them.
 
 An event is queued once per subscribed webhook of the same tenant, as the exact JSON body that
 will be signed and sent (Standard Webhooks shape: `{"type", "timestamp", "data"}`). The body
@@ -27,7 +28,14 @@ from app.storage.webhooks import DeliveryRecord, NewDelivery, WebhookRecord, Web
 
 log = logging.getLogger(__name__)
 
-EventType = Literal["document.indexed", "document.failed", "document.deleted"]
+EventType = Literal[
+    "document.indexed",
+    "document.failed",
+    "document.deleted",
+    "collection.created",
+    "collection.changed",
+    "collection.deleted",
+]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 MAX_WEBHOOKS_PER_TENANT = 20
 
@@ -213,6 +221,19 @@ class DocumentEvents:
             }
 
         self._publish(tenant_id, event_type, data)
+
+    def collection(
+        self,
+        tenant_id: str,
+        event_type: EventType,
+        collection_id: str,
+        name: str,
+        **fields: Any,
+    ) -> None:
+        """Queue a collection event: its id and name (`{"id", "name"}`, as document events name
+        it) and the given fields (what changed, how many documents went with it)."""
+        data = {"collection": {"id": collection_id, "name": name}, **fields}
+        self._publish(tenant_id, event_type, lambda: data)
 
 
 def event_collection(body: str) -> str | None:

@@ -287,7 +287,7 @@ def _sync_once(
     local = scan(root, filters)
     summary = Summary(dry_run, label, collection)
     try:
-        remote = remote_documents(api, label, collection)
+        remote = remote_documents(api, collection)
     except ApiError as exc:
         if exc.status not in (403, 404) or not local:
             raise
@@ -297,7 +297,7 @@ def _sync_once(
             {"source": f.name, "error_code": exc.code, "error": exc.message} for f in local
         ]
         return summary
-    plan = make_plan(local, remote, filters, delete)
+    plan = make_plan(local, remote, filters, delete, label)
     summary.unchanged = [f.name for f in plan.unchanged]
     if dry_run:
         summary.uploaded = [{"source": f.name} for f in plan.upload]

@@ -92,19 +92,26 @@ class Plan:
     delete: list[dict[str, Any]] = field(default_factory=list)  # listed documents
 
 
-def remote_documents(api: Api, label: str, collection: str) -> dict[str, dict[str, Any]]:
-    """The documents of this folder label in the collection, by name: one cheap listing.
-    Always within one collection: the same name may be a document in each of several."""
-    params = {"sync_root": label, "collection": collection, "fields": list(LISTED_FIELDS)}
+def remote_documents(api: Api, collection: str) -> dict[str, dict[str, Any]]:
+    """The collection's documents by name, whatever folder (or plain upload) they came from:
+    one cheap listing. A file is compared with the document of its name even when another
+    label has it, since its upload replaces (or, unchanged, adopts) that document; only
+    deletions are limited to this folder's label."""
+    params = {"collection": collection, "fields": list(LISTED_FIELDS)}
     return {doc["source"]: doc for doc in list_all(api, "/documents", params)}
 
 
 def make_plan(
-    local: list[LocalFile], remote: dict[str, dict[str, Any]], filters: Filters, delete: bool
+    local: list[LocalFile],
+    remote: dict[str, dict[str, Any]],
+    filters: Filters,
+    delete: bool,
+    label: str,
 ) -> Plan:
     """Compare the folder with the listing: same hash is unchanged (a failed document is
-    sent again), another hash is replaced, a missing one uploaded; with `delete`, listed
-    documents whose file is gone (and that the filters keep) are deleted."""
+    sent again), another hash is replaced, a missing one uploaded; with `delete`, the listed
+    documents of this folder label whose file is gone (and that the filters keep) are
+    deleted."""
     plan = Plan()
     for file in local:
         doc = remote.get(file.name)
@@ -119,7 +126,7 @@ def make_plan(
         plan.delete = [
             doc
             for name, doc in sorted(remote.items())
-            if name not in present and filters.keeps(name)
+            if doc.get("sync_root") == label and name not in present and filters.keeps(name)
         ]
     return plan
 

@@ -239,3 +239,55 @@ def test_a_webhook_hears_only_of_documents_its_creator_reads_when_it_is_delivere
         assert [r.body["data"]["source"] for r in receiver.requests] == ["canteen.txt"]
     finally:
         hooks.call(hooks.acme, "DELETE", f"/webhooks/{made['webhook_id']}")
+
+
+def test_collection_changes_arrive_signed_and_only_to_their_tenant(
+    hooks: Hooks, receiver: Receiver
+) -> None:
+    events = ["collection.created", "collection.changed", "collection.deleted"]
+    made = hooks.make_hook(hooks.acme, receiver, events)
+    other = Receiver().start()
+    try:
+        hooks.make_hook(hooks.globex, other, events)
+        created = hooks.call(hooks.acme, "POST", "/collections", json={"name": "harbour"})
+        assert created.status_code == 201, created.text
+        harbour = created.json()["collection_id"]
+        (born,) = receiver.wait_for("collection.created")
+        assert born.signed
+        assert born.body["data"]["collection"] == {"id": harbour, "name": "harbour"}
+
+        renamed = hooks.call(hooks.acme, "PATCH", f"/collections/{harbour}", json={"name": "port"})
+        assert renamed.status_code == 200, renamed.text
+        (moved,) = receiver.wait_for("collection.changed")
+        assert moved.signed and moved.body["data"]["collection"] == {"id": harbour, "name": "port"}
+        assert moved.body["data"]["changes"] == {"name": "port"}
+
+        assert hooks.call(hooks.acme, "DELETE", f"/collections/{harbour}").status_code == 204
+        (gone,) = receiver.wait_for("collection.deleted")
+        assert gone.signed and gone.body["data"]["collection"] == {"id": harbour, "name": "port"}
+
+        full = hooks.call(hooks.acme, "POST", "/collections", json={"name": "quay"}).json()
+        answer = hooks.call(
+            hooks.acme,
+            "POST",
+            "/documents",
+            data={"collection": "quay"},
+            files={"file": ("crane.txt", b"The quay crane lifts forty tonnes.")},
+        )
+        assert answer.status_code == 202, answer.text
+        emptied = hooks.call(
+            hooks.acme, "DELETE", f"/collections/{full['collection_id']}?documents=delete"
+        )
+        assert emptied.status_code in (202, 204), emptied.text
+        _, with_documents = receiver.wait_for("collection.deleted", count=2)
+        assert with_documents.signed
+        assert with_documents.body["data"]["collection"]["id"] == full["collection_id"]
+        assert with_documents.body["data"]["documents"] == 1
+        assert other.requests == []  # globex's webhook heard nothing of acme
+        log = hooks.call(hooks.acme, "GET", f"/webhooks/{made['webhook_id']}/deliveries").json()
+        assert {d["status"] for d in log["data"]} == {"delivered"}
+    finally:
+        other.stop()
+        for tenant in (hooks.acme, hooks.globex):
+            for hook in hooks.call(tenant, "GET", "/webhooks").json()["data"]:
+                hooks.call(tenant, "DELETE", f"/webhooks/{hook['webhook_id']}")

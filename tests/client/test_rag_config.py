@@ -76,9 +76,10 @@ def rag_with_stdin(rag: Rag, stdin: str, *args: str):
 
 
 class Busy(BaseHTTPRequestHandler):
-    """Answers 503 with Retry-After the first `busy` times, then an empty document list."""
+    """Answers `status` with Retry-After the first `busy` times, then an empty document list."""
 
     busy = 2
+    status = 503
     retry_after = "1"
     seen: ClassVar[list[float]] = []
 
@@ -86,7 +87,7 @@ class Busy(BaseHTTPRequestHandler):
         Busy.seen.append(time.monotonic())
         if len(Busy.seen) <= Busy.busy:
             body = json.dumps({"error": {"code": "overloaded", "message": "busy"}}).encode()
-            self.send_response(503)
+            self.send_response(Busy.status)
             self.send_header("Retry-After", Busy.retry_after)
         else:
             body = json.dumps({"data": [], "count": 0}).encode()
@@ -113,18 +114,21 @@ def busy_server() -> Iterator[str]:
         server.server_close()
 
 
-def test_503_is_retried_after_retry_after(client_server: ClientServer, busy_server: str) -> None:
-    Busy.busy, Busy.retry_after = 2, "1"
+@pytest.mark.parametrize("status", [429, 503])
+def test_429_and_503_are_retried_after_retry_after(
+    client_server: ClientServer, busy_server: str, status: int
+) -> None:
+    Busy.busy, Busy.retry_after, Busy.status = 2, "1", status
     ran = client_server.rag("--url", busy_server, "docs", "ls", "--json")
     assert ran.code == 0, ran.stderr
     assert ran.json() == {"data": [], "count": 0}
     assert len(Busy.seen) == 3
     assert Busy.seen[1] - Busy.seen[0] >= 0.9 and Busy.seen[2] - Busy.seen[1] >= 0.9
-    assert "503" in ran.stderr  # the wait is said on stderr, stdout stays one JSON document
+    assert str(status) in ran.stderr  # the wait is said on stderr, stdout stays one JSON document
 
 
 def test_retries_stop_after_a_few_tries(client_server: ClientServer, busy_server: str) -> None:
-    Busy.busy, Busy.retry_after = 100, "0"
+    Busy.busy, Busy.retry_after, Busy.status = 100, "0", 503
     ran = client_server.rag("--url", busy_server, "docs", "ls", "--json")
     assert ran.code == 1
     assert ran.json()["error"]["code"] == "overloaded"
@@ -134,8 +138,23 @@ def test_retries_stop_after_a_few_tries(client_server: ClientServer, busy_server
 def test_a_long_retry_after_is_capped(busy_server: str) -> None:
     from rag_client.http import Api
 
-    Busy.busy, Busy.retry_after = 1, "3600"
+    Busy.busy, Busy.retry_after, Busy.status = 1, "3600", 503
     waits: list[float] = []
     api = Api(busy_server, "rag_x", sleep=waits.append, log=lambda line: None, max_wait_s=60)
     assert api.get("/documents") == {"data": [], "count": 0}
     assert waits == [60]
+
+
+def test_python_dash_m_runs_the_same_command(client_server: ClientServer) -> None:
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [sys.executable, "-m", "rag_client", "docs", "ls", "--json"],
+        env=client_server.rag.environment(),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "data" in json.loads(ran.stdout)

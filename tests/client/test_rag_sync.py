@@ -262,3 +262,34 @@ def test_ctrl_c_stops_a_sync_and_a_rerun_finishes_it(
     assert len(rerun["uploaded"]) + len(rerun["unchanged"]) == len(names)
     assert len(rerun["unchanged"]) >= settled and rerun["failed"] == []
     assert sorted(listed(client_server, "stopped")) == names  # each file once
+
+
+def test_a_dry_run_says_what_the_sync_does_to_a_same_named_plain_upload(
+    client_server: ClientServer, tmp_path: Path
+) -> None:
+    rag = client_server.rag
+    elsewhere, folder = tmp_path / "elsewhere", tmp_path / "yard"
+    first = ok(
+        rag(
+            "upload",
+            str(write(elsewhere, "yard-gate.txt", "The yard gate opens at six.")),
+            str(write(elsewhere, "yard-fence.txt", "The yard fence is painted green.")),
+            "--json",
+        )
+    )
+    gate_id = next(f["document_id"] for f in first["files"] if f["source"] == "yard-gate.txt")
+    write(folder, "yard-gate.txt", "The yard gate opens at seven now.")
+    write(folder, "yard-shed.txt", "The yard shed holds the mowers.")
+
+    dry = ok(rag("sync", str(folder), "--label", "yard", "--delete", "--dry-run", "--json"))
+    assert [e["source"] for e in dry["uploaded"]] == ["yard-shed.txt"]
+    assert dry["replaced"] == [{"source": "yard-gate.txt", "document_id": gate_id}]
+    assert dry["deleted"] == []  # the plain upload of yard-fence.txt is not this folder's
+
+    done = ok(rag("sync", str(folder), "--label", "yard", "--delete", "--json"))
+    assert [(e["source"], e["document_id"]) for e in done["replaced"]] == [
+        ("yard-gate.txt", gate_id)
+    ]
+    assert [e["source"] for e in done["uploaded"]] == ["yard-shed.txt"]
+    assert done["deleted"] == []
+    assert set(listed(client_server, "yard")) == {"yard-gate.txt", "yard-shed.txt"}

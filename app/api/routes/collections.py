@@ -61,6 +61,13 @@ def create_collection(
     created = container.collections.create(
         access, caller.actor(ip), body.name, body.description, body.visibility
     )
+    container.document_events.collection(
+        caller.tenant_id,
+        "collection.created",
+        created.collection_id,
+        created.name,
+        visibility=created.visibility,
+    )
     return _out(CollectionView(created, 0, 0, "manage"))
 
 
@@ -96,6 +103,13 @@ def change_collection(
         )
     change = CollectionChange(body.name, body.description, body.visibility)
     changed = container.collections.change(access, caller.actor(ip), collection_id, change)
+    container.document_events.collection(
+        caller.tenant_id,
+        "collection.changed",
+        changed.collection_id,
+        changed.name,
+        changes={k: v for k, v in vars(change).items() if v is not None},
+    )
     fresh = container.collections.access(
         caller.tenant_id, caller.user_id, caller.role, caller.collections
     )
@@ -126,12 +140,16 @@ def delete_collection(
     a restart) that deletes them, then the collection; asked again meanwhile, the same job."""
     actor = caller.actor(ip)
     if documents != "delete":
+        found = container.collections.readable(access, collection_id)
         if not container.collections.delete(access, actor, collection_id):
             raise ApiError(
                 409,
                 "conflict",
                 "the collection holds documents: move them, or DELETE with ?documents=delete",
             )
+        container.document_events.collection(
+            caller.tenant_id, "collection.deleted", found.collection_id, found.name, documents=0
+        )
         return Response(status_code=204)
     job = queue_collection_deletion(
         container.collections, container.jobs, container.job_queue, access, actor, collection_id
