@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 import anyio
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from app.storage.conversations import ConversationStore
 
 NOT_FOUND = "conversation not found"
+WITHHELD_ANSWER = "(withheld: this answer cites a document you can no longer read)"
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,22 @@ TurnEvent = QuestionRewritten | TextDelta | CitationsFound | TurnFinished | Answ
 
 def _missing() -> NotFound:
     return NotFound(NOT_FOUND)
+
+
+def visible_history(
+    history: Sequence[MessageRecord], readable: Callable[[str], bool]
+) -> list[MessageRecord]:
+    """The history as its caller may see it now: an answer citing a document the caller no
+    longer reads keeps only its other citations, and its text (which quotes the document) is
+    withheld. What is shown and what a follow-up's rewrite reads are both this."""
+    shown = []
+    for message in history:
+        if message.citations is not None:
+            kept = [c for c in message.citations if readable(str(c.get("document_id", "")))]
+            if len(kept) < len(message.citations):
+                message = replace(message, content=WITHHELD_ANSWER, citations=kept)
+        shown.append(message)
+    return shown
 
 
 def turns_of(messages: Sequence[MessageRecord]) -> list[Turn]:
@@ -210,7 +227,12 @@ class _Prepared:
 
 
 async def _prepare(
-    deps: ConversationDeps, caller: Caller, conversation_id: str, content: str, k: int | None
+    deps: ConversationDeps,
+    caller: Caller,
+    conversation_id: str,
+    content: str,
+    k: int | None,
+    readable: Callable[[str], bool],
 ) -> _Prepared:
     # /query's limits, checked before any work (the answer checks them again).
     limits = deps.follow_ups.answers.limits
@@ -220,7 +242,10 @@ async def _prepare(
     stored = await anyio.to_thread.run_sync(read)
     # A turn that could not be stored is refused before any model work (QuotaExceeded: 413).
     await anyio.to_thread.run_sync(_check_room, deps.store, caller, conversation_id, question)
-    rewrite = await rewrite_follow_up(deps.follow_ups, caller, turns_of(stored), question)
+    # The rewrite reads the history as the caller may see it now: an answer quoting a document
+    # they no longer read never reaches the new question.
+    history = turns_of(visible_history(stored, readable))
+    rewrite = await rewrite_follow_up(deps.follow_ups, caller, history, question)
     return _Prepared(question, rewrite)
 
 
@@ -257,13 +282,14 @@ async def ask(
     content: str,
     k: int | None,
     scope: SearchScope = EVERYTHING,
+    readable: Callable[[str], bool] = lambda _document_id: True,
 ) -> AnsweredTurn:
     """The cited answer of a new turn, the question it answered and where it was stored.
 
     QuotaExceeded (413, nothing stored) when the turn does not fit the conversation's or the
     tenant's quota: checked before answering, and with the answer's own size before storing.
     """
-    prepared = await _prepare(deps, caller, conversation_id, content, k)
+    prepared = await _prepare(deps, caller, conversation_id, content, k, readable)
     follow_ups = deps.follow_ups
     answered = await answer_service.answer(
         follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k, scope
@@ -361,9 +387,10 @@ async def open_turn_stream(
     content: str,
     k: int | None,
     scope: SearchScope = EVERYTHING,
+    readable: Callable[[str], bool] = lambda _document_id: True,
 ) -> TurnStream:
     """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
-    prepared = await _prepare(deps, caller, conversation_id, content, k)
+    prepared = await _prepare(deps, caller, conversation_id, content, k, readable)
     follow_ups = deps.follow_ups
     inner = await answer_service.open_stream(
         follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k, scope

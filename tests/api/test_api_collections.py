@@ -425,3 +425,25 @@ def test_a_search_filters_on_the_language_detected_in_each_document(
     finnish = {"language": {"$eq": "fi"}}
     assert _search_sources(api, people.admin, question, filters=finnish) == set()
     api.client.delete(f"/documents/{job['document_id']}", headers=people.admin.headers)
+
+
+def test_built_in_fields_filter_by_uploader_date_type_and_page(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    question = "harbour of Wick ferry dawn noon"
+    mine = {"uploaded_by": {"$eq": people.admin.username}}
+    assert _search_sources(api, people.member, question, filters=mine) == {"harbour.txt"}
+    nobody = {"uploaded_by": {"$eq": "someone-else"}}
+    assert _search_sources(api, people.member, question, filters=nobody) == set()
+    since = {"uploaded_at": {"$gte": "2000-01-01"}}
+    assert "harbour.txt" in _search_sources(api, people.member, question, filters=since)
+    future = {"uploaded_at": {"$gt": "2999-01-01T00:00:00Z"}}
+    assert _search_sources(api, people.member, question, filters=future) == set()
+    text = {"content_type": {"$eq": "text/plain"}, "source": {"$eq": "harbour.txt"}}
+    # One leaf per field: two fields in one object are a 422, under $and they are fine.
+    assert_error_body(
+        _post(api, people.member, "/search", {"query": question, "filters": text}), 422
+    )
+    both = {"$and": [{"content_type": {"$eq": "text/plain"}}, {"page": {"$eq": 1}}]}
+    assert "harbour.txt" in _search_sources(api, people.member, question, filters=both)
+    assert _search_sources(api, people.member, question, filters={"page": {"$gt": 1}}) == set()

@@ -296,3 +296,58 @@ def test_an_llm_rewrite_is_what_retrieval_and_the_answer_see(api_factory: ApiFac
         "How far does the lighthouse beam reach?" in transcript
         and "When was it built?" in transcript
     )
+
+
+def test_a_follow_up_after_a_revoked_grant_never_reads_the_old_answer(
+    api_factory: ApiFactory,
+) -> None:
+    api = api_factory()
+    admin = api.add_user("convo-revoked")
+    member = api.add_user("convo-revoked")
+    made = api.client.post(
+        "/collections", json={"name": "vault", "visibility": "restricted"}, headers=admin.headers
+    )
+    assert made.status_code == 201, made.text
+    secret = text_document("The vault of Kettle Bay opens with the code 4417 at night.")
+    uploaded = api.client.post(
+        "/documents",
+        files={"file": ("vault.txt", secret)},
+        data={"collection": "vault"},
+        headers=admin.headers,
+    )
+    assert uploaded.status_code == 202, uploaded.text
+    assert api.wait_for_job(admin, uploaded.json()["job_id"])["status"] == "done"
+    grants = [{"user_id": member.user_id, "permission": "read"}]
+    granted = api.client.put(
+        "/collections/vault/access", json={"grants": grants}, headers=admin.headers
+    )
+    assert granted.status_code == 200, granted.text
+
+    def reply(request: ChatRequest) -> str:
+        if request.grounding is None:  # the rewrite
+            return "What else opens at night in Kettle Bay?"
+        return "The vault opens with the code 4417 [1]." if request.grounding.passages else "No."
+
+    fake = FakeLLM(reply)
+    api.container.__dict__["llm"] = fake
+    conversation = _start(api, member)
+    first = _ask(api, member, conversation, "What is the code of the vault of Kettle Bay?")
+    assert "4417" in first["answer"] and _sources(first) == {"vault.txt"}
+    revoked = api.client.put(
+        "/collections/vault/access", json={"grants": []}, headers=admin.headers
+    )
+    assert revoked.status_code == 200, revoked.text
+    for stream in (False, True):
+        asked = api.client.post(
+            f"/conversations/{conversation}/messages",
+            params={"stream": "true"} if stream else {},
+            json={"content": "And what else opens at night?"},
+            headers=member.headers,
+        )
+        assert asked.status_code == 200, asked.text
+        assert "4417" not in asked.text and "vault.txt" not in asked.text
+        # The rewrite read the conversation as the member sees it now: the old answer withheld.
+        rewrite = next(r for r in reversed(fake.requests) if r.grounding is None)
+        transcript = rewrite.messages[-1].content
+        assert "What is the code of the vault of Kettle Bay?" in transcript
+        assert "4417" not in transcript and "withheld" in transcript

@@ -158,6 +158,27 @@ def test_exact_matches_outside_the_scope_are_neither_pinned_nor_counted(
     assert unscoped.hits[0].chunk.source == "secret.txt" and unscoped.hits[0].stages["exact_match"]
 
 
+def test_the_relevance_gate_judges_only_the_scope(
+    retriever: HybridRetriever, store: Corpus, embedder: FakeEmbedder
+) -> None:
+    """The question matches a hidden document word for word: the gate must not call the
+    search relevant because of it, nor show its similarity."""
+    add_document(store, embedder, "acme", "secret.txt", ["valve pressure seal torque"])
+    public = add_document(store, embedder, "acme", "public.txt", ["river oil engine manual"])
+    scope = SearchScope(frozenset({public[0].document_id}), key="public")
+    question = "valve pressure seal torque"
+    retriever.threshold = 0.5  # as calibrated for a real embedder
+    unscoped = retriever.search("acme", question, 5)
+    scoped = retriever.search("acme", question, 5, scope=scope)
+    assert unscoped.relevant and unscoped.hits[0].chunk.source == "secret.txt"
+    assert not scoped.relevant
+    gate = scoped.explain["gate"]
+    assert gate["best_similarity"] < unscoped.explain["gate"]["best_similarity"]
+    assert gate["best_similarity"] == pytest.approx(
+        max(h.stages["dense_score"] for h in scoped.hits)
+    )
+
+
 def test_a_large_scope_goes_through_the_index_filter_with_the_same_ranking(
     tmp_path: Path, settings: Settings, embedder: FakeEmbedder
 ) -> None:

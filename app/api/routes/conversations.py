@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
@@ -74,9 +74,6 @@ def _wire_turn_event(event: TurnEvent) -> tuple[str, dict[str, Any]]:
     return wire_event(event)
 
 
-WITHHELD_ANSWER = "(withheld: this answer cites a document you can no longer read)"
-
-
 @router.post(
     "/conversations",
     status_code=201,
@@ -111,16 +108,8 @@ def get_conversation(
     caller = _caller(principal)
     record = service.get(store, caller, conversation_id=conversation_id)
     history = service.messages(store, caller, conversation_id=conversation_id)
-    # Re-checked as shown: an answer citing a document the caller no longer reads keeps only
-    # its other citations, and its text (which quotes the document) is withheld.
-    readable = readable_documents(container, principal)
-    shown = []
-    for message in history:
-        if message.citations is not None:
-            kept = [c for c in message.citations if readable(str(c.get("document_id", "")))]
-            if len(kept) < len(message.citations):
-                message = replace(message, content=WITHHELD_ANSWER, citations=kept)
-        shown.append(message)
+    # Re-checked as shown (service.visible_history).
+    shown = service.visible_history(history, readable_documents(container, principal))
     return ConversationDetail.model_validate({**asdict(record), "history": shown})
 
 
@@ -161,6 +150,7 @@ async def post_message(
     caller = _caller(principal)
     # What the caller reads now: a follow-up never cites a document it can no longer read.
     scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
+    readable = await run_in_threadpool(readable_documents, container, principal)
     if stream:
         events = await service.open_turn_stream(
             deps,
@@ -169,9 +159,16 @@ async def post_message(
             content=body.content,
             k=body.k,
             scope=scope,
+            readable=readable,
         )
         return EventStreamResponse(events, _wire_turn_event)
     turn = await service.ask(
-        deps, caller, conversation_id=conversation_id, content=body.content, k=body.k, scope=scope
+        deps,
+        caller,
+        conversation_id=conversation_id,
+        content=body.content,
+        k=body.k,
+        scope=scope,
+        readable=readable,
     )
     return _turn_out(turn)
