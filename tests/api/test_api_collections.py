@@ -447,3 +447,26 @@ def test_built_in_fields_filter_by_uploader_date_type_and_page(
     both = {"$and": [{"content_type": {"$eq": "text/plain"}}, {"page": {"$eq": 1}}]}
     assert "harbour.txt" in _search_sources(api, people.member, question, filters=both)
     assert _search_sources(api, people.member, question, filters={"page": {"$gt": 1}}) == set()
+
+
+def test_a_collection_name_is_one_to_sixty_four_characters_on_create_and_rename(
+    api: ApiHarness, people: People
+) -> None:
+    longest = "n" * 64
+    made = _post(api, people.admin, "/collections", {"name": longest})
+    assert made.status_code == 201, made.text
+    assert (
+        api.client.get(f"/collections/{longest}", headers=people.admin.headers).json()["name"]
+        == longest
+    )
+    for bad in ("", "n" * 65):
+        assert_error_body(_post(api, people.admin, "/collections", {"name": bad}), 422)
+        renamed = api.client.patch(
+            f"/collections/{longest}", json={"name": bad}, headers=people.admin.headers
+        )
+        assert_error_body(renamed, 422)
+    names = {
+        c["name"]
+        for c in api.client.get("/collections", headers=people.admin.headers).json()["data"]
+    }
+    assert longest in names and "n" * 65 not in names
