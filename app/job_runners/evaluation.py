@@ -1,5 +1,11 @@
-"""The evaluation runner: one daemon thread of the API process that takes queued evaluation
-runs (app/jobs/evaluation_runs.py) and executes them.
+"""Executing evaluation runs: `evaluation_run` jobs of the job table, claimed fairly like any
+other job and run here (the results go to the evaluation tables, app/jobs/evaluation_runs.py).
+
+Who claims them:
+- `threads` backend: the API process's job pool, like uploads (`run_job` is handed each one).
+- `redis` backend: an rq worker takes the runs without answers; a run with `answers: true` needs
+  the API process's answer admission, so the API process's evaluation runner claims those
+  (and only those) from the job table, one at a time, heart-beating like a worker.
 
 It yields to people: between items it pauses, and before asking for an answer it waits until
 no interactive answer is queued; answers then go through the same admission (the answer lane's
@@ -7,7 +13,8 @@ limiter, counted against the tenant) as anyone's, on the app's event loop. Quest
 are not written to the answer record (they are nobody's answers). A run searches and answers
 within the collections its starter's credential read when it started (an API key limited to
 some collections starts runs limited to them), narrowed by what that person reads when it
-executes (a grant revoked since counts).
+executes (a grant revoked since counts). A run interrupted by a shutdown goes back to the queue
+and starts over.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.jobs.store import JobDone, JobRecord
 from app.services import answer as answer_service
 from app.services import evaluation_runs as runs_service
 from app.services.blocks.admission import Caller
@@ -27,6 +35,7 @@ from app.services.blocks.admission import Caller
 if TYPE_CHECKING:
     from app.domain import RetrievalResult
     from app.jobs.evaluation_runs import EvaluationRunStore, RunRecord
+    from app.jobs.store import JobStore
     from app.retrieval.scope import SearchScope
     from app.services.answer import AnswerDeps, AnsweredQuestion
     from app.services.blocks.answer_lane import AnswerLane
@@ -35,6 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ANSWER_TIMEOUT_S = 600.0
+STAGE = "evaluating"
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,7 @@ class RunnerDeps:
     """What executing runs needs."""
 
     runs: EvaluationRunStore
+    jobs: JobStore
     sets: EvaluationSetStore
     search: Callable[[str, str, int, SearchScope], RetrievalResult]
     # What a user of a tenant reads now within the given collections (None: they are no
@@ -50,10 +61,13 @@ class RunnerDeps:
     lane: Callable[[], AnswerLane]
     answers: Callable[[], AnswerDeps]
     pause_s: float = 0.02  # between items: the run gives the CPU back to people's requests
+    max_running_per_tenant: int | None = None  # RAG_MAX_RUNNING_JOBS_PER_TENANT
+    heartbeat_s: float = 10.0  # RAG_JOB_HEARTBEAT_S (claiming from the table itself)
 
 
 class EvaluationRunner:
-    """Takes queued runs one at a time until stopped; `wake()` after a run is queued."""
+    """Runs evaluation jobs handed to it (`run_job`); with `claims`, also claims the runs that
+    answer from the job table itself until stopped (`wake()` after one is queued)."""
 
     def __init__(self, deps: RunnerDeps, poll_interval_s: float = 2.0) -> None:
         self._deps = deps
@@ -63,9 +77,12 @@ class EvaluationRunner:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def start(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Start the thread; `loop` is the app's event loop (answers are admitted there)."""
+    def start(self, loop: asyncio.AbstractEventLoop | None, claims: bool = False) -> None:
+        """Keep `loop`, the app's event loop (answers are admitted there); with `claims`, start
+        the thread that claims the runs that answer (the Redis backend's workers leave them)."""
         self._loop = loop
+        if not claims:
+            return
         self._thread = threading.Thread(target=self._run, name="evaluation", daemon=True)
         self._thread.start()
 
@@ -81,25 +98,45 @@ class EvaluationRunner:
             self._thread.join(timeout_s)
 
     def _run(self) -> None:
+        from app.job_runners.redis_worker import Heartbeat
+
+        deps = self._deps
         while not self._stop.is_set():
             try:
-                run = self._deps.runs.claim_next()
+                claimed = deps.jobs.claim_next(deps.max_running_per_tenant, scope="api")
             except Exception:
                 log.exception("could not claim an evaluation run")
-                run = None
-            if run is None:
+                claimed = None
+            if claimed is None:
                 self._wake.wait(self._poll)
                 self._wake.clear()
                 continue
-            self.execute(run)
+            with Heartbeat(deps.jobs, claimed.job_id, deps.heartbeat_s):
+                self.run_job(claimed)
 
-    def execute(self, run: RunRecord) -> None:
+    def run_job(self, job: JobRecord) -> None:
+        """Run a claimed `evaluation_run` job and record how it ended, on the job and the run;
+        never raises."""
+        deps = self._deps
+        run = deps.runs.get(job.tenant_id, job.job_id, with_results=False)
+        if run is None:
+            deps.jobs.mark_failed(job.job_id, "its evaluation run was not recorded", "not_found")
+            return
+        deps.runs.started(run.run_id)
+        self.execute(run, job)
+
+    def execute(self, run: RunRecord, job: JobRecord) -> None:
         """Run every item of the run's set and store the results (or the failure)."""
         deps = self._deps
+
+        def fail(message: str, code: str = "evaluation_failed") -> None:
+            deps.runs.fail(run.run_id, message)
+            deps.jobs.mark_failed(job.job_id, message, code)
+
         try:
             found = deps.sets.get(run.tenant_id, run.set_id)
             if found is None:
-                deps.runs.fail(run.run_id, "its evaluation set was deleted")
+                fail("its evaluation set was deleted", "not_found")
                 return
             scope = (
                 deps.scope_of_user(run.tenant_id, run.created_by, run.collections)
@@ -107,7 +144,7 @@ class EvaluationRunner:
                 else None
             )
             if scope is None:
-                deps.runs.fail(run.run_id, "the person who started it is no longer a user")
+                fail("the person who started it is no longer a user", "forbidden")
                 return
 
             def search(tenant_id: str, question: str, k: int) -> RetrievalResult:
@@ -118,6 +155,7 @@ class EvaluationRunner:
 
             def progress(done: int) -> None:
                 deps.runs.progress(run.run_id, done)
+                deps.jobs.update_progress(job.job_id, done, run.progress_total, STAGE)
                 if self._stop.is_set():
                     raise _Stopped
                 time.sleep(deps.pause_s)
@@ -126,13 +164,16 @@ class EvaluationRunner:
                 found.items, run.tenant_id, search, answer if run.answers else None, progress
             )
             deps.runs.finish(run.run_id, runs_service.summarise(results), results)
+            deps.jobs.mark_done_many([JobDone(job.job_id, 0, 0, units=len(results))])
             log.info("evaluation run done", extra={"run_id": run.run_id, "items": len(results)})
         except _Stopped:
-            deps.runs.requeue(run.run_id)  # the next start takes it again from the beginning
+            # Back in the queue, not a failed attempt: the next claim starts it over.
+            deps.jobs.pause(job.job_id)
+            deps.runs.queued_again(run.run_id)
             log.info("evaluation run interrupted by shutdown", extra={"run_id": run.run_id})
         except Exception as exc:
             log.exception("evaluation run failed", extra={"run_id": run.run_id})
-            deps.runs.fail(run.run_id, f"{type(exc).__name__}: {exc}")
+            fail(f"{type(exc).__name__}: {exc}")
 
     def _answer(self, tenant_id: str, question: str, scope: SearchScope) -> AnsweredQuestion:
         """An answer through the same admission as people's, after theirs (lower priority)."""
@@ -151,4 +192,4 @@ class EvaluationRunner:
 
 
 class _Stopped(Exception):
-    """The runner is stopping: leave the run for the stale check to queue again."""
+    """The runner is stopping: the run goes back to the queue."""

@@ -302,28 +302,39 @@ def test_a_run_survives_a_restart(tmp_path: Path) -> None:
             harness.upload_and_wait(user, "manual.pdf", pdf_document(*MANUAL))["status"] == "done"
         )
         set_id = new_set(harness, user, "restart", items()[:3])
-    # Runs asked for while no runner is up, one of them "processing" for a runner that died.
+    # Runs asked for while no worker is up (each is a job of the job table), one of them
+    # claimed by a worker that died.
     with TestClient(create_app(settings, start_workers=False)) as client:
         harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
         queued = start_run(harness, user, set_id)
         crashed = start_run(harness, user, set_id)
+        claimed = harness.container.jobs.claim_next()  # a worker that then died
+        assert claimed is not None and claimed.job_id == queued
+        harness.container.jobs.update_progress(queued, 1, 3, "evaluating")
+        harness.container.evaluation_runs.started(queued)
         with harness.container.database.session() as session:
             session.execute(
                 update(EvaluationRunRow)
-                .where(EvaluationRunRow.run_id == crashed)
-                .values(
-                    status="processing", progress_done=1, updated_at=utc_now().replace(year=2020)
-                )
+                .where(EvaluationRunRow.run_id == queued)
+                .values(progress_done=1, updated_at=utc_now().replace(year=2020))
             )
+        job = client.get(f"/jobs/{crashed}", headers=user.headers).json()
+        assert (job["kind"], job["status"], job["progress"]["total"]) == (
+            "evaluation_run",
+            "queued",
+            3,
+        )
         assert (
             client.get(f"/evaluations/runs/{queued}", headers=user.headers).json()["status"]
-            == "queued"
+            == "processing"
         )
     with TestClient(create_app(settings)) as client:
         for run_id in (queued, crashed):
             run = wait_for_run(client, user, run_id)
             assert run["status"] == "done", run
             assert run["progress"] == {"done": 3, "total": 3}
+            job = client.get(f"/jobs/{run_id}", headers=user.headers).json()
+            assert (job["status"], job["progress"]["done"]) == ("done", 3), job
 
 
 def test_a_run_of_200_items_leaves_another_tenants_search_fast(
