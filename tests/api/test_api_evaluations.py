@@ -337,6 +337,36 @@ def test_a_run_survives_a_restart(tmp_path: Path) -> None:
             assert (job["status"], job["progress"]["done"]) == ("done", 3), job
 
 
+def test_a_run_is_a_job_of_the_tenants_queue_and_fills_its_quota(tmp_path: Path) -> None:
+    settings = api_settings(tmp_path / "data")
+    with TestClient(create_app(settings)) as client:
+        harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
+        user = harness.add_user("eval-quota")
+        assert (
+            harness.upload_and_wait(user, "manual.pdf", pdf_document(*MANUAL))["status"] == "done"
+        )
+        set_id = new_set(harness, user, "quota", items()[:2])
+    # No worker runs: what is queued stays queued. A queue of two jobs.
+    small = settings.model_copy(update={"quota_queued_jobs": 2})
+    with TestClient(create_app(small, start_workers=False)) as client:
+        harness = ApiHarness(client.app, client, small)  # type: ignore[arg-type]
+        run_id = start_run(harness, user, set_id)
+        listed = client.get("/jobs", params={"status": "queued"}, headers=user.headers).json()
+        assert [(j["job_id"], j["kind"], j["source"]) for j in listed["data"]] == [
+            (run_id, "evaluation_run", "quota")
+        ]
+        assert harness.upload(user, "notes.txt", text_document(NOTES)).status_code == 202
+        # Full: another run, and another upload, are refused alike.
+        refused = post(harness, "/evaluations/runs", user, {"set_id": set_id, "answers": False})
+        error = assert_error_body(refused, 429, "quota_exceeded")
+        assert "queued_jobs" in error["message"] and refused.headers.get("retry-after")
+        assert_error_body(harness.upload(user, "more.txt", text_document(NOTES)), 429)
+        runs = client.get("/evaluations/runs", headers=user.headers).json()
+        assert [r["run_id"] for r in runs["data"]] == [run_id]  # the refused one left nothing
+    with TestClient(create_app(settings)) as client:  # workers drain the queue
+        assert wait_for_run(client, user, run_id)["status"] == "done"
+
+
 def test_a_run_of_200_items_leaves_another_tenants_search_fast(
     api: ApiHarness, tenant: Tenant
 ) -> None:
