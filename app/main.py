@@ -171,10 +171,12 @@ def create_app(
         # Webhook events go out from the process that runs jobs: this one with `threads`.
         deliveries = container.webhook_dispatcher if active.job_backend == "threads" else None
         if start_workers:
-            # With Redis, this process claims the evaluation runs that answer (its admission).
-            claims = active.job_backend == "redis"
-            container.evaluation_runner.start(asyncio.get_running_loop(), claims)
-            workers.start()
+            workers.start()  # first: the threads pool re-queues what a crash left processing
+            # With Redis, workers run evaluations but those that answer (this one's admission).
+            redis_backend = active.job_backend == "redis"
+            container.evaluation_runner.start(
+                asyncio.get_running_loop(), "api" if redis_backend else "evaluations"
+            )
             if deliveries is not None:
                 deliveries.start()
         app.state.ready = True
@@ -185,9 +187,9 @@ def create_app(
             app.state.ready = False
             if stop_metrics is not None:
                 stop_metrics()
-            if start_workers:  # a run in the pool stops first: its job goes back to the queue
-                container.evaluation_runner.stop()
             workers.stop()
+            if start_workers:  # a run stopped midway goes back to the queue
+                container.evaluation_runner.stop()
             if deliveries is not None:
                 deliveries.stop()
             container.close()

@@ -1,11 +1,12 @@
 """Executing evaluation runs: `evaluation_run` jobs of the job table, claimed fairly like any
 other job and run here (the results go to the evaluation tables, app/jobs/evaluation_runs.py).
 
-Who claims them:
-- `threads` backend: the API process's job pool, like uploads (`run_job` is handed each one).
-- `redis` backend: an rq worker takes the runs without answers; a run with `answers: true` needs
-  the API process's answer admission, so the API process's evaluation runner claims those
-  (and only those) from the job table, one at a time, heart-beating like a worker.
+Who claims them, from the job table in its fair order, one at a time:
+- `threads` backend: the API process's evaluation runner (a thread of its own beside the job
+  pool, so a run never holds a thread that uploads need);
+- `redis` backend: an rq worker takes the runs without answers (`run_job` is handed each one);
+  a run with `answers: true` needs the API process's answer admission, so the API process's
+  evaluation runner claims those (and only those), heart-beating like a worker.
 
 It yields to people: between items it pauses, and before asking for an answer it waits until
 no interactive answer is queued; answers then go through the same admission (the answer lane's
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.jobs.scheduling import ClaimScope
 from app.jobs.store import JobDone, JobRecord
 from app.services import answer as answer_service
 from app.services import evaluation_runs as runs_service
@@ -66,8 +68,8 @@ class RunnerDeps:
 
 
 class EvaluationRunner:
-    """Runs evaluation jobs handed to it (`run_job`); with `claims`, also claims the runs that
-    answer from the job table itself until stopped (`wake()` after one is queued)."""
+    """Claims evaluation runs' jobs from the job table and runs them until stopped (`wake()`
+    after one is queued); an rq worker hands it the ones it claimed (`run_job`)."""
 
     def __init__(self, deps: RunnerDeps, poll_interval_s: float = 2.0) -> None:
         self._deps = deps
@@ -76,13 +78,14 @@ class EvaluationRunner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._scope: ClaimScope = "evaluations"
 
-    def start(self, loop: asyncio.AbstractEventLoop | None, claims: bool = False) -> None:
-        """Keep `loop`, the app's event loop (answers are admitted there); with `claims`, start
-        the thread that claims the runs that answer (the Redis backend's workers leave them)."""
+    def start(self, loop: asyncio.AbstractEventLoop | None, scope: ClaimScope) -> None:
+        """Start the thread that claims the runs of `scope` (`evaluations`: all of them;
+        `api`: those that answer, which the Redis backend's workers leave); `loop` is the app's
+        event loop (answers are admitted there)."""
         self._loop = loop
-        if not claims:
-            return
+        self._scope = scope
         self._thread = threading.Thread(target=self._run, name="evaluation", daemon=True)
         self._thread.start()
 
@@ -91,7 +94,7 @@ class EvaluationRunner:
         self._wake.set()
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop after the current item (the run is queued again by the stale check)."""
+        """Stop after the current item (the run goes back to the queue)."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
@@ -103,7 +106,7 @@ class EvaluationRunner:
         deps = self._deps
         while not self._stop.is_set():
             try:
-                claimed = deps.jobs.claim_next(deps.max_running_per_tenant, scope="api")
+                claimed = deps.jobs.claim_next(deps.max_running_per_tenant, scope=self._scope)
             except Exception:
                 log.exception("could not claim an evaluation run")
                 claimed = None

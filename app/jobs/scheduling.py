@@ -4,6 +4,16 @@ The fairest tenant is the one with the fewest running jobs (a batch counts once)
 served least recently, then the one waiting longest; its oldest jobs are taken, as many as the
 batch allows. Both are SQL subqueries, evaluated inside the claiming UPDATE so that no two
 claimers see the same job queued.
+
+An evaluation run is always a batch of its own (it may run for minutes). Which jobs a claimer
+takes is its `ClaimScope`:
+- `all`: every job;
+- `jobs`: every job but evaluation runs (the threads backend's pool: a run never holds a thread
+  that uploads need);
+- `evaluations`: only evaluation runs (the API process's evaluation runner, threads backend);
+- `worker`: every job but the evaluation runs that answer (an rq worker: their answers need the
+  API process's answer admission);
+- `api`: only those (the API process's evaluation runner, Redis backend).
 """
 
 from __future__ import annotations
@@ -18,14 +28,17 @@ from app.storage.tables import BatchMemberRow, EvaluationRunRow, JobRow, TenantT
 # The stage of a job put back after a transient failure: only its own delayed message claims it.
 RETRYING = "retrying"
 EVALUATION_RUN = "evaluation_run"
-ClaimScope = Literal["all", "worker", "api"]
+ClaimScope = Literal["all", "jobs", "evaluations", "worker", "api"]
 
 
 def in_scope(scope: ClaimScope) -> Any:
     """The SQL condition on a job row of the jobs a claimer of `scope` takes."""
     if scope == "all":
         return true()
-    answering = (JobRow.kind == EVALUATION_RUN) & JobRow.job_id.in_(
+    evaluating = JobRow.kind == EVALUATION_RUN
+    if scope in ("jobs", "evaluations"):
+        return ~evaluating if scope == "jobs" else evaluating
+    answering = evaluating & JobRow.job_id.in_(
         select(EvaluationRunRow.run_id).where(EvaluationRunRow.answers.is_(True))
     )
     return answering if scope == "api" else ~answering

@@ -140,3 +140,15 @@ def test_a_run_is_a_job_of_the_queue_quota_claimed_once_and_alone(
     after = jobs.claim_batch(max_jobs=10, scope="worker")
     assert [job.job_id for job in after] == [upload]
     assert jobs.claim_next() is None and answering not in {first, upload}
+
+
+def test_the_threads_pool_never_takes_a_run_and_the_evaluation_runner_takes_only_runs(
+    sql_database: Database,
+) -> None:
+    jobs, runs = JobStore(sql_database), EvaluationRunStore(sql_database)
+    run = _queue_run(jobs, runs, "t1", answers=True)
+    upload = queue_job(jobs, "t1", "doc_a", "a.txt", "/data/uploads/a.bin", 10).job_id
+    assert [job.job_id for job in jobs.claim_batch(max_jobs=10, scope="jobs")] == [upload]
+    assert not jobs.has_claimable("jobs") and jobs.has_claimable("evaluations")
+    claimed = jobs.claim_next(scope="evaluations")
+    assert claimed is not None and claimed.job_id == run
