@@ -86,6 +86,11 @@ class EvaluationRunner:
         event loop (answers are admitted there)."""
         self._loop = loop
         self._scope = scope
+        try:
+            if failed := self._deps.runs.fail_jobless():
+                log.warning("failed evaluation runs queued without a job", extra={"count": failed})
+        except Exception:
+            log.exception("could not check for evaluation runs without a job")
         self._thread = threading.Thread(target=self._run, name="evaluation", daemon=True)
         self._thread.start()
 

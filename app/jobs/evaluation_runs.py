@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, defer
 
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
-from app.storage.tables import EvaluationRunRow
+from app.storage.tables import EvaluationRunRow, JobRow
 
 RunStatus = Literal["queued", "processing", "done", "failed"]
 MAX_ERROR_CHARS = 2000
@@ -171,6 +171,24 @@ class EvaluationRunStore:
     def queued_again(self, run_id: str) -> None:
         """Its job was put back in the queue (the process running it is stopping)."""
         self._set(run_id, status="queued", progress_done=0)
+
+    def fail_jobless(self) -> int:
+        """Fail the runs waiting or running without a job (queued before runs were jobs: no
+        worker would ever take them); how many."""
+        with self._db.session() as session:
+            failed = session.execute(
+                update(EvaluationRunRow)
+                .where(
+                    EvaluationRunRow.status.in_(("queued", "processing")),
+                    EvaluationRunRow.run_id.not_in(select(JobRow.job_id)),
+                )
+                .values(
+                    status="failed",
+                    error="interrupted by an upgrade of the service; start the run again",
+                    updated_at=utc_now(),
+                )
+            )
+            return int(failed.rowcount)  # type: ignore[attr-defined]
 
     def _set(self, run_id: str, **values: Any) -> None:
         with self._db.session() as session:

@@ -152,3 +152,20 @@ def test_the_threads_pool_never_takes_a_run_and_the_evaluation_runner_takes_only
     assert not jobs.has_claimable("jobs") and jobs.has_claimable("evaluations")
     claimed = jobs.claim_next(scope="evaluations")
     assert claimed is not None and claimed.job_id == run
+
+
+def test_a_run_queued_before_runs_were_jobs_is_failed_not_left_waiting(
+    sql_database: Database,
+) -> None:
+    jobs, runs = JobStore(sql_database), EvaluationRunStore(sql_database)
+    legacy = runs.create("t1", _new_run("s1"))  # its own row only, as before
+    current = _queue_run(jobs, runs, "t1", answers=False)
+    assert runs.fail_jobless() == 1
+    failed = runs.get("t1", legacy.run_id)
+    assert (
+        failed is not None
+        and failed.status == "failed"
+        and "start the run again" in (failed.error or "")
+    )
+    waiting = runs.get("t1", current)
+    assert waiting is not None and waiting.status == "queued"
