@@ -256,6 +256,10 @@ class Container:
         from app.answer_shape import answer_shape
         from app.services.evaluation_runs import RunDeps
 
+        def enqueue(job: JobRecord) -> None:
+            self.job_queue.enqueue(job)
+            self.evaluation_runner.wake()  # the Redis backend: runs that answer run here
+
         return RunDeps(
             runs=self.evaluation_runs,
             sets=self.evaluation_set_deps.sets,
@@ -263,6 +267,9 @@ class Container:
             audit=self.audit_log,
             corpus_version=self.corpus.corpus_version,
             shape=answer_shape(self.settings),
+            jobs=self.jobs,
+            queued_jobs_limit=self.settings.quota_queued_jobs,
+            enqueue=enqueue,
         )
 
     def scope_of_user(
@@ -280,12 +287,15 @@ class Container:
 
     @cached_property
     def evaluation_runner(self) -> EvaluationRunner:
-        """The thread that executes queued evaluation runs (started by the API's lifespan)."""
+        """What executes evaluation runs' jobs (for the job pool or a worker; with the Redis
+        backend, the API process's thread that claims the runs that answer)."""
         from app.job_runners.evaluation import EvaluationRunner, RunnerDeps
 
-        # Built when the API starts; the retriever and the model are read when a run needs them.
+        # The retriever and the model are read when a run needs them.
+        settings = self.settings
         deps = RunnerDeps(
             runs=self.evaluation_runs,
+            jobs=self.jobs,
             sets=self.evaluation_set_deps.sets,
             search=lambda tenant, question, k, scope: self.retriever.search(
                 tenant, question, k, scope=scope
@@ -293,6 +303,8 @@ class Container:
             scope_of_user=self.scope_of_user,
             lane=lambda: self.answer_lane,
             answers=lambda: self.answer_deps,
+            max_running_per_tenant=settings.max_running_jobs_per_tenant,
+            heartbeat_s=settings.job_heartbeat_s,
         )
         return EvaluationRunner(deps)
 
@@ -480,6 +492,7 @@ class Container:
             deletion=DeletionDeps(
                 jobs, self.access_store, lambda: self.document_deps, self.document_events
             ),
+            evaluation=lambda job: self.evaluation_runner.run_job(job),
         )
 
     @cached_property

@@ -171,8 +171,12 @@ def create_app(
         # Webhook events go out from the process that runs jobs: this one with `threads`.
         deliveries = container.webhook_dispatcher if active.job_backend == "threads" else None
         if start_workers:
-            workers.start()
-            container.evaluation_runner.start(asyncio.get_running_loop())
+            workers.start()  # first: the threads pool re-queues what a crash left processing
+            # With Redis, workers run evaluations but those that answer (this one's admission).
+            redis_backend = active.job_backend == "redis"
+            container.evaluation_runner.start(
+                asyncio.get_running_loop(), "api" if redis_backend else "evaluations"
+            )
             if deliveries is not None:
                 deliveries.start()
         app.state.ready = True
@@ -184,7 +188,7 @@ def create_app(
             if stop_metrics is not None:
                 stop_metrics()
             workers.stop()
-            if start_workers:
+            if start_workers:  # a run stopped midway goes back to the queue
                 container.evaluation_runner.stop()
             if deliveries is not None:
                 deliveries.stop()

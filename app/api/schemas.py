@@ -23,7 +23,7 @@ from app.request_limits import K_CEILING, QUESTION_CHARS_CEILING
 from app.retrieval.grouping import Grouping
 
 JobStatus = Literal["queued", "processing", "done", "failed"]
-JobKind = Literal["index", "collection_delete"]
+JobKind = Literal["index", "collection_delete", "evaluation_run"]
 # A moment as the API writes it: ISO 8601 with the offset (`datetime.isoformat`).
 IsoTime = Annotated[datetime, PlainSerializer(datetime.isoformat, return_type=str)]
 Item = TypeVar("Item", bound=BaseModel)
@@ -92,7 +92,8 @@ class JobOut(Record):
         default="index",
         description="`index`: an upload's indexing (its document_id and source); "
         "`collection_delete`: a collection's deletion (collection_id; source is its name, "
-        "progress counts documents, document_id is empty)",
+        "progress counts documents, document_id is empty); `evaluation_run`: an evaluation "
+        "run (its job_id is the run_id; source is its set's name, progress counts items)",
     )
     document_id: str
     collection_id: str | None = Field(

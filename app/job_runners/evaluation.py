@@ -1,5 +1,12 @@
-"""The evaluation runner: one daemon thread of the API process that takes queued evaluation
-runs (app/jobs/evaluation_runs.py) and executes them.
+"""Executing evaluation runs: `evaluation_run` jobs of the job table, claimed fairly like any
+other job and run here (the results go to the evaluation tables, app/jobs/evaluation_runs.py).
+
+Who claims them, from the job table in its fair order, one at a time:
+- `threads` backend: the API process's evaluation runner (a thread of its own beside the job
+  pool, so a run never holds a thread that uploads need);
+- `redis` backend: an rq worker takes the runs without answers (`run_job` is handed each one);
+  a run with `answers: true` needs the API process's answer admission, so the API process's
+  evaluation runner claims those (and only those), heart-beating like a worker.
 
 It yields to people: between items it pauses, and before asking for an answer it waits until
 no interactive answer is queued; answers then go through the same admission (the answer lane's
@@ -7,7 +14,8 @@ limiter, counted against the tenant) as anyone's, on the app's event loop. Quest
 are not written to the answer record (they are nobody's answers). A run searches and answers
 within the collections its starter's credential read when it started (an API key limited to
 some collections starts runs limited to them), narrowed by what that person reads when it
-executes (a grant revoked since counts).
+executes (a grant revoked since counts). A run interrupted by a shutdown goes back to the queue
+and starts over.
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.jobs.scheduling import ClaimScope
+from app.jobs.store import JobDone, JobRecord
 from app.services import answer as answer_service
 from app.services import evaluation_runs as runs_service
 from app.services.blocks.admission import Caller
@@ -27,6 +37,7 @@ from app.services.blocks.admission import Caller
 if TYPE_CHECKING:
     from app.domain import RetrievalResult
     from app.jobs.evaluation_runs import EvaluationRunStore, RunRecord
+    from app.jobs.store import JobStore
     from app.retrieval.scope import SearchScope
     from app.services.answer import AnswerDeps, AnsweredQuestion
     from app.services.blocks.answer_lane import AnswerLane
@@ -35,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ANSWER_TIMEOUT_S = 600.0
+STAGE = "evaluating"
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,7 @@ class RunnerDeps:
     """What executing runs needs."""
 
     runs: EvaluationRunStore
+    jobs: JobStore
     sets: EvaluationSetStore
     search: Callable[[str, str, int, SearchScope], RetrievalResult]
     # What a user of a tenant reads now within the given collections (None: they are no
@@ -50,10 +63,13 @@ class RunnerDeps:
     lane: Callable[[], AnswerLane]
     answers: Callable[[], AnswerDeps]
     pause_s: float = 0.02  # between items: the run gives the CPU back to people's requests
+    max_running_per_tenant: int | None = None  # RAG_MAX_RUNNING_JOBS_PER_TENANT
+    heartbeat_s: float = 10.0  # RAG_JOB_HEARTBEAT_S (claiming from the table itself)
 
 
 class EvaluationRunner:
-    """Takes queued runs one at a time until stopped; `wake()` after a run is queued."""
+    """Claims evaluation runs' jobs from the job table and runs them until stopped (`wake()`
+    after one is queued); an rq worker hands it the ones it claimed (`run_job`)."""
 
     def __init__(self, deps: RunnerDeps, poll_interval_s: float = 2.0) -> None:
         self._deps = deps
@@ -62,10 +78,19 @@ class EvaluationRunner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._scope: ClaimScope = "evaluations"
 
-    def start(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Start the thread; `loop` is the app's event loop (answers are admitted there)."""
+    def start(self, loop: asyncio.AbstractEventLoop | None, scope: ClaimScope) -> None:
+        """Start the thread that claims the runs of `scope` (`evaluations`: all of them;
+        `api`: those that answer, which the Redis backend's workers leave); `loop` is the app's
+        event loop (answers are admitted there)."""
         self._loop = loop
+        self._scope = scope
+        try:
+            if failed := self._deps.runs.fail_jobless():
+                log.warning("failed evaluation runs queued without a job", extra={"count": failed})
+        except Exception:
+            log.exception("could not check for evaluation runs without a job")
         self._thread = threading.Thread(target=self._run, name="evaluation", daemon=True)
         self._thread.start()
 
@@ -74,32 +99,52 @@ class EvaluationRunner:
         self._wake.set()
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop after the current item (the run is queued again by the stale check)."""
+        """Stop after the current item (the run goes back to the queue)."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
 
     def _run(self) -> None:
+        from app.job_runners.redis_worker import Heartbeat
+
+        deps = self._deps
         while not self._stop.is_set():
             try:
-                run = self._deps.runs.claim_next()
+                claimed = deps.jobs.claim_next(deps.max_running_per_tenant, scope=self._scope)
             except Exception:
                 log.exception("could not claim an evaluation run")
-                run = None
-            if run is None:
+                claimed = None
+            if claimed is None:
                 self._wake.wait(self._poll)
                 self._wake.clear()
                 continue
-            self.execute(run)
+            with Heartbeat(deps.jobs, claimed.job_id, deps.heartbeat_s):
+                self.run_job(claimed)
 
-    def execute(self, run: RunRecord) -> None:
+    def run_job(self, job: JobRecord) -> None:
+        """Run a claimed `evaluation_run` job and record how it ended, on the job and the run;
+        never raises."""
+        deps = self._deps
+        run = deps.runs.get(job.tenant_id, job.job_id, with_results=False)
+        if run is None:
+            deps.jobs.mark_failed(job.job_id, "its evaluation run was not recorded", "not_found")
+            return
+        deps.runs.started(run.run_id)
+        self.execute(run, job)
+
+    def execute(self, run: RunRecord, job: JobRecord) -> None:
         """Run every item of the run's set and store the results (or the failure)."""
         deps = self._deps
+
+        def fail(message: str, code: str = "evaluation_failed") -> None:
+            deps.runs.fail(run.run_id, message)
+            deps.jobs.mark_failed(job.job_id, message, code)
+
         try:
             found = deps.sets.get(run.tenant_id, run.set_id)
             if found is None:
-                deps.runs.fail(run.run_id, "its evaluation set was deleted")
+                fail("its evaluation set was deleted", "not_found")
                 return
             scope = (
                 deps.scope_of_user(run.tenant_id, run.created_by, run.collections)
@@ -107,7 +152,7 @@ class EvaluationRunner:
                 else None
             )
             if scope is None:
-                deps.runs.fail(run.run_id, "the person who started it is no longer a user")
+                fail("the person who started it is no longer a user", "forbidden")
                 return
 
             def search(tenant_id: str, question: str, k: int) -> RetrievalResult:
@@ -118,6 +163,7 @@ class EvaluationRunner:
 
             def progress(done: int) -> None:
                 deps.runs.progress(run.run_id, done)
+                deps.jobs.update_progress(job.job_id, done, run.progress_total, STAGE)
                 if self._stop.is_set():
                     raise _Stopped
                 time.sleep(deps.pause_s)
@@ -126,13 +172,16 @@ class EvaluationRunner:
                 found.items, run.tenant_id, search, answer if run.answers else None, progress
             )
             deps.runs.finish(run.run_id, runs_service.summarise(results), results)
+            deps.jobs.mark_done_many([JobDone(job.job_id, 0, 0, units=len(results))])
             log.info("evaluation run done", extra={"run_id": run.run_id, "items": len(results)})
         except _Stopped:
-            deps.runs.requeue(run.run_id)  # the next start takes it again from the beginning
+            # Back in the queue, not a failed attempt: the next claim starts it over.
+            deps.jobs.pause(job.job_id)
+            deps.runs.queued_again(run.run_id)
             log.info("evaluation run interrupted by shutdown", extra={"run_id": run.run_id})
         except Exception as exc:
             log.exception("evaluation run failed", extra={"run_id": run.run_id})
-            deps.runs.fail(run.run_id, f"{type(exc).__name__}: {exc}")
+            fail(f"{type(exc).__name__}: {exc}")
 
     def _answer(self, tenant_id: str, question: str, scope: SearchScope) -> AnsweredQuestion:
         """An answer through the same admission as people's, after theirs (lower priority)."""
@@ -151,4 +200,4 @@ class EvaluationRunner:
 
 
 class _Stopped(Exception):
-    """The runner is stopping: leave the run for the stale check to queue again."""
+    """The runner is stopping: the run goes back to the queue."""

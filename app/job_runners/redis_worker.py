@@ -88,6 +88,7 @@ class IngestWorker:
         a job, but which job runs is chosen fairly across tenants (`JobStore.claim_next`). A job
         whose own message was spent on another job is re-sent by the sweep; a turn that finds
         nothing queued does nothing; one that finds only tenants at their running limit waits.
+        Evaluation runs that answer are left to the API process (its answer admission).
         """
         settings = self.settings
         jobs = self.ingest.jobs
@@ -96,7 +97,7 @@ class IngestWorker:
         # Jobs wait, but every waiting tenant is at its running limit: keep this turn until one
         # of theirs ends (or another tenant's job arrives) rather than drop it, so messages and
         # queued jobs stay one to one and the sweep has nothing to re-send.
-        while not batch and jobs.has_claimable():
+        while not batch and jobs.has_claimable("worker"):
             time.sleep(TURN_POLL_S)
             batch = self._claim_batch()
         if not batch:
@@ -123,6 +124,7 @@ class IngestWorker:
             settings.max_running_jobs_per_tenant,
             max_jobs=settings.ingest_batch_jobs,
             max_bytes=settings.ingest_batch_bytes,
+            scope="worker",
         )
 
     def sweep(self, now: datetime | None = None) -> tuple[int, int]:
@@ -135,7 +137,8 @@ class IngestWorker:
             log.warning("re-queued %d jobs whose worker stopped heart-beating", requeued)
         resent = 0
         # The grace period covers an API process between creating the row and sending its message.
-        for job_id, attempts in jobs.queued_since(2 * settings.job_heartbeat_s, now=now):
+        grace = 2 * settings.job_heartbeat_s
+        for job_id, attempts in jobs.queued_since(grace, now=now, scope="worker"):
             if not message_pending(self.queue, job_id, attempts):
                 send(self.queue, job_id, attempts, settings.job_timeout_s)
                 resent += 1

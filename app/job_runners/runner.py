@@ -28,7 +28,14 @@ from app import metrics, tracing
 from app.errors import JobPaused, ProviderUnavailable, RagError
 from app.ingestion.ocr_checkpoint import checkpoint_of
 from app.ingestion.parse_turn import ParseTurn
-from app.jobs.store import COLLECTION_DELETE, JobDone, JobProgress, JobRecord, JobStore
+from app.jobs.store import (
+    COLLECTION_DELETE,
+    EVALUATION_RUN,
+    JobDone,
+    JobProgress,
+    JobRecord,
+    JobStore,
+)
 from app.services.blocks.pipeline import FileProgress, IngestedDocument
 from app.services.collection_deletion import DeletionDeps, run_collection_deletion
 from app.services.indexing import DocumentDeps, IndexOutcome, IndexRequest, index_documents
@@ -62,6 +69,8 @@ class IngestDeps:
     events: DocumentEvents | None = None  # webhooks hear of documents indexed or failed
     # Runs the jobs that delete a collection (None: this process cannot; they fail).
     deletion: DeletionDeps | None = None
+    # Runs an evaluation run's job, recording how it ended (None: this process cannot).
+    evaluation: Callable[[JobRecord], None] | None = None
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -80,11 +89,14 @@ def run_jobs(
     Returns the ids of jobs put back in the queue after a transient failure (only jobs tried
     fewer than `max_attempts` times; None: never), whose retries the caller schedules; every
     other job ends done or failed. The batch's span continues the trace of the upload that
-    queued its first job. A job that deletes a collection runs on its own, before the others.
+    queued its first job. A job that deletes a collection runs on its own, before the others;
+    so does an evaluation run (always claimed alone).
     """
     for job in [j for j in jobs if j.kind == COLLECTION_DELETE]:
         _run_deletion(deps, job)
-    jobs = [j for j in jobs if j.kind != COLLECTION_DELETE]
+    for job in [j for j in jobs if j.kind == EVALUATION_RUN]:
+        _run_evaluation(deps, job)
+    jobs = [j for j in jobs if j.kind == "index"]
     if not jobs:
         return []
     first = jobs[0]
@@ -106,6 +118,15 @@ def _run_deletion(deps: IngestDeps, job: JobRecord) -> None:
             deps.jobs.mark_failed(job.job_id, "this process cannot delete collections")
             return
         run_collection_deletion(deps.deletion, job)
+
+
+def _run_evaluation(deps: IngestDeps, job: JobRecord) -> None:
+    carrier = deps.trace_of(job.job_id) if deps.trace_of is not None else {}
+    with tracing.continued(carrier, "job.evaluation_run", job__id=job.job_id):
+        if deps.evaluation is None:
+            deps.jobs.mark_failed(job.job_id, "this process cannot run evaluations")
+            return
+        deps.evaluation(job)
 
 
 def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None) -> list[str]:

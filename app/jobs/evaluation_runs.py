@@ -1,10 +1,10 @@
-"""Evaluation runs as durable background jobs: created queued, claimed by one runner at a time,
-progress written per item, then done or failed with the per-item results and the aggregate.
+"""The evaluation runs' own table: what each run measured (progress, per-item results, the
+aggregate) and what it ran on (corpus, settings, collections).
 
-A run is claimed with one conditional UPDATE (queued -> processing), so no two runners take it.
-A runner refreshes `updated_at` with every item; a processing run whose runner has been silent
-for `STALE_AFTER_S` (its process stopped) is queued again and starts over, so a run survives a
-restart. Claims take the tenant with the fewest running runs first, then the oldest run.
+A run is executed as an `evaluation_run` job of the job table (app/jobs/store.py), whose id is
+the run's: the job table queues, claims fairly, counts it in the tenant's queue quota, and puts
+it back after a crash; this table mirrors the run's status for the evaluation API and keeps its
+results. A run taken again after an interruption starts over.
 """
 
 from __future__ import annotations
@@ -13,18 +13,17 @@ import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import defer
+from sqlalchemy.orm import Session, defer
 
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
-from app.storage.tables import EvaluationRunRow
+from app.storage.tables import EvaluationRunRow, JobRow
 
 RunStatus = Literal["queued", "processing", "done", "failed"]
-STALE_AFTER_S = 120.0
 MAX_ERROR_CHARS = 2000
 
 
@@ -85,11 +84,16 @@ class EvaluationRunStore:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    def create(self, tenant_id: str, new: NewRun) -> RunRecord:
-        """A queued run."""
+    def create(self, tenant_id: str, new: NewRun, run_id: str | None = None) -> RunRecord:
+        """A queued run, on its own (a run to execute is made with its job: `add`)."""
+        with self._db.session() as session:
+            return self.add(session, tenant_id, new, run_id or secrets.token_hex(16))
+
+    def add(self, session: Session, tenant_id: str, new: NewRun, run_id: str) -> RunRecord:
+        """Write a queued run in the caller's transaction (the one creating its job)."""
         now = utc_now()
         row = EvaluationRunRow(
-            run_id=secrets.token_hex(16),
+            run_id=run_id,
             tenant_id=tenant_id,
             set_id=new.set_id,
             status="queued",
@@ -104,10 +108,9 @@ class EvaluationRunStore:
             created_at=now,
             updated_at=now,
         )
-        with self._db.session() as session:
-            session.add(row)
-            session.flush()
-            return _record(row, with_results=False)
+        session.add(row)
+        session.flush()
+        return _record(row, with_results=False)
 
     def count_active(self, tenant_id: str) -> int:
         """The tenant's queued and processing runs."""
@@ -161,49 +164,38 @@ class EvaluationRunStore:
             total = session.scalar(select(func.count()).select_from(EvaluationRunRow).where(*where))
             return rows, int(total or 0)
 
-    def claim_next(self, now: datetime | None = None) -> RunRecord | None:
-        """Take the next run to execute (a stale processing one is queued again first)."""
-        now = now or utc_now()
-        stale = now - timedelta(seconds=STALE_AFTER_S)
-        with self._db.session() as session:
-            session.execute(
-                update(EvaluationRunRow)
-                .where(EvaluationRunRow.status == "processing", EvaluationRunRow.updated_at < stale)
-                .values(status="queued", progress_done=0, updated_at=now)
-            )
-        with self._db.session() as session:
-            running = dict(
-                session.execute(
-                    select(EvaluationRunRow.tenant_id, func.count())
-                    .where(EvaluationRunRow.status == "processing")
-                    .group_by(EvaluationRunRow.tenant_id)
-                ).all()
-            )
-            queued = session.execute(
-                select(EvaluationRunRow.run_id, EvaluationRunRow.tenant_id)
-                .where(EvaluationRunRow.status == "queued")
-                .order_by(EvaluationRunRow.created_at, EvaluationRunRow.run_id)
-            ).all()
-        for run_id, _tenant in sorted(queued, key=lambda r: running.get(r[1], 0)):
-            with self._db.session() as session:
-                claimed = session.execute(
-                    update(EvaluationRunRow)
-                    .where(EvaluationRunRow.run_id == run_id, EvaluationRunRow.status == "queued")
-                    .values(status="processing", progress_done=0, updated_at=utc_now())
-                )
-                if claimed.rowcount:  # type: ignore[attr-defined]
-                    row = session.get(EvaluationRunRow, run_id)
-                    assert row is not None
-                    return _record(row, with_results=False)
-        return None
+    def started(self, run_id: str) -> None:
+        """Its job was claimed: the run starts (over) from its first item."""
+        self._set(run_id, status="processing", progress_done=0)
 
-    def requeue(self, run_id: str) -> None:
-        """Put a processing run back in the queue (its runner is stopping)."""
+    def queued_again(self, run_id: str) -> None:
+        """Its job was put back in the queue (the process running it is stopping)."""
+        self._set(run_id, status="queued", progress_done=0)
+
+    def fail_jobless(self) -> int:
+        """Fail the runs waiting or running without a job (queued before runs were jobs: no
+        worker would ever take them); how many."""
+        with self._db.session() as session:
+            failed = session.execute(
+                update(EvaluationRunRow)
+                .where(
+                    EvaluationRunRow.status.in_(("queued", "processing")),
+                    EvaluationRunRow.run_id.not_in(select(JobRow.job_id)),
+                )
+                .values(
+                    status="failed",
+                    error="interrupted by an upgrade of the service; start the run again",
+                    updated_at=utc_now(),
+                )
+            )
+            return int(failed.rowcount)  # type: ignore[attr-defined]
+
+    def _set(self, run_id: str, **values: Any) -> None:
         with self._db.session() as session:
             session.execute(
                 update(EvaluationRunRow)
-                .where(EvaluationRunRow.run_id == run_id, EvaluationRunRow.status == "processing")
-                .values(status="queued", progress_done=0, updated_at=utc_now())
+                .where(EvaluationRunRow.run_id == run_id)
+                .values(**values, updated_at=utc_now())
             )
 
     def progress(self, run_id: str, done: int) -> None:

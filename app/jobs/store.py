@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,7 +41,7 @@ from sqlalchemy.sql.dml import ReturningInsert
 
 from app.errors import QuotaExceeded
 from app.jobs.endings import JobEndings
-from app.jobs.scheduling import RETRYING, fair_tenant, next_batch
+from app.jobs.scheduling import RETRYING, ClaimScope, fair_tenant, in_scope, next_batch
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, stored_usage
@@ -52,9 +52,11 @@ if TYPE_CHECKING:
     from app.config import Settings
 
 JobStatus = Literal["reserved", "queued", "processing", "done", "failed"]
-# What a job does: index an upload, or delete a collection with its documents.
-JobKind = Literal["index", "collection_delete"]
+# What a job does: index an upload, delete a collection with its documents, or run an
+# evaluation set (its results go to the evaluation tables; the job's id is the run's).
+JobKind = Literal["index", "collection_delete", "evaluation_run"]
 COLLECTION_DELETE: JobKind = "collection_delete"
+EVALUATION_RUN: JobKind = "evaluation_run"
 # Every job that counts against the tenant's queue quota (a reservation is an upload in flight).
 ACTIVE_STATUSES: tuple[JobStatus, ...] = ("reserved", "queued", "processing")
 MAX_ERROR_CHARS = 2000
@@ -298,6 +300,33 @@ class JobStore:
             session.flush()
             return _record(row)
 
+    def queue_evaluation_run(
+        self,
+        tenant_id: str,
+        active_limit: int,
+        set_name: str,
+        items: int,
+        requested_by: str | None,
+        add_run: Callable[[Session, str], object],
+    ) -> JobRecord:
+        """A queued `evaluation_run` job, counted in the tenant's queue quota like an upload;
+        `add_run` writes the run's own row (keyed by the job's id) in the same transaction.
+        JobLimitReached, writing nothing, when the tenant already has `active_limit` jobs."""
+        row = _new_reservation(tenant_id)
+        row.status = "queued"
+        row.kind = EVALUATION_RUN
+        row.source = set_name
+        row.requested_by = requested_by
+        row.progress_total = items
+        with self._db.session() as session:
+            self._lock_tenant(session, tenant_id)
+            if session.execute(_insert_below_limit(row, active_limit)).first() is None:
+                raise JobLimitReached(tenant_id, active_limit)
+            add_run(session, row.job_id)
+            found = session.get(JobRow, row.job_id)
+            assert found is not None
+            return _record(found)
+
     def cancel_reservation(self, tenant_id: str, job_id: str) -> None:
         """Give back a reserved slot whose upload failed or was refused."""
         with self._db.session() as session:
@@ -351,7 +380,7 @@ class JobStore:
     ) -> tuple[list[JobRecord], int]:
         """One page of the tenant's jobs in `statuses` (never reservations), newest first, and
         how many the tenant has in them; with `collections`, only jobs of documents in them,
-        deletions of them, and the deletions `requested_by` asked for."""
+        deletions of them, and the deletions and evaluation runs `requested_by` asked for."""
         shown = [status for status in statuses if status != "reserved"]
         where = [JobRow.tenant_id == tenant_id, JobRow.status.in_(shown)]
         if collections is not None:
@@ -361,11 +390,10 @@ class JobStore:
                     DocumentRow.tenant_id == tenant_id, DocumentRow.collection_id.in_(kept)
                 )
             )
-            deleting = (JobRow.kind == COLLECTION_DELETE) & (
-                JobRow.collection_id.in_(kept)
-                | (JobRow.requested_by == requested_by if requested_by else false())
-            )
-            where.append(or_(of_documents, deleting))
+            asked = JobRow.requested_by == requested_by if requested_by else false()
+            deleting = (JobRow.kind == COLLECTION_DELETE) & (JobRow.collection_id.in_(kept) | asked)
+            evaluating = (JobRow.kind == EVALUATION_RUN) & asked
+            where.append(or_(of_documents, deleting, evaluating))
         with self._db.session() as session:
             rows = session.scalars(
                 select(JobRow)
@@ -377,7 +405,9 @@ class JobStore:
             total = session.scalar(select(func.count()).select_from(JobRow).where(*where))
             return [_record(row) for row in rows], int(total or 0)
 
-    def claim_next(self, max_running_per_tenant: int | None = None) -> JobRecord | None:
+    def claim_next(
+        self, max_running_per_tenant: int | None = None, scope: ClaimScope = "all"
+    ) -> JobRecord | None:
         """Move the fairest queued job to processing and return it; None when there is none.
 
         The fairest job is the oldest queued one of the tenant with the fewest jobs processing,
@@ -385,7 +415,7 @@ class JobStore:
         already running `max_running_per_tenant` jobs are skipped. Jobs waiting for a retry
         are left to their own delayed message (`claim`).
         """
-        batch = self.claim_batch(max_running_per_tenant, max_jobs=1)
+        batch = self.claim_batch(max_running_per_tenant, max_jobs=1, scope=scope)
         return batch[0] if batch else None
 
     def claim_batch(
@@ -394,14 +424,16 @@ class JobStore:
         *,
         max_jobs: int,
         max_bytes: int | None = None,
+        scope: ClaimScope = "all",
     ) -> list[JobRecord]:
         """Claim up to `max_jobs` queued jobs of the fairest tenant, oldest first; [] if none.
 
         The tenant is the one `claim_next` would serve. Its jobs are taken while their uploads
         add up to at most `max_bytes` (the first is always taken), so a batch stays a batch of
-        small files. The batch counts as one running job of the tenant and takes one turn.
+        small files. The batch counts as one running job of the tenant and takes one turn. Only
+        jobs of the claimer's `scope` are taken (an evaluation run always alone).
         """
-        chosen = next_batch(max_running_per_tenant, max_jobs, max_bytes)
+        chosen = next_batch(max_running_per_tenant, max_jobs, max_bytes, scope)
         with self._db.session() as session:
             if self._db.dialect == "postgresql":
                 # Claims are short; one at a time keeps the fairness counts exact across workers.
@@ -565,13 +597,15 @@ class JobStore:
             chosen = session.scalar(select(fair_tenant(max_running_per_tenant)))
             return chosen is not None and chosen != tenant_id
 
-    def has_claimable(self) -> bool:
-        """Whether any tenant has a job waiting that `claim_next` could hand out (ignoring the
-        per-tenant running limit)."""
+    def has_claimable(self, scope: ClaimScope = "all") -> bool:
+        """Whether any tenant has a job waiting that `claim_next` could hand out to a claimer
+        of `scope` (ignoring the per-tenant running limit)."""
         with self._db.session() as session:
             waiting = session.scalar(
                 select(JobRow.job_id)
-                .where(JobRow.status == "queued", JobRow.progress_stage != RETRYING)
+                .where(
+                    JobRow.status == "queued", JobRow.progress_stage != RETRYING, in_scope(scope)
+                )
                 .limit(1)
             )
             return waiting is not None
@@ -602,15 +636,19 @@ class JobStore:
         return int(count), max(((now or utc_now()) - oldest).total_seconds(), 0.0)
 
     def queued_since(
-        self, older_than_s: float, limit: int = 500, now: datetime | None = None
+        self,
+        older_than_s: float,
+        limit: int = 500,
+        now: datetime | None = None,
+        scope: ClaimScope = "all",
     ) -> list[tuple[str, int]]:
-        """(job id, attempts) of jobs queued and untouched for `older_than_s` at `now` (default:
-        the current time), oldest first."""
+        """(job id, attempts) of jobs of `scope` queued and untouched for `older_than_s` at
+        `now` (default: the current time), oldest first."""
         cutoff = (now or utc_now()) - timedelta(seconds=older_than_s)
         with self._db.session() as session:
             rows = session.execute(
                 select(JobRow.job_id, JobRow.attempts)
-                .where(JobRow.status == "queued", JobRow.updated_at < cutoff)
+                .where(JobRow.status == "queued", JobRow.updated_at < cutoff, in_scope(scope))
                 .order_by(JobRow.updated_at, JobRow.job_id)
                 .limit(limit)
             )

@@ -8,7 +8,9 @@ upload claims at once: a lone upload never waits for a batch that may not come.
 Batches form on their own from the jobs that arrive while the threads are busy: a thread that
 has just run a batch claims everything of one tenant that arrived meanwhile (up to
 RAG_INGEST_BATCH_JOBS and RAG_INGEST_BATCH_BYTES). Jobs a crash left `processing` are re-queued
-at start-up; stable chunk ids make the retry an upsert.
+at start-up; stable chunk ids make the retry an upsert. Evaluation runs are left to the
+evaluation runner's own thread (app/job_runners/evaluation.py), so a run never holds a thread
+that uploads need.
 """
 
 from __future__ import annotations
@@ -85,8 +87,9 @@ class IngestWorkerPool:
                         settings.max_running_jobs_per_tenant,
                         max_jobs=settings.ingest_batch_jobs,
                         max_bytes=settings.ingest_batch_bytes,
+                        scope="jobs",  # evaluation runs have their own thread
                     )
-                    if self._jobs.has_claimable()
+                    if self._jobs.has_claimable("jobs")
                     else []
                 )
             except Exception:

@@ -1,4 +1,5 @@
-"""Evaluation runs on a tenant's own questions: start one (a durable background job), score
+"""Evaluation runs on a tenant's own questions: start one (an `evaluation_run` job of the job
+table, counted in the tenant's queue quota and claimed fairly like an upload), score
 each item, sum up, and compare two runs.
 
 Per item and in aggregate: hit@1, hit@5 and MRR@10 by document and by page (the functions of
@@ -16,14 +17,16 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from app.answer_shape import AnswerShape
-from app.errors import NotFound, QuotaExceeded
+from app.errors import JobQueueFull, NotFound, QuotaExceeded
 from app.jobs.evaluation_runs import NewRun, RunRecord
+from app.jobs.store import JobLimitReached
 from app.ranking_metrics import cites_gold, percentile, ranking_scores
 from app.timing import start_timer
 
 if TYPE_CHECKING:
     from app.domain import RetrievalResult
     from app.jobs.evaluation_runs import EvaluationRunStore
+    from app.jobs.store import JobRecord, JobStore
     from app.services.answer import AnsweredQuestion
     from app.services.audit import Actor, AuditLog
     from app.services.evaluation_access import QualityViewer
@@ -49,6 +52,9 @@ class RunDeps:
     audit: AuditLog
     corpus_version: Callable[[str], int]
     shape: AnswerShape
+    jobs: JobStore
+    queued_jobs_limit: int  # RAG_QUOTA_QUEUED_JOBS: a run takes one of these slots
+    enqueue: Callable[[JobRecord], None]  # hands the run's job to the deployment's workers
 
 
 def _documents(
@@ -72,7 +78,7 @@ def start(
 ) -> RunRecord:
     """Queue a run of a set the caller sees (202), within the collections the caller's
     credential reads now; QuotaExceeded when the tenant already has MAX_ACTIVE_RUNS waiting or
-    running."""
+    running, JobQueueFull (429) when its job queue is at RAG_QUOTA_QUEUED_JOBS."""
     tenant_id = actor.tenant_id
     found = deps.sets.get(tenant_id, set_id)
     if found is None or not viewer.sees_set(found):
@@ -93,7 +99,25 @@ def start(
         created_by=actor.user_id,
         collections=tuple(sorted(viewer.access.readable)),
     )
-    run = deps.runs.create(tenant_id, new)
+    limit = deps.queued_jobs_limit
+    try:
+        job = deps.jobs.queue_evaluation_run(
+            tenant_id,
+            limit,
+            found.name,
+            found.item_count,
+            actor.user_id,
+            lambda session, job_id: deps.runs.add(session, tenant_id, new, job_id),
+        )
+    except JobLimitReached:
+        raise JobQueueFull(
+            f"tenant quota exceeded: queued_jobs (limit {limit} jobs waiting or running); "
+            "retry when some have finished",
+            retry_after_s=5.0,
+        ) from None
+    run = deps.runs.get(tenant_id, job.job_id, with_results=False)  # as queued
+    assert run is not None
+    deps.enqueue(job)
     deps.audit.record(
         actor.entry("evaluation.run_started", run.run_id, set_id=set_id, answers=answers)
     )

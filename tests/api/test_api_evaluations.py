@@ -302,28 +302,69 @@ def test_a_run_survives_a_restart(tmp_path: Path) -> None:
             harness.upload_and_wait(user, "manual.pdf", pdf_document(*MANUAL))["status"] == "done"
         )
         set_id = new_set(harness, user, "restart", items()[:3])
-    # Runs asked for while no runner is up, one of them "processing" for a runner that died.
+    # Runs asked for while no worker is up (each is a job of the job table), one of them
+    # claimed by a worker that died.
     with TestClient(create_app(settings, start_workers=False)) as client:
         harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
         queued = start_run(harness, user, set_id)
         crashed = start_run(harness, user, set_id)
+        claimed = harness.container.jobs.claim_next()  # a worker that then died
+        assert claimed is not None and claimed.job_id == queued
+        harness.container.jobs.update_progress(queued, 1, 3, "evaluating")
+        harness.container.evaluation_runs.started(queued)
         with harness.container.database.session() as session:
             session.execute(
                 update(EvaluationRunRow)
-                .where(EvaluationRunRow.run_id == crashed)
-                .values(
-                    status="processing", progress_done=1, updated_at=utc_now().replace(year=2020)
-                )
+                .where(EvaluationRunRow.run_id == queued)
+                .values(progress_done=1, updated_at=utc_now().replace(year=2020))
             )
+        job = client.get(f"/jobs/{crashed}", headers=user.headers).json()
+        assert (job["kind"], job["status"], job["progress"]["total"]) == (
+            "evaluation_run",
+            "queued",
+            3,
+        )
         assert (
             client.get(f"/evaluations/runs/{queued}", headers=user.headers).json()["status"]
-            == "queued"
+            == "processing"
         )
     with TestClient(create_app(settings)) as client:
         for run_id in (queued, crashed):
             run = wait_for_run(client, user, run_id)
             assert run["status"] == "done", run
             assert run["progress"] == {"done": 3, "total": 3}
+            job = client.get(f"/jobs/{run_id}", headers=user.headers).json()
+            assert (job["status"], job["progress"]["done"]) == ("done", 3), job
+
+
+def test_a_run_is_a_job_of_the_tenants_queue_and_fills_its_quota(tmp_path: Path) -> None:
+    settings = api_settings(tmp_path / "data")
+    with TestClient(create_app(settings)) as client:
+        harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
+        user = harness.add_user("eval-quota")
+        assert (
+            harness.upload_and_wait(user, "manual.pdf", pdf_document(*MANUAL))["status"] == "done"
+        )
+        set_id = new_set(harness, user, "quota", items()[:2])
+    # No worker runs: what is queued stays queued. A queue of two jobs.
+    small = settings.model_copy(update={"quota_queued_jobs": 2})
+    with TestClient(create_app(small, start_workers=False)) as client:
+        harness = ApiHarness(client.app, client, small)  # type: ignore[arg-type]
+        run_id = start_run(harness, user, set_id)
+        listed = client.get("/jobs", params={"status": "queued"}, headers=user.headers).json()
+        assert [(j["job_id"], j["kind"], j["source"]) for j in listed["data"]] == [
+            (run_id, "evaluation_run", "quota")
+        ]
+        assert harness.upload(user, "notes.txt", text_document(NOTES)).status_code == 202
+        # Full: another run, and another upload, are refused alike.
+        refused = post(harness, "/evaluations/runs", user, {"set_id": set_id, "answers": False})
+        error = assert_error_body(refused, 429, "quota_exceeded")
+        assert "queued_jobs" in error["message"] and refused.headers.get("retry-after")
+        assert_error_body(harness.upload(user, "more.txt", text_document(NOTES)), 429)
+        runs = client.get("/evaluations/runs", headers=user.headers).json()
+        assert [r["run_id"] for r in runs["data"]] == [run_id]  # the refused one left nothing
+    with TestClient(create_app(settings)) as client:  # workers drain the queue
+        assert wait_for_run(client, user, run_id)["status"] == "done"
 
 
 def test_a_run_of_200_items_leaves_another_tenants_search_fast(

@@ -54,7 +54,7 @@ class RecordingJobs:
     def requeue_stale(self) -> int:
         return 0
 
-    def has_claimable(self) -> bool:
+    def has_claimable(self, scope: str = "all") -> bool:
         with self._lock:
             if not self.queued:
                 self.empty_claim.set()

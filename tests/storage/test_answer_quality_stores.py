@@ -1,6 +1,6 @@
 """The answer-quality stores on a real SQLite file and a real PostgreSQL database: one rating
 per person per answer however many clicks race, records and feedback read within one tenant,
-exports that page through every row, retention, and evaluation runs claimed exactly once."""
+exports that page through every row, retention, and evaluation runs as jobs of the queue."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from app.jobs.evaluation_runs import EvaluationRunStore, NewRun
+from app.jobs.store import JobLimitReached, JobStore
 from app.storage.answer_records import AnswerRecord, AnswerRecordStore
 from app.storage.db import Database, utc_now
 from app.storage.feedback import FeedbackFilter, FeedbackStore, NewFeedback
+from tests.queued_jobs import queue_job
 
 pytestmark = pytest.mark.integration
 
@@ -105,27 +107,65 @@ def test_a_run_keeps_its_collections_and_a_listing_pages_what_a_viewer_sees(
     assert runs.page("t1", 10)[1] == 7  # no viewer: every run, counted in the database
 
 
-def test_a_run_is_claimed_once_and_a_silent_runners_run_is_taken_again(
+def _queue_run(jobs: JobStore, runs: EvaluationRunStore, tenant: str, answers: bool) -> str:
+    new = NewRun("s1", answers, 3, 1, {}, {}, "u1", ("general",))
+    job = jobs.queue_evaluation_run(
+        tenant, 3, "my set", 3, "u1", lambda session, job_id: runs.add(session, tenant, new, job_id)
+    )
+    return job.job_id
+
+
+def test_a_run_is_a_job_of_the_queue_quota_claimed_once_and_alone(
     sql_database: Database,
 ) -> None:
-    runs = EvaluationRunStore(sql_database)
-    made = [runs.create("t1", _new_run(f"s{n}")) for n in range(6)]
-    claimed: list[str] = []
-    lock = threading.Lock()
+    jobs, runs = JobStore(sql_database), EvaluationRunStore(sql_database)
+    first = _queue_run(jobs, runs, "t1", answers=False)
+    answering = _queue_run(jobs, runs, "t1", answers=True)
+    upload = queue_job(jobs, "t1", "doc_a", "a.txt", "/data/uploads/a.bin", 10).job_id
+    with pytest.raises(JobLimitReached):  # two runs and an upload fill a queue of 3
+        _queue_run(jobs, runs, "t1", answers=False)
+    assert runs.page("t1", 10)[1] == 2  # the refused run left no row behind
+    assert jobs.count_active("t1") == 3
+    found = jobs.get("t1", first)
+    assert found is not None and (found.kind, found.source, found.progress_total) == (
+        "evaluation_run",
+        "my set",
+        3,
+    )
+    # A worker never takes the run that answers; the API's claimer takes only that one.
+    assert jobs.claim_next(scope="api") is not None
+    assert not jobs.has_claimable("api")
+    batch = jobs.claim_batch(max_jobs=10, scope="worker")
+    assert [job.job_id for job in batch] == [first]  # alone: the upload is not batched with it
+    after = jobs.claim_batch(max_jobs=10, scope="worker")
+    assert [job.job_id for job in after] == [upload]
+    assert jobs.claim_next() is None and answering not in {first, upload}
 
-    def claimer() -> None:
-        while (run := runs.claim_next()) is not None:
-            with lock:
-                claimed.append(run.run_id)
 
-    threads = [threading.Thread(target=claimer) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(claimed) == sorted(r.run_id for r in made)  # each exactly once
-    assert runs.claim_next() is None
-    later = utc_now() + timedelta(minutes=10)  # every runner has been silent since
-    again = runs.claim_next(now=later)
-    assert again is not None and again.run_id in claimed and again.progress_done == 0
-    assert runs.count_active("t1") == 6 and runs.count_active("t2") == 0
+def test_the_threads_pool_never_takes_a_run_and_the_evaluation_runner_takes_only_runs(
+    sql_database: Database,
+) -> None:
+    jobs, runs = JobStore(sql_database), EvaluationRunStore(sql_database)
+    run = _queue_run(jobs, runs, "t1", answers=True)
+    upload = queue_job(jobs, "t1", "doc_a", "a.txt", "/data/uploads/a.bin", 10).job_id
+    assert [job.job_id for job in jobs.claim_batch(max_jobs=10, scope="jobs")] == [upload]
+    assert not jobs.has_claimable("jobs") and jobs.has_claimable("evaluations")
+    claimed = jobs.claim_next(scope="evaluations")
+    assert claimed is not None and claimed.job_id == run
+
+
+def test_a_run_queued_before_runs_were_jobs_is_failed_not_left_waiting(
+    sql_database: Database,
+) -> None:
+    jobs, runs = JobStore(sql_database), EvaluationRunStore(sql_database)
+    legacy = runs.create("t1", _new_run("s1"))  # its own row only, as before
+    current = _queue_run(jobs, runs, "t1", answers=False)
+    assert runs.fail_jobless() == 1
+    failed = runs.get("t1", legacy.run_id)
+    assert (
+        failed is not None
+        and failed.status == "failed"
+        and "start the run again" in (failed.error or "")
+    )
+    waiting = runs.get("t1", current)
+    assert waiting is not None and waiting.status == "queued"
