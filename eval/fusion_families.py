@@ -21,8 +21,8 @@ from app.domain import section_path
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.headings import has_heading
 from app.retrieval.hybrid import Recall, RetrieverConfig, demote_page_roles, fuse, promote_headings
-from app.retrieval.query_signals import idf, peakedness, rare_word_coverage
 from app.text.tokenizer import DEFAULT_TOKENIZER
+from eval.query_signals import idf, peakedness, rare_word_coverage, word_counts
 
 Params = dict[str, Any]
 
@@ -289,7 +289,7 @@ def _with_signals(recall: Recall, p: Params) -> Recall:
     """The recall with its coverage read as rare-word coverage (idf-weighted) when asked."""
     if p.get("coverage_signal", "count") != "idf":
         return recall
-    return replace(recall, coverage=rare_word_coverage(recall.term_chunks, recall.chunk_total))
+    return replace(recall, coverage=rare_word_coverage(*word_counts(recall)))
 
 
 def _blend(recall: Recall, query: str, p: Params) -> list[str]:
@@ -413,12 +413,13 @@ def section_match(recall: Recall, cid: str) -> float:
     has no path)."""
     chunk = recall.candidates[cid].chunk
     path = section_path(chunk) if chunk is not None else None
-    if not path or not recall.term_chunks:
+    term_chunks, total = word_counts(recall)
+    if not path or not term_chunks:
         return 0.0
     held = _SECTION_TOKENS.get(path)
     if held is None:
         held = _SECTION_TOKENS[path] = frozenset(DEFAULT_TOKENIZER(path))
-    weights = {t: idf(n, recall.chunk_total) for t, n in recall.term_chunks.items()}
+    weights = {t: idf(n, total) for t, n in term_chunks.items()}
     mass = sum(weights.values())
     return sum(w for t, w in weights.items() if t in held) / mass if mass > 0 else 0.0
 

@@ -45,6 +45,7 @@ from eval.manual_questions import (
     resolve_gold,
 )
 from eval.metrics import ranking_scores
+from eval.query_signals import CountedRecall, as_counted, counted
 from eval.retrieval import RESULTS_DIR, git_commit
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
@@ -54,7 +55,8 @@ DEFAULT_FAMILIES = ("rrf", "scores-floored", "blend")
 # Each arm is asked for this many times its configured candidates, so that families that take
 # deeper pools than the shipped 30 can be scored from the same recall.
 POOL_FACTOR = 4
-# Bumped when `Recall` gains fields the families read (2: the query words' chunk counts).
+# Bumped when the cached recalls gain fields the families read (2: the query words' chunk
+# counts, `CountedRecall`).
 RECALL_FORMAT = 2
 
 
@@ -64,7 +66,7 @@ class Asked:
 
     question: ManualQuestion
     gold: frozenset[int]
-    recall: Recall
+    recall: CountedRecall
 
 
 Order = Callable[[Asked], list[str]]
@@ -114,19 +116,21 @@ def _cache_key(manual: str, questions: list[ManualQuestion], settings: Settings)
 
 def _recall_all(
     container: Container, manual: str, questions: list[ManualQuestion], coverage_file: Path
-) -> list[Recall]:
+) -> list[CountedRecall]:
     retriever = container.retriever
     tenant = ingest_manual(container, manual)
     chunks = list(container.corpus.iter_chunks(tenant))
     with_path = sum(section_path(c) is not None for c in chunks)
     coverage_file.write_text(json.dumps({"chunks": len(chunks), "with_path": with_path}) + "\n")
     recalls = []
+    keyword_index = retriever.keyword_index
     for question in questions:
         recall = retriever.recall(tenant, question.text, "hybrid", pool_factor=POOL_FACTOR)
         ids = list(recall.candidates)
         retriever._materialise(tenant, ids, recall.candidates, len(ids))
         recall.query_vector = None  # not needed for scoring; keeps the cache small
-        recalls.append(recall)
+        snapshot = keyword_index.snapshot(tenant)
+        recalls.append(counted(recall, snapshot, keyword_index.tokenizer, question.text))
     return recalls
 
 
@@ -150,7 +154,7 @@ def asked_for(
         gold = resolve_gold(mine)
         path = CACHE_DIR / f"{_cache_key(manual, mine, settings)}.pickle"
         if path.is_file() and not refresh:
-            recalls = pickle.loads(path.read_bytes())
+            recalls = [as_counted(r) for r in pickle.loads(path.read_bytes())]
         else:
             container = container or Container(settings)
             started = time.perf_counter()
