@@ -9,6 +9,7 @@ rule helps on manuals it was not chosen on.
 from __future__ import annotations
 
 import itertools
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -17,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from app.config import load_settings
-from app.domain import section_path
+from app.domain import SECTION_SEPARATOR, section_path
 from app.retrieval.fusion import reciprocal_rank_fusion
 from app.retrieval.headings import has_heading
 from app.retrieval.hybrid import Recall, RetrieverConfig, demote_page_roles, fuse, promote_headings
-from app.retrieval.query_signals import idf, peakedness, rare_word_coverage
 from app.text.tokenizer import DEFAULT_TOKENIZER
+from eval.query_signals import idf, peakedness, rare_word_coverage, word_counts
 
 Params = dict[str, Any]
 
@@ -289,7 +290,7 @@ def _with_signals(recall: Recall, p: Params) -> Recall:
     """The recall with its coverage read as rare-word coverage (idf-weighted) when asked."""
     if p.get("coverage_signal", "count") != "idf":
         return recall
-    return replace(recall, coverage=rare_word_coverage(recall.term_chunks, recall.chunk_total))
+    return replace(recall, coverage=rare_word_coverage(*word_counts(recall)))
 
 
 def _blend(recall: Recall, query: str, p: Params) -> list[str]:
@@ -413,12 +414,13 @@ def section_match(recall: Recall, cid: str) -> float:
     has no path)."""
     chunk = recall.candidates[cid].chunk
     path = section_path(chunk) if chunk is not None else None
-    if not path or not recall.term_chunks:
+    term_chunks, total = word_counts(recall)
+    if not path or not term_chunks:
         return 0.0
     held = _SECTION_TOKENS.get(path)
     if held is None:
         held = _SECTION_TOKENS[path] = frozenset(DEFAULT_TOKENIZER(path))
-    weights = {t: idf(n, recall.chunk_total) for t, n in recall.term_chunks.items()}
+    weights = {t: idf(n, total) for t, n in term_chunks.items()}
     mass = sum(weights.values())
     return sum(w for t, w in weights.items() if t in held) / mass if mass > 0 else 0.0
 
@@ -452,5 +454,51 @@ FAMILIES.append(
             min_share=(0.3, 0.5, 0.8),
         ),
         _section_boosted,
+    )
+)
+
+
+# --- boilerplate by the outline: chunks under an appendix, licence, index, glossary or
+# changelog title of the document's own outline yield places to the rest ---
+
+BOILERPLATE_TITLE = re.compile(
+    r"^\s*(appendix\b|annex\b|index\b|glossary\b|licen[cs]e\b|gnu (free|general)\b|"
+    r"copying\b|change ?log|changes\b|release notes|history\b|differences\b|"
+    r"(.*\b)?(licen[cs]e|glossary|changelog|release notes)\s*$)",
+    re.IGNORECASE,
+)
+
+
+def outline_boilerplate(recall: Recall, cid: str) -> bool:
+    """Whether a title on the chunk's outline path names an appendix, a licence, an index, a
+    glossary, a changelog or a "differences" section."""
+    chunk = recall.candidates[cid].chunk
+    path = section_path(chunk) if chunk is not None else None
+    return bool(path) and any(
+        BOILERPLATE_TITLE.match(title) for title in str(path).split(SECTION_SEPARATOR)
+    )
+
+
+def _boilerplate_demoted(recall: Recall, query: str, p: Params) -> list[str]:
+    """The service's order, then chunks under a boilerplate title (`outline_boilerplate`) move
+    `boiler_shift` places down (exact matches stay first)."""
+    ordered = _service(recall, query, p)
+    if p["boiler_shift"] <= 0:
+        return ordered
+    pinned = set(recall.pinned)
+
+    def key(item: tuple[int, str]) -> tuple[int, int]:
+        position, cid = item
+        demoted = cid not in pinned and outline_boilerplate(recall, cid)
+        return (0 if cid in pinned else 1, position + (p["boiler_shift"] if demoted else 0))
+
+    return [cid for _, cid in sorted(enumerate(ordered), key=key)]
+
+
+FAMILIES.append(
+    Family(
+        "boilerplate-outline",
+        _grid(TODAYS_RULES, fusion=("blend",), boiler_shift=(0, 1, 2, 3, 5, 10)),
+        _boilerplate_demoted,
     )
 )

@@ -14,6 +14,7 @@ minus its better arm".
     python -m eval.manuals_loo [--manuals R-admin gnuplot ...] [--refresh] [--families ...]
     python -m eval.manuals_loo --english-model DIR   # English manuals with another dense model
     python -m eval.manuals_loo --section-paths keyword   # manuals indexed with section paths
+    python -m eval.manuals_loo --held-out   # also the held-out manuals, never chosen on
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from app.retrieval.hybrid import Recall, RetrieverConfig
 from eval.fusion_families import FAMILIES, Family, shipped_order
 from eval.manual_questions import (
     ALL_SOURCES,
+    HELD_OUT_SOURCES,
+    KNOWN_SOURCES,
     ManualQuestion,
     ingest_manual,
     load_questions,
@@ -45,6 +48,7 @@ from eval.manual_questions import (
     resolve_gold,
 )
 from eval.metrics import ranking_scores
+from eval.query_signals import CountedRecall, as_counted, counted
 from eval.retrieval import RESULTS_DIR, git_commit
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
@@ -54,7 +58,8 @@ DEFAULT_FAMILIES = ("rrf", "scores-floored", "blend")
 # Each arm is asked for this many times its configured candidates, so that families that take
 # deeper pools than the shipped 30 can be scored from the same recall.
 POOL_FACTOR = 4
-# Bumped when `Recall` gains fields the families read (2: the query words' chunk counts).
+# Bumped when the cached recalls gain fields the families read (2: the query words' chunk
+# counts, `CountedRecall`).
 RECALL_FORMAT = 2
 
 
@@ -64,7 +69,7 @@ class Asked:
 
     question: ManualQuestion
     gold: frozenset[int]
-    recall: Recall
+    recall: CountedRecall
 
 
 Order = Callable[[Asked], list[str]]
@@ -97,7 +102,7 @@ def summary(asked: Sequence[Asked], order: Order) -> dict[str, float]:
 
 def _cache_key(manual: str, questions: list[ManualQuestion], settings: Settings) -> str:
     digest = hashlib.sha256()
-    digest.update(ALL_SOURCES[manual].path.read_bytes())
+    digest.update(KNOWN_SOURCES[manual].path.read_bytes())
     for q in questions:
         digest.update(f"{q.id}\0{q.text}\0".encode())
     for name in (
@@ -114,19 +119,21 @@ def _cache_key(manual: str, questions: list[ManualQuestion], settings: Settings)
 
 def _recall_all(
     container: Container, manual: str, questions: list[ManualQuestion], coverage_file: Path
-) -> list[Recall]:
+) -> list[CountedRecall]:
     retriever = container.retriever
     tenant = ingest_manual(container, manual)
     chunks = list(container.corpus.iter_chunks(tenant))
     with_path = sum(section_path(c) is not None for c in chunks)
     coverage_file.write_text(json.dumps({"chunks": len(chunks), "with_path": with_path}) + "\n")
     recalls = []
+    keyword_index = retriever.keyword_index
     for question in questions:
         recall = retriever.recall(tenant, question.text, "hybrid", pool_factor=POOL_FACTOR)
         ids = list(recall.candidates)
         retriever._materialise(tenant, ids, recall.candidates, len(ids))
         recall.query_vector = None  # not needed for scoring; keeps the cache small
-        recalls.append(recall)
+        snapshot = keyword_index.snapshot(tenant)
+        recalls.append(counted(recall, snapshot, keyword_index.tokenizer, question.text))
     return recalls
 
 
@@ -136,12 +143,12 @@ def asked_for(
     """Manual -> its questions with their recall, from the cache when it is current; English
     manuals with the `english` settings when given (a dense arm chosen by language)."""
     if english is not None:
-        groups = {"en": [m for m in manuals if ALL_SOURCES[m].language == "en"]}
+        groups = {"en": [m for m in manuals if KNOWN_SOURCES[m].language == "en"]}
         others = [m for m in manuals if m not in groups["en"]]
         found = asked_for(groups["en"], english, refresh)
         found.update(asked_for(others, settings, refresh))
         return {m: found[m] for m in manuals}
-    questions = load_questions(sources=ALL_SOURCES)
+    questions = load_questions(sources=KNOWN_SOURCES)
     CACHE_DIR.mkdir(exist_ok=True)
     out: dict[str, list[Asked]] = {}
     container: Container | None = None
@@ -150,7 +157,7 @@ def asked_for(
         gold = resolve_gold(mine)
         path = CACHE_DIR / f"{_cache_key(manual, mine, settings)}.pickle"
         if path.is_file() and not refresh:
-            recalls = pickle.loads(path.read_bytes())
+            recalls = [as_counted(r) for r in pickle.loads(path.read_bytes())]
         else:
             container = container or Container(settings)
             started = time.perf_counter()
@@ -254,6 +261,32 @@ def leave_one_out(
     return report
 
 
+def held_out(
+    sets: dict[str, list[Asked]],
+    held: dict[str, list[Asked]],
+    config: RetrieverConfig,
+    families: Sequence[Family],
+    guard: float = 0.0,
+) -> dict[str, Any]:
+    """Per held-out manual: the arms, the shipped order and each family with the parameters
+    chosen on every development manual (the held-out ones never choose anything)."""
+    arms = better_arm(sets, config)
+    tables = {family.name: family_table(family, {**sets, **held}) for family in families}
+    report: dict[str, Any] = {}
+    for manual, asked in held.items():
+        row: dict[str, Any] = {
+            "keyword": summary(asked, lambda a: a.recall.keyword_ids[: config.keyword_candidates]),
+            "dense": summary(asked, lambda a: a.recall.dense_ids[: config.dense_candidates]),
+            "shipped": summary(asked, lambda a: shipped_order(a.recall, a.question.text, config)),
+            "n": len(asked),
+        }
+        for name, table in tables.items():
+            best = choose(table, list(sets), arms, guard)
+            row[name] = {**best[manual], "params": best["params"]}
+        report[manual] = row
+    return report
+
+
 def print_report(report: dict[str, Any], columns: list[str]) -> None:
     """One markdown table: manual x column, hit@1 / hit@5 / MRR@10, and hybrid minus best arm."""
     print("\n| manual | n | " + " | ".join(columns) + " | best column - better arm (MRR) |")
@@ -305,6 +338,11 @@ def main() -> None:
         help="choose parameters by mean MRR@10 less this times the shortfall under the better arm "
         "(MRR@10 and hit@5 on each train manual); 0: by mean MRR@10 alone",
     )
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="also score the held-out manuals (R-intro), parameters chosen on all the others",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "manuals-loo.json")
     parser.add_argument(
         "--english-model",
@@ -336,6 +374,10 @@ def main() -> None:
             )
         sets = asked_for(manuals, settings, args.refresh, english)
         coverage = section_coverage(manuals, settings)
+        held = {}
+        if args.held_out:
+            names = [m for m, s in HELD_OUT_SOURCES.items() if s.path.is_file()]
+            held = asked_for(names, settings, args.refresh, english)
     report = leave_one_out(sets, config, families, args.guard)
     for manual, row in report.items():
         row["n"] = len(sets[manual])
@@ -366,9 +408,14 @@ def main() -> None:
             f"({', '.join(v['under']) or 'none'}); largest MRR loss against shipped "
             f"{v['worst_vs_shipped']:+.3f} ({v['worst_vs_shipped_manual']})"
         )
+    held_report = held_out(sets, held, config, families, args.guard) if held else {}
+    if held_report:
+        print("\nheld out (parameters chosen on every manual above):")
+        print_report(held_report, columns)
     out: Path = args.out
     out.parent.mkdir(exist_ok=True)
     payload = {
+        "held_out": held_report,
         "commit": git_commit(),
         "guard": args.guard,
         "manuals": report,

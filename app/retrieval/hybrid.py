@@ -242,10 +242,6 @@ class Recall:
     pinned: list[str] = field(default_factory=list)
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
-    # How many chunks of the searched text hold each of the query's content words (0: none),
-    # and how many chunks were searched: the words' rarity, read by query-time fusion signals.
-    term_chunks: dict[str, int] = field(default_factory=dict)
-    chunk_total: int = 0
     query_vector: list[float] | None = None
     fusion: FusionRecord | None = None  # what `fuse` did, for /search's explanation
 
@@ -645,8 +641,6 @@ class HybridRetriever:
         keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor)
         content = content_tokens(tokens, self.keyword_index.tokenizer)
         recall.coverage = snapshot.coverage(content)
-        recall.term_chunks = {t: snapshot.chunk_count(t) for t in dict.fromkeys(content) if t}
-        recall.chunk_total = snapshot.size
         recall.content_match = matches_content_word(
             snapshot, tokens, self.keyword_index.tokenizer, self.config.specific_evidence_max_chunks
         )
