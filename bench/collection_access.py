@@ -86,7 +86,7 @@ def _with_credential(
     resolving, checking, before = [], [], []
     for user_id, role in calls:
         started = time.perf_counter()
-        _, _, version = users.get_for_token(user_id, "jti-never-revoked")
+        version = users.get_for_token(user_id, "jti-never-revoked").access_version
         checked = time.perf_counter()
         resolver.resolve(TENANT, user_id, role, None, version)
         resolved = time.perf_counter()
