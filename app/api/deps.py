@@ -13,6 +13,8 @@ from app.config import Settings
 from app.container import Container
 from app.errors import AuthenticationFailed
 from app.job_runners.evaluation import EvaluationRunner
+from app.jobs.queue import JobQueue
+from app.jobs.store import JobStore
 from app.request_limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING, RequestLimits
 from app.retrieval.hybrid import HybridRetriever
 from app.retrieval.scope import SearchScope
@@ -255,10 +257,20 @@ def _rate_limiter(container: ContainerDep) -> RateLimiter:
     return container.rate_limiter
 
 
+def _job_store(container: ContainerDep) -> JobStore:
+    return container.jobs
+
+
+def _job_queue(container: ContainerDep) -> JobQueue:
+    return container.job_queue
+
+
 SearchScopesDep = Annotated[SearchScopes, Depends(_search_scopes)]
 CollectionServiceDep = Annotated[CollectionService, Depends(_collection_service)]
 AccessStoreDep = Annotated[AccessStore, Depends(_access_store)]
 RateLimiterDep = Annotated[RateLimiter, Depends(_rate_limiter)]
+JobStoreDep = Annotated[JobStore, Depends(_job_store)]
+JobQueueDep = Annotated[JobQueue, Depends(_job_queue)]
 
 
 def readable_documents(container: Container, caller: Identity) -> Callable[[str], bool]:
