@@ -13,6 +13,8 @@ from app.config import Settings
 from app.container import Container
 from app.errors import AuthenticationFailed
 from app.job_runners.evaluation import EvaluationRunner
+from app.jobs.queue import JobQueue
+from app.jobs.store import JobStore
 from app.request_limits import DEFAULT_PAGE_SIZE, PAGE_SIZE_CEILING, RequestLimits
 from app.retrieval.hybrid import HybridRetriever
 from app.retrieval.scope import SearchScope
@@ -24,6 +26,7 @@ from app.services.auth import Authenticator, Identity
 from app.services.blocks.answer_lane import AnswerLane
 from app.services.blocks.page_lane import PageLane
 from app.services.collection_access import CollectionAccess
+from app.services.collections import CollectionService
 from app.services.conversations import ConversationDeps, FollowUpDeps
 from app.services.evaluation_access import QualityViewer
 from app.services.evaluation_runs import RunDeps
@@ -32,15 +35,16 @@ from app.services.feedback import FeedbackDeps
 from app.services.indexing import DocumentDeps
 from app.services.login import LoginGuard
 from app.services.pages import PageDeps
-from app.services.search_scope import request_scope
+from app.services.search_scope import SearchScopes, request_scope
 from app.services.sso.signin import SingleSignOn
 from app.services.stats import StatsDeps
 from app.services.uploads import UploadDeps
 from app.services.users import UserService
-from app.services.webhooks import WebhookDeps
+from app.services.webhooks import DocumentEvents, WebhookDeps
 from app.storage.answer_records import AnswerRecordStore
+from app.storage.collections import AccessStore
 from app.storage.conversations import ConversationStore
-from app.storage.rate_limit import retry_after_header
+from app.storage.rate_limit import RateLimiter, retry_after_header
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -237,6 +241,43 @@ def get_caller_access(container: ContainerDep, principal: Principal) -> Collecti
 CallerAccess = Annotated[CollectionAccess, Depends(get_caller_access)]
 
 
+def _search_scopes(container: ContainerDep) -> SearchScopes:
+    return container.search_scopes
+
+
+def _collection_service(container: ContainerDep) -> CollectionService:
+    return container.collections
+
+
+def _access_store(container: ContainerDep) -> AccessStore:
+    return container.access_store
+
+
+def _rate_limiter(container: ContainerDep) -> RateLimiter:
+    return container.rate_limiter
+
+
+def _job_store(container: ContainerDep) -> JobStore:
+    return container.jobs
+
+
+def _job_queue(container: ContainerDep) -> JobQueue:
+    return container.job_queue
+
+
+def _document_events(container: ContainerDep) -> DocumentEvents:
+    return container.document_events
+
+
+SearchScopesDep = Annotated[SearchScopes, Depends(_search_scopes)]
+CollectionServiceDep = Annotated[CollectionService, Depends(_collection_service)]
+AccessStoreDep = Annotated[AccessStore, Depends(_access_store)]
+RateLimiterDep = Annotated[RateLimiter, Depends(_rate_limiter)]
+JobStoreDep = Annotated[JobStore, Depends(_job_store)]
+JobQueueDep = Annotated[JobQueue, Depends(_job_queue)]
+DocumentEventsDep = Annotated[DocumentEvents, Depends(_document_events)]
+
+
 def readable_documents(container: Container, caller: Identity) -> Callable[[str], bool]:
     """Whether the caller reads a document now (history and citations are re-checked)."""
     return container.search_scopes.readable_documents(caller_access(container, caller))
@@ -258,6 +299,30 @@ def scope_of(
     `collections` and `filters` (blocking: a few database reads)."""
     access = caller_access(container, caller)
     return request_scope(container.search_scopes, access, collections, filters)
+
+
+ScopeResolver = Callable[[Sequence[str] | None, Any], SearchScope]
+
+
+def get_scope_of(container: ContainerDep, principal: Principal) -> ScopeResolver:
+    """`scope_of` bound to the caller: called with the body's `collections` and `filters`
+    (blocking: a few database reads, so routes run it in the threadpool)."""
+
+    def resolve(collections: Sequence[str] | None, filters: Any) -> SearchScope:
+        return scope_of(container, principal, collections, filters)
+
+    return resolve
+
+
+ScopeOf = Annotated[ScopeResolver, Depends(get_scope_of)]
+
+
+def get_readable_documents(container: ContainerDep, principal: Principal) -> Callable[[str], bool]:
+    """`readable_documents` as a dependency."""
+    return readable_documents(container, principal)
+
+
+ReadableDocuments = Annotated[Callable[[str], bool], Depends(get_readable_documents)]
 
 
 def client_ip(request: Request) -> str:

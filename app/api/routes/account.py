@@ -13,13 +13,13 @@ from app.api.admin_schemas import KeyCreatedOut, KeyIn, KeyList, MeOut, Password
 from app.api.deps import (
     ApiKeys,
     AuthenticatorDep,
+    CallerAccess,
     ClientIp,
-    ContainerDep,
     KeyCreationRateLimit,
     LoginGuardDep,
+    SearchScopesDep,
     SingleSignOnDep,
     Users,
-    caller_access,
 )
 from app.api.errors import error_responses
 
@@ -89,7 +89,12 @@ def change_password(
     dependencies=[KeyCreationRateLimit],
 )
 def create_key(
-    body: KeyIn, caller: Authorized, keys: ApiKeys, ip: ClientIp, container: ContainerDep
+    body: KeyIn,
+    caller: Authorized,
+    keys: ApiKeys,
+    ip: ClientIp,
+    access: CallerAccess,
+    search_scopes: SearchScopesDep,
 ) -> KeyCreatedOut:
     """A new API key: send it as `Authorization: Bearer <key>` (also as the OpenAI SDK's
     `api_key`). Its role is at most yours (403 otherwise); the key is shown only here. Made
@@ -98,8 +103,7 @@ def create_key(
     `quota_exceeded` at RAG_MAX_KEYS_PER_USER working keys."""
     limit = None
     if body.collections is not None:  # each one the caller reads now (404 like a missing one)
-        access = caller_access(container, caller)
-        limit = sorted(container.search_scopes.chosen_collections(access, body.collections))
+        limit = sorted(search_scopes.chosen_collections(access, body.collections))
     record, key = keys.create(
         caller, caller.actor(ip), body.name, body.role, body.expires_in_days, body.scopes, limit
     )

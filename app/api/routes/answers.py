@@ -14,12 +14,11 @@ from fastapi.responses import StreamingResponse
 from app.api.deps import (
     AnswerLaneDep,
     Answers,
-    ContainerDep,
     Limits,
     Principal,
     QueryRateLimit,
     Retriever,
-    scope_of,
+    ScopeOf,
 )
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
@@ -53,13 +52,13 @@ def search(
     principal: Principal,
     retriever: Retriever,
     limits: Limits,
-    container: ContainerDep,
+    scope_of: ScopeOf,
 ) -> SearchOut:
     """Ranked chunks (or documents, `group=document`) with the evidence of every retrieval
     stage (no LLM)."""
     timer = start_timer()
     with timed("scope"):
-        scope = scope_of(container, principal, body.collections, body.filters)
+        scope = scope_of(body.collections, body.filters)
     tokenizer = retriever.keyword_index.tokenizer
 
     def explained(hit: SearchHit) -> dict[str, Any]:
@@ -115,11 +114,11 @@ async def query(
     principal: Principal,
     lane: AnswerLaneDep,
     deps: Answers,
-    container: ContainerDep,
+    scope_of: ScopeOf,
 ) -> QueryOut:
     """A short answer whose claims carry [n] markers resolving to file and page."""
     caller = Caller(principal.tenant_id, principal.user_id)
-    scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
+    scope = await run_in_threadpool(scope_of, body.collections, body.filters)
     answered = await answer_service.answer(lane, deps, caller, body.question, body.k, scope)
     return query_out(answered)
 
@@ -187,10 +186,10 @@ async def query_stream(
     principal: Principal,
     lane: AnswerLaneDep,
     deps: Answers,
-    container: ContainerDep,
+    scope_of: ScopeOf,
 ) -> StreamingResponse:
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
     caller = Caller(principal.tenant_id, principal.user_id)
-    scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
+    scope = await run_in_threadpool(scope_of, body.collections, body.filters)
     events = await answer_service.open_stream(lane, deps, caller, body.question, body.k, scope)
     return EventStreamResponse(events)

@@ -22,7 +22,14 @@ from app.api.collection_schemas import (
     GrantOut,
     GrantsIn,
 )
-from app.api.deps import CallerAccess, ClientIp, ContainerDep
+from app.api.deps import (
+    CallerAccess,
+    ClientIp,
+    CollectionServiceDep,
+    DocumentEventsDep,
+    JobQueueDep,
+    JobStoreDep,
+)
 from app.api.errors import ApiError, error_responses
 from app.services.collection_deletion import queue_collection_deletion
 from app.services.collections import CollectionView
@@ -51,17 +58,18 @@ def _out(view: CollectionView) -> CollectionOut:
 @router.post("", status_code=201, response_model=CollectionOut, responses=error_responses(403, 409))
 def create_collection(
     body: CollectionIn,
-    container: ContainerDep,
+    collections: CollectionServiceDep,
+    events: DocumentEventsDep,
     caller: Authorized,
     access: CallerAccess,
     ip: ClientIp,
 ) -> CollectionOut:
     """A new collection (admins). `tenant`: every user of the tenant reads it; `restricted`:
     only its grants. 409 when the name is taken."""
-    created = container.collections.create(
+    created = collections.create(
         access, caller.actor(ip), body.name, body.description, body.visibility
     )
-    container.document_events.collection(
+    events.collection(
         caller.tenant_id,
         "collection.created",
         created.collection_id,
@@ -72,26 +80,27 @@ def create_collection(
 
 
 @router.get("", response_model=CollectionList)
-def list_collections(container: ContainerDep, access: CallerAccess) -> CollectionList:
+def list_collections(collections: CollectionServiceDep, access: CallerAccess) -> CollectionList:
     """The collections you may read, with their document and chunk counts and your
     permission on each."""
-    views = container.collections.readable_views(access)
+    views = collections.readable_views(access)
     return CollectionList(data=[_out(v) for v in views], count=len(views))
 
 
 @router.get(_PATH, response_model=CollectionOut, responses=error_responses(404))
 def get_collection(
-    collection_id: str, container: ContainerDep, access: CallerAccess
+    collection_id: str, collections: CollectionServiceDep, access: CallerAccess
 ) -> CollectionOut:
     """One collection you read (by id or name)."""
-    return _out(container.collections.view(access, collection_id))
+    return _out(collections.view(access, collection_id))
 
 
 @router.patch(_PATH, response_model=CollectionOut, responses=error_responses(403, 404, 409))
 def change_collection(
     collection_id: str,
     body: CollectionPatch,
-    container: ContainerDep,
+    collections: CollectionServiceDep,
+    events: DocumentEventsDep,
     caller: Authorized,
     access: CallerAccess,
     ip: ClientIp,
@@ -102,18 +111,16 @@ def change_collection(
             422, "validation_error", "nothing to change: send name, description or visibility"
         )
     change = CollectionChange(body.name, body.description, body.visibility)
-    changed = container.collections.change(access, caller.actor(ip), collection_id, change)
-    container.document_events.collection(
+    changed = collections.change(access, caller.actor(ip), collection_id, change)
+    events.collection(
         caller.tenant_id,
         "collection.changed",
         changed.collection_id,
         changed.name,
         changes={k: v for k, v in vars(change).items() if v is not None},
     )
-    fresh = container.collections.access(
-        caller.tenant_id, caller.user_id, caller.role, caller.collections
-    )
-    return _out(container.collections.view(fresh, changed.collection_id))
+    fresh = collections.access(caller.tenant_id, caller.user_id, caller.role, caller.collections)
+    return _out(collections.view(fresh, changed.collection_id))
 
 
 @router.delete(
@@ -126,7 +133,10 @@ def change_collection(
 )
 def delete_collection(
     collection_id: str,
-    container: ContainerDep,
+    collections: CollectionServiceDep,
+    events: DocumentEventsDep,
+    jobs: JobStoreDep,
+    job_queue: JobQueueDep,
     caller: Authorized,
     access: CallerAccess,
     ip: ClientIp,
@@ -140,20 +150,18 @@ def delete_collection(
     a restart) that deletes them, then the collection; asked again meanwhile, the same job."""
     actor = caller.actor(ip)
     if documents != "delete":
-        found = container.collections.readable(access, collection_id)
-        if not container.collections.delete(access, actor, collection_id):
+        found = collections.readable(access, collection_id)
+        if not collections.delete(access, actor, collection_id):
             raise ApiError(
                 409,
                 "conflict",
                 "the collection holds documents: move them, or DELETE with ?documents=delete",
             )
-        container.document_events.collection(
+        events.collection(
             caller.tenant_id, "collection.deleted", found.collection_id, found.name, documents=0
         )
         return Response(status_code=204)
-    job = queue_collection_deletion(
-        container.collections, container.jobs, container.job_queue, access, actor, collection_id
-    )
+    job = queue_collection_deletion(collections, jobs, job_queue, access, actor, collection_id)
     if job is None:
         return Response(status_code=204)
     body = CollectionDeleting(
@@ -168,9 +176,11 @@ def delete_collection(
 
 
 @router.get(_PATH + "/access", response_model=AccessOut, responses=error_responses(403, 404))
-def get_access(collection_id: str, container: ContainerDep, access: CallerAccess) -> AccessOut:
+def get_access(
+    collection_id: str, collections: CollectionServiceDep, access: CallerAccess
+) -> AccessOut:
     """Who may read, write or manage a collection you manage."""
-    found, grants = container.collections.grants(access, collection_id)
+    found, grants = collections.grants(access, collection_id)
     return _access_out(found.collection_id, found.visibility, grants)
 
 
@@ -178,7 +188,7 @@ def get_access(collection_id: str, container: ContainerDep, access: CallerAccess
 def put_access(
     collection_id: str,
     body: GrantsIn,
-    container: ContainerDep,
+    collections: CollectionServiceDep,
     caller: Authorized,
     access: CallerAccess,
     ip: ClientIp,
@@ -188,13 +198,13 @@ def put_access(
     grants = []
     for item in body.grants:
         if item.group_id is not None:
-            group, _ = container.collections.group(caller.tenant_id, item.group_id)
+            group, _ = collections.group(caller.tenant_id, item.group_id)
             grants.append(Grant("group", group.group_id, item.permission))
         else:
             assert item.user_id is not None
             grants.append(Grant("user", item.user_id, item.permission))
-    found = container.collections.set_grants(access, caller.actor(ip), collection_id, grants)
-    _, stored = container.collections.grants(access, found.collection_id)
+    found = collections.set_grants(access, caller.actor(ip), collection_id, grants)
+    _, stored = collections.grants(access, found.collection_id)
     return _access_out(found.collection_id, found.visibility, stored)
 
 

@@ -16,7 +16,6 @@ from app.api.conversation_schemas import (
     TurnOut,
 )
 from app.api.deps import (
-    ContainerDep,
     ConversationRateLimit,
     Conversations,
     ConversationTurns,
@@ -24,8 +23,8 @@ from app.api.deps import (
     PageSize,
     Principal,
     QueryRateLimit,
-    readable_documents,
-    scope_of,
+    ReadableDocuments,
+    ScopeOf,
 )
 from app.api.errors import error_responses
 from app.api.routes.answers import EventStreamResponse, query_out, wire_event
@@ -102,14 +101,17 @@ def list_conversations(
     responses=error_responses(404, 422),
 )
 def get_conversation(
-    conversation_id: str, principal: Principal, store: Conversations, container: ContainerDep
+    conversation_id: str,
+    principal: Principal,
+    store: Conversations,
+    readable: ReadableDocuments,
 ) -> ConversationDetail:
     """The conversation with its kept messages; each answer with its own citations."""
     caller = _caller(principal)
     record = service.get(store, caller, conversation_id=conversation_id)
     history = service.messages(store, caller, conversation_id=conversation_id)
     # Re-checked as shown (service.visible_history).
-    shown = service.visible_history(history, readable_documents(container, principal))
+    shown = service.visible_history(history, readable)
     return ConversationDetail.model_validate({**asdict(record), "history": shown})
 
 
@@ -142,15 +144,15 @@ async def post_message(
     body: MessageIn,
     principal: Principal,
     deps: ConversationTurns,
-    container: ContainerDep,
+    scope_of: ScopeOf,
+    readable: ReadableDocuments,
     stream: Annotated[bool, Query(description="answer as server-sent events")] = False,
 ) -> TurnOut | StreamingResponse:
     """Ask a question in the conversation: a follow-up is rewritten into a standalone question
     from the latest turns, answered like /query, and the turn is stored with its citations."""
     caller = _caller(principal)
     # What the caller reads now: a follow-up never cites a document it can no longer read.
-    scope = await run_in_threadpool(scope_of, container, principal, body.collections, body.filters)
-    readable = await run_in_threadpool(readable_documents, container, principal)
+    scope = await run_in_threadpool(scope_of, body.collections, body.filters)
     if stream:
         events = await service.open_turn_stream(
             deps,

@@ -14,14 +14,15 @@ from starlette.concurrency import run_in_threadpool
 from app.api.access import Authorized
 from app.api.collection_schemas import DocumentPatch
 from app.api.deps import (
+    AccessStoreDep,
+    CallerAccess,
     ClientIp,
-    ContainerDep,
+    CollectionServiceDep,
     Documents,
     PageOffset,
     PageSize,
     Principal,
     Uploads,
-    caller_access,
 )
 from app.api.errors import ApiError, error_responses
 from app.api.schemas import (
@@ -35,14 +36,17 @@ from app.api.schemas import (
     UploadUnchanged,
 )
 from app.api.upload import receive_uploads
-from app.container import Container
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents, sync_uploads, uploads
 from app.services.auth import Identity
+from app.services.collection_access import CollectionAccess
+from app.services.collections import CollectionService
 from app.services.document_metadata import checked_metadata, parse_metadata
+from app.services.indexing import DocumentDeps
 from app.services.job_wait import MAX_WAIT_S, wait_for_job
+from app.storage.collections import AccessStore
 from app.storage.documents import DocumentFilter, DocumentRecord
 
 router = APIRouter(tags=["documents"])
@@ -129,7 +133,9 @@ async def upload_document(
     caller: Authorized,
     deps: Uploads,
     ip: ClientIp,
-    container: ContainerDep,
+    access: CallerAccess,
+    collections: CollectionServiceDep,
+    document_deps: Documents,
 ) -> UploadAccepted | UploadUnchanged:
     """Accept files (multipart field `file`, repeated for several; one job each) and queue them
     for background indexing. All files of a request are accepted, or none. A member may replace
@@ -163,7 +169,14 @@ async def upload_document(
         fields = sync_uploads.SyncFields.parse(texts, len(received))
         # Where the files go: a collection the caller writes, and documents it may replace.
         placement = await run_in_threadpool(
-            _placement, container, caller, texts, received, fields.source_path
+            _placement,
+            collections,
+            document_deps,
+            access,
+            caller,
+            texts,
+            received,
+            fields.source_path,
         )
     except (InvalidInput, ApiError, Forbidden, NotFound):
         for file in received:
@@ -205,7 +218,9 @@ async def upload_document(
 
 
 def _placement(
-    container: Container,
+    collections: CollectionService,
+    document_deps: DocumentDeps,
+    access: CollectionAccess,
     caller: Identity,
     texts: dict[str, str],
     files: list[uploads.ReceivedFile],
@@ -215,16 +230,13 @@ def _placement(
     403 unless the caller writes it) and `metadata` (422 naming the problem). Each document of
     the same name in that collection is replaced, so the caller must be allowed to change it; a
     name in another collection is another document, and nothing about it is looked at."""
-    access = caller_access(container, caller)
     metadata = parse_metadata(texts.get("metadata"))
-    target = container.collections.upload_target(access, texts.get("collection"))
+    target = collections.upload_target(access, texts.get("collection"))
     for file in files:
         source = source_path or uploads.sanitise_filename(file.client_filename)
-        existing = container.document_deps.documents.find(caller.tenant_id, target, source)
+        existing = document_deps.documents.find(caller.tenant_id, target, source)
         if existing is not None:
-            container.collections.check_replace(
-                access, target, existing.uploaded_by, caller.user_id
-            )
+            collections.check_replace(access, target, existing.uploaded_by, caller.user_id)
     placement = {"collection_id": target}
     if "metadata" in texts:
         placement["metadata_json"] = json.dumps(metadata, sort_keys=True)
@@ -241,7 +253,7 @@ def list_jobs(
     principal: Principal,
     deps: Uploads,
     size: PageSize,
-    container: ContainerDep,
+    access: CallerAccess,
     status: Annotated[
         list[JobStatus] | None,
         Query(description="keep jobs in these statuses (repeat it); default: every status"),
@@ -252,7 +264,6 @@ def list_jobs(
     `?status=queued&status=processing` is what is still to do: a client syncing a folder polls
     that one listing until its `count` is 0."""
     statuses = status or list(get_args(JobStatus))
-    access = caller_access(container, principal)
     shown = None if access.reads_everything else access.readable
     found = uploads.list_jobs(
         deps,
@@ -267,19 +278,22 @@ def list_jobs(
 
 
 def _check_job_readable(
-    container: Container, principal: Identity, deps: uploads.UploadDeps, job_id: str
+    access_store: AccessStore,
+    access: CollectionAccess,
+    principal: Identity,
+    deps: uploads.UploadDeps,
+    job_id: str,
 ) -> None:
     """NotFound unless the job is the caller's tenant's and one they may see (its document's
     collection, or the collection it deletes, is one they read; or they asked for it)."""
     job = uploads.get_job(deps, tenant_id=principal.tenant_id, job_id=job_id)
-    access = caller_access(container, principal)
     if access.reads_everything:
         return
     if not uploads.job_readable(
         job,
         lambda collection_id: access.permission(collection_id) is not None,
         None if access.key_limited else principal.user_id,
-        lambda document_id: container.access_store.collection_of(principal.tenant_id, document_id),
+        lambda document_id: access_store.collection_of(principal.tenant_id, document_id),
     ):
         raise ApiError(404, "not_found", "job not found")
 
@@ -289,7 +303,8 @@ async def get_job(
     job_id: str,
     principal: Principal,
     deps: Uploads,
-    container: ContainerDep,
+    access_store: AccessStoreDep,
+    access: CallerAccess,
     wait: Annotated[
         float,
         Query(
@@ -303,7 +318,7 @@ async def get_job(
     """A job's state and progress (an upload's indexing, or a collection's deletion: `kind`);
     with `wait`, once it has ended (long poll). 404, as for a missing job, when its document is
     in a collection you do not read (at once)."""
-    await run_in_threadpool(_check_job_readable, container, principal, deps, job_id)
+    await run_in_threadpool(_check_job_readable, access_store, access, principal, deps, job_id)
     job = await wait_for_job(deps, tenant_id=principal.tenant_id, job_id=job_id, wait_s=wait)
     return JobOut.model_validate(job)
 
@@ -313,7 +328,8 @@ def list_documents(
     principal: Principal,
     deps: Documents,
     size: PageSize,
-    container: ContainerDep,
+    access: CallerAccess,
+    collections: CollectionServiceDep,
     offset: PageOffset = 0,
     source_prefix: Annotated[
         str | None,
@@ -337,11 +353,10 @@ def list_documents(
     `fields=source&fields=content_sha256&fields=document_id` is the cheap listing a folder
     sync compares its files with."""
     tenant = principal.tenant_id
-    access = caller_access(container, principal)
     shown = None if access.reads_everything else access.readable
     collection_id = None
     if collection is not None:
-        collection_id = container.collections.readable(access, collection).collection_id
+        collection_id = collections.readable(access, collection).collection_id
     if source_prefix is None and sync_root is None and collection_id is None:
         found = documents.list_documents(
             deps, tenant_id=tenant, limit=size, offset=offset, collections=shown
@@ -368,11 +383,14 @@ def list_documents(
     "/documents/{document_id}", response_model=DocumentOut, responses=error_responses(404, 422)
 )
 def get_document(
-    document_id: str, principal: Principal, deps: Documents, container: ContainerDep
+    document_id: str,
+    principal: Principal,
+    deps: Documents,
+    access: CallerAccess,
+    collections: CollectionServiceDep,
 ) -> DocumentOut:
     """One document of a collection you read (404 otherwise, as for a missing one)."""
-    access = caller_access(container, principal)
-    container.collections.document_collection(access, document_id)
+    collections.document_collection(access, document_id)
     found = documents.get_document(deps, tenant_id=principal.tenant_id, document_id=document_id)
     return _document_out(found, access.all_collections)
 
@@ -387,7 +405,8 @@ def change_document(
     body: DocumentPatch,
     caller: Authorized,
     deps: Documents,
-    container: ContainerDep,
+    access: CallerAccess,
+    collections: CollectionServiceDep,
     ip: ClientIp,
 ) -> DocumentOut:
     """Move a document to another collection (`collection`: id or name) and/or replace its
@@ -396,11 +415,10 @@ def change_document(
     id stays the same."""
     if body.collection is None and body.metadata is None:
         raise ApiError(422, "validation_error", "nothing to change: send collection or metadata")
-    access = caller_access(container, caller)
     metadata = None if body.metadata is None else checked_metadata(body.metadata)
-    container.collections.document_collection(access, document_id)  # 404 before anything else
+    collections.document_collection(access, document_id)  # 404 before anything else
     found = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
-    container.collections.change_document(
+    collections.change_document(
         access, caller.actor(ip), document_id, found.uploaded_by, body.collection, metadata
     )
     changed = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
@@ -411,14 +429,18 @@ def change_document(
     "/documents/{document_id}", status_code=204, responses=error_responses(403, 404, 422, 503)
 )
 def delete_document(
-    document_id: str, caller: Authorized, deps: Documents, ip: ClientIp, container: ContainerDep
+    document_id: str,
+    caller: Authorized,
+    deps: Documents,
+    ip: ClientIp,
+    access: CallerAccess,
+    collections: CollectionServiceDep,
 ) -> Response:
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
-    access = caller_access(container, caller)
-    collection_id = container.collections.document_collection(access, document_id)
+    collection_id = collections.document_collection(access, document_id)
     found = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
-    container.collections.check_may_delete(access, document_id, found.uploaded_by, caller.user_id)
+    collections.check_may_delete(access, document_id, found.uploaded_by, caller.user_id)
     uploader = documents.Uploader(caller.actor(ip), access.may_change_any(collection_id))
     documents.delete_document(
         deps, tenant_id=caller.tenant_id, document_id=document_id, uploader=uploader

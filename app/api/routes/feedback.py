@@ -14,11 +14,10 @@ from app.api.deps import (
     AnswerRecords,
     Audit,
     ClientIp,
-    ContainerDep,
     Feedback,
     PageOffset,
     PageSize,
-    readable_documents,
+    ReadableDocuments,
 )
 from app.api.errors import error_responses
 from app.api.quality_schemas import (
@@ -55,7 +54,7 @@ def rate_answer(
     deps: Feedback,
     caller: Authorized,
     ip: ClientIp,
-    container: ContainerDep,
+    readable: ReadableDocuments,
 ) -> FeedbackOut:
     """Rate one of your answers up or down; rating again changes your rating. 404 for an
     answer that is not yours."""
@@ -68,7 +67,7 @@ def rate_answer(
         body.comment,
         body.helpful_markers,
         expected,
-        readable_documents(container, caller),
+        readable,
     )
     return FeedbackOut(**stored.public(), changed=changed)
 
@@ -92,7 +91,7 @@ def my_rating(answer_id: AnswerId, deps: Feedback, caller: Authorized) -> Feedba
 def list_feedback(
     deps: Feedback,
     caller: Authorized,
-    container: ContainerDep,
+    readable: ReadableDocuments,
     size: PageSize,
     offset: PageOffset = 0,
     rating: Literal["up", "down"] | None = None,
@@ -109,7 +108,6 @@ def list_feedback(
     """Your tenant's ratings of answers, newest first (admins), with the question while the
     answer record keeps it and the documents you read; `format=jsonl` exports every match."""
     which = FeedbackFilter(rating, user_id, since, until, with_expected)
-    readable = readable_documents(container, caller)
     if format == "jsonl":
         return _jsonl(feedback.export_lines(deps, caller.tenant_id, which, readable), "feedback")
     records, total = feedback.listing(deps, caller.tenant_id, which, size, offset, readable)
@@ -120,7 +118,7 @@ def list_feedback(
 def list_answers(
     records: AnswerRecords,
     caller: Authorized,
-    container: ContainerDep,
+    readable: ReadableDocuments,
     size: PageSize,
     offset: PageOffset = 0,
     all: Annotated[bool, Query(description="admins: every user's answers")] = False,
@@ -132,7 +130,7 @@ def list_answers(
         caller,
         size,
         offset,
-        readable_documents(container, caller),
+        readable,
         everyone=all or user_id is not None,
         user_id=user_id,
     )
@@ -145,10 +143,9 @@ def export_answers(
     audit: Audit,
     caller: Authorized,
     ip: ClientIp,
-    container: ContainerDep,
+    readable: ReadableDocuments,
 ) -> StreamingResponse:
     """Every answer record of your tenant as JSON lines, oldest first (admins)."""
-    readable = readable_documents(container, caller)
     lines = answer_history.export_lines(records, audit, caller.actor(ip), readable)
     return _jsonl(lines, "answers")
 
@@ -168,9 +165,8 @@ def delete_answers(
 
 @router.get("/answers/{answer_id}", response_model=AnswerRecordOut, responses=error_responses(404))
 def get_answer(
-    answer_id: AnswerId, records: AnswerRecords, caller: Authorized, container: ContainerDep
+    answer_id: AnswerId, records: AnswerRecords, caller: Authorized, readable: ReadableDocuments
 ) -> AnswerRecordOut:
     """One answer's record: yours, or any of your tenant's for an admin (with the cited and
     retrieved documents you read now)."""
-    readable = readable_documents(container, caller)
     return AnswerRecordOut(**answer_history.get(records, caller, answer_id, readable).public())

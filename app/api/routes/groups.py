@@ -7,7 +7,7 @@ from fastapi import APIRouter, Response
 
 from app.api.access import Authorized
 from app.api.collection_schemas import GroupIn, GroupList, GroupOut, GroupPatch
-from app.api.deps import ClientIp, ContainerDep
+from app.api.deps import AccessStoreDep, ClientIp, CollectionServiceDep
 from app.api.errors import ApiError, error_responses
 from app.storage.collections import GroupRecord
 
@@ -28,63 +28,67 @@ def _out(group: GroupRecord, members: list[str]) -> GroupOut:
 
 @router.post("", status_code=201, response_model=GroupOut, responses=error_responses(409))
 def create_group(
-    body: GroupIn, container: ContainerDep, caller: Authorized, ip: ClientIp
+    body: GroupIn, collections: CollectionServiceDep, caller: Authorized, ip: ClientIp
 ) -> GroupOut:
     """A new group (409 when the name is taken)."""
-    group = container.collections.create_group(
+    group = collections.create_group(
         caller.tenant_id, caller.actor(ip), body.name, body.description
     )
     return _out(group, [])
 
 
 @router.get("", response_model=GroupList)
-def list_groups(container: ContainerDep, caller: Authorized) -> GroupList:
+def list_groups(access_store: AccessStoreDep, caller: Authorized) -> GroupList:
     """Every group of your tenant by name, with its members."""
-    groups = container.access_store.groups(caller.tenant_id)
+    groups = access_store.groups(caller.tenant_id)
     return GroupList(data=[_out(g, m) for g, m in groups], count=len(groups))
 
 
 @router.get(_PATH, response_model=GroupOut, responses=error_responses(404))
-def get_group(group_id: str, container: ContainerDep, caller: Authorized) -> GroupOut:
+def get_group(group_id: str, collections: CollectionServiceDep, caller: Authorized) -> GroupOut:
     """One group (by id or name) and its members."""
-    return _out(*container.collections.group(caller.tenant_id, group_id))
+    return _out(*collections.group(caller.tenant_id, group_id))
 
 
 @router.patch(_PATH, response_model=GroupOut, responses=error_responses(404, 409))
 def change_group(
-    group_id: str, body: GroupPatch, container: ContainerDep, caller: Authorized, ip: ClientIp
+    group_id: str,
+    body: GroupPatch,
+    collections: CollectionServiceDep,
+    caller: Authorized,
+    ip: ClientIp,
 ) -> GroupOut:
     """Rename or re-describe a group."""
     if body.name is None and body.description is None:
         raise ApiError(422, "validation_error", "nothing to change: send name or description")
-    changed = container.collections.change_group(
+    changed = collections.change_group(
         caller.tenant_id, caller.actor(ip), group_id, body.name, body.description
     )
-    return _out(*container.collections.group(caller.tenant_id, changed.group_id))
+    return _out(*collections.group(caller.tenant_id, changed.group_id))
 
 
 @router.delete(_PATH, status_code=204, responses=error_responses(404))
 def delete_group(
-    group_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp
+    group_id: str, collections: CollectionServiceDep, caller: Authorized, ip: ClientIp
 ) -> Response:
     """Delete a group with its memberships and grants (in effect on the next request)."""
-    container.collections.delete_group(caller.tenant_id, caller.actor(ip), group_id)
+    collections.delete_group(caller.tenant_id, caller.actor(ip), group_id)
     return Response(status_code=204)
 
 
 @router.put(_PATH + "/members/{user_id}", status_code=204, responses=error_responses(404))
 def add_member(
-    group_id: str, user_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp
+    group_id: str, user_id: str, collections: CollectionServiceDep, caller: Authorized, ip: ClientIp
 ) -> Response:
     """Add a user of your tenant to a group (nothing happens if already a member)."""
-    container.collections.set_member(caller.tenant_id, caller.actor(ip), group_id, user_id, True)
+    collections.set_member(caller.tenant_id, caller.actor(ip), group_id, user_id, True)
     return Response(status_code=204)
 
 
 @router.delete(_PATH + "/members/{user_id}", status_code=204, responses=error_responses(404))
 def remove_member(
-    group_id: str, user_id: str, container: ContainerDep, caller: Authorized, ip: ClientIp
+    group_id: str, user_id: str, collections: CollectionServiceDep, caller: Authorized, ip: ClientIp
 ) -> Response:
     """Remove a user from a group (in effect on the next request of every process)."""
-    container.collections.set_member(caller.tenant_id, caller.actor(ip), group_id, user_id, False)
+    collections.set_member(caller.tenant_id, caller.actor(ip), group_id, user_id, False)
     return Response(status_code=204)

@@ -27,12 +27,11 @@ from app.api.conversation_schemas import (
     chunk,
 )
 from app.api.deps import (
-    ContainerDep,
+    CallerAccess,
     FollowUps,
     Principal,
     QueryRateLimit,
-    caller_access,
-    scope_of,
+    ScopeOf,
 )
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut
@@ -56,10 +55,9 @@ _MODELS_CREATED = 0
 
 
 @router.get("/models", response_model=ModelList)
-def list_models(container: ContainerDep, principal: Principal) -> ModelList:
+def list_models(access: CallerAccess) -> ModelList:
     """What `model` of /v1/chat/completions accepts: `rag` (every collection you read) and
     `rag:<collection>` for each collection you read."""
-    access = caller_access(container, principal)
     names = [access.all_collections[c] for c in access.readable]
     return ModelList(
         data=[
@@ -118,14 +116,14 @@ async def _chunks(
     },
 )
 async def chat_completions(
-    body: ChatCompletionIn, principal: Principal, deps: FollowUps, container: ContainerDep
+    body: ChatCompletionIn, principal: Principal, deps: FollowUps, scope_of: ScopeOf
 ) -> ChatCompletionOut | StreamingResponse:
     """A cited answer to the last user message; earlier messages are the history."""
     named = service.check_model(body.model)
     collections = body.collections
     if named is not None:  # the model's collection, narrowed further by the body's, if any
         collections = [named] if collections is None or named in collections else []
-    scope = await run_in_threadpool(scope_of, container, principal, collections, body.filters)
+    scope = await run_in_threadpool(scope_of, collections, body.filters)
     caller = Caller(principal.tenant_id, principal.user_id)
     said = [service.Said(m.role, m.content) for m in body.messages]
     created = int(time.time())

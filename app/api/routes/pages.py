@@ -7,12 +7,17 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 from fastapi.concurrency import run_in_threadpool
 
-from app.api.deps import ContainerDep, PageLaneDep, PageRateLimit, Pages, Principal, caller_access
+from app.api.deps import (
+    CallerAccess,
+    CollectionServiceDep,
+    PageLaneDep,
+    PageRateLimit,
+    Pages,
+    Principal,
+)
 from app.api.errors import error_responses
 from app.api.schemas import HighlightOut, PageTextOut
-from app.container import Container
 from app.services import pages as service
-from app.services.auth import Identity
 from app.services.blocks.admission import Caller
 
 # Every page route counts against the caller's RAG_RATE_LIMIT_PAGES_PER_MINUTE.
@@ -48,13 +53,15 @@ async def page_image(
     principal: Principal,
     lane: PageLaneDep,
     deps: Pages,
-    container: ContainerDep,
+    collections: CollectionServiceDep,
+    access: CallerAccess,
     chunk: ChunkParam = None,
 ) -> Response:
     """A PDF page as PNG, the cited passage highlighted; 409 when it cannot be drawn (not a
     PDF, or the page failed: too slow, too large, damaged); 429/503 when no render slot frees
     up within a second or two (Retry-After says when to come back)."""
-    await run_in_threadpool(_check_readable, container, principal, document_id)
+    # 404, exactly as for a missing document, unless the caller reads its collection.
+    await run_in_threadpool(collections.document_collection, access, document_id)
     rendered = await service.page_image(
         lane,
         deps,
@@ -82,11 +89,12 @@ def page_text(
     page: PageNumber,
     principal: Principal,
     deps: Pages,
-    container: ContainerDep,
+    collections: CollectionServiceDep,
+    access: CallerAccess,
     chunk: ChunkParam = None,
 ) -> PageTextOut:
     """A page's indexed text (any format) with the cited passage's offsets in it."""
-    _check_readable(container, principal, document_id)
+    collections.document_collection(access, document_id)  # 404 unless the caller reads it
     found = service.page_text(
         deps, tenant_id=principal.tenant_id, document_id=document_id, page=page, chunk_id=chunk
     )
@@ -100,8 +108,3 @@ def page_text(
         text=found.text,
         highlight=highlight,
     )
-
-
-def _check_readable(container: Container, caller: Identity, document_id: str) -> None:
-    """404, exactly as for a missing document, unless the caller reads its collection."""
-    container.collections.document_collection(caller_access(container, caller), document_id)

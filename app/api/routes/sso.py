@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from app.api.access import Authorized
-from app.api.deps import ClientIp, ContainerDep, SingleSignOnDep
+from app.api.deps import ClientIp, RateLimiterDep, SettingsDep, SingleSignOnDep
 from app.api.errors import ApiError, error_responses
 from app.api.routes.web import APP_SECURITY_HEADERS
 from app.api.schemas import TokenOut
@@ -125,7 +125,8 @@ def sso_option(
 )
 def sso_start(
     request: Request,
-    container: ContainerDep,
+    settings: SettingsDep,
+    rate_limiter: RateLimiterDep,
     sso: SingleSignOnDep,
     ip: ClientIp,
     tenant: str,
@@ -134,8 +135,8 @@ def sso_start(
     """Send the browser to the tenant's provider (state, nonce and an S256 code challenge).
     Each start counts against the client's login budget (RAG_RATE_LIMIT_AUTH_PER_MINUTE): it
     stores a sign-in in flight, so a flood must not fill that table."""
-    budget = container.settings.rate_limit_auth_per_minute
-    decision = container.rate_limiter.hit(f"sso-start:{client_bucket(ip)}", budget)
+    budget = settings.rate_limit_auth_per_minute
+    decision = rate_limiter.hit(f"sso-start:{client_bucket(ip)}", budget)
     if not decision.allowed:
         page = _page(
             "Too many sign-ins were started from your network just now. Wait a minute, then "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api.deps import ContainerDep, Principal, Stats, caller_access
+from app.api.deps import AccessStoreDep, CallerAccess, Principal, Stats
 from app.api.schemas import QuotaOut, QuotasOut, StatsOut
 from app.services.collections import stats_in_reach
 from app.services.stats import tenant_stats
@@ -13,13 +13,15 @@ router = APIRouter(tags=["ops"])
 
 
 @router.get("/stats", response_model=StatsOut)
-def stats(principal: Principal, deps: Stats, container: ContainerDep) -> StatsOut:
+def stats(
+    principal: Principal, deps: Stats, access_store: AccessStoreDep, access: CallerAccess
+) -> StatsOut:
     """The tenant's documents, chunks, cache entries, cache hit rate and quota usage (the
     per-user conversation quotas as the caller uses them)."""
     found = stats_in_reach(
         tenant_stats(deps, tenant_id=principal.tenant_id, user_id=principal.user_id),
-        container.access_store,
-        caller_access(container, principal),
+        access_store,
+        access,
     )
     quotas = {name: QuotaOut(used=q.used, limit=q.limit) for name, q in found.quotas.items()}
     return StatsOut(
