@@ -325,6 +325,14 @@ def get_readable_documents(container: ContainerDep, principal: Principal) -> Cal
 ReadableDocuments = Annotated[Callable[[str], bool], Depends(get_readable_documents)]
 
 
+def get_quality_viewer(container: ContainerDep, principal: Principal) -> QualityViewer:
+    """`quality_viewer` as a dependency."""
+    return quality_viewer(container, principal)
+
+
+QualityViewerDep = Annotated[QualityViewer, Depends(get_quality_viewer)]
+
+
 def client_ip(request: Request) -> str:
     """The client's address as the trusted-proxy logic resolved it (app/api/forwarded.py)."""
     return request.client.host if request.client else "unknown"

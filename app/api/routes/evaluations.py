@@ -6,19 +6,17 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from starlette.concurrency import run_in_threadpool
 
 from app.api.access import Authorized
 from app.api.deps import (
     ClientIp,
-    ContainerDep,
     EvaluationRunnerDep,
     EvaluationRunning,
     EvaluationSets,
     PageOffset,
     PageSize,
-    quality_viewer,
-    readable_documents,
+    QualityViewerDep,
+    ReadableDocuments,
 )
 from app.api.errors import error_responses
 from app.api.quality_schemas import (
@@ -72,12 +70,11 @@ def create_set(
     deps: EvaluationSets,
     caller: Authorized,
     ip: ClientIp,
-    container: ContainerDep,
+    readable: ReadableDocuments,
 ) -> EvaluationSetOut:
     """A test set of your own questions (up to 1,000), each with the documents (and pages)
     that answer it, or `answerable: false`."""
     items = [item.model_dump() for item in body.items]
-    readable = readable_documents(container, caller)
     found = evaluation_sets.create(deps, caller.actor(ip), body.name, items, readable)
     return _set_out(found)
 
@@ -98,14 +95,13 @@ async def upload_set(
     deps: EvaluationSets,
     caller: Authorized,
     ip: ClientIp,
-    container: ContainerDep,
+    readable: ReadableDocuments,
     name: Annotated[str, Query(min_length=1, max_length=200)],
     format: Annotated[str, Query(pattern="^(jsonl|csv)$")] = "jsonl",
 ) -> EvaluationSetOut:
     """A test set from a JSONL or CSV file sent as the body."""
     data = await request.body()
     items = evaluation_sets.parse_upload(data, f"set.{format}")
-    readable = await run_in_threadpool(readable_documents, container, caller)
     found = evaluation_sets.create(deps, caller.actor(ip), name, items, readable)
     return _set_out(found)
 
@@ -116,12 +112,11 @@ def set_from_feedback(
     deps: EvaluationSets,
     caller: Authorized,
     ip: ClientIp,
-    container: ContainerDep,
+    readable: ReadableDocuments,
 ) -> EvaluationSetOut:
     """A test set from feedback: each thumbs-down that names expected pages, and each thumbs-up
     with the citations that helped (while the answer record keeps their questions), of the
     documents you read."""
-    readable = readable_documents(container, caller)
     items = evaluation_sets.items_from_feedback(deps, caller.tenant_id, readable)
     if not items:
         raise InvalidInput(
@@ -135,31 +130,30 @@ def set_from_feedback(
 def list_sets(
     deps: EvaluationSets,
     caller: Authorized,
-    container: ContainerDep,
+    viewer: QualityViewerDep,
     size: PageSize,
     offset: PageOffset = 0,
 ) -> EvaluationSetList:
     """Your tenant's test sets that you see (you read every document they expect), newest
     first (without their items)."""
-    viewer = quality_viewer(container, caller)
     found, total = evaluation_sets.page(deps, viewer, size, offset)
     return EvaluationSetList(data=[_set_out(s) for s in found], count=total)
 
 
 @router.get("/evaluations/sets/{set_id}", response_model=EvaluationSetOut)
 def get_set(
-    set_id: str, deps: EvaluationSets, caller: Authorized, container: ContainerDep
+    set_id: str, deps: EvaluationSets, caller: Authorized, viewer: QualityViewerDep
 ) -> EvaluationSetOut:
     """One test set with its items (404 unless you read every document it expects)."""
-    return _set_out(evaluation_sets.get(deps, quality_viewer(container, caller), set_id))
+    return _set_out(evaluation_sets.get(deps, viewer, set_id))
 
 
 @router.delete("/evaluations/sets/{set_id}", status_code=204)
 def delete_set(
-    set_id: str, deps: EvaluationSets, caller: Authorized, ip: ClientIp, container: ContainerDep
+    set_id: str, deps: EvaluationSets, caller: Authorized, ip: ClientIp, viewer: QualityViewerDep
 ) -> None:
     """Delete a test set you see (its runs stay in the history)."""
-    evaluation_sets.delete(deps, caller.actor(ip), quality_viewer(container, caller), set_id)
+    evaluation_sets.delete(deps, caller.actor(ip), viewer, set_id)
 
 
 @router.post(
@@ -174,12 +168,11 @@ def start_run(
     runner: EvaluationRunnerDep,
     caller: Authorized,
     ip: ClientIp,
-    container: ContainerDep,
+    viewer: QualityViewerDep,
 ) -> EvaluationRunOut:
     """Run a test set in the background (202) within the collections your credential reads
     now; poll GET /evaluations/runs/{run_id}. 413 `quota_exceeded` when two of your runs are
     already waiting or running."""
-    viewer = quality_viewer(container, caller)
     run = evaluation_runs.start(deps, caller.actor(ip), viewer, body.set_id, body.answers)
     runner.wake()
     return _run_out(run)
@@ -189,25 +182,24 @@ def start_run(
 def list_runs(
     deps: EvaluationRunning,
     caller: Authorized,
-    container: ContainerDep,
+    viewer: QualityViewerDep,
     size: PageSize,
     offset: PageOffset = 0,
     set_id: Annotated[str | None, Query(max_length=32)] = None,
 ) -> EvaluationRunList:
     """Your tenant's runs that you see (you read every collection they read), oldest first,
     with their aggregates (the history to chart)."""
-    viewer = quality_viewer(container, caller)
     found, total = evaluation_runs.page(deps, viewer, size, offset, set_id)
     return EvaluationRunList(data=[_run_out(r) for r in found], count=total)
 
 
 @router.get("/evaluations/runs/{run_id}", response_model=EvaluationRunOut)
 def get_run(
-    run_id: str, deps: EvaluationRunning, caller: Authorized, container: ContainerDep
+    run_id: str, deps: EvaluationRunning, caller: Authorized, viewer: QualityViewerDep
 ) -> EvaluationRunOut:
     """One run: progress, and once done its aggregate and per-item results (404 unless you
     read every collection it read; what names a document you do not read is withheld)."""
-    return _run_out(evaluation_runs.get(deps, quality_viewer(container, caller), run_id))
+    return _run_out(evaluation_runs.get(deps, viewer, run_id))
 
 
 @router.get("/evaluations/runs/{run_id}/compare")
@@ -216,11 +208,10 @@ def compare_runs(
     deps: EvaluationRunning,
     caller: Authorized,
     before: Annotated[str, Query(min_length=1, max_length=32, description="the earlier run")],
-    container: ContainerDep,
+    viewer: QualityViewerDep,
 ) -> dict[str, Any]:
     """What changed since an earlier run: questions that got worse or better, the aggregate's
     change, documents added, removed or replaced, settings changed."""
-    viewer = quality_viewer(container, caller)
     earlier = evaluation_runs.get(deps, viewer, before)
     later = evaluation_runs.get(deps, viewer, run_id)
     return evaluation_runs.compare(earlier, later)
