@@ -134,7 +134,7 @@ class SearchScopes:
             kept = frozenset(
                 d.document_id
                 for d in documents
-                if filters.matches(_value_of(fields_of(d, names.get(d.collection_id)), d))
+                if filters.matches(field_values(fields_of(d, names.get(d.collection_id)), d))
             )
             return SearchScope(kept, key=key)
         return self._page_scope(tenant_id, documents, names, filters, key)
@@ -164,7 +164,7 @@ class SearchScopes:
             if verdict is None:
                 fields = fields_of(document, names.get(document.collection_id))
                 fields["page"] = page
-                verdict = filters.matches(_value_of(fields, document))
+                verdict = filters.matches(field_values(fields, document))
                 verdicts[(doc_index, page)] = verdict
             if verdict:
                 chunks.add(chunk_id)
@@ -172,7 +172,10 @@ class SearchScopes:
         return SearchScope(frozenset(kept_documents), frozenset(chunks), key=key)
 
 
-def _value_of(fields: dict[str, Any], facts: DocumentFacts) -> Callable[[str], Any]:
+def field_values(fields: dict[str, Any], facts: DocumentFacts) -> Callable[[str], Any]:
+    """What a filter reads of a document: its built-in `fields` (`fields_of`, with `page` when
+    judged per page) first, then its own metadata (None for a field it lacks)."""
+
     def value_of(field: str) -> Any:
         if field in fields:
             return fields[field]

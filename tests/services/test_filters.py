@@ -11,23 +11,25 @@ import pytest
 
 from app.errors import InvalidInput
 from app.services.document_metadata import checked_metadata
-from app.services.filters import document_fields, parse_filter
+from app.services.filters import parse_filter
+from app.services.search_scope import field_values, fields_of
+from app.storage.collections import DocumentFacts
 
-DOCUMENT = {
-    "source": "pump-manual.pdf",
-    "document_id": "doc_1",
-    "collection": ("col_1", "engineering"),
-    "content_type": "application/pdf",
-    "language": "en",
-    "uploaded_at": datetime(2026, 3, 14, 9, 30, tzinfo=UTC),
-    "uploaded_by": ("usr_1", "ada"),
-    "page": 7,
-    "metadata": {"team": "ops", "year": 2024, "draft": False, "tags": ["tide", "ferry"]},
-}
+DOCUMENT = DocumentFacts(
+    document_id="doc_1",
+    collection_id="col_1",
+    source="pump-manual.pdf",
+    uploaded_at=datetime(2026, 3, 14, 9, 30, tzinfo=UTC),
+    uploaded_by="usr_1",
+    uploaded_by_name="ada",
+    metadata={"team": "ops", "year": 2024, "draft": False, "tags": ["tide", "ferry"]},
+    language="en",
+)
 
 
 def matches(tree: Any) -> bool:
-    return parse_filter(tree).matches(document_fields(DOCUMENT))
+    fields = {**fields_of(DOCUMENT, "engineering"), "page": 7}  # as a search judges page 7
+    return parse_filter(tree).matches(field_values(fields, DOCUMENT))
 
 
 @pytest.mark.parametrize(
