@@ -162,7 +162,9 @@ def outcome(
         gold_shown=gold_shown,
         contains_gold=not answer.refused
         and any(contains_span(answer.text, gold) for gold in question.answers),
-        cites_gold=any(doc_map.get(c.document_id) in question.gold for c in answer.citations),
+        cites_gold=cites_gold(
+            (doc_map.get(c.document_id) for c in answer.citations), question.gold
+        ),
         shown_markers=shown,
         shown_invalid=invalid,
         dropped_markers=answer.dropped_markers,

@@ -38,6 +38,7 @@ from app.container import Container
 from app.providers.types import LLM
 from app.services.blocks.followups import Turn, fallback_question, standalone_question
 from eval.datasets import Question, load_task
+from eval.metrics import hit_at_k
 from eval.retrieval import RESULTS_DIR, git_commit, ingest_paragraphs, portable_model_id
 
 TENANT = "followups"
@@ -159,7 +160,8 @@ def evaluate(
             flush=True,
         )
         for way, query in asked.items():
-            hits[way].append(item.gold in top_paragraphs(container, doc_to_paragraph, query))
+            top = top_paragraphs(container, doc_to_paragraph, query)
+            hits[way].append(hit_at_k(top, {item.gold}, 5) == 1.0)
         if len(examples) < 5:
             examples.append(asked | {"first": item.first})
     result: dict[str, Any] = {
