@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import app.timing
+from app.api.deps import get_scope_of
 from app.api.routes.answers import search as search_route
 from app.api.schemas import SearchIn
 from app.config import Settings
@@ -124,7 +125,7 @@ def test_search_stages_cover_the_work_of_a_search(
             principal,
             container.retriever,
             container.request_limits,
-            container,
+            get_scope_of(container, principal),
         )
         assert body.results
         stages = body.timings
