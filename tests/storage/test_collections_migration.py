@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from alembic import command
 from sqlalchemy import text
 
 from app.config import Settings
@@ -22,10 +21,10 @@ from app.storage.chunks import ChunkStore
 from app.storage.collections import AccessStore
 from app.storage.db import Database, open_database
 from app.storage.documents import DocumentStore
-from app.storage.migrate import alembic_config
 from tests.fakes import FakeEmbedder
 from tests.fresh_database import fresh_postgres_database
 from tests.retrieval.memory_store import InMemoryVectorIndex, add_document
+from tests.storage.schema_revisions import migrate_to
 
 pytestmark = pytest.mark.integration
 
@@ -52,20 +51,9 @@ def database(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Databas
 
 def _at_0010(url: str) -> Iterator[Database]:
     database = open_database(url)  # migrates to head
-    _migrate(database, "0011")
+    migrate_to(database, "0011")
     yield database
     database.dispose()
-
-
-def _migrate(database: Database, revision: str) -> None:
-    config = alembic_config()
-    with database.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        if revision == "head":
-            command.upgrade(config, "head")
-        else:
-            command.downgrade(config, revision)
-        connection.commit()
 
 
 def _old_rows(database: Database, corpus: Corpus, embedder: FakeEmbedder) -> None:
@@ -119,7 +107,7 @@ def test_every_document_lands_in_general_and_every_result_stays_the_same(
     _old_rows(database, corpus, embedder)
     before = {tenant: _results(retriever, tenant, SearchScope()) for tenant in TEXTS}
 
-    _migrate(database, "head")
+    migrate_to(database, "head")
 
     store = AccessStore(database)
     resolver = AccessResolver(store)
@@ -143,6 +131,6 @@ def test_every_document_lands_in_general_and_every_result_stays_the_same(
         assert _results(retriever, tenant, everything) == before[tenant]
         assert _results(retriever, tenant, by_documents) == before[tenant]
     # The downgrade takes it all back, and the upgrade brings it again.
-    _migrate(database, "0011")
-    _migrate(database, "head")
+    migrate_to(database, "0011")
+    migrate_to(database, "head")
     assert set(AccessStore(database).graph("acme").collections) == {"general"}

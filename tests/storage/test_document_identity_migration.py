@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from alembic import command
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
@@ -18,8 +17,8 @@ from app.domain import document_id
 from app.jobs.store import JobStore
 from app.storage.db import Database, open_database
 from app.storage.documents import DocumentStore
-from app.storage.migrate import alembic_config
 from tests.fresh_database import fresh_postgres_database
+from tests.storage.schema_revisions import migrate_to
 
 pytestmark = pytest.mark.integration
 
@@ -40,20 +39,9 @@ def database(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Databas
 
 def _at_before(url: str) -> Iterator[Database]:
     database = open_database(url)  # migrates to head
-    _migrate(database, BEFORE)
+    migrate_to(database, BEFORE)
     yield database
     database.dispose()
-
-
-def _migrate(database: Database, revision: str) -> None:
-    config = alembic_config()
-    with database.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        if revision == "head":
-            command.upgrade(config, "head")
-        else:
-            command.downgrade(config, revision)
-        connection.commit()
 
 
 def _old_rows(database: Database) -> dict[str, str]:
@@ -103,7 +91,7 @@ def test_every_document_keeps_its_id_and_a_name_is_unique_per_collection(
 ) -> None:
     ids = _old_rows(database)
 
-    _migrate(database, "head")
+    migrate_to(database, "head")
 
     documents = DocumentStore(database)
     assert {d.source: d.document_id for d in documents.list(T, 10)} == ids
@@ -130,6 +118,6 @@ def test_every_document_keeps_its_id_and_a_name_is_unique_per_collection(
     assert old_job is not None and old_job.kind == "index" and old_job.collection_id is None
 
     # The downgrade takes it back (names unique per tenant again), and the upgrade again.
-    _migrate(database, BEFORE)
-    _migrate(database, "head")
+    migrate_to(database, BEFORE)
+    migrate_to(database, "head")
     assert {d.source: d.document_id for d in DocumentStore(database).list(T, 10)} == ids
