@@ -144,3 +144,15 @@ A11Y_AUDIT = """() => {
   }
   return { unnamed, low };
 }"""
+
+
+def sign_in_with_form(page: Any, url: str, username: str, password: str) -> None:
+    """Open the app at `url`, sign in through the form by its visible labels, and wait until it
+    greets `username`."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{url}/")
+    page.get_by_label("User name", exact=True).fill(username)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_text("Signed in as")).to_have_text(f"Signed in as {username}")

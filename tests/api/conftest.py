@@ -210,3 +210,11 @@ def browser() -> Iterator[Any]:
     """Headless Chromium (a fresh profile) for one test module's web-app tests."""
     with launched_chromium() as context:
         yield context
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh tab of the module's browser, closed after the test."""
+    opened = browser.new_page()
+    yield opened
+    opened.close()

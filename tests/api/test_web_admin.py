@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 from app.services.audit import ACTIONS
 from testkit.builders import text_document
 from testkit.live_server import LiveServer
+from tests.api.browser import sign_in_with_form
 
 pytestmark = pytest.mark.integration
 
@@ -91,11 +92,7 @@ def _bearer(credential: str) -> dict[str, str]:
 
 
 def _sign_in(page: Any, live: LiveServer, username: str, password: str = PASSWORD) -> None:
-    page.goto(f"{live.url}/")
-    page.get_by_label("User name", exact=True).fill(username)
-    page.get_by_label("Password", exact=True).fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_text("Signed in as")).to_have_text(f"Signed in as {username}")
+    sign_in_with_form(page, live.url, username, password)
 
 
 def _nav(page: Any) -> Any:

@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 from testkit.builders import text_document
 from testkit.live_server import LiveServer
+from tests.api.browser import sign_in_with_form
 
 pytestmark = pytest.mark.integration
 
@@ -58,19 +59,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.stop()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    opened = browser.new_page()
-    yield opened
-    opened.close()
-
-
 def _sign_in(page: Any, live: LiveServer, username: str) -> None:
-    page.goto(f"{live.url}/")
-    page.get_by_label("User name", exact=True).fill(username)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_text("Signed in as")).to_have_text(f"Signed in as {username}")
+    sign_in_with_form(page, live.url, username, PASSWORD)
 
 
 def _options(page: Any, label: str) -> list[str]:

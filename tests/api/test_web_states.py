@@ -81,13 +81,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.stop()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    opened = browser.new_page()
-    yield opened
-    opened.close()
-
-
 def _app_controls(page: Any) -> list[Any]:
     """What only a signed-in person may see, found the way a person finds it."""
     return [
