@@ -289,13 +289,8 @@ class JobStore:
             ).first()
             if running is not None:
                 return _record(running)
-            row = _new_reservation(tenant_id)
-            row.status = "queued"
-            row.kind = COLLECTION_DELETE
+            row = _new_queued(tenant_id, COLLECTION_DELETE, name, requested_by, documents)
             row.collection_id = collection_id
-            row.source = name
-            row.requested_by = requested_by
-            row.progress_total = documents
             session.add(row)
             session.flush()
             return _record(row)
@@ -312,12 +307,7 @@ class JobStore:
         """A queued `evaluation_run` job, counted in the tenant's queue quota like an upload;
         `add_run` writes the run's own row (keyed by the job's id) in the same transaction.
         JobLimitReached, writing nothing, when the tenant already has `active_limit` jobs."""
-        row = _new_reservation(tenant_id)
-        row.status = "queued"
-        row.kind = EVALUATION_RUN
-        row.source = set_name
-        row.requested_by = requested_by
-        row.progress_total = items
+        row = _new_queued(tenant_id, EVALUATION_RUN, set_name, requested_by, items)
         with self._db.session() as session:
             self._lock_tenant(session, tenant_id)
             if session.execute(_insert_below_limit(row, active_limit)).first() is None:
@@ -698,6 +688,20 @@ class JobStore:
                 .values(status="queued", progress_stage="queued", updated_at=now)
             )
             return int(requeued.rowcount)  # type: ignore[attr-defined]
+
+
+def _new_queued(
+    tenant_id: str, kind: str, source: str, requested_by: str | None, total: int
+) -> JobRow:
+    """A `queued` row of a job that is not an upload (a collection's deletion, an evaluation
+    run): what it works on by name, who asked, and how many steps it has."""
+    row = _new_reservation(tenant_id)
+    row.status = "queued"
+    row.kind = kind
+    row.source = source
+    row.requested_by = requested_by
+    row.progress_total = total
+    return row
 
 
 def _new_reservation(tenant_id: str) -> JobRow:
