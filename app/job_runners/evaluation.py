@@ -8,9 +8,10 @@ Who claims them, from the job table in its fair order, one at a time:
   a run with `answers: true` needs the API process's answer admission, so the API process's
   evaluation runner claims those (and only those), heart-beating like a worker.
 
-It yields to people: between items it pauses, and before asking for an answer it waits until
-no interactive answer is queued; answers then go through the same admission (the answer lane's
-limiter, counted against the tenant) as anyone's, on the app's event loop. Questions of a run
+It yields to people: between items it pauses, and its answers go through the same admission
+(the answer lane's limiter, counted against the tenant) as anyone's, on the app's event loop,
+as background work: a person's question waiting for a slot is admitted before them, even one
+that arrived later. Questions of a run
 are not written to the answer record (they are nobody's answers). A run searches and answers
 within the collections its starter's credential read when it started (an API key limited to
 some collections starts runs limited to them), narrowed by what that person reads when it
@@ -21,6 +22,7 @@ and starts over.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
@@ -188,15 +190,23 @@ class EvaluationRunner:
         loop = self._loop
         if loop is None:
             raise RuntimeError("answers need the app's event loop")
+        # Background: admitted only while no person's question waits for a slot, even one that
+        # comes after this; "" as the user: no answer record for a run's questions.
+        caller = Caller(tenant_id, "", background=True)
         lane = self._deps.lane()
-        while lane.answers.waiting > 0 and not self._stop.is_set():
-            time.sleep(0.1)  # people are queued for an answer slot: they go first
-        caller = Caller(tenant_id, "")  # "": no answer record for a run's questions
         coroutine = answer_service.answer(lane, self._deps.answers(), caller, question, None, scope)
-        answered: AnsweredQuestion = asyncio.run_coroutine_threadsafe(coroutine, loop).result(
-            ANSWER_TIMEOUT_S
-        )
-        return answered
+        pending = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            try:
+                answered: AnsweredQuestion = pending.result(timeout=0.5)
+                return answered
+            except concurrent.futures.TimeoutError:
+                continue
+        pending.cancel()  # leaves the admission queue, or stops the answer
+        if self._stop.is_set():
+            raise _Stopped
+        raise TimeoutError(f"no answer within {ANSWER_TIMEOUT_S:g} s")
 
 
 class _Stopped(Exception):

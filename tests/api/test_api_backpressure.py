@@ -1,7 +1,8 @@
 """Backpressure on answers through a real uvicorn server: bounded answers and streams, fast
 429/503 with Retry-After, cache hits without a slot, LLM work off the default threadpool, and a
 client that hangs up mid-stream (/query/stream, /v1/chat/completions, a conversation turn)
-freeing the model and its slots at once.
+freeing the model and its slots at once, and an evaluation run's answers waiting behind
+people's questions.
 
 The server runs in this process (tests/api/thread_server.py) so the tests can swap in a scripted
 model and read the limiters' counts and the model lock; everything else is the real stack.
@@ -71,10 +72,12 @@ class GatedLLM:
     def __init__(self) -> None:
         self.gate = threading.Event()
         self.threads: list[str] = []
+        self.questions: list[str] = []  # in the order the model was asked
         self.inside = 0
 
     def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
         self.threads.append(threading.current_thread().name)
+        self.questions.append(request.grounding.question if request.grounding else "")
         self.inside += 1
         try:
             self.gate.wait(timeout=120)
@@ -389,3 +392,48 @@ def test_open_streams_are_capped_per_user_and_in_total(tmp_path: Path) -> None:
         for done in (first.result(), second.result()):
             assert done.status_code == 200 and "event: done" in done.text
         assert wait_until(lambda: lane.streams.running == 0 and lane.answers.running == 0)
+
+
+def test_a_question_asked_while_a_run_waits_for_an_answer_slot_is_answered_first(
+    tmp_path: Path,
+) -> None:
+    with _server(tmp_path, answer_max_concurrent=1) as server:
+        asker, later = _tenant_with_manual(server, "ship", "asker", "later")
+        made = httpx.post(
+            f"{server.url}/evaluations/sets",
+            json={
+                "name": "valves",
+                "items": [
+                    {"question": "Torque of valve V-009?", "expected": [{"source": "valves.txt"}]}
+                ],
+            },
+            headers=asker.headers,
+        )
+        assert made.status_code == 201, made.text
+        llm = GatedLLM()
+        _use_model(server, llm)
+        lane = server.container.answer_lane
+        try:
+            first = _in_background(lambda: asker.query("Torque of valve V-001?", timeout=90))
+            assert wait_until(lambda: llm.inside == 1)  # the only answer slot is taken
+            run = httpx.post(
+                f"{server.url}/evaluations/runs",
+                json={"set_id": made.json()["set_id"], "answers": True},
+                headers=asker.headers,
+            )
+            assert run.status_code == 202, run.text
+            assert wait_until(lambda: lane.answers.waiting == 1, 60)  # the run's answer
+            second = _in_background(lambda: later.query("Torque of valve V-002?", timeout=90))
+            assert wait_until(lambda: lane.answers.waiting == 2)
+        finally:
+            llm.gate.set()
+        assert first.result().status_code == 200 and second.result().status_code == 200
+        run_url = f"{server.url}/evaluations/runs/{run.json()['run_id']}"
+        assert wait_until(
+            lambda: httpx.get(run_url, headers=asker.headers).json()["status"] == "done", 60
+        )
+        assert llm.questions == [
+            "Torque of valve V-001?",
+            "Torque of valve V-002?",  # came after the run's answer, admitted before it
+            "Torque of valve V-009?",
+        ]
