@@ -752,6 +752,7 @@ class Container:
         if serving:
             _ = self.token_codec, self.rate_limiter, self.login_guard, self.authenticator
             self.audit_log.prune_now_and_then()
+            self.answer_log.prune_now_and_then()  # records past RAG_ANSWER_LOG_DAYS
             self.users.warm_up()
             load = getattr(self.llm, "warm_up", None)  # only in-process models have weights
             if callable(load):

@@ -163,6 +163,9 @@ def _feedback_deps(container: ContainerDep) -> FeedbackDeps:
 
 
 def _answer_records(container: ContainerDep) -> AnswerRecordStore:
+    """The answer record, read after dropping what is past its days (at most hourly, as on a
+    write and at start-up): a process whose tenants ask nothing new still forgets old answers."""
+    container.answer_log.prune_now_and_then()
     return container.answer_log.store
 
 

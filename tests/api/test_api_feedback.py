@@ -11,14 +11,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
+from conftest import ApiFactory, ApiHarness, ApiUser, api_settings, assert_error_body
+from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from app import metrics
+from app.main import create_app
+from app.services.blocks.answer_log import new_answer_id
+from app.storage.answer_records import AnswerRecord
+from app.storage.db import utc_now
 from testkit.builders import pdf_document
 
 pytestmark = pytest.mark.integration
@@ -359,3 +365,35 @@ def test_the_record_and_feedback_name_only_documents_the_person_still_reads(
     grant([{"user_id": member.user_id, "permission": "read"}])
     allowed = rate(api, member, answer_id, rating="down", expected=[{"document_id": minutes}])
     assert allowed.status_code == 200, allowed.text
+
+
+def _old_record(harness: ApiHarness, user: ApiUser, question: str) -> str:
+    """A record of `user`'s, written 40 days ago (the record keeps 30)."""
+    answer_id = new_answer_id()
+    when = utc_now() - timedelta(days=40)
+    record = AnswerRecord(answer_id, user.tenant, user.user_id, when, question=question)
+    harness.container.answer_log.store.add(record)
+    return answer_id
+
+
+def listed_questions(harness: ApiHarness, admin: ApiUser) -> list[str]:
+    listing = harness.client.get("/answers", params={"all": "true"}, headers=admin.headers)
+    assert listing.status_code == 200, listing.text
+    return [record["question"] for record in listing.json()["data"]]
+
+
+def test_records_past_their_days_go_at_start_up_and_before_a_read_without_new_answers(
+    tmp_path: Path,
+) -> None:
+    settings = api_settings(tmp_path / "data", answer_log_days=30)
+    with TestClient(create_app(settings)) as client:
+        harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
+        admin = harness.add_user("quality-retention")
+        before_restart = _old_record(harness, admin, "Asked before the restart?")
+    with TestClient(create_app(settings)) as client:  # a restart, nothing asked or read since
+        harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
+        store = harness.container.answer_log.store
+        assert store.get(admin.tenant, before_restart) is None
+        _old_record(harness, admin, "Asked long before the read?")
+        harness.container.answer_log._pruned_at = None  # an hour has passed since start-up
+        assert listed_questions(harness, admin) == []

@@ -134,7 +134,8 @@ class AnswerLog:
             log.exception("answer record not written", extra={"answer_id": finished.answer_id})
 
     def prune_now_and_then(self) -> int:
-        """Delete records past their days, if this process has not done so lately."""
+        """Delete records past their days, if this process has not done so lately (called at
+        start-up, after a record is written and before the record is read)."""
         now = time.monotonic()
         with self._lock:
             if self._pruned_at is not None and now - self._pruned_at < PRUNE_EVERY_S:
