@@ -303,6 +303,8 @@ class Container:
             scope_of_user=self.scope_of_user,
             lane=lambda: self.answer_lane,
             answers=lambda: self.answer_deps,
+            query_rate=self.rate_limiter.hit,
+            query_per_minute=settings.rate_limit_query_per_minute,
             max_running_per_tenant=settings.max_running_jobs_per_tenant,
             heartbeat_s=settings.job_heartbeat_s,
         )

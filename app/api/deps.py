@@ -44,7 +44,7 @@ from app.services.webhooks import DocumentEvents, WebhookDeps
 from app.storage.answer_records import AnswerRecordStore
 from app.storage.collections import AccessStore
 from app.storage.conversations import ConversationStore
-from app.storage.rate_limit import RateLimiter, retry_after_header
+from app.storage.rate_limit import RateLimiter, query_rate_key, retry_after_header
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -365,7 +365,7 @@ def _limit(
 def limit_queries(container: ContainerDep, principal: Principal) -> None:
     """429 when the caller exceeds the per-user query/search rate."""
     per_minute = container.settings.rate_limit_query_per_minute
-    _limit(container, f"query:{principal.user_id}", per_minute)
+    _limit(container, query_rate_key(principal.user_id), per_minute)
 
 
 def limit_pages(container: ContainerDep, principal: Principal) -> None:
