@@ -8,15 +8,20 @@ question in the test bench. Signed out, and as a reader, none of the Quality sec
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 from browser import A11Y_AUDIT, artifacts_dir, screenshot
 from playwright.sync_api import expect
+from sqlalchemy import create_engine, delete, select
+from sqlalchemy.orm import Session
 
+from app.storage.tables import EvaluationRunRow
 from testkit.builders import pdf_document, text_document
 from testkit.live_server import LiveServer
 
@@ -313,3 +318,69 @@ def test_the_admin_opens_the_record_of_a_rated_answer(live: LiveServer, browser:
     assert member.get_by_role("button", name="Open answer record").count() == 0
     assert member.get_by_role("region", name="Answer record").filter(visible=True).count() == 0
     member.close()
+
+
+def _copies(live: LiveServer, row: Any, where: Any, changes: list[dict[str, Any]]) -> None:
+    """Add copies of the one row `where` selects, each with its `changes` (test setup straight
+    in the server's database, where the API would take minutes to make as many)."""
+    engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
+    with Session(engine) as session:
+        original = session.scalars(select(row).where(where)).one()
+        values = {a.key: getattr(original, a.key) for a in row.__mapper__.column_attrs}
+        session.add_all(row(**{**values, **change}) for change in changes)
+        session.commit()
+    engine.dispose()
+
+
+def test_the_chart_shows_the_newest_runs_by_date_and_pages_back(
+    live: LiveServer, browser: Any
+) -> None:
+    sets = api(live, "ada", "GET", "/evaluations/sets")["data"]
+    set_id = next(s["set_id"] for s in sets if s["name"] == "From feedback")
+    runs = api(live, "ada", "GET", "/evaluations/runs", params={"set_id": set_id})["data"]
+    newest = runs[-1]
+    # 110 older runs, a year back and a day apart, whose page MRR@10 is 0.25.
+    first = runs[0]
+    when = datetime.fromisoformat(first["created_at"]) - timedelta(days=365)
+    summary = json.dumps({**first["summary"], "page_mrr@10": 0.25})
+    _copies(
+        live,
+        EvaluationRunRow,
+        EvaluationRunRow.run_id == first["run_id"],
+        [
+            {
+                "run_id": f"run_old{i:03d}",
+                "created_at": when + timedelta(days=i),
+                "updated_at": when + timedelta(days=i),
+                "summary": summary,
+            }
+            for i in range(110)
+        ],
+    )
+    page = sign_in(browser, live, "ada")
+    page.get_by_role("link", name="Quality").click()
+    page.get_by_label("Test set", exact=True).select_option(value=set_id)
+    chart = page.get_by_role("img", name="Page MRR@10")
+    dots = chart.locator("circle")
+    expect(dots).to_have_count(100)
+    values = [float(v) for v in dots.evaluate_all("(d) => d.map((e) => e.dataset.value)")]
+    # The newest hundred: the two real runs last, after 98 of the old ones.
+    assert values[-1] == pytest.approx(newest["summary"]["page_mrr@10"])
+    assert values[:98] == [0.25] * 98
+    day = datetime.fromisoformat(newest["created_at"])
+    labels = chart.locator("text").all_text_contents()
+    assert "Run 1" not in labels and str(day.day) in labels[-1], labels
+    assert any(day.strftime("%b") in label for label in labels), labels
+    pager = page.get_by_role("group", name="Pages of runs")
+    expect(pager).to_contain_text("Runs 13–112 of 112")
+    pager.get_by_role("button", name="Previous").click()
+    expect(pager).to_contain_text("Runs 1–100 of 112")
+    expect(dots).to_have_count(100)
+    older = [float(v) for v in dots.evaluate_all("(d) => d.map((e) => e.dataset.value)")]
+    assert older == [0.25] * 100
+    page.locator("#eval-chart-figure").screenshot(path=str(artifacts_dir() / "chart-dates.png"))
+    page.close()
+    engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
+    with Session(engine) as session, session.begin():
+        session.execute(delete(EvaluationRunRow).where(EvaluationRunRow.run_id.like("run_old%")))
+    engine.dispose()

@@ -6,11 +6,12 @@ import { openAnswerRecord, resetAnswerRecord } from "./answer_record.js";
 import { json, request } from "./api.js";
 import { loadBenchPickers, testRetrieval } from "./bench.js";
 import { lineChart } from "./chart.js";
-import { counted, describeError, element, formatTime, sleep } from "./format.js";
+import { counted, describeError, drawPager, element, formatTime, sleep } from "./format.js";
 import { roleAtLeast } from "./roles.js";
 
 const $ = (id) => document.getElementById(id);
 const RATES = new Set(["latency_p95_ms"]);
+const RUNS_PAGE = 100; // runs on the chart and in the table at once; the pager goes back further
 let runs = [];
 let polling = 0; // the poll loop's ticket: a newer one (or a reset) stops the older
 
@@ -28,12 +29,19 @@ function drawChart() {
   $("eval-chart-figure").hidden = done.length === 0;
   if (done.length === 0) return;
   const metric = $("eval-metric").value;
-  const points = done.map((run, i) => ({ x: `Run ${i + 1}`, y: run.summary[metric] ?? null }));
+  const points = done.map((run) => ({ x: runDate(run.created_at), y: run.summary[metric] ?? null }));
   $("eval-chart").replaceChildren(lineChart(metricName(), points, { isRate: !RATES.has(metric) }));
   const last = done[done.length - 1];
   $("eval-chart-caption").textContent =
     `${metricName()} over ${done.length} run${done.length === 1 ? "" : "s"}; latest ` +
     `${value(last.summary[metric])} (${formatTime(last.created_at)}).`;
+}
+
+// Under a point of the chart: the run's day and time, short.
+function runDate(iso) {
+  const when = new Date(iso);
+  if (Number.isNaN(when.getTime())) return iso;
+  return when.toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 }
 
 function runRow(run, index) {
@@ -106,13 +114,27 @@ async function showFailures(run, previous) {
   }
 }
 
-async function loadRuns() {
+// The runs of the chosen set from `offset` (oldest first); none given: the newest page.
+async function loadRuns(offset) {
   const setId = $("eval-set").value;
+  const pager = $("eval-runs-pager");
   if (!setId) {
     runs = [];
+    pager.replaceChildren();
   } else {
-    const listing = await json(`/evaluations/runs?set_id=${encodeURIComponent(setId)}&limit=100`);
+    const listed = (from) =>
+      json(`/evaluations/runs?${new URLSearchParams({ set_id: setId, limit: RUNS_PAGE, offset: from })}`);
+    let from = offset ?? 0;
+    let listing = await listed(from);
+    if (offset === undefined && listing.count > RUNS_PAGE) {
+      from = listing.count - RUNS_PAGE;
+      listing = await listed(from);
+    }
     runs = listing.data;
+    drawPager(pager, { offset: from, limit: RUNS_PAGE, count: listing.count, label: "Runs" },
+      (next) => loadRuns(next).catch((error) => {
+        $("eval-status").textContent = describeError(error, "Loading the runs");
+      }));
   }
   $("eval-runs-table").hidden = runs.length === 0;
   $("eval-runs-body").replaceChildren(...runs.map(runRow));
@@ -273,6 +295,7 @@ export function resetQuality() {
   $("eval-set").replaceChildren();
   $("eval-runs-body").replaceChildren();
   $("eval-runs-table").hidden = true;
+  $("eval-runs-pager").replaceChildren();
   $("eval-chart").replaceChildren();
   $("eval-chart-figure").hidden = true;
   $("eval-failures").hidden = true;
