@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 from sqlalchemy import create_engine, delete, select
 from sqlalchemy.orm import Session
 
-from app.storage.tables import EvaluationRunRow
+from app.storage.tables import DocumentRow, EvaluationRunRow
 from testkit.builders import pdf_document, text_document
 from testkit.live_server import LiveServer
 
@@ -384,3 +384,46 @@ def test_the_chart_shows_the_newest_runs_by_date_and_pages_back(
     with Session(engine) as session, session.begin():
         session.execute(delete(EvaluationRunRow).where(EvaluationRunRow.run_id.like("run_old%")))
     engine.dispose()
+
+
+def test_the_bench_finds_any_document_by_typing_its_name(live: LiveServer, browser: Any) -> None:
+    manual = next(
+        d for d in api(live, "max", "GET", "/documents")["data"] if d["source"] == "manual.pdf"
+    )
+    newer = datetime.fromisoformat(manual["uploaded_at"]) + timedelta(minutes=1)
+    # 120 newer documents (records only): the manual is far past the first page of the listing.
+    _copies(
+        live,
+        DocumentRow,
+        DocumentRow.document_id == manual["document_id"],
+        [
+            {
+                "document_id": f"doc_filler{i:03d}",
+                "source": f"filler-{i:03d}.txt",
+                "uploaded_at": newer + timedelta(seconds=i),
+                "updated_at": newer + timedelta(seconds=i),
+            }
+            for i in range(120)
+        ],
+    )
+    try:
+        page = sign_in(browser, live, "max")
+        page.get_by_role("link", name="Quality").click()
+        picker = page.get_by_label("Only in the document")
+        expect(page.get_by_text("type more of the name to find the others")).to_be_visible()
+        assert picker.locator("option", has_text="manual.pdf").count() == 0
+        page.get_by_label("Find a document by name").fill("manu")
+        expect(picker.locator("option")).to_have_text(["Any document", "manual.pdf"])
+        expect(page.get_by_text("1 document whose name starts with “manu”.")).to_be_visible()
+        picker.select_option(label="manual.pdf")
+        page.get_by_label("Text to search for").fill("When is the canteen closed?")
+        page.get_by_role("button", name="Test retrieval").click()
+        expect(passages(page).first).to_be_visible()
+        sources = passages(page).locator("strong").all_text_contents()
+        assert sources and set(sources) == {"manual.pdf"}, sources
+        page.close()
+    finally:
+        engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
+        with Session(engine) as session, session.begin():
+            session.execute(delete(DocumentRow).where(DocumentRow.document_id.like("doc_filler%")))
+        engine.dispose()
