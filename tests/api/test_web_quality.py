@@ -12,11 +12,12 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from browser import A11Y_AUDIT, artifacts_dir, screenshot
+from browser import A11Y_AUDIT, artifacts_dir, launched_chromium, screenshot
 from playwright.sync_api import expect
 from sqlalchemy import create_engine, delete, select
 from sqlalchemy.orm import Session
@@ -88,6 +89,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         time.sleep(0.2)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium that keeps what the page saves (the exports are read back)."""
+    with launched_chromium(downloads=True) as context:
+        yield context
 
 
 def sign_in(browser: Any, live: LiveServer, username: str) -> Any:
@@ -318,6 +326,76 @@ def test_the_admin_opens_the_record_of_a_rated_answer(live: LiveServer, browser:
     assert member.get_by_role("button", name="Open answer record").count() == 0
     assert member.get_by_role("region", name="Answer record").filter(visible=True).count() == 0
     member.close()
+
+
+def saved_lines(page: Any, button: str) -> list[dict[str, Any]]:
+    """Click the export button named `button` and read back the JSON lines the page saved."""
+    with page.expect_download() as saving:
+        page.get_by_role("button", name=button).click()
+    path = saving.value.path()
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def test_a_member_uploads_test_set_files_and_runs_one_with_answers(
+    live: LiveServer, browser: Any, tmp_path: Path
+) -> None:
+    reader = sign_in(browser, live, "rex")
+    assert reader.get_by_role("link", name="Quality").filter(visible=True).count() == 0
+    assert reader.get_by_label("Test set file (JSONL or CSV)").filter(visible=True).count() == 0
+    reader.close()
+    items = [
+        {"question": QUESTION, "expected": [{"source": "manual.pdf", "page": 1}]},
+        {"question": "What is the airspeed of an unladen swallow?", "answerable": False},
+    ]
+    jsonl = tmp_path / "seal.jsonl"
+    jsonl.write_text("".join(json.dumps(item) + "\n" for item in items))
+    csv = tmp_path / "crane.csv"
+    csv.write_text(
+        "question,source,page,answerable\nWhat is tested on the crane?,manual.pdf,3,true\n"
+    )
+    page = sign_in(browser, live, "max")
+    page.get_by_role("link", name="Quality").click()
+    for path, name, count in ((csv, "crane", 1), (jsonl, "seal", 2)):
+        page.get_by_label("Name of the uploaded set").fill(name)
+        page.get_by_label("Test set file (JSONL or CSV)").set_input_files(str(path))
+        page.get_by_role("button", name="Upload set").click()
+        expect(page.get_by_role("status").filter(has_text=f"“{name}” uploaded")).to_contain_text(
+            f"{count} question"
+        )
+        expect(page.get_by_label("Test set", exact=True).locator("option:checked")).to_have_text(
+            f"{name} ({count} question{'s' if count > 1 else ''})"
+        )
+    page.get_by_label("Also let the model answer (slower)").check()
+    page.get_by_role("button", name="Run evaluation").click()
+    runs_table = page.get_by_role("table", name="Runs of this set")
+    expect(runs_table.get_by_role("row").nth(1)).to_contain_text("done", timeout=120_000)
+    # The member sees neither the feedback nor the answer records' export and delete.
+    for name in ("Export as JSONL", "Export answer records", "Delete answer records"):
+        assert page.get_by_role("button", name=name).filter(visible=True).count() == 0, name
+    set_id = page.get_by_label("Test set", exact=True).input_value()
+    page.close()
+    (run,) = api(live, "max", "GET", "/evaluations/runs", params={"set_id": set_id})["data"]
+    assert run["answers"] is True
+    results = api(live, "max", "GET", f"/evaluations/runs/{run['run_id']}")["results"]
+    assert [r["question"] for r in results] == [item["question"] for item in items]
+    assert all("answer" in r for r in results), results  # the model answered every item
+    assert results[1]["answer"]["refused"] is True
+    assert run["summary"]["refused_unanswerable"] == 1.0
+
+
+def test_the_admin_exports_feedback_as_jsonl(live: LiveServer, browser: Any) -> None:
+    page = sign_in(browser, live, "ada")
+    page.get_by_role("link", name="Quality").click()
+    rows = page.get_by_role("table", name="Ratings of answers, newest first").get_by_role("row")
+    expect(rows.filter(has_text=QUESTION)).to_be_visible()
+    saved = saved_lines(page, "Export as JSONL")
+    listed = api(live, "ada", "GET", "/feedback")["data"]
+    assert [line["answer_id"] for line in saved] == [entry["answer_id"] for entry in listed]
+    assert saved[0]["question"] == QUESTION and saved[0]["rating"] == "down"
+    page.get_by_label("Rating", exact=True).select_option(label="Helpful")
+    expect(page.get_by_role("status").filter(has_text="No feedback yet.")).to_be_visible()
+    assert saved_lines(page, "Export as JSONL") == []
+    page.close()
 
 
 def _copies(live: LiveServer, row: Any, where: Any, changes: list[dict[str, Any]]) -> None:
