@@ -505,3 +505,39 @@ def test_the_bench_finds_any_document_by_typing_its_name(live: LiveServer, brows
         with Session(engine) as session, session.begin():
             session.execute(delete(DocumentRow).where(DocumentRow.document_id.like("doc_filler%")))
         engine.dispose()
+
+
+def test_the_admin_exports_and_deletes_the_answer_records(live: LiveServer, browser: Any) -> None:
+    page = sign_in(browser, live, "ada")
+    page.get_by_role("link", name="Quality").click()
+    records = api(live, "ada", "GET", "/answers", params={"all": "true", "limit": 100})
+    assert records["count"] >= 1
+    saved = saved_lines(page, "Export answer records")
+    assert sorted(line["answer_id"] for line in saved) == sorted(
+        r["answer_id"] for r in records["data"]
+    )
+    assert QUESTION in {line["question"] for line in saved}
+    # From before a day long past: nothing goes.
+    page.get_by_label("Delete only those from before (empty: all)").fill("2020-01-01")
+    page.get_by_role("button", name="Delete answer records").click()
+    page.get_by_role("dialog", name="Delete answer records?").get_by_role(
+        "button", name="Delete records"
+    ).click()
+    status = page.get_by_role("region", name="Records of all answers").get_by_role("status")
+    expect(status).to_have_text("0 answer records deleted.")
+    page.get_by_label("Delete only those from before (empty: all)").fill("")
+    page.get_by_role("button", name="Delete answer records").click()
+    page.get_by_role("dialog", name="Delete answer records?").get_by_role(
+        "button", name="Cancel"
+    ).click()
+    assert api(live, "ada", "GET", "/answers", params={"all": "true"})["count"] == records["count"]
+    page.get_by_role("button", name="Delete answer records").click()
+    page.get_by_role("dialog", name="Delete answer records?").get_by_role(
+        "button", name="Delete records"
+    ).click()
+    count = records["count"]
+    expect(status).to_have_text(f"{count} answer record{'' if count == 1 else 's'} deleted.")
+    assert api(live, "ada", "GET", "/answers", params={"all": "true"})["count"] == 0
+    audit = page.evaluate(A11Y_AUDIT)
+    assert audit["unnamed"] == [] and audit["low"] == [], audit
+    page.close()

@@ -83,6 +83,17 @@ export async function json(path, options = {}) {
   return response.status === 204 ? null : response.json();
 }
 
+// Saves what `path` answers as a file named `filename` (an export), through the browser's
+// download; the object URL is freed once the download has had time to take it.
+export async function saveFile(path, filename) {
+  const response = await request(path);
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(await response.blob());
+  link.download = filename;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+}
+
 // The organisation (tenant id) is remembered on this device, across tabs and restarts: it is
 // not a secret, and people should not have to type it at every sign-in.
 const ORGANISATION_KEY = "rag.organisation";

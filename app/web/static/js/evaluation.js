@@ -2,8 +2,8 @@
 // and the questions a run missed, each opening in the test bench. Admins also see the feedback
 // list here and can make a set from it.
 
-import { openAnswerRecord, resetAnswerRecord } from "./answer_record.js";
-import { json, request } from "./api.js";
+import { openAnswerRecord, resetAnswerRecord, setUpAnswerRecords } from "./answer_record.js";
+import { json, request, saveFile } from "./api.js";
 import { loadBenchPickers, testRetrieval } from "./bench.js";
 import { lineChart } from "./chart.js";
 import { counted, describeError, drawPager, element, formatTime, sleep } from "./format.js";
@@ -266,10 +266,7 @@ async function exportFeedback() {
   try {
     const query = new URLSearchParams({ format: "jsonl" });
     if ($("feedback-rating").value) query.set("rating", $("feedback-rating").value);
-    const response = await request(`/feedback?${query}`);
-    const link = element("a", { attrs: { href: URL.createObjectURL(await response.blob()), download: "feedback.jsonl" } });
-    link.click();
-    URL.revokeObjectURL(link.href);
+    await saveFile(`/feedback?${query}`, "feedback.jsonl");
   } catch (error) {
     $("feedback-list-status").textContent = describeError(error, "The export");
   }
@@ -315,4 +312,5 @@ export function setUpQuality() {
   $("eval-upload-form").addEventListener("submit", uploadSet);
   $("feedback-rating").addEventListener("change", loadFeedback);
   $("feedback-export").addEventListener("click", exportFeedback);
+  setUpAnswerRecords();
 }
