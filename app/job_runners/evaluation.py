@@ -135,14 +135,20 @@ class EvaluationRunner:
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
-                if len(active) < MAX_INTERLEAVED and (self._wake.is_set() or now >= claim_at):
-                    self._wake.clear()
+                woken = self._wake.is_set()
+                self._wake.clear()  # (full: a freed place claims at the next poll)
+                if len(active) < MAX_INTERLEAVED and (woken or now >= claim_at):
                     claim_at = now + self._poll
                     while len(active) < MAX_INTERLEAVED and (claimed := self._claim()):
                         beats[claimed.job_id] = Heartbeat(
                             deps.jobs, claimed.job_id, deps.heartbeat_s
                         ).__enter__()
-                        execution = self._begin(claimed)
+                        try:
+                            execution = self._begin(claimed)
+                        except Exception:  # the database, say: its heartbeat stops, and the
+                            # stale-job sweep puts it back in the queue
+                            log.exception("could not start an evaluation run")
+                            execution = None
                         if execution is None:
                             beats.pop(claimed.job_id).__exit__(None, None, None)
                         else:
