@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 from anyio import to_thread
 
@@ -25,10 +26,17 @@ ENDED = ("done", "failed")
 
 
 async def wait_for_job(
-    deps: UploadDeps, *, tenant_id: str, job_id: str, wait_s: float, recheck_s: float = RECHECK_S
+    deps: UploadDeps,
+    *,
+    tenant_id: str,
+    job_id: str,
+    wait_s: float,
+    recheck_s: float = RECHECK_S,
+    check: Callable[[JobRecord], None] | None = None,
 ) -> JobRecord:
     """The tenant's job once it has ended, or its state after `wait_s` seconds; NotFound as
-    `get_job`."""
+    `get_job`. `check` is given the job first read (in the same worker thread, before any
+    wait): it raises to refuse a caller who may not see the job."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(max(wait_s, 0.0), MAX_WAIT_S)
     rang = asyncio.Event()
@@ -37,8 +45,13 @@ async def wait_for_job(
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
             loop.call_soon_threadsafe(rang.set)
 
+    unchecked = [check] if check is not None else []
+
     def read() -> JobRecord:
-        return get_job(deps, tenant_id=tenant_id, job_id=job_id)
+        job = get_job(deps, tenant_id=tenant_id, job_id=job_id)
+        while unchecked:
+            unchecked.pop()(job)
+        return job
 
     with deps.jobs.endings.watching(job_id, wake):
         while True:
