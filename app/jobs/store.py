@@ -510,10 +510,11 @@ class JobStore:
 
     def mark_done_many(self, done: Sequence[JobDone]) -> None:
         """`mark_done` for several jobs, in one transaction."""
+        ended = []
         with self._db.session() as session:
             for job in done:
                 warnings = job.warnings
-                _finish(
+                ended += _finish(
                     session,
                     job.job_id,
                     status="done",
@@ -527,21 +528,21 @@ class JobStore:
                     error=None,
                     warnings=json.dumps(list(warnings), ensure_ascii=False) if warnings else None,
                 )
-        self.endings.ended(job.job_id for job in done)
+        self.endings.ended(ended)
 
     def mark_failed(self, job_id: str, error: str, code: str = "ingestion_failed") -> None:
         """Finish a job with a stable code and a message (shown to users only for codes of
         client-side errors, see `app.errors.public_job_error`)."""
         detail = error.strip() or "ingestion failed for an unknown reason"
         with self._db.session() as session:
-            _finish(
+            ended = _finish(
                 session,
                 job_id,
                 status="failed",
                 progress_stage="failed",
                 **_job_error(code, detail),
             )
-        self.endings.ended([job_id])
+        self.endings.ended(ended)
 
     def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:
         """Touch a processing job (at `now`, default the current time) so `requeue_stale` leaves
@@ -781,10 +782,16 @@ def _insert_below_limit(row: JobRow, active_limit: int) -> ReturningInsert[str]:
     return insert(JobRow).from_select([c.key for c in columns], values).returning(JobRow.job_id)
 
 
-def _finish(session: Session, job_id: str, **final: Any) -> None:
+def _finish(session: Session, job_id: str, **final: Any) -> list[JobRecord]:
+    """End a job in `session`: the job as ended ([] when there is no such job)."""
     # Leaving the batch and the final status are one transaction: a finished job is never
     # still a batch member, and a batch member is never finished.
     session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
-    session.execute(
-        update(JobRow).where(JobRow.job_id == job_id).values(**final, updated_at=utc_now())
+    statement = (
+        update(JobRow)
+        .where(JobRow.job_id == job_id)
+        .values(**final, updated_at=utc_now())
+        .returning(JobRow)
     )
+    rows = session.scalars(statement, execution_options={"synchronize_session": False})
+    return [_record(row) for row in rows]

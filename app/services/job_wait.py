@@ -2,7 +2,8 @@
 done or failed, or after S seconds (at most `MAX_WAIT_S`) with its state then.
 
 A client that uploads a file and waits for it learns of the end at once, without polling: the
-job store rings the job's watchers when a worker of this process records its end. A job ended
+job store rings the job's watchers when a worker of this process records its end, handing them
+the ended job (so the answer needs no read of its own). A job ended
 in another process (a Redis worker) rings nothing here, so the waiter also reads the job again
 every `RECHECK_S`. The wait is on the event loop, never in a thread: a thousand waiting clients
 hold no thread of the pool the other requests share.
@@ -40,25 +41,31 @@ async def wait_for_job(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(max(wait_s, 0.0), MAX_WAIT_S)
     rang = asyncio.Event()
+    ended: list[JobRecord] = []  # the job as its end was committed, once rung
 
-    def wake() -> None:  # called from the worker thread that recorded the end
+    def wake(job: JobRecord) -> None:  # called from the worker thread that recorded the end
+        ended.append(job)
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
             loop.call_soon_threadsafe(rang.set)
 
-    unchecked = [check] if check is not None else []
-
-    def read() -> JobRecord:
+    def first_read() -> JobRecord:  # the tenant's job (NotFound otherwise), then `check`
         job = get_job(deps, tenant_id=tenant_id, job_id=job_id)
-        while unchecked:
-            unchecked.pop()(job)
+        if check is not None:
+            check(job)
         return job
 
+    def read() -> JobRecord:
+        return get_job(deps, tenant_id=tenant_id, job_id=job_id)
+
     with deps.jobs.endings.watching(job_id, wake):
-        while True:
-            rang.clear()  # before the read: an end committed after it rings again
-            job = await to_thread.run_sync(read)
+        job = await to_thread.run_sync(first_read)
+        while job.status not in ENDED:
             left = deadline - loop.time()
-            if job.status in ENDED or left <= 0:
+            if left <= 0:
                 return job
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(rang.wait(), timeout=min(left, recheck_s))
+            rang.clear()  # before the read: an end committed after it rings again
+            # Rung by this process's worker: the job as it ended, nothing to read.
+            job = ended[-1] if ended else await to_thread.run_sync(read)
+        return job
