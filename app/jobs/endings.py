@@ -12,23 +12,28 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from app.jobs.store import JobRecord
-
-Wake = Callable[["JobRecord"], None]
+from typing import Generic, Protocol, TypeVar
 
 
-class JobEndings:
+class EndedJob(Protocol):
+    """What a watcher is handed: a job (its record) by id."""
+
+    @property
+    def job_id(self) -> str: ...
+
+
+Job = TypeVar("Job", bound=EndedJob)
+
+
+class JobEndings(Generic[Job]):
     """Callbacks per job id, called (from the thread that ended the job) with the ended job."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._watchers: dict[str, list[Wake]] = {}
+        self._watchers: dict[str, list[Callable[[Job], None]]] = {}
 
     @contextmanager
-    def watching(self, job_id: str, wake: Wake) -> Iterator[None]:
+    def watching(self, job_id: str, wake: Callable[[Job], None]) -> Iterator[None]:
         """Call `wake` whenever the job ends while inside this block; it must not block."""
         with self._lock:
             self._watchers.setdefault(job_id, []).append(wake)
@@ -42,7 +47,7 @@ class JobEndings:
                 if not watchers:
                     self._watchers.pop(job_id, None)
 
-    def ended(self, jobs: Iterable[JobRecord]) -> None:
+    def ended(self, jobs: Iterable[Job]) -> None:
         """Ring the watchers of these jobs, each with its job (their end is committed)."""
         with self._lock:
             woken = [(wake, job) for job in jobs for wake in self._watchers.get(job.job_id, ())]

@@ -179,7 +179,7 @@ class JobStore:
     def __init__(self, database: Database) -> None:
         self._db = database
         # Rung after a job's end commits, for clients waiting on it in this process.
-        self.endings = JobEndings()
+        self.endings: JobEndings[JobRecord] = JobEndings()
 
     def reserve(self, tenant_id: str, active_limit: int) -> str:
         """Hold one of the tenant's job slots for an upload about to be received; its id.
