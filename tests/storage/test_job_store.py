@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.jobs.store import JobLimitReached, JobStore
+from app.jobs.store import JobLimitReached, JobRecord, JobStore
 from app.storage.db import Database, open_database, utc_now
 from app.storage.documents import DocumentStore
 from app.storage.tables import DocumentRow, JobRow
@@ -353,11 +353,11 @@ def test_the_end_of_a_job_rings_its_watchers_after_the_commit(jobs: JobStore) ->
     )
     seen: list[tuple[str, str]] = []
 
-    def watcher(job_id: str) -> Callable[[], None]:
-        def wake() -> None:
-            record = jobs.get("acme", job_id)
-            assert record is not None
-            seen.append((job_id, record.status))
+    def watcher(job_id: str) -> Callable[[JobRecord], None]:
+        def wake(ended: JobRecord) -> None:
+            # Handed the job as its end committed: what a read of it returns now.
+            assert ended == jobs.get("acme", job_id)
+            seen.append((ended.job_id, ended.status))
 
         return wake
 
