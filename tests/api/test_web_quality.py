@@ -23,7 +23,7 @@ from playwright.sync_api import expect
 from sqlalchemy import create_engine, delete, select
 from sqlalchemy.orm import Session
 
-from app.storage.tables import DocumentRow, EvaluationRunRow
+from app.storage.tables import AnswerFeedbackRow, DocumentRow, EvaluationRunRow
 from testkit.builders import pdf_document, text_document
 from testkit.live_server import LiveServer
 
@@ -580,3 +580,49 @@ def test_the_thumbs_down_picker_finds_any_document_by_name(live: LiveServer, bro
         page.close()
     newest = api(live, "ada", "GET", "/feedback", params={"rating": "down"})["data"][0]
     assert [(e["source"], e["page"]) for e in newest["expected"]] == [("manual.pdf", 1)]
+
+
+def test_the_admin_pages_back_through_older_feedback(live: LiveServer, browser: Any) -> None:
+    answer = api(live, "ada", "POST", "/query", json={"question": QUESTION})
+    api(live, "ada", "POST", f"/answers/{answer['answer_id']}/feedback", json={"rating": "down"})
+    rated = api(live, "ada", "GET", "/feedback")["data"]
+    oldest = datetime.fromisoformat(rated[-1]["updated_at"])
+    # 60 older ratings (records only), a day apart: more than the table's page of 50.
+    _copies(
+        live,
+        AnswerFeedbackRow,
+        AnswerFeedbackRow.answer_id == rated[-1]["answer_id"],
+        [
+            {
+                "id": None,
+                "answer_id": f"oldanswer{i:03d}",
+                "comment": f"old rating {i:03d}",
+                "created_at": oldest - timedelta(days=60 - i),
+                "updated_at": oldest - timedelta(days=60 - i),
+            }
+            for i in range(60)
+        ],
+    )
+    total = len(rated) + 60
+    try:
+        page = sign_in(browser, live, "ada")
+        page.get_by_role("link", name="Quality").click()
+        table = page.get_by_role("table", name="Ratings of answers, newest first")
+        rows = table.get_by_role("row").filter(has=page.get_by_role("cell"))
+        pages = page.get_by_role("group", name="Pages of ratings")
+        expect(pages).to_contain_text(f"Ratings 1–50 of {total}")
+        expect(rows).to_have_count(50)
+        expect(rows.filter(has_text="old rating 000")).to_have_count(0)
+        pages.get_by_role("button", name="Next").click()
+        expect(pages).to_contain_text(f"Ratings 51–{total} of {total}")
+        expect(rows.last).to_contain_text("old rating 000")  # the oldest, last
+        page.get_by_label("Rating", exact=True).select_option(label="Helpful")
+        expect(pages).to_be_hidden()  # back to the first page of what the filter keeps
+        page.close()
+    finally:
+        engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
+        with Session(engine) as session, session.begin():
+            session.execute(
+                delete(AnswerFeedbackRow).where(AnswerFeedbackRow.answer_id.like("oldanswer%"))
+            )
+        engine.dispose()

@@ -12,6 +12,9 @@ import { roleAtLeast } from "./roles.js";
 const $ = (id) => document.getElementById(id);
 const RATES = new Set(["latency_p95_ms"]);
 const RUNS_PAGE = 100; // runs on the chart and in the table at once; the pager goes back further
+const FEEDBACK_PAGE = 50; // ratings in the feedback table at once; the pager goes back further
+let feedbackOffset = 0;
+let feedbackLoads = 0; // only the latest listing is drawn (the rating filter changes quickly)
 let runs = [];
 let polling = 0; // the poll loop's ticket: a newer one (or a reset) stops the older
 
@@ -249,16 +252,24 @@ function feedbackRow(entry) {
   ]);
 }
 
+// The ratings from `feedbackOffset`, newest first, a page at a time.
 async function loadFeedback() {
   if (!roleAtLeast("admin")) return;
-  const query = new URLSearchParams({ limit: "50" });
+  const ticket = ++feedbackLoads;
+  const query = new URLSearchParams({ limit: String(FEEDBACK_PAGE), offset: String(feedbackOffset) });
   if ($("feedback-rating").value) query.set("rating", $("feedback-rating").value);
   try {
     const listing = await json(`/feedback?${query}`);
+    if (ticket !== feedbackLoads) return;
     $("feedback-body").replaceChildren(...listing.data.map(feedbackRow));
     $("feedback-list-status").textContent = listing.count === 0 ? "No feedback yet." : `${counted(listing.count, "rating")}.`;
+    drawPager($("feedback-pager"),
+      { offset: feedbackOffset, limit: FEEDBACK_PAGE, count: listing.count, label: "Ratings" },
+      (next) => { feedbackOffset = next; loadFeedback(); });
   } catch (error) {
-    $("feedback-list-status").textContent = describeError(error, "Loading the feedback");
+    if (ticket === feedbackLoads) {
+      $("feedback-list-status").textContent = describeError(error, "Loading the feedback");
+    }
   }
 }
 
@@ -283,6 +294,7 @@ export async function openQuality() {
   } catch (error) {
     $("eval-status").textContent = describeError(error, "Loading the evaluations");
   }
+  feedbackOffset = 0;
   await loadFeedback();
 }
 
@@ -300,6 +312,9 @@ export function resetQuality() {
   $("eval-progress").hidden = true;
   $("eval-status").textContent = "";
   $("feedback-body").replaceChildren();
+  $("feedback-pager").replaceChildren();
+  feedbackOffset = 0;
+  feedbackLoads += 1;
   $("feedback-list-status").textContent = "";
   resetAnswerRecord();
 }
@@ -310,7 +325,10 @@ export function setUpQuality() {
   $("eval-metric").addEventListener("change", drawChart);
   $("eval-feedback-form").addEventListener("submit", setFromFeedback);
   $("eval-upload-form").addEventListener("submit", uploadSet);
-  $("feedback-rating").addEventListener("change", loadFeedback);
+  $("feedback-rating").addEventListener("change", () => {
+    feedbackOffset = 0;
+    loadFeedback();
+  });
   $("feedback-export").addEventListener("click", exportFeedback);
   setUpAnswerRecords();
 }
