@@ -23,7 +23,7 @@ from playwright.sync_api import expect
 from sqlalchemy import create_engine, delete, select
 from sqlalchemy.orm import Session
 
-from app.storage.tables import AnswerFeedbackRow, DocumentRow, EvaluationRunRow
+from app.storage.tables import AnswerFeedbackRow, DocumentRow, EvaluationRunRow, EvaluationSetRow
 from testkit.builders import pdf_document, text_document
 from testkit.live_server import LiveServer
 
@@ -411,6 +411,15 @@ def _copies(live: LiveServer, row: Any, where: Any, changes: list[dict[str, Any]
     engine.dispose()
 
 
+def _delete(live: LiveServer, *statements: Any) -> None:
+    """Remove what a test added straight in the server's database."""
+    engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
+    with Session(engine) as session, session.begin():
+        for statement in statements:
+            session.execute(statement)
+    engine.dispose()
+
+
 def test_the_chart_shows_the_newest_runs_by_date_and_pages_back(
     live: LiveServer, browser: Any
 ) -> None:
@@ -459,10 +468,7 @@ def test_the_chart_shows_the_newest_runs_by_date_and_pages_back(
     assert older == [0.25] * 100
     page.locator("#eval-chart-figure").screenshot(path=str(artifacts_dir() / "chart-dates.png"))
     page.close()
-    engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
-    with Session(engine) as session, session.begin():
-        session.execute(delete(EvaluationRunRow).where(EvaluationRunRow.run_id.like("run_old%")))
-    engine.dispose()
+    _delete(live, delete(EvaluationRunRow).where(EvaluationRunRow.run_id.like("run_old%")))
 
 
 @contextmanager
@@ -490,10 +496,7 @@ def filler_documents(live: LiveServer, count: int) -> Iterator[None]:
     try:
         yield
     finally:
-        engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
-        with Session(engine) as session, session.begin():
-            session.execute(delete(DocumentRow).where(DocumentRow.document_id.like("doc_filler%")))
-        engine.dispose()
+        _delete(live, delete(DocumentRow).where(DocumentRow.document_id.like("doc_filler%")))
 
 
 def test_the_bench_finds_any_document_by_typing_its_name(live: LiveServer, browser: Any) -> None:
@@ -620,9 +623,43 @@ def test_the_admin_pages_back_through_older_feedback(live: LiveServer, browser: 
         expect(pages).to_be_hidden()  # back to the first page of what the filter keeps
         page.close()
     finally:
-        engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
-        with Session(engine) as session, session.begin():
-            session.execute(
-                delete(AnswerFeedbackRow).where(AnswerFeedbackRow.answer_id.like("oldanswer%"))
-            )
-        engine.dispose()
+        _delete(
+            live, delete(AnswerFeedbackRow).where(AnswerFeedbackRow.answer_id.like("oldanswer%"))
+        )
+
+
+def test_the_set_picker_offers_every_test_set(live: LiveServer, browser: Any) -> None:
+    items = [{"question": QUESTION, "expected": [{"source": "manual.pdf", "page": 1}]}]
+    made = api(live, "max", "POST", "/evaluations/sets", json={"name": "first", "items": items})
+    # 110 older sets (records only): the first set made falls past a page of 100.
+    _copies(
+        live,
+        EvaluationSetRow,
+        EvaluationSetRow.set_id == made["set_id"],
+        [
+            {
+                "set_id": f"set_old{i:03d}",
+                "name": f"old set {i:03d}",
+                "created_at": datetime.fromisoformat(made["created_at"]) - timedelta(days=i + 1),
+            }
+            for i in range(110)
+        ],
+    )
+    total = api(live, "max", "GET", "/evaluations/sets")["count"]
+    assert total >= 111
+    try:
+        page = sign_in(browser, live, "max")
+        page.get_by_role("link", name="Quality").click()
+        picker = page.get_by_label("Test set", exact=True)
+        expect(picker.locator("option")).to_have_count(total)
+        picker.select_option(label="old set 109 (1 question)")  # the oldest
+        page.get_by_role("button", name="Run evaluation").click()
+        runs_table = page.get_by_role("table", name="Runs of this set")
+        expect(runs_table.get_by_role("row").nth(1)).to_contain_text("done", timeout=60_000)
+        page.close()
+    finally:
+        _delete(
+            live,
+            delete(EvaluationRunRow).where(EvaluationRunRow.set_id.like("set_old%")),
+            delete(EvaluationSetRow).where(EvaluationSetRow.set_id.like("set_old%")),
+        )

@@ -1,7 +1,7 @@
 // Documents: drag-and-drop uploads with a progress bar per file, the list (by page, filtered by
 // the start of a name), and deletion.
 
-import { ApiError, json, request, sessionToken, token } from "./api.js";
+import { ApiError, everyListed, json, request, sessionToken, token } from "./api.js";
 import { loadCollections, uploadCollection } from "./collections.js";
 import { closeConfirm, confirmAction } from "./confirm.js";
 import {
@@ -125,13 +125,8 @@ function watchJob(jobId, ui) {
 }
 
 async function jobsToIndex() {
-  const found = new Map();
-  for (let offset = 0; ;) {
-    const page = await json(`/jobs?status=queued&status=processing&offset=${offset}`);
-    for (const job of page.data) found.set(job.job_id, job);
-    offset += page.data.length;
-    if (!page.data.length || offset >= page.count) return found;
-  }
+  const pending = await everyListed("/jobs?status=queued&status=processing");
+  return new Map(pending.map((job) => [job.job_id, job]));
 }
 
 // Shows a job's state on its row; true once it has ended.

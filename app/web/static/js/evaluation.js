@@ -3,7 +3,7 @@
 // list here and can make a set from it.
 
 import { openAnswerRecord, resetAnswerRecord, setUpAnswerRecords } from "./answer_record.js";
-import { json, request, saveFile } from "./api.js";
+import { everyListed, json, request, saveFile } from "./api.js";
 import { loadBenchPickers, testRetrieval } from "./bench.js";
 import { lineChart } from "./chart.js";
 import { counted, describeError, drawPager, element, formatTime, sleep } from "./format.js";
@@ -145,15 +145,16 @@ async function loadRuns(offset) {
   drawChart();
 }
 
+// Every test set the caller sees, newest first, in the set picker.
 async function loadSets(selected = "") {
-  const listing = await json("/evaluations/sets?limit=100");
+  const sets = await everyListed("/evaluations/sets");
   const select = $("eval-set");
   const keep = selected || select.value;
-  select.replaceChildren(...listing.data.map((set) =>
+  select.replaceChildren(...sets.map((set) =>
     element("option", { text: `${set.name} (${counted(set.item_count, "question")})`, attrs: { value: set.set_id } })));
-  if (listing.data.length === 0) {
+  if (sets.length === 0) {
     select.replaceChildren(element("option", { text: "No test set yet", attrs: { value: "" } }));
-  } else if (keep && listing.data.some((s) => s.set_id === keep)) {
+  } else if (keep && sets.some((s) => s.set_id === keep)) {
     select.value = keep;
   }
 }
