@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from playwright.sync_api import expect
 from sqlalchemy import create_engine, delete, select
 from sqlalchemy.orm import Session
 
-from app.storage.tables import DocumentRow, EvaluationRunRow
+from app.storage.tables import AnswerFeedbackRow, DocumentRow, EvaluationRunRow, EvaluationSetRow
 from testkit.builders import pdf_document, text_document
 from testkit.live_server import LiveServer
 
@@ -410,6 +411,15 @@ def _copies(live: LiveServer, row: Any, where: Any, changes: list[dict[str, Any]
     engine.dispose()
 
 
+def _delete(live: LiveServer, *statements: Any) -> None:
+    """Remove what a test added straight in the server's database."""
+    engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
+    with Session(engine) as session, session.begin():
+        for statement in statements:
+            session.execute(statement)
+    engine.dispose()
+
+
 def test_the_chart_shows_the_newest_runs_by_date_and_pages_back(
     live: LiveServer, browser: Any
 ) -> None:
@@ -458,18 +468,17 @@ def test_the_chart_shows_the_newest_runs_by_date_and_pages_back(
     assert older == [0.25] * 100
     page.locator("#eval-chart-figure").screenshot(path=str(artifacts_dir() / "chart-dates.png"))
     page.close()
-    engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
-    with Session(engine) as session, session.begin():
-        session.execute(delete(EvaluationRunRow).where(EvaluationRunRow.run_id.like("run_old%")))
-    engine.dispose()
+    _delete(live, delete(EvaluationRunRow).where(EvaluationRunRow.run_id.like("run_old%")))
 
 
-def test_the_bench_finds_any_document_by_typing_its_name(live: LiveServer, browser: Any) -> None:
+@contextmanager
+def filler_documents(live: LiveServer, count: int) -> Iterator[None]:
+    """`count` documents newer than manual.pdf (records only, no passages), named filler-000.txt
+    and on: the manual falls past the first pages of the listing. Gone again afterwards."""
     manual = next(
         d for d in api(live, "max", "GET", "/documents")["data"] if d["source"] == "manual.pdf"
     )
     newer = datetime.fromisoformat(manual["uploaded_at"]) + timedelta(minutes=1)
-    # 120 newer documents (records only): the manual is far past the first page of the listing.
     _copies(
         live,
         DocumentRow,
@@ -481,10 +490,17 @@ def test_the_bench_finds_any_document_by_typing_its_name(live: LiveServer, brows
                 "uploaded_at": newer + timedelta(seconds=i),
                 "updated_at": newer + timedelta(seconds=i),
             }
-            for i in range(120)
+            for i in range(count)
         ],
     )
     try:
+        yield
+    finally:
+        _delete(live, delete(DocumentRow).where(DocumentRow.document_id.like("doc_filler%")))
+
+
+def test_the_bench_finds_any_document_by_typing_its_name(live: LiveServer, browser: Any) -> None:
+    with filler_documents(live, 120):
         page = sign_in(browser, live, "max")
         page.get_by_role("link", name="Quality").click()
         picker = page.get_by_label("Only in the document")
@@ -500,44 +516,150 @@ def test_the_bench_finds_any_document_by_typing_its_name(live: LiveServer, brows
         sources = passages(page).locator("strong").all_text_contents()
         assert sources and set(sources) == {"manual.pdf"}, sources
         page.close()
-    finally:
-        engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
-        with Session(engine) as session, session.begin():
-            session.execute(delete(DocumentRow).where(DocumentRow.document_id.like("doc_filler%")))
-        engine.dispose()
 
 
-def test_the_admin_exports_and_deletes_the_answer_records(live: LiveServer, browser: Any) -> None:
-    page = sign_in(browser, live, "ada")
-    page.get_by_role("link", name="Quality").click()
-    records = api(live, "ada", "GET", "/answers", params={"all": "true", "limit": 100})
-    assert records["count"] >= 1
-    saved = saved_lines(page, "Export answer records")
-    assert sorted(line["answer_id"] for line in saved) == sorted(
-        r["answer_id"] for r in records["data"]
+def test_the_documents_view_pages_through_every_document_and_filters_by_name(
+    live: LiveServer, browser: Any
+) -> None:
+    with filler_documents(live, 120):
+        total = api(live, "rex", "GET", "/documents")["count"]
+        assert total == 121  # the reader reads the manual and the 120 fillers, not the board's
+        page = sign_in(browser, live, "rex")
+        table = page.get_by_role("table", name="Your documents")
+        rows = table.get_by_role("row").filter(has=page.get_by_role("cell"))
+        expect(rows).to_have_count(100)
+        pages = page.get_by_role("group", name="Pages of documents")
+        expect(pages).to_contain_text(f"Documents 1–100 of {total}")
+        expect(rows.filter(has_text="manual.pdf")).to_have_count(0)
+        pages.get_by_role("button", name="Next").click()
+        expect(pages).to_contain_text(f"Documents 101–{total} of {total}")
+        expect(rows).to_have_count(total - 100)
+        expect(rows.last).to_contain_text("manual.pdf")  # the oldest, last
+        pages.get_by_role("button", name="Previous").click()
+        expect(rows.first).to_contain_text("filler-119.txt")  # the newest, first
+
+        name = page.get_by_label("Show documents whose name starts with")
+        name.fill("manu")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_contain_text("manual.pdf")
+        expect(pages).to_be_hidden()  # one page holds it
+        name.fill("filler-11")
+        expect(rows).to_have_count(10)
+        name.fill("nothing-like-it")
+        expect(
+            page.get_by_text("No document's name starts with “nothing-like-it”.")
+        ).to_be_visible()
+        expect(table).to_be_hidden()
+        name.fill("")
+        expect(rows).to_have_count(100)
+        audit = page.evaluate(A11Y_AUDIT)
+        assert audit["unnamed"] == [] and audit["low"] == [], audit
+        page.close()
+
+
+def test_the_thumbs_down_picker_finds_any_document_by_name(live: LiveServer, browser: Any) -> None:
+    with filler_documents(live, 120):
+        page = sign_in(browser, live, "rex")
+        page.get_by_label("Question", exact=True).fill(QUESTION)
+        page.get_by_role("button", name="Ask", exact=True).click()
+        expect(page.get_by_role("group", name="Was this answer helpful?")).to_be_visible(
+            timeout=60_000
+        )
+        page.get_by_role("button", name="Not helpful").click()
+        picker = page.get_by_label("Document it should have used")
+        expect(page.get_by_text("type more of the name to find the others")).to_be_visible()
+        assert picker.locator("option", has_text="manual.pdf").count() == 0
+        search = page.get_by_label("Find the document by name")
+        search.fill("manu")
+        search.press("Enter")  # finds at once, and sends nothing yet
+        expect(picker.locator("option")).to_have_text(["— choose a document —", "manual.pdf"])
+        expect(page.get_by_role("status").filter(has_text="saved")).to_have_count(0)
+        picker.select_option(label="manual.pdf")
+        page.get_by_label("Page", exact=True).fill("1")
+        page.get_by_role("button", name="Send details").click()
+        expect(
+            page.get_by_role("status").filter(has_text="your details were saved")
+        ).to_be_visible()
+        page.close()
+    newest = api(live, "ada", "GET", "/feedback", params={"rating": "down"})["data"][0]
+    assert [(e["source"], e["page"]) for e in newest["expected"]] == [("manual.pdf", 1)]
+
+
+def test_the_admin_pages_back_through_older_feedback(live: LiveServer, browser: Any) -> None:
+    answer = api(live, "ada", "POST", "/query", json={"question": QUESTION})
+    api(live, "ada", "POST", f"/answers/{answer['answer_id']}/feedback", json={"rating": "down"})
+    rated = api(live, "ada", "GET", "/feedback")["data"]
+    oldest = datetime.fromisoformat(rated[-1]["updated_at"])
+    # 60 older ratings (records only), a day apart: more than the table's page of 50.
+    _copies(
+        live,
+        AnswerFeedbackRow,
+        AnswerFeedbackRow.answer_id == rated[-1]["answer_id"],
+        [
+            {
+                "id": None,
+                "answer_id": f"oldanswer{i:03d}",
+                "comment": f"old rating {i:03d}",
+                "created_at": oldest - timedelta(days=60 - i),
+                "updated_at": oldest - timedelta(days=60 - i),
+            }
+            for i in range(60)
+        ],
     )
-    assert QUESTION in {line["question"] for line in saved}
-    # From before a day long past: nothing goes.
-    page.get_by_label("Delete only those from before (empty: all)").fill("2020-01-01")
-    page.get_by_role("button", name="Delete answer records").click()
-    page.get_by_role("dialog", name="Delete answer records?").get_by_role(
-        "button", name="Delete records"
-    ).click()
-    status = page.get_by_role("region", name="Records of all answers").get_by_role("status")
-    expect(status).to_have_text("0 answer records deleted.")
-    page.get_by_label("Delete only those from before (empty: all)").fill("")
-    page.get_by_role("button", name="Delete answer records").click()
-    page.get_by_role("dialog", name="Delete answer records?").get_by_role(
-        "button", name="Cancel"
-    ).click()
-    assert api(live, "ada", "GET", "/answers", params={"all": "true"})["count"] == records["count"]
-    page.get_by_role("button", name="Delete answer records").click()
-    page.get_by_role("dialog", name="Delete answer records?").get_by_role(
-        "button", name="Delete records"
-    ).click()
-    count = records["count"]
-    expect(status).to_have_text(f"{count} answer record{'' if count == 1 else 's'} deleted.")
-    assert api(live, "ada", "GET", "/answers", params={"all": "true"})["count"] == 0
-    audit = page.evaluate(A11Y_AUDIT)
-    assert audit["unnamed"] == [] and audit["low"] == [], audit
-    page.close()
+    total = len(rated) + 60
+    try:
+        page = sign_in(browser, live, "ada")
+        page.get_by_role("link", name="Quality").click()
+        table = page.get_by_role("table", name="Ratings of answers, newest first")
+        rows = table.get_by_role("row").filter(has=page.get_by_role("cell"))
+        pages = page.get_by_role("group", name="Pages of ratings")
+        expect(pages).to_contain_text(f"Ratings 1–50 of {total}")
+        expect(rows).to_have_count(50)
+        expect(rows.filter(has_text="old rating 000")).to_have_count(0)
+        pages.get_by_role("button", name="Next").click()
+        expect(pages).to_contain_text(f"Ratings 51–{total} of {total}")
+        expect(rows.last).to_contain_text("old rating 000")  # the oldest, last
+        page.get_by_label("Rating", exact=True).select_option(label="Helpful")
+        expect(pages).to_be_hidden()  # back to the first page of what the filter keeps
+        page.close()
+    finally:
+        _delete(
+            live, delete(AnswerFeedbackRow).where(AnswerFeedbackRow.answer_id.like("oldanswer%"))
+        )
+
+
+def test_the_set_picker_offers_every_test_set(live: LiveServer, browser: Any) -> None:
+    items = [{"question": QUESTION, "expected": [{"source": "manual.pdf", "page": 1}]}]
+    made = api(live, "max", "POST", "/evaluations/sets", json={"name": "first", "items": items})
+    # 110 older sets (records only): the first set made falls past a page of 100.
+    _copies(
+        live,
+        EvaluationSetRow,
+        EvaluationSetRow.set_id == made["set_id"],
+        [
+            {
+                "set_id": f"set_old{i:03d}",
+                "name": f"old set {i:03d}",
+                "created_at": datetime.fromisoformat(made["created_at"]) - timedelta(days=i + 1),
+            }
+            for i in range(110)
+        ],
+    )
+    total = api(live, "max", "GET", "/evaluations/sets")["count"]
+    assert total >= 111
+    try:
+        page = sign_in(browser, live, "max")
+        page.get_by_role("link", name="Quality").click()
+        picker = page.get_by_label("Test set", exact=True)
+        expect(picker.locator("option")).to_have_count(total)
+        picker.select_option(label="old set 109 (1 question)")  # the oldest
+        page.get_by_role("button", name="Run evaluation").click()
+        runs_table = page.get_by_role("table", name="Runs of this set")
+        expect(runs_table.get_by_role("row").nth(1)).to_contain_text("done", timeout=60_000)
+        page.close()
+    finally:
+        _delete(
+            live,
+            delete(EvaluationRunRow).where(EvaluationRunRow.set_id.like("set_old%")),
+            delete(EvaluationSetRow).where(EvaluationSetRow.set_id.like("set_old%")),
+        )

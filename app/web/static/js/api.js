@@ -83,6 +83,19 @@ export async function json(path, options = {}) {
   return response.status === 204 ? null : response.json();
 }
 
+// Every item of a paged listing (`{ data, count }`), a page at a time from the start, for at
+// most `maxPages` pages (the server may cap `limit` lower: each page starts where the last ended).
+export async function everyListed(path, { limit = 100, maxPages = Infinity } = {}) {
+  const found = [];
+  const join = path.includes("?") ? "&" : "?";
+  for (let page = 0; page < maxPages; page += 1) {
+    const listing = await json(`${path}${join}limit=${limit}&offset=${found.length}`);
+    found.push(...listing.data);
+    if (!listing.data.length || found.length >= listing.count) break;
+  }
+  return found;
+}
+
 // Saves what `path` answers as a file named `filename` (an export), through the browser's
 // download; the object URL is freed once the download has had time to take it.
 export async function saveFile(path, filename) {

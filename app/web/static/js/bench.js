@@ -5,49 +5,16 @@
 
 import { json } from "./api.js";
 import { loadCollections } from "./collections.js";
-import { counted, describeError, element } from "./format.js";
+import { documentFinder } from "./document-finder.js";
+import { describeError, element } from "./format.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
-const DOCUMENTS_SHOWN = 50; // documents offered at once; typing part of a name finds the rest
 let loads = 0;
-let finds = 0; // the document search's ticket: only the latest fills the picker
+let documents = null; // the document picker's finder (by name, within the chosen collection)
 
 function option(value, label) {
   return element("option", { text: label, attrs: { value } });
-}
-
-// The document picker: the documents of the chosen collection (all, when none is chosen) whose
-// name starts with what is typed in the name search, from the paged GET /documents listing.
-async function findDocuments() {
-  const ticket = ++finds;
-  const query = new URLSearchParams({ limit: String(DOCUMENTS_SHOWN) });
-  const typed = $("bench-document-search").value.trim();
-  const collection = $("bench-collection").value;
-  if (typed) query.set("source_prefix", typed);
-  if (collection) query.set("collection", collection);
-  const status = $("bench-document-count");
-  try {
-    const listing = await json(`/documents?${query}`);
-    if (ticket !== finds) return;
-    const select = $("bench-document");
-    const chosen = select.value;
-    const shown = listing.data;
-    select.replaceChildren(option("", "Any document"), ...shown.map((d) => option(d.document_id, d.source)));
-    select.value = shown.some((d) => d.document_id === chosen) ? chosen : "";
-    const named = typed ? ` whose name starts with “${typed}”` : "";
-    status.textContent = listing.count > shown.length
-      ? `${shown.length} of ${listing.count} documents${named} listed; type more of the name to find the others.`
-      : `${counted(listing.count, "document")}${named}.`;
-  } catch (error) {
-    if (ticket === finds) status.textContent = describeError(error, "Finding documents");
-  }
-}
-
-let typing = 0;
-function findDocumentsSoon() {
-  clearTimeout(typing);
-  typing = setTimeout(findDocuments, 250);
 }
 
 // The collection picker is the Ask form's, filled by the collections module; the test bench
@@ -60,7 +27,7 @@ export async function loadBenchPickers() {
   picker.replaceChildren(...choices.map((o) => option(o.value, o.textContent)));
   picker.value = choices.some((o) => o.value === chosen) ? chosen : "";
   $("bench-collection-field").hidden = choices.length < 3; // "every collection" and one
-  await findDocuments();
+  await documents.find();
 }
 
 // The body's `collections` and `filters` for what the pickers say (nothing: everything).
@@ -85,7 +52,7 @@ function everywhere() {
   $("bench-collection").value = "";
   $("bench-document-search").value = "";
   $("bench-document").value = "";
-  findDocuments();
+  documents.find();
   $("bench-page-from").value = "";
   $("bench-page-to").value = "";
 }
@@ -180,24 +147,26 @@ export async function testRetrieval(question, { anywhere = false } = {}) {
 
 export function resetBench() {
   loads += 1;
-  finds += 1;
-  clearTimeout(typing);
+  documents.reset();
   $("bench-results").replaceChildren();
   $("bench-summary").textContent = "";
   $("bench-status").textContent = "";
   $("bench-question").value = "";
   $("bench-collection").replaceChildren();
   $("bench-collection-field").hidden = true;
-  $("bench-document").replaceChildren();
-  $("bench-document-search").value = "";
-  $("bench-document-count").textContent = "";
   $("bench-page-from").value = "";
   $("bench-page-to").value = "";
 }
 
 export function setUpBench() {
-  $("bench-collection").addEventListener("change", findDocuments);
-  $("bench-document-search").addEventListener("input", findDocumentsSoon);
+  documents = documentFinder({
+    search: $("bench-document-search"),
+    picker: $("bench-document"),
+    status: $("bench-document-count"),
+    none: "Any document",
+    collection: () => $("bench-collection").value,
+  });
+  $("bench-collection").addEventListener("change", () => documents.find());
   $("bench-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const question = $("bench-question").value.trim();

@@ -3,7 +3,7 @@
 // list here and can make a set from it.
 
 import { openAnswerRecord, resetAnswerRecord, setUpAnswerRecords } from "./answer_record.js";
-import { json, request, saveFile } from "./api.js";
+import { everyListed, json, request, saveFile } from "./api.js";
 import { loadBenchPickers, testRetrieval } from "./bench.js";
 import { lineChart } from "./chart.js";
 import { counted, describeError, drawPager, element, formatTime, sleep } from "./format.js";
@@ -12,6 +12,9 @@ import { roleAtLeast } from "./roles.js";
 const $ = (id) => document.getElementById(id);
 const RATES = new Set(["latency_p95_ms"]);
 const RUNS_PAGE = 100; // runs on the chart and in the table at once; the pager goes back further
+const FEEDBACK_PAGE = 50; // ratings in the feedback table at once; the pager goes back further
+let feedbackOffset = 0;
+let feedbackLoads = 0; // only the latest listing is drawn (the rating filter changes quickly)
 let runs = [];
 let polling = 0; // the poll loop's ticket: a newer one (or a reset) stops the older
 
@@ -142,15 +145,16 @@ async function loadRuns(offset) {
   drawChart();
 }
 
+// Every test set the caller sees, newest first, in the set picker.
 async function loadSets(selected = "") {
-  const listing = await json("/evaluations/sets?limit=100");
+  const sets = await everyListed("/evaluations/sets");
   const select = $("eval-set");
   const keep = selected || select.value;
-  select.replaceChildren(...listing.data.map((set) =>
+  select.replaceChildren(...sets.map((set) =>
     element("option", { text: `${set.name} (${counted(set.item_count, "question")})`, attrs: { value: set.set_id } })));
-  if (listing.data.length === 0) {
+  if (sets.length === 0) {
     select.replaceChildren(element("option", { text: "No test set yet", attrs: { value: "" } }));
-  } else if (keep && listing.data.some((s) => s.set_id === keep)) {
+  } else if (keep && sets.some((s) => s.set_id === keep)) {
     select.value = keep;
   }
 }
@@ -249,16 +253,24 @@ function feedbackRow(entry) {
   ]);
 }
 
+// The ratings from `feedbackOffset`, newest first, a page at a time.
 async function loadFeedback() {
   if (!roleAtLeast("admin")) return;
-  const query = new URLSearchParams({ limit: "50" });
+  const ticket = ++feedbackLoads;
+  const query = new URLSearchParams({ limit: String(FEEDBACK_PAGE), offset: String(feedbackOffset) });
   if ($("feedback-rating").value) query.set("rating", $("feedback-rating").value);
   try {
     const listing = await json(`/feedback?${query}`);
+    if (ticket !== feedbackLoads) return;
     $("feedback-body").replaceChildren(...listing.data.map(feedbackRow));
     $("feedback-list-status").textContent = listing.count === 0 ? "No feedback yet." : `${counted(listing.count, "rating")}.`;
+    drawPager($("feedback-pager"),
+      { offset: feedbackOffset, limit: FEEDBACK_PAGE, count: listing.count, label: "Ratings" },
+      (next) => { feedbackOffset = next; loadFeedback(); });
   } catch (error) {
-    $("feedback-list-status").textContent = describeError(error, "Loading the feedback");
+    if (ticket === feedbackLoads) {
+      $("feedback-list-status").textContent = describeError(error, "Loading the feedback");
+    }
   }
 }
 
@@ -283,6 +295,7 @@ export async function openQuality() {
   } catch (error) {
     $("eval-status").textContent = describeError(error, "Loading the evaluations");
   }
+  feedbackOffset = 0;
   await loadFeedback();
 }
 
@@ -300,6 +313,9 @@ export function resetQuality() {
   $("eval-progress").hidden = true;
   $("eval-status").textContent = "";
   $("feedback-body").replaceChildren();
+  $("feedback-pager").replaceChildren();
+  feedbackOffset = 0;
+  feedbackLoads += 1;
   $("feedback-list-status").textContent = "";
   resetAnswerRecord();
 }
@@ -310,7 +326,10 @@ export function setUpQuality() {
   $("eval-metric").addEventListener("change", drawChart);
   $("eval-feedback-form").addEventListener("submit", setFromFeedback);
   $("eval-upload-form").addEventListener("submit", uploadSet);
-  $("feedback-rating").addEventListener("change", loadFeedback);
+  $("feedback-rating").addEventListener("change", () => {
+    feedbackOffset = 0;
+    loadFeedback();
+  });
   $("feedback-export").addEventListener("click", exportFeedback);
   setUpAnswerRecords();
 }
