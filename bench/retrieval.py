@@ -33,11 +33,11 @@ from app.providers.embeddings import build_embedder
 from app.providers.rerankers import build_reranker
 from app.retrieval.hybrid import HybridRetriever, build_retriever
 from app.retrieval.keyword import KeywordIndex, KeywordSnapshot
-from app.services.blocks.corpus import build_corpus
 from app.timing import start_timer
 from bench.bm25_libraries import synthetic_chunks
 from bench.common import median, percentile, table
 from bench.tokenizer_ablation import datasets
+from testkit.indexing import build_corpus
 
 TENANT = "bench-tenant"
 POOL = 300  # real `use` vectors; the rest of the corpus reuses them plus noise

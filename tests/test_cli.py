@@ -243,7 +243,7 @@ def test_migrate_names_an_unreachable_database(tmp_path: Path) -> None:
 def test_reindex_re_embeds_a_tenant_indexed_with_another_model(tmp_path: Path) -> None:
     from app.config import load_settings
     from app.domain import Chunk, chunk_id, document_id
-    from app.services.blocks.corpus import build_corpus
+    from testkit.indexing import build_corpus
     from tests.fakes import FakeEmbedder
 
     data_dir = tmp_path / "data"

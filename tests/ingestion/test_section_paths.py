@@ -208,7 +208,7 @@ def test_a_question_in_the_headings_words_finds_the_page_under_them(
 ) -> None:
     from app.config import load_settings
     from app.container import Container
-    from app.services.blocks.pipeline import index_file
+    from testkit.indexing import index_file
 
     question = "How do I rotate the signing keys?"
     pdf = key_rotation_pdf(tmp_path / "admin.pdf")

@@ -17,7 +17,7 @@ from app.providers.embeddings import build_embedder
 from app.retrieval.headings import has_heading
 from app.retrieval.hybrid import Candidate, HybridRetriever, Recall, build_retriever
 from app.retrieval.hybrid import promote_headings as promote
-from app.services.blocks.pipeline import index_file
+from testkit.indexing import index_file
 
 
 def _chunk(cid: str, text: str, role: PageRole | None = None) -> Chunk:

@@ -13,7 +13,7 @@ from app.container import Container
 from app.providers.embeddings import build_embedder
 from app.providers.types import Embedder
 from app.retrieval.hybrid import HybridRetriever, build_retriever
-from app.services.blocks.pipeline import index_file
+from testkit.indexing import index_file
 from tests.page_role_pdf import FIRST_SECTION_PAGE, SECTIONS, write_manual
 
 pytestmark = pytest.mark.integration

@@ -13,11 +13,12 @@ from chroma_helpers import ingest, make_chunks
 
 from app.config import Settings
 from app.domain import document_id
-from app.services.blocks.corpus import Corpus, build_corpus
+from app.services.blocks.corpus import Corpus
 from app.storage import chroma_index
 from app.storage import chunks as chunks_module
 from app.storage.chroma_index import collection_name
 from app.storage.vector_index import IndexedVector
+from testkit.indexing import build_corpus
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration
@@ -219,7 +220,7 @@ def test_corpus_version_is_seen_by_another_client_and_process(settings, embedder
     script = (
         "import json; from app.config import load_settings;"
         "from tests.fakes import FakeEmbedder;"
-        "from app.services.blocks.corpus import build_corpus;"
+        "from testkit.indexing import build_corpus;"
         f"s = build_corpus(load_settings(_env_file=None, data_dir={data_dir!r}),"
         " FakeEmbedder());"
         "print(json.dumps([s.corpus_version('acme'), s.count('acme')]))"

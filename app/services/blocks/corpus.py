@@ -31,12 +31,10 @@ from app.domain import Chunk, indexed_text
 from app.providers.types import Embedder
 from app.services.blocks.second_arm import SecondArm
 from app.storage.chunks import PAGE_SIZE, ChunkStore
-from app.storage.db import database_from_settings
 from app.storage.vector_index import IndexedVector, VectorIndex
 
 if TYPE_CHECKING:
     from app.config import Settings
-    from app.storage.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -283,23 +281,6 @@ def _pages(chunks: Iterator[Chunk]) -> Iterator[list[Chunk]]:
             page = []
     if page:
         yield page
-
-
-def build_corpus(
-    settings: Settings, embedder: Embedder, database: Database | None = None
-) -> Corpus:
-    """The configured vector index for `embedder`'s vectors, with chunk rows in `database` (by
-    default the service database the settings name), and the second dense arm if configured."""
-    from app.storage.chroma_index import build_vector_index
-
-    chunks = ChunkStore(database or database_from_settings(settings))
-    return Corpus(
-        chunks,
-        build_vector_index(settings, embedder.model_id, embedder.dimension),
-        embedder,
-        embed_section_paths=settings.section_paths_in("dense"),
-        second=build_second_arm(settings),
-    )
 
 
 def build_second_arm(
