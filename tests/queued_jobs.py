@@ -1,7 +1,9 @@
-"""Queue an ingestion job in a test the way an upload does: reserve a slot, then fill it."""
+"""Queue an ingestion job in a test the way an upload does: reserve a slot, then fill it; and
+see whether anyone still waits on a job's end."""
 
 from __future__ import annotations
 
+from app.jobs.endings import JobEndings
 from app.jobs.store import JobRecord, JobStore, StorageQuota, StoredUpload
 
 ROOMY = StorageQuota(documents=100, stored_bytes=10**9, chunks=10**6)
@@ -27,3 +29,8 @@ def queue_job(
     )
     (job,) = jobs.fill_reservations(tenant_id, [upload], ROOMY)
     return job
+
+
+def jobs_watched(endings: JobEndings[JobRecord]) -> int:
+    """How many jobs someone still waits on: a waiter that left must leave no watch behind."""
+    return len(endings._watchers)

@@ -16,7 +16,7 @@ from app.jobs.store import JobLimitReached, JobRecord, JobStore
 from app.storage.db import Database, open_database, utc_now
 from app.storage.documents import DocumentStore
 from app.storage.tables import DocumentRow, JobRow
-from tests.queued_jobs import queue_job
+from tests.queued_jobs import jobs_watched, queue_job
 
 pytestmark = pytest.mark.integration
 
@@ -372,7 +372,7 @@ def test_the_end_of_a_job_rings_its_watchers_after_the_commit(jobs: JobStore) ->
         jobs.mark_failed(failed_id, "unreadable", "corrupt_document")
         jobs.update_progress(other_id, 1, 2, "embedding")
     assert seen == [(done_id, "done"), (failed_id, "failed")]
-    assert jobs.endings.watched() == 0
+    assert jobs_watched(jobs.endings) == 0
     jobs.mark_done(other_id, chunks_indexed=1, pages=1)  # nobody watches any more
     assert seen == [(done_id, "done"), (failed_id, "failed")]
     done = jobs.get("acme", done_id)
