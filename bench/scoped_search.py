@@ -114,7 +114,8 @@ def main() -> None:
         retriever.search(TENANT, "w1 w2", 10)  # the keyword index is built here, once
         retriever.search(TENANT, "w1 w2", 10, scope=scope)  # and the scope's owners
         warm_s = time.perf_counter() - started
-        inside = retriever.scoped.owners(TENANT).chunks_in(scope)
+        owners = retriever.scoped.owners(TENANT)
+        inside = [owners.chunk_ids[i] for i in np.flatnonzero(owners.mask(scope)).tolist()]
         words = [f"w{i}" for i in range(2000)]
         unscoped, scoped, exact_dense, filtered_dense, recalls = [], [], [], [], []
         for _ in range(args.queries):
