@@ -5,38 +5,22 @@ sees. The same name in another collection is another document and stays."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis
 
-from app.config import Settings
 from app.container import Container
 from app.job_runners.redis_worker import IngestWorker
 from app.jobs.redis_queue import RedisJobQueue
 from app.services.audit import Actor
 from app.services.collection_deletion import queue_collection_deletion
 from app.storage.db import utc_now
-from tests.scaleout.job_container import job_container, queued_upload
+from tests.scaleout.job_container import queued_upload
 
 pytestmark = pytest.mark.integration
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 T = "acme"
-
-
-@pytest.fixture
-def container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
-    with job_container(settings, redis_namespace) as built:
-        yield built
-
-
-@pytest.fixture
-def worker(container: Container) -> IngestWorker:
-    return IngestWorker(container.settings, container.ingest_deps, redis.Redis.from_url(REDIS_URL))
 
 
 def _run_queued(container: Container, worker: IngestWorker) -> None:

@@ -5,16 +5,12 @@ by the sweep and finished by the next worker."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis
 
-from app.config import Settings
 from app.container import Container
 from app.job_runners.redis_worker import IngestWorker
 from app.jobs.redis_queue import RedisJobQueue, message_pending
@@ -22,11 +18,10 @@ from app.services import evaluation_runs, evaluation_sets
 from app.services.audit import Actor
 from app.services.evaluation_access import QualityViewer
 from app.storage.db import utc_now
-from tests.scaleout.job_container import job_container, queued_upload
+from tests.scaleout.job_container import queued_upload
 
 pytestmark = pytest.mark.integration
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 T = "acme"
 ITEMS = [
     {
@@ -40,17 +35,6 @@ ITEMS = [
         "answerable": True,
     },
 ]
-
-
-@pytest.fixture
-def container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
-    with job_container(settings, redis_namespace) as built:
-        yield built
-
-
-@pytest.fixture
-def worker(container: Container) -> IngestWorker:
-    return IngestWorker(container.settings, container.ingest_deps, redis.Redis.from_url(REDIS_URL))
 
 
 def _start(container: Container, worker: IngestWorker, answers: bool) -> str:

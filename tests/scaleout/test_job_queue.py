@@ -11,7 +11,6 @@ import pickle
 import threading
 import time
 import zlib
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ import redis
 from rq import Queue
 from rq.registry import ScheduledJobRegistry
 
-from app.config import Settings
 from app.container import Container
 from app.errors import ProviderUnavailable
 from app.job_runners.redis_worker import TURN_POLL_S, IngestWorker
@@ -30,22 +28,9 @@ from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, ret
 from app.jobs.store import JobStore
 from app.storage.db import Database, utc_now
 from tests.queued_jobs import queue_job
-from tests.scaleout.job_container import job_container, queued_upload
+from tests.scaleout.job_container import queued_upload
 
 pytestmark = pytest.mark.integration
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-@pytest.fixture
-def container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
-    with job_container(settings, redis_namespace) as built:
-        yield built
-
-
-@pytest.fixture
-def worker(container: Container) -> IngestWorker:
-    return IngestWorker(container.settings, container.ingest_deps, redis.Redis.from_url(REDIS_URL))
 
 
 def test_retry_delays_grow_fourfold() -> None:
