@@ -251,7 +251,9 @@ def test_the_keyword_arm_matches_the_path_only_when_it_indexes_it(
     embedder = FakeEmbedder()
     corpus = memory_corpus(tmp_path / "rows", embedder)
     chunks = _chunks(load(outlined_pdf(tmp_path / "guide.pdf"), limits))
-    corpus.replace_document("t", "d", chunks, embedder.embed_documents([c.text for c in chunks]))
+    corpus.replace_documents(
+        "t", [("d", chunks, embedder.embed_documents([c.text for c in chunks]))]
+    )
     index = KeywordIndex(corpus, tmp_path / "keyword", section_paths=paths)
     # "proxy" is printed on page 1 only; page 2 sits under that section without saying it.
     pages = {

@@ -62,24 +62,15 @@ class Corpus:
 
     # --- writes ---
 
-    def replace_document(
-        self,
-        tenant_id: str,
-        document_id: str,
-        chunks: Sequence[Chunk],
-        vectors: Sequence[Sequence[float]],
-    ) -> None:
-        """Upsert these chunks; afterwards no other chunk of the document survives."""
-        self.replace_documents(tenant_id, [(document_id, chunks, vectors)])
-
     def replace_documents(
         self,
         tenant_id: str,
         documents: Sequence[DocumentContent],
         second_vectors: Sequence[Sequence[Sequence[float]]] | None = None,
     ) -> None:
-        """`replace_document` for each (document id, chunks, vectors): one vector upsert, one
-        transaction of rows (ingestion of many small files batches them here).
+        """Make each (document id, chunks, vectors) the document's whole content (no other chunk
+        of it survives): one vector upsert, one transaction of rows (ingestion of many small
+        files batches them here).
 
         With a second dense arm, `second_vectors` are its vectors of each document (from
         `embed_second`, which ingestion times as a stage of its own); embedded here if not given.
