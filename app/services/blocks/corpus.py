@@ -164,11 +164,7 @@ class Corpus:
     ) -> list[tuple[Chunk, float]]:
         """The k nearest chunks by cosine similarity (higher is closer), best first; among
         these documents' chunks (the index's filter) or exactly among these chunks."""
-        if chunk_ids is not None:
-            return self._with_rows(
-                tenant_id, self.index.nearest_among(tenant_id, vector, k, chunk_ids)
-            )
-        return self._with_rows(tenant_id, self.index.query(tenant_id, vector, k, documents))
+        return self._nearest(self.index, tenant_id, vector, k, documents, chunk_ids)
 
     def query_second(
         self,
@@ -184,10 +180,24 @@ class Corpus:
         it first, before it embeds the question for this arm."""
         if self.second is None:
             return None
-        index = self.second.index
+        return self._nearest(self.second.index, tenant_id, vector, k, documents, chunk_ids)
+
+    def _nearest(
+        self,
+        index: VectorIndex,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None,
+        chunk_ids: Sequence[str] | None,
+    ) -> list[tuple[Chunk, float]]:
+        """The k nearest chunks in `index` with their rows: exactly among `chunk_ids` when
+        given, else through the index's filter to `documents`."""
         if chunk_ids is not None:
-            return self._with_rows(tenant_id, index.nearest_among(tenant_id, vector, k, chunk_ids))
-        return self._with_rows(tenant_id, index.query(tenant_id, vector, k, documents))
+            found = index.nearest_among(tenant_id, vector, k, chunk_ids)
+        else:
+            found = index.query(tenant_id, vector, k, documents)
+        return self._with_rows(tenant_id, found)
 
     def second_ready(self, tenant_id: str) -> bool:
         """Whether the tenant's second-arm collection holds every chunk (False without one)."""
