@@ -20,6 +20,7 @@ from app.config import Settings, load_settings
 from app.storage.db import Database, open_database
 from app.storage.migrate import VERSION_TABLE
 from app.storage.tables import Base
+from tests.api.webhook_receiver import Receiver
 from tests.availability import unavailable
 
 
@@ -34,6 +35,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker in item.iter_markers(name="needs"):
         if not marker.kwargs["present"]:
             unavailable(marker.kwargs["message"])
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A real local webhook endpoint that checks signatures (tests/api/webhook_receiver.py)."""
+    found = Receiver().start()
+    try:
+        yield found
+    finally:
+        found.stop()
 
 
 @pytest.fixture
