@@ -60,6 +60,12 @@ def ingest_worker(container: Container) -> IngestWorker:
     return IngestWorker(container.settings, container.ingest_deps, connect_redis(REDIS_URL))
 
 
+def work_through(container: Container, worker: IngestWorker) -> None:
+    """Let the rq worker run, one turn after another, every job a worker may claim."""
+    while container.jobs.has_claimable("worker"):
+        worker.process("any")
+
+
 def queued_upload(
     container: Container,
     data_dir: Path,
