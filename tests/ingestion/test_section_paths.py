@@ -208,7 +208,7 @@ def test_a_question_in_the_headings_words_finds_the_page_under_them(
 ) -> None:
     from app.config import load_settings
     from app.container import Container
-    from testkit.indexing import index_file
+    from app.services.local_files import ingest_local_file
 
     question = "How do I rotate the signing keys?"
     pdf = key_rotation_pdf(tmp_path / "admin.pdf")
@@ -224,14 +224,7 @@ def test_a_question_in_the_headings_words_finds_the_page_under_them(
             fusion="rrf",
         )
         container = Container(settings)
-        index_file(
-            pdf,
-            tenant_id="ops",
-            source=pdf.name,
-            embedder=container.embedder,
-            corpus=container.corpus,
-            config=container.pipeline_config,
-        )
+        ingest_local_file(container.document_deps, tenant_id="ops", path=pdf)
         hits = container.retriever.search("ops", question, 5).hits
         top_pages[paths] = [hit.chunk.page for hit in hits]
         if paths:
