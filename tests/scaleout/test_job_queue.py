@@ -27,7 +27,7 @@ from app.job_runners.redis_worker import TURN_POLL_S, IngestWorker
 from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.jobs.store import JobStore
 from app.storage.db import Database, utc_now
-from tests.queued_jobs import queue_job
+from tests.queued_jobs import mark_done, queue_job
 from tests.scaleout.job_container import queued_upload
 
 pytestmark = pytest.mark.integration
@@ -134,7 +134,7 @@ def test_the_sweep_takes_back_a_dead_workers_job_but_not_a_live_one(
     requeued, resent = worker.sweep(now=later)
     assert (requeued, resent) == (1, 0)  # the requeued job is within the grace period at `later`
     assert container.jobs.get("acme", live).status == "processing"  # type: ignore[union-attr]
-    container.jobs.mark_done(live, chunks_indexed=1, pages=1)
+    mark_done(container.jobs, live, chunks_indexed=1, pages=1)
     assert container.jobs.get("acme", dead).status == "queued"  # type: ignore[union-attr]
     after_grace = later + timedelta(seconds=2 * settings.job_heartbeat_s + 0.05)
     assert worker.sweep(now=after_grace) == (0, 1)  # sent once, as the message for attempt 2
@@ -213,7 +213,7 @@ def test_a_turn_waits_while_every_waiting_tenant_is_at_its_running_limit(
     # The turn is kept, not dropped: the tenant may run one job at a time.
     assert turn.is_alive() and outcome == []
     assert container.jobs.get("acme", second).status == "queued"  # type: ignore[union-attr]
-    container.jobs.mark_done(first, chunks_indexed=1, pages=1)
+    mark_done(container.jobs, first, chunks_indexed=1, pages=1)
     turn.join(30)
     assert outcome == [f"finished {second}"]
 
