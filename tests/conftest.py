@@ -23,6 +23,7 @@ from app.storage.migrate import VERSION_TABLE
 from app.storage.tables import Base
 from tests.api.webhook_receiver import Receiver
 from tests.availability import unavailable
+from tests.fakes import FakeEmbedder
 from tests.fresh_database import fresh_postgres_database
 
 
@@ -37,6 +38,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker in item.iter_markers(name="needs"):
         if not marker.kwargs["present"]:
             unavailable(marker.kwargs["message"])
+
+
+@pytest.fixture
+def embedder() -> FakeEmbedder:
+    """The fake embedder (tests/fakes.py): deterministic vectors, nothing to load."""
+    return FakeEmbedder()
 
 
 @pytest.fixture

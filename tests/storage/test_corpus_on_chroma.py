@@ -37,11 +37,6 @@ RECIPES = [
 
 
 @pytest.fixture
-def embedder() -> FakeEmbedder:
-    return FakeEmbedder()
-
-
-@pytest.fixture
 def store(settings: Settings, embedder: FakeEmbedder) -> Corpus:
     return build_corpus(settings, embedder)
 

@@ -36,11 +36,6 @@ def migration() -> ModuleType:
 
 
 @pytest.fixture
-def embedder() -> FakeEmbedder:
-    return FakeEmbedder()
-
-
-@pytest.fixture
 def store(settings: Settings, embedder: FakeEmbedder) -> Corpus:
     return build_corpus(settings, embedder)
 
