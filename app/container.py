@@ -10,7 +10,7 @@ the container.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 from app import tracing
@@ -473,7 +473,8 @@ class Container:
     def ingest_deps(self) -> IngestDeps:
         """What running ingestion jobs needs, in the API's pool or a worker process."""
         from app.job_runners.runner import IngestDeps
-        from app.services.collection_deletion import DeletionDeps
+        from app.jobs.store import COLLECTION_DELETE, EVALUATION_RUN
+        from app.services.collection_deletion import DeletionDeps, run_collection_deletion
 
         trace_of = self.trace_carriers.recall if tracing.wanted(self.settings) else None
         settings = self.settings
@@ -482,6 +483,9 @@ class Container:
         def others_waiting(tenant_id: str) -> bool:
             return jobs.others_waiting(tenant_id, settings.max_running_jobs_per_tenant)
 
+        deletion = DeletionDeps(
+            jobs, self.access_store, lambda: self.document_deps, self.document_events
+        )
         return IngestDeps(
             jobs,
             self.documents,
@@ -491,10 +495,10 @@ class Container:
             ocr_pages_per_turn=settings.ocr_pages_per_turn,
             others_waiting=others_waiting,
             events=self.document_events,
-            deletion=DeletionDeps(
-                jobs, self.access_store, lambda: self.document_deps, self.document_events
-            ),
-            evaluation=lambda job: self.evaluation_runner.run_job(job),
+            run_alone={
+                COLLECTION_DELETE: partial(run_collection_deletion, deletion),
+                EVALUATION_RUN: lambda job: self.evaluation_runner.run_job(job),
+            },
         )
 
     @cached_property

@@ -53,8 +53,3 @@ class JobEndings(Generic[Job]):
             woken = [(wake, job) for job in jobs for wake in self._watchers.get(job.job_id, ())]
         for wake, job in woken:
             wake(job)
-
-    def watched(self) -> int:
-        """How many jobs someone is waiting on (for tests and metrics)."""
-        with self._lock:
-            return len(self._watchers)

@@ -502,14 +502,9 @@ class JobStore:
                     )
                 )
 
-    def mark_done(
-        self, job_id: str, chunks_indexed: int, pages: int, warnings: Sequence[str] = ()
-    ) -> None:
-        """Finish a job successfully, with what it could not do (`warnings`) if anything."""
-        self.mark_done_many([JobDone(job_id, chunks_indexed, pages, warnings)])
-
     def mark_done_many(self, done: Sequence[JobDone]) -> None:
-        """`mark_done` for several jobs, in one transaction."""
+        """Finish jobs successfully, each with what it could not do (`warnings`) if anything, in
+        one transaction."""
         ended = []
         with self._db.session() as session:
             for job in done:

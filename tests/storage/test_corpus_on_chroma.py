@@ -13,11 +13,12 @@ from chroma_helpers import ingest, make_chunks
 
 from app.config import Settings
 from app.domain import document_id
-from app.services.blocks.corpus import Corpus, build_corpus
+from app.services.blocks.corpus import Corpus
 from app.storage import chroma_index
 from app.storage import chunks as chunks_module
 from app.storage.chroma_index import collection_name
 from app.storage.vector_index import IndexedVector
+from testkit.indexing import build_corpus
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration
@@ -33,11 +34,6 @@ RECIPES = [
     "Knead the dough for eight minutes until it is smooth.",
     "Bake the bread at 220 degrees for thirty minutes.",
 ]
-
-
-@pytest.fixture
-def embedder() -> FakeEmbedder:
-    return FakeEmbedder()
 
 
 @pytest.fixture
@@ -99,7 +95,9 @@ def test_metadata_round_trips_exactly(store, embedder):
         end=17 + len(text),
         metadata={"kind": "text", "language": "ar"},
     )
-    store.replace_document("acme", chunk.document_id, [chunk], embedder.embed_documents([text]))
+    store.replace_documents(
+        "acme", [(chunk.document_id, [chunk], embedder.embed_documents([text]))]
+    )
 
     (hit, score), *_ = store.query("acme", embedder.embed_query(text), k=1)
 
@@ -115,7 +113,7 @@ def test_similarity_is_one_minus_cosine_distance(store, embedder):
     chunks = make_chunks("acme", "axes.txt", ["x axis", "y axis"])
     x_axis = [1.0] + [0.0] * (dim - 1)
     y_axis = [0.0, 1.0] + [0.0] * (dim - 2)
-    store.replace_document("acme", chunks[0].document_id, chunks, [x_axis, y_axis])
+    store.replace_documents("acme", [(chunks[0].document_id, chunks, [x_axis, y_axis])])
 
     # Unnormalised query at 45 degrees between them: cosine is 0.7071 for both, whatever its length.
     hits = store.query("acme", [3.0, 3.0] + [0.0] * (dim - 2), k=2)
@@ -181,11 +179,11 @@ def test_bad_input_is_refused(store, embedder):
     doc = chunks[0].document_id
 
     with pytest.raises(ValueError, match="3 chunks but 2 vectors"):
-        store.replace_document("acme", doc, chunks, vectors[:2])
+        store.replace_documents("acme", [(doc, chunks, vectors[:2])])
     with pytest.raises(ValueError, match="does not belong"):
-        store.replace_document("globex", document_id("globex", "manual.pdf"), chunks, vectors)
+        store.replace_documents("globex", [(document_id("globex", "manual.pdf"), chunks, vectors)])
     with pytest.raises(ValueError, match="length 3"):
-        store.replace_document("acme", doc, chunks[:1], [[0.1, 0.2, 0.3]])
+        store.replace_documents("acme", [(doc, chunks[:1], [[0.1, 0.2, 0.3]])])
     with pytest.raises(ValueError, match="k must be positive"):
         store.query("acme", vectors[0], k=0)
     with pytest.raises(ValueError, match="tenant_id"):
@@ -219,7 +217,7 @@ def test_corpus_version_is_seen_by_another_client_and_process(settings, embedder
     script = (
         "import json; from app.config import load_settings;"
         "from tests.fakes import FakeEmbedder;"
-        "from app.services.blocks.corpus import build_corpus;"
+        "from testkit.indexing import build_corpus;"
         f"s = build_corpus(load_settings(_env_file=None, data_dir={data_dir!r}),"
         " FakeEmbedder());"
         "print(json.dumps([s.corpus_version('acme'), s.count('acme')]))"

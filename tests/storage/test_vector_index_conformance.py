@@ -241,16 +241,16 @@ def corpus(index: VectorIndex, tmp_path: Path) -> Corpus:
 def test_the_corpus_replaces_and_deletes_documents_on_every_backend(corpus: Corpus) -> None:
     embedder = FakeEmbedder()
     old = make_chunks("acme", "manual.txt", ["valve one", "valve two", "valve three"])
-    corpus.replace_document(
-        "acme", old[0].document_id, old, embedder.embed_documents([c.text for c in old])
+    corpus.replace_documents(
+        "acme", [(old[0].document_id, old, embedder.embed_documents([c.text for c in old]))]
     )
-    corpus.replace_document(
-        "acme", old[0].document_id, old, embedder.embed_documents([c.text for c in old])
+    corpus.replace_documents(
+        "acme", [(old[0].document_id, old, embedder.embed_documents([c.text for c in old]))]
     )  # re-ingesting the same file
     assert corpus.count("acme") == 3
     new = make_chunks("acme", "manual.txt", ["valve one", "a new second step"])
-    corpus.replace_document(
-        "acme", new[0].document_id, new, embedder.embed_documents([c.text for c in new])
+    corpus.replace_documents(
+        "acme", [(new[0].document_id, new, embedder.embed_documents([c.text for c in new]))]
     )
 
     hits = corpus.query("acme", embedder.embed_query("valve"), k=10)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import logging
 import secrets
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.storage.answer_records import AnswerRecord, AnswerRecordStore
 from app.storage.db import utc_now
+from app.timing import AtMostEvery
 
 if TYPE_CHECKING:
     from app.domain import RetrievalResult
@@ -97,8 +96,7 @@ class AnswerLog:
         self.store = store
         self.keep_days = keep_days
         self.model_id = model_id
-        self._pruned_at: float | None = None
-        self._lock = threading.Lock()
+        self.pruning = AtMostEvery(PRUNE_EVERY_S)
 
     @property
     def keeps_questions(self) -> bool:
@@ -136,9 +134,4 @@ class AnswerLog:
     def prune_now_and_then(self) -> int:
         """Delete records past their days, if this process has not done so lately (called at
         start-up, after a record is written and before the record is read)."""
-        now = time.monotonic()
-        with self._lock:
-            if self._pruned_at is not None and now - self._pruned_at < PRUNE_EVERY_S:
-                return 0
-            self._pruned_at = now
-        return self.store.prune(self.keep_days or BARE_RECORD_DAYS)
+        return self.store.prune(self.keep_days or BARE_RECORD_DAYS) if self.pruning.due() else 0
