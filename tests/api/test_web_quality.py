@@ -318,6 +318,7 @@ def test_a_filter_in_the_bench_leaves_out_the_documents_it_does_not_match(
     # The Ask form's filters are its own: none was added there.
     expect(page.get_by_label("Field of filter 1")).to_have_count(0)
     assert page.evaluate(A11Y_AUDIT) == {"unnamed": [], "low": []}
+    screenshot(page, "quality-bench-filter.png")
     page.close()
 
 
