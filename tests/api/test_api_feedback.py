@@ -137,6 +137,21 @@ def test_every_way_of_asking_gives_an_answer_id_with_its_record(
     assert len(ids) == 4  # every answer its own id, even the cached repeat of QUESTION
 
 
+def test_a_cached_answer_records_the_same_retrieved_documents_as_the_fresh_one(
+    api: ApiHarness, people: People
+) -> None:
+    question = "What is the nightly mooring fee at Wick?"
+    fresh, repeat = ask(api, people.bob, question), ask(api, people.bob, question)
+    assert (fresh["cache"], repeat["cache"]) == ("miss", "hit")
+    records = [
+        api.client.get(f"/answers/{answered['answer_id']}", headers=people.bob.headers).json()
+        for answered in (fresh, repeat)
+    ]
+    assert [r["cache"] for r in records] == ["miss", "hit"]
+    assert records[0]["retrieved"] and records[0]["retrieved"][0]["source"] == "tides.pdf"
+    assert records[1]["retrieved"] == records[0]["retrieved"]
+
+
 def test_feedback_on_another_users_or_another_tenants_answer_is_a_404(
     api: ApiHarness, people: People
 ) -> None:

@@ -287,6 +287,41 @@ def test_the_admin_chooses_a_collection_in_the_bench(live: LiveServer, browser: 
     page.close()
 
 
+def test_a_filter_in_the_bench_leaves_out_the_documents_it_does_not_match(
+    live: LiveServer, browser: Any
+) -> None:
+    page = sign_in(browser, live, "ada")
+    sent: list[Any] = []
+    page.on(
+        "request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/search") else None
+    )
+    page.get_by_role("link", name="Quality").click()
+    page.get_by_label("Text to search for").fill("When is the canteen closed?")
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(passages(page).locator("strong", has_text="minutes.txt").first).to_be_visible()
+
+    bench = page.get_by_role("region", name="Test retrieval")
+    bench.get_by_role("button", name="Add a retrieval filter").click()
+    bench.get_by_label("Field of retrieval filter 1").fill("source")
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(page.get_by_role("status").filter(has_text="Filter 1")).to_have_text(
+        "Filter 1: enter a value."
+    )
+    searches = len(sent)  # nothing was sent for the unfinished filter
+    bench.get_by_label("Value of retrieval filter 1").fill("manual.pdf")
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(page.get_by_role("status").filter(has_text="passages in")).to_be_visible()
+    assert len(sent) == searches + 1
+    assert sent[-1]["filters"] == {"source": {"$eq": "manual.pdf"}}
+    sources = passages(page).locator("strong").all_text_contents()
+    assert sources and set(sources) == {"manual.pdf"}, sources
+    # The Ask form's filters are its own: none was added there.
+    expect(page.get_by_label("Field of filter 1")).to_have_count(0)
+    assert page.evaluate(A11Y_AUDIT) == {"unnamed": [], "low": []}
+    screenshot(page, "quality-bench-filter.png")
+    page.close()
+
+
 def test_the_admin_opens_the_record_of_a_rated_answer(live: LiveServer, browser: Any) -> None:
     rated = api(live, "ada", "GET", "/feedback", params={"rating": "down"})["data"][0]
     record = api(live, "ada", "GET", f"/answers/{rated['answer_id']}")

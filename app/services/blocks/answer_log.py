@@ -63,7 +63,7 @@ class FinishedAnswer:
     timings: dict[str, float]
     total_ms: float
     corpus_version: int
-    retrieval: RetrievalResult | None = None  # None for a cache hit
+    retrieved: Sequence[dict[str, object]] = ()  # retrieved_ranks of the answer's retrieval
 
 
 def cited_pages(citations: Sequence[Citation]) -> list[dict[str, object]]:
@@ -74,10 +74,9 @@ def cited_pages(citations: Sequence[Citation]) -> list[dict[str, object]]:
     ]
 
 
-def retrieved_ranks(retrieval: RetrievalResult | None) -> list[dict[str, object]]:
-    """The passages retrieval ranked for the answer: document, page, rank."""
-    if retrieval is None:
-        return []
+def retrieved_ranks(retrieval: RetrievalResult) -> list[dict[str, object]]:
+    """The passages retrieval ranked for the answer: document, page, rank (what the answer
+    cache keeps with the answer, so a cache hit's record names them as the fresh one's did)."""
     return [
         {
             "rank": rank,
@@ -117,7 +116,7 @@ class AnswerLog:
                 model=self.model_id,
                 corpus_version=finished.corpus_version,
                 cited=cited_pages(finished.citations),
-                retrieved=retrieved_ranks(finished.retrieval),
+                retrieved=list(finished.retrieved),
                 timings=finished.timings,
                 total_ms=finished.total_ms,
             )

@@ -1,17 +1,19 @@
-// Test retrieval: POST /search with "explain": true, within the collection, document and pages
-// chosen. Each ranked passage shows its keyword and meaning (dense) match as small bars, its
-// place after fusion, the rules that moved it and the matched words; its page opens in the
-// viewer.
+// Test retrieval: POST /search with "explain": true, within the collection, document, pages and
+// metadata filters chosen. Each ranked passage shows its keyword and meaning (dense) match as
+// small bars, its place after fusion, the rules that moved it and the matched words; its page
+// opens in the viewer.
 
 import { json } from "./api.js";
 import { loadCollections } from "./collections.js";
 import { documentFinder } from "./document-finder.js";
+import { allOf, checkedScope, filterRows } from "./filter-rows.js";
 import { describeError, element } from "./format.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
 let loads = 0;
 let documents = null; // the document picker's finder (by name, within the chosen collection)
+let filters = null; // the bench's metadata filter rows (filter-rows.js)
 
 function option(value, label) {
   return element("option", { text: label, attrs: { value } });
@@ -30,7 +32,8 @@ export async function loadBenchPickers() {
   await documents.find();
 }
 
-// The body's `collections` and `filters` for what the pickers say (nothing: everything).
+// The body's `collections` and `filters` for what the pickers and the filter rows say (nothing:
+// everything); throws an Error saying which filter to finish.
 function scope() {
   const body = {};
   const collection = $("bench-collection").value;
@@ -42,8 +45,9 @@ function scope() {
   const to = Number($("bench-page-to").value);
   if (from >= 1) conditions.push({ page: { $gte: from } });
   if (to >= 1) conditions.push({ page: { $lte: to } });
-  if (conditions.length === 1) body.filters = conditions[0];
-  if (conditions.length > 1) body.filters = { $and: conditions };
+  conditions.push(...filters.conditions());
+  const tree = allOf(conditions);
+  if (tree) body.filters = tree;
   return body;
 }
 
@@ -55,6 +59,7 @@ function everywhere() {
   documents.find();
   $("bench-page-from").value = "";
   $("bench-page-to").value = "";
+  filters.reset();
 }
 
 function fixed(value, digits = 3) {
@@ -125,12 +130,14 @@ export async function testRetrieval(question, { anywhere = false } = {}) {
   const ticket = ++loads;
   $("bench-question").value = question;
   if (anywhere) everywhere();
+  const within = checkedScope(scope, status);
+  if (within === null) return;
   status.textContent = "Searching…";
   try {
     const found = await json("/search", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ query: question, k: 10, explain: true, ...scope() }),
+      body: JSON.stringify({ query: question, k: 10, explain: true, ...within }),
     });
     if (ticket !== loads) return;
     const max = (key) => Math.max(1e-9, ...found.results.map((r) => (r.explain || {})[key] || 0));
@@ -156,9 +163,16 @@ export function resetBench() {
   $("bench-collection-field").hidden = true;
   $("bench-page-from").value = "";
   $("bench-page-to").value = "";
+  filters.reset();
 }
 
 export function setUpBench() {
+  filters = filterRows({
+    rows: $("bench-filter-rows"),
+    fields: $("bench-filter-fields"),
+    add: $("bench-filter-add"),
+    noun: "retrieval filter",
+  });
   documents = documentFinder({
     search: $("bench-document-search"),
     picker: $("bench-document"),
