@@ -502,3 +502,70 @@ FAMILIES.append(
         _boilerplate_demoted,
     )
 )
+
+
+# --- page support: a chunk whose page holds other strong chunks moves up (the manuals are
+# scored by page) ---
+
+
+def _page_supported(recall: Recall, query: str, p: Params) -> list[str]:
+    """The service's fusion, then each page's first chunk scored 1 / (k + its place) plus
+    `support` times the same score of the page's other chunks (the others keep their own score);
+    exact matches stay first; then the final-order rules."""
+    base = _service_config()
+    recall = truncated(recall, base.dense_candidates, base.keyword_candidates)
+    ordered = fuse(recall, "hybrid", base)
+    pinned = set(recall.pinned)
+    rest = [c for c in ordered if c not in pinned]
+    own = {cid: 1.0 / (p["page_k"] + i) for i, cid in enumerate(rest, start=1)}
+    pages: dict[object, list[str]] = {}
+    for cid in rest:
+        chunk = recall.candidates[cid].chunk
+        pages.setdefault((chunk.document_id, chunk.page) if chunk else cid, []).append(cid)
+    score = dict(own)
+    for members in pages.values():
+        first = members[0]
+        score[first] += p["support"] * sum(own[c] for c in members[1:])
+    place = {cid: i for i, cid in enumerate(rest)}
+    rest = sorted(rest, key=lambda c: (-score[c], place[c]))
+    return _finish([c for c in ordered if c in pinned] + rest, recall, query, {**p, "pin": False})
+
+
+FAMILIES.append(
+    Family(
+        "page-support",
+        _grid(TODAYS_RULES, page_k=(5, 20, 60), support=(0.0, 0.1, 0.25, 0.5, 1.0)),
+        _page_supported,
+    )
+)
+
+
+# --- keyword selectivity: the keyword arm weighs less on a question whose best BM25 chunk holds
+# little of the question's word weight ---
+
+
+def keyword_selectivity(recall: Recall) -> float:
+    """The keyword arm's first score over the idf mass of the question's words the text holds
+    (about the score of a chunk holding each of them once): near 1 when its best chunk holds
+    them all, low when it matched a few common ones."""
+    term_chunks, total = word_counts(recall)
+    mass = sum(idf(n, total) for n in term_chunks.values() if n > 0)
+    if mass <= 0 or not recall.keyword_ids:
+        return 1.0
+    return float(recall.candidates[recall.keyword_ids[0]].keyword_score or 0.0) / mass
+
+
+def _selectivity_weighted(recall: Recall, query: str, p: Params) -> list[str]:
+    """The service's order with the keyword arm's coverage (its weight) scaled by
+    clip(selectivity / `full_at`, `least`, 1)."""
+    factor = min(1.0, max(p["least"], keyword_selectivity(recall) / p["full_at"]))
+    return _service(replace(recall, coverage=recall.coverage * factor), query, p)
+
+
+FAMILIES.append(
+    Family(
+        "keyword-selectivity",
+        _grid(TODAYS_RULES, fusion=("blend",), full_at=(0.01, 0.3, 0.5, 0.7), least=(0.0, 0.6)),
+        _selectivity_weighted,
+    )
+)

@@ -14,6 +14,7 @@ minus its better arm".
     python -m eval.manuals_loo [--manuals R-admin gnuplot ...] [--refresh] [--families ...]
     python -m eval.manuals_loo --english-model DIR   # English manuals with another dense model
     python -m eval.manuals_loo --section-paths keyword   # manuals indexed with section paths
+    python -m eval.manuals_loo --skip-pronouns   # BM25 without the questions' pronouns
     python -m eval.manuals_loo --held-out   # also the held-out manuals, never chosen on
 """
 
@@ -113,6 +114,8 @@ def _cache_key(manual: str, questions: list[ManualQuestion], settings: Settings)
         "section_paths",
     ):
         digest.update(f"{name}={getattr(settings, name)}\0".encode())
+    if settings.keyword_skip_pronouns:  # keys of recalls cached before the setting stay valid
+        digest.update(b"keyword_skip_pronouns\0")
     digest.update(f"pool={POOL_FACTOR}\0recall={RECALL_FORMAT}".encode())
     return f"{manual}-{digest.hexdigest()[:16]}"
 
@@ -356,6 +359,11 @@ def main() -> None:
         default=None,
         help="index the manuals with this RAG_SECTION_PATHS (default: the setting's default)",
     )
+    parser.add_argument(
+        "--skip-pronouns",
+        action="store_true",
+        help="ask with RAG_KEYWORD_SKIP_PRONOUNS=true (BM25 without the question's pronouns)",
+    )
     args = parser.parse_args()
     missing = {s.name for s in missing_sources(ALL_SOURCES)}
     manuals = args.manuals or [m for m, s in ALL_SOURCES.items() if s.name not in missing]
@@ -366,6 +374,8 @@ def main() -> None:
         settings = load_settings(_env_file=None, data_dir=Path(data), env="development")
         if args.section_paths:
             settings = settings.model_copy(update={"section_paths": args.section_paths})
+        if args.skip_pronouns:
+            settings = settings.model_copy(update={"keyword_skip_pronouns": True})
         config = RetrieverConfig.from_settings(settings)
         english = None
         if args.english_model:

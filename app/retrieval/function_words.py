@@ -40,6 +40,22 @@ def content_tokens(tokens: list[str], tokenizer: Callable[[str], list[str]]) -> 
     return kept or tokens
 
 
+# How a user's question speaks of its asker ("How do I ...?", "my plot", "can you ..."), not of
+# what it asks about. Manuals rarely hold these words (a loop variable `i`, an option `-i`), so
+# BM25 weighs them as rare and ranks such chunks first for any question worded this way.
+# "us" is left in: it is also the US.
+QUESTION_PRONOUNS = frozenset(
+    ["i", "me", "my", "mine", "myself", "we", "our", "ours", "you", "your", "yours"]
+)
+
+
+def without_question_pronouns(tokens: list[str]) -> list[str]:
+    """The query tokens BM25 scores: all but the first- and second-person pronouns (all of them
+    if nothing else is left)."""
+    kept = [t for t in tokens if t not in QUESTION_PRONOUNS]
+    return kept or tokens
+
+
 # A word more than half the tenant's chunks hold ranks by length alone: its Robertson-Sparck Jones
 # idf, log((N - n + 0.5) / (n + 0.5)), is negative past this share.
 UBIQUITOUS_SHARE = 0.5

@@ -26,7 +26,11 @@ from app.config import FusionMethod
 from app.domain import Chunk, RetrievalResult, SearchHit
 from app.retrieval.evidence import specific_evidence_chunks
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
-from app.retrieval.function_words import content_tokens, matches_content_word
+from app.retrieval.function_words import (
+    content_tokens,
+    matches_content_word,
+    without_question_pronouns,
+)
 from app.retrieval.fusion import (
     reciprocal_rank_fusion,
     reserve_places,
@@ -130,6 +134,9 @@ class RetrieverConfig:
     reserve_dense_first: int = 0
     reserve_keyword_first: int = 0
     reserve_within: int = 0
+    # BM25 scores the query without its first- and second-person pronouns ("How do I ...",
+    # "my data"; app/retrieval/function_words.py).
+    keyword_skip_pronouns: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrieverConfig:
@@ -163,6 +170,7 @@ class RetrieverConfig:
             reserve_dense_first=settings.reserve_dense_first,
             reserve_keyword_first=settings.reserve_keyword_first,
             reserve_within=settings.reserve_within,
+            keyword_skip_pronouns=settings.keyword_skip_pronouns,
         )
 
 
@@ -638,7 +646,8 @@ class HybridRetriever:
             tenant_id, self.keyword_index.snapshot(tenant_id), scope
         )
         tokens = self.keyword_index.tokenizer(query)
-        keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor)
+        scored = without_question_pronouns(tokens) if self.config.keyword_skip_pronouns else tokens
+        keyword = snapshot.search(scored, self.config.keyword_candidates * pool_factor)
         content = content_tokens(tokens, self.keyword_index.tokenizer)
         recall.coverage = snapshot.coverage(content)
         recall.content_match = matches_content_word(
