@@ -348,7 +348,7 @@ def test_a_days_failures_lock_new_clients_out_but_never_the_owners(
     users: UserService, database: Database, backend: Backend
 ) -> None:
     audit = AuditLog(AuditStore(database), retention_days=30)
-    before = audit.page("acme", 100, 0, action="login.locked")[1]
+    before = audit.page("acme", 100, 0, action="login.locked").total
     counting = CountingUsers(users)
     login = LoginGuard(
         counting,  # type: ignore[arg-type]
@@ -374,10 +374,11 @@ def test_a_days_failures_lock_new_clients_out_but_never_the_owners(
     # Her laptop still signs in: the lock is for clients new to the account.
     assert login.login("alice", PASSWORD, "192.0.2.20").username == "alice"
     # The lock is in the tenant's audit log once, naming the account, not once per refusal.
-    entries, total = audit.page("acme", 100, 0, action="login.locked")
-    assert total == before + 1
-    assert entries[0].detail["username"] == "alice" and entries[0].detail["failures"] == 5
-    assert entries[0].client_ip == "10.9.4.1"
+    found = audit.page("acme", 100, 0, action="login.locked")
+    assert found.total == before + 1
+    entry = found.records[0]
+    assert entry.detail["username"] == "alice" and entry.detail["failures"] == 5
+    assert entry.client_ip == "10.9.4.1"
 
 
 @pytest.mark.unit

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from app.domain import ListedPage
 from app.storage.audit import AuditEntry, AuditRecord, AuditStore
 
 AuditAction = Literal[
@@ -117,6 +118,6 @@ class AuditLog:
         offset: int,
         action: str | None = None,
         user_id: str | None = None,
-    ) -> tuple[list[AuditRecord], int]:
+    ) -> ListedPage[AuditRecord]:
         """One page of the tenant's entries, newest first, and how many match."""
         return self.store.list(tenant_id, limit, offset, action=action, user_id=user_id)

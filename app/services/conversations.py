@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
+from app.domain import ListedPage
 from app.errors import NotFound, QuotaExceeded, public_message
 from app.retrieval.scope import EVERYTHING, SearchScope
 from app.services import answer as answer_service
@@ -202,7 +203,7 @@ def messages(
 
 def list_conversations(
     store: ConversationStore, caller: Caller, limit: int, offset: int
-) -> tuple[list[ConversationRecord], int]:
+) -> ListedPage[ConversationRecord]:
     """One page of the caller's conversations, most recently used first, and their total."""
     return store.list(caller.tenant_id, caller.user_id, limit, offset)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
+from app.domain import ListedPage
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.services.audit import Actor
 from app.services.indexing import DocumentDeps, documents_lock
@@ -14,8 +14,6 @@ from app.storage.audit import AuditEntry
 from app.storage.documents import DocumentRecord, DocumentStore
 
 log = logging.getLogger(__name__)
-
-Listed = TypeVar("Listed")  # what a listing holds: DocumentRecord or JobRecord
 
 
 @dataclass(frozen=True)
@@ -59,15 +57,6 @@ def document_named(
             "its document_id"
         )
     return named[0] if named else None
-
-
-@dataclass(frozen=True)
-class ListedPage(Generic[Listed]):
-    """One page of a tenant's documents or jobs, newest first, and how many it has in all (of
-    the statuses asked, for jobs)."""
-
-    records: list[Listed]
-    total: int
 
 
 def list_documents(

@@ -17,6 +17,7 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from app.answer_shape import AnswerShape
+from app.domain import ListedPage
 from app.errors import JobQueueFull, NotFound, QuotaExceeded
 from app.jobs.evaluation_runs import NewRun, RunRecord
 from app.jobs.store import JobLimitReached
@@ -135,16 +136,16 @@ def get(deps: RunDeps, viewer: QualityViewer, run_id: str) -> RunRecord:
 
 def page(
     deps: RunDeps, viewer: QualityViewer, limit: int, offset: int, set_id: str | None
-) -> tuple[list[RunRecord], int]:
+) -> ListedPage[RunRecord]:
     """The runs the caller sees, oldest first, as they may see them, and how many in all."""
-    found, total = deps.runs.page(
+    found = deps.runs.page(
         viewer.access.tenant_id,
         limit,
         offset,
         set_id,
         visible=None if viewer.sees_all else viewer.sees_run,
     )
-    return [viewer.redacted(run) for run in found], total
+    return ListedPage([viewer.redacted(run) for run in found.records], found.total)
 
 
 # --- scoring ---

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from app.domain import ListedPage
 from app.errors import InvalidInput, NotFound
 from app.services.documents import document_named
 from app.storage.feedback import FeedbackFilter
@@ -217,7 +218,7 @@ def get(deps: SetDeps, viewer: QualityViewer, set_id: str) -> EvaluationSet:
 
 def page(
     deps: SetDeps, viewer: QualityViewer, limit: int, offset: int
-) -> tuple[list[EvaluationSet], int]:
+) -> ListedPage[EvaluationSet]:
     """The sets the caller sees (without their items), newest first, and how many in all."""
     visible = None if viewer.sees_all else viewer.sees_set
     return deps.sets.page(viewer.access.tenant_id, limit, offset, visible)

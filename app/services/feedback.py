@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from app import metrics
+from app.domain import ListedPage
 from app.errors import InvalidInput, NotFound
 from app.services.blocks.answer_log import answer_id_of
 from app.services.documents import document_named
@@ -145,11 +146,11 @@ def listing(
     limit: int,
     offset: int,
     readable: Callable[[str], bool],
-) -> tuple[list[FeedbackRecord], int]:
+) -> ListedPage[FeedbackRecord]:
     """A page of the tenant's feedback, newest first, showing the documents the caller reads,
     and the count of all that match."""
-    found, total = deps.feedback.page(tenant_id, which, limit, offset)
-    return [_shown(r, readable) for r in found], total
+    found = deps.feedback.page(tenant_id, which, limit, offset)
+    return ListedPage([_shown(r, readable) for r in found.records], found.total)
 
 
 def export_lines(

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from app import security
-from app.domain import ROLES, Role
+from app.domain import ROLES, ListedPage, Role
 from app.errors import AuthenticationFailed, InvalidInput, KeyNotAllowed, NotFound, TenantRequired
 from app.services.audit import Actor
 from app.services.blocks.passwords import validate_password
@@ -124,7 +124,7 @@ class UserService:
         audit = actor.entry("user.created") if actor else None
         return self._store.add(tenant_id, name, password_hash, checked, audit)
 
-    def page(self, tenant_id: str, limit: int, offset: int) -> tuple[list[UserRecord], int]:
+    def page(self, tenant_id: str, limit: int, offset: int) -> ListedPage[UserRecord]:
         """One page of the tenant's users by name, and how many there are."""
         return self._store.page(tenant_id, limit, offset)
 

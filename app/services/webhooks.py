@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
+from app.domain import ListedPage
 from app.errors import InvalidInput, NotFound
 from app.services.audit import Actor
 from app.services.blocks.webhook_delivery import new_secret
@@ -123,7 +124,7 @@ def delete_webhook(deps: WebhookDeps, *, actor: Actor, webhook_id: str) -> None:
 
 def list_deliveries(
     deps: WebhookDeps, *, tenant_id: str, webhook_id: str, limit: int, offset: int
-) -> tuple[list[DeliveryRecord], int]:
+) -> ListedPage[DeliveryRecord]:
     """One page of a webhook's delivery log, newest first; NotFound when missing."""
     get_webhook(deps, tenant_id=tenant_id, webhook_id=webhook_id)
     return deps.store.deliveries(tenant_id, webhook_id, limit, offset)

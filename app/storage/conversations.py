@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from app.domain import ListedPage
 from app.errors import QuotaExceeded
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
@@ -190,7 +191,7 @@ class ConversationStore:
 
     def list(
         self, tenant_id: str, user_id: str, limit: int, offset: int
-    ) -> tuple[list[ConversationRecord], int]:
+    ) -> ListedPage[ConversationRecord]:
         """One page of the user's conversations, most recently used first, and their total."""
         owner = (ConversationRow.tenant_id == tenant_id, ConversationRow.user_id == user_id)
         counts = (
@@ -211,7 +212,7 @@ class ConversationStore:
                 .limit(limit)
                 .offset(offset)
             ).all()
-            return [_conversation(row, int(n)) for row, n in rows], int(total or 0)
+            return ListedPage([_conversation(row, int(n)) for row, n in rows], int(total or 0))
 
     def delete(self, tenant_id: str, user_id: str, conversation_id: str) -> bool:
         """Delete the conversation and its messages; False when missing or not theirs."""

@@ -85,6 +85,6 @@ def test_a_deletion_left_processing_by_a_dead_worker_is_finished_by_the_next(
     assert container.access_store.find_collection(T, "old-site") is None
     assert [d.document_id for d in container.documents.list(T, 10)] == [kept.document_id]
     assert container.corpus.count(T) == kept.chunks
-    audit = [(e.action, e.detail) for e in container.audit_log.page(T, 50, 0)[0]]
+    audit = [(e.action, e.detail) for e in container.audit_log.page(T, 50, 0).records]
     assert sum(1 for action, _ in audit if action == "document.deleted") == 2
     assert ("collection.deleted", {"name": "old-site", "documents": 2}) in audit

@@ -92,8 +92,8 @@ def test_the_rq_worker_runs_a_run_as_a_job_and_leaves_answering_runs_to_the_api(
     # The run that answers waits for the API process's runner, in the tenant's job list.
     waiting = container.jobs.get(T, answering)
     assert waiting is not None and waiting.status == "queued"
-    listed, total = container.jobs.page(T, ["queued", "processing"], 10)
-    assert [j.job_id for j in listed] == [answering] and total == 1
+    listed = container.jobs.page(T, ["queued", "processing"], 10)
+    assert [j.job_id for j in listed.records] == [answering] and listed.total == 1
     assert container.jobs.count_active(T) == 1
 
 

@@ -88,7 +88,7 @@ def test_a_name_that_rebinds_to_loopback_is_refused_at_delivery(
     DocumentEvents(store).document("acme", "document.deleted", "doc_1", "a.txt", status="deleted")
     assert WebhookDispatcher(store, rebinding, retry_base_s=60).run_due() == 1
     assert receiver.requests == []  # never connected
-    (delivery,), _ = store.deliveries("acme", hook.webhook_id, 10, 0)
+    (delivery,) = store.deliveries("acme", hook.webhook_id, 10, 0).records
     assert delivery.status == "pending" and "127.0.0.1" in (delivery.last_error or "")
 
 
@@ -125,7 +125,7 @@ def test_fifty_failures_in_a_row_disable_the_webhook_with_an_audit_entry(
     assert len(receiver.requests) == 50
     disabled = store.get("acme", hook.webhook_id)
     assert disabled is not None and not disabled.enabled and disabled.disabled_reason
-    entries, _ = AuditStore(sql_database).list("acme", 10, 0, "webhook.disabled")
+    entries = AuditStore(sql_database).list("acme", 10, 0, "webhook.disabled").records
     assert [entry.target_id for entry in entries] == [hook.webhook_id]
     events.document("acme", "document.deleted", "doc_x", "x.txt", status="deleted")
     dispatcher.run_due()
@@ -140,7 +140,7 @@ def test_a_redirect_is_not_followed_and_a_day_of_failures_ends_the_retries(
     DocumentEvents(store).document("acme", "document.deleted", "doc_1", "a.txt", status="deleted")
     dispatcher = WebhookDispatcher(store, ALLOW, retry_base_s=60)
     assert dispatcher.run_due() == 1
-    (delivery,), _ = store.deliveries("acme", hook.webhook_id, 10, 0)
+    (delivery,) = store.deliveries("acme", hook.webhook_id, 10, 0).records
     assert (delivery.status, delivery.last_status_code) == ("pending", 302)
     assert len(receiver.requests) == 1
     assert delivery.next_attempt_at - utc_now() > timedelta(seconds=50)  # backoff, not at once
@@ -152,6 +152,6 @@ def test_a_redirect_is_not_followed_and_a_day_of_failures_ends_the_retries(
             )
         )
     assert dispatcher.run_due() == 1
-    (delivery,), _ = store.deliveries("acme", hook.webhook_id, 10, 0)
+    (delivery,) = store.deliveries("acme", hook.webhook_id, 10, 0).records
     assert (delivery.status, delivery.attempts) == ("failed", 2)
     assert dispatcher.run_due() == 0  # no more attempts

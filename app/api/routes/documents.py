@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
 from typing import Annotated, Literal, get_args
 
 from fastapi import APIRouter, Query, Request, Response
@@ -47,7 +46,7 @@ from app.services.document_metadata import checked_metadata, parse_metadata
 from app.services.indexing import DocumentDeps
 from app.services.job_wait import MAX_WAIT_S, wait_for_job
 from app.storage.collections import AccessStore
-from app.storage.documents import DocumentFilter, DocumentRecord
+from app.storage.documents import DocumentFilter
 
 router = APIRouter(tags=["documents"])
 # The text fields that place an upload: its collection (id or name) and its metadata (JSON).
@@ -97,17 +96,6 @@ _UPLOAD_BODY = {
         },
     }
 }
-
-
-def _document_out(record: DocumentRecord, collection_names: Mapping[str, str]) -> DocumentOut:
-    """A document as shown, with its collection's name and its own metadata."""
-    shown = DocumentOut.model_validate(record)
-    return shown.model_copy(
-        update={
-            "collection": collection_names.get(record.collection_id, record.collection_id),
-            "metadata": json.loads(record.metadata_json or "{}"),
-        }
-    )
 
 
 def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "failed"]:
@@ -368,10 +356,9 @@ def list_documents(
         found = sync_uploads.list_matching(
             deps, tenant_id=tenant, wanted=wanted, limit=size, offset=offset, collections=shown
         )
-    names = access.all_collections
-    listed = Page[DocumentOut](
-        data=[_document_out(r, names) for r in found.records], count=found.total
-    )
+    # Each document shows its collection's name as the caller sees it.
+    names = {"collection_names": access.all_collections}
+    listed = Page[DocumentOut].of(found.records, found.total, context=names)
     if not fields:
         return listed
     kept: set[str] = set(fields)
@@ -392,7 +379,7 @@ def get_document(
     """One document of a collection you read (404 otherwise, as for a missing one)."""
     collections.document_collection(access, document_id)
     found = documents.get_document(deps, tenant_id=principal.tenant_id, document_id=document_id)
-    return _document_out(found, access.all_collections)
+    return DocumentOut.model_validate(found, context={"collection_names": access.all_collections})
 
 
 @router.patch(
@@ -422,7 +409,7 @@ def change_document(
         access, caller.actor(ip), document_id, found.uploaded_by, body.collection, metadata
     )
     changed = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
-    return _document_out(changed, access.all_collections)
+    return DocumentOut.model_validate(changed, context={"collection_names": access.all_collections})
 
 
 @router.delete(

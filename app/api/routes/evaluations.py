@@ -136,8 +136,8 @@ def list_sets(
 ) -> EvaluationSetList:
     """Your tenant's test sets that you see (you read every document they expect), newest
     first (without their items)."""
-    found, total = evaluation_sets.page(deps, viewer, size, offset)
-    return EvaluationSetList(data=[_set_out(s) for s in found], count=total)
+    found = evaluation_sets.page(deps, viewer, size, offset)
+    return EvaluationSetList(data=[_set_out(s) for s in found.records], count=found.total)
 
 
 @router.get("/evaluations/sets/{set_id}", response_model=EvaluationSetOut)
@@ -189,8 +189,8 @@ def list_runs(
 ) -> EvaluationRunList:
     """Your tenant's runs that you see (you read every collection they read), oldest first,
     with their aggregates (the history to chart)."""
-    found, total = evaluation_runs.page(deps, viewer, size, offset, set_id)
-    return EvaluationRunList(data=[_run_out(r) for r in found], count=total)
+    found = evaluation_runs.page(deps, viewer, size, offset, set_id)
+    return EvaluationRunList(data=[_run_out(r) for r in found.records], count=found.total)
 
 
 @router.get("/evaluations/runs/{run_id}", response_model=EvaluationRunOut)

@@ -110,8 +110,8 @@ def list_feedback(
     which = FeedbackFilter(rating, user_id, since, until, with_expected)
     if format == "jsonl":
         return _jsonl(feedback.export_lines(deps, caller.tenant_id, which, readable), "feedback")
-    records, total = feedback.listing(deps, caller.tenant_id, which, size, offset, readable)
-    return FeedbackList(data=[FeedbackOut(**r.public()) for r in records], count=total)
+    found = feedback.listing(deps, caller.tenant_id, which, size, offset, readable)
+    return FeedbackList(data=[FeedbackOut(**r.public()) for r in found.records], count=found.total)
 
 
 @router.get("/answers", response_model=AnswerRecordList)
@@ -125,7 +125,7 @@ def list_answers(
     user_id: Annotated[str | None, Query(max_length=40, description="admins: one user's")] = None,
 ) -> AnswerRecordList:
     """Your answers from the answer record, newest first (admins: `all=true` for the tenant's)."""
-    found, total = answer_history.page(
+    found = answer_history.page(
         records,
         caller,
         size,
@@ -134,7 +134,9 @@ def list_answers(
         everyone=all or user_id is not None,
         user_id=user_id,
     )
-    return AnswerRecordList(data=[AnswerRecordOut(**r.public()) for r in found], count=total)
+    return AnswerRecordList(
+        data=[AnswerRecordOut(**r.public()) for r in found.records], count=found.total
+    )
 
 
 @router.get("/answers/export", response_class=StreamingResponse)

@@ -28,8 +28,8 @@ def list_users(
     caller: Authorized, users: Users, size: PageSize, offset: PageOffset = 0
 ) -> Page[UserOut]:
     """Your tenant's users by name."""
-    records, total = users.page(caller.tenant_id, size, offset)
-    return Page[UserOut].of(records, total)
+    found = users.page(caller.tenant_id, size, offset)
+    return Page[UserOut].of(found.records, found.total)
 
 
 @router.patch("/{user_id}", response_model=UserOut, responses=error_responses(404, 409))
