@@ -149,7 +149,11 @@ def change_one_document(data: Path) -> dict[str, object]:
         for i, t in enumerate(texts)
     ]
     vectors = container.embedder.embed_documents(texts)
-    write_ms = timed_ms(lambda: container.corpus.replace_document(TENANT, doc, chunks, vectors))
+    write_ms = timed_ms(
+        lambda: container.corpus.replace_document(
+            tenant_id=TENANT, document_id=doc, chunks=chunks, vectors=vectors
+        )
+    )
     refresh_ms = timed_ms(lambda: retriever.refresh(TENANT))
     keyword = retriever.keyword_index
     return {

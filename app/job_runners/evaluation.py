@@ -169,7 +169,11 @@ class EvaluationRunner:
                 time.sleep(deps.pause_s)
 
             results = runs_service.run_items(
-                found.items, run.tenant_id, search, answer if run.answers else None, progress
+                found.items,
+                tenant_id=run.tenant_id,
+                search=search,
+                answer=answer if run.answers else None,
+                progress=progress,
             )
             deps.runs.finish(run.run_id, runs_service.summarise(results), results)
             deps.jobs.mark_done_many([JobDone(job.job_id, 0, 0, units=len(results))])

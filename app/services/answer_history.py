@@ -44,6 +44,7 @@ def page(
     offset: int,
     readable: ReadsDocument,
     everyone: bool = False,
+    *,
     user_id: str | None = None,
 ) -> ListedPage[AnswerRecord]:
     """The caller's answers (an admin's `everyone`: the tenant's, or one user's), newest first,
@@ -56,7 +57,7 @@ def page(
 
 
 def get(
-    store: AnswerRecordStore, caller: Identity, answer_id: str, readable: ReadsDocument
+    store: AnswerRecordStore, caller: Identity, *, answer_id: str, readable: ReadsDocument
 ) -> AnswerRecord:
     """One answer's record: the caller's own, or any of the tenant's for an admin; else 404.
     It shows the documents the caller reads."""

@@ -72,7 +72,7 @@ class Actor:
     client_ip: str | None
     key_id: str | None = None  # when acting with an API key (its id, never the key)
 
-    def entry(self, action: str, target_id: str | None = None, **detail: Any) -> AuditEntry:
+    def entry(self, action: str, *, target_id: str | None = None, **detail: Any) -> AuditEntry:
         """An audit entry of this actor doing `action` (one of ACTIONS)."""
         if action not in ACTIONS:
             raise ValueError(f"unknown audit action {action!r}")
@@ -113,6 +113,7 @@ class AuditLog:
 
     def page(
         self,
+        *,
         tenant_id: str,
         limit: int,
         offset: int,

@@ -75,7 +75,7 @@ def _documents(
 
 
 def start(
-    deps: RunDeps, actor: Actor, viewer: QualityViewer, set_id: str, answers: bool
+    deps: RunDeps, actor: Actor, viewer: QualityViewer, *, set_id: str, answers: bool
 ) -> RunRecord:
     """Queue a run of a set the caller sees (202), within the collections the caller's
     credential reads now; QuotaExceeded when the tenant already has MAX_ACTIVE_RUNS waiting or
@@ -120,12 +120,12 @@ def start(
     assert run is not None
     deps.enqueue(job)
     deps.audit.record(
-        actor.entry("evaluation.run_started", run.run_id, set_id=set_id, answers=answers)
+        actor.entry("evaluation.run_started", target_id=run.run_id, set_id=set_id, answers=answers)
     )
     return run
 
 
-def get(deps: RunDeps, viewer: QualityViewer, run_id: str) -> RunRecord:
+def get(deps: RunDeps, viewer: QualityViewer, *, run_id: str) -> RunRecord:
     """A run of the caller's tenant that the caller sees, as they may see it (NotFound
     otherwise, the same as for a missing run)."""
     found = deps.runs.get(viewer.access.tenant_id, run_id)
@@ -135,7 +135,7 @@ def get(deps: RunDeps, viewer: QualityViewer, run_id: str) -> RunRecord:
 
 
 def page(
-    deps: RunDeps, viewer: QualityViewer, limit: int, offset: int, set_id: str | None
+    deps: RunDeps, viewer: QualityViewer, limit: int, offset: int, *, set_id: str | None
 ) -> ListedPage[RunRecord]:
     """The runs the caller sees, oldest first, as they may see them, and how many in all."""
     found = deps.runs.page(
@@ -241,6 +241,7 @@ def summarise(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def run_items(
     items: Sequence[dict[str, Any]],
+    *,
     tenant_id: str,
     search: Search,
     answer: Answer | None,

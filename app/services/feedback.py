@@ -65,7 +65,11 @@ def _resolved(
     resolved = []
     for wanted in expected:
         record = document_named(
-            deps.documents, tenant_id, wanted.document_id, wanted.source, readable
+            deps.documents,
+            tenant_id=tenant_id,
+            document_id=wanted.document_id,
+            source=wanted.source,
+            readable=readable,
         )
         if record is None:
             named = wanted.document_id or wanted.source or "(none)"
@@ -83,6 +87,7 @@ def _resolved(
 def rate(
     deps: FeedbackDeps,
     actor: Actor,
+    *,
     answer_id: str,
     rating: Rating,
     comment: str | None = None,
@@ -109,7 +114,7 @@ def rate(
     deps.audit.record(
         actor.entry(
             "answer.rated",
-            answer_id,
+            target_id=answer_id,
             rating=rating,
             previous=previous,
             comment=comment is not None and comment != "",
@@ -121,7 +126,7 @@ def rate(
     return stored, previous is not None
 
 
-def mine(deps: FeedbackDeps, tenant_id: str, user_id: str, answer_id: str) -> FeedbackRecord:
+def mine(deps: FeedbackDeps, *, tenant_id: str, user_id: str, answer_id: str) -> FeedbackRecord:
     """The caller's rating of their answer (NotFound when none)."""
     found = deps.feedback.mine(tenant_id, answer_id_of(answer_id), user_id)
     if found is None:
@@ -141,6 +146,7 @@ def _shown(record: FeedbackRecord, readable: Callable[[str], bool]) -> FeedbackR
 
 def listing(
     deps: FeedbackDeps,
+    *,
     tenant_id: str,
     which: FeedbackFilter,
     limit: int,
@@ -154,7 +160,7 @@ def listing(
 
 
 def export_lines(
-    deps: FeedbackDeps, tenant_id: str, which: FeedbackFilter, readable: Callable[[str], bool]
+    deps: FeedbackDeps, *, tenant_id: str, which: FeedbackFilter, readable: Callable[[str], bool]
 ) -> Iterator[bytes]:
     """The tenant's matching feedback as JSON lines, oldest first, showing the documents the
     caller reads."""

@@ -125,7 +125,7 @@ def submit_uploads(
                 audit.append(
                     uploader.actor.entry(
                         "document.uploaded",
-                        upload.document_id,
+                        target_id=upload.document_id,
                         source=upload.source,
                         size_bytes=upload.size_bytes,
                     )
@@ -205,6 +205,7 @@ def list_jobs(
 def job_readable(
     job: JobRecord,
     readable: Callable[[str], bool],
+    *,
     user_id: str | None,
     collection_of: Callable[[str], str | None],
 ) -> bool:

@@ -67,7 +67,7 @@ def create_webhook(
     if len(deps.store.of_tenant(tenant)) >= MAX_WEBHOOKS_PER_TENANT:
         raise InvalidInput(f"a tenant has at most {MAX_WEBHOOKS_PER_TENANT} webhooks")
     webhook_id = "wh_" + secrets.token_hex(12)
-    audit = actor.entry("webhook.created", webhook_id, url=url, events=chosen)
+    audit = actor.entry("webhook.created", target_id=webhook_id, url=url, events=chosen)
     return deps.store.create(
         tenant, webhook_id, url, chosen, description, new_secret(), actor.user_id, audit
     )
@@ -100,7 +100,9 @@ def update_webhook(
     if url is not None:
         check_url(url, deps.rules)
     chosen = None if events is None else _events(events)
-    audit = actor.entry("webhook.changed", webhook_id, url=url, events=chosen, enabled=enabled)
+    audit = actor.entry(
+        "webhook.changed", target_id=webhook_id, url=url, events=chosen, enabled=enabled
+    )
     changed = deps.store.update(
         actor.tenant_id,
         webhook_id,
@@ -117,7 +119,7 @@ def update_webhook(
 
 def delete_webhook(deps: WebhookDeps, *, actor: Actor, webhook_id: str) -> None:
     """Remove a webhook and its delivery log; NotFound when missing."""
-    audit = actor.entry("webhook.deleted", webhook_id)
+    audit = actor.entry("webhook.deleted", target_id=webhook_id)
     if not deps.store.delete(actor.tenant_id, webhook_id, audit):
         raise NotFound("webhook not found")
 
@@ -161,7 +163,7 @@ class DocumentEvents:
         found = self._collections.find_collection(tenant_id, found_id)
         return {"id": found_id, "name": found.name if found is not None else found_id}
 
-    def publish(self, tenant_id: str, event_type: EventType, data: dict[str, Any]) -> None:
+    def publish(self, *, tenant_id: str, event_type: EventType, data: dict[str, Any]) -> None:
         """Queue one delivery per subscribed webhook of the tenant (none: nothing written)."""
         self._publish(tenant_id, event_type, lambda: data)
 
@@ -193,11 +195,11 @@ class DocumentEvents:
 
     def document(
         self,
+        *,
         tenant_id: str,
         event_type: EventType,
         document_id: str,
         source: str,
-        *,
         status: str,
         job_id: str | None = None,
         error_code: str | None = None,
@@ -225,6 +227,7 @@ class DocumentEvents:
 
     def collection(
         self,
+        *,
         tenant_id: str,
         event_type: EventType,
         collection_id: str,
@@ -258,7 +261,7 @@ class CreatorReads:
         user = self._users.get(webhook.created_by) if webhook.created_by else None
         if user is None or user.disabled or user.tenant_id != webhook.tenant_id:
             return False
-        access = self._access.resolve(user.tenant_id, user.id, user.role)
+        access = self._access.resolve(tenant_id=user.tenant_id, user_id=user.id, role=user.role)
         if access.reads_everything:
             return True
         collection_id = event_collection(delivery.body)

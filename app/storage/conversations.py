@@ -71,6 +71,15 @@ class NewTurn:
 
 
 @dataclass(frozen=True)
+class StoredTurn:
+    """Where a turn was stored: its conversation and the ids of its two messages."""
+
+    conversation_id: str
+    question_message_id: str
+    answer_message_id: str
+
+
+@dataclass(frozen=True)
 class ConversationQuota:
     """Bounds on what conversations may store (RAG_QUOTA_CONVERSATION*)."""
 
@@ -230,10 +239,10 @@ class ConversationStore:
 
     def add_turn(
         self, tenant_id: str, user_id: str, conversation_id: str, turn: NewTurn, max_turns: int
-    ) -> tuple[str, str] | None:
+    ) -> StoredTurn | None:
         """Store a question and its answer, dropping turns beyond the newest `max_turns`.
 
-        Returns the (question, answer) message ids, or None when the conversation is gone.
+        Returns where they were stored, or None when the conversation is gone.
         QuotaExceeded, storing nothing, when the turn would pass the conversation's messages or
         the tenant's stored bytes.
         """
@@ -245,7 +254,7 @@ class ConversationStore:
 
     def _add_turn(
         self, tenant_id: str, user_id: str, conversation_id: str, turn: NewTurn, max_turns: int
-    ) -> tuple[str, str] | None:
+    ) -> StoredTurn | None:
         now = utc_now()
         with self._db.session() as session:
             row = self._owned(session, tenant_id, user_id, conversation_id)
@@ -286,7 +295,7 @@ class ConversationStore:
             # Measured with the turn in and the dropped turns out; over it, the session's
             # rollback undoes both.
             self._check_stored_bytes(self._stored_bytes(session, tenant_id), 0)
-            return question.message_id, answer.message_id
+            return StoredTurn(conversation_id, question.message_id, answer.message_id)
 
     def check_room(self, tenant_id: str, user_id: str, conversation_id: str, question: str) -> bool:
         """Before answering: QuotaExceeded when a turn with this question cannot be stored

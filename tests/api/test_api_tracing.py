@@ -37,7 +37,9 @@ def test_an_answer_traces_its_stages_and_the_model_call(
     settings = api_settings(tmp_path / "data", tracing="otlp")
     with serving(create_app(settings)) as server:
         container = server.container
-        record = container.users.create_user("harbour", "reader-harbour", "a long enough pw")
+        record = container.users.create_user(
+            tenant_id="harbour", username="reader-harbour", password="a long enough pw"
+        )
         token = container.token_codec.issue(record.id, "harbour").access_token
         headers = {"Authorization": f"Bearer {token}"}
         accepted = httpx.post(
@@ -76,7 +78,9 @@ def test_a_server_error_names_its_request_id_in_the_body_and_the_trace(
     settings = api_settings(tmp_path / "data", tracing="otlp")
     with serving(create_app(settings)) as server:
         container = server.container
-        record = container.users.create_user("harbour", "reader-harbour", "a long enough pw")
+        record = container.users.create_user(
+            tenant_id="harbour", username="reader-harbour", password="a long enough pw"
+        )
         token = container.token_codec.issue(record.id, "harbour").access_token
 
         def broken(*args: object, **kwargs: object) -> object:

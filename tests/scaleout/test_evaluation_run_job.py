@@ -58,13 +58,13 @@ def _start(container: Container, worker: IngestWorker, answers: bool) -> str:
     user = container.user_store.get_by_username(T, "eva") or container.user_store.add(
         T, "eva", "x", "admin"
     )
-    access = container.collection_access.resolve(T, user.id, "admin")
+    access = container.collection_access.resolve(tenant_id=T, user_id=user.id, role="admin")
     viewer = QualityViewer(access, container.search_scopes.hidden_documents(access))
     actor = Actor(T, user.id, None)
     found = evaluation_sets.create(container.evaluation_set_deps, actor, "valves", ITEMS)
     queue = RedisJobQueue(worker.queue, 60)
     deps = replace(container.evaluation_run_deps, enqueue=queue.enqueue)
-    return evaluation_runs.start(deps, actor, viewer, found.set_id, answers).run_id
+    return evaluation_runs.start(deps, actor, viewer, set_id=found.set_id, answers=answers).run_id
 
 
 def _work(container: Container, worker: IngestWorker) -> None:

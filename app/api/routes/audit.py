@@ -26,7 +26,9 @@ def audit_log(
 ) -> AuditList:
     """Who did what in your tenant, newest first: logins (with client IP), logouts, keys,
     users, uploads, deletions and quota refusals. Never a secret or a question's text."""
-    found = audit.page(caller.tenant_id, size, offset, action, user_id)
+    found = audit.page(
+        tenant_id=caller.tenant_id, limit=size, offset=offset, action=action, user_id=user_id
+    )
     return AuditList(
         data=[
             AuditEntryOut(

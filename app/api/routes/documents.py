@@ -224,7 +224,7 @@ def _placement(
         source = source_path or uploads.sanitise_filename(file.client_filename)
         existing = document_deps.documents.find(caller.tenant_id, target, source)
         if existing is not None:
-            collections.check_replace(access, target, existing.uploaded_by, caller.user_id)
+            collections.check_replace(access, target, existing.uploaded_by, user_id=caller.user_id)
     placement = {"collection_id": target}
     if "metadata" in texts:
         placement["metadata_json"] = json.dumps(metadata, sort_keys=True)
@@ -280,8 +280,10 @@ def _check_job_readable(
     if not uploads.job_readable(
         job,
         lambda collection_id: access.permission(collection_id) is not None,
-        None if access.key_limited else principal.user_id,
-        lambda document_id: access_store.collection_of(principal.tenant_id, document_id),
+        user_id=None if access.key_limited else principal.user_id,
+        collection_of=lambda document_id: access_store.collection_of(
+            principal.tenant_id, document_id
+        ),
     ):
         raise ApiError(404, "not_found", "job not found")
 
@@ -377,7 +379,7 @@ def get_document(
     collections: CollectionServiceDep,
 ) -> DocumentOut:
     """One document of a collection you read (404 otherwise, as for a missing one)."""
-    collections.document_collection(access, document_id)
+    collections.document_collection(access, document_id=document_id)
     found = documents.get_document(deps, tenant_id=principal.tenant_id, document_id=document_id)
     return DocumentOut.model_validate(found, context={"collection_names": access.all_collections})
 
@@ -403,10 +405,15 @@ def change_document(
     if body.collection is None and body.metadata is None:
         raise ApiError(422, "validation_error", "nothing to change: send collection or metadata")
     metadata = None if body.metadata is None else checked_metadata(body.metadata)
-    collections.document_collection(access, document_id)  # 404 before anything else
+    collections.document_collection(access, document_id=document_id)  # 404 before anything else
     found = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
     collections.change_document(
-        access, caller.actor(ip), document_id, found.uploaded_by, body.collection, metadata
+        access,
+        caller.actor(ip),
+        document_id=document_id,
+        uploaded_by=found.uploaded_by,
+        collection=body.collection,
+        metadata=metadata,
     )
     changed = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
     return DocumentOut.model_validate(changed, context={"collection_names": access.all_collections})
@@ -425,9 +432,11 @@ def delete_document(
 ) -> Response:
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
-    collection_id = collections.document_collection(access, document_id)
+    collection_id = collections.document_collection(access, document_id=document_id)
     found = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
-    collections.check_may_delete(access, document_id, found.uploaded_by, caller.user_id)
+    collections.check_may_delete(
+        access, document_id=document_id, uploaded_by=found.uploaded_by, user_id=caller.user_id
+    )
     uploader = documents.Uploader(caller.actor(ip), access.may_change_any(collection_id))
     documents.delete_document(
         deps, tenant_id=caller.tenant_id, document_id=document_id, uploader=uploader
