@@ -49,6 +49,18 @@ def make_hook(deps: WebhookDeps, url: str, event: str) -> WebhookRecord:
     return create_webhook(deps, actor=ADMIN, url=url, events=[event], description=None)
 
 
+def _acme_document_event(
+    events: DocumentEvents, event_type: str, document_id: str, source: str, status: str
+) -> None:
+    events.document(
+        tenant_id="acme",
+        event_type=event_type,
+        document_id=document_id,
+        source=source,
+        status=status,
+    )
+
+
 @pytest.mark.parametrize(
     "url",
     [
@@ -85,13 +97,7 @@ def test_a_name_that_rebinds_to_loopback_is_refused_at_delivery(
     rebinding = UrlRules(False, False, resolver=lambda host, port: next(answers))
     url = f"http://rebind.example:{receiver.port}/hook"
     hook = make_hook(WebhookDeps(store, rebinding), url, "document.deleted")
-    DocumentEvents(store).document(
-        tenant_id="acme",
-        event_type="document.deleted",
-        document_id="doc_1",
-        source="a.txt",
-        status="deleted",
-    )
+    _acme_document_event(DocumentEvents(store), "document.deleted", "doc_1", "a.txt", "deleted")
     assert WebhookDispatcher(store, rebinding, retry_base_s=60).run_due() == 1
     assert receiver.requests == []  # never connected
     (delivery,) = store.deliveries("acme", hook.webhook_id, 10, 0).records
@@ -103,13 +109,7 @@ def test_the_signature_verifies_with_the_secret_key(
 ) -> None:
     hook = make_hook(WebhookDeps(store, ALLOW), receiver.url, "document.indexed")
     receiver.secret = hook.secret
-    DocumentEvents(store).document(
-        tenant_id="acme",
-        event_type="document.indexed",
-        document_id="doc_1",
-        source="a.txt",
-        status="done",
-    )
+    _acme_document_event(DocumentEvents(store), "document.indexed", "doc_1", "a.txt", "done")
     WebhookDispatcher(store, ALLOW, retry_base_s=60).run_due()
     (got,) = receiver.requests
     assert got.signed
@@ -130,13 +130,7 @@ def test_fifty_failures_in_a_row_disable_the_webhook_with_an_audit_entry(
     hook = make_hook(WebhookDeps(store, ALLOW), receiver.url, "document.deleted")
     events = DocumentEvents(store)
     for i in range(50):
-        events.document(
-            tenant_id="acme",
-            event_type="document.deleted",
-            document_id=f"doc_{i}",
-            source=f"{i}.txt",
-            status="deleted",
-        )
+        _acme_document_event(events, "document.deleted", f"doc_{i}", f"{i}.txt", "deleted")
     dispatcher = WebhookDispatcher(store, ALLOW, retry_base_s=3600)
     while dispatcher.run_due():
         pass
@@ -145,13 +139,7 @@ def test_fifty_failures_in_a_row_disable_the_webhook_with_an_audit_entry(
     assert disabled is not None and not disabled.enabled and disabled.disabled_reason
     entries = AuditStore(sql_database).list("acme", 10, 0, "webhook.disabled").records
     assert [entry.target_id for entry in entries] == [hook.webhook_id]
-    events.document(
-        tenant_id="acme",
-        event_type="document.deleted",
-        document_id="doc_x",
-        source="x.txt",
-        status="deleted",
-    )
+    _acme_document_event(events, "document.deleted", "doc_x", "x.txt", "deleted")
     dispatcher.run_due()
     assert len(receiver.requests) == 50  # a disabled webhook hears nothing more
 
@@ -161,13 +149,7 @@ def test_a_redirect_is_not_followed_and_a_day_of_failures_ends_the_retries(
 ) -> None:
     receiver.status = 302  # it would send the service elsewhere: a failure, not followed
     hook = make_hook(WebhookDeps(store, ALLOW), receiver.url, "document.deleted")
-    DocumentEvents(store).document(
-        tenant_id="acme",
-        event_type="document.deleted",
-        document_id="doc_1",
-        source="a.txt",
-        status="deleted",
-    )
+    _acme_document_event(DocumentEvents(store), "document.deleted", "doc_1", "a.txt", "deleted")
     dispatcher = WebhookDispatcher(store, ALLOW, retry_base_s=60)
     assert dispatcher.run_due() == 1
     (delivery,) = store.deliveries("acme", hook.webhook_id, 10, 0).records
