@@ -10,7 +10,7 @@ the container.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 from app import tracing
@@ -305,6 +305,8 @@ class Container:
             scope_of_user=self.scope_of_user,
             lane=lambda: self.answer_lane,
             answers=lambda: self.answer_deps,
+            query_rate=self.rate_limiter.hit,
+            query_per_minute=settings.rate_limit_query_per_minute,
             max_running_per_tenant=settings.max_running_jobs_per_tenant,
             heartbeat_s=settings.job_heartbeat_s,
         )
@@ -473,7 +475,8 @@ class Container:
     def ingest_deps(self) -> IngestDeps:
         """What running ingestion jobs needs, in the API's pool or a worker process."""
         from app.job_runners.runner import IngestDeps
-        from app.services.collection_deletion import DeletionDeps
+        from app.jobs.store import COLLECTION_DELETE, EVALUATION_RUN
+        from app.services.collection_deletion import DeletionDeps, run_collection_deletion
 
         trace_of = self.trace_carriers.recall if tracing.wanted(self.settings) else None
         settings = self.settings
@@ -482,6 +485,9 @@ class Container:
         def others_waiting(tenant_id: str) -> bool:
             return jobs.others_waiting(tenant_id, settings.max_running_jobs_per_tenant)
 
+        deletion = DeletionDeps(
+            jobs, self.access_store, lambda: self.document_deps, self.document_events
+        )
         return IngestDeps(
             jobs,
             self.documents,
@@ -491,10 +497,10 @@ class Container:
             ocr_pages_per_turn=settings.ocr_pages_per_turn,
             others_waiting=others_waiting,
             events=self.document_events,
-            deletion=DeletionDeps(
-                jobs, self.access_store, lambda: self.document_deps, self.document_events
-            ),
-            evaluation=lambda job: self.evaluation_runner.run_job(job),
+            run_alone={
+                COLLECTION_DELETE: partial(run_collection_deletion, deletion),
+                EVALUATION_RUN: lambda job: self.evaluation_runner.run_job(job),
+            },
         )
 
     @cached_property
@@ -754,6 +760,7 @@ class Container:
         if serving:
             _ = self.token_codec, self.rate_limiter, self.login_guard, self.authenticator
             self.audit_log.prune_now_and_then()
+            self.answer_log.prune_now_and_then()  # records past RAG_ANSWER_LOG_DAYS
             self.users.warm_up()
             load = getattr(self.llm, "warm_up", None)  # only in-process models have weights
             if callable(load):

@@ -6,6 +6,7 @@ timers would be counted twice and the stages would no longer add up to the total
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,3 +78,22 @@ def timed(name: str) -> Iterator[None]:
         return
     with timer.stage(name):
         yield
+
+
+class AtMostEvery:
+    """Lets a chore (deleting expired rows) run at most once every `seconds` in this process;
+    the first call always may."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._last: float | None = None
+        self._lock = threading.Lock()
+
+    def due(self) -> bool:
+        """Whether the chore may run now; if so, it counts as run from now on."""
+        now = time.monotonic()
+        with self._lock:
+            if self._last is not None and now - self._last < self.seconds:
+                return False
+            self._last = now
+            return True

@@ -150,8 +150,8 @@ def change_one_document(data: Path) -> dict[str, object]:
     ]
     vectors = container.embedder.embed_documents(texts)
     write_ms = timed_ms(
-        lambda: container.corpus.replace_document(
-            tenant_id=TENANT, document_id=doc, chunks=chunks, vectors=vectors
+        lambda: container.corpus.replace_documents(
+            tenant_id=TENANT, documents=[(doc, chunks, vectors)]
         )
     )
     refresh_ms = timed_ms(lambda: retriever.refresh(TENANT))

@@ -26,11 +26,11 @@ from app.config import load_settings
 from app.providers.embeddings import build_embedder
 from app.retrieval.grouping import GROUPINGS, Grouping
 from app.retrieval.hybrid import HybridRetriever, build_retriever
-from app.services.blocks.corpus import build_corpus
 from app.timing import start_timer
 from bench.bm25_libraries import synthetic_chunks
 from bench.common import median, percentile, table
 from bench.retrieval import TENANT, _load, sample_questions
+from testkit.indexing import build_corpus
 
 K = 5
 

@@ -52,7 +52,7 @@ def main() -> None:
         limit_chroma_cache(int(sys.argv[3]))
     from app.config import load_settings
     from app.container import Container
-    from app.services.blocks.pipeline import index_file
+    from testkit.indexing import index_file
 
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(

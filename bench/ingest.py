@@ -50,8 +50,7 @@ from app.ingestion import LoadLimits
 from app.main import create_app
 from app.providers.embeddings import build_embedder
 from app.retrieval.keyword import KeywordIndex
-from app.services.blocks.corpus import build_corpus
-from app.services.blocks.pipeline import PipelineConfig, index_file
+from app.services.blocks.pipeline import PipelineConfig
 from app.timing import StageTimer
 from bench.common import (
     add_server_setting_option,
@@ -71,6 +70,7 @@ from bench.ingest_common import (
 )
 from bench.ingest_http import run_http_workload
 from bench.ingest_wait import run_wait_workload
+from testkit.indexing import build_corpus, index_file
 
 # Timed in this order in every round; the keys name them in the results.
 WORKLOADS = {

@@ -45,9 +45,9 @@ def preload(data_dir: str, chunks: int) -> None:
     """Write `chunks` chunks for SEARCH_TENANT into the data dir (run in a child process)."""
     from app.config import load_settings
     from app.providers.embeddings import build_embedder
-    from app.services.blocks.corpus import build_corpus
     from bench.bm25_libraries import synthetic_chunks
     from bench.retrieval import _load
+    from testkit.indexing import build_corpus
 
     settings = load_settings(_env_file=None, data_dir=Path(data_dir), embedding_provider="use")
     embedder = build_embedder(settings)

@@ -33,11 +33,11 @@ from app.providers.embeddings import build_embedder
 from app.providers.rerankers import build_reranker
 from app.retrieval.hybrid import HybridRetriever, build_retriever
 from app.retrieval.keyword import KeywordIndex, KeywordSnapshot
-from app.services.blocks.corpus import build_corpus
 from app.timing import start_timer
 from bench.bm25_libraries import synthetic_chunks
 from bench.common import median, percentile, table
 from bench.tokenizer_ablation import datasets
+from testkit.indexing import build_corpus
 
 TENANT = "bench-tenant"
 POOL = 300  # real `use` vectors; the rest of the corpus reuses them plus noise
@@ -80,8 +80,8 @@ def _load(
         vectors = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
         real = min(max(len(pool) - begin, 0), len(part))  # the pool's own chunks keep theirs
         vectors[:real] = pool[begin : begin + real]
-        store.replace_document(  # type: ignore[attr-defined]
-            tenant_id=TENANT, document_id=doc, chunks=chunks, vectors=vectors.tolist()
+        store.replace_documents(  # type: ignore[attr-defined]
+            tenant_id=TENANT, documents=[(doc, chunks, vectors.tolist())]
         )
     return time.perf_counter() - started
 
@@ -108,8 +108,8 @@ def _refresh_after_upload(store: object, embedder: object, retriever: HybridRetr
     chunks = _page_one_chunks(source, texts)
     doc = chunks[0].document_id
     vectors = embedder.embed_documents(texts)  # type: ignore[attr-defined]
-    store.replace_document(  # type: ignore[attr-defined]
-        tenant_id=TENANT, document_id=doc, chunks=chunks, vectors=vectors
+    store.replace_documents(  # type: ignore[attr-defined]
+        tenant_id=TENANT, documents=[(doc, chunks, vectors)]
     )
     started = time.perf_counter()
     retriever.refresh(TENANT)

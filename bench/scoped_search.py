@@ -79,8 +79,8 @@ def _load(corpus: Corpus, embedder: HashedEmbedder, chunks: int, rng: random.Ran
             )
             for c, t in enumerate(texts)
         ]
-        corpus.replace_document(
-            tenant_id=TENANT, document_id=doc, chunks=rows, vectors=embedder.embed_documents(texts)
+        corpus.replace_documents(
+            tenant_id=TENANT, documents=[(doc, rows, embedder.embed_documents(texts))]
         )
         documents.append(doc)
     return documents
@@ -116,7 +116,8 @@ def main() -> None:
         retriever.search(TENANT, "w1 w2", 10)  # the keyword index is built here, once
         retriever.search(TENANT, "w1 w2", 10, scope=scope)  # and the scope's owners
         warm_s = time.perf_counter() - started
-        inside = retriever.scoped.owners(TENANT).chunks_in(scope)
+        owners = retriever.scoped.owners(TENANT)
+        inside = [owners.chunk_ids[i] for i in np.flatnonzero(owners.mask(scope)).tolist()]
         words = [f"w{i}" for i in range(2000)]
         unscoped, scoped, exact_dense, filtered_dense, recalls = [], [], [], [], []
         for _ in range(args.queries):

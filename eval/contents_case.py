@@ -29,9 +29,9 @@ from pypdf import PdfReader
 
 from app.container import Container
 from app.ingestion.page_roles import role_of_title
-from app.services.blocks.pipeline import index_file
 from app.text.sections import SECTION_NUMBER
 from eval.metrics import hit_at_k, reciprocal_rank
+from testkit.indexing import index_file
 
 R_MANUAL_DIR = Path("/usr/share/R/doc/manual")
 # name -> what it is used for in the report

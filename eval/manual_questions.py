@@ -47,8 +47,8 @@ from typing import Any, Literal
 from app.container import Container
 from app.ingestion.loaders.pdf import load_pdf
 from app.ingestion.parse_limits import LoadLimits
-from app.services.blocks.pipeline import index_file
 from eval.metrics import hit_at_k, reciprocal_rank
+from testkit.indexing import index_file
 
 QUESTIONS_DIR = Path(__file__).resolve().parent / "manuals"
 GOLD_FILE = QUESTIONS_DIR / "gold-pages.json"

@@ -22,11 +22,11 @@ from typing import Any
 
 from app.config import load_settings
 from app.container import Container
-from app.services.blocks.pipeline import index_file
 from eval.datasets import RetrievalTask, load_task, xquad_dev_articles
 from eval.ocr_quality import error_rates, scan_pdf
 from eval.retrieval import evaluate_task, git_commit
 from eval.scan_render import ScanStyle, printed_text, render_scan
+from testkit.indexing import index_file
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ocr-retrieval.json"
 MODE = "hybrid"

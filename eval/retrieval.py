@@ -39,12 +39,12 @@ from app.retrieval.hybrid import (
     RetrieverConfig,
     fuse,
 )
-from app.services.blocks.pipeline import index_file
 from eval.contents_case import evaluate_contents_case
 from eval.custom_set import CustomCase, build_custom_set
 from eval.datasets import TASKS, Question, RetrievalTask, load_task, xquad_split
 from eval.manual_questions import evaluate_manual_questions
 from eval.metrics import summarize
+from testkit.indexing import index_file
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = CHECKOUT / "eval" / "results"

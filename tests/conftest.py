@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,10 @@ from app.config import Settings, load_settings
 from app.storage.db import Database, open_database
 from app.storage.migrate import VERSION_TABLE
 from app.storage.tables import Base
+from tests.api.webhook_receiver import Receiver
 from tests.availability import unavailable
+from tests.fakes import FakeEmbedder
+from tests.fresh_database import fresh_postgres_database
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -34,6 +38,22 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker in item.iter_markers(name="needs"):
         if not marker.kwargs["present"]:
             unavailable(marker.kwargs["message"])
+
+
+@pytest.fixture
+def embedder() -> FakeEmbedder:
+    """The fake embedder (tests/fakes.py): deterministic vectors, nothing to load."""
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A real local webhook endpoint that checks signatures (tests/api/webhook_receiver.py)."""
+    found = Receiver().start()
+    try:
+        yield found
+    finally:
+        found.stop()
 
 
 @pytest.fixture
@@ -67,24 +87,14 @@ REDIS_TEST_URL = os.environ.get("RAG_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL database created for this test session and dropped afterwards."""
-    from sqlalchemy import create_engine
-    from sqlalchemy.engine import make_url
     from sqlalchemy.exc import OperationalError
 
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"rag_test_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as connection:
-            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    except OperationalError as exc:
-        admin.dispose()
-        unavailable(f"PostgreSQL unreachable at {POSTGRES_ADMIN_URL}: {exc}")
-    try:
-        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
+    with ExitStack() as stack:
+        try:
+            url = stack.enter_context(fresh_postgres_database(POSTGRES_ADMIN_URL))
+        except OperationalError as exc:
+            unavailable(f"PostgreSQL unreachable at {POSTGRES_ADMIN_URL}: {exc}")
+        yield url
 
 
 def drop_schema(database: Database) -> None:

@@ -1,8 +1,10 @@
-"""Queue an ingestion job in a test the way an upload does: reserve a slot, then fill it."""
+"""Queue an ingestion job in a test the way an upload does: reserve a slot, then fill it; end
+one as a worker does; and see whether anyone still waits on a job's end."""
 
 from __future__ import annotations
 
-from app.jobs.store import JobRecord, JobStore, StorageQuota, StoredUpload
+from app.jobs.endings import JobEndings
+from app.jobs.store import JobDone, JobRecord, JobStore, StorageQuota, StoredUpload
 
 ROOMY = StorageQuota(documents=100, stored_bytes=10**9, chunks=10**6)
 # A queue quota no test reaches unless it asks for a smaller one.
@@ -27,3 +29,13 @@ def queue_job(
     )
     (job,) = jobs.fill_reservations(tenant_id, [upload], ROOMY)
     return job
+
+
+def mark_done(jobs: JobStore, job_id: str, chunks_indexed: int = 1, pages: int = 1) -> None:
+    """End a job well, as a worker does once its file is indexed."""
+    jobs.mark_done_many([JobDone(job_id, chunks_indexed, pages)])
+
+
+def jobs_watched(endings: JobEndings[JobRecord]) -> int:
+    """How many jobs someone still waits on: a waiter that left must leave no watch behind."""
+    return len(endings._watchers)

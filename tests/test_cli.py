@@ -243,7 +243,7 @@ def test_migrate_names_an_unreachable_database(tmp_path: Path) -> None:
 def test_reindex_re_embeds_a_tenant_indexed_with_another_model(tmp_path: Path) -> None:
     from app.config import load_settings
     from app.domain import Chunk, chunk_id, document_id
-    from app.services.blocks.corpus import build_corpus
+    from testkit.indexing import build_corpus
     from tests.fakes import FakeEmbedder
 
     data_dir = tmp_path / "data"
@@ -252,8 +252,8 @@ def test_reindex_re_embeds_a_tenant_indexed_with_another_model(tmp_path: Path) -
     text = "The SR-33 relief valve opens at 4.2 bar."
     doc = document_id("acme", "valves.txt")
     chunk = Chunk(chunk_id("acme", doc, 1, text), "acme", doc, "valves.txt", 1, "1", 0, 0, 41, text)
-    corpus.replace_document(
-        tenant_id="acme", document_id=doc, chunks=[chunk], vectors=fake.embed_documents([text])
+    corpus.replace_documents(
+        tenant_id="acme", documents=[(doc, [chunk], fake.embed_documents([text]))]
     )
     corpus.index.client.close()  # type: ignore[attr-defined]  # the CLI process opens it next
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -44,7 +44,7 @@ from app.services.webhooks import DocumentEvents, WebhookDeps
 from app.storage.answer_records import AnswerRecordStore
 from app.storage.collections import AccessStore
 from app.storage.conversations import ConversationStore
-from app.storage.rate_limit import RateLimiter, retry_after_header
+from app.storage.rate_limit import RateLimiter, query_rate_key, retry_after_header
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -52,6 +52,7 @@ _bearer = HTTPBearer(
     "POST /auth/keys",
 )
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
+T = TypeVar("T")
 
 
 def get_container(request: Request) -> Container:
@@ -66,146 +67,52 @@ ContainerDep = Annotated[Container, Depends(get_container)]
 # --- the collaborators a route uses, each taken from the process's container ---
 
 
-def _settings(container: ContainerDep) -> Settings:
-    return container.settings
+def _from_container(read: Callable[[Container], T]) -> Any:
+    """A dependency that hands a route one collaborator, read from the process's container."""
 
+    def collaborator(container: ContainerDep) -> T:
+        return read(container)
 
-def _request_limits(container: ContainerDep) -> RequestLimits:
-    return container.request_limits
-
-
-def _upload_deps(container: ContainerDep) -> UploadDeps:
-    return container.upload_deps
-
-
-def _document_deps(container: ContainerDep) -> DocumentDeps:
-    return container.document_deps
-
-
-def _answer_deps(container: ContainerDep) -> AnswerDeps:
-    return container.answer_deps
-
-
-def _answer_lane(container: ContainerDep) -> AnswerLane:
-    return container.answer_lane
-
-
-def _retriever(container: ContainerDep) -> HybridRetriever:
-    return container.retriever
-
-
-def _conversations(container: ContainerDep) -> ConversationStore:
-    return container.conversations
-
-
-def _conversation_deps(container: ContainerDep) -> ConversationDeps:
-    return container.conversation_deps
-
-
-def _follow_up_deps(container: ContainerDep) -> FollowUpDeps:
-    return container.follow_up_deps
-
-
-def _page_deps(container: ContainerDep) -> PageDeps:
-    return container.page_deps
-
-
-def _page_lane(container: ContainerDep) -> PageLane:
-    return container.page_lane
-
-
-def _stats_deps(container: ContainerDep) -> StatsDeps:
-    return container.stats_deps
-
-
-def _users(container: ContainerDep) -> UserService:
-    return container.users
-
-
-def _api_keys(container: ContainerDep) -> ApiKeyService:
-    return container.api_keys
-
-
-def _audit_log(container: ContainerDep) -> AuditLog:
-    return container.audit_log
-
-
-def _authenticator(container: ContainerDep) -> Authenticator:
-    return container.authenticator
-
-
-def _login_guard(container: ContainerDep) -> LoginGuard:
-    return container.login_guard
-
-
-def _token_codec(container: ContainerDep) -> TokenCodec:
-    return container.token_codec
-
-
-def _single_sign_on(container: ContainerDep) -> SingleSignOn:
-    return container.single_sign_on
-
-
-def _webhook_deps(container: ContainerDep) -> WebhookDeps:
-    return container.webhook_deps
-
-
-def _readiness_checks(container: ContainerDep) -> dict[str, Callable[[], bool]]:
-    return container.readiness_checks
-
-
-def _ocr_problem(container: ContainerDep) -> str | None:
-    return container.ocr_problem
-
-
-def _feedback_deps(container: ContainerDep) -> FeedbackDeps:
-    return container.feedback_deps
+    return Depends(collaborator)
 
 
 def _answer_records(container: ContainerDep) -> AnswerRecordStore:
+    """The answer record, read after dropping what is past its days (at most hourly, as on a
+    write and at start-up): a process whose tenants ask nothing new still forgets old answers."""
+    container.answer_log.prune_now_and_then()
     return container.answer_log.store
 
 
-def _evaluation_set_deps(container: ContainerDep) -> SetDeps:
-    return container.evaluation_set_deps
-
-
-def _evaluation_run_deps(container: ContainerDep) -> RunDeps:
-    return container.evaluation_run_deps
-
-
-def _evaluation_runner(container: ContainerDep) -> EvaluationRunner:
-    return container.evaluation_runner
-
-
-SettingsDep = Annotated[Settings, Depends(_settings)]
-Limits = Annotated[RequestLimits, Depends(_request_limits)]
-Uploads = Annotated[UploadDeps, Depends(_upload_deps)]
-Documents = Annotated[DocumentDeps, Depends(_document_deps)]
-Answers = Annotated[AnswerDeps, Depends(_answer_deps)]
-AnswerLaneDep = Annotated[AnswerLane, Depends(_answer_lane)]
-Retriever = Annotated[HybridRetriever, Depends(_retriever)]
-Conversations = Annotated[ConversationStore, Depends(_conversations)]
-ConversationTurns = Annotated[ConversationDeps, Depends(_conversation_deps)]
-FollowUps = Annotated[FollowUpDeps, Depends(_follow_up_deps)]
-Pages = Annotated[PageDeps, Depends(_page_deps)]
-PageLaneDep = Annotated[PageLane, Depends(_page_lane)]
-Stats = Annotated[StatsDeps, Depends(_stats_deps)]
-Users = Annotated[UserService, Depends(_users)]
-ApiKeys = Annotated[ApiKeyService, Depends(_api_keys)]
-Audit = Annotated[AuditLog, Depends(_audit_log)]
-Webhooks = Annotated[WebhookDeps, Depends(_webhook_deps)]
-AuthenticatorDep = Annotated[Authenticator, Depends(_authenticator)]
-LoginGuardDep = Annotated[LoginGuard, Depends(_login_guard)]
-TokenCodecDep = Annotated[TokenCodec, Depends(_token_codec)]
-SingleSignOnDep = Annotated[SingleSignOn, Depends(_single_sign_on)]
-ReadinessChecks = Annotated[dict[str, Callable[[], bool]], Depends(_readiness_checks)]
-OcrProblem = Annotated[str | None, Depends(_ocr_problem)]
-Feedback = Annotated[FeedbackDeps, Depends(_feedback_deps)]
+SettingsDep = Annotated[Settings, _from_container(lambda c: c.settings)]
+Limits = Annotated[RequestLimits, _from_container(lambda c: c.request_limits)]
+Uploads = Annotated[UploadDeps, _from_container(lambda c: c.upload_deps)]
+Documents = Annotated[DocumentDeps, _from_container(lambda c: c.document_deps)]
+Answers = Annotated[AnswerDeps, _from_container(lambda c: c.answer_deps)]
+AnswerLaneDep = Annotated[AnswerLane, _from_container(lambda c: c.answer_lane)]
+Retriever = Annotated[HybridRetriever, _from_container(lambda c: c.retriever)]
+Conversations = Annotated[ConversationStore, _from_container(lambda c: c.conversations)]
+ConversationTurns = Annotated[ConversationDeps, _from_container(lambda c: c.conversation_deps)]
+FollowUps = Annotated[FollowUpDeps, _from_container(lambda c: c.follow_up_deps)]
+Pages = Annotated[PageDeps, _from_container(lambda c: c.page_deps)]
+PageLaneDep = Annotated[PageLane, _from_container(lambda c: c.page_lane)]
+Stats = Annotated[StatsDeps, _from_container(lambda c: c.stats_deps)]
+Users = Annotated[UserService, _from_container(lambda c: c.users)]
+ApiKeys = Annotated[ApiKeyService, _from_container(lambda c: c.api_keys)]
+Audit = Annotated[AuditLog, _from_container(lambda c: c.audit_log)]
+Webhooks = Annotated[WebhookDeps, _from_container(lambda c: c.webhook_deps)]
+AuthenticatorDep = Annotated[Authenticator, _from_container(lambda c: c.authenticator)]
+LoginGuardDep = Annotated[LoginGuard, _from_container(lambda c: c.login_guard)]
+TokenCodecDep = Annotated[TokenCodec, _from_container(lambda c: c.token_codec)]
+SingleSignOnDep = Annotated[SingleSignOn, _from_container(lambda c: c.single_sign_on)]
+ReadinessChecks = Annotated[
+    dict[str, Callable[[], bool]], _from_container(lambda c: c.readiness_checks)
+]
+OcrProblem = Annotated[str | None, _from_container(lambda c: c.ocr_problem)]
+Feedback = Annotated[FeedbackDeps, _from_container(lambda c: c.feedback_deps)]
 AnswerRecords = Annotated[AnswerRecordStore, Depends(_answer_records)]
-EvaluationSets = Annotated[SetDeps, Depends(_evaluation_set_deps)]
-EvaluationRunning = Annotated[RunDeps, Depends(_evaluation_run_deps)]
-EvaluationRunnerDep = Annotated[EvaluationRunner, Depends(_evaluation_runner)]
+EvaluationSets = Annotated[SetDeps, _from_container(lambda c: c.evaluation_set_deps)]
+EvaluationRunning = Annotated[RunDeps, _from_container(lambda c: c.evaluation_run_deps)]
+EvaluationRunnerDep = Annotated[EvaluationRunner, _from_container(lambda c: c.evaluation_runner)]
 
 
 def get_principal(
@@ -245,41 +152,13 @@ def get_caller_access(container: ContainerDep, principal: Principal) -> Collecti
 CallerAccess = Annotated[CollectionAccess, Depends(get_caller_access)]
 
 
-def _search_scopes(container: ContainerDep) -> SearchScopes:
-    return container.search_scopes
-
-
-def _collection_service(container: ContainerDep) -> CollectionService:
-    return container.collections
-
-
-def _access_store(container: ContainerDep) -> AccessStore:
-    return container.access_store
-
-
-def _rate_limiter(container: ContainerDep) -> RateLimiter:
-    return container.rate_limiter
-
-
-def _job_store(container: ContainerDep) -> JobStore:
-    return container.jobs
-
-
-def _job_queue(container: ContainerDep) -> JobQueue:
-    return container.job_queue
-
-
-def _document_events(container: ContainerDep) -> DocumentEvents:
-    return container.document_events
-
-
-SearchScopesDep = Annotated[SearchScopes, Depends(_search_scopes)]
-CollectionServiceDep = Annotated[CollectionService, Depends(_collection_service)]
-AccessStoreDep = Annotated[AccessStore, Depends(_access_store)]
-RateLimiterDep = Annotated[RateLimiter, Depends(_rate_limiter)]
-JobStoreDep = Annotated[JobStore, Depends(_job_store)]
-JobQueueDep = Annotated[JobQueue, Depends(_job_queue)]
-DocumentEventsDep = Annotated[DocumentEvents, Depends(_document_events)]
+SearchScopesDep = Annotated[SearchScopes, _from_container(lambda c: c.search_scopes)]
+CollectionServiceDep = Annotated[CollectionService, _from_container(lambda c: c.collections)]
+AccessStoreDep = Annotated[AccessStore, _from_container(lambda c: c.access_store)]
+RateLimiterDep = Annotated[RateLimiter, _from_container(lambda c: c.rate_limiter)]
+JobStoreDep = Annotated[JobStore, _from_container(lambda c: c.jobs)]
+JobQueueDep = Annotated[JobQueue, _from_container(lambda c: c.job_queue)]
+DocumentEventsDep = Annotated[DocumentEvents, _from_container(lambda c: c.document_events)]
 
 
 def readable_documents(container: Container, caller: Identity) -> Callable[[str], bool]:
@@ -366,7 +245,7 @@ def _limit(
 def limit_queries(container: ContainerDep, principal: Principal) -> None:
     """429 when the caller exceeds the per-user query/search rate."""
     per_minute = container.settings.rate_limit_query_per_minute
-    _limit(container, f"query:{principal.user_id}", per_minute)
+    _limit(container, query_rate_key(principal.user_id), per_minute)
 
 
 def limit_pages(container: ContainerDep, principal: Principal) -> None:

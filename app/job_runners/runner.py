@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import httpx
@@ -28,16 +28,8 @@ from app import metrics, tracing
 from app.errors import JobPaused, ProviderUnavailable, RagError
 from app.ingestion.ocr_checkpoint import checkpoint_of
 from app.ingestion.parse_turn import ParseTurn
-from app.jobs.store import (
-    COLLECTION_DELETE,
-    EVALUATION_RUN,
-    JobDone,
-    JobProgress,
-    JobRecord,
-    JobStore,
-)
+from app.jobs.store import JobDone, JobKind, JobProgress, JobRecord, JobStore
 from app.services.blocks.pipeline import FileProgress, IngestedDocument
-from app.services.collection_deletion import DeletionDeps, run_collection_deletion
 from app.services.indexing import DocumentDeps, IndexOutcome, IndexRequest, index_documents
 from app.services.webhooks import DocumentEvents
 from app.storage.documents import DocumentStore
@@ -67,10 +59,9 @@ class IngestDeps:
     # Told of a job put back after a turn (the Redis backend sends it a new message).
     on_paused: Callable[[JobRecord], None] | None = None
     events: DocumentEvents | None = None  # webhooks hear of documents indexed or failed
-    # Runs the jobs that delete a collection (None: this process cannot; they fail).
-    deletion: DeletionDeps | None = None
-    # Runs an evaluation run's job, recording how it ended (None: this process cannot).
-    evaluation: Callable[[JobRecord], None] | None = None
+    # How this process runs each kind of job that runs alone (deleting a collection, an
+    # evaluation run), recording how it ended; a job of a kind missing here fails.
+    run_alone: Mapping[JobKind, Callable[[JobRecord], None]] = field(default_factory=dict)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -92,17 +83,15 @@ def run_jobs(
     queued its first job. A job that deletes a collection runs on its own, before the others;
     so does an evaluation run (always claimed alone).
     """
-    for job in [j for j in jobs if j.kind == COLLECTION_DELETE]:
-        _run_deletion(deps, job)
-    for job in [j for j in jobs if j.kind == EVALUATION_RUN]:
-        _run_evaluation(deps, job)
+    for job in jobs:
+        if job.kind != "index":
+            _run_alone(deps, job)
     jobs = [j for j in jobs if j.kind == "index"]
     if not jobs:
         return []
     first = jobs[0]
-    carrier = deps.trace_of(first.job_id) if deps.trace_of is not None else {}
     with tracing.continued(
-        carrier,
+        _carrier(deps, first),
         "job.index",
         job__id=first.job_id,
         job__attempt=first.attempts,
@@ -111,22 +100,19 @@ def run_jobs(
         return _run_jobs(deps, jobs, max_attempts)
 
 
-def _run_deletion(deps: IngestDeps, job: JobRecord) -> None:
-    carrier = deps.trace_of(job.job_id) if deps.trace_of is not None else {}
-    with tracing.continued(carrier, "job.collection_delete", job__id=job.job_id):
-        if deps.deletion is None:
-            deps.jobs.mark_failed(job.job_id, "this process cannot delete collections")
-            return
-        run_collection_deletion(deps.deletion, job)
+def _carrier(deps: IngestDeps, job: JobRecord) -> Mapping[str, str]:
+    """The trace carrier of the request that queued the job (empty: tracing is off)."""
+    return deps.trace_of(job.job_id) if deps.trace_of is not None else {}
 
 
-def _run_evaluation(deps: IngestDeps, job: JobRecord) -> None:
-    carrier = deps.trace_of(job.job_id) if deps.trace_of is not None else {}
-    with tracing.continued(carrier, "job.evaluation_run", job__id=job.job_id):
-        if deps.evaluation is None:
-            deps.jobs.mark_failed(job.job_id, "this process cannot run evaluations")
+def _run_alone(deps: IngestDeps, job: JobRecord) -> None:
+    """Run a job that is not indexing with the runner of its kind, in its own span."""
+    with tracing.continued(_carrier(deps, job), f"job.{job.kind}", job__id=job.job_id):
+        run = deps.run_alone.get(job.kind)
+        if run is None:
+            deps.jobs.mark_failed(job.job_id, f"this process cannot run {job.kind} jobs")
             return
-        deps.evaluation(job)
+        run(job)
 
 
 def _run_jobs(deps: IngestDeps, jobs: list[JobRecord], max_attempts: int | None) -> list[str]:

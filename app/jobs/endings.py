@@ -2,8 +2,9 @@
 
 The job table is the truth; this is only a doorbell. A client waiting on `GET /jobs/{id}?wait=`
 registers a callback for its job, and the `JobStore` that records the job's end rings it after
-the commit. A job ended by another process (a Redis worker) rings nothing here: the waiter reads
-the table again every so often instead (see `app.services.job_wait`).
+the commit, with the job as that commit left it (the waiter answers with it, reading nothing).
+A job ended by another process (a Redis worker) rings nothing here: the waiter reads the table
+again every so often instead (see `app.services.job_wait`).
 """
 
 from __future__ import annotations
@@ -11,19 +12,28 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Generic, Protocol, TypeVar
 
-Wake = Callable[[], None]
+
+class EndedJob(Protocol):
+    """What a watcher is handed: a job (its record) by id."""
+
+    @property
+    def job_id(self) -> str: ...
 
 
-class JobEndings:
-    """Callbacks per job id, called (from the thread that ended the job) once it has ended."""
+Job = TypeVar("Job", bound=EndedJob)
+
+
+class JobEndings(Generic[Job]):
+    """Callbacks per job id, called (from the thread that ended the job) with the ended job."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._watchers: dict[str, list[Wake]] = {}
+        self._watchers: dict[str, list[Callable[[Job], None]]] = {}
 
     @contextmanager
-    def watching(self, job_id: str, wake: Wake) -> Iterator[None]:
+    def watching(self, job_id: str, wake: Callable[[Job], None]) -> Iterator[None]:
         """Call `wake` whenever the job ends while inside this block; it must not block."""
         with self._lock:
             self._watchers.setdefault(job_id, []).append(wake)
@@ -37,14 +47,9 @@ class JobEndings:
                 if not watchers:
                     self._watchers.pop(job_id, None)
 
-    def ended(self, job_ids: Iterable[str]) -> None:
-        """Ring the watchers of these jobs (their end is committed)."""
+    def ended(self, jobs: Iterable[Job]) -> None:
+        """Ring the watchers of these jobs, each with its job (their end is committed)."""
         with self._lock:
-            woken = [wake for job_id in job_ids for wake in self._watchers.get(job_id, ())]
-        for wake in woken:
-            wake()
-
-    def watched(self) -> int:
-        """How many jobs someone is waiting on (for tests and metrics)."""
-        with self._lock:
-            return len(self._watchers)
+            woken = [(wake, job) for job in jobs for wake in self._watchers.get(job.job_id, ())]
+        for wake, job in woken:
+            wake(job)

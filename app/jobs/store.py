@@ -45,7 +45,7 @@ from app.jobs.endings import JobEndings
 from app.jobs.scheduling import RETRYING, ClaimScope, fair_tenant, in_scope, next_batch
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
-from app.storage.documents import insert_missing_document, stored_usage
+from app.storage.documents import insert_missing_document, usage_beside
 from app.storage.records import record_of
 from app.storage.tables import BatchMemberRow, DocumentRow, JobRow, TenantTurnRow
 
@@ -180,7 +180,7 @@ class JobStore:
     def __init__(self, database: Database) -> None:
         self._db = database
         # Rung after a job's end commits, for clients waiting on it in this process.
-        self.endings = JobEndings()
+        self.endings: JobEndings[JobRecord] = JobEndings()
 
     def reserve(self, tenant_id: str, active_limit: int) -> str:
         """Hold one of the tenant's job slots for an upload about to be received; its id.
@@ -215,37 +215,17 @@ class JobStore:
         indexes a document before it is in its collection.
         """
         now = utc_now()
-        reserved = [upload.job_id for upload in uploads]
         with self._db.session() as session:
             self._lock_tenant(session, tenant_id)
-            # A write first: on SQLite it takes the write lock, so the usage reads below and the
-            # job updates are one serialised step against every other upload of the tenant.
-            touched = session.execute(
-                update(JobRow)
-                .where(
-                    JobRow.job_id.in_(reserved),
-                    JobRow.tenant_id == tenant_id,
-                    JobRow.status == "reserved",
-                )
-                .values(updated_at=now)
-            )
-            if touched.rowcount != len(set(reserved)):  # type: ignore[attr-defined]
+            # The jobs' writes first: on SQLite the first takes the write lock, so the usage reads
+            # below and the document rows are one serialised step against every other upload of
+            # the tenant. Each returns its queued row.
+            queued = [self._queue_reserved(session, tenant_id, upload, now) for upload in uploads]
+            if any(row is None for row in queued):
                 raise LookupError("an upload's job reservation no longer exists")
             for upload in uploads:
                 _check_storage_quota(
                     session, tenant_id, upload.document_id, upload.size_bytes, quota
-                )
-                session.execute(
-                    update(JobRow)
-                    .where(JobRow.job_id == upload.job_id)
-                    .values(
-                        status="queued",
-                        document_id=upload.document_id,
-                        source=upload.source,
-                        stored_path=upload.stored_path,
-                        size_bytes=upload.size_bytes,
-                        created_at=now,
-                    )
                 )
                 # Later uploads of this request see this one's row in their quota check.
                 insert_missing_document(
@@ -260,13 +240,33 @@ class JobStore:
                 )
             for entry in audit:
                 write_entry(session, entry)
-            rows = session.scalars(
-                select(JobRow)
-                .where(JobRow.job_id.in_(reserved))
-                .execution_options(populate_existing=True)
-            ).all()
-            by_id = {row.job_id: _record(row) for row in rows}
-            return [by_id[job_id] for job_id in reserved]
+            return [_record(row) for row in queued if row is not None]
+
+    @staticmethod
+    def _queue_reserved(
+        session: Session, tenant_id: str, upload: StoredUpload, now: datetime
+    ) -> JobRow | None:
+        """The upload's reservation made its queued job, in `session`; None if it is gone."""
+        statement = (
+            update(JobRow)
+            .where(
+                JobRow.job_id == upload.job_id,
+                JobRow.tenant_id == tenant_id,
+                JobRow.status == "reserved",
+            )
+            .values(
+                status="queued",
+                document_id=upload.document_id,
+                source=upload.source,
+                stored_path=upload.stored_path,
+                size_bytes=upload.size_bytes,
+                created_at=now,
+                updated_at=now,
+            )
+            .returning(JobRow)
+        )
+        options = {"synchronize_session": False}
+        return session.scalars(statement, execution_options=options).first()
 
     def queue_collection_deletion(
         self,
@@ -503,18 +503,14 @@ class JobStore:
                     )
                 )
 
-    def mark_done(
-        self, job_id: str, chunks_indexed: int, pages: int, warnings: Sequence[str] = ()
-    ) -> None:
-        """Finish a job successfully, with what it could not do (`warnings`) if anything."""
-        self.mark_done_many([JobDone(job_id, chunks_indexed, pages, warnings)])
-
     def mark_done_many(self, done: Sequence[JobDone]) -> None:
-        """`mark_done` for several jobs, in one transaction."""
+        """Finish jobs successfully, each with what it could not do (`warnings`) if anything, in
+        one transaction."""
+        ended = []
         with self._db.session() as session:
             for job in done:
                 warnings = job.warnings
-                _finish(
+                ended += _finish(
                     session,
                     job.job_id,
                     status="done",
@@ -528,21 +524,21 @@ class JobStore:
                     error=None,
                     warnings=json.dumps(list(warnings), ensure_ascii=False) if warnings else None,
                 )
-        self.endings.ended(job.job_id for job in done)
+        self.endings.ended(ended)
 
     def mark_failed(self, job_id: str, error: str, code: str = "ingestion_failed") -> None:
         """Finish a job with a stable code and a message (shown to users only for codes of
         client-side errors, see `app.errors.public_job_error`)."""
         detail = error.strip() or "ingestion failed for an unknown reason"
         with self._db.session() as session:
-            _finish(
+            ended = _finish(
                 session,
                 job_id,
                 status="failed",
                 progress_stage="failed",
                 **_job_error(code, detail),
             )
-        self.endings.ended([job_id])
+        self.endings.ended(ended)
 
     def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:
         """Touch a processing job (at `now`, default the current time) so `requeue_stale` leaves
@@ -736,10 +732,7 @@ def _check_storage_quota(
     session: Session, tenant_id: str, document_id: str, size_bytes: int, quota: StorageQuota
 ) -> None:
     """Raise QuotaExceeded if storing this upload (new or replacing) passes a quota."""
-    # One pass over the tenant's documents, then the replaced one's own row by its key.
-    others = stored_usage(session, tenant_id)
-    replaced = stored_usage(session, tenant_id, only_document=document_id)
-    others = others.without(replaced)
+    others, replaced = usage_beside(session, tenant_id, document_id)
     replaces = replaced.documents > 0
     if not replaces and others.documents + 1 > quota.documents:
         raise QuotaExceeded(
@@ -785,10 +778,16 @@ def _insert_below_limit(row: JobRow, active_limit: int) -> ReturningInsert[str]:
     return insert(JobRow).from_select([c.key for c in columns], values).returning(JobRow.job_id)
 
 
-def _finish(session: Session, job_id: str, **final: Any) -> None:
+def _finish(session: Session, job_id: str, **final: Any) -> list[JobRecord]:
+    """End a job in `session`: the job as ended ([] when there is no such job)."""
     # Leaving the batch and the final status are one transaction: a finished job is never
     # still a batch member, and a batch member is never finished.
     session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
-    session.execute(
-        update(JobRow).where(JobRow.job_id == job_id).values(**final, updated_at=utc_now())
+    statement = (
+        update(JobRow)
+        .where(JobRow.job_id == job_id)
+        .values(**final, updated_at=utc_now())
+        .returning(JobRow)
     )
+    rows = session.scalars(statement, execution_options={"synchronize_session": False})
+    return [_record(row) for row in rows]

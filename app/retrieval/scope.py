@@ -97,11 +97,6 @@ class ChunkOwners:
             np.asarray(pages, dtype=np.int64),
         )
 
-    def chunks_in(self, scope: SearchScope) -> list[str]:
-        """Ids of the chunks inside the scope."""
-        mask = self.mask(scope)
-        return [self.chunk_ids[i] for i in np.flatnonzero(mask).tolist()]
-
     def mask(self, scope: SearchScope) -> np.ndarray:
         """A boolean per chunk (in `chunk_ids` order): inside the scope."""
         if scope.chunks is not None:

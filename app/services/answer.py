@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -28,7 +28,7 @@ from app.request_limits import RequestLimits
 from app.retrieval.scope import EVERYTHING, SearchScope
 from app.services.blocks.admission import Caller, ConcurrencyLimiter, Slot
 from app.services.blocks.answer_lane import AnswerLane, AnswerStream, Step
-from app.services.blocks.answer_log import FinishedAnswer, new_answer_id
+from app.services.blocks.answer_log import FinishedAnswer, new_answer_id, retrieved_ranks
 from app.storage.cache import AnswerCache, CacheKey, answer_cache_key
 from app.timing import StageTimer, start_timer, timed
 
@@ -60,11 +60,13 @@ class AnswerDeps:
 
 @dataclass(frozen=True)
 class CachedAnswer:
-    """The part of an answer the cache keeps: the text, its citations, whether it refused."""
+    """The part of an answer the cache keeps: the text, its citations, whether it refused, and
+    the documents retrieval ranked for it (so a cache hit's record names them too)."""
 
     text: str
     citations: list[Citation]
     refused: bool
+    retrieved: list[dict[str, Any]] = field(default_factory=list)
 
     def to_cache(self) -> dict[str, Any]:
         """The stored form (plain JSON values)."""
@@ -72,16 +74,19 @@ class CachedAnswer:
             "answer": self.text,
             "citations": [asdict(c) for c in self.citations],
             "refused": self.refused,
+            "retrieved": self.retrieved,
         }
 
     @classmethod
     def from_cache(cls, stored: Mapping[str, Any]) -> CachedAnswer:
-        """Read back a stored form (unknown citation keys are ignored)."""
+        """Read back a stored form (unknown citation keys are ignored; an entry cached before
+        answers kept their retrieved documents reads back with none)."""
         citations = [
             Citation(**{name: c[name] for name in _CITATION_FIELDS if name in c})
             for c in stored["citations"]
         ]
-        return cls(stored["answer"], citations, bool(stored["refused"]))
+        retrieved = list(stored.get("retrieved", []))
+        return cls(stored["answer"], citations, bool(stored["refused"]), retrieved)
 
 
 @dataclass(frozen=True)
@@ -185,13 +190,7 @@ def lookup(
     )
 
 
-def _record(
-    deps: AnswerDeps,
-    found: Lookup,
-    answer: CachedAnswer,
-    cache: CacheStatus,
-    retrieval: RetrievalResult | None,
-) -> None:
+def _record(deps: AnswerDeps, found: Lookup, answer: CachedAnswer, cache: CacheStatus) -> None:
     """Write the answer's record (its timings as the caller sees them)."""
     if deps.answer_log is None or not found.user_id:
         return
@@ -206,7 +205,7 @@ def _record(
         timings=found.timer.rounded(),
         total_ms=found.timer.total_ms(),
         corpus_version=found.corpus_version,
-        retrieval=retrieval,
+        retrieved=answer.retrieved,
     )
     deps.answer_log.record(finished)
 
@@ -242,7 +241,7 @@ def cached_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
     if found.cached is None:
         raise ValueError("cached_answer needs a cache hit")
     _count(found, metrics.CACHE_HIT)
-    _record(deps, found, found.cached, "hit", None)
+    _record(deps, found, found.cached, "hit")
     return _answered(found.cached, "hit", found)
 
 
@@ -258,7 +257,9 @@ def generate_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
             found.tenant_id, found.question, found.k, scope=found.scope
         )
         result = deps.generation.answer(found.question, retrieval, deps.llm)
-        answer = CachedAnswer(result.text, list(result.citations), result.refused)
+        answer = CachedAnswer(
+            result.text, list(result.citations), result.refused, retrieved_ranks(retrieval)
+        )
         _store(deps, found, answer)
     except Exception:
         _count(found, metrics.ERROR)
@@ -272,7 +273,7 @@ def generate_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
             "prompt_tokens": result.prompt_tokens,
         },
     )
-    _record(deps, found, answer, "miss", retrieval)
+    _record(deps, found, answer, "miss")
     return _answered(answer, "miss", found)
 
 
@@ -284,7 +285,7 @@ def cached_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
     yield TextDelta(cached.text)
     yield CitationsFound(cached.citations, cached.refused)
     _count(found, metrics.CACHE_HIT)
-    _record(deps, found, cached, "hit", None)
+    _record(deps, found, cached, "hit")
     yield _finished(cached.refused, "hit", found)
 
 
@@ -304,11 +305,13 @@ def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
                     yield TextDelta(event.text)
                 elif isinstance(event, AnswerDone):
                     done = event.answer
-                    answer = CachedAnswer(done.text, list(done.citations), done.refused)
+                    answer = CachedAnswer(
+                        done.text, list(done.citations), done.refused, retrieved_ranks(retrieval)
+                    )
                     _store(deps, found, answer)
                     yield CitationsFound(answer.citations, answer.refused)
                     _count(found, _outcome(answer.refused, retrieval))
-                    _record(deps, found, answer, "miss", retrieval)
+                    _record(deps, found, answer, "miss")
                     yield _finished(answer.refused, "miss", found)
         finally:
             events.close()  # a client that left: the model's own generator closes now, not at GC

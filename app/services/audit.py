@@ -6,13 +6,12 @@ caller fails a test rather than writing an action nobody searches for.
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from app.domain import ListedPage
 from app.storage.audit import AuditEntry, AuditRecord, AuditStore
+from app.timing import AtMostEvery
 
 AuditAction = Literal[
     "login.succeeded",
@@ -94,8 +93,7 @@ class AuditLog:
     def __init__(self, store: AuditStore, retention_days: int) -> None:
         self.store = store
         self._retention_days = retention_days
-        self._pruned_at: float | None = None
-        self._lock = threading.Lock()
+        self.pruning = AtMostEvery(PRUNE_EVERY_S)
 
     def record(self, entry: AuditEntry) -> None:
         """Write an entry that goes with no other change (a login, a refusal)."""
@@ -104,12 +102,7 @@ class AuditLog:
 
     def prune_now_and_then(self) -> int:
         """Delete expired entries if this process has not done so within PRUNE_EVERY_S."""
-        now = time.monotonic()
-        with self._lock:
-            if self._pruned_at is not None and now - self._pruned_at < PRUNE_EVERY_S:
-                return 0
-            self._pruned_at = now
-        return self.store.prune(self._retention_days)
+        return self.store.prune(self._retention_days) if self.pruning.due() else 0
 
     def page(
         self,

@@ -239,39 +239,28 @@ def summarise(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def run_items(
-    items: Sequence[dict[str, Any]],
-    *,
-    tenant_id: str,
-    search: Search,
-    answer: Answer | None,
-    progress: Callable[[int], None],
-) -> list[dict[str, Any]]:
-    """Score every item in order, reporting progress after each; an item that fails is kept
-    with its error and the run goes on."""
-    results = []
-    for done, item in enumerate(items, start=1):
-        try:
+def score_question(
+    item: dict[str, Any], *, tenant_id: str, search: Search, answer: Answer | None
+) -> dict[str, Any]:
+    """One item searched (and answered, with `answer`) and scored; an item that fails is kept
+    with its error, so the run goes on."""
+    try:
+        timer = start_timer()
+        result = search(tenant_id, item["question"], RANKED)
+        retrieval_ms = timer.total_ms()
+        answered, answer_ms = None, 0.0
+        if answer is not None:
             timer = start_timer()
-            result = search(tenant_id, item["question"], RANKED)
-            retrieval_ms = timer.total_ms()
-            answered, answer_ms = None, 0.0
-            if answer is not None:
-                timer = start_timer()
-                answered = answer(tenant_id, item["question"])
-                answer_ms = timer.total_ms()
-            results.append(score_item(item, result, retrieval_ms, answered, answer_ms))
-        except Exception as exc:  # one bad item must not lose the rest of the run
-            results.append(
-                {
-                    "question": item["question"],
-                    "answerable": item["answerable"],
-                    "expected": item["expected"],
-                    "error": getattr(exc, "code", type(exc).__name__),
-                }
-            )
-        progress(done)
-    return results
+            answered = answer(tenant_id, item["question"])
+            answer_ms = timer.total_ms()
+        return score_item(item, result, retrieval_ms, answered, answer_ms)
+    except Exception as exc:  # one bad item must not lose the rest of the run
+        return {
+            "question": item["question"],
+            "answerable": item["answerable"],
+            "expected": item["expected"],
+            "error": getattr(exc, "code", type(exc).__name__),
+        }
 
 
 # --- comparing two runs ---

@@ -119,7 +119,10 @@ def submit_uploads(
         audit = []
         if uploader is not None:
             for upload in uploads:
-                existing = deps.documents.get(tenant_id, upload.document_id)
+                # An uploader who may change any document (checked already) needs no look.
+                existing = None
+                if not uploader.may_change_any:
+                    existing = deps.documents.get(tenant_id, upload.document_id)
                 if existing is not None:
                     uploader.check_may_change(existing, "replace")
                 audit.append(

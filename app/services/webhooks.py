@@ -163,15 +163,12 @@ class DocumentEvents:
         found = self._collections.find_collection(tenant_id, found_id)
         return {"id": found_id, "name": found.name if found is not None else found_id}
 
-    def publish(self, *, tenant_id: str, event_type: EventType, data: dict[str, Any]) -> None:
-        """Queue one delivery per subscribed webhook of the tenant (none: nothing written)."""
-        self._publish(tenant_id, event_type, lambda: data)
-
     def _publish(
         self, tenant_id: str, event_type: EventType, data_of: Callable[[], dict[str, Any] | None]
     ) -> None:
-        """`publish`, with the event's data built only when a webhook listens (None: the data
-        could not be built, and was logged)."""
+        """Queue one delivery per subscribed webhook of the tenant (none: nothing written), with
+        the event's data built only when a webhook listens (None: the data could not be built,
+        and was logged)."""
         try:
             hooks = self._store.subscribed(tenant_id, event_type)
             if not hooks:

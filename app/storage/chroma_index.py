@@ -23,22 +23,27 @@ collection it touched in a native HNSW cache sized RLIMIT_NOFILE // 5 collection
 So the embedded client is built with that cache bounded to RAG_HOT_TENANTS collections. Chroma
 loses an evicted index that was never written to disk ("Nothing found on disk"), so every
 collection persists its index after 2 writes (`SYNC_THRESHOLD`; later writes are replayed from
-Chroma's log), a single vector is written twice, and a collection made before this is switched
-over and written once when first opened.
+Chroma's log), a single vector is written twice into a collection not yet known to be on disk,
+and a collection made before this is switched over and written once when first opened.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import sqlite3
 from collections import abc
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 import numpy as np
 
 from app.errors import EmbeddingModelMismatch
 from app.memory import HotMap
+from app.storage.db import SQLITE_BUSY_TIMEOUT_MS
 from app.storage.scope_vectors import ScopeMatrix, ScopeVectors, scope_digest
 from app.storage.vector_index import IndexedVector
 from app.text.arabic import EMBEDDED_TEXT_FORM
@@ -49,7 +54,11 @@ if TYPE_CHECKING:
 
     from app.config import Settings
 
+log = logging.getLogger(__name__)
+
 COLLECTION_PREFIX = "rag"
+# Embedded Chroma's SQLite database (its log, metadata and collections), in its directory.
+CHROMA_DATABASE = "chroma.sqlite3"
 PAGE_SIZE = 1000
 # Part of every collection name and metadata: layout 2 keeps chunk records out of Chroma. A
 # collection without it (the earlier layout) still holds records only it knows.
@@ -112,6 +121,10 @@ class ChromaVectorIndex:
         # eviction is one lookup by name, not a listing of every tenant's collections (a
         # tenant id each, ~100 bytes; the same as a handle was before eviction existed).
         self._only_current: set[str] = set()
+        # Collections (by id: a collection made again is another) known to have their index on
+        # disk: at least SYNC_THRESHOLD vectors written to them. Chroma's log replays any later
+        # write after an eviction, so a single vector is written twice only until then.
+        self._on_disk: set[UUID] = set()
         # The vectors of recently searched small scopes (an exact scoped search reads them).
         self._scope_vectors = ScopeVectors()
 
@@ -227,8 +240,8 @@ class ChromaVectorIndex:
     ) -> None:
         step = min(PAGE_SIZE, self.client.get_max_batch_size())
         pages = [vectors[begin : begin + step] for begin in range(0, len(vectors), step)]
-        if len(vectors) == 1:  # written twice, so Chroma persists even a one-vector collection
-            pages.append(vectors)
+        if len(vectors) == 1 and collection.id not in self._on_disk:
+            pages.append(vectors)  # written twice, so Chroma persists a one-vector collection
         for part in pages:
             collection.upsert(
                 ids=[entry.chunk_id for entry in part],
@@ -237,6 +250,7 @@ class ChromaVectorIndex:
                     {"tenant_id": tenant_id, "document_id": entry.document_id} for entry in part
                 ],
             )
+        self._on_disk.add(collection.id)  # two vectors written by now, or it already was
 
     def delete(
         self, tenant_id: str, *, chunk_ids: Sequence[str] = (), document_id: str | None = None
@@ -436,6 +450,22 @@ def chroma_client(settings: Settings) -> ClientAPI:
     return _embedded_client(path, chroma_settings, settings.hot_tenants)
 
 
+def use_write_ahead_log(database: Path) -> None:
+    """Put embedded Chroma's SQLite database (made now if missing) in WAL mode, which SQLite
+    keeps in the file, before Chroma opens it.
+
+    Chroma leaves it in SQLite's rollback-journal mode: each of the three transactions of an
+    upsert then creates, syncs and deletes a journal file (12 fsyncs an upsert), and Chroma's
+    native code waits for them holding Python's GIL, so every other thread of the process (the
+    HTTP requests, the other workers) stopped for 33-37 ms per upsert. In WAL mode, with
+    Chroma's own synchronous setting (FULL: each commit is synced, as before), an upsert took
+    4.7-5.5 ms (bench/README.md, "Ingestion")."""
+    with closing(sqlite3.connect(database, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000)) as connection:
+        (mode,) = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+    if mode != "wal":  # another process held the file: it stays as it was, slower but correct
+        log.warning("Chroma's database stays in %s journal mode", mode)
+
+
 def _embedded_client(path: Path, chroma_settings: Any, hot_tenants: int) -> ClientAPI:
     """A persistent client whose native HNSW cache holds at most `hot_tenants` collections.
 
@@ -453,6 +483,7 @@ def _embedded_client(path: Path, chroma_settings: Any, hot_tenants: int) -> Clie
     chroma_settings.is_persistent = True
     if str(path) in SharedSystemClient._identifier_to_system:
         return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+    use_write_ahead_log(path / CHROMA_DATABASE)
     system = System(chroma_settings)
     system.instance(ProductTelemetryClient)  # type: ignore[type-abstract]
     server = system.instance(ServerAPI)  # type: ignore[type-abstract]

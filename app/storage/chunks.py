@@ -73,15 +73,10 @@ class ChunkStore:
 
     # --- writes (each one transaction, bumping the tenant's corpus version) ---
 
-    def write_document(
-        self, tenant_id: str, document_id: str, chunks: Sequence[Chunk]
-    ) -> list[str]:
-        """Make `chunks` the document's whole content; returns the ids of the chunks it no
-        longer has (their vectors are the caller's to delete)."""
-        return self.write_documents(tenant_id, {document_id: chunks})
-
     def write_documents(self, tenant_id: str, contents: Mapping[str, Sequence[Chunk]]) -> list[str]:
-        """`write_document` for several documents in one transaction and one version bump."""
+        """Make each document's chunks its whole content, in one transaction and one version bump;
+        returns the ids of the chunks they no longer have (their vectors are the caller's to
+        delete)."""
         obsolete: list[str] = []
         with self._db.session() as session:
             for document_id, chunks in contents.items():

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -39,6 +39,8 @@ Visibility = Literal["tenant", "restricted"]
 Permission = Literal["read", "write", "manage"]
 PrincipalKind = Literal["group", "user"]
 PERMISSIONS: tuple[Permission, ...] = ("read", "write", "manage")
+# A table whose rows a tenant finds by id or by name.
+_Named = TypeVar("_Named", CollectionRow, GroupRow)
 
 COLLECTION_NOT_FOUND = "collection not found"
 GROUP_NOT_FOUND = "group not found"
@@ -229,13 +231,7 @@ class AccessStore:
     def find_collection(self, tenant_id: str, id_or_name: str) -> CollectionRecord | None:
         """The collection with this id, else with this name; None when neither exists."""
         with self._db.session() as session:
-            row = session.get(CollectionRow, (tenant_id, id_or_name))
-            if row is None:
-                row = session.scalars(
-                    select(CollectionRow).where(
-                        CollectionRow.tenant_id == tenant_id, CollectionRow.name == id_or_name
-                    )
-                ).first()
+            row = _by_id_or_name(session, CollectionRow, tenant_id, id_or_name)
             return None if row is None else record_of(CollectionRecord, row)
 
     def update_collection(
@@ -514,13 +510,7 @@ class AccessStore:
     def find_group(self, tenant_id: str, id_or_name: str) -> GroupRecord | None:
         """The group with this id, else with this name."""
         with self._db.session() as session:
-            row = session.get(GroupRow, (tenant_id, id_or_name))
-            if row is None:
-                row = session.scalars(
-                    select(GroupRow).where(
-                        GroupRow.tenant_id == tenant_id, GroupRow.name == id_or_name
-                    )
-                ).first()
+            row = _by_id_or_name(session, GroupRow, tenant_id, id_or_name)
             return None if row is None else record_of(GroupRecord, row)
 
     def update_group(
@@ -598,6 +588,18 @@ class AccessStore:
             write_entry(session, audit)
             _bump(session, self._db.dialect, tenant_id)
             return True
+
+
+def _by_id_or_name(
+    session: Session, table: type[_Named], tenant_id: str, id_or_name: str
+) -> _Named | None:
+    """The tenant's row with this id, else with this name (a collection's or a group's)."""
+    row = session.get(table, (tenant_id, id_or_name))
+    if row is not None:
+        return row
+    return session.scalars(
+        select(table).where(table.tenant_id == tenant_id, table.name == id_or_name)
+    ).first()
 
 
 def _metadata(stored: str | None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Select, delete, func, select, update
+from sqlalchemy import ColumnElement, Select, case, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.domain import ListedPage
@@ -395,36 +395,42 @@ class StoredUsage:
     chunks: int
     ocr_pages: int = 0
 
-    def without(self, part: StoredUsage) -> StoredUsage:
-        """These totals less `part`'s (usage of some of the same documents)."""
-        return StoredUsage(
-            self.documents - part.documents,
-            self.stored_bytes - part.stored_bytes,
-            self.chunks - part.chunks,
-            self.ocr_pages - part.ocr_pages,
-        )
-
 
 def stored_usage(
-    session: Session,
-    tenant_id: str,
-    except_document: str | None = None,
-    only_document: str | None = None,
+    session: Session, tenant_id: str, except_document: str | None = None
 ) -> StoredUsage:
-    """The tenant's totals in `session`, leaving out `except_document` (a replaced version), or
-    of `only_document` alone (a lookup by key: nothing, or its one row)."""
-    query = select(
-        func.count(),
-        func.coalesce(func.sum(DocumentRow.size_bytes), 0),
-        func.coalesce(func.sum(DocumentRow.chunks), 0),
-        func.coalesce(func.sum(DocumentRow.ocr_pages), 0),
-    ).where(DocumentRow.tenant_id == tenant_id)
+    """The tenant's totals in `session`, leaving out `except_document` (a replaced version)."""
+    query = select(*_totals()).where(DocumentRow.tenant_id == tenant_id)
     if except_document is not None:
         query = query.where(DocumentRow.document_id != except_document)
-    if only_document is not None:
-        query = query.where(DocumentRow.document_id == only_document)
-    documents, stored_bytes, chunks, ocr_pages = session.execute(query).one()
-    return StoredUsage(int(documents), int(stored_bytes), int(chunks), int(ocr_pages))
+    return StoredUsage(*(int(total) for total in session.execute(query).one()))
+
+
+def usage_beside(
+    session: Session, tenant_id: str, document_id: str
+) -> tuple[StoredUsage, StoredUsage]:
+    """The tenant's totals in `session` without `document_id`, and that document's own
+    (nothing, or its one row), in one pass over the tenant's documents."""
+    mine = DocumentRow.document_id == document_id
+    query = select(*_totals(~mine), *_totals(mine)).where(DocumentRow.tenant_id == tenant_id)
+    totals = [int(total) for total in session.execute(query).one()]
+    return StoredUsage(*totals[:4]), StoredUsage(*totals[4:])
+
+
+def _totals(kept: ColumnElement[bool] | None = None) -> list[ColumnElement[int]]:
+    """Count, bytes, chunks and OCR pages of the documents selected, of those `kept` if given."""
+    if kept is None:
+        return [
+            func.count(),
+            *(func.coalesce(func.sum(column), 0) for column in _USAGE_COLUMNS),
+        ]
+    return [
+        func.count(case((kept, 1))),
+        *(func.coalesce(func.sum(case((kept, column), else_=0)), 0) for column in _USAGE_COLUMNS),
+    ]
+
+
+_USAGE_COLUMNS = (DocumentRow.size_bytes, DocumentRow.chunks, DocumentRow.ocr_pages)
 
 
 def insert_missing_document(

@@ -31,6 +31,12 @@ from app.storage.redis_client import connect_redis
 WINDOW_S = 60.0
 
 
+def query_rate_key(user_id: str) -> str:
+    """The key of a user's RAG_RATE_LIMIT_QUERY_PER_MINUTE budget: their /query and /search
+    requests, and the items of the evaluation runs they started."""
+    return f"query:{user_id}"
+
+
 class RateDecision(NamedTuple):
     """Whether a hit is allowed and, if not, how many seconds until the next one would be."""
 

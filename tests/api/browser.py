@@ -49,8 +49,9 @@ def artifacts_dir() -> Path:
 
 
 @contextmanager
-def launched_chromium() -> Iterator[object]:
-    """A Playwright Chromium browser context with a fresh profile directory."""
+def launched_chromium(*, downloads: bool = False) -> Iterator[object]:
+    """A Playwright Chromium browser context with a fresh profile directory; with `downloads`,
+    files the page saves (an export) can be read through `page.expect_download()`."""
     executable = chromium_path()
     try:
         from playwright.sync_api import sync_playwright
@@ -66,7 +67,7 @@ def launched_chromium() -> Iterator[object]:
             headless=True,
             args=CHROMIUM_FLAGS,
             viewport={"width": 1280, "height": 900},
-            accept_downloads=False,
+            accept_downloads=downloads,
         )
         try:
             yield context

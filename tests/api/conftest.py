@@ -7,6 +7,7 @@ real components: Chroma in a temp dir, the shipped `use` embedder, the `extracti
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -188,6 +189,17 @@ def api_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiFactory
 def api(api_factory: ApiFactory) -> ApiHarness:
     """The module's default app on the real stack, workers running."""
     return api_factory()
+
+
+def sse_events(response: Any) -> list[tuple[str, Any]]:
+    """A 200 server-sent-events response's events, in order: (event name, parsed data)."""
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = []
+    for block in response.text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((fields["event"], json.loads(fields["data"])))
+    return events
 
 
 def assert_error_body(response: Any, status: int, code: str | None = None) -> dict[str, str]:

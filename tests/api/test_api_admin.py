@@ -12,8 +12,10 @@ import pytest
 from conftest import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 from sqlalchemy import update
 
+from app.services.audit import PRUNE_EVERY_S
 from app.storage.db import utc_now
 from app.storage.tables import AuditRow
+from app.timing import AtMostEvery
 
 pytestmark = pytest.mark.integration
 
@@ -456,7 +458,7 @@ def test_entries_older_than_the_retention_are_pruned(api: ApiHarness) -> None:
         )
     assert len(_audit(api, admin)) == 1
     log = container.audit_log
-    log._pruned_at = None
+    log.pruning = AtMostEvery(PRUNE_EVERY_S)  # as in a process that has not pruned yet
     assert log.prune_now_and_then() >= 1
     assert _audit(api, admin) == []
     assert log.prune_now_and_then() == 0  # not again within the hour

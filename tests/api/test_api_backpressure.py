@@ -1,7 +1,8 @@
 """Backpressure on answers through a real uvicorn server: bounded answers and streams, fast
 429/503 with Retry-After, cache hits without a slot, LLM work off the default threadpool, and a
 client that hangs up mid-stream (/query/stream, /v1/chat/completions, a conversation turn)
-freeing the model and its slots at once.
+freeing the model and its slots at once, and an evaluation run's answers waiting behind
+people's questions.
 
 The server runs in this process (tests/api/thread_server.py) so the tests can swap in a scripted
 model and read the limiters' counts and the model lock; everything else is the real stack.
@@ -22,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import api_settings, assert_error_body
-from thread_server import ThreadServer, serving, wait_until
+from thread_server import ServerUser, ThreadServer, serving, wait_until
 
 from app.main import create_app
 from app.providers.types import ChatRequest, LLMDelta
@@ -30,7 +31,6 @@ from testkit.builders import text_document
 
 pytestmark = pytest.mark.integration
 
-PASSWORD = "a long enough password"
 MANUAL = text_document(
     *(
         f"Valve V-{i:03d} on deck {i % 5} is torqued to {20 + i} newton metres and inspected "
@@ -71,10 +71,12 @@ class GatedLLM:
     def __init__(self) -> None:
         self.gate = threading.Event()
         self.threads: list[str] = []
+        self.questions: list[str] = []  # in the order the model was asked
         self.inside = 0
 
     def stream(self, request: ChatRequest) -> Iterator[LLMDelta]:
         self.threads.append(threading.current_thread().name)
+        self.questions.append(request.grounding.question if request.grounding else "")
         self.inside += 1
         try:
             self.gate.wait(timeout=120)
@@ -83,47 +85,15 @@ class GatedLLM:
             self.inside -= 1
 
 
-class Client:
-    """A user of one tenant talking to the live server."""
-
-    def __init__(self, server: ThreadServer, tenant: str, name: str) -> None:
-        container = server.container
-        record = container.users.create_user(
-            tenant_id=tenant, username=f"{name}-{tenant}", password=PASSWORD
-        )
-        token = container.token_codec.issue(record.id, tenant).access_token
-        self.headers = {"Authorization": f"Bearer {token}"}
-        self.url = server.url
-
-    def query(self, question: str, **kw: Any) -> httpx.Response:
-        return httpx.post(
-            f"{self.url}/query", json={"question": question}, headers=self.headers, **kw
-        )
-
-    def upload(self, name: str, content: bytes) -> None:
-        response = httpx.post(
-            f"{self.url}/documents", files={"file": (name, content)}, headers=self.headers
-        )
-        assert response.status_code == 202, response.text
-        job_id = response.json()["job_id"]
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            job = httpx.get(f"{self.url}/jobs/{job_id}", headers=self.headers).json()
-            if job["status"] in ("done", "failed"):
-                assert job["status"] == "done", job
-                return
-            time.sleep(0.1)
-        raise AssertionError("upload did not finish")
-
-
 def _server(tmp: Path, **overrides: Any) -> Any:
     settings = api_settings(tmp / "data", **overrides)
     return serving(create_app(settings))
 
 
-def _tenant_with_manual(server: ThreadServer, tenant: str, *names: str) -> list[Client]:
-    clients = [Client(server, tenant, name) for name in names]
-    clients[0].upload("valves.txt", MANUAL)
+def _tenant_with_manual(server: ThreadServer, tenant: str, *names: str) -> list[ServerUser]:
+    clients = [ServerUser(server, tenant, name) for name in names]
+    job = clients[0].upload("valves.txt", MANUAL)
+    assert job["status"] == "done", job
     return clients
 
 
@@ -141,7 +111,7 @@ def _in_background(call: Any) -> Any:
     return future
 
 
-def _first_token_then_hang_up(server: ThreadServer, user: Client, question: str) -> None:
+def _first_token_then_hang_up(server: ThreadServer, user: ServerUser, question: str) -> None:
     """Open a stream, read until its first `token` event, then close the connection."""
     with (
         httpx.Client(timeout=30) as client,
@@ -154,45 +124,12 @@ def _first_token_then_hang_up(server: ThreadServer, user: Client, question: str)
         assert next(events) == "event: token"
 
 
-def test_a_client_that_hangs_up_mid_stream_frees_the_model_and_its_slots(tmp_path: Path) -> None:
-    with _server(tmp_path, answer_max_concurrent=1, answer_queue_size=0) as server:
-        (reader,) = _tenant_with_manual(server, "ship", "reader")
-        (other,) = _tenant_with_manual(server, "dock", "other")
-        llm = EndlessLLM()
-        _use_model(server, llm)
-        lane = server.container.answer_lane
-        gc.disable()  # what frees the model must be the disconnect, not the garbage collector
-        try:
-            with (
-                httpx.Client(timeout=30) as client,
-                client.stream(
-                    "POST",
-                    f"{server.url}/query/stream",
-                    json={"question": "What torque does valve V-007 need?"},
-                    headers=reader.headers,
-                ) as response,
-            ):
-                assert response.status_code == 200
-                lines = response.iter_lines()
-                assert next(line for line in lines if line.startswith("event:")) == "event: token"
-                assert llm.lock.locked() and lane.answers.running == 1
-                busy = other.query("Which deck is valve V-003 on?", timeout=10)
-                assert_error_body(busy, 503, "server_busy")
-                assert int(busy.headers["Retry-After"]) >= 1
-            # The connection is closed here, with the model still generating.
-            assert wait_until(lambda: not llm.lock.locked()), "the model lock was not released"
-            assert llm.closed_early.is_set(), "the model's generator was not closed"
-            assert wait_until(lambda: lane.answers.running == 0 and lane.streams.running == 0)
-            # The next answer is admitted and gets the model (its first token streams).
-            llm.closed_early.clear()
-            _first_token_then_hang_up(server, other, "Which deck is valve V-004 on?")
-            assert wait_until(llm.closed_early.is_set)
-            assert wait_until(lambda: lane.answers.running == 0 and not llm.lock.locked())
-        finally:
-            gc.enable()
+def _open_query_stream(client: httpx.Client, server: ThreadServer, user: ServerUser) -> Any:
+    body = {"question": "What torque does valve V-007 need?"}
+    return client.stream("POST", f"{server.url}/query/stream", json=body, headers=user.headers)
 
 
-def _open_chat_stream(client: httpx.Client, server: ThreadServer, user: Client) -> Any:
+def _open_chat_stream(client: httpx.Client, server: ThreadServer, user: ServerUser) -> Any:
     body = {
         "model": "rag",
         "stream": True,
@@ -203,7 +140,7 @@ def _open_chat_stream(client: httpx.Client, server: ThreadServer, user: Client) 
     )
 
 
-def _open_conversation_stream(client: httpx.Client, server: ThreadServer, user: Client) -> Any:
+def _open_conversation_stream(client: httpx.Client, server: ThreadServer, user: ServerUser) -> Any:
     started = client.post(f"{server.url}/conversations", headers=user.headers)
     assert started.status_code == 201, started.text
     conversation_id = started.json()["conversation_id"]
@@ -228,15 +165,17 @@ def _first_text(lines: Iterator[str]) -> str:
     raise AssertionError("the stream ended before any answer text")
 
 
-def _stored_turns(server: ThreadServer, user: Client) -> int:
+def _stored_turns(server: ThreadServer, user: ServerUser) -> int:
     listing = httpx.get(f"{server.url}/conversations", headers=user.headers).json()
     return sum(conversation["messages"] for conversation in listing["data"])
 
 
 @pytest.mark.parametrize(
-    "open_stream", [_open_chat_stream, _open_conversation_stream], ids=["chat", "conversation"]
+    "open_stream",
+    [_open_query_stream, _open_chat_stream, _open_conversation_stream],
+    ids=["query", "chat", "conversation"],
 )
-def test_hanging_up_a_chat_or_conversation_stream_frees_the_model_and_its_slots(
+def test_a_client_that_hangs_up_mid_stream_frees_the_model_and_its_slots(
     tmp_path: Path, open_stream: Any
 ) -> None:
     with _server(tmp_path, answer_max_concurrent=1, answer_queue_size=0) as server:
@@ -259,6 +198,7 @@ def test_hanging_up_a_chat_or_conversation_stream_frees_the_model_and_its_slots(
                 assert lane.answers.running == 1 and lane.streams.running == 1
                 busy = other.query("Which deck is valve V-003 on?", timeout=10)
                 assert_error_body(busy, 503, "server_busy")
+                assert int(busy.headers["Retry-After"]) >= 1
             # The connection is closed here, with the model still generating.
             assert wait_until(lambda: not llm.lock.locked()), "the model lock was not released"
             assert llm.closed_early.is_set(), "the model's generator was not closed"
@@ -336,7 +276,7 @@ def test_health_login_search_and_cache_hits_answer_while_the_model_is_saturated(
             assert httpx.get(f"{server.url}/health", timeout=5).status_code == 200
             login = httpx.post(
                 f"{server.url}/auth/token",
-                data={"username": "b1-beta", "password": PASSWORD},
+                data={"username": "b1-beta", "password": ServerUser.PASSWORD},
                 timeout=10,
             )
             assert login.status_code == 200, login.text
@@ -371,7 +311,7 @@ def test_open_streams_are_capped_per_user_and_in_total(tmp_path: Path) -> None:
         _use_model(server, llm)
         lane = server.container.answer_lane
 
-        def stream(user: Client, question: str) -> httpx.Response:
+        def stream(user: ServerUser, question: str) -> httpx.Response:
             return httpx.post(
                 f"{server.url}/query/stream",
                 json={"question": question},
@@ -391,3 +331,48 @@ def test_open_streams_are_capped_per_user_and_in_total(tmp_path: Path) -> None:
         for done in (first.result(), second.result()):
             assert done.status_code == 200 and "event: done" in done.text
         assert wait_until(lambda: lane.streams.running == 0 and lane.answers.running == 0)
+
+
+def test_a_question_asked_while_a_run_waits_for_an_answer_slot_is_answered_first(
+    tmp_path: Path,
+) -> None:
+    with _server(tmp_path, answer_max_concurrent=1) as server:
+        asker, later = _tenant_with_manual(server, "ship", "asker", "later")
+        made = httpx.post(
+            f"{server.url}/evaluations/sets",
+            json={
+                "name": "valves",
+                "items": [
+                    {"question": "Torque of valve V-009?", "expected": [{"source": "valves.txt"}]}
+                ],
+            },
+            headers=asker.headers,
+        )
+        assert made.status_code == 201, made.text
+        llm = GatedLLM()
+        _use_model(server, llm)
+        lane = server.container.answer_lane
+        try:
+            first = _in_background(lambda: asker.query("Torque of valve V-001?", timeout=90))
+            assert wait_until(lambda: llm.inside == 1)  # the only answer slot is taken
+            run = httpx.post(
+                f"{server.url}/evaluations/runs",
+                json={"set_id": made.json()["set_id"], "answers": True},
+                headers=asker.headers,
+            )
+            assert run.status_code == 202, run.text
+            assert wait_until(lambda: lane.answers.waiting == 1, 60)  # the run's answer
+            second = _in_background(lambda: later.query("Torque of valve V-002?", timeout=90))
+            assert wait_until(lambda: lane.answers.waiting == 2)
+        finally:
+            llm.gate.set()
+        assert first.result().status_code == 200 and second.result().status_code == 200
+        run_url = f"{server.url}/evaluations/runs/{run.json()['run_id']}"
+        assert wait_until(
+            lambda: httpx.get(run_url, headers=asker.headers).json()["status"] == "done", 60
+        )
+        assert llm.questions == [
+            "Torque of valve V-001?",
+            "Torque of valve V-002?",  # came after the run's answer, admitted before it
+            "Torque of valve V-009?",
+        ]

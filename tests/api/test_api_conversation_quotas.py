@@ -8,11 +8,10 @@ so a turn's stored size is known exactly (question, standalone question, refusal
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
+from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body, sse_events
 
 pytestmark = pytest.mark.integration
 
@@ -157,15 +156,6 @@ def test_the_tenant_bytes_quota_refuses_every_user_of_the_tenant_only(api: ApiHa
     assert _ask(api, stranger, _started(api, stranger), long_question).status_code == 200
 
 
-def _events(response: Any) -> list[tuple[str, Any]]:
-    assert response.status_code == 200, response.text
-    events = []
-    for block in response.text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_an_answer_that_does_not_fit_is_not_stored(
     api: ApiHarness, api_factory: ApiFactory, stream: bool
@@ -181,7 +171,7 @@ def test_an_answer_that_does_not_fit_is_not_stored(
     conversation = _started(api, user)
     response = _ask(api, user, conversation, second, stream=str(stream).lower())
     if stream:
-        name, error = _events(response)[-1]
+        name, error = sse_events(response)[-1]
         assert name == "error" and error["code"] == "quota_exceeded"
         assert "conversation_bytes" in error["message"]
     else:

@@ -3,11 +3,10 @@ follow-ups, stored turns with citations, streaming, scoping, bounds, and the cha
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
+from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body, sse_events
 
 from app.providers.types import ChatRequest
 from app.request_limits import CHAT_MESSAGES_CEILING
@@ -104,16 +103,6 @@ def test_the_same_follow_up_in_two_conversations_does_not_share_an_answer(
     assert hit["cache"] == "hit" and hit["answer"] == about_castle["answer"]
 
 
-def _events(response: Any) -> list[tuple[str, Any]]:
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"].startswith("text/event-stream")
-    events = []
-    for block in response.text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
-
-
 def test_a_streamed_turn_is_stored_as_it_was_streamed(api: ApiHarness, reader: ApiUser) -> None:
     conversation = _start(api, reader)
     _ask(api, reader, conversation, "How far does the Brimstone lighthouse beam reach?")
@@ -122,7 +111,7 @@ def test_a_streamed_turn_is_stored_as_it_was_streamed(api: ApiHarness, reader: A
         json={"content": "Which board built it?"},
         headers=reader.headers,
     )
-    events = _events(response)
+    events = sse_events(response)
     names = [name for name, _ in events]
     assert names[0] == "standalone" and names[-2:] == ["citations", "done"]
     assert set(names[1:-2]) == {"token"}

@@ -367,6 +367,43 @@ def test_a_run_is_a_job_of_the_tenants_queue_and_fills_its_quota(tmp_path: Path)
         assert wait_for_run(client, user, run_id)["status"] == "done"
 
 
+def test_a_run_spends_its_starters_query_budget_and_never_holds_back_another_tenants_run(
+    tmp_path: Path,
+) -> None:
+    settings = api_settings(tmp_path / "data", rate_limit_query_per_minute=10)  # a run: 5
+    with TestClient(create_app(settings)) as client:
+        harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
+        a, b = harness.add_user("eval-rate-a"), harness.add_user("eval-rate-b")
+        for user in (a, b):
+            uploaded = harness.upload_and_wait(user, "manual.pdf", pdf_document(*MANUAL))
+            assert uploaded["status"] == "done"
+        long_run = start_run(harness, a, new_set(harness, a, "six", items()[:3] * 2))
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while (run := get_run(client, a, long_run))["progress"]["done"] < 5:
+            assert time.monotonic() < deadline, run
+            time.sleep(0.1)
+        # A's run has spent its half of A's budget for this minute and waits for more...
+        time.sleep(1.0)
+        run = get_run(client, a, long_run)
+        assert (run["status"], run["progress"]["done"]) == ("processing", 5), run
+        # ...while B's run, started after it, goes through.
+        short_run = start_run(harness, b, new_set(harness, b, "two", items()[:2]))
+        assert wait_for_run(client, b, short_run)["status"] == "done"
+        assert get_run(client, a, long_run)["progress"]["done"] == 5
+        # A person of A still has the other half: 5 searches, then 429 like any over-budget one.
+        for _ in range(5):
+            response = post(harness, "/search", a, {"query": "pump seal"})
+            assert response.status_code == 200, response.text
+        assert_error_body(post(harness, "/search", a, {"query": "pump seal"}), 429, "rate_limited")
+
+
+def get_run(client: TestClient, user: ApiUser, run_id: str) -> dict[str, Any]:
+    response = client.get(f"/evaluations/runs/{run_id}", headers=user.headers)
+    assert response.status_code == 200, response.text
+    found: dict[str, Any] = response.json()
+    return found
+
+
 def test_a_run_of_200_items_leaves_another_tenants_search_fast(
     api: ApiHarness, tenant: Tenant
 ) -> None:

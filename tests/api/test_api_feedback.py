@@ -11,14 +11,21 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
+from conftest import ApiFactory, ApiHarness, ApiUser, api_settings, assert_error_body
+from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from app import metrics
+from app.main import create_app
+from app.services.blocks.answer_log import PRUNE_EVERY_S, new_answer_id
+from app.storage.answer_records import AnswerRecord
+from app.storage.db import utc_now
+from app.timing import AtMostEvery
 from testkit.builders import pdf_document
 
 pytestmark = pytest.mark.integration
@@ -128,6 +135,21 @@ def test_every_way_of_asking_gives_an_answer_id_with_its_record(
     assert rate(api, people.bob, chat["id"], rating="down").status_code == 200
     ids = {answered["answer_id"], done["answer_id"], turn["answer_id"], chat["id"][9:]}
     assert len(ids) == 4  # every answer its own id, even the cached repeat of QUESTION
+
+
+def test_a_cached_answer_records_the_same_retrieved_documents_as_the_fresh_one(
+    api: ApiHarness, people: People
+) -> None:
+    question = "What is the nightly mooring fee at Wick?"
+    fresh, repeat = ask(api, people.bob, question), ask(api, people.bob, question)
+    assert (fresh["cache"], repeat["cache"]) == ("miss", "hit")
+    records = [
+        api.client.get(f"/answers/{answered['answer_id']}", headers=people.bob.headers).json()
+        for answered in (fresh, repeat)
+    ]
+    assert [r["cache"] for r in records] == ["miss", "hit"]
+    assert records[0]["retrieved"] and records[0]["retrieved"][0]["source"] == "tides.pdf"
+    assert records[1]["retrieved"] == records[0]["retrieved"]
 
 
 def test_feedback_on_another_users_or_another_tenants_answer_is_a_404(
@@ -359,3 +381,36 @@ def test_the_record_and_feedback_name_only_documents_the_person_still_reads(
     grant([{"user_id": member.user_id, "permission": "read"}])
     allowed = rate(api, member, answer_id, rating="down", expected=[{"document_id": minutes}])
     assert allowed.status_code == 200, allowed.text
+
+
+def _old_record(harness: ApiHarness, user: ApiUser, question: str) -> str:
+    """A record of `user`'s, written 40 days ago (the record keeps 30)."""
+    answer_id = new_answer_id()
+    when = utc_now() - timedelta(days=40)
+    record = AnswerRecord(answer_id, user.tenant, user.user_id, when, question=question)
+    harness.container.answer_log.store.add(record)
+    return answer_id
+
+
+def listed_questions(harness: ApiHarness, admin: ApiUser) -> list[str]:
+    listing = harness.client.get("/answers", params={"all": "true"}, headers=admin.headers)
+    assert listing.status_code == 200, listing.text
+    return [record["question"] for record in listing.json()["data"]]
+
+
+def test_records_past_their_days_go_at_start_up_and_before_a_read_without_new_answers(
+    tmp_path: Path,
+) -> None:
+    settings = api_settings(tmp_path / "data", answer_log_days=30)
+    with TestClient(create_app(settings)) as client:
+        harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
+        admin = harness.add_user("quality-retention")
+        before_restart = _old_record(harness, admin, "Asked before the restart?")
+    with TestClient(create_app(settings)) as client:  # a restart, nothing asked or read since
+        harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
+        store = harness.container.answer_log.store
+        assert store.get(admin.tenant, before_restart) is None
+        _old_record(harness, admin, "Asked long before the read?")
+        # An hour has passed since start-up: this process has not pruned yet.
+        harness.container.answer_log.pruning = AtMostEvery(PRUNE_EVERY_S)
+        assert listed_questions(harness, admin) == []

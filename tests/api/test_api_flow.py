@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import ApiHarness, ApiUser
+from conftest import ApiHarness, ApiUser, sse_events
 
 from testkit.builders import pdf_document, text_document
 
@@ -48,13 +48,7 @@ def _no_text_of(mark: str, payload: Any) -> None:
 
 def _stream_events(api: ApiHarness, user: ApiUser, question: str) -> list[tuple[str, Any]]:
     response = api.client.post("/query/stream", json={"question": question}, headers=user.headers)
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"].startswith("text/event-stream")
-    events = []
-    for block in response.text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
+    return sse_events(response)
 
 
 @pytest.fixture(scope="module")

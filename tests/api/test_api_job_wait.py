@@ -21,6 +21,7 @@ from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from app.job_runners.runner import run_jobs
 from app.jobs.store import JobStore
 from testkit.builders import text_document
+from tests.queued_jobs import jobs_watched
 
 pytestmark = pytest.mark.integration
 
@@ -126,4 +127,4 @@ def test_waiting_clients_hold_no_thread_of_the_shared_pool(api: ApiHarness) -> N
         assert listing.status_code == 200 and listing.json()["count"] >= 1
         assert all(w.result()[0]["status"] == "queued" for w in waiters)
     assert answered_in < 2.5, answered_in  # the waiters were still waiting until ~4 s
-    assert api.container.jobs.endings.watched() == 0  # every waiter left its watch
+    assert jobs_watched(api.container.jobs.endings) == 0  # every waiter left its watch

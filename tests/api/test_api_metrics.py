@@ -21,7 +21,7 @@ import httpx
 import pytest
 from conftest import api_settings, assert_error_body
 from prometheus_client.parser import text_string_to_metric_families
-from thread_server import ThreadServer, serving, wait_until
+from thread_server import ServerUser, ThreadServer, serving, wait_until
 
 from app.api.access import route_keys
 from app.errors import ConfigurationError
@@ -33,7 +33,6 @@ from testkit.live_server import free_port
 pytestmark = pytest.mark.integration
 
 TOKEN = "scrape-secret-0123456789"
-PASSWORD = "a long enough password"
 MANUAL = text_document(
     *(
         f"Valve V-{i:03d} on deck {i % 5} is torqued to {20 + i} newton metres and inspected "
@@ -93,38 +92,6 @@ class GatedLLM:
         yield LLMDelta("Valve V-007 is torqued to 27 newton metres [1].", 12)
 
 
-class Client:
-    """A user of one tenant talking to the live server."""
-
-    def __init__(self, server: ThreadServer, tenant: str, name: str) -> None:
-        container = server.container
-        record = container.users.create_user(
-            tenant_id=tenant, username=f"{name}-{tenant}", password=PASSWORD
-        )
-        token = container.token_codec.issue(record.id, tenant).access_token
-        self.headers = {"Authorization": f"Bearer {token}"}
-        self.url = server.url
-
-    def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        return httpx.post(f"{self.url}{path}", json=body, headers=self.headers, timeout=120)
-
-    def upload(self, name: str, content: bytes) -> dict[str, Any]:
-        response = httpx.post(
-            f"{self.url}/documents", files={"file": (name, content)}, headers=self.headers
-        )
-        assert response.status_code == 202, response.text
-        job_id = response.json()["job_id"]
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            job: dict[str, Any] = httpx.get(
-                f"{self.url}/jobs/{job_id}", headers=self.headers
-            ).json()
-            if job["status"] in ("done", "failed"):
-                return job
-            time.sleep(0.1)
-        raise AssertionError("upload did not finish")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadServer]:
     settings = api_settings(
@@ -138,8 +105,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadServer]:
 
 
 @pytest.fixture(scope="module")
-def reader(server: ThreadServer) -> Client:
-    return Client(server, "harbour", "reader")
+def reader(server: ThreadServer) -> ServerUser:
+    return ServerUser(server, "harbour", "reader")
 
 
 def test_metrics_need_the_token(server: ThreadServer) -> None:
@@ -153,7 +120,7 @@ def test_metrics_need_the_token(server: ThreadServer) -> None:
 
 
 def test_an_upload_counts_one_job_its_pages_chunks_and_stages(
-    server: ThreadServer, reader: Client
+    server: ThreadServer, reader: ServerUser
 ) -> None:
     before = scrape(server.url)
     uploaded_at = time.time()
@@ -177,7 +144,9 @@ def test_an_upload_counts_one_job_its_pages_chunks_and_stages(
     assert job["job_id"] not in str(after)
 
 
-def test_a_search_counts_one_request_and_its_duration(server: ThreadServer, reader: Client) -> None:
+def test_a_search_counts_one_request_and_its_duration(
+    server: ThreadServer, reader: ServerUser
+) -> None:
     before = scrape(server.url)
     started = time.perf_counter()
     assert reader.post("/search", {"query": "valve torque"}).status_code == 200
@@ -198,7 +167,7 @@ def test_a_search_counts_one_request_and_its_duration(server: ThreadServer, read
     assert 0 < spent <= elapsed
 
 
-def test_an_answer_then_its_cache_hit(server: ThreadServer, reader: Client) -> None:
+def test_an_answer_then_its_cache_hit(server: ThreadServer, reader: ServerUser) -> None:
     before = scrape(server.url)
     response = reader.post("/query", {"question": QUESTION})
     assert response.status_code == 200, response.text
@@ -236,7 +205,7 @@ def test_an_answer_then_its_cache_hit(server: ThreadServer, reader: Client) -> N
     assert series("rag_llm_time_to_first_token_seconds_count") not in again
 
 
-def test_a_question_the_gate_refuses(server: ThreadServer, reader: Client) -> None:
+def test_a_question_the_gate_refuses(server: ThreadServer, reader: ServerUser) -> None:
     before = scrape(server.url)
     response = reader.post("/query", {"question": OFF_TOPIC})
     assert response.json()["refused"] is True, response.text
@@ -248,7 +217,7 @@ def test_a_question_the_gate_refuses(server: ThreadServer, reader: Client) -> No
 
 
 def test_an_answer_refused_for_load_is_counted_and_the_slot_shows(
-    server: ThreadServer, reader: Client
+    server: ThreadServer, reader: ServerUser
 ) -> None:
     container = server.container
     original = container.answer_deps
@@ -281,7 +250,7 @@ def test_an_answer_refused_for_load_is_counted_and_the_slot_shows(
         container.__dict__["answer_deps"] = original
 
 
-def test_a_failed_job_is_counted_as_failed(server: ThreadServer, reader: Client) -> None:
+def test_a_failed_job_is_counted_as_failed(server: ThreadServer, reader: ServerUser) -> None:
     before = scrape(server.url)
     job = reader.upload("broken.pdf", b"%PDF-1.7\nthis is not a PDF body at all\n%%EOF")
     assert job["status"] == "failed", job
@@ -291,7 +260,7 @@ def test_a_failed_job_is_counted_as_failed(server: ThreadServer, reader: Client)
     assert series("rag_ingested_chunks_total") not in changes
 
 
-def test_route_labels_are_templates_never_raw_ids(server: ThreadServer, reader: Client) -> None:
+def test_route_labels_are_templates_never_raw_ids(server: ThreadServer, reader: ServerUser) -> None:
     for path in ("/documents/doc_0123456789abcdef", "/jobs/job_deadbeef", "/no/such/page/42"):
         httpx.get(f"{server.url}{path}", headers=reader.headers)
     routes = {path for _, path in route_keys(server.app)} | {"unmatched"}

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from app.api.routes.documents import MAX_FILES_PER_REQUEST
 from app.storage.tables import JobRow
 from testkit.builders import text_document
+from tests.queued_jobs import mark_done
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +82,7 @@ def test_several_files_over_the_document_quota_are_refused_together(api: ApiHarn
     with api.container.database.session() as session:
         ids = list(session.scalars(select(JobRow.job_id).where(JobRow.tenant_id == user.tenant)))
     for job_id in ids:  # as if a worker finished them: the queue has room again
-        api.container.jobs.mark_done(job_id, 1, 1)
+        mark_done(api.container.jobs, job_id, 1, 1)
     before = api.uploads_left()
     error = assert_error_body(
         _post(api, user, [("b1.txt", b"y"), ("b2.txt", b"z")]), 413, "quota_exceeded"

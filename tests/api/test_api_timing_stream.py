@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from conftest import ApiHarness, ApiUser, assert_error_body
+from conftest import ApiHarness, ApiUser, assert_error_body, sse_events
 
 from testkit.builders import text_document
 
@@ -27,14 +26,6 @@ def reader(api: ApiHarness) -> ApiUser:
     job = api.upload_and_wait(user, "survey.txt", text_document(*paragraphs))
     assert job["status"] == "done"
     return user
-
-
-def _events(response: Any) -> list[tuple[str, Any]]:
-    events = []
-    for block in response.text.strip().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((fields["event"], json.loads(fields["data"])))
-    return events
 
 
 def test_query_stages_add_up_to_the_total(api: ApiHarness, reader: ApiUser) -> None:
@@ -116,7 +107,7 @@ def test_stream_sends_tokens_then_citations_then_done(api: ApiHarness, reader: A
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
     assert response.headers["cache-control"] == "no-cache"
-    events = _events(response)
+    events = sse_events(response)
     names = [name for name, _ in events]
     assert names[-2:] == ["citations", "done"]
     assert names[:-2] and set(names[:-2]) == {"token"}
@@ -135,7 +126,7 @@ def test_stream_sends_tokens_then_citations_then_done(api: ApiHarness, reader: A
     assert cached["cache"] == "hit"
     assert cached["answer"] == streamed
     assert cached["citations"] == citations["citations"]
-    replay = _events(
+    replay = sse_events(
         api.client.post("/query/stream", json={"question": question}, headers=reader.headers)
     )
     assert [name for name, _ in replay] == ["token", "citations", "done"]

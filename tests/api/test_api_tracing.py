@@ -4,7 +4,6 @@ the model call with its token counts, kept by the SDK's in-memory exporter."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -14,7 +13,7 @@ import httpx
 import pytest
 from conftest import api_settings
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from thread_server import serving
+from thread_server import ServerUser, serving
 
 from app import tracing
 from app.main import create_app
@@ -36,30 +35,10 @@ def test_an_answer_traces_its_stages_and_the_model_call(
 ) -> None:
     settings = api_settings(tmp_path / "data", tracing="otlp")
     with serving(create_app(settings)) as server:
-        container = server.container
-        record = container.users.create_user(
-            tenant_id="harbour", username="reader-harbour", password="a long enough pw"
-        )
-        token = container.token_codec.issue(record.id, "harbour").access_token
-        headers = {"Authorization": f"Bearer {token}"}
-        accepted = httpx.post(
-            f"{server.url}/documents", files={"file": ("valve.txt", NOTE)}, headers=headers
-        )
-        job_id = accepted.json()["job_id"]
-        deadline = time.monotonic() + 120
-        while httpx.get(f"{server.url}/jobs/{job_id}", headers=headers).json()["status"] not in (
-            "done",
-            "failed",
-        ):
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        reader = ServerUser(server, "harbour", "reader")
+        reader.upload("valve.txt", NOTE)
         spans.clear()
-        answered = httpx.post(
-            f"{server.url}/query",
-            json={"question": "How often must the QUARTZ-4471 relief valve be inspected?"},
-            headers=headers,
-            timeout=120,
-        ).json()
+        answered = reader.query("How often must the QUARTZ-4471 relief valve be inspected?").json()
         assert answered["refused"] is False, answered
     finished = spans.get_finished_spans()
     (request,) = [s for s in finished if s.name == "POST /query"]
@@ -78,10 +57,7 @@ def test_a_server_error_names_its_request_id_in_the_body_and_the_trace(
     settings = api_settings(tmp_path / "data", tracing="otlp")
     with serving(create_app(settings)) as server:
         container = server.container
-        record = container.users.create_user(
-            tenant_id="harbour", username="reader-harbour", password="a long enough pw"
-        )
-        token = container.token_codec.issue(record.id, "harbour").access_token
+        reader = ServerUser(server, "harbour", "reader")
 
         def broken(*args: object, **kwargs: object) -> object:
             raise RuntimeError("the search index exploded")
@@ -90,7 +66,7 @@ def test_a_server_error_names_its_request_id_in_the_body_and_the_trace(
         response = httpx.post(
             f"{server.url}/search",
             json={"query": "valve"},
-            headers={"Authorization": f"Bearer {token}", "X-Request-ID": "trace-me-500"},
+            headers={**reader.headers, "X-Request-ID": "trace-me-500"},
         )
     assert response.status_code == 500
     assert response.json()["error"]["request_id"] == "trace-me-500"

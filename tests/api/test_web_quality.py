@@ -8,15 +8,22 @@ question in the test bench. Signed out, and as a reader, none of the Quality sec
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from browser import A11Y_AUDIT, artifacts_dir, screenshot
+from browser import A11Y_AUDIT, artifacts_dir, launched_chromium, screenshot
 from playwright.sync_api import expect
+from sqlalchemy import create_engine, delete, select
+from sqlalchemy.orm import Session
 
+from app.storage.tables import AnswerFeedbackRow, DocumentRow, EvaluationRunRow, EvaluationSetRow
 from testkit.builders import pdf_document, text_document
 from testkit.live_server import LiveServer
 
@@ -83,6 +90,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         time.sleep(0.2)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium that keeps what the page saves (the exports are read back)."""
+    with launched_chromium(downloads=True) as context:
+        yield context
 
 
 def sign_in(browser: Any, live: LiveServer, username: str) -> Any:
@@ -273,6 +287,41 @@ def test_the_admin_chooses_a_collection_in_the_bench(live: LiveServer, browser: 
     page.close()
 
 
+def test_a_filter_in_the_bench_leaves_out_the_documents_it_does_not_match(
+    live: LiveServer, browser: Any
+) -> None:
+    page = sign_in(browser, live, "ada")
+    sent: list[Any] = []
+    page.on(
+        "request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/search") else None
+    )
+    page.get_by_role("link", name="Quality").click()
+    page.get_by_label("Text to search for").fill("When is the canteen closed?")
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(passages(page).locator("strong", has_text="minutes.txt").first).to_be_visible()
+
+    bench = page.get_by_role("region", name="Test retrieval")
+    bench.get_by_role("button", name="Add a retrieval filter").click()
+    bench.get_by_label("Field of retrieval filter 1").fill("source")
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(page.get_by_role("status").filter(has_text="Filter 1")).to_have_text(
+        "Filter 1: enter a value."
+    )
+    searches = len(sent)  # nothing was sent for the unfinished filter
+    bench.get_by_label("Value of retrieval filter 1").fill("manual.pdf")
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(page.get_by_role("status").filter(has_text="passages in")).to_be_visible()
+    assert len(sent) == searches + 1
+    assert sent[-1]["filters"] == {"source": {"$eq": "manual.pdf"}}
+    sources = passages(page).locator("strong").all_text_contents()
+    assert sources and set(sources) == {"manual.pdf"}, sources
+    # The Ask form's filters are its own: none was added there.
+    expect(page.get_by_label("Field of filter 1")).to_have_count(0)
+    assert page.evaluate(A11Y_AUDIT) == {"unnamed": [], "low": []}
+    screenshot(page, "quality-bench-filter.png")
+    page.close()
+
+
 def test_the_admin_opens_the_record_of_a_rated_answer(live: LiveServer, browser: Any) -> None:
     rated = api(live, "ada", "GET", "/feedback", params={"rating": "down"})["data"][0]
     record = api(live, "ada", "GET", f"/answers/{rated['answer_id']}")
@@ -313,3 +362,339 @@ def test_the_admin_opens_the_record_of_a_rated_answer(live: LiveServer, browser:
     assert member.get_by_role("button", name="Open answer record").count() == 0
     assert member.get_by_role("region", name="Answer record").filter(visible=True).count() == 0
     member.close()
+
+
+def saved_lines(page: Any, button: str) -> list[dict[str, Any]]:
+    """Click the export button named `button` and read back the JSON lines the page saved."""
+    with page.expect_download() as saving:
+        page.get_by_role("button", name=button).click()
+    path = saving.value.path()
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def test_a_member_uploads_test_set_files_and_runs_one_with_answers(
+    live: LiveServer, browser: Any, tmp_path: Path
+) -> None:
+    reader = sign_in(browser, live, "rex")
+    assert reader.get_by_role("link", name="Quality").filter(visible=True).count() == 0
+    assert reader.get_by_label("Test set file (JSONL or CSV)").filter(visible=True).count() == 0
+    reader.close()
+    items = [
+        {"question": QUESTION, "expected": [{"source": "manual.pdf", "page": 1}]},
+        {"question": "What is the airspeed of an unladen swallow?", "answerable": False},
+    ]
+    jsonl = tmp_path / "seal.jsonl"
+    jsonl.write_text("".join(json.dumps(item) + "\n" for item in items))
+    csv = tmp_path / "crane.csv"
+    csv.write_text(
+        "question,source,page,answerable\nWhat is tested on the crane?,manual.pdf,3,true\n"
+    )
+    page = sign_in(browser, live, "max")
+    page.get_by_role("link", name="Quality").click()
+    for path, name, count in ((csv, "crane", 1), (jsonl, "seal", 2)):
+        page.get_by_label("Name of the uploaded set").fill(name)
+        page.get_by_label("Test set file (JSONL or CSV)").set_input_files(str(path))
+        page.get_by_role("button", name="Upload set").click()
+        expect(page.get_by_role("status").filter(has_text=f"“{name}” uploaded")).to_contain_text(
+            f"{count} question"
+        )
+        expect(page.get_by_label("Test set", exact=True).locator("option:checked")).to_have_text(
+            f"{name} ({count} question{'s' if count > 1 else ''})"
+        )
+    page.get_by_label("Also let the model answer (slower)").check()
+    page.get_by_role("button", name="Run evaluation").click()
+    runs_table = page.get_by_role("table", name="Runs of this set")
+    expect(runs_table.get_by_role("row").nth(1)).to_contain_text("done", timeout=120_000)
+    # The member sees neither the feedback nor the answer records' export and delete.
+    for name in ("Export as JSONL", "Export answer records", "Delete answer records"):
+        assert page.get_by_role("button", name=name).filter(visible=True).count() == 0, name
+    set_id = page.get_by_label("Test set", exact=True).input_value()
+    page.close()
+    (run,) = api(live, "max", "GET", "/evaluations/runs", params={"set_id": set_id})["data"]
+    assert run["answers"] is True
+    results = api(live, "max", "GET", f"/evaluations/runs/{run['run_id']}")["results"]
+    assert [r["question"] for r in results] == [item["question"] for item in items]
+    assert all("answer" in r for r in results), results  # the model answered every item
+    assert results[1]["answer"]["refused"] is True
+    assert run["summary"]["refused_unanswerable"] == 1.0
+
+
+def test_the_admin_exports_feedback_as_jsonl(live: LiveServer, browser: Any) -> None:
+    page = sign_in(browser, live, "ada")
+    page.get_by_role("link", name="Quality").click()
+    rows = page.get_by_role("table", name="Ratings of answers, newest first").get_by_role("row")
+    expect(rows.filter(has_text=QUESTION)).to_be_visible()
+    saved = saved_lines(page, "Export as JSONL")
+    listed = api(live, "ada", "GET", "/feedback")["data"]
+    assert [line["answer_id"] for line in saved] == [entry["answer_id"] for entry in listed]
+    assert saved[0]["question"] == QUESTION and saved[0]["rating"] == "down"
+    page.get_by_label("Rating", exact=True).select_option(label="Helpful")
+    expect(page.get_by_role("status").filter(has_text="No feedback yet.")).to_be_visible()
+    assert saved_lines(page, "Export as JSONL") == []
+    page.close()
+
+
+def _copies(live: LiveServer, row: Any, where: Any, changes: list[dict[str, Any]]) -> None:
+    """Add copies of the one row `where` selects, each with its `changes` (test setup straight
+    in the server's database, where the API would take minutes to make as many)."""
+    engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
+    with Session(engine) as session:
+        original = session.scalars(select(row).where(where)).one()
+        values = {a.key: getattr(original, a.key) for a in row.__mapper__.column_attrs}
+        session.add_all(row(**{**values, **change}) for change in changes)
+        session.commit()
+    engine.dispose()
+
+
+def _delete(live: LiveServer, *statements: Any) -> None:
+    """Remove what a test added straight in the server's database."""
+    engine = create_engine(f"sqlite:///{live.data_dir / 'rag.db'}")
+    with Session(engine) as session, session.begin():
+        for statement in statements:
+            session.execute(statement)
+    engine.dispose()
+
+
+def test_the_chart_shows_the_newest_runs_by_date_and_pages_back(
+    live: LiveServer, browser: Any
+) -> None:
+    sets = api(live, "ada", "GET", "/evaluations/sets")["data"]
+    set_id = next(s["set_id"] for s in sets if s["name"] == "From feedback")
+    runs = api(live, "ada", "GET", "/evaluations/runs", params={"set_id": set_id})["data"]
+    newest = runs[-1]
+    # 110 older runs, a year back and a day apart, whose page MRR@10 is 0.25.
+    first = runs[0]
+    when = datetime.fromisoformat(first["created_at"]) - timedelta(days=365)
+    summary = json.dumps({**first["summary"], "page_mrr@10": 0.25})
+    _copies(
+        live,
+        EvaluationRunRow,
+        EvaluationRunRow.run_id == first["run_id"],
+        [
+            {
+                "run_id": f"run_old{i:03d}",
+                "created_at": when + timedelta(days=i),
+                "updated_at": when + timedelta(days=i),
+                "summary": summary,
+            }
+            for i in range(110)
+        ],
+    )
+    page = sign_in(browser, live, "ada")
+    page.get_by_role("link", name="Quality").click()
+    page.get_by_label("Test set", exact=True).select_option(value=set_id)
+    chart = page.get_by_role("img", name="Page MRR@10")
+    dots = chart.locator("circle")
+    expect(dots).to_have_count(100)
+    values = [float(v) for v in dots.evaluate_all("(d) => d.map((e) => e.dataset.value)")]
+    # The newest hundred: the two real runs last, after 98 of the old ones.
+    assert values[-1] == pytest.approx(newest["summary"]["page_mrr@10"])
+    assert values[:98] == [0.25] * 98
+    day = datetime.fromisoformat(newest["created_at"])
+    labels = chart.locator("text").all_text_contents()
+    assert "Run 1" not in labels and str(day.day) in labels[-1], labels
+    assert any(day.strftime("%b") in label for label in labels), labels
+    pager = page.get_by_role("group", name="Pages of runs")
+    expect(pager).to_contain_text("Runs 13–112 of 112")
+    pager.get_by_role("button", name="Previous").click()
+    expect(pager).to_contain_text("Runs 1–100 of 112")
+    expect(dots).to_have_count(100)
+    older = [float(v) for v in dots.evaluate_all("(d) => d.map((e) => e.dataset.value)")]
+    assert older == [0.25] * 100
+    page.locator("#eval-chart-figure").screenshot(path=str(artifacts_dir() / "chart-dates.png"))
+    page.close()
+    _delete(live, delete(EvaluationRunRow).where(EvaluationRunRow.run_id.like("run_old%")))
+
+
+@contextmanager
+def filler_documents(live: LiveServer, count: int) -> Iterator[None]:
+    """`count` documents newer than manual.pdf (records only, no passages), named filler-000.txt
+    and on: the manual falls past the first pages of the listing. Gone again afterwards."""
+    manual = next(
+        d for d in api(live, "max", "GET", "/documents")["data"] if d["source"] == "manual.pdf"
+    )
+    newer = datetime.fromisoformat(manual["uploaded_at"]) + timedelta(minutes=1)
+    _copies(
+        live,
+        DocumentRow,
+        DocumentRow.document_id == manual["document_id"],
+        [
+            {
+                "document_id": f"doc_filler{i:03d}",
+                "source": f"filler-{i:03d}.txt",
+                "uploaded_at": newer + timedelta(seconds=i),
+                "updated_at": newer + timedelta(seconds=i),
+            }
+            for i in range(count)
+        ],
+    )
+    try:
+        yield
+    finally:
+        _delete(live, delete(DocumentRow).where(DocumentRow.document_id.like("doc_filler%")))
+
+
+def test_the_bench_finds_any_document_by_typing_its_name(live: LiveServer, browser: Any) -> None:
+    with filler_documents(live, 120):
+        page = sign_in(browser, live, "max")
+        page.get_by_role("link", name="Quality").click()
+        picker = page.get_by_label("Only in the document")
+        expect(page.get_by_text("type more of the name to find the others")).to_be_visible()
+        assert picker.locator("option", has_text="manual.pdf").count() == 0
+        page.get_by_label("Find a document by name").fill("manu")
+        expect(picker.locator("option")).to_have_text(["Any document", "manual.pdf"])
+        expect(page.get_by_text("1 document whose name starts with “manu”.")).to_be_visible()
+        picker.select_option(label="manual.pdf")
+        page.get_by_label("Text to search for").fill("When is the canteen closed?")
+        page.get_by_role("button", name="Test retrieval").click()
+        expect(passages(page).first).to_be_visible()
+        sources = passages(page).locator("strong").all_text_contents()
+        assert sources and set(sources) == {"manual.pdf"}, sources
+        page.close()
+
+
+def test_the_documents_view_pages_through_every_document_and_filters_by_name(
+    live: LiveServer, browser: Any
+) -> None:
+    with filler_documents(live, 120):
+        total = api(live, "rex", "GET", "/documents")["count"]
+        assert total == 121  # the reader reads the manual and the 120 fillers, not the board's
+        page = sign_in(browser, live, "rex")
+        table = page.get_by_role("table", name="Your documents")
+        rows = table.get_by_role("row").filter(has=page.get_by_role("cell"))
+        expect(rows).to_have_count(100)
+        pages = page.get_by_role("group", name="Pages of documents")
+        expect(pages).to_contain_text(f"Documents 1–100 of {total}")
+        expect(rows.filter(has_text="manual.pdf")).to_have_count(0)
+        pages.get_by_role("button", name="Next").click()
+        expect(pages).to_contain_text(f"Documents 101–{total} of {total}")
+        expect(rows).to_have_count(total - 100)
+        expect(rows.last).to_contain_text("manual.pdf")  # the oldest, last
+        pages.get_by_role("button", name="Previous").click()
+        expect(rows.first).to_contain_text("filler-119.txt")  # the newest, first
+
+        name = page.get_by_label("Show documents whose name starts with")
+        name.fill("manu")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_contain_text("manual.pdf")
+        expect(pages).to_be_hidden()  # one page holds it
+        name.fill("filler-11")
+        expect(rows).to_have_count(10)
+        name.fill("nothing-like-it")
+        expect(
+            page.get_by_text("No document's name starts with “nothing-like-it”.")
+        ).to_be_visible()
+        expect(table).to_be_hidden()
+        name.fill("")
+        expect(rows).to_have_count(100)
+        audit = page.evaluate(A11Y_AUDIT)
+        assert audit["unnamed"] == [] and audit["low"] == [], audit
+        page.close()
+
+
+def test_the_thumbs_down_picker_finds_any_document_by_name(live: LiveServer, browser: Any) -> None:
+    with filler_documents(live, 120):
+        page = sign_in(browser, live, "rex")
+        page.get_by_label("Question", exact=True).fill(QUESTION)
+        page.get_by_role("button", name="Ask", exact=True).click()
+        expect(page.get_by_role("group", name="Was this answer helpful?")).to_be_visible(
+            timeout=60_000
+        )
+        page.get_by_role("button", name="Not helpful").click()
+        picker = page.get_by_label("Document it should have used")
+        expect(page.get_by_text("type more of the name to find the others")).to_be_visible()
+        assert picker.locator("option", has_text="manual.pdf").count() == 0
+        search = page.get_by_label("Find the document by name")
+        search.fill("manu")
+        search.press("Enter")  # finds at once, and sends nothing yet
+        expect(picker.locator("option")).to_have_text(["— choose a document —", "manual.pdf"])
+        expect(page.get_by_role("status").filter(has_text="saved")).to_have_count(0)
+        picker.select_option(label="manual.pdf")
+        page.get_by_label("Page", exact=True).fill("1")
+        page.get_by_role("button", name="Send details").click()
+        expect(
+            page.get_by_role("status").filter(has_text="your details were saved")
+        ).to_be_visible()
+        page.close()
+    newest = api(live, "ada", "GET", "/feedback", params={"rating": "down"})["data"][0]
+    assert [(e["source"], e["page"]) for e in newest["expected"]] == [("manual.pdf", 1)]
+
+
+def test_the_admin_pages_back_through_older_feedback(live: LiveServer, browser: Any) -> None:
+    answer = api(live, "ada", "POST", "/query", json={"question": QUESTION})
+    api(live, "ada", "POST", f"/answers/{answer['answer_id']}/feedback", json={"rating": "down"})
+    rated = api(live, "ada", "GET", "/feedback")["data"]
+    oldest = datetime.fromisoformat(rated[-1]["updated_at"])
+    # 60 older ratings (records only), a day apart: more than the table's page of 50.
+    _copies(
+        live,
+        AnswerFeedbackRow,
+        AnswerFeedbackRow.answer_id == rated[-1]["answer_id"],
+        [
+            {
+                "id": None,
+                "answer_id": f"oldanswer{i:03d}",
+                "comment": f"old rating {i:03d}",
+                "created_at": oldest - timedelta(days=60 - i),
+                "updated_at": oldest - timedelta(days=60 - i),
+            }
+            for i in range(60)
+        ],
+    )
+    total = len(rated) + 60
+    try:
+        page = sign_in(browser, live, "ada")
+        page.get_by_role("link", name="Quality").click()
+        table = page.get_by_role("table", name="Ratings of answers, newest first")
+        rows = table.get_by_role("row").filter(has=page.get_by_role("cell"))
+        pages = page.get_by_role("group", name="Pages of ratings")
+        expect(pages).to_contain_text(f"Ratings 1–50 of {total}")
+        expect(rows).to_have_count(50)
+        expect(rows.filter(has_text="old rating 000")).to_have_count(0)
+        pages.get_by_role("button", name="Next").click()
+        expect(pages).to_contain_text(f"Ratings 51–{total} of {total}")
+        expect(rows.last).to_contain_text("old rating 000")  # the oldest, last
+        page.get_by_label("Rating", exact=True).select_option(label="Helpful")
+        expect(pages).to_be_hidden()  # back to the first page of what the filter keeps
+        page.close()
+    finally:
+        _delete(
+            live, delete(AnswerFeedbackRow).where(AnswerFeedbackRow.answer_id.like("oldanswer%"))
+        )
+
+
+def test_the_set_picker_offers_every_test_set(live: LiveServer, browser: Any) -> None:
+    items = [{"question": QUESTION, "expected": [{"source": "manual.pdf", "page": 1}]}]
+    made = api(live, "max", "POST", "/evaluations/sets", json={"name": "first", "items": items})
+    # 110 older sets (records only): the first set made falls past a page of 100.
+    _copies(
+        live,
+        EvaluationSetRow,
+        EvaluationSetRow.set_id == made["set_id"],
+        [
+            {
+                "set_id": f"set_old{i:03d}",
+                "name": f"old set {i:03d}",
+                "created_at": datetime.fromisoformat(made["created_at"]) - timedelta(days=i + 1),
+            }
+            for i in range(110)
+        ],
+    )
+    total = api(live, "max", "GET", "/evaluations/sets")["count"]
+    assert total >= 111
+    try:
+        page = sign_in(browser, live, "max")
+        page.get_by_role("link", name="Quality").click()
+        picker = page.get_by_label("Test set", exact=True)
+        expect(picker.locator("option")).to_have_count(total)
+        picker.select_option(label="old set 109 (1 question)")  # the oldest
+        page.get_by_role("button", name="Run evaluation").click()
+        runs_table = page.get_by_role("table", name="Runs of this set")
+        expect(runs_table.get_by_role("row").nth(1)).to_contain_text("done", timeout=60_000)
+        page.close()
+    finally:
+        _delete(
+            live,
+            delete(EvaluationRunRow).where(EvaluationRunRow.set_id.like("set_old%")),
+            delete(EvaluationSetRow).where(EvaluationSetRow.set_id.like("set_old%")),
+        )

@@ -85,15 +85,6 @@ def hooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hooks]:
         server.stop()
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    found = Receiver().start()
-    try:
-        yield found
-    finally:
-        found.stop()
-
-
 def test_document_events_arrive_signed_without_text_and_only_to_their_tenant(
     hooks: Hooks, receiver: Receiver
 ) -> None:

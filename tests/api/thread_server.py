@@ -2,6 +2,7 @@
 
 Unlike `live_server.LiveServer` (a separate process), the test can reach into the running app's
 components: swap in a scripted model, read the limiters' counts and the model lock's state.
+`ServerUser` is a user made in its container, talking to it over HTTP.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
+import httpx
 import uvicorn
 from fastapi import FastAPI
 
@@ -75,3 +78,45 @@ def wait_until(condition: object, timeout_s: float = 10.0) -> bool:
             return True
         time.sleep(0.01)
     return bool(callable(condition) and condition())
+
+
+class ServerUser:
+    """A user of one tenant (`name-tenant`), created in the server's container, talking to the
+    server over HTTP with a bearer token."""
+
+    PASSWORD = "a long enough password"
+
+    def __init__(self, server: ThreadServer, tenant: str, name: str) -> None:
+        container = server.container
+        record = container.users.create_user(
+            tenant_id=tenant, username=f"{name}-{tenant}", password=self.PASSWORD
+        )
+        token = container.token_codec.issue(record.id, tenant).access_token
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.url = server.url
+
+    def post(self, path: str, body: dict[str, Any], **kw: Any) -> httpx.Response:
+        """POST `body` as JSON to `path` (a slow answer gets 120 s unless `timeout` says)."""
+        return httpx.post(
+            f"{self.url}{path}", json=body, headers=self.headers, **{"timeout": 120, **kw}
+        )
+
+    def query(self, question: str, **kw: Any) -> httpx.Response:
+        return self.post("/query", {"question": question}, **kw)
+
+    def upload(self, name: str, content: bytes) -> dict[str, Any]:
+        """Upload a file and wait for its job to end; the job as GET /jobs/{id} shows it."""
+        response = httpx.post(
+            f"{self.url}/documents", files={"file": (name, content)}, headers=self.headers
+        )
+        assert response.status_code == 202, response.text
+        job_id = response.json()["job_id"]
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            job: dict[str, Any] = httpx.get(
+                f"{self.url}/jobs/{job_id}", headers=self.headers
+            ).json()
+            if job["status"] in ("done", "failed"):
+                return job
+            time.sleep(0.1)
+        raise AssertionError("upload did not finish")

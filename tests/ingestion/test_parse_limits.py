@@ -131,7 +131,7 @@ def test_pdf_page_labels_and_sheet_titles_fit_the_label_column(
     store = ChunkStore(sql_database)
     for path in (pdf, xlsx):
         mine = [c for c in chunks if c.source == path.name]
-        store.write_document("acme", mine[0].document_id, mine)
+        store.write_documents("acme", {mine[0].document_id: mine})
     back = store.get("acme", [c.id for c in chunks])
     assert {c.page_label for c in back} == labels_seen
 

@@ -208,7 +208,7 @@ def test_a_question_in_the_headings_words_finds_the_page_under_them(
 ) -> None:
     from app.config import load_settings
     from app.container import Container
-    from app.services.blocks.pipeline import index_file
+    from app.services.local_files import ingest_local_file
 
     question = "How do I rotate the signing keys?"
     pdf = key_rotation_pdf(tmp_path / "admin.pdf")
@@ -224,14 +224,7 @@ def test_a_question_in_the_headings_words_finds_the_page_under_them(
             fusion="rrf",
         )
         container = Container(settings)
-        index_file(
-            pdf,
-            tenant_id="ops",
-            source=pdf.name,
-            embedder=container.embedder,
-            corpus=container.corpus,
-            config=container.pipeline_config,
-        )
+        ingest_local_file(container.document_deps, tenant_id="ops", path=pdf)
         hits = container.retriever.search("ops", question, 5).hits
         top_pages[paths] = [hit.chunk.page for hit in hits]
         if paths:
@@ -251,11 +244,8 @@ def test_the_keyword_arm_matches_the_path_only_when_it_indexes_it(
     embedder = FakeEmbedder()
     corpus = memory_corpus(tmp_path / "rows", embedder)
     chunks = _chunks(load(outlined_pdf(tmp_path / "guide.pdf"), limits))
-    corpus.replace_document(
-        tenant_id="t",
-        document_id="d",
-        chunks=chunks,
-        vectors=embedder.embed_documents([c.text for c in chunks]),
+    corpus.replace_documents(
+        tenant_id="t", documents=[("d", chunks, embedder.embed_documents([c.text for c in chunks]))]
     )
     index = KeywordIndex(corpus, tmp_path / "keyword", section_paths=paths)
     # "proxy" is printed on page 1 only; page 2 sits under that section without saying it.

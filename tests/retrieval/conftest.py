@@ -1,5 +1,5 @@
-"""Fixtures for retrieval tests: the corpus service over an in-memory index, the fake embedder,
-a retriever over both."""
+"""Fixtures for retrieval tests: the corpus service over an in-memory index with the fake
+embedder (the `embedder` fixture of tests/conftest.py), a retriever over both."""
 
 from __future__ import annotations
 
@@ -12,11 +12,6 @@ from app.retrieval.hybrid import HybridRetriever, build_retriever
 from app.services.blocks.corpus import Corpus
 from tests.fakes import FakeEmbedder
 from tests.retrieval.memory_store import CountingChunkStore, memory_corpus
-
-
-@pytest.fixture
-def embedder() -> FakeEmbedder:
-    return FakeEmbedder()
 
 
 @pytest.fixture

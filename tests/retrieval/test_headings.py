@@ -13,11 +13,10 @@ from fpdf import FPDF
 from app.config import load_settings
 from app.container import Container
 from app.domain import Chunk, PageRole
-from app.providers.embeddings import build_embedder
 from app.retrieval.headings import has_heading
 from app.retrieval.hybrid import Candidate, HybridRetriever, Recall, build_retriever
 from app.retrieval.hybrid import promote_headings as promote
-from app.services.blocks.pipeline import index_file
+from app.services.local_files import ingest_local_file
 
 
 def _chunk(cid: str, text: str, role: PageRole | None = None) -> Chunk:
@@ -102,17 +101,11 @@ def _write_pdf(path: Path) -> Path:
 def test_the_heading_page_wins_a_query_that_is_its_heading(data_dir: Path, tmp_path: Path) -> None:
     settings = load_settings(_env_file=None, data_dir=data_dir, embedding_provider="use")
     container = Container(settings)
-    embedder = build_embedder(settings)
     pdf = _write_pdf(tmp_path / "models.pdf")
-    index_file(
-        pdf,
-        tenant_id="stats",
-        source=pdf.name,
-        embedder=embedder,
-        corpus=container.corpus,
-        config=container.pipeline_config,
+    ingest_local_file(container.document_deps, tenant_id="stats", path=pdf)
+    retriever: HybridRetriever = build_retriever(
+        settings, container.embedder, container.corpus, None
     )
-    retriever: HybridRetriever = build_retriever(settings, embedder, container.corpus, None)
     assert retriever.config.promote_headings  # on by default
 
     def top_page() -> int:

@@ -11,8 +11,9 @@ from app.domain import document_id
 from app.providers.embeddings import build_embedder
 from app.providers.types import Embedder
 from app.retrieval.hybrid import build_retriever
-from app.services.blocks.corpus import Corpus, build_corpus
+from app.services.blocks.corpus import Corpus
 from app.text.arabic import strip_vowel_marks
+from testkit.indexing import build_corpus
 from tests.retrieval.memory_store import add_document
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from app.providers.embeddings import build_embedder
 from app.providers.types import Embedder
 from app.retrieval.function_words import matches_content_word
 from app.retrieval.hybrid import HybridRetriever, build_retriever
-from app.services.blocks.corpus import build_corpus
+from testkit.indexing import build_corpus
 from tests.retrieval.memory_store import add_document
 
 pytestmark = pytest.mark.integration

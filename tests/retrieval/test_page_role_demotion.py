@@ -1,5 +1,6 @@
 """Contents and index pages repeat every heading; the retriever ranks the page that answers
-above them, and still returns them (real PDF, real pipeline, real Chroma, real `use` model)."""
+above them, and still returns them (real PDF indexed the CLI's way, real Chroma, real `use`
+model)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 from app.config import Settings, load_settings
 from app.container import Container
 from app.providers.embeddings import build_embedder
-from app.providers.types import Embedder
+from app.providers.types import Embedder, ProviderOverrides
 from app.retrieval.hybrid import HybridRetriever, build_retriever
-from app.services.blocks.pipeline import index_file
+from app.services.local_files import ingest_local_file
 from tests.page_role_pdf import FIRST_SECTION_PAGE, SECTIONS, write_manual
 
 pytestmark = pytest.mark.integration
@@ -29,16 +30,9 @@ def manual_retriever(
     data_dir: Path, tmp_path: Path, use_embedder: Embedder
 ) -> tuple[HybridRetriever, Settings]:
     settings = load_settings(_env_file=None, data_dir=data_dir, embedding_provider="use")
-    container = Container(settings)
+    container = Container(settings, ProviderOverrides(embedder=use_embedder))
     pdf = write_manual(tmp_path / "pump-manual.pdf")
-    index_file(
-        pdf,
-        tenant_id="marina",
-        source=pdf.name,
-        embedder=use_embedder,
-        corpus=container.corpus,
-        config=container.pipeline_config,
-    )
+    ingest_local_file(container.document_deps, tenant_id="marina", path=pdf)
     return build_retriever(settings, use_embedder, container.corpus, None), settings
 
 

@@ -18,7 +18,7 @@ from app.config import Settings, load_settings
 from app.providers.embeddings import build_embedder, use_embedder
 from app.providers.types import Embedder
 from app.retrieval.hybrid import build_retriever
-from app.services.blocks.corpus import build_corpus
+from testkit.indexing import build_corpus
 from tests.retrieval.memory_store import add_document
 
 pytestmark = pytest.mark.integration

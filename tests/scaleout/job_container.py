@@ -1,5 +1,6 @@
 """A container for job-running tests: fake embedder, embedded Chroma, SQLite, a Redis prefix of
-the test's own, fast heartbeats; and uploads queued the way the upload route queues them."""
+the test's own, fast heartbeats; the rq worker on it; and uploads queued the way the upload
+route queues them."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from sqlalchemy import select
 
 from app.config import Settings
 from app.container import Container
+from app.job_runners.redis_worker import IngestWorker
 from app.services.uploads import ReceivedFile, reserve_upload, submit_uploads
+from app.storage.redis_client import connect_redis
 from app.storage.tables import JobRow
+from testkit.local_stack import REDIS_URL
 from tests.fakes import fake_providers
 
 TEXT = b"The relief valve is inspected every 30 days.\n\nReports go to the safety officer."
@@ -49,6 +53,17 @@ def job_container(
         for key in client.scan_iter(match=pattern, count=1000):
             client.delete(key)
     client.srem("rq:queues", f"rq:queue:{redis_namespace.prefix}-ingest")
+
+
+def ingest_worker(container: Container) -> IngestWorker:
+    """The rq worker `python -m app.worker` builds, on the container's job table and queue."""
+    return IngestWorker(container.settings, container.ingest_deps, connect_redis(REDIS_URL))
+
+
+def work_through(container: Container, worker: IngestWorker) -> None:
+    """Let the rq worker run, one turn after another, every job a worker may claim."""
+    while container.jobs.has_claimable("worker"):
+        worker.process("any")
 
 
 def queued_upload(

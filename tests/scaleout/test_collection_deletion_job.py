@@ -5,43 +5,22 @@ sees. The same name in another collection is another document and stays."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis
 
-from app.config import Settings
 from app.container import Container
 from app.job_runners.redis_worker import IngestWorker
 from app.jobs.redis_queue import RedisJobQueue
 from app.services.audit import Actor
 from app.services.collection_deletion import queue_collection_deletion
 from app.storage.db import utc_now
-from tests.scaleout.job_container import job_container, queued_upload
+from tests.scaleout.job_container import queued_upload, work_through
 
 pytestmark = pytest.mark.integration
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 T = "acme"
-
-
-@pytest.fixture
-def container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
-    with job_container(settings, redis_namespace) as built:
-        yield built
-
-
-@pytest.fixture
-def worker(container: Container) -> IngestWorker:
-    return IngestWorker(container.settings, container.ingest_deps, redis.Redis.from_url(REDIS_URL))
-
-
-def _run_queued(container: Container, worker: IngestWorker) -> None:
-    while container.jobs.has_claimable():
-        worker.process("any")
 
 
 def test_a_deletion_left_processing_by_a_dead_worker_is_finished_by_the_next(
@@ -60,7 +39,7 @@ def test_a_deletion_left_processing_by_a_dead_worker_is_finished_by_the_next(
     for name in ("boiler.txt", "pump.txt"):
         queued_upload(container, data_dir, name, placement=into)
     queued_upload(container, data_dir, "boiler.txt")  # general's boiler.txt: another document
-    _run_queued(container, worker)
+    work_through(container, worker)
     documents = container.documents.list(T, 10)
     assert len(documents) == 3
     kept = next(d for d in documents if d.collection_id == "general")
@@ -83,7 +62,7 @@ def test_a_deletion_left_processing_by_a_dead_worker_is_finished_by_the_next(
     assert claimed is not None and claimed.job_id == job.job_id
     later = utc_now() + timedelta(seconds=5)
     assert worker.sweep(now=later)[0] == 1  # re-queued
-    _run_queued(container, worker)
+    work_through(container, worker)
 
     ended = container.jobs.get(T, job.job_id)
     assert ended is not None and ended.status == "done", ended

@@ -5,16 +5,12 @@ by the sweep and finished by the next worker."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis
 
-from app.config import Settings
 from app.container import Container
 from app.job_runners.redis_worker import IngestWorker
 from app.jobs.redis_queue import RedisJobQueue, message_pending
@@ -22,11 +18,10 @@ from app.services import evaluation_runs, evaluation_sets
 from app.services.audit import Actor
 from app.services.evaluation_access import QualityViewer
 from app.storage.db import utc_now
-from tests.scaleout.job_container import job_container, queued_upload
+from tests.scaleout.job_container import queued_upload, work_through
 
 pytestmark = pytest.mark.integration
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 T = "acme"
 ITEMS = [
     {
@@ -40,17 +35,6 @@ ITEMS = [
         "answerable": True,
     },
 ]
-
-
-@pytest.fixture
-def container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
-    with job_container(settings, redis_namespace) as built:
-        yield built
-
-
-@pytest.fixture
-def worker(container: Container) -> IngestWorker:
-    return IngestWorker(container.settings, container.ingest_deps, redis.Redis.from_url(REDIS_URL))
 
 
 def _start(container: Container, worker: IngestWorker, answers: bool) -> str:
@@ -67,21 +51,16 @@ def _start(container: Container, worker: IngestWorker, answers: bool) -> str:
     return evaluation_runs.start(deps, actor, viewer, set_id=found.set_id, answers=answers).run_id
 
 
-def _work(container: Container, worker: IngestWorker) -> None:
-    while container.jobs.has_claimable("worker"):
-        worker.process("any")
-
-
 def test_the_rq_worker_runs_a_run_as_a_job_and_leaves_answering_runs_to_the_api(
     container: Container, worker: IngestWorker, data_dir: Path
 ) -> None:
     queued_upload(container, data_dir)
-    _work(container, worker)
+    work_through(container, worker)
     retrieval = _start(container, worker, answers=False)
     answering = _start(container, worker, answers=True)
     assert message_pending(worker.queue, retrieval, 0)  # sent like an upload's job
 
-    _work(container, worker)
+    work_through(container, worker)
     job = container.jobs.get(T, retrieval)
     assert job is not None and (job.kind, job.status) == ("evaluation_run", "done"), job
     assert (job.progress_done, job.progress_total) == (2, 2)
@@ -101,14 +80,14 @@ def test_a_run_whose_worker_died_is_taken_again_and_finished(
     container: Container, worker: IngestWorker, data_dir: Path
 ) -> None:
     queued_upload(container, data_dir)
-    _work(container, worker)
+    work_through(container, worker)
     run_id = _start(container, worker, answers=False)
     claimed = container.jobs.claim_next(scope="worker")  # a worker that then dies
     assert claimed is not None and claimed.job_id == run_id
     container.evaluation_runs.started(run_id)
 
     assert worker.sweep(now=utc_now() + timedelta(seconds=5))[0] == 1  # re-queued
-    _work(container, worker)
+    work_through(container, worker)
     run = container.evaluation_runs.get(T, run_id)
     assert run is not None and run.status == "done" and run.progress_done == 2, run
     job = container.jobs.get(T, run_id)

@@ -11,7 +11,6 @@ import pickle
 import threading
 import time
 import zlib
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,30 +21,16 @@ import redis
 from rq import Queue
 from rq.registry import ScheduledJobRegistry
 
-from app.config import Settings
 from app.container import Container
 from app.errors import ProviderUnavailable
 from app.job_runners.redis_worker import TURN_POLL_S, IngestWorker
 from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.jobs.store import JobStore
 from app.storage.db import Database, utc_now
-from tests.queued_jobs import queue_job
-from tests.scaleout.job_container import job_container, queued_upload
+from tests.queued_jobs import mark_done, queue_job
+from tests.scaleout.job_container import queued_upload
 
 pytestmark = pytest.mark.integration
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-@pytest.fixture
-def container(settings: Settings, redis_namespace: Any) -> Iterator[Container]:
-    with job_container(settings, redis_namespace) as built:
-        yield built
-
-
-@pytest.fixture
-def worker(container: Container) -> IngestWorker:
-    return IngestWorker(container.settings, container.ingest_deps, redis.Redis.from_url(REDIS_URL))
 
 
 def test_retry_delays_grow_fourfold() -> None:
@@ -149,7 +134,7 @@ def test_the_sweep_takes_back_a_dead_workers_job_but_not_a_live_one(
     requeued, resent = worker.sweep(now=later)
     assert (requeued, resent) == (1, 0)  # the requeued job is within the grace period at `later`
     assert container.jobs.get("acme", live).status == "processing"  # type: ignore[union-attr]
-    container.jobs.mark_done(live, chunks_indexed=1, pages=1)
+    mark_done(container.jobs, live, chunks_indexed=1, pages=1)
     assert container.jobs.get("acme", dead).status == "queued"  # type: ignore[union-attr]
     after_grace = later + timedelta(seconds=2 * settings.job_heartbeat_s + 0.05)
     assert worker.sweep(now=after_grace) == (0, 1)  # sent once, as the message for attempt 2
@@ -228,7 +213,7 @@ def test_a_turn_waits_while_every_waiting_tenant_is_at_its_running_limit(
     # The turn is kept, not dropped: the tenant may run one job at a time.
     assert turn.is_alive() and outcome == []
     assert container.jobs.get("acme", second).status == "queued"  # type: ignore[union-attr]
-    container.jobs.mark_done(first, chunks_indexed=1, pages=1)
+    mark_done(container.jobs, first, chunks_indexed=1, pages=1)
     turn.join(30)
     assert outcome == [f"finished {second}"]
 

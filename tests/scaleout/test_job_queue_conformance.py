@@ -27,18 +27,15 @@ from app.config import Settings
 from app.container import Container
 from app.errors import ProviderUnavailable
 from app.job_runners.redis_tasks import rq_worker
-from app.job_runners.redis_worker import IngestWorker
 from app.jobs.queue import JobQueue, enqueue
 from app.jobs.redis_queue import RedisJobQueue
 from app.jobs.store import JobRecord
 from app.services.documents import delete_document
-from app.storage.redis_client import connect_redis
 from testkit.builders import corrupt_pdf, encrypted_pdf
-from tests.scaleout.job_container import job_container, queued_upload
+from tests.scaleout.job_container import ingest_worker, job_container, queued_upload
 
 pytestmark = pytest.mark.integration
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 ENDED = ("done", "failed")
 
 
@@ -70,7 +67,7 @@ def threads_backend(request: pytest.FixtureRequest, container: Container) -> Que
 
 
 def rq_backend(request: pytest.FixtureRequest, container: Container) -> QueueUnderTest:
-    worker = IngestWorker(container.settings, container.ingest_deps, connect_redis(REDIS_URL))
+    worker = ingest_worker(container)
     monkeypatch = request.getfixturevalue("monkeypatch")
     monkeypatch.setattr(worker_module, "_current", worker)  # what `app.worker.main` sets
 

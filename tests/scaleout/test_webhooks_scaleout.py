@@ -28,15 +28,6 @@ def stack(tmp_path: Path) -> Iterator[LocalStack]:
         yield local
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    found = Receiver().start()
-    try:
-        yield found
-    finally:
-        found.stop()
-
-
 def test_the_rq_worker_sends_the_signed_events_of_its_jobs_and_of_the_api(
     stack: LocalStack, receiver: Receiver
 ) -> None:

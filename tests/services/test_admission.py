@@ -155,6 +155,48 @@ def test_a_freed_slot_goes_to_the_tenant_served_longest_ago() -> None:
     run(scenario)
 
 
+def test_background_work_waits_behind_people_without_taking_their_queue_or_timing_out() -> None:
+    background = Caller("tenant-a", "", background=True)
+
+    async def scenario() -> None:
+        timer = HandTimer()
+        lim = limiter(timer, total=1, per_tenant=1, per_user=1, queue_total=1, queue_per_tenant=1)
+        held = await lim.acquire(A1)
+        run_answer = asyncio.ensure_future(lim.acquire(background))
+        await settle()
+        assert timer.started == []  # no max_wait: it waits as long as people need the slot
+        person = asyncio.ensure_future(lim.acquire(B1))  # came later; the one queue place
+        await settle()
+        timer.fire()  # the person's wait runs out...
+        await settle()
+        with pytest.raises(Overloaded):
+            person.result()
+        assert not run_answer.done()  # ...the run's does not
+        held.release()
+        await settle()
+        assert run_answer.done() and run_answer.result().caller.background
+        run_answer.result().release()
+        assert lim.running == 0 and lim.waiting == 0
+
+    async def people_first() -> None:
+        lim = limiter(total=1, per_tenant=1, per_user=1)
+        held = await lim.acquire(A1)
+        run_answer = asyncio.ensure_future(lim.acquire(background))
+        await settle()
+        late = asyncio.ensure_future(lim.acquire(A2))  # same tenant, came after the run
+        await settle()
+        held.release()
+        await settle()
+        assert late.done() and not run_answer.done()
+        late.result().release()
+        await settle()
+        assert run_answer.done()
+        run_answer.result().release()
+
+    run(scenario)
+    run(people_first)
+
+
 def test_a_wait_that_outlasts_max_wait_is_refused_and_leaves_the_queue() -> None:
     async def scenario() -> None:
         timer = HandTimer()

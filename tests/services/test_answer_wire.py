@@ -74,12 +74,16 @@ def test_the_query_body_keeps_its_keys_and_their_order() -> None:
 
 
 def test_the_stored_form_is_unchanged_and_reads_back() -> None:
-    answer = CachedAnswer("المد [1]", [CITATION], False)
+    retrieved = [{"rank": 1, "document_id": "d" * 32, "source": "tides.pdf", "page": 1}]
+    answer = CachedAnswer("المد [1]", [CITATION], False, retrieved)
     stored = answer.to_cache()
-    assert list(stored) == ["answer", "citations", "refused"]
+    assert list(stored) == ["answer", "citations", "refused", "retrieved"]
     assert stored["citations"][0]["chunk_id"] == "c" * 32
     assert CachedAnswer.from_cache(stored) == answer
     # An entry written before citations carried chunk ids, or with a key added later, still reads.
     legacy = {**stored, "citations": [{**stored["citations"][0], "extra": 1}]}
     del legacy["citations"][0]["chunk_id"]
     assert CachedAnswer.from_cache(legacy).citations[0].chunk_id == ""
+    # An entry cached before answers kept their retrieved documents reads back with none.
+    del legacy["retrieved"]
+    assert CachedAnswer.from_cache(legacy).retrieved == []

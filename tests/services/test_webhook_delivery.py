@@ -4,7 +4,6 @@ creation and at every delivery), the signature, and disabling after 50 failures 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -30,15 +29,6 @@ GUARD = UrlRules(require_https=False, allow_private=False)
 @pytest.fixture
 def store(sql_database: Database) -> WebhookStore:
     return WebhookStore(sql_database)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    found = Receiver().start()
-    try:
-        yield found
-    finally:
-        found.stop()
 
 
 ADMIN = Actor("acme", "user-1", "127.0.0.1")

@@ -50,8 +50,8 @@ def ingest(
     """Embed and store `texts` as the whole of document `source`; returns its chunks."""
     chunks = make_chunks(tenant, source, texts)
     vectors = embedder.embed_documents([c.text for c in chunks])
-    store.replace_document(
-        tenant_id=tenant, document_id=document_id(tenant, source), chunks=chunks, vectors=vectors
+    store.replace_documents(
+        tenant_id=tenant, documents=[(document_id(tenant, source), chunks, vectors)]
     )
     return chunks
 

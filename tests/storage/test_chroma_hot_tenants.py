@@ -95,3 +95,63 @@ def test_every_tenant_finds_its_vectors_after_the_cache_evicted_it(tmp_path: Pat
             assert hits[0] == (f"{tenant}-{last}", pytest.approx(1.0, abs=1e-4))
             assert sorted(cid for cid, _ in hits) == sorted(f"{tenant}-{i}" for i in range(size))
             assert len(index.hot_tenants) <= HOT
+
+
+def test_a_vector_added_to_a_collection_on_disk_is_written_once_and_survives_eviction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writing a single vector twice is only for a collection whose index is not on disk yet:
+    once it is, Chroma's log brings a later single write back after an eviction."""
+    from chromadb.api.models.Collection import Collection
+
+    settings = load_settings(_env_file=None, data_dir=tmp_path, hot_tenants=HOT)
+    index = ChromaVectorIndex(chroma_client(settings), MODEL, DIM, hot_tenants=HOT)
+    writes: list[int] = []
+    real_upsert = Collection.upsert
+
+    def counted(self: Collection, *args: object, **kwargs: object) -> None:
+        writes.append(len(kwargs["ids"]))  # type: ignore[arg-type]
+        real_upsert(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Collection, "upsert", counted)
+    tenants = [f"later-{n}" for n in range(5)]
+    for n, tenant in enumerate(tenants):
+        first = [IndexedVector(f"{tenant}-0", "d", one_hot(n * 8))]
+        index.upsert(tenant, first)  # a new collection: written twice, so it reaches the disk
+    assert writes == [1, 1] * len(tenants)
+    writes.clear()
+    for n, tenant in enumerate(tenants):
+        index.upsert(tenant, [IndexedVector(f"{tenant}-1", "e", one_hot(n * 8 + 1))])
+    assert writes == [1] * len(tenants)
+    for _ in range(2):  # each pushed out of the cache by the others, and read back
+        for n, tenant in enumerate(tenants):
+            hits = index.query(tenant, one_hot(n * 8 + 1), k=10)
+            assert hits[0] == (f"{tenant}-1", pytest.approx(1.0, abs=1e-4))
+            assert sorted(cid for cid, _ in hits) == [f"{tenant}-0", f"{tenant}-1"]
+            assert len(index.hot_tenants) <= HOT
+
+
+def test_the_embedded_store_keeps_a_write_ahead_log_for_new_and_existing_directories(
+    tmp_path: Path,
+) -> None:
+    """Chroma's SQLite database in rollback-journal mode synced and deleted a journal file per
+    transaction while its native code held the GIL; WAL mode is set before Chroma opens it."""
+    import sqlite3
+
+    fresh = load_settings(_env_file=None, data_dir=tmp_path / "fresh", hot_tenants=HOT)
+    index = ChromaVectorIndex(chroma_client(fresh), MODEL, DIM, hot_tenants=HOT)
+    index.upsert("t", [IndexedVector("t-0", "d", one_hot(0))])
+    older = tmp_path / "older"
+    make_legacy_tenant(older / "chroma", "legacy", 3)  # made by Chroma alone: rollback journal
+
+    def journal_mode(chroma_dir: Path) -> str:
+        with sqlite3.connect(chroma_dir / "chroma.sqlite3") as connection:
+            return str(connection.execute("PRAGMA journal_mode").fetchone()[0])
+
+    assert journal_mode(older / "chroma") == "delete"
+    existing = load_settings(_env_file=None, data_dir=older, hot_tenants=HOT)
+    reopened = ChromaVectorIndex(chroma_client(existing), MODEL, DIM, hot_tenants=HOT)
+    assert journal_mode(tmp_path / "fresh" / "chroma") == "wal"
+    assert journal_mode(older / "chroma") == "wal"
+    assert reopened.query("legacy", one_hot(3), k=3) == [("legacy-0", pytest.approx(1.0, abs=1e-4))]
+    assert index.query("t", one_hot(0), k=3) == [("t-0", pytest.approx(1.0, abs=1e-4))]

@@ -16,7 +16,7 @@ from app.config import Settings, load_settings
 from app.errors import EmbeddingModelMismatch
 from app.providers.embeddings import build_embedder, l2_normalise
 from app.providers.types import Embedder
-from app.services.blocks.corpus import build_corpus
+from testkit.indexing import build_corpus
 from tests.availability import unavailable
 from tests.fakes import FakeEmbedder
 

@@ -19,7 +19,8 @@ from chromadb.config import Settings as ChromaSettings
 from chromadb.config import System
 
 from app.config import Settings
-from app.services.blocks.corpus import Corpus, build_corpus
+from app.services.blocks.corpus import Corpus
+from testkit.indexing import build_corpus
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration

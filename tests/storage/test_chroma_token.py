@@ -12,7 +12,7 @@ import pytest
 from chroma_helpers import ingest, python_chroma_server
 
 from app.config import Settings
-from app.services.blocks.corpus import build_corpus
+from testkit.indexing import build_corpus
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration

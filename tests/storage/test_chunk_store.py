@@ -30,8 +30,8 @@ def test_records_round_trip_only_for_their_tenant(store: ChunkStore) -> None:
     acme = make_chunks("acme", "manual.pdf", TEXTS, page=4, label="iv")
     acme[2] = replace(acme[2], metadata={"sheet": "Q3", "row": 12})
     globex = make_chunks("globex", "manual.pdf", ["Globex secret plans."])
-    store.write_document("acme", acme[0].document_id, acme)
-    store.write_document("globex", globex[0].document_id, globex)
+    store.write_documents("acme", {acme[0].document_id: acme})
+    store.write_documents("globex", {globex[0].document_id: globex})
     back = store.get("acme", [acme[2].id, acme[0].id, globex[0].id, "no-such-id"])
     assert back == [acme[2], acme[0]]
     assert back[0].metadata == {"sheet": "Q3", "row": 12} and back[0].page_label == "iv"
@@ -42,10 +42,10 @@ def test_records_round_trip_only_for_their_tenant(store: ChunkStore) -> None:
 def test_rewriting_a_document_keeps_what_stays_and_returns_what_left(store: ChunkStore) -> None:
     first = make_chunks("acme", "a.txt", TEXTS)
     doc = first[0].document_id
-    assert store.write_document("acme", doc, first) == []
-    assert store.write_document("acme", doc, first) == []  # the same file again
+    assert store.write_documents("acme", {doc: first}) == []
+    assert store.write_documents("acme", {doc: first}) == []  # the same file again
     second = make_chunks("acme", "a.txt", [TEXTS[0], "A new paragraph."])
-    assert sorted(store.write_document("acme", doc, second)) == sorted(c.id for c in first[1:])
+    assert sorted(store.write_documents("acme", {doc: second})) == sorted(c.id for c in first[1:])
     assert sorted(store.ids("acme")) == sorted(c.id for c in second)
     assert store.delete_document("acme", doc) == 2
     assert store.ids("acme") == []
@@ -55,7 +55,7 @@ def test_the_version_grows_with_every_change_and_only_then(store: ChunkStore) ->
     assert store.version("acme") == 0
     chunks = make_chunks("acme", "a.txt", TEXTS)
     seen = [store.version("acme")]
-    store.write_document("acme", chunks[0].document_id, chunks)
+    store.write_documents("acme", {chunks[0].document_id: chunks})
     seen.append(store.version("acme"))
     assert store.delete_document("acme", "no-such-document") == 0
     assert store.version("acme") == seen[-1]  # nothing changed
@@ -89,9 +89,9 @@ def test_find_containing_is_exact_case_sensitive_literal_and_tenant_scoped(
     store: ChunkStore,
 ) -> None:
     acme = make_chunks("acme", "a.txt", TEXTS)
-    store.write_document("acme", acme[0].document_id, acme)
+    store.write_documents("acme", {acme[0].document_id: acme})
     other = make_chunks("globex", "g.txt", ["Globex stocks SR-33 too."])
-    store.write_document("globex", other[0].document_id, other)
+    store.write_documents("globex", {other[0].document_id: other})
 
     def found(needle: str, limit: int = 10) -> list[str]:
         return [c.id for c in store.find_containing("acme", needle, limit)]
@@ -111,7 +111,7 @@ def test_large_tenants_are_read_in_pages_and_batches(
 ) -> None:
     monkeypatch.setattr(chunks_module, "PAGE_SIZE", 7)
     chunks = make_chunks("acme", "big.txt", [f"paragraph {i}" for i in range(1203)])
-    store.write_document("acme", chunks[0].document_id, chunks)
+    store.write_documents("acme", {chunks[0].document_id: chunks})
     listed = [c.id for c in store.iter_tenant("acme")]
     assert listed == sorted(c.id for c in chunks)
     wanted = [c.id for c in reversed(chunks)]

@@ -13,11 +13,12 @@ from chroma_helpers import ingest, make_chunks
 
 from app.config import Settings
 from app.domain import document_id
-from app.services.blocks.corpus import Corpus, build_corpus
+from app.services.blocks.corpus import Corpus
 from app.storage import chroma_index
 from app.storage import chunks as chunks_module
 from app.storage.chroma_index import collection_name
 from app.storage.vector_index import IndexedVector
+from testkit.indexing import build_corpus
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration
@@ -33,11 +34,6 @@ RECIPES = [
     "Knead the dough for eight minutes until it is smooth.",
     "Bake the bread at 220 degrees for thirty minutes.",
 ]
-
-
-@pytest.fixture
-def embedder() -> FakeEmbedder:
-    return FakeEmbedder()
 
 
 @pytest.fixture
@@ -101,11 +97,8 @@ def test_metadata_round_trips_exactly(store, embedder):
         end=17 + len(text),
         metadata={"kind": "text", "language": "ar"},
     )
-    store.replace_document(
-        tenant_id="acme",
-        document_id=chunk.document_id,
-        chunks=[chunk],
-        vectors=embedder.embed_documents([text]),
+    store.replace_documents(
+        tenant_id="acme", documents=[(chunk.document_id, [chunk], embedder.embed_documents([text]))]
     )
 
     (hit, score), *_ = store.query(tenant_id="acme", vector=embedder.embed_query(text), k=1)
@@ -122,8 +115,8 @@ def test_similarity_is_one_minus_cosine_distance(store, embedder):
     chunks = make_chunks("acme", "axes.txt", ["x axis", "y axis"])
     x_axis = [1.0] + [0.0] * (dim - 1)
     y_axis = [0.0, 1.0] + [0.0] * (dim - 2)
-    store.replace_document(
-        tenant_id="acme", document_id=chunks[0].document_id, chunks=chunks, vectors=[x_axis, y_axis]
+    store.replace_documents(
+        tenant_id="acme", documents=[(chunks[0].document_id, chunks, [x_axis, y_axis])]
     )
 
     # Unnormalised query at 45 degrees between them: cosine is 0.7071 for both, whatever its length.
@@ -197,20 +190,13 @@ def test_bad_input_is_refused(store, embedder):
     doc = chunks[0].document_id
 
     with pytest.raises(ValueError, match="3 chunks but 2 vectors"):
-        store.replace_document(
-            tenant_id="acme", document_id=doc, chunks=chunks, vectors=vectors[:2]
-        )
+        store.replace_documents(tenant_id="acme", documents=[(doc, chunks, vectors[:2])])
     with pytest.raises(ValueError, match="does not belong"):
-        store.replace_document(
-            tenant_id="globex",
-            document_id=document_id("globex", "manual.pdf"),
-            chunks=chunks,
-            vectors=vectors,
+        store.replace_documents(
+            tenant_id="globex", documents=[(document_id("globex", "manual.pdf"), chunks, vectors)]
         )
     with pytest.raises(ValueError, match="length 3"):
-        store.replace_document(
-            tenant_id="acme", document_id=doc, chunks=chunks[:1], vectors=[[0.1, 0.2, 0.3]]
-        )
+        store.replace_documents(tenant_id="acme", documents=[(doc, chunks[:1], [[0.1, 0.2, 0.3]])])
     with pytest.raises(ValueError, match="k must be positive"):
         store.query(tenant_id="acme", vector=vectors[0], k=0)
     with pytest.raises(ValueError, match="tenant_id"):
@@ -244,7 +230,7 @@ def test_corpus_version_is_seen_by_another_client_and_process(settings, embedder
     script = (
         "import json; from app.config import load_settings;"
         "from tests.fakes import FakeEmbedder;"
-        "from app.services.blocks.corpus import build_corpus;"
+        "from testkit.indexing import build_corpus;"
         f"s = build_corpus(load_settings(_env_file=None, data_dir={data_dir!r}),"
         " FakeEmbedder());"
         "print(json.dumps([s.corpus_version('acme'), s.count('acme')]))"

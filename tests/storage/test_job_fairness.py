@@ -17,7 +17,7 @@ from app.jobs.store import JobLimitReached, JobStore, StorageQuota, StoredUpload
 from app.storage.db import Database, utc_now
 from app.storage.documents import DocumentStore
 from app.storage.tables import JobRow
-from tests.queued_jobs import ROOMY, queue_job
+from tests.queued_jobs import ROOMY, mark_done, queue_job
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +47,7 @@ def claim_order(jobs: JobStore, *, finish: bool = True, limit: int | None = None
     while (job := jobs.claim_next(limit)) is not None:
         order.append(job.tenant_id)
         if finish:
-            jobs.mark_done(job.job_id, 1, 1)
+            mark_done(jobs, job.job_id, 1, 1)
     return order
 
 
@@ -69,7 +69,7 @@ def test_three_tenants_are_served_round_robin_within_each_tenant_oldest_first(
     claimed = []
     while (job := jobs.claim_next()) is not None:
         claimed.append(job)
-        jobs.mark_done(job.job_id, 1, 1)
+        mark_done(jobs, job.job_id, 1, 1)
     assert [job.tenant_id for job in claimed] == list("abc" * 3)
     for tenant, ids in created.items():
         assert [job.job_id for job in claimed if job.tenant_id == tenant] == ids
@@ -153,7 +153,7 @@ def test_a_reservation_over_a_storage_quota_changes_nothing(
     documents = DocumentStore(sql_database)
     kept = fill(jobs, jobs.reserve("acme", 5), "kept.txt", 100)
     documents.set_status("acme", "doc_kept.txt", "done", pages=1, chunks=5)
-    jobs.mark_done(kept, 5, 1)
+    mark_done(jobs, kept, 5, 1)
     reservation = jobs.reserve("acme", 5)
     with pytest.raises(QuotaExceeded) as refused:
         fill(jobs, reservation, "new.txt", size, quota)
@@ -258,7 +258,7 @@ def test_a_batch_counts_as_one_running_job_of_its_tenant(jobs: JobStore) -> None
     assert jobs.claim_next(2) is not None  # another tenant is still served
     # The slot frees only when the whole batch has ended, whichever job ends last.
     for job in first[:2]:
-        jobs.mark_done(job.job_id, 1, 1)
+        mark_done(jobs, job.job_id, 1, 1)
     assert jobs.claim_batch(2, max_jobs=3) == []
     sized(jobs, "bulk", "b6.txt", 10)
     assert jobs.claim_batch(2, max_jobs=3) == []
@@ -274,7 +274,7 @@ def test_one_worker_with_batches_serves_a_single_upload_after_one_batch(jobs: Jo
     while batch := jobs.claim_batch(max_jobs=4):
         order.append((batch[0].tenant_id, len(batch)))
         for job in batch:
-            jobs.mark_done(job.job_id, 1, 1)
+            mark_done(jobs, job.job_id, 1, 1)
     assert order == [("bulk", 4), ("single", 1), ("bulk", 4)]
 
 

@@ -12,11 +12,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.jobs.store import JobLimitReached, JobStore
+from app.jobs.store import JobLimitReached, JobRecord, JobStore
 from app.storage.db import Database, open_database, utc_now
 from app.storage.documents import DocumentStore
 from app.storage.tables import DocumentRow, JobRow
-from tests.queued_jobs import queue_job
+from tests.queued_jobs import jobs_watched, mark_done, queue_job
 
 pytestmark = pytest.mark.integration
 
@@ -134,7 +134,7 @@ def test_progress_done_and_failed_are_recorded(jobs: JobStore) -> None:
     assert (job.progress_done, job.progress_total, job.progress_stage) == (3, 5, "parsing")
     assert job.updated_at > job.created_at
 
-    jobs.mark_done(ok, chunks_indexed=42, pages=5)
+    mark_done(jobs, ok, chunks_indexed=42, pages=5)
     job = jobs.get("acme", ok)
     assert job is not None
     assert (job.status, job.chunks_indexed, job.pages, job.error_code, job.error) == (
@@ -168,7 +168,7 @@ def test_requeue_stale_returns_crashed_jobs_to_the_queue(jobs: JobStore) -> None
     first, second, finished = (queue(jobs, name=n) for n in ("a", "b", "c"))
     for _ in range(3):
         jobs.claim_next()
-    jobs.mark_done(finished, 1, 1)
+    mark_done(jobs, finished, 1, 1)
 
     assert jobs.requeue_stale() == 2
     assert {jobs.get("acme", j).status for j in (first, second)} == {"queued"}  # type: ignore[union-attr]
@@ -214,7 +214,7 @@ def test_the_active_limit_counts_queued_and_processing_jobs_of_one_tenant(
     queue(jobs, tenant="globex")
     for job_id in (processing, done, failed):
         jobs.claim(job_id)
-    jobs.mark_done(done, 1, 1)
+    mark_done(jobs, done, 1, 1)
     jobs.mark_failed(failed, "broken")
 
     # acme has 2 active jobs: a third fits under 3, a fourth does not.
@@ -228,7 +228,7 @@ def test_the_active_limit_counts_queued_and_processing_jobs_of_one_tenant(
     queue_job(jobs, "initech", "doc_h", "h", "/data/uploads/h.bin", 1, active_limit=1)
     # A finished job frees its place.
     jobs.claim(queued)
-    jobs.mark_done(queued, 1, 1)
+    mark_done(jobs, queued, 1, 1)
     queue_job(jobs, "acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3)
 
 
@@ -353,11 +353,11 @@ def test_the_end_of_a_job_rings_its_watchers_after_the_commit(jobs: JobStore) ->
     )
     seen: list[tuple[str, str]] = []
 
-    def watcher(job_id: str) -> Callable[[], None]:
-        def wake() -> None:
-            record = jobs.get("acme", job_id)
-            assert record is not None
-            seen.append((job_id, record.status))
+    def watcher(job_id: str) -> Callable[[JobRecord], None]:
+        def wake(ended: JobRecord) -> None:
+            # Handed the job as its end committed: what a read of it returns now.
+            assert ended == jobs.get("acme", job_id)
+            seen.append((ended.job_id, ended.status))
 
         return wake
 
@@ -368,12 +368,12 @@ def test_the_end_of_a_job_rings_its_watchers_after_the_commit(jobs: JobStore) ->
     ):
         for _ in range(3):
             jobs.claim_next()
-        jobs.mark_done(done_id, chunks_indexed=3, pages=1)
+        mark_done(jobs, done_id, chunks_indexed=3, pages=1)
         jobs.mark_failed(failed_id, "unreadable", "corrupt_document")
         jobs.update_progress(other_id, 1, 2, "embedding")
     assert seen == [(done_id, "done"), (failed_id, "failed")]
-    assert jobs.endings.watched() == 0
-    jobs.mark_done(other_id, chunks_indexed=1, pages=1)  # nobody watches any more
+    assert jobs_watched(jobs.endings) == 0
+    mark_done(jobs, other_id, chunks_indexed=1, pages=1)  # nobody watches any more
     assert seen == [(done_id, "done"), (failed_id, "failed")]
     done = jobs.get("acme", done_id)
     assert done is not None and (done.progress_done, done.progress_total) == (3, 3)

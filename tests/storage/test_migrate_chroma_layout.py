@@ -11,8 +11,9 @@ from chroma_helpers import ingest, make_chunks
 
 from app.config import Settings
 from app.errors import EmbeddingModelMismatch
-from app.services.blocks.corpus import Corpus, build_corpus
+from app.services.blocks.corpus import Corpus
 from app.storage.chroma_index import tenant_prefix
+from testkit.indexing import build_corpus
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.integration
@@ -32,11 +33,6 @@ def migration() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture
-def embedder() -> FakeEmbedder:
-    return FakeEmbedder()
 
 
 @pytest.fixture

@@ -132,7 +132,7 @@ def test_a_database_from_before_page_role_gains_the_column(
     [old] = store.get("acme", ["c-old"])
     assert old.text == "old chunk text"
     assert old.page_role is None  # a row from before page roles reads as a content page
-    store.write_document("acme", "doc-2", [_chunk("c-new", "contents")])
+    store.write_documents("acme", {"doc-2": [_chunk("c-new", "contents")]})
     assert [c.page_role for c in store.get("acme", ["c-old", "c-new"])] == [None, "contents"]
 
 

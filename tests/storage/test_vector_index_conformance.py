@@ -241,25 +241,19 @@ def corpus(index: VectorIndex, tmp_path: Path) -> Corpus:
 def test_the_corpus_replaces_and_deletes_documents_on_every_backend(corpus: Corpus) -> None:
     embedder = FakeEmbedder()
     old = make_chunks("acme", "manual.txt", ["valve one", "valve two", "valve three"])
-    corpus.replace_document(
+    corpus.replace_documents(
         tenant_id="acme",
-        document_id=old[0].document_id,
-        chunks=old,
-        vectors=embedder.embed_documents([c.text for c in old]),
+        documents=[(old[0].document_id, old, embedder.embed_documents([c.text for c in old]))],
     )
-    corpus.replace_document(
+    corpus.replace_documents(
         tenant_id="acme",
-        document_id=old[0].document_id,
-        chunks=old,
-        vectors=embedder.embed_documents([c.text for c in old]),
+        documents=[(old[0].document_id, old, embedder.embed_documents([c.text for c in old]))],
     )  # re-ingesting the same file
     assert corpus.count("acme") == 3
     new = make_chunks("acme", "manual.txt", ["valve one", "a new second step"])
-    corpus.replace_document(
+    corpus.replace_documents(
         tenant_id="acme",
-        document_id=new[0].document_id,
-        chunks=new,
-        vectors=embedder.embed_documents([c.text for c in new]),
+        documents=[(new[0].document_id, new, embedder.embed_documents([c.text for c in new]))],
     )
 
     hits = corpus.query(tenant_id="acme", vector=embedder.embed_query("valve"), k=10)

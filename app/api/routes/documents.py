@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from typing import Annotated, Literal, get_args
 
 from fastapi import APIRouter, Query, Request, Response
@@ -266,15 +267,10 @@ def list_jobs(
 
 
 def _check_job_readable(
-    access_store: AccessStore,
-    access: CollectionAccess,
-    principal: Identity,
-    deps: uploads.UploadDeps,
-    job_id: str,
+    access_store: AccessStore, access: CollectionAccess, principal: Identity, job: JobRecord
 ) -> None:
-    """NotFound unless the job is the caller's tenant's and one they may see (its document's
-    collection, or the collection it deletes, is one they read; or they asked for it)."""
-    job = uploads.get_job(deps, tenant_id=principal.tenant_id, job_id=job_id)
+    """404 unless the caller may see the tenant's job (its document's collection, or the
+    collection it deletes, is one they read; or they asked for it)."""
     if access.reads_everything:
         return
     if not uploads.job_readable(
@@ -308,8 +304,14 @@ async def get_job(
     """A job's state and progress (an upload's indexing, or a collection's deletion: `kind`);
     with `wait`, once it has ended (long poll). 404, as for a missing job, when its document is
     in a collection you do not read (at once)."""
-    await run_in_threadpool(_check_job_readable, access_store, access, principal, deps, job_id)
-    job = await wait_for_job(deps, tenant_id=principal.tenant_id, job_id=job_id, wait_s=wait)
+    job = await wait_for_job(
+        deps,
+        tenant_id=principal.tenant_id,
+        job_id=job_id,
+        wait_s=wait,
+        # On the first read, before any wait: 404 at once.
+        check=partial(_check_job_readable, access_store, access, principal),
+    )
     return JobOut.model_validate(job)
 
 

@@ -6,8 +6,11 @@ A caller that cannot start now waits on an asyncio future, never in a thread, fo
 refused at once. A freed slot goes to the eligible waiter whose tenant has the fewest slots
 running and, among those, was served longest ago (round robin between tenants), then to the
 earliest: a tenant with many queued answers keeps another tenant's single answer waiting behind
-at most one of them. Refusals say whose bound was hit: the caller's own user or tenant (429) or
-the server as a whole (503), with an estimate of when to retry.
+at most one of them. Background work (an evaluation run's answers) waits behind every person:
+a freed slot goes to a person's question whenever one waits, even one that arrived after the
+background caller, and a background caller neither takes a place of the bounded queue nor gives
+up after `max_wait_s` (its owner cancels it). Refusals say whose bound was hit: the caller's own
+user or tenant (429) or the server as a whole (503), with an estimate of when to retry.
 
 One limiter serves one event loop (one API process); it is not thread-safe and needs no lock.
 """
@@ -53,6 +56,7 @@ class Caller:
 
     tenant_id: str
     user_id: str
+    background: bool = False  # lower priority: admitted only when no person waits
 
 
 class Slot:
@@ -118,15 +122,25 @@ class ConcurrencyLimiter:
         """Callers queued right now."""
         return len(self._waiters)
 
+    def _people_waiting(self) -> list[_Waiter]:
+        return [w for w in self._waiters if not w.caller.background]
+
     async def acquire(self, caller: Caller) -> Slot:
         """A slot now, or after a bounded wait; raises Overloaded when there is no room."""
         if self._fits(caller):
             return self._grant(caller)
-        self._check_queue_room(caller)
+        if not caller.background:
+            self._check_queue_room(caller)
         waiter = _Waiter(caller, asyncio.get_running_loop().create_future(), next(self._order))
         self._waiters.append(waiter)
         self._report()
-        timer: asyncio.Future[Any] = asyncio.ensure_future(self._wait_timer(self.bounds.max_wait_s))
+        # Background work waits as long as people keep the slots busy.
+        waiting = (
+            asyncio.Event().wait()
+            if caller.background
+            else self._wait_timer(self.bounds.max_wait_s)
+        )
+        timer: asyncio.Future[Any] = asyncio.ensure_future(waiting)
         racing: set[asyncio.Future[Any]] = {waiter.future, timer}
         try:
             await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
@@ -155,9 +169,10 @@ class ConcurrencyLimiter:
 
     def _check_queue_room(self, caller: Caller) -> None:
         why = "the wait queue is full" if self.bounds.queue_total else "every slot is taken"
-        if len(self._waiters) >= self.bounds.queue_total:
+        people = self._people_waiting()
+        if len(people) >= self.bounds.queue_total:
             raise self._refusal(caller, why)
-        tenant_waiting = sum(1 for w in self._waiters if w.caller.tenant_id == caller.tenant_id)
+        tenant_waiting = sum(1 for w in people if w.caller.tenant_id == caller.tenant_id)
         if tenant_waiting >= self.bounds.queue_per_tenant:
             raise self._refusal(caller, "your tenant's share of the queue is full", own=True)
 
@@ -216,7 +231,8 @@ class ConcurrencyLimiter:
             waiter.future.cancel()
 
     def _dispatch(self) -> None:
-        """Start every waiter that now fits, the least-served tenant and user first."""
+        """Start every waiter that now fits: people before background work, then the
+        least-served tenant and user first."""
         while True:
             eligible = [w for w in self._waiters if self._fits(w.caller)]
             if not eligible:
@@ -224,6 +240,7 @@ class ConcurrencyLimiter:
             chosen = min(
                 eligible,
                 key=lambda w: (
+                    w.caller.background,
                     self._by_tenant[w.caller.tenant_id],
                     self._last_grant.get(w.caller.tenant_id, -1),
                     self._by_user[w.caller.user_id],

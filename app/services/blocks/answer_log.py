@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import logging
 import secrets
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.storage.answer_records import AnswerRecord, AnswerRecordStore
 from app.storage.db import utc_now
+from app.timing import AtMostEvery
 
 if TYPE_CHECKING:
     from app.domain import RetrievalResult
@@ -64,7 +63,7 @@ class FinishedAnswer:
     timings: dict[str, float]
     total_ms: float
     corpus_version: int
-    retrieval: RetrievalResult | None = None  # None for a cache hit
+    retrieved: Sequence[dict[str, object]] = ()  # retrieved_ranks of the answer's retrieval
 
 
 def cited_pages(citations: Sequence[Citation]) -> list[dict[str, object]]:
@@ -75,10 +74,9 @@ def cited_pages(citations: Sequence[Citation]) -> list[dict[str, object]]:
     ]
 
 
-def retrieved_ranks(retrieval: RetrievalResult | None) -> list[dict[str, object]]:
-    """The passages retrieval ranked for the answer: document, page, rank."""
-    if retrieval is None:
-        return []
+def retrieved_ranks(retrieval: RetrievalResult) -> list[dict[str, object]]:
+    """The passages retrieval ranked for the answer: document, page, rank (what the answer
+    cache keeps with the answer, so a cache hit's record names them as the fresh one's did)."""
     return [
         {
             "rank": rank,
@@ -97,8 +95,7 @@ class AnswerLog:
         self.store = store
         self.keep_days = keep_days
         self.model_id = model_id
-        self._pruned_at: float | None = None
-        self._lock = threading.Lock()
+        self.pruning = AtMostEvery(PRUNE_EVERY_S)
 
     @property
     def keeps_questions(self) -> bool:
@@ -119,7 +116,7 @@ class AnswerLog:
                 model=self.model_id,
                 corpus_version=finished.corpus_version,
                 cited=cited_pages(finished.citations),
-                retrieved=retrieved_ranks(finished.retrieval),
+                retrieved=list(finished.retrieved),
                 timings=finished.timings,
                 total_ms=finished.total_ms,
             )
@@ -134,10 +131,6 @@ class AnswerLog:
             log.exception("answer record not written", extra={"answer_id": finished.answer_id})
 
     def prune_now_and_then(self) -> int:
-        """Delete records past their days, if this process has not done so lately."""
-        now = time.monotonic()
-        with self._lock:
-            if self._pruned_at is not None and now - self._pruned_at < PRUNE_EVERY_S:
-                return 0
-            self._pruned_at = now
-        return self.store.prune(self.keep_days or BARE_RECORD_DAYS)
+        """Delete records past their days, if this process has not done so lately (called at
+        start-up, after a record is written and before the record is read)."""
+        return self.store.prune(self.keep_days or BARE_RECORD_DAYS) if self.pruning.due() else 0

@@ -31,12 +31,10 @@ from app.domain import Chunk, indexed_text
 from app.providers.types import Embedder
 from app.services.blocks.second_arm import SecondArm
 from app.storage.chunks import PAGE_SIZE, ChunkStore
-from app.storage.db import database_from_settings
 from app.storage.vector_index import IndexedVector, VectorIndex
 
 if TYPE_CHECKING:
     from app.config import Settings
-    from app.storage.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -64,17 +62,6 @@ class Corpus:
 
     # --- writes ---
 
-    def replace_document(
-        self,
-        *,
-        tenant_id: str,
-        document_id: str,
-        chunks: Sequence[Chunk],
-        vectors: Sequence[Sequence[float]],
-    ) -> None:
-        """Upsert these chunks; afterwards no other chunk of the document survives."""
-        self.replace_documents(tenant_id=tenant_id, documents=[(document_id, chunks, vectors)])
-
     def replace_documents(
         self,
         *,
@@ -82,8 +69,9 @@ class Corpus:
         documents: Sequence[DocumentContent],
         second_vectors: Sequence[Sequence[Sequence[float]]] | None = None,
     ) -> None:
-        """`replace_document` for each (document id, chunks, vectors): one vector upsert, one
-        transaction of rows (ingestion of many small files batches them here).
+        """Make each (document id, chunks, vectors) the document's whole content (no other chunk
+        of it survives): one vector upsert, one transaction of rows (ingestion of many small
+        files batches them here).
 
         With a second dense arm, `second_vectors` are its vectors of each document (from
         `embed_second`, which ingestion times as a stage of its own); embedded here if not given.
@@ -184,11 +172,7 @@ class Corpus:
     ) -> list[tuple[Chunk, float]]:
         """The k nearest chunks by cosine similarity (higher is closer), best first; among
         these documents' chunks (the index's filter) or exactly among these chunks."""
-        if chunk_ids is not None:
-            return self._with_rows(
-                tenant_id, self.index.nearest_among(tenant_id, vector, k, chunk_ids)
-            )
-        return self._with_rows(tenant_id, self.index.query(tenant_id, vector, k, documents))
+        return self._nearest(self.index, tenant_id, vector, k, documents, chunk_ids)
 
     def query_second(
         self,
@@ -205,10 +189,24 @@ class Corpus:
         it first, before it embeds the question for this arm."""
         if self.second is None:
             return None
-        index = self.second.index
+        return self._nearest(self.second.index, tenant_id, vector, k, documents, chunk_ids)
+
+    def _nearest(
+        self,
+        index: VectorIndex,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None,
+        chunk_ids: Sequence[str] | None,
+    ) -> list[tuple[Chunk, float]]:
+        """The k nearest chunks in `index` with their rows: exactly among `chunk_ids` when
+        given, else through the index's filter to `documents`."""
         if chunk_ids is not None:
-            return self._with_rows(tenant_id, index.nearest_among(tenant_id, vector, k, chunk_ids))
-        return self._with_rows(tenant_id, index.query(tenant_id, vector, k, documents))
+            found = index.nearest_among(tenant_id, vector, k, chunk_ids)
+        else:
+            found = index.query(tenant_id, vector, k, documents)
+        return self._with_rows(tenant_id, found)
 
     def second_ready(self, tenant_id: str) -> bool:
         """Whether the tenant's second-arm collection holds every chunk (False without one)."""
@@ -296,23 +294,6 @@ def _pages(chunks: Iterator[Chunk]) -> Iterator[list[Chunk]]:
             page = []
     if page:
         yield page
-
-
-def build_corpus(
-    settings: Settings, embedder: Embedder, database: Database | None = None
-) -> Corpus:
-    """The configured vector index for `embedder`'s vectors, with chunk rows in `database` (by
-    default the service database the settings name), and the second dense arm if configured."""
-    from app.storage.chroma_index import build_vector_index
-
-    chunks = ChunkStore(database or database_from_settings(settings))
-    return Corpus(
-        chunks,
-        build_vector_index(settings, embedder.model_id, embedder.dimension),
-        embedder,
-        embed_section_paths=settings.section_paths_in("dense"),
-        second=build_second_arm(settings),
-    )
 
 
 def build_second_arm(

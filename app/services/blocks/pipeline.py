@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -204,53 +203,6 @@ def check_chunk_quota(parsed: ParsedFile, max_chunks: int | None) -> None:
         )
 
 
-def index_file(
-    path: Path,
-    *,
-    tenant_id: str,
-    source: str,
-    embedder: Embedder,
-    corpus: Corpus,
-    config: PipelineConfig,
-    progress: ProgressCallback | None = None,
-    max_chunks: int | None = None,
-    ocr_pages_allowed: int | None = None,
-) -> IngestedDocument:
-    """Parse, chunk, embed and store one file; the stored document replaces any older version.
-
-    With `max_chunks` (the tenant's remaining chunk quota), a document that would have more
-    chunks raises QuotaExceeded before anything is embedded or stored.
-    """
-    progress = progress or _ignore_progress
-    parsed = parse_file(
-        path,
-        tenant_id=tenant_id,
-        source=source,
-        config=config,
-        progress=progress,
-        ocr_pages_allowed=ocr_pages_allowed,
-    )
-    check_chunk_quota(parsed, max_chunks)
-    with job_stage("embed"):
-        (vectors,) = embed_files(
-            [parsed.chunks],
-            embedder,
-            config.batch_size,
-            partial(_report_one, progress),
-            config.embed_section_paths,
-        )
-    second = embed_second(corpus, [parsed.chunks])
-    with job_stage("store"):
-        corpus.replace_documents(
-            tenant_id=tenant_id,
-            documents=[(parsed.document_id, parsed.chunks, vectors)],
-            second_vectors=second,
-        )
-    return IngestedDocument(
-        parsed.document_id, source, parsed.pages, len(parsed.chunks), parsed.ocr
-    )
-
-
 def embed_second(
     corpus: Corpus, files: Sequence[Sequence[Chunk]]
 ) -> list[list[list[float]]] | None:
@@ -260,11 +212,6 @@ def embed_second(
         return None
     with job_stage("embed_second"):
         return corpus.embed_second(files)
-
-
-def _report_one(progress: ProgressCallback, reports: list[FileProgress]) -> None:
-    for report in reports:
-        progress(report.done, report.total, "embedding")
 
 
 def embed_files(

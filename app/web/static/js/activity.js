@@ -1,11 +1,11 @@
 // Activity (admins): the tenant's audit log, newest first, by page, filtered by action and user.
 
-import { json } from "./api.js";
+import { everyListed, json } from "./api.js";
 import { describeError, drawPager, element, formatTime } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 50; // under the server's default page-size cap (RAG_MAX_PAGE_SIZE, 100)
-const MAX_USER_PAGES = 20;
+const MAX_USER_PAGES = 20; // the user filter lists at most this many pages of users
 // The server's list (app/services/audit.py ACTIONS); tests/api/test_web_admin.py compares them.
 export const ACTIONS = [
   "login.succeeded", "login.failed", "login.locked", "logout", "logout.everywhere",
@@ -66,21 +66,10 @@ async function refreshActivity() {
   }
 }
 
-// Every user of the tenant by name, a page at a time (up to MAX_USER_PAGES pages).
-async function allUsers() {
-  const users = [];
-  for (let page = 0; page < MAX_USER_PAGES; page += 1) {
-    const listing = await json(`/users?limit=${PAGE}&offset=${users.length}`);
-    users.push(...listing.data);
-    if (listing.data.length === 0 || users.length >= listing.count) break;
-  }
-  return users;
-}
-
 // The user filter lists the tenant's users; entries show names instead of ids.
 async function loadUsers() {
   try {
-    const users = await allUsers();
+    const users = await everyListed("/users", { limit: PAGE, maxPages: MAX_USER_PAGES });
     names = new Map(users.map((user) => [user.user_id, user.username]));
     const chosen = $("activity-user").value;
     $("activity-user").replaceChildren(

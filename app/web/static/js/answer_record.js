@@ -1,10 +1,12 @@
 // One answer's record, opened from a rating in the feedback list (admins): its question, the
 // pages it cited (each opening in the viewer), the passages retrieval ranked for it, the time
 // each stage took, the model, and the rating it got. GET /answers/{answer_id} shows only the
-// documents the caller reads.
+// documents the caller reads. Admins also export the whole record (GET /answers/export) and
+// delete it, all or what is older than a day they pick (DELETE /answers).
 
-import { json } from "./api.js";
-import { describeError, element, formatTime } from "./format.js";
+import { json, saveFile } from "./api.js";
+import { confirmAction } from "./confirm.js";
+import { counted, describeError, element, formatTime } from "./format.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -110,4 +112,41 @@ export function resetAnswerRecord() {
   $("answer-record").hidden = true;
   $("answer-record-body").replaceChildren();
   $("answer-record-status").textContent = "";
+  $("answer-records-before").value = "";
+  $("answer-records-status").textContent = "";
+}
+
+async function exportRecords() {
+  const status = $("answer-records-status");
+  try {
+    await saveFile("/answers/export", "answers.jsonl");
+    status.textContent = "The answer records were exported (answers.jsonl).";
+  } catch (error) {
+    status.textContent = describeError(error, "The export");
+  }
+}
+
+async function deleteRecords() {
+  const status = $("answer-records-status");
+  const day = $("answer-records-before").value; // yyyy-mm-dd: from the start of that day, here
+  const before = day ? new Date(`${day}T00:00`) : null;
+  const which = before ? `of answers from before ${before.toLocaleDateString()}` : "of every answer";
+  const sure = await confirmAction({
+    title: "Delete answer records?",
+    text: `The records ${which} are deleted for your whole organisation; ratings stay, without their questions.`,
+    action: "Delete records",
+  });
+  if (!sure) return;
+  try {
+    const query = before ? `?${new URLSearchParams({ before: before.toISOString() })}` : "";
+    const done = await json(`/answers${query}`, { method: "DELETE" });
+    status.textContent = `${counted(done.deleted, "answer record")} deleted.`;
+  } catch (error) {
+    status.textContent = describeError(error, "Deleting the records");
+  }
+}
+
+export function setUpAnswerRecords() {
+  $("answer-records-export").addEventListener("click", exportRecords);
+  $("answer-records-delete").addEventListener("click", deleteRecords);
 }

@@ -83,6 +83,30 @@ export async function json(path, options = {}) {
   return response.status === 204 ? null : response.json();
 }
 
+// Every item of a paged listing (`{ data, count }`), a page at a time from the start, for at
+// most `maxPages` pages (the server may cap `limit` lower: each page starts where the last ended).
+export async function everyListed(path, { limit = 100, maxPages = Infinity } = {}) {
+  const found = [];
+  const join = path.includes("?") ? "&" : "?";
+  for (let page = 0; page < maxPages; page += 1) {
+    const listing = await json(`${path}${join}limit=${limit}&offset=${found.length}`);
+    found.push(...listing.data);
+    if (!listing.data.length || found.length >= listing.count) break;
+  }
+  return found;
+}
+
+// Saves what `path` answers as a file named `filename` (an export), through the browser's
+// download; the object URL is freed once the download has had time to take it.
+export async function saveFile(path, filename) {
+  const response = await request(path);
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(await response.blob());
+  link.download = filename;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+}
+
 // The organisation (tenant id) is remembered on this device, across tabs and restarts: it is
 // not a secret, and people should not have to type it at every sign-in.
 const ORGANISATION_KEY = "rag.organisation";

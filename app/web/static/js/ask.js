@@ -2,6 +2,7 @@
 
 import { request, sessionToken } from "./api.js";
 import { resetFeedback, showFeedback } from "./feedback.js";
+import { checkedScope } from "./filter-rows.js";
 import { clearSearchResults, searchScope } from "./filters.js";
 import { describeError, element } from "./format.js";
 import { readEvents } from "./sse.js";
@@ -69,13 +70,8 @@ async function ask(question) {
   if (!sessionToken()) return; // the session is over: nothing is sent
   const answer = $("answer");
   const status = $("ask-status");
-  let scope;
-  try {
-    scope = searchScope();
-  } catch (problem) {
-    status.textContent = problem.message; // a filter to finish first: nothing is sent
-    return;
-  }
+  const scope = checkedScope(searchScope, status);
+  if (scope === null) return;
   clearSearchResults();
   const button = $("ask-button");
   let text = "";

@@ -1,29 +1,22 @@
-// Test retrieval: POST /search with "explain": true, within the collection, document and pages
-// chosen. Each ranked passage shows its keyword and meaning (dense) match as small bars, its
-// place after fusion, the rules that moved it and the matched words; its page opens in the
-// viewer.
+// Test retrieval: POST /search with "explain": true, within the collection, document, pages and
+// metadata filters chosen. Each ranked passage shows its keyword and meaning (dense) match as
+// small bars, its place after fusion, the rules that moved it and the matched words; its page
+// opens in the viewer.
 
 import { json } from "./api.js";
 import { loadCollections } from "./collections.js";
+import { documentFinder } from "./document-finder.js";
+import { allOf, checkedScope, filterRows } from "./filter-rows.js";
 import { describeError, element } from "./format.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
 let loads = 0;
-let documents = []; // what GET /documents listed: the document picker's choices
+let documents = null; // the document picker's finder (by name, within the chosen collection)
+let filters = null; // the bench's metadata filter rows (filter-rows.js)
 
 function option(value, label) {
   return element("option", { text: label, attrs: { value } });
-}
-
-// The document picker: the documents of the chosen collection (all, when none is chosen).
-function fillDocuments() {
-  const select = $("bench-document");
-  const chosen = select.value;
-  const collection = $("bench-collection").value;
-  const shown = documents.filter((d) => !collection || d.collection_id === collection);
-  select.replaceChildren(option("", "Any document"), ...shown.map((d) => option(d.document_id, d.source)));
-  select.value = shown.some((d) => d.document_id === chosen) ? chosen : "";
 }
 
 // The collection picker is the Ask form's, filled by the collections module; the test bench
@@ -36,11 +29,11 @@ export async function loadBenchPickers() {
   picker.replaceChildren(...choices.map((o) => option(o.value, o.textContent)));
   picker.value = choices.some((o) => o.value === chosen) ? chosen : "";
   $("bench-collection-field").hidden = choices.length < 3; // "every collection" and one
-  documents = (await json("/documents?limit=100")).data;
-  fillDocuments();
+  await documents.find();
 }
 
-// The body's `collections` and `filters` for what the pickers say (nothing: everything).
+// The body's `collections` and `filters` for what the pickers and the filter rows say (nothing:
+// everything); throws an Error saying which filter to finish.
 function scope() {
   const body = {};
   const collection = $("bench-collection").value;
@@ -52,18 +45,21 @@ function scope() {
   const to = Number($("bench-page-to").value);
   if (from >= 1) conditions.push({ page: { $gte: from } });
   if (to >= 1) conditions.push({ page: { $lte: to } });
-  if (conditions.length === 1) body.filters = conditions[0];
-  if (conditions.length > 1) body.filters = { $and: conditions };
+  conditions.push(...filters.conditions());
+  const tree = allOf(conditions);
+  if (tree) body.filters = tree;
   return body;
 }
 
 // Clears the choices: the next search reads everything the caller reads.
 function everywhere() {
   $("bench-collection").value = "";
-  fillDocuments();
+  $("bench-document-search").value = "";
   $("bench-document").value = "";
+  documents.find();
   $("bench-page-from").value = "";
   $("bench-page-to").value = "";
+  filters.reset();
 }
 
 function fixed(value, digits = 3) {
@@ -134,12 +130,14 @@ export async function testRetrieval(question, { anywhere = false } = {}) {
   const ticket = ++loads;
   $("bench-question").value = question;
   if (anywhere) everywhere();
+  const within = checkedScope(scope, status);
+  if (within === null) return;
   status.textContent = "Searching…";
   try {
     const found = await json("/search", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ query: question, k: 10, explain: true, ...scope() }),
+      body: JSON.stringify({ query: question, k: 10, explain: true, ...within }),
     });
     if (ticket !== loads) return;
     const max = (key) => Math.max(1e-9, ...found.results.map((r) => (r.explain || {})[key] || 0));
@@ -156,20 +154,33 @@ export async function testRetrieval(question, { anywhere = false } = {}) {
 
 export function resetBench() {
   loads += 1;
-  documents = [];
+  documents.reset();
   $("bench-results").replaceChildren();
   $("bench-summary").textContent = "";
   $("bench-status").textContent = "";
   $("bench-question").value = "";
   $("bench-collection").replaceChildren();
   $("bench-collection-field").hidden = true;
-  $("bench-document").replaceChildren();
   $("bench-page-from").value = "";
   $("bench-page-to").value = "";
+  filters.reset();
 }
 
 export function setUpBench() {
-  $("bench-collection").addEventListener("change", fillDocuments);
+  filters = filterRows({
+    rows: $("bench-filter-rows"),
+    fields: $("bench-filter-fields"),
+    add: $("bench-filter-add"),
+    noun: "retrieval filter",
+  });
+  documents = documentFinder({
+    search: $("bench-document-search"),
+    picker: $("bench-document"),
+    status: $("bench-document-count"),
+    none: "Any document",
+    collection: () => $("bench-collection").value,
+  });
+  $("bench-collection").addEventListener("change", () => documents.find());
   $("bench-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const question = $("bench-question").value.trim();

@@ -1,11 +1,13 @@
 // A line chart drawn in the page as SVG (no library, nothing fetched): one metric over runs,
-// oldest on the left. Each point carries its value (data-value) and a <title> for people who
+// oldest on the left, each labelled under the axis with its date (a few of them when there
+// are many, so they do not overlap). Each point carries its value (data-value) and a <title> for people who
 // hover or use a screen reader; the runs table beside it holds the same numbers.
 
 const SVG = "http://www.w3.org/2000/svg";
 const WIDTH = 640;
 const HEIGHT = 240;
-const PAD = { left: 48, right: 16, top: 16, bottom: 36 };
+const PAD = { left: 48, right: 40, top: 16, bottom: 36 };
+const AXIS_LABELS = 5; // at most this many labels under the axis
 
 function node(tag, attrs = {}, text) {
   const made = document.createElementNS(SVG, tag);
@@ -42,8 +44,13 @@ export function lineChart(title, points, { isRate = true } = {}) {
   svg.append(node("line", { class: "axis", x1: PAD.left, x2: PAD.left, y1: PAD.top, y2: HEIGHT - PAD.bottom }));
   svg.append(node("line", { class: "axis", x1: PAD.left, x2: WIDTH - PAD.right, y1: HEIGHT - PAD.bottom, y2: HEIGHT - PAD.bottom }));
   const path = [];
+  const every = Math.ceil(points.length / AXIS_LABELS);
   points.forEach((point, i) => {
-    svg.append(node("text", { x: xOf(i), y: HEIGHT - PAD.bottom + 16, "text-anchor": "middle" }, point.x));
+    const labelled = (points.length - 1 - i) % every === 0; // the newest always
+    if (labelled) {
+      const anchor = i === points.length - 1 && points.length > 1 ? "end" : "middle"; // inside
+      svg.append(node("text", { x: xOf(i), y: HEIGHT - PAD.bottom + 16, "text-anchor": anchor }, point.x));
+    }
     if (typeof point.y !== "number") return;
     path.push(`${xOf(i)},${yOf(point.y)}`);
   });

@@ -1,6 +1,7 @@
-// Documents: drag-and-drop uploads with a progress bar per file, the list, and deletion.
+// Documents: drag-and-drop uploads with a progress bar per file, the list (by page, filtered by
+// the start of a name), and deletion.
 
-import { ApiError, json, request, sessionToken, token } from "./api.js";
+import { ApiError, everyListed, json, request, sessionToken, token } from "./api.js";
 import { loadCollections, uploadCollection } from "./collections.js";
 import { closeConfirm, confirmAction } from "./confirm.js";
 import {
@@ -8,7 +9,7 @@ import {
   openDocumentDetails,
   whenDocumentChanged,
 } from "./document-details.js";
-import { counted, describeError, element, formatBytes, sleep } from "./format.js";
+import { counted, describeError, drawPager, element, formatBytes, sleep } from "./format.js";
 import { mayDeleteDocument, roleAtLeast } from "./roles.js";
 
 const POLL_MS = 400;
@@ -26,6 +27,11 @@ let uploadCounter = 0;
 let shownDocuments = []; // the last listing, drawn again when the caller's role is known
 let failureReasons = new Map(); // document id -> why its latest upload failed (GET /jobs)
 let explained = null; // the listing whose failures were looked up
+const LIST_PAGE = 100; // documents in the table at once; the pager and the name filter reach the rest
+const TYPING_MS = 250; // the name filter lists again this long after the last key
+let listOffset = 0;
+let listLoads = 0; // only the latest listing is drawn (the filter changes quickly)
+let typing = 0;
 
 function uploadRow(file) {
   uploadCounter += 1;
@@ -119,13 +125,8 @@ function watchJob(jobId, ui) {
 }
 
 async function jobsToIndex() {
-  const found = new Map();
-  for (let offset = 0; ;) {
-    const page = await json(`/jobs?status=queued&status=processing&offset=${offset}`);
-    for (const job of page.data) found.set(job.job_id, job);
-    offset += page.data.length;
-    if (!page.data.length || offset >= page.count) return found;
-  }
+  const pending = await everyListed("/jobs?status=queued&status=processing");
+  return new Map(pending.map((job) => [job.job_id, job]));
 }
 
 // Shows a job's state on its row; true once it has ended.
@@ -281,15 +282,41 @@ export function listedDocuments() {
   return shownDocuments;
 }
 
+// The page of the listing at `listOffset`, of the documents whose name starts with what the
+// name filter says (all, when it is empty).
 export async function refreshList() {
   const status = $("documents-status");
+  const ticket = ++listLoads;
+  const prefix = $("documents-name").value.trim();
+  const query = new URLSearchParams({ limit: String(LIST_PAGE), offset: String(listOffset) });
+  if (prefix) query.set("source_prefix", prefix);
   try {
-    const listing = await json("/documents?limit=100");
+    const listing = await json(`/documents?${query}`);
+    if (ticket !== listLoads) return;
+    if (!listing.data.length && listOffset > 0 && listing.count > 0) {
+      // The last page emptied (its documents deleted, or fewer match): show the new last one.
+      listOffset = Math.floor((listing.count - 1) / LIST_PAGE) * LIST_PAGE;
+      await refreshList();
+      return;
+    }
     shownDocuments = listing.data;
     drawDocuments();
+    $("documents-empty").textContent = prefix
+      ? `No document's name starts with “${prefix}”.` : "No documents yet.";
+    drawPager($("documents-pager"),
+      { offset: listOffset, limit: LIST_PAGE, count: listing.count, label: "Documents" },
+      (next) => { listOffset = next; refreshList(); });
   } catch (error) {
-    status.textContent = describeError(error, "Loading the documents");
+    if (ticket === listLoads) status.textContent = describeError(error, "Loading the documents");
   }
+}
+
+function filterSoon() {
+  clearTimeout(typing);
+  typing = setTimeout(() => {
+    listOffset = 0;
+    refreshList();
+  }, TYPING_MS);
 }
 
 // The list again from the last listing, with the controls the caller's role allows.
@@ -330,6 +357,11 @@ export function resetDocuments() {
   failureReasons = new Map();
   explained = null;
   $("documents-status").textContent = "";
+  listLoads += 1;
+  listOffset = 0;
+  clearTimeout(typing);
+  $("documents-name").value = "";
+  $("documents-pager").replaceChildren();
   $("documents-table").hidden = true;
   $("documents-empty").hidden = true;
   closeConfirm();
@@ -339,6 +371,13 @@ export function resetDocuments() {
 export function setUpDocuments() {
   // A moved document changes the collections' counts too.
   whenDocumentChanged(() => Promise.all([refreshList(), loadCollections()]));
+  $("documents-name").addEventListener("input", filterSoon);
+  $("documents-filter").addEventListener("submit", (event) => {
+    event.preventDefault();
+    clearTimeout(typing);
+    listOffset = 0;
+    refreshList();
+  });
   const zone = $("drop-zone");
   const input = $("file-input");
   input.addEventListener("change", () => {

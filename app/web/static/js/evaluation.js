@@ -2,15 +2,19 @@
 // and the questions a run missed, each opening in the test bench. Admins also see the feedback
 // list here and can make a set from it.
 
-import { openAnswerRecord, resetAnswerRecord } from "./answer_record.js";
-import { json, request } from "./api.js";
+import { openAnswerRecord, resetAnswerRecord, setUpAnswerRecords } from "./answer_record.js";
+import { everyListed, json, request, saveFile } from "./api.js";
 import { loadBenchPickers, testRetrieval } from "./bench.js";
 import { lineChart } from "./chart.js";
-import { counted, describeError, element, formatTime, sleep } from "./format.js";
+import { counted, describeError, drawPager, element, formatTime, sleep } from "./format.js";
 import { roleAtLeast } from "./roles.js";
 
 const $ = (id) => document.getElementById(id);
 const RATES = new Set(["latency_p95_ms"]);
+const RUNS_PAGE = 100; // runs on the chart and in the table at once; the pager goes back further
+const FEEDBACK_PAGE = 50; // ratings in the feedback table at once; the pager goes back further
+let feedbackOffset = 0;
+let feedbackLoads = 0; // only the latest listing is drawn (the rating filter changes quickly)
 let runs = [];
 let polling = 0; // the poll loop's ticket: a newer one (or a reset) stops the older
 
@@ -28,12 +32,19 @@ function drawChart() {
   $("eval-chart-figure").hidden = done.length === 0;
   if (done.length === 0) return;
   const metric = $("eval-metric").value;
-  const points = done.map((run, i) => ({ x: `Run ${i + 1}`, y: run.summary[metric] ?? null }));
+  const points = done.map((run) => ({ x: runDate(run.created_at), y: run.summary[metric] ?? null }));
   $("eval-chart").replaceChildren(lineChart(metricName(), points, { isRate: !RATES.has(metric) }));
   const last = done[done.length - 1];
   $("eval-chart-caption").textContent =
     `${metricName()} over ${done.length} run${done.length === 1 ? "" : "s"}; latest ` +
     `${value(last.summary[metric])} (${formatTime(last.created_at)}).`;
+}
+
+// Under a point of the chart: the run's day and time, short.
+function runDate(iso) {
+  const when = new Date(iso);
+  if (Number.isNaN(when.getTime())) return iso;
+  return when.toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 }
 
 function runRow(run, index) {
@@ -106,13 +117,27 @@ async function showFailures(run, previous) {
   }
 }
 
-async function loadRuns() {
+// The runs of the chosen set from `offset` (oldest first); none given: the newest page.
+async function loadRuns(offset) {
   const setId = $("eval-set").value;
+  const pager = $("eval-runs-pager");
   if (!setId) {
     runs = [];
+    pager.replaceChildren();
   } else {
-    const listing = await json(`/evaluations/runs?set_id=${encodeURIComponent(setId)}&limit=100`);
+    const listed = (from) =>
+      json(`/evaluations/runs?${new URLSearchParams({ set_id: setId, limit: RUNS_PAGE, offset: from })}`);
+    let from = offset ?? 0;
+    let listing = await listed(from);
+    if (offset === undefined && listing.count > RUNS_PAGE) {
+      from = listing.count - RUNS_PAGE;
+      listing = await listed(from);
+    }
     runs = listing.data;
+    drawPager(pager, { offset: from, limit: RUNS_PAGE, count: listing.count, label: "Runs" },
+      (next) => loadRuns(next).catch((error) => {
+        $("eval-status").textContent = describeError(error, "Loading the runs");
+      }));
   }
   $("eval-runs-table").hidden = runs.length === 0;
   $("eval-runs-body").replaceChildren(...runs.map(runRow));
@@ -120,15 +145,16 @@ async function loadRuns() {
   drawChart();
 }
 
+// Every test set the caller sees, newest first, in the set picker.
 async function loadSets(selected = "") {
-  const listing = await json("/evaluations/sets?limit=100");
+  const sets = await everyListed("/evaluations/sets");
   const select = $("eval-set");
   const keep = selected || select.value;
-  select.replaceChildren(...listing.data.map((set) =>
+  select.replaceChildren(...sets.map((set) =>
     element("option", { text: `${set.name} (${counted(set.item_count, "question")})`, attrs: { value: set.set_id } })));
-  if (listing.data.length === 0) {
+  if (sets.length === 0) {
     select.replaceChildren(element("option", { text: "No test set yet", attrs: { value: "" } }));
-  } else if (keep && listing.data.some((s) => s.set_id === keep)) {
+  } else if (keep && sets.some((s) => s.set_id === keep)) {
     select.value = keep;
   }
 }
@@ -227,16 +253,24 @@ function feedbackRow(entry) {
   ]);
 }
 
+// The ratings from `feedbackOffset`, newest first, a page at a time.
 async function loadFeedback() {
   if (!roleAtLeast("admin")) return;
-  const query = new URLSearchParams({ limit: "50" });
+  const ticket = ++feedbackLoads;
+  const query = new URLSearchParams({ limit: String(FEEDBACK_PAGE), offset: String(feedbackOffset) });
   if ($("feedback-rating").value) query.set("rating", $("feedback-rating").value);
   try {
     const listing = await json(`/feedback?${query}`);
+    if (ticket !== feedbackLoads) return;
     $("feedback-body").replaceChildren(...listing.data.map(feedbackRow));
     $("feedback-list-status").textContent = listing.count === 0 ? "No feedback yet." : `${counted(listing.count, "rating")}.`;
+    drawPager($("feedback-pager"),
+      { offset: feedbackOffset, limit: FEEDBACK_PAGE, count: listing.count, label: "Ratings" },
+      (next) => { feedbackOffset = next; loadFeedback(); });
   } catch (error) {
-    $("feedback-list-status").textContent = describeError(error, "Loading the feedback");
+    if (ticket === feedbackLoads) {
+      $("feedback-list-status").textContent = describeError(error, "Loading the feedback");
+    }
   }
 }
 
@@ -244,10 +278,7 @@ async function exportFeedback() {
   try {
     const query = new URLSearchParams({ format: "jsonl" });
     if ($("feedback-rating").value) query.set("rating", $("feedback-rating").value);
-    const response = await request(`/feedback?${query}`);
-    const link = element("a", { attrs: { href: URL.createObjectURL(await response.blob()), download: "feedback.jsonl" } });
-    link.click();
-    URL.revokeObjectURL(link.href);
+    await saveFile(`/feedback?${query}`, "feedback.jsonl");
   } catch (error) {
     $("feedback-list-status").textContent = describeError(error, "The export");
   }
@@ -264,6 +295,7 @@ export async function openQuality() {
   } catch (error) {
     $("eval-status").textContent = describeError(error, "Loading the evaluations");
   }
+  feedbackOffset = 0;
   await loadFeedback();
 }
 
@@ -273,6 +305,7 @@ export function resetQuality() {
   $("eval-set").replaceChildren();
   $("eval-runs-body").replaceChildren();
   $("eval-runs-table").hidden = true;
+  $("eval-runs-pager").replaceChildren();
   $("eval-chart").replaceChildren();
   $("eval-chart-figure").hidden = true;
   $("eval-failures").hidden = true;
@@ -280,6 +313,9 @@ export function resetQuality() {
   $("eval-progress").hidden = true;
   $("eval-status").textContent = "";
   $("feedback-body").replaceChildren();
+  $("feedback-pager").replaceChildren();
+  feedbackOffset = 0;
+  feedbackLoads += 1;
   $("feedback-list-status").textContent = "";
   resetAnswerRecord();
 }
@@ -290,6 +326,10 @@ export function setUpQuality() {
   $("eval-metric").addEventListener("change", drawChart);
   $("eval-feedback-form").addEventListener("submit", setFromFeedback);
   $("eval-upload-form").addEventListener("submit", uploadSet);
-  $("feedback-rating").addEventListener("change", loadFeedback);
+  $("feedback-rating").addEventListener("change", () => {
+    feedbackOffset = 0;
+    loadFeedback();
+  });
   $("feedback-export").addEventListener("click", exportFeedback);
+  setUpAnswerRecords();
 }

@@ -1,12 +1,15 @@
 // Thumbs under every answer: "Helpful" / "Not helpful" (one rating per person per answer,
 // which they may change), and after "Not helpful" an optional picker: which document and page
-// should it have used, and a comment. POST /answers/{answer_id}/feedback.
+// should it have used (found by name), and a comment. POST /answers/{answer_id}/feedback.
 
 import { json } from "./api.js";
-import { describeError, element } from "./format.js";
+import { documentFinder } from "./document-finder.js";
+import { describeError } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
 let answerId = "";
+// The documents the person may pick from (those the server lists for them), found by name.
+let documents = null;
 let documentsLoaded = false;
 
 function setPressed(rating) {
@@ -22,19 +25,6 @@ async function send(body) {
   });
 }
 
-// The documents the person may pick from: those the server lists for them.
-async function loadDocuments() {
-  if (documentsLoaded) return;
-  const listing = await json("/documents?limit=100");
-  const select = $("expected-document");
-  select.replaceChildren(
-    element("option", { text: "— choose a document —", attrs: { value: "" } }),
-    ...listing.data.map((doc) =>
-      element("option", { text: doc.source, attrs: { value: doc.document_id } })),
-  );
-  documentsLoaded = true;
-}
-
 async function rate(rating) {
   const status = $("feedback-status");
   try {
@@ -45,7 +35,10 @@ async function rate(rating) {
       ? "Thanks: you rated this answer helpful."
       : "Thanks: you rated this answer not helpful. You can say which page it should have used.";
     if (stored.changed) status.textContent += " (Your earlier rating was changed.)";
-    if (rating === "down") await loadDocuments();
+    if (rating === "down" && !documentsLoaded) {
+      documentsLoaded = true;
+      await documents.find();
+    }
   } catch (error) {
     status.textContent = describeError(error, "Your rating");
   }
@@ -76,15 +69,22 @@ export function showFeedback(id) {
   $("feedback-details").hidden = true;
   $("feedback-status").textContent = "";
   $("feedback-form").reset();
+  documents.reset(); // the search is empty again: the next thumbs-down lists from the start
+  documentsLoaded = false;
   setPressed("");
 }
 
 export function resetFeedback() {
   showFeedback("");
-  documentsLoaded = false;
 }
 
 export function setUpFeedback() {
+  documents = documentFinder({
+    search: $("expected-document-search"),
+    picker: $("expected-document"),
+    status: $("expected-document-count"),
+    none: "— choose a document —",
+  });
   $("rate-up").addEventListener("click", () => rate("up"));
   $("rate-down").addEventListener("click", () => rate("down"));
   $("feedback-form").addEventListener("submit", sendDetails);

@@ -1,14 +1,14 @@
 // Groups (admins): make one, add and remove its members, delete it. Also the tenant's users and
 // groups by name, which the access panel shows instead of ids.
 
-import { json, request } from "./api.js";
+import { everyListed, json, request } from "./api.js";
 import { confirmAction } from "./confirm.js";
 import { describeError, element, jsonBody } from "./format.js";
 import { refused } from "./refused.js";
 import { roleAtLeast } from "./roles.js";
 
 const $ = (id) => document.getElementById(id);
-const MAX_USER_PAGES = 100; // pages of the server's default size
+const MAX_USER_PAGES = 100; // pages of 100 users at most
 let users = []; // [{user_id, username, ...}] (admins only; empty for anyone else)
 let groups = []; // [{group_id, name, description, members: [user ids]}]
 let afterChange = () => {};
@@ -40,16 +40,6 @@ function report(text, { isError = false } = {}) {
   $("groups-status").textContent = isError ? "" : text;
 }
 
-async function allUsers() {
-  const found = [];
-  for (let page = 0; page < MAX_USER_PAGES; page += 1) {
-    const listing = await json(`/users?offset=${found.length}`);
-    found.push(...listing.data);
-    if (listing.data.length === 0 || found.length >= listing.count) break;
-  }
-  return found;
-}
-
 // Users and groups by name (GET /users and GET /groups are for admins: nobody else asks).
 export async function loadDirectory() {
   if (!roleAtLeast("admin")) {
@@ -57,7 +47,9 @@ export async function loadDirectory() {
     groups = [];
     return;
   }
-  const [userList, groupList] = await Promise.all([allUsers(), json("/groups")]);
+  const [userList, groupList] = await Promise.all([
+    everyListed("/users", { maxPages: MAX_USER_PAGES }), json("/groups"),
+  ]);
   users = userList;
   groups = groupList.data;
 }
