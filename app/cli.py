@@ -72,10 +72,10 @@ def cmd_search(container: Container, args: argparse.Namespace) -> int:
     result = search(
         container.retriever,
         container.request_limits,
-        args.tenant,
-        args.question,
-        args.k,
-        args.group,
+        tenant_id=args.tenant,
+        query=args.question,
+        k=args.k,
+        group=args.group,
     )
     rows = [
         {
@@ -124,7 +124,9 @@ def cmd_reindex(container: Container, args: argparse.Namespace) -> int:
 def cmd_create_user(container: Container, args: argparse.Namespace) -> int:
     """Create a user; the password is read from stdin so it never lands in shell history."""
     password = sys.stdin.readline().rstrip("\r\n")
-    user = container.users.create_user(args.tenant, args.username, password, args.role)
+    user = container.users.create_user(
+        tenant_id=args.tenant, username=args.username, password=password, role=args.role
+    )
     if args.break_glass:
         user = _set_break_glass(container, args.tenant, user.username, True)
     kind = " break-glass" if user.break_glass else ""
@@ -180,7 +182,7 @@ def cmd_set_sso(container: Container, args: argparse.Namespace) -> int:
     except ValidationError as exc:
         raise InvalidInput("; ".join(error["msg"] for error in exc.errors())) from None
     shown = container.single_sign_on.configure(
-        args.tenant, checked, Actor(args.tenant, None, "cli")
+        tenant_id=args.tenant, body=checked, actor=Actor(args.tenant, None, "cli")
     )
     print(f"single sign-on of tenant {args.tenant}: {shown['display_name']} ({shown['issuer']})")
     return 0
@@ -224,23 +226,22 @@ def cmd_create_key(container: Container, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    user = container.users.resolve(args.username, args.tenant)
+    user = container.users.resolve(args.username, tenant=args.tenant)
     if user.disabled:
         print(f"error: user {args.username} is disabled", file=sys.stderr)
         return 1
     owner = Identity(user.id, user.tenant_id, user.username, user.role)
     operator = Actor(user.tenant_id, None, "cli")
-    record, key = container.api_keys.create(
-        owner, operator, args.name, args.role, args.expires_in_days
-    )
+    issued = container.api_keys.create(owner, operator, args.name, args.role, args.expires_in_days)
+    record = issued.record
     print(f"created key {record.key_id} ({record.role}) for {user.username}", file=sys.stderr)
-    print(key)
+    print(issued.key)
     return 0
 
 
 def cmd_delete_user(container: Container, args: argparse.Namespace) -> int:
     """Delete a user by name."""
-    if not container.users.delete_user(args.username, args.tenant):
+    if not container.users.delete_user(args.username, tenant=args.tenant):
         where = f" in tenant {args.tenant}" if args.tenant else ""
         print(f"error: no user named {args.username}{where}", file=sys.stderr)
         return 1

@@ -282,7 +282,9 @@ class Container:
         user = self.user_store.get(user_id)
         if user is None or user.tenant_id != tenant_id or user.disabled:
             return None
-        access = self.collection_access.resolve(tenant_id, user_id, user.role, collections)
+        access = self.collection_access.resolve(
+            tenant_id=tenant_id, user_id=user_id, role=user.role, key_collections=collections
+        )
         return request_scope(self.search_scopes, access, None, None)
 
     @cached_property

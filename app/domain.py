@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 PageKind = Literal["text", "table", "code"]
 # Pages that point at content rather than hold it (app/ingestion/page_roles.py); None: content.
@@ -21,6 +21,18 @@ ROLES: tuple[Role, ...] = get_args(Role)
 # revoke keys, which otherwise needs a signed-in person.
 KeyScope = Literal["keys:manage"]
 KEY_SCOPES: tuple[KeyScope, ...] = get_args(KeyScope)
+
+
+Listed = TypeVar("Listed")  # what a listing holds: documents, jobs, users, runs, ...
+
+
+@dataclass(frozen=True)
+class ListedPage(Generic[Listed]):
+    """One page of a listing, in its order, and how many there are in all over every page (of
+    what the listing keeps: the statuses asked, the collections shown, ...)."""
+
+    records: list[Listed]
+    total: int
 
 
 def role_rank(role: str) -> int:

@@ -54,10 +54,12 @@ def run(iterations: int, data_dir: Path, database_url: str, revocation: str) -> 
         revocation_backend=revocation,
     )
     container = Container(settings)
-    user = container.users.create_user("bench-auth", f"bench-{time.time_ns()}", SECRET[:20])
+    user = container.users.create_user(
+        tenant_id="bench-auth", username=f"bench-{time.time_ns()}", password=SECRET[:20]
+    )
     token = container.token_codec.issue(user.id, user.tenant_id).access_token
     owner = Identity(user.id, user.tenant_id, user.username, user.role)
-    _, key = container.api_keys.create(owner, Actor(user.tenant_id, user.id, "bench"), "bench")
+    key = container.api_keys.create(owner, Actor(user.tenant_id, user.id, "bench"), "bench").key
     # A few revoked tokens, so the revocation lookup is not on an empty table.
     for _ in range(100):
         other = container.token_codec.issue(user.id, user.tenant_id).access_token

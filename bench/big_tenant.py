@@ -150,7 +150,9 @@ def change_one_document(data: Path) -> dict[str, object]:
     ]
     vectors = container.embedder.embed_documents(texts)
     write_ms = timed_ms(
-        lambda: container.corpus.replace_documents(TENANT, [(doc, chunks, vectors)])
+        lambda: container.corpus.replace_documents(
+            tenant_id=TENANT, documents=[(doc, chunks, vectors)]
+        )
     )
     refresh_ms = timed_ms(lambda: retriever.refresh(TENANT))
     keyword = retriever.keyword_index

@@ -62,7 +62,9 @@ def write_pooled(
         base = pool[rng.integers(0, len(pool), len(part))]
         noisy = base + NOISE * rng.standard_normal(base.shape) / np.sqrt(base.shape[1])
         vectors = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
-        container.corpus.replace_documents(tenant, [(doc, chunks, vectors.tolist())])
+        container.corpus.replace_documents(
+            tenant_id=tenant, documents=[(doc, chunks, vectors.tolist())]
+        )
         if progress and begin and begin % (20 * DOC_SIZE) == 0:
             elapsed = time.perf_counter() - started
             print(f"  {begin} chunks written, {elapsed:.0f} s", file=sys.stderr)

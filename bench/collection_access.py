@@ -61,11 +61,11 @@ def _populate(
     return user_ids
 
 
-def _timed(resolve: object, calls: Sequence[tuple[str, str]]) -> list[float]:
+def _timed(resolver: AccessResolver, calls: Sequence[tuple[str, Role]]) -> list[float]:
     times = []
     for user_id, role in calls:
         started = time.perf_counter()
-        resolve(TENANT, user_id, role)  # type: ignore[operator]
+        resolver.resolve(tenant_id=TENANT, user_id=user_id, role=role)
         times.append((time.perf_counter() - started) * 1000.0)
     return times
 
@@ -88,7 +88,9 @@ def _with_credential(
         started = time.perf_counter()
         version = users.get_for_token(user_id, "jti-never-revoked").access_version
         checked = time.perf_counter()
-        resolver.resolve(TENANT, user_id, role, None, version)
+        resolver.resolve(
+            tenant_id=TENANT, user_id=user_id, role=role, key_collections=None, version=version
+        )
         resolved = time.perf_counter()
         _token_check_without_version(database, user_id, "jti-never-revoked")
         ended = time.perf_counter()
@@ -123,17 +125,20 @@ def main() -> None:
         rng = random.Random(11)
         roles: list[Role] = ["member", "member", "member", "member", "member"]
         roles += ["member", "member", "member", "reader", "admin"]
-        first = _timed(resolver.resolve, [(u, "member") for u in user_ids])
+        first = _timed(resolver, [(u, "member") for u in user_ids])
         warm_calls = [(rng.choice(user_ids), rng.choice(roles)) for _ in range(args.requests)]
-        warm = _timed(resolver.resolve, warm_calls)
+        warm = _timed(resolver, warm_calls)
         given, token_check, token_before = _with_credential(database, resolver, warm_calls)
         cold = []
         audit = AuditEntry(TENANT, "bench")
         group = store.groups(TENANT)[0][0].group_id
         for user_id, role in warm_calls[: max(50, args.requests // 20)]:
             store.set_member(TENANT, group, user_ids[0], rng.random() < 0.5, audit)  # a change
-            cold += _timed(resolver.resolve, [(user_id, role)])
-        readable = [len(resolver.resolve(TENANT, u, "member").readable) for u in user_ids[:100]]
+            cold += _timed(resolver, [(user_id, role)])
+        readable = [
+            len(resolver.resolve(tenant_id=TENANT, user_id=u, role="member").readable)
+            for u in user_ids[:100]
+        ]
         if args.database == "postgresql":
             with database.engine.begin() as connection:
                 for table_name in (

@@ -36,7 +36,7 @@ NEIGHBOUR_QUESTION = "When is lunch served in the canteen?"
 def _token(client: TestClient, container: object, tenant: str) -> dict[str, str]:
     users = container.users  # type: ignore[attr-defined]
     name = f"bench-{tenant}"
-    users.create_user(tenant, name, PASSWORD, None)
+    users.create_user(tenant_id=tenant, username=name, password=PASSWORD, role=None)
     issued = client.post("/auth/token", data={"username": name, "password": PASSWORD}).json()
     return {"Authorization": f"Bearer {issued['access_token']}"}
 

@@ -269,7 +269,9 @@ def _upload_all(settings: Settings, paths: list[Path]) -> dict[str, float]:
     app = create_app(settings)
     with TestClient(app) as client:
         container: Container = app.state.container
-        record = container.users.create_user("bench", "bench-user", "a long bench password")
+        record = container.users.create_user(
+            tenant_id="bench", username="bench-user", password="a long bench password"
+        )
         token = container.token_codec.issue(record.id, "bench").access_token
         headers = {"Authorization": f"Bearer {token}"}
         started, cpu_started = time.perf_counter(), process_cpu_s(os.getpid())

@@ -87,7 +87,9 @@ def main() -> None:
         server, thread, url, app = _serve(Path(tmp))
         try:
             container = app.state.container  # type: ignore[attr-defined]
-            user = container.users.create_user("bench", "bench-user", "a long enough password")
+            user = container.users.create_user(
+                tenant_id="bench", username="bench-user", password="a long enough password"
+            )
             token = container.token_codec.issue(user.id, "bench").access_token
             client = httpx.Client(
                 base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60

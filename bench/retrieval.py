@@ -80,7 +80,9 @@ def _load(
         vectors = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
         real = min(max(len(pool) - begin, 0), len(part))  # the pool's own chunks keep theirs
         vectors[:real] = pool[begin : begin + real]
-        store.replace_documents(TENANT, [(doc, chunks, vectors.tolist())])  # type: ignore[attr-defined]
+        store.replace_documents(  # type: ignore[attr-defined]
+            tenant_id=TENANT, documents=[(doc, chunks, vectors.tolist())]
+        )
     return time.perf_counter() - started
 
 
@@ -106,7 +108,9 @@ def _refresh_after_upload(store: object, embedder: object, retriever: HybridRetr
     chunks = _page_one_chunks(source, texts)
     doc = chunks[0].document_id
     vectors = embedder.embed_documents(texts)  # type: ignore[attr-defined]
-    store.replace_documents(TENANT, [(doc, chunks, vectors)])  # type: ignore[attr-defined]
+    store.replace_documents(  # type: ignore[attr-defined]
+        tenant_id=TENANT, documents=[(doc, chunks, vectors)]
+    )
     started = time.perf_counter()
     retriever.refresh(TENANT)
     return time.perf_counter() - started

@@ -79,7 +79,9 @@ def _load(corpus: Corpus, embedder: HashedEmbedder, chunks: int, rng: random.Ran
             )
             for c, t in enumerate(texts)
         ]
-        corpus.replace_documents(TENANT, [(doc, rows, embedder.embed_documents(texts))])
+        corpus.replace_documents(
+            tenant_id=TENANT, documents=[(doc, rows, embedder.embed_documents(texts))]
+        )
         documents.append(doc)
     return documents
 

@@ -123,7 +123,9 @@ def load_cases(container: Container, limit: int | None, seed: int) -> list[Case]
 def _pages_known(container: Container, case: Case, ids: list[str]) -> None:
     """Note the pages of ranked ids no search has shown yet (an expansion's own finds)."""
     unknown = [i for i in ids[:CANDIDATES] if i not in case.pages]
-    for chunk in container.retriever.store.get_chunks(case.tenant, unknown) if unknown else []:
+    for chunk in (
+        container.retriever.store.get_chunks(tenant_id=case.tenant, ids=unknown) if unknown else []
+    ):
         case.pages[chunk.id] = chunk.page
 
 
@@ -227,9 +229,14 @@ def prf_steps(container: Container) -> dict[str, Ranker]:
             top /= np.linalg.norm(top, axis=1, keepdims=True)
             moved = question / np.linalg.norm(question) + beta * top.mean(axis=0)
             dense = [
-                c.id for c, _ in retriever.store.query(case.tenant, moved.tolist(), CANDIDATES)
+                c.id
+                for c, _ in retriever.store.query(
+                    tenant_id=case.tenant, vector=moved.tolist(), k=CANDIDATES
+                )
             ]
-            for chunk, _ in retriever.store.query(case.tenant, moved.tolist(), CANDIDATES):
+            for chunk, _ in retriever.store.query(
+                tenant_id=case.tenant, vector=moved.tolist(), k=CANDIDATES
+            ):
                 case.pages[chunk.id] = chunk.page
             keyword = case.remember(
                 retriever.search(case.tenant, case.text, CANDIDATES, "keyword").hits

@@ -165,7 +165,9 @@ def baseline_recall(container: Container, tenant: str, query: str, ours: Recall)
     arm searched with the baseline embedder's question vector (same stored passage vectors)."""
     recall = Recall(keyword_ids=list(ours.keyword_ids), coverage=ours.coverage)
     vector = baseline_embedder(container).embed_query(query)
-    hits = container.corpus.query(tenant, vector, container.retriever.config.dense_candidates)
+    hits = container.corpus.query(
+        tenant_id=tenant, vector=vector, k=container.retriever.config.dense_candidates
+    )
     recall.dense_ids = [chunk.id for chunk, _ in hits]
     for chunk_id in recall.dense_ids + recall.keyword_ids:
         recall.candidate(chunk_id)

@@ -64,7 +64,9 @@ def e5_alone(container: Container, tenant: str, query: str) -> list[str]:
     assert second is not None
     ready = container.corpus.second_ready(tenant)
     assert ready, "the second collection is complete after ingestion with the option"
-    hits = container.corpus.query_second(tenant, second.embedder.embed_query(query), 30)
+    hits = container.corpus.query_second(
+        tenant_id=tenant, vector=second.embedder.embed_query(query), k=30
+    )
     assert hits is not None
     return [chunk.document_id for chunk, _ in hits]
 

@@ -82,7 +82,9 @@ def index_file(
     second = embed_second(corpus, [parsed.chunks])
     with job_stage("store"):
         corpus.replace_documents(
-            tenant_id, [(parsed.document_id, parsed.chunks, vectors)], second_vectors=second
+            tenant_id=tenant_id,
+            documents=[(parsed.document_id, parsed.chunks, vectors)],
+            second_vectors=second,
         )
     return IngestedDocument(
         parsed.document_id, source, parsed.pages, len(parsed.chunks), parsed.ocr

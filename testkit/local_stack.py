@@ -289,7 +289,7 @@ class LocalStack:
         database = open_database(self.database_url)
         try:
             users = UserService(UserStore(database, settings.quota_users), settings.bcrypt_rounds)
-            users.create_user(tenant, username, PASSWORD)
+            users.create_user(tenant_id=tenant, username=username, password=PASSWORD)
         finally:
             database.dispose()
 

@@ -252,7 +252,9 @@ def test_reindex_re_embeds_a_tenant_indexed_with_another_model(tmp_path: Path) -
     text = "The SR-33 relief valve opens at 4.2 bar."
     doc = document_id("acme", "valves.txt")
     chunk = Chunk(chunk_id("acme", doc, 1, text), "acme", doc, "valves.txt", 1, "1", 0, 0, 41, text)
-    corpus.replace_documents("acme", [(doc, [chunk], fake.embed_documents([text]))])
+    corpus.replace_documents(
+        tenant_id="acme", documents=[(doc, [chunk], fake.embed_documents([text]))]
+    )
     corpus.index.client.close()  # type: ignore[attr-defined]  # the CLI process opens it next
 
     refused = cli(data_dir, "search", "--tenant", "acme", "relief valve")

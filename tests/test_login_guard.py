@@ -38,7 +38,7 @@ def users(database: Database) -> UserService:
     # Real bcrypt at its cheapest cost: the limits around the check are under test, not its
     # price, and these tests make dozens of checks.
     service = UserService(UserStore(database), 4)
-    service.create_user("acme", "alice", PASSWORD)
+    service.create_user(tenant_id="acme", username="alice", password=PASSWORD)
     return service
 
 
@@ -193,7 +193,7 @@ class CountingUsers:
         self.checks = 0
 
     def login_target(self, username: str, tenant: str | None = None) -> LoginTarget:
-        return self.users.login_target(username, tenant)
+        return self.users.login_target(username, tenant=tenant)
 
     def check_login(self, target: LoginTarget, password: str) -> Any:
         self.checks += 1
@@ -348,7 +348,7 @@ def test_a_days_failures_lock_new_clients_out_but_never_the_owners(
     users: UserService, database: Database, backend: Backend
 ) -> None:
     audit = AuditLog(AuditStore(database), retention_days=30)
-    before = audit.page("acme", 100, 0, action="login.locked")[1]
+    before = audit.page(tenant_id="acme", limit=100, offset=0, action="login.locked").total
     counting = CountingUsers(users)
     login = LoginGuard(
         counting,  # type: ignore[arg-type]
@@ -374,18 +374,19 @@ def test_a_days_failures_lock_new_clients_out_but_never_the_owners(
     # Her laptop still signs in: the lock is for clients new to the account.
     assert login.login("alice", PASSWORD, "192.0.2.20").username == "alice"
     # The lock is in the tenant's audit log once, naming the account, not once per refusal.
-    entries, total = audit.page("acme", 100, 0, action="login.locked")
-    assert total == before + 1
-    assert entries[0].detail["username"] == "alice" and entries[0].detail["failures"] == 5
-    assert entries[0].client_ip == "10.9.4.1"
+    found = audit.page(tenant_id="acme", limit=100, offset=0, action="login.locked")
+    assert found.total == before + 1
+    entry = found.records[0]
+    assert entry.detail["username"] == "alice" and entry.detail["failures"] == 5
+    assert entry.client_ip == "10.9.4.1"
 
 
 @pytest.mark.unit
 def test_the_lock_ends_with_the_day_and_another_tenants_name_is_its_own_account(
     users: UserService,
 ) -> None:
-    users.create_user("acme", "erin", PASSWORD)
-    users.create_user("globex", "erin", "another long enough secret")
+    users.create_user(tenant_id="acme", username="erin", password=PASSWORD)
+    users.create_user(tenant_id="globex", username="erin", password="another long enough secret")
     clock = FakeClock()
     login = guard(users, clock, failures=100, per_day=3)
     for attempt in range(3):

@@ -67,7 +67,7 @@ class CallCountClock:
 def _answer(container: Container, question: str, k: int | None) -> AnsweredQuestion:
     """What /query does once admitted: the cache lookup, then the answer (or the hit)."""
     deps = container.answer_deps
-    found = answer_service.lookup(deps, TENANT, question, k)
+    found = answer_service.lookup(deps, tenant_id=TENANT, question=question, k=k)
     if found.cached is not None:
         return answer_service.cached_answer(deps, found)
     return answer_service.generate_answer(deps, found)

@@ -136,7 +136,11 @@ def caller_access(container: Container, caller: Identity) -> CollectionAccess:
     """Which collections the caller may read, write and manage now (resolved per request; an
     API key with its owner's current grants, within the collections it was limited to)."""
     return container.collection_access.resolve(
-        caller.tenant_id, caller.user_id, caller.role, caller.collections, caller.access_version
+        tenant_id=caller.tenant_id,
+        user_id=caller.user_id,
+        role=caller.role,
+        key_collections=caller.collections,
+        version=caller.access_version,
     )
 
 

@@ -48,9 +48,12 @@ class Page(BaseModel, Generic[Item]):
         return f"{item.__name__.removesuffix('Out')}List"
 
     @classmethod
-    def of(cls, records: Sequence[object], count: int) -> Self:
-        """The page of these records, each read as the page's item model, and the total."""
-        return cls.model_validate({"data": records, "count": count})
+    def of(
+        cls, records: Sequence[object], count: int, context: dict[str, Any] | None = None
+    ) -> Self:
+        """The page of these records, each read as the page's item model (with this validation
+        `context`), and the total."""
+        return cls.model_validate({"data": records, "count": count}, context=context)
 
 
 class TokenOut(BaseModel):
@@ -144,13 +147,26 @@ class DocumentOut(Record):
         default=None, description="the label of the synced folder it came from (null: none)"
     )
     collection_id: str = Field(default="general", description="the collection it belongs to")
-    collection: str = Field(default="general", description="that collection's name")
+    collection: str = Field(
+        default="general", validate_default=True, description="that collection's name"
+    )
     metadata: dict[str, Any] = Field(default_factory=dict, description="its own metadata fields")
     language: str | None = Field(
         default=None,
         description="the language detected in its text (ISO 639-1: ar, en, de, fr, es, it, nl, "
         "pt; null: not told, or indexed before languages were detected)",
     )
+
+    @field_validator("collection")
+    @classmethod
+    def _collection_name(cls, name: str, info: ValidationInfo) -> str:
+        # A record holds its collection's id; the names the caller sees come in the context
+        # (`model_validate(record, context={"collection_names": ...})`).
+        names = (info.context or {}).get("collection_names")
+        if names is None:
+            return name
+        collection_id = info.data.get("collection_id", "general")
+        return str(names.get(collection_id, collection_id))
 
 
 # The fields of DocumentOut, which `GET /documents?fields=` may choose.

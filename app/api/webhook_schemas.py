@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from app.api.schemas import IsoTime, Record
 from app.services.blocks.webhook_urls import MAX_URL_CHARS
 from app.services.webhooks import EventType
 
@@ -27,7 +28,7 @@ class WebhookUpdate(BaseModel):
     enabled: bool | None = Field(default=None, description="true again re-enables a webhook")
 
 
-class WebhookOut(BaseModel):
+class WebhookOut(Record):
     webhook_id: str
     url: str
     events: list[str]
@@ -36,8 +37,8 @@ class WebhookOut(BaseModel):
     consecutive_failures: int
     disabled_reason: str | None
     created_by: str | None
-    created_at: str
-    updated_at: str
+    created_at: IsoTime
+    updated_at: IsoTime
 
 
 class WebhookCreated(WebhookOut):
@@ -51,16 +52,22 @@ class WebhookList(BaseModel):
     count: int
 
 
-class DeliveryOut(BaseModel):
+class DeliveryOut(Record):
     delivery_id: str = Field(description="the `webhook-id` header of every attempt")
     event_type: str
     status: str = Field(description="pending, delivered or failed (after 24 hours of retries)")
     attempts: int
-    next_attempt_at: str | None
+    next_attempt_at: IsoTime | None
     last_status_code: int | None
     last_error: str | None
-    created_at: str
-    updated_at: str
+    created_at: IsoTime
+    updated_at: IsoTime
+
+    @field_validator("next_attempt_at")
+    @classmethod
+    def _only_while_pending(cls, moment: object, info: ValidationInfo) -> object:
+        # A delivered or failed event is never attempted again.
+        return moment if info.data.get("status") == "pending" else None
 
 
 class DeliveryList(BaseModel):

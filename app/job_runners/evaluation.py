@@ -242,7 +242,7 @@ class EvaluationRunner:
 
             item = execution.items[len(execution.results)]
             scored = runs_service.score_question(
-                item, run.tenant_id, search, answer if run.answers else None
+                item, tenant_id=run.tenant_id, search=search, answer=answer if run.answers else None
             )
             execution.results.append(scored)
             done = len(execution.results)

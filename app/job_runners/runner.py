@@ -252,10 +252,10 @@ def _finish(
         _remove_upload(job)
         if deps.events is not None:
             deps.events.document(
-                job.tenant_id,
-                "document.indexed",
-                job.document_id,
-                job.source,
+                tenant_id=job.tenant_id,
+                event_type="document.indexed",
+                document_id=job.document_id,
+                source=job.source,
                 status="done",
                 job_id=job.job_id,
             )
@@ -301,10 +301,10 @@ def _fail(deps: IngestDeps, job: JobRecord, message: str, code: str) -> None:
         documents.set_status(job.tenant_id, job.document_id, "failed")
     if deps.events is not None:
         deps.events.document(
-            job.tenant_id,
-            "document.failed",
-            job.document_id,
-            job.source,
+            tenant_id=job.tenant_id,
+            event_type="document.failed",
+            document_id=job.document_id,
+            source=job.source,
             status="failed",
             job_id=job.job_id,
             error_code=code,

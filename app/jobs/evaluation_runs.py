@@ -19,6 +19,7 @@ from typing import Any, Literal
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, defer
 
+from app.domain import ListedPage
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
 from app.storage.tables import EvaluationRunRow, JobRow
@@ -137,7 +138,7 @@ class EvaluationRunStore:
         offset: int = 0,
         set_id: str | None = None,
         visible: Callable[[RunRecord], bool] | None = None,
-    ) -> tuple[list[RunRecord], int]:
+    ) -> ListedPage[RunRecord]:
         """The tenant's runs (of one set when given, only those `visible` keeps), oldest
         first, without per-item results, and how many in all."""
         where = [EvaluationRunRow.tenant_id == tenant_id]
@@ -156,13 +157,13 @@ class EvaluationRunStore:
                     for run in (_record(row, False) for row in session.scalars(query))
                     if visible(run)
                 ]
-                return kept[offset : offset + limit], len(kept)
+                return ListedPage(kept[offset : offset + limit], len(kept))
             rows = [
                 _record(row, with_results=False)
                 for row in session.scalars(query.limit(limit).offset(offset))
             ]
             total = session.scalar(select(func.count()).select_from(EvaluationRunRow).where(*where))
-            return rows, int(total or 0)
+            return ListedPage(rows, int(total or 0))
 
     def started(self, run_id: str) -> None:
         """Its job was claimed: the run starts (over) from its first item."""

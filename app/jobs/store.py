@@ -39,6 +39,7 @@ from sqlalchemy import delete, false, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
+from app.domain import ListedPage
 from app.errors import QuotaExceeded
 from app.jobs.endings import JobEndings
 from app.jobs.scheduling import RETRYING, ClaimScope, fair_tenant, in_scope, next_batch
@@ -367,7 +368,7 @@ class JobStore:
         offset: int = 0,
         collections: Collection[str] | None = None,
         requested_by: str | None = None,
-    ) -> tuple[list[JobRecord], int]:
+    ) -> ListedPage[JobRecord]:
         """One page of the tenant's jobs in `statuses` (never reservations), newest first, and
         how many the tenant has in them; with `collections`, only jobs of documents in them,
         deletions of them, and the deletions and evaluation runs `requested_by` asked for."""
@@ -393,7 +394,7 @@ class JobStore:
                 .offset(offset)
             ).all()
             total = session.scalar(select(func.count()).select_from(JobRow).where(*where))
-            return [_record(row) for row in rows], int(total or 0)
+            return ListedPage([_record(row) for row in rows], int(total or 0))
 
     def claim_next(
         self, max_running_per_tenant: int | None = None, scope: ClaimScope = "all"

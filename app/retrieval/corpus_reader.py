@@ -18,6 +18,7 @@ class CorpusReader(Protocol):
 
     def query(
         self,
+        *,
         tenant_id: str,
         vector: Sequence[float],
         k: int,
@@ -30,6 +31,7 @@ class CorpusReader(Protocol):
 
     def find_containing(
         self,
+        *,
         tenant_id: str,
         text: str,
         limit: int,
@@ -44,7 +46,7 @@ class CorpusReader(Protocol):
         """(chunk id, document id, page) of every chunk of the tenant."""
         ...
 
-    def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
+    def get_chunks(self, *, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
         """The chunks with these ids that belong to the tenant, in the given order."""
         ...
 

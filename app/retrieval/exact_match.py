@@ -131,14 +131,19 @@ def find_exact(
             # Edge symbols carry meaning here (`C++`, `#45`, `.NET`) and tokens would drop them.
             # The store's substring scan is slow on big tenants, so only these terms use it.
             scans_left -= 1
-            ids = [c.id for c in store.find_containing(tenant_id, term, MAX_EXACT_CHUNKS)]
+            ids = [
+                c.id
+                for c in store.find_containing(
+                    tenant_id=tenant_id, text=term, limit=MAX_EXACT_CHUNKS
+                )
+            ]
         if not ids and tokens:
             ids = snapshot.containing_all(tokens)
             if len(tokens) > 1 and ids:
                 # A phrase counts only where its words stand together, which needs the texts.
                 batch = ids[: min(_VERIFY_LIMIT, verify_left)]
                 verify_left -= len(batch)
-                chunks = store.get_chunks(tenant_id, batch) if batch else []
+                chunks = store.get_chunks(tenant_id=tenant_id, ids=batch) if batch else []
                 ids = [c.id for c in chunks if _contains_sequence(tokenizer(c.text), tokens)]
         if ids:
             matches.append(ExactMatch(term, ids))

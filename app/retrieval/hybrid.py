@@ -507,7 +507,9 @@ class HybridRetriever:
             where = None if self.second is None else self.scoped.dense_filter(tenant_id, scope)
             if self.second is not None and where is not None:
                 k = self.config.dense_candidates * pool_factor
-                hits = second_dense_hits(self.second, tenant_id, query, k, where)
+                hits = second_dense_hits(
+                    self.second, tenant_id=tenant_id, query=query, k=k, where=where
+                )
                 if hits is not None:  # None: the tenant's second collection is incomplete
                     with timed("dense_second"):
                         self._second_dense_arm(recall, hits, k)
@@ -693,7 +695,7 @@ class HybridRetriever:
         """Load the chunks of the first `window` candidates; drop ids the store no longer has."""
         head = ordered[:window]
         missing = [cid for cid in head if candidates[cid].chunk is None]
-        for chunk in self.store.get_chunks(tenant_id, missing) if missing else []:
+        for chunk in self.store.get_chunks(tenant_id=tenant_id, ids=missing) if missing else []:
             if chunk.tenant_id != tenant_id:
                 logger.error("store returned a chunk of another tenant; dropped")
                 continue

@@ -324,7 +324,9 @@ class KeywordIndex:
             current = self._store.chunk_ids(tenant_id)
             missing = [cid for cid in current if cid not in known and cid not in fetched]
             for begin in range(0, len(missing), _READ_BATCH):
-                batch = self._store.get_chunks(tenant_id, missing[begin : begin + _READ_BATCH])
+                batch = self._store.get_chunks(
+                    tenant_id=tenant_id, ids=missing[begin : begin + _READ_BATCH]
+                )
                 fetched.update((chunk.id, _owned(chunk, tenant_id)) for chunk in batch)
             if all(cid in known or cid in fetched for cid in current):
                 break

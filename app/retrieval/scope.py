@@ -209,7 +209,11 @@ class ScopedReads:
         if where is None:
             return []
         return self.store.query(
-            tenant_id, vector, k, documents=where.documents, chunk_ids=where.chunk_ids
+            tenant_id=tenant_id,
+            vector=vector,
+            k=k,
+            documents=where.documents,
+            chunk_ids=where.chunk_ids,
         )
 
     def keyword_snapshot(
@@ -242,11 +246,15 @@ class _ScopedReader:
         chunk_ids: Collection[str] | None = None,
     ) -> list[Chunk]:
         return self._store.find_containing(
-            tenant_id, text, limit, documents=self._scope.documents, chunk_ids=self._scope.chunks
+            tenant_id=tenant_id,
+            text=text,
+            limit=limit,
+            documents=self._scope.documents,
+            chunk_ids=self._scope.chunks,
         )
 
     def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
-        chunks = self._store.get_chunks(tenant_id, ids)
+        chunks = self._store.get_chunks(tenant_id=tenant_id, ids=ids)
         return [c for c in chunks if self._scope.allows(c.document_id, c.id)]
 
     def query(

@@ -33,6 +33,7 @@ class SecondDenseReader(Protocol):
 
     def query_second(
         self,
+        *,
         tenant_id: str,
         vector: Sequence[float],
         k: int,
@@ -54,7 +55,7 @@ class SecondDense:
 
 
 def second_dense_hits(
-    second: SecondDense, tenant_id: str, query: str, k: int, where: DenseFilter | None = None
+    second: SecondDense, *, tenant_id: str, query: str, k: int, where: DenseFilter | None = None
 ) -> list[tuple[Chunk, float]] | None:
     """The tenant's k nearest chunks by the second arm, best first, inside a search scope the
     way the first arm searches it (`where`, from `ScopedReads.dense_filter`; None: the whole
@@ -70,5 +71,9 @@ def second_dense_hits(
         vector = second.embedder.embed_query(query)
     with timed("dense_second"):
         return second.reader.query_second(
-            tenant_id, vector, k, documents=where.documents, chunk_ids=where.chunk_ids
+            tenant_id=tenant_id,
+            vector=vector,
+            k=k,
+            documents=where.documents,
+            chunk_ids=where.chunk_ids,
         )

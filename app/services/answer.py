@@ -10,6 +10,7 @@ into the JSON body and the server-sent events.
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -160,6 +161,7 @@ class Lookup:
 
 def lookup(
     deps: AnswerDeps,
+    *,
     tenant_id: str,
     question: str,
     k: int | None,
@@ -340,7 +342,16 @@ async def _lookup(
 ) -> Lookup:
     # On the default threadpool: a few milliseconds of validation, database and cache reads.
     found: Lookup = await anyio.to_thread.run_sync(
-        context.run, lookup, deps, caller.tenant_id, question, k, scope, caller.user_id
+        context.run,
+        functools.partial(
+            lookup,
+            deps,
+            tenant_id=caller.tenant_id,
+            question=question,
+            k=k,
+            scope=scope,
+            user_id=caller.user_id,
+        ),
     )
     return found
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from app.domain import role_at_least
+from app.domain import ListedPage, role_at_least
 from app.errors import NotFound
 from app.services.blocks.answer_log import answer_id_of
 from app.storage.answer_records import AnswerRecord, AnswerRecordStore
@@ -44,19 +44,20 @@ def page(
     offset: int,
     readable: ReadsDocument,
     everyone: bool = False,
+    *,
     user_id: str | None = None,
-) -> tuple[list[AnswerRecord], int]:
+) -> ListedPage[AnswerRecord]:
     """The caller's answers (an admin's `everyone`: the tenant's, or one user's), newest first,
     showing the documents the caller reads."""
     visible = _visible_user(caller, everyone)
     if visible is None and user_id is not None:
         visible = user_id
-    found, total = store.page(caller.tenant_id, limit, offset, user_id=visible)
-    return [shown(r, readable) for r in found], total
+    found = store.page(caller.tenant_id, limit, offset, user_id=visible)
+    return ListedPage([shown(r, readable) for r in found.records], found.total)
 
 
 def get(
-    store: AnswerRecordStore, caller: Identity, answer_id: str, readable: ReadsDocument
+    store: AnswerRecordStore, caller: Identity, *, answer_id: str, readable: ReadsDocument
 ) -> AnswerRecord:
     """One answer's record: the caller's own, or any of the tenant's for an admin; else 404.
     It shows the documents the caller reads."""

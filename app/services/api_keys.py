@@ -13,6 +13,7 @@ from __future__ import annotations
 import secrets
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from app.domain import KEY_SCOPES, KeyScope, Role, role_at_least
@@ -88,6 +89,14 @@ def _made_by_key(
     return min(wanted, limit)
 
 
+@dataclass(frozen=True)
+class IssuedKey:
+    """A key just made: its record, and the key itself (shown this once, never stored)."""
+
+    record: ApiKeyRecord
+    key: str
+
+
 class ApiKeyService:
     """Creating, listing and revoking keys (checking them is the Authenticator's job)."""
 
@@ -107,7 +116,7 @@ class ApiKeyService:
         expires_in_days: int | None = None,
         scopes: Sequence[str] = (),
         collections: Sequence[str] | None = None,
-    ) -> tuple[ApiKeyRecord, str]:
+    ) -> IssuedKey:
         """A new key of the caller and the key itself (shown once); InvalidInput, Forbidden for
         a role above the caller's or `keys:manage` from a non-admin, KeyNotAllowed for a key
         without `keys:manage`, QuotaExceeded at the user's cap of working keys."""
@@ -142,7 +151,7 @@ class ApiKeyService:
         )
         audit = actor.entry(
             "key.created",
-            record.key_id,
+            target_id=record.key_id,
             name=clean_name,
             role=wanted,
             prefix=record.prefix,
@@ -150,7 +159,7 @@ class ApiKeyService:
             **({"collections": list(record.collections)} if record.collections is not None else {}),
         )
         stored = self._store.add(record, self._hasher.hash(key), audit, self._max_active_per_user)
-        return stored, key
+        return IssuedKey(stored, key)
 
     def list(self, caller: Identity, everyone: bool) -> list[ApiKeyRecord]:
         """The caller's keys, or with `everyone` (admins only) every key of the tenant."""
@@ -158,13 +167,13 @@ class ApiKeyService:
             raise Forbidden("only an admin can list every key of the tenant")
         return self._store.list(caller.tenant_id, None if everyone else caller.user_id)
 
-    def revoke(self, caller: Identity, actor: Actor, key_id: str) -> None:
+    def revoke(self, caller: Identity, actor: Actor, *, key_id: str) -> None:
         """Delete one of the caller's keys (an admin: any key of the tenant) and every key made
         from it; NotFound else, KeyNotAllowed for a key without `keys:manage`."""
         _check_key_may_manage_keys(caller)
         owner = None if caller.role == "admin" else caller.user_id
         removed = self._store.remove(
-            caller.tenant_id, key_id, owner, actor.entry("key.revoked", key_id)
+            caller.tenant_id, key_id, owner, actor.entry("key.revoked", target_id=key_id)
         )
         if removed is None:
             raise NotFound("API key not found")

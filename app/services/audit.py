@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from app.domain import ListedPage
 from app.storage.audit import AuditEntry, AuditRecord, AuditStore
 from app.timing import AtMostEvery
 
@@ -70,7 +71,7 @@ class Actor:
     client_ip: str | None
     key_id: str | None = None  # when acting with an API key (its id, never the key)
 
-    def entry(self, action: str, target_id: str | None = None, **detail: Any) -> AuditEntry:
+    def entry(self, action: str, *, target_id: str | None = None, **detail: Any) -> AuditEntry:
         """An audit entry of this actor doing `action` (one of ACTIONS)."""
         if action not in ACTIONS:
             raise ValueError(f"unknown audit action {action!r}")
@@ -105,11 +106,12 @@ class AuditLog:
 
     def page(
         self,
+        *,
         tenant_id: str,
         limit: int,
         offset: int,
         action: str | None = None,
         user_id: str | None = None,
-    ) -> tuple[list[AuditRecord], int]:
+    ) -> ListedPage[AuditRecord]:
         """One page of the tenant's entries, newest first, and how many match."""
         return self.store.list(tenant_id, limit, offset, action=action, user_id=user_id)

@@ -67,14 +67,17 @@ class CollectionAccess:
         """The caller's permission on a collection (None: it may not even read it)."""
         return self.permissions.get(collection_id)
 
-    def can(self, collection_id: str, needed: Permission) -> bool:
+    def can(self, *, collection_id: str, needed: Permission) -> bool:
         """Whether the caller has at least `needed` on the collection."""
         return permission_at_least(self.permissions.get(collection_id), needed)
 
     def may_change_any(self, collection_id: str) -> bool:
         """Whether the caller may replace and delete every document of the collection (not
         only the ones they uploaded)."""
-        return self.can(collection_id, "write") and collection_id not in self.own_documents_only
+        return (
+            self.can(collection_id=collection_id, needed="write")
+            and collection_id not in self.own_documents_only
+        )
 
 
 class AccessResolver:
@@ -88,6 +91,7 @@ class AccessResolver:
 
     def resolve(
         self,
+        *,
         tenant_id: str,
         user_id: str,
         role: Role,

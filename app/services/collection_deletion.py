@@ -105,10 +105,10 @@ def _delete(deps: DeletionDeps, job: JobRecord) -> int:
             if deps.collections.delete_collection(tenant_id, collection_id, entry):
                 if deps.events is not None:
                     deps.events.collection(
-                        tenant_id,
-                        "collection.deleted",
-                        collection_id,
-                        job.source,
+                        tenant_id=tenant_id,
+                        event_type="collection.deleted",
+                        collection_id=collection_id,
+                        name=job.source,
                         documents=deleted,
                     )
                 return deleted

@@ -70,10 +70,12 @@ class CollectionService:
         self._bump_corpus = bump_corpus
 
     def access(
-        self, tenant_id: str, user_id: str, role: Role, key_collections: tuple[str, ...] | None
+        self, *, tenant_id: str, user_id: str, role: Role, key_collections: tuple[str, ...] | None
     ) -> CollectionAccess:
         """The caller's permissions now."""
-        return self.resolver.resolve(tenant_id, user_id, role, key_collections)
+        return self.resolver.resolve(
+            tenant_id=tenant_id, user_id=user_id, role=role, key_collections=key_collections
+        )
 
     # --- collections ---
 
@@ -86,7 +88,7 @@ class CollectionService:
 
     def _managed(self, access: CollectionAccess, id_or_name: str) -> CollectionRecord:
         found = self.readable(access, id_or_name)
-        if not access.can(found.collection_id, "manage"):
+        if not access.can(collection_id=found.collection_id, needed="manage"):
             raise Forbidden(f"you may read collection {found.name!r} but not manage it")
         return found
 
@@ -180,7 +182,7 @@ class CollectionService:
     # --- groups (admins: the routes check the role) ---
 
     def create_group(
-        self, tenant_id: str, actor: Actor, name: str, description: str
+        self, *, tenant_id: str, actor: Actor, name: str, description: str
     ) -> GroupRecord:
         """A new group."""
         name = checked_name(name, "group")
@@ -188,7 +190,7 @@ class CollectionService:
             tenant_id, name, description, actor.entry("group.created", name=name)
         )
 
-    def group(self, tenant_id: str, id_or_name: str) -> tuple[GroupRecord, list[str]]:
+    def group(self, *, tenant_id: str, id_or_name: str) -> tuple[GroupRecord, list[str]]:
         """A group and its members' user ids."""
         found = self.store.find_group(tenant_id, id_or_name)
         if found is None:
@@ -200,6 +202,7 @@ class CollectionService:
 
     def change_group(
         self,
+        *,
         tenant_id: str,
         actor: Actor,
         id_or_name: str,
@@ -207,31 +210,31 @@ class CollectionService:
         description: str | None,
     ) -> GroupRecord:
         """Rename or re-describe a group."""
-        found, _ = self.group(tenant_id, id_or_name)
+        found, _ = self.group(tenant_id=tenant_id, id_or_name=id_or_name)
         if name is not None:
             name = checked_name(name, "group")
         entry = actor.entry("group.changed", name=name or found.name)
         return self.store.update_group(tenant_id, found.group_id, name, description, entry)
 
-    def delete_group(self, tenant_id: str, actor: Actor, id_or_name: str) -> None:
+    def delete_group(self, *, tenant_id: str, actor: Actor, id_or_name: str) -> None:
         """Delete a group, its memberships and its grants."""
-        found, _ = self.group(tenant_id, id_or_name)
+        found, _ = self.group(tenant_id=tenant_id, id_or_name=id_or_name)
         self.store.delete_group(
             tenant_id, found.group_id, actor.entry("group.deleted", name=found.name)
         )
 
     def set_member(
-        self, tenant_id: str, actor: Actor, id_or_name: str, user_id: str, member: bool
+        self, *, tenant_id: str, actor: Actor, id_or_name: str, user_id: str, member: bool
     ) -> bool:
         """Add or remove a member; False when nothing changed."""
-        found, _ = self.group(tenant_id, id_or_name)
+        found, _ = self.group(tenant_id=tenant_id, id_or_name=id_or_name)
         action = "group.member_added" if member else "group.member_removed"
-        entry = actor.entry(action, found.group_id, user_id=user_id)
+        entry = actor.entry(action, target_id=found.group_id, user_id=user_id)
         return self.store.set_member(tenant_id, found.group_id, user_id, member, entry)
 
     # --- documents ---
 
-    def document_collection(self, access: CollectionAccess, document_id: str) -> str:
+    def document_collection(self, access: CollectionAccess, *, document_id: str) -> str:
         """The collection of a document the caller reads; NotFound exactly as for a missing
         document otherwise."""
         collection_id = self.store.collection_of(access.tenant_id, document_id)
@@ -243,6 +246,7 @@ class CollectionService:
         self,
         access: CollectionAccess,
         actor: Actor,
+        *,
         document_id: str,
         uploaded_by: str | None,
         collection: str | None,
@@ -251,30 +255,32 @@ class CollectionService:
         """Move a document and/or replace its metadata (no re-embedding): write on its
         collection (and, moving, on the target); a member only on their own uploads in a
         collection they write by its visibility alone."""
-        current = self.document_collection(access, document_id)
+        current = self.document_collection(access, document_id=document_id)
         self._check_write(access, current, uploaded_by, actor.user_id)
         target = None
         if collection is not None:
             target = self.readable(access, collection).collection_id
-            if not access.can(target, "write"):
+            if not access.can(collection_id=target, needed="write"):
                 raise Forbidden("you may not add documents to that collection")
         if target is not None and target != current:
-            entry = actor.entry("document.moved", document_id, collection=target, previous=current)
+            entry = actor.entry(
+                "document.moved", target_id=document_id, collection=target, previous=current
+            )
             self.store.set_document(access.tenant_id, document_id, entry, collection_id=target)
         if metadata is not None:
-            entry = actor.entry("document.metadata", document_id, keys=sorted(metadata))
+            entry = actor.entry("document.metadata", target_id=document_id, keys=sorted(metadata))
             self.store.set_document(access.tenant_id, document_id, entry, metadata=metadata)
         self._bump_corpus(access.tenant_id)
 
     def upload_target(self, access: CollectionAccess, collection: str | None) -> str:
         """The collection an upload goes to (default `general`), which the caller must write."""
         target = self.readable(access, collection or GENERAL_COLLECTION).collection_id
-        if not access.can(target, "write"):
+        if not access.can(collection_id=target, needed="write"):
             raise Forbidden("you may not add documents to that collection")
         return target
 
     def check_replace(
-        self, access: CollectionAccess, target: str, uploaded_by: str | None, user_id: str
+        self, access: CollectionAccess, target: str, uploaded_by: str | None, *, user_id: str
     ) -> None:
         """Forbidden unless the caller may replace the document of that uploader in `target`
         (a collection it writes: only a name already there is replaced)."""
@@ -284,17 +290,17 @@ class CollectionService:
     def _check_write(
         access: CollectionAccess, collection_id: str, uploaded_by: str | None, user_id: str | None
     ) -> None:
-        if not access.can(collection_id, "write"):
+        if not access.can(collection_id=collection_id, needed="write"):
             raise Forbidden("you may read this document but not change it")
         if not access.may_change_any(collection_id) and uploaded_by != user_id:
             raise Forbidden("you can change only documents you uploaded (a write grant can)")
 
     def check_may_delete(
-        self, access: CollectionAccess, document_id: str, uploaded_by: str | None, user_id: str
+        self, access: CollectionAccess, *, document_id: str, uploaded_by: str | None, user_id: str
     ) -> None:
         """NotFound for an unreadable document, Forbidden for one the caller may not delete."""
         self._check_write(
-            access, self.document_collection(access, document_id), uploaded_by, user_id
+            access, self.document_collection(access, document_id=document_id), uploaded_by, user_id
         )
 
 
@@ -304,14 +310,14 @@ def stats_in_reach(stats: TenantStats, store: AccessStore, access: CollectionAcc
     documents are not counted anywhere it can see)."""
     if access.reads_everything:
         return stats
-    documents, chunks, stored, ocr = store.usage_in(access.tenant_id, access.readable)
+    usage = store.usage_in(access.tenant_id, access.readable)
     quotas = dict(stats.quotas)
     for name, used in (
-        ("documents", documents),
-        ("chunks", chunks),
-        ("stored_bytes", stored),
-        ("ocr_pages", ocr),
+        ("documents", usage.documents),
+        ("chunks", usage.chunks),
+        ("stored_bytes", usage.stored_bytes),
+        ("ocr_pages", usage.ocr_pages),
     ):
         if name in quotas:
             quotas[name] = QuotaUse(used, quotas[name].limit)
-    return replace(stats, documents=documents, chunks=chunks, quotas=quotas)
+    return replace(stats, documents=usage.documents, chunks=usage.chunks, quotas=quotas)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
+from app.domain import ListedPage
 from app.errors import NotFound, QuotaExceeded, public_message
 from app.retrieval.scope import EVERYTHING, SearchScope
 from app.services import answer as answer_service
@@ -34,7 +35,7 @@ from app.services.answer import (
 from app.services.blocks.admission import Caller
 from app.services.blocks.answer_lane import AnswerStream
 from app.services.blocks.followups import Rewrite, Turn, standalone_question
-from app.storage.conversations import ConversationRecord, MessageRecord, NewTurn
+from app.storage.conversations import ConversationRecord, MessageRecord, NewTurn, StoredTurn
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -82,15 +83,6 @@ class ConversationDeps:
     store: ConversationStore
     follow_ups: FollowUpDeps
     max_turns: int  # RAG_CONVERSATION_MAX_TURNS: the newest turns kept
-
-
-@dataclass(frozen=True)
-class StoredTurn:
-    """Where a turn was stored: its conversation and the ids of its two messages."""
-
-    conversation_id: str
-    question_message_id: str
-    answer_message_id: str
 
 
 @dataclass(frozen=True)
@@ -202,7 +194,7 @@ def messages(
 
 def list_conversations(
     store: ConversationStore, caller: Caller, limit: int, offset: int
-) -> tuple[list[ConversationRecord], int]:
+) -> ListedPage[ConversationRecord]:
     """One page of the caller's conversations, most recently used first, and their total."""
     return store.list(caller.tenant_id, caller.user_id, limit, offset)
 
@@ -266,12 +258,12 @@ def _store_turn(
         citations.refused,
         answer_id or None,
     )
-    ids = deps.store.add_turn(
+    stored = deps.store.add_turn(
         caller.tenant_id, caller.user_id, conversation_id, turn, deps.max_turns
     )
-    if ids is None:  # deleted while the answer was being made
+    if stored is None:  # deleted while the answer was being made
         raise _missing()
-    return StoredTurn(conversation_id, *ids)
+    return stored
 
 
 async def ask(

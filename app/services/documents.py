@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
+from app.domain import ListedPage
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.services.audit import Actor
 from app.services.indexing import DocumentDeps, documents_lock
@@ -14,8 +14,6 @@ from app.storage.audit import AuditEntry
 from app.storage.documents import DocumentRecord, DocumentStore
 
 log = logging.getLogger(__name__)
-
-Listed = TypeVar("Listed")  # what a listing holds: DocumentRecord or JobRecord
 
 
 @dataclass(frozen=True)
@@ -36,6 +34,7 @@ class Uploader:
 
 def document_named(
     documents: DocumentStore,
+    *,
     tenant_id: str,
     document_id: str | None,
     source: str | None,
@@ -59,15 +58,6 @@ def document_named(
             "its document_id"
         )
     return named[0] if named else None
-
-
-@dataclass(frozen=True)
-class ListedPage(Generic[Listed]):
-    """One page of a tenant's documents or jobs, newest first, and how many it has in all (of
-    the statuses asked, for jobs)."""
-
-    records: list[Listed]
-    total: int
 
 
 def list_documents(
@@ -100,14 +90,16 @@ def delete_document(
 
     NotFound when missing; Forbidden (nothing removed) when the uploader may not delete it.
     """
-    with documents_lock(deps, tenant_id):
+    with documents_lock(deps, tenant_id=tenant_id):
         found = deps.documents.get(tenant_id, document_id)
         if found is None:
             raise NotFound("document not found")
         audit = None
         if uploader is not None:
             uploader.check_may_change(found, "delete")
-            audit = uploader.actor.entry("document.deleted", document_id, source=found.source)
+            audit = uploader.actor.entry(
+                "document.deleted", target_id=document_id, source=found.source
+            )
         _remove(deps, found, audit)
     deps.cache.invalidate_tenant(tenant_id)
     deps.refresh_keywords(tenant_id)
@@ -121,12 +113,12 @@ def delete_documents(
     and refresh the tenant's answers and keyword index once; how many existed. The caller has
     checked that `actor` may delete them (a collection's deletion)."""
     removed = []
-    with documents_lock(deps, tenant_id):
+    with documents_lock(deps, tenant_id=tenant_id):
         for document_id in document_ids:
             found = deps.documents.get(tenant_id, document_id)
             if found is None:
                 continue  # deleted meanwhile
-            audit = actor.entry("document.deleted", document_id, source=found.source)
+            audit = actor.entry("document.deleted", target_id=document_id, source=found.source)
             _remove(deps, found, audit)
             removed.append(found)
     if removed:
@@ -140,9 +132,9 @@ def delete_documents(
 def _remove(deps: DocumentDeps, found: DocumentRecord, audit: AuditEntry | None) -> None:
     """Remove one document's chunks, record and pages (under the documents lock)."""
     tenant_id, document_id = found.tenant_id, found.document_id
-    removed = deps.corpus.delete_document(tenant_id, document_id)
+    removed = deps.corpus.delete_document(tenant_id=tenant_id, document_id=document_id)
     deps.documents.delete(tenant_id, document_id, audit)
-    deps.originals.drop(tenant_id, document_id)
+    deps.originals.drop(tenant_id=tenant_id, document_id=document_id)
     log.info("document deleted", extra={"document_id": document_id, "chunks": removed})
 
 
@@ -150,10 +142,10 @@ def _deleted(deps: DocumentDeps, found: DocumentRecord) -> None:
     """Tell the webhooks a document was deleted."""
     if deps.events is not None:
         deps.events.document(
-            found.tenant_id,
-            "document.deleted",
-            found.document_id,
-            found.source,
+            tenant_id=found.tenant_id,
+            event_type="document.deleted",
+            document_id=found.document_id,
+            source=found.source,
             status="deleted",
             collection_id=found.collection_id,
         )

@@ -17,6 +17,7 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from app.answer_shape import AnswerShape
+from app.domain import ListedPage
 from app.errors import JobQueueFull, NotFound, QuotaExceeded
 from app.jobs.evaluation_runs import NewRun, RunRecord
 from app.jobs.store import JobLimitReached
@@ -74,7 +75,7 @@ def _documents(
 
 
 def start(
-    deps: RunDeps, actor: Actor, viewer: QualityViewer, set_id: str, answers: bool
+    deps: RunDeps, actor: Actor, viewer: QualityViewer, *, set_id: str, answers: bool
 ) -> RunRecord:
     """Queue a run of a set the caller sees (202), within the collections the caller's
     credential reads now; QuotaExceeded when the tenant already has MAX_ACTIVE_RUNS waiting or
@@ -119,12 +120,12 @@ def start(
     assert run is not None
     deps.enqueue(job)
     deps.audit.record(
-        actor.entry("evaluation.run_started", run.run_id, set_id=set_id, answers=answers)
+        actor.entry("evaluation.run_started", target_id=run.run_id, set_id=set_id, answers=answers)
     )
     return run
 
 
-def get(deps: RunDeps, viewer: QualityViewer, run_id: str) -> RunRecord:
+def get(deps: RunDeps, viewer: QualityViewer, *, run_id: str) -> RunRecord:
     """A run of the caller's tenant that the caller sees, as they may see it (NotFound
     otherwise, the same as for a missing run)."""
     found = deps.runs.get(viewer.access.tenant_id, run_id)
@@ -134,17 +135,17 @@ def get(deps: RunDeps, viewer: QualityViewer, run_id: str) -> RunRecord:
 
 
 def page(
-    deps: RunDeps, viewer: QualityViewer, limit: int, offset: int, set_id: str | None
-) -> tuple[list[RunRecord], int]:
+    deps: RunDeps, viewer: QualityViewer, limit: int, offset: int, *, set_id: str | None
+) -> ListedPage[RunRecord]:
     """The runs the caller sees, oldest first, as they may see them, and how many in all."""
-    found, total = deps.runs.page(
+    found = deps.runs.page(
         viewer.access.tenant_id,
         limit,
         offset,
         set_id,
         visible=None if viewer.sees_all else viewer.sees_run,
     )
-    return [viewer.redacted(run) for run in found], total
+    return ListedPage([viewer.redacted(run) for run in found.records], found.total)
 
 
 # --- scoring ---
@@ -239,7 +240,7 @@ def summarise(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def score_question(
-    item: dict[str, Any], tenant_id: str, search: Search, answer: Answer | None
+    item: dict[str, Any], *, tenant_id: str, search: Search, answer: Answer | None
 ) -> dict[str, Any]:
     """One item searched (and answered, with `answer`) and scored; an item that fails is kept
     with its error, so the run goes on."""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from app.domain import ListedPage
 from app.errors import InvalidInput, NotFound
 from app.services.documents import document_named
 from app.storage.feedback import FeedbackFilter
@@ -66,10 +67,10 @@ def _expected(
             raise InvalidInput(f"{where}: each expected entry is an object with source and page")
         record = document_named(
             deps.documents,
-            tenant_id,
-            str(wanted["document_id"]) if wanted.get("document_id") else None,
-            str(wanted["source"]) if wanted.get("source") else None,
-            readable,
+            tenant_id=tenant_id,
+            document_id=str(wanted["document_id"]) if wanted.get("document_id") else None,
+            source=str(wanted["source"]) if wanted.get("source") else None,
+            readable=readable,
         )
         if record is None:  # the same 422 for a missing document and one you may not read
             named = wanted.get("source") or wanted.get("document_id") or "(none)"
@@ -83,6 +84,7 @@ def _expected(
 
 def checked_items(
     deps: SetDeps,
+    *,
     tenant_id: str,
     items: list[dict[str, Any]],
     readable: ReadsDocument = _reads_every_document,
@@ -121,9 +123,14 @@ def create(
     if not name or len(name) > NAME_CHARS:
         raise InvalidInput(f"a set's name has 1-{NAME_CHARS} characters")
     stored = deps.sets.create(
-        actor.tenant_id, name, checked_items(deps, actor.tenant_id, items, readable), actor.user_id
+        actor.tenant_id,
+        name,
+        checked_items(deps, tenant_id=actor.tenant_id, items=items, readable=readable),
+        actor.user_id,
     )
-    deps.audit.record(actor.entry("evaluation.set_created", stored.set_id, items=stored.item_count))
+    deps.audit.record(
+        actor.entry("evaluation.set_created", target_id=stored.set_id, items=stored.item_count)
+    )
     return stored
 
 
@@ -174,7 +181,7 @@ def _csv_items(text: str) -> list[dict[str, Any]]:
 
 
 def items_from_feedback(
-    deps: SetDeps, tenant_id: str, readable: ReadsDocument = _reads_every_document
+    deps: SetDeps, *, tenant_id: str, readable: ReadsDocument = _reads_every_document
 ) -> list[dict[str, Any]]:
     """Items from the tenant's feedback whose answer record still holds the question:
     thumbs-down naming expected pages, and thumbs-up with the citations that helped (of those,
@@ -206,7 +213,7 @@ def items_from_feedback(
     return list(items.values())[:MAX_ITEMS]
 
 
-def get(deps: SetDeps, viewer: QualityViewer, set_id: str) -> EvaluationSet:
+def get(deps: SetDeps, viewer: QualityViewer, *, set_id: str) -> EvaluationSet:
     """A set of the caller's tenant that the caller sees, with its items (NotFound otherwise,
     the same as for a missing set)."""
     found = deps.sets.get(viewer.access.tenant_id, set_id)
@@ -217,15 +224,15 @@ def get(deps: SetDeps, viewer: QualityViewer, set_id: str) -> EvaluationSet:
 
 def page(
     deps: SetDeps, viewer: QualityViewer, limit: int, offset: int
-) -> tuple[list[EvaluationSet], int]:
+) -> ListedPage[EvaluationSet]:
     """The sets the caller sees (without their items), newest first, and how many in all."""
     visible = None if viewer.sees_all else viewer.sees_set
     return deps.sets.page(viewer.access.tenant_id, limit, offset, visible)
 
 
-def delete(deps: SetDeps, actor: Actor, viewer: QualityViewer, set_id: str) -> None:
+def delete(deps: SetDeps, actor: Actor, viewer: QualityViewer, *, set_id: str) -> None:
     """Delete a set the caller sees (its runs stay, for the history)."""
-    get(deps, viewer, set_id)
+    get(deps, viewer, set_id=set_id)
     if not deps.sets.delete(actor.tenant_id, set_id):
         raise NotFound("no such evaluation set")
-    deps.audit.record(actor.entry("evaluation.set_deleted", set_id))
+    deps.audit.record(actor.entry("evaluation.set_deleted", target_id=set_id))

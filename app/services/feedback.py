@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from app import metrics
+from app.domain import ListedPage
 from app.errors import InvalidInput, NotFound
 from app.services.blocks.answer_log import answer_id_of
 from app.services.documents import document_named
@@ -64,7 +65,11 @@ def _resolved(
     resolved = []
     for wanted in expected:
         record = document_named(
-            deps.documents, tenant_id, wanted.document_id, wanted.source, readable
+            deps.documents,
+            tenant_id=tenant_id,
+            document_id=wanted.document_id,
+            source=wanted.source,
+            readable=readable,
         )
         if record is None:
             named = wanted.document_id or wanted.source or "(none)"
@@ -82,6 +87,7 @@ def _resolved(
 def rate(
     deps: FeedbackDeps,
     actor: Actor,
+    *,
     answer_id: str,
     rating: Rating,
     comment: str | None = None,
@@ -108,7 +114,7 @@ def rate(
     deps.audit.record(
         actor.entry(
             "answer.rated",
-            answer_id,
+            target_id=answer_id,
             rating=rating,
             previous=previous,
             comment=comment is not None and comment != "",
@@ -120,7 +126,7 @@ def rate(
     return stored, previous is not None
 
 
-def mine(deps: FeedbackDeps, tenant_id: str, user_id: str, answer_id: str) -> FeedbackRecord:
+def mine(deps: FeedbackDeps, *, tenant_id: str, user_id: str, answer_id: str) -> FeedbackRecord:
     """The caller's rating of their answer (NotFound when none)."""
     found = deps.feedback.mine(tenant_id, answer_id_of(answer_id), user_id)
     if found is None:
@@ -140,20 +146,21 @@ def _shown(record: FeedbackRecord, readable: Callable[[str], bool]) -> FeedbackR
 
 def listing(
     deps: FeedbackDeps,
+    *,
     tenant_id: str,
     which: FeedbackFilter,
     limit: int,
     offset: int,
     readable: Callable[[str], bool],
-) -> tuple[list[FeedbackRecord], int]:
+) -> ListedPage[FeedbackRecord]:
     """A page of the tenant's feedback, newest first, showing the documents the caller reads,
     and the count of all that match."""
-    found, total = deps.feedback.page(tenant_id, which, limit, offset)
-    return [_shown(r, readable) for r in found], total
+    found = deps.feedback.page(tenant_id, which, limit, offset)
+    return ListedPage([_shown(r, readable) for r in found.records], found.total)
 
 
 def export_lines(
-    deps: FeedbackDeps, tenant_id: str, which: FeedbackFilter, readable: Callable[[str], bool]
+    deps: FeedbackDeps, *, tenant_id: str, which: FeedbackFilter, readable: Callable[[str], bool]
 ) -> Iterator[bytes]:
     """The tenant's matching feedback as JSON lines, oldest first, showing the documents the
     caller reads."""

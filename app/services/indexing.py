@@ -70,7 +70,7 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def documents_lock(deps: DocumentDeps, tenant_id: str) -> AbstractContextManager[None]:
+def documents_lock(deps: DocumentDeps, *, tenant_id: str) -> AbstractContextManager[None]:
     """Serialises "delete a document" with "record freshly indexed ones" across the API and
     worker processes, so an upload finishing during a delete cannot bring the document back.
     One lock per tenant, so a batch's documents are recorded together under one lock."""
@@ -241,8 +241,8 @@ def _index_together(
         second = embed_second(deps.corpus, [p.parsed.chunks for p in ready])
         with job_stage("store"):
             deps.corpus.replace_documents(
-                tenant_id,
-                [
+                tenant_id=tenant_id,
+                documents=[
                     (p.parsed.document_id, p.parsed.chunks, v)
                     for p, v in zip(ready, vectors, strict=True)
                 ],
@@ -385,7 +385,7 @@ def _record_indexed(
     is IngestionError. The caller invalidates the tenant's answers afterwards.
     """
     # A concurrent delete, in this process or another, sees the records before or after this.
-    with documents_lock(deps, tenant_id):
+    with documents_lock(deps, tenant_id=tenant_id):
         gone = deps.documents.record_indexed(
             tenant_id, [i.facts for i in indexed], must_exist=must_exist
         )
@@ -393,7 +393,7 @@ def _record_indexed(
         for i in indexed:
             document = i.document
             if document.document_id in gone:
-                deps.corpus.delete_document(tenant_id, document.document_id)
+                deps.corpus.delete_document(tenant_id=tenant_id, document_id=document.document_id)
                 outcomes.append(
                     IngestionError(
                         "the document was deleted while it was being indexed; upload it again "
@@ -402,7 +402,11 @@ def _record_indexed(
                 )
                 continue
             deps.originals.keep(
-                tenant_id, document.document_id, document.source, i.upload, document.ocr.layouts
+                tenant_id=tenant_id,
+                document_id=document.document_id,
+                source=document.source,
+                path=i.upload,
+                ocr_layouts=document.ocr.layouts,
             )
             outcomes.append(document)
     return outcomes

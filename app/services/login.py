@@ -137,13 +137,13 @@ class LoginGuard:
         self._account_count_cap = failures_per_account << (len(PACE_STEPS_S) - 1)
 
     def login(
-        self, username: str, password: str, client: str, tenant: str | None = None
+        self, username: str, password: str, client: str, *, tenant: str | None = None
     ) -> UserRecord:
         """The user for these credentials; AuthenticationFailed, TenantRequired (the password
         was right, the name needs its tenant), AccountLocked or RateLimited otherwise."""
         bucket = client_bucket(client)
         self._allow(self._limiter.hit(f"auth-ip:{bucket}", self._attempts_per_ip))
-        target = self._users.login_target(username, tenant)
+        target = self._users.login_target(username, tenant=tenant)
         account = target.account
         failures = f"auth-fail:{account}|{bucket}"
         self._allow(self._limiter.peek(failures, self._failures_per_client))
@@ -198,14 +198,14 @@ class LoginGuard:
         else:
             entry = Actor(user.tenant_id, None, client).entry(
                 "login.locked",
-                user.id,
+                target_id=user.id,
                 failures=count,
                 username=user.username,
                 locked_for_s=int(self._limiter.tally(f"auth-day:{target.account}").ends_in_s),
             )
         self._audit.record(entry)
 
-    def check_current_password(self, user_id: str, check: Callable[[], T]) -> T:
+    def check_current_password(self, *, user_id: str, check: Callable[[], T]) -> T:
         """`check()` (which verifies a signed-in user's current password) behind the same
         per-minute failure budget and bcrypt slots as a login, so a stolen token or key cannot
         guess its user's password without limit through POST /auth/password."""
@@ -286,6 +286,7 @@ def log_in(
     username: str,
     password: str,
     client: str,
+    *,
     tenant: str | None = None,
     password_allowed: Callable[[UserRecord], bool] | None = None,
 ) -> IssuedToken:
@@ -297,7 +298,7 @@ def log_in(
     account whose password was checked, if there is one; never the password).
     """
     try:
-        user = guard.login(username, password, client, tenant)
+        user = guard.login(username, password, client, tenant=tenant)
     except AuthenticationFailed:
         # Credential failures only: they are bounded by the per-client limit, while refusals by
         # that limit are not, and writing each would let a flood fill the log.
@@ -312,8 +313,8 @@ def log_in(
 
 def _failed_login(users: UserService, username: str, tenant: str | None, client: str) -> AuditEntry:
     reason = "credentials"
-    known = users.login_target(username, tenant).user if len(username) <= 64 else None
+    known = users.login_target(username, tenant=tenant).user if len(username) <= 64 else None
     if known is None:  # a name nobody has (maybe a mistyped password): not written down
         return Actor(NO_TENANT, None, client).entry("login.failed", reason=reason)
     actor = Actor(known.tenant_id, known.id, client)
-    return actor.entry("login.failed", known.id, reason=reason, username=known.username)
+    return actor.entry("login.failed", target_id=known.id, reason=reason, username=known.username)

@@ -3,6 +3,7 @@ page's text with the passage's offsets (every format), plus the kept original PD
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -44,7 +45,7 @@ PICTURED_SUFFIXES = (PDF_SUFFIX, *IMAGE_EXTENSIONS)
 class PageChunks(Protocol):
     """Reads the chunks of one page of a tenant's document, in page order."""
 
-    def page_chunks(self, tenant_id: str, document_id: str, page: int) -> list[Chunk]: ...
+    def page_chunks(self, *, tenant_id: str, document_id: str, page: int) -> list[Chunk]: ...
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class KeptOriginals:
     image_limits: RenderLimits
     pixel_caps: PixelCaps
 
-    def path(self, tenant_id: str, document_id: str) -> Path:
+    def path(self, *, tenant_id: str, document_id: str) -> Path:
         """Where a document's original PDF is kept, under the tenant's folder."""
         return self.root / tenant_id / f"{document_id}{PDF_SUFFIX}"
 
@@ -72,6 +73,7 @@ class KeptOriginals:
 
     def keep(
         self,
+        *,
         tenant_id: str,
         document_id: str,
         source: str,
@@ -87,7 +89,7 @@ class KeptOriginals:
         The page count (read by PDFium in a limited child) lets a page request beyond the
         document be refused without starting a renderer.
         """
-        target = self.path(tenant_id, document_id)
+        target = self.path(tenant_id=tenant_id, document_id=document_id)
         counted = self._count_path(tenant_id, document_id)
         self._keep_layouts(tenant_id, document_id, ocr_layouts or {})
         if not source.lower().endswith(PICTURED_SUFFIXES):
@@ -134,7 +136,7 @@ class KeptOriginals:
         partial.write_text(dump_layouts(layouts), encoding="utf-8")
         os.replace(partial, kept)
 
-    def ocr_layout(self, tenant_id: str, document_id: str, page: int) -> OcrLayout | None:
+    def ocr_layout(self, *, tenant_id: str, document_id: str, page: int) -> OcrLayout | None:
         """The words and boxes OCR read on a page; None when the page has a text layer."""
         return read_layout(self._layouts_path(tenant_id, document_id), page)
 
@@ -147,16 +149,16 @@ class KeptOriginals:
             )
             return None
 
-    def page_count(self, tenant_id: str, document_id: str) -> int | None:
+    def page_count(self, *, tenant_id: str, document_id: str) -> int | None:
         """The kept PDF's page count; None when unknown (kept before counts were recorded)."""
         try:
             return int(self._count_path(tenant_id, document_id).read_text(encoding="ascii"))
         except (OSError, ValueError):
             return None
 
-    def drop(self, tenant_id: str, document_id: str) -> None:
+    def drop(self, *, tenant_id: str, document_id: str) -> None:
         """Delete a document's kept PDF, its page count and its cached page pictures."""
-        self.path(tenant_id, document_id).unlink(missing_ok=True)
+        self.path(tenant_id=tenant_id, document_id=document_id).unlink(missing_ok=True)
         self._count_path(tenant_id, document_id).unlink(missing_ok=True)
         self._layouts_path(tenant_id, document_id).unlink(missing_ok=True)
         self.images.drop_document(tenant_id, document_id)
@@ -200,7 +202,7 @@ def _document(deps: PageDeps, tenant_id: str, document_id: str) -> DocumentRecor
 def _page_chunks(deps: PageDeps, tenant_id: str, document_id: str, page: int) -> list[Chunk]:
     if page < 1:
         raise NotFound(f"page {page} does not exist; pages are numbered from 1")
-    return deps.chunks.page_chunks(tenant_id, document_id, page)
+    return deps.chunks.page_chunks(tenant_id=tenant_id, document_id=document_id, page=page)
 
 
 def _cited_chunk(chunks: list[Chunk], chunk_id: str | None, page: int) -> Chunk | None:
@@ -297,7 +299,7 @@ def _beyond(page: int, page_count: int) -> NotFound:
 
 
 def picture_job(
-    deps: PageDeps, tenant_id: str, document_id: str, page: int, chunk_id: str | None
+    deps: PageDeps, *, tenant_id: str, document_id: str, page: int, chunk_id: str | None
 ) -> RenderedPage | PictureJob:
     """The cached picture, or the job that draws it; every refusal (404, 409, 422) comes from
     here, in milliseconds: a page beyond the document or one that failed before starts nothing.
@@ -308,13 +310,13 @@ def picture_job(
             "this document is not a PDF or an image, so it has no page pictures; "
             f"GET /documents/{document_id}/pages/{page}/text shows the passage in its text"
         )
-    path = deps.originals.path(tenant_id, document_id)
+    path = deps.originals.path(tenant_id=tenant_id, document_id=document_id)
     if not path.exists():
         raise PageUnavailable(
             "the original PDF of this document was not kept (it was indexed before page "
             "pictures existed, or is still being indexed); upload it again to see its pages"
         )
-    page_count = deps.originals.page_count(tenant_id, document_id)
+    page_count = deps.originals.page_count(tenant_id=tenant_id, document_id=document_id)
     if page_count is not None and page > page_count:
         raise _beyond(page, page_count)
     page_key = (tenant_id, document_id, record.content_sha256, page)
@@ -325,7 +327,7 @@ def picture_job(
     cited = _cited_chunk(chunks, chunk_id, page)
     passage = None
     if cited is not None:
-        layout = deps.originals.ocr_layout(tenant_id, document_id, page)
+        layout = deps.originals.ocr_layout(tenant_id=tenant_id, document_id=document_id, page=page)
         passage = Passage(_page_body(cited), _position_hint(cited, chunks), layout)
     job = PictureJob(document_id, path, page, passage, page_key, chunk_id)
     cached = deps.originals.images.get(job.image_key)
@@ -369,7 +371,16 @@ async def page_image(
     chunk_id: str | None,
 ) -> RenderedPage:
     """A PDF page as PNG, the cited chunk highlighted: cached, refused, or drawn in a slot."""
-    found = await lane.look_up(picture_job, deps, caller.tenant_id, document_id, page, chunk_id)
+    found = await lane.look_up(
+        functools.partial(
+            picture_job,
+            deps,
+            tenant_id=caller.tenant_id,
+            document_id=document_id,
+            page=page,
+            chunk_id=chunk_id,
+        )
+    )
     if not isinstance(found, PictureJob):
         return found
     slot = await lane.renders.acquire(caller)

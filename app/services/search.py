@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 def search(
     retriever: HybridRetriever,
     limits: RequestLimits,
+    *,
     tenant_id: str,
     query: str,
     k: int | None,

@@ -13,10 +13,10 @@ import unicodedata
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from app.domain import GENERAL_COLLECTION
+from app.domain import GENERAL_COLLECTION, ListedPage
 from app.errors import InvalidInput
 from app.jobs.store import JobRecord
-from app.services.documents import ListedPage, Uploader
+from app.services.documents import Uploader
 from app.services.indexing import DocumentDeps, file_sha256
 from app.services.uploads import (
     ReceivedFile,
@@ -161,5 +161,4 @@ def list_matching(
 ) -> ListedPage[DocumentRecord]:
     """One page of the tenant's documents that `wanted` keeps (by name; of these collections
     only, when given), and how many in all."""
-    records, total = deps.documents.page_matching(tenant_id, wanted, limit, offset, collections)
-    return ListedPage(list(records), total)
+    return deps.documents.page_matching(tenant_id, wanted, limit, offset, collections)

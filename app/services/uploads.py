@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.domain import GENERAL_COLLECTION
+from app.domain import GENERAL_COLLECTION, ListedPage
 from app.errors import JobQueueFull, NotFound, QuotaExceeded
 from app.jobs.queue import JobQueue, enqueue
 from app.jobs.store import (
@@ -23,7 +23,7 @@ from app.jobs.store import (
     StoredUpload,
 )
 from app.services.audit import AuditLog
-from app.services.documents import ListedPage, Uploader
+from app.services.documents import Uploader
 from app.services.indexing import file_sha256
 from app.storage.documents import DocumentStore
 
@@ -128,7 +128,7 @@ def submit_uploads(
                 audit.append(
                     uploader.actor.entry(
                         "document.uploaded",
-                        upload.document_id,
+                        target_id=upload.document_id,
                         source=upload.source,
                         size_bytes=upload.size_bytes,
                     )
@@ -202,13 +202,13 @@ def list_jobs(
     """The tenant's jobs in `statuses` (uploads still being received are not jobs yet); with
     `collections`, those of documents in them, deletions of them, and the deletions `user_id`
     asked for."""
-    records, total = deps.jobs.page(tenant_id, statuses, limit, offset, collections, user_id)
-    return ListedPage(records, total)
+    return deps.jobs.page(tenant_id, statuses, limit, offset, collections, user_id)
 
 
 def job_readable(
     job: JobRecord,
     readable: Callable[[str], bool],
+    *,
     user_id: str | None,
     collection_of: Callable[[str], str | None],
 ) -> bool:

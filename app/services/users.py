@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from app import security
-from app.domain import ROLES, Role
+from app.domain import ROLES, ListedPage, Role
 from app.errors import AuthenticationFailed, InvalidInput, KeyNotAllowed, NotFound, TenantRequired
 from app.services.audit import Actor
 from app.services.blocks.passwords import validate_password
@@ -105,6 +105,7 @@ class UserService:
 
     def create_user(
         self,
+        *,
         tenant_id: str,
         username: str,
         password: str,
@@ -124,13 +125,14 @@ class UserService:
         audit = actor.entry("user.created") if actor else None
         return self._store.add(tenant_id, name, password_hash, checked, audit)
 
-    def page(self, tenant_id: str, limit: int, offset: int) -> tuple[list[UserRecord], int]:
+    def page(self, *, tenant_id: str, limit: int, offset: int) -> ListedPage[UserRecord]:
         """One page of the tenant's users by name, and how many there are."""
         return self._store.page(tenant_id, limit, offset)
 
     def change_user(
         self,
         actor: Actor,
+        *,
         user_id: str,
         role: str | None = None,
         disabled: bool | None = None,
@@ -149,7 +151,7 @@ class UserService:
         change = UserChange(role=checked, disabled=disabled, password_hash=password_hash)
         return self._store.change(actor.tenant_id, user_id, change, actor.entry("user.changed"))
 
-    def remove_user(self, actor: Actor, user_id: str) -> None:
+    def remove_user(self, actor: Actor, *, user_id: str) -> None:
         """Delete a user of the actor's tenant with its keys and conversations; NotFound or
         Conflict."""
         refuse_api_keys(actor)
@@ -172,16 +174,17 @@ class UserService:
         username: str,
         role: str | None = None,
         disabled: bool | None = None,
+        *,
         tenant: str | None = None,
     ) -> UserRecord:
         """The CLI's change of a user by name (same rules as the API, no actor)."""
-        user = self.resolve(username, tenant)
+        user = self.resolve(username, tenant=tenant)
         checked = validate_role(role) if role is not None else None
         change = UserChange(role=checked, disabled=disabled)
         operator = Actor(tenant_id=user.tenant_id, user_id=None, client_ip="cli")
         return self._store.change(user.tenant_id, user.id, change, operator.entry("user.changed"))
 
-    def resolve(self, username: str, tenant: str | None = None) -> UserRecord:
+    def resolve(self, username: str, *, tenant: str | None = None) -> UserRecord:
         """The user an operator names (any letter case): in the tenant, or the only one with
         the name; NotFound, or TenantRequired when several tenants have it."""
         name = normalise_username(username)
@@ -203,10 +206,10 @@ class UserService:
         """Users of one tenant, or all users when tenant_id is None."""
         return self._store.list(tenant_id)
 
-    def delete_user(self, username: str, tenant: str | None = None) -> bool:
+    def delete_user(self, username: str, *, tenant: str | None = None) -> bool:
         """Delete a user by name (see `resolve`); returns whether one existed."""
         try:
-            user = self.resolve(username, tenant)
+            user = self.resolve(username, tenant=tenant)
         except NotFound:
             return False
         return self._store.delete(user.tenant_id, user.username)
@@ -215,7 +218,7 @@ class UserService:
         """The user with this id, or None once deleted (its tokens stop working)."""
         return self._store.get(user_id)
 
-    def login_target(self, username: str, tenant: str | None = None) -> LoginTarget:
+    def login_target(self, username: str, *, tenant: str | None = None) -> LoginTarget:
         """The account a login names (no password check yet); see LoginTarget."""
         name = normalise_username(username)
         chosen = normalise_tenant(tenant)
@@ -252,6 +255,8 @@ class UserService:
             raise TenantRequired(TENANT_REQUIRED_MESSAGE)
         return user
 
-    def authenticate(self, username: str, password: str, tenant: str | None = None) -> UserRecord:
+    def authenticate(
+        self, username: str, password: str, *, tenant: str | None = None
+    ) -> UserRecord:
         """The user these credentials belong to; AuthenticationFailed or TenantRequired."""
-        return self.check_login(self.login_target(username, tenant), password)
+        return self.check_login(self.login_target(username, tenant=tenant), password)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
+from app.domain import ListedPage
 from app.errors import InvalidInput, NotFound
 from app.services.audit import Actor
 from app.services.blocks.webhook_delivery import new_secret
@@ -66,7 +67,7 @@ def create_webhook(
     if len(deps.store.of_tenant(tenant)) >= MAX_WEBHOOKS_PER_TENANT:
         raise InvalidInput(f"a tenant has at most {MAX_WEBHOOKS_PER_TENANT} webhooks")
     webhook_id = "wh_" + secrets.token_hex(12)
-    audit = actor.entry("webhook.created", webhook_id, url=url, events=chosen)
+    audit = actor.entry("webhook.created", target_id=webhook_id, url=url, events=chosen)
     return deps.store.create(
         tenant, webhook_id, url, chosen, description, new_secret(), actor.user_id, audit
     )
@@ -99,7 +100,9 @@ def update_webhook(
     if url is not None:
         check_url(url, deps.rules)
     chosen = None if events is None else _events(events)
-    audit = actor.entry("webhook.changed", webhook_id, url=url, events=chosen, enabled=enabled)
+    audit = actor.entry(
+        "webhook.changed", target_id=webhook_id, url=url, events=chosen, enabled=enabled
+    )
     changed = deps.store.update(
         actor.tenant_id,
         webhook_id,
@@ -116,14 +119,14 @@ def update_webhook(
 
 def delete_webhook(deps: WebhookDeps, *, actor: Actor, webhook_id: str) -> None:
     """Remove a webhook and its delivery log; NotFound when missing."""
-    audit = actor.entry("webhook.deleted", webhook_id)
+    audit = actor.entry("webhook.deleted", target_id=webhook_id)
     if not deps.store.delete(actor.tenant_id, webhook_id, audit):
         raise NotFound("webhook not found")
 
 
 def list_deliveries(
     deps: WebhookDeps, *, tenant_id: str, webhook_id: str, limit: int, offset: int
-) -> tuple[list[DeliveryRecord], int]:
+) -> ListedPage[DeliveryRecord]:
     """One page of a webhook's delivery log, newest first; NotFound when missing."""
     get_webhook(deps, tenant_id=tenant_id, webhook_id=webhook_id)
     return deps.store.deliveries(tenant_id, webhook_id, limit, offset)
@@ -189,11 +192,11 @@ class DocumentEvents:
 
     def document(
         self,
+        *,
         tenant_id: str,
         event_type: EventType,
         document_id: str,
         source: str,
-        *,
         status: str,
         job_id: str | None = None,
         error_code: str | None = None,
@@ -221,6 +224,7 @@ class DocumentEvents:
 
     def collection(
         self,
+        *,
         tenant_id: str,
         event_type: EventType,
         collection_id: str,
@@ -254,7 +258,7 @@ class CreatorReads:
         user = self._users.get(webhook.created_by) if webhook.created_by else None
         if user is None or user.disabled or user.tenant_id != webhook.tenant_id:
             return False
-        access = self._access.resolve(user.tenant_id, user.id, user.role)
+        access = self._access.resolve(tenant_id=user.tenant_id, user_id=user.id, role=user.role)
         if access.reads_everything:
             return True
         collection_id = event_collection(delivery.body)

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 
+from app.domain import ListedPage
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
 from app.storage.tables import AnswerRecordRow
@@ -112,7 +113,7 @@ class AnswerRecordStore:
 
     def page(
         self, tenant_id: str, limit: int, offset: int = 0, user_id: str | None = None
-    ) -> tuple[list[AnswerRecord], int]:
+    ) -> ListedPage[AnswerRecord]:
         """One page of the tenant's records (one user's when given), newest first, and the
         count of all."""
         where = [AnswerRecordRow.tenant_id == tenant_id]
@@ -128,7 +129,7 @@ class AnswerRecordStore:
         with self._db.session() as session:
             rows = [_record(row) for row in session.scalars(query)]
             total = session.scalar(select(func.count()).select_from(AnswerRecordRow).where(*where))
-            return rows, int(total or 0)
+            return ListedPage(rows, int(total or 0))
 
     def export(self, tenant_id: str) -> Iterator[AnswerRecord]:
         """Every record of the tenant, oldest first, read in batches."""

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from app.domain import ListedPage
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
 from app.storage.tables import AuditRow
@@ -85,7 +86,7 @@ class AuditStore:
         offset: int = 0,
         action: str | None = None,
         user_id: str | None = None,
-    ) -> tuple[list[AuditRecord], int]:
+    ) -> ListedPage[AuditRecord]:
         """One page of the tenant's entries, newest first, and how many match in all."""
         where = [AuditRow.tenant_id == tenant_id]
         if action is not None:
@@ -102,7 +103,7 @@ class AuditStore:
         with self._db.session() as session:
             rows = [_record(row) for row in session.scalars(query)]
             total = session.scalar(select(func.count()).select_from(AuditRow).where(*where))
-            return rows, int(total or 0)
+            return ListedPage(rows, int(total or 0))
 
     def prune(self, retention_days: int, now: datetime | None = None) -> int:
         """Delete entries older than the retention; how many went."""

@@ -23,6 +23,7 @@ from app.domain import GENERAL_COLLECTION
 from app.errors import Conflict, NotFound
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, conflict_insert, utc_now
+from app.storage.documents import StoredUsage
 from app.storage.records import record_of
 from app.storage.tables import (
     AccessVersionRow,
@@ -301,22 +302,22 @@ class AccessStore:
             )
             return {cid: (int(docs), int(chunks)) for cid, docs, chunks in rows}
 
-    def usage_in(self, tenant_id: str, collections: Iterable[str]) -> tuple[int, int, int, int]:
-        """Documents, chunks, stored bytes and OCR pages of these collections together."""
+    def usage_in(self, tenant_id: str, collections: Iterable[str]) -> StoredUsage:
+        """Documents, stored bytes, chunks and OCR pages of these collections together."""
         with self._db.session() as session:
             row = session.execute(
                 select(
                     func.count(),
-                    func.coalesce(func.sum(DocumentRow.chunks), 0),
                     func.coalesce(func.sum(DocumentRow.size_bytes), 0),
+                    func.coalesce(func.sum(DocumentRow.chunks), 0),
                     func.coalesce(func.sum(DocumentRow.ocr_pages), 0),
                 ).where(
                     DocumentRow.tenant_id == tenant_id,
                     DocumentRow.collection_id.in_(sorted(collections)),
                 )
             ).one()
-            documents, chunks, stored, ocr = row
-            return int(documents), int(chunks), int(stored), int(ocr)
+            documents, stored_bytes, chunks, ocr_pages = row
+            return StoredUsage(int(documents), int(stored_bytes), int(chunks), int(ocr_pages))
 
     def document_ids(self, tenant_id: str, collection_id: str) -> list[str]:
         """The ids of the collection's documents."""

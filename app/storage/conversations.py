@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from app.domain import ListedPage
 from app.errors import QuotaExceeded
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
@@ -67,6 +68,15 @@ class NewTurn:
     citations: list[dict[str, Any]]
     refused: bool
     answer_id: str | None = None  # the answer's id becomes its message id (one id to rate)
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """Where a turn was stored: its conversation and the ids of its two messages."""
+
+    conversation_id: str
+    question_message_id: str
+    answer_message_id: str
 
 
 @dataclass(frozen=True)
@@ -190,7 +200,7 @@ class ConversationStore:
 
     def list(
         self, tenant_id: str, user_id: str, limit: int, offset: int
-    ) -> tuple[list[ConversationRecord], int]:
+    ) -> ListedPage[ConversationRecord]:
         """One page of the user's conversations, most recently used first, and their total."""
         owner = (ConversationRow.tenant_id == tenant_id, ConversationRow.user_id == user_id)
         counts = (
@@ -211,7 +221,7 @@ class ConversationStore:
                 .limit(limit)
                 .offset(offset)
             ).all()
-            return [_conversation(row, int(n)) for row, n in rows], int(total or 0)
+            return ListedPage([_conversation(row, int(n)) for row, n in rows], int(total or 0))
 
     def delete(self, tenant_id: str, user_id: str, conversation_id: str) -> bool:
         """Delete the conversation and its messages; False when missing or not theirs."""
@@ -229,10 +239,10 @@ class ConversationStore:
 
     def add_turn(
         self, tenant_id: str, user_id: str, conversation_id: str, turn: NewTurn, max_turns: int
-    ) -> tuple[str, str] | None:
+    ) -> StoredTurn | None:
         """Store a question and its answer, dropping turns beyond the newest `max_turns`.
 
-        Returns the (question, answer) message ids, or None when the conversation is gone.
+        Returns where they were stored, or None when the conversation is gone.
         QuotaExceeded, storing nothing, when the turn would pass the conversation's messages or
         the tenant's stored bytes.
         """
@@ -244,7 +254,7 @@ class ConversationStore:
 
     def _add_turn(
         self, tenant_id: str, user_id: str, conversation_id: str, turn: NewTurn, max_turns: int
-    ) -> tuple[str, str] | None:
+    ) -> StoredTurn | None:
         now = utc_now()
         with self._db.session() as session:
             row = self._owned(session, tenant_id, user_id, conversation_id)
@@ -285,7 +295,7 @@ class ConversationStore:
             # Measured with the turn in and the dropped turns out; over it, the session's
             # rollback undoes both.
             self._check_stored_bytes(self._stored_bytes(session, tenant_id), 0)
-            return question.message_id, answer.message_id
+            return StoredTurn(conversation_id, question.message_id, answer.message_id)
 
     def check_room(self, tenant_id: str, user_id: str, conversation_id: str, question: str) -> bool:
         """Before answering: QuotaExceeded when a turn with this question cannot be stored

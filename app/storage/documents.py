@@ -5,6 +5,7 @@ Every method takes the tenant; a document of another tenant behaves exactly like
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,6 +14,7 @@ from typing import Any, Literal
 from sqlalchemy import ColumnElement, Select, case, delete, func, select, update
 from sqlalchemy.orm import Session
 
+from app.domain import ListedPage
 from app.domain import document_id as new_document_id
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, conflict_insert, utc_now
@@ -43,6 +45,12 @@ class DocumentRecord:
     collection_id: str = "general"  # the collection it belongs to
     metadata_json: str = "{}"  # its own metadata fields, as JSON
     language: str | None = None  # detected in its indexed text (None: not told)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Its own metadata fields (parsed from `metadata_json`)."""
+        parsed: dict[str, Any] = json.loads(self.metadata_json or "{}")
+        return parsed
 
 
 def _record(row: DocumentRow, uploader_name: str | None = None) -> DocumentRecord:
@@ -331,7 +339,7 @@ class DocumentStore:
         limit: int,
         offset: int = 0,
         collections: Collection[str] | None = None,
-    ) -> tuple[Sequence[DocumentRecord], int]:
+    ) -> ListedPage[DocumentRecord]:
         """One page of the tenant's documents that `wanted` keeps (of these collections only,
         when given), in a stable order (by source), and how many it keeps in all."""
         if limit < 0 or offset < 0:
@@ -351,7 +359,7 @@ class DocumentStore:
         with self._db.session() as session:
             records = [_record(row, name) for row, name in session.execute(query)]
             total = session.scalar(select(func.count()).select_from(DocumentRow).where(*conditions))
-        return records, int(total or 0)
+        return ListedPage(records, int(total or 0))
 
 
 @dataclass(frozen=True)

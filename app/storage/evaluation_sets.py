@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 
+from app.domain import ListedPage
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
 from app.storage.tables import EvaluationSetRow
@@ -69,7 +70,7 @@ class EvaluationSetStore:
         limit: int,
         offset: int = 0,
         visible: Callable[[EvaluationSet], bool] | None = None,
-    ) -> tuple[list[EvaluationSet], int]:
+    ) -> ListedPage[EvaluationSet]:
         """The tenant's sets (only those `visible` keeps, judged with their items), without
         their items, newest first, and how many in all."""
         where = EvaluationSetRow.tenant_id == tenant_id
@@ -81,13 +82,13 @@ class EvaluationSetStore:
                     for row in session.scalars(query)
                     if visible(record_of(EvaluationSet, row, items=json.loads(row.items)))
                 ]
-                return kept[offset : offset + limit], len(kept)
+                return ListedPage(kept[offset : offset + limit], len(kept))
             rows = [
                 record_of(EvaluationSet, row, items=[])
                 for row in session.scalars(query.limit(limit).offset(offset))
             ]
             total = session.scalar(select(func.count()).select_from(EvaluationSetRow).where(where))
-            return rows, int(total or 0)
+            return ListedPage(rows, int(total or 0))
 
     def delete(self, tenant_id: str, set_id: str) -> bool:
         """Delete the tenant's set; whether it existed."""

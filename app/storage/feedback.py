@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
 
+from app.domain import ListedPage
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
 from app.storage.tables import AnswerFeedbackRow, AnswerRecordRow
@@ -165,7 +166,7 @@ class FeedbackStore:
 
     def page(
         self, tenant_id: str, which: FeedbackFilter, limit: int, offset: int = 0
-    ) -> tuple[list[FeedbackRecord], int]:
+    ) -> ListedPage[FeedbackRecord]:
         """One page of the tenant's feedback, newest first, and how many match in all."""
         where = which.where(tenant_id)
         query = (
@@ -180,7 +181,7 @@ class FeedbackStore:
             total = session.scalar(
                 select(func.count()).select_from(AnswerFeedbackRow).where(*where)
             )
-            return rows, int(total or 0)
+            return ListedPage(rows, int(total or 0))
 
     def export(self, tenant_id: str, which: FeedbackFilter) -> Iterator[FeedbackRecord]:
         """Every matching judgement of the tenant, oldest first, read in batches."""

@@ -58,6 +58,14 @@ class PendingSignIn:
     expires_at: datetime
 
 
+@dataclass(frozen=True)
+class CodeOwner:
+    """Whom a one-time exchange code signs in."""
+
+    tenant_id: str
+    user_id: str
+
+
 def _config(row: SsoConfigRow) -> StoredSsoConfig:
     return StoredSsoConfig(
         tenant_id=row.tenant_id,
@@ -213,17 +221,17 @@ class SsoStore:
                 )
             )
 
-    def take_exchange_code(self, code: str) -> tuple[str, str] | None:
-        """(tenant, user id) of a code, once: None for an unknown, used or expired code."""
+    def take_exchange_code(self, code: str) -> CodeOwner | None:
+        """Whom a code signs in, once: None for an unknown, used or expired code."""
         key = digest(code)
         with self._db.session() as session:
             row = session.get(SsoExchangeCodeRow, key)
             if row is None:
                 return None
-            found = (row.tenant_id, row.user_id, row.expires_at)
+            owner, expires_at = CodeOwner(row.tenant_id, row.user_id), row.expires_at
             taken = session.execute(
                 delete(SsoExchangeCodeRow).where(SsoExchangeCodeRow.code_hash == key)
             ).rowcount  # type: ignore[attr-defined]
-        if not taken or found[2] <= utc_now():
+        if not taken or expires_at <= utc_now():
             return None
-        return found[0], found[1]
+        return owner

@@ -19,7 +19,7 @@ from sqlalchemy import delete, exists, func, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.domain import Role
+from app.domain import ListedPage, Role
 from app.errors import Conflict, NotFound, QuotaExceeded
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
@@ -246,9 +246,7 @@ class UserStore:
         with self._db.session() as session:
             return [user_record(row) for row in session.scalars(query)]
 
-    def page(
-        self, tenant_id: str, limit: int, offset: int
-    ) -> tuple[builtins.list[UserRecord], int]:
+    def page(self, tenant_id: str, limit: int, offset: int) -> ListedPage[UserRecord]:
         """One page of the tenant's users by name, and how many it has."""
         query = (
             select(UserRow)
@@ -259,7 +257,7 @@ class UserStore:
         )
         with self._db.session() as session:
             rows = [user_record(row) for row in session.scalars(query)]
-            return rows, self._count(session, tenant_id)
+            return ListedPage(rows, self._count(session, tenant_id))
 
     def change(
         self, tenant_id: str, user_id: str, change: UserChange, audit: AuditEntry | None = None

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select, update
 
+from app.domain import ListedPage
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
 from app.storage.records import record_of
@@ -220,7 +221,7 @@ class WebhookStore:
 
     def deliveries(
         self, tenant_id: str, webhook_id: str, limit: int, offset: int
-    ) -> tuple[list[DeliveryRecord], int]:
+    ) -> ListedPage[DeliveryRecord]:
         """One page of a webhook's deliveries, newest first, and how many it has."""
         where = (
             WebhookDeliveryRow.tenant_id == tenant_id,
@@ -238,7 +239,7 @@ class WebhookStore:
             total = session.scalar(
                 select(func.count()).select_from(WebhookDeliveryRow).where(*where)
             )
-        return found, int(total or 0)
+        return ListedPage(found, int(total or 0))
 
     def claim_due(self, limit: int, lease: timedelta) -> list[DeliveryRecord]:
         """Pending deliveries whose time has come, each claimed for `lease` (its next attempt

@@ -91,7 +91,9 @@ class ApiHarness:
         """Create a user in `tenant` (without a role: admin if first, else member); its token
         comes from /auth/token (or the codec)."""
         username = f"user{next(_names)}-{tenant}"
-        record = self.container.users.create_user(tenant, username, DEFAULT_PASSWORD, role)
+        record = self.container.users.create_user(
+            tenant_id=tenant, username=username, password=DEFAULT_PASSWORD, role=role
+        )
         if login:
             token = self.login(username, DEFAULT_PASSWORD)
         else:

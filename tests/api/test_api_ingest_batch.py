@@ -102,7 +102,7 @@ def test_batched_and_one_by_one_ingestion_store_the_same_chunks(
 
     def stored(harness: ApiHarness) -> tuple[list[tuple[str, str]], dict[str, int]]:
         store = harness.container.corpus
-        chunks = store.get_chunks("same", sorted(store.chunk_ids("same")))
+        chunks = store.get_chunks(tenant_id="same", ids=sorted(store.chunk_ids("same")))
         listed = harness.client.get("/documents", headers=harness.users[-1].headers).json()
         return (
             [(chunk.id, chunk.text) for chunk in chunks],

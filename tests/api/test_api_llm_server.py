@@ -55,7 +55,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     )
     try:
         with serving(create_app(settings)) as service:
-            record = service.container.users.create_user("boiler", "keeper", DEFAULT_PASSWORD)
+            record = service.container.users.create_user(
+                tenant_id="boiler", username="keeper", password=DEFAULT_PASSWORD
+            )
             token = service.container.token_codec.issue(record.id, "boiler").access_token
             headers = {"Authorization": f"Bearer {token}"}
             upload = httpx.post(

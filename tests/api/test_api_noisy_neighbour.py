@@ -114,7 +114,9 @@ def test_hanging_up_mid_stream_stops_the_local_model_and_frees_it(tmp_path: Path
         container.__dict__.pop("answer_deps", None)  # rebuilt around the watched model
         users = []
         for name in ("reader", "next"):
-            record = container.users.create_user("ship", name, "a long enough password")
+            record = container.users.create_user(
+                tenant_id="ship", username=name, password="a long enough password"
+            )
             token = container.token_codec.issue(record.id, "ship").access_token
             users.append({"Authorization": f"Bearer {token}"})
         upload = httpx.post(

@@ -122,7 +122,9 @@ def test_a_page_whose_images_would_decode_to_hundreds_of_megabytes_is_refused(
 def test_a_damaged_pdf_is_a_409_that_shows_no_exception_text(guarded: ApiHarness) -> None:
     user = guarded.add_user("guards-damaged")
     doc = _upload(guarded, user, "memo.pdf", pdf_document("The PETREL memo."))
-    guarded.container.originals.path(user.tenant, doc).write_bytes(corrupt_pdf())
+    guarded.container.originals.path(tenant_id=user.tenant, document_id=doc).write_bytes(
+        corrupt_pdf()
+    )
     response, _ = _picture(guarded, user, doc, 1)
     error = assert_error_body(response, 409, "page_unavailable")
     assert error["message"] == (

@@ -178,7 +178,7 @@ def test_the_original_pdf_is_kept_until_the_document_is_deleted(
 ) -> None:
     job = api.upload_and_wait(owner, "temporary.pdf", pdf_document("A short-lived GREBE memo."))
     doc = job["document_id"]
-    kept = api.container.originals.path(owner.tenant, doc)
+    kept = api.container.originals.path(tenant_id=owner.tenant, document_id=doc)
     assert kept.read_bytes().startswith(b"%PDF")
     assert api.uploads_left() == []  # the upload itself is gone; only the kept copy remains
     assert api.client.get(f"/documents/{doc}/pages/1.png", headers=owner.headers).status_code == 200
@@ -191,7 +191,7 @@ def test_the_original_pdf_is_kept_until_the_document_is_deleted(
 def test_a_docx_keeps_no_copy_and_shows_its_text(api: ApiHarness, owner: ApiUser) -> None:
     job = api.upload_and_wait(owner, "memo.docx", docx_document("The HERON memo is short."))
     doc = job["document_id"]
-    assert not api.container.originals.path(owner.tenant, doc).exists()
+    assert not api.container.originals.path(tenant_id=owner.tenant, document_id=doc).exists()
     page = api.client.get(f"/documents/{doc}/pages/1/text", headers=owner.headers)
     assert page.status_code == 200 and "HERON memo" in page.json()["text"]
     assert page.json()["highlight"] is None

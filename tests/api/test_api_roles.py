@@ -402,12 +402,16 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
     if path == "/auth/logout":  # without a provider: the plain 204 (an end-session URL is 200)
         for tenant in (A, B):
             if _has_sso(setup, tenant):
-                setup.api.container.single_sign_on.remove(tenant, Actor(tenant, None, None))
+                setup.api.container.single_sign_on.remove(
+                    tenant_id=tenant, actor=Actor(tenant, None, None)
+                )
     if path == "/sso":
         sso = {"issuer": setup.issuer, "client_id": "rag-roles", "client_secret": "roles secret"}
         for tenant in (A, B):  # set for both: tenant B's admin acts on B's own
             setup.api.container.single_sign_on.configure(
-                tenant, SsoSettingsIn.model_validate(sso), Actor(tenant, None, None)
+                tenant_id=tenant,
+                body=SsoSettingsIn.model_validate(sso),
+                actor=Actor(tenant, None, None),
             )
         if method == "PUT":
             kwargs["json"] = sso

@@ -32,10 +32,12 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesi
     # Loading the schema runs the app's lifespan (schemathesis keeps it running) ...
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     container: Container = app.state.container
-    user = container.users.create_user("fuzz", "fuzzer", "a long enough password")
+    user = container.users.create_user(
+        tenant_id="fuzz", username="fuzzer", password="a long enough password"
+    )
     # An admin's API key, not a token: a fuzzed POST /auth/logout cannot sign it out (409).
     owner = Identity(user.id, user.tenant_id, user.username, user.role)
-    _, key = container.api_keys.create(owner, Actor(user.tenant_id, user.id, "fuzz"), "fuzz")
+    key = container.api_keys.create(owner, Actor(user.tenant_id, user.id, "fuzz"), "fuzz").key
     TOKEN["Authorization"] = f"Bearer {key}"
     yield schema
     asgi.shutdown_lifespans()  # ... until here: workers stop, Chroma closes

@@ -65,8 +65,8 @@ def test_a_shared_name_without_a_tenant_is_told_only_to_the_right_password(
     api: ApiHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # noor of names-a had the name first; names-b's came later.
-    api.container.users.create_user("names-a", "noor", NOOR_A)
-    api.container.users.create_user("names-b", "noor", NOOR_B)
+    api.container.users.create_user(tenant_id="names-a", username="noor", password=NOOR_A)
+    api.container.users.create_user(tenant_id="names-b", username="noor", password=NOOR_B)
     lonely = api.add_user("names-c", login=False)
 
     checks: list[str] = []

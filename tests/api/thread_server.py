@@ -88,7 +88,9 @@ class ServerUser:
 
     def __init__(self, server: ThreadServer, tenant: str, name: str) -> None:
         container = server.container
-        record = container.users.create_user(tenant, f"{name}-{tenant}", self.PASSWORD)
+        record = container.users.create_user(
+            tenant_id=tenant, username=f"{name}-{tenant}", password=self.PASSWORD
+        )
         token = container.token_codec.issue(record.id, tenant).access_token
         self.headers = {"Authorization": f"Bearer {token}"}
         self.url = server.url

@@ -245,11 +245,14 @@ def test_the_keyword_arm_matches_the_path_only_when_it_indexes_it(
     corpus = memory_corpus(tmp_path / "rows", embedder)
     chunks = _chunks(load(outlined_pdf(tmp_path / "guide.pdf"), limits))
     corpus.replace_documents(
-        "t", [("d", chunks, embedder.embed_documents([c.text for c in chunks]))]
+        tenant_id="t", documents=[("d", chunks, embedder.embed_documents([c.text for c in chunks]))]
     )
     index = KeywordIndex(corpus, tmp_path / "keyword", section_paths=paths)
     # "proxy" is printed on page 1 only; page 2 sits under that section without saying it.
     pages = {
-        c.page for c in corpus.get_chunks("t", [cid for cid, _ in index.search("t", "proxy", 20)])
+        c.page
+        for c in corpus.get_chunks(
+            tenant_id="t", ids=[cid for cid, _ in index.search("t", "proxy", 20)]
+        )
     }
     assert pages == ({1, 2} if paths else {1})

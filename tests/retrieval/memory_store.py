@@ -148,5 +148,5 @@ def add_document(
         for i, text in enumerate(texts)
     ]
     vectors = embedder.embed_documents([c.text for c in chunks])
-    store.replace_documents(tenant, [(doc, chunks, vectors)])
+    store.replace_documents(tenant_id=tenant, documents=[(doc, chunks, vectors)])
     return chunks

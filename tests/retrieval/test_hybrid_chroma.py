@@ -100,7 +100,7 @@ def test_index_follows_upload_replace_delete_and_survives_restart(
 
     add_document(chroma, use_embedder, "acme", "b.txt", ["Pump P-7 manual."])
     assert retriever.search("acme", "P-7", 3, mode="keyword").hits
-    chroma.delete_document("acme", document_id("acme", "b.txt"))
+    chroma.delete_document(tenant_id="acme", document_id=document_id("acme", "b.txt"))
     deleted = retriever.search("acme", "P-7", 3, mode="keyword").hits
     assert all("P-7" not in h.chunk.text for h in deleted)
     assert index.rebuilds["acme"] == 4

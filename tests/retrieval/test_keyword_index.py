@@ -20,7 +20,7 @@ pytestmark = pytest.mark.unit
 
 
 def _texts(store: Corpus, tenant: str, hits: list[tuple[str, float]]) -> list[str]:
-    return [c.text for c in store.get_chunks(tenant, [cid for cid, _ in hits])]
+    return [c.text for c in store.get_chunks(tenant_id=tenant, ids=[cid for cid, _ in hits])]
 
 
 def test_one_tenant_never_sees_another_tenants_chunks(
@@ -80,7 +80,7 @@ def test_rebuilt_after_upload_replace_and_delete_and_not_otherwise(
     ]
     assert index.rebuilds[tenant] == 3
 
-    store.delete_document(tenant, document_id(tenant, "a.txt"))  # delete
+    store.delete_document(tenant_id=tenant, document_id=document_id(tenant, "a.txt"))  # delete
     assert index.search(tenant, "valve", 5) == []
     assert index.rebuilds[tenant] == 4
 
@@ -105,7 +105,7 @@ def _apply_changes(store: Corpus, embedder: FakeEmbedder, index: KeywordIndex) -
     for source, texts in steps:
         add_document(store, embedder, tenant, source, texts)
         index.refresh(tenant)
-    store.delete_document(tenant, document_id(tenant, "a.txt"))
+    store.delete_document(tenant_id=tenant, document_id=document_id(tenant, "a.txt"))
     index.refresh(tenant)
 
 
@@ -363,7 +363,7 @@ def test_an_incremental_rebuild_after_a_load_from_disk_scores_like_a_full_build(
     restarted.refresh("acme")  # loaded from disk; its token ids stay there until needed
     read_before = chunk_rows.chunks_read["acme"]
     add_document(store, embedder, "acme", "c.txt", ["gamma valve valve seal", "مدرسة"])
-    store.delete_document("acme", document_id("acme", "a.txt"))
+    store.delete_document(tenant_id="acme", document_id=document_id("acme", "a.txt"))
     restarted.refresh("acme")
     assert chunk_rows.chunks_read["acme"] - read_before == 2  # only the new chunks were read
     full = KeywordIndex(store, data_dir / "full")

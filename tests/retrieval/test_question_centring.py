@@ -92,7 +92,9 @@ def test_tenants_indexed_before_the_centring_are_searched_without_a_reindex(
     add_document(build_corpus(use_settings, uncentred), uncentred, "acme", "v.txt", ANSWERS)
 
     corpus = build_corpus(use_settings, service_embedder)
-    hits = corpus.query("acme", service_embedder.embed_query("When is the museum open?"), 2)
+    hits = corpus.query(
+        tenant_id="acme", vector=service_embedder.embed_query("When is the museum open?"), k=2
+    )
 
     assert corpus.count("acme") == len(ANSWERS)
     assert hits[0][0].text == ANSWERS[0]

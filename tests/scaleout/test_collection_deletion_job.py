@@ -29,7 +29,11 @@ def test_a_deletion_left_processing_by_a_dead_worker_is_finished_by_the_next(
     actor = Actor(T, "usr_admin", None)
     collections = container.collections
     made = collections.create(
-        collections.access(T, "usr_admin", "admin", None), actor, "old-site", "", "restricted"
+        collections.access(tenant_id=T, user_id="usr_admin", role="admin", key_collections=None),
+        actor,
+        "old-site",
+        "",
+        "restricted",
     )
     into = {"collection_id": made.collection_id}
     for name in ("boiler.txt", "pump.txt"):
@@ -40,7 +44,9 @@ def test_a_deletion_left_processing_by_a_dead_worker_is_finished_by_the_next(
     assert len(documents) == 3
     kept = next(d for d in documents if d.collection_id == "general")
 
-    access = collections.access(T, "usr_admin", "admin", None)
+    access = collections.access(
+        tenant_id=T, user_id="usr_admin", role="admin", key_collections=None
+    )
     queue = RedisJobQueue(worker.queue, 60)
     job = queue_collection_deletion(collections, container.jobs, queue, access, actor, "old-site")
     assert job is not None and (job.kind, job.status, job.progress_total) == (
@@ -64,6 +70,9 @@ def test_a_deletion_left_processing_by_a_dead_worker_is_finished_by_the_next(
     assert container.access_store.find_collection(T, "old-site") is None
     assert [d.document_id for d in container.documents.list(T, 10)] == [kept.document_id]
     assert container.corpus.count(T) == kept.chunks
-    audit = [(e.action, e.detail) for e in container.audit_log.page(T, 50, 0)[0]]
+    audit = [
+        (e.action, e.detail)
+        for e in container.audit_log.page(tenant_id=T, limit=50, offset=0).records
+    ]
     assert sum(1 for action, _ in audit if action == "document.deleted") == 2
     assert ("collection.deleted", {"name": "old-site", "documents": 2}) in audit

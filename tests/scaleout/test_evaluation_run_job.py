@@ -42,13 +42,13 @@ def _start(container: Container, worker: IngestWorker, answers: bool) -> str:
     user = container.user_store.get_by_username(T, "eva") or container.user_store.add(
         T, "eva", "x", "admin"
     )
-    access = container.collection_access.resolve(T, user.id, "admin")
+    access = container.collection_access.resolve(tenant_id=T, user_id=user.id, role="admin")
     viewer = QualityViewer(access, container.search_scopes.hidden_documents(access))
     actor = Actor(T, user.id, None)
     found = evaluation_sets.create(container.evaluation_set_deps, actor, "valves", ITEMS)
     queue = RedisJobQueue(worker.queue, 60)
     deps = replace(container.evaluation_run_deps, enqueue=queue.enqueue)
-    return evaluation_runs.start(deps, actor, viewer, found.set_id, answers).run_id
+    return evaluation_runs.start(deps, actor, viewer, set_id=found.set_id, answers=answers).run_id
 
 
 def test_the_rq_worker_runs_a_run_as_a_job_and_leaves_answering_runs_to_the_api(
@@ -71,8 +71,8 @@ def test_the_rq_worker_runs_a_run_as_a_job_and_leaves_answering_runs_to_the_api(
     # The run that answers waits for the API process's runner, in the tenant's job list.
     waiting = container.jobs.get(T, answering)
     assert waiting is not None and waiting.status == "queued"
-    listed, total = container.jobs.page(T, ["queued", "processing"], 10)
-    assert [j.job_id for j in listed] == [answering] and total == 1
+    listed = container.jobs.page(T, ["queued", "processing"], 10)
+    assert [j.job_id for j in listed.records] == [answering] and listed.total == 1
     assert container.jobs.count_active(T) == 1
 
 

@@ -39,6 +39,18 @@ def make_hook(deps: WebhookDeps, url: str, event: str) -> WebhookRecord:
     return create_webhook(deps, actor=ADMIN, url=url, events=[event], description=None)
 
 
+def _acme_document_event(
+    events: DocumentEvents, event_type: str, document_id: str, source: str, status: str
+) -> None:
+    events.document(
+        tenant_id="acme",
+        event_type=event_type,
+        document_id=document_id,
+        source=source,
+        status=status,
+    )
+
+
 @pytest.mark.parametrize(
     "url",
     [
@@ -75,10 +87,10 @@ def test_a_name_that_rebinds_to_loopback_is_refused_at_delivery(
     rebinding = UrlRules(False, False, resolver=lambda host, port: next(answers))
     url = f"http://rebind.example:{receiver.port}/hook"
     hook = make_hook(WebhookDeps(store, rebinding), url, "document.deleted")
-    DocumentEvents(store).document("acme", "document.deleted", "doc_1", "a.txt", status="deleted")
+    _acme_document_event(DocumentEvents(store), "document.deleted", "doc_1", "a.txt", "deleted")
     assert WebhookDispatcher(store, rebinding, retry_base_s=60).run_due() == 1
     assert receiver.requests == []  # never connected
-    (delivery,), _ = store.deliveries("acme", hook.webhook_id, 10, 0)
+    (delivery,) = store.deliveries("acme", hook.webhook_id, 10, 0).records
     assert delivery.status == "pending" and "127.0.0.1" in (delivery.last_error or "")
 
 
@@ -87,7 +99,7 @@ def test_the_signature_verifies_with_the_secret_key(
 ) -> None:
     hook = make_hook(WebhookDeps(store, ALLOW), receiver.url, "document.indexed")
     receiver.secret = hook.secret
-    DocumentEvents(store).document("acme", "document.indexed", "doc_1", "a.txt", status="done")
+    _acme_document_event(DocumentEvents(store), "document.indexed", "doc_1", "a.txt", "done")
     WebhookDispatcher(store, ALLOW, retry_base_s=60).run_due()
     (got,) = receiver.requests
     assert got.signed
@@ -95,9 +107,9 @@ def test_the_signature_verifies_with_the_secret_key(
     # The Standard Webhooks example: its secret, id, timestamp and body give its signature.
     example = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
     body = '{"test": 2432232314}'
-    assert signature(example, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body) == (
-        "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-    )
+    assert signature(
+        example, message_id="msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp=1614265330, body=body
+    ) == ("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
     assert base64.b64decode(hook.secret.removeprefix("whsec_"))  # base64 after the prefix
 
 
@@ -108,16 +120,16 @@ def test_fifty_failures_in_a_row_disable_the_webhook_with_an_audit_entry(
     hook = make_hook(WebhookDeps(store, ALLOW), receiver.url, "document.deleted")
     events = DocumentEvents(store)
     for i in range(50):
-        events.document("acme", "document.deleted", f"doc_{i}", f"{i}.txt", status="deleted")
+        _acme_document_event(events, "document.deleted", f"doc_{i}", f"{i}.txt", "deleted")
     dispatcher = WebhookDispatcher(store, ALLOW, retry_base_s=3600)
     while dispatcher.run_due():
         pass
     assert len(receiver.requests) == 50
     disabled = store.get("acme", hook.webhook_id)
     assert disabled is not None and not disabled.enabled and disabled.disabled_reason
-    entries, _ = AuditStore(sql_database).list("acme", 10, 0, "webhook.disabled")
+    entries = AuditStore(sql_database).list("acme", 10, 0, "webhook.disabled").records
     assert [entry.target_id for entry in entries] == [hook.webhook_id]
-    events.document("acme", "document.deleted", "doc_x", "x.txt", status="deleted")
+    _acme_document_event(events, "document.deleted", "doc_x", "x.txt", "deleted")
     dispatcher.run_due()
     assert len(receiver.requests) == 50  # a disabled webhook hears nothing more
 
@@ -127,10 +139,10 @@ def test_a_redirect_is_not_followed_and_a_day_of_failures_ends_the_retries(
 ) -> None:
     receiver.status = 302  # it would send the service elsewhere: a failure, not followed
     hook = make_hook(WebhookDeps(store, ALLOW), receiver.url, "document.deleted")
-    DocumentEvents(store).document("acme", "document.deleted", "doc_1", "a.txt", status="deleted")
+    _acme_document_event(DocumentEvents(store), "document.deleted", "doc_1", "a.txt", "deleted")
     dispatcher = WebhookDispatcher(store, ALLOW, retry_base_s=60)
     assert dispatcher.run_due() == 1
-    (delivery,), _ = store.deliveries("acme", hook.webhook_id, 10, 0)
+    (delivery,) = store.deliveries("acme", hook.webhook_id, 10, 0).records
     assert (delivery.status, delivery.last_status_code) == ("pending", 302)
     assert len(receiver.requests) == 1
     assert delivery.next_attempt_at - utc_now() > timedelta(seconds=50)  # backoff, not at once
@@ -142,6 +154,6 @@ def test_a_redirect_is_not_followed_and_a_day_of_failures_ends_the_retries(
             )
         )
     assert dispatcher.run_due() == 1
-    (delivery,), _ = store.deliveries("acme", hook.webhook_id, 10, 0)
+    (delivery,) = store.deliveries("acme", hook.webhook_id, 10, 0).records
     assert (delivery.status, delivery.attempts) == ("failed", 2)
     assert dispatcher.run_due() == 0  # no more attempts

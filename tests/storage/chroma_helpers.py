@@ -50,7 +50,9 @@ def ingest(
     """Embed and store `texts` as the whole of document `source`; returns its chunks."""
     chunks = make_chunks(tenant, source, texts)
     vectors = embedder.embed_documents([c.text for c in chunks])
-    store.replace_documents(tenant, [(document_id(tenant, source), chunks, vectors)])
+    store.replace_documents(
+        tenant_id=tenant, documents=[(document_id(tenant, source), chunks, vectors)]
+    )
     return chunks
 
 

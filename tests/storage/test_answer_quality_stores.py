@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from app.domain import ListedPage
 from app.jobs.evaluation_runs import EvaluationRunStore, NewRun
 from app.jobs.store import JobLimitReached, JobStore
 from app.storage.answer_records import AnswerRecord, AnswerRecordStore
@@ -50,12 +51,13 @@ def test_racing_ratings_of_one_person_leave_one_row(sql_database: Database) -> N
     for thread in threads:
         thread.join()
     assert errors == []
-    rows, total = feedback.page("t1", FeedbackFilter(), 50)
-    assert total == 1 and rows[0].question == "question of a1"
+    found = feedback.page("t1", FeedbackFilter(), 50)
+    rows = found.records
+    assert found.total == 1 and rows[0].question == "question of a1"
     assert rows[0].cited[0]["page"] == 2
     stored, previous = feedback.rate("t1", "a1", "u1", NewFeedback("up", "fine"))
     assert previous in ("up", "down") and stored.comment == "fine"
-    assert feedback.page("t1", FeedbackFilter(), 50)[1] == 1
+    assert feedback.page("t1", FeedbackFilter(), 50).total == 1
 
 
 def test_records_and_feedback_stay_in_their_tenant(sql_database: Database) -> None:
@@ -66,7 +68,7 @@ def test_records_and_feedback_stay_in_their_tenant(sql_database: Database) -> No
     assert records.get("t1", "b1") is None
     assert records.get("t1", "a1", user_id="someone else") is None
     assert records.get("t1", "a1", user_id="u1") is not None
-    assert feedback.page("t1", FeedbackFilter(), 50) == ([], 0)
+    assert feedback.page("t1", FeedbackFilter(), 50) == ListedPage([], 0)
     # The same answer id in another tenant is not joined to this tenant's feedback.
     records.add(record("b1-twin", "t1"))
     assert [r.answer_id for r in records.export("t2")] == ["b1"]
@@ -101,10 +103,11 @@ def test_a_run_keeps_its_collections_and_a_listing_pages_what_a_viewer_sees(
     def sees(run: Any) -> bool:
         return set(run.collections) <= {"general"}
 
-    first, total = runs.page("t1", 3, 0, visible=sees)
-    rest, _ = runs.page("t1", 3, 3, visible=sees)
-    assert total == 4 and [r.run_id for r in first + rest] == [r.run_id for r in narrow]
-    assert runs.page("t1", 10)[1] == 7  # no viewer: every run, counted in the database
+    first = runs.page("t1", 3, 0, visible=sees)
+    rest = runs.page("t1", 3, 3, visible=sees).records
+    shown = [r.run_id for r in first.records + rest]
+    assert first.total == 4 and shown == [r.run_id for r in narrow]
+    assert runs.page("t1", 10).total == 7  # no viewer: every run, counted in the database
 
 
 def _queue_run(jobs: JobStore, runs: EvaluationRunStore, tenant: str, answers: bool) -> str:
@@ -124,7 +127,7 @@ def test_a_run_is_a_job_of_the_queue_quota_claimed_once_and_alone(
     upload = queue_job(jobs, "t1", "doc_a", "a.txt", "/data/uploads/a.bin", 10).job_id
     with pytest.raises(JobLimitReached):  # two runs and an upload fill a queue of 3
         _queue_run(jobs, runs, "t1", answers=False)
-    assert runs.page("t1", 10)[1] == 2  # the refused run left no row behind
+    assert runs.page("t1", 10).total == 2  # the refused run left no row behind
     assert jobs.count_active("t1") == 3
     found = jobs.get("t1", first)
     assert found is not None and (found.kind, found.source, found.progress_total) == (

@@ -47,8 +47,8 @@ def test_query_close_to_another_tenants_text_returns_only_own_chunks(settings, u
     # Asked in English about photosynthesis, acme gets its own passage; globex, whose Arabic
     # passage is the translation, only ever gets its own chunks too.
     question = "How do plants turn sunlight into sugar?"
-    acme_hits = store.query("acme", use.embed_query(question), k=5)
-    globex_hits = store.query("globex", use.embed_query(ENGLISH[1]), k=5)
+    acme_hits = store.query(tenant_id="acme", vector=use.embed_query(question), k=5)
+    globex_hits = store.query(tenant_id="globex", vector=use.embed_query(ENGLISH[1]), k=5)
 
     assert acme_hits[0][0].text == ENGLISH[1]
     assert {c.tenant_id for c, _ in acme_hits} == {"acme"}
@@ -64,7 +64,7 @@ def test_opening_a_tenant_built_with_another_model_is_refused_until_reindexed(se
 
     new_store = build_corpus(settings, use)
     with pytest.raises(EmbeddingModelMismatch) as refused:
-        new_store.query("acme", use.embed_query("museum opening hours"), k=3)
+        new_store.query(tenant_id="acme", vector=use.embed_query("museum opening hours"), k=3)
     assert "python -m app.cli reindex --tenant acme" in refused.value.message
     assert "fake:hashed-bow-512" in refused.value.message
     for call in (
@@ -77,7 +77,9 @@ def test_opening_a_tenant_built_with_another_model_is_refused_until_reindexed(se
 
     assert new_store.reindex("acme") == len(ENGLISH)
 
-    hits = new_store.query("acme", use.embed_query("When does the museum open?"), k=3)
+    hits = new_store.query(
+        tenant_id="acme", vector=use.embed_query("When does the museum open?"), k=3
+    )
     assert hits[0][0] == chunks[0]
     assert {c.id for c in new_store.iter_chunks("acme")} == {c.id for c in chunks}
     assert new_store.corpus_version("acme") > version_before
@@ -115,7 +117,9 @@ def test_vectors_made_before_vowel_marks_were_stripped_are_searched_then_reindex
     as_written = l2_normalise(USE(threads=1).encode([VOWELLED]))[0]
     collection.upsert(ids=[chunks[0].id], embeddings=[as_written.tolist()])
     question = use.embed_query("Where did the child learn to read and write?")
-    assert build_corpus(settings, use).query("acme", question, k=4)  # searched, not refused
+    assert build_corpus(settings, use).query(
+        tenant_id="acme", vector=question, k=4
+    )  # searched, not refused
 
     def stored() -> np.ndarray:
         got = collection.get(ids=[chunks[0].id], include=["embeddings"])["embeddings"]
@@ -125,7 +129,9 @@ def test_vectors_made_before_vowel_marks_were_stripped_are_searched_then_reindex
     assert build_corpus(settings, use).reindex("acme") == 1 + len(ENGLISH)
     assert np.allclose(stored(), use.embed_documents([VOWELLED])[0], atol=1e-5)
     assert not np.allclose(stored(), as_written, atol=1e-2)
-    assert build_corpus(settings, use).query("acme", question, k=4)[0][0] == chunks[0]
+    assert (
+        build_corpus(settings, use).query(tenant_id="acme", vector=question, k=4)[0][0] == chunks[0]
+    )
     assert build_corpus(settings, use).reindex("acme") == 0  # recorded: once is enough
 
 
@@ -171,7 +177,10 @@ def test_the_same_store_works_against_a_chroma_server(settings: Settings, chroma
     version = store.corpus_version("acme")
 
     assert store.count("acme") == len(ENGLISH)
-    assert store.query("acme", use.embed_query("Who won the cup?"), k=1)[0][0] == chunks[2]
-    assert store.find_containing("acme", "penalty", 5) == [chunks[2]]
+    assert (
+        store.query(tenant_id="acme", vector=use.embed_query("Who won the cup?"), k=1)[0][0]
+        == chunks[2]
+    )
+    assert store.find_containing(tenant_id="acme", text="penalty", limit=5) == [chunks[2]]
     assert build_corpus(http_settings, use).corpus_version("acme") == version
     assert not (settings.data_dir / "chroma").exists()

@@ -62,7 +62,7 @@ def test_tenants_past_the_bound_find_their_own_chunks(bounded_server):
         ingest(corpus, embedder, tenant, f"note-{n}.txt", [_note(n), f"filler text {n} only"])
     for _ in range(2):  # every tenant was evicted from the server's cache in between
         for n, tenant in enumerate(tenants):
-            hits = corpus.query(tenant, embedder.embed_query(_note(n)), 2)
+            hits = corpus.query(tenant_id=tenant, vector=embedder.embed_query(_note(n)), k=2)
             assert hits[0][0].text == _note(n)
             assert {chunk.tenant_id for chunk, _ in hits} == {tenant}
 

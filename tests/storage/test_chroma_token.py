@@ -47,7 +47,7 @@ def test_the_configured_token_stores_and_finds_chunks(settings, chroma_port):
     ingest(store, embedder, "acme", "manual.pdf", ["the pump needs oil", "the valve is red"])
 
     assert store.count("acme") == 2
-    hits = store.query("acme", embedder.embed_query("the valve is red"), 1)
+    hits = store.query(tenant_id="acme", vector=embedder.embed_query("the valve is red"), k=1)
     assert hits[0][0].text == "the valve is red"
 
 

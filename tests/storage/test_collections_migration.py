@@ -121,7 +121,7 @@ def test_every_document_lands_in_general_and_every_result_stays_the_same(
         assert len(documents) == len(TEXTS[tenant])
         assert {d.collection_id for d in documents} == {"general"}
         assert {d.metadata_json for d in documents} == {"{}"}
-        access = resolver.resolve(tenant, f"usr_{number}", "member")
+        access = resolver.resolve(tenant_id=tenant, user_id=f"usr_{number}", role="member")
         assert access.reads_everything and access.permissions == {"general": "write"}
         everything = scopes.resolve(access)
         assert everything.unrestricted and everything.key == "all"  # the cache keys of before

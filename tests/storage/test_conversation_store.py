@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from app.domain import ListedPage
 from app.errors import QuotaExceeded
 from app.storage.conversations import ConversationQuota, ConversationStore, NewTurn
 from app.storage.db import Database
@@ -66,7 +67,7 @@ def test_another_user_or_tenant_sees_nothing(sql_database: Database) -> None:
         assert store.messages(tenant, user, mine) is None
         assert store.add_turn(tenant, user, mine, _turn(2), 10) is None
         assert store.delete(tenant, user, mine) is False
-        assert store.list(tenant, user, 10, 0) == ([], 0)
+        assert store.list(tenant, user, 10, 0) == ListedPage([], 0)
     messages = store.messages("t1", "u1", mine)
     assert messages is not None and len(messages) == 2  # nobody else added or deleted
 
@@ -77,15 +78,15 @@ def test_list_pages_most_recently_used_first_and_delete_removes_messages(
     store = ConversationStore(sql_database, ROOMY)
     ids = [store.create("t1", "u1").conversation_id for _ in range(3)]
     store.add_turn("t1", "u1", ids[0], _turn(1), 10)  # the oldest becomes the latest used
-    first_page, total = store.list("t1", "u1", 2, 0)
-    second_page, _ = store.list("t1", "u1", 2, 2)
-    assert total == 3
+    first = store.list("t1", "u1", 2, 0)
+    first_page, second_page = first.records, store.list("t1", "u1", 2, 2).records
+    assert first.total == 3
     assert first_page[0].conversation_id == ids[0] and first_page[0].messages == 2
     assert {c.conversation_id for c in first_page + second_page} == set(ids)
     assert store.delete("t1", "u1", ids[0]) is True
     assert store.get("t1", "u1", ids[0]) is None
     assert store.messages("t1", "u1", ids[0]) is None
-    assert store.list("t1", "u1", 10, 0)[1] == 2
+    assert store.list("t1", "u1", 10, 0).total == 2
 
 
 def test_turns_stored_at_once_all_keep_their_own_place(sql_database: Database) -> None:
@@ -148,7 +149,7 @@ def test_creates_racing_for_the_last_room_make_exactly_the_quota(sql_database: D
     with ThreadPoolExecutor(max_workers=6) as pool:
         made = list(pool.map(create, range(12)))
     assert made.count(True) == 3
-    assert store.list("t1", "u1", 50, 0)[1] == 3
+    assert store.list("t1", "u1", 50, 0).total == 3
 
 
 def test_a_conversation_takes_its_message_quota_over_its_life(sql_database: Database) -> None:

@@ -60,18 +60,20 @@ def test_changed_document_leaves_no_chunk_of_the_old_version(store, embedder):
         c.id for c in make_chunks("acme", "recipes.txt", RECIPES)
     }
     assert not {old[1].id, old[2].id} & remaining
-    assert store.find_containing("acme", "two years", 10) == []
+    assert store.find_containing(tenant_id="acme", text="two years", limit=10) == []
 
 
 def test_delete_removes_every_chunk_of_that_document_only(store, embedder):
     ingest(store, embedder, "acme", "manual.pdf", MANUAL)
     ingest(store, embedder, "acme", "recipes.txt", RECIPES)
 
-    removed = store.delete_document("acme", document_id("acme", "manual.pdf"))
+    removed = store.delete_document(tenant_id="acme", document_id=document_id("acme", "manual.pdf"))
 
     assert removed == len(MANUAL)
     assert {c.source for c in store.iter_chunks("acme")} == {"recipes.txt"}
-    assert store.delete_document("acme", document_id("acme", "manual.pdf")) == 0
+    assert (
+        store.delete_document(tenant_id="acme", document_id=document_id("acme", "manual.pdf")) == 0
+    )
 
 
 def test_tenants_never_see_each_others_chunks(store, embedder):
@@ -79,10 +81,10 @@ def test_tenants_never_see_each_others_chunks(store, embedder):
     globex = ingest(store, embedder, "globex", "recipes.txt", RECIPES)
 
     # A query that matches globex's text exactly, asked as acme, must return only acme's chunks.
-    hits = store.query("acme", embedder.embed_query(RECIPES[1]), k=10)
+    hits = store.query(tenant_id="acme", vector=embedder.embed_query(RECIPES[1]), k=10)
     assert hits and {chunk.tenant_id for chunk, _ in hits} == {"acme"}
-    assert store.find_containing("acme", "Bake the bread", 10) == []
-    assert store.get_chunks("acme", [c.id for c in globex]) == []
+    assert store.find_containing(tenant_id="acme", text="Bake the bread", limit=10) == []
+    assert store.get_chunks(tenant_id="acme", ids=[c.id for c in globex]) == []
     assert {c.id for c in store.iter_chunks("globex")} == {c.id for c in globex}
     assert store.count("acme") == len(acme)
 
@@ -96,10 +98,10 @@ def test_metadata_round_trips_exactly(store, embedder):
         metadata={"kind": "text", "language": "ar"},
     )
     store.replace_documents(
-        "acme", [(chunk.document_id, [chunk], embedder.embed_documents([text]))]
+        tenant_id="acme", documents=[(chunk.document_id, [chunk], embedder.embed_documents([text]))]
     )
 
-    (hit, score), *_ = store.query("acme", embedder.embed_query(text), k=1)
+    (hit, score), *_ = store.query(tenant_id="acme", vector=embedder.embed_query(text), k=1)
 
     assert hit == chunk
     assert (hit.page, hit.page_label, hit.start, hit.end) == (1, "iv", 17, 17 + len(text))
@@ -113,10 +115,12 @@ def test_similarity_is_one_minus_cosine_distance(store, embedder):
     chunks = make_chunks("acme", "axes.txt", ["x axis", "y axis"])
     x_axis = [1.0] + [0.0] * (dim - 1)
     y_axis = [0.0, 1.0] + [0.0] * (dim - 2)
-    store.replace_documents("acme", [(chunks[0].document_id, chunks, [x_axis, y_axis])])
+    store.replace_documents(
+        tenant_id="acme", documents=[(chunks[0].document_id, chunks, [x_axis, y_axis])]
+    )
 
     # Unnormalised query at 45 degrees between them: cosine is 0.7071 for both, whatever its length.
-    hits = store.query("acme", [3.0, 3.0] + [0.0] * (dim - 2), k=2)
+    hits = store.query(tenant_id="acme", vector=[3.0, 3.0] + [0.0] * (dim - 2), k=2)
 
     assert [round(score, 4) for _, score in hits] == [0.7071, 0.7071]
     collection = store.index.client.get_collection(store.index.collection_name("acme"))
@@ -126,7 +130,9 @@ def test_similarity_is_one_minus_cosine_distance(store, embedder):
 def test_query_returns_best_first_and_at_most_what_exists(store, embedder):
     ingest(store, embedder, "acme", "manual.pdf", MANUAL)
 
-    hits = store.query("acme", embedder.embed_query("how long is the warranty"), k=50)
+    hits = store.query(
+        tenant_id="acme", vector=embedder.embed_query("how long is the warranty"), k=50
+    )
 
     assert len(hits) == len(MANUAL)
     assert "warranty" in hits[0][0].text
@@ -137,17 +143,22 @@ def test_query_returns_best_first_and_at_most_what_exists(store, embedder):
 def test_find_containing_is_exact_case_sensitive_and_limited(store, embedder):
     ingest(store, embedder, "acme", "manual.pdf", MANUAL)
 
-    assert [c.text for c in store.find_containing("acme", "power button", 10)] == [MANUAL[0]]
-    assert store.find_containing("acme", "Power Button", 10) == []
-    assert len(store.find_containing("acme", "the", 2)) == 2
-    assert store.find_containing("acme", "", 10) == []
+    assert [
+        c.text for c in store.find_containing(tenant_id="acme", text="power button", limit=10)
+    ] == [MANUAL[0]]
+    assert store.find_containing(tenant_id="acme", text="Power Button", limit=10) == []
+    assert len(store.find_containing(tenant_id="acme", text="the", limit=2)) == 2
+    assert store.find_containing(tenant_id="acme", text="", limit=10) == []
 
 
 def test_get_chunks_keeps_the_requested_order_and_skips_unknown_ids(store, embedder):
     chunks = ingest(store, embedder, "acme", "manual.pdf", MANUAL)
     wanted = [chunks[2].id, "no-such-id", chunks[0].id]
 
-    assert [c.id for c in store.get_chunks("acme", wanted)] == [chunks[2].id, chunks[0].id]
+    assert [c.id for c in store.get_chunks(tenant_id="acme", ids=wanted)] == [
+        chunks[2].id,
+        chunks[0].id,
+    ]
 
 
 def test_iter_chunks_and_chunk_ids_page_through_large_tenants(store, embedder, monkeypatch):
@@ -166,7 +177,7 @@ def test_iter_chunks_and_chunk_ids_page_through_large_tenants(store, embedder, m
 
 def test_unknown_tenant_reads_empty_without_creating_a_collection(store, embedder):
     assert store.count("nobody") == 0
-    assert store.query("nobody", embedder.embed_query("x"), k=3) == []
+    assert store.query(tenant_id="nobody", vector=embedder.embed_query("x"), k=3) == []
     assert list(store.iter_chunks("nobody")) == []
     assert store.chunk_ids("nobody") == []
     assert store.corpus_version("nobody") == 0
@@ -179,13 +190,15 @@ def test_bad_input_is_refused(store, embedder):
     doc = chunks[0].document_id
 
     with pytest.raises(ValueError, match="3 chunks but 2 vectors"):
-        store.replace_documents("acme", [(doc, chunks, vectors[:2])])
+        store.replace_documents(tenant_id="acme", documents=[(doc, chunks, vectors[:2])])
     with pytest.raises(ValueError, match="does not belong"):
-        store.replace_documents("globex", [(document_id("globex", "manual.pdf"), chunks, vectors)])
+        store.replace_documents(
+            tenant_id="globex", documents=[(document_id("globex", "manual.pdf"), chunks, vectors)]
+        )
     with pytest.raises(ValueError, match="length 3"):
-        store.replace_documents("acme", [(doc, chunks[:1], [[0.1, 0.2, 0.3]])])
+        store.replace_documents(tenant_id="acme", documents=[(doc, chunks[:1], [[0.1, 0.2, 0.3]])])
     with pytest.raises(ValueError, match="k must be positive"):
-        store.query("acme", vectors[0], k=0)
+        store.query(tenant_id="acme", vector=vectors[0], k=0)
     with pytest.raises(ValueError, match="tenant_id"):
         store.count("")
     assert store.count("acme") == 0
@@ -197,7 +210,7 @@ def test_corpus_version_changes_on_every_write(store, embedder):
     versions.append(store.corpus_version("acme"))
     ingest(store, embedder, "acme", "manual.pdf", MANUAL[:2])
     versions.append(store.corpus_version("acme"))
-    store.delete_document("acme", document_id("acme", "manual.pdf"))
+    store.delete_document(tenant_id="acme", document_id=document_id("acme", "manual.pdf"))
     versions.append(store.corpus_version("acme"))
 
     assert versions == sorted(set(versions)), versions
@@ -251,11 +264,13 @@ def test_a_foreign_chunk_in_a_tenant_collection_is_never_returned(store, embedde
         metadatas=[{"tenant_id": "globex", "document_id": intruder[0].document_id}],
     )
     vector = embedder.embed_query("router password hunter2")
-    hits = store.query("acme", vector, k=10)
+    hits = store.query(tenant_id="acme", vector=vector, k=10)
     assert hits and all(chunk.tenant_id == "acme" for chunk, _ in hits)
     assert "hunter2" not in " ".join(chunk.text for chunk, _ in hits)
-    assert store.get_chunks("acme", [intruder[0].id]) == []
-    assert [c.text for c, _ in store.query("globex", vector, k=10)] == [intruder[0].text]
+    assert store.get_chunks(tenant_id="acme", ids=[intruder[0].id]) == []
+    assert [c.text for c, _ in store.query(tenant_id="globex", vector=vector, k=10)] == [
+        intruder[0].text
+    ]
 
 
 def test_chroma_holds_only_vectors_and_the_keys_deletes_filter_on(store, embedder):
@@ -264,7 +279,7 @@ def test_chroma_holds_only_vectors_and_the_keys_deletes_filter_on(store, embedde
     assert sorted(raw["ids"]) == sorted(c.id for c in chunks)
     assert raw["documents"] == [None] * len(chunks)
     assert {tuple(sorted(m)) for m in raw["metadatas"]} == {("document_id", "tenant_id")}
-    assert store.get_chunks("acme", [chunks[1].id]) == [chunks[1]]
+    assert store.get_chunks(tenant_id="acme", ids=[chunks[1].id]) == [chunks[1]]
 
 
 def test_replace_and_delete_remove_the_records_with_the_vectors(store, embedder):
@@ -274,7 +289,7 @@ def test_replace_and_delete_remove_the_records_with_the_vectors(store, embedder)
     assert sorted(store.chunk_ids("acme")) == sorted(c.id for c in new)
     assert store.count("acme") == 2  # the old version's vectors are gone too
     ingest(store, embedder, "globex", "manual.txt", MANUAL)
-    assert store.delete_document("acme", doc) == 2
+    assert store.delete_document(tenant_id="acme", document_id=doc) == 2
     assert store.chunk_ids("acme") == [] and store.count("acme") == 0
     assert len(store.chunk_ids("globex")) == 3
 
@@ -285,9 +300,12 @@ def test_a_vector_whose_row_was_never_written_is_not_returned(store, embedder):
     orphan = make_chunks("acme", "crashed.txt", ["Half-written upload about the router."])
     vector = embedder.embed_documents([orphan[0].text])[0]
     store.index.upsert("acme", [IndexedVector(orphan[0].id, orphan[0].document_id, vector)])
-    hits = store.query("acme", embedder.embed_query(orphan[0].text), k=10)
+    hits = store.query(tenant_id="acme", vector=embedder.embed_query(orphan[0].text), k=10)
     assert sorted(c.id for c, _ in hits) == sorted(c.id for c in chunks)
-    assert store.get_chunks("acme", [orphan[0].id]) == []
+    assert store.get_chunks(tenant_id="acme", ids=[orphan[0].id]) == []
     # Uploading it again completes it.
     ingest(store, embedder, "acme", "crashed.txt", [orphan[0].text])
-    assert store.query("acme", embedder.embed_query(orphan[0].text), k=1)[0][0].id == orphan[0].id
+    assert (
+        store.query(tenant_id="acme", vector=embedder.embed_query(orphan[0].text), k=1)[0][0].id
+        == orphan[0].id
+    )

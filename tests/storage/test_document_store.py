@@ -162,9 +162,39 @@ def test_a_name_is_one_document_per_collection_and_a_moved_one_keeps_its_id(
     assert fresh not in (general, hr)
     # By name alone: one the caller reads is it; several it reads are a question back; those
     # it may not read are never counted.
-    only_hr = document_named(documents, "acme", None, "handbook.pdf", lambda d: d == hr)
+    only_hr = document_named(
+        documents,
+        tenant_id="acme",
+        document_id=None,
+        source="handbook.pdf",
+        readable=lambda d: d == hr,
+    )
     assert only_hr is not None and only_hr.document_id == hr
     with pytest.raises(InvalidInput, match="document_id"):
-        document_named(documents, "acme", None, "handbook.pdf", lambda d: True)
-    assert document_named(documents, "acme", None, "handbook.pdf", lambda d: False) is None
-    assert document_named(documents, "acme", general, None, lambda d: d != general) is None
+        document_named(
+            documents,
+            tenant_id="acme",
+            document_id=None,
+            source="handbook.pdf",
+            readable=lambda d: True,
+        )
+    assert (
+        document_named(
+            documents,
+            tenant_id="acme",
+            document_id=None,
+            source="handbook.pdf",
+            readable=lambda d: False,
+        )
+        is None
+    )
+    assert (
+        document_named(
+            documents,
+            tenant_id="acme",
+            document_id=general,
+            source=None,
+            readable=lambda d: d != general,
+        )
+        is None
+    )

@@ -25,8 +25,8 @@ def test_prefix_and_label_keep_only_their_documents(sql_database: Database) -> N
     documents.upsert("globex", document_id("globex", "a_b/x.txt"), "a_b/x.txt", 1, "0" * 64)
 
     def names(wanted: DocumentFilter, limit: int = 10, offset: int = 0) -> tuple[list[str], int]:
-        found, total = documents.page_matching("acme", wanted, limit, offset)
-        return [d.source for d in found], total
+        found = documents.page_matching("acme", wanted, limit, offset)
+        return [d.source for d in found.records], found.total
 
     assert names(DocumentFilter(source_prefix="a_b/")) == (["a_b/one.txt", "a_b/three.txt"], 2)
     assert names(DocumentFilter(source_prefix="100%")) == (["100%/four.txt"], 1)

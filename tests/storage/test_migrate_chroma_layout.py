@@ -106,8 +106,13 @@ def test_a_tenant_of_the_earlier_layout_is_refused_until_migrated(store, embedde
     ]
     assert moved[0].metadata == {"section": "intro"}
     assert store.count("acme") == 3
-    assert store.find_containing("acme", "ten seconds", 5)[0].id == chunks[0].id
-    assert store.query("acme", embedder.embed_query(MANUAL[1]), k=1)[0][0].id == chunks[1].id
+    assert (
+        store.find_containing(tenant_id="acme", text="ten seconds", limit=5)[0].id == chunks[0].id
+    )
+    assert (
+        store.query(tenant_id="acme", vector=embedder.embed_query(MANUAL[1]), k=1)[0][0].id
+        == chunks[1].id
+    )
     assert store.count("globex") == 1  # another tenant is untouched
     # Repeating the run finds nothing left to move.
     assert migration.migrate_tenant(store.index.client, store.chunks, store, "acme") == 0

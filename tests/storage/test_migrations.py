@@ -279,9 +279,9 @@ def test_users_from_before_names_per_tenant_still_log_in_without_a_tenant(
     assert users.authenticate("alice", old_password).tenant_id == "acme"
     assert users.authenticate("Bob", old_password).tenant_id == "globex"
     # Now another tenant may take the name; the same tenant still may not.
-    users.create_user("globex", "alice", "a new long password for her")
+    users.create_user(tenant_id="globex", username="alice", password="a new long password for her")
     with pytest.raises(Conflict):
-        users.create_user("acme", "alice", "yet another long password")
+        users.create_user(tenant_id="acme", username="alice", password="yet another long password")
     # A name in two tenants needs its tenant: alice of acme names it and gets in.
     with pytest.raises(TenantRequired):
         users.authenticate("alice", old_password)

@@ -27,8 +27,7 @@ LOGOUT = AuditEntry(tenant_id="acme", action="logout", user_id="usr_1", client_i
 
 
 def _actions(database: Database) -> list[str]:
-    entries, _ = AuditStore(database).list("acme", 100)
-    return [e.action for e in entries]
+    return [e.action for e in AuditStore(database).list("acme", 100).records]
 
 
 # The behaviour both revocation lists share, run on each (RAG_REVOCATION_BACKEND).

@@ -30,7 +30,7 @@ def users(sql_database: Database, settings: Settings) -> UserService:
 
 
 def test_created_user_can_log_in_and_gets_its_tenant(users: UserService) -> None:
-    created = users.create_user("acme", "Alice@Example.com", PASSWORD)
+    created = users.create_user(tenant_id="acme", username="Alice@Example.com", password=PASSWORD)
     assert (created.tenant_id, created.username) == ("acme", "alice@example.com")
     assert created.created_at.tzinfo is not None
     user = users.authenticate("alice@example.com", PASSWORD)
@@ -42,7 +42,7 @@ def test_created_user_can_log_in_and_gets_its_tenant(users: UserService) -> None
 def test_stored_hash_uses_the_configured_cost_and_not_the_password(
     users: UserService, sql_database: Database, settings: Settings
 ) -> None:
-    users.create_user("acme", "bob", PASSWORD)
+    users.create_user(tenant_id="acme", username="bob", password=PASSWORD)
     stored = UserStore(sql_database).get_by_username("acme", "bob")
     assert stored is not None
     assert bcrypt_cost(stored.password_hash) == settings.bcrypt_rounds >= 12
@@ -50,7 +50,7 @@ def test_stored_hash_uses_the_configured_cost_and_not_the_password(
 
 
 def test_wrong_password_and_unknown_user_fail_the_same_way(users: UserService) -> None:
-    users.create_user("acme", "carol", PASSWORD)
+    users.create_user(tenant_id="acme", username="carol", password=PASSWORD)
     with pytest.raises(AuthenticationFailed) as wrong_password:
         users.authenticate("carol", PASSWORD + "!")
     with pytest.raises(AuthenticationFailed) as unknown_user:
@@ -80,11 +80,11 @@ def test_unknown_user_still_pays_for_a_bcrypt_check_at_full_cost(
 
 
 def test_user_names_are_unique_within_a_tenant_whatever_the_case(users: UserService) -> None:
-    users.create_user("acme", "dave", PASSWORD)
+    users.create_user(tenant_id="acme", username="dave", password=PASSWORD)
     with pytest.raises(Conflict):
-        users.create_user("acme", "DAVE", PASSWORD)
+        users.create_user(tenant_id="acme", username="DAVE", password=PASSWORD)
     # Another tenant's dave is another user (names are unique per tenant since migration 0008).
-    other = users.create_user("globex", "DAVE", PASSWORD)
+    other = users.create_user(tenant_id="globex", username="DAVE", password=PASSWORD)
     assert (other.tenant_id, other.username) == ("globex", "dave")
 
 
@@ -116,9 +116,9 @@ def test_invalid_tenant_user_name_or_password_is_refused_with_a_reason(
 
 
 def test_list_users_by_tenant_and_delete(users: UserService) -> None:
-    users.create_user("acme", "frank", PASSWORD)
-    users.create_user("acme", "grace", PASSWORD)
-    users.create_user("globex", "heidi", PASSWORD)
+    users.create_user(tenant_id="acme", username="frank", password=PASSWORD)
+    users.create_user(tenant_id="acme", username="grace", password=PASSWORD)
+    users.create_user(tenant_id="globex", username="heidi", password=PASSWORD)
     assert [u.username for u in users.list_users("acme")] == ["frank", "grace"]
     assert [u.username for u in users.list_users("globex")] == ["heidi"]
     assert len(users.list_users()) == 3
@@ -131,7 +131,9 @@ def test_list_users_by_tenant_and_delete(users: UserService) -> None:
 
 
 def test_users_survive_a_restart(sql_database: Database, settings: Settings) -> None:
-    user_service(settings, sql_database).create_user("acme", "ivan", PASSWORD)
+    user_service(settings, sql_database).create_user(
+        tenant_id="acme", username="ivan", password=PASSWORD
+    )
     sql_database.dispose()
     reopened = open_database(sql_database.url)
     try:

@@ -242,19 +242,22 @@ def test_the_corpus_replaces_and_deletes_documents_on_every_backend(corpus: Corp
     embedder = FakeEmbedder()
     old = make_chunks("acme", "manual.txt", ["valve one", "valve two", "valve three"])
     corpus.replace_documents(
-        "acme", [(old[0].document_id, old, embedder.embed_documents([c.text for c in old]))]
+        tenant_id="acme",
+        documents=[(old[0].document_id, old, embedder.embed_documents([c.text for c in old]))],
     )
     corpus.replace_documents(
-        "acme", [(old[0].document_id, old, embedder.embed_documents([c.text for c in old]))]
+        tenant_id="acme",
+        documents=[(old[0].document_id, old, embedder.embed_documents([c.text for c in old]))],
     )  # re-ingesting the same file
     assert corpus.count("acme") == 3
     new = make_chunks("acme", "manual.txt", ["valve one", "a new second step"])
     corpus.replace_documents(
-        "acme", [(new[0].document_id, new, embedder.embed_documents([c.text for c in new]))]
+        tenant_id="acme",
+        documents=[(new[0].document_id, new, embedder.embed_documents([c.text for c in new]))],
     )
 
-    hits = corpus.query("acme", embedder.embed_query("valve"), k=10)
+    hits = corpus.query(tenant_id="acme", vector=embedder.embed_query("valve"), k=10)
     assert sorted(c.id for c, _ in hits) == sorted(c.id for c in new)
     assert corpus.count("acme") == 2
-    assert corpus.delete_document("acme", new[0].document_id) == 2
+    assert corpus.delete_document(tenant_id="acme", document_id=new[0].document_id) == 2
     assert corpus.count("acme") == 0 and corpus.chunk_ids("acme") == []

@@ -73,8 +73,8 @@ def change_password(
     """Change your password (the current one is checked); every session and API key of yours
     ends, this one included: log in again. Not with an API key (403 `api_key_not_allowed`)."""
     guard.check_current_password(
-        caller.user_id,
-        lambda: users.change_own_password(
+        user_id=caller.user_id,
+        check=lambda: users.change_own_password(
             caller.actor(ip), body.current_password, body.new_password
         ),
     )
@@ -104,10 +104,10 @@ def create_key(
     limit = None
     if body.collections is not None:  # each one the caller reads now (404 like a missing one)
         limit = sorted(search_scopes.chosen_collections(access, body.collections))
-    record, key = keys.create(
+    issued = keys.create(
         caller, caller.actor(ip), body.name, body.role, body.expires_in_days, body.scopes, limit
     )
-    return KeyCreatedOut.model_validate({**asdict(record), "key": key})
+    return KeyCreatedOut.model_validate({**asdict(issued.record), "key": issued.key})
 
 
 @router.get("/keys", response_model=KeyList, responses=error_responses(422))
@@ -125,5 +125,5 @@ def revoke_key(key_id: str, caller: Authorized, keys: ApiKeys, ip: ClientIp) -> 
     """Revoke one of your keys (an admin: any key of the tenant) and every key made from it;
     refused at once by every API process. Needs a signed-in person, or a key with the
     `keys:manage` scope (403 `api_key_not_allowed`)."""
-    keys.revoke(caller, caller.actor(ip), key_id)
+    keys.revoke(caller, caller.actor(ip), key_id=key_id)
     return Response(status_code=204)

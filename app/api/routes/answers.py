@@ -67,11 +67,11 @@ def search(
     result = search_service(
         retriever,
         limits,
-        principal.tenant_id,
-        body.query,
-        body.k,
-        body.group,
-        scope,
+        tenant_id=principal.tenant_id,
+        query=body.query,
+        k=body.k,
+        group=body.group,
+        scope=scope,
     )
     results = [
         SearchResultOut(

@@ -26,7 +26,9 @@ def audit_log(
 ) -> AuditList:
     """Who did what in your tenant, newest first: logins (with client IP), logouts, keys,
     users, uploads, deletions and quota refusals. Never a secret or a question's text."""
-    entries, total = audit.page(caller.tenant_id, size, offset, action, user_id)
+    found = audit.page(
+        tenant_id=caller.tenant_id, limit=size, offset=offset, action=action, user_id=user_id
+    )
     return AuditList(
         data=[
             AuditEntryOut(
@@ -38,7 +40,7 @@ def audit_log(
                 client_ip=e.client_ip,
                 detail=e.detail,
             )
-            for e in entries
+            for e in found.records
         ],
-        count=total,
+        count=found.total,
     )

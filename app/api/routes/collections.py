@@ -70,10 +70,10 @@ def create_collection(
         access, caller.actor(ip), body.name, body.description, body.visibility
     )
     events.collection(
-        caller.tenant_id,
-        "collection.created",
-        created.collection_id,
-        created.name,
+        tenant_id=caller.tenant_id,
+        event_type="collection.created",
+        collection_id=created.collection_id,
+        name=created.name,
         visibility=created.visibility,
     )
     return _out(CollectionView(created, 0, 0, "manage"))
@@ -113,13 +113,18 @@ def change_collection(
     change = CollectionChange(body.name, body.description, body.visibility)
     changed = collections.change(access, caller.actor(ip), collection_id, change)
     events.collection(
-        caller.tenant_id,
-        "collection.changed",
-        changed.collection_id,
-        changed.name,
+        tenant_id=caller.tenant_id,
+        event_type="collection.changed",
+        collection_id=changed.collection_id,
+        name=changed.name,
         changes={k: v for k, v in vars(change).items() if v is not None},
     )
-    fresh = collections.access(caller.tenant_id, caller.user_id, caller.role, caller.collections)
+    fresh = collections.access(
+        tenant_id=caller.tenant_id,
+        user_id=caller.user_id,
+        role=caller.role,
+        key_collections=caller.collections,
+    )
     return _out(collections.view(fresh, changed.collection_id))
 
 
@@ -158,7 +163,11 @@ def delete_collection(
                 "the collection holds documents: move them, or DELETE with ?documents=delete",
             )
         events.collection(
-            caller.tenant_id, "collection.deleted", found.collection_id, found.name, documents=0
+            tenant_id=caller.tenant_id,
+            event_type="collection.deleted",
+            collection_id=found.collection_id,
+            name=found.name,
+            documents=0,
         )
         return Response(status_code=204)
     job = queue_collection_deletion(collections, jobs, job_queue, access, actor, collection_id)
@@ -198,7 +207,7 @@ def put_access(
     grants = []
     for item in body.grants:
         if item.group_id is not None:
-            group, _ = collections.group(caller.tenant_id, item.group_id)
+            group, _ = collections.group(tenant_id=caller.tenant_id, id_or_name=item.group_id)
             grants.append(Grant("group", group.group_id, item.permission))
         else:
             assert item.user_id is not None

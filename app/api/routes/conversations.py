@@ -91,8 +91,8 @@ def list_conversations(
     principal: Principal, store: Conversations, size: PageSize, offset: PageOffset = 0
 ) -> Page[ConversationOut]:
     """The caller's conversations, most recently used first."""
-    records, total = service.list_conversations(store, _caller(principal), size, offset)
-    return Page[ConversationOut].of(records, total)
+    found = service.list_conversations(store, _caller(principal), size, offset)
+    return Page[ConversationOut].of(found.records, found.total)
 
 
 @router.get(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
 from functools import partial
 from typing import Annotated, Literal, get_args
 
@@ -48,7 +47,7 @@ from app.services.document_metadata import checked_metadata, parse_metadata
 from app.services.indexing import DocumentDeps
 from app.services.job_wait import MAX_WAIT_S, wait_for_job
 from app.storage.collections import AccessStore
-from app.storage.documents import DocumentFilter, DocumentRecord
+from app.storage.documents import DocumentFilter
 
 router = APIRouter(tags=["documents"])
 # The text fields that place an upload: its collection (id or name) and its metadata (JSON).
@@ -98,17 +97,6 @@ _UPLOAD_BODY = {
         },
     }
 }
-
-
-def _document_out(record: DocumentRecord, collection_names: Mapping[str, str]) -> DocumentOut:
-    """A document as shown, with its collection's name and its own metadata."""
-    shown = DocumentOut.model_validate(record)
-    return shown.model_copy(
-        update={
-            "collection": collection_names.get(record.collection_id, record.collection_id),
-            "metadata": json.loads(record.metadata_json or "{}"),
-        }
-    )
 
 
 def _shown_status(job: JobRecord) -> Literal["queued", "processing", "done", "failed"]:
@@ -237,7 +225,7 @@ def _placement(
         source = source_path or uploads.sanitise_filename(file.client_filename)
         existing = document_deps.documents.find(caller.tenant_id, target, source)
         if existing is not None:
-            collections.check_replace(access, target, existing.uploaded_by, caller.user_id)
+            collections.check_replace(access, target, existing.uploaded_by, user_id=caller.user_id)
     placement = {"collection_id": target}
     if "metadata" in texts:
         placement["metadata_json"] = json.dumps(metadata, sort_keys=True)
@@ -288,8 +276,10 @@ def _check_job_readable(
     if not uploads.job_readable(
         job,
         lambda collection_id: access.permission(collection_id) is not None,
-        None if access.key_limited else principal.user_id,
-        lambda document_id: access_store.collection_of(principal.tenant_id, document_id),
+        user_id=None if access.key_limited else principal.user_id,
+        collection_of=lambda document_id: access_store.collection_of(
+            principal.tenant_id, document_id
+        ),
     ):
         raise ApiError(404, "not_found", "job not found")
 
@@ -370,10 +360,9 @@ def list_documents(
         found = sync_uploads.list_matching(
             deps, tenant_id=tenant, wanted=wanted, limit=size, offset=offset, collections=shown
         )
-    names = access.all_collections
-    listed = Page[DocumentOut](
-        data=[_document_out(r, names) for r in found.records], count=found.total
-    )
+    # Each document shows its collection's name as the caller sees it.
+    names = {"collection_names": access.all_collections}
+    listed = Page[DocumentOut].of(found.records, found.total, context=names)
     if not fields:
         return listed
     kept: set[str] = set(fields)
@@ -392,9 +381,9 @@ def get_document(
     collections: CollectionServiceDep,
 ) -> DocumentOut:
     """One document of a collection you read (404 otherwise, as for a missing one)."""
-    collections.document_collection(access, document_id)
+    collections.document_collection(access, document_id=document_id)
     found = documents.get_document(deps, tenant_id=principal.tenant_id, document_id=document_id)
-    return _document_out(found, access.all_collections)
+    return DocumentOut.model_validate(found, context={"collection_names": access.all_collections})
 
 
 @router.patch(
@@ -418,13 +407,18 @@ def change_document(
     if body.collection is None and body.metadata is None:
         raise ApiError(422, "validation_error", "nothing to change: send collection or metadata")
     metadata = None if body.metadata is None else checked_metadata(body.metadata)
-    collections.document_collection(access, document_id)  # 404 before anything else
+    collections.document_collection(access, document_id=document_id)  # 404 before anything else
     found = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
     collections.change_document(
-        access, caller.actor(ip), document_id, found.uploaded_by, body.collection, metadata
+        access,
+        caller.actor(ip),
+        document_id=document_id,
+        uploaded_by=found.uploaded_by,
+        collection=body.collection,
+        metadata=metadata,
     )
     changed = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
-    return _document_out(changed, access.all_collections)
+    return DocumentOut.model_validate(changed, context={"collection_names": access.all_collections})
 
 
 @router.delete(
@@ -440,9 +434,11 @@ def delete_document(
 ) -> Response:
     """Delete a document; no search or answer can reach it afterwards. A member may delete only
     documents they uploaded (403); an admin any."""
-    collection_id = collections.document_collection(access, document_id)
+    collection_id = collections.document_collection(access, document_id=document_id)
     found = documents.get_document(deps, tenant_id=caller.tenant_id, document_id=document_id)
-    collections.check_may_delete(access, document_id, found.uploaded_by, caller.user_id)
+    collections.check_may_delete(
+        access, document_id=document_id, uploaded_by=found.uploaded_by, user_id=caller.user_id
+    )
     uploader = documents.Uploader(caller.actor(ip), access.may_change_any(collection_id))
     documents.delete_document(
         deps, tenant_id=caller.tenant_id, document_id=document_id, uploader=uploader

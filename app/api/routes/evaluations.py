@@ -117,7 +117,7 @@ def set_from_feedback(
     """A test set from feedback: each thumbs-down that names expected pages, and each thumbs-up
     with the citations that helped (while the answer record keeps their questions), of the
     documents you read."""
-    items = evaluation_sets.items_from_feedback(deps, caller.tenant_id, readable)
+    items = evaluation_sets.items_from_feedback(deps, tenant_id=caller.tenant_id, readable=readable)
     if not items:
         raise InvalidInput(
             "no feedback to make a set from: rate answers down naming the page they should have "
@@ -136,8 +136,8 @@ def list_sets(
 ) -> EvaluationSetList:
     """Your tenant's test sets that you see (you read every document they expect), newest
     first (without their items)."""
-    found, total = evaluation_sets.page(deps, viewer, size, offset)
-    return EvaluationSetList(data=[_set_out(s) for s in found], count=total)
+    found = evaluation_sets.page(deps, viewer, size, offset)
+    return EvaluationSetList(data=[_set_out(s) for s in found.records], count=found.total)
 
 
 @router.get("/evaluations/sets/{set_id}", response_model=EvaluationSetOut)
@@ -145,7 +145,7 @@ def get_set(
     set_id: str, deps: EvaluationSets, caller: Authorized, viewer: QualityViewerDep
 ) -> EvaluationSetOut:
     """One test set with its items (404 unless you read every document it expects)."""
-    return _set_out(evaluation_sets.get(deps, viewer, set_id))
+    return _set_out(evaluation_sets.get(deps, viewer, set_id=set_id))
 
 
 @router.delete("/evaluations/sets/{set_id}", status_code=204)
@@ -153,7 +153,7 @@ def delete_set(
     set_id: str, deps: EvaluationSets, caller: Authorized, ip: ClientIp, viewer: QualityViewerDep
 ) -> None:
     """Delete a test set you see (its runs stay in the history)."""
-    evaluation_sets.delete(deps, caller.actor(ip), viewer, set_id)
+    evaluation_sets.delete(deps, caller.actor(ip), viewer, set_id=set_id)
 
 
 @router.post(
@@ -173,7 +173,9 @@ def start_run(
     """Run a test set in the background (202) within the collections your credential reads
     now; poll GET /evaluations/runs/{run_id}. 413 `quota_exceeded` when two of your runs are
     already waiting or running."""
-    run = evaluation_runs.start(deps, caller.actor(ip), viewer, body.set_id, body.answers)
+    run = evaluation_runs.start(
+        deps, caller.actor(ip), viewer, set_id=body.set_id, answers=body.answers
+    )
     runner.wake()
     return _run_out(run)
 
@@ -189,8 +191,8 @@ def list_runs(
 ) -> EvaluationRunList:
     """Your tenant's runs that you see (you read every collection they read), oldest first,
     with their aggregates (the history to chart)."""
-    found, total = evaluation_runs.page(deps, viewer, size, offset, set_id)
-    return EvaluationRunList(data=[_run_out(r) for r in found], count=total)
+    found = evaluation_runs.page(deps, viewer, size, offset, set_id=set_id)
+    return EvaluationRunList(data=[_run_out(r) for r in found.records], count=found.total)
 
 
 @router.get("/evaluations/runs/{run_id}", response_model=EvaluationRunOut)
@@ -199,7 +201,7 @@ def get_run(
 ) -> EvaluationRunOut:
     """One run: progress, and once done its aggregate and per-item results (404 unless you
     read every collection it read; what names a document you do not read is withheld)."""
-    return _run_out(evaluation_runs.get(deps, viewer, run_id))
+    return _run_out(evaluation_runs.get(deps, viewer, run_id=run_id))
 
 
 @router.get("/evaluations/runs/{run_id}/compare")
@@ -212,6 +214,6 @@ def compare_runs(
 ) -> dict[str, Any]:
     """What changed since an earlier run: questions that got worse or better, the aggregate's
     change, documents added, removed or replaced, settings changed."""
-    earlier = evaluation_runs.get(deps, viewer, before)
-    later = evaluation_runs.get(deps, viewer, run_id)
+    earlier = evaluation_runs.get(deps, viewer, run_id=before)
+    later = evaluation_runs.get(deps, viewer, run_id=run_id)
     return evaluation_runs.compare(earlier, later)

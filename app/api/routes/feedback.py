@@ -62,12 +62,12 @@ def rate_answer(
     stored, changed = feedback.rate(
         deps,
         caller.actor(ip),
-        answer_id,
-        body.rating,
-        body.comment,
-        body.helpful_markers,
-        expected,
-        readable,
+        answer_id=answer_id,
+        rating=body.rating,
+        comment=body.comment,
+        helpful_markers=body.helpful_markers,
+        expected=expected,
+        readable=readable,
     )
     return FeedbackOut(**stored.public(), changed=changed)
 
@@ -77,7 +77,9 @@ def rate_answer(
 )
 def my_rating(answer_id: AnswerId, deps: Feedback, caller: Authorized) -> FeedbackOut:
     """Your rating of one of your answers (404 when you have not rated it)."""
-    found = feedback.mine(deps, caller.tenant_id, caller.user_id, answer_id)
+    found = feedback.mine(
+        deps, tenant_id=caller.tenant_id, user_id=caller.user_id, answer_id=answer_id
+    )
     return FeedbackOut(**found.public())
 
 
@@ -109,9 +111,14 @@ def list_feedback(
     answer record keeps it and the documents you read; `format=jsonl` exports every match."""
     which = FeedbackFilter(rating, user_id, since, until, with_expected)
     if format == "jsonl":
-        return _jsonl(feedback.export_lines(deps, caller.tenant_id, which, readable), "feedback")
-    records, total = feedback.listing(deps, caller.tenant_id, which, size, offset, readable)
-    return FeedbackList(data=[FeedbackOut(**r.public()) for r in records], count=total)
+        return _jsonl(
+            feedback.export_lines(deps, tenant_id=caller.tenant_id, which=which, readable=readable),
+            "feedback",
+        )
+    found = feedback.listing(
+        deps, tenant_id=caller.tenant_id, which=which, limit=size, offset=offset, readable=readable
+    )
+    return FeedbackList(data=[FeedbackOut(**r.public()) for r in found.records], count=found.total)
 
 
 @router.get("/answers", response_model=AnswerRecordList)
@@ -125,7 +132,7 @@ def list_answers(
     user_id: Annotated[str | None, Query(max_length=40, description="admins: one user's")] = None,
 ) -> AnswerRecordList:
     """Your answers from the answer record, newest first (admins: `all=true` for the tenant's)."""
-    found, total = answer_history.page(
+    found = answer_history.page(
         records,
         caller,
         size,
@@ -134,7 +141,9 @@ def list_answers(
         everyone=all or user_id is not None,
         user_id=user_id,
     )
-    return AnswerRecordList(data=[AnswerRecordOut(**r.public()) for r in found], count=total)
+    return AnswerRecordList(
+        data=[AnswerRecordOut(**r.public()) for r in found.records], count=found.total
+    )
 
 
 @router.get("/answers/export", response_class=StreamingResponse)
@@ -169,4 +178,6 @@ def get_answer(
 ) -> AnswerRecordOut:
     """One answer's record: yours, or any of your tenant's for an admin (with the cited and
     retrieved documents you read now)."""
-    return AnswerRecordOut(**answer_history.get(records, caller, answer_id, readable).public())
+    return AnswerRecordOut(
+        **answer_history.get(records, caller, answer_id=answer_id, readable=readable).public()
+    )

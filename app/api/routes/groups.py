@@ -9,6 +9,8 @@ from app.api.access import Authorized
 from app.api.collection_schemas import GroupIn, GroupList, GroupOut, GroupPatch
 from app.api.deps import AccessStoreDep, ClientIp, CollectionServiceDep
 from app.api.errors import ApiError, error_responses
+from app.services.audit import Actor
+from app.services.collections import CollectionService
 from app.storage.collections import GroupRecord
 
 router = APIRouter(prefix="/groups", tags=["groups"], responses=error_responses(403, 422))
@@ -32,7 +34,10 @@ def create_group(
 ) -> GroupOut:
     """A new group (409 when the name is taken)."""
     group = collections.create_group(
-        caller.tenant_id, caller.actor(ip), body.name, body.description
+        tenant_id=caller.tenant_id,
+        actor=caller.actor(ip),
+        name=body.name,
+        description=body.description,
     )
     return _out(group, [])
 
@@ -47,7 +52,7 @@ def list_groups(access_store: AccessStoreDep, caller: Authorized) -> GroupList:
 @router.get(_PATH, response_model=GroupOut, responses=error_responses(404))
 def get_group(group_id: str, collections: CollectionServiceDep, caller: Authorized) -> GroupOut:
     """One group (by id or name) and its members."""
-    return _out(*collections.group(caller.tenant_id, group_id))
+    return _out(*collections.group(tenant_id=caller.tenant_id, id_or_name=group_id))
 
 
 @router.patch(_PATH, response_model=GroupOut, responses=error_responses(404, 409))
@@ -62,9 +67,13 @@ def change_group(
     if body.name is None and body.description is None:
         raise ApiError(422, "validation_error", "nothing to change: send name or description")
     changed = collections.change_group(
-        caller.tenant_id, caller.actor(ip), group_id, body.name, body.description
+        tenant_id=caller.tenant_id,
+        actor=caller.actor(ip),
+        id_or_name=group_id,
+        name=body.name,
+        description=body.description,
     )
-    return _out(*collections.group(caller.tenant_id, changed.group_id))
+    return _out(*collections.group(tenant_id=caller.tenant_id, id_or_name=changed.group_id))
 
 
 @router.delete(_PATH, status_code=204, responses=error_responses(404))
@@ -72,7 +81,9 @@ def delete_group(
     group_id: str, collections: CollectionServiceDep, caller: Authorized, ip: ClientIp
 ) -> Response:
     """Delete a group with its memberships and grants (in effect on the next request)."""
-    collections.delete_group(caller.tenant_id, caller.actor(ip), group_id)
+    collections.delete_group(
+        tenant_id=caller.tenant_id, actor=caller.actor(ip), id_or_name=group_id
+    )
     return Response(status_code=204)
 
 
@@ -81,8 +92,7 @@ def add_member(
     group_id: str, user_id: str, collections: CollectionServiceDep, caller: Authorized, ip: ClientIp
 ) -> Response:
     """Add a user of your tenant to a group (nothing happens if already a member)."""
-    collections.set_member(caller.tenant_id, caller.actor(ip), group_id, user_id, True)
-    return Response(status_code=204)
+    return _membership(collections, caller.actor(ip), group_id, user_id, member=True)
 
 
 @router.delete(_PATH + "/members/{user_id}", status_code=204, responses=error_responses(404))
@@ -90,5 +100,13 @@ def remove_member(
     group_id: str, user_id: str, collections: CollectionServiceDep, caller: Authorized, ip: ClientIp
 ) -> Response:
     """Remove a user from a group (in effect on the next request of every process)."""
-    collections.set_member(caller.tenant_id, caller.actor(ip), group_id, user_id, False)
+    return _membership(collections, caller.actor(ip), group_id, user_id, member=False)
+
+
+def _membership(
+    collections: CollectionService, actor: Actor, group_id: str, user_id: str, *, member: bool
+) -> Response:
+    collections.set_member(
+        tenant_id=actor.tenant_id, actor=actor, id_or_name=group_id, user_id=user_id, member=member
+    )
     return Response(status_code=204)

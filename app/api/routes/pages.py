@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
@@ -61,7 +62,9 @@ async def page_image(
     PDF, or the page failed: too slow, too large, damaged); 429/503 when no render slot frees
     up within a second or two (Retry-After says when to come back)."""
     # 404, exactly as for a missing document, unless the caller reads its collection.
-    await run_in_threadpool(collections.document_collection, access, document_id)
+    await run_in_threadpool(
+        functools.partial(collections.document_collection, access, document_id=document_id)
+    )
     rendered = await service.page_image(
         lane,
         deps,
@@ -94,7 +97,8 @@ def page_text(
     chunk: ChunkParam = None,
 ) -> PageTextOut:
     """A page's indexed text (any format) with the cited passage's offsets in it."""
-    collections.document_collection(access, document_id)  # 404 unless the caller reads it
+    # 404 unless the caller reads it
+    collections.document_collection(access, document_id=document_id)
     found = service.page_text(
         deps, tenant_id=principal.tenant_id, document_id=document_id, page=page, chunk_id=chunk
     )

@@ -93,8 +93,8 @@ def issue_token(
             username,
             password,
             client,
-            tenant,
-            sso.password_allowed,
+            tenant=tenant,
+            password_allowed=sso.password_allowed,
         )
     except AuthenticationFailed as exc:
         raise ApiError(401, "unauthorized", exc.message, {"WWW-Authenticate": "Bearer"}) from None

@@ -80,7 +80,7 @@ def put_sso(
 ) -> dict[str, Any]:
     """Set your tenant's OpenID Connect provider (its discovery document is read to check the
     issuer). The client secret is stored encrypted and never shown again."""
-    return sso.configure(caller.tenant_id, body, _person(caller, ip))
+    return sso.configure(tenant_id=caller.tenant_id, body=body, actor=_person(caller, ip))
 
 
 @admin_router.get("")
@@ -92,7 +92,7 @@ def get_sso(sso: SingleSignOnDep, caller: Authorized) -> dict[str, Any]:
 @admin_router.delete("", status_code=204)
 def delete_sso(sso: SingleSignOnDep, caller: Authorized, ip: ClientIp) -> Response:
     """Stop signing in through the provider; its users stay (404 when there is none)."""
-    sso.remove(caller.tenant_id, _person(caller, ip))
+    sso.remove(tenant_id=caller.tenant_id, actor=_person(caller, ip))
     return Response(status_code=204)
 
 
@@ -106,7 +106,7 @@ def sso_option(
 ) -> SsoOptionOut:
     """The provider the sign-in page offers for an organisation (tenant id), or for an email
     address whose domain exactly one organisation allows; 404 when there is none."""
-    option = sso.option(organisation, email)
+    option = sso.option(tenant_id=organisation, email=email)
     return SsoOptionOut(
         tenant_id=option.tenant_id,
         provider_name=option.provider_name,
@@ -147,7 +147,7 @@ def sso_start(
         return page
     redirect_uri = str(request.url_for("sso_callback"))
     try:
-        target = sso.start(tenant[:64], next, redirect_uri)
+        target = sso.start(tenant_id=tenant[:64], next_path=next, redirect_uri=redirect_uri)
     except (SsoFailure, ProviderUnreachable) as exc:
         return _failure_page(exc)
     return RedirectResponse(target, status_code=302, headers={"Cache-Control": "no-store"})
@@ -172,13 +172,13 @@ def sso_callback(
     PKCE verifier), checks the ID token, provisions or updates the user, then redirects to the
     web app with a one-time code in the fragment."""
     try:
-        next_path, exchange = sso.complete(state, code, error, ip)
+        finished = sso.complete(state, code, error, ip)
     except (SsoFailure, ProviderUnreachable) as exc:
         return _failure_page(exc)
     # A path, not a URL: the browser stays on the origin it called back, whatever Host said.
     prefix = str(request.scope.get("root_path", "")).rstrip("/")
     return RedirectResponse(
-        f"{prefix}{next_path}#sso_code={exchange}",
+        f"{prefix}{finished.next_path}#sso_code={finished.exchange_code}",
         status_code=302,
         headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
     )

@@ -18,7 +18,11 @@ def create_user(body: UserIn, caller: Authorized, users: Users, ip: ClientIp) ->
     """Add a user to your tenant (409 if your tenant has the name already; 422
     `password_too_common` or `password_contains_username` for a weak password)."""
     user = users.create_user(
-        caller.tenant_id, body.username, body.password, body.role, caller.actor(ip)
+        tenant_id=caller.tenant_id,
+        username=body.username,
+        password=body.password,
+        role=body.role,
+        actor=caller.actor(ip),
     )
     return UserOut.model_validate(user)
 
@@ -28,8 +32,8 @@ def list_users(
     caller: Authorized, users: Users, size: PageSize, offset: PageOffset = 0
 ) -> Page[UserOut]:
     """Your tenant's users by name."""
-    records, total = users.page(caller.tenant_id, size, offset)
-    return Page[UserOut].of(records, total)
+    found = users.page(tenant_id=caller.tenant_id, limit=size, offset=offset)
+    return Page[UserOut].of(found.records, found.total)
 
 
 @router.patch("/{user_id}", response_model=UserOut, responses=error_responses(404, 409))
@@ -43,12 +47,18 @@ def change_user(
         raise ApiError(
             422, "validation_error", "nothing to change: send role, disabled or password"
         )
-    user = users.change_user(caller.actor(ip), user_id, body.role, body.disabled, body.password)
+    user = users.change_user(
+        caller.actor(ip),
+        user_id=user_id,
+        role=body.role,
+        disabled=body.disabled,
+        password=body.password,
+    )
     return UserOut.model_validate(user)
 
 
 @router.delete("/{user_id}", status_code=204, responses=error_responses(404, 409))
 def delete_user(user_id: str, caller: Authorized, users: Users, ip: ClientIp) -> Response:
     """Delete a user and its API keys (its documents stay); not the last enabled admin (409)."""
-    users.remove_user(caller.actor(ip), user_id)
+    users.remove_user(caller.actor(ip), user_id=user_id)
     return Response(status_code=204)

@@ -17,39 +17,8 @@ from app.api.webhook_schemas import (
     WebhookUpdate,
 )
 from app.services import webhooks as service
-from app.storage.webhooks import DeliveryRecord, WebhookRecord
 
 router = APIRouter(tags=["webhooks"], responses=error_responses(403, 422))
-
-
-def _out(hook: WebhookRecord) -> WebhookOut:
-    return WebhookOut(
-        webhook_id=hook.webhook_id,
-        url=hook.url,
-        events=list(hook.events),
-        description=hook.description,
-        enabled=hook.enabled,
-        consecutive_failures=hook.consecutive_failures,
-        disabled_reason=hook.disabled_reason,
-        created_by=hook.created_by,
-        created_at=hook.created_at.isoformat(),
-        updated_at=hook.updated_at.isoformat(),
-    )
-
-
-def _delivery_out(delivery: DeliveryRecord) -> DeliveryOut:
-    pending = delivery.status == "pending"
-    return DeliveryOut(
-        delivery_id=delivery.delivery_id,
-        event_type=delivery.event_type,
-        status=delivery.status,
-        attempts=delivery.attempts,
-        next_attempt_at=delivery.next_attempt_at.isoformat() if pending else None,
-        last_status_code=delivery.last_status_code,
-        last_error=delivery.last_error,
-        created_at=delivery.created_at.isoformat(),
-        updated_at=delivery.updated_at.isoformat(),
-    )
 
 
 @router.post("/webhooks", status_code=201, response_model=WebhookCreated)
@@ -65,20 +34,22 @@ def create_webhook(
         events=list(body.events),
         description=body.description,
     )
-    return WebhookCreated(**_out(hook).model_dump(), secret=hook.secret)
+    return WebhookCreated.model_validate(hook)
 
 
 @router.get("/webhooks", response_model=WebhookList)
 def list_webhooks(deps: Webhooks, caller: Authorized) -> WebhookList:
     """The tenant's webhooks (without their secrets)."""
     found = service.list_webhooks(deps, tenant_id=caller.tenant_id)
-    return WebhookList(data=[_out(hook) for hook in found], count=len(found))
+    return WebhookList(data=[WebhookOut.model_validate(hook) for hook in found], count=len(found))
 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookOut, responses=error_responses(404))
 def get_webhook(webhook_id: str, deps: Webhooks, caller: Authorized) -> WebhookOut:
     """One webhook of the tenant (without its secret)."""
-    return _out(service.get_webhook(deps, tenant_id=caller.tenant_id, webhook_id=webhook_id))
+    return WebhookOut.model_validate(
+        service.get_webhook(deps, tenant_id=caller.tenant_id, webhook_id=webhook_id)
+    )
 
 
 @router.patch("/webhooks/{webhook_id}", response_model=WebhookOut, responses=error_responses(404))
@@ -100,7 +71,7 @@ def update_webhook(
         description=body.description,
         enabled=body.enabled,
     )
-    return _out(changed)
+    return WebhookOut.model_validate(changed)
 
 
 @router.delete("/webhooks/{webhook_id}", status_code=204, responses=error_responses(404))
@@ -123,7 +94,9 @@ def list_deliveries(
     offset: PageOffset = 0,
 ) -> DeliveryList:
     """The webhook's delivery log, newest first: each event, its attempts and last outcome."""
-    found, total = service.list_deliveries(
+    found = service.list_deliveries(
         deps, tenant_id=caller.tenant_id, webhook_id=webhook_id, limit=size, offset=offset
     )
-    return DeliveryList(data=[_delivery_out(d) for d in found], count=total)
+    return DeliveryList(
+        data=[DeliveryOut.model_validate(d) for d in found.records], count=found.total
+    )

@@ -64,6 +64,7 @@ class Corpus:
 
     def replace_documents(
         self,
+        *,
         tenant_id: str,
         documents: Sequence[DocumentContent],
         second_vectors: Sequence[Sequence[Sequence[float]]] | None = None,
@@ -86,7 +87,11 @@ class Corpus:
                 second_entries += _entries(tenant_id, document_id, chunks, vectors)
         with self._write_lock:
             if self.second is not None:
-                self.second.write(tenant_id, second_entries, lambda: not self.chunks.ids(tenant_id))
+                self.second.write(
+                    tenant_id=tenant_id,
+                    entries=second_entries,
+                    tenant_is_empty=lambda: not self.chunks.ids(tenant_id),
+                )
             self.index.upsert(tenant_id, entries)
             obsolete = self.chunks.write_documents(
                 tenant_id, {document_id: chunks for document_id, chunks, _ in documents}
@@ -107,7 +112,7 @@ class Corpus:
             start += len(chunks)
         return out
 
-    def delete_document(self, tenant_id: str, document_id: str) -> int:
+    def delete_document(self, *, tenant_id: str, document_id: str) -> int:
         """Remove every chunk of a document; returns how many were removed."""
         with self._write_lock:
             removed = self.chunks.delete_document(tenant_id, document_id)  # rows first
@@ -146,7 +151,9 @@ class Corpus:
             return 0
         with self._write_lock:
             filled = self.second.fill(
-                tenant_id, _pages(self.chunks.iter_tenant(tenant_id)), self.index.count(tenant_id)
+                tenant_id=tenant_id,
+                pages=_pages(self.chunks.iter_tenant(tenant_id)),
+                first_count=self.index.count(tenant_id),
             )
             if filled:
                 self.chunks.bump_version(tenant_id)
@@ -156,6 +163,7 @@ class Corpus:
 
     def query(
         self,
+        *,
         tenant_id: str,
         vector: Sequence[float],
         k: int,
@@ -168,6 +176,7 @@ class Corpus:
 
     def query_second(
         self,
+        *,
         tenant_id: str,
         vector: Sequence[float],
         k: int,
@@ -202,7 +211,9 @@ class Corpus:
     def second_ready(self, tenant_id: str) -> bool:
         """Whether the tenant's second-arm collection holds every chunk (False without one)."""
         return self.second is not None and self.second.ready(
-            tenant_id, self.chunks.version(tenant_id), lambda: self.index.count(tenant_id)
+            tenant_id=tenant_id,
+            version=self.chunks.version(tenant_id),
+            first_count=lambda: self.index.count(tenant_id),
         )
 
     def _with_rows(
@@ -220,6 +231,7 @@ class Corpus:
 
     def find_containing(
         self,
+        *,
         tenant_id: str,
         text: str,
         limit: int,
@@ -234,7 +246,7 @@ class Corpus:
         """(chunk id, document id, page) of every chunk of the tenant."""
         return self.chunks.owners(tenant_id)
 
-    def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
+    def get_chunks(self, *, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
         """The chunks with these ids that belong to the tenant, in the given order."""
         return self.chunks.get(tenant_id, ids)
 

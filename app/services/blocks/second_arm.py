@@ -49,7 +49,11 @@ class SecondArm:
             return self.embedder.embed_documents(texts)
 
     def write(
-        self, tenant_id: str, entries: Sequence[IndexedVector], tenant_is_empty: Callable[[], bool]
+        self,
+        *,
+        tenant_id: str,
+        entries: Sequence[IndexedVector],
+        tenant_is_empty: Callable[[], bool],
     ) -> None:
         """Upsert vectors; a tenant's first write creates its collection, complete only when
         the tenant has no chunk yet (`tenant_is_empty`, asked then and only then)."""
@@ -57,16 +61,16 @@ class SecondArm:
             self.index.start(tenant_id, complete=tenant_is_empty())
         self.index.upsert(tenant_id, entries)
 
-    def covers(self, tenant_id: str, first_count: int) -> bool:
+    def covers(self, *, tenant_id: str, first_count: int) -> bool:
         """Whether the collection holds every chunk: recorded complete, and with at least as many
         vectors as the first arm's (`first_count`; fewer when a process without the option
         wrote to the tenant)."""
         return self.index.is_complete(tenant_id) and self.index.count(tenant_id) >= first_count
 
-    def fill(self, tenant_id: str, pages: Iterable[Sequence[Chunk]], first_count: int) -> int:
+    def fill(self, *, tenant_id: str, pages: Iterable[Sequence[Chunk]], first_count: int) -> int:
         """Embed and write every chunk of the tenant unless its collection covers them all;
         returns how many were embedded (0 when none needed it)."""
-        if self.covers(tenant_id, first_count):
+        if self.covers(tenant_id=tenant_id, first_count=first_count):
             return 0
         embedded = 0
 
@@ -82,14 +86,14 @@ class SecondArm:
         self.index.fill(tenant_id, vectors())
         return embedded
 
-    def ready(self, tenant_id: str, version: int, first_count: Callable[[], int]) -> bool:
+    def ready(self, *, tenant_id: str, version: int, first_count: Callable[[], int]) -> bool:
         """Whether the tenant's collection may be searched: it covers every chunk at this corpus
         version (`first_count` is asked only when the version changed)."""
         with self._ready_lock:
             known = self._ready.get(tenant_id)
         if known is not None and known[0] == version:
             return known[1]
-        complete = self.covers(tenant_id, first_count())
+        complete = self.covers(tenant_id=tenant_id, first_count=first_count())
         with self._ready_lock:
             self._ready[tenant_id] = (version, complete)
         return complete

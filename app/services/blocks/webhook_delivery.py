@@ -50,7 +50,7 @@ def new_secret() -> str:
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
-def signature(secret: str, message_id: str, timestamp: int, body: str) -> str:
+def signature(secret: str, *, message_id: str, timestamp: int, body: str) -> str:
     """`v1,` and the base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`, keyed with the secret's
     base64 part decoded (Standard Webhooks)."""
     key = base64.b64decode(secret.removeprefix(SECRET_PREFIX))
@@ -60,7 +60,7 @@ def signature(secret: str, message_id: str, timestamp: int, body: str) -> str:
 
 
 def signed_headers(
-    secret: str, message_id: str, body: str, now: float | None = None
+    secret: str, *, message_id: str, body: str, now: float | None = None
 ) -> dict[str, str]:
     """The headers of one attempt: id, timestamp (seconds) and signature."""
     timestamp = int(time.time() if now is None else now)
@@ -69,7 +69,9 @@ def signed_headers(
         "user-agent": "rag-service-webhooks",
         "webhook-id": message_id,
         "webhook-timestamp": str(timestamp),
-        "webhook-signature": signature(secret, message_id, timestamp, body),
+        "webhook-signature": signature(
+            secret, message_id=message_id, timestamp=timestamp, body=body
+        ),
     }
 
 
@@ -227,7 +229,10 @@ class WebhookDispatcher:
         except InvalidInput as exc:
             return Outcome(False, None, exc.message)
         url, extra, extensions = _pinned(target)
-        headers = {**signed_headers(webhook.secret, delivery.delivery_id, delivery.body), **extra}
+        headers = {
+            **signed_headers(webhook.secret, message_id=delivery.delivery_id, body=delivery.body),
+            **extra,
+        }
         try:
             response = self._client.post(
                 url, content=delivery.body.encode(), headers=headers, extensions=extensions

@@ -180,7 +180,7 @@ def provider_name(settings: dict[str, Any], issuer: str) -> str:
 
 
 def public_view(
-    tenant_id: str, issuer: str, client_id: str, settings: dict[str, Any]
+    *, tenant_id: str, issuer: str, client_id: str, settings: dict[str, Any]
 ) -> dict[str, Any]:
     """The configuration as GET /sso shows it: everything but the secret, which is only said
     to be set."""

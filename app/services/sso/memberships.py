@@ -19,7 +19,7 @@ class GroupsFollowProvider:
         self._store = store
 
     def sync(
-        self, tenant_id: str, user_id: str, *, wanted: set[str], managed: set[str], actor: Actor
+        self, *, tenant_id: str, user_id: str, wanted: set[str], managed: set[str], actor: Actor
     ) -> None:
         """Make the user a member of the `wanted` groups and of no other `managed` one."""
         for name in sorted(managed):
@@ -31,5 +31,7 @@ class GroupsFollowProvider:
                 continue
             member = name in wanted
             action = "group.member_added" if member else "group.member_removed"
-            entry = actor.entry(action, group.group_id, user_id=user_id, via="single sign-on")
+            entry = actor.entry(
+                action, target_id=group.group_id, user_id=user_id, via="single sign-on"
+            )
             self._store.set_member(tenant_id, group.group_id, user_id, member, entry)

@@ -184,6 +184,7 @@ class OidcProviders:
     def exchange_code(
         self,
         provider: ProviderMetadata,
+        *,
         client_id: str,
         client_secret: str,
         code: str,

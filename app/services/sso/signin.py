@@ -72,6 +72,15 @@ class SignInOption:
     password_login: bool
 
 
+@dataclass(frozen=True)
+class FinishedSignIn:
+    """Where the person goes after signing in, and the one-time code the web app trades for
+    the service's token."""
+
+    next_path: str
+    exchange_code: str
+
+
 def safe_next_path(next_path: str) -> str:
     """The `next` path when it stays on this origin (a path, not `//host` or a URL);
     SsoFailure otherwise."""
@@ -100,7 +109,7 @@ class GroupMemberships(Protocol):
     """The tenant's groups a user is in, as far as single sign-on manages them."""
 
     def sync(
-        self, tenant_id: str, user_id: str, *, wanted: set[str], managed: set[str], actor: Actor
+        self, *, tenant_id: str, user_id: str, wanted: set[str], managed: set[str], actor: Actor
     ) -> None:
         """Make the user a member of the `wanted` groups and of no other `managed` one
         (groups named by name; a name the tenant has no group of is skipped)."""
@@ -134,7 +143,7 @@ class SingleSignOn:
 
     # --- configuration ------------------------------------------------------------------------
 
-    def configure(self, tenant_id: str, body: SsoSettingsIn, actor: Actor) -> dict[str, Any]:
+    def configure(self, *, tenant_id: str, body: SsoSettingsIn, actor: Actor) -> dict[str, Any]:
         """Set the tenant's provider (its discovery document must answer and name the issuer);
         InvalidInput, or Conflict when another tenant accepts the same issuer's access tokens
         for the same audience."""
@@ -173,16 +182,26 @@ class SingleSignOn:
         )
         stored = self._store.put_config(tenant_id, issuer, body.client_id, sealed, settings, entry)
         log.info("single sign-on of tenant %s set to issuer %s", tenant_id, issuer)
-        return public_view(stored.tenant_id, stored.issuer, stored.client_id, stored.settings)
+        return public_view(
+            tenant_id=stored.tenant_id,
+            issuer=stored.issuer,
+            client_id=stored.client_id,
+            settings=stored.settings,
+        )
 
     def describe(self, tenant_id: str) -> dict[str, Any]:
         """The tenant's configuration without its secret; NotFound when it has none."""
         stored = self._store.config(tenant_id)
         if stored is None:
             raise NotFound("this organisation has no single sign-on")
-        return public_view(stored.tenant_id, stored.issuer, stored.client_id, stored.settings)
+        return public_view(
+            tenant_id=stored.tenant_id,
+            issuer=stored.issuer,
+            client_id=stored.client_id,
+            settings=stored.settings,
+        )
 
-    def remove(self, tenant_id: str, actor: Actor) -> None:
+    def remove(self, *, tenant_id: str, actor: Actor) -> None:
         """Remove the tenant's provider; NotFound when it has none."""
         if not self._store.delete_config(tenant_id, actor.entry("sso.removed")):
             raise NotFound("this organisation has no single sign-on")
@@ -197,7 +216,7 @@ class SingleSignOn:
 
     # --- the sign-in page ---------------------------------------------------------------------
 
-    def option(self, tenant_id: str | None = None, email: str | None = None) -> SignInOption:
+    def option(self, *, tenant_id: str | None = None, email: str | None = None) -> SignInOption:
         """The provider the sign-in page offers for an organisation, or for an email address
         whose domain exactly one organisation allows; NotFound otherwise."""
         stored: StoredSsoConfig | None = None
@@ -221,7 +240,7 @@ class SingleSignOn:
 
     # --- the Authorization Code flow ----------------------------------------------------------
 
-    def start(self, tenant_id: str, next_path: str, redirect_uri: str) -> str:
+    def start(self, *, tenant_id: str, next_path: str, redirect_uri: str) -> str:
         """The provider's authorization URL for a new sign-in (state, nonce, S256 PKCE)."""
         next_path = safe_next_path(next_path)
         stored = self._store.config(tenant_id)
@@ -259,9 +278,9 @@ class SingleSignOn:
 
     def complete(
         self, state: str | None, code: str | None, error: str | None, client_ip: str | None
-    ) -> tuple[str, str]:
-        """Finish a sign-in the provider sent back: (the `next` path, a one-time exchange
-        code); SsoFailure with a message for the person otherwise."""
+    ) -> FinishedSignIn:
+        """Finish a sign-in the provider sent back: the `next` path and a one-time exchange
+        code; SsoFailure with a message for the person otherwise."""
         pending = self._store.take_pending(state) if state else None
         if pending is None:
             metrics.sso_signin("state")
@@ -309,11 +328,11 @@ class SingleSignOn:
         try:
             answer = self._providers.exchange_code(
                 provider,
-                stored.client_id,
-                self._box.open(stored.client_secret_encrypted),
-                code,
-                pending.redirect_uri,
-                pending.code_verifier,
+                client_id=stored.client_id,
+                client_secret=self._box.open(stored.client_secret_encrypted),
+                code=code,
+                redirect_uri=pending.redirect_uri,
+                code_verifier=pending.code_verifier,
             )
         except ProviderRefused as exc:
             log.info(
@@ -351,17 +370,17 @@ class SingleSignOn:
         )
         self._audit.record(
             Actor(tenant_id, user.id, client_ip).entry(
-                "sso.signed_in", user.id, issuer=stored.issuer
+                "sso.signed_in", target_id=user.id, issuer=stored.issuer
             )
         )
         metrics.sso_signin("ok")
-        return pending.next_path, exchange
+        return FinishedSignIn(pending.next_path, exchange)
 
     def exchange(self, code: str) -> IssuedToken:
         """The service's own token for a one-time code from a finished sign-in."""
         found = self._store.take_exchange_code(code)
-        user = self._users.get(found[1]) if found else None
-        if found is None or user is None or user.disabled or user.tenant_id != found[0]:
+        user = self._users.get(found.user_id) if found else None
+        if found is None or user is None or user.disabled or user.tenant_id != found.tenant_id:
             raise AuthenticationFailed(
                 "this sign-in code is invalid, expired or already used; sign in again"
             )
@@ -483,8 +502,8 @@ class SingleSignOn:
         if self._memberships is not None and group_map:
             # Only the tenant groups group_map names follow the provider; others stay as set.
             self._memberships.sync(
-                tenant_id,
-                user.id,
+                tenant_id=tenant_id,
+                user_id=user.id,
                 wanted=mapped_tenant_groups(groups, group_map),
                 managed=set(group_map.values()),
                 actor=actor,
@@ -548,7 +567,7 @@ class SingleSignOn:
     ) -> SsoFailure:
         metrics.sso_signin(reason)
         self._audit.record(
-            Actor(tenant_id, None, client_ip).entry("sso.refused", target, reason=reason)
+            Actor(tenant_id, None, client_ip).entry("sso.refused", target_id=target, reason=reason)
         )
         log.info("single sign-on refused for tenant %s: %s", tenant_id, reason)
         return SsoFailure(reason, message, status)
