@@ -214,11 +214,11 @@ def test_when_the_shared_store_write_fails_each_job_is_run_on_its_own(
     real_write = store.replace_documents
     writes: list[int] = []
 
-    def refuse_the_first(tenant: str, documents: Any, **second_arm: Any) -> None:
-        writes.append(len(documents))
+    def refuse_the_first(**write: Any) -> None:
+        writes.append(len(write["documents"]))
         if len(writes) == 1:
             raise RuntimeError("batch write refused")
-        real_write(tenant, documents, **second_arm)
+        real_write(**write)
 
     monkeypatch.setattr(store, "replace_documents", refuse_the_first)
     run_one_batch(api, 3)
