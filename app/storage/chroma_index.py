@@ -23,8 +23,9 @@ collection it touched in a native HNSW cache sized RLIMIT_NOFILE // 5 collection
 So the embedded client is built with that cache bounded to RAG_HOT_TENANTS collections. Chroma
 loses an evicted index that was never written to disk ("Nothing found on disk"), so every
 collection persists its index after 2 writes (`SYNC_THRESHOLD`; later writes are replayed from
-Chroma's log), a single vector is written twice into a collection not yet known to be on disk,
-and a collection made before this is switched over and written once when first opened.
+Chroma's log), a single vector is written twice (once was lost now and then after an eviction,
+even in a collection already on disk), and a collection made before this is switched over and
+written once when first opened.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
 import numpy as np
 
@@ -121,10 +121,6 @@ class ChromaVectorIndex:
         # eviction is one lookup by name, not a listing of every tenant's collections (a
         # tenant id each, ~100 bytes; the same as a handle was before eviction existed).
         self._only_current: set[str] = set()
-        # Collections (by id: a collection made again is another) known to have their index on
-        # disk: at least SYNC_THRESHOLD vectors written to them. Chroma's log replays any later
-        # write after an eviction, so a single vector is written twice only until then.
-        self._on_disk: set[UUID] = set()
         # The vectors of recently searched small scopes (an exact scoped search reads them).
         self._scope_vectors = ScopeVectors()
 
@@ -240,8 +236,8 @@ class ChromaVectorIndex:
     ) -> None:
         step = min(PAGE_SIZE, self.client.get_max_batch_size())
         pages = [vectors[begin : begin + step] for begin in range(0, len(vectors), step)]
-        if len(vectors) == 1 and collection.id not in self._on_disk:
-            pages.append(vectors)  # written twice, so Chroma persists a one-vector collection
+        if len(vectors) == 1:  # written twice, so Chroma persists even a single write
+            pages.append(vectors)  # (written once, it was lost after an eviction: tested)
         for part in pages:
             collection.upsert(
                 ids=[entry.chunk_id for entry in part],
@@ -250,7 +246,6 @@ class ChromaVectorIndex:
                     {"tenant_id": tenant_id, "document_id": entry.document_id} for entry in part
                 ],
             )
-        self._on_disk.add(collection.id)  # two vectors written by now, or it already was
 
     def delete(
         self, tenant_id: str, *, chunk_ids: Sequence[str] = (), document_id: str | None = None
