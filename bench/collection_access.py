@@ -131,7 +131,7 @@ def main() -> None:
         given, token_check, token_before = _with_credential(database, resolver, warm_calls)
         cold = []
         audit = AuditEntry(TENANT, "bench")
-        group = store.groups(TENANT)[0][0].group_id
+        group = store.groups(TENANT)[0].group.group_id
         for user_id, role in warm_calls[: max(50, args.requests // 20)]:
             store.set_member(TENANT, group, user_ids[0], rng.random() < 0.5, audit)  # a change
             cold += _timed(resolver, [(user_id, role)])

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas import IsoTime, Record
+from app.api.records import IsoTime, Record
 from app.domain import KEY_SCOPES, KeyScope, Role
 from app.services.api_keys import KEY_MAX_DAYS, KEY_NAME_MAX_CHARS
 
@@ -125,9 +125,9 @@ class UserOut(Record):
     created_at: IsoTime
 
 
-class AuditEntryOut(BaseModel):
+class AuditEntryOut(Record):
     id: int
-    at: str
+    at: IsoTime
     action: str
     user_id: str | None = Field(description="who acted (null: an operator or an unknown name)")
     target_id: str | None = Field(description="the user, key or document acted on")

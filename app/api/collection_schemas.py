@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.storage.collections import Permission, Visibility
+from app.api.records import FlatRecord, IsoTime, Record
+from app.storage.collections import Grant, Permission, Visibility
 
 NAME_CHARS = 64
 DESCRIPTION_CHARS = 500
@@ -53,7 +54,11 @@ class CollectionPatch(BaseModel):
     visibility: Visibility | None = None
 
 
-class CollectionOut(BaseModel):
+class CollectionOut(FlatRecord):
+    """Read from a view: the collection beside its reader's counts and permission."""
+
+    holds = "collection"
+
     collection_id: str
     name: str
     description: str
@@ -61,8 +66,8 @@ class CollectionOut(BaseModel):
     documents: int = Field(description="documents in it")
     chunks: int = Field(description="indexed passages in it")
     permission: Permission = Field(description="your permission on it")
-    created_at: str
-    updated_at: str
+    created_at: IsoTime
+    updated_at: IsoTime
 
 
 class CollectionList(BaseModel):
@@ -97,13 +102,28 @@ class GrantsIn(BaseModel):
     grants: list[GrantIn] = Field(max_length=MAX_GRANTS)
 
 
-class GrantOut(BaseModel):
+class GrantOut(Record):
     group_id: str | None = None
     user_id: str | None = None
     permission: Permission
 
+    @model_validator(mode="before")
+    @classmethod
+    def _holder(cls, grant: object) -> object:
+        # A grant names its holder's kind and id; the body has an id field for each kind.
+        if isinstance(grant, Grant):
+            return {
+                f"{grant.principal_kind}_id": grant.principal_id,
+                "permission": grant.permission,
+            }
+        return grant
 
-class AccessOut(BaseModel):
+
+class AccessOut(FlatRecord):
+    """Read from a collection's grants: the collection's id and visibility, and the grants."""
+
+    holds = "collection"
+
     collection_id: str
     visibility: Visibility
     grants: list[GrantOut]
@@ -123,12 +143,16 @@ class GroupPatch(BaseModel):
     description: str | None = Field(default=None, max_length=DESCRIPTION_CHARS)
 
 
-class GroupOut(BaseModel):
+class GroupOut(FlatRecord):
+    """Read from a group with its members."""
+
+    holds = "group"
+
     group_id: str
     name: str
     description: str
     members: list[str] = Field(description="user ids")
-    created_at: str
+    created_at: IsoTime
 
 
 class GroupList(BaseModel):

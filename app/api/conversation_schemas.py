@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.api.collection_schemas import ScopeFields
-from app.api.schemas import CitationOut, IsoTime, QueryOut, Record
+from app.api.records import IsoTime, Record, fields_of
+from app.api.schemas import CitationOut, QueryOut
 from app.request_limits import (
     CHAT_MESSAGE_CHARS_CEILING,
     CHAT_MESSAGES_CEILING,
     K_CEILING,
     QUESTION_CHARS_CEILING,
 )
+from app.services.blocks.followups import Rewrite
+from app.services.conversations import AnsweredTurn
 
 RewriteMethod = Literal["none", "llm", "fallback"]
 
@@ -64,6 +67,23 @@ class TurnOut(QueryOut):
         description="none (first question), llm, or fallback (previous question + follow-up)"
     )
     rewrite_ms: float = Field(description="time the LLM spent rewriting (0 when not asked)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _turn(cls, turn: object) -> object:
+        # A turn holds its answer, where it was stored and the question it answered.
+        if isinstance(turn, AnsweredTurn):
+            return {**fields_of(turn.answered, turn.stored), **rewrite_fields(turn.rewrite)}
+        return turn
+
+
+def rewrite_fields(rewrite: Rewrite) -> dict[str, Any]:
+    """How a follow-up was rewritten, as a turn's body and its `standalone` event say it."""
+    return {
+        "standalone_question": rewrite.question,
+        "rewrite": rewrite.method,
+        "rewrite_ms": round(rewrite.llm_ms, 2),
+    }
 
 
 # --- OpenAI wire format (the fields its clients read; other request fields are ignored) ---

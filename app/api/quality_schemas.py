@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.api.records import FlatRecord, IsoTime, Record
 from app.request_limits import QUESTION_CHARS_CEILING
 from app.services.evaluation_sets import MAX_EXPECTED_PER_ITEM, MAX_ITEMS, NAME_CHARS
 from app.services.feedback import MAX_EXPECTED, MAX_MARKERS
@@ -48,7 +50,11 @@ class FeedbackIn(BaseModel):
     )
 
 
-class FeedbackOut(BaseModel):
+class FeedbackOut(FlatRecord):
+    """Read from a rating as stored, or from one just given (with whether it `changed`)."""
+
+    holds = "feedback"
+
     answer_id: str
     user_id: str
     rating: Literal["up", "down"]
@@ -57,8 +63,8 @@ class FeedbackOut(BaseModel):
     expected: list[dict[str, Any]]
     question: str | None = Field(description="the answer's question while the record keeps it")
     cited: list[dict[str, Any]] = Field(description="what the answer cited (record kept)")
-    created_at: str
-    updated_at: str
+    created_at: IsoTime
+    updated_at: IsoTime
     changed: bool = Field(default=False, description="this changed an earlier rating")
 
 
@@ -67,10 +73,10 @@ class FeedbackList(BaseModel):
     count: int
 
 
-class AnswerRecordOut(BaseModel):
+class AnswerRecordOut(Record):
     answer_id: str
     user_id: str
-    created_at: str
+    created_at: IsoTime
     question: str | None = Field(description="null when RAG_ANSWER_LOG_DAYS is 0")
     refused: bool | None
     cache: str | None
@@ -112,11 +118,11 @@ class EvaluationSetFromFeedbackIn(BaseModel):
     name: str = Field(min_length=1, max_length=NAME_CHARS)
 
 
-class EvaluationSetOut(BaseModel):
+class EvaluationSetOut(Record):
     set_id: str
     name: str
     item_count: int
-    created_at: str
+    created_at: IsoTime
     created_by: str | None
     items: list[dict[str, Any]] = Field(default_factory=list, description="only for one set")
 
@@ -135,14 +141,14 @@ class EvaluationRunIn(BaseModel):
     )
 
 
-class EvaluationRunOut(BaseModel):
+class EvaluationRunOut(Record):
     run_id: str
     set_id: str
     status: Literal["queued", "processing", "done", "failed"]
     answers: bool
     progress: dict[str, int]
-    created_at: str
-    updated_at: str
+    created_at: IsoTime
+    updated_at: IsoTime
     corpus_version: int | None
     summary: dict[str, Any] = Field(description="the aggregate once done")
     error: str | None
@@ -150,6 +156,12 @@ class EvaluationRunOut(BaseModel):
     results: list[dict[str, Any]] = Field(
         default_factory=list, description="per item, only for one run"
     )
+
+    @field_validator("documents", mode="before")
+    @classmethod
+    def _counted(cls, documents: object) -> object:
+        # A run records each document it saw; the body says how many.
+        return len(documents) if isinstance(documents, Mapping) else documents
 
 
 class EvaluationRunList(BaseModel):

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Annotated, Any, Generic, Literal, Self, TypeVar
+from dataclasses import asdict
+from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PlainSerializer,
-    ValidationInfo,
-    field_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from app.api.collection_schemas import ScopeFields
+from app.api.records import IsoTime, Record
 from app.errors import public_job_error
 from app.generation.citations import Citation
 from app.request_limits import K_CEILING, QUESTION_CHARS_CEILING
@@ -24,36 +17,6 @@ from app.retrieval.grouping import Grouping
 
 JobStatus = Literal["queued", "processing", "done", "failed"]
 JobKind = Literal["index", "collection_delete", "evaluation_run"]
-# A moment as the API writes it: ISO 8601 with the offset (`datetime.isoformat`).
-IsoTime = Annotated[datetime, PlainSerializer(datetime.isoformat, return_type=str)]
-Item = TypeVar("Item", bound=BaseModel)
-
-
-class Record(BaseModel):
-    """A response body read from a service's record by its attributes (`model_validate`)."""
-
-    model_config = ConfigDict(from_attributes=True)
-
-
-class Page(BaseModel, Generic[Item]):
-    """One page of a listing, newest first, and how many there are in all over every page (of
-    the statuses asked, for jobs). `Page[DocumentOut]` is titled `DocumentList` in the schema."""
-
-    data: list[Item]
-    count: int = Field(description="how many there are over all pages")
-
-    @classmethod
-    def model_parametrized_name(cls, params: tuple[Any, ...]) -> str:
-        (item,) = params
-        return f"{item.__name__.removesuffix('Out')}List"
-
-    @classmethod
-    def of(
-        cls, records: Sequence[object], count: int, context: dict[str, Any] | None = None
-    ) -> Self:
-        """The page of these records, each read as the page's item model (with this validation
-        `context`), and the total."""
-        return cls.model_validate({"data": records, "count": count}, context=context)
 
 
 class TokenOut(BaseModel):
@@ -275,8 +238,16 @@ class CitationOut(Citation):
         description="the cited passage; pass it as `chunk` to GET /documents/{id}/pages/{page}.png",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_citation(cls, citation: object) -> object:
+        # An answer holds plain `Citation`s; this reads one by its fields.
+        if isinstance(citation, Citation) and not isinstance(citation, cls):
+            return asdict(citation)
+        return citation
 
-class QueryOut(BaseModel):
+
+class QueryOut(Record):
     answer: str
     citations: list[CitationOut]
     refused: bool
@@ -349,10 +320,16 @@ class HighlightOut(BaseModel):
     end: int = Field(description="offset just past the passage's last character")
 
 
-class PageTextOut(BaseModel):
+class PageTextOut(Record):
     document_id: str
     source: str
     page: int
     page_label: str
     text: str = Field(description="the page's indexed text")
     highlight: HighlightOut | None = Field(description="the requested passage, if any")
+
+    @field_validator("highlight", mode="before")
+    @classmethod
+    def _span(cls, span: object) -> object:
+        # The service gives the passage as a (start, end) pair of offsets.
+        return {"start": span[0], "end": span[1]} if isinstance(span, tuple) else span

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from app.api.schemas import IsoTime, Record
+from app.api.records import IsoTime, Record
 from app.services.blocks.webhook_urls import MAX_URL_CHARS
 from app.services.webhooks import EventType
 

@@ -52,6 +52,11 @@ class RunRecord:
     # runs recorded them).
     collections: tuple[str, ...] | None = None
 
+    @property
+    def progress(self) -> dict[str, int]:
+        """How far the run is: `done` of its `total` items."""
+        return {"done": self.progress_done, "total": self.progress_total}
+
 
 def _record(row: EvaluationRunRow, with_results: bool) -> RunRecord:
     return record_of(

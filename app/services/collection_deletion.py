@@ -53,12 +53,12 @@ def queue_collection_deletion(
 ) -> JobRecord | None:
     """Delete a collection the caller manages with its documents: at once when it holds none
     (None), else by the job returned (queued now, or the one already deleting it)."""
-    collection_id, document_ids = service.documents_of(access, id_or_name)
-    if not document_ids and service.delete(access, actor, collection_id):
+    held = service.documents_of(access, id_or_name)
+    if not held.document_ids and service.delete(access, actor, held.collection_id):
         return None
-    found = service.readable(access, collection_id)
+    found = service.readable(access, held.collection_id)
     job = jobs.queue_collection_deletion(
-        access.tenant_id, collection_id, found.name, len(document_ids), actor.user_id
+        access.tenant_id, held.collection_id, found.name, len(held.document_ids), actor.user_id
     )
     enqueue(queue, [job])
     return job

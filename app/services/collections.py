@@ -25,6 +25,7 @@ from app.storage.collections import (
     CollectionChange,
     CollectionRecord,
     Grant,
+    GroupMembers,
     GroupRecord,
     Permission,
     Visibility,
@@ -54,6 +55,22 @@ class CollectionView:
     documents: int
     chunks: int
     permission: Permission
+
+
+@dataclass(frozen=True)
+class CollectionGrants:
+    """A collection and who may read, write or manage it."""
+
+    collection: CollectionRecord
+    grants: list[Grant]
+
+
+@dataclass(frozen=True)
+class CollectionDocuments:
+    """A collection's id and its documents' ids."""
+
+    collection_id: str
+    document_ids: list[str]
 
 
 class CollectionService:
@@ -148,21 +165,20 @@ class CollectionService:
         entry = actor.entry("collection.deleted", name=found.name)
         return self.store.delete_collection(access.tenant_id, found.collection_id, entry)
 
-    def documents_of(self, access: CollectionAccess, id_or_name: str) -> tuple[str, list[str]]:
+    def documents_of(self, access: CollectionAccess, id_or_name: str) -> CollectionDocuments:
         """A managed collection's id and its documents' ids (to delete them first)."""
         found = self._managed(access, id_or_name)
         if found.collection_id == GENERAL_COLLECTION:
             raise Conflict("the general collection cannot be deleted")
-        return found.collection_id, self.store.document_ids(access.tenant_id, found.collection_id)
+        document_ids = self.store.document_ids(access.tenant_id, found.collection_id)
+        return CollectionDocuments(found.collection_id, document_ids)
 
     # --- grants ---
 
-    def grants(
-        self, access: CollectionAccess, id_or_name: str
-    ) -> tuple[CollectionRecord, list[Grant]]:
+    def grants(self, access: CollectionAccess, id_or_name: str) -> CollectionGrants:
         """A managed collection's grants."""
         found = self._managed(access, id_or_name)
-        return found, self.store.grants(access.tenant_id, found.collection_id)
+        return CollectionGrants(found, self.store.grants(access.tenant_id, found.collection_id))
 
     def set_grants(
         self, access: CollectionAccess, actor: Actor, id_or_name: str, grants: Sequence[Grant]
@@ -190,14 +206,14 @@ class CollectionService:
             tenant_id, name, description, actor.entry("group.created", name=name)
         )
 
-    def group(self, *, tenant_id: str, id_or_name: str) -> tuple[GroupRecord, list[str]]:
+    def group(self, *, tenant_id: str, id_or_name: str) -> GroupMembers:
         """A group and its members' user ids."""
         found = self.store.find_group(tenant_id, id_or_name)
         if found is None:
             raise NotFound("group not found")
-        for group, members in self.store.groups(tenant_id):
-            if group.group_id == found.group_id:
-                return group, members
+        for listed in self.store.groups(tenant_id):
+            if listed.group.group_id == found.group_id:
+                return listed
         raise NotFound("group not found")
 
     def change_group(
@@ -210,7 +226,7 @@ class CollectionService:
         description: str | None,
     ) -> GroupRecord:
         """Rename or re-describe a group."""
-        found, _ = self.group(tenant_id=tenant_id, id_or_name=id_or_name)
+        found = self.group(tenant_id=tenant_id, id_or_name=id_or_name).group
         if name is not None:
             name = checked_name(name, "group")
         entry = actor.entry("group.changed", name=name or found.name)
@@ -218,7 +234,7 @@ class CollectionService:
 
     def delete_group(self, *, tenant_id: str, actor: Actor, id_or_name: str) -> None:
         """Delete a group, its memberships and its grants."""
-        found, _ = self.group(tenant_id=tenant_id, id_or_name=id_or_name)
+        found = self.group(tenant_id=tenant_id, id_or_name=id_or_name).group
         self.store.delete_group(
             tenant_id, found.group_id, actor.entry("group.deleted", name=found.name)
         )
@@ -227,7 +243,7 @@ class CollectionService:
         self, *, tenant_id: str, actor: Actor, id_or_name: str, user_id: str, member: bool
     ) -> bool:
         """Add or remove a member; False when nothing changed."""
-        found, _ = self.group(tenant_id=tenant_id, id_or_name=id_or_name)
+        found = self.group(tenant_id=tenant_id, id_or_name=id_or_name).group
         action = "group.member_added" if member else "group.member_removed"
         entry = actor.entry(action, target_id=found.group_id, user_id=user_id)
         return self.store.set_member(tenant_id, found.group_id, user_id, member, entry)

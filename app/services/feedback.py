@@ -42,6 +42,14 @@ class FeedbackDeps:
 
 
 @dataclass(frozen=True)
+class Rated:
+    """A rating as stored, and whether it changed the caller's earlier one."""
+
+    feedback: FeedbackRecord
+    changed: bool
+
+
+@dataclass(frozen=True)
 class ExpectedPage:
     """A page the person says the answer should have used (a document id or a file name)."""
 
@@ -94,7 +102,7 @@ def rate(
     helpful_markers: list[int] | None = None,
     expected: list[ExpectedPage] | None = None,
     readable: Callable[[str], bool] = lambda _document_id: True,
-) -> tuple[FeedbackRecord, bool]:
+) -> Rated:
     """Store or change the caller's rating of their answer; the record and whether it changed
     an earlier one. NotFound for an answer that is not the caller's; `expected` names only
     documents `readable` says the caller reads."""
@@ -123,7 +131,7 @@ def rate(
         )
     )
     metrics.feedback(rating)
-    return stored, previous is not None
+    return Rated(stored, previous is not None)
 
 
 def mine(deps: FeedbackDeps, *, tenant_id: str, user_id: str, answer_id: str) -> FeedbackRecord:

@@ -42,7 +42,8 @@ class AnswerRecord:
     total_ms: float | None = None
 
     def public(self) -> dict[str, Any]:
-        """The JSON form the API shows and exports."""
+        """The JSON line GET /answers/export writes (the API's AnswerRecordOut reads the record
+        itself, with the same fields)."""
         return {
             "answer_id": self.answer_id,
             "user_id": self.user_id,

@@ -71,6 +71,14 @@ class GroupRecord:
 
 
 @dataclass(frozen=True)
+class GroupMembers:
+    """A group and its members' user ids."""
+
+    group: GroupRecord
+    members: list[str]
+
+
+@dataclass(frozen=True)
 class Grant:
     """One permission on a collection for a group or a user."""
 
@@ -492,7 +500,7 @@ class AccessStore:
         except IntegrityError:
             raise Conflict(f"a group named {name!r} already exists") from None
 
-    def groups(self, tenant_id: str) -> list[tuple[GroupRecord, list[str]]]:
+    def groups(self, tenant_id: str) -> list[GroupMembers]:
         """Every group of the tenant by name, with its members' user ids."""
         with self._db.session() as session:
             rows = session.scalars(
@@ -505,7 +513,9 @@ class AccessStore:
                 .order_by(GroupMemberRow.user_id)
             ):
                 members.setdefault(group_id, []).append(user_id)
-            return [(record_of(GroupRecord, r), members.get(r.group_id, [])) for r in rows]
+            return [
+                GroupMembers(record_of(GroupRecord, r), members.get(r.group_id, [])) for r in rows
+            ]
 
     def find_group(self, tenant_id: str, id_or_name: str) -> GroupRecord | None:
         """The group with this id, else with this name."""

@@ -37,7 +37,8 @@ class FeedbackRecord:
     cited: list[dict[str, Any]] = field(default_factory=list)
 
     def public(self) -> dict[str, Any]:
-        """The JSON form GET /feedback lists and exports."""
+        """The JSON line GET /feedback?format=jsonl exports (a page of the listing is read from
+        the record by the API's FeedbackOut, with the same fields)."""
         return {
             "answer_id": self.answer_id,
             "user_id": self.user_id,

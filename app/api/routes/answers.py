@@ -21,13 +21,12 @@ from app.api.deps import (
     ScopeOf,
 )
 from app.api.errors import error_responses
-from app.api.schemas import CitationOut, QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
+from app.api.schemas import QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
 from app.api.streams import AnswerStreamResponse, ClosableEvents
 from app.domain import SearchHit, ocr_confidence, section_path, text_source
 from app.observability import error_payload
 from app.services import answer as answer_service
 from app.services.answer import (
-    AnsweredQuestion,
     AnswerEvent,
     AnswerFailed,
     AnswerFinished,
@@ -120,20 +119,7 @@ async def query(
     caller = Caller(principal.tenant_id, principal.user_id)
     scope = await run_in_threadpool(scope_of, body.collections, body.filters)
     answered = await answer_service.answer(lane, deps, caller, body.question, body.k, scope)
-    return query_out(answered)
-
-
-def query_out(answered: AnsweredQuestion) -> QueryOut:
-    """The /query body of an answer."""
-    return QueryOut(
-        answer=answered.answer,
-        citations=[CitationOut(**asdict(c)) for c in answered.citations],
-        refused=answered.refused,
-        cache=answered.cache,
-        timings=answered.timings,
-        total_ms=answered.total_ms,
-        answer_id=answered.answer_id,
-    )
+    return QueryOut.model_validate(answered)
 
 
 def wire_event(event: AnswerEvent) -> tuple[str, dict[str, Any]]:

@@ -19,7 +19,6 @@ from app.api.collection_schemas import (
     CollectionList,
     CollectionOut,
     CollectionPatch,
-    GrantOut,
     GrantsIn,
 )
 from app.api.deps import (
@@ -38,21 +37,6 @@ from app.storage.collections import CollectionChange, Grant
 router = APIRouter(prefix="/collections", tags=["collections"], responses=error_responses(422))
 
 _PATH = "/{collection_id}"
-
-
-def _out(view: CollectionView) -> CollectionOut:
-    c = view.collection
-    return CollectionOut(
-        collection_id=c.collection_id,
-        name=c.name,
-        description=c.description,
-        visibility=c.visibility,
-        documents=view.documents,
-        chunks=view.chunks,
-        permission=view.permission,
-        created_at=c.created_at.isoformat(),
-        updated_at=c.updated_at.isoformat(),
-    )
 
 
 @router.post("", status_code=201, response_model=CollectionOut, responses=error_responses(403, 409))
@@ -76,7 +60,7 @@ def create_collection(
         name=created.name,
         visibility=created.visibility,
     )
-    return _out(CollectionView(created, 0, 0, "manage"))
+    return CollectionOut.model_validate(CollectionView(created, 0, 0, "manage"))
 
 
 @router.get("", response_model=CollectionList)
@@ -84,7 +68,7 @@ def list_collections(collections: CollectionServiceDep, access: CallerAccess) ->
     """The collections you may read, with their document and chunk counts and your
     permission on each."""
     views = collections.readable_views(access)
-    return CollectionList(data=[_out(v) for v in views], count=len(views))
+    return CollectionList(data=views, count=len(views))  # type: ignore[arg-type]
 
 
 @router.get(_PATH, response_model=CollectionOut, responses=error_responses(404))
@@ -92,7 +76,7 @@ def get_collection(
     collection_id: str, collections: CollectionServiceDep, access: CallerAccess
 ) -> CollectionOut:
     """One collection you read (by id or name)."""
-    return _out(collections.view(access, collection_id))
+    return CollectionOut.model_validate(collections.view(access, collection_id))
 
 
 @router.patch(_PATH, response_model=CollectionOut, responses=error_responses(403, 404, 409))
@@ -125,7 +109,7 @@ def change_collection(
         role=caller.role,
         key_collections=caller.collections,
     )
-    return _out(collections.view(fresh, changed.collection_id))
+    return CollectionOut.model_validate(collections.view(fresh, changed.collection_id))
 
 
 @router.delete(
@@ -189,8 +173,7 @@ def get_access(
     collection_id: str, collections: CollectionServiceDep, access: CallerAccess
 ) -> AccessOut:
     """Who may read, write or manage a collection you manage."""
-    found, grants = collections.grants(access, collection_id)
-    return _access_out(found.collection_id, found.visibility, grants)
+    return AccessOut.model_validate(collections.grants(access, collection_id))
 
 
 @router.put(_PATH + "/access", response_model=AccessOut, responses=error_responses(403, 404))
@@ -207,28 +190,10 @@ def put_access(
     grants = []
     for item in body.grants:
         if item.group_id is not None:
-            group, _ = collections.group(tenant_id=caller.tenant_id, id_or_name=item.group_id)
+            group = collections.group(tenant_id=caller.tenant_id, id_or_name=item.group_id).group
             grants.append(Grant("group", group.group_id, item.permission))
         else:
             assert item.user_id is not None
             grants.append(Grant("user", item.user_id, item.permission))
     found = collections.set_grants(access, caller.actor(ip), collection_id, grants)
-    _, stored = collections.grants(access, found.collection_id)
-    return _access_out(found.collection_id, found.visibility, stored)
-
-
-def _access_out(
-    collection_id: str, visibility: Literal["tenant", "restricted"], grants: list[Grant]
-) -> AccessOut:
-    return AccessOut(
-        collection_id=collection_id,
-        visibility=visibility,
-        grants=[
-            GrantOut(
-                group_id=g.principal_id if g.principal_kind == "group" else None,
-                user_id=g.principal_id if g.principal_kind == "user" else None,
-                permission=g.permission,
-            )
-            for g in grants
-        ],
-    )
+    return AccessOut.model_validate(collections.grants(access, found.collection_id))

@@ -14,6 +14,7 @@ from app.api.conversation_schemas import (
     ConversationOut,
     MessageIn,
     TurnOut,
+    rewrite_fields,
 )
 from app.api.deps import (
     ConversationRateLimit,
@@ -27,13 +28,11 @@ from app.api.deps import (
     ScopeOf,
 )
 from app.api.errors import error_responses
-from app.api.routes.answers import EventStreamResponse, query_out, wire_event
-from app.api.schemas import Page
+from app.api.records import Page
+from app.api.routes.answers import EventStreamResponse, wire_event
 from app.services import conversations as service
 from app.services.blocks.admission import Caller
-from app.services.blocks.followups import Rewrite
 from app.services.conversations import (
-    AnsweredTurn,
     QuestionRewritten,
     TurnEvent,
     TurnFinished,
@@ -46,27 +45,11 @@ def _caller(principal: Principal) -> Caller:
     return Caller(principal.tenant_id, principal.user_id)
 
 
-def _rewrite_fields(rewrite: Rewrite) -> dict[str, Any]:
-    return {
-        "standalone_question": rewrite.question,
-        "rewrite": rewrite.method,
-        "rewrite_ms": round(rewrite.llm_ms, 2),
-    }
-
-
-def _turn_out(turn: AnsweredTurn) -> TurnOut:
-    return TurnOut(
-        **dict(query_out(turn.answered)),
-        **asdict(turn.stored),
-        **_rewrite_fields(turn.rewrite),
-    )
-
-
 def _wire_turn_event(event: TurnEvent) -> tuple[str, dict[str, Any]]:
     """The SSE name and data of a turn event: /query/stream's, plus `standalone` first and the
     turn's message ids in `done`."""
     if isinstance(event, QuestionRewritten):
-        return "standalone", _rewrite_fields(event.rewrite)
+        return "standalone", rewrite_fields(event.rewrite)
     if isinstance(event, TurnFinished):
         name, data = wire_event(event.finished)
         return name, {**data, **asdict(event.stored)}
@@ -173,4 +156,4 @@ async def post_message(
         scope=scope,
         readable=readable,
     )
-    return _turn_out(turn)
+    return TurnOut.model_validate(turn)

@@ -25,13 +25,13 @@ from app.api.deps import (
     Uploads,
 )
 from app.api.errors import ApiError, error_responses
+from app.api.records import Page
 from app.api.schemas import (
     DocumentField,
     DocumentOut,
     JobAccepted,
     JobOut,
     JobStatus,
-    Page,
     UploadAccepted,
     UploadUnchanged,
 )

@@ -29,39 +29,9 @@ from app.api.quality_schemas import (
     EvaluationSetOut,
 )
 from app.errors import InvalidInput
-from app.jobs.evaluation_runs import RunRecord
 from app.services import evaluation_runs, evaluation_sets
-from app.storage.evaluation_sets import EvaluationSet
 
 router = APIRouter(tags=["evaluation"], responses=error_responses(403, 404, 422))
-
-
-def _set_out(found: EvaluationSet) -> EvaluationSetOut:
-    return EvaluationSetOut(
-        set_id=found.set_id,
-        name=found.name,
-        item_count=found.item_count,
-        created_at=found.created_at.isoformat(),
-        created_by=found.created_by,
-        items=found.items,
-    )
-
-
-def _run_out(run: RunRecord) -> EvaluationRunOut:
-    return EvaluationRunOut(
-        run_id=run.run_id,
-        set_id=run.set_id,
-        status=run.status,  # type: ignore[arg-type]
-        answers=run.answers,
-        progress={"done": run.progress_done, "total": run.progress_total},
-        created_at=run.created_at.isoformat(),
-        updated_at=run.updated_at.isoformat(),
-        corpus_version=run.corpus_version,
-        summary=run.summary,
-        error=run.error,
-        documents=len(run.documents),
-        results=run.results,
-    )
 
 
 @router.post("/evaluations/sets", status_code=201, response_model=EvaluationSetOut)
@@ -76,7 +46,7 @@ def create_set(
     that answer it, or `answerable: false`."""
     items = [item.model_dump() for item in body.items]
     found = evaluation_sets.create(deps, caller.actor(ip), body.name, items, readable)
-    return _set_out(found)
+    return EvaluationSetOut.model_validate(found)
 
 
 @router.post(
@@ -103,7 +73,7 @@ async def upload_set(
     data = await request.body()
     items = evaluation_sets.parse_upload(data, f"set.{format}")
     found = evaluation_sets.create(deps, caller.actor(ip), name, items, readable)
-    return _set_out(found)
+    return EvaluationSetOut.model_validate(found)
 
 
 @router.post("/evaluations/sets/from-feedback", status_code=201, response_model=EvaluationSetOut)
@@ -123,7 +93,8 @@ def set_from_feedback(
             "no feedback to make a set from: rate answers down naming the page they should have "
             "used, or up naming the citations that helped"
         )
-    return _set_out(evaluation_sets.create(deps, caller.actor(ip), body.name, items, readable))
+    found = evaluation_sets.create(deps, caller.actor(ip), body.name, items, readable)
+    return EvaluationSetOut.model_validate(found)
 
 
 @router.get("/evaluations/sets", response_model=EvaluationSetList)
@@ -137,7 +108,7 @@ def list_sets(
     """Your tenant's test sets that you see (you read every document they expect), newest
     first (without their items)."""
     found = evaluation_sets.page(deps, viewer, size, offset)
-    return EvaluationSetList(data=[_set_out(s) for s in found.records], count=found.total)
+    return EvaluationSetList(data=found.records, count=found.total)  # type: ignore[arg-type]
 
 
 @router.get("/evaluations/sets/{set_id}", response_model=EvaluationSetOut)
@@ -145,7 +116,7 @@ def get_set(
     set_id: str, deps: EvaluationSets, caller: Authorized, viewer: QualityViewerDep
 ) -> EvaluationSetOut:
     """One test set with its items (404 unless you read every document it expects)."""
-    return _set_out(evaluation_sets.get(deps, viewer, set_id=set_id))
+    return EvaluationSetOut.model_validate(evaluation_sets.get(deps, viewer, set_id=set_id))
 
 
 @router.delete("/evaluations/sets/{set_id}", status_code=204)
@@ -177,7 +148,7 @@ def start_run(
         deps, caller.actor(ip), viewer, set_id=body.set_id, answers=body.answers
     )
     runner.wake()
-    return _run_out(run)
+    return EvaluationRunOut.model_validate(run)
 
 
 @router.get("/evaluations/runs", response_model=EvaluationRunList)
@@ -192,7 +163,7 @@ def list_runs(
     """Your tenant's runs that you see (you read every collection they read), oldest first,
     with their aggregates (the history to chart)."""
     found = evaluation_runs.page(deps, viewer, size, offset, set_id=set_id)
-    return EvaluationRunList(data=[_run_out(r) for r in found.records], count=found.total)
+    return EvaluationRunList(data=found.records, count=found.total)  # type: ignore[arg-type]
 
 
 @router.get("/evaluations/runs/{run_id}", response_model=EvaluationRunOut)
@@ -201,7 +172,7 @@ def get_run(
 ) -> EvaluationRunOut:
     """One run: progress, and once done its aggregate and per-item results (404 unless you
     read every collection it read; what names a document you do not read is withheld)."""
-    return _run_out(evaluation_runs.get(deps, viewer, run_id=run_id))
+    return EvaluationRunOut.model_validate(evaluation_runs.get(deps, viewer, run_id=run_id))
 
 
 @router.get("/evaluations/runs/{run_id}/compare")

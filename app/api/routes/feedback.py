@@ -59,7 +59,7 @@ def rate_answer(
     """Rate one of your answers up or down; rating again changes your rating. 404 for an
     answer that is not yours."""
     expected = [feedback.ExpectedPage(e.document_id, e.source, e.page) for e in body.expected]
-    stored, changed = feedback.rate(
+    rated = feedback.rate(
         deps,
         caller.actor(ip),
         answer_id=answer_id,
@@ -69,7 +69,7 @@ def rate_answer(
         expected=expected,
         readable=readable,
     )
-    return FeedbackOut(**stored.public(), changed=changed)
+    return FeedbackOut.model_validate(rated)
 
 
 @router.get(
@@ -80,7 +80,7 @@ def my_rating(answer_id: AnswerId, deps: Feedback, caller: Authorized) -> Feedba
     found = feedback.mine(
         deps, tenant_id=caller.tenant_id, user_id=caller.user_id, answer_id=answer_id
     )
-    return FeedbackOut(**found.public())
+    return FeedbackOut.model_validate(found)
 
 
 @router.get(
@@ -118,7 +118,7 @@ def list_feedback(
     found = feedback.listing(
         deps, tenant_id=caller.tenant_id, which=which, limit=size, offset=offset, readable=readable
     )
-    return FeedbackList(data=[FeedbackOut(**r.public()) for r in found.records], count=found.total)
+    return FeedbackList(data=found.records, count=found.total)  # type: ignore[arg-type]
 
 
 @router.get("/answers", response_model=AnswerRecordList)
@@ -141,9 +141,7 @@ def list_answers(
         everyone=all or user_id is not None,
         user_id=user_id,
     )
-    return AnswerRecordList(
-        data=[AnswerRecordOut(**r.public()) for r in found.records], count=found.total
-    )
+    return AnswerRecordList(data=found.records, count=found.total)  # type: ignore[arg-type]
 
 
 @router.get("/answers/export", response_class=StreamingResponse)
@@ -178,6 +176,5 @@ def get_answer(
 ) -> AnswerRecordOut:
     """One answer's record: yours, or any of your tenant's for an admin (with the cited and
     retrieved documents you read now)."""
-    return AnswerRecordOut(
-        **answer_history.get(records, caller, answer_id=answer_id, readable=readable).public()
-    )
+    found = answer_history.get(records, caller, answer_id=answer_id, readable=readable)
+    return AnswerRecordOut.model_validate(found)

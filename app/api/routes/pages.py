@@ -17,7 +17,7 @@ from app.api.deps import (
     Principal,
 )
 from app.api.errors import error_responses
-from app.api.schemas import HighlightOut, PageTextOut
+from app.api.schemas import PageTextOut
 from app.services import pages as service
 from app.services.blocks.admission import Caller
 
@@ -102,13 +102,4 @@ def page_text(
     found = service.page_text(
         deps, tenant_id=principal.tenant_id, document_id=document_id, page=page, chunk_id=chunk
     )
-    span = found.highlight
-    highlight = HighlightOut(start=span[0], end=span[1]) if span else None
-    return PageTextOut(
-        document_id=found.document_id,
-        source=found.source,
-        page=found.page,
-        page_label=found.page_label,
-        text=found.text,
-        highlight=highlight,
-    )
+    return PageTextOut.model_validate(found)

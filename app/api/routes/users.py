@@ -8,7 +8,7 @@ from app.api.access import Authorized
 from app.api.admin_schemas import UserIn, UserOut, UserPatch
 from app.api.deps import ClientIp, PageOffset, PageSize, Users
 from app.api.errors import ApiError, error_responses
-from app.api.schemas import Page
+from app.api.records import Page
 
 router = APIRouter(prefix="/users", tags=["users"], responses=error_responses(403, 422))
 
