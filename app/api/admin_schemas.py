@@ -133,8 +133,3 @@ class AuditEntryOut(Record):
     target_id: str | None = Field(description="the user, key or document acted on")
     client_ip: str | None
     detail: dict[str, Any]
-
-
-class AuditList(BaseModel):
-    data: list[AuditEntryOut]
-    count: int

@@ -70,11 +70,6 @@ class CollectionOut(FlatRecord):
     updated_at: IsoTime
 
 
-class CollectionList(BaseModel):
-    data: list[CollectionOut]
-    count: int
-
-
 class CollectionDeleting(BaseModel):
     collection_id: str
     status: Literal["deleting"]
@@ -153,11 +148,6 @@ class GroupOut(FlatRecord):
     description: str
     members: list[str] = Field(description="user ids")
     created_at: IsoTime
-
-
-class GroupList(BaseModel):
-    data: list[GroupOut]
-    count: int
 
 
 class DocumentPatch(BaseModel):

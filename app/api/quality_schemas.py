@@ -68,11 +68,6 @@ class FeedbackOut(FlatRecord):
     changed: bool = Field(default=False, description="this changed an earlier rating")
 
 
-class FeedbackList(BaseModel):
-    data: list[FeedbackOut]
-    count: int
-
-
 class AnswerRecordOut(Record):
     answer_id: str
     user_id: str
@@ -86,11 +81,6 @@ class AnswerRecordOut(Record):
     retrieved: list[dict[str, Any]]
     timings: dict[str, float]
     total_ms: float | None
-
-
-class AnswerRecordList(BaseModel):
-    data: list[AnswerRecordOut]
-    count: int
 
 
 class DeletedOut(BaseModel):
@@ -127,11 +117,6 @@ class EvaluationSetOut(Record):
     items: list[dict[str, Any]] = Field(default_factory=list, description="only for one set")
 
 
-class EvaluationSetList(BaseModel):
-    data: list[EvaluationSetOut]
-    count: int
-
-
 class EvaluationRunIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -162,8 +147,3 @@ class EvaluationRunOut(Record):
     def _counted(cls, documents: object) -> object:
         # A run records each document it saw; the body says how many.
         return len(documents) if isinstance(documents, Mapping) else documents
-
-
-class EvaluationRunList(BaseModel):
-    data: list[EvaluationRunOut]
-    count: int

@@ -42,8 +42,9 @@ class FlatRecord(Record):
 
 
 class Page(BaseModel, Generic[Item]):
-    """One page of a listing, newest first, and how many there are in all over every page (of
-    the statuses asked, for jobs). `Page[DocumentOut]` is titled `DocumentList` in the schema."""
+    """One page of a listing, in the listing's order, and how many there are in all over every
+    page (of the statuses asked, for jobs; a listing never cut into pages gives its length).
+    `Page[DocumentOut]` is titled `DocumentList` in the schema."""
 
     data: list[Item]
     count: int = Field(description="how many there are over all pages")

@@ -47,11 +47,6 @@ class WebhookCreated(WebhookOut):
     )
 
 
-class WebhookList(BaseModel):
-    data: list[WebhookOut]
-    count: int
-
-
 class DeliveryOut(Record):
     delivery_id: str = Field(description="the `webhook-id` header of every attempt")
     event_type: str
@@ -68,8 +63,3 @@ class DeliveryOut(Record):
     def _only_while_pending(cls, moment: object, info: ValidationInfo) -> object:
         # A delivered or failed event is never attempted again.
         return moment if info.data.get("status") == "pending" else None
-
-
-class DeliveryList(BaseModel):
-    data: list[DeliveryOut]
-    count: int

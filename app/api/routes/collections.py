@@ -16,7 +16,6 @@ from app.api.collection_schemas import (
     AccessOut,
     CollectionDeleting,
     CollectionIn,
-    CollectionList,
     CollectionOut,
     CollectionPatch,
     GrantsIn,
@@ -30,6 +29,7 @@ from app.api.deps import (
     JobStoreDep,
 )
 from app.api.errors import ApiError, error_responses
+from app.api.records import Page
 from app.services.collection_deletion import queue_collection_deletion
 from app.services.collections import CollectionView
 from app.storage.collections import CollectionChange, Grant
@@ -63,12 +63,14 @@ def create_collection(
     return CollectionOut.model_validate(CollectionView(created, 0, 0, "manage"))
 
 
-@router.get("", response_model=CollectionList)
-def list_collections(collections: CollectionServiceDep, access: CallerAccess) -> CollectionList:
+@router.get("", response_model=Page[CollectionOut])
+def list_collections(
+    collections: CollectionServiceDep, access: CallerAccess
+) -> Page[CollectionOut]:
     """The collections you may read, with their document and chunk counts and your
     permission on each."""
     views = collections.readable_views(access)
-    return CollectionList(data=views, count=len(views))  # type: ignore[arg-type]
+    return Page[CollectionOut].of(views, len(views))
 
 
 @router.get(_PATH, response_model=CollectionOut, responses=error_responses(404))

@@ -21,13 +21,12 @@ from app.api.deps import (
 from app.api.errors import error_responses
 from app.api.quality_schemas import (
     EvaluationRunIn,
-    EvaluationRunList,
     EvaluationRunOut,
     EvaluationSetFromFeedbackIn,
     EvaluationSetIn,
-    EvaluationSetList,
     EvaluationSetOut,
 )
+from app.api.records import Page
 from app.errors import InvalidInput
 from app.services import evaluation_runs, evaluation_sets
 
@@ -97,18 +96,18 @@ def set_from_feedback(
     return EvaluationSetOut.model_validate(found)
 
 
-@router.get("/evaluations/sets", response_model=EvaluationSetList)
+@router.get("/evaluations/sets", response_model=Page[EvaluationSetOut])
 def list_sets(
     deps: EvaluationSets,
     caller: Authorized,
     viewer: QualityViewerDep,
     size: PageSize,
     offset: PageOffset = 0,
-) -> EvaluationSetList:
+) -> Page[EvaluationSetOut]:
     """Your tenant's test sets that you see (you read every document they expect), newest
     first (without their items)."""
     found = evaluation_sets.page(deps, viewer, size, offset)
-    return EvaluationSetList(data=found.records, count=found.total)  # type: ignore[arg-type]
+    return Page[EvaluationSetOut].of(found.records, found.total)
 
 
 @router.get("/evaluations/sets/{set_id}", response_model=EvaluationSetOut)
@@ -151,7 +150,7 @@ def start_run(
     return EvaluationRunOut.model_validate(run)
 
 
-@router.get("/evaluations/runs", response_model=EvaluationRunList)
+@router.get("/evaluations/runs", response_model=Page[EvaluationRunOut])
 def list_runs(
     deps: EvaluationRunning,
     caller: Authorized,
@@ -159,11 +158,11 @@ def list_runs(
     size: PageSize,
     offset: PageOffset = 0,
     set_id: Annotated[str | None, Query(max_length=32)] = None,
-) -> EvaluationRunList:
+) -> Page[EvaluationRunOut]:
     """Your tenant's runs that you see (you read every collection they read), oldest first,
     with their aggregates (the history to chart)."""
     found = evaluation_runs.page(deps, viewer, size, offset, set_id=set_id)
-    return EvaluationRunList(data=found.records, count=found.total)  # type: ignore[arg-type]
+    return Page[EvaluationRunOut].of(found.records, found.total)
 
 
 @router.get("/evaluations/runs/{run_id}", response_model=EvaluationRunOut)

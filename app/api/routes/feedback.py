@@ -21,13 +21,12 @@ from app.api.deps import (
 )
 from app.api.errors import error_responses
 from app.api.quality_schemas import (
-    AnswerRecordList,
     AnswerRecordOut,
     DeletedOut,
     FeedbackIn,
-    FeedbackList,
     FeedbackOut,
 )
+from app.api.records import Page
 from app.services import answer_history, feedback
 from app.storage.feedback import FeedbackFilter
 
@@ -85,7 +84,7 @@ def my_rating(answer_id: AnswerId, deps: Feedback, caller: Authorized) -> Feedba
 
 @router.get(
     "/feedback",
-    response_model=FeedbackList,
+    response_model=Page[FeedbackOut],
     responses={
         200: {"content": {JSONL: {}}, "description": "a page, or with format=jsonl every match"}
     },
@@ -106,7 +105,7 @@ def list_feedback(
     format: Annotated[
         Literal["json", "jsonl"], Query(description="`jsonl`: every match, one per line")
     ] = "json",
-) -> FeedbackList | StreamingResponse:
+) -> Page[FeedbackOut] | StreamingResponse:
     """Your tenant's ratings of answers, newest first (admins), with the question while the
     answer record keeps it and the documents you read; `format=jsonl` exports every match."""
     which = FeedbackFilter(rating, user_id, since, until, with_expected)
@@ -118,10 +117,10 @@ def list_feedback(
     found = feedback.listing(
         deps, tenant_id=caller.tenant_id, which=which, limit=size, offset=offset, readable=readable
     )
-    return FeedbackList(data=found.records, count=found.total)  # type: ignore[arg-type]
+    return Page[FeedbackOut].of(found.records, found.total)
 
 
-@router.get("/answers", response_model=AnswerRecordList)
+@router.get("/answers", response_model=Page[AnswerRecordOut])
 def list_answers(
     records: AnswerRecords,
     caller: Authorized,
@@ -130,7 +129,7 @@ def list_answers(
     offset: PageOffset = 0,
     all: Annotated[bool, Query(description="admins: every user's answers")] = False,
     user_id: Annotated[str | None, Query(max_length=40, description="admins: one user's")] = None,
-) -> AnswerRecordList:
+) -> Page[AnswerRecordOut]:
     """Your answers from the answer record, newest first (admins: `all=true` for the tenant's)."""
     found = answer_history.page(
         records,
@@ -141,7 +140,7 @@ def list_answers(
         everyone=all or user_id is not None,
         user_id=user_id,
     )
-    return AnswerRecordList(data=found.records, count=found.total)  # type: ignore[arg-type]
+    return Page[AnswerRecordOut].of(found.records, found.total)
 
 
 @router.get("/answers/export", response_class=StreamingResponse)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from app.api.access import Authorized
-from app.api.collection_schemas import GroupIn, GroupList, GroupOut, GroupPatch
+from app.api.collection_schemas import GroupIn, GroupOut, GroupPatch
 from app.api.deps import AccessStoreDep, ClientIp, CollectionServiceDep
 from app.api.errors import ApiError, error_responses
+from app.api.records import Page
 from app.services.audit import Actor
 from app.services.collections import CollectionService
 from app.storage.collections import GroupMembers
@@ -32,11 +33,11 @@ def create_group(
     return GroupOut.model_validate(GroupMembers(group, []))
 
 
-@router.get("", response_model=GroupList)
-def list_groups(access_store: AccessStoreDep, caller: Authorized) -> GroupList:
+@router.get("", response_model=Page[GroupOut])
+def list_groups(access_store: AccessStoreDep, caller: Authorized) -> Page[GroupOut]:
     """Every group of your tenant by name, with its members."""
     groups = access_store.groups(caller.tenant_id)
-    return GroupList(data=groups, count=len(groups))  # type: ignore[arg-type]
+    return Page[GroupOut].of(groups, len(groups))
 
 
 @router.get(_PATH, response_model=GroupOut, responses=error_responses(404))

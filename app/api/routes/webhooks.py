@@ -7,12 +7,11 @@ from fastapi import APIRouter, Response
 from app.api.access import Authorized
 from app.api.deps import ClientIp, PageOffset, PageSize, Webhooks
 from app.api.errors import error_responses
+from app.api.records import Page
 from app.api.webhook_schemas import (
-    DeliveryList,
     DeliveryOut,
     WebhookCreate,
     WebhookCreated,
-    WebhookList,
     WebhookOut,
     WebhookUpdate,
 )
@@ -37,11 +36,11 @@ def create_webhook(
     return WebhookCreated.model_validate(hook)
 
 
-@router.get("/webhooks", response_model=WebhookList)
-def list_webhooks(deps: Webhooks, caller: Authorized) -> WebhookList:
+@router.get("/webhooks", response_model=Page[WebhookOut])
+def list_webhooks(deps: Webhooks, caller: Authorized) -> Page[WebhookOut]:
     """The tenant's webhooks (without their secrets)."""
     found = service.list_webhooks(deps, tenant_id=caller.tenant_id)
-    return WebhookList(data=[WebhookOut.model_validate(hook) for hook in found], count=len(found))
+    return Page[WebhookOut].of(found, len(found))
 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookOut, responses=error_responses(404))
@@ -83,7 +82,7 @@ def delete_webhook(webhook_id: str, deps: Webhooks, caller: Authorized, ip: Clie
 
 @router.get(
     "/webhooks/{webhook_id}/deliveries",
-    response_model=DeliveryList,
+    response_model=Page[DeliveryOut],
     responses=error_responses(404),
 )
 def list_deliveries(
@@ -92,11 +91,9 @@ def list_deliveries(
     caller: Authorized,
     size: PageSize,
     offset: PageOffset = 0,
-) -> DeliveryList:
+) -> Page[DeliveryOut]:
     """The webhook's delivery log, newest first: each event, its attempts and last outcome."""
     found = service.list_deliveries(
         deps, tenant_id=caller.tenant_id, webhook_id=webhook_id, limit=size, offset=offset
     )
-    return DeliveryList(
-        data=[DeliveryOut.model_validate(d) for d in found.records], count=found.total
-    )
+    return Page[DeliveryOut].of(found.records, found.total)
