@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from app import tracing
 from app.config import Settings
+from app.domain import QueueBacklog
 from app.request_limits import RequestLimits
 from app.services.blocks.pipeline import PipelineConfig
 
@@ -605,7 +606,7 @@ class Container:
 
         return JobStore(self.database)
 
-    def queue_depths(self) -> dict[str, tuple[int, float]]:
+    def queue_depths(self) -> dict[str, QueueBacklog]:
         """The ingestion queue's waiting jobs and the oldest one's wait (seconds), for metrics;
         the job table is the truth for both backends (rq only carries the ids)."""
         return {"ingest": self.jobs.queued_summary()}

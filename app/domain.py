@@ -35,6 +35,14 @@ class ListedPage(Generic[Listed]):
     total: int
 
 
+@dataclass(frozen=True)
+class QueueBacklog:
+    """What waits in a job queue: how many jobs, and how long (seconds) the oldest has waited."""
+
+    queued: int
+    oldest_wait_s: float
+
+
 def role_rank(role: str) -> int:
     """The role's place in ROLES (reader 0, member 1, admin 2); ValueError for another name."""
     return ROLES.index(role)  # type: ignore[arg-type]

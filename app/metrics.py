@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Literal
 
+from app.domain import QueueBacklog
+
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
@@ -39,7 +41,7 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 
 JOB_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 
 GaugeMode = Literal["livesum", "max"]
-QueueProbe = Callable[[], Mapping[str, tuple[int, float]]]  # queue -> (queued, oldest age s)
+QueueProbe = Callable[[], Mapping[str, QueueBacklog]]  # by queue
 
 
 @dataclass
@@ -323,9 +325,9 @@ def _probe_queues(metrics: _Metrics) -> None:
         depths = probe()
     except Exception:  # a scrape must not fail because the queue's store is briefly away
         return
-    for queue, (count, oldest_s) in depths.items():
-        gauges[0].labels(queue).set(count)
-        gauges[1].labels(queue).set(oldest_s)
+    for queue, backlog in depths.items():
+        gauges[0].labels(queue).set(backlog.queued)
+        gauges[1].labels(queue).set(backlog.oldest_wait_s)
 
 
 # --- recorders: each a no-op while metrics are off ---

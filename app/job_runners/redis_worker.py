@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +31,15 @@ from app.jobs.store import JobRecord, JobStore
 log = logging.getLogger("app.worker")
 # How often a turn that found every waiting tenant at its running limit looks again.
 TURN_POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class Swept:
+    """What a sweep did: jobs re-queued (their worker stopped heart-beating), and queued jobs
+    whose lost message was sent again."""
+
+    requeued: int
+    resent: int
 
 
 class Heartbeat:
@@ -127,7 +136,7 @@ class IngestWorker:
             scope="worker",
         )
 
-    def sweep(self, now: datetime | None = None) -> tuple[int, int]:
+    def sweep(self, now: datetime | None = None) -> Swept:
         """Re-queue abandoned jobs, re-send queued ones without a message; returns both counts.
         Ages are measured at `now` (default: the current time)."""
         settings = self.settings
@@ -144,7 +153,7 @@ class IngestWorker:
                 resent += 1
         if resent:
             log.warning("re-sent %d queued jobs that had no pending message", resent)
-        return requeued, resent
+        return Swept(requeued, resent)
 
     def run_sweeper(self, stop: threading.Event, health_file: Path | None = None) -> None:
         """Sweep every heartbeat interval until `stop` is set; errors are logged and retried.

@@ -39,7 +39,7 @@ from sqlalchemy import delete, false, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
-from app.domain import ListedPage
+from app.domain import ListedPage, QueueBacklog
 from app.errors import QuotaExceeded
 from app.jobs.endings import JobEndings
 from app.jobs.scheduling import RETRYING, ClaimScope, fair_tenant, in_scope, next_batch
@@ -607,7 +607,7 @@ class JobStore:
             )
             return waiting is not None
 
-    def queued_summary(self, now: datetime | None = None) -> tuple[int, float]:
+    def queued_summary(self, now: datetime | None = None) -> QueueBacklog:
         """How many jobs wait to be claimed, and how long (seconds) the oldest has waited by
         `now` (the current time unless given)."""
         with self._db.session() as session:
@@ -617,10 +617,10 @@ class JobStore:
                 )
             ).one()
         if not count or oldest is None:
-            return 0, 0.0
+            return QueueBacklog(0, 0.0)
         if oldest.tzinfo is None:  # SQLite hands back naive UTC
             oldest = oldest.replace(tzinfo=UTC)
-        return int(count), max(((now or utc_now()) - oldest).total_seconds(), 0.0)
+        return QueueBacklog(int(count), max(((now or utc_now()) - oldest).total_seconds(), 0.0))
 
     def queued_since(
         self,

@@ -30,9 +30,33 @@ class Said:
     content: str
 
 
-def split_chat(messages: Sequence[Said]) -> tuple[list[Turn], str]:
-    """(history turns, question): the last message must be the user's; system messages are
-    ignored (the service's own instructions apply)."""
+@dataclass(frozen=True)
+class ChatQuestion:
+    """A chat request read as a conversation: the turns before, and the question asked now."""
+
+    history: list[Turn]
+    question: str
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    """A completion's answer, and how its standalone question was made."""
+
+    answered: AnsweredQuestion
+    rewrite: Rewrite
+
+
+@dataclass(frozen=True)
+class ChatStream:
+    """A streamed completion's admitted answer events, and how its question was made."""
+
+    events: AnswerStream[AnswerEvent]
+    rewrite: Rewrite
+
+
+def split_chat(messages: Sequence[Said]) -> ChatQuestion:
+    """The history turns and the question: the last message must be the user's; system
+    messages are ignored (the service's own instructions apply)."""
     spoken = [m for m in messages if m.role in ("user", "assistant")]
     if not spoken or spoken[-1].role != "user":
         raise InvalidInput("the last message must be the user's question")
@@ -42,7 +66,7 @@ def split_chat(messages: Sequence[Said]) -> tuple[list[Turn], str]:
             turns.append(Turn(message.content, ""))
         elif turns and not turns[-1].answer:
             turns[-1] = Turn(turns[-1].question, message.content)
-    return turns, spoken[-1].content
+    return ChatQuestion(turns, spoken[-1].content)
 
 
 def check_model(model: str) -> str | None:
@@ -66,9 +90,9 @@ def model_ids(collection_names: Sequence[str]) -> list[str]:
 
 
 async def _question(deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]) -> Rewrite:
-    history, question = split_chat(messages)
-    question = deps.answers.limits.question(question)  # /query's limit, before any work
-    return await rewrite_follow_up(deps, caller, history, question)
+    chat = split_chat(messages)
+    question = deps.answers.limits.question(chat.question)  # /query's limit, before any work
+    return await rewrite_follow_up(deps, caller, chat.history, question)
 
 
 async def complete(
@@ -76,13 +100,13 @@ async def complete(
     caller: Caller,
     messages: Sequence[Said],
     scope: SearchScope = EVERYTHING,
-) -> tuple[AnsweredQuestion, Rewrite]:
+) -> ChatAnswer:
     """The answer to the standalone question within `scope`, and how that question was made."""
     rewrite = await _question(deps, caller, messages)
     answered = await answer_service.answer(
         deps.lane, deps.answers, caller, rewrite.question, None, scope
     )
-    return answered, rewrite
+    return ChatAnswer(answered, rewrite)
 
 
 async def open_completion(
@@ -90,11 +114,11 @@ async def open_completion(
     caller: Caller,
     messages: Sequence[Said],
     scope: SearchScope = EVERYTHING,
-) -> tuple[AnswerStream[AnswerEvent], Rewrite]:
+) -> ChatStream:
     """The admitted answer stream of the standalone question within `scope`, and how that
     question was made."""
     rewrite = await _question(deps, caller, messages)
     events = await answer_service.open_stream(
         deps.lane, deps.answers, caller, rewrite.question, None, scope
     )
-    return events, rewrite
+    return ChatStream(events, rewrite)

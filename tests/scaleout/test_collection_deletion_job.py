@@ -61,7 +61,7 @@ def test_a_deletion_left_processing_by_a_dead_worker_is_finished_by_the_next(
     claimed = container.jobs.claim_next()
     assert claimed is not None and claimed.job_id == job.job_id
     later = utc_now() + timedelta(seconds=5)
-    assert worker.sweep(now=later)[0] == 1  # re-queued
+    assert worker.sweep(now=later).requeued == 1
     work_through(container, worker)
 
     ended = container.jobs.get(T, job.job_id)

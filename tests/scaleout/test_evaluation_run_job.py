@@ -86,7 +86,7 @@ def test_a_run_whose_worker_died_is_taken_again_and_finished(
     assert claimed is not None and claimed.job_id == run_id
     container.evaluation_runs.started(run_id)
 
-    assert worker.sweep(now=utc_now() + timedelta(seconds=5))[0] == 1  # re-queued
+    assert worker.sweep(now=utc_now() + timedelta(seconds=5)).requeued == 1
     work_through(container, worker)
     run = container.evaluation_runs.get(T, run_id)
     assert run is not None and run.status == "done" and run.progress_done == 2, run

@@ -22,8 +22,9 @@ from rq import Queue
 from rq.registry import ScheduledJobRegistry
 
 from app.container import Container
+from app.domain import QueueBacklog
 from app.errors import ProviderUnavailable
-from app.job_runners.redis_worker import TURN_POLL_S, IngestWorker
+from app.job_runners.redis_worker import TURN_POLL_S, IngestWorker, Swept
 from app.jobs.redis_queue import RedisJobQueue, message_id, message_pending, retry_delay_s
 from app.jobs.store import JobStore
 from app.storage.db import Database, utc_now
@@ -48,11 +49,12 @@ def test_an_upload_sent_while_redis_is_down_is_sent_again_by_a_worker_sweep(
     queue = worker.queue
     assert not message_pending(queue, job_id, 0)
     # Within the API's grace period the API may still send it; after it, the sweep does.
-    assert worker.sweep(now=queued_at) == (0, 0)
+    assert worker.sweep(now=queued_at) == Swept(requeued=0, resent=0)
     after_grace = utc_now() + timedelta(seconds=2 * container.settings.job_heartbeat_s + 0.05)
-    assert worker.sweep(now=after_grace) == (0, 1)
+    assert worker.sweep(now=after_grace) == Swept(requeued=0, resent=1)
     assert message_pending(queue, job_id, 0)
-    assert worker.sweep(now=after_grace) == (0, 0)  # a pending message is not sent twice
+    # A pending message is not sent twice.
+    assert worker.sweep(now=after_grace) == Swept(requeued=0, resent=0)
 
 
 def test_a_message_delivered_twice_runs_the_job_once(
@@ -131,13 +133,14 @@ def test_the_sweep_takes_back_a_dead_workers_job_but_not_a_live_one(
     # job's heartbeat is written then too (as its Heartbeat thread would), the dead one's not.
     later = utc_now() + timedelta(seconds=settings.job_stale_after_s + 0.2)
     container.jobs.heartbeat(live, now=later)
-    requeued, resent = worker.sweep(now=later)
-    assert (requeued, resent) == (1, 0)  # the requeued job is within the grace period at `later`
+    # The requeued job is within the grace period at `later`.
+    assert worker.sweep(now=later) == Swept(requeued=1, resent=0)
     assert container.jobs.get("acme", live).status == "processing"  # type: ignore[union-attr]
     mark_done(container.jobs, live, chunks_indexed=1, pages=1)
     assert container.jobs.get("acme", dead).status == "queued"  # type: ignore[union-attr]
     after_grace = later + timedelta(seconds=2 * settings.job_heartbeat_s + 0.05)
-    assert worker.sweep(now=after_grace) == (0, 1)  # sent once, as the message for attempt 2
+    # Sent once, as the message for attempt 2.
+    assert worker.sweep(now=after_grace) == Swept(requeued=0, resent=1)
     assert message_pending(worker.queue, dead, 1)
 
 
@@ -231,7 +234,7 @@ def test_a_turn_runs_a_batch_of_one_tenants_small_jobs_and_later_turns_find_them
         done = container.jobs.get("acme", job_id)
         assert done is not None and done.status == "done" and done.attempts == 1
         assert done.progress_done == done.progress_total == done.chunks_indexed >= 1
-    assert worker.sweep() == (0, 0)  # nothing queued is left without a message
+    assert worker.sweep() == Swept(requeued=0, resent=0)  # nothing queued lacks a message
 
 
 def test_a_transient_failure_in_a_batch_puts_back_each_job_with_its_own_retry(
@@ -259,7 +262,7 @@ def test_a_transient_failure_in_a_batch_puts_back_each_job_with_its_own_retry(
 
 def test_queued_summary_counts_waiting_jobs_and_the_oldest_wait(sql_database: Database) -> None:
     jobs = JobStore(sql_database)
-    assert jobs.queued_summary() == (0, 0.0)
+    assert jobs.queued_summary() == QueueBacklog(queued=0, oldest_wait_s=0.0)
     first = queue_job(jobs, "acme", "doc_1", "a.txt", "/tmp/a", 10)
     time.sleep(0.01)  # two distinct queueing times
     second = queue_job(jobs, "globex", "doc_2", "b.txt", "/tmp/b", 10)
@@ -271,10 +274,11 @@ def test_queued_summary_counts_waiting_jobs_and_the_oldest_wait(sql_database: Da
         return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)  # SQLite: naive UTC
 
     later = queued_at("globex", second.job_id) + timedelta(seconds=5)
-    count, oldest_s = jobs.queued_summary(now=later)
+    backlog = jobs.queued_summary(now=later)
     # The first job's wait, not the second's.
-    assert count == 2
-    assert oldest_s == pytest.approx((later - queued_at("acme", first.job_id)).total_seconds())
+    assert backlog.queued == 2
+    waited = (later - queued_at("acme", first.job_id)).total_seconds()
+    assert backlog.oldest_wait_s == pytest.approx(waited)
     assert jobs.claim(first.job_id) is not None  # a running job no longer waits
-    count, oldest_s = jobs.queued_summary(now=later)
-    assert count == 1 and oldest_s == pytest.approx(5.0)
+    backlog = jobs.queued_summary(now=later)
+    assert backlog.queued == 1 and backlog.oldest_wait_s == pytest.approx(5.0)

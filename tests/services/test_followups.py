@@ -118,7 +118,7 @@ def test_the_fallback_keeps_the_follow_up_whole_within_the_limit() -> None:
 
 
 def test_chat_messages_split_into_turns_and_the_last_question() -> None:
-    turns, question = split_chat(
+    chat = split_chat(
         [
             Said("system", "be nice"),
             Said("user", "Who designed it?"),
@@ -126,8 +126,8 @@ def test_chat_messages_split_into_turns_and_the_last_question() -> None:
             Said("user", "When?"),
         ]
     )
-    assert turns == [Turn("Who designed it?", "The guild [1].")]
-    assert question == "When?"
+    assert chat.history == [Turn("Who designed it?", "The guild [1].")]
+    assert chat.question == "When?"
 
 
 @pytest.mark.parametrize(

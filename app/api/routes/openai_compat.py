@@ -128,12 +128,14 @@ async def chat_completions(
     said = [service.Said(m.role, m.content) for m in body.messages]
     created = int(time.time())
     if body.stream:
-        events, rewrite = await service.open_completion(deps, caller, said, scope)
+        streamed = await service.open_completion(deps, caller, said, scope)
+        events = streamed.events
         completion_id = completion_id_of(events.answer_id)
         return AnswerStreamResponse(
-            events, _chunks(events, completion_id, created, rewrite.question)
+            events, _chunks(events, completion_id, created, streamed.rewrite.question)
         )
-    answered, rewrite = await service.complete(deps, caller, said, scope)
+    completed = await service.complete(deps, caller, said, scope)
+    answered = completed.answered
     return ChatCompletionOut(
         id=completion_id_of(answered.answer_id),
         created=created,
@@ -141,5 +143,5 @@ async def chat_completions(
         choices=[ChatChoice(message=ChatMessageOut(content=answered.answer))],
         citations=[CitationOut(**asdict(c)) for c in answered.citations],
         refused=answered.refused,
-        standalone_question=rewrite.question,
+        standalone_question=completed.rewrite.question,
     )
