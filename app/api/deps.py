@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -52,7 +52,6 @@ _bearer = HTTPBearer(
     "POST /auth/keys",
 )
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
-T = TypeVar("T")
 
 
 def get_container(request: Request) -> Container:
@@ -64,16 +63,144 @@ def get_container(request: Request) -> Container:
 ContainerDep = Annotated[Container, Depends(get_container)]
 
 
-# --- the collaborators a route uses, each taken from the process's container ---
+# --- the collaborators a route uses, each taken from the process's container. Typed: mypy
+# holds each provider to its return type, tests/test_dependency_types.py each alias to it ---
 
 
-def _from_container(read: Callable[[Container], T]) -> Any:
-    """A dependency that hands a route one collaborator, read from the process's container."""
+def _settings(container: ContainerDep) -> Settings:
+    return container.settings
 
-    def collaborator(container: ContainerDep) -> T:
-        return read(container)
 
-    return Depends(collaborator)
+def _request_limits(container: ContainerDep) -> RequestLimits:
+    return container.request_limits
+
+
+def _upload_deps(container: ContainerDep) -> UploadDeps:
+    return container.upload_deps
+
+
+def _document_deps(container: ContainerDep) -> DocumentDeps:
+    return container.document_deps
+
+
+def _answer_deps(container: ContainerDep) -> AnswerDeps:
+    return container.answer_deps
+
+
+def _answer_lane(container: ContainerDep) -> AnswerLane:
+    return container.answer_lane
+
+
+def _retriever(container: ContainerDep) -> HybridRetriever:
+    return container.retriever
+
+
+def _conversations(container: ContainerDep) -> ConversationStore:
+    return container.conversations
+
+
+def _conversation_deps(container: ContainerDep) -> ConversationDeps:
+    return container.conversation_deps
+
+
+def _follow_up_deps(container: ContainerDep) -> FollowUpDeps:
+    return container.follow_up_deps
+
+
+def _page_deps(container: ContainerDep) -> PageDeps:
+    return container.page_deps
+
+
+def _page_lane(container: ContainerDep) -> PageLane:
+    return container.page_lane
+
+
+def _stats_deps(container: ContainerDep) -> StatsDeps:
+    return container.stats_deps
+
+
+def _users(container: ContainerDep) -> UserService:
+    return container.users
+
+
+def _api_keys(container: ContainerDep) -> ApiKeyService:
+    return container.api_keys
+
+
+def _audit_log(container: ContainerDep) -> AuditLog:
+    return container.audit_log
+
+
+def _webhook_deps(container: ContainerDep) -> WebhookDeps:
+    return container.webhook_deps
+
+
+def _authenticator(container: ContainerDep) -> Authenticator:
+    return container.authenticator
+
+
+def _login_guard(container: ContainerDep) -> LoginGuard:
+    return container.login_guard
+
+
+def _token_codec(container: ContainerDep) -> TokenCodec:
+    return container.token_codec
+
+
+def _single_sign_on(container: ContainerDep) -> SingleSignOn:
+    return container.single_sign_on
+
+
+def _readiness_checks(container: ContainerDep) -> dict[str, Callable[[], bool]]:
+    return container.readiness_checks
+
+
+def _ocr_problem(container: ContainerDep) -> str | None:
+    return container.ocr_problem
+
+
+def _feedback_deps(container: ContainerDep) -> FeedbackDeps:
+    return container.feedback_deps
+
+
+def _evaluation_set_deps(container: ContainerDep) -> SetDeps:
+    return container.evaluation_set_deps
+
+
+def _evaluation_run_deps(container: ContainerDep) -> RunDeps:
+    return container.evaluation_run_deps
+
+
+def _evaluation_runner(container: ContainerDep) -> EvaluationRunner:
+    return container.evaluation_runner
+
+
+def _search_scopes(container: ContainerDep) -> SearchScopes:
+    return container.search_scopes
+
+
+def _collections(container: ContainerDep) -> CollectionService:
+    return container.collections
+
+
+def _access_store(container: ContainerDep) -> AccessStore:
+    return container.access_store
+
+
+def _rate_limiter(container: ContainerDep) -> RateLimiter:
+    return container.rate_limiter
+
+
+def _jobs(container: ContainerDep) -> JobStore:
+    return container.jobs
+
+
+def _job_queue(container: ContainerDep) -> JobQueue:
+    return container.job_queue
+
+
+def _document_events(container: ContainerDep) -> DocumentEvents:
+    return container.document_events
 
 
 def _answer_records(container: ContainerDep) -> AnswerRecordStore:
@@ -83,36 +210,34 @@ def _answer_records(container: ContainerDep) -> AnswerRecordStore:
     return container.answer_log.store
 
 
-SettingsDep = Annotated[Settings, _from_container(lambda c: c.settings)]
-Limits = Annotated[RequestLimits, _from_container(lambda c: c.request_limits)]
-Uploads = Annotated[UploadDeps, _from_container(lambda c: c.upload_deps)]
-Documents = Annotated[DocumentDeps, _from_container(lambda c: c.document_deps)]
-Answers = Annotated[AnswerDeps, _from_container(lambda c: c.answer_deps)]
-AnswerLaneDep = Annotated[AnswerLane, _from_container(lambda c: c.answer_lane)]
-Retriever = Annotated[HybridRetriever, _from_container(lambda c: c.retriever)]
-Conversations = Annotated[ConversationStore, _from_container(lambda c: c.conversations)]
-ConversationTurns = Annotated[ConversationDeps, _from_container(lambda c: c.conversation_deps)]
-FollowUps = Annotated[FollowUpDeps, _from_container(lambda c: c.follow_up_deps)]
-Pages = Annotated[PageDeps, _from_container(lambda c: c.page_deps)]
-PageLaneDep = Annotated[PageLane, _from_container(lambda c: c.page_lane)]
-Stats = Annotated[StatsDeps, _from_container(lambda c: c.stats_deps)]
-Users = Annotated[UserService, _from_container(lambda c: c.users)]
-ApiKeys = Annotated[ApiKeyService, _from_container(lambda c: c.api_keys)]
-Audit = Annotated[AuditLog, _from_container(lambda c: c.audit_log)]
-Webhooks = Annotated[WebhookDeps, _from_container(lambda c: c.webhook_deps)]
-AuthenticatorDep = Annotated[Authenticator, _from_container(lambda c: c.authenticator)]
-LoginGuardDep = Annotated[LoginGuard, _from_container(lambda c: c.login_guard)]
-TokenCodecDep = Annotated[TokenCodec, _from_container(lambda c: c.token_codec)]
-SingleSignOnDep = Annotated[SingleSignOn, _from_container(lambda c: c.single_sign_on)]
-ReadinessChecks = Annotated[
-    dict[str, Callable[[], bool]], _from_container(lambda c: c.readiness_checks)
-]
-OcrProblem = Annotated[str | None, _from_container(lambda c: c.ocr_problem)]
-Feedback = Annotated[FeedbackDeps, _from_container(lambda c: c.feedback_deps)]
+SettingsDep = Annotated[Settings, Depends(_settings)]
+Limits = Annotated[RequestLimits, Depends(_request_limits)]
+Uploads = Annotated[UploadDeps, Depends(_upload_deps)]
+Documents = Annotated[DocumentDeps, Depends(_document_deps)]
+Answers = Annotated[AnswerDeps, Depends(_answer_deps)]
+AnswerLaneDep = Annotated[AnswerLane, Depends(_answer_lane)]
+Retriever = Annotated[HybridRetriever, Depends(_retriever)]
+Conversations = Annotated[ConversationStore, Depends(_conversations)]
+ConversationTurns = Annotated[ConversationDeps, Depends(_conversation_deps)]
+FollowUps = Annotated[FollowUpDeps, Depends(_follow_up_deps)]
+Pages = Annotated[PageDeps, Depends(_page_deps)]
+PageLaneDep = Annotated[PageLane, Depends(_page_lane)]
+Stats = Annotated[StatsDeps, Depends(_stats_deps)]
+Users = Annotated[UserService, Depends(_users)]
+ApiKeys = Annotated[ApiKeyService, Depends(_api_keys)]
+Audit = Annotated[AuditLog, Depends(_audit_log)]
+Webhooks = Annotated[WebhookDeps, Depends(_webhook_deps)]
+AuthenticatorDep = Annotated[Authenticator, Depends(_authenticator)]
+LoginGuardDep = Annotated[LoginGuard, Depends(_login_guard)]
+TokenCodecDep = Annotated[TokenCodec, Depends(_token_codec)]
+SingleSignOnDep = Annotated[SingleSignOn, Depends(_single_sign_on)]
+ReadinessChecks = Annotated[dict[str, Callable[[], bool]], Depends(_readiness_checks)]
+OcrProblem = Annotated[str | None, Depends(_ocr_problem)]
+Feedback = Annotated[FeedbackDeps, Depends(_feedback_deps)]
 AnswerRecords = Annotated[AnswerRecordStore, Depends(_answer_records)]
-EvaluationSets = Annotated[SetDeps, _from_container(lambda c: c.evaluation_set_deps)]
-EvaluationRunning = Annotated[RunDeps, _from_container(lambda c: c.evaluation_run_deps)]
-EvaluationRunnerDep = Annotated[EvaluationRunner, _from_container(lambda c: c.evaluation_runner)]
+EvaluationSets = Annotated[SetDeps, Depends(_evaluation_set_deps)]
+EvaluationRunning = Annotated[RunDeps, Depends(_evaluation_run_deps)]
+EvaluationRunnerDep = Annotated[EvaluationRunner, Depends(_evaluation_runner)]
 
 
 def get_principal(
@@ -152,13 +277,13 @@ def get_caller_access(container: ContainerDep, principal: Principal) -> Collecti
 CallerAccess = Annotated[CollectionAccess, Depends(get_caller_access)]
 
 
-SearchScopesDep = Annotated[SearchScopes, _from_container(lambda c: c.search_scopes)]
-CollectionServiceDep = Annotated[CollectionService, _from_container(lambda c: c.collections)]
-AccessStoreDep = Annotated[AccessStore, _from_container(lambda c: c.access_store)]
-RateLimiterDep = Annotated[RateLimiter, _from_container(lambda c: c.rate_limiter)]
-JobStoreDep = Annotated[JobStore, _from_container(lambda c: c.jobs)]
-JobQueueDep = Annotated[JobQueue, _from_container(lambda c: c.job_queue)]
-DocumentEventsDep = Annotated[DocumentEvents, _from_container(lambda c: c.document_events)]
+SearchScopesDep = Annotated[SearchScopes, Depends(_search_scopes)]
+CollectionServiceDep = Annotated[CollectionService, Depends(_collections)]
+AccessStoreDep = Annotated[AccessStore, Depends(_access_store)]
+RateLimiterDep = Annotated[RateLimiter, Depends(_rate_limiter)]
+JobStoreDep = Annotated[JobStore, Depends(_jobs)]
+JobQueueDep = Annotated[JobQueue, Depends(_job_queue)]
+DocumentEventsDep = Annotated[DocumentEvents, Depends(_document_events)]
 
 
 def readable_documents(container: Container, caller: Identity) -> Callable[[str], bool]:
