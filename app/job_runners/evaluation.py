@@ -33,6 +33,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +131,7 @@ class EvaluationRunner:
 
         deps = self._deps
         active: list[_Execution] = []
-        beats: dict[str, Heartbeat] = {}
+        beats: dict[str, ExitStack] = {}  # each active run's heartbeat: closing it stops it
         claim_at = 0.0
         try:
             while not self._stop.is_set():
@@ -140,9 +141,8 @@ class EvaluationRunner:
                 if len(active) < MAX_INTERLEAVED and (woken or now >= claim_at):
                     claim_at = now + self._poll
                     while len(active) < MAX_INTERLEAVED and (claimed := self._claim()):
-                        beats[claimed.job_id] = Heartbeat(
-                            deps.jobs, claimed.job_id, deps.heartbeat_s
-                        ).__enter__()
+                        beat = beats[claimed.job_id] = ExitStack()
+                        beat.enter_context(Heartbeat(deps.jobs, claimed.job_id, deps.heartbeat_s))
                         try:
                             execution = self._begin(claimed)
                         except Exception:  # the database, say: its heartbeat stops, and the
@@ -150,7 +150,7 @@ class EvaluationRunner:
                             log.exception("could not start an evaluation run")
                             execution = None
                         if execution is None:
-                            beats.pop(claimed.job_id).__exit__(None, None, None)
+                            beats.pop(claimed.job_id).close()
                         else:
                             active.append(execution)
                 ready = [e for e in active if e.ready_at <= now]
@@ -161,14 +161,14 @@ class EvaluationRunner:
                 execution = ready[0]
                 active.remove(execution)
                 if self._advance(execution):
-                    beats.pop(execution.job.job_id).__exit__(None, None, None)
+                    beats.pop(execution.job.job_id).close()
                 else:
                     active.append(execution)  # to the back: the others' items go first
         finally:
             for execution in active:  # stopping: back in the queue, started over next time
                 self._pause(execution)
             for beat in beats.values():
-                beat.__exit__(None, None, None)
+                beat.close()
 
     def _claim(self) -> JobRecord | None:
         deps = self._deps
