@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from app.errors import InvalidInput
 from app.retrieval.scope import EVERYTHING, SearchScope
@@ -20,6 +21,7 @@ from app.services.conversations import FollowUpDeps, rewrite_follow_up
 
 # The one model this endpoint offers: cited answers from the caller's own documents.
 SERVICE_MODEL = "rag"
+Answer = TypeVar("Answer")
 
 
 @dataclass(frozen=True)
@@ -39,18 +41,11 @@ class ChatQuestion:
 
 
 @dataclass(frozen=True)
-class ChatAnswer:
-    """A completion's answer, and how its standalone question was made."""
+class Completion(Generic[Answer]):
+    """A completion's answer (whole, or its admitted stream of events), and how its standalone
+    question was made."""
 
-    answered: AnsweredQuestion
-    rewrite: Rewrite
-
-
-@dataclass(frozen=True)
-class ChatStream:
-    """A streamed completion's admitted answer events, and how its question was made."""
-
-    events: AnswerStream[AnswerEvent]
+    answer: Answer
     rewrite: Rewrite
 
 
@@ -100,13 +95,13 @@ async def complete(
     caller: Caller,
     messages: Sequence[Said],
     scope: SearchScope = EVERYTHING,
-) -> ChatAnswer:
+) -> Completion[AnsweredQuestion]:
     """The answer to the standalone question within `scope`, and how that question was made."""
     rewrite = await _question(deps, caller, messages)
     answered = await answer_service.answer(
         deps.lane, deps.answers, caller, rewrite.question, None, scope
     )
-    return ChatAnswer(answered, rewrite)
+    return Completion(answered, rewrite)
 
 
 async def open_completion(
@@ -114,11 +109,11 @@ async def open_completion(
     caller: Caller,
     messages: Sequence[Said],
     scope: SearchScope = EVERYTHING,
-) -> ChatStream:
+) -> Completion[AnswerStream[AnswerEvent]]:
     """The admitted answer stream of the standalone question within `scope`, and how that
     question was made."""
     rewrite = await _question(deps, caller, messages)
     events = await answer_service.open_stream(
         deps.lane, deps.answers, caller, rewrite.question, None, scope
     )
-    return ChatStream(events, rewrite)
+    return Completion(events, rewrite)

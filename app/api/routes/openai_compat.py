@@ -129,13 +129,13 @@ async def chat_completions(
     created = int(time.time())
     if body.stream:
         streamed = await service.open_completion(deps, caller, said, scope)
-        events = streamed.events
+        events = streamed.answer
         completion_id = completion_id_of(events.answer_id)
         return AnswerStreamResponse(
             events, _chunks(events, completion_id, created, streamed.rewrite.question)
         )
     completed = await service.complete(deps, caller, said, scope)
-    answered = completed.answered
+    answered = completed.answer
     return ChatCompletionOut(
         id=completion_id_of(answered.answer_id),
         created=created,
