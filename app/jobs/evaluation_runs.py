@@ -192,6 +192,7 @@ class EvaluationRunStore:
             return int(failed.rowcount)  # type: ignore[attr-defined]
 
     def _set(self, run_id: str, **values: Any) -> None:
+        """Change the run's columns, and when it last changed."""
         with self._db.session() as session:
             session.execute(
                 update(EvaluationRunRow)
@@ -201,33 +202,18 @@ class EvaluationRunStore:
 
     def progress(self, run_id: str, done: int) -> None:
         """Items finished so far (also the runner's sign of life)."""
-        with self._db.session() as session:
-            session.execute(
-                update(EvaluationRunRow)
-                .where(EvaluationRunRow.run_id == run_id)
-                .values(progress_done=done, updated_at=utc_now())
-            )
+        self._set(run_id, progress_done=done)
 
     def finish(self, run_id: str, summary: dict[str, Any], results: list[dict[str, Any]]) -> None:
         """The run is done: its aggregate and per-item results."""
-        with self._db.session() as session:
-            session.execute(
-                update(EvaluationRunRow)
-                .where(EvaluationRunRow.run_id == run_id)
-                .values(
-                    status="done",
-                    progress_done=len(results),
-                    summary=json.dumps(summary),
-                    results=json.dumps(results, ensure_ascii=False),
-                    updated_at=utc_now(),
-                )
-            )
+        self._set(
+            run_id,
+            status="done",
+            progress_done=len(results),
+            summary=json.dumps(summary),
+            results=json.dumps(results, ensure_ascii=False),
+        )
 
     def fail(self, run_id: str, error: str) -> None:
         """The run failed; why (for the tenant and operators)."""
-        with self._db.session() as session:
-            session.execute(
-                update(EvaluationRunRow)
-                .where(EvaluationRunRow.run_id == run_id)
-                .values(status="failed", error=error[:MAX_ERROR_CHARS], updated_at=utc_now())
-            )
+        self._set(run_id, status="failed", error=error[:MAX_ERROR_CHARS])
