@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, defer
 
 from app.domain import ListedPage
 from app.storage.db import Database, utc_now
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import EvaluationRunRow, JobRow
 
 RunStatus = Literal["queued", "processing", "done", "failed"]
@@ -147,23 +147,25 @@ class EvaluationRunStore:
         query = (
             select(EvaluationRunRow)
             .options(defer(EvaluationRunRow.results))
-            .where(*where)
             .order_by(EvaluationRunRow.created_at, EvaluationRunRow.run_id)
         )
         with self._db.session() as session:
             if visible is not None:  # judged per run: paged after
                 kept = [
                     run
-                    for run in (_record(row, False) for row in session.scalars(query))
+                    for run in (_record(row, False) for row in session.scalars(query.where(*where)))
                     if visible(run)
                 ]
                 return ListedPage(kept[offset : offset + limit], len(kept))
-            rows = [
-                _record(row, with_results=False)
-                for row in session.scalars(query.limit(limit).offset(offset))
-            ]
-            total = session.scalar(select(func.count()).select_from(EvaluationRunRow).where(*where))
-            return ListedPage(rows, int(total or 0))
+            return listed_page(
+                session,
+                query,
+                where,
+                EvaluationRunRow,
+                limit,
+                offset,
+                lambda row: _record(row, with_results=False),
+            )
 
     def started(self, run_id: str) -> None:
         """Its job was claimed: the run starts (over) from its first item."""

@@ -46,7 +46,7 @@ from app.jobs.scheduling import RETRYING, ClaimScope, fair_tenant, in_scope, nex
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, usage_beside
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import BatchMemberRow, DocumentRow, JobRow, TenantTurnRow
 
 if TYPE_CHECKING:
@@ -385,16 +385,9 @@ class JobStore:
             deleting = (JobRow.kind == COLLECTION_DELETE) & (JobRow.collection_id.in_(kept) | asked)
             evaluating = (JobRow.kind == EVALUATION_RUN) & asked
             where.append(or_(of_documents, deleting, evaluating))
+        query = select(JobRow).order_by(JobRow.created_at.desc(), JobRow.job_id)
         with self._db.session() as session:
-            rows = session.scalars(
-                select(JobRow)
-                .where(*where)
-                .order_by(JobRow.created_at.desc(), JobRow.job_id)
-                .limit(limit)
-                .offset(offset)
-            ).all()
-            total = session.scalar(select(func.count()).select_from(JobRow).where(*where))
-            return ListedPage([_record(row) for row in rows], int(total or 0))
+            return listed_page(session, query, where, JobRow, limit, offset, _record)
 
     def claim_next(
         self, max_running_per_tenant: int | None = None, scope: ClaimScope = "all"
