@@ -65,6 +65,11 @@ def _record(row: EvaluationRunRow, with_results: bool) -> RunRecord:
     )
 
 
+def _listed(row: EvaluationRunRow) -> RunRecord:
+    """The run as listings show it: without its per-item results."""
+    return _record(row, with_results=False)
+
+
 @dataclass(frozen=True)
 class NewRun:
     """What a run starts from: its set, whether it answers, and the corpus and settings then."""
@@ -111,7 +116,7 @@ class EvaluationRunStore:
         )
         session.add(row)
         session.flush()
-        return _record(row, with_results=False)
+        return _listed(row)
 
     def count_active(self, tenant_id: str) -> int:
         """The tenant's queued and processing runs."""
@@ -151,21 +156,10 @@ class EvaluationRunStore:
         )
         with self._db.session() as session:
             if visible is not None:  # judged per run: paged after
-                kept = [
-                    run
-                    for run in (_record(row, False) for row in session.scalars(query.where(*where)))
-                    if visible(run)
-                ]
+                runs = map(_listed, session.scalars(query.where(*where)))
+                kept = [run for run in runs if visible(run)]
                 return ListedPage(kept[offset : offset + limit], len(kept))
-            return listed_page(
-                session,
-                query,
-                where,
-                EvaluationRunRow,
-                limit,
-                offset,
-                lambda row: _record(row, with_results=False),
-            )
+            return listed_page(session, query, where, EvaluationRunRow, limit, offset, _listed)
 
     def started(self, run_id: str) -> None:
         """Its job was claimed: the run starts (over) from its first item."""

@@ -60,9 +60,7 @@ class EvaluationSetStore:
         )
         with self._db.session() as session:
             row = session.scalars(query).first()
-            return (
-                None if row is None else record_of(EvaluationSet, row, items=json.loads(row.items))
-            )
+            return None if row is None else _with_items(row)
 
     def page(
         self,
@@ -77,21 +75,10 @@ class EvaluationSetStore:
         query = select(EvaluationSetRow).order_by(EvaluationSetRow.created_at.desc())
         with self._db.session() as session:
             if visible is not None:  # judged per set: paged after
-                kept = [
-                    record_of(EvaluationSet, row, items=[])
-                    for row in session.scalars(query.where(*where))
-                    if visible(record_of(EvaluationSet, row, items=json.loads(row.items)))
-                ]
+                rows = session.scalars(query.where(*where))
+                kept = [_listed(row) for row in rows if visible(_with_items(row))]
                 return ListedPage(kept[offset : offset + limit], len(kept))
-            return listed_page(
-                session,
-                query,
-                where,
-                EvaluationSetRow,
-                limit,
-                offset,
-                lambda row: record_of(EvaluationSet, row, items=[]),
-            )
+            return listed_page(session, query, where, EvaluationSetRow, limit, offset, _listed)
 
     def delete(self, tenant_id: str, set_id: str) -> bool:
         """Delete the tenant's set; whether it existed."""
@@ -102,3 +89,13 @@ class EvaluationSetStore:
                 )
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _with_items(row: EvaluationSetRow) -> EvaluationSet:
+    """The set with its items."""
+    return record_of(EvaluationSet, row, items=json.loads(row.items))
+
+
+def _listed(row: EvaluationSetRow) -> EvaluationSet:
+    """The set as listings show it: without its items."""
+    return record_of(EvaluationSet, row, items=[])
