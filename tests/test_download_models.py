@@ -6,7 +6,6 @@ here the download itself is replaced, so the test is fast and never touches the 
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,17 +14,12 @@ from types import ModuleType
 import pytest
 
 from app.config import Settings
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "download_models.py"
+from tests.repo_scripts import load_script
 
 
 @pytest.fixture
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("download_models", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("download_models")
 
 
 def _env_written(
