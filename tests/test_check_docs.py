@@ -3,28 +3,18 @@ are reported; the repository's own documents pass."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.repo_scripts import load_script
 
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def load_checker() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_docs", REPO / "scripts" / "check_docs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_docs"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-check_docs = load_checker()
+check_docs = load_script("check_docs")
 
 
 def write_repo(root: Path, readme: str, guide: str = "# Guide\n\n## Running it\n") -> None:

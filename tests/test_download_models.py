@@ -6,34 +6,40 @@ here the download itself is replaced, so the test is fast and never touches the 
 
 from __future__ import annotations
 
-import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from app.config import Settings
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "download_models.py"
+from tests.repo_scripts import load_script
 
 
 @pytest.fixture
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("download_models", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("download_models")
 
 
-def _run(
-    script: ModuleType, monkeypatch: pytest.MonkeyPatch, settings: Settings, env: Path
-) -> None:
-    monkeypatch.setattr(script, "load_settings", lambda: settings)
+def _env_written(
+    script: ModuleType,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Settings,
+    tmp_path: Path,
+    reranker: str,
+    snapshot: Callable[[str, Path], Path],
+) -> list[str]:
+    """The lines of the env file the script writes for RAG_RERANKER=`reranker` when `snapshot`
+    stands in for the download."""
+    env = tmp_path / "image.env"
+    chosen = settings.model_copy(update={"reranker": reranker})
+    monkeypatch.setattr(script, "_snapshot", snapshot)
+    monkeypatch.setattr(script, "load_settings", lambda: chosen)
     monkeypatch.setattr(script, "download_llm", lambda s: None)  # the GGUF has its own tests
     monkeypatch.setattr(sys, "argv", ["download_models.py", "--env-file", str(env)])
     assert script.main() == 0
+    return env.read_text().splitlines()
 
 
 def test_unreachable_hub_writes_reranker_none_and_says_why(
@@ -42,11 +48,9 @@ def test_unreachable_hub_writes_reranker_none_and_says_why(
     def unreachable(repo_id: str, target: Path) -> Path:
         raise OSError("Name or service not known")
 
-    monkeypatch.setattr(script, "_snapshot", unreachable)
-    env = tmp_path / "image.env"
-    _run(script, monkeypatch, settings.model_copy(update={"reranker": "cross-encoder"}), env)
+    env = _env_written(script, monkeypatch, settings, tmp_path, "cross-encoder", unreachable)
 
-    assert "RAG_RERANKER=none" in env.read_text().splitlines()
+    assert "RAG_RERANKER=none" in env
     out = capsys.readouterr().out
     assert "could not download 'cross-encoder/mmarco-mMiniLMv2-L12-H384-v1'" in out
     assert "Name or service not known" in out
@@ -62,12 +66,10 @@ def test_fetched_reranker_is_kept(
         fetched.append(repo_id)
         return target
 
-    monkeypatch.setattr(script, "_snapshot", snapshot)
-    env = tmp_path / "image.env"
-    _run(script, monkeypatch, settings.model_copy(update={"reranker": "cross-encoder"}), env)
+    env = _env_written(script, monkeypatch, settings, tmp_path, "cross-encoder", snapshot)
 
     assert fetched == ["cross-encoder/mmarco-mMiniLMv2-L12-H384-v1"]
-    assert "RAG_RERANKER=cross-encoder" in env.read_text().splitlines()
+    assert "RAG_RERANKER=cross-encoder" in env
 
 
 def test_reranker_none_downloads_nothing(
@@ -76,8 +78,6 @@ def test_reranker_none_downloads_nothing(
     def must_not_run(repo_id: str, target: Path) -> Path:
         raise AssertionError("downloaded although RAG_RERANKER=none")
 
-    monkeypatch.setattr(script, "_snapshot", must_not_run)
-    env = tmp_path / "image.env"
-    _run(script, monkeypatch, settings.model_copy(update={"reranker": "none"}), env)
+    env = _env_written(script, monkeypatch, settings, tmp_path, "none", must_not_run)
 
-    assert "RAG_RERANKER=none" in env.read_text().splitlines()
+    assert "RAG_RERANKER=none" in env

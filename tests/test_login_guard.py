@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from app import security
 from app.errors import AccountLocked, AuthenticationFailed, RateLimited
 from app.services.audit import AuditLog
 from app.services.login import DAY_S, PACE_STEPS_S, HashSlots, LoginGuard, client_bucket
@@ -21,6 +20,7 @@ from app.storage.audit import AuditStore
 from app.storage.db import Database
 from app.storage.rate_limit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from app.storage.users import UserStore
+from tests.bcrypt_cost import record_password_checks
 from tests.fake_clock import FakeClock
 
 PASSWORD = "correct horse battery staple"
@@ -313,14 +313,7 @@ def test_the_pace_slows_as_failures_grow_and_stops_at_a_few_seconds(users: UserS
 def test_an_unknown_name_is_paced_and_checked_like_a_real_one(
     users: UserService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checked: list[str] = []
-    real_verify = security.verify_password
-
-    def verify(password: str, password_hash: str) -> bool:
-        checked.append(password_hash)
-        return real_verify(password, password_hash)
-
-    monkeypatch.setattr(security, "verify_password", verify)
+    checked = record_password_checks(monkeypatch)
     outcomes: dict[str, list[object]] = {}
     checks: dict[str, int] = {}
     for name in ("alice", "nobody-here"):

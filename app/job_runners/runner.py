@@ -31,7 +31,7 @@ from app.ingestion.parse_turn import ParseTurn
 from app.jobs.store import JobDone, JobKind, JobProgress, JobRecord, JobStore
 from app.services.blocks.pipeline import FileProgress, IngestedDocument
 from app.services.indexing import DocumentDeps, IndexOutcome, IndexRequest, index_documents
-from app.services.webhooks import DocumentEvents
+from app.services.webhooks import DocumentEvents, EventType
 from app.storage.documents import DocumentStore
 
 log = logging.getLogger(__name__)
@@ -250,15 +250,7 @@ def _finish(
         metrics.ingested(d.pages, d.chunks)
         metrics.job_finished("done", seconds)
         _remove_upload(job)
-        if deps.events is not None:
-            deps.events.document(
-                tenant_id=job.tenant_id,
-                event_type="document.indexed",
-                document_id=job.document_id,
-                source=job.source,
-                status="done",
-                job_id=job.job_id,
-            )
+        _announce(deps, job, "document.indexed", "done")
 
 
 def settle_failure(deps: IngestDeps, job: JobRecord, exc: Exception, *, may_retry: bool) -> bool:
@@ -299,13 +291,24 @@ def _fail(deps: IngestDeps, job: JobRecord, message: str, code: str) -> None:
     record = documents.get(job.tenant_id, job.document_id)
     if record is not None and record.chunks == 0:  # a failed replacement keeps the old version
         documents.set_status(job.tenant_id, job.document_id, "failed")
+    _announce(deps, job, "document.failed", "failed", error_code=code)
+
+
+def _announce(
+    deps: IngestDeps,
+    job: JobRecord,
+    event_type: EventType,
+    status: str,
+    error_code: str | None = None,
+) -> None:
+    """Tell the webhooks how a job's document ended."""
     if deps.events is not None:
         deps.events.document(
             tenant_id=job.tenant_id,
-            event_type="document.failed",
+            event_type=event_type,
             document_id=job.document_id,
             source=job.source,
-            status="failed",
+            status=status,
             job_id=job.job_id,
-            error_code=code,
+            error_code=error_code,
         )

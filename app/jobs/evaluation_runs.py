@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, defer
 
 from app.domain import ListedPage
 from app.storage.db import Database, utc_now
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import EvaluationRunRow, JobRow
 
 RunStatus = Literal["queued", "processing", "done", "failed"]
@@ -70,6 +70,11 @@ def _record(row: EvaluationRunRow, with_results: bool) -> RunRecord:
     )
 
 
+def _listed(row: EvaluationRunRow) -> RunRecord:
+    """The run as listings show it: without its per-item results."""
+    return _record(row, with_results=False)
+
+
 @dataclass(frozen=True)
 class NewRun:
     """What a run starts from: its set, whether it answers, and the corpus and settings then."""
@@ -116,7 +121,7 @@ class EvaluationRunStore:
         )
         session.add(row)
         session.flush()
-        return _record(row, with_results=False)
+        return _listed(row)
 
     def count_active(self, tenant_id: str) -> int:
         """The tenant's queued and processing runs."""
@@ -152,23 +157,14 @@ class EvaluationRunStore:
         query = (
             select(EvaluationRunRow)
             .options(defer(EvaluationRunRow.results))
-            .where(*where)
             .order_by(EvaluationRunRow.created_at, EvaluationRunRow.run_id)
         )
         with self._db.session() as session:
             if visible is not None:  # judged per run: paged after
-                kept = [
-                    run
-                    for run in (_record(row, False) for row in session.scalars(query))
-                    if visible(run)
-                ]
+                runs = map(_listed, session.scalars(query.where(*where)))
+                kept = [run for run in runs if visible(run)]
                 return ListedPage(kept[offset : offset + limit], len(kept))
-            rows = [
-                _record(row, with_results=False)
-                for row in session.scalars(query.limit(limit).offset(offset))
-            ]
-            total = session.scalar(select(func.count()).select_from(EvaluationRunRow).where(*where))
-            return ListedPage(rows, int(total or 0))
+            return listed_page(session, query, where, EvaluationRunRow, limit, offset, _listed)
 
     def started(self, run_id: str) -> None:
         """Its job was claimed: the run starts (over) from its first item."""
@@ -197,6 +193,7 @@ class EvaluationRunStore:
             return int(failed.rowcount)  # type: ignore[attr-defined]
 
     def _set(self, run_id: str, **values: Any) -> None:
+        """Change the run's columns, and when it last changed."""
         with self._db.session() as session:
             session.execute(
                 update(EvaluationRunRow)
@@ -206,33 +203,18 @@ class EvaluationRunStore:
 
     def progress(self, run_id: str, done: int) -> None:
         """Items finished so far (also the runner's sign of life)."""
-        with self._db.session() as session:
-            session.execute(
-                update(EvaluationRunRow)
-                .where(EvaluationRunRow.run_id == run_id)
-                .values(progress_done=done, updated_at=utc_now())
-            )
+        self._set(run_id, progress_done=done)
 
     def finish(self, run_id: str, summary: dict[str, Any], results: list[dict[str, Any]]) -> None:
         """The run is done: its aggregate and per-item results."""
-        with self._db.session() as session:
-            session.execute(
-                update(EvaluationRunRow)
-                .where(EvaluationRunRow.run_id == run_id)
-                .values(
-                    status="done",
-                    progress_done=len(results),
-                    summary=json.dumps(summary),
-                    results=json.dumps(results, ensure_ascii=False),
-                    updated_at=utc_now(),
-                )
-            )
+        self._set(
+            run_id,
+            status="done",
+            progress_done=len(results),
+            summary=json.dumps(summary),
+            results=json.dumps(results, ensure_ascii=False),
+        )
 
     def fail(self, run_id: str, error: str) -> None:
         """The run failed; why (for the tenant and operators)."""
-        with self._db.session() as session:
-            session.execute(
-                update(EvaluationRunRow)
-                .where(EvaluationRunRow.run_id == run_id)
-                .values(status="failed", error=error[:MAX_ERROR_CHARS], updated_at=utc_now())
-            )
+        self._set(run_id, status="failed", error=error[:MAX_ERROR_CHARS])

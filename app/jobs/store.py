@@ -46,7 +46,7 @@ from app.jobs.scheduling import RETRYING, ClaimScope, fair_tenant, in_scope, nex
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, usage_beside
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import BatchMemberRow, DocumentRow, JobRow, TenantTurnRow
 
 if TYPE_CHECKING:
@@ -385,16 +385,9 @@ class JobStore:
             deleting = (JobRow.kind == COLLECTION_DELETE) & (JobRow.collection_id.in_(kept) | asked)
             evaluating = (JobRow.kind == EVALUATION_RUN) & asked
             where.append(or_(of_documents, deleting, evaluating))
+        query = select(JobRow).order_by(JobRow.created_at.desc(), JobRow.job_id)
         with self._db.session() as session:
-            rows = session.scalars(
-                select(JobRow)
-                .where(*where)
-                .order_by(JobRow.created_at.desc(), JobRow.job_id)
-                .limit(limit)
-                .offset(offset)
-            ).all()
-            total = session.scalar(select(func.count()).select_from(JobRow).where(*where))
-            return ListedPage([_record(row) for row in rows], int(total or 0))
+            return listed_page(session, query, where, JobRow, limit, offset, _record)
 
     def claim_next(
         self, max_running_per_tenant: int | None = None, scope: ClaimScope = "all"
@@ -425,63 +418,59 @@ class JobStore:
         jobs of the claimer's `scope` are taken (an evaluation run always alone).
         """
         chosen = next_batch(max_running_per_tenant, max_jobs, max_bytes, scope)
-        with self._db.session() as session:
-            if self._db.dialect == "postgresql":
-                # Claims are short; one at a time keeps the fairness counts exact across workers.
-                session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
-            return self._claim_where(session, JobRow.job_id.in_(chosen))
+        return self._claim_where(JobRow.job_id.in_(chosen))
 
     def claim(self, job_id: str) -> JobRecord | None:
         """Claim one specific queued job (a retry's own message); None if not queued."""
-        with self._db.session() as session:
-            if self._db.dialect == "postgresql":
-                session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
-            claimed = self._claim_where(session, JobRow.job_id == job_id)
-            return claimed[0] if claimed else None
+        claimed = self._claim_where(JobRow.job_id == job_id)
+        return claimed[0] if claimed else None
 
     def claim_retry(self, job_id: str) -> JobRecord | None:
         """Claim a job put back for a retry, once its delayed message arrives; else None."""
-        with self._db.session() as session:
-            if self._db.dialect == "postgresql":
-                session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
-            due = (JobRow.job_id == job_id) & (JobRow.progress_stage == RETRYING)
-            claimed = self._claim_where(session, due)
-            return claimed[0] if claimed else None
+        claimed = self._claim_where((JobRow.job_id == job_id) & (JobRow.progress_stage == RETRYING))
+        return claimed[0] if claimed else None
 
-    def _claim_where(self, session: Session, which: Any) -> list[JobRecord]:
-        # One statement: SQLite takes the write lock before evaluating the subquery, and
-        # PostgreSQL claimers hold the claim lock, so no two claimers see the same row queued.
-        now = utc_now()
-        statement = (
-            update(JobRow)
-            .where(which, JobRow.status == "queued")
-            .values(
-                status="processing",
-                attempts=JobRow.attempts + 1,
-                progress_stage="starting",
-                updated_at=now,
+    def _claim_where(self, which: Any) -> list[JobRecord]:
+        """Claim the queued jobs `which` selects, in one transaction; the claimed, oldest first."""
+        with self._db.session() as session:
+            # One statement: SQLite takes the write lock before evaluating the subquery, and
+            # PostgreSQL claimers hold the claim lock, so no two claimers see the same row queued.
+            if self._db.dialect == "postgresql":
+                # Claims are short; one at a time keeps the fairness counts exact across workers.
+                session.execute(select(func.pg_advisory_xact_lock(advisory_key("jobs-claim"))))
+            now = utc_now()
+            statement = (
+                update(JobRow)
+                .where(which, JobRow.status == "queued")
+                .values(
+                    status="processing",
+                    attempts=JobRow.attempts + 1,
+                    progress_stage="starting",
+                    updated_at=now,
+                )
+                .returning(JobRow)
             )
-            .returning(JobRow)
-        )
-        rows = session.scalars(statement, execution_options={"synchronize_session": False}).all()
-        if not rows:
-            return []
-        claimed = sorted((_record(row) for row in rows), key=lambda j: (j.created_at, j.job_id))
-        ids = [job.job_id for job in claimed]
-        session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id.in_(ids)))
-        if len(claimed) > 1:
+            rows = session.scalars(
+                statement, execution_options={"synchronize_session": False}
+            ).all()
+            if not rows:
+                return []
+            claimed = sorted((_record(row) for row in rows), key=lambda j: (j.created_at, j.job_id))
+            ids = [job.job_id for job in claimed]
+            session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id.in_(ids)))
+            if len(claimed) > 1:
+                session.execute(
+                    insert(BatchMemberRow), [{"job_id": i, "batch_id": ids[0]} for i in ids]
+                )
+            turn = conflict_insert(self._db.dialect, TenantTurnRow).values(
+                tenant_id=claimed[0].tenant_id, served_at=now
+            )
             session.execute(
-                insert(BatchMemberRow), [{"job_id": i, "batch_id": ids[0]} for i in ids]
+                turn.on_conflict_do_update(
+                    index_elements=[TenantTurnRow.tenant_id], set_={"served_at": now}
+                )
             )
-        turn = conflict_insert(self._db.dialect, TenantTurnRow).values(
-            tenant_id=claimed[0].tenant_id, served_at=now
-        )
-        session.execute(
-            turn.on_conflict_do_update(
-                index_elements=[TenantTurnRow.tenant_id], set_={"served_at": now}
-            )
-        )
-        return claimed
+            return claimed
 
     def update_progress(self, job_id: str, done: int, total: int, stage: str) -> None:
         """Record progress of a processing job (also its heartbeat for `requeue_stale`)."""

@@ -226,11 +226,21 @@ def _require_model(key: EmbedderKey) -> str:
     return key.model
 
 
-def _prefix_suffix(key: EmbedderKey) -> str:
-    """Prefixes change the vectors, so they are part of the model identity."""
-    if not key.query_prefix and not key.passage_prefix:
-        return ""
-    return f"|query_prefix={key.query_prefix!r}|passage_prefix={key.passage_prefix!r}"
+def _adapted(
+    provider: str, name: str, key: EmbedderKey, embeddings: Any, *, remote: bool
+) -> LangChainEmbedder:
+    """A LangChain model behind the adapter with the key's prefixes, its id naming the provider,
+    the model and the prefixes (they change the vectors, so they are part of its identity)."""
+    model_id = f"{provider}:{name}"
+    if key.query_prefix or key.passage_prefix:
+        model_id += f"|query_prefix={key.query_prefix!r}|passage_prefix={key.passage_prefix!r}"
+    return LangChainEmbedder(
+        model_id,
+        embeddings,
+        query_prefix=key.query_prefix,
+        passage_prefix=key.passage_prefix,
+        remote=remote,
+    )
 
 
 def minus_mean_question(
@@ -292,12 +302,7 @@ def _build_huggingface(key: EmbedderKey) -> Embedder:
             f"{ENV_PREFIX}EMBEDDING_MODEL={name!r} could not be loaded as a sentence-transformers "
             f"model (a local folder, or a name already in the Hugging Face cache): {exc}"
         ) from exc
-    embedder = LangChainEmbedder(
-        f"huggingface:{name}{_prefix_suffix(key)}",
-        embeddings,
-        query_prefix=key.query_prefix,
-        passage_prefix=key.passage_prefix,
-    )
+    embedder = _adapted("huggingface", name, key, embeddings, remote=False)
     _ = embedder.dimension  # load and measure now, so a broken model fails at start-up
     return embedder
 
@@ -319,13 +324,7 @@ def _build_openai(key: EmbedderKey) -> Embedder:
         # OpenAI model; an OpenAI-compatible server takes plain text.
         check_embedding_ctx_length=key.openai_base_url is None,
     )
-    return LangChainEmbedder(
-        f"openai:{name}{_prefix_suffix(key)}",
-        embeddings,
-        query_prefix=key.query_prefix,
-        passage_prefix=key.passage_prefix,
-        remote=True,
-    )
+    return _adapted("openai", name, key, embeddings, remote=True)
 
 
 def _build_ollama(key: EmbedderKey) -> Embedder:
@@ -333,13 +332,7 @@ def _build_ollama(key: EmbedderKey) -> Embedder:
 
     name = _require_model(key)
     embeddings = OllamaEmbeddings(model=name, base_url=key.ollama_base_url)
-    return LangChainEmbedder(
-        f"ollama:{name}{_prefix_suffix(key)}",
-        embeddings,
-        query_prefix=key.query_prefix,
-        passage_prefix=key.passage_prefix,
-        remote=True,
-    )
+    return _adapted("ollama", name, key, embeddings, remote=True)
 
 
 EmbedderBuilder = Callable[[EmbedderKey], Embedder]

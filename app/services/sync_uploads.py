@@ -97,45 +97,34 @@ def submit_sync_upload(
     """Queue the request's files as `submit_uploads` does, named and labelled by `fields`;
     Unchanged (the reservation released, the file removed) when the request gave `sha256` and
     the one file's content is what its document already has indexed."""
-    if fields == SyncFields():
-        return submit_uploads(
-            deps,
-            tenant_id=tenant_id,
-            reservations=reservations,
-            files=files,
-            uploader=uploader,
-            placement=placement,
-        )
-    (file,) = files
-    try:
-        actual = file_sha256(file.path)
-        if fields.sha256 is not None and fields.sha256 != actual:
-            raise InvalidInput(
-                f"the file's sha256 is {actual}, not the {fields.sha256} sent: it changed or was "
-                "damaged on the way"
-            )
-    except BaseException:
-        file.path.unlink(missing_ok=True)
-        release_upload(deps, tenant_id=tenant_id, reservation=reservations[0])
-        raise
-    if fields.source_path is not None:
-        file.source = fields.source_path
-    source = file.source or sanitise_filename(file.client_filename)
-    collection_id = (placement or {}).get("collection_id", GENERAL_COLLECTION)
-    existing = deps.documents.find(tenant_id, collection_id, source)
-    indexed = existing is not None and existing.status == "done"
-    if (
-        fields.sha256 is not None
-        and existing is not None
-        and indexed
-        and (existing.content_sha256 == actual)
-    ):
-        file.path.unlink(missing_ok=True)
-        release_upload(deps, tenant_id=tenant_id, reservation=reservations[0])
-        if existing.sync_root != fields.sync_root and fields.sync_root is not None:
-            uploader.check_may_change(existing, "relabel")
-            deps.documents.set_sync_root(tenant_id, existing.document_id, fields.sync_root)
-        return Unchanged(existing.document_id, existing.source)
+    if fields != SyncFields():
+        (file,) = files
+        try:
+            actual = file_sha256(file.path)
+            if fields.sha256 is not None and fields.sha256 != actual:
+                raise InvalidInput(
+                    f"the file's sha256 is {actual}, not the {fields.sha256} sent: it changed or "
+                    "was damaged on the way"
+                )
+        except BaseException:
+            _discard(deps, tenant_id=tenant_id, reservation=reservations[0], file=file)
+            raise
+        if fields.source_path is not None:
+            file.source = fields.source_path
+        source = file.source or sanitise_filename(file.client_filename)
+        collection_id = (placement or {}).get("collection_id", GENERAL_COLLECTION)
+        existing = deps.documents.find(tenant_id, collection_id, source)
+        if (
+            fields.sha256 is not None
+            and existing is not None
+            and existing.status == "done"
+            and existing.content_sha256 == actual
+        ):
+            _discard(deps, tenant_id=tenant_id, reservation=reservations[0], file=file)
+            if existing.sync_root != fields.sync_root and fields.sync_root is not None:
+                uploader.check_may_change(existing, "relabel")
+                deps.documents.set_sync_root(tenant_id, existing.document_id, fields.sync_root)
+            return Unchanged(existing.document_id, existing.source)
     jobs = submit_uploads(
         deps,
         tenant_id=tenant_id,
@@ -148,6 +137,12 @@ def submit_sync_upload(
         for job in jobs:
             deps.documents.set_sync_root(tenant_id, job.document_id, fields.sync_root)
     return jobs
+
+
+def _discard(deps: UploadDeps, *, tenant_id: str, reservation: str, file: ReceivedFile) -> None:
+    """Remove an upload that will not be queued and release its reservation."""
+    file.path.unlink(missing_ok=True)
+    release_upload(deps, tenant_id=tenant_id, reservation=reservation)
 
 
 def list_matching(

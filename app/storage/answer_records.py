@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 
 from app.domain import ListedPage
 from app.storage.db import Database, utc_now
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import AnswerRecordRow
 
 _EXPORT_BATCH = 500
@@ -120,17 +120,11 @@ class AnswerRecordStore:
         where = [AnswerRecordRow.tenant_id == tenant_id]
         if user_id is not None:
             where.append(AnswerRecordRow.user_id == user_id)
-        query = (
-            select(AnswerRecordRow)
-            .where(*where)
-            .order_by(AnswerRecordRow.created_at.desc(), AnswerRecordRow.answer_id)
-            .limit(limit)
-            .offset(offset)
+        query = select(AnswerRecordRow).order_by(
+            AnswerRecordRow.created_at.desc(), AnswerRecordRow.answer_id
         )
         with self._db.session() as session:
-            rows = [_record(row) for row in session.scalars(query)]
-            total = session.scalar(select(func.count()).select_from(AnswerRecordRow).where(*where))
-            return ListedPage(rows, int(total or 0))
+            return listed_page(session, query, where, AnswerRecordRow, limit, offset, _record)
 
     def export(self, tenant_id: str) -> Iterator[AnswerRecord]:
         """Every record of the tenant, oldest first, read in batches."""

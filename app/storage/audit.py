@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.domain import ListedPage
 from app.storage.db import Database, utc_now
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import AuditRow
 
 # A login attempt for a name nobody has belongs to no tenant: no tenant's admin sees it.
@@ -93,17 +93,9 @@ class AuditStore:
             where.append(AuditRow.action == action)
         if user_id is not None:
             where.append(AuditRow.user_id == user_id)
-        query = (
-            select(AuditRow)
-            .where(*where)
-            .order_by(AuditRow.at.desc(), AuditRow.id.desc())
-            .limit(limit)
-            .offset(offset)
-        )
+        query = select(AuditRow).order_by(AuditRow.at.desc(), AuditRow.id.desc())
         with self._db.session() as session:
-            rows = [_record(row) for row in session.scalars(query)]
-            total = session.scalar(select(func.count()).select_from(AuditRow).where(*where))
-            return ListedPage(rows, int(total or 0))
+            return listed_page(session, query, where, AuditRow, limit, offset, _record)
 
     def prune(self, retention_days: int, now: datetime | None = None) -> int:
         """Delete entries older than the retention; how many went."""

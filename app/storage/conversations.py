@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from app.domain import ListedPage
 from app.errors import QuotaExceeded
 from app.storage.db import Database, utc_now
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import CONVERSATION_TITLE_CHARS, ConversationMessageRow, ConversationRow
 
 if TYPE_CHECKING:
@@ -211,17 +211,21 @@ class ConversationStore:
             .group_by(ConversationMessageRow.conversation_id)
             .subquery()
         )
+        query = (
+            select(ConversationRow, func.coalesce(counts.c.messages, 0))
+            .outerjoin(counts, counts.c.conversation_id == ConversationRow.conversation_id)
+            .order_by(ConversationRow.updated_at.desc(), ConversationRow.conversation_id)
+        )
         with self._db.session() as session:
-            total = session.scalar(select(func.count()).select_from(ConversationRow).where(*owner))
-            rows = session.execute(
-                select(ConversationRow, func.coalesce(counts.c.messages, 0))
-                .outerjoin(counts, counts.c.conversation_id == ConversationRow.conversation_id)
-                .where(*owner)
-                .order_by(ConversationRow.updated_at.desc(), ConversationRow.conversation_id)
-                .limit(limit)
-                .offset(offset)
-            ).all()
-            return ListedPage([_conversation(row, int(n)) for row, n in rows], int(total or 0))
+            return listed_page(
+                session,
+                query,
+                owner,
+                ConversationRow,
+                limit,
+                offset,
+                lambda row, messages: _conversation(row, int(messages)),
+            )
 
     def delete(self, tenant_id: str, user_id: str, conversation_id: str) -> bool:
         """Delete the conversation and its messages; False when missing or not theirs."""

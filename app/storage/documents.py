@@ -18,7 +18,7 @@ from app.domain import ListedPage
 from app.domain import document_id as new_document_id
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, conflict_insert, utc_now
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import DocumentRow, UserRow
 
 DocumentStatus = Literal["queued", "processing", "done", "failed"]
@@ -349,17 +349,9 @@ class DocumentStore:
             *wanted.conditions(),
             *_in_collections(collections),
         ]
-        query = (
-            _with_uploader()
-            .where(*conditions)
-            .order_by(DocumentRow.source, DocumentRow.document_id)
-            .limit(limit)
-            .offset(offset)
-        )
+        query = _with_uploader().order_by(DocumentRow.source, DocumentRow.document_id)
         with self._db.session() as session:
-            records = [_record(row, name) for row, name in session.execute(query)]
-            total = session.scalar(select(func.count()).select_from(DocumentRow).where(*conditions))
-        return ListedPage(records, int(total or 0))
+            return listed_page(session, query, conditions, DocumentRow, limit, offset, _record)
 
 
 @dataclass(frozen=True)

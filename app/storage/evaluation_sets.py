@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 
 from app.domain import ListedPage
 from app.storage.db import Database, utc_now
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import EvaluationSetRow
 
 
@@ -60,9 +60,7 @@ class EvaluationSetStore:
         )
         with self._db.session() as session:
             row = session.scalars(query).first()
-            return (
-                None if row is None else record_of(EvaluationSet, row, items=json.loads(row.items))
-            )
+            return None if row is None else _with_items(row)
 
     def page(
         self,
@@ -73,22 +71,14 @@ class EvaluationSetStore:
     ) -> ListedPage[EvaluationSet]:
         """The tenant's sets (only those `visible` keeps, judged with their items), without
         their items, newest first, and how many in all."""
-        where = EvaluationSetRow.tenant_id == tenant_id
-        query = select(EvaluationSetRow).where(where).order_by(EvaluationSetRow.created_at.desc())
+        where = [EvaluationSetRow.tenant_id == tenant_id]
+        query = select(EvaluationSetRow).order_by(EvaluationSetRow.created_at.desc())
         with self._db.session() as session:
             if visible is not None:  # judged per set: paged after
-                kept = [
-                    record_of(EvaluationSet, row, items=[])
-                    for row in session.scalars(query)
-                    if visible(record_of(EvaluationSet, row, items=json.loads(row.items)))
-                ]
+                rows = session.scalars(query.where(*where))
+                kept = [_listed(row) for row in rows if visible(_with_items(row))]
                 return ListedPage(kept[offset : offset + limit], len(kept))
-            rows = [
-                record_of(EvaluationSet, row, items=[])
-                for row in session.scalars(query.limit(limit).offset(offset))
-            ]
-            total = session.scalar(select(func.count()).select_from(EvaluationSetRow).where(where))
-            return ListedPage(rows, int(total or 0))
+            return listed_page(session, query, where, EvaluationSetRow, limit, offset, _listed)
 
     def delete(self, tenant_id: str, set_id: str) -> bool:
         """Delete the tenant's set; whether it existed."""
@@ -99,3 +89,13 @@ class EvaluationSetStore:
                 )
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _with_items(row: EvaluationSetRow) -> EvaluationSet:
+    """The set with its items."""
+    return record_of(EvaluationSet, row, items=json.loads(row.items))
+
+
+def _listed(row: EvaluationSetRow) -> EvaluationSet:
+    """The set as listings show it: without its items."""
+    return record_of(EvaluationSet, row, items=[])

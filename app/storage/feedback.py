@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, select
 
 from app.domain import ListedPage
 from app.storage.db import Database, utc_now
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import AnswerFeedbackRow, AnswerRecordRow
 
 _EXPORT_BATCH = 500
@@ -170,19 +170,9 @@ class FeedbackStore:
     ) -> ListedPage[FeedbackRecord]:
         """One page of the tenant's feedback, newest first, and how many match in all."""
         where = which.where(tenant_id)
-        query = (
-            _joined()
-            .where(*where)
-            .order_by(AnswerFeedbackRow.updated_at.desc(), AnswerFeedbackRow.id.desc())
-            .limit(limit)
-            .offset(offset)
-        )
+        query = _joined().order_by(AnswerFeedbackRow.updated_at.desc(), AnswerFeedbackRow.id.desc())
         with self._db.session() as session:
-            rows = [_record(*found) for found in session.execute(query)]
-            total = session.scalar(
-                select(func.count()).select_from(AnswerFeedbackRow).where(*where)
-            )
-            return ListedPage(rows, int(total or 0))
+            return listed_page(session, query, where, AnswerFeedbackRow, limit, offset, _record)
 
     def export(self, tenant_id: str, which: FeedbackFilter) -> Iterator[FeedbackRecord]:
         """Every matching judgement of the tenant, oldest first, read in batches."""

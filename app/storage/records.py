@@ -1,11 +1,17 @@
 """Rows to records, one way: a detached record takes each of its fields from the row's
 attribute of the same name, unless the store gives the value itself (a renamed or decoded
-column, a joined value)."""
+column, a joined value). A page of a listing is read one way too (`listed_page`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy.orm import Session
+
+from app.domain import ListedPage
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -13,9 +19,28 @@ if TYPE_CHECKING:
     Record = TypeVar("Record", bound=DataclassInstance)
 else:
     Record = TypeVar("Record")
+Listed = TypeVar("Listed")
 
 
 def record_of(kind: type[Record], row: object, **given: Any) -> Record:
     """The `kind` record of an ORM row: `given` values first, the rest read from the row."""
     read = {f.name: getattr(row, f.name) for f in fields(kind) if f.init and f.name not in given}
     return kind(**read, **given)
+
+
+def listed_page(
+    session: Session,
+    query: Select[*tuple[Any, ...]],
+    where: Sequence[ColumnElement[bool]],
+    counted: Any,
+    limit: int,
+    offset: int,
+    record: Callable[..., Listed],
+) -> ListedPage[Listed]:
+    """The `limit` rows from `offset` that `query` (its order given) selects under `where`,
+    each made a record by `record(*row)`, and how many rows of the `counted` table match
+    `where` in all."""
+    rows = session.execute(query.where(*where).limit(limit).offset(offset))
+    found = [record(*row) for row in rows]
+    total = session.scalar(select(func.count()).select_from(counted).where(*where))
+    return ListedPage(found, int(total or 0))

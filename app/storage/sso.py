@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from app.errors import Conflict
@@ -27,6 +28,9 @@ from app.storage.tables import (
     SsoIdentityRow,
     SsoPendingRow,
 )
+
+_OneUse = TypeVar("_OneUse", SsoPendingRow, SsoExchangeCodeRow)
+_T = TypeVar("_T")
 
 
 def digest(value: str) -> str:
@@ -166,42 +170,32 @@ class SsoStore:
 
     def add_pending(self, state: str, pending: PendingSignIn) -> None:
         """Remember a sign-in sent to the provider under its state."""
-        now = utc_now()
-        with self._db.session() as session:
-            session.execute(delete(SsoPendingRow).where(SsoPendingRow.expires_at <= now))
-            session.add(
-                SsoPendingRow(
-                    state_hash=digest(state),
-                    tenant_id=pending.tenant_id,
-                    nonce=pending.nonce,
-                    code_verifier=pending.code_verifier,
-                    redirect_uri=pending.redirect_uri,
-                    next_path=pending.next_path,
-                    expires_at=pending.expires_at,
-                )
+        self._add_one_use(
+            SsoPendingRow(
+                state_hash=digest(state),
+                tenant_id=pending.tenant_id,
+                nonce=pending.nonce,
+                code_verifier=pending.code_verifier,
+                redirect_uri=pending.redirect_uri,
+                next_path=pending.next_path,
+                expires_at=pending.expires_at,
             )
+        )
 
     def take_pending(self, state: str) -> PendingSignIn | None:
         """The sign-in of this state, once: None for an unknown, used or expired state."""
-        key = digest(state)
-        with self._db.session() as session:
-            row = session.get(SsoPendingRow, key)
-            if row is None:
-                return None
-            found = PendingSignIn(
+        return self._take_one_use(
+            SsoPendingRow,
+            state,
+            lambda row: PendingSignIn(
                 tenant_id=row.tenant_id,
                 nonce=row.nonce,
                 code_verifier=row.code_verifier,
                 redirect_uri=row.redirect_uri,
                 next_path=row.next_path,
                 expires_at=row.expires_at,
-            )
-            taken = session.execute(
-                delete(SsoPendingRow).where(SsoPendingRow.state_hash == key)
-            ).rowcount  # type: ignore[attr-defined]
-        if not taken or found.expires_at <= utc_now():
-            return None
-        return found
+            ),
+        )
 
     # --- one-time exchange codes --------------------------------------------------------------
 
@@ -209,29 +203,40 @@ class SsoStore:
         self, code: str, tenant_id: str, user_id: str, expires_at: datetime
     ) -> None:
         """Remember a one-time code for the user."""
-        now = utc_now()
-        with self._db.session() as session:
-            session.execute(delete(SsoExchangeCodeRow).where(SsoExchangeCodeRow.expires_at <= now))
-            session.add(
-                SsoExchangeCodeRow(
-                    code_hash=digest(code),
-                    tenant_id=tenant_id,
-                    user_id=user_id,
-                    expires_at=expires_at,
-                )
+        self._add_one_use(
+            SsoExchangeCodeRow(
+                code_hash=digest(code), tenant_id=tenant_id, user_id=user_id, expires_at=expires_at
             )
+        )
 
     def take_exchange_code(self, code: str) -> CodeOwner | None:
         """Whom a code signs in, once: None for an unknown, used or expired code."""
-        key = digest(code)
+        return self._take_one_use(
+            SsoExchangeCodeRow, code, lambda row: CodeOwner(row.tenant_id, row.user_id)
+        )
+
+    # --- states and codes alike ---------------------------------------------------------------
+
+    def _add_one_use(self, row: _OneUse) -> None:
+        """Store a state's or code's row, deleting its table's expired rows first."""
+        table = type(row)
         with self._db.session() as session:
-            row = session.get(SsoExchangeCodeRow, key)
+            session.execute(delete(table).where(table.expires_at <= utc_now()))
+            session.add(row)
+
+    def _take_one_use(
+        self, table: type[_OneUse], value: str, read: Callable[[_OneUse], _T]
+    ) -> _T | None:
+        """`read` of the row stored under the value's digest, which is deleted: None when there
+        is none, it expired, or another request's DELETE took it first."""
+        key = digest(value)
+        (key_column,) = inspect(table).primary_key
+        with self._db.session() as session:
+            row = session.get(table, key)
             if row is None:
                 return None
-            owner, expires_at = CodeOwner(row.tenant_id, row.user_id), row.expires_at
-            taken = session.execute(
-                delete(SsoExchangeCodeRow).where(SsoExchangeCodeRow.code_hash == key)
-            ).rowcount  # type: ignore[attr-defined]
+            found, expires_at = read(row), row.expires_at
+            taken = session.execute(delete(table).where(key_column == key)).rowcount  # type: ignore[attr-defined]
         if not taken or expires_at <= utc_now():
             return None
-        return owner
+        return found

@@ -23,7 +23,7 @@ from app.domain import ListedPage, Role
 from app.errors import Conflict, NotFound, QuotaExceeded
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import (
     AccessVersionRow,
     ApiKeyRow,
@@ -248,16 +248,10 @@ class UserStore:
 
     def page(self, tenant_id: str, limit: int, offset: int) -> ListedPage[UserRecord]:
         """One page of the tenant's users by name, and how many it has."""
-        query = (
-            select(UserRow)
-            .where(UserRow.tenant_id == tenant_id)
-            .order_by(UserRow.username)
-            .limit(limit)
-            .offset(offset)
-        )
+        where = [UserRow.tenant_id == tenant_id]
+        query = select(UserRow).order_by(UserRow.username)
         with self._db.session() as session:
-            rows = [user_record(row) for row in session.scalars(query)]
-            return ListedPage(rows, self._count(session, tenant_id))
+            return listed_page(session, query, where, UserRow, limit, offset, user_record)
 
     def change(
         self, tenant_id: str, user_id: str, change: UserChange, audit: AuditEntry | None = None

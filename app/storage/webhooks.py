@@ -12,12 +12,12 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 
 from app.domain import ListedPage
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
-from app.storage.records import record_of
+from app.storage.records import listed_page, record_of
 from app.storage.tables import WebhookDeliveryRow, WebhookRow
 
 
@@ -227,19 +227,11 @@ class WebhookStore:
             WebhookDeliveryRow.tenant_id == tenant_id,
             WebhookDeliveryRow.webhook_id == webhook_id,
         )
-        query = (
-            select(WebhookDeliveryRow)
-            .where(*where)
-            .order_by(WebhookDeliveryRow.created_at.desc(), WebhookDeliveryRow.delivery_id)
-            .limit(limit)
-            .offset(offset)
+        query = select(WebhookDeliveryRow).order_by(
+            WebhookDeliveryRow.created_at.desc(), WebhookDeliveryRow.delivery_id
         )
         with self._db.session() as session:
-            found = [_delivery(row) for row in session.scalars(query)]
-            total = session.scalar(
-                select(func.count()).select_from(WebhookDeliveryRow).where(*where)
-            )
-        return ListedPage(found, int(total or 0))
+            return listed_page(session, query, where, WebhookDeliveryRow, limit, offset, _delivery)
 
     def claim_due(self, limit: int, lease: timedelta) -> list[DeliveryRecord]:
         """Pending deliveries whose time has come, each claimed for `lease` (its next attempt

@@ -114,10 +114,16 @@ class ApiHarness:
         token: str = body["access_token"]
         return token
 
-    def upload(self, user: ApiUser, filename: str, content: bytes) -> Any:
-        """POST /documents with one file; returns the response."""
+    def upload(
+        self, user: ApiUser, filename: str, content: bytes, collection: str | None = None
+    ) -> Any:
+        """POST /documents with one file (into `collection`, else general); returns the
+        response."""
         return self.client.post(
-            "/documents", files={"file": (filename, content)}, headers=user.headers
+            "/documents",
+            files={"file": (filename, content)},
+            data={} if collection is None else {"collection": collection},
+            headers=user.headers,
         )
 
     def wait_for_job(self, user: ApiUser, job_id: str, timeout_s: float = JOB_TIMEOUT_S) -> Any:
@@ -133,9 +139,12 @@ class ApiHarness:
             if time.monotonic() > deadline:
                 raise AssertionError(f"job still {job['status']} after {timeout_s} s: {job}")
 
-    def upload_and_wait(self, user: ApiUser, filename: str, content: bytes) -> Any:
-        """Upload a file and wait for its job to end; returns the final job body."""
-        response = self.upload(user, filename, content)
+    def upload_and_wait(
+        self, user: ApiUser, filename: str, content: bytes, collection: str | None = None
+    ) -> Any:
+        """Upload a file (into `collection`, else general) and wait for its job to end;
+        returns the final job body."""
+        response = self.upload(user, filename, content, collection)
         assert response.status_code == 202, response.text
         accepted = response.json()
         assert accepted["status"] == "queued"

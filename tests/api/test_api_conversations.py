@@ -298,14 +298,7 @@ def test_a_follow_up_after_a_revoked_grant_never_reads_the_old_answer(
     )
     assert made.status_code == 201, made.text
     secret = text_document("The vault of Kettle Bay opens with the code 4417 at night.")
-    uploaded = api.client.post(
-        "/documents",
-        files={"file": ("vault.txt", secret)},
-        data={"collection": "vault"},
-        headers=admin.headers,
-    )
-    assert uploaded.status_code == 202, uploaded.text
-    assert api.wait_for_job(admin, uploaded.json()["job_id"])["status"] == "done"
+    assert api.upload_and_wait(admin, "vault.txt", secret, "vault")["status"] == "done"
     grants = [{"user_id": member.user_id, "permission": "read"}]
     granted = api.client.put(
         "/collections/vault/access", json={"grants": grants}, headers=admin.headers

@@ -92,23 +92,32 @@ def test_an_unexpected_failure_is_a_500_with_only_the_request_id(
     assert response.headers["X-Request-ID"] == "t-500"
 
 
-@pytest.fixture(scope="module")
-def openai_harness(api_factory: ApiFactory, upstream: ThreadingHTTPServer) -> ApiHarness:
-    harness = api_factory(
+def _over_openai(api_factory: ApiFactory, port: int, timeout_s: float) -> ApiHarness:
+    """An app whose LLM is an OpenAI-compatible server on this local port."""
+    return api_factory(
         llm_provider="openai",
         llm_model="gpt-test",
         openai_api_key="sk-test",
-        openai_base_url=f"http://127.0.0.1:{upstream.server_port}/v1",
-        llm_timeout_s=10,
+        openai_base_url=f"http://127.0.0.1:{port}/v1",
+        llm_timeout_s=timeout_s,
     )
-    return harness
+
+
+def _asker_in(harness: ApiHarness, tenant: str) -> Any:
+    """A user of `tenant` whose desk note is indexed."""
+    user = harness.add_user(tenant)
+    assert harness.upload_and_wait(user, "desk.txt", DOC)["status"] == "done"
+    return user
+
+
+@pytest.fixture(scope="module")
+def openai_harness(api_factory: ApiFactory, upstream: ThreadingHTTPServer) -> ApiHarness:
+    return _over_openai(api_factory, upstream.server_port, timeout_s=10)
 
 
 @pytest.fixture(scope="module")
 def asker(openai_harness: ApiHarness) -> Any:
-    user = openai_harness.add_user("llm-errors")
-    assert openai_harness.upload_and_wait(user, "desk.txt", DOC)["status"] == "done"
-    return user
+    return _asker_in(openai_harness, "llm-errors")
 
 
 def _ask(harness: ApiHarness, user: Any, path: str = "/query") -> httpx.Response:
@@ -134,15 +143,8 @@ def test_an_upstream_llm_error_reaches_the_client_without_url_or_body(
 
 def test_an_unreachable_llm_server_is_a_generic_503(api_factory: ApiFactory) -> None:
     port = free_port()
-    harness = api_factory(
-        llm_provider="openai",
-        llm_model="gpt-test",
-        openai_api_key="sk-test",
-        openai_base_url=f"http://127.0.0.1:{port}/v1",
-        llm_timeout_s=5,
-    )
-    user = harness.add_user("llm-down")
-    assert harness.upload_and_wait(user, "desk.txt", DOC)["status"] == "done"
+    harness = _over_openai(api_factory, port, timeout_s=5)
+    user = _asker_in(harness, "llm-down")
     assert_server_error(_ask(harness, user), 503, "provider_unavailable", str(port), "http://")
 
 

@@ -15,6 +15,7 @@ from conftest import ApiHarness, ApiUser, api_settings, assert_error_body
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
+from app.config import Settings
 from app.main import create_app
 from app.storage.db import utc_now
 from app.storage.tables import EvaluationRunRow
@@ -72,6 +73,21 @@ def tenant(api: ApiHarness) -> Tenant:
 
 def post(api: ApiHarness, path: str, user: ApiUser, body: Any) -> Any:
     return api.client.post(path, json=body, headers=user.headers)
+
+
+def upload_set(
+    api: ApiHarness, user: ApiUser, name: str, form: str, text: str, content_type: str | None
+) -> Any:
+    """POST /evaluations/sets/upload of a set written as `form` (jsonl or csv); the response."""
+    headers = (
+        user.headers if content_type is None else {**user.headers, "Content-Type": content_type}
+    )
+    return api.client.post(
+        "/evaluations/sets/upload",
+        params={"name": name, "format": form},
+        content=text.encode(),
+        headers=headers,
+    )
 
 
 def new_set(api: ApiHarness, user: ApiUser, name: str, made: list[dict[str, Any]]) -> str:
@@ -163,12 +179,7 @@ def test_a_run_with_answers_scores_citations_and_refusals(api: ApiHarness, tenan
 
 def test_sets_come_from_jsonl_csv_and_feedback(api: ApiHarness, tenant: Tenant) -> None:
     lines = "\n".join(json.dumps(item) for item in items())
-    uploaded = api.client.post(
-        "/evaluations/sets/upload",
-        params={"name": "uploaded", "format": "jsonl"},
-        content=lines.encode(),
-        headers={**tenant.member.headers, "Content-Type": "application/x-ndjson"},
-    )
+    uploaded = upload_set(api, tenant.member, "uploaded", "jsonl", lines, "application/x-ndjson")
     assert uploaded.status_code == 201, uploaded.text
     assert uploaded.json()["item_count"] == 6
     csv_text = (
@@ -177,12 +188,7 @@ def test_sets_come_from_jsonl_csv_and_feedback(api: ApiHarness, tenant: Tenant) 
         "How often is the pump impeller seal replaced?,manual.pdf,2,true\n"
         "Who won the 1954 World Cup?,,,false\n"
     )
-    from_csv = api.client.post(
-        "/evaluations/sets/upload",
-        params={"name": "from csv", "format": "csv"},
-        content=csv_text.encode(),
-        headers={**tenant.member.headers, "Content-Type": "text/csv"},
-    )
+    from_csv = upload_set(api, tenant.member, "from csv", "csv", csv_text, "text/csv")
     assert from_csv.status_code == 201, from_csv.text
     made = api.client.get(
         f"/evaluations/sets/{from_csv.json()['set_id']}", headers=tenant.member.headers
@@ -243,12 +249,7 @@ def test_bad_sets_are_refused_with_the_item_named(api: ApiHarness, tenant: Tenan
     theirs = post(api, "/evaluations/sets", tenant.outsider, {"name": "x", "items": items()[:1]})
     error = assert_error_body(theirs, 422, "invalid_input")
     assert "item 1" in error["message"] and "manual.pdf" in error["message"]
-    bad_csv = api.client.post(
-        "/evaluations/sets/upload",
-        params={"name": "bad", "format": "csv"},
-        content=b"source,page\nmanual.pdf,1\n",
-        headers=tenant.member.headers,
-    )
+    bad_csv = upload_set(api, tenant.member, "bad", "csv", "source,page\nmanual.pdf,1\n", None)
     assert_error_body(bad_csv, 422, "invalid_input")
     assert_error_body(
         post(api, "/evaluations/sets", tenant.reader, {"name": "r", "items": []}), 403
@@ -293,15 +294,21 @@ def test_two_runs_compare_and_name_the_replaced_document(api: ApiHarness, tenant
     api.upload_and_wait(tenant.member, "manual.pdf", pdf_document(*MANUAL))  # put it back
 
 
-def test_a_run_survives_a_restart(tmp_path: Path) -> None:
-    settings = api_settings(tmp_path / "data")
+def manual_and_set(settings: Settings, tenant: str, name: str, count: int) -> tuple[ApiUser, str]:
+    """A user of `tenant` and the id of a set of the first `count` items, with the manual
+    indexed, left by an app that has stopped."""
     with TestClient(create_app(settings)) as client:
         harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
-        user = harness.add_user("eval-restart")
+        user = harness.add_user(tenant)
         assert (
             harness.upload_and_wait(user, "manual.pdf", pdf_document(*MANUAL))["status"] == "done"
         )
-        set_id = new_set(harness, user, "restart", items()[:3])
+        return user, new_set(harness, user, name, items()[:count])
+
+
+def test_a_run_survives_a_restart(tmp_path: Path) -> None:
+    settings = api_settings(tmp_path / "data")
+    user, set_id = manual_and_set(settings, "eval-restart", "restart", 3)
     # Runs asked for while no worker is up (each is a job of the job table), one of them
     # claimed by a worker that died.
     with TestClient(create_app(settings, start_workers=False)) as client:
@@ -339,13 +346,7 @@ def test_a_run_survives_a_restart(tmp_path: Path) -> None:
 
 def test_a_run_is_a_job_of_the_tenants_queue_and_fills_its_quota(tmp_path: Path) -> None:
     settings = api_settings(tmp_path / "data")
-    with TestClient(create_app(settings)) as client:
-        harness = ApiHarness(client.app, client, settings)  # type: ignore[arg-type]
-        user = harness.add_user("eval-quota")
-        assert (
-            harness.upload_and_wait(user, "manual.pdf", pdf_document(*MANUAL))["status"] == "done"
-        )
-        set_id = new_set(harness, user, "quota", items()[:2])
+    user, set_id = manual_and_set(settings, "eval-quota", "quota", 2)
     # No worker runs: what is queued stays queued. A queue of two jobs.
     small = settings.model_copy(update={"quota_queued_jobs": 2})
     with TestClient(create_app(small, start_workers=False)) as client:
@@ -446,14 +447,8 @@ def board(api: ApiHarness, tenant: str) -> Board:
     admin, member = api.add_user(tenant), api.add_user(tenant)
     made = post(api, "/collections", admin, {"name": "board", "visibility": "restricted"})
     assert made.status_code == 201, made.text
-    secret = api.client.post(
-        "/documents",
-        files={"file": ("minutes.txt", text_document(BOARD_MINUTES))},
-        data={"collection": "board"},
-        headers=admin.headers,
-    )
-    assert secret.status_code == 202, secret.text
-    assert api.wait_for_job(admin, secret.json()["job_id"])["status"] == "done"
+    minutes = api.upload_and_wait(admin, "minutes.txt", text_document(BOARD_MINUTES), "board")
+    assert minutes["status"] == "done"
     assert api.upload_and_wait(member, "canteen.txt", text_document(NOTES))["status"] == "done"
     return Board(admin, member)
 

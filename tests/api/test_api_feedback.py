@@ -335,14 +335,7 @@ def test_the_record_and_feedback_name_only_documents_the_person_still_reads(
         "/collections", json={"name": "board", "visibility": "restricted"}, headers=admin.headers
     )
     assert made.status_code == 201, made.text
-    uploaded = api.client.post(
-        "/documents",
-        files={"file": ("minutes.pdf", pdf_document(BOARD_MINUTES))},
-        data={"collection": "board"},
-        headers=admin.headers,
-    )
-    assert uploaded.status_code == 202, uploaded.text
-    job = api.wait_for_job(admin, uploaded.json()["job_id"])
+    job = api.upload_and_wait(admin, "minutes.pdf", pdf_document(BOARD_MINUTES), "board")
     assert job["status"] == "done", job
     minutes = job["document_id"]
 

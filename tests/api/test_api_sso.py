@@ -46,6 +46,14 @@ def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Glewlwyd]:
         yield glewlwyd
 
 
+def join_acme(provider: Glewlwyd, name: str, group: str) -> None:
+    """A new person of acme.example in one provider group, who may sign in to rag-a."""
+    password, email = f"{name}-Password-1", f"{name}@acme.example"
+    provider.add_user(name, password, email=email, groups=[group])
+    provider.grant(name, "rag-a", ["openid", "profile", "email"])
+    PEOPLE[name] = (password, email, [group])
+
+
 @pytest.fixture(scope="module")
 def api(api_factory: ApiFactory) -> ApiHarness:
     return api_factory(
@@ -308,9 +316,7 @@ def test_a_person_with_no_mapped_role_is_refused_and_not_created(
 def test_leaving_a_provider_group_takes_the_role_away_at_the_next_sign_in(
     api: ApiHarness, provider: Glewlwyd, acme: ApiUser
 ) -> None:
-    provider.add_user("fay", "fay-Password-1", email="fay@acme.example", groups=["rag-admins"])
-    provider.grant("fay", "rag-a", ["openid", "profile", "email"])
-    PEOPLE["fay"] = ("fay-Password-1", "fay@acme.example", ["rag-admins"])
+    join_acme(provider, "fay", "rag-admins")
     assert me(api, token_of(api, provider, "acme", "fay")).json()["role"] == "admin"
     provider.set_groups("fay", ["rag-members"])
     assert me(api, token_of(api, provider, "acme", "fay")).json()["role"] == "member"
@@ -325,9 +331,7 @@ def test_leaving_a_provider_group_leaves_the_mapped_tenant_group_at_the_next_sig
 ) -> None:
     made = api.client.post("/groups", json={"name": "staff"}, headers=acme.headers)
     assert made.status_code == 201, made.text
-    provider.add_user("hal", "hal-Password-1", email="hal@acme.example", groups=["rag-members"])
-    provider.grant("hal", "rag-a", ["openid", "profile", "email"])
-    PEOPLE["hal"] = ("hal-Password-1", "hal@acme.example", ["rag-members"])
+    join_acme(provider, "hal", "rag-members")
     hal = me(api, token_of(api, provider, "acme", "hal")).json()["user_id"]
 
     def staff() -> list[str]:
@@ -347,9 +351,7 @@ def test_leaving_a_provider_group_leaves_the_mapped_tenant_group_at_the_next_sig
 def test_a_disabled_local_user_is_refused(
     api: ApiHarness, provider: Glewlwyd, acme: ApiUser
 ) -> None:
-    provider.add_user("gus", "gus-Password-1", email="gus@acme.example", groups=["rag-members"])
-    provider.grant("gus", "rag-a", ["openid", "profile", "email"])
-    PEOPLE["gus"] = ("gus-Password-1", "gus@acme.example", ["rag-members"])
+    join_acme(provider, "gus", "rag-members")
     who = me(api, token_of(api, provider, "acme", "gus")).json()
     patched = api.client.patch(
         f"/users/{who['user_id']}", json={"disabled": True}, headers=acme.headers

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 
-from app import security
+from tests.bcrypt_cost import record_password_checks
 
 pytestmark = pytest.mark.integration
 
@@ -69,14 +69,7 @@ def test_a_shared_name_without_a_tenant_is_told_only_to_the_right_password(
     api.container.users.create_user(tenant_id="names-b", username="noor", password=NOOR_B)
     lonely = api.add_user("names-c", login=False)
 
-    checks: list[str] = []
-    real_verify = security.verify_password
-
-    def verify(password: str, password_hash: str) -> bool:
-        checks.append(password_hash)
-        return real_verify(password, password_hash)
-
-    monkeypatch.setattr(security, "verify_password", verify)
+    checks = record_password_checks(monkeypatch)
     answers: dict[str, tuple[int, Any]] = {}
     costs: dict[str, int] = {}
     for case, form in {

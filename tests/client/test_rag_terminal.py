@@ -117,8 +117,13 @@ def interrupt_when_uploading(rag: Rag, stub: StubService, *args: str) -> tuple[i
             running.wait()
 
 
+@pytest.mark.parametrize(
+    ("flags", "exit_code"),
+    [((), 130), (("--watch", "--json"), 0)],  # Ctrl-C is how a watch ends
+    ids=["sync", "watched-sync"],
+)
 def test_ctrl_c_stops_a_sync_within_seconds_while_the_server_holds_an_upload(
-    rag_executable: Path, tmp_path: Path
+    rag_executable: Path, tmp_path: Path, flags: tuple[str, ...], exit_code: int
 ) -> None:
     folder = tmp_path / "held"
     folder.mkdir()
@@ -126,25 +131,9 @@ def test_ctrl_c_stops_a_sync_within_seconds_while_the_server_holds_an_upload(
         (folder / f"entry-{i}.txt").write_text(f"Entry {i} of the log.")
     with StubService(answer_after_s=None).running() as stub:  # never answers an upload
         rag = stub_rag(rag_executable, tmp_path, stub)
-        code, took = interrupt_when_uploading(rag, stub, "sync", str(folder), "--concurrency", "1")
-        assert code == 130
+        args = ("sync", str(folder), *flags, "--concurrency", "1")
+        code, took = interrupt_when_uploading(rag, stub, *args)
+        assert code == exit_code
         assert took < STOPS_WITHIN_S, f"stopped {took:.1f} s after Ctrl-C"
         time.sleep(0.5)
         assert len(stub.uploaded()) == 1  # no other upload started after Ctrl-C
-
-
-def test_ctrl_c_stops_a_watched_sync_within_seconds_while_the_server_holds_an_upload(
-    rag_executable: Path, tmp_path: Path
-) -> None:
-    folder = tmp_path / "watched"
-    folder.mkdir()
-    for i in range(5):
-        (folder / f"buoy-{i}.txt").write_text(f"Buoy {i} is green.")
-    with StubService(answer_after_s=None).running() as stub:
-        rag = stub_rag(rag_executable, tmp_path, stub)
-        args = ("sync", str(folder), "--watch", "--concurrency", "1", "--json")
-        code, took = interrupt_when_uploading(rag, stub, *args)
-        assert code == 0  # Ctrl-C is how a watch ends
-        assert took < STOPS_WITHIN_S, f"stopped {took:.1f} s after Ctrl-C"
-        time.sleep(0.5)
-        assert len(stub.uploaded()) == 1

@@ -13,6 +13,7 @@ from pypdf.errors import PdfReadError
 
 from app.errors import CorruptDocument, DocumentTooLarge, EmptyDocument, EncryptedDocument, NeedsOCR
 from app.ingestion import LoadLimits, chunk_pages, load
+from testkit.builders import encrypted_pdf
 
 pytestmark = pytest.mark.unit
 
@@ -93,11 +94,8 @@ def test_truncated_pdf_is_a_typed_error(tmp_path: Path, limits: LoadLimits) -> N
 
 
 def test_password_protected_pdf_is_refused(tmp_path: Path, limits: LoadLimits) -> None:
-    source = pdf_from_pages(tmp_path / "plain.pdf", [["secret text"]])
-    writer = PdfWriter(clone_from=PdfReader(source))
-    writer.encrypt(user_password="hunter2", owner_password="owner", algorithm="AES-256")
     path = tmp_path / "locked.pdf"
-    writer.write(path)
+    path.write_bytes(encrypted_pdf("secret text"))
     with pytest.raises(EncryptedDocument, match="password"):
         load(path, limits)
 

@@ -9,18 +9,30 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from app.config import Settings
+from app.generation.grounded_answer import AnswerEvent, stream_answer
 from app.providers.gguf import ensure_default_model
+from app.providers.llms import build_llm
+from tests.generation.generation_builders import PARIS, relevant
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVED_MODEL = "qwen2.5-coder-1.5b"  # the alias the llama.cpp server answers to
 API_KEY = "sk-local-test-key-4f1c"
 READY_TIMEOUT_S = 300.0  # loading the GGUF on a busy 2-core machine
 MEAN = 1  # llama.cpp's LLAMA_POOLING_TYPE_MEAN
+
+
+def stream_over_paris(settings: Settings, question: str) -> Iterator[AnswerEvent]:
+    """The answer events of the configured LLM to `question` over the Paris passages."""
+    return stream_answer(
+        question, relevant(PARIS), build_llm(settings), refusal_text=settings.refusal_text
+    )
 
 
 def free_port() -> int:

@@ -18,17 +18,17 @@ import pytest
 
 from app.config import Settings, load_settings
 from app.errors import GenerationTimeout, ProviderUnavailable
-from app.generation.grounded_answer import AnswerDelta, AnswerDone, stream_answer
+from app.generation.grounded_answer import AnswerDelta, AnswerDone
 from app.providers.llms import ChatServerLLM, build_llm
 from app.providers.types import ChatMessage, ChatRequest
 from tests.fake_clock import FakeClock
-from tests.generation.generation_builders import PARIS, relevant
 from tests.providers.llm_servers import (
     API_KEY,
     SERVED_MODEL,
     ServerProcess,
     start_llama_server,
     start_ollama_standin,
+    stream_over_paris,
 )
 from tests.providers.ollama_standin import RELAYED_MODEL
 
@@ -96,12 +96,7 @@ def test_answer_is_cited_and_streamed_as_it_is_generated(
     arrivals: list[float] = []
     deltas: list[str] = []
     answer = None
-    for event in stream_answer(
-        "When was the Eiffel Tower completed?",
-        relevant(PARIS),
-        build_llm(settings),
-        refusal_text=settings.refusal_text,
-    ):
+    for event in stream_over_paris(settings, "When was the Eiffel Tower completed?"):
         if isinstance(event, AnswerDelta):
             arrivals.append(time.monotonic())
             deltas.append(event.text)

@@ -16,11 +16,11 @@ import pytest
 
 from app.config import Settings, load_settings
 from app.errors import GenerationTimeout, ProviderUnavailable
-from app.generation.grounded_answer import final_answer, stream_answer
+from app.generation.grounded_answer import final_answer
 from app.generation.prompt import build_request
 from app.providers.llms import build_llm
 from tests.generation.generation_builders import PARIS, relevant
-from tests.providers.llm_servers import ServerProcess, start_ollama_standin
+from tests.providers.llm_servers import ServerProcess, start_ollama_standin, stream_over_paris
 
 pytestmark = pytest.mark.integration
 
@@ -50,14 +50,7 @@ def test_answer_carries_the_prompt_token_count_the_server_reports(
     standin: ServerProcess, tmp_path: Path
 ) -> None:
     settings = _settings(standin, tmp_path)
-    answer = final_answer(
-        stream_answer(
-            "When was the Eiffel Tower completed?",
-            relevant(PARIS),
-            build_llm(settings),
-            refusal_text=settings.refusal_text,
-        )
-    )
+    answer = final_answer(stream_over_paris(settings, "When was the Eiffel Tower completed?"))
     assert answer.text == REPLY and [c.source for c in answer.citations] == ["eiffel.pdf"]
     # The stand-in counts the prompt as Ollama does (`prompt_eval_count` on the last line).
     assert answer.prompt_tokens is not None and answer.prompt_tokens > 50

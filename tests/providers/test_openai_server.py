@@ -15,11 +15,10 @@ import pytest
 
 from app.config import Settings, load_settings
 from app.errors import GenerationTimeout, ProviderUnavailable
-from app.generation.grounded_answer import final_answer, stream_answer
+from app.generation.grounded_answer import final_answer
 from app.providers.llms import build_llm
 from app.providers.types import LLM, ChatMessage, ChatRequest
-from tests.generation.generation_builders import PARIS, relevant
-from tests.providers.llm_servers import API_KEY, SERVED_MODEL, ServerProcess
+from tests.providers.llm_servers import API_KEY, SERVED_MODEL, ServerProcess, stream_over_paris
 
 pytestmark = pytest.mark.slow
 
@@ -49,14 +48,7 @@ def test_question_the_passages_do_not_cover_gets_the_refusal(
     llama_server: ServerProcess, tmp_path: Path
 ) -> None:
     settings = _settings(llama_server, tmp_path)
-    answer = final_answer(
-        stream_answer(
-            "What is the population of Berlin?",
-            relevant(PARIS),
-            build_llm(settings),
-            refusal_text=settings.refusal_text,
-        )
-    )
+    answer = final_answer(stream_over_paris(settings, "What is the population of Berlin?"))
     print(repr(answer.text))
     assert answer.refused
     assert answer.text == settings.refusal_text and answer.citations == []
@@ -92,14 +84,7 @@ def test_server_that_does_not_start_answering_in_time_times_out(
     settings = _settings(llama_server, tmp_path, llm_timeout_s=0.5)
     before = _completion_requests(llama_server)
     with pytest.raises(GenerationTimeout, match="timed out"):
-        final_answer(
-            stream_answer(
-                "When was the Eiffel Tower completed?",
-                relevant(PARIS),
-                build_llm(settings),
-                refusal_text=settings.refusal_text,
-            )
-        )
+        final_answer(stream_over_paris(settings, "When was the Eiffel Tower completed?"))
     assert 1 <= _completion_requests(llama_server) - before <= 2
 
 

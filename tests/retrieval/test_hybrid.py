@@ -46,6 +46,13 @@ def facts_retriever(
     return retriever
 
 
+def retriever_with(
+    settings: Settings, embedder: FakeEmbedder, store: Corpus, **changes: object
+) -> HybridRetriever:
+    """A retriever over the store (no reranker) with these settings changed."""
+    return build_retriever(settings.model_copy(update=changes), embedder, store, None)
+
+
 def test_hits_carry_text_citation_fields_and_every_stage(
     facts_retriever: HybridRetriever,
 ) -> None:
@@ -87,9 +94,7 @@ def test_keyword_arm_rescues_what_dense_misses(
 ) -> None:
     """A chunk outside the dense candidates still reaches the results through BM25."""
     add_document(store, embedder, "acme", "facts.txt", FACTS)
-    narrow = build_retriever(
-        settings.model_copy(update={"dense_candidates": 1}), embedder, store, None
-    )
+    narrow = retriever_with(settings, embedder, store, dense_candidates=1)
     result = narrow.search("acme", "seal kit", 5)
     texts = [h.chunk.text for h in result.hits]
     assert FACTS[3] in texts
@@ -139,12 +144,7 @@ def test_exact_matches_are_pinned_even_outside_both_arms(
         "Weight comparison tables for compare shoppers, weight listed per weight unit.",
     ]
     add_document(store, embedder, "acme", "a.txt", texts)
-    narrow = build_retriever(
-        settings.model_copy(update={"dense_candidates": 1, "keyword_candidates": 1}),
-        embedder,
-        store,
-        None,
-    )
+    narrow = retriever_with(settings, embedder, store, dense_candidates=1, keyword_candidates=1)
     result = narrow.search("acme", "compare weight of SR-33", 3)
     assert {h.chunk.text for h in result.hits[:2]} == {texts[1], texts[2]}
 
@@ -164,9 +164,7 @@ def test_gate_refuses_unrelated_questions_and_accepts_related_ones(
     settings: Settings, store: Corpus, embedder: FakeEmbedder
 ) -> None:
     add_document(store, embedder, "acme", "facts.txt", FACTS)
-    gated = build_retriever(
-        settings.model_copy(update={"relevance_threshold": 0.35}), embedder, store, None
-    )
+    gated = retriever_with(settings, embedder, store, relevance_threshold=0.35)
     related = gated.search("acme", "Which river is the longest in Africa?", 3)
     assert related.relevant and ">=" in related.reason
     unrelated = gated.search("acme", "recipe for banana bread with walnuts", 3)

@@ -8,6 +8,7 @@ tests/retrieval/test_scoped_search_chroma.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,28 @@ corpora = st.lists(
     max_size=6,
 )
 questions = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join)
+
+
+@dataclass(frozen=True)
+class ScopedSearch:
+    """A corpus, a scope over it (documents picked by index, maybe only their first pages), a
+    question and k: one case of every scoped-search property."""
+
+    corpus: list[list[list[str]]]
+    picks: list[int]
+    page_one_only: bool
+    question: str
+    k: int
+
+
+scoped_searches = st.builds(
+    ScopedSearch,
+    corpus=corpora,
+    picks=st.lists(st.integers(0, 5), max_size=6),
+    page_one_only=st.booleans(),
+    question=questions,
+    k=st.integers(1, 8),
+)
 
 
 def build(store: Corpus, embedder: FakeEmbedder, corpus: list[list[list[str]]]) -> list[str]:
@@ -60,29 +83,27 @@ def same_ranking(got: list[tuple[str, float]], expected: list[tuple[str, float]]
 
 
 def check_scoped_equals_filtered(
-    retriever: HybridRetriever,
-    store: Corpus,
-    documents: list[str],
-    chosen: list[int],
-    page_one_only: bool,
-    question: str,
-    k: int,
+    retriever: HybridRetriever, store: Corpus, embedder: FakeEmbedder, search: ScopedSearch
 ) -> None:
-    allowed_docs = frozenset(documents[i] for i in chosen)
+    """Once the corpus is in the store, searching inside the picked documents (page 1 only:
+    their first pages) ranks as searching everything and keeping what the scope allows, in
+    both arms."""
+    documents = build(store, embedder, search.corpus)
+    allowed_docs = frozenset(documents[i] for i in search.picks if i < len(documents))
     owners = store.chunk_owners("acme")
     chunks = None
-    if page_one_only:  # a page filter: chunk-level scope
+    if search.page_one_only:  # a page filter: chunk-level scope
         chunks = frozenset(cid for cid, doc, page in owners if page == 1 and doc in allowed_docs)
     scope = SearchScope(allowed_docs, chunks, key="test")
     document_of = {c: d for c, d, _ in owners}
     for mode in ("dense", "keyword"):
-        everything = ranked(retriever, question, 50, mode, SearchScope())
+        everything = ranked(retriever, search.question, 50, mode, SearchScope())
         expected = [
             (cid, score)
             for cid, score in everything
             if document_of[cid] in allowed_docs and (chunks is None or cid in chunks)
-        ][:k]
-        got = ranked(retriever, question, k, mode, scope)
+        ][: search.k]
+        got = ranked(retriever, search.question, search.k, mode, scope)
         assert all(document_of[cid] in allowed_docs for cid, _ in got), mode
         same_ranking(got, expected)
 
@@ -90,28 +111,14 @@ def check_scoped_equals_filtered(
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(
-    corpus=corpora,
-    picks=st.lists(st.integers(0, 5), max_size=6),
-    page_one_only=st.booleans(),
-    question=questions,
-    k=st.integers(1, 8),
-)
+@given(search=scoped_searches)
 def test_a_scoped_search_is_the_unscoped_ranking_filtered_in_order(
-    tmp_path_factory: pytest.TempPathFactory,
-    settings_for_scope: Settings,
-    corpus: list[list[list[str]]],
-    picks: list[int],
-    page_one_only: bool,
-    question: str,
-    k: int,
+    tmp_path_factory: pytest.TempPathFactory, settings_for_scope: Settings, search: ScopedSearch
 ) -> None:
     embedder = FakeEmbedder()
     store = memory_corpus(tmp_path_factory.mktemp("scoped"), embedder)
     retriever = build_retriever(settings_for_scope, embedder, store, reranker=None)
-    documents = build(store, embedder, corpus)
-    chosen = sorted({p for p in picks if p < len(documents)})
-    check_scoped_equals_filtered(retriever, store, documents, chosen, page_one_only, question, k)
+    check_scoped_equals_filtered(retriever, store, embedder, search)
 
 
 @pytest.fixture

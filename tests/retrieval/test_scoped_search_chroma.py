@@ -5,6 +5,7 @@ exact search among the scope's vectors and Chroma's `where` filter on the docume
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,6 @@ import chromadb
 import pytest
 from chromadb.config import Settings as ChromaSettings
 from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 
 from app.config import Settings
 from app.retrieval.hybrid import build_retriever
@@ -23,10 +23,9 @@ from app.storage.db import open_database
 from testkit.local_stack import chroma_server as running_chroma
 from tests.fakes import FakeEmbedder
 from tests.retrieval.test_scoped_search import (
-    build,
+    ScopedSearch,
     check_scoped_equals_filtered,
-    corpora,
-    questions,
+    scoped_searches,
 )
 
 pytestmark = pytest.mark.integration
@@ -58,20 +57,8 @@ def test_a_scoped_search_on_chroma_is_the_unscoped_ranking_filtered(
     configured = settings.model_copy(update={"exact_scope_chunks": exact_scope_chunks})
 
     @settings_for_chroma
-    @given(
-        corpus=corpora,
-        picks=st.lists(st.integers(0, 5), max_size=6),
-        page_one_only=st.booleans(),
-        question=questions,
-        k=st.integers(1, 8),
-    )
-    def check(
-        corpus: list[list[list[str]]],
-        picks: list[int],
-        page_one_only: bool,
-        question: str,
-        k: int,
-    ) -> None:
+    @given(search=scoped_searches)
+    def check(search: ScopedSearch) -> None:
         for collection in client.list_collections():
             client.delete_collection(collection.name)
         embedder = FakeEmbedder()
@@ -80,13 +67,9 @@ def test_a_scoped_search_on_chroma_is_the_unscoped_ranking_filtered(
             rows, ChromaVectorIndex(client, embedder.model_id, embedder.dimension), embedder
         )
         retriever = build_retriever(configured, embedder, store, reranker=None)
-        documents = build(store, embedder, corpus)
-        chosen = sorted({p for p in picks if p < len(documents)})
-        if page_one_only and exact_scope_chunks == 0:
-            page_one_only = False  # a page filter always takes the exact search
-        check_scoped_equals_filtered(
-            retriever, store, documents, chosen, page_one_only, question, k
-        )
+        if exact_scope_chunks == 0:  # a page filter always takes the exact search
+            search = replace(search, page_one_only=False)
+        check_scoped_equals_filtered(retriever, store, embedder, search)
 
     check()
 

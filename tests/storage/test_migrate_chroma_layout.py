@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -15,10 +13,10 @@ from app.services.blocks.corpus import Corpus
 from app.storage.chroma_index import tenant_prefix
 from testkit.indexing import build_corpus
 from tests.fakes import FakeEmbedder
+from tests.repo_scripts import load_script
 
 pytestmark = pytest.mark.integration
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "migrate_chroma_layout.py"
 MANUAL = [
     "Reset the router by holding the power button for ten seconds.",
     "The warranty covers manufacturing defects for two years.",
@@ -28,11 +26,7 @@ MANUAL = [
 
 @pytest.fixture(scope="module")
 def migration() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("migrate_chroma_layout", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("migrate_chroma_layout")
 
 
 @pytest.fixture

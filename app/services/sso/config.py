@@ -4,13 +4,16 @@ it is checked, and what is shown back (never the client secret)."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.domain import ROLES, Role
 from app.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from app.storage.sso import StoredSsoConfig
 
 DEFAULT_SCOPES = ("openid", "profile", "email")
 _DOMAIN = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")
@@ -179,16 +182,14 @@ def provider_name(settings: dict[str, Any], issuer: str) -> str:
     return str(settings.get("display_name") or urlsplit(issuer).hostname or issuer)
 
 
-def public_view(
-    *, tenant_id: str, issuer: str, client_id: str, settings: dict[str, Any]
-) -> dict[str, Any]:
+def public_view(stored: StoredSsoConfig) -> dict[str, Any]:
     """The configuration as GET /sso shows it: everything but the secret, which is only said
     to be set."""
     return {
-        "tenant_id": tenant_id,
-        "issuer": issuer,
-        "client_id": client_id,
+        "tenant_id": stored.tenant_id,
+        "issuer": stored.issuer,
+        "client_id": stored.client_id,
         "client_secret_set": True,
-        **settings,
-        "display_name": provider_name(settings, issuer),
+        **stored.settings,
+        "display_name": provider_name(stored.settings, stored.issuer),
     }

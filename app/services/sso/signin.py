@@ -182,24 +182,14 @@ class SingleSignOn:
         )
         stored = self._store.put_config(tenant_id, issuer, body.client_id, sealed, settings, entry)
         log.info("single sign-on of tenant %s set to issuer %s", tenant_id, issuer)
-        return public_view(
-            tenant_id=stored.tenant_id,
-            issuer=stored.issuer,
-            client_id=stored.client_id,
-            settings=stored.settings,
-        )
+        return public_view(stored)
 
     def describe(self, tenant_id: str) -> dict[str, Any]:
         """The tenant's configuration without its secret; NotFound when it has none."""
         stored = self._store.config(tenant_id)
         if stored is None:
             raise NotFound("this organisation has no single sign-on")
-        return public_view(
-            tenant_id=stored.tenant_id,
-            issuer=stored.issuer,
-            client_id=stored.client_id,
-            settings=stored.settings,
-        )
+        return public_view(stored)
 
     def remove(self, *, tenant_id: str, actor: Actor) -> None:
         """Remove the tenant's provider; NotFound when it has none."""

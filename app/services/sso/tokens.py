@@ -24,6 +24,16 @@ ALLOWED_ALGORITHMS = ("RS256", "ES256")
 CLOCK_SKEW_S = 60
 REFUSED_MESSAGE = "the identity provider's token is invalid or expired"
 
+# The reason a failed decode is refused for: that of the first kind of error it is.
+_DECODE_REFUSALS: tuple[tuple[type[jwt.PyJWTError], str], ...] = (
+    (jwt.ExpiredSignatureError, "expired"),
+    (jwt.ImmatureSignatureError, "not_yet_valid"),
+    (jwt.InvalidAudienceError, "audience"),
+    (jwt.InvalidIssuerError, "issuer"),
+    (jwt.InvalidSignatureError, "signature"),
+    (jwt.PyJWTError, "malformed"),
+)
+
 # (key id or None, algorithm) -> the provider's key; TokenRefused("unknown_key") when it has none.
 KeyLookup = Callable[[str | None, str], PyJWK]
 
@@ -70,18 +80,9 @@ def _signed_claims(
             leeway=CLOCK_SKEW_S,
             options={"require": ["iss", "sub", "aud", "exp", "iat"], "verify_iat": True},
         )
-    except jwt.ExpiredSignatureError:
-        raise TokenRefused("expired") from None
-    except jwt.ImmatureSignatureError:
-        raise TokenRefused("not_yet_valid") from None
-    except jwt.InvalidAudienceError:
-        raise TokenRefused("audience") from None
-    except jwt.InvalidIssuerError:
-        raise TokenRefused("issuer") from None
-    except jwt.InvalidSignatureError:
-        raise TokenRefused("signature") from None
-    except jwt.PyJWTError:
-        raise TokenRefused("malformed") from None
+    except jwt.PyJWTError as exc:
+        reason = next(reason for kind, reason in _DECODE_REFUSALS if isinstance(exc, kind))
+        raise TokenRefused(reason) from None
     issued_at = claims["iat"]
     current = time.time() if now is None else now
     if not isinstance(issued_at, int | float) or issued_at > current + CLOCK_SKEW_S:
