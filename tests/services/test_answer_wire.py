@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.routes.answers import _sse, query_out, wire_event
+from app.api.routes.answers import _sse, wire_event
+from app.api.schemas import QueryOut
 from app.generation.citations import Citation
 from app.observability import request_id_var
 from app.services.answer import (
@@ -64,7 +65,7 @@ def test_the_query_body_keeps_its_keys_and_their_order() -> None:
     answered = AnsweredQuestion(
         "المد [1]", [CITATION], False, "miss", {"generate": 3.0}, 4.0, answer_id
     )
-    body = query_out(answered).model_dump_json()
+    body = QueryOut.model_validate(answered).model_dump_json()
     compact_citation = CITATION_JSON.replace(": ", ":").replace(", ", ",")
     assert body == (
         f'{{"answer":"المد [1]","citations":[{compact_citation}],'
