@@ -8,6 +8,7 @@ import sys
 STEPS = [
     ["bench.ingest"],
     ["bench.ingest", "--one-file-per-request"],
+    ["bench.chroma_write"],
     ["bench.rag_sync"],
     ["bench.page_render"],
     ["bench.ocr"],
