@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from app.providers.types import LLM, Embedder, ProviderOverrides, Reranker
     from app.rendering.cache import PageImageCache
     from app.rendering.pdf_page import RenderLimits
+    from app.retrieval.english_dense import EnglishDense
     from app.retrieval.hybrid import HybridRetriever
     from app.retrieval.scope import SearchScope
-    from app.retrieval.english_dense import EnglishDense
     from app.retrieval.second_dense import SecondDense
     from app.security import ApiKeyHasher, TokenCodec
     from app.services.answer import AnswerDeps
@@ -207,8 +207,7 @@ class Container:
     @cached_property
     def second_dense(self) -> SecondDense | None:
         """The second dense arm as the retriever reads it, or None when it is off."""
-        from app.retrieval.english_dense import EnglishDense
-    from app.retrieval.second_dense import SecondDense
+        from app.retrieval.second_dense import SecondDense
 
         return (
             None if self.second_arm is None else SecondDense(self.second_arm.embedder, self.corpus)

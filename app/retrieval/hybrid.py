@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from app.config import FusionMethod
 from app.domain import Chunk, RetrievalResult, SearchHit
+from app.retrieval.english_dense import EnglishDense, english_dense_hits
 from app.retrieval.evidence import specific_evidence_chunks
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
 from app.retrieval.function_words import (
@@ -47,7 +48,6 @@ from app.retrieval.grouping import (
 from app.retrieval.headings import has_heading
 from app.retrieval.keyword import KeywordIndex
 from app.retrieval.scope import EVERYTHING, ScopedReads, SearchScope
-from app.retrieval.english_dense import EnglishDense, english_dense_hits
 from app.retrieval.second_dense import SecondDense, second_dense_hits
 from app.timing import timed
 

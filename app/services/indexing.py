@@ -22,8 +22,8 @@ from app.services.blocks.pipeline import (
     PipelineConfig,
     ProgressCallback,
     check_chunk_quota,
-    embed_files,
     embed_english,
+    embed_files,
     embed_second,
     job_stage,
     parse_file,
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from app.storage.cache import AnswerCache
 
 log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class DocumentDeps:

@@ -152,7 +152,12 @@ class Corpus:
             document_language([chunk.text for chunk in chunks]) == "en" for chunks in documents
         ]
         flat = self.english.embed(
-            [chunk for chunks, chosen in zip(documents, english, strict=True) if chosen for chunk in chunks]
+            [
+                chunk
+                for chunks, chosen in zip(documents, english, strict=True)
+                if chosen
+                for chunk in chunks
+            ]
         )
         out, start = [], 0
         for chunks, chosen in zip(documents, english, strict=True):

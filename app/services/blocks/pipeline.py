@@ -120,8 +120,8 @@ class ParsedFile:
 
 @contextmanager
 def job_stage(stage: str) -> Iterator[None]:
-    """One stage of an ingestion job (parse, embed, embed_second, embed_english, store): timed for metrics,
-    and a span."""
+    """One stage of an ingestion job (parse, embed, embed_second, embed_english, store): timed
+    for metrics, and a span."""
     with job_stage_timer(stage), tracing.span(f"job.{stage}", stage=stage):
         yield
 
