@@ -680,7 +680,7 @@ class HybridRetriever:
         else:
             dense_ids = english_ids[:k]
         recall.dense_ids = dense_ids
-        recall.english_dense = True
+        recall.english_dense = bool(hits)  # its fusion values only where it ranked something
         kept = set(dense_ids)
         for chunk_id in [c for c in recall.candidates if c not in kept]:
             del recall.candidates[chunk_id]
