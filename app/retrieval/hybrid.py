@@ -298,6 +298,8 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
     else:
         config = config.for_recall(recall)
         fused = _fused(recall, config)  # records the weights and rules in recall.fusion
+        if recall.english_dense and recall.fusion is not None:  # the dense list's own rule
+            recall.fusion = replace(recall.fusion, rules=(*recall.fusion.rules, "english_arm"))
         for chunk_id, score in fused:
             recall.candidates[chunk_id].fused_score = score
         ordered = [cid for cid, _ in fused]

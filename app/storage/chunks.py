@@ -231,7 +231,7 @@ class ChunkStore:
             return int(count or 0)
 
     @staticmethod
-    def _in_language(tenant_id: str, language: str) -> Select[tuple[str]]:
+    def _in_language(tenant_id: str, language: str) -> Select[str]:
         return select(DocumentRow.document_id).where(
             DocumentRow.tenant_id == tenant_id, DocumentRow.language == language
         )

@@ -433,4 +433,5 @@ def build_english_arm(
     index = build_vector_index(
         settings, embedder.model_id, embedder.dimension, after_eviction, kind=EnglishVectorIndex
     )
+    assert isinstance(index, EnglishVectorIndex)
     return SecondArm(embedder, index, embed_section_paths=settings.section_paths_in("dense"))
