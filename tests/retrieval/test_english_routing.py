@@ -77,7 +77,7 @@ def test_an_english_question_ranks_english_chunks_by_the_english_arm_and_others_
 ) -> None:
     routed, reader, english, arabic = mixed
     recall = routed.recall("acme", "How long does the battery take to charge?", "dense")
-    assert recall.english_dense
+    assert recall.english_dense and reader.asked == 1
     dense = recall.dense_ids
     # Every chunk is in the dense list once: the English ones in the English arm's order.
     assert sorted(dense) == sorted(c.id for c in english + arabic)
