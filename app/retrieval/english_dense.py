@@ -8,11 +8,14 @@ language on both sides:
 
 - a question that is not English (`is_english_question`: Arabic, or Latin letters in another
   language) is ranked by the first embedder as without the option;
-- an English question is embedded by both: the English arm ranks the English documents' chunks,
-  and the first arm's ranking of every other chunk (those the English collection does not hold:
-  an Arabic document, or one indexed before the option) joins it by RRF, so an English question
-  about an Arabic document still finds it. On a tenant of English documents only, the dense arm
-  is the English arm's ranking alone.
+- an English question is embedded by both: the first arm ranks every chunk as without the
+  option, then the places it gave chunks of English documents go, in order, to the English arm's
+  ranking of them; the chunks the English collection does not hold (an Arabic document, or one
+  indexed before the option) keep their places, so an English question about an Arabic document
+  finds it where it did. On a tenant of English documents only, the dense arm is the English
+  arm's ranking alone. (Joining the two rankings by RRF instead put every other place in an
+  Arabic chunk's hands: eval/mixed_languages.py, English questions about Arabic documents, dense
+  nDCG@10 0.810 -> 0.684.)
 
 The relevance gate keeps reading the first arm's best similarity over every chunk, the one its
 threshold is calibrated for. A scoped search searches the English arm inside the scope as the

@@ -663,24 +663,28 @@ class HybridRetriever:
     def _english_dense_arm(
         self, tenant_id: str, recall: Recall, hits: list[tuple[Chunk, float]], k: int
     ) -> None:
-        """Replace the dense list by the English arm's ranking, joined by RRF with the first
-        arm's ranking of the chunks the English collection does not hold (other languages).
-        Each candidate's dense score is then its own arm's similarity. Runs before the keyword
-        arm, as `_second_dense_arm`."""
+        """Reorder the dense list's English chunks by the English arm: the places the first arm
+        gave chunks the English collection holds go, in order, to the English arm's ranking;
+        the other chunks (other languages) keep the first arm's places, and the English arm's
+        further chunks follow, up to `k`. On a tenant of English documents only this is the
+        English arm's ranking. Each candidate's dense score is then its own arm's similarity.
+        Runs before the keyword arm, as `_second_dense_arm`."""
         assert self.english is not None
         held = self.english.reader.english_held(tenant_id=tenant_id, chunk_ids=recall.dense_ids)
-        others = [cid for cid in recall.dense_ids if cid not in held]
         english_ids = [chunk.id for chunk, _ in hits]
         for rank, (chunk, similarity) in enumerate(hits, start=1):
             candidate = recall.candidate(chunk.id)
             candidate.chunk = chunk
             candidate.english_dense_rank = rank
             candidate.english_dense_score = similarity
-        if others:
-            fused = reciprocal_rank_fusion([english_ids, others], [1.0, 1.0])
-            dense_ids = [chunk_id for chunk_id, _ in fused[:k]]
-        else:
-            dense_ids = english_ids[:k]
+        queue = iter(english_ids)
+        dense_ids = []
+        for chunk_id in recall.dense_ids:
+            if chunk_id not in held:
+                dense_ids.append(chunk_id)
+            elif (english := next(queue, None)) is not None:
+                dense_ids.append(english)
+        dense_ids = (dense_ids + list(queue))[:k]
         recall.dense_ids = dense_ids
         recall.english_dense = bool(hits)  # its fusion values only where it ranked something
         kept = set(dense_ids)

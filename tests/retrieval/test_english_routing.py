@@ -72,17 +72,24 @@ def with_english(base: HybridRetriever, reader: ScriptedEnglishReader | None) ->
     )
 
 
-def test_an_english_question_ranks_english_chunks_by_the_english_arm_and_others_by_the_first(
+def test_an_english_question_reorders_the_english_chunks_and_keeps_the_others_places(
     mixed: tuple[HybridRetriever, ScriptedEnglishReader, list[Chunk], list[Chunk]],
 ) -> None:
     routed, reader, english, arabic = mixed
-    recall = routed.recall("acme", "How long does the battery take to charge?", "dense")
+    question = "How long does the battery take to charge?"
+    recall = routed.recall("acme", question, "dense")
     assert recall.english_dense and reader.asked == 1
     dense = recall.dense_ids
     # Every chunk is in the dense list once: the English ones in the English arm's order.
     assert sorted(dense) == sorted(c.id for c in english + arabic)
     assert [cid for cid in dense if cid in {c.id for c in english}] == [
         c.id for c in reversed(english)
+    ]
+    # The Arabic chunks keep the places the first arm gave them.
+    plain = with_english(routed, None).recall("acme", question, "dense").dense_ids
+    arabic_ids = {c.id for c in arabic}
+    assert [i for i, cid in enumerate(dense) if cid in arabic_ids] == [
+        i for i, cid in enumerate(plain) if cid in arabic_ids
     ]
     first = recall.candidates[english[-1].id]
     assert (first.english_dense_rank, first.dense_score) == (1, pytest.approx(0.9))
