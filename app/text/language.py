@@ -64,9 +64,22 @@ def document_language(chunk_texts: Sequence[str]) -> str | None:
     return detect_language(" ".join(chunk_texts[:LANGUAGE_CHUNKS]))
 
 
+# A question's own words: a short English question often holds none of `_COMMON_WORDS["en"]`
+# but "How do I ...", whose "do" and "a" are Portuguese common words too (detect_language told 93
+# of the 544 English manual questions Portuguese).
+_ENGLISH_QUESTION_WORDS = _WORDS_OF["en"] | frozenset(
+    "how what which why when where who whom whose do does did can could should would will shall "
+    "may i my me you your we our an a there than other".split()
+)
+
+
 def is_english_question(text: str) -> bool:
-    """Whether a question goes to the English arm: mostly Latin letters, and English or no
-    language told apart by its common words (a short question often holds none of them)."""
+    """Whether a question goes to the English arm: mostly Latin letters, and at least as many
+    English words (common and question words) as any other language's common words (no such
+    word at all counts as English)."""
     if not has_latin_letter(text) or is_mostly_arabic(text):
         return False
-    return detect_language(text) in ("en", None)
+    words = _LATIN_WORD.findall(text.lower())
+    english = sum(1 for w in words if w in _ENGLISH_QUESTION_WORDS)
+    other = max(sum(1 for w in words if w in common) for common in _WORDS_OF.values())
+    return english >= other
