@@ -4,7 +4,7 @@ embedder.
 
 Measured in eval/manuals_loo.py (docs/evaluation.md): on English manuals MiniLM is the better
 dense arm by far (mean MRR@10 0.517 -> 0.630), but it cannot embed Arabic. So the routing is by
-language on both sides:
+language on both sides (off by default: the hybrid falls under this arm on four manuals):
 
 - a question that is not English (`is_english_question`: Arabic, or Latin letters in another
   language) is ranked by the first embedder as without the option;

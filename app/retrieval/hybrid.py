@@ -61,8 +61,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # The fusion values that replace the configured ones when the English arm ranked the dense list
-# (RAG_ENGLISH_EMBEDDING), per model: chosen leave-one-manual-out for it (eval/manuals_loo.py
-# --english-embedding, docs/evaluation.md), as the configured ones were for the first embedder.
+# (RAG_ENGLISH_EMBEDDING), per model, measured leave-one-manual-out (eval/manuals_loo.py
+# --english-embedding, family `english`). For minilm none: the values its folds chose (rank-order
+# dense weight 1.0, score weight 1, one reserved place) lost up to 0.049 MRR on keyword-led
+# manuals (docs/log/evaluation.md, 2026-12-06), so it ranks with the configured ones.
 ENGLISH_FUSION: dict[str, tuple[tuple[str, float | int], ...]] = {
     "none": (),
     "minilm": (),
