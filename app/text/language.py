@@ -67,10 +67,11 @@ def document_language(chunk_texts: Sequence[str]) -> str | None:
 # A question's own words: a short English question often holds none of `_COMMON_WORDS["en"]`
 # but "How do I ...", whose "do" and "a" are Portuguese common words too (detect_language told 93
 # of the 544 English manual questions Portuguese).
-_ENGLISH_QUESTION_WORDS = _WORDS_OF["en"] | frozenset(
+_QUESTION_WORDS = (
     "how what which why when where who whom whose do does did can could should would will shall "
-    "may i my me you your we our an a there than other".split()
+    "may i my me you your we our an a there than other"
 )
+_ENGLISH_QUESTION_WORDS = _WORDS_OF["en"] | frozenset(_QUESTION_WORDS.split())
 
 
 def is_english_question(text: str) -> bool:
