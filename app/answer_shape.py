@@ -28,6 +28,7 @@ class AnswerShape(BaseModel):
     embedding_passage_prefix: str
     use_question_centring: bool
     second_embedding: str  # a second dense arm changes what is retrieved
+    english_embedding: str  # English documents and questions ranked by an English model
     openai_base_url: str | None  # the server behind the openai embedder and LLM
     ollama_base_url: str
     # Chunking applies to later uploads; kept so a re-chunked corpus never meets old answers.

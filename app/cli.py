@@ -108,7 +108,8 @@ def cmd_search(container: Container, args: argparse.Namespace) -> int:
 
 def cmd_reindex(container: Container, args: argparse.Namespace) -> int:
     """Re-embed a tenant's chunks with the configured embedding model, and fill its second
-    dense arm's collection (RAG_SECOND_EMBEDDING) if that lacks chunks."""
+    dense arm's collection (RAG_SECOND_EMBEDDING) and its English arm's (RAG_ENGLISH_EMBEDDING)
+    if they lack chunks."""
     count = container.corpus.reindex(args.tenant)
     print(f"re-indexed {count} chunks of tenant {args.tenant} with {container.embedder.model_id}")
     second = container.second_arm
@@ -117,6 +118,13 @@ def cmd_reindex(container: Container, args: argparse.Namespace) -> int:
         print(
             f"second dense arm: embedded {filled} chunks of tenant {args.tenant} "
             f"with {second.model_id}"
+        )
+    english = container.english_arm
+    if english is not None:
+        filled = container.corpus.fill_english(args.tenant)
+        print(
+            f"English arm: embedded {filled} chunks of tenant {args.tenant}'s English documents "
+            f"with {english.model_id}"
         )
     return 0
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from app.providers.types import LLM, Embedder, ProviderOverrides, Reranker
     from app.rendering.cache import PageImageCache
     from app.rendering.pdf_page import RenderLimits
+    from app.retrieval.english_dense import EnglishDense
     from app.retrieval.hybrid import HybridRetriever
     from app.retrieval.scope import SearchScope
     from app.retrieval.second_dense import SecondDense
@@ -118,7 +119,13 @@ class Container:
         """The tenants' chunks: rows and vectors, written and read together."""
         from app.services.blocks.corpus import Corpus
 
-        return Corpus(self.chunk_records, self.vector_index, self.embedder, second=self.second_arm)
+        return Corpus(
+            self.chunk_records,
+            self.vector_index,
+            self.embedder,
+            second=self.second_arm,
+            english=self.english_arm,
+        )
 
     @cached_property
     def access_store(self) -> AccessStore:
@@ -164,6 +171,21 @@ class Container:
         return build_second_arm(self.settings, after_eviction=self.memory_budget.after_eviction)
 
     @cached_property
+    def english_arm(self) -> SecondArm | None:
+        """The English arm (RAG_ENGLISH_EMBEDDING), its model loaded; None when off."""
+        from app.services.blocks.corpus import build_english_arm
+
+        return build_english_arm(self.settings, after_eviction=self.memory_budget.after_eviction)
+
+    @cached_property
+    def english_dense(self) -> EnglishDense | None:
+        """The English arm as the retriever reads it, or None when it is off."""
+        from app.retrieval.english_dense import EnglishDense
+
+        arm = self.english_arm
+        return None if arm is None else EnglishDense(arm.embedder, self.corpus)
+
+    @cached_property
     def reranker(self) -> Reranker | None:
         from app.providers.rerankers import build_reranker
 
@@ -180,6 +202,7 @@ class Container:
             self.reranker,
             after_eviction=self.memory_budget.after_eviction,
             second=self.second_dense,
+            english=self.english_dense,
         )
 
     @cached_property
@@ -756,8 +779,13 @@ class Container:
                 start_child()  # it loads its model while this process loads its own
         _warm_up(self.embedder, serving)
         _ = self.corpus, self.retriever
-        if self.second_arm is not None:  # built with the corpus, after the first index
-            _warm_up(self.second_arm.embedder, serving)
+        for arm in (self.second_arm, self.english_arm):  # built with the corpus
+            if arm is not None:
+                if not serving or self.settings.job_backend == "threads":
+                    start_child = getattr(arm.embedder, "start_child", None)
+                    if callable(start_child):
+                        start_child()
+                _warm_up(arm.embedder, serving)
         if serving:
             _ = self.token_codec, self.rate_limiter, self.login_guard, self.authenticator
             self.audit_log.prune_now_and_then()

@@ -569,3 +569,31 @@ FAMILIES.append(
         _selectivity_weighted,
     )
 )
+
+
+# --- the English arm (RAG_ENGLISH_EMBEDDING): fusion values of its own, used only where it
+# ranked the dense list (`Recall.english_dense`); other questions keep today's ---
+
+
+def _english_fused(recall: Recall, query: str, p: Params) -> list[str]:
+    """Today's order, with these RetrieverConfig values where the English arm ranked the dense
+    list (as `RetrieverConfig.english_fusion` applies them)."""
+    if not recall.english_dense:
+        return _service(recall, query, {"fusion": _service_config().fusion, **TODAYS_RULES[0]})
+    return _service(recall, query, p)
+
+
+FAMILIES.append(
+    Family(
+        "english",
+        _grid(
+            TODAYS_RULES,
+            fusion=("blend", "scores", "rrf"),
+            dense_weight=(0.3, 0.6, 1.0),
+            score_dense_weight=(0.5, 0.7, 1.0),
+            blend_score_weight=(1.0, 2.0),
+            reserve_dense_first=(1, 2),
+        ),
+        _english_fused,
+    )
+)

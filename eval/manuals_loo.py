@@ -13,6 +13,7 @@ minus its better arm".
 
     python -m eval.manuals_loo [--manuals R-admin gnuplot ...] [--refresh] [--families ...]
     python -m eval.manuals_loo --english-model DIR   # English manuals with another dense model
+    python -m eval.manuals_loo --english-embedding minilm   # RAG_ENGLISH_EMBEDDING, as /search
     python -m eval.manuals_loo --section-paths keyword   # manuals indexed with section paths
     python -m eval.manuals_loo --skip-pronouns   # BM25 without the questions' pronouns
     python -m eval.manuals_loo --held-out   # also the held-out manuals, never chosen on
@@ -116,6 +117,8 @@ def _cache_key(manual: str, questions: list[ManualQuestion], settings: Settings)
         digest.update(f"{name}={getattr(settings, name)}\0".encode())
     if settings.keyword_skip_pronouns:  # keys of recalls cached before the setting stay valid
         digest.update(b"keyword_skip_pronouns\0")
+    if settings.english_embedding != "none":
+        digest.update(f"english_embedding={settings.english_embedding}\0".encode())
     digest.update(f"pool={POOL_FACTOR}\0recall={RECALL_FORMAT}".encode())
     return f"{manual}-{digest.hexdigest()[:16]}"
 
@@ -354,6 +357,13 @@ def main() -> None:
         "keep the default embedder)",
     )
     parser.add_argument(
+        "--english-embedding",
+        choices=("none", "minilm"),
+        default=None,
+        help="ask with this RAG_ENGLISH_EMBEDDING (the English arm, routed by language as "
+        "/search routes it; its fusion values ENGLISH_FUSION apply to `shipped`)",
+    )
+    parser.add_argument(
         "--section-paths",
         choices=("both", "keyword", "dense", "off"),
         default=None,
@@ -376,6 +386,8 @@ def main() -> None:
             settings = settings.model_copy(update={"section_paths": args.section_paths})
         if args.skip_pronouns:
             settings = settings.model_copy(update={"keyword_skip_pronouns": True})
+        if args.english_embedding:
+            settings = settings.model_copy(update={"english_embedding": args.english_embedding})
         config = RetrieverConfig.from_settings(settings)
         english = None
         if args.english_model:

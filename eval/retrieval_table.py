@@ -75,6 +75,9 @@ class Variant:
     baseline: str | None = None
     # The fusion method (RAG_FUSION); None: the settings' own.
     fusion: FusionMethod | None = None
+    # With the English arm when RAG_ENGLISH_EMBEDDING sets one (False: the first embedder alone,
+    # the same stored vectors: the option's before and after in one run).
+    english_arm: bool = True
 
 
 VARIANTS: dict[str, Variant] = {
@@ -88,6 +91,10 @@ VARIANTS: dict[str, Variant] = {
     "plain-rrf": Variant("hybrid", centred=False, baseline=PLAIN_RRF),
     "rrf-gated-uncentred": Variant("hybrid", centred=False, keyword_gate=True, fusion="rrf"),
     "scores-gated-uncentred": Variant("hybrid", centred=False, keyword_gate=True, fusion="scores"),
+    "dense-uncentred-first-arm": Variant("dense", centred=False, english_arm=False),
+    "hybrid-gated-uncentred-first-arm": Variant(
+        "hybrid", centred=False, keyword_gate=True, english_arm=False
+    ),
 }
 
 
@@ -176,14 +183,23 @@ class Searchers:
 
     @cache  # noqa: B019
     def retriever(
-        self, centred: bool, keyword_gate: bool, fusion: FusionMethod | None = None
+        self,
+        centred: bool,
+        keyword_gate: bool,
+        fusion: FusionMethod | None = None,
+        english_arm: bool = True,
     ) -> HybridRetriever:
         base = self.container.retriever
         config = replace(base.config, keyword_gate=keyword_gate, centred_questions=centred)
         if fusion is not None:
             config = replace(config, fusion=fusion)
         return HybridRetriever(
-            self.embedder(centred), base.store, base.keyword_index, config, base.reranker
+            self.embedder(centred),
+            base.store,
+            base.keyword_index,
+            config,
+            base.reranker,
+            english=base.english if english_arm else None,  # RAG_ENGLISH_EMBEDDING
         )
 
     def search(self, variant: Variant) -> Callable[[str, str], list[str]]:
@@ -191,7 +207,9 @@ class Searchers:
         if variant.baseline is not None:
             mode = variant.baseline
             return lambda tenant, q: ranked_chunk_documents(self.container, tenant, q, mode)
-        retriever = self.retriever(variant.centred, variant.keyword_gate, variant.fusion)
+        retriever = self.retriever(
+            variant.centred, variant.keyword_gate, variant.fusion, variant.english_arm
+        )
         return lambda tenant, q: ranked_chunk_documents(
             self.container, tenant, q, variant.mode, retriever
         )

@@ -7,6 +7,8 @@ STAGE_KEYS = {
     "dense_score",
     "second_dense_rank",
     "second_dense_score",
+    "english_dense_rank",
+    "english_dense_score",
     "keyword_rank",
     "keyword_score",
     "fused_score",

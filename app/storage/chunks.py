@@ -20,13 +20,13 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import cast
 
-from sqlalchemy import ColumnElement, delete, func, select
+from sqlalchemy import ColumnElement, Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from app.domain import PAGE_ROLES, Chunk, PageRole
 from app.storage.db import Database, conflict_insert
 from app.storage.records import record_of
-from app.storage.tables import ChunkRow, CorpusVersionRow
+from app.storage.tables import ChunkRow, CorpusVersionRow, DocumentRow
 
 # Ids per statement: below SQLite's bound-parameter limit, and short statements for PostgreSQL.
 _IDS_PER_STATEMENT = 500
@@ -211,6 +211,30 @@ class ChunkStore:
                 )
             )
             return [(cid, doc, int(page)) for cid, doc, page in rows]
+
+    def documents_in_language(self, tenant_id: str, language: str) -> set[str]:
+        """The ids of the tenant's documents whose recorded language is `language`."""
+        with self._db.session() as session:
+            return set(session.scalars(self._in_language(tenant_id, language)))
+
+    def count_in_language(self, tenant_id: str, language: str) -> int:
+        """How many chunks the tenant's documents of this recorded language have."""
+        with self._db.session() as session:
+            count = session.scalar(
+                select(func.count())
+                .select_from(ChunkRow)
+                .where(
+                    ChunkRow.tenant_id == tenant_id,
+                    ChunkRow.document_id.in_(self._in_language(tenant_id, language)),
+                )
+            )
+            return int(count or 0)
+
+    @staticmethod
+    def _in_language(tenant_id: str, language: str) -> Select[str]:
+        return select(DocumentRow.document_id).where(
+            DocumentRow.tenant_id == tenant_id, DocumentRow.language == language
+        )
 
     def version(self, tenant_id: str) -> int:
         """The tenant's corpus version: 0 before its first write, then larger after every change."""

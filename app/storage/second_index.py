@@ -73,3 +73,20 @@ def _record(collection: Collection, complete: bool, **extra: str) -> None:
     if metadata.get(COMPLETE) is complete and all(metadata.get(k) == v for k, v in extra.items()):
         return
     collection.modify(metadata={**metadata, **extra, COMPLETE: complete})
+
+
+ENGLISH_PREFIX = "raen"
+
+
+class EnglishVectorIndex(SecondVectorIndex):
+    """Per-tenant vectors of the English arm (RAG_ENGLISH_EMBEDDING): only the chunks of the
+    tenant's English documents, with the same record of completeness."""
+
+    prefix = ENGLISH_PREFIX
+
+    def held(self, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
+        """Which of these chunks have a vector here (the English ones)."""
+        collection = self._collection(tenant_id, create=False)
+        if collection is None or not chunk_ids:
+            return set()
+        return set(collection.get(ids=list(chunk_ids), include=[])["ids"])

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from app.text.language import detect_language, is_mostly_arabic
+from app.text.language import (
+    LANGUAGE_CHUNKS,
+    detect_language,
+    document_language,
+    is_english_question,
+    is_mostly_arabic,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -46,3 +52,29 @@ def test_no_letters_or_no_common_words_is_no_language() -> None:
     assert detect_language("") is None
     assert detect_language("4417 — 12:30 / 99 %") is None
     assert detect_language("Hyvää huomenta kaikille") is None  # Finnish: not told apart here
+
+
+@pytest.mark.parametrize(
+    ("question", "english"),
+    [
+        ("How long until the battery is full?", True),
+        ("send everything R prints to a file", True),  # no common word: still English
+        ("What does الجواب mean in English?", True),
+        ("متى تمتلئ البطارية؟", False),
+        ("ما هو DNA؟", False),
+        ("Wie lange dauert es, bis die Batterie voll ist?", False),
+        ("Comment installer le paquet sur le serveur ?", False),
+        ("1889", False),
+    ],
+)
+def test_a_question_goes_to_the_english_arm_only_when_it_reads_as_english(
+    question: str, english: bool
+) -> None:
+    assert is_english_question(question) is english
+
+
+def test_a_documents_language_is_told_from_its_first_chunks_only() -> None:
+    arabic = "هذا نص عربي عن الطابعة وكيف تعمل في المكتب."
+    english = "This is the text of the manual and it is in English."
+    assert document_language([english] * LANGUAGE_CHUNKS + [arabic] * 100) == "en"
+    assert document_language([arabic] * LANGUAGE_CHUNKS + [english] * 100) == "ar"

@@ -14,7 +14,10 @@ handling:
 
 With a second dense arm (RAG_SECOND_EMBEDDING, `app.services.blocks.second_arm`), every write and
 delete goes to its index too, at the same point as the first's; reindex fills it when it is
-incomplete.
+incomplete. The English arm (RAG_ENGLISH_EMBEDDING) is the same kind of arm over the chunks of
+English documents only (the language `document_language` tells from a document's first chunks,
+the one its record keeps): a document written in another language has its English vectors
+removed, and completeness counts the chunks of the documents recorded English.
 
 A nearest-neighbour hit is returned only with its row, read under the asking tenant: another
 tenant's chunk can never come back, even if a bug put its vector in this tenant's index.
@@ -31,13 +34,16 @@ from app.domain import Chunk, indexed_text
 from app.providers.types import Embedder
 from app.services.blocks.second_arm import SecondArm
 from app.storage.chunks import PAGE_SIZE, ChunkStore
+from app.storage.second_index import EnglishVectorIndex
 from app.storage.vector_index import IndexedVector, VectorIndex
+from app.text.language import document_language
 
 if TYPE_CHECKING:
     from app.config import Settings
 
 log = logging.getLogger(__name__)
 
+ENGLISH = "en"  # the recorded language the English arm holds
 DocumentContent = tuple[str, Sequence[Chunk], Sequence[Sequence[float]]]
 
 
@@ -51,10 +57,12 @@ class Corpus:
         embedder: Embedder,
         embed_section_paths: bool = True,
         second: SecondArm | None = None,
+        english: SecondArm | None = None,
     ) -> None:
         self.chunks = chunks
         self.index = index
         self.second = second
+        self.english = english
         self._embedder = embedder
         self._embed_section_paths = embed_section_paths  # as the ingestion pipeline embeds
         # Serialises this process's writes, so a reindex never interleaves with an upload.
@@ -68,6 +76,7 @@ class Corpus:
         tenant_id: str,
         documents: Sequence[DocumentContent],
         second_vectors: Sequence[Sequence[Sequence[float]]] | None = None,
+        english_vectors: Sequence[Sequence[Sequence[float]]] | None = None,
     ) -> None:
         """Make each (document id, chunks, vectors) the document's whole content (no other chunk
         of it survives): one vector upsert, one transaction of rows (ingestion of many small
@@ -75,6 +84,8 @@ class Corpus:
 
         With a second dense arm, `second_vectors` are its vectors of each document (from
         `embed_second`, which ingestion times as a stage of its own); embedded here if not given.
+        The English arm's likewise (`english_vectors`, from `embed_english`: none for a document
+        in another language, whose English vectors, if it had any, are removed).
         """
         entries: list[IndexedVector] = []
         for document_id, chunks, vectors in documents:
@@ -85,7 +96,25 @@ class Corpus:
                 second_vectors = self.embed_second([chunks for _, chunks, _ in documents])
             for (document_id, chunks, _), vectors in zip(documents, second_vectors, strict=True):
                 second_entries += _entries(tenant_id, document_id, chunks, vectors)
+        english_entries: list[IndexedVector] = []
+        not_english: list[str] = []
+        if self.english is not None:
+            if english_vectors is None:
+                english_vectors = self.embed_english([chunks for _, chunks, _ in documents])
+            for (document_id, chunks, _), vectors in zip(documents, english_vectors, strict=True):
+                if vectors:
+                    english_entries += _entries(tenant_id, document_id, chunks, vectors)
+                else:
+                    not_english.append(document_id)
         with self._write_lock:
+            if self.english is not None:
+                self.english.write(
+                    tenant_id=tenant_id,
+                    entries=english_entries,
+                    tenant_is_empty=lambda: not self.chunks.ids(tenant_id),
+                )
+                for document_id in not_english:  # it may have been English before
+                    self.english.index.delete(tenant_id, document_id=document_id)
             if self.second is not None:
                 self.second.write(
                     tenant_id=tenant_id,
@@ -100,6 +129,8 @@ class Corpus:
                 self.index.delete(tenant_id, chunk_ids=obsolete)
                 if self.second is not None:
                     self.second.index.delete(tenant_id, chunk_ids=obsolete)
+                if self.english is not None:
+                    self.english.index.delete(tenant_id, chunk_ids=obsolete)
 
     def embed_second(self, documents: Sequence[Sequence[Chunk]]) -> list[list[list[float]]]:
         """The second dense arm's vectors of each document's chunks ([] without the arm)."""
@@ -112,6 +143,29 @@ class Corpus:
             start += len(chunks)
         return out
 
+    def embed_english(self, documents: Sequence[Sequence[Chunk]]) -> list[list[list[float]]]:
+        """The English arm's vectors of each document's chunks: none for a document whose
+        language is not English ([] without the arm)."""
+        if self.english is None:
+            return []
+        english = [
+            document_language([chunk.text for chunk in chunks]) == "en" for chunks in documents
+        ]
+        flat = self.english.embed(
+            [
+                chunk
+                for chunks, chosen in zip(documents, english, strict=True)
+                if chosen
+                for chunk in chunks
+            ]
+        )
+        out, start = [], 0
+        for chunks, chosen in zip(documents, english, strict=True):
+            size = len(chunks) if chosen else 0
+            out.append(flat[start : start + size])
+            start += size
+        return out
+
     def delete_document(self, *, tenant_id: str, document_id: str) -> int:
         """Remove every chunk of a document; returns how many were removed."""
         with self._write_lock:
@@ -119,6 +173,8 @@ class Corpus:
             self.index.delete(tenant_id, document_id=document_id)
             if self.second is not None:
                 self.second.index.delete(tenant_id, document_id=document_id)
+            if self.english is not None:
+                self.english.index.delete(tenant_id, document_id=document_id)
             return removed
 
     def reindex(self, tenant_id: str) -> int:
@@ -154,6 +210,24 @@ class Corpus:
                 tenant_id=tenant_id,
                 pages=_pages(self.chunks.iter_tenant(tenant_id)),
                 first_count=self.index.count(tenant_id),
+            )
+            if filled:
+                self.chunks.bump_version(tenant_id)
+        return filled
+
+    def fill_english(self, tenant_id: str) -> int:
+        """Embed every chunk of the tenant's English documents (by their records) with the
+        English arm unless its collection already holds them all; returns how many were
+        embedded. The version is bumped after, as by `fill_second`."""
+        if self.english is None:
+            return 0
+        with self._write_lock:
+            english = self.chunks.documents_in_language(tenant_id, ENGLISH)
+            chunks = (c for c in self.chunks.iter_tenant(tenant_id) if c.document_id in english)
+            filled = self.english.fill(
+                tenant_id=tenant_id,
+                pages=_pages(chunks),
+                first_count=self.chunks.count_in_language(tenant_id, ENGLISH),
             )
             if filled:
                 self.chunks.bump_version(tenant_id)
@@ -207,6 +281,38 @@ class Corpus:
         else:
             found = index.query(tenant_id, vector, k, documents)
         return self._with_rows(tenant_id, found)
+
+    def query_english(
+        self,
+        *,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None = None,
+        chunk_ids: Sequence[str] | None = None,
+    ) -> list[tuple[Chunk, float]] | None:
+        """The k nearest chunks of English documents by the English arm's vectors, best first,
+        as `query_second` (None without the arm; `english_ready` is asked first)."""
+        if self.english is None:
+            return None
+        return self._nearest(self.english.index, tenant_id, vector, k, documents, chunk_ids)
+
+    def english_held(self, *, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
+        """Which of these chunks the English arm holds (those of English documents)."""
+        if self.english is None:
+            return set()
+        index = self.english.index
+        assert isinstance(index, EnglishVectorIndex)
+        return index.held(tenant_id, chunk_ids)
+
+    def english_ready(self, tenant_id: str) -> bool:
+        """Whether the tenant's English collection holds every chunk of its English documents
+        (False without one)."""
+        return self.english is not None and self.english.ready(
+            tenant_id=tenant_id,
+            version=self.chunks.version(tenant_id),
+            first_count=lambda: self.chunks.count_in_language(tenant_id, ENGLISH),
+        )
 
     def second_ready(self, tenant_id: str) -> bool:
         """Whether the tenant's second-arm collection holds every chunk (False without one)."""
@@ -311,4 +417,21 @@ def build_second_arm(
         settings, embedder.model_id, embedder.dimension, after_eviction, kind=SecondVectorIndex
     )
     assert isinstance(index, SecondVectorIndex)
+    return SecondArm(embedder, index, embed_section_paths=settings.section_paths_in("dense"))
+
+
+def build_english_arm(
+    settings: Settings, after_eviction: Callable[[], None] | None = None
+) -> SecondArm | None:
+    """The English arm RAG_ENGLISH_EMBEDDING names (its model loaded), or None."""
+    from app.providers.embeddings import build_english_embedder
+    from app.storage.chroma_index import build_vector_index
+
+    embedder = build_english_embedder(settings)
+    if embedder is None:
+        return None
+    index = build_vector_index(
+        settings, embedder.model_id, embedder.dimension, after_eviction, kind=EnglishVectorIndex
+    )
+    assert isinstance(index, EnglishVectorIndex)
     return SecondArm(embedder, index, embed_section_paths=settings.section_paths_in("dense"))

@@ -120,8 +120,8 @@ class ParsedFile:
 
 @contextmanager
 def job_stage(stage: str) -> Iterator[None]:
-    """One stage of an ingestion job (parse, embed, embed_second, store): timed for metrics,
-    and a span."""
+    """One stage of an ingestion job (parse, embed, embed_second, embed_english, store): timed
+    for metrics, and a span."""
     with job_stage_timer(stage), tracing.span(f"job.{stage}", stage=stage):
         yield
 
@@ -212,6 +212,17 @@ def embed_second(
         return None
     with job_stage("embed_second"):
         return corpus.embed_second(files)
+
+
+def embed_english(
+    corpus: Corpus, files: Sequence[Sequence[Chunk]]
+) -> list[list[list[float]]] | None:
+    """The English arm's vectors of each file's chunks (RAG_ENGLISH_EMBEDDING; none for a file
+    not in English), timed as the stage `embed_english`; None when the arm is off."""
+    if corpus.english is None:
+        return None
+    with job_stage("embed_english"):
+        return corpus.embed_english(files)
 
 
 def embed_files(

@@ -1,5 +1,7 @@
 """The second dense arm's side of the corpus (RAG_SECOND_EMBEDDING): its embedder and per-tenant
-index, written with the first arm's vectors by `app.services.blocks.corpus.Corpus`.
+index, written with the first arm's vectors by `app.services.blocks.corpus.Corpus`. The English
+arm (RAG_ENGLISH_EMBEDDING) is one too, over the chunks of English documents only: the count its
+completeness is checked against is theirs (`first_count` below), not the first arm's.
 
 Measured after vowel stripping (docs/evaluation.md, eval/two_dense_arms.py): USE and e5 fused win
 on XQuAD across scripts and ARCD, lose on hadith and Qur'an ar->en, and cost ~8x the ingest time,
