@@ -40,6 +40,7 @@ from app.text.language import document_language
 
 if TYPE_CHECKING:
     from app.config import Settings
+    from app.storage.second_index import SecondVectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -407,17 +408,9 @@ def build_second_arm(
 ) -> SecondArm | None:
     """The second dense arm RAG_SECOND_EMBEDDING names (its model loaded), or None."""
     from app.providers.embeddings import build_second_embedder
-    from app.storage.chroma_index import build_vector_index
     from app.storage.second_index import SecondVectorIndex
 
-    embedder = build_second_embedder(settings)
-    if embedder is None:
-        return None
-    index = build_vector_index(
-        settings, embedder.model_id, embedder.dimension, after_eviction, kind=SecondVectorIndex
-    )
-    assert isinstance(index, SecondVectorIndex)
-    return SecondArm(embedder, index, embed_section_paths=settings.section_paths_in("dense"))
+    return _extra_arm(settings, build_second_embedder(settings), SecondVectorIndex, after_eviction)
 
 
 def build_english_arm(
@@ -425,13 +418,26 @@ def build_english_arm(
 ) -> SecondArm | None:
     """The English arm RAG_ENGLISH_EMBEDDING names (its model loaded), or None."""
     from app.providers.embeddings import build_english_embedder
+
+    return _extra_arm(
+        settings, build_english_embedder(settings), EnglishVectorIndex, after_eviction
+    )
+
+
+def _extra_arm(
+    settings: Settings,
+    embedder: Embedder | None,
+    kind: type[SecondVectorIndex],
+    after_eviction: Callable[[], None] | None,
+) -> SecondArm | None:
+    """A dense arm beside the first: `embedder` (None: the option is off) and its per-tenant
+    index of `kind`."""
     from app.storage.chroma_index import build_vector_index
 
-    embedder = build_english_embedder(settings)
     if embedder is None:
         return None
     index = build_vector_index(
-        settings, embedder.model_id, embedder.dimension, after_eviction, kind=EnglishVectorIndex
+        settings, embedder.model_id, embedder.dimension, after_eviction, kind=kind
     )
-    assert isinstance(index, EnglishVectorIndex)
+    assert isinstance(index, kind)
     return SecondArm(embedder, index, embed_section_paths=settings.section_paths_in("dense"))
