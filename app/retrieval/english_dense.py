@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from app.domain import Chunk
 from app.retrieval.scope import DenseFilter
+from app.retrieval.second_dense import further_arm_hits
 from app.text.language import is_english_question
-from app.timing import timed
 
 if TYPE_CHECKING:
     from app.providers.types import Embedder
@@ -86,18 +86,17 @@ def english_dense_hits(
     and `dense_english`."""
     if not is_english_question(query):
         return None
-    where = where or DenseFilter()
-    with timed("dense_english"):
-        ready = english.reader.english_ready(tenant_id)
-    if not ready:
-        return None
-    with timed("embed_query_english"):
-        vector = english.embedder.embed_query(query)
-    with timed("dense_english"):
-        return english.reader.query_english(
+    inside = where or DenseFilter()
+    return further_arm_hits(
+        english.embedder,
+        stage="english",
+        query=query,
+        ready=lambda: english.reader.english_ready(tenant_id),
+        nearest=lambda vector: english.reader.query_english(
             tenant_id=tenant_id,
             vector=vector,
             k=k,
-            documents=where.documents,
-            chunk_ids=where.chunk_ids,
-        )
+            documents=inside.documents,
+            chunk_ids=inside.chunk_ids,
+        ),
+    )

@@ -536,26 +536,26 @@ class HybridRetriever:
             recall.query_vector = vector
             with timed("dense"):
                 self._dense_arm(tenant_id, vector, recall, pool_factor, scope)
-            # An English question: English documents ranked by the English arm, in the scope.
-            where = None if self.english is None else self.scoped.dense_filter(tenant_id, scope)
-            if self.english is not None and where is not None:
+            # The further dense arms search inside the scope as the first does (None: it is
+            # empty), each arm's hits None while its collection is incomplete.
+            has_further = self.english is not None or self.second is not None
+            where = self.scoped.dense_filter(tenant_id, scope) if has_further else None
+            if where is not None:
                 k = self.config.dense_candidates * pool_factor
-                english = english_dense_hits(
-                    self.english, tenant_id=tenant_id, query=query, k=k, where=where
-                )
-                if english is not None:  # None: not English, or the collection is incomplete
-                    with timed("dense_english"):
-                        self._english_dense_arm(tenant_id, recall, english, k)
-            # The second arm searches inside the scope as the first does (None: it is empty).
-            where = None if self.second is None else self.scoped.dense_filter(tenant_id, scope)
-            if self.second is not None and where is not None:
-                k = self.config.dense_candidates * pool_factor
-                hits = second_dense_hits(
-                    self.second, tenant_id=tenant_id, query=query, k=k, where=where
-                )
-                if hits is not None:  # None: the tenant's second collection is incomplete
-                    with timed("dense_second"):
-                        self._second_dense_arm(recall, hits, k)
+                if self.english is not None:  # an English question: the English arm
+                    english = english_dense_hits(
+                        self.english, tenant_id=tenant_id, query=query, k=k, where=where
+                    )
+                    if english is not None:  # None as well when the question is not English
+                        with timed("dense_english"):
+                            self._english_dense_arm(tenant_id, recall, english, k)
+                if self.second is not None:
+                    hits = second_dense_hits(
+                        self.second, tenant_id=tenant_id, query=query, k=k, where=where
+                    )
+                    if hits is not None:
+                        with timed("dense_second"):
+                            self._second_dense_arm(recall, hits, k)
         if mode != "dense":
             with timed("keyword"):
                 self._keyword_arm(

@@ -11,7 +11,7 @@ large one). A tenant whose second collection is incomplete is ranked by the firs
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -62,18 +62,38 @@ def second_dense_hits(
     tenant), or None while its collection is incomplete; timed as `embed_query_second` and
     `dense_second`. The hybrid retriever fuses them into its dense list
     (`HybridRetriever._second_dense_arm`)."""
-    where = where or DenseFilter()
-    with timed("dense_second"):
-        ready = second.reader.second_ready(tenant_id)
-    if not ready:
-        return None
-    with timed("embed_query_second"):
-        vector = second.embedder.embed_query(query)
-    with timed("dense_second"):
-        return second.reader.query_second(
+    inside = where or DenseFilter()
+    return further_arm_hits(
+        second.embedder,
+        stage="second",
+        query=query,
+        ready=lambda: second.reader.second_ready(tenant_id),
+        nearest=lambda vector: second.reader.query_second(
             tenant_id=tenant_id,
             vector=vector,
             k=k,
-            documents=where.documents,
-            chunk_ids=where.chunk_ids,
-        )
+            documents=inside.documents,
+            chunk_ids=inside.chunk_ids,
+        ),
+    )
+
+
+def further_arm_hits(
+    embedder: Embedder,
+    *,
+    stage: str,
+    query: str,
+    ready: Callable[[], bool],
+    nearest: Callable[[Sequence[float]], list[tuple[Chunk, float]] | None],
+) -> list[tuple[Chunk, float]] | None:
+    """A dense arm beside the first (the second arm, the English arm): its `nearest` chunks to
+    the question, or None while its collection is incomplete (`ready`, asked before the question
+    is embedded by the arm's model). Timed as `dense_<stage>` and `embed_query_<stage>`."""
+    with timed(f"dense_{stage}"):
+        complete = ready()
+    if not complete:
+        return None
+    with timed(f"embed_query_{stage}"):
+        vector = embedder.embed_query(query)
+    with timed(f"dense_{stage}"):
+        return nearest(vector)
