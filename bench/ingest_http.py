@@ -205,8 +205,7 @@ def run_http_workload(
             server = bench_server(base / "data", provider, uploads, extra)
             if probe_search:
                 server.create_user(NEIGHBOUR, "neighbour-user", PASSWORD)
-            server.start()
-            try:
+            with server.running():
                 probe = (base / "neighbour.txt") if probe_search else None
                 if probe is not None:
                     probe.write_text(paths[-1].read_text(encoding="utf-8"), encoding="utf-8")
@@ -215,8 +214,6 @@ def run_http_workload(
                 )
                 runs.append(timings)
                 probed += latencies
-            finally:
-                server.stop()
             loads.append(os.getloadavg()[0])
     total = statistics.median(r["total"] for r in runs)
     floor = statistics.median(floors)

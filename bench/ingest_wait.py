@@ -127,12 +127,9 @@ def run_wait_workload(
             floors.append(wall)
             floor_cpus.append(floor_cpu)
             server = bench_server(base / "data", provider, uploads, extra)
-            server.start()
-            try:
+            with server.running():
                 poll_s = poll_ms / 1000 if poll_ms > 0 else None
                 result = asyncio.run(_round(server, paths, concurrency, poll_s))
-            finally:
-                server.stop()
             lone += result["lone"]  # type: ignore[arg-type]
             totals.append(float(result["total"]))  # type: ignore[arg-type]
             cpus.append(float(result["cpu"]))  # type: ignore[arg-type]

@@ -339,11 +339,8 @@ def main() -> None:
                 "--password-stdin",
                 stdin=PASSWORD + "\n",
             )
-        server.start()
-        try:
+        with server.running():
             asyncio.run(measure(server, args.chunks, args.concurrency, args.scale))
-        finally:
-            server.stop()
 
 
 if __name__ == "__main__":

@@ -93,10 +93,9 @@ def main() -> None:
         server = bench_server(root / "data", "use", args.files, {})
         printed = server.cli("create-key", "--username", "bench-user", "--name", "bench")
         key = next(word for word in printed.split() if word.startswith("rag_"))
-        server.start()
         env = {**os.environ, "RAG_URL": server.url, "RAG_API_KEY": key, "HOME": str(root)}
         env["PYTHONPATH"] = str(root / "client")  # where a --target build put rag_client
-        try:
+        with server.running():
             folder = root / "notes"
             paths = small_files(folder, args.files)
             seconds, _ = run_rag(rag, env, "sync", str(folder), "--wait")
@@ -123,8 +122,6 @@ def main() -> None:
                 rag, env, "sync", str(paragraphs[0].parent), "--label", "paragraphs", "--wait"
             )
             assert not summary["failed"], summary
-        finally:
-            server.stop()
         floor, _, chunks = embed_once(bench_settings(root / "floor", "use"), paragraphs)
         rows.append(
             ["240 paragraph files, first sync (--wait)", seconds, f"{seconds / floor:.2f}x"]

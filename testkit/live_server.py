@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,6 +122,16 @@ class LiveServer:
             time.sleep(0.2)
         self.crash()
         raise AssertionError(f"server not ready after {timeout_s} s:\n{self.log()}")
+
+    @contextmanager
+    def running(self, timeout_s: float = 180.0) -> Iterator[LiveServer]:
+        """Started for the block and stopped after it, even when the block (a fixture's set-up
+        after the start, or the tests it yields to) raised."""
+        self.start(timeout_s)
+        try:
+            yield self
+        finally:
+            self.stop()
 
     def crash(self) -> None:
         """SIGKILL the server and its children (parser processes): no shutdown code runs."""

@@ -24,9 +24,8 @@ SMALL_CAP = 16 * 1024
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server = LiveServer(tmp_path_factory.mktemp("body-limits") / "data")
-    server.start()
-    yield server
-    server.stop()
+    with server.running():
+        yield server
 
 
 class _PeakRss:

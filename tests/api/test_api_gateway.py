@@ -50,9 +50,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     )
     for name in USERS:
         server.create_user("gw", name, PASSWORD)
-    server.start()
-    yield server
-    server.stop()
+    with server.running():
+        yield server
 
 
 @pytest.fixture(scope="module")

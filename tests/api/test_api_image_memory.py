@@ -33,9 +33,8 @@ TEXT = [
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server = LiveServer(tmp_path_factory.mktemp("image-memory") / "data")
     server.create_user("scans", "operator", PASSWORD)
-    server.start()
-    yield server
-    server.stop()
+    with server.running():
+        yield server
 
 
 def _headers(live: LiveServer) -> dict[str, str]:

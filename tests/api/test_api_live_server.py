@@ -39,9 +39,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         module="tests.api.gated_serve",
     )
     server.create_user("live", "operator", PASSWORD)
-    server.start()
-    yield server
-    server.stop()
+    with server.running():
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -33,9 +33,8 @@ HISTORY: list[Any] = [
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server = LiveServer(tmp_path_factory.mktemp("live-openai") / "data")
     server.create_user("chat", "chatter", PASSWORD)
-    server.start()
-    yield server
-    server.stop()
+    with server.running():
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -85,36 +85,37 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     )
     for username, role in USERS.items():
         server.create_user(TENANT, username, PASSWORD, role=role)
-    server.start()
-    admin = _headers(server, "ada")
-    max_id = httpx.get(f"{server.url}/auth/me", headers=_headers(server, "max")).json()["user_id"]
-    # "projects": restricted, managed by max (a member) through a grant of his own.
-    made = httpx.post(
-        f"{server.url}/collections",
-        json={"name": "projects", "visibility": "restricted"},
-        headers=admin,
-    )
-    assert made.status_code == 201, made.text
-    granted = httpx.put(
-        f"{server.url}/collections/projects/access",
-        json={"grants": [{"user_id": max_id, "permission": "manage"}]},
-        headers=admin,
-    )
-    assert granted.status_code == 200, granted.text
-    jobs = []
-    for name, (text, collection, metadata, uploader) in DOCUMENTS.items():
-        response = httpx.post(
-            f"{server.url}/documents",
-            headers=_headers(server, uploader),
-            data={"collection": collection, "metadata": json.dumps(metadata)},
-            files={"file": (name, text_document(text), "text/plain")},
-            timeout=60,
+    with server.running():
+        admin = _headers(server, "ada")
+        max_id = httpx.get(f"{server.url}/auth/me", headers=_headers(server, "max")).json()[
+            "user_id"
+        ]
+        # "projects": restricted, managed by max (a member) through a grant of his own.
+        made = httpx.post(
+            f"{server.url}/collections",
+            json={"name": "projects", "visibility": "restricted"},
+            headers=admin,
         )
-        assert response.status_code == 202, response.text
-        jobs.append(response.json()["job_id"])
-    _wait_for_jobs(server, admin, jobs)
-    yield server
-    server.stop()
+        assert made.status_code == 201, made.text
+        granted = httpx.put(
+            f"{server.url}/collections/projects/access",
+            json={"grants": [{"user_id": max_id, "permission": "manage"}]},
+            headers=admin,
+        )
+        assert granted.status_code == 200, granted.text
+        jobs = []
+        for name, (text, collection, metadata, uploader) in DOCUMENTS.items():
+            response = httpx.post(
+                f"{server.url}/documents",
+                headers=_headers(server, uploader),
+                data={"collection": collection, "metadata": json.dumps(metadata)},
+                files={"file": (name, text_document(text), "text/plain")},
+                timeout=60,
+            )
+            assert response.status_code == 202, response.text
+            jobs.append(response.json()["job_id"])
+        _wait_for_jobs(server, admin, jobs)
+        yield server
 
 
 def _sign_in(page: Any, live: LiveServer, username: str) -> None:

@@ -55,19 +55,18 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             role,
             stdin=PASSWORD + "\n",
         )
-    server.start()
-    # One upload by the admin and one by the member: who may delete which differs by role.
-    for username in ("ada", "mel"):
-        note = text_document(f"{username} wrote that the AUK pump is serviced every 9 days.")
-        response = httpx.post(
-            f"{server.url}/documents",
-            headers=_bearer(_token(server, username)),
-            files={"file": (f"{username}-note.txt", note, "text/plain")},
-            timeout=60,
-        )
-        assert response.status_code == 202, response.text
-    yield server
-    server.stop()
+    with server.running():
+        # One upload by the admin and one by the member: who may delete which differs by role.
+        for username in ("ada", "mel"):
+            note = text_document(f"{username} wrote that the AUK pump is serviced every 9 days.")
+            response = httpx.post(
+                f"{server.url}/documents",
+                headers=_bearer(_token(server, username)),
+                files={"file": (f"{username}-note.txt", note, "text/plain")},
+                timeout=60,
+            )
+            assert response.status_code == 202, response.text
+        yield server
 
 
 @pytest.fixture

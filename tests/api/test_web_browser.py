@@ -97,9 +97,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     )
     for tenant, username in (("web-a", "alice"), ("web-b", "bruno"), ("web-c", "carla")):
         server.create_user(tenant, username, PASSWORD)
-    server.start()
-    yield server
-    server.stop()
+    with server.running():
+        yield server
 
 
 @pytest.fixture

@@ -40,23 +40,24 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.create_user(T, "ada", PASSWORD)  # the tenant's admin
     server.create_user(T, "max", PASSWORD, role="member")
     server.create_user(T, "rex", PASSWORD, role="reader")
-    server.start()
-    admin = _headers(server, "ada")
-    made = httpx.post(
-        f"{server.url}/collections",
-        json={"name": "board", "visibility": "restricted"},
-        headers=admin,
-    )
-    assert made.status_code == 201, made.text
-    max_id = httpx.get(f"{server.url}/auth/me", headers=_headers(server, "max")).json()["user_id"]
-    granted = httpx.put(
-        f"{server.url}/collections/board/access",
-        json={"grants": [{"user_id": max_id, "permission": "write"}]},
-        headers=admin,
-    )
-    assert granted.status_code == 200, granted.text
-    yield server
-    server.stop()
+    with server.running():
+        admin = _headers(server, "ada")
+        made = httpx.post(
+            f"{server.url}/collections",
+            json={"name": "board", "visibility": "restricted"},
+            headers=admin,
+        )
+        assert made.status_code == 201, made.text
+        max_id = httpx.get(f"{server.url}/auth/me", headers=_headers(server, "max")).json()[
+            "user_id"
+        ]
+        granted = httpx.put(
+            f"{server.url}/collections/board/access",
+            json={"grants": [{"user_id": max_id, "permission": "write"}]},
+            headers=admin,
+        )
+        assert granted.status_code == 200, granted.text
+        yield server
 
 
 def _sign_in(page: Any, live: LiveServer, username: str) -> None:

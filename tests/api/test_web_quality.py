@@ -70,26 +70,33 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.create_user(TENANT, "ada", PASSWORD)  # the tenant's admin
     server.create_user(TENANT, "max", PASSWORD, role="member")
     server.create_user(TENANT, "rex", PASSWORD, role="reader")
-    server.start()
-    files = {"file": ("manual.pdf", pdf_document(*TOPICS))}
-    accepted = api(server, "ada", "POST", "/documents", files=files)
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    while True:
-        job = api(server, "ada", "GET", f"/jobs/{accepted['job_id']}")
-        if job["status"] in ("done", "failed"):
-            break
-        assert time.monotonic() < deadline, job
-        time.sleep(0.2)
-    assert job["status"] == "done", job
-    # The admin's own collection: the admin's test bench offers it, the member's does not.
-    api(server, "ada", "POST", "/collections", json={"name": "board", "visibility": "restricted"})
-    files = {"file": ("minutes.txt", text_document(MINUTES))}
-    accepted = api(server, "ada", "POST", "/documents", files=files, data={"collection": "board"})
-    while api(server, "ada", "GET", f"/jobs/{accepted['job_id']}")["status"] != "done":
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-    yield server
-    server.stop()
+    with server.running():
+        files = {"file": ("manual.pdf", pdf_document(*TOPICS))}
+        accepted = api(server, "ada", "POST", "/documents", files=files)
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        while True:
+            job = api(server, "ada", "GET", f"/jobs/{accepted['job_id']}")
+            if job["status"] in ("done", "failed"):
+                break
+            assert time.monotonic() < deadline, job
+            time.sleep(0.2)
+        assert job["status"] == "done", job
+        # The admin's own collection: the admin's test bench offers it, the member's does not.
+        api(
+            server,
+            "ada",
+            "POST",
+            "/collections",
+            json={"name": "board", "visibility": "restricted"},
+        )
+        files = {"file": ("minutes.txt", text_document(MINUTES))}
+        accepted = api(
+            server, "ada", "POST", "/documents", files=files, data={"collection": "board"}
+        )
+        while api(server, "ada", "GET", f"/jobs/{accepted['job_id']}")["status"] != "done":
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -60,9 +60,8 @@ def live(tmp_path_factory: pytest.TempPathFactory, provider: Glewlwyd) -> Iterat
         stdin=CLIENT_SECRET + "\n",
     )
     assert "Acme Login" in out and CLIENT_SECRET not in out
-    server.start()
-    yield server
-    server.stop()
+    with server.running():
+        yield server
     assert CLIENT_SECRET not in server.log_path.read_text(errors="replace")
 
 

@@ -76,9 +76,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     # One name in two organisations: signing in as "sam" needs the organisation.
     server.create_user("states-e", "sam", PASSWORD)
     server.create_user("states-f", "sam", "another web states password")
-    server.start()
-    yield server
-    server.stop()
+    with server.running():
+        yield server
 
 
 def _app_controls(page: Any) -> list[Any]:

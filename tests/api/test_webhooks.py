@@ -78,11 +78,8 @@ def hooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hooks]:
         Tenant(_key(server, "rita")),
         Tenant(_key(server, "ned")),
     )
-    server.start()
-    try:
+    with server.running():
         yield tenants
-    finally:
-        server.stop()
 
 
 def test_document_events_arrive_signed_without_text_and_only_to_their_tenant(

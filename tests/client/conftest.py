@@ -129,11 +129,8 @@ def client_server(
     server = LiveServer(root / "data")
     server.create_user("acme", "ada", "Sync-keeper 42 lighthouse")
     key = make_key(server, "ada", "tests")
-    server.start()
     home = root / "home"
     home.mkdir()
     rag = Rag(rag_executable, home, {"RAG_URL": server.url, "RAG_API_KEY": key})
-    try:
+    with server.running():
         yield ClientServer(server, key, rag)
-    finally:
-        server.stop()
