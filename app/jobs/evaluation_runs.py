@@ -20,7 +20,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, defer
 
 from app.domain import ListedPage
-from app.storage.db import Database, utc_now
+from app.storage.db import DatabaseStore, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import EvaluationRunRow, JobRow
 
@@ -89,11 +89,8 @@ class NewRun:
     collections: tuple[str, ...]
 
 
-class EvaluationRunStore:
+class EvaluationRunStore(DatabaseStore):
     """The durable table of evaluation runs."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def create(self, tenant_id: str, new: NewRun, run_id: str | None = None) -> RunRecord:
         """A queued run, on its own (a run to execute is made with its job: `add`)."""

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from app.domain import ListedPage
-from app.storage.db import Database, utc_now
+from app.storage.db import DatabaseStore, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import AnswerRecordRow
 
@@ -74,11 +74,8 @@ def _record(row: AnswerRecordRow) -> AnswerRecord:
     )
 
 
-class AnswerRecordStore:
+class AnswerRecordStore(DatabaseStore):
     """Writes, reads, exports and deletes answer records."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def add(self, record: AnswerRecord) -> None:
         """Store one answer's record."""

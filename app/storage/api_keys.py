@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from app.domain import KEY_SCOPES, KeyScope, Role
 from app.errors import AuthenticationFailed, QuotaExceeded
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, utc_now
+from app.storage.db import DatabaseStore, utc_now
 from app.storage.records import record_of
 from app.storage.tables import ApiKeyRow, UserRow
 from app.storage.users import UserRecord, access_version_of_user, user_record
@@ -97,11 +97,8 @@ def _with_descendants(session: Session, key_id: str) -> list[str]:
     return found
 
 
-class ApiKeyStore:
+class ApiKeyStore(DatabaseStore):
     """Keys per user of a tenant; another tenant's key behaves like a missing one."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def add(
         self,

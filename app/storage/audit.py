@@ -15,7 +15,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.domain import ListedPage
-from app.storage.db import Database, utc_now
+from app.storage.db import DatabaseStore, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import AuditRow
 
@@ -68,11 +68,8 @@ def _record(row: AuditRow) -> AuditRecord:
     return record_of(AuditRecord, row, detail=json.loads(row.detail or "{}"))
 
 
-class AuditStore:
+class AuditStore(DatabaseStore):
     """Writes entries that record no other change, reads a tenant's, drops old ones."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def add(self, entry: AuditEntry) -> None:
         """Write one entry on its own (a login, a refusal: nothing else changes)."""

@@ -24,7 +24,7 @@ from sqlalchemy import ColumnElement, Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from app.domain import PAGE_ROLES, Chunk, PageRole
-from app.storage.db import Database, conflict_insert
+from app.storage.db import DatabaseStore, conflict_insert
 from app.storage.records import record_of
 from app.storage.tables import ChunkRow, CorpusVersionRow, DocumentRow
 
@@ -65,11 +65,8 @@ def _page_role(value: str | None) -> PageRole | None:
     return cast("PageRole", value) if value in PAGE_ROLES else None
 
 
-class ChunkStore:
+class ChunkStore(DatabaseStore):
     """Tenant-scoped chunk records and corpus versions."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     # --- writes (each one transaction, bumping the tenant's corpus version) ---
 

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from app.domain import GENERAL_COLLECTION
 from app.errors import Conflict, NotFound
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, conflict_insert, utc_now
+from app.storage.db import DatabaseStore, conflict_insert, utc_now
 from app.storage.documents import StoredUsage
 from app.storage.records import record_of
 from app.storage.tables import (
@@ -142,11 +142,8 @@ def _bump(session: Session, dialect: str, tenant_id: str) -> None:
     )
 
 
-class AccessStore:
+class AccessStore(DatabaseStore):
     """Tenant-scoped collections, groups and grants; see the module docstring."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     # --- version and graph ---
 

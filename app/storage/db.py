@@ -188,6 +188,14 @@ class Database:
         self.engine.dispose()
 
 
+class DatabaseStore:
+    """The base of the stores that keep their tables in the service database: each reads and
+    writes through `self._db`'s short sessions."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+
 def open_database(url: str) -> Database:
     """Connect and migrate the schema to the newest revision: what the API and the workers call
     at start-up."""

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.domain import ListedPage
 from app.domain import document_id as new_document_id
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, conflict_insert, utc_now
+from app.storage.db import DatabaseStore, conflict_insert, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import DocumentRow, UserRow
 
@@ -108,11 +108,8 @@ def _new_row(
     }
 
 
-class DocumentStore:
+class DocumentStore(DatabaseStore):
     """Tenant-scoped document metadata in the service database."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def upsert(
         self,

@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import Conflict
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, utc_now
+from app.storage.db import DatabaseStore, utc_now
 from app.storage.tables import (
     SsoConfigRow,
     SsoExchangeCodeRow,
@@ -81,11 +81,8 @@ def _config(row: SsoConfigRow) -> StoredSsoConfig:
     )
 
 
-class SsoStore:
+class SsoStore(DatabaseStore):
     """Reads and writes the single sign-on tables."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     # --- configuration ------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from sqlalchemy import delete, select, update
 
 from app.domain import ListedPage
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, utc_now
+from app.storage.db import DatabaseStore, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import WebhookDeliveryRow, WebhookRow
 
@@ -75,11 +75,8 @@ class NewDelivery:
     body: str
 
 
-class WebhookStore:
+class WebhookStore(DatabaseStore):
     """Tenant-scoped webhooks and their delivery log."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     # --- webhooks ------------------------------------------------------------------------
 
