@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
@@ -227,7 +227,7 @@ class AccessStore(DatabaseStore):
             with self._db.session() as session:
                 session.add(row)
                 session.flush()
-                write_entry(session, _targeted(audit, row.collection_id))
+                write_entry(session, replace(audit, target_id=row.collection_id))
                 _bump(session, self._db.dialect, tenant_id)
                 return record_of(CollectionRecord, row)
         except IntegrityError:
@@ -253,7 +253,7 @@ class AccessStore(DatabaseStore):
                     setattr(row, name, value)
                 row.updated_at = utc_now()
                 session.flush()
-                write_entry(session, _targeted(audit, collection_id))
+                write_entry(session, replace(audit, target_id=collection_id))
                 _bump(session, self._db.dialect, tenant_id)
                 return record_of(CollectionRecord, row)
         except IntegrityError:
@@ -278,7 +278,7 @@ class AccessStore(DatabaseStore):
                     CollectionGrantRow.collection_id == collection_id,
                 )
             )
-            write_entry(session, _targeted(audit, collection_id))
+            write_entry(session, replace(audit, target_id=collection_id))
             _bump(session, self._db.dialect, tenant_id)
             return True
 
@@ -451,7 +451,7 @@ class AccessStore(DatabaseStore):
                 )
                 for grant in grants
             )
-            write_entry(session, _targeted(audit, collection_id))
+            write_entry(session, replace(audit, target_id=collection_id))
             _bump(session, self._db.dialect, tenant_id)
 
     @staticmethod
@@ -492,7 +492,7 @@ class AccessStore(DatabaseStore):
             with self._db.session() as session:
                 session.add(row)
                 session.flush()
-                write_entry(session, _targeted(audit, row.group_id))
+                write_entry(session, replace(audit, target_id=row.group_id))
                 return record_of(GroupRecord, row)
         except IntegrityError:
             raise Conflict(f"a group named {name!r} already exists") from None
@@ -539,7 +539,7 @@ class AccessStore(DatabaseStore):
                 if description is not None:
                     row.description = description
                 session.flush()
-                write_entry(session, _targeted(audit, group_id))
+                write_entry(session, replace(audit, target_id=group_id))
                 return record_of(GroupRecord, row)
         except IntegrityError:
             raise Conflict(f"a group named {name!r} already exists") from None
@@ -566,7 +566,7 @@ class AccessStore(DatabaseStore):
                     CollectionGrantRow.principal_id == group_id,
                 )
             )
-            write_entry(session, _targeted(audit, group_id))
+            write_entry(session, replace(audit, target_id=group_id))
             _bump(session, self._db.dialect, tenant_id)
 
     def set_member(
@@ -615,9 +615,3 @@ def _metadata(stored: str | None) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _targeted(audit: AuditEntry, target_id: str) -> AuditEntry:
-    return AuditEntry(
-        audit.tenant_id, audit.action, audit.user_id, target_id, audit.client_ip, audit.detail
-    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -175,7 +175,7 @@ class UserStore:
                 session.flush()  # the name check fails here, before the entry is added
                 if audit is not None:
                     detail = {**audit.detail, "username": username, "role": role}
-                    write_entry(session, _targeted(audit, row.id, detail))
+                    write_entry(session, replace(audit, target_id=row.id, detail=detail))
         except IntegrityError as exc:
             # Only this tenant's names can collide: the answer tells nothing about other tenants.
             raise Conflict(f"user name {username!r} is already taken in this tenant") from exc
@@ -282,7 +282,7 @@ class UserStore:
             if change.ends_sessions:
                 _end_sessions(session, row)
             if audit is not None:
-                write_entry(session, _targeted(audit, row.id, {**audit.detail, **detail}))
+                write_entry(session, replace(audit, target_id=row.id, detail={**audit.detail, **detail}))
             return user_record(row)
 
     def end_sessions(self, user_id: str, audit: AuditEntry | None = None) -> None:
@@ -308,7 +308,7 @@ class UserStore:
             _delete_user(session, row)
             if audit is not None:
                 detail = {**audit.detail, "username": row.username}
-                write_entry(session, _targeted(audit, row.id, detail))
+                write_entry(session, replace(audit, target_id=row.id, detail=detail))
             return record
 
     def delete(self, tenant_id: str, username: str) -> bool:
@@ -328,14 +328,3 @@ class UserStore:
         if row is None or row.tenant_id != tenant_id:
             raise NotFound("user not found")
         return row
-
-
-def _targeted(entry: AuditEntry, target_id: str, detail: dict[str, object]) -> AuditEntry:
-    return AuditEntry(
-        tenant_id=entry.tenant_id,
-        action=entry.action,
-        user_id=entry.user_id,
-        target_id=target_id,
-        client_ip=entry.client_ip,
-        detail=detail,
-    )
