@@ -17,7 +17,7 @@ from sqlalchemy import delete, select
 
 from app.domain import ListedPage
 from app.storage.db import DatabaseStore, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.records import columns_of, listed_page, record_of
 from app.storage.tables import AnswerRecordRow
 
 _EXPORT_BATCH = 500
@@ -82,19 +82,12 @@ class AnswerRecordStore(DatabaseStore):
         with self._db.session() as session:
             session.add(
                 AnswerRecordRow(
-                    answer_id=record.answer_id,
-                    tenant_id=record.tenant_id,
-                    user_id=record.user_id,
-                    created_at=record.created_at,
-                    question=record.question,
-                    refused=record.refused,
-                    cache=record.cache,
-                    model=record.model,
-                    corpus_version=record.corpus_version,
-                    cited=_json(record.cited if record.question is not None else None),
-                    retrieved=_json(record.retrieved if record.question is not None else None),
-                    timings=_json(record.timings if record.question is not None else None),
-                    total_ms=record.total_ms,
+                    **columns_of(
+                        record,
+                        cited=_json(record.cited if record.question is not None else None),
+                        retrieved=_json(record.retrieved if record.question is not None else None),
+                        timings=_json(record.timings if record.question is not None else None),
+                    )
                 )
             )
 

@@ -20,7 +20,7 @@ from app.domain import KEY_SCOPES, KeyScope, Role
 from app.errors import AuthenticationFailed, QuotaExceeded
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import DatabaseStore, utc_now
-from app.storage.records import record_of
+from app.storage.records import columns_of, record_of
 from app.storage.tables import ApiKeyRow, UserRow
 from app.storage.users import UserRecord, access_version_of_user, user_record
 
@@ -111,19 +111,13 @@ class ApiKeyStore(DatabaseStore):
         user already has `max_active_per_user` working keys, AuthenticationFailed when the key
         making it was revoked meanwhile (as that key itself now gets)."""
         row = ApiKeyRow(
-            key_id=record.key_id,
-            tenant_id=record.tenant_id,
-            user_id=record.user_id,
-            name=record.name,
-            role=record.role,
-            prefix=record.prefix,
-            key_hash=key_hash,
-            created_at=record.created_at,
-            expires_at=record.expires_at,
-            last_used_at=None,
-            scopes=" ".join(record.scopes),
-            parent_key_id=record.parent_key_id,
-            collections=None if record.collections is None else json.dumps(record.collections),
+            **columns_of(
+                record,
+                key_hash=key_hash,
+                last_used_at=None,
+                scopes=" ".join(record.scopes),
+                collections=None if record.collections is None else json.dumps(record.collections),
+            )
         )
         with self._db.write_session(_keys_lock(record.tenant_id)) as session:
             limit = max_active_per_user

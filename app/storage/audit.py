@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.domain import ListedPage
 from app.storage.db import DatabaseStore, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.records import columns_of, listed_page, record_of
 from app.storage.tables import AuditRow
 
 # A login attempt for a name nobody has belongs to no tenant: no tenant's admin sees it.
@@ -52,15 +52,7 @@ class AuditRecord:
 def write_entry(session: Session, entry: AuditEntry) -> None:
     """Add the entry in `session`'s transaction (committed, or rolled back, with the change)."""
     session.add(
-        AuditRow(
-            tenant_id=entry.tenant_id,
-            at=utc_now(),
-            action=entry.action,
-            user_id=entry.user_id,
-            target_id=entry.target_id,
-            client_ip=entry.client_ip,
-            detail=json.dumps(entry.detail, sort_keys=True),
-        )
+        AuditRow(**columns_of(entry, at=utc_now(), detail=json.dumps(entry.detail, sort_keys=True)))
     )
 
 

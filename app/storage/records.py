@@ -1,6 +1,7 @@
-"""Rows to records, one way: a detached record takes each of its fields from the row's
-attribute of the same name, unless the store gives the value itself (a renamed or decoded
-column, a joined value). A page of a listing is read one way too (`listed_page`)."""
+"""Rows to records and back, one way: a detached record takes each of its fields from the
+row's attribute of the same name, and a new row each of its columns from the record's field of
+the same name, unless the store gives the value itself (a renamed, encoded or decoded column, a
+joined value). A page of a listing is read one way too (`listed_page`)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ def record_of(kind: type[Record], row: object, **given: Any) -> Record:
     """The `kind` record of an ORM row: `given` values first, the rest read from the row."""
     read = {f.name: getattr(row, f.name) for f in fields(kind) if f.init and f.name not in given}
     return kind(**read, **given)
+
+
+def columns_of(record: DataclassInstance, **given: Any) -> dict[str, Any]:
+    """The column values of a new row from a record: `given` values first, the rest the
+    record's fields (each the name of a column)."""
+    read = {f.name: getattr(record, f.name) for f in fields(record) if f.name not in given}
+    return {**read, **given}
 
 
 def listed_page(

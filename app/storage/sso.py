@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from app.errors import Conflict
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import DatabaseStore, utc_now
+from app.storage.records import columns_of, record_of
 from app.storage.tables import (
     SsoConfigRow,
     SsoExchangeCodeRow,
@@ -71,14 +72,7 @@ class CodeOwner:
 
 
 def _config(row: SsoConfigRow) -> StoredSsoConfig:
-    return StoredSsoConfig(
-        tenant_id=row.tenant_id,
-        issuer=row.issuer,
-        client_id=row.client_id,
-        client_secret_encrypted=row.client_secret_encrypted,
-        settings=json.loads(row.settings),
-        updated_at=row.updated_at,
-    )
+    return record_of(StoredSsoConfig, row, settings=json.loads(row.settings))
 
 
 class SsoStore(DatabaseStore):
@@ -167,32 +161,11 @@ class SsoStore(DatabaseStore):
 
     def add_pending(self, state: str, pending: PendingSignIn) -> None:
         """Remember a sign-in sent to the provider under its state."""
-        self._add_one_use(
-            SsoPendingRow(
-                state_hash=digest(state),
-                tenant_id=pending.tenant_id,
-                nonce=pending.nonce,
-                code_verifier=pending.code_verifier,
-                redirect_uri=pending.redirect_uri,
-                next_path=pending.next_path,
-                expires_at=pending.expires_at,
-            )
-        )
+        self._add_one_use(SsoPendingRow(state_hash=digest(state), **columns_of(pending)))
 
     def take_pending(self, state: str) -> PendingSignIn | None:
         """The sign-in of this state, once: None for an unknown, used or expired state."""
-        return self._take_one_use(
-            SsoPendingRow,
-            state,
-            lambda row: PendingSignIn(
-                tenant_id=row.tenant_id,
-                nonce=row.nonce,
-                code_verifier=row.code_verifier,
-                redirect_uri=row.redirect_uri,
-                next_path=row.next_path,
-                expires_at=row.expires_at,
-            ),
-        )
+        return self._take_one_use(SsoPendingRow, state, lambda row: record_of(PendingSignIn, row))
 
     # --- one-time exchange codes --------------------------------------------------------------
 
