@@ -20,7 +20,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, defer
 
 from app.domain import ListedPage
-from app.storage.db import DatabaseStore, utc_now
+from app.storage.db import DatabaseStore, affected_rows, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import EvaluationRunRow, JobRow
 
@@ -175,7 +175,8 @@ class EvaluationRunStore(DatabaseStore):
         """Fail the runs waiting or running without a job (queued before runs were jobs: no
         worker would ever take them); how many."""
         with self._db.session() as session:
-            failed = session.execute(
+            return affected_rows(
+                session,
                 update(EvaluationRunRow)
                 .where(
                     EvaluationRunRow.status.in_(("queued", "processing")),
@@ -187,7 +188,6 @@ class EvaluationRunStore(DatabaseStore):
                     updated_at=utc_now(),
                 )
             )
-            return int(failed.rowcount)  # type: ignore[attr-defined]
 
     def _set(self, run_id: str, **values: Any) -> None:
         """Change the run's columns, and when it last changed."""

@@ -44,7 +44,7 @@ from app.errors import QuotaExceeded
 from app.jobs.endings import JobEndings
 from app.jobs.scheduling import RETRYING, ClaimScope, fair_tenant, in_scope, next_batch
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, advisory_key, conflict_insert, utc_now
+from app.storage.db import Database, advisory_key, affected_rows, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, usage_beside
 from app.storage.records import listed_page, record_of
 from app.storage.tables import BatchMemberRow, DocumentRow, JobRow, TenantTurnRow
@@ -533,12 +533,12 @@ class JobStore:
         """Touch a processing job (at `now`, default the current time) so `requeue_stale` leaves
         it alone; False if it is not ours."""
         with self._db.session() as session:
-            result = session.execute(
+            return bool(affected_rows(
+                session,
                 update(JobRow)
                 .where(JobRow.job_id == job_id, JobRow.status == "processing")
                 .values(updated_at=now or utc_now())
-            )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            ))
 
     def release(self, job_id: str, reason: str) -> None:
         """Put a processing job back in the queue after a transient failure, saying why (the
@@ -668,12 +668,12 @@ class JobStore:
                     updated_at=now,
                 )
             )
-            requeued = session.execute(
+            return affected_rows(
+                session,
                 update(JobRow)
                 .where(*stale)
                 .values(status="queued", progress_stage="queued", updated_at=now)
             )
-            return int(requeued.rowcount)  # type: ignore[attr-defined]
 
 
 def _new_queued(

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from app.domain import ListedPage
-from app.storage.db import DatabaseStore, utc_now
+from app.storage.db import DatabaseStore, affected_rows, utc_now
 from app.storage.records import columns_of, listed_page, record_of
 from app.storage.tables import AnswerRecordRow
 
@@ -141,14 +141,13 @@ class AnswerRecordStore(DatabaseStore):
         if before is not None:
             where.append(AnswerRecordRow.created_at < before)
         with self._db.session() as session:
-            result = session.execute(delete(AnswerRecordRow).where(*where))
-            return int(result.rowcount)  # type: ignore[attr-defined]
+            return affected_rows(session, delete(AnswerRecordRow).where(*where))
 
     def prune(self, keep_days: float, now: datetime | None = None) -> int:
         """Delete every tenant's records older than `keep_days`; how many went."""
         cutoff = (now or utc_now()) - timedelta(days=keep_days)
         with self._db.session() as session:
-            result = session.execute(
+            return affected_rows(
+                session,
                 delete(AnswerRecordRow).where(AnswerRecordRow.created_at < cutoff)
             )
-            return int(result.rowcount)  # type: ignore[attr-defined]

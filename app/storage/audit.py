@@ -15,7 +15,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.domain import ListedPage
-from app.storage.db import DatabaseStore, utc_now
+from app.storage.db import DatabaseStore, affected_rows, utc_now
 from app.storage.records import columns_of, listed_page, record_of
 from app.storage.tables import AuditRow
 
@@ -90,5 +90,4 @@ class AuditStore(DatabaseStore):
         """Delete entries older than the retention; how many went."""
         cutoff = (now or utc_now()) - timedelta(days=retention_days)
         with self._db.session() as session:
-            result = session.execute(delete(AuditRow).where(AuditRow.at < cutoff))
-            return int(result.rowcount)  # type: ignore[attr-defined]
+            return affected_rows(session, delete(AuditRow).where(AuditRow.at < cutoff))

@@ -24,7 +24,7 @@ from sqlalchemy import ColumnElement, Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from app.domain import PAGE_ROLES, Chunk, PageRole
-from app.storage.db import DatabaseStore, conflict_insert
+from app.storage.db import DatabaseStore, affected_rows, conflict_insert
 from app.storage.records import record_of
 from app.storage.tables import ChunkRow, CorpusVersionRow, DocumentRow
 
@@ -98,12 +98,12 @@ class ChunkStore(DatabaseStore):
     def delete_document(self, tenant_id: str, document_id: str) -> int:
         """Remove a document's records; returns how many there were."""
         with self._db.session() as session:
-            removed = session.execute(
+            count = affected_rows(
+                session,
                 delete(ChunkRow).where(
                     ChunkRow.tenant_id == tenant_id, ChunkRow.document_id == document_id
                 )
             )
-            count = int(removed.rowcount)  # type: ignore[attr-defined]
             if count:
                 self._bump(session, tenant_id)
             return count

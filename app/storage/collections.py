@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from app.domain import GENERAL_COLLECTION
 from app.errors import Conflict, NotFound
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import DatabaseStore, conflict_insert, utc_now
+from app.storage.db import DatabaseStore, affected_rows, conflict_insert, utc_now
 from app.storage.documents import StoredUsage
 from app.storage.records import record_of
 from app.storage.tables import (
@@ -264,12 +264,13 @@ class AccessStore(DatabaseStore):
         with self._db.session() as session:
             if self._document_count(session, tenant_id, collection_id):
                 return False
-            removed = session.execute(
+            removed = affected_rows(
+                session,
                 delete(CollectionRow).where(
                     CollectionRow.tenant_id == tenant_id,
                     CollectionRow.collection_id == collection_id,
                 )
-            ).rowcount  # type: ignore[attr-defined]
+            )
             if not removed:
                 raise NotFound(COLLECTION_NOT_FOUND)
             session.execute(
@@ -396,13 +397,14 @@ class AccessStore(DatabaseStore):
             values["metadata_json"] = json.dumps(dict(metadata), sort_keys=True)
         try:
             with self._db.session() as session:
-                changed = session.execute(
+                changed = affected_rows(
+                    session,
                     update(DocumentRow)
                     .where(
                         DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
                     )
                     .values(**values)
-                ).rowcount  # type: ignore[attr-defined]
+                )
                 if not changed:
                     raise NotFound("document not found")
                 if audit is not None:
@@ -547,11 +549,12 @@ class AccessStore(DatabaseStore):
     def delete_group(self, tenant_id: str, group_id: str, audit: AuditEntry) -> None:
         """Remove a group, its memberships and its grants."""
         with self._db.session() as session:
-            removed = session.execute(
+            removed = affected_rows(
+                session,
                 delete(GroupRow).where(
                     GroupRow.tenant_id == tenant_id, GroupRow.group_id == group_id
                 )
-            ).rowcount  # type: ignore[attr-defined]
+            )
             if not removed:
                 raise NotFound(GROUP_NOT_FOUND)
             session.execute(

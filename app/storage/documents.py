@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.domain import ListedPage
 from app.domain import document_id as new_document_id
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import DatabaseStore, conflict_insert, utc_now
+from app.storage.db import DatabaseStore, affected_rows, conflict_insert, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import DocumentRow, UserRow
 
@@ -206,12 +206,12 @@ class DocumentStore(DatabaseStore):
         if ocr_pages is not None:
             values["ocr_pages"] = ocr_pages
         with self._db.session() as session:
-            result = session.execute(
+            return bool(affected_rows(
+                session,
                 update(DocumentRow)
                 .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
                 .values(**values)
-            )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            ))
 
     def get(self, tenant_id: str, document_id: str) -> DocumentRecord | None:
         """The tenant's document, or None when missing or another tenant's."""
@@ -310,12 +310,12 @@ class DocumentStore(DatabaseStore):
         """Remove the tenant's document row (with the audit entry, when it existed); returns
         whether it existed."""
         with self._db.session() as session:
-            result = session.execute(
+            existed = bool(affected_rows(
+                session,
                 delete(DocumentRow).where(
                     DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
                 )
-            )
-            existed = bool(result.rowcount)  # type: ignore[attr-defined]
+            ))
             if existed and audit is not None:
                 write_entry(session, audit)
             return existed

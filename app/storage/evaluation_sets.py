@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from app.domain import ListedPage
-from app.storage.db import DatabaseStore, utc_now
+from app.storage.db import DatabaseStore, affected_rows, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import EvaluationSetRow
 
@@ -80,12 +80,12 @@ class EvaluationSetStore(DatabaseStore):
     def delete(self, tenant_id: str, set_id: str) -> bool:
         """Delete the tenant's set; whether it existed."""
         with self._db.session() as session:
-            result = session.execute(
+            return bool(affected_rows(
+                session,
                 delete(EvaluationSetRow).where(
                     EvaluationSetRow.tenant_id == tenant_id, EvaluationSetRow.set_id == set_id
                 )
-            )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            ))
 
 
 def _with_items(row: EvaluationSetRow) -> EvaluationSet:

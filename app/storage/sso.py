@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import Conflict
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import DatabaseStore, utc_now
+from app.storage.db import DatabaseStore, affected_rows, utc_now
 from app.storage.records import columns_of, record_of
 from app.storage.tables import (
     SsoConfigRow,
@@ -126,9 +126,10 @@ class SsoStore(DatabaseStore):
         """Remove the tenant's provider (its users stay, linked for a later one); whether it
         had one."""
         with self._db.session() as session:
-            gone = session.execute(
+            gone = affected_rows(
+                session,
                 delete(SsoConfigRow).where(SsoConfigRow.tenant_id == tenant_id)
-            ).rowcount  # type: ignore[attr-defined]
+            )
             if gone:
                 write_entry(session, audit)
             return bool(gone)
@@ -206,7 +207,7 @@ class SsoStore(DatabaseStore):
             if row is None:
                 return None
             found, expires_at = read(row), row.expires_at
-            taken = session.execute(delete(table).where(key_column == key)).rowcount  # type: ignore[attr-defined]
+            taken = affected_rows(session, delete(table).where(key_column == key))
         if not taken or expires_at <= utc_now():
             return None
         return found

@@ -16,7 +16,7 @@ from sqlalchemy import delete, select, update
 
 from app.domain import ListedPage
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import DatabaseStore, utc_now
+from app.storage.db import DatabaseStore, affected_rows, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import WebhookDeliveryRow, WebhookRow
 
@@ -155,12 +155,13 @@ class WebhookStore(DatabaseStore):
             if enabled:
                 values.update(consecutive_failures=0, disabled_reason=None)
         with self._db.session() as session:
-            result = session.execute(
+            matched = affected_rows(
+                session,
                 update(WebhookRow)
                 .where(WebhookRow.tenant_id == tenant_id, WebhookRow.webhook_id == webhook_id)
                 .values(**values)
             )
-            if not result.rowcount:  # type: ignore[attr-defined]
+            if not matched:
                 return None
             if audit is not None:
                 write_entry(session, audit)
@@ -171,12 +172,12 @@ class WebhookStore(DatabaseStore):
     def delete(self, tenant_id: str, webhook_id: str, audit: AuditEntry | None = None) -> bool:
         """Remove the webhook and its delivery log; whether it existed."""
         with self._db.session() as session:
-            result = session.execute(
+            existed = bool(affected_rows(
+                session,
                 delete(WebhookRow).where(
                     WebhookRow.tenant_id == tenant_id, WebhookRow.webhook_id == webhook_id
                 )
-            )
-            existed = bool(result.rowcount)  # type: ignore[attr-defined]
+            ))
             if existed:
                 session.execute(
                     delete(WebhookDeliveryRow).where(WebhookDeliveryRow.webhook_id == webhook_id)
@@ -248,7 +249,8 @@ class WebhookStore(DatabaseStore):
             due = session.execute(query).all()
         for delivery_id, seen_at in due:
             with self._db.session() as session:
-                result = session.execute(
+                matched = affected_rows(
+                    session,
                     update(WebhookDeliveryRow)
                     .where(
                         WebhookDeliveryRow.delivery_id == delivery_id,
@@ -257,7 +259,7 @@ class WebhookStore(DatabaseStore):
                     )
                     .values(next_attempt_at=now + lease)
                 )
-                if not result.rowcount:  # type: ignore[attr-defined]
+                if not matched:
                     continue  # another process claimed it first
                 row = session.get(WebhookDeliveryRow, delivery_id, populate_existing=True)
                 if row is not None:
@@ -323,7 +325,8 @@ class WebhookStore(DatabaseStore):
                 .where(WebhookRow.webhook_id == delivery.webhook_id)
                 .values(consecutive_failures=WebhookRow.consecutive_failures + 1)
             )
-            disabled = session.execute(
+            disabled = affected_rows(
+                session,
                 update(WebhookRow)
                 .where(
                     WebhookRow.webhook_id == delivery.webhook_id,
@@ -336,7 +339,7 @@ class WebhookStore(DatabaseStore):
                     updated_at=now,
                 )
             )
-            if disabled.rowcount:  # type: ignore[attr-defined]
+            if disabled:
                 write_entry(session, disabled_audit)
                 return True
             return False
