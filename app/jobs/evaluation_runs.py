@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, defer
 
 from app.domain import ListedPage
 from app.storage.db import DatabaseStore, affected_rows, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.records import count_rows, listed_page, record_of
 from app.storage.tables import EvaluationRunRow, JobRow
 
 RunStatus = Literal["queued", "processing", "done", "failed"]
@@ -122,12 +122,13 @@ class EvaluationRunStore(DatabaseStore):
 
     def count_active(self, tenant_id: str) -> int:
         """The tenant's queued and processing runs."""
-        query = select(func.count()).where(
-            EvaluationRunRow.tenant_id == tenant_id,
-            EvaluationRunRow.status.in_(("queued", "processing")),
-        )
         with self._db.session() as session:
-            return int(session.scalar(query) or 0)
+            return count_rows(
+                session,
+                EvaluationRunRow,
+                EvaluationRunRow.tenant_id == tenant_id,
+                EvaluationRunRow.status.in_(("queued", "processing")),
+            )
 
     def get(self, tenant_id: str, run_id: str, with_results: bool = True) -> RunRecord | None:
         """The tenant's run, or None."""

@@ -13,14 +13,14 @@ import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.domain import KEY_SCOPES, KeyScope, Role
 from app.errors import AuthenticationFailed, QuotaExceeded
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import DatabaseStore, utc_now
-from app.storage.records import columns_of, record_of
+from app.storage.records import columns_of, count_rows, record_of
 from app.storage.tables import ApiKeyRow, UserRow
 from app.storage.users import UserRecord, access_version_of_user, user_record
 
@@ -75,15 +75,12 @@ def _keys_lock(tenant_id: str) -> str:
 
 def _active_keys(session: Session, user_id: str, now: datetime) -> int:
     """The user's keys that still work (revoked keys are deleted; expired ones linger)."""
-    counted = session.scalar(
-        select(func.count())
-        .select_from(ApiKeyRow)
-        .where(
-            ApiKeyRow.user_id == user_id,
-            or_(ApiKeyRow.expires_at.is_(None), ApiKeyRow.expires_at > now),
-        )
+    return count_rows(
+        session,
+        ApiKeyRow,
+        ApiKeyRow.user_id == user_id,
+        or_(ApiKeyRow.expires_at.is_(None), ApiKeyRow.expires_at > now),
     )
-    return int(counted or 0)
 
 
 def _with_descendants(session: Session, key_id: str) -> list[str]:

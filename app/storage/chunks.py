@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from app.domain import PAGE_ROLES, Chunk, PageRole
 from app.storage.db import DatabaseStore, affected_rows, conflict_insert
-from app.storage.records import record_of
+from app.storage.records import count_rows, record_of
 from app.storage.tables import ChunkRow, CorpusVersionRow, DocumentRow
 
 # Ids per statement: below SQLite's bound-parameter limit, and short statements for PostgreSQL.
@@ -217,15 +217,12 @@ class ChunkStore(DatabaseStore):
     def count_in_language(self, tenant_id: str, language: str) -> int:
         """How many chunks the tenant's documents of this recorded language have."""
         with self._db.session() as session:
-            count = session.scalar(
-                select(func.count())
-                .select_from(ChunkRow)
-                .where(
-                    ChunkRow.tenant_id == tenant_id,
-                    ChunkRow.document_id.in_(self._in_language(tenant_id, language)),
-                )
+            return count_rows(
+                session,
+                ChunkRow,
+                ChunkRow.tenant_id == tenant_id,
+                ChunkRow.document_id.in_(self._in_language(tenant_id, language)),
             )
-            return int(count or 0)
 
     @staticmethod
     def _in_language(tenant_id: str, language: str) -> Select[str]:

@@ -24,7 +24,7 @@ from app.errors import Conflict, NotFound
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import DatabaseStore, affected_rows, conflict_insert, utc_now
 from app.storage.documents import StoredUsage
-from app.storage.records import record_of
+from app.storage.records import count_rows, record_of
 from app.storage.tables import (
     AccessVersionRow,
     CollectionGrantRow,
@@ -285,13 +285,11 @@ class AccessStore(DatabaseStore):
 
     @staticmethod
     def _document_count(session: Session, tenant_id: str, collection_id: str) -> int:
-        return int(
-            session.scalar(
-                select(func.count()).where(
-                    DocumentRow.tenant_id == tenant_id, DocumentRow.collection_id == collection_id
-                )
-            )
-            or 0
+        return count_rows(
+            session,
+            DocumentRow,
+            DocumentRow.tenant_id == tenant_id,
+            DocumentRow.collection_id == collection_id,
         )
 
     def counts(self, tenant_id: str) -> dict[str, tuple[int, int]]:

@@ -18,7 +18,7 @@ from app.domain import ListedPage
 from app.domain import document_id as new_document_id
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import DatabaseStore, affected_rows, conflict_insert, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.records import count_rows, listed_page, record_of
 from app.storage.tables import DocumentRow, UserRow
 
 DocumentStatus = Literal["queued", "processing", "done", "failed"]
@@ -260,10 +260,11 @@ class DocumentStore(DatabaseStore):
             key, attempt = source, 0
             while True:
                 candidate = new_document_id(tenant_id, key, collection_id)
-                taken = session.scalar(
-                    select(func.count())
-                    .select_from(DocumentRow)
-                    .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == candidate)
+                taken = count_rows(
+                    session,
+                    DocumentRow,
+                    DocumentRow.tenant_id == tenant_id,
+                    DocumentRow.document_id == candidate,
                 )
                 if not taken:
                     return candidate
@@ -294,12 +295,9 @@ class DocumentStore(DatabaseStore):
     def count(self, tenant_id: str, collections: Collection[str] | None = None) -> int:
         """How many documents the tenant has (of these collections only, when given)."""
         with self._db.session() as session:
-            total = session.scalar(
-                select(func.count())
-                .select_from(DocumentRow)
-                .where(DocumentRow.tenant_id == tenant_id, *_in_collections(collections))
+            return count_rows(
+                session, DocumentRow, DocumentRow.tenant_id == tenant_id, *_in_collections(collections)
             )
-            return int(total or 0)
 
     def usage(self, tenant_id: str, except_document: str | None = None) -> StoredUsage:
         """The tenant's document, byte and chunk totals (quotas and `/stats`)."""

@@ -1,7 +1,8 @@
 """Rows to records and back, one way: a detached record takes each of its fields from the
 row's attribute of the same name, and a new row each of its columns from the record's field of
 the same name, unless the store gives the value itself (a renamed, encoded or decoded column, a
-joined value). A page of a listing is read one way too (`listed_page`)."""
+joined value). A page of a listing is read one way too (`listed_page`), as is how many rows
+match (`count_rows`)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ def columns_of(record: DataclassInstance, **given: Any) -> dict[str, Any]:
     return {**read, **given}
 
 
+def count_rows(session: Session, table: Any, *where: ColumnElement[bool]) -> int:
+    """How many rows of `table` match every condition of `where`."""
+    return int(session.scalar(select(func.count()).select_from(table).where(*where)) or 0)
+
+
 def listed_page(
     session: Session,
     query: Select[*tuple[Any, ...]],
@@ -50,5 +56,4 @@ def listed_page(
     `where` in all."""
     rows = session.execute(query.where(*where).limit(limit).offset(offset))
     found = [record(*row) for row in rows]
-    total = session.scalar(select(func.count()).select_from(counted).where(*where))
-    return ListedPage(found, int(total or 0))
+    return ListedPage(found, count_rows(session, counted, *where))

@@ -23,7 +23,7 @@ from app.domain import ListedPage, Role
 from app.errors import Conflict, NotFound, QuotaExceeded
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.records import count_rows, listed_page, record_of
 from app.storage.tables import (
     AccessVersionRow,
     ApiKeyRow,
@@ -191,10 +191,7 @@ class UserStore:
 
     @staticmethod
     def _count(session: Session, tenant_id: str) -> int:
-        counted = session.scalar(
-            select(func.count()).select_from(UserRow).where(UserRow.tenant_id == tenant_id)
-        )
-        return int(counted or 0)
+        return count_rows(session, UserRow, UserRow.tenant_id == tenant_id)
 
     def get_by_username(self, tenant_id: str, username: str) -> UserRecord | None:
         """The tenant's user with this exact name, or None."""
