@@ -215,23 +215,20 @@ class DocumentStore(DatabaseStore):
 
     def get(self, tenant_id: str, document_id: str) -> DocumentRecord | None:
         """The tenant's document, or None when missing or another tenant's."""
-        query = _with_uploader().where(
-            DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
-        )
-        with self._db.session() as session:
-            found = session.execute(query).first()
-            return _record(found[0], found[1]) if found else None
+        return self._first(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
 
     def find(self, tenant_id: str, collection_id: str, source: str) -> DocumentRecord | None:
         """The document of this name in a collection, or None."""
-        query = _with_uploader().where(
+        return self._first(
             DocumentRow.tenant_id == tenant_id,
             DocumentRow.collection_id == collection_id,
             DocumentRow.source == source,
         )
+
+    def _first(self, *where: ColumnElement[bool]) -> DocumentRecord | None:
         with self._db.session() as session:
-            found = session.execute(query).first()
-            return _record(found[0], found[1]) if found else None
+            found = session.execute(_with_uploader().where(*where)).first()
+            return _record(*found) if found else None
 
     def named(self, tenant_id: str, source: str) -> list[DocumentRecord]:
         """The tenant's documents of this name, one per collection that holds it."""
