@@ -187,7 +187,7 @@ class EvaluationRunStore(DatabaseStore):
                     status="failed",
                     error="interrupted by an upgrade of the service; start the run again",
                     updated_at=utc_now(),
-                )
+                ),
             )
 
     def _set(self, run_id: str, **values: Any) -> None:

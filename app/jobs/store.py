@@ -523,13 +523,13 @@ class JobStore:
     def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:
         """Touch a processing job (at `now`, default the current time) so `requeue_stale` leaves
         it alone; False if it is not ours."""
+        statement = (
+            update(JobRow)
+            .where(JobRow.job_id == job_id, JobRow.status == "processing")
+            .values(updated_at=now or utc_now())
+        )
         with self._db.session() as session:
-            return bool(affected_rows(
-                session,
-                update(JobRow)
-                .where(JobRow.job_id == job_id, JobRow.status == "processing")
-                .values(updated_at=now or utc_now())
-            ))
+            return bool(affected_rows(session, statement))
 
     def release(self, job_id: str, reason: str) -> None:
         """Put a processing job back in the queue after a transient failure, saying why (the
@@ -663,7 +663,7 @@ class JobStore:
                 session,
                 update(JobRow)
                 .where(*stale)
-                .values(status="queued", progress_stage="queued", updated_at=now)
+                .values(status="queued", progress_stage="queued", updated_at=now),
             )
 
 

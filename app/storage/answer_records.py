@@ -148,6 +148,5 @@ class AnswerRecordStore(DatabaseStore):
         cutoff = (now or utc_now()) - timedelta(days=keep_days)
         with self._db.session() as session:
             return affected_rows(
-                session,
-                delete(AnswerRecordRow).where(AnswerRecordRow.created_at < cutoff)
+                session, delete(AnswerRecordRow).where(AnswerRecordRow.created_at < cutoff)
             )

@@ -102,7 +102,7 @@ class ChunkStore(DatabaseStore):
                 session,
                 delete(ChunkRow).where(
                     ChunkRow.tenant_id == tenant_id, ChunkRow.document_id == document_id
-                )
+                ),
             )
             if count:
                 self._bump(session, tenant_id)

@@ -269,7 +269,7 @@ class AccessStore(DatabaseStore):
                 delete(CollectionRow).where(
                     CollectionRow.tenant_id == tenant_id,
                     CollectionRow.collection_id == collection_id,
-                )
+                ),
             )
             if not removed:
                 raise NotFound(COLLECTION_NOT_FOUND)
@@ -401,7 +401,7 @@ class AccessStore(DatabaseStore):
                     .where(
                         DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
                     )
-                    .values(**values)
+                    .values(**values),
                 )
                 if not changed:
                     raise NotFound("document not found")
@@ -551,7 +551,7 @@ class AccessStore(DatabaseStore):
                 session,
                 delete(GroupRow).where(
                     GroupRow.tenant_id == tenant_id, GroupRow.group_id == group_id
-                )
+                ),
             )
             if not removed:
                 raise NotFound(GROUP_NOT_FOUND)

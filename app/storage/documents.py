@@ -205,17 +205,19 @@ class DocumentStore(DatabaseStore):
             values["chunks"] = chunks
         if ocr_pages is not None:
             values["ocr_pages"] = ocr_pages
+        statement = (
+            update(DocumentRow)
+            .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
+            .values(**values)
+        )
         with self._db.session() as session:
-            return bool(affected_rows(
-                session,
-                update(DocumentRow)
-                .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
-                .values(**values)
-            ))
+            return bool(affected_rows(session, statement))
 
     def get(self, tenant_id: str, document_id: str) -> DocumentRecord | None:
         """The tenant's document, or None when missing or another tenant's."""
-        return self._first(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
+        return self._first(
+            DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
+        )
 
     def find(self, tenant_id: str, collection_id: str, source: str) -> DocumentRecord | None:
         """The document of this name in a collection, or None."""
@@ -293,7 +295,10 @@ class DocumentStore(DatabaseStore):
         """How many documents the tenant has (of these collections only, when given)."""
         with self._db.session() as session:
             return count_rows(
-                session, DocumentRow, DocumentRow.tenant_id == tenant_id, *_in_collections(collections)
+                session,
+                DocumentRow,
+                DocumentRow.tenant_id == tenant_id,
+                *_in_collections(collections),
             )
 
     def usage(self, tenant_id: str, except_document: str | None = None) -> StoredUsage:
@@ -305,12 +310,10 @@ class DocumentStore(DatabaseStore):
         """Remove the tenant's document row (with the audit entry, when it existed); returns
         whether it existed."""
         with self._db.session() as session:
-            existed = bool(affected_rows(
-                session,
-                delete(DocumentRow).where(
-                    DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
-                )
-            ))
+            statement = delete(DocumentRow).where(
+                DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
+            )
+            existed = bool(affected_rows(session, statement))
             if existed and audit is not None:
                 write_entry(session, audit)
             return existed

@@ -80,12 +80,10 @@ class EvaluationSetStore(DatabaseStore):
     def delete(self, tenant_id: str, set_id: str) -> bool:
         """Delete the tenant's set; whether it existed."""
         with self._db.session() as session:
-            return bool(affected_rows(
-                session,
-                delete(EvaluationSetRow).where(
-                    EvaluationSetRow.tenant_id == tenant_id, EvaluationSetRow.set_id == set_id
-                )
-            ))
+            statement = delete(EvaluationSetRow).where(
+                EvaluationSetRow.tenant_id == tenant_id, EvaluationSetRow.set_id == set_id
+            )
+            return bool(affected_rows(session, statement))
 
 
 def _with_items(row: EvaluationSetRow) -> EvaluationSet:

@@ -127,8 +127,7 @@ class SsoStore(DatabaseStore):
         had one."""
         with self._db.session() as session:
             gone = affected_rows(
-                session,
-                delete(SsoConfigRow).where(SsoConfigRow.tenant_id == tenant_id)
+                session, delete(SsoConfigRow).where(SsoConfigRow.tenant_id == tenant_id)
             )
             if gone:
                 write_entry(session, audit)

@@ -279,7 +279,9 @@ class UserStore:
             if change.ends_sessions:
                 _end_sessions(session, row)
             if audit is not None:
-                write_entry(session, replace(audit, target_id=row.id, detail={**audit.detail, **detail}))
+                write_entry(
+                    session, replace(audit, target_id=row.id, detail={**audit.detail, **detail})
+                )
             return user_record(row)
 
     def end_sessions(self, user_id: str, audit: AuditEntry | None = None) -> None:

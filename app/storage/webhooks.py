@@ -159,7 +159,7 @@ class WebhookStore(DatabaseStore):
                 session,
                 update(WebhookRow)
                 .where(WebhookRow.tenant_id == tenant_id, WebhookRow.webhook_id == webhook_id)
-                .values(**values)
+                .values(**values),
             )
             if not matched:
                 return None
@@ -172,12 +172,10 @@ class WebhookStore(DatabaseStore):
     def delete(self, tenant_id: str, webhook_id: str, audit: AuditEntry | None = None) -> bool:
         """Remove the webhook and its delivery log; whether it existed."""
         with self._db.session() as session:
-            existed = bool(affected_rows(
-                session,
-                delete(WebhookRow).where(
-                    WebhookRow.tenant_id == tenant_id, WebhookRow.webhook_id == webhook_id
-                )
-            ))
+            statement = delete(WebhookRow).where(
+                WebhookRow.tenant_id == tenant_id, WebhookRow.webhook_id == webhook_id
+            )
+            existed = bool(affected_rows(session, statement))
             if existed:
                 session.execute(
                     delete(WebhookDeliveryRow).where(WebhookDeliveryRow.webhook_id == webhook_id)
@@ -257,7 +255,7 @@ class WebhookStore(DatabaseStore):
                         WebhookDeliveryRow.status == "pending",
                         WebhookDeliveryRow.next_attempt_at == seen_at,
                     )
-                    .values(next_attempt_at=now + lease)
+                    .values(next_attempt_at=now + lease),
                 )
                 if not matched:
                     continue  # another process claimed it first
@@ -337,7 +335,7 @@ class WebhookStore(DatabaseStore):
                     enabled=False,
                     disabled_reason=f"{disable_after} deliveries in a row failed",
                     updated_at=now,
-                )
+                ),
             )
             if disabled:
                 write_entry(session, disabled_audit)
