@@ -188,27 +188,12 @@ class DocumentStore(DatabaseStore):
             )
         )
 
-    def set_status(
-        self,
-        tenant_id: str,
-        document_id: str,
-        status: DocumentStatus,
-        pages: int | None = None,
-        chunks: int | None = None,
-        ocr_pages: int | None = None,
-    ) -> bool:
+    def set_status(self, tenant_id: str, document_id: str, status: DocumentStatus) -> bool:
         """Update a document's state; False when it no longer exists (deleted meanwhile)."""
-        values: dict[str, Any] = {"status": status, "updated_at": utc_now()}
-        if pages is not None:
-            values["pages"] = pages
-        if chunks is not None:
-            values["chunks"] = chunks
-        if ocr_pages is not None:
-            values["ocr_pages"] = ocr_pages
         statement = (
             update(DocumentRow)
             .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
-            .values(**values)
+            .values(status=status, updated_at=utc_now())
         )
         with self._db.session() as session:
             return bool(affected_rows(session, statement))
