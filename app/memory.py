@@ -3,7 +3,8 @@
 Why this exists (bench/README.md "Many tenants"): a small tenant cost ~2.7 MB of
 resident memory per process, almost all of it in Chroma's native HNSW cache, and what such a
 cache frees stays in glibc's arenas unless `malloc_trim` hands it back. `HotMap` bounds the
-per-tenant structures the service itself holds; `MemoryBudget` trims after they evict.
+per-tenant structures the service itself holds (and, by weight, its caches of vectors and
+pictures); `MemoryBudget` trims after they evict.
 """
 
 from __future__ import annotations
@@ -83,17 +84,26 @@ class MemoryBudget:
 
 
 class HotMap(Generic[K, V]):
-    """A thread-safe mapping that keeps the `bound` most recently used entries; each evicted
-    entry is handed to `on_evict` (outside the lock)."""
+    """A thread-safe mapping that keeps the most recently used entries within `bound`: that many
+    entries or, given `weight`, entries that weigh that much in all (one heavier than the whole
+    bound is not kept; a bound of 0 keeps nothing). Each evicted entry is handed to `on_evict`
+    (outside the lock)."""
 
-    def __init__(self, bound: int, on_evict: Callable[[K, V], None] | None = None) -> None:
-        if bound < 1:
+    def __init__(
+        self,
+        bound: int,
+        on_evict: Callable[[K, V], None] | None = None,
+        weight: Callable[[V], int] | None = None,
+    ) -> None:
+        if bound < 1 and weight is None:
             raise ValueError("bound must be at least 1")
         self.bound = bound
         self._on_evict = on_evict
+        self._weight = weight or _one
         self._entries: OrderedDict[K, V] = OrderedDict()
         self._guard = threading.Lock()
         self.evictions = 0
+        self.held = 0  # the weight of the entries held (without `weight`: how many)
 
     def get(self, key: K) -> V | None:
         """The entry, now the most recently used; None when absent."""
@@ -105,12 +115,18 @@ class HotMap(Generic[K, V]):
 
     def put(self, key: K, value: V) -> None:
         """Hold the entry as the most recently used, evicting beyond the bound."""
+        weight = self._weight(value)
+        if weight > self.bound:
+            return
         evicted: list[tuple[K, V]] = []
         with self._guard:
+            self._forget(key)
             self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.bound:
-                evicted.append(self._entries.popitem(last=False))
+            self.held += weight
+            while self.held > self.bound:
+                old_key, old_value = self._entries.popitem(last=False)
+                self.held -= self._weight(old_value)
+                evicted.append((old_key, old_value))
                 self.evictions += 1
         if self._on_evict is not None:
             for old_key, old_value in evicted:
@@ -119,7 +135,13 @@ class HotMap(Generic[K, V]):
     def pop(self, key: K) -> V | None:
         """Forget the entry (not counted as an eviction)."""
         with self._guard:
-            return self._entries.pop(key, None)
+            return self._forget(key)
+
+    def pop_where(self, which: Callable[[K, V], bool]) -> None:
+        """Forget every entry `which` picks (not counted as evictions)."""
+        with self._guard:
+            for key in [key for key, value in self._entries.items() if which(key, value)]:
+                self._forget(key)
 
     def keys(self) -> list[K]:
         """The held keys, least recently used first."""
@@ -129,3 +151,13 @@ class HotMap(Generic[K, V]):
     def __len__(self) -> int:
         with self._guard:
             return len(self._entries)
+
+    def _forget(self, key: K) -> V | None:
+        value = self._entries.pop(key, None)
+        if value is not None:
+            self.held -= self._weight(value)
+        return value
+
+
+def _one(_value: object) -> int:
+    return 1

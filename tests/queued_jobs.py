@@ -1,10 +1,12 @@
 """Queue an ingestion job in a test the way an upload does: reserve a slot, then fill it; end
-one as a worker does; and see whether anyone still waits on a job's end."""
+one as a worker does, and write its document's figures as the indexing does; and see whether
+anyone still waits on a job's end."""
 
 from __future__ import annotations
 
 from app.jobs.endings import JobEndings
 from app.jobs.store import JobDone, JobRecord, JobStore, StorageQuota, StoredUpload
+from app.storage.documents import DocumentStore, IndexedFacts
 
 ROOMY = StorageQuota(documents=100, stored_bytes=10**9, chunks=10**6)
 # A queue quota no test reaches unless it asks for a smaller one.
@@ -34,6 +36,18 @@ def queue_job(
 def mark_done(jobs: JobStore, job_id: str, chunks_indexed: int = 1, pages: int = 1) -> None:
     """End a job well, as a worker does once its file is indexed."""
     jobs.mark_done_many([JobDone(job_id, chunks_indexed, pages)])
+
+
+def mark_indexed(
+    documents: DocumentStore, tenant_id: str, document_id: str, pages: int = 1, chunks: int = 1
+) -> None:
+    """Record a stored document as indexed (done, with these figures), as the indexing does."""
+    found = documents.get(tenant_id, document_id)
+    assert found is not None
+    facts = IndexedFacts(
+        document_id, found.source, found.size_bytes, found.content_sha256, pages, chunks, 0
+    )
+    documents.record_indexed(tenant_id, [facts], must_exist=True)
 
 
 def jobs_watched(endings: JobEndings[JobRecord]) -> int:

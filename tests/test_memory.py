@@ -22,6 +22,22 @@ def test_the_least_recently_used_tenant_goes_first_and_is_handed_over() -> None:
     assert hot.pop("a") == 1 and hot.evictions == 1  # forgetting is not evicting
 
 
+def test_a_weighed_map_keeps_what_fits_its_bound_and_forgets_what_it_is_told() -> None:
+    hot: HotMap[str, bytes] = HotMap(10, weight=len)
+    hot.put("a", b"xxxx")
+    hot.put("b", b"xxxx")
+    hot.put("a", b"xxx")  # replaced: a weighs 3 now, and is the most recently used
+    hot.put("c", b"xxxx")  # 11 > 10: b goes
+    assert hot.keys() == ["a", "c"] and hot.held == 7 and hot.evictions == 1
+    hot.put("huge", b"x" * 11)  # heavier than the whole bound: not kept, nothing evicted
+    assert hot.get("huge") is None and hot.keys() == ["a", "c"] and hot.evictions == 1
+    hot.pop_where(lambda key, _value: key == "a")
+    assert hot.keys() == ["c"] and hot.held == 4 and hot.evictions == 1
+    off: HotMap[str, bytes] = HotMap(0, weight=len)  # a weighed bound of 0 keeps nothing
+    off.put("a", b"x")
+    assert off.get("a") is None and len(off) == 0
+
+
 def test_a_bound_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         HotMap(0)

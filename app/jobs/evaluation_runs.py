@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, defer
 
 from app.domain import ListedPage
-from app.storage.db import Database, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.db import DatabaseStore, affected_rows, utc_now
+from app.storage.records import count_rows, listed_page, record_of
 from app.storage.tables import EvaluationRunRow, JobRow
 
 RunStatus = Literal["queued", "processing", "done", "failed"]
@@ -89,11 +89,8 @@ class NewRun:
     collections: tuple[str, ...]
 
 
-class EvaluationRunStore:
+class EvaluationRunStore(DatabaseStore):
     """The durable table of evaluation runs."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def create(self, tenant_id: str, new: NewRun, run_id: str | None = None) -> RunRecord:
         """A queued run, on its own (a run to execute is made with its job: `add`)."""
@@ -125,12 +122,13 @@ class EvaluationRunStore:
 
     def count_active(self, tenant_id: str) -> int:
         """The tenant's queued and processing runs."""
-        query = select(func.count()).where(
-            EvaluationRunRow.tenant_id == tenant_id,
-            EvaluationRunRow.status.in_(("queued", "processing")),
-        )
         with self._db.session() as session:
-            return int(session.scalar(query) or 0)
+            return count_rows(
+                session,
+                EvaluationRunRow,
+                EvaluationRunRow.tenant_id == tenant_id,
+                EvaluationRunRow.status.in_(("queued", "processing")),
+            )
 
     def get(self, tenant_id: str, run_id: str, with_results: bool = True) -> RunRecord | None:
         """The tenant's run, or None."""
@@ -178,7 +176,8 @@ class EvaluationRunStore:
         """Fail the runs waiting or running without a job (queued before runs were jobs: no
         worker would ever take them); how many."""
         with self._db.session() as session:
-            failed = session.execute(
+            return affected_rows(
+                session,
                 update(EvaluationRunRow)
                 .where(
                     EvaluationRunRow.status.in_(("queued", "processing")),
@@ -188,9 +187,8 @@ class EvaluationRunStore:
                     status="failed",
                     error="interrupted by an upgrade of the service; start the run again",
                     updated_at=utc_now(),
-                )
+                ),
             )
-            return int(failed.rowcount)  # type: ignore[attr-defined]
 
     def _set(self, run_id: str, **values: Any) -> None:
         """Change the run's columns, and when it last changed."""

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import delete, false, func, insert, literal, or_, select, update
+from sqlalchemy import ColumnElement, delete, false, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
@@ -44,9 +44,9 @@ from app.errors import QuotaExceeded
 from app.jobs.endings import JobEndings
 from app.jobs.scheduling import RETRYING, ClaimScope, fair_tenant, in_scope, next_batch
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, advisory_key, conflict_insert, utc_now
+from app.storage.db import Database, advisory_key, affected_rows, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, usage_beside
-from app.storage.records import listed_page, record_of
+from app.storage.records import count_rows, listed_page, record_of
 from app.storage.tables import BatchMemberRow, DocumentRow, JobRow, TenantTurnRow
 
 if TYPE_CHECKING:
@@ -332,16 +332,7 @@ class JobStore:
     def count_active(self, tenant_id: str) -> int:
         """The tenant's uploads reserved, queued or processing (its queue quota usage)."""
         with self._db.session() as session:
-            total = session.scalar(
-                select(func.count())
-                .select_from(JobRow)
-                .where(
-                    JobRow.tenant_id == tenant_id,
-                    JobRow.status.in_(ACTIVE_STATUSES),
-                    JobRow.kind != COLLECTION_DELETE,
-                )
-            )
-            return int(total or 0)
+            return count_rows(session, JobRow, *_in_queue_quota(tenant_id))
 
     def _lock_tenant(self, session: Session, tenant_id: str) -> None:
         # PostgreSQL: one creator of the tenant's jobs at a time (SQLite's write lock does this).
@@ -532,13 +523,13 @@ class JobStore:
     def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:
         """Touch a processing job (at `now`, default the current time) so `requeue_stale` leaves
         it alone; False if it is not ours."""
+        statement = (
+            update(JobRow)
+            .where(JobRow.job_id == job_id, JobRow.status == "processing")
+            .values(updated_at=now or utc_now())
+        )
         with self._db.session() as session:
-            result = session.execute(
-                update(JobRow)
-                .where(JobRow.job_id == job_id, JobRow.status == "processing")
-                .values(updated_at=now or utc_now())
-            )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            return bool(affected_rows(session, statement))
 
     def release(self, job_id: str, reason: str) -> None:
         """Put a processing job back in the queue after a transient failure, saying why (the
@@ -668,12 +659,12 @@ class JobStore:
                     updated_at=now,
                 )
             )
-            requeued = session.execute(
+            return affected_rows(
+                session,
                 update(JobRow)
                 .where(*stale)
-                .values(status="queued", progress_stage="queued", updated_at=now)
+                .values(status="queued", progress_stage="queued", updated_at=now),
             )
-            return int(requeued.rowcount)  # type: ignore[attr-defined]
 
 
 def _new_queued(
@@ -744,6 +735,16 @@ def _check_storage_quota(
         )
 
 
+def _in_queue_quota(tenant_id: str) -> tuple[ColumnElement[bool], ...]:
+    """Which jobs count against the tenant's queue quota: its uploads reserved, queued or
+    processing (the quota is of uploads: a collection's deletion does not count)."""
+    return (
+        JobRow.tenant_id == tenant_id,
+        JobRow.status.in_(ACTIVE_STATUSES),
+        JobRow.kind != COLLECTION_DELETE,
+    )
+
+
 def _insert_below_limit(row: JobRow, active_limit: int) -> ReturningInsert[str]:
     # One statement, INSERT ... SELECT <the row> WHERE (active jobs of the tenant) < limit: it
     # inserts nothing, and returns no id, once the limit is reached. SQLite takes the write lock
@@ -754,11 +755,7 @@ def _insert_below_limit(row: JobRow, active_limit: int) -> ReturningInsert[str]:
     active = (
         select(func.count())
         .select_from(JobRow)
-        .where(
-            JobRow.tenant_id == row.tenant_id,
-            JobRow.status.in_(ACTIVE_STATUSES),
-            JobRow.kind != COLLECTION_DELETE,  # the queue quota is of uploads
-        )
+        .where(*_in_queue_quota(row.tenant_id))
         .scalar_subquery()
     )
     values = select(*(literal(getattr(row, c.key), c.type).label(c.key) for c in columns)).where(

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from app.domain import ListedPage
-from app.storage.db import Database, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.db import DatabaseStore, affected_rows, utc_now
+from app.storage.records import columns_of, listed_page, record_of
 from app.storage.tables import AnswerRecordRow
 
 _EXPORT_BATCH = 500
@@ -74,30 +74,20 @@ def _record(row: AnswerRecordRow) -> AnswerRecord:
     )
 
 
-class AnswerRecordStore:
+class AnswerRecordStore(DatabaseStore):
     """Writes, reads, exports and deletes answer records."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def add(self, record: AnswerRecord) -> None:
         """Store one answer's record."""
         with self._db.session() as session:
             session.add(
                 AnswerRecordRow(
-                    answer_id=record.answer_id,
-                    tenant_id=record.tenant_id,
-                    user_id=record.user_id,
-                    created_at=record.created_at,
-                    question=record.question,
-                    refused=record.refused,
-                    cache=record.cache,
-                    model=record.model,
-                    corpus_version=record.corpus_version,
-                    cited=_json(record.cited if record.question is not None else None),
-                    retrieved=_json(record.retrieved if record.question is not None else None),
-                    timings=_json(record.timings if record.question is not None else None),
-                    total_ms=record.total_ms,
+                    **columns_of(
+                        record,
+                        cited=_json(record.cited if record.question is not None else None),
+                        retrieved=_json(record.retrieved if record.question is not None else None),
+                        timings=_json(record.timings if record.question is not None else None),
+                    )
                 )
             )
 
@@ -151,14 +141,12 @@ class AnswerRecordStore:
         if before is not None:
             where.append(AnswerRecordRow.created_at < before)
         with self._db.session() as session:
-            result = session.execute(delete(AnswerRecordRow).where(*where))
-            return int(result.rowcount)  # type: ignore[attr-defined]
+            return affected_rows(session, delete(AnswerRecordRow).where(*where))
 
     def prune(self, keep_days: float, now: datetime | None = None) -> int:
         """Delete every tenant's records older than `keep_days`; how many went."""
         cutoff = (now or utc_now()) - timedelta(days=keep_days)
         with self._db.session() as session:
-            result = session.execute(
-                delete(AnswerRecordRow).where(AnswerRecordRow.created_at < cutoff)
+            return affected_rows(
+                session, delete(AnswerRecordRow).where(AnswerRecordRow.created_at < cutoff)
             )
-            return int(result.rowcount)  # type: ignore[attr-defined]

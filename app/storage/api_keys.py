@@ -13,14 +13,14 @@ import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.domain import KEY_SCOPES, KeyScope, Role
 from app.errors import AuthenticationFailed, QuotaExceeded
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, utc_now
-from app.storage.records import record_of
+from app.storage.db import DatabaseStore, utc_now
+from app.storage.records import columns_of, count_rows, record_of
 from app.storage.tables import ApiKeyRow, UserRow
 from app.storage.users import UserRecord, access_version_of_user, user_record
 
@@ -75,15 +75,12 @@ def _keys_lock(tenant_id: str) -> str:
 
 def _active_keys(session: Session, user_id: str, now: datetime) -> int:
     """The user's keys that still work (revoked keys are deleted; expired ones linger)."""
-    counted = session.scalar(
-        select(func.count())
-        .select_from(ApiKeyRow)
-        .where(
-            ApiKeyRow.user_id == user_id,
-            or_(ApiKeyRow.expires_at.is_(None), ApiKeyRow.expires_at > now),
-        )
+    return count_rows(
+        session,
+        ApiKeyRow,
+        ApiKeyRow.user_id == user_id,
+        or_(ApiKeyRow.expires_at.is_(None), ApiKeyRow.expires_at > now),
     )
-    return int(counted or 0)
 
 
 def _with_descendants(session: Session, key_id: str) -> list[str]:
@@ -97,11 +94,8 @@ def _with_descendants(session: Session, key_id: str) -> list[str]:
     return found
 
 
-class ApiKeyStore:
+class ApiKeyStore(DatabaseStore):
     """Keys per user of a tenant; another tenant's key behaves like a missing one."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def add(
         self,
@@ -114,19 +108,13 @@ class ApiKeyStore:
         user already has `max_active_per_user` working keys, AuthenticationFailed when the key
         making it was revoked meanwhile (as that key itself now gets)."""
         row = ApiKeyRow(
-            key_id=record.key_id,
-            tenant_id=record.tenant_id,
-            user_id=record.user_id,
-            name=record.name,
-            role=record.role,
-            prefix=record.prefix,
-            key_hash=key_hash,
-            created_at=record.created_at,
-            expires_at=record.expires_at,
-            last_used_at=None,
-            scopes=" ".join(record.scopes),
-            parent_key_id=record.parent_key_id,
-            collections=None if record.collections is None else json.dumps(record.collections),
+            **columns_of(
+                record,
+                key_hash=key_hash,
+                last_used_at=None,
+                scopes=" ".join(record.scopes),
+                collections=None if record.collections is None else json.dumps(record.collections),
+            )
         )
         with self._db.write_session(_keys_lock(record.tenant_id)) as session:
             limit = max_active_per_user

@@ -15,8 +15,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.domain import ListedPage
-from app.storage.db import Database, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.db import DatabaseStore, affected_rows, utc_now
+from app.storage.records import columns_of, listed_page, record_of
 from app.storage.tables import AuditRow
 
 # A login attempt for a name nobody has belongs to no tenant: no tenant's admin sees it.
@@ -52,15 +52,7 @@ class AuditRecord:
 def write_entry(session: Session, entry: AuditEntry) -> None:
     """Add the entry in `session`'s transaction (committed, or rolled back, with the change)."""
     session.add(
-        AuditRow(
-            tenant_id=entry.tenant_id,
-            at=utc_now(),
-            action=entry.action,
-            user_id=entry.user_id,
-            target_id=entry.target_id,
-            client_ip=entry.client_ip,
-            detail=json.dumps(entry.detail, sort_keys=True),
-        )
+        AuditRow(**columns_of(entry, at=utc_now(), detail=json.dumps(entry.detail, sort_keys=True)))
     )
 
 
@@ -68,11 +60,8 @@ def _record(row: AuditRow) -> AuditRecord:
     return record_of(AuditRecord, row, detail=json.loads(row.detail or "{}"))
 
 
-class AuditStore:
+class AuditStore(DatabaseStore):
     """Writes entries that record no other change, reads a tenant's, drops old ones."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def add(self, entry: AuditEntry) -> None:
         """Write one entry on its own (a login, a refusal: nothing else changes)."""
@@ -101,5 +90,4 @@ class AuditStore:
         """Delete entries older than the retention; how many went."""
         cutoff = (now or utc_now()) - timedelta(days=retention_days)
         with self._db.session() as session:
-            result = session.execute(delete(AuditRow).where(AuditRow.at < cutoff))
-            return int(result.rowcount)  # type: ignore[attr-defined]
+            return affected_rows(session, delete(AuditRow).where(AuditRow.at < cutoff))

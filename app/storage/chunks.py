@@ -24,8 +24,8 @@ from sqlalchemy import ColumnElement, Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from app.domain import PAGE_ROLES, Chunk, PageRole
-from app.storage.db import Database, conflict_insert
-from app.storage.records import record_of
+from app.storage.db import DatabaseStore, affected_rows, conflict_insert
+from app.storage.records import count_rows, record_of
 from app.storage.tables import ChunkRow, CorpusVersionRow, DocumentRow
 
 # Ids per statement: below SQLite's bound-parameter limit, and short statements for PostgreSQL.
@@ -65,11 +65,8 @@ def _page_role(value: str | None) -> PageRole | None:
     return cast("PageRole", value) if value in PAGE_ROLES else None
 
 
-class ChunkStore:
+class ChunkStore(DatabaseStore):
     """Tenant-scoped chunk records and corpus versions."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     # --- writes (each one transaction, bumping the tenant's corpus version) ---
 
@@ -101,12 +98,12 @@ class ChunkStore:
     def delete_document(self, tenant_id: str, document_id: str) -> int:
         """Remove a document's records; returns how many there were."""
         with self._db.session() as session:
-            removed = session.execute(
+            count = affected_rows(
+                session,
                 delete(ChunkRow).where(
                     ChunkRow.tenant_id == tenant_id, ChunkRow.document_id == document_id
-                )
+                ),
             )
-            count = int(removed.rowcount)  # type: ignore[attr-defined]
             if count:
                 self._bump(session, tenant_id)
             return count
@@ -220,15 +217,12 @@ class ChunkStore:
     def count_in_language(self, tenant_id: str, language: str) -> int:
         """How many chunks the tenant's documents of this recorded language have."""
         with self._db.session() as session:
-            count = session.scalar(
-                select(func.count())
-                .select_from(ChunkRow)
-                .where(
-                    ChunkRow.tenant_id == tenant_id,
-                    ChunkRow.document_id.in_(self._in_language(tenant_id, language)),
-                )
+            return count_rows(
+                session,
+                ChunkRow,
+                ChunkRow.tenant_id == tenant_id,
+                ChunkRow.document_id.in_(self._in_language(tenant_id, language)),
             )
-            return int(count or 0)
 
     @staticmethod
     def _in_language(tenant_id: str, language: str) -> Select[str]:

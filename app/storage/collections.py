@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
@@ -22,9 +22,9 @@ from sqlalchemy.orm import Session
 from app.domain import GENERAL_COLLECTION
 from app.errors import Conflict, NotFound
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, conflict_insert, utc_now
+from app.storage.db import DatabaseStore, affected_rows, conflict_insert, utc_now
 from app.storage.documents import StoredUsage
-from app.storage.records import record_of
+from app.storage.records import count_rows, record_of
 from app.storage.tables import (
     AccessVersionRow,
     CollectionGrantRow,
@@ -142,11 +142,8 @@ def _bump(session: Session, dialect: str, tenant_id: str) -> None:
     )
 
 
-class AccessStore:
+class AccessStore(DatabaseStore):
     """Tenant-scoped collections, groups and grants; see the module docstring."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     # --- version and graph ---
 
@@ -230,7 +227,7 @@ class AccessStore:
             with self._db.session() as session:
                 session.add(row)
                 session.flush()
-                write_entry(session, _targeted(audit, row.collection_id))
+                write_entry(session, replace(audit, target_id=row.collection_id))
                 _bump(session, self._db.dialect, tenant_id)
                 return record_of(CollectionRecord, row)
         except IntegrityError:
@@ -256,7 +253,7 @@ class AccessStore:
                     setattr(row, name, value)
                 row.updated_at = utc_now()
                 session.flush()
-                write_entry(session, _targeted(audit, collection_id))
+                write_entry(session, replace(audit, target_id=collection_id))
                 _bump(session, self._db.dialect, tenant_id)
                 return record_of(CollectionRecord, row)
         except IntegrityError:
@@ -267,12 +264,13 @@ class AccessStore:
         with self._db.session() as session:
             if self._document_count(session, tenant_id, collection_id):
                 return False
-            removed = session.execute(
+            removed = affected_rows(
+                session,
                 delete(CollectionRow).where(
                     CollectionRow.tenant_id == tenant_id,
                     CollectionRow.collection_id == collection_id,
-                )
-            ).rowcount  # type: ignore[attr-defined]
+                ),
+            )
             if not removed:
                 raise NotFound(COLLECTION_NOT_FOUND)
             session.execute(
@@ -281,19 +279,17 @@ class AccessStore:
                     CollectionGrantRow.collection_id == collection_id,
                 )
             )
-            write_entry(session, _targeted(audit, collection_id))
+            write_entry(session, replace(audit, target_id=collection_id))
             _bump(session, self._db.dialect, tenant_id)
             return True
 
     @staticmethod
     def _document_count(session: Session, tenant_id: str, collection_id: str) -> int:
-        return int(
-            session.scalar(
-                select(func.count()).where(
-                    DocumentRow.tenant_id == tenant_id, DocumentRow.collection_id == collection_id
-                )
-            )
-            or 0
+        return count_rows(
+            session,
+            DocumentRow,
+            DocumentRow.tenant_id == tenant_id,
+            DocumentRow.collection_id == collection_id,
         )
 
     def counts(self, tenant_id: str) -> dict[str, tuple[int, int]]:
@@ -399,13 +395,14 @@ class AccessStore:
             values["metadata_json"] = json.dumps(dict(metadata), sort_keys=True)
         try:
             with self._db.session() as session:
-                changed = session.execute(
+                changed = affected_rows(
+                    session,
                     update(DocumentRow)
                     .where(
                         DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
                     )
-                    .values(**values)
-                ).rowcount  # type: ignore[attr-defined]
+                    .values(**values),
+                )
                 if not changed:
                     raise NotFound("document not found")
                 if audit is not None:
@@ -454,7 +451,7 @@ class AccessStore:
                 )
                 for grant in grants
             )
-            write_entry(session, _targeted(audit, collection_id))
+            write_entry(session, replace(audit, target_id=collection_id))
             _bump(session, self._db.dialect, tenant_id)
 
     @staticmethod
@@ -495,7 +492,7 @@ class AccessStore:
             with self._db.session() as session:
                 session.add(row)
                 session.flush()
-                write_entry(session, _targeted(audit, row.group_id))
+                write_entry(session, replace(audit, target_id=row.group_id))
                 return record_of(GroupRecord, row)
         except IntegrityError:
             raise Conflict(f"a group named {name!r} already exists") from None
@@ -542,7 +539,7 @@ class AccessStore:
                 if description is not None:
                     row.description = description
                 session.flush()
-                write_entry(session, _targeted(audit, group_id))
+                write_entry(session, replace(audit, target_id=group_id))
                 return record_of(GroupRecord, row)
         except IntegrityError:
             raise Conflict(f"a group named {name!r} already exists") from None
@@ -550,11 +547,12 @@ class AccessStore:
     def delete_group(self, tenant_id: str, group_id: str, audit: AuditEntry) -> None:
         """Remove a group, its memberships and its grants."""
         with self._db.session() as session:
-            removed = session.execute(
+            removed = affected_rows(
+                session,
                 delete(GroupRow).where(
                     GroupRow.tenant_id == tenant_id, GroupRow.group_id == group_id
-                )
-            ).rowcount  # type: ignore[attr-defined]
+                ),
+            )
             if not removed:
                 raise NotFound(GROUP_NOT_FOUND)
             session.execute(
@@ -569,7 +567,7 @@ class AccessStore:
                     CollectionGrantRow.principal_id == group_id,
                 )
             )
-            write_entry(session, _targeted(audit, group_id))
+            write_entry(session, replace(audit, target_id=group_id))
             _bump(session, self._db.dialect, tenant_id)
 
     def set_member(
@@ -618,9 +616,3 @@ def _metadata(stored: str | None) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _targeted(audit: AuditEntry, target_id: str) -> AuditEntry:
-    return AuditEntry(
-        audit.tenant_id, audit.action, audit.user_id, target_id, audit.client_ip, audit.detail
-    )

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from app.domain import ListedPage
 from app.errors import QuotaExceeded
 from app.storage.db import Database, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.records import count_rows, listed_page, record_of
 from app.storage.tables import CONVERSATION_TITLE_CHARS, ConversationMessageRow, ConversationRow
 
 if TYPE_CHECKING:
@@ -158,12 +158,12 @@ class ConversationStore:
         return _conversation(row)
 
     def _conversations_of(self, session: Session, tenant_id: str, user_id: str) -> int:
-        count = session.scalar(
-            select(func.count())
-            .select_from(ConversationRow)
-            .where(ConversationRow.tenant_id == tenant_id, ConversationRow.user_id == user_id)
+        return count_rows(
+            session,
+            ConversationRow,
+            ConversationRow.tenant_id == tenant_id,
+            ConversationRow.user_id == user_id,
         )
-        return int(count or 0)
 
     def _owned(
         self, session: Session, tenant_id: str, user_id: str, conversation_id: str
@@ -365,12 +365,11 @@ class ConversationStore:
             )
 
     def _count(self, session: Session, conversation_id: str) -> int:
-        count = session.scalar(
-            select(func.count())
-            .select_from(ConversationMessageRow)
-            .where(ConversationMessageRow.conversation_id == conversation_id)
+        return count_rows(
+            session,
+            ConversationMessageRow,
+            ConversationMessageRow.conversation_id == conversation_id,
         )
-        return int(count or 0)
 
     def _drop_oldest(self, session: Session, conversation_id: str, keep_messages: int) -> None:
         kept = (

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Delete, Engine, Update, create_engine, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -41,6 +41,11 @@ SQLITE_BUSY_TIMEOUT_MS = 15_000
 def conflict_insert(dialect: str, table: Any) -> postgresql.Insert | sqlite.Insert:
     """An INSERT into `table` that supports ON CONFLICT clauses, for this database dialect."""
     return postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table)
+
+
+def affected_rows(session: Session, statement: Update | Delete) -> int:
+    """Run an UPDATE or DELETE in `session`; how many rows it matched."""
+    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
 
 
 def advisory_key(name: str) -> int:
@@ -186,6 +191,14 @@ class Database:
     def dispose(self) -> None:
         """Close pooled connections (at shutdown, and in a child process after fork)."""
         self.engine.dispose()
+
+
+class DatabaseStore:
+    """The base of the stores that keep their tables in the service database: each reads and
+    writes through `self._db`'s short sessions."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
 
 
 def open_database(url: str) -> Database:

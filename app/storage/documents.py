@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 from app.domain import ListedPage
 from app.domain import document_id as new_document_id
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, conflict_insert, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.db import DatabaseStore, affected_rows, conflict_insert, utc_now
+from app.storage.records import count_rows, listed_page, record_of
 from app.storage.tables import DocumentRow, UserRow
 
 DocumentStatus = Literal["queued", "processing", "done", "failed"]
@@ -108,11 +108,8 @@ def _new_row(
     }
 
 
-class DocumentStore:
+class DocumentStore(DatabaseStore):
     """Tenant-scoped document metadata in the service database."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def upsert(
         self,
@@ -191,50 +188,34 @@ class DocumentStore:
             )
         )
 
-    def set_status(
-        self,
-        tenant_id: str,
-        document_id: str,
-        status: DocumentStatus,
-        pages: int | None = None,
-        chunks: int | None = None,
-        ocr_pages: int | None = None,
-    ) -> bool:
+    def set_status(self, tenant_id: str, document_id: str, status: DocumentStatus) -> bool:
         """Update a document's state; False when it no longer exists (deleted meanwhile)."""
-        values: dict[str, Any] = {"status": status, "updated_at": utc_now()}
-        if pages is not None:
-            values["pages"] = pages
-        if chunks is not None:
-            values["chunks"] = chunks
-        if ocr_pages is not None:
-            values["ocr_pages"] = ocr_pages
+        statement = (
+            update(DocumentRow)
+            .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
+            .values(status=status, updated_at=utc_now())
+        )
         with self._db.session() as session:
-            result = session.execute(
-                update(DocumentRow)
-                .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id)
-                .values(**values)
-            )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            return bool(affected_rows(session, statement))
 
     def get(self, tenant_id: str, document_id: str) -> DocumentRecord | None:
         """The tenant's document, or None when missing or another tenant's."""
-        query = _with_uploader().where(
+        return self._first(
             DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
         )
-        with self._db.session() as session:
-            found = session.execute(query).first()
-            return _record(found[0], found[1]) if found else None
 
     def find(self, tenant_id: str, collection_id: str, source: str) -> DocumentRecord | None:
         """The document of this name in a collection, or None."""
-        query = _with_uploader().where(
+        return self._first(
             DocumentRow.tenant_id == tenant_id,
             DocumentRow.collection_id == collection_id,
             DocumentRow.source == source,
         )
+
+    def _first(self, *where: ColumnElement[bool]) -> DocumentRecord | None:
         with self._db.session() as session:
-            found = session.execute(query).first()
-            return _record(found[0], found[1]) if found else None
+            found = session.execute(_with_uploader().where(*where)).first()
+            return _record(*found) if found else None
 
     def named(self, tenant_id: str, source: str) -> list[DocumentRecord]:
         """The tenant's documents of this name, one per collection that holds it."""
@@ -263,10 +244,11 @@ class DocumentStore:
             key, attempt = source, 0
             while True:
                 candidate = new_document_id(tenant_id, key, collection_id)
-                taken = session.scalar(
-                    select(func.count())
-                    .select_from(DocumentRow)
-                    .where(DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == candidate)
+                taken = count_rows(
+                    session,
+                    DocumentRow,
+                    DocumentRow.tenant_id == tenant_id,
+                    DocumentRow.document_id == candidate,
                 )
                 if not taken:
                     return candidate
@@ -297,12 +279,12 @@ class DocumentStore:
     def count(self, tenant_id: str, collections: Collection[str] | None = None) -> int:
         """How many documents the tenant has (of these collections only, when given)."""
         with self._db.session() as session:
-            total = session.scalar(
-                select(func.count())
-                .select_from(DocumentRow)
-                .where(DocumentRow.tenant_id == tenant_id, *_in_collections(collections))
+            return count_rows(
+                session,
+                DocumentRow,
+                DocumentRow.tenant_id == tenant_id,
+                *_in_collections(collections),
             )
-            return int(total or 0)
 
     def usage(self, tenant_id: str, except_document: str | None = None) -> StoredUsage:
         """The tenant's document, byte and chunk totals (quotas and `/stats`)."""
@@ -313,12 +295,10 @@ class DocumentStore:
         """Remove the tenant's document row (with the audit entry, when it existed); returns
         whether it existed."""
         with self._db.session() as session:
-            result = session.execute(
-                delete(DocumentRow).where(
-                    DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
-                )
+            statement = delete(DocumentRow).where(
+                DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
             )
-            existed = bool(result.rowcount)  # type: ignore[attr-defined]
+            existed = bool(affected_rows(session, statement))
             if existed and audit is not None:
                 write_entry(session, audit)
             return existed

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from app.domain import ListedPage
-from app.storage.db import Database, utc_now
+from app.storage.db import DatabaseStore, affected_rows, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import EvaluationSetRow
 
@@ -30,11 +30,8 @@ class EvaluationSet:
     items: list[dict[str, Any]] = field(default_factory=list)
 
 
-class EvaluationSetStore:
+class EvaluationSetStore(DatabaseStore):
     """Creates, lists, reads and deletes a tenant's sets."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def create(
         self, tenant_id: str, name: str, items: list[dict[str, Any]], created_by: str | None
@@ -83,12 +80,10 @@ class EvaluationSetStore:
     def delete(self, tenant_id: str, set_id: str) -> bool:
         """Delete the tenant's set; whether it existed."""
         with self._db.session() as session:
-            result = session.execute(
-                delete(EvaluationSetRow).where(
-                    EvaluationSetRow.tenant_id == tenant_id, EvaluationSetRow.set_id == set_id
-                )
+            statement = delete(EvaluationSetRow).where(
+                EvaluationSetRow.tenant_id == tenant_id, EvaluationSetRow.set_id == set_id
             )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            return bool(affected_rows(session, statement))
 
 
 def _with_items(row: EvaluationSetRow) -> EvaluationSet:

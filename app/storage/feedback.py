@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, select
 
 from app.domain import ListedPage
-from app.storage.db import Database, utc_now
+from app.storage.db import DatabaseStore, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import AnswerFeedbackRow, AnswerRecordRow
 
@@ -110,11 +110,8 @@ def _joined() -> Any:
     )
 
 
-class FeedbackStore:
+class FeedbackStore(DatabaseStore):
     """Writes one person's judgement of an answer and reads the tenant's."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def rate(
         self, tenant_id: str, answer_id: str, user_id: str, feedback: NewFeedback

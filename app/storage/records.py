@@ -1,6 +1,8 @@
-"""Rows to records, one way: a detached record takes each of its fields from the row's
-attribute of the same name, unless the store gives the value itself (a renamed or decoded
-column, a joined value). A page of a listing is read one way too (`listed_page`)."""
+"""Rows to records and back, one way: a detached record takes each of its fields from the
+row's attribute of the same name, and a new row each of its columns from the record's field of
+the same name, unless the store gives the value itself (a renamed, encoded or decoded column, a
+joined value). A page of a listing is read one way too (`listed_page`), as is how many rows
+match (`count_rows`)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,18 @@ def record_of(kind: type[Record], row: object, **given: Any) -> Record:
     return kind(**read, **given)
 
 
+def columns_of(record: DataclassInstance, **given: Any) -> dict[str, Any]:
+    """The column values of a new row from a record: `given` values first, the rest the
+    record's fields (each the name of a column)."""
+    read = {f.name: getattr(record, f.name) for f in fields(record) if f.name not in given}
+    return {**read, **given}
+
+
+def count_rows(session: Session, table: Any, *where: ColumnElement[bool]) -> int:
+    """How many rows of `table` match every condition of `where`."""
+    return int(session.scalar(select(func.count()).select_from(table).where(*where)) or 0)
+
+
 def listed_page(
     session: Session,
     query: Select[*tuple[Any, ...]],
@@ -42,5 +56,4 @@ def listed_page(
     `where` in all."""
     rows = session.execute(query.where(*where).limit(limit).offset(offset))
     found = [record(*row) for row in rows]
-    total = session.scalar(select(func.count()).select_from(counted).where(*where))
-    return ListedPage(found, int(total or 0))
+    return ListedPage(found, count_rows(session, counted, *where))

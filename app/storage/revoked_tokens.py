@@ -16,7 +16,7 @@ from sqlalchemy import delete, select
 from app.config import Settings
 from app.errors import ProviderUnavailable
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, conflict_insert, utc_now
+from app.storage.db import Database, DatabaseStore, conflict_insert, utc_now
 from app.storage.redis_client import connect_redis
 from app.storage.tables import RevokedTokenRow
 
@@ -39,13 +39,10 @@ class RevokedTokens(Protocol):
         ...
 
 
-class DatabaseRevokedTokens:
+class DatabaseRevokedTokens(DatabaseStore):
     """Revoked token ids in the service database; expired ones are pruned as others arrive."""
 
     in_database = True
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     def revoke(self, jti: str, expires_at: datetime, audit: AuditEntry) -> None:
         with self._db.session() as session:

@@ -10,12 +10,12 @@ matrix), least recently used first out, within a budget of vectors across all te
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from app.memory import HotMap
 
 DEFAULT_BUDGET = 50_000  # vectors across all kept scopes (~100 MB at 512 float32 dimensions)
 
@@ -41,36 +41,19 @@ class ScopeVectors:
 
     def __init__(self, budget: int = DEFAULT_BUDGET) -> None:
         self.budget = budget
-        self._kept: OrderedDict[str, tuple[str, ScopeMatrix]] = OrderedDict()
-        self._size = 0
-        self._lock = threading.Lock()
+        self._kept: HotMap[str, tuple[str, ScopeMatrix]] = HotMap(
+            budget, weight=lambda kept: len(kept[1].ids)
+        )
 
     def get(self, key: str) -> ScopeMatrix | None:
         """The matrix kept under `key`, now the most recently used; None when not kept."""
-        with self._lock:
-            found = self._kept.get(key)
-            if found is None:
-                return None
-            self._kept.move_to_end(key)
-            return found[1]
+        found = self._kept.get(key)
+        return None if found is None else found[1]
 
     def put(self, key: str, tenant_id: str, matrix: ScopeMatrix) -> None:
         """Keep a matrix (one larger than the whole budget is not kept)."""
-        rows = len(matrix.ids)
-        if rows > self.budget:
-            return
-        with self._lock:
-            if key in self._kept:
-                return
-            self._kept[key] = (tenant_id, matrix)
-            self._size += rows
-            while self._size > self.budget:
-                _, (_, dropped) = self._kept.popitem(last=False)
-                self._size -= len(dropped.ids)
+        self._kept.put(key, (tenant_id, matrix))
 
     def forget(self, tenant_id: str) -> None:
         """Drop every matrix of a tenant (its vectors were rebuilt)."""
-        with self._lock:
-            for key in [k for k, (t, _) in self._kept.items() if t == tenant_id]:
-                _, dropped = self._kept.pop(key)
-                self._size -= len(dropped.ids)
+        self._kept.pop_where(lambda _key, kept: kept[0] == tenant_id)

@@ -21,7 +21,8 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import Conflict
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, utc_now
+from app.storage.db import DatabaseStore, affected_rows, utc_now
+from app.storage.records import columns_of, record_of
 from app.storage.tables import (
     SsoConfigRow,
     SsoExchangeCodeRow,
@@ -71,21 +72,11 @@ class CodeOwner:
 
 
 def _config(row: SsoConfigRow) -> StoredSsoConfig:
-    return StoredSsoConfig(
-        tenant_id=row.tenant_id,
-        issuer=row.issuer,
-        client_id=row.client_id,
-        client_secret_encrypted=row.client_secret_encrypted,
-        settings=json.loads(row.settings),
-        updated_at=row.updated_at,
-    )
+    return record_of(StoredSsoConfig, row, settings=json.loads(row.settings))
 
 
-class SsoStore:
+class SsoStore(DatabaseStore):
     """Reads and writes the single sign-on tables."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     # --- configuration ------------------------------------------------------------------------
 
@@ -135,9 +126,9 @@ class SsoStore:
         """Remove the tenant's provider (its users stay, linked for a later one); whether it
         had one."""
         with self._db.session() as session:
-            gone = session.execute(
-                delete(SsoConfigRow).where(SsoConfigRow.tenant_id == tenant_id)
-            ).rowcount  # type: ignore[attr-defined]
+            gone = affected_rows(
+                session, delete(SsoConfigRow).where(SsoConfigRow.tenant_id == tenant_id)
+            )
             if gone:
                 write_entry(session, audit)
             return bool(gone)
@@ -170,32 +161,11 @@ class SsoStore:
 
     def add_pending(self, state: str, pending: PendingSignIn) -> None:
         """Remember a sign-in sent to the provider under its state."""
-        self._add_one_use(
-            SsoPendingRow(
-                state_hash=digest(state),
-                tenant_id=pending.tenant_id,
-                nonce=pending.nonce,
-                code_verifier=pending.code_verifier,
-                redirect_uri=pending.redirect_uri,
-                next_path=pending.next_path,
-                expires_at=pending.expires_at,
-            )
-        )
+        self._add_one_use(SsoPendingRow(state_hash=digest(state), **columns_of(pending)))
 
     def take_pending(self, state: str) -> PendingSignIn | None:
         """The sign-in of this state, once: None for an unknown, used or expired state."""
-        return self._take_one_use(
-            SsoPendingRow,
-            state,
-            lambda row: PendingSignIn(
-                tenant_id=row.tenant_id,
-                nonce=row.nonce,
-                code_verifier=row.code_verifier,
-                redirect_uri=row.redirect_uri,
-                next_path=row.next_path,
-                expires_at=row.expires_at,
-            ),
-        )
+        return self._take_one_use(SsoPendingRow, state, lambda row: record_of(PendingSignIn, row))
 
     # --- one-time exchange codes --------------------------------------------------------------
 
@@ -236,7 +206,7 @@ class SsoStore:
             if row is None:
                 return None
             found, expires_at = read(row), row.expires_at
-            taken = session.execute(delete(table).where(key_column == key)).rowcount  # type: ignore[attr-defined]
+            taken = affected_rows(session, delete(table).where(key_column == key))
         if not taken or expires_at <= utc_now():
             return None
         return found

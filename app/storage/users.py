@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +23,7 @@ from app.domain import ListedPage, Role
 from app.errors import Conflict, NotFound, QuotaExceeded
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, utc_now
-from app.storage.records import listed_page, record_of
+from app.storage.records import count_rows, listed_page, record_of
 from app.storage.tables import (
     AccessVersionRow,
     ApiKeyRow,
@@ -175,7 +175,7 @@ class UserStore:
                 session.flush()  # the name check fails here, before the entry is added
                 if audit is not None:
                     detail = {**audit.detail, "username": username, "role": role}
-                    write_entry(session, _targeted(audit, row.id, detail))
+                    write_entry(session, replace(audit, target_id=row.id, detail=detail))
         except IntegrityError as exc:
             # Only this tenant's names can collide: the answer tells nothing about other tenants.
             raise Conflict(f"user name {username!r} is already taken in this tenant") from exc
@@ -191,10 +191,7 @@ class UserStore:
 
     @staticmethod
     def _count(session: Session, tenant_id: str) -> int:
-        counted = session.scalar(
-            select(func.count()).select_from(UserRow).where(UserRow.tenant_id == tenant_id)
-        )
-        return int(counted or 0)
+        return count_rows(session, UserRow, UserRow.tenant_id == tenant_id)
 
     def get_by_username(self, tenant_id: str, username: str) -> UserRecord | None:
         """The tenant's user with this exact name, or None."""
@@ -282,7 +279,9 @@ class UserStore:
             if change.ends_sessions:
                 _end_sessions(session, row)
             if audit is not None:
-                write_entry(session, _targeted(audit, row.id, {**audit.detail, **detail}))
+                write_entry(
+                    session, replace(audit, target_id=row.id, detail={**audit.detail, **detail})
+                )
             return user_record(row)
 
     def end_sessions(self, user_id: str, audit: AuditEntry | None = None) -> None:
@@ -308,7 +307,7 @@ class UserStore:
             _delete_user(session, row)
             if audit is not None:
                 detail = {**audit.detail, "username": row.username}
-                write_entry(session, _targeted(audit, row.id, detail))
+                write_entry(session, replace(audit, target_id=row.id, detail=detail))
             return record
 
     def delete(self, tenant_id: str, username: str) -> bool:
@@ -328,14 +327,3 @@ class UserStore:
         if row is None or row.tenant_id != tenant_id:
             raise NotFound("user not found")
         return row
-
-
-def _targeted(entry: AuditEntry, target_id: str, detail: dict[str, object]) -> AuditEntry:
-    return AuditEntry(
-        tenant_id=entry.tenant_id,
-        action=entry.action,
-        user_id=entry.user_id,
-        target_id=target_id,
-        client_ip=entry.client_ip,
-        detail=detail,
-    )

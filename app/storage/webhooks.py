@@ -16,7 +16,7 @@ from sqlalchemy import delete, select, update
 
 from app.domain import ListedPage
 from app.storage.audit import AuditEntry, write_entry
-from app.storage.db import Database, utc_now
+from app.storage.db import DatabaseStore, affected_rows, utc_now
 from app.storage.records import listed_page, record_of
 from app.storage.tables import WebhookDeliveryRow, WebhookRow
 
@@ -75,11 +75,8 @@ class NewDelivery:
     body: str
 
 
-class WebhookStore:
+class WebhookStore(DatabaseStore):
     """Tenant-scoped webhooks and their delivery log."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
 
     # --- webhooks ------------------------------------------------------------------------
 
@@ -158,12 +155,13 @@ class WebhookStore:
             if enabled:
                 values.update(consecutive_failures=0, disabled_reason=None)
         with self._db.session() as session:
-            result = session.execute(
+            matched = affected_rows(
+                session,
                 update(WebhookRow)
                 .where(WebhookRow.tenant_id == tenant_id, WebhookRow.webhook_id == webhook_id)
-                .values(**values)
+                .values(**values),
             )
-            if not result.rowcount:  # type: ignore[attr-defined]
+            if not matched:
                 return None
             if audit is not None:
                 write_entry(session, audit)
@@ -174,12 +172,10 @@ class WebhookStore:
     def delete(self, tenant_id: str, webhook_id: str, audit: AuditEntry | None = None) -> bool:
         """Remove the webhook and its delivery log; whether it existed."""
         with self._db.session() as session:
-            result = session.execute(
-                delete(WebhookRow).where(
-                    WebhookRow.tenant_id == tenant_id, WebhookRow.webhook_id == webhook_id
-                )
+            statement = delete(WebhookRow).where(
+                WebhookRow.tenant_id == tenant_id, WebhookRow.webhook_id == webhook_id
             )
-            existed = bool(result.rowcount)  # type: ignore[attr-defined]
+            existed = bool(affected_rows(session, statement))
             if existed:
                 session.execute(
                     delete(WebhookDeliveryRow).where(WebhookDeliveryRow.webhook_id == webhook_id)
@@ -251,16 +247,17 @@ class WebhookStore:
             due = session.execute(query).all()
         for delivery_id, seen_at in due:
             with self._db.session() as session:
-                result = session.execute(
+                matched = affected_rows(
+                    session,
                     update(WebhookDeliveryRow)
                     .where(
                         WebhookDeliveryRow.delivery_id == delivery_id,
                         WebhookDeliveryRow.status == "pending",
                         WebhookDeliveryRow.next_attempt_at == seen_at,
                     )
-                    .values(next_attempt_at=now + lease)
+                    .values(next_attempt_at=now + lease),
                 )
-                if not result.rowcount:  # type: ignore[attr-defined]
+                if not matched:
                     continue  # another process claimed it first
                 row = session.get(WebhookDeliveryRow, delivery_id, populate_existing=True)
                 if row is not None:
@@ -326,7 +323,8 @@ class WebhookStore:
                 .where(WebhookRow.webhook_id == delivery.webhook_id)
                 .values(consecutive_failures=WebhookRow.consecutive_failures + 1)
             )
-            disabled = session.execute(
+            disabled = affected_rows(
+                session,
                 update(WebhookRow)
                 .where(
                     WebhookRow.webhook_id == delivery.webhook_id,
@@ -337,9 +335,9 @@ class WebhookStore:
                     enabled=False,
                     disabled_reason=f"{disable_after} deliveries in a row failed",
                     updated_at=now,
-                )
+                ),
             )
-            if disabled.rowcount:  # type: ignore[attr-defined]
+            if disabled:
                 write_entry(session, disabled_audit)
                 return True
             return False

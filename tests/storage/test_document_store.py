@@ -11,6 +11,7 @@ from app.domain import document_id
 from app.storage.db import Database
 from app.storage.documents import DocumentStore
 from app.storage.tables import DocumentRow
+from tests.queued_jobs import mark_indexed
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +52,7 @@ def test_upload_creates_a_queued_document_visible_to_its_tenant_only(
 
 def test_reupload_of_the_same_name_replaces_the_row(documents: DocumentStore) -> None:
     doc_id = add(documents, "acme", "handbook.pdf", "v1")
-    documents.set_status("acme", doc_id, "done", pages=3, chunks=12)
+    mark_indexed(documents, "acme", doc_id, pages=3, chunks=12)
     first = documents.get("acme", doc_id)
     assert first is not None
 
@@ -72,7 +73,7 @@ def test_reupload_of_the_same_name_replaces_the_row(documents: DocumentStore) ->
 def test_same_name_in_two_tenants_is_two_documents(documents: DocumentStore) -> None:
     acme, globex = add(documents, "acme", "plan.txt"), add(documents, "globex", "plan.txt")
     assert acme != globex
-    documents.set_status("acme", acme, "done", pages=1, chunks=4)
+    mark_indexed(documents, "acme", acme, pages=1, chunks=4)
     assert documents.get("globex", globex).status == "queued"  # type: ignore[union-attr]
 
 
@@ -82,7 +83,7 @@ def test_status_update_reports_a_document_deleted_meanwhile(documents: DocumentS
     assert documents.set_status("globex", doc_id, "failed") is False  # another tenant's
     assert documents.get("acme", doc_id).status == "processing"  # type: ignore[union-attr]
     documents.delete("acme", doc_id)
-    assert documents.set_status("acme", doc_id, "done", pages=1, chunks=1) is False
+    assert documents.set_status("acme", doc_id, "done") is False
     assert documents.get("acme", doc_id) is None
 
 
@@ -119,8 +120,8 @@ def test_delete_is_tenant_scoped(documents: DocumentStore) -> None:
 def test_chunk_usage_sums_one_tenant(documents: DocumentStore) -> None:
     assert documents.usage("acme").chunks == 0
     for source, chunks in (("a", 5), ("b", 7)):
-        documents.set_status("acme", add(documents, "acme", source), "done", chunks=chunks)
-    documents.set_status("globex", add(documents, "globex", "c"), "done", chunks=100)
+        mark_indexed(documents, "acme", add(documents, "acme", source), chunks=chunks)
+    mark_indexed(documents, "globex", add(documents, "globex", "c"), chunks=100)
     assert documents.usage("acme").chunks == 12
 
 

@@ -17,7 +17,7 @@ from app.jobs.store import JobLimitReached, JobStore, StorageQuota, StoredUpload
 from app.storage.db import Database, utc_now
 from app.storage.documents import DocumentStore
 from app.storage.tables import JobRow
-from tests.queued_jobs import ROOMY, mark_done, queue_job
+from tests.queued_jobs import ROOMY, mark_done, mark_indexed, queue_job
 
 pytestmark = pytest.mark.integration
 
@@ -152,7 +152,7 @@ def test_a_reservation_over_a_storage_quota_changes_nothing(
 ) -> None:
     documents = DocumentStore(sql_database)
     kept = fill(jobs, jobs.reserve("acme", 5), "kept.txt", 100)
-    documents.set_status("acme", "doc_kept.txt", "done", pages=1, chunks=5)
+    mark_indexed(documents, "acme", "doc_kept.txt", pages=1, chunks=5)
     mark_done(jobs, kept, 5, 1)
     reservation = jobs.reserve("acme", 5)
     with pytest.raises(QuotaExceeded) as refused:

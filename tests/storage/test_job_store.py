@@ -16,7 +16,7 @@ from app.jobs.store import JobLimitReached, JobRecord, JobStore
 from app.storage.db import Database, open_database, utc_now
 from app.storage.documents import DocumentStore
 from app.storage.tables import DocumentRow, JobRow
-from tests.queued_jobs import jobs_watched, mark_done, queue_job
+from tests.queued_jobs import jobs_watched, mark_done, mark_indexed, queue_job
 
 pytestmark = pytest.mark.integration
 
@@ -304,7 +304,7 @@ def test_a_queued_job_comes_with_its_document_row_but_keeps_an_existing_one(
     )
 
     documents.upsert("acme", "doc_old", "old.txt", 5, "b" * 64, status="done")
-    documents.set_status("acme", "doc_old", "done", pages=1, chunks=7)
+    mark_indexed(documents, "acme", "doc_old", pages=1, chunks=7)
     queue_job(
         jobs, "acme", "doc_old", "old.txt", "/data/uploads/o.bin", 99, document_sha256="c" * 64
     )
