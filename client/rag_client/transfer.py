@@ -212,30 +212,58 @@ def _wait_quietly(event: threading.Event, seconds: float) -> None:
 def wait_for_jobs(
     api: Api, job_ids: Iterable[str], on_end: Callable[[dict[str, Any]], None] = lambda job: None
 ) -> dict[str, dict[str, Any]]:
-    """Wait until every job has ended; each job's last state by id. One job is watched with a
-    long poll (`?wait=`) where the service holds the request, else looked at every second;
-    many are followed through the listing of jobs still queued or processing."""
-    pending = set(job_ids)
+    """Wait until every job has ended; each job's last state by id.
+
+    The newest job still pending is watched with a long poll (`?wait=`, where the service holds
+    the request): the service takes jobs oldest first, so it is usually the last to end, and the
+    wait is over the moment it ends, not at the next look. While others are pending the poll is
+    short, and the listing of jobs still queued or processing says which of them ended; their
+    ends are read from the listing of ended jobs (newest first), not job by job. A service that
+    answers at once is looked at every `POLL_S`.
+    """
+    order = list(dict.fromkeys(job_ids))  # in the order they were queued
+    pending = set(order)
     ended: dict[str, dict[str, Any]] = {}
     while pending:
         before = time.monotonic()
-        if len(pending) == 1:
-            (job_id,) = pending
-            job = api.get(f"/jobs/{job_id}", params={"wait": LONG_POLL_S})
-            if job["status"] in FINISHED:
-                ended[job_id] = job
-                pending.clear()
-                on_end(job)
-        else:
-            still = _unfinished(api) & pending
-            for job_id in sorted(pending - still):
-                job = api.get(f"/jobs/{job_id}")
-                ended[job_id] = job
-                on_end(job)
-            pending = still
-        if pending and time.monotonic() - before < POLL_S:
+        newest = next(job_id for job_id in reversed(order) if job_id in pending)
+        hold = LONG_POLL_S if len(pending) == 1 else POLL_S
+        watched = api.get(f"/jobs/{newest}", params={"wait": hold})
+        still = set() if watched["status"] in FINISHED else {newest}
+        if len(pending) > 1:
+            still |= _unfinished(api) & pending
+        gone = [job_id for job_id in order if job_id in pending and job_id not in still]
+        for job in _ended_jobs(api, gone, {newest: watched}):
+            ended[job["job_id"]] = job
+            on_end(job)
+        pending = still
+        if pending and not gone and time.monotonic() - before < POLL_S:
             time.sleep(POLL_S)  # the service answered at once: look again politely
     return ended
+
+
+def _ended_jobs(
+    api: Api, job_ids: list[str], known: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The last states of ended jobs, in the order of `job_ids`: those `known`, then the
+    listing of ended jobs, newest first, a page at a time until all are found (a job ended
+    meanwhile only pushes the others to later pages: none is missed); any job it does not
+    hold is asked for by its id."""
+    found = {job_id: job for job_id, job in known.items() if job_id in job_ids}
+    wanted = set(job_ids) - set(found)
+    offset = 0
+    while wanted:
+        page = api.get("/jobs", params={"status": list(FINISHED), "limit": 100, "offset": offset})
+        for job in page["data"]:
+            if job["job_id"] in wanted:
+                found[job["job_id"]] = job
+                wanted.discard(job["job_id"])
+        offset += len(page["data"])
+        if not page["data"] or offset >= page["count"]:
+            break
+    for job_id in sorted(wanted):
+        found[job_id] = api.get(f"/jobs/{job_id}")
+    return [found[job_id] for job_id in job_ids]
 
 
 def _unfinished(api: Api) -> set[str]:
