@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.retrieval.corpus_reader import CorpusReader
+from app.retrieval.corpus_reader import TextReader
 from app.retrieval.keyword import KeywordSnapshot
 from app.text.tokenizer import Tokenizer
 
@@ -108,7 +108,7 @@ def find_exact(
     tenant_id: str,
     query: str,
     snapshot: KeywordSnapshot,
-    store: CorpusReader,
+    store: TextReader,
     tokenizer: Tokenizer,
     limits: ExactLimits | None = None,
 ) -> list[ExactMatch]:

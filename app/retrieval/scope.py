@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,7 @@ from app.memory import HotMap
 
 if TYPE_CHECKING:
     from app.domain import Chunk
-    from app.retrieval.corpus_reader import CorpusReader
+    from app.retrieval.corpus_reader import CorpusReader, NearestReader, TextReader
     from app.retrieval.keyword import KeywordSnapshot
 
 
@@ -162,6 +162,18 @@ class DenseFilter:
     documents: frozenset[str] | None = None
     chunk_ids: list[str] | None = None
 
+    def nearest(
+        self, reader: NearestReader, *, tenant_id: str, vector: Sequence[float], k: int
+    ) -> list[tuple[Chunk, float]]:
+        """The reader's k nearest chunks where this filter looks, best first."""
+        return reader.query(
+            tenant_id=tenant_id,
+            vector=vector,
+            k=k,
+            documents=self.documents,
+            chunk_ids=self.chunk_ids,
+        )
+
 
 class ScopedReads:
     """The reads of a scoped search: nearest chunks inside the scope, a keyword snapshot that
@@ -208,13 +220,7 @@ class ScopedReads:
         where = self.dense_filter(tenant_id, scope)
         if where is None:
             return []
-        return self.store.query(
-            tenant_id=tenant_id,
-            vector=vector,
-            k=k,
-            documents=where.documents,
-            chunk_ids=where.chunk_ids,
-        )
+        return where.nearest(self.store, tenant_id=tenant_id, vector=vector, k=k)
 
     def keyword_snapshot(
         self, tenant_id: str, snapshot: KeywordSnapshot, scope: SearchScope
@@ -225,20 +231,21 @@ class ScopedReads:
         mask = self._masks.mask(tenant_id, snapshot.chunk_ids, self.owners(tenant_id), scope)
         return snapshot.scoped(mask)
 
-    def reader(self, scope: SearchScope) -> CorpusReader:
+    def reader(self, scope: SearchScope) -> TextReader:
         """The store as exact matching inside the scope reads it."""
         return self.store if scope.unrestricted else _ScopedReader(self.store, scope)
 
 
 class _ScopedReader:
-    """A `CorpusReader` whose substring scans and chunk reads stay inside one scope."""
+    """A `TextReader` whose substring scans and chunk reads stay inside one scope."""
 
-    def __init__(self, store: CorpusReader, scope: SearchScope) -> None:
+    def __init__(self, store: TextReader, scope: SearchScope) -> None:
         self._store = store
         self._scope = scope
 
     def find_containing(
         self,
+        *,
         tenant_id: str,
         text: str,
         limit: int,
@@ -253,28 +260,6 @@ class _ScopedReader:
             chunk_ids=self._scope.chunks,
         )
 
-    def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
+    def get_chunks(self, *, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
         chunks = self._store.get_chunks(tenant_id=tenant_id, ids=ids)
         return [c for c in chunks if self._scope.allows(c.document_id, c.id)]
-
-    def query(
-        self,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Chunk, float]]:
-        raise NotImplementedError("a scoped search's dense arm goes through ScopedReads.nearest")
-
-    def iter_chunks(self, tenant_id: str) -> Iterator[Chunk]:
-        raise NotImplementedError("the keyword index reads the whole tenant, never a scope")
-
-    def chunk_ids(self, tenant_id: str) -> list[str]:
-        raise NotImplementedError("the keyword index reads the whole tenant, never a scope")
-
-    def chunk_owners(self, tenant_id: str) -> list[tuple[str, str, int]]:
-        return self._store.chunk_owners(tenant_id)
-
-    def corpus_version(self, tenant_id: str) -> int:
-        return self._store.corpus_version(tenant_id)

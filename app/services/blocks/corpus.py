@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from app.domain import Chunk, indexed_text
 from app.providers.types import Embedder
+from app.retrieval.extra_dense import ExtraDense
 from app.services.blocks.second_arm import SecondArm
 from app.storage.chunks import PAGE_SIZE, ChunkStore
 from app.storage.second_index import EnglishVectorIndex
@@ -68,6 +69,17 @@ class Corpus:
         self._embed_section_paths = embed_section_paths  # as the ingestion pipeline embeds
         # Serialises this process's writes, so a reindex never interleaves with an upload.
         self._write_lock = threading.RLock()
+        # The further arms as the retriever reads them (None: the option is off).
+        self.second_dense = self._extra_dense("second", second, index.count)
+        self.english_dense = self._extra_dense("english", english, self._english_count)
+
+    def _extra_dense(
+        self, stage: str, arm: SecondArm | None, first_count: Callable[[str], int]
+    ) -> ExtraDense | None:
+        """The arm as the retriever reads it: its question embedder and `ArmReads`."""
+        if arm is None:
+            return None
+        return ExtraDense(stage, arm.embedder, ArmReads(self.chunks, arm, first_count))
 
     # --- writes ---
 
@@ -228,7 +240,7 @@ class Corpus:
             filled = self.english.fill(
                 tenant_id=tenant_id,
                 pages=_pages(chunks),
-                first_count=self.chunks.count_in_language(tenant_id, ENGLISH),
+                first_count=self._english_count(tenant_id),
             )
             if filled:
                 self.chunks.bump_version(tenant_id)
@@ -247,94 +259,11 @@ class Corpus:
     ) -> list[tuple[Chunk, float]]:
         """The k nearest chunks by cosine similarity (higher is closer), best first; among
         these documents' chunks (the index's filter) or exactly among these chunks."""
-        return self._nearest(self.index, tenant_id, vector, k, documents, chunk_ids)
+        return _nearest(self.chunks, self.index, tenant_id, vector, k, documents, chunk_ids)
 
-    def query_second(
-        self,
-        *,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Chunk, float]] | None:
-        """The k nearest chunks by the second dense arm's vectors, best first, among these
-        documents' chunks or exactly among these chunks (as `query`); None without the arm.
-        Whether the collection covers every chunk is `second_ready`'s to say: the caller asks
-        it first, before it embeds the question for this arm."""
-        if self.second is None:
-            return None
-        return self._nearest(self.second.index, tenant_id, vector, k, documents, chunk_ids)
-
-    def _nearest(
-        self,
-        index: VectorIndex,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None,
-        chunk_ids: Sequence[str] | None,
-    ) -> list[tuple[Chunk, float]]:
-        """The k nearest chunks in `index` with their rows: exactly among `chunk_ids` when
-        given, else through the index's filter to `documents`."""
-        if chunk_ids is not None:
-            found = index.nearest_among(tenant_id, vector, k, chunk_ids)
-        else:
-            found = index.query(tenant_id, vector, k, documents)
-        return self._with_rows(tenant_id, found)
-
-    def query_english(
-        self,
-        *,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Chunk, float]] | None:
-        """The k nearest chunks of English documents by the English arm's vectors, best first,
-        as `query_second` (None without the arm; `english_ready` is asked first)."""
-        if self.english is None:
-            return None
-        return self._nearest(self.english.index, tenant_id, vector, k, documents, chunk_ids)
-
-    def english_held(self, *, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
-        """Which of these chunks the English arm holds (those of English documents)."""
-        if self.english is None:
-            return set()
-        index = self.english.index
-        assert isinstance(index, EnglishVectorIndex)
-        return index.held(tenant_id, chunk_ids)
-
-    def english_ready(self, tenant_id: str) -> bool:
-        """Whether the tenant's English collection holds every chunk of its English documents
-        (False without one)."""
-        return self.english is not None and self.english.ready(
-            tenant_id=tenant_id,
-            version=self.chunks.version(tenant_id),
-            first_count=lambda: self.chunks.count_in_language(tenant_id, ENGLISH),
-        )
-
-    def second_ready(self, tenant_id: str) -> bool:
-        """Whether the tenant's second-arm collection holds every chunk (False without one)."""
-        return self.second is not None and self.second.ready(
-            tenant_id=tenant_id,
-            version=self.chunks.version(tenant_id),
-            first_count=lambda: self.index.count(tenant_id),
-        )
-
-    def _with_rows(
-        self, tenant_id: str, hits: list[tuple[str, float]]
-    ) -> list[tuple[Chunk, float]]:
-        similarity = dict(hits)
-        chunks = self.chunks.get(tenant_id, [cid for cid, _ in hits])
-        if len(chunks) != len(hits):
-            log.warning(
-                "nearest neighbours without a chunk row were skipped (an interrupted write or a "
-                "foreign vector)",
-                extra={"tenant_id": tenant_id, "skipped": len(hits) - len(chunks)},
-            )
-        return [(chunk, similarity[chunk.id]) for chunk in chunks]
+    def _english_count(self, tenant_id: str) -> int:
+        """How many chunks the tenant's documents recorded English have."""
+        return self.chunks.count_in_language(tenant_id, ENGLISH)
 
     def find_containing(
         self,
@@ -401,6 +330,75 @@ def _pages(chunks: Iterator[Chunk]) -> Iterator[list[Chunk]]:
             page = []
     if page:
         yield page
+
+
+def _nearest(
+    rows: ChunkStore,
+    index: VectorIndex,
+    tenant_id: str,
+    vector: Sequence[float],
+    k: int,
+    documents: Collection[str] | None,
+    chunk_ids: Sequence[str] | None,
+) -> list[tuple[Chunk, float]]:
+    """The k nearest chunks in `index` with their rows, read under the asking tenant: exactly
+    among `chunk_ids` when given, else through the index's filter to `documents`."""
+    if chunk_ids is not None:
+        hits = index.nearest_among(tenant_id, vector, k, chunk_ids)
+    else:
+        hits = index.query(tenant_id, vector, k, documents)
+    similarity = dict(hits)
+    chunks = rows.get(tenant_id, [cid for cid, _ in hits])
+    if len(chunks) != len(hits):
+        log.warning(
+            "nearest neighbours without a chunk row were skipped (an interrupted write or a "
+            "foreign vector)",
+            extra={"tenant_id": tenant_id, "skipped": len(hits) - len(chunks)},
+        )
+    return [(chunk, similarity[chunk.id]) for chunk in chunks]
+
+
+class ArmReads:
+    """A further dense arm's reads (the second, the English) as retrieval asks them
+    (`app.retrieval.extra_dense.ExtraDenseReader`): its hits come with their chunk rows, and its
+    completeness is counted against `first_count` (every chunk of the tenant for the second
+    arm, the chunks of its English documents for the English arm)."""
+
+    def __init__(self, rows: ChunkStore, arm: SecondArm, first_count: Callable[[str], int]) -> None:
+        self._rows = rows
+        self._arm = arm
+        self._first_count = first_count
+
+    def ready(self, tenant_id: str) -> bool:
+        """Whether the tenant's collection holds every chunk it should."""
+        return self._arm.ready(
+            tenant_id=tenant_id,
+            version=self._rows.version(tenant_id),
+            first_count=lambda: self._first_count(tenant_id),
+        )
+
+    def query(
+        self,
+        *,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None = None,
+        chunk_ids: Sequence[str] | None = None,
+    ) -> list[tuple[Chunk, float]]:
+        """The k nearest chunks by the arm's vectors, best first, among these documents' chunks
+        or exactly among these chunks (as `Corpus.query`). Whether the collection covers every
+        chunk is `ready`'s to say: the caller asks it first, before it embeds the question for
+        this arm."""
+        return _nearest(self._rows, self._arm.index, tenant_id, vector, k, documents, chunk_ids)
+
+    def held(self, *, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
+        """Which of these chunks the arm's collection holds: the English arm, those of English
+        documents; the second arm, once `ready`, every one."""
+        index = self._arm.index
+        if isinstance(index, EnglishVectorIndex):
+            return index.held(tenant_id, chunk_ids)
+        return set(chunk_ids)
 
 
 def build_second_arm(
