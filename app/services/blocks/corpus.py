@@ -149,12 +149,7 @@ class Corpus:
         """The second dense arm's vectors of each document's chunks ([] without the arm)."""
         if self.second is None:
             return []
-        flat = self.second.embed([chunk for chunks in documents for chunk in chunks])
-        out, start = [], 0
-        for chunks in documents:
-            out.append(flat[start : start + len(chunks)])
-            start += len(chunks)
-        return out
+        return _embed_each(self.second, documents, [True] * len(documents))
 
     def embed_english(self, documents: Sequence[Sequence[Chunk]]) -> list[list[list[float]]]:
         """The English arm's vectors of each document's chunks: none for a document whose
@@ -164,20 +159,7 @@ class Corpus:
         english = [
             document_language([chunk.text for chunk in chunks]) == "en" for chunks in documents
         ]
-        flat = self.english.embed(
-            [
-                chunk
-                for chunks, chosen in zip(documents, english, strict=True)
-                if chosen
-                for chunk in chunks
-            ]
-        )
-        out, start = [], 0
-        for chunks, chosen in zip(documents, english, strict=True):
-            size = len(chunks) if chosen else 0
-            out.append(flat[start : start + size])
-            start += size
-        return out
+        return _embed_each(self.english, documents, english)
 
     def delete_document(self, *, tenant_id: str, document_id: str) -> int:
         """Remove every chunk of a document; returns how many were removed."""
@@ -219,14 +201,8 @@ class Corpus:
         if self.second is None:
             return 0
         with self._write_lock:
-            filled = self.second.fill(
-                tenant_id=tenant_id,
-                pages=_pages(self.chunks.iter_tenant(tenant_id)),
-                first_count=self.index.count(tenant_id),
-            )
-            if filled:
-                self.chunks.bump_version(tenant_id)
-        return filled
+            chunks = self.chunks.iter_tenant(tenant_id)
+            return self._fill(self.second, tenant_id, chunks, self.index.count(tenant_id))
 
     def fill_english(self, tenant_id: str) -> int:
         """Embed every chunk of the tenant's English documents (by their records) with the
@@ -237,13 +213,16 @@ class Corpus:
         with self._write_lock:
             english = self.chunks.documents_in_language(tenant_id, ENGLISH)
             chunks = (c for c in self.chunks.iter_tenant(tenant_id) if c.document_id in english)
-            filled = self.english.fill(
-                tenant_id=tenant_id,
-                pages=_pages(chunks),
-                first_count=self._english_count(tenant_id),
-            )
-            if filled:
-                self.chunks.bump_version(tenant_id)
+            return self._fill(self.english, tenant_id, chunks, self._english_count(tenant_id))
+
+    def _fill(
+        self, arm: SecondArm, tenant_id: str, chunks: Iterator[Chunk], first_count: int
+    ) -> int:
+        """Fill the arm's collection with these chunks unless it already holds `first_count`
+        of them, bumping the version when it embedded any (under the write lock)."""
+        filled = arm.fill(tenant_id=tenant_id, pages=_pages(chunks), first_count=first_count)
+        if filled:
+            self.chunks.bump_version(tenant_id)
         return filled
 
     # --- reads ---
@@ -330,6 +309,22 @@ def _pages(chunks: Iterator[Chunk]) -> Iterator[list[Chunk]]:
             page = []
     if page:
         yield page
+
+
+def _embed_each(
+    arm: SecondArm, documents: Sequence[Sequence[Chunk]], held: Sequence[bool]
+) -> list[list[list[float]]]:
+    """The arm's vectors of each document's chunks, embedded in one call: none for a document
+    the arm does not hold (`held`, one flag a document)."""
+    flat = arm.embed(
+        [chunk for chunks, kept in zip(documents, held, strict=True) if kept for chunk in chunks]
+    )
+    out, start = [], 0
+    for chunks, kept in zip(documents, held, strict=True):
+        size = len(chunks) if kept else 0
+        out.append(flat[start : start + size])
+        start += size
+    return out
 
 
 def _nearest(
