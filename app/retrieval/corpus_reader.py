@@ -32,8 +32,7 @@ class NearestReader(Protocol):
 
 
 class TextReader(Protocol):
-    """Substring scans and chunk reads: what exact matching reads (the whole tenant's, or a
-    scope's: `app.retrieval.scope.ScopedReads.reader`)."""
+    """Substring scans and chunk reads: what exact matching reads."""
 
     def find_containing(
         self,

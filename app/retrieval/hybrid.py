@@ -747,9 +747,10 @@ class HybridRetriever:
             tenant_id,
             query,
             snapshot,
-            self.scoped.reader(scope),
+            self.store,
             self.keyword_index.tokenizer,
             self.config.exact,
+            scope,
         )
         recall.exact_terms = [m.term for m in exact]
         if self.config.pin_exact_matches:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,7 @@ from app.memory import HotMap
 
 if TYPE_CHECKING:
     from app.domain import Chunk
-    from app.retrieval.corpus_reader import CorpusReader, NearestReader, TextReader
+    from app.retrieval.corpus_reader import CorpusReader, NearestReader
     from app.retrieval.keyword import KeywordSnapshot
 
 
@@ -176,8 +176,8 @@ class DenseFilter:
 
 
 class ScopedReads:
-    """The reads of a scoped search: nearest chunks inside the scope, a keyword snapshot that
-    scores only the scope, and a store view whose substring scans stay inside it."""
+    """The reads of a scoped search: nearest chunks inside the scope and a keyword snapshot
+    that scores only the scope (exact matching is given the scope: `find_exact`)."""
 
     def __init__(self, store: CorpusReader, exact_scope_chunks: int, hot_tenants: int = 64) -> None:
         self.store = store
@@ -230,36 +230,3 @@ class ScopedReads:
             return snapshot
         mask = self._masks.mask(tenant_id, snapshot.chunk_ids, self.owners(tenant_id), scope)
         return snapshot.scoped(mask)
-
-    def reader(self, scope: SearchScope) -> TextReader:
-        """The store as exact matching inside the scope reads it."""
-        return self.store if scope.unrestricted else _ScopedReader(self.store, scope)
-
-
-class _ScopedReader:
-    """A `TextReader` whose substring scans and chunk reads stay inside one scope."""
-
-    def __init__(self, store: TextReader, scope: SearchScope) -> None:
-        self._store = store
-        self._scope = scope
-
-    def find_containing(
-        self,
-        *,
-        tenant_id: str,
-        text: str,
-        limit: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Collection[str] | None = None,
-    ) -> list[Chunk]:
-        return self._store.find_containing(
-            tenant_id=tenant_id,
-            text=text,
-            limit=limit,
-            documents=self._scope.documents,
-            chunk_ids=self._scope.chunks,
-        )
-
-    def get_chunks(self, *, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
-        chunks = self._store.get_chunks(tenant_id=tenant_id, ids=ids)
-        return [c for c in chunks if self._scope.allows(c.document_id, c.id)]
