@@ -49,7 +49,41 @@ ENGLISH = "en"  # the recorded language the English arm holds
 DocumentContent = tuple[str, Sequence[Chunk], Sequence[Sequence[float]]]
 
 
-class Corpus:
+class NearestReads:
+    """Nearest chunks in `index`, each returned with its row from `chunks`, read under the asking
+    tenant: the first arm's (`Corpus`) and a further arm's (`ArmReads`)."""
+
+    chunks: ChunkStore
+    index: VectorIndex
+
+    def query(
+        self,
+        *,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None = None,
+        chunk_ids: Sequence[str] | None = None,
+    ) -> list[tuple[Chunk, float]]:
+        """The k nearest chunks by cosine similarity (higher is closer), best first; among
+        these documents' chunks (the index's filter) or exactly among these chunks. A further
+        arm is asked after `ready`, which this does not repeat."""
+        if chunk_ids is not None:
+            hits = self.index.nearest_among(tenant_id, vector, k, chunk_ids)
+        else:
+            hits = self.index.query(tenant_id, vector, k, documents)
+        similarity = dict(hits)
+        chunks = self.chunks.get(tenant_id, [cid for cid, _ in hits])
+        if len(chunks) != len(hits):
+            log.warning(
+                "nearest neighbours without a chunk row were skipped (an interrupted write or a "
+                "foreign vector)",
+                extra={"tenant_id": tenant_id, "skipped": len(hits) - len(chunks)},
+            )
+        return [(chunk, similarity[chunk.id]) for chunk in chunks]
+
+
+class Corpus(NearestReads):
     """Writes and reads a tenant's chunks through the chunk rows and the vector index."""
 
     def __init__(
@@ -227,19 +261,6 @@ class Corpus:
 
     # --- reads ---
 
-    def query(
-        self,
-        *,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Chunk, float]]:
-        """The k nearest chunks by cosine similarity (higher is closer), best first; among
-        these documents' chunks (the index's filter) or exactly among these chunks."""
-        return _nearest(self.chunks, self.index, tenant_id, vector, k, documents, chunk_ids)
-
     def _english_count(self, tenant_id: str) -> int:
         """How many chunks the tenant's documents recorded English have."""
         return self.chunks.count_in_language(tenant_id, ENGLISH)
@@ -327,40 +348,15 @@ def _embed_each(
     return out
 
 
-def _nearest(
-    rows: ChunkStore,
-    index: VectorIndex,
-    tenant_id: str,
-    vector: Sequence[float],
-    k: int,
-    documents: Collection[str] | None,
-    chunk_ids: Sequence[str] | None,
-) -> list[tuple[Chunk, float]]:
-    """The k nearest chunks in `index` with their rows, read under the asking tenant: exactly
-    among `chunk_ids` when given, else through the index's filter to `documents`."""
-    if chunk_ids is not None:
-        hits = index.nearest_among(tenant_id, vector, k, chunk_ids)
-    else:
-        hits = index.query(tenant_id, vector, k, documents)
-    similarity = dict(hits)
-    chunks = rows.get(tenant_id, [cid for cid, _ in hits])
-    if len(chunks) != len(hits):
-        log.warning(
-            "nearest neighbours without a chunk row were skipped (an interrupted write or a "
-            "foreign vector)",
-            extra={"tenant_id": tenant_id, "skipped": len(hits) - len(chunks)},
-        )
-    return [(chunk, similarity[chunk.id]) for chunk in chunks]
-
-
-class ArmReads:
+class ArmReads(NearestReads):
     """A further dense arm's reads (the second, the English) as retrieval asks them
-    (`app.retrieval.extra_dense.ExtraDenseReader`): its hits come with their chunk rows, and its
+    (`app.retrieval.extra_dense.ExtraDenseReader`): its nearest chunks (`query`), and its
     completeness is counted against `first_count` (every chunk of the tenant for the second
     arm, the chunks of its English documents for the English arm)."""
 
     def __init__(self, rows: ChunkStore, arm: SecondArm, first_count: Callable[[str], int]) -> None:
-        self._rows = rows
+        self.chunks = rows
+        self.index = arm.index
         self._arm = arm
         self._first_count = first_count
 
@@ -368,24 +364,9 @@ class ArmReads:
         """Whether the tenant's collection holds every chunk it should."""
         return self._arm.ready(
             tenant_id=tenant_id,
-            version=self._rows.version(tenant_id),
+            version=self.chunks.version(tenant_id),
             first_count=lambda: self._first_count(tenant_id),
         )
-
-    def query(
-        self,
-        *,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Chunk, float]]:
-        """The k nearest chunks by the arm's vectors, best first, among these documents' chunks
-        or exactly among these chunks (as `Corpus.query`). Whether the collection covers every
-        chunk is `ready`'s to say: the caller asks it first, before it embeds the question for
-        this arm."""
-        return _nearest(self._rows, self._arm.index, tenant_id, vector, k, documents, chunk_ids)
 
     def held(self, *, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
         """Which of these chunks the arm's collection holds: the English arm, those of English
