@@ -30,10 +30,8 @@ if TYPE_CHECKING:
     from app.providers.types import LLM, Embedder, ProviderOverrides, Reranker
     from app.rendering.cache import PageImageCache
     from app.rendering.pdf_page import RenderLimits
-    from app.retrieval.english_dense import EnglishDense
     from app.retrieval.hybrid import HybridRetriever
     from app.retrieval.scope import SearchScope
-    from app.retrieval.second_dense import SecondDense
     from app.security import ApiKeyHasher, TokenCodec
     from app.services.answer import AnswerDeps
     from app.services.api_keys import ApiKeyService
@@ -178,14 +176,6 @@ class Container:
         return build_english_arm(self.settings, after_eviction=self.memory_budget.after_eviction)
 
     @cached_property
-    def english_dense(self) -> EnglishDense | None:
-        """The English arm as the retriever reads it, or None when it is off."""
-        from app.retrieval.english_dense import EnglishDense
-
-        arm = self.english_arm
-        return None if arm is None else EnglishDense(arm.embedder, self.corpus)
-
-    @cached_property
     def reranker(self) -> Reranker | None:
         from app.providers.rerankers import build_reranker
 
@@ -201,17 +191,8 @@ class Container:
             self.corpus,
             self.reranker,
             after_eviction=self.memory_budget.after_eviction,
-            second=self.second_dense,
-            english=self.english_dense,
-        )
-
-    @cached_property
-    def second_dense(self) -> SecondDense | None:
-        """The second dense arm as the retriever reads it, or None when it is off."""
-        from app.retrieval.second_dense import SecondDense
-
-        return (
-            None if self.second_arm is None else SecondDense(self.second_arm.embedder, self.corpus)
+            second=self.corpus.second_dense,
+            english=self.corpus.english_dense,
         )
 
     @cached_property

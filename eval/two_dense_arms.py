@@ -60,14 +60,11 @@ def capped_corpora(sets: dict[str, EvalSet], questions: int, cap: int) -> dict[s
 
 def e5_alone(container: Container, tenant: str, query: str) -> list[str]:
     """The document of each of the second arm's 30 nearest chunks (dense e5 by itself)."""
-    second = container.second_arm
+    second = container.corpus.second_dense
     assert second is not None
-    ready = container.corpus.second_ready(tenant)
+    ready = second.reader.ready(tenant)
     assert ready, "the second collection is complete after ingestion with the option"
-    hits = container.corpus.query_second(
-        tenant_id=tenant, vector=second.embedder.embed_query(query), k=30
-    )
-    assert hits is not None
+    hits = second.reader.query(tenant_id=tenant, vector=second.embedder.embed_query(query), k=30)
     return [chunk.document_id for chunk, _ in hits]
 
 

@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 
 import app.services
-from app.retrieval import corpus_reader, second_dense
+from app.retrieval import corpus_reader, extra_dense
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +27,7 @@ def _is_id(name: str) -> bool:
 
 def _modules() -> Iterator[ModuleType]:
     yield corpus_reader
-    yield second_dense
+    yield extra_dense
     for found in pkgutil.walk_packages(app.services.__path__, "app.services."):
         yield importlib.import_module(found.name)
 

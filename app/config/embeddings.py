@@ -16,7 +16,7 @@ EmbeddingProvider = Literal["use", "e5", "huggingface", "openai", "ollama"]
 EMBEDDING_PROVIDERS: frozenset[str] = frozenset(get_args(EmbeddingProvider))
 # A second dense arm beside the configured embedder's (app/services/blocks/second_arm.py).
 SecondEmbedding = Literal["none", "e5"]
-# An English-only model for the dense arm of English text (app/retrieval/english_dense.py).
+# An English-only model for the dense arm of English text (app/retrieval/extra_dense.py).
 EnglishEmbedding = Literal["none", "minilm"]
 
 

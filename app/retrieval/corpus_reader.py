@@ -13,8 +13,9 @@ from typing import Protocol
 from app.domain import Chunk
 
 
-class CorpusReader(Protocol):
-    """Tenant-scoped reads of chunks and their vectors."""
+class NearestReader(Protocol):
+    """Nearest chunks by a dense arm's vectors: the first arm's (`CorpusReader`) or a further
+    arm's (`app.retrieval.extra_dense.ExtraDenseReader`)."""
 
     def query(
         self,
@@ -29,6 +30,10 @@ class CorpusReader(Protocol):
         these documents' chunks (the index's filter), or exactly among these chunks."""
         ...
 
+
+class TextReader(Protocol):
+    """Substring scans and chunk reads: what exact matching reads."""
+
     def find_containing(
         self,
         *,
@@ -42,12 +47,16 @@ class CorpusReader(Protocol):
         among these documents and these chunks when given."""
         ...
 
-    def chunk_owners(self, tenant_id: str) -> list[tuple[str, str, int]]:
-        """(chunk id, document id, page) of every chunk of the tenant."""
-        ...
-
     def get_chunks(self, *, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
         """The chunks with these ids that belong to the tenant, in the given order."""
+        ...
+
+
+class CorpusReader(NearestReader, TextReader, Protocol):
+    """Tenant-scoped reads of chunks and their vectors."""
+
+    def chunk_owners(self, tenant_id: str) -> list[tuple[str, str, int]]:
+        """(chunk id, document id, page) of every chunk of the tenant."""
         ...
 
     def iter_chunks(self, tenant_id: str) -> Iterator[Chunk]:

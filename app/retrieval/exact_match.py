@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.retrieval.corpus_reader import CorpusReader
+from app.retrieval.corpus_reader import TextReader
 from app.retrieval.keyword import KeywordSnapshot
+from app.retrieval.scope import EVERYTHING, SearchScope
 from app.text.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
@@ -108,9 +109,10 @@ def find_exact(
     tenant_id: str,
     query: str,
     snapshot: KeywordSnapshot,
-    store: CorpusReader,
+    store: TextReader,
     tokenizer: Tokenizer,
     limits: ExactLimits | None = None,
+    scope: SearchScope = EVERYTHING,
 ) -> list[ExactMatch]:
     """For each literal term of the query, the tenant's chunks that contain it.
 
@@ -119,6 +121,7 @@ def find_exact(
     symbols at its edges (`C++`, `#45`) is first looked up as typed, by the store's substring
     search, and falls back to its tokens. Once the scans or the verification budget of `limits`
     are spent, the remaining terms use only what the keyword snapshot (in memory) can tell.
+    Only chunks inside `scope` are found (the snapshot given is the scope's).
     """
     limits = limits or ExactLimits()
     scans_left = limits.max_scans
@@ -134,7 +137,11 @@ def find_exact(
             ids = [
                 c.id
                 for c in store.find_containing(
-                    tenant_id=tenant_id, text=term, limit=MAX_EXACT_CHUNKS
+                    tenant_id=tenant_id,
+                    text=term,
+                    limit=MAX_EXACT_CHUNKS,
+                    documents=scope.documents,
+                    chunk_ids=scope.chunks,
                 )
             ]
         if not ids and tokens:
@@ -144,7 +151,12 @@ def find_exact(
                 batch = ids[: min(_VERIFY_LIMIT, verify_left)]
                 verify_left -= len(batch)
                 chunks = store.get_chunks(tenant_id=tenant_id, ids=batch) if batch else []
-                ids = [c.id for c in chunks if _contains_sequence(tokenizer(c.text), tokens)]
+                ids = [
+                    c.id
+                    for c in chunks
+                    if scope.allows(c.document_id, c.id)
+                    and _contains_sequence(tokenizer(c.text), tokens)
+                ]
         if ids:
             matches.append(ExactMatch(term, ids))
     return matches

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from app.config import FusionMethod
 from app.domain import Chunk, RetrievalResult, SearchHit
-from app.retrieval.english_dense import EnglishDense, english_dense_hits
 from app.retrieval.evidence import specific_evidence_chunks
 from app.retrieval.exact_match import MAX_EXACT_CHUNKS, ExactLimits, ExactMatch, find_exact
+from app.retrieval.extra_dense import ExtraDense, extra_dense_hits
 from app.retrieval.function_words import (
     content_tokens,
     matches_content_word,
@@ -48,7 +48,7 @@ from app.retrieval.grouping import (
 from app.retrieval.headings import has_heading
 from app.retrieval.keyword import KeywordIndex
 from app.retrieval.scope import EVERYTHING, ScopedReads, SearchScope
-from app.retrieval.second_dense import SecondDense, second_dense_hits
+from app.text.language import is_english_question
 from app.timing import timed
 
 if TYPE_CHECKING:
@@ -448,8 +448,8 @@ class HybridRetriever:
         keyword_index: KeywordIndex,
         config: RetrieverConfig,
         reranker: Reranker | None = None,
-        second: SecondDense | None = None,
-        english: EnglishDense | None = None,
+        second: ExtraDense | None = None,
+        english: ExtraDense | None = None,
     ) -> None:
         self.embedder = embedder
         self.second = second  # the second dense arm (RAG_SECOND_EMBEDDING), if any
@@ -542,15 +542,15 @@ class HybridRetriever:
             where = self.scoped.dense_filter(tenant_id, scope) if has_further else None
             if where is not None:
                 k = self.config.dense_candidates * pool_factor
-                if self.english is not None:  # an English question: the English arm
-                    english = english_dense_hits(
+                if self.english is not None and is_english_question(query):  # English only
+                    english = extra_dense_hits(
                         self.english, tenant_id=tenant_id, query=query, k=k, where=where
                     )
-                    if english is not None:  # None as well when the question is not English
+                    if english is not None:
                         with timed("dense_english"):
                             self._english_dense_arm(tenant_id, recall, english, k)
                 if self.second is not None:
-                    hits = second_dense_hits(
+                    hits = extra_dense_hits(
                         self.second, tenant_id=tenant_id, query=query, k=k, where=where
                     )
                     if hits is not None:
@@ -672,7 +672,7 @@ class HybridRetriever:
         English arm's ranking. Each candidate's dense score is then its own arm's similarity.
         Runs before the keyword arm, as `_second_dense_arm`."""
         assert self.english is not None
-        held = self.english.reader.english_held(tenant_id=tenant_id, chunk_ids=recall.dense_ids)
+        held = self.english.reader.held(tenant_id=tenant_id, chunk_ids=recall.dense_ids)
         english_ids = [chunk.id for chunk, _ in hits]
         for rank, (chunk, similarity) in enumerate(hits, start=1):
             candidate = recall.candidate(chunk.id)
@@ -747,9 +747,10 @@ class HybridRetriever:
             tenant_id,
             query,
             snapshot,
-            self.scoped.reader(scope),
+            self.store,
             self.keyword_index.tokenizer,
             self.config.exact,
+            scope,
         )
         recall.exact_terms = [m.term for m in exact]
         if self.config.pin_exact_matches:
@@ -821,8 +822,8 @@ def build_retriever(
     store: CorpusReader,
     reranker: Reranker | None,
     after_eviction: Callable[[], None] | None = None,
-    second: SecondDense | None = None,
-    english: EnglishDense | None = None,
+    second: ExtraDense | None = None,
+    english: ExtraDense | None = None,
 ) -> HybridRetriever:
     """The retriever configured by settings; its keyword indexes live under data_dir/keyword."""
     config = RetrieverConfig.from_settings(settings)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,7 @@ from app.memory import HotMap
 
 if TYPE_CHECKING:
     from app.domain import Chunk
-    from app.retrieval.corpus_reader import CorpusReader
+    from app.retrieval.corpus_reader import CorpusReader, NearestReader
     from app.retrieval.keyword import KeywordSnapshot
 
 
@@ -162,10 +162,22 @@ class DenseFilter:
     documents: frozenset[str] | None = None
     chunk_ids: list[str] | None = None
 
+    def nearest(
+        self, reader: NearestReader, *, tenant_id: str, vector: Sequence[float], k: int
+    ) -> list[tuple[Chunk, float]]:
+        """The reader's k nearest chunks where this filter looks, best first."""
+        return reader.query(
+            tenant_id=tenant_id,
+            vector=vector,
+            k=k,
+            documents=self.documents,
+            chunk_ids=self.chunk_ids,
+        )
+
 
 class ScopedReads:
-    """The reads of a scoped search: nearest chunks inside the scope, a keyword snapshot that
-    scores only the scope, and a store view whose substring scans stay inside it."""
+    """The reads of a scoped search: nearest chunks inside the scope and a keyword snapshot
+    that scores only the scope (exact matching is given the scope: `find_exact`)."""
 
     def __init__(self, store: CorpusReader, exact_scope_chunks: int, hot_tenants: int = 64) -> None:
         self.store = store
@@ -208,13 +220,7 @@ class ScopedReads:
         where = self.dense_filter(tenant_id, scope)
         if where is None:
             return []
-        return self.store.query(
-            tenant_id=tenant_id,
-            vector=vector,
-            k=k,
-            documents=where.documents,
-            chunk_ids=where.chunk_ids,
-        )
+        return where.nearest(self.store, tenant_id=tenant_id, vector=vector, k=k)
 
     def keyword_snapshot(
         self, tenant_id: str, snapshot: KeywordSnapshot, scope: SearchScope
@@ -224,57 +230,3 @@ class ScopedReads:
             return snapshot
         mask = self._masks.mask(tenant_id, snapshot.chunk_ids, self.owners(tenant_id), scope)
         return snapshot.scoped(mask)
-
-    def reader(self, scope: SearchScope) -> CorpusReader:
-        """The store as exact matching inside the scope reads it."""
-        return self.store if scope.unrestricted else _ScopedReader(self.store, scope)
-
-
-class _ScopedReader:
-    """A `CorpusReader` whose substring scans and chunk reads stay inside one scope."""
-
-    def __init__(self, store: CorpusReader, scope: SearchScope) -> None:
-        self._store = store
-        self._scope = scope
-
-    def find_containing(
-        self,
-        tenant_id: str,
-        text: str,
-        limit: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Collection[str] | None = None,
-    ) -> list[Chunk]:
-        return self._store.find_containing(
-            tenant_id=tenant_id,
-            text=text,
-            limit=limit,
-            documents=self._scope.documents,
-            chunk_ids=self._scope.chunks,
-        )
-
-    def get_chunks(self, tenant_id: str, ids: Sequence[str]) -> list[Chunk]:
-        chunks = self._store.get_chunks(tenant_id=tenant_id, ids=ids)
-        return [c for c in chunks if self._scope.allows(c.document_id, c.id)]
-
-    def query(
-        self,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Chunk, float]]:
-        raise NotImplementedError("a scoped search's dense arm goes through ScopedReads.nearest")
-
-    def iter_chunks(self, tenant_id: str) -> Iterator[Chunk]:
-        raise NotImplementedError("the keyword index reads the whole tenant, never a scope")
-
-    def chunk_ids(self, tenant_id: str) -> list[str]:
-        raise NotImplementedError("the keyword index reads the whole tenant, never a scope")
-
-    def chunk_owners(self, tenant_id: str) -> list[tuple[str, str, int]]:
-        return self._store.chunk_owners(tenant_id)
-
-    def corpus_version(self, tenant_id: str) -> int:
-        return self._store.corpus_version(tenant_id)

@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 import pytest
 
 from app.domain import Chunk
-from app.retrieval.english_dense import EnglishDense
+from app.retrieval.extra_dense import ExtraDense
 from app.retrieval.hybrid import HybridRetriever, Recall, RetrieverConfig, fuse
 from app.services.blocks.corpus import Corpus
 from tests.fakes import FakeEmbedder
@@ -28,15 +28,15 @@ ARABIC_TEXTS = ["تشحن البطارية في ثلاث ساعات.", "الجم
 class ScriptedEnglishReader:
     """An English collection holding `english` chunks, ranking them in the given order."""
 
-    def __init__(self, english: list[Chunk], ready: bool = True) -> None:
+    def __init__(self, english: list[Chunk], complete: bool = True) -> None:
         self.english = english
-        self.ready = ready
+        self.complete = complete
         self.asked = 0
 
-    def english_ready(self, tenant_id: str) -> bool:
-        return self.ready
+    def ready(self, tenant_id: str) -> bool:
+        return self.complete
 
-    def query_english(
+    def query(
         self,
         *,
         tenant_id: str,
@@ -44,12 +44,12 @@ class ScriptedEnglishReader:
         k: int,
         documents: Collection[str] | None = None,
         chunk_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Chunk, float]] | None:
+    ) -> list[tuple[Chunk, float]]:
         self.asked += 1
         inside = [c for c in self.english if documents is None or c.document_id in documents]
         return [(c, 0.9 - 0.1 * i) for i, c in enumerate(inside[:k])]
 
-    def english_held(self, *, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
+    def held(self, *, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
         return {c.id for c in self.english} & set(chunk_ids)
 
 
@@ -66,7 +66,7 @@ def mixed(
 
 def with_english(base: HybridRetriever, reader: ScriptedEnglishReader | None) -> HybridRetriever:
     """The same retriever over the same store, with the scripted English arm (or none)."""
-    english = None if reader is None else EnglishDense(FakeEmbedder(), reader)
+    english = None if reader is None else ExtraDense("english", FakeEmbedder(), reader)
     return HybridRetriever(
         base.embedder, base.store, base.keyword_index, base.config, english=english
     )
@@ -109,7 +109,7 @@ def test_an_incomplete_english_collection_leaves_the_first_arm_alone(
     mixed: tuple[HybridRetriever, ScriptedEnglishReader, list[Chunk], list[Chunk]],
 ) -> None:
     routed, reader, _, _ = mixed
-    reader.ready = False
+    reader.complete = False
     question = "How long does the battery take to charge?"
     recall = routed.recall("acme", question, "dense")
     plain = with_english(routed, None).recall("acme", question, "dense")

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from app.domain import Chunk, indexed_text
 from app.providers.types import Embedder
+from app.retrieval.extra_dense import ExtraDense
 from app.services.blocks.second_arm import SecondArm
 from app.storage.chunks import PAGE_SIZE, ChunkStore
 from app.storage.second_index import EnglishVectorIndex
@@ -48,7 +49,41 @@ ENGLISH = "en"  # the recorded language the English arm holds
 DocumentContent = tuple[str, Sequence[Chunk], Sequence[Sequence[float]]]
 
 
-class Corpus:
+class NearestReads:
+    """Nearest chunks in `index`, each returned with its row from `chunks`, read under the asking
+    tenant: the first arm's (`Corpus`) and a further arm's (`ArmReads`)."""
+
+    chunks: ChunkStore
+    index: VectorIndex
+
+    def query(
+        self,
+        *,
+        tenant_id: str,
+        vector: Sequence[float],
+        k: int,
+        documents: Collection[str] | None = None,
+        chunk_ids: Sequence[str] | None = None,
+    ) -> list[tuple[Chunk, float]]:
+        """The k nearest chunks by cosine similarity (higher is closer), best first; among
+        these documents' chunks (the index's filter) or exactly among these chunks. A further
+        arm is asked after `ready`, which this does not repeat."""
+        if chunk_ids is not None:
+            hits = self.index.nearest_among(tenant_id, vector, k, chunk_ids)
+        else:
+            hits = self.index.query(tenant_id, vector, k, documents)
+        similarity = dict(hits)
+        chunks = self.chunks.get(tenant_id, [cid for cid, _ in hits])
+        if len(chunks) != len(hits):
+            log.warning(
+                "nearest neighbours without a chunk row were skipped (an interrupted write or a "
+                "foreign vector)",
+                extra={"tenant_id": tenant_id, "skipped": len(hits) - len(chunks)},
+            )
+        return [(chunk, similarity[chunk.id]) for chunk in chunks]
+
+
+class Corpus(NearestReads):
     """Writes and reads a tenant's chunks through the chunk rows and the vector index."""
 
     def __init__(
@@ -68,6 +103,17 @@ class Corpus:
         self._embed_section_paths = embed_section_paths  # as the ingestion pipeline embeds
         # Serialises this process's writes, so a reindex never interleaves with an upload.
         self._write_lock = threading.RLock()
+        # The further arms as the retriever reads them (None: the option is off).
+        self.second_dense = self._extra_dense("second", second, index.count)
+        self.english_dense = self._extra_dense("english", english, self._english_count)
+
+    def _extra_dense(
+        self, stage: str, arm: SecondArm | None, first_count: Callable[[str], int]
+    ) -> ExtraDense | None:
+        """The arm as the retriever reads it: its question embedder and `ArmReads`."""
+        if arm is None:
+            return None
+        return ExtraDense(stage, arm.embedder, ArmReads(self.chunks, arm, first_count))
 
     # --- writes ---
 
@@ -137,12 +183,7 @@ class Corpus:
         """The second dense arm's vectors of each document's chunks ([] without the arm)."""
         if self.second is None:
             return []
-        flat = self.second.embed([chunk for chunks in documents for chunk in chunks])
-        out, start = [], 0
-        for chunks in documents:
-            out.append(flat[start : start + len(chunks)])
-            start += len(chunks)
-        return out
+        return _embed_each(self.second, documents, [True] * len(documents))
 
     def embed_english(self, documents: Sequence[Sequence[Chunk]]) -> list[list[list[float]]]:
         """The English arm's vectors of each document's chunks: none for a document whose
@@ -152,20 +193,7 @@ class Corpus:
         english = [
             document_language([chunk.text for chunk in chunks]) == "en" for chunks in documents
         ]
-        flat = self.english.embed(
-            [
-                chunk
-                for chunks, chosen in zip(documents, english, strict=True)
-                if chosen
-                for chunk in chunks
-            ]
-        )
-        out, start = [], 0
-        for chunks, chosen in zip(documents, english, strict=True):
-            size = len(chunks) if chosen else 0
-            out.append(flat[start : start + size])
-            start += size
-        return out
+        return _embed_each(self.english, documents, english)
 
     def delete_document(self, *, tenant_id: str, document_id: str) -> int:
         """Remove every chunk of a document; returns how many were removed."""
@@ -207,14 +235,8 @@ class Corpus:
         if self.second is None:
             return 0
         with self._write_lock:
-            filled = self.second.fill(
-                tenant_id=tenant_id,
-                pages=_pages(self.chunks.iter_tenant(tenant_id)),
-                first_count=self.index.count(tenant_id),
-            )
-            if filled:
-                self.chunks.bump_version(tenant_id)
-        return filled
+            chunks = self.chunks.iter_tenant(tenant_id)
+            return self._fill(self.second, tenant_id, chunks, self.index.count(tenant_id))
 
     def fill_english(self, tenant_id: str) -> int:
         """Embed every chunk of the tenant's English documents (by their records) with the
@@ -225,116 +247,23 @@ class Corpus:
         with self._write_lock:
             english = self.chunks.documents_in_language(tenant_id, ENGLISH)
             chunks = (c for c in self.chunks.iter_tenant(tenant_id) if c.document_id in english)
-            filled = self.english.fill(
-                tenant_id=tenant_id,
-                pages=_pages(chunks),
-                first_count=self.chunks.count_in_language(tenant_id, ENGLISH),
-            )
-            if filled:
-                self.chunks.bump_version(tenant_id)
+            return self._fill(self.english, tenant_id, chunks, self._english_count(tenant_id))
+
+    def _fill(
+        self, arm: SecondArm, tenant_id: str, chunks: Iterator[Chunk], first_count: int
+    ) -> int:
+        """Fill the arm's collection with these chunks unless it already holds `first_count`
+        of them, bumping the version when it embedded any (under the write lock)."""
+        filled = arm.fill(tenant_id=tenant_id, pages=_pages(chunks), first_count=first_count)
+        if filled:
+            self.chunks.bump_version(tenant_id)
         return filled
 
     # --- reads ---
 
-    def query(
-        self,
-        *,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Chunk, float]]:
-        """The k nearest chunks by cosine similarity (higher is closer), best first; among
-        these documents' chunks (the index's filter) or exactly among these chunks."""
-        return self._nearest(self.index, tenant_id, vector, k, documents, chunk_ids)
-
-    def query_second(
-        self,
-        *,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Chunk, float]] | None:
-        """The k nearest chunks by the second dense arm's vectors, best first, among these
-        documents' chunks or exactly among these chunks (as `query`); None without the arm.
-        Whether the collection covers every chunk is `second_ready`'s to say: the caller asks
-        it first, before it embeds the question for this arm."""
-        if self.second is None:
-            return None
-        return self._nearest(self.second.index, tenant_id, vector, k, documents, chunk_ids)
-
-    def _nearest(
-        self,
-        index: VectorIndex,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None,
-        chunk_ids: Sequence[str] | None,
-    ) -> list[tuple[Chunk, float]]:
-        """The k nearest chunks in `index` with their rows: exactly among `chunk_ids` when
-        given, else through the index's filter to `documents`."""
-        if chunk_ids is not None:
-            found = index.nearest_among(tenant_id, vector, k, chunk_ids)
-        else:
-            found = index.query(tenant_id, vector, k, documents)
-        return self._with_rows(tenant_id, found)
-
-    def query_english(
-        self,
-        *,
-        tenant_id: str,
-        vector: Sequence[float],
-        k: int,
-        documents: Collection[str] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Chunk, float]] | None:
-        """The k nearest chunks of English documents by the English arm's vectors, best first,
-        as `query_second` (None without the arm; `english_ready` is asked first)."""
-        if self.english is None:
-            return None
-        return self._nearest(self.english.index, tenant_id, vector, k, documents, chunk_ids)
-
-    def english_held(self, *, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
-        """Which of these chunks the English arm holds (those of English documents)."""
-        if self.english is None:
-            return set()
-        index = self.english.index
-        assert isinstance(index, EnglishVectorIndex)
-        return index.held(tenant_id, chunk_ids)
-
-    def english_ready(self, tenant_id: str) -> bool:
-        """Whether the tenant's English collection holds every chunk of its English documents
-        (False without one)."""
-        return self.english is not None and self.english.ready(
-            tenant_id=tenant_id,
-            version=self.chunks.version(tenant_id),
-            first_count=lambda: self.chunks.count_in_language(tenant_id, ENGLISH),
-        )
-
-    def second_ready(self, tenant_id: str) -> bool:
-        """Whether the tenant's second-arm collection holds every chunk (False without one)."""
-        return self.second is not None and self.second.ready(
-            tenant_id=tenant_id,
-            version=self.chunks.version(tenant_id),
-            first_count=lambda: self.index.count(tenant_id),
-        )
-
-    def _with_rows(
-        self, tenant_id: str, hits: list[tuple[str, float]]
-    ) -> list[tuple[Chunk, float]]:
-        similarity = dict(hits)
-        chunks = self.chunks.get(tenant_id, [cid for cid, _ in hits])
-        if len(chunks) != len(hits):
-            log.warning(
-                "nearest neighbours without a chunk row were skipped (an interrupted write or a "
-                "foreign vector)",
-                extra={"tenant_id": tenant_id, "skipped": len(hits) - len(chunks)},
-            )
-        return [(chunk, similarity[chunk.id]) for chunk in chunks]
+    def _english_count(self, tenant_id: str) -> int:
+        """How many chunks the tenant's documents recorded English have."""
+        return self.chunks.count_in_language(tenant_id, ENGLISH)
 
     def find_containing(
         self,
@@ -401,6 +330,51 @@ def _pages(chunks: Iterator[Chunk]) -> Iterator[list[Chunk]]:
             page = []
     if page:
         yield page
+
+
+def _embed_each(
+    arm: SecondArm, documents: Sequence[Sequence[Chunk]], held: Sequence[bool]
+) -> list[list[list[float]]]:
+    """The arm's vectors of each document's chunks, embedded in one call: none for a document
+    the arm does not hold (`held`, one flag a document)."""
+    flat = arm.embed(
+        [chunk for chunks, kept in zip(documents, held, strict=True) if kept for chunk in chunks]
+    )
+    out, start = [], 0
+    for chunks, kept in zip(documents, held, strict=True):
+        size = len(chunks) if kept else 0
+        out.append(flat[start : start + size])
+        start += size
+    return out
+
+
+class ArmReads(NearestReads):
+    """A further dense arm's reads (the second, the English) as retrieval asks them
+    (`app.retrieval.extra_dense.ExtraDenseReader`): its nearest chunks (`query`), and its
+    completeness is counted against `first_count` (every chunk of the tenant for the second
+    arm, the chunks of its English documents for the English arm)."""
+
+    def __init__(self, rows: ChunkStore, arm: SecondArm, first_count: Callable[[str], int]) -> None:
+        self.chunks = rows
+        self.index = arm.index
+        self._arm = arm
+        self._first_count = first_count
+
+    def ready(self, tenant_id: str) -> bool:
+        """Whether the tenant's collection holds every chunk it should."""
+        return self._arm.ready(
+            tenant_id=tenant_id,
+            version=self.chunks.version(tenant_id),
+            first_count=lambda: self._first_count(tenant_id),
+        )
+
+    def held(self, *, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
+        """Which of these chunks the arm's collection holds: the English arm, those of English
+        documents; the second arm, once `ready`, every one."""
+        index = self._arm.index
+        if isinstance(index, EnglishVectorIndex):
+            return index.held(tenant_id, chunk_ids)
+        return set(chunk_ids)
 
 
 def build_second_arm(
