@@ -644,6 +644,23 @@ def leans_dense(recall: Recall, signal: str, threshold: float) -> bool:
     return value >= threshold if signal in _FOR_DENSE else value <= threshold
 
 
+def _signals(recall: Recall) -> dict[str, float]:
+    """`arm_signals` of the recall as today's arms' depths cut it."""
+    base = _service_config()
+    return arm_signals(truncated(recall, base.dense_candidates, base.keyword_candidates))
+
+
+def _dense_weights_times(recall: Recall, query: str, p: Params, factor: float) -> list[str]:
+    """Today's order with both orders' dense weights (rank and score) times `factor`."""
+    base = _service_config()
+    leaned = {
+        **p,
+        "dense_weight": base.dense_weight * factor,
+        "score_dense_weight": base.score_dense_weight * factor,
+    }
+    return _service(recall, query, leaned)
+
+
 def _dense_leaning(recall: Recall, query: str, p: Params) -> list[str]:
     """Today's order; on a question that leans dense (`leans_dense`), both orders' dense weights
     times `boost` and the dense arm's first `lean_reserve` kept within `lean_within` places."""
@@ -652,14 +669,9 @@ def _dense_leaning(recall: Recall, query: str, p: Params) -> list[str]:
     signal, threshold = p["lean"]
     if (p["boost"] == 1.0 and not p["lean_reserve"]) or not leans_dense(cut, signal, threshold):
         return _service(recall, query, p)
-    leaned = {
-        **p,
-        "dense_weight": base.dense_weight * p["boost"],
-        "score_dense_weight": base.score_dense_weight * p["boost"],
-    }
     if p["lean_reserve"]:
-        leaned.update(reserve_dense_first=p["lean_reserve"], reserve_within=p["lean_within"])
-    return _service(recall, query, leaned)
+        p = {**p, "reserve_dense_first": p["lean_reserve"], "reserve_within": p["lean_within"]}
+    return _dense_weights_times(recall, query, p, p["boost"])
 
 
 LEANS = (
@@ -695,16 +707,8 @@ FAMILIES.append(
 def _dense_leaning_smoothly(recall: Recall, query: str, p: Params) -> list[str]:
     """Today's order with both orders' dense weights times boost ** x, x the question's
     `peaks` signal mapped linearly from [`low`, `high`] onto [0, 1] (clipped)."""
-    base = _service_config()
-    cut = truncated(recall, base.dense_candidates, base.keyword_candidates)
-    x = (arm_signals(cut)["peaks"] - p["low"]) / (p["high"] - p["low"])
-    factor = p["boost"] ** min(1.0, max(0.0, x))
-    leaned = {
-        **p,
-        "dense_weight": base.dense_weight * factor,
-        "score_dense_weight": base.score_dense_weight * factor,
-    }
-    return _service(recall, query, leaned)
+    x = (_signals(recall)["peaks"] - p["low"]) / (p["high"] - p["low"])
+    return _dense_weights_times(recall, query, p, p["boost"] ** min(1.0, max(0.0, x)))
 
 
 FAMILIES.append(
@@ -743,16 +747,8 @@ def _dense_leaning_signed(recall: Recall, query: str, p: Params) -> list[str]:
     """Today's order with both orders' dense weights times boost ** clip(peaks / scale, -1, 1):
     up on a question whose dense arm stands out more than its keyword arm, down on one whose
     keyword arm stands out more (`arm_signals`)."""
-    base = _service_config()
-    cut = truncated(recall, base.dense_candidates, base.keyword_candidates)
-    x = min(1.0, max(-1.0, arm_signals(cut)[p["signal"]] / p["scale"]))
-    factor = p["boost"] ** x
-    leaned = {
-        **p,
-        "dense_weight": base.dense_weight * factor,
-        "score_dense_weight": base.score_dense_weight * factor,
-    }
-    return _service(recall, query, leaned)
+    x = min(1.0, max(-1.0, _signals(recall)[p["signal"]] / p["scale"]))
+    return _dense_weights_times(recall, query, p, p["boost"] ** x)
 
 
 FAMILIES.append(
