@@ -26,6 +26,7 @@ from app.text.tokenizer import DEFAULT_TOKENIZER
 from eval.query_signals import idf, peakedness, rare_word_coverage, word_counts
 
 Params = dict[str, Any]
+Rank = Callable[[Recall, str, Params], list[str]]
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Family:
 
     name: str
     grid: list[Params]
-    rank: Callable[[Recall, str, Params], list[str]]
+    rank: Rank
 
     def order(self, params: Params) -> Callable[[Recall, str], list[str]]:
         """The ordering of one question's candidates (its recall and text) under these
@@ -575,12 +576,20 @@ FAMILIES.append(
 # ranked the dense list (`Recall.english_dense`); other questions keep today's ---
 
 
-def _english_fused(recall: Recall, query: str, p: Params) -> list[str]:
-    """Today's order, with these RetrieverConfig values where the English arm ranked the dense
-    list (as `RetrieverConfig.english_fusion` applies them)."""
-    if not recall.english_dense:
-        return _service(recall, query, {"fusion": _service_config().fusion, **TODAYS_RULES[0]})
-    return _service(recall, query, p)
+def _english_only(rank: Rank) -> Rank:
+    """`rank` where the English arm ranked the dense list, today's order elsewhere."""
+
+    def ranked(recall: Recall, query: str, p: Params) -> list[str]:
+        if not recall.english_dense:
+            return _service(recall, query, {"fusion": _service_config().fusion, **TODAYS_RULES[0]})
+        return rank(recall, query, p)
+
+    return ranked
+
+
+# Today's order, with these RetrieverConfig values where the English arm ranked the dense list
+# (as `RetrieverConfig.english_fusion` applies them).
+_english_fused = _english_only(_service)
 
 
 FAMILIES.append(
@@ -595,5 +604,188 @@ FAMILIES.append(
             reserve_dense_first=(1, 2),
         ),
         _english_fused,
+    )
+)
+
+
+# --- a per-query lean towards the dense arm: today's fusion, with the dense arm's weights
+# raised on a question whose signals say the dense arm is sure and the keyword arm is not ---
+
+
+def arm_signals(recall: Recall) -> dict[str, float]:
+    """Query-time signals of the two arms (their lists as fusion sees them):
+    `peaks`: dense peakedness less keyword peakedness (each arm's first score above its first
+    ten, in their standard deviations); `dense_peak`, `keyword_peak` alone; `agree`: how many of
+    the dense arm's first 5 the keyword arm's first 10 hold (0-5); `keyword_gap`: the keyword
+    arm's relative drop from its first to its fifth score (0 flat, 1 steep)."""
+    c = recall.candidates
+    dense = [float(c[i].dense_score or 0.0) for i in recall.dense_ids]
+    keyword = [float(c[i].keyword_score or 0.0) for i in recall.keyword_ids]
+    dense_peak, keyword_peak = peakedness(dense), peakedness(keyword)
+    top_keyword = set(recall.keyword_ids[:10])
+    gap = (keyword[0] - keyword[4]) / keyword[0] if len(keyword) > 4 and keyword[0] > 0 else 1.0
+    return {
+        "peaks": dense_peak - keyword_peak,
+        "dense_peak": dense_peak,
+        "keyword_peak": keyword_peak,
+        "agree": float(sum(cid in top_keyword for cid in recall.dense_ids[:5])),
+        "keyword_gap": gap,
+    }
+
+
+# Signals that speak for the dense arm as they grow, and those that speak against it.
+_FOR_DENSE = ("peaks", "dense_peak")
+
+
+def leans_dense(recall: Recall, signal: str, threshold: float) -> bool:
+    """Whether this question's `signal` (`arm_signals`) passes `threshold` towards the dense
+    arm (at or above it for a signal for the dense arm, at or below it for one against)."""
+    value = arm_signals(recall)[signal]
+    return value >= threshold if signal in _FOR_DENSE else value <= threshold
+
+
+def _signals(recall: Recall) -> dict[str, float]:
+    """`arm_signals` of the recall as today's arms' depths cut it."""
+    base = _service_config()
+    return arm_signals(truncated(recall, base.dense_candidates, base.keyword_candidates))
+
+
+def _dense_weights_times(recall: Recall, query: str, p: Params, factor: float) -> list[str]:
+    """Today's order with both orders' dense weights (rank and score) times `factor`."""
+    base = _service_config()
+    leaned = {
+        **p,
+        "dense_weight": base.dense_weight * factor,
+        "score_dense_weight": base.score_dense_weight * factor,
+    }
+    return _service(recall, query, leaned)
+
+
+def _dense_leaning(recall: Recall, query: str, p: Params) -> list[str]:
+    """Today's order; on a question that leans dense (`leans_dense`), both orders' dense weights
+    times `boost` and the dense arm's first `lean_reserve` kept within `lean_within` places."""
+    base = _service_config()
+    cut = truncated(recall, base.dense_candidates, base.keyword_candidates)
+    signal, threshold = p["lean"]
+    if (p["boost"] == 1.0 and not p["lean_reserve"]) or not leans_dense(cut, signal, threshold):
+        return _service(recall, query, p)
+    if p["lean_reserve"]:
+        p = {**p, "reserve_dense_first": p["lean_reserve"], "reserve_within": p["lean_within"]}
+    return _dense_weights_times(recall, query, p, p["boost"])
+
+
+LEANS = (
+    ("peaks", -0.5),
+    ("peaks", 0.0),
+    ("peaks", 0.5),
+    ("peaks", 1.0),
+    ("agree", 0.0),
+    ("agree", 1.0),
+    ("keyword_gap", 0.2),
+    ("keyword_gap", 0.3),
+    ("keyword_gap", 0.4),
+    ("keyword_peak", 1.8),
+    ("keyword_peak", 2.2),
+)
+
+FAMILIES.append(
+    Family(
+        "dense-lean",
+        _grid(
+            TODAYS_RULES,
+            fusion=("blend",),
+            lean=LEANS,
+            boost=(1.0, 2.0, 4.0, 8.0),
+            lean_reserve=(0, 1),
+            lean_within=(1,),
+        ),
+        _dense_leaning,
+    )
+)
+
+
+def _dense_leaning_smoothly(recall: Recall, query: str, p: Params) -> list[str]:
+    """Today's order with both orders' dense weights times boost ** x, x the question's
+    `peaks` signal mapped linearly from [`low`, `high`] onto [0, 1] (clipped)."""
+    x = (_signals(recall)["peaks"] - p["low"]) / (p["high"] - p["low"])
+    return _dense_weights_times(recall, query, p, p["boost"] ** min(1.0, max(0.0, x)))
+
+
+FAMILIES.append(
+    Family(
+        "dense-lean-smooth",
+        _grid(
+            TODAYS_RULES,
+            fusion=("blend",),
+            low=(-1.0, 0.0),
+            high=(1.0, 2.0),
+            boost=(1.0, 2.0, 4.0, 8.0),
+        ),
+        _dense_leaning_smoothly,
+    )
+)
+
+
+FAMILIES.extend(
+    [
+        Family(
+            "english-lean-smooth",
+            _grid(
+                TODAYS_RULES,
+                fusion=("blend",),
+                low=(-1.0, 0.0),
+                high=(1.0, 2.0),
+                boost=(1.0, 1.5, 2.0, 4.0),
+            ),
+            _english_only(_dense_leaning_smoothly),
+        ),
+    ]
+)
+
+
+def _dense_leaning_signed(recall: Recall, query: str, p: Params) -> list[str]:
+    """Today's order with both orders' dense weights times boost ** clip(peaks / scale, -1, 1):
+    up on a question whose dense arm stands out more than its keyword arm, down on one whose
+    keyword arm stands out more (`arm_signals`)."""
+    x = min(1.0, max(-1.0, _signals(recall)[p["signal"]] / p["scale"]))
+    return _dense_weights_times(recall, query, p, p["boost"] ** x)
+
+
+FAMILIES.append(
+    Family(
+        "english-lean-signed",
+        _grid(
+            TODAYS_RULES,
+            fusion=("blend",),
+            signal=("peaks",),
+            scale=(0.5, 1.0, 2.0),
+            boost=(1.0, 1.5, 2.0, 4.0),
+        ),
+        _english_only(_dense_leaning_signed),
+    )
+)
+
+
+def _dense_leaning_unless_rare(recall: Recall, query: str, p: Params) -> list[str]:
+    """`_dense_leaning_smoothly`, except on a question holding a word that at most `rare_max`
+    chunks hold (a rare term the keyword arm is there for): today's order."""
+    term_chunks, _ = word_counts(recall)
+    if any(0 < n <= p["rare_max"] for n in term_chunks.values()):
+        return _service(recall, query, p)
+    return _dense_leaning_smoothly(recall, query, p)
+
+
+FAMILIES.append(
+    Family(
+        "english-lean-unless-rare",
+        _grid(
+            TODAYS_RULES,
+            fusion=("blend",),
+            rare_max=(0, 2, 5, 10),
+            low=(-1.0, 0.0),
+            high=(2.0,),
+            boost=(1.0, 2.0, 4.0),
+        ),
+        _english_only(_dense_leaning_unless_rare),
     )
 )
