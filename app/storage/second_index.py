@@ -43,6 +43,14 @@ class SecondVectorIndex(ChromaVectorIndex):
         assert collection is not None
         _record(collection, complete)
 
+    def held(self, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
+        """Which of these chunks have a vector here (the English arm's: those of English
+        documents)."""
+        collection = self._collection(tenant_id, create=False)
+        if collection is None or not chunk_ids:
+            return set()
+        return set(collection.get(ids=list(chunk_ids), include=[])["ids"])
+
     def is_complete(self, tenant_id: str) -> bool:
         """Whether the collection holds every chunk, embedded from the current text form."""
         collection = self._get(self.collection_name(tenant_id))
@@ -83,10 +91,3 @@ class EnglishVectorIndex(SecondVectorIndex):
     tenant's English documents, with the same record of completeness."""
 
     prefix = ENGLISH_PREFIX
-
-    def held(self, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
-        """Which of these chunks have a vector here (the English ones)."""
-        collection = self._collection(tenant_id, create=False)
-        if collection is None or not chunk_ids:
-            return set()
-        return set(collection.get(ids=list(chunk_ids), include=[])["ids"])

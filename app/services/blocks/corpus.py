@@ -369,12 +369,9 @@ class ArmReads(NearestReads):
         )
 
     def held(self, *, tenant_id: str, chunk_ids: Sequence[str]) -> set[str]:
-        """Which of these chunks the arm's collection holds: the English arm, those of English
-        documents; the second arm, once `ready`, every one."""
-        index = self._arm.index
-        if isinstance(index, EnglishVectorIndex):
-            return index.held(tenant_id, chunk_ids)
-        return set(chunk_ids)
+        """Which of these chunks the arm's collection holds (the English arm: those of English
+        documents)."""
+        return self._arm.index.held(tenant_id, chunk_ids)
 
 
 def build_second_arm(
