@@ -607,7 +607,8 @@ def jobs(context: Context, wait: bool) -> None:
     api = context.api()
     if wait:
         pending = list_all(api, "/jobs", {"status": ["queued", "processing"]})
-        wait_for_jobs(api, [job["job_id"] for job in pending])
+        # The listing is newest first; the wait takes the jobs in the order they were queued.
+        wait_for_jobs(api, [job["job_id"] for job in reversed(pending)])
     found = list_all(api, "/jobs", {}) if not wait else api.get("/jobs")["data"]
     if context.as_json:
         _emit({"data": found, "count": len(found)})
