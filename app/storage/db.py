@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.errors import ConfigurationError
 from app.storage.migrate import SchemaChange, upgrade_to_head
+from app.storage.sqlite_writers import connection_class
 
 # The advisory lock that serialises schema migrations of processes starting together.
 SCHEMA_LOCK = "schema"
@@ -88,7 +89,14 @@ def build_engine(url: str) -> Engine:
         engine = create_engine(
             url,
             **ENGINE_OPTIONS,
-            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+            connect_args={
+                "check_same_thread": False,
+                "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+                # This process's writers queue on one lock instead of SQLite's sleeping retries.
+                "factory": connection_class(
+                    str(Path(database).resolve()), SQLITE_BUSY_TIMEOUT_MS / 1000
+                ),
+            },
         )
         event.listen(engine, "connect", _configure_sqlite)
         return engine
