@@ -1,11 +1,12 @@
-"""Queue an ingestion job in a test the way an upload does: reserve a slot, then fill it; end
+"""Queue an ingestion job in a test the way an upload does: reserve a slot, then fill it (or, as
+a small upload does, take the slot as the job is queued); end
 one as a worker does, and write its document's figures as the indexing does; and see whether
 anyone still waits on a job's end."""
 
 from __future__ import annotations
 
 from app.jobs.endings import JobEndings
-from app.jobs.store import JobDone, JobRecord, JobStore, StorageQuota, StoredUpload
+from app.jobs.store import JobDone, JobRecord, JobStore, StorageQuota, StoredUpload, new_job_id
 from app.storage.documents import DocumentStore, IndexedFacts
 
 ROOMY = StorageQuota(documents=100, stored_bytes=10**9, chunks=10**6)
@@ -23,13 +24,14 @@ def queue_job(
     *,
     active_limit: int = NO_QUEUE_LIMIT,
     document_sha256: str = "ab" * 32,
+    reserved: bool = True,
 ) -> JobRecord:
-    """The queued job of one stored upload (JobLimitReached when the tenant's queue is full)."""
-    reservation = jobs.reserve(tenant_id, active_limit)
-    upload = StoredUpload(
-        reservation, document_id, source, stored_path, size_bytes, document_sha256
-    )
-    (job,) = jobs.fill_reservations(tenant_id, [upload], ROOMY)
+    """The queued job of one stored upload (JobLimitReached when the tenant's queue is full):
+    through a reservation, or with `reserved` False in the one transaction that queues it."""
+    job_id = jobs.reserve(tenant_id, active_limit) if reserved else new_job_id()
+    upload = StoredUpload(job_id, document_id, source, stored_path, size_bytes, document_sha256)
+    limit = None if reserved else active_limit
+    (job,) = jobs.fill_reservations(tenant_id, [upload], ROOMY, active_limit=limit)
     return job
 
 

@@ -141,8 +141,9 @@ def check_route_table(app: FastAPI) -> None:
         raise RuntimeError(f"routes without a minimum role in app/api/access.py: {missing}")
 
 
-def authorize(request: Request, caller: Principal) -> Identity:
-    """The caller, when its role may call this route; 403 otherwise."""
+async def authorize(request: Request, caller: Principal) -> Identity:
+    """The caller, when its role may call this route; 403 otherwise (on the event loop: it
+    reads only the route table)."""
     route = request.scope.get("route")
     path = route.path if isinstance(route, Route) else request.url.path
     minimum = ROUTE_ROLES.get((request.method, path))

@@ -54,8 +54,9 @@ _bearer = HTTPBearer(
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
-def get_container(request: Request) -> Container:
-    """The process's components, created by the app's lifespan."""
+async def get_container(request: Request) -> Container:
+    """The process's components, created by the app's lifespan (read on the event loop, as
+    the providers below are)."""
     container: Container = request.app.state.container
     return container
 
@@ -64,142 +65,144 @@ ContainerDep = Annotated[Container, Depends(get_container)]
 
 
 # --- the collaborators a route uses, each taken from the process's container. Typed: mypy
-# holds each provider to its return type, tests/test_dependency_types.py each alias to it ---
+# holds each provider to its return type, tests/test_dependency_types.py each alias to it.
+# `async def`: they only read an attribute, and FastAPI runs a plain `def` dependency in the
+# thread pool, a hop per provider per request that waits for a thread and the GIL under load ---
 
 
-def _settings(container: ContainerDep) -> Settings:
+async def _settings(container: ContainerDep) -> Settings:
     return container.settings
 
 
-def _request_limits(container: ContainerDep) -> RequestLimits:
+async def _request_limits(container: ContainerDep) -> RequestLimits:
     return container.request_limits
 
 
-def _upload_deps(container: ContainerDep) -> UploadDeps:
+async def _upload_deps(container: ContainerDep) -> UploadDeps:
     return container.upload_deps
 
 
-def _document_deps(container: ContainerDep) -> DocumentDeps:
+async def _document_deps(container: ContainerDep) -> DocumentDeps:
     return container.document_deps
 
 
-def _answer_deps(container: ContainerDep) -> AnswerDeps:
+async def _answer_deps(container: ContainerDep) -> AnswerDeps:
     return container.answer_deps
 
 
-def _answer_lane(container: ContainerDep) -> AnswerLane:
+async def _answer_lane(container: ContainerDep) -> AnswerLane:
     return container.answer_lane
 
 
-def _retriever(container: ContainerDep) -> HybridRetriever:
+async def _retriever(container: ContainerDep) -> HybridRetriever:
     return container.retriever
 
 
-def _conversations(container: ContainerDep) -> ConversationStore:
+async def _conversations(container: ContainerDep) -> ConversationStore:
     return container.conversations
 
 
-def _conversation_deps(container: ContainerDep) -> ConversationDeps:
+async def _conversation_deps(container: ContainerDep) -> ConversationDeps:
     return container.conversation_deps
 
 
-def _follow_up_deps(container: ContainerDep) -> FollowUpDeps:
+async def _follow_up_deps(container: ContainerDep) -> FollowUpDeps:
     return container.follow_up_deps
 
 
-def _page_deps(container: ContainerDep) -> PageDeps:
+async def _page_deps(container: ContainerDep) -> PageDeps:
     return container.page_deps
 
 
-def _page_lane(container: ContainerDep) -> PageLane:
+async def _page_lane(container: ContainerDep) -> PageLane:
     return container.page_lane
 
 
-def _stats_deps(container: ContainerDep) -> StatsDeps:
+async def _stats_deps(container: ContainerDep) -> StatsDeps:
     return container.stats_deps
 
 
-def _users(container: ContainerDep) -> UserService:
+async def _users(container: ContainerDep) -> UserService:
     return container.users
 
 
-def _api_keys(container: ContainerDep) -> ApiKeyService:
+async def _api_keys(container: ContainerDep) -> ApiKeyService:
     return container.api_keys
 
 
-def _audit_log(container: ContainerDep) -> AuditLog:
+async def _audit_log(container: ContainerDep) -> AuditLog:
     return container.audit_log
 
 
-def _webhook_deps(container: ContainerDep) -> WebhookDeps:
+async def _webhook_deps(container: ContainerDep) -> WebhookDeps:
     return container.webhook_deps
 
 
-def _authenticator(container: ContainerDep) -> Authenticator:
+async def _authenticator(container: ContainerDep) -> Authenticator:
     return container.authenticator
 
 
-def _login_guard(container: ContainerDep) -> LoginGuard:
+async def _login_guard(container: ContainerDep) -> LoginGuard:
     return container.login_guard
 
 
-def _token_codec(container: ContainerDep) -> TokenCodec:
+async def _token_codec(container: ContainerDep) -> TokenCodec:
     return container.token_codec
 
 
-def _single_sign_on(container: ContainerDep) -> SingleSignOn:
+async def _single_sign_on(container: ContainerDep) -> SingleSignOn:
     return container.single_sign_on
 
 
-def _readiness_checks(container: ContainerDep) -> dict[str, Callable[[], bool]]:
+async def _readiness_checks(container: ContainerDep) -> dict[str, Callable[[], bool]]:
     return container.readiness_checks
 
 
-def _ocr_problem(container: ContainerDep) -> str | None:
+async def _ocr_problem(container: ContainerDep) -> str | None:
     return container.ocr_problem
 
 
-def _feedback_deps(container: ContainerDep) -> FeedbackDeps:
+async def _feedback_deps(container: ContainerDep) -> FeedbackDeps:
     return container.feedback_deps
 
 
-def _evaluation_set_deps(container: ContainerDep) -> SetDeps:
+async def _evaluation_set_deps(container: ContainerDep) -> SetDeps:
     return container.evaluation_set_deps
 
 
-def _evaluation_run_deps(container: ContainerDep) -> RunDeps:
+async def _evaluation_run_deps(container: ContainerDep) -> RunDeps:
     return container.evaluation_run_deps
 
 
-def _evaluation_runner(container: ContainerDep) -> EvaluationRunner:
+async def _evaluation_runner(container: ContainerDep) -> EvaluationRunner:
     return container.evaluation_runner
 
 
-def _search_scopes(container: ContainerDep) -> SearchScopes:
+async def _search_scopes(container: ContainerDep) -> SearchScopes:
     return container.search_scopes
 
 
-def _collections(container: ContainerDep) -> CollectionService:
+async def _collections(container: ContainerDep) -> CollectionService:
     return container.collections
 
 
-def _access_store(container: ContainerDep) -> AccessStore:
+async def _access_store(container: ContainerDep) -> AccessStore:
     return container.access_store
 
 
-def _rate_limiter(container: ContainerDep) -> RateLimiter:
+async def _rate_limiter(container: ContainerDep) -> RateLimiter:
     return container.rate_limiter
 
 
-def _jobs(container: ContainerDep) -> JobStore:
+async def _jobs(container: ContainerDep) -> JobStore:
     return container.jobs
 
 
-def _job_queue(container: ContainerDep) -> JobQueue:
+async def _job_queue(container: ContainerDep) -> JobQueue:
     return container.job_queue
 
 
-def _document_events(container: ContainerDep) -> DocumentEvents:
+async def _document_events(container: ContainerDep) -> DocumentEvents:
     return container.document_events
 
 
@@ -341,7 +344,7 @@ def get_quality_viewer(container: ContainerDep, principal: Principal) -> Quality
 QualityViewerDep = Annotated[QualityViewer, Depends(get_quality_viewer)]
 
 
-def client_ip(request: Request) -> str:
+async def client_ip(request: Request) -> str:
     """The client's address as the trusted-proxy logic resolved it (app/api/forwarded.py)."""
     return request.client.host if request.client else "unknown"
 
@@ -351,7 +354,7 @@ ClientIp = Annotated[str, Depends(client_ip)]
 FORM_URLENCODED = "application/x-www-form-urlencoded"
 
 
-def require_form_urlencoded(request: Request) -> None:
+async def require_form_urlencoded(request: Request) -> None:
     """415 for a body declared as anything but a urlencoded form (a login never needs JSON or
     multipart's file parts); with no Content-Type at all, validation names the missing fields."""
     declared = request.headers.get("content-type")

@@ -239,17 +239,23 @@ def _pause(deps: IngestDeps, job: JobRecord) -> None:
 def _finish(
     deps: IngestDeps, done: list[tuple[JobRecord, IngestedDocument]], seconds: float | None
 ) -> None:
-    """Record jobs done, in one transaction, and remove their uploads."""
+    """Record jobs done, in one transaction, and remove their uploads (before anyone waiting
+    hears of the end: a client that sees the job done finds no file left behind)."""
     if not done:
         return
+
+    def remove_uploads() -> None:
+        for job, _ in done:
+            _remove_upload(job)
+
     deps.jobs.mark_done_many(
-        [JobDone(job.job_id, d.chunks, d.pages, d.ocr.warnings) for job, d in done]
+        [JobDone(job.job_id, d.chunks, d.pages, d.ocr.warnings) for job, d in done],
+        before_ringing=remove_uploads,
     )
     for job, d in done:
         log.info("job done", extra={"job_id": job.job_id, "chunks": d.chunks})
         metrics.ingested(d.pages, d.chunks)
         metrics.job_finished("done", seconds)
-        _remove_upload(job)
         _announce(deps, job, "document.indexed", "done")
 
 
@@ -286,11 +292,12 @@ def _remove_upload(job: JobRecord) -> None:
 
 
 def _fail(deps: IngestDeps, job: JobRecord, message: str, code: str) -> None:
-    deps.jobs.mark_failed(job.job_id, message, code)
+    # The document's state first: a client that sees the job failed finds the document failed.
     documents = deps.documents
     record = documents.get(job.tenant_id, job.document_id)
     if record is not None and record.chunks == 0:  # a failed replacement keeps the old version
         documents.set_status(job.tenant_id, job.document_id, "failed")
+    deps.jobs.mark_failed(job.job_id, message, code)
     _announce(deps, job, "document.failed", "failed", error_code=code)
 
 

@@ -35,7 +35,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import ColumnElement, delete, false, func, insert, literal, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    bindparam,
+    delete,
+    false,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningInsert
 
@@ -47,7 +57,7 @@ from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import Database, advisory_key, affected_rows, conflict_insert, utc_now
 from app.storage.documents import insert_missing_document, usage_beside
 from app.storage.records import count_rows, listed_page, record_of
-from app.storage.tables import BatchMemberRow, DocumentRow, JobRow, TenantTurnRow
+from app.storage.tables import BatchMemberRow, DocumentRow, JobRow, TenantTurnRow, table_of
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -191,7 +201,10 @@ class JobStore:
         row = _new_reservation(tenant_id)
         with self._db.session() as session:
             self._lock_tenant(session, tenant_id)
-            if session.execute(_insert_below_limit(row, active_limit)).first() is None:
+            if (
+                session.execute(_INSERT_BELOW_LIMIT, _below_limit(row, active_limit)).first()
+                is None
+            ):
                 raise JobLimitReached(tenant_id, active_limit)
         return row.job_id
 
@@ -203,8 +216,15 @@ class JobStore:
         uploaded_by: str | None = None,
         audit: Sequence[AuditEntry] = (),
         placement: Mapping[str, str] | None = None,
+        *,
+        active_limit: int | None = None,
     ) -> list[JobRecord]:
         """Turn the reservations of stored uploads into queued jobs, all or none, within `quota`.
+
+        With `active_limit`, the uploads hold no reservation (a small request, read before any
+        slot was taken): their jobs are inserted queued in this transaction while the tenant has
+        fewer than `active_limit` jobs reserved, queued or processing, else JobLimitReached and
+        nothing is written.
 
         Raises QuotaExceeded (nothing changes; the caller cancels the reservations) when the
         uploads, taken in order, would exceed the tenant's documents, stored bytes or chunks.
@@ -220,7 +240,12 @@ class JobStore:
             # The jobs' writes first: on SQLite the first takes the write lock, so the usage reads
             # below and the document rows are one serialised step against every other upload of
             # the tenant. Each returns its queued row.
-            queued = [self._queue_reserved(session, tenant_id, upload, now) for upload in uploads]
+            if active_limit is None:
+                queued = [self._queue_reserved(session, tenant_id, u, now) for u in uploads]
+            else:
+                queued = [
+                    _queue_below_limit(session, tenant_id, u, now, active_limit) for u in uploads
+                ]
             if any(row is None for row in queued):
                 raise LookupError("an upload's job reservation no longer exists")
             for upload in uploads:
@@ -311,7 +336,10 @@ class JobStore:
         row = _new_queued(tenant_id, EVALUATION_RUN, set_name, requested_by, items)
         with self._db.session() as session:
             self._lock_tenant(session, tenant_id)
-            if session.execute(_insert_below_limit(row, active_limit)).first() is None:
+            if (
+                session.execute(_INSERT_BELOW_LIMIT, _below_limit(row, active_limit)).first()
+                is None
+            ):
                 raise JobLimitReached(tenant_id, active_limit)
             add_run(session, row.job_id)
             found = session.get(JobRow, row.job_id)
@@ -483,27 +511,36 @@ class JobStore:
                     )
                 )
 
-    def mark_done_many(self, done: Sequence[JobDone]) -> None:
+    def mark_done_many(
+        self, done: Sequence[JobDone], *, before_ringing: Callable[[], object] = lambda: None
+    ) -> None:
         """Finish jobs successfully, each with what it could not do (`warnings`) if anything, in
-        one transaction."""
-        ended = []
+        one transaction; `before_ringing` runs after the commit and before the jobs' watchers
+        hear of the end (what a waiter must find done by then: the uploads removed)."""
         with self._db.session() as session:
-            for job in done:
-                warnings = job.warnings
-                ended += _finish(
-                    session,
-                    job.job_id,
-                    status="done",
-                    chunks_indexed=job.chunks_indexed,
-                    pages=job.pages,
-                    # Every chunk embedded, whatever progress was last written.
-                    progress_done=job.chunks_indexed if job.units is None else job.units,
-                    progress_total=job.chunks_indexed if job.units is None else job.units,
-                    progress_stage="done",
-                    error_code=None,
-                    error=None,
-                    warnings=json.dumps(list(warnings), ensure_ascii=False) if warnings else None,
-                )
+            ended = _finish_many(
+                session,
+                {
+                    job.job_id: {
+                        "status": "done",
+                        "chunks_indexed": job.chunks_indexed,
+                        "pages": job.pages,
+                        # Every chunk embedded, whatever progress was last written.
+                        "progress_done": job.chunks_indexed if job.units is None else job.units,
+                        "progress_total": job.chunks_indexed if job.units is None else job.units,
+                        "progress_stage": "done",
+                        "error_code": None,
+                        "error": None,
+                        "warnings": (
+                            json.dumps(list(job.warnings), ensure_ascii=False)
+                            if job.warnings
+                            else None
+                        ),
+                    }
+                    for job in done
+                },
+            )
+        before_ringing()
         self.endings.ended(ended)
 
     def mark_failed(self, job_id: str, error: str, code: str = "ingestion_failed") -> None:
@@ -681,17 +718,38 @@ def _new_queued(
     return row
 
 
+def new_job_id() -> str:
+    """A fresh job id (random: ids are handed to clients and must not be guessable)."""
+    return "job_" + secrets.token_hex(12)
+
+
 def _new_reservation(tenant_id: str) -> JobRow:
     """A `reserved` row: the upload's document, source and size are filled in when stored."""
-    now = utc_now()
+    empty = StoredUpload(new_job_id(), "", "", "", 0, "")
+    return _new_job_row(tenant_id, empty, "reserved", utc_now())
+
+
+def _queue_below_limit(
+    session: Session, tenant_id: str, upload: StoredUpload, now: datetime, active_limit: int
+) -> JobRow:
+    """Insert the upload's job, queued, in `session` while the tenant has fewer than
+    `active_limit` jobs in its queue quota; JobLimitReached otherwise."""
+    row = _new_job_row(tenant_id, upload, "queued", now)
+    if session.execute(_INSERT_BELOW_LIMIT, _below_limit(row, active_limit)).first() is None:
+        raise JobLimitReached(tenant_id, active_limit)
+    return row
+
+
+def _new_job_row(tenant_id: str, upload: StoredUpload, status: str, now: datetime) -> JobRow:
+    """An upload's job row, nothing done yet."""
     return JobRow(
-        job_id="job_" + secrets.token_hex(12),
+        job_id=upload.job_id,
         tenant_id=tenant_id,
-        document_id="",
-        source="",
-        stored_path="",
-        size_bytes=0,
-        status="reserved",
+        document_id=upload.document_id,
+        source=upload.source,
+        stored_path=upload.stored_path,
+        size_bytes=upload.size_bytes,
+        status=status,
         progress_done=0,
         progress_total=0,
         progress_stage="queued",
@@ -702,7 +760,8 @@ def _new_reservation(tenant_id: str) -> JobRow:
         attempts=0,
         created_at=now,
         updated_at=now,
-        kind="index",  # every column is given: the reservation is inserted by INSERT ... SELECT
+        warnings=None,
+        kind="index",  # every column is given: the row is inserted by INSERT ... SELECT
         collection_id=None,
         requested_by=None,
     )
@@ -735,7 +794,7 @@ def _check_storage_quota(
         )
 
 
-def _in_queue_quota(tenant_id: str) -> tuple[ColumnElement[bool], ...]:
+def _in_queue_quota(tenant_id: str | ColumnElement[str]) -> tuple[ColumnElement[bool], ...]:
     """Which jobs count against the tenant's queue quota: its uploads reserved, queued or
     processing (the quota is of uploads: a collection's deletion does not count)."""
     return (
@@ -745,23 +804,59 @@ def _in_queue_quota(tenant_id: str) -> tuple[ColumnElement[bool], ...]:
     )
 
 
-def _insert_below_limit(row: JobRow, active_limit: int) -> ReturningInsert[str]:
+def _build_insert_below_limit() -> ReturningInsert[str]:
     # One statement, INSERT ... SELECT <the row> WHERE (active jobs of the tenant) < limit: it
     # inserts nothing, and returns no id, once the limit is reached. SQLite takes the write lock
     # before evaluating the count (it must be the transaction's first statement, as it is here);
     # PostgreSQL relies on the caller's advisory lock and READ COMMITTED, where each statement
-    # sees what earlier holders of the lock committed.
-    columns = JobRow.__table__.columns
+    # sees what earlier holders of the lock committed. Built once, the row and the limit bound
+    # as parameters (`_below_limit`): every upload runs it.
+    jobs = table_of(JobRow)
     active = (
         select(func.count())
-        .select_from(JobRow)
-        .where(*_in_queue_quota(row.tenant_id))
+        .select_from(jobs)
+        .where(*_in_queue_quota(bindparam("quota_tenant_id")))
         .scalar_subquery()
     )
-    values = select(*(literal(getattr(row, c.key), c.type).label(c.key) for c in columns)).where(
-        active < active_limit
+    values = select(
+        *(bindparam(f"row_{c.key}", type_=c.type).label(c.key) for c in jobs.columns)
+    ).where(active < bindparam("active_limit"))
+    return insert(jobs).from_select([c.key for c in jobs.columns], values).returning(jobs.c.job_id)
+
+
+_INSERT_BELOW_LIMIT = _build_insert_below_limit()
+
+
+def _below_limit(row: JobRow, active_limit: int) -> dict[str, Any]:
+    """The parameters of `_INSERT_BELOW_LIMIT` for inserting `row`."""
+    values = {f"row_{c.key}": getattr(row, c.key) for c in table_of(JobRow).columns}
+    return {**values, "quota_tenant_id": row.tenant_id, "active_limit": active_limit}
+
+
+def _finish_many(session: Session, finals: Mapping[str, Mapping[str, Any]]) -> list[JobRecord]:
+    """End jobs in `session`, each with its own final column values (the same columns for
+    every job): the jobs as ended, in the order given (none for ids that do not exist)."""
+    if not finals:
+        return []
+    ids = list(finals)
+    now = utc_now()
+    # Three statements for the batch: the batch left, the jobs ended (executemany), read back.
+    session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id.in_(ids)))
+    jobs = table_of(JobRow)
+    columns = next(iter(finals.values())).keys()
+    ending = (
+        update(jobs)
+        .where(jobs.c.job_id == bindparam("ended_job_id"))
+        .values({name: bindparam(name) for name in (*columns, "updated_at")})
     )
-    return insert(JobRow).from_select([c.key for c in columns], values).returning(JobRow.job_id)
+    session.execute(
+        ending,
+        [{**final, "ended_job_id": job_id, "updated_at": now} for job_id, final in finals.items()],
+    )
+    rows = {
+        row.job_id: row for row in session.scalars(select(JobRow).where(JobRow.job_id.in_(ids)))
+    }
+    return [_record(rows[job_id]) for job_id in ids if job_id in rows]
 
 
 def _finish(session: Session, job_id: str, **final: Any) -> list[JobRecord]:

@@ -88,61 +88,73 @@ def submit_sync_upload(
     deps: UploadDeps,
     *,
     tenant_id: str,
-    reservations: list[str],
+    reservations: list[str] | None,
     files: list[ReceivedFile],
     uploader: Uploader,
     fields: SyncFields,
     placement: Mapping[str, str] | None = None,
+    found: Mapping[str, DocumentRecord | None] | None = None,
 ) -> list[JobRecord] | Unchanged:
     """Queue the request's files as `submit_uploads` does, named and labelled by `fields`;
     Unchanged (the reservation released, the file removed) when the request gave `sha256` and
-    the one file's content is what its document already has indexed."""
+    the one file's content is what its document already has indexed. `found`: the documents the
+    caller has just looked up by the files' names in the collection (None: not looked up)."""
+    found = found or {}
+    known = {source: record.document_id for source, record in found.items() if record}
     if fields != SyncFields():
         (file,) = files
         try:
-            actual = file_sha256(file.path)
-            if fields.sha256 is not None and fields.sha256 != actual:
+            file.sha256 = file_sha256(file.path)
+            if fields.sha256 is not None and fields.sha256 != file.sha256:
                 raise InvalidInput(
-                    f"the file's sha256 is {actual}, not the {fields.sha256} sent: it changed or "
-                    "was damaged on the way"
+                    f"the file's sha256 is {file.sha256}, not the {fields.sha256} sent: it "
+                    "changed or was damaged on the way"
                 )
         except BaseException:
-            _discard(deps, tenant_id=tenant_id, reservation=reservations[0], file=file)
+            _discard(deps, tenant_id=tenant_id, reservations=reservations, file=file)
             raise
         if fields.source_path is not None:
             file.source = fields.source_path
         source = file.source or sanitise_filename(file.client_filename)
         collection_id = (placement or {}).get("collection_id", GENERAL_COLLECTION)
-        existing = deps.documents.find(tenant_id, collection_id, source)
+        if source in found:
+            existing = found[source]
+        else:
+            existing = deps.documents.find(tenant_id, collection_id, source)
         if (
             fields.sha256 is not None
             and existing is not None
             and existing.status == "done"
-            and existing.content_sha256 == actual
+            and existing.content_sha256 == file.sha256
         ):
-            _discard(deps, tenant_id=tenant_id, reservation=reservations[0], file=file)
+            _discard(deps, tenant_id=tenant_id, reservations=reservations, file=file)
             if existing.sync_root != fields.sync_root and fields.sync_root is not None:
                 uploader.check_may_change(existing, "relabel")
                 deps.documents.set_sync_root(tenant_id, existing.document_id, fields.sync_root)
             return Unchanged(existing.document_id, existing.source)
-    jobs = submit_uploads(
+        if existing is not None:
+            known[source] = existing.document_id
+        if fields.sync_root is not None:
+            # Labelled in the transaction that queues its job, as the collection is.
+            placement = {**(placement or {}), "sync_root": fields.sync_root}
+    return submit_uploads(
         deps,
         tenant_id=tenant_id,
         reservations=reservations,
         files=files,
         uploader=uploader,
         placement=placement,
+        known=known,
     )
-    if fields.sync_root is not None:
-        for job in jobs:
-            deps.documents.set_sync_root(tenant_id, job.document_id, fields.sync_root)
-    return jobs
 
 
-def _discard(deps: UploadDeps, *, tenant_id: str, reservation: str, file: ReceivedFile) -> None:
-    """Remove an upload that will not be queued and release its reservation."""
+def _discard(
+    deps: UploadDeps, *, tenant_id: str, reservations: list[str] | None, file: ReceivedFile
+) -> None:
+    """Remove an upload that will not be queued and release its reservation (if it has one)."""
     file.path.unlink(missing_ok=True)
-    release_upload(deps, tenant_id=tenant_id, reservation=reservation)
+    for reservation in reservations or ():
+        release_upload(deps, tenant_id=tenant_id, reservation=reservation)
 
 
 def list_matching(

@@ -21,6 +21,7 @@ from app.jobs.store import (
     JobStore,
     StorageQuota,
     StoredUpload,
+    new_job_id,
 )
 from app.services.audit import AuditLog
 from app.services.documents import Uploader
@@ -65,18 +66,23 @@ def reserve_upload(deps: UploadDeps, *, tenant_id: str, uploader: Uploader | Non
     A tenant whose queue is at RAG_QUOTA_QUEUED_JOBS gets JobQueueFull (429) and nothing is
     written, not even the upload.
     """
-    limit = deps.queued_jobs_limit
     try:
-        return deps.jobs.reserve(tenant_id, limit)
+        return deps.jobs.reserve(tenant_id, deps.queued_jobs_limit)
     except JobLimitReached:
-        if uploader is not None:
-            refusal = uploader.actor.entry("quota.refused", quota="queued_jobs", limit=limit)
-            deps.audit.record(refusal)
-        raise JobQueueFull(
-            f"tenant quota exceeded: queued_jobs (limit {limit} ingestion jobs waiting or "
-            "running); retry when some have finished",
-            retry_after_s=5.0,
-        ) from None
+        raise _queue_full(deps, uploader) from None
+
+
+def _queue_full(deps: UploadDeps, uploader: Uploader | None) -> JobQueueFull:
+    """The refusal of an upload over the tenant's queue quota, audited."""
+    limit = deps.queued_jobs_limit
+    if uploader is not None:
+        refusal = uploader.actor.entry("quota.refused", quota="queued_jobs", limit=limit)
+        deps.audit.record(refusal)
+    return JobQueueFull(
+        f"tenant quota exceeded: queued_jobs (limit {limit} ingestion jobs waiting or "
+        "running); retry when some have finished",
+        retry_after_s=5.0,
+    )
 
 
 def release_upload(deps: UploadDeps, *, tenant_id: str, reservation: str) -> None:
@@ -92,19 +98,26 @@ class ReceivedFile:
     client_filename: str
     size_bytes: int
     source: str | None = None  # the document name, when not the client's file name (a sync)
+    sha256: str | None = None  # its content hash, once taken (a sync compares it first)
 
 
 def submit_uploads(
     deps: UploadDeps,
     *,
     tenant_id: str,
-    reservations: list[str],
+    reservations: list[str] | None,
     files: list[ReceivedFile],
     uploader: Uploader | None = None,
     placement: Mapping[str, str] | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> list[JobRecord]:
     """Queue a request's stored files as the jobs their reservations held, all or none, and hand
-    them to the workers; the caller's files become the jobs'.
+    them to the workers; the caller's files become the jobs'. `known` gives the ids of documents
+    the caller has just found by name in the collection (not looked up again).
+
+    `reservations` None: a small request read before any slot was taken; its jobs take their
+    slots of the queue quota as they are queued (JobQueueFull, 429, and nothing kept, when the
+    tenant has none left).
 
     Over a storage quota, QuotaExceeded (413) is raised and the files, their reservations and
     any rows are gone; a member replacing someone else's document gets Forbidden the same way.
@@ -112,9 +125,10 @@ def submit_uploads(
     """
     try:
         collection_id = (placement or {}).get("collection_id", GENERAL_COLLECTION)
+        job_ids = reservations if reservations is not None else [new_job_id() for _ in files]
         uploads = [
-            _stored_upload(deps.documents, tenant_id, collection_id, reservation, file)
-            for reservation, file in zip(reservations, files, strict=True)
+            _stored_upload(deps.documents, tenant_id, collection_id, job_id, file, known or {})
+            for job_id, file in zip(job_ids, files, strict=True)
         ]
         audit = []
         if uploader is not None:
@@ -144,7 +158,11 @@ def submit_uploads(
             uploaded_by=uploader.actor.user_id if uploader else None,
             audit=audit,
             placement=placement,
+            active_limit=None if reservations is not None else deps.queued_jobs_limit,
         )
+    except JobLimitReached:
+        _discard(deps, tenant_id, reservations, files)
+        raise _queue_full(deps, uploader) from None
     except QuotaExceeded as exc:
         _discard(deps, tenant_id, reservations, files)
         if uploader is not None:
@@ -163,11 +181,11 @@ def submit_uploads(
 
 
 def _discard(
-    deps: UploadDeps, tenant_id: str, reservations: list[str], files: list[ReceivedFile]
+    deps: UploadDeps, tenant_id: str, reservations: list[str] | None, files: list[ReceivedFile]
 ) -> None:
     for file in files:
         file.path.unlink(missing_ok=True)
-    for reservation in reservations:
+    for reservation in reservations or ():
         release_upload(deps, tenant_id=tenant_id, reservation=reservation)
 
 
@@ -175,17 +193,20 @@ def _stored_upload(
     documents: DocumentStore,
     tenant_id: str,
     collection_id: str,
-    reservation: str,
+    job_id: str,
     file: ReceivedFile,
+    known: Mapping[str, str],
 ) -> StoredUpload:
     source = file.source or sanitise_filename(file.client_filename)
+    document_id = known.get(source) or documents.identify(tenant_id, collection_id, source)
     return StoredUpload(
-        job_id=reservation,
-        document_id=documents.identify(tenant_id, collection_id, source),
+        job_id=job_id,
+        document_id=document_id,
         source=source,
         stored_path=str(file.path),
         size_bytes=file.size_bytes,
-        document_sha256=file_sha256(file.path),  # before the transaction, which stays short
+        # Before the transaction, which stays short.
+        document_sha256=file.sha256 or file_sha256(file.path),
     )
 
 

@@ -74,14 +74,17 @@ class ChunkStore(DatabaseStore):
         """Make each document's chunks its whole content, in one transaction and one version bump;
         returns the ids of the chunks they no longer have (their vectors are the caller's to
         delete)."""
-        obsolete: list[str] = []
+        keep = {chunk.id for chunks in contents.values() for chunk in chunks}
+        document_ids = list(contents)
         with self._db.session() as session:
-            for document_id, chunks in contents.items():
-                keep = {chunk.id for chunk in chunks}
-                self._insert_rows(session, chunks)
+            # One insert and one read for the whole batch, not two statements per document.
+            self._insert_rows(session, [chunk for chunks in contents.values() for chunk in chunks])
+            obsolete: list[str] = []
+            for begin in range(0, len(document_ids), _IDS_PER_STATEMENT):
                 existing = session.scalars(
                     select(ChunkRow.chunk_id).where(
-                        ChunkRow.tenant_id == tenant_id, ChunkRow.document_id == document_id
+                        ChunkRow.tenant_id == tenant_id,
+                        ChunkRow.document_id.in_(document_ids[begin : begin + _IDS_PER_STATEMENT]),
                     )
                 )
                 obsolete += [cid for cid in existing if cid not in keep]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Select, case, delete, func, select, update
+from sqlalchemy import ColumnElement, Select, bindparam, case, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.domain import ListedPage
@@ -19,7 +19,7 @@ from app.domain import document_id as new_document_id
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import DatabaseStore, affected_rows, conflict_insert, utc_now
 from app.storage.records import count_rows, listed_page, record_of
-from app.storage.tables import DocumentRow, UserRow
+from app.storage.tables import DocumentRow, UserRow, table_of
 
 DocumentStatus = Literal["queued", "processing", "done", "failed"]
 
@@ -108,6 +108,10 @@ def _new_row(
     }
 
 
+# What a new upload of a document replaces in its existing row.
+_UPLOAD_FACTS = ("source", "status", "size_bytes", "content_sha256", "uploaded_at", "updated_at")
+
+
 class DocumentStore(DatabaseStore):
     """Tenant-scoped document metadata in the service database."""
 
@@ -148,37 +152,48 @@ class DocumentStore(DatabaseStore):
                     )
                 )
                 gone = set(ids) - set(present)
-            for facts in indexed:
-                if facts.document_id in gone:
-                    continue
-                values = _new_row(
-                    tenant_id,
-                    facts.document_id,
-                    facts.source,
-                    facts.size_bytes,
-                    facts.content_sha256,
-                    "done",
-                    utc_now(),
-                )
-                session.execute(self._upsert(values))
-                session.execute(
-                    update(DocumentRow)
-                    .where(
-                        DocumentRow.tenant_id == tenant_id,
-                        DocumentRow.document_id == facts.document_id,
-                    )
-                    .values(
-                        pages=facts.pages,
-                        chunks=facts.chunks,
-                        ocr_pages=facts.ocr_pages,
-                        language=facts.language,
-                    )
-                )
+            now = utc_now()
+            rows = [
+                {
+                    **_new_row(
+                        tenant_id,
+                        facts.document_id,
+                        facts.source,
+                        facts.size_bytes,
+                        facts.content_sha256,
+                        "done",
+                        now,
+                    ),
+                    "pages": facts.pages,
+                    "chunks": facts.chunks,
+                    "ocr_pages": facts.ocr_pages,
+                    "language": facts.language,
+                }
+                for facts in indexed
+                if facts.document_id not in gone
+            ]
+            if rows:  # one statement for the batch (executemany), not two per document
+                session.execute(self._upsert_indexed(), rows)
         return gone
+
+    def _upsert_indexed(self) -> Any:
+        """INSERT documents just indexed, or replace an existing row's upload and index facts."""
+        insert = conflict_insert(self._db.dialect, table_of(DocumentRow))
+        replaced = (
+            *_UPLOAD_FACTS,
+            "pages",
+            "chunks",
+            "ocr_pages",
+            "language",
+        )
+        return insert.on_conflict_do_update(
+            index_elements=[DocumentRow.tenant_id, DocumentRow.document_id],
+            set_={name: insert.excluded[name] for name in replaced},
+        )
 
     def _upsert(self, values: dict[str, Any]) -> Any:
         """INSERT a fresh document row (`_new_row`), or on a re-upload replace its upload facts."""
-        replaced = ("source", "status", "size_bytes", "content_sha256", "uploaded_at", "updated_at")
+        replaced = _UPLOAD_FACTS
         return (
             conflict_insert(self._db.dialect, DocumentRow)
             .values(**values)
@@ -383,9 +398,8 @@ def usage_beside(
 ) -> tuple[StoredUsage, StoredUsage]:
     """The tenant's totals in `session` without `document_id`, and that document's own
     (nothing, or its one row), in one pass over the tenant's documents."""
-    mine = DocumentRow.document_id == document_id
-    query = select(*_totals(~mine), *_totals(mine)).where(DocumentRow.tenant_id == tenant_id)
-    totals = [int(total) for total in session.execute(query).one()]
+    found = session.execute(_USAGE_BESIDE, {"usage_tenant": tenant_id, "usage_beside": document_id})
+    totals = [int(total) for total in found.one()]
     return StoredUsage(*totals[:4]), StoredUsage(*totals[4:])
 
 
@@ -403,6 +417,11 @@ def _totals(kept: ColumnElement[bool] | None = None) -> list[ColumnElement[int]]
 
 
 _USAGE_COLUMNS = (DocumentRow.size_bytes, DocumentRow.chunks, DocumentRow.ocr_pages)
+# `usage_beside`'s query, built once (each upload runs it inside its write transaction).
+_BESIDE = DocumentRow.document_id == bindparam("usage_beside")
+_USAGE_BESIDE = select(*_totals(~_BESIDE), *_totals(_BESIDE)).where(
+    DocumentRow.tenant_id == bindparam("usage_tenant")
+)
 
 
 def insert_missing_document(

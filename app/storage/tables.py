@@ -18,6 +18,7 @@ from sqlalchemy import (
     Float,
     Integer,
     String,
+    Table,
     Text,
     UniqueConstraint,
     false,
@@ -32,6 +33,14 @@ from app.domain import GENERAL_COLLECTION
 
 class Base(DeclarativeBase):
     """Declarative base of every table in the service database."""
+
+
+def table_of(row: type[Base]) -> Table:
+    """A mapped class's table, for Core statements that skip the ORM's bookkeeping (hot paths:
+    executemany, statements built once)."""
+    table = row.__table__
+    assert isinstance(table, Table)
+    return table
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -127,6 +127,36 @@ def test_a_full_queue_is_refused_before_the_body_is_read(api: ApiHarness) -> Non
     assert api.upload(other, "q.txt", b"mine").status_code == 202
 
 
+def test_a_small_upload_to_a_full_queue_is_refused_keeps_nothing_and_is_audited(
+    api: ApiHarness,
+) -> None:
+    # A small request is read before it takes its slot: the same 429, and nothing stays on disk.
+    user = api.add_user("quota-queue-small", login=False)  # the first user: admin
+    assert api.upload(user, "q0.txt", b"queued").status_code == 202
+    files_before = api.uploads_left()
+    two = api.client.post(
+        "/documents",
+        files=[
+            ("file", ("a.txt", b"first", "text/plain")),
+            ("file", ("b.txt", b"b", "text/plain")),
+        ],
+        headers=user.headers,
+    )
+    error = assert_error_body(two, 429, "quota_exceeded")  # one slot left: neither is queued
+    assert "queued_jobs" in error["message"]
+    assert api.uploads_left() == files_before
+    assert [status for _, status in _job_rows(api, user.tenant)] == ["queued"]
+    assert api.upload(user, "q1.txt", b"the last slot").status_code == 202
+    waiting = api.uploads_left()  # q1's file has joined those waiting for their jobs
+    refused = api.upload(user, "q2.txt", b"one too many")
+    assert_error_body(refused, 429, "quota_exceeded")
+    assert api.uploads_left() == waiting and len(waiting) == len(files_before) + 1
+    audit = api.client.get("/audit", params={"action": "quota.refused"}, headers=user.headers)
+    assert [e["detail"]["quota"] for e in audit.json()["data"]] == ["queued_jobs"] * 2
+    _drain(api, user.tenant)
+    assert api.upload(user, "q2.txt", b"room again").status_code == 202
+
+
 @pytest.mark.parametrize(
     ("filename", "content", "status"),
     [

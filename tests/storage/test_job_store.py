@@ -12,11 +12,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.jobs.store import JobLimitReached, JobRecord, JobStore
+from app.jobs.store import JobLimitReached, JobRecord, JobStore, StoredUpload, new_job_id
 from app.storage.db import Database, open_database, utc_now
 from app.storage.documents import DocumentStore
 from app.storage.tables import DocumentRow, JobRow
-from tests.queued_jobs import jobs_watched, mark_done, mark_indexed, queue_job
+from tests.queued_jobs import ROOMY, jobs_watched, mark_done, mark_indexed, queue_job
 
 pytestmark = pytest.mark.integration
 
@@ -207,8 +207,14 @@ def test_a_job_that_keeps_crashing_is_failed_not_retried_forever(jobs: JobStore)
     assert "interrupted 3 times" in (job.error or "")
 
 
+# Through a reservation taken before the body is read, or in the transaction that queues a small
+# upload's job: the same limit either way.
+RESERVED = pytest.mark.parametrize("reserved", [True, False], ids=["reserved", "unreserved"])
+
+
+@RESERVED
 def test_the_active_limit_counts_queued_and_processing_jobs_of_one_tenant(
-    jobs: JobStore,
+    jobs: JobStore, reserved: bool
 ) -> None:
     queued, processing, done, failed = (queue(jobs, name=n) for n in "abcd")
     queue(jobs, tenant="globex")
@@ -218,18 +224,35 @@ def test_the_active_limit_counts_queued_and_processing_jobs_of_one_tenant(
     jobs.mark_failed(failed, "broken")
 
     # acme has 2 active jobs: a third fits under 3, a fourth does not.
-    third = queue_job(jobs, "acme", "doc_e", "e", "/data/uploads/e.bin", 1, active_limit=3)
+    third = queue_job(
+        jobs, "acme", "doc_e", "e", "/data/uploads/e.bin", 1, active_limit=3, reserved=reserved
+    )
     assert jobs.get("acme", third.job_id) is not None
     with pytest.raises(JobLimitReached) as refused:
-        queue_job(jobs, "acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3)
+        queue_job(
+            jobs, "acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3, reserved=reserved
+        )
     assert (refused.value.tenant_id, refused.value.limit) == ("acme", 3)
     with pytest.raises(JobLimitReached):
-        queue_job(jobs, "globex", "doc_g", "g", "/data/uploads/g.bin", 1, active_limit=1)
-    queue_job(jobs, "initech", "doc_h", "h", "/data/uploads/h.bin", 1, active_limit=1)
+        queue_job(
+            jobs,
+            "globex",
+            "doc_g",
+            "g",
+            "/data/uploads/g.bin",
+            1,
+            active_limit=1,
+            reserved=reserved,
+        )
+    queue_job(
+        jobs, "initech", "doc_h", "h", "/data/uploads/h.bin", 1, active_limit=1, reserved=reserved
+    )
     # A finished job frees its place.
     jobs.claim(queued)
     mark_done(jobs, queued, 1, 1)
-    queue_job(jobs, "acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3)
+    queue_job(
+        jobs, "acme", "doc_f", "f", "/data/uploads/f.bin", 1, active_limit=3, reserved=reserved
+    )
 
 
 def _job_ids(database: Database, tenant: str) -> set[str]:
@@ -243,8 +266,9 @@ def _document_ids(database: Database, tenant: str) -> set[str]:
         return set(session.scalars(query))
 
 
+@RESERVED
 def test_concurrent_uploads_never_exceed_the_active_limit(
-    jobs: JobStore, sql_database: Database
+    jobs: JobStore, sql_database: Database, reserved: bool
 ) -> None:
     attempts = [("acme", i) for i in range(8)] + [("globex", i) for i in range(2)]
     created: list[tuple[str, str, str]] = []
@@ -264,6 +288,7 @@ def test_concurrent_uploads_never_exceed_the_active_limit(
                 10,
                 active_limit=3,
                 document_sha256="0" * 64,
+                reserved=reserved,
             )
         except JobLimitReached:
             with lock:
@@ -330,6 +355,27 @@ def test_a_queued_job_comes_with_its_document_row_but_keeps_an_existing_one(
         )
     assert documents.get("acme", "doc_refused") is None
     assert len(_job_ids(sql_database, "acme")) == 2
+
+
+def test_a_request_of_unreserved_uploads_is_queued_whole_or_not_at_all(
+    jobs: JobStore, sql_database: Database
+) -> None:
+    queue(jobs, name="first.txt")
+    uploads = [
+        StoredUpload(new_job_id(), f"doc_{n}", f"{n}.txt", f"/u/{n}.bin", 3, "e" * 64)
+        for n in ("x", "y")
+    ]
+    # One slot left of 2: the second upload does not fit, so neither is queued.
+    with pytest.raises(JobLimitReached):
+        jobs.fill_reservations("acme", uploads, ROOMY, active_limit=2)
+    assert len(_job_ids(sql_database, "acme")) == 1
+    assert _document_ids(sql_database, "acme") == {"doc_first.txt"}
+    queued = jobs.fill_reservations("acme", uploads, ROOMY, active_limit=3)
+    assert [(job.status, job.source) for job in queued] == [
+        ("queued", "x.txt"),
+        ("queued", "y.txt"),
+    ]
+    assert _document_ids(sql_database, "acme") == {"doc_first.txt", "doc_x", "doc_y"}
 
 
 def test_jobs_survive_a_restart(jobs: JobStore, sql_database: Database) -> None:

@@ -47,13 +47,17 @@ from app.services.document_metadata import checked_metadata, parse_metadata
 from app.services.indexing import DocumentDeps
 from app.services.job_wait import MAX_WAIT_S, wait_for_job
 from app.storage.collections import AccessStore
-from app.storage.documents import DocumentFilter
+from app.storage.documents import DocumentFilter, DocumentRecord
 
 router = APIRouter(tags=["documents"])
 # The text fields that place an upload: its collection (id or name) and its metadata (JSON).
 PLACEMENT_FIELDS = ("collection", "metadata")
 # Files one upload request may carry (each becomes a job and takes a slot of the queue quota).
 MAX_FILES_PER_REQUEST = 100
+# A request declaring at most this many bytes (and no more than the upload limit, so an oversize
+# body from a tenant with a full queue is still refused 429 before it is read) is read before it
+# takes its job slots.
+SMALL_REQUEST_BYTES = 256 * 1024
 
 _UPLOAD_BODY = {
     "requestBody": {
@@ -133,11 +137,17 @@ async def upload_document(
     document that already has this content answer 200 `unchanged` without queueing anything."""
     tenant = caller.tenant_id
     uploader = _uploader(caller, ip)
-    # The first job slot is taken before the body is read, each further one before its file is
-    # written: a tenant over its queue quota gets 429 and nothing reaches the disk.
-    reservations = [
-        await run_in_threadpool(uploads.reserve_upload, deps, tenant_id=tenant, uploader=uploader)
-    ]
+    # A large request's first job slot is taken before the body is read, each further one before
+    # its file is written: a tenant over its queue quota gets 429 and nothing reaches the disk.
+    # A small one is read first and takes its slots as its jobs are queued (one transaction
+    # instead of two per upload); refused, it leaves nothing on disk either.
+    small = _declared_bytes(request) <= min(SMALL_REQUEST_BYTES, deps.max_upload_bytes)
+    reservations: list[str] = []
+    if not small:
+        reserved = await run_in_threadpool(
+            uploads.reserve_upload, deps, tenant_id=tenant, uploader=uploader
+        )
+        reservations.append(reserved)
 
     def reserve_next() -> None:  # runs in the receiver's worker thread
         reservations.append(uploads.reserve_upload(deps, tenant_id=tenant, uploader=uploader))
@@ -152,12 +162,12 @@ async def upload_document(
             max_bytes=deps.max_upload_bytes,
             accept_suffix=SUPPORTED_EXTENSIONS,
             max_files=MAX_FILES_PER_REQUEST,
-            reserve_slot=reserve_next,
+            reserve_slot=None if small else reserve_next,
             texts=texts,
         )
         fields = sync_uploads.SyncFields.parse(texts, len(received))
         # Where the files go: a collection the caller writes, and documents it may replace.
-        placement = await run_in_threadpool(
+        placement, found = await run_in_threadpool(
             _placement,
             collections,
             document_deps,
@@ -184,11 +194,12 @@ async def upload_document(
         sync_uploads.submit_sync_upload,
         deps,
         tenant_id=tenant,
-        reservations=reservations,
+        reservations=None if small else reservations,
         files=received,
         uploader=uploader,
         fields=fields,
         placement=placement,
+        found=found,
     )
     if isinstance(submitted, sync_uploads.Unchanged):
         response.status_code = 200
@@ -206,6 +217,12 @@ async def upload_document(
     return UploadAccepted(**accepted[0].model_dump(), jobs=accepted)
 
 
+def _declared_bytes(request: Request) -> int:
+    """The request body's declared length; unknown (chunked) or malformed counts as large."""
+    declared = request.headers.get("content-length", "")
+    return int(declared) if declared.isdigit() else SMALL_REQUEST_BYTES + 1
+
+
 def _placement(
     collections: CollectionService,
     document_deps: DocumentDeps,
@@ -214,22 +231,24 @@ def _placement(
     texts: dict[str, str],
     files: list[uploads.ReceivedFile],
     source_path: str | None = None,
-) -> dict[str, str]:
+) -> tuple[dict[str, str], dict[str, DocumentRecord | None]]:
     """The document rows' collection and metadata: the upload's `collection` (default general;
-    403 unless the caller writes it) and `metadata` (422 naming the problem). Each document of
-    the same name in that collection is replaced, so the caller must be allowed to change it; a
-    name in another collection is another document, and nothing about it is looked at."""
+    403 unless the caller writes it) and `metadata` (422 naming the problem); and the documents
+    found by the files' names there. Each document of the same name in that collection is
+    replaced, so the caller must be allowed to change it; a name in another collection is
+    another document, and nothing about it is looked at."""
     metadata = parse_metadata(texts.get("metadata"))
     target = collections.upload_target(access, texts.get("collection"))
+    found: dict[str, DocumentRecord | None] = {}
     for file in files:
         source = source_path or uploads.sanitise_filename(file.client_filename)
-        existing = document_deps.documents.find(caller.tenant_id, target, source)
+        existing = found[source] = document_deps.documents.find(caller.tenant_id, target, source)
         if existing is not None:
             collections.check_replace(access, target, existing.uploaded_by, user_id=caller.user_id)
     placement = {"collection_id": target}
     if "metadata" in texts:
         placement["metadata_json"] = json.dumps(metadata, sort_keys=True)
-    return placement
+    return placement, found
 
 
 def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str]) -> None:
