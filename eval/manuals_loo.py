@@ -14,6 +14,7 @@ minus its better arm".
     python -m eval.manuals_loo [--manuals R-admin gnuplot ...] [--refresh] [--families ...]
     python -m eval.manuals_loo --english-model DIR   # English manuals with another dense model
     python -m eval.manuals_loo --english-embedding minilm   # RAG_ENGLISH_EMBEDDING, as /search
+    python -m eval.manuals_loo --second-embedding e5   # RAG_SECOND_EMBEDDING, as /search
     python -m eval.manuals_loo --section-paths keyword   # manuals indexed with section paths
     python -m eval.manuals_loo --skip-pronouns   # BM25 without the questions' pronouns
     python -m eval.manuals_loo --held-out   # also the held-out manuals, never chosen on
@@ -119,6 +120,8 @@ def _cache_key(manual: str, questions: list[ManualQuestion], settings: Settings)
         digest.update(b"keyword_skip_pronouns\0")
     if settings.english_embedding != "none":
         digest.update(f"english_embedding={settings.english_embedding}\0".encode())
+    if settings.second_embedding != "none":
+        digest.update(f"second_embedding={settings.second_embedding}\0".encode())
     digest.update(f"pool={POOL_FACTOR}\0recall={RECALL_FORMAT}".encode())
     return f"{manual}-{digest.hexdigest()[:16]}"
 
@@ -127,20 +130,52 @@ def _recall_all(
     container: Container, manual: str, questions: list[ManualQuestion], coverage_file: Path
 ) -> list[CountedRecall]:
     retriever = container.retriever
+    started = time.perf_counter()
     tenant = ingest_manual(container, manual)
+    indexed = time.perf_counter() - started
     chunks = list(container.corpus.iter_chunks(tenant))
     with_path = sum(section_path(c) is not None for c in chunks)
     coverage_file.write_text(json.dumps({"chunks": len(chunks), "with_path": with_path}) + "\n")
     recalls = []
     keyword_index = retriever.keyword_index
+    started = time.perf_counter()
     for question in questions:
         recall = retriever.recall(tenant, question.text, "hybrid", pool_factor=POOL_FACTOR)
+        if retriever.second is not None:
+            searched = retriever.recall(tenant, question.text, "hybrid")
+            recall = with_searched_dense_head(recall, searched, retriever.config.dense_candidates)
         ids = list(recall.candidates)
         retriever._materialise(tenant, ids, recall.candidates, len(ids))
         recall.query_vector = None  # not needed for scoring; keeps the cache small
         snapshot = keyword_index.snapshot(tenant)
         recalls.append(counted(recall, snapshot, keyword_index.tokenizer, question.text))
+    print(
+        f"{manual}: {len(chunks)} chunks indexed in {indexed:.1f} s, "
+        f"{len(questions)} questions asked in {time.perf_counter() - started:.1f} s"
+    )
     return recalls
+
+
+# The first arm's and the second arm's evidence on a candidate (RAG_SECOND_EMBEDDING).
+_DENSE_FIELDS = ("dense_rank", "dense_score", "second_dense_rank", "second_dense_score")
+
+
+def with_searched_dense_head(deep: Recall, searched: Recall, depth: int) -> Recall:
+    """`deep` (each arm asked for `POOL_FACTOR` times its candidates) with its first `depth`
+    dense candidates as /search ranks them (`searched`, asked at the configured depth), the
+    rest of its dense list after them. With a second dense arm the dense list is the RRF of
+    both arms' lists, so its head depends on how deep each arm was asked: cutting the fusion of
+    two 120-lists to 30 is not the fusion of two 30-lists."""
+    head = searched.dense_ids[:depth]
+    for chunk_id in head:
+        seen = searched.candidates[chunk_id]
+        candidate = deep.candidate(chunk_id)
+        candidate.chunk = candidate.chunk or seen.chunk
+        for name in _DENSE_FIELDS:
+            setattr(candidate, name, getattr(seen, name))
+    taken = set(head)
+    deep.dense_ids = head + [chunk_id for chunk_id in deep.dense_ids if chunk_id not in taken]
+    return deep
 
 
 def asked_for(
@@ -364,6 +399,13 @@ def main() -> None:
         "/search routes it; its fusion values ENGLISH_FUSION apply to `shipped`)",
     )
     parser.add_argument(
+        "--second-embedding",
+        choices=("none", "e5"),
+        default=None,
+        help="ask with this RAG_SECOND_EMBEDDING (a second dense arm fused with the first by RRF "
+        "into the dense list, as /search fuses it; every manual indexed by both)",
+    )
+    parser.add_argument(
         "--section-paths",
         choices=("both", "keyword", "dense", "off"),
         default=None,
@@ -388,6 +430,8 @@ def main() -> None:
             settings = settings.model_copy(update={"keyword_skip_pronouns": True})
         if args.english_embedding:
             settings = settings.model_copy(update={"english_embedding": args.english_embedding})
+        if args.second_embedding:
+            settings = settings.model_copy(update={"second_embedding": args.second_embedding})
         config = RetrieverConfig.from_settings(settings)
         english = None
         if args.english_model:
