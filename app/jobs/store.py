@@ -201,11 +201,7 @@ class JobStore:
         row = _new_reservation(tenant_id)
         with self._db.session() as session:
             self._lock_tenant(session, tenant_id)
-            if (
-                session.execute(_INSERT_BELOW_LIMIT, _below_limit(row, active_limit)).first()
-                is None
-            ):
-                raise JobLimitReached(tenant_id, active_limit)
+            _insert_below_limit(session, row, active_limit)
         return row.job_id
 
     def fill_reservations(
@@ -244,7 +240,10 @@ class JobStore:
                 queued = [self._queue_reserved(session, tenant_id, u, now) for u in uploads]
             else:
                 queued = [
-                    _queue_below_limit(session, tenant_id, u, now, active_limit) for u in uploads
+                    _insert_below_limit(
+                        session, _new_job_row(tenant_id, u, "queued", now), active_limit
+                    )
+                    for u in uploads
                 ]
             if any(row is None for row in queued):
                 raise LookupError("an upload's job reservation no longer exists")
@@ -336,11 +335,7 @@ class JobStore:
         row = _new_queued(tenant_id, EVALUATION_RUN, set_name, requested_by, items)
         with self._db.session() as session:
             self._lock_tenant(session, tenant_id)
-            if (
-                session.execute(_INSERT_BELOW_LIMIT, _below_limit(row, active_limit)).first()
-                is None
-            ):
-                raise JobLimitReached(tenant_id, active_limit)
+            _insert_below_limit(session, row, active_limit)
             add_run(session, row.job_id)
             found = session.get(JobRow, row.job_id)
             assert found is not None
@@ -548,13 +543,8 @@ class JobStore:
         client-side errors, see `app.errors.public_job_error`)."""
         detail = error.strip() or "ingestion failed for an unknown reason"
         with self._db.session() as session:
-            ended = _finish(
-                session,
-                job_id,
-                status="failed",
-                progress_stage="failed",
-                **_job_error(code, detail),
-            )
+            final = {"status": "failed", "progress_stage": "failed", **_job_error(code, detail)}
+            ended = _finish_many(session, {job_id: final})
         self.endings.ended(ended)
 
     def heartbeat(self, job_id: str, now: datetime | None = None) -> bool:
@@ -729,14 +719,11 @@ def _new_reservation(tenant_id: str) -> JobRow:
     return _new_job_row(tenant_id, empty, "reserved", utc_now())
 
 
-def _queue_below_limit(
-    session: Session, tenant_id: str, upload: StoredUpload, now: datetime, active_limit: int
-) -> JobRow:
-    """Insert the upload's job, queued, in `session` while the tenant has fewer than
-    `active_limit` jobs in its queue quota; JobLimitReached otherwise."""
-    row = _new_job_row(tenant_id, upload, "queued", now)
+def _insert_below_limit(session: Session, row: JobRow, active_limit: int) -> JobRow:
+    """Insert `row` in `session` while its tenant has fewer than `active_limit` jobs in its
+    queue quota; JobLimitReached, inserting nothing, otherwise."""
     if session.execute(_INSERT_BELOW_LIMIT, _below_limit(row, active_limit)).first() is None:
-        raise JobLimitReached(tenant_id, active_limit)
+        raise JobLimitReached(row.tenant_id, active_limit)
     return row
 
 
@@ -841,6 +828,8 @@ def _finish_many(session: Session, finals: Mapping[str, Mapping[str, Any]]) -> l
     ids = list(finals)
     now = utc_now()
     # Three statements for the batch: the batch left, the jobs ended (executemany), read back.
+    # Leaving the batch and the final status are one transaction: a finished job is never
+    # still a batch member, and a batch member is never finished.
     session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id.in_(ids)))
     jobs = table_of(JobRow)
     columns = next(iter(finals.values())).keys()
@@ -857,18 +846,3 @@ def _finish_many(session: Session, finals: Mapping[str, Mapping[str, Any]]) -> l
         row.job_id: row for row in session.scalars(select(JobRow).where(JobRow.job_id.in_(ids)))
     }
     return [_record(rows[job_id]) for job_id in ids if job_id in rows]
-
-
-def _finish(session: Session, job_id: str, **final: Any) -> list[JobRecord]:
-    """End a job in `session`: the job as ended ([] when there is no such job)."""
-    # Leaving the batch and the final status are one transaction: a finished job is never
-    # still a batch member, and a batch member is never finished.
-    session.execute(delete(BatchMemberRow).where(BatchMemberRow.job_id == job_id))
-    statement = (
-        update(JobRow)
-        .where(JobRow.job_id == job_id)
-        .values(**final, updated_at=utc_now())
-        .returning(JobRow)
-    )
-    rows = session.scalars(statement, execution_options={"synchronize_session": False})
-    return [_record(row) for row in rows]

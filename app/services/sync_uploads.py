@@ -21,7 +21,7 @@ from app.services.indexing import DocumentDeps, file_sha256
 from app.services.uploads import (
     ReceivedFile,
     UploadDeps,
-    release_upload,
+    discard_uploads,
     sanitise_filename,
     submit_uploads,
 )
@@ -111,7 +111,7 @@ def submit_sync_upload(
                     "changed or was damaged on the way"
                 )
         except BaseException:
-            _discard(deps, tenant_id=tenant_id, reservations=reservations, file=file)
+            discard_uploads(deps, tenant_id, reservations, [file])
             raise
         if fields.source_path is not None:
             file.source = fields.source_path
@@ -127,7 +127,7 @@ def submit_sync_upload(
             and existing.status == "done"
             and existing.content_sha256 == file.sha256
         ):
-            _discard(deps, tenant_id=tenant_id, reservations=reservations, file=file)
+            discard_uploads(deps, tenant_id, reservations, [file])
             if existing.sync_root != fields.sync_root and fields.sync_root is not None:
                 uploader.check_may_change(existing, "relabel")
                 deps.documents.set_sync_root(tenant_id, existing.document_id, fields.sync_root)
@@ -146,15 +146,6 @@ def submit_sync_upload(
         placement=placement,
         known=known,
     )
-
-
-def _discard(
-    deps: UploadDeps, *, tenant_id: str, reservations: list[str] | None, file: ReceivedFile
-) -> None:
-    """Remove an upload that will not be queued and release its reservation (if it has one)."""
-    file.path.unlink(missing_ok=True)
-    for reservation in reservations or ():
-        release_upload(deps, tenant_id=tenant_id, reservation=reservation)
 
 
 def list_matching(

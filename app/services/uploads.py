@@ -161,15 +161,15 @@ def submit_uploads(
             active_limit=None if reservations is not None else deps.queued_jobs_limit,
         )
     except JobLimitReached:
-        _discard(deps, tenant_id, reservations, files)
+        discard_uploads(deps, tenant_id, reservations, files)
         raise _queue_full(deps, uploader) from None
     except QuotaExceeded as exc:
-        _discard(deps, tenant_id, reservations, files)
+        discard_uploads(deps, tenant_id, reservations, files)
         if uploader is not None:
             deps.audit.record(uploader.actor.entry("quota.refused", quota=exc.quota))
         raise
     except BaseException:
-        _discard(deps, tenant_id, reservations, files)
+        discard_uploads(deps, tenant_id, reservations, files)
         raise
     for job in jobs:
         log.info(
@@ -180,9 +180,10 @@ def submit_uploads(
     return jobs
 
 
-def _discard(
+def discard_uploads(
     deps: UploadDeps, tenant_id: str, reservations: list[str] | None, files: list[ReceivedFile]
 ) -> None:
+    """Remove uploads that will not be queued and release their reservations (if any)."""
     for file in files:
         file.path.unlink(missing_ok=True)
     for reservation in reservations or ():

@@ -108,8 +108,9 @@ def _new_row(
     }
 
 
-# What a new upload of a document replaces in its existing row.
+# What a new upload of a document replaces in its existing row; and its indexing, besides.
 _UPLOAD_FACTS = ("source", "status", "size_bytes", "content_sha256", "uploaded_at", "updated_at")
+_INDEXED_FACTS = (*_UPLOAD_FACTS, "pages", "chunks", "ocr_pages", "language")
 
 
 class DocumentStore(DatabaseStore):
@@ -131,7 +132,7 @@ class DocumentStore(DatabaseStore):
         now = utc_now()
         values = _new_row(tenant_id, document_id, source, size_bytes, content_sha256, status, now)
         with self._db.session() as session:
-            session.execute(self._upsert(values))
+            session.execute(self._upsert(_UPLOAD_FACTS), values)
             row = session.get(DocumentRow, (tenant_id, document_id), populate_existing=True)
             assert row is not None  # just written in this transaction
             return _record(row)
@@ -173,34 +174,16 @@ class DocumentStore(DatabaseStore):
                 if facts.document_id not in gone
             ]
             if rows:  # one statement for the batch (executemany), not two per document
-                session.execute(self._upsert_indexed(), rows)
+                session.execute(self._upsert(_INDEXED_FACTS), rows)
         return gone
 
-    def _upsert_indexed(self) -> Any:
-        """INSERT documents just indexed, or replace an existing row's upload and index facts."""
+    def _upsert(self, replaced: Sequence[str]) -> Any:
+        """INSERT a document row (its values as parameters: one row, or many executed at once),
+        or on a re-upload replace the `replaced` columns of the existing one."""
         insert = conflict_insert(self._db.dialect, table_of(DocumentRow))
-        replaced = (
-            *_UPLOAD_FACTS,
-            "pages",
-            "chunks",
-            "ocr_pages",
-            "language",
-        )
         return insert.on_conflict_do_update(
             index_elements=[DocumentRow.tenant_id, DocumentRow.document_id],
             set_={name: insert.excluded[name] for name in replaced},
-        )
-
-    def _upsert(self, values: dict[str, Any]) -> Any:
-        """INSERT a fresh document row (`_new_row`), or on a re-upload replace its upload facts."""
-        replaced = _UPLOAD_FACTS
-        return (
-            conflict_insert(self._db.dialect, DocumentRow)
-            .values(**values)
-            .on_conflict_do_update(
-                index_elements=[DocumentRow.tenant_id, DocumentRow.document_id],
-                set_={name: values[name] for name in replaced},
-            )
         )
 
     def set_status(self, tenant_id: str, document_id: str, status: DocumentStatus) -> bool:

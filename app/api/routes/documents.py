@@ -36,7 +36,6 @@ from app.api.schemas import (
     UploadUnchanged,
 )
 from app.api.upload import receive_uploads
-from app.errors import Forbidden, InvalidInput, NotFound
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents, sync_uploads, uploads
@@ -177,14 +176,9 @@ async def upload_document(
             received,
             fields.source_path,
         )
-    except (InvalidInput, ApiError, Forbidden, NotFound):
-        for file in received:
-            file.path.unlink(missing_ok=True)
-        await run_in_threadpool(_release_all, deps, tenant, reservations)
-        raise
-    except BaseException:  # 413/415/422/429 or a client gone mid-body: the slots are free again
-        release = run_in_threadpool(_release_all, deps, tenant, reservations)
-        await asyncio.shield(release)  # completes even if this request is being cancelled
+    except BaseException:  # 403/404/413/415/422/429 or a client gone mid-body: files and slots go
+        discard = run_in_threadpool(uploads.discard_uploads, deps, tenant, reservations, received)
+        await asyncio.shield(discard)  # completes even if this request is being cancelled
         raise
     # Checked above for every document replaced (those of the same names in the collection).
     uploader = documents.Uploader(caller.actor(ip), may_change_any=True)
@@ -249,11 +243,6 @@ def _placement(
     if "metadata" in texts:
         placement["metadata_json"] = json.dumps(metadata, sort_keys=True)
     return placement, found
-
-
-def _release_all(deps: uploads.UploadDeps, tenant: str, reservations: list[str]) -> None:
-    for reservation in reservations:
-        uploads.release_upload(deps, tenant_id=tenant, reservation=reservation)
 
 
 @router.get("/jobs", response_model=Page[JobOut], responses=error_responses(422))
