@@ -111,7 +111,7 @@ def submit_sync_upload(
                     "changed or was damaged on the way"
                 )
         except BaseException:
-            discard_uploads(deps, tenant_id, reservations, [file])
+            discard_uploads(deps, tenant_id=tenant_id, reservations=reservations, files=[file])
             raise
         if fields.source_path is not None:
             file.source = fields.source_path
@@ -127,7 +127,7 @@ def submit_sync_upload(
             and existing.status == "done"
             and existing.content_sha256 == file.sha256
         ):
-            discard_uploads(deps, tenant_id, reservations, [file])
+            discard_uploads(deps, tenant_id=tenant_id, reservations=reservations, files=[file])
             if existing.sync_root != fields.sync_root and fields.sync_root is not None:
                 uploader.check_may_change(existing, "relabel")
                 deps.documents.set_sync_root(tenant_id, existing.document_id, fields.sync_root)

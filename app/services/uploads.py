@@ -161,15 +161,15 @@ def submit_uploads(
             active_limit=None if reservations is not None else deps.queued_jobs_limit,
         )
     except JobLimitReached:
-        discard_uploads(deps, tenant_id, reservations, files)
+        discard_uploads(deps, tenant_id=tenant_id, reservations=reservations, files=files)
         raise _queue_full(deps, uploader) from None
     except QuotaExceeded as exc:
-        discard_uploads(deps, tenant_id, reservations, files)
+        discard_uploads(deps, tenant_id=tenant_id, reservations=reservations, files=files)
         if uploader is not None:
             deps.audit.record(uploader.actor.entry("quota.refused", quota=exc.quota))
         raise
     except BaseException:
-        discard_uploads(deps, tenant_id, reservations, files)
+        discard_uploads(deps, tenant_id=tenant_id, reservations=reservations, files=files)
         raise
     for job in jobs:
         log.info(
@@ -181,7 +181,7 @@ def submit_uploads(
 
 
 def discard_uploads(
-    deps: UploadDeps, tenant_id: str, reservations: list[str] | None, files: list[ReceivedFile]
+    deps: UploadDeps, *, tenant_id: str, reservations: list[str] | None, files: list[ReceivedFile]
 ) -> None:
     """Remove uploads that will not be queued and release their reservations (if any)."""
     for file in files:

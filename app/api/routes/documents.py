@@ -177,7 +177,13 @@ async def upload_document(
             fields.source_path,
         )
     except BaseException:  # 403/404/413/415/422/429 or a client gone mid-body: files and slots go
-        discard = run_in_threadpool(uploads.discard_uploads, deps, tenant, reservations, received)
+        discard = run_in_threadpool(
+            uploads.discard_uploads,
+            deps,
+            tenant_id=tenant,
+            reservations=reservations,
+            files=received,
+        )
         await asyncio.shield(discard)  # completes even if this request is being cancelled
         raise
     # Checked above for every document replaced (those of the same names in the collection).
