@@ -4,7 +4,7 @@ size of the tenant's collection.
 Embedded Chroma's native code holds Python's GIL for the whole of an upsert, its SQLite commits
 and its index persistence included, so every other thread of the process (requests, the other
 ingest thread) waits that long. The product's index (`ChromaVectorIndex`: every collection
-persists its HNSW index after `SYNC_THRESHOLD` elements, a single vector written twice) is timed
+persists its HNSW index after `SYNC_THRESHOLD` elements, each upsert written once) is timed
 against a collection at Chroma's own sync threshold, for a one-chunk and a two-chunk upload, on
 collections of growing size. Also timed: how long a thread that only counts is held off during
 the product's writes (the GIL, not the disk alone).
@@ -105,8 +105,8 @@ def run(sizes: list[int], writes: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             rows.append(_one_size(Path(tmp), size, writes, rng))
     print(
-        f"ms per upsert, median of {writes}; product: sync threshold {SYNC_THRESHOLD}, a single "
-        "vector written twice; Chroma default: sync threshold 1000, written once"
+        f"ms per upsert, median of {writes}; product: sync threshold {SYNC_THRESHOLD}, written "
+        "once; Chroma default: sync threshold 1000, written once"
     )
     print(
         table(
