@@ -11,13 +11,14 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from starlette.datastructures import Headers, MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from app import metrics, tracing
 from app.api.access import authorize, check_route_table
 from app.api.body_limit import BodySizeLimit
 from app.api.errors import error_responses, install_error_handlers, internal_error_response
 from app.api.forwarded import ForwardedHeaders
+from app.api.http_middleware import HttpMiddleware
 from app.api.openapi import install_openapi_limits
 from app.api.routes import (
     account,
@@ -65,19 +66,13 @@ def route_template(scope: Scope) -> str:
     return path if isinstance(path, str) else "unmatched"
 
 
-class RequestContext:
+class RequestContext(HttpMiddleware):
     """Pure ASGI middleware: the request id (header, log lines, the 500's body), the request's
     span, its metric and its log line. Pure ASGI rather than `@app.middleware("http")`
     (Starlette's BaseHTTPMiddleware), which runs every request in a task group of its own with
     the body passed through memory streams: a fixed cost on each of many small uploads."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         method = scope["method"]
         request_id = _safe_request_id(headers.get(_REQUEST_ID_HEADER))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,13 +65,20 @@ def guard(
     )
 
 
+def wrong_guesses(
+    login: LoginGuard, username: str, clients: Iterable[str], *, tenant: str | None = None
+) -> None:
+    """A wrong password for `username` from each client in turn, each refused as wrong."""
+    for client in clients:
+        with pytest.raises(AuthenticationFailed):
+            login.login(username, "a wrong guess", client, tenant=tenant)
+
+
 @pytest.mark.unit
 def test_refused_attempts_do_not_extend_a_lockout(users: UserService) -> None:
     clock = FakeClock()
     login = guard(users, clock)
-    for _ in range(2):
-        with pytest.raises(AuthenticationFailed):
-            login.login("alice", "wrong", "10.0.0.1")
+    wrong_guesses(login, "alice", ["10.0.0.1"] * 2)
     clock.now += 30
     for _ in range(20):  # hammering while locked
         with pytest.raises(RateLimited) as refused:
@@ -85,9 +92,7 @@ def test_refused_attempts_do_not_extend_a_lockout(users: UserService) -> None:
 def test_failures_are_counted_per_user_and_client(users: UserService) -> None:
     clock = FakeClock()
     login = guard(users, clock)
-    for _ in range(2):
-        with pytest.raises(AuthenticationFailed):
-            login.login("Alice", "wrong", "10.0.0.66")  # the name is normalised
+    wrong_guesses(login, "Alice", ["10.0.0.66"] * 2)  # the name is normalised
     with pytest.raises(RateLimited):
         login.login("alice", PASSWORD, "10.0.0.66")
     assert login.login("alice", PASSWORD, "10.0.0.2").username == "alice"
@@ -98,9 +103,8 @@ def test_the_ip_budget_is_checked_first_and_counts_every_attempt(users: UserServ
     clock = FakeClock()
     login = guard(users, clock, per_ip=3, failures=100)
     assert login.login("alice", PASSWORD, "10.0.0.3").username == "alice"
-    for name in ("bob", "carol"):
-        with pytest.raises(AuthenticationFailed):
-            login.login(name, "wrong", "10.0.0.3")
+    wrong_guesses(login, "bob", ["10.0.0.3"])
+    wrong_guesses(login, "carol", ["10.0.0.3"])
     with pytest.raises(RateLimited):
         login.login("alice", PASSWORD, "10.0.0.3")
 
@@ -241,9 +245,7 @@ def test_an_ipv6_client_gets_one_budget_per_64_not_per_address(users: UserServic
 
     # Rotating addresses inside the /64 does not reset the failures of (user, client) either.
     login = guard(users, FakeClock(), failures=2)
-    for host in ("a", "b"):
-        with pytest.raises(AuthenticationFailed):
-            login.login("alice", "not it", f"2001:db8:9:9::{host}")
+    wrong_guesses(login, "alice", ["2001:db8:9:9::a", "2001:db8:9:9::b"])
     with pytest.raises(RateLimited):
         login.login("alice", PASSWORD, "2001:db8:9:9::c")
 
@@ -254,9 +256,7 @@ def test_many_clients_together_are_paced_on_one_account(
     counting = CountingUsers(users)
     login = paced_guard(counting, backend.limiter, per_account=2)
     # Each client stays far below its own limits; together they reach the account's budget.
-    for client in ("10.1.0.1", "10.1.0.2", "10.1.0.3"):
-        with pytest.raises(AuthenticationFailed):
-            login.login("alice", "one guess each", client)
+    wrong_guesses(login, "alice", ["10.1.0.1", "10.1.0.2", "10.1.0.3"])
     checks = counting.checks
     assert checks == 3  # the third was the first paced check: it held the account for 1 s
     for client in ("10.1.0.4", "10.1.0.5"):
@@ -272,9 +272,8 @@ def test_an_accounts_own_clients_are_never_paced(users: UserService, backend: Ba
     login = paced_guard(users, backend.limiter, per_account=2)
     assert login.login("alice", PASSWORD, "192.0.2.10").username == "alice"  # her office
     assert login.login("alice", PASSWORD, "2001:db8:aa:bb::1").username == "alice"  # her phone
-    for client in ("10.2.0.1", "10.2.0.2", "10.2.0.3"):  # then someone guesses from many places
-        with pytest.raises(AuthenticationFailed):
-            login.login("alice", "a guess", client)
+    # Then someone guesses from many places.
+    wrong_guesses(login, "alice", ["10.2.0.1", "10.2.0.2", "10.2.0.3"])
     with pytest.raises(RateLimited):  # a client new to the account waits its turn...
         login.login("alice", PASSWORD, "198.51.100.7")
     # ...but hers get in at once, the phone from another address of its /64.
@@ -354,9 +353,8 @@ def test_a_days_failures_lock_new_clients_out_but_never_the_owners(
         audit=audit,
     )
     assert login.login("alice", PASSWORD, "192.0.2.20").username == "alice"  # her laptop
-    for attempt in range(5):  # a guess from each of many addresses, as a botnet rotates them
-        with pytest.raises(AuthenticationFailed):
-            login.login("alice", "a guess", f"10.9.{attempt}.1")
+    # A guess from each of many addresses, as a botnet rotates them.
+    wrong_guesses(login, "alice", [f"10.9.{attempt}.1" for attempt in range(5)])
     checks = counting.checks
     for client in ("10.9.9.1", "203.0.113.5"):  # new clients: refused, no password checked
         with pytest.raises(AccountLocked) as locked:
@@ -382,9 +380,7 @@ def test_the_lock_ends_with_the_day_and_another_tenants_name_is_its_own_account(
     users.create_user(tenant_id="globex", username="erin", password="another long enough secret")
     clock = FakeClock()
     login = guard(users, clock, failures=100, per_day=3)
-    for attempt in range(3):
-        with pytest.raises(AuthenticationFailed):
-            login.login("erin", "a guess", f"10.10.{attempt}.1", tenant="acme")
+    wrong_guesses(login, "erin", [f"10.10.{attempt}.1" for attempt in range(3)], tenant="acme")
     with pytest.raises(AccountLocked):
         login.login("erin", PASSWORD, "10.10.9.1", tenant="acme")
     # globex's erin is another account: the guesses at acme's do not lock her.

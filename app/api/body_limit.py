@@ -15,6 +15,7 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.errors import error_response
+from app.api.http_middleware import HttpMiddleware
 from app.api.upload import too_large, upload_body_cap
 from app.config import Settings
 
@@ -44,11 +45,11 @@ def _declared_length(scope: Scope) -> int | None:
     return None
 
 
-class BodySizeLimit:
+class BodySizeLimit(HttpMiddleware):
     """Pure ASGI middleware: 413 for a body over its route's cap, without reading the rest."""
 
     def __init__(self, app: ASGIApp, settings: Callable[[], Settings]) -> None:
-        self.app = app
+        super().__init__(app)
         active = settings()
         self.max_body_bytes = active.max_body_bytes
         self.max_upload_bytes = active.max_upload_bytes
@@ -62,10 +63,7 @@ class BodySizeLimit:
             cap = max(cap, EVALUATION_SET_BYTES)
         return cap, f"the request body is larger than the limit of {cap} bytes"
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         cap, message = self._refusal(scope)
         # "Connection: close": the client is still sending; this answer ends the exchange.
         refusal = error_response(413, "payload_too_large", message, {"Connection": "close"})

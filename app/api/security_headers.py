@@ -10,22 +10,17 @@ route that already sets the header (the web app page) keeps its own value.
 from __future__ import annotations
 
 from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from app.api.http_middleware import HttpMiddleware
 
 NOSNIFF = ("X-Content-Type-Options", "nosniff")
 
 
-class NoSniff:
+class NoSniff(HttpMiddleware):
     """Pure ASGI middleware: adds `X-Content-Type-Options: nosniff` to every HTTP response."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def send_with_header(message: Message) -> None:
             if message["type"] == "http.response.start":
                 MutableHeaders(scope=message).setdefault(*NOSNIFF)

@@ -37,6 +37,13 @@ ITEMS = [
 ]
 
 
+@pytest.fixture
+def indexed(container: Container, worker: IngestWorker, data_dir: Path) -> None:
+    """The document the runs evaluate, uploaded and indexed by the worker."""
+    queued_upload(container, data_dir)
+    work_through(container, worker)
+
+
 def _start(container: Container, worker: IngestWorker, answers: bool) -> str:
     """Start a run as POST /evaluations/runs does, its job sent to the Redis queue."""
     user = container.user_store.get_by_username(T, "eva") or container.user_store.add(
@@ -51,11 +58,10 @@ def _start(container: Container, worker: IngestWorker, answers: bool) -> str:
     return evaluation_runs.start(deps, actor, viewer, set_id=found.set_id, answers=answers).run_id
 
 
+@pytest.mark.usefixtures("indexed")
 def test_the_rq_worker_runs_a_run_as_a_job_and_leaves_answering_runs_to_the_api(
-    container: Container, worker: IngestWorker, data_dir: Path
+    container: Container, worker: IngestWorker
 ) -> None:
-    queued_upload(container, data_dir)
-    work_through(container, worker)
     retrieval = _start(container, worker, answers=False)
     answering = _start(container, worker, answers=True)
     assert message_pending(worker.queue, retrieval, 0)  # sent like an upload's job
@@ -76,11 +82,10 @@ def test_the_rq_worker_runs_a_run_as_a_job_and_leaves_answering_runs_to_the_api(
     assert container.jobs.count_active(T) == 1
 
 
+@pytest.mark.usefixtures("indexed")
 def test_a_run_whose_worker_died_is_taken_again_and_finished(
-    container: Container, worker: IngestWorker, data_dir: Path
+    container: Container, worker: IngestWorker
 ) -> None:
-    queued_upload(container, data_dir)
-    work_through(container, worker)
     run_id = _start(container, worker, answers=False)
     claimed = container.jobs.claim_next(scope="worker")  # a worker that then dies
     assert claimed is not None and claimed.job_id == run_id

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
@@ -24,12 +23,12 @@ from app.services.users import UserService
 from app.storage.chunks import ChunkStore
 from app.storage.db import Database, open_database
 from app.storage.documents import DocumentStore
-from app.storage.migrate import SchemaChange, alembic_config, current_revision
+from app.storage.migrate import SchemaChange, current_revision
 from app.storage.tables import Base
 from app.storage.users import UserStore
 from tests.fresh_database import fresh_postgres_database
 from tests.storage.legacy_schema import PASSWORD_HASH, UPLOADED, create_legacy_database
-from tests.storage.schema_revisions import head_revision
+from tests.storage.schema_revisions import head_revision, migrate_to
 
 pytestmark = pytest.mark.integration
 
@@ -204,16 +203,11 @@ def test_every_revision_downgrades_and_upgrades_again(
 ) -> None:
     database = _open(empty_url, opened)
     UserStore(database).add("acme", "alice", PASSWORD_HASH)
-    config = alembic_config()
-    with database.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0002")  # users regain is_admin, False for the existing row
-        connection.commit()
-        assert _revision(database) == "0002"
-        columns = {column["name"] for column in inspect(connection).get_columns("users")}
-        assert "is_admin" in columns
-        command.downgrade(config, "base")
-        connection.commit()
+    migrate_to(database, "0002")  # users regain is_admin, False for the existing row
+    assert _revision(database) == "0002"
+    columns = {column["name"] for column in inspect(database.engine).get_columns("users")}
+    assert "is_admin" in columns
+    migrate_to(database, "base")
     assert set(inspect(database.engine).get_table_names()) == {"alembic_version"}
     assert database.migrate() == SchemaChange(None, head_revision())
     assert _differences(database) == []
@@ -223,11 +217,8 @@ def test_conversation_messages_from_before_their_size_are_measured_in_utf8_bytes
     empty_url: str, opened: list[Database]
 ) -> None:
     database = _open(empty_url, opened)
-    config = alembic_config()
-    with database.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0005")
-        connection.commit()
+    migrate_to(database, "0005")
+    with database.engine.begin() as connection:
         connection.exec_driver_sql(
             "INSERT INTO conversation_messages (message_id, conversation_id, tenant_id, seq, "
             "role, content, standalone_question, citations_json, refused, created_at) VALUES "
@@ -236,9 +227,8 @@ def test_conversation_messages_from_before_their_size_are_measured_in_utf8_bytes
             "('m2', 'c1', 'acme', 1, 'assistant', 'Pump P-7 [1]', NULL, '[]', false, "
             "'2026-12-01 10:00:00+00:00')"
         )
-        connection.commit()
-        command.upgrade(config, "head")
-        connection.commit()
+    migrate_to(database, "head")
+    with database.engine.connect() as connection:
         sizes = dict(
             connection.exec_driver_sql(
                 "SELECT message_id, size_bytes FROM conversation_messages"
@@ -252,13 +242,10 @@ def test_users_from_before_names_per_tenant_still_log_in_without_a_tenant(
     empty_url: str, opened: list[Database]
 ) -> None:
     database = _open(empty_url, opened)
-    config = alembic_config()
     old_password = "their password from before"
     hashed = security.hash_password(old_password, 4)
-    with database.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0007")  # names unique across tenants
-        connection.commit()
+    migrate_to(database, "0007")  # names unique across tenants
+    with database.engine.begin() as connection:
         connection.execute(
             text(
                 "INSERT INTO users (id, tenant_id, username, password_hash, created_at, role, "
@@ -270,9 +257,7 @@ def test_users_from_before_names_per_tenant_still_log_in_without_a_tenant(
                 {"id": "usr_b", "tenant": "globex", "name": "bob", "hash": hashed, "at": UPLOADED},
             ],
         )
-        connection.commit()
-        command.upgrade(config, "head")
-        connection.commit()
+    migrate_to(database, "head")
     assert _differences(database) == []
     users = UserService(UserStore(database), 4)
     # Every existing login works as it did, with no tenant.
@@ -293,16 +278,13 @@ def test_job_errors_from_before_their_code_column_are_split_and_joined_back(
     empty_url: str, opened: list[Database]
 ) -> None:
     database = _open(empty_url, opened)
-    config = alembic_config()
     stored = {
         "job_coded": "encrypted_document: the PDF is encrypted: upload a copy",
         "job_plain": "Parser crashed: bad xref",  # written before codes were stored
         "job_ok": None,
     }
-    with database.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0009")
-        connection.commit()
+    migrate_to(database, "0009")
+    with database.engine.begin() as connection:
         for job_id, error in stored.items():
             connection.execute(
                 text(
@@ -314,9 +296,7 @@ def test_job_errors_from_before_their_code_column_are_split_and_joined_back(
                 ),
                 {"job_id": job_id, "error": error},
             )
-        connection.commit()
-        command.upgrade(config, "head")
-        connection.commit()
+    migrate_to(database, "head")
     jobs = JobStore(database)
     split = {
         job_id: (job.error_code, job.error)
@@ -329,10 +309,8 @@ def test_job_errors_from_before_their_code_column_are_split_and_joined_back(
         "job_ok": (None, None),
     }
     assert _differences(database) == []
+    migrate_to(database, "0009")
     with database.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0009")
-        connection.commit()
         joined = dict(connection.execute(text("SELECT job_id, error FROM jobs")).all())
     assert joined == {
         "job_coded": "encrypted_document: the PDF is encrypted: upload a copy",

@@ -3,8 +3,6 @@
 A database from before migrations has some or all of these tables already (each release created
 the ones it lacked at start-up), so each is created only when missing; its rows stay as they are.
 
-Revision ID: 0001
-Revises:
 Created: 2026-12-03
 """
 
@@ -15,8 +13,6 @@ from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def _tables() -> list[sa.Table]:

@@ -2,8 +2,6 @@
 
 Releases before migrations added this column at start-up, so a database may have it already.
 
-Revision ID: 0002
-Revises: 0001
 Created: 2026-12-03
 """
 
@@ -12,20 +10,18 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.steps import add_columns, drop_columns
+
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
     present = {column["name"] for column in sa.inspect(op.get_bind()).get_columns("chunks")}
     if "page_role" in present:
         return
-    with op.batch_alter_table("chunks") as batch:
-        batch.add_column(sa.Column("page_role", sa.String(32), nullable=True))
+    add_columns("chunks", sa.Column("page_role", sa.String(32), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("chunks") as batch:
-        batch.drop_column("page_role")
+    drop_columns("chunks", "page_role")

@@ -1,7 +1,5 @@
 """Conversations and their messages (POST /conversations, follow-up questions).
 
-Revision ID: 0004
-Revises: 0003
 Created: 2026-12-03
 """
 
@@ -10,10 +8,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.steps import create_indexes
+
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
@@ -27,9 +25,7 @@ def upgrade() -> None:
         sa.Column("created_at", utc, nullable=False),
         sa.Column("updated_at", utc, nullable=False),
     )
-    # The index names create_all gives index=True columns, so the models compare equal.
-    for column in ("tenant_id", "user_id", "updated_at"):
-        op.create_index(f"ix_conversations_{column}", "conversations", [column])
+    create_indexes("conversations", "tenant_id", "user_id", "updated_at")
     op.create_table(
         "conversation_messages",
         sa.Column("message_id", sa.String(32), primary_key=True),
@@ -44,9 +40,7 @@ def upgrade() -> None:
         sa.Column("created_at", utc, nullable=False),
         sa.UniqueConstraint("conversation_id", "seq"),
     )
-    op.create_index(
-        "ix_conversation_messages_conversation_id", "conversation_messages", ["conversation_id"]
-    )
+    create_indexes("conversation_messages", "conversation_id")
 
 
 def downgrade() -> None:

@@ -1,8 +1,6 @@
 """Tenant administration: user roles (every existing user becomes admin), disabled users and
 session versions, documents' uploader, API keys (keyed hashes only), revoked tokens, audit log.
 
-Revision ID: 0005
-Revises: 0004
 Created: 2026-12-04
 """
 
@@ -11,26 +9,23 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.steps import add_columns, create_indexes, drop_columns
+
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
     utc = sa.DateTime(timezone=True)
-    with op.batch_alter_table("users") as batch:
-        batch.add_column(sa.Column("role", sa.String(16), nullable=False, server_default="member"))
-        batch.add_column(
-            sa.Column("disabled", sa.Boolean(), nullable=False, server_default=sa.false())
-        )
-        batch.add_column(
-            sa.Column("session_version", sa.Integer(), nullable=False, server_default=sa.text("0"))
-        )
+    add_columns(
+        "users",
+        sa.Column("role", sa.String(16), nullable=False, server_default="member"),
+        sa.Column("disabled", sa.Boolean(), nullable=False, server_default=sa.false()),
+        sa.Column("session_version", sa.Integer(), nullable=False, server_default=sa.text("0")),
+    )
     # Before roles every user could do everything: keep it so, the tenant's admins decide later.
     op.execute(sa.text("UPDATE users SET role = 'admin'"))
-    with op.batch_alter_table("documents") as batch:
-        batch.add_column(sa.Column("uploaded_by", sa.String(40), nullable=True))
+    add_columns("documents", sa.Column("uploaded_by", sa.String(40), nullable=True))
     op.create_table(
         "api_keys",
         sa.Column("key_id", sa.String(40), primary_key=True),
@@ -44,14 +39,13 @@ def upgrade() -> None:
         sa.Column("expires_at", utc, nullable=True),
         sa.Column("last_used_at", utc, nullable=True),
     )
-    for column in ("tenant_id", "user_id"):
-        op.create_index(f"ix_api_keys_{column}", "api_keys", [column])
+    create_indexes("api_keys", "tenant_id", "user_id")
     op.create_table(
         "revoked_tokens",
         sa.Column("jti", sa.String(64), primary_key=True),
         sa.Column("expires_at", utc, nullable=False),
     )
-    op.create_index("ix_revoked_tokens_expires_at", "revoked_tokens", ["expires_at"])
+    create_indexes("revoked_tokens", "expires_at")
     op.create_table(
         "audit_log",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
@@ -63,16 +57,12 @@ def upgrade() -> None:
         sa.Column("client_ip", sa.String(64), nullable=True),
         sa.Column("detail", sa.Text(), nullable=False),
     )
-    for column in ("tenant_id", "at"):
-        op.create_index(f"ix_audit_log_{column}", "audit_log", [column])
+    create_indexes("audit_log", "tenant_id", "at")
 
 
 def downgrade() -> None:
     op.drop_table("audit_log")
     op.drop_table("revoked_tokens")
     op.drop_table("api_keys")
-    with op.batch_alter_table("documents") as batch:
-        batch.drop_column("uploaded_by")
-    with op.batch_alter_table("users") as batch:
-        for column in ("session_version", "disabled", "role"):
-            batch.drop_column(column)
+    drop_columns("documents", "uploaded_by")
+    drop_columns("users", "session_version", "disabled", "role")

@@ -2,8 +2,6 @@
 
 Messages stored before this revision are measured here, in UTF-8 bytes like new ones.
 
-Revision ID: 0006
-Revises: 0005
 Created: 2026-12-04
 """
 
@@ -12,10 +10,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.steps import add_columns
+
 revision = "0006"
 down_revision = "0005"
-branch_labels = None
-depends_on = None
 
 _MEASURED = ("content", "standalone_question", "citations_json")
 
@@ -30,8 +28,7 @@ def _utf8_bytes(column: str, dialect: str) -> str:
 
 def upgrade() -> None:
     dialect = op.get_bind().dialect.name
-    with op.batch_alter_table("conversation_messages") as batch:
-        batch.add_column(sa.Column("size_bytes", sa.Integer(), nullable=True))
+    add_columns("conversation_messages", sa.Column("size_bytes", sa.Integer(), nullable=True))
     total = " + ".join(_utf8_bytes(column, dialect) for column in _MEASURED)
     op.execute(f"UPDATE conversation_messages SET size_bytes = {total}")
     with op.batch_alter_table("conversation_messages") as batch:

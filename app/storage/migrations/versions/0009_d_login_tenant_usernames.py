@@ -3,8 +3,6 @@
 Existing rows are untouched: names were unique across tenants until now, so each still names one
 user and a login without a tenant finds it. The name keeps an index of its own for that login.
 
-Revision ID: 0009
-Revises: 0008
 Created: 2026-12-05
 """
 
@@ -15,8 +13,6 @@ from alembic import op
 
 revision = "0009"
 down_revision = "0008"
-branch_labels = None
-depends_on = None
 
 # SQLite keeps the old constraint unnamed; batch mode rebuilds the table and needs a name for
 # it, which this convention gives (PostgreSQL has named it `users_username_key` itself).

@@ -4,8 +4,6 @@ Until now `error` held `code: message`. Existing rows are split; a row whose tex
 (written before codes were stored) gets `ingestion_failed` and keeps its whole text. Downgrade
 joins them back.
 
-Revision ID: 0010
-Revises: 0009
 Created: 2026-12-05
 """
 
@@ -16,10 +14,10 @@ import re
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.steps import add_columns, drop_columns
+
 revision = "0010"
 down_revision = "0009"
-branch_labels = None
-depends_on = None
 
 # The form the app wrote: a lower-case code, a colon and a space, then the detail.
 _CODED = re.compile(r"([a-z][a-z0-9_]{0,63}): (.*)", re.DOTALL)
@@ -39,8 +37,7 @@ def _split(stored: str) -> tuple[str, str]:
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("jobs") as batch:
-        batch.add_column(sa.Column("error_code", sa.String(64), nullable=True))
+    add_columns("jobs", sa.Column("error_code", sa.String(64), nullable=True))
     connection = op.get_bind()
     rows = connection.execute(
         sa.select(_jobs.c.job_id, _jobs.c.error).where(_jobs.c.error.is_not(None))
@@ -63,5 +60,4 @@ def downgrade() -> None:
         connection.execute(
             sa.update(_jobs).where(_jobs.c.job_id == job_id).values(error=f"{code}: {detail or ''}")
         )
-    with op.batch_alter_table("jobs") as batch:
-        batch.drop_column("error_code")
+    drop_columns("jobs", "error_code")

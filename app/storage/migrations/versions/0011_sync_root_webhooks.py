@@ -1,7 +1,5 @@
 """documents.sync_root (the folder label of `rag sync`), and the webhooks and their deliveries.
 
-Revision ID: 0011
-Revises: 0010
 Created: 2026-12-05
 """
 
@@ -10,15 +8,14 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.steps import add_columns, create_indexes, drop_columns
+
 revision = "0011"
 down_revision = "0010"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("documents") as batch:
-        batch.add_column(sa.Column("sync_root", sa.String(100), nullable=True))
+    add_columns("documents", sa.Column("sync_root", sa.String(100), nullable=True))
     op.create_table(
         "webhooks",
         sa.Column("webhook_id", sa.String(40), primary_key=True),
@@ -34,7 +31,7 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     )
-    op.create_index("ix_webhooks_tenant_id", "webhooks", ["tenant_id"])
+    create_indexes("webhooks", "tenant_id")
     op.create_table(
         "webhook_deliveries",
         sa.Column("delivery_id", sa.String(40), primary_key=True),
@@ -50,12 +47,10 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     )
-    for column in ("webhook_id", "tenant_id", "status", "next_attempt_at"):
-        op.create_index(f"ix_webhook_deliveries_{column}", "webhook_deliveries", [column])
+    create_indexes("webhook_deliveries", "webhook_id", "tenant_id", "status", "next_attempt_at")
 
 
 def downgrade() -> None:
     op.drop_table("webhook_deliveries")
     op.drop_table("webhooks")
-    with op.batch_alter_table("documents") as batch:
-        batch.drop_column("sync_root")
+    drop_columns("documents", "sync_root")

@@ -4,8 +4,6 @@ Every tenant that has a user or a document gets its `general` collection (visibi
 every user reads it), and every existing document lands in it, so nothing changes for a tenant
 until it uses collections. API keys gain an optional list of collections they are limited to.
 
-Revision ID: 0012
-Revises: 0011
 Created: 2026-12-05
 """
 
@@ -16,10 +14,10 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.steps import add_columns, create_indexes, drop_columns
+
 revision = "0012"
 down_revision = "0011"
-branch_labels = None
-depends_on = None
 
 GENERAL = "general"
 
@@ -52,7 +50,7 @@ def upgrade() -> None:
         sa.Column("group_id", sa.String(40), primary_key=True),
         sa.Column("user_id", sa.String(40), primary_key=True),
     )
-    op.create_index("ix_group_members_user_id", "group_members", ["user_id"])
+    create_indexes("group_members", "user_id")
     op.create_table(
         "collection_grants",
         sa.Column("tenant_id", sa.String(64), primary_key=True),
@@ -66,16 +64,13 @@ def upgrade() -> None:
         sa.Column("tenant_id", sa.String(64), primary_key=True),
         sa.Column("version", sa.BigInteger(), nullable=False),
     )
-    with op.batch_alter_table("documents") as batch:
-        batch.add_column(
-            sa.Column("collection_id", sa.String(40), nullable=False, server_default=GENERAL)
-        )
-        batch.add_column(
-            sa.Column("metadata_json", sa.Text(), nullable=False, server_default=sa.text("'{}'"))
-        )
-    op.create_index("ix_documents_collection_id", "documents", ["collection_id"])
-    with op.batch_alter_table("api_keys") as batch:
-        batch.add_column(sa.Column("collections", sa.Text(), nullable=True))
+    add_columns(
+        "documents",
+        sa.Column("collection_id", sa.String(40), nullable=False, server_default=GENERAL),
+        sa.Column("metadata_json", sa.Text(), nullable=False, server_default=sa.text("'{}'")),
+    )
+    create_indexes("documents", "collection_id")
+    add_columns("api_keys", sa.Column("collections", sa.Text(), nullable=True))
     _create_general_collections()
 
 
@@ -113,12 +108,9 @@ def _create_general_collections() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("api_keys") as batch:
-        batch.drop_column("collections")
+    drop_columns("api_keys", "collections")
     op.drop_index("ix_documents_collection_id", "documents")
-    with op.batch_alter_table("documents") as batch:
-        batch.drop_column("metadata_json")
-        batch.drop_column("collection_id")
+    drop_columns("documents", "metadata_json", "collection_id")
     op.drop_table("access_versions")
     op.drop_table("collection_grants")
     op.drop_index("ix_group_members_user_id", "group_members")

@@ -1,7 +1,5 @@
 """Answer quality: the per-tenant answer record, feedback on answers, evaluation sets and runs.
 
-Revision ID: 0013
-Revises: 0012
 Created: 2026-12-05
 """
 
@@ -10,16 +8,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.steps import create_indexes
+
 revision = "0013"
 down_revision = "0012"
-branch_labels = None
-depends_on = None
-
-
-def _indexes(table: str, *columns: str) -> None:
-    # The index names create_all gives index=True columns, so the models compare equal.
-    for column in columns:
-        op.create_index(f"ix_{table}_{column}", table, [column])
 
 
 def upgrade() -> None:
@@ -40,7 +32,7 @@ def upgrade() -> None:
         sa.Column("timings", sa.Text(), nullable=True),
         sa.Column("total_ms", sa.Float(), nullable=True),
     )
-    _indexes("answer_records", "tenant_id", "user_id", "created_at")
+    create_indexes("answer_records", "tenant_id", "user_id", "created_at")
     op.create_table(
         "answer_feedback",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
@@ -55,7 +47,7 @@ def upgrade() -> None:
         sa.Column("updated_at", utc, nullable=False),
         sa.UniqueConstraint("tenant_id", "answer_id", "user_id"),
     )
-    _indexes("answer_feedback", "tenant_id", "answer_id", "updated_at")
+    create_indexes("answer_feedback", "tenant_id", "answer_id", "updated_at")
     op.create_table(
         "evaluation_sets",
         sa.Column("set_id", sa.String(32), primary_key=True),
@@ -66,7 +58,7 @@ def upgrade() -> None:
         sa.Column("created_by", sa.String(40), nullable=True),
         sa.Column("created_at", utc, nullable=False),
     )
-    _indexes("evaluation_sets", "tenant_id")
+    create_indexes("evaluation_sets", "tenant_id")
     op.create_table(
         "evaluation_runs",
         sa.Column("run_id", sa.String(32), primary_key=True),
@@ -86,7 +78,7 @@ def upgrade() -> None:
         sa.Column("created_at", utc, nullable=False),
         sa.Column("updated_at", utc, nullable=False),
     )
-    _indexes("evaluation_runs", "tenant_id", "set_id", "status", "created_at")
+    create_indexes("evaluation_runs", "tenant_id", "set_id", "status", "created_at")
 
 
 def downgrade() -> None:

@@ -2,8 +2,6 @@
 in flight, one-time exchange codes, and users.break_glass (admins who keep a password when the
 tenant turns password sign-in off).
 
-Revision ID: 0014
-Revises: 0013
 Created: 2026-12-05
 """
 
@@ -12,19 +10,18 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.steps import add_columns, create_indexes, drop_columns
+
 revision = "0014"
 down_revision = "0013"
-branch_labels = None
-depends_on = None
 
 _UTC = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("users") as batch:
-        batch.add_column(
-            sa.Column("break_glass", sa.Boolean(), server_default=sa.false(), nullable=False)
-        )
+    add_columns(
+        "users", sa.Column("break_glass", sa.Boolean(), server_default=sa.false(), nullable=False)
+    )
     op.create_table(
         "sso_configs",
         sa.Column("tenant_id", sa.String(64), primary_key=True),
@@ -34,7 +31,7 @@ def upgrade() -> None:
         sa.Column("settings", sa.Text(), nullable=False),
         sa.Column("updated_at", _UTC, nullable=False),
     )
-    op.create_index("ix_sso_configs_issuer", "sso_configs", ["issuer"])
+    create_indexes("sso_configs", "issuer")
     op.create_table(
         "sso_identities",
         sa.Column("user_id", sa.String(40), primary_key=True),
@@ -43,7 +40,7 @@ def upgrade() -> None:
         sa.Column("subject", sa.String(255), nullable=False),
         sa.UniqueConstraint("tenant_id", "issuer", "subject", name="uq_sso_identities_subject"),
     )
-    op.create_index("ix_sso_identities_tenant_id", "sso_identities", ["tenant_id"])
+    create_indexes("sso_identities", "tenant_id")
     op.create_table(
         "sso_pending",
         sa.Column("state_hash", sa.String(64), primary_key=True),
@@ -54,7 +51,7 @@ def upgrade() -> None:
         sa.Column("next_path", sa.String(2048), nullable=False),
         sa.Column("expires_at", _UTC, nullable=False),
     )
-    op.create_index("ix_sso_pending_expires_at", "sso_pending", ["expires_at"])
+    create_indexes("sso_pending", "expires_at")
     op.create_table(
         "sso_exchange_codes",
         sa.Column("code_hash", sa.String(64), primary_key=True),
@@ -62,7 +59,7 @@ def upgrade() -> None:
         sa.Column("user_id", sa.String(40), nullable=False),
         sa.Column("expires_at", _UTC, nullable=False),
     )
-    op.create_index("ix_sso_exchange_codes_expires_at", "sso_exchange_codes", ["expires_at"])
+    create_indexes("sso_exchange_codes", "expires_at")
 
 
 def downgrade() -> None:
@@ -70,5 +67,4 @@ def downgrade() -> None:
     op.drop_table("sso_pending")
     op.drop_table("sso_identities")
     op.drop_table("sso_configs")
-    with op.batch_alter_table("users") as batch:
-        batch.drop_column("break_glass")
+    drop_columns("users", "break_glass")

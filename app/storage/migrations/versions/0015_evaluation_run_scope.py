@@ -4,27 +4,22 @@ A run searches and answers within them (narrowed by what its starter reads when 
 and only callers who read all of them see the run. Runs made before hold none: only callers who
 read every collection of the tenant see those.
 
-Revision ID: 0015
-Revises: 0014
 Created: 2026-12-05
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
-from alembic import op
+
+from app.storage.migrations.steps import add_columns, drop_columns
 
 revision = "0015"
 down_revision = "0014"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("evaluation_runs") as batch:
-        batch.add_column(sa.Column("collections", sa.Text(), nullable=True))
+    add_columns("evaluation_runs", sa.Column("collections", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("evaluation_runs") as batch:
-        batch.drop_column("collections")
+    drop_columns("evaluation_runs", "collections")

@@ -11,8 +11,6 @@ before: a `language` filter leaves them out until they are uploaded again). Jobs
 kind (`index` for every existing one), the collection a `collection_delete` job deletes, and
 who asked for it.
 
-Revision ID: 0016
-Revises: 0015
 Created: 2026-12-05
 """
 
@@ -21,10 +19,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.steps import add_columns, drop_columns
+
 revision = "0016"
 down_revision = "0015"
-branch_labels = None
-depends_on = None
 
 NAME = "uq_documents_tenant_collection_source"
 
@@ -33,17 +31,16 @@ def upgrade() -> None:
     with op.batch_alter_table("documents") as batch:
         batch.create_unique_constraint(NAME, ["tenant_id", "collection_id", "source"])
         batch.add_column(sa.Column("language", sa.String(8), nullable=True))
-    with op.batch_alter_table("jobs") as batch:
-        batch.add_column(sa.Column("kind", sa.String(24), nullable=False, server_default="index"))
-        batch.add_column(sa.Column("collection_id", sa.String(40), nullable=True))
-        batch.add_column(sa.Column("requested_by", sa.String(40), nullable=True))
+    add_columns(
+        "jobs",
+        sa.Column("kind", sa.String(24), nullable=False, server_default="index"),
+        sa.Column("collection_id", sa.String(40), nullable=True),
+        sa.Column("requested_by", sa.String(40), nullable=True),
+    )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("jobs") as batch:
-        batch.drop_column("requested_by")
-        batch.drop_column("collection_id")
-        batch.drop_column("kind")
+    drop_columns("jobs", "requested_by", "collection_id", "kind")
     with op.batch_alter_table("documents") as batch:
         batch.drop_column("language")
         batch.drop_constraint(NAME, type_="unique")
