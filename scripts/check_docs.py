@@ -4,6 +4,8 @@
   bench/README.md points at a file that exists and, when it names an `#anchor`, at a heading of
   that file.
 - Every `make TARGET` command in the README's quick start is a target of the Makefile.
+- No document points at an issue tracker the repository does not hold ("#37", "issue 38"): it
+  says what the thing is instead.
 
 Prints each problem and exits 1 when there is one.
 """
@@ -20,6 +22,8 @@ LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 EXTERNAL = ("http://", "https://", "mailto:")
+# "#37" standing alone (not a heading's marks, an anchor, `&#39;` or inside a word), or "issue 38".
+TRACKER_REFERENCE = re.compile(r"(?<![\w/&#(])#\d{1,3}(?![\w-])|\bissues? ?#?\d+\b", re.IGNORECASE)
 
 
 def markdown_files(root: Path = ROOT) -> list[Path]:
@@ -83,6 +87,18 @@ def link_problems(path: Path, root: Path = ROOT) -> list[str]:
     return problems
 
 
+def tracker_references(path: Path, root: Path = ROOT) -> list[str]:
+    """Lines of one Markdown file that name an issue by its number (inline code aside)."""
+    problems = []
+    for number, line in prose_lines(path.read_text(encoding="utf-8")):
+        for match in TRACKER_REFERENCE.finditer(re.sub(r"`[^`]*`", "", line)):
+            where = f"{path.relative_to(root)}:{number}"
+            problems.append(
+                f"{where}: names an issue by number ({match.group(0)!r}); say what it is"
+            )
+    return problems
+
+
 def quick_start_commands(readme: Path) -> list[str]:
     """The `make` targets named in the code blocks of the README's "Quick start" section."""
     targets, in_section, fenced = [], False, False
@@ -128,6 +144,7 @@ def main() -> int:
     problems = quick_start_problems()
     for path in markdown_files():
         problems.extend(link_problems(path))
+        problems.extend(tracker_references(path))
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0

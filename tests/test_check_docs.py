@@ -31,7 +31,22 @@ def test_the_repository_documents_pass() -> None:
     problems = check_docs.quick_start_problems()
     for path in check_docs.markdown_files():
         problems += check_docs.link_problems(path)
+        problems += check_docs.tracker_references(path)
     assert problems == []
+
+
+def test_a_document_naming_an_issue_by_its_number_is_reported(tmp_path: Path) -> None:
+    write_repo(
+        tmp_path,
+        QUICK_START + "Fixed for #37, see issue 38 and Issue #4.\n"
+        "Not references: `invoice #45`, [a date](#2026-12-06-entry), &#39; and a C# note.\n",
+    )
+    problems = check_docs.tracker_references(tmp_path / "README.md", tmp_path)
+    assert [p.split("(")[1] for p in problems] == [
+        "'#37'); say what it is",
+        "'issue 38'); say what it is",
+        "'Issue #4'); say what it is",
+    ]
 
 
 def test_good_links_and_anchors_pass(tmp_path: Path) -> None:
