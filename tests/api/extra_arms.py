@@ -9,11 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conftest import ApiHarness, ApiUser
-
 from app.container import Container
 from app.services.blocks.corpus import Corpus
 from app.storage.second_index import ENGLISH_PREFIX, SECOND_PREFIX
+from tests.api.harness import ApiHarness, ApiUser
 
 SERVICE_MANUAL = {
     "warranty.txt": "The warranty covers manufacturing defects for two years from the date of "

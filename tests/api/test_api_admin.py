@@ -9,13 +9,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from conftest import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 from sqlalchemy import update
 
 from app.services.audit import PRUNE_EVERY_S
 from app.storage.db import utc_now
 from app.storage.tables import AuditRow
 from app.timing import AtMostEvery
+from tests.api.harness import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,8 @@ import threading
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser
+
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser
 
 pytestmark = pytest.mark.integration
 

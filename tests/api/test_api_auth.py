@@ -10,9 +10,9 @@ from typing import Any
 
 import jwt
 import pytest
-from conftest import TEST_JWT_SECRET, ApiHarness, ApiUser, assert_error_body
 
 from app import security
+from tests.api.harness import TEST_JWT_SECRET, ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -22,12 +22,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import api_settings, assert_error_body
 from thread_server import ServerUser, ThreadServer, serving, wait_until
 
 from app.main import create_app
 from app.providers.types import ChatRequest, LLMDelta
 from testkit.builders import text_document
+from tests.api.harness import api_settings, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import ApiHarness, ApiUser
 from sqlalchemy import select
 
 from app.storage.tables import ChunkRow
@@ -25,6 +24,7 @@ from testkit.builders import (
     text_document,
     with_entity,
 )
+from tests.api.harness import ApiHarness, ApiUser
 
 pytestmark = pytest.mark.integration
 

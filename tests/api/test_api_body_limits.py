@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import ApiHarness, assert_error_body
 from raw_http import rss_kib, stream_body
 
 from testkit.live_server import LiveServer
+from tests.api.harness import ApiHarness, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ApiHarness, ApiUser
 
 from testkit.builders import text_document
+from tests.api.harness import ApiHarness, ApiUser
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from testkit.builders import text_document
-from tests.api.conftest import ApiHarness, ApiUser, assert_error_body
+from tests.api.harness import ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

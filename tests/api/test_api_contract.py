@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ApiHarness, ApiUser, assert_error_body
 
 from testkit.builders import text_document
+from tests.api.harness import ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ApiFactory
 from test_api_conversations import FILES
+
+from tests.api.harness import ApiFactory
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body, sse_events
+
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body, sse_events
 
 pytestmark = pytest.mark.integration
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body, sse_events
 
 from app.providers.types import ChatRequest
 from app.request_limits import CHAT_MESSAGES_CEILING
 from testkit.builders import text_document
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body, sse_events
 from tests.fakes import FakeLLM
 
 pytestmark = pytest.mark.integration

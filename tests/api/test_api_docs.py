@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import ApiFactory
 from fastapi.testclient import TestClient
+
+from tests.api.harness import ApiFactory
 
 pytestmark = pytest.mark.integration
 

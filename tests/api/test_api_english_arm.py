@@ -9,8 +9,9 @@ is ranked by USE alone, as without the option.
 from __future__ import annotations
 
 import pytest
-from conftest import ApiFactory, ApiHarness
 from extra_arms import ARABIC, ENGLISH, SERVICE_MANUAL, results, texts, upload_all
+
+from tests.api.harness import ApiFactory, ApiHarness
 
 pytestmark = pytest.mark.integration
 

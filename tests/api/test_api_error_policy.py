@@ -13,12 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import ApiFactory, ApiHarness, assert_error_body
 from sqlalchemy import text
 
 from app.container import Container
 from app.job_runners.runner import run_jobs
 from testkit.live_server import free_port
+from tests.api.harness import ApiFactory, ApiHarness, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ApiHarness, ApiUser, api_settings, assert_error_body
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
@@ -21,6 +20,7 @@ from app.storage.db import utc_now
 from app.storage.tables import EvaluationRunRow
 from eval.metrics import hit_at_k, mrr_at_k
 from testkit.builders import pdf_document, text_document
+from tests.api.harness import ApiHarness, ApiUser, api_settings, assert_error_body
 
 pytestmark = pytest.mark.integration
 

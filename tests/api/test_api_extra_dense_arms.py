@@ -10,12 +10,12 @@ import argparse
 from pathlib import Path
 
 import pytest
-from conftest import ApiFactory, ApiHarness, api_settings
 from extra_arms import ENGLISH, LATE, SECOND, ExtraArm, relogin, results, texts, upload_all
 from fastapi.testclient import TestClient
 
 from app.cli import cmd_reindex
 from app.main import create_app
+from tests.api.harness import ApiFactory, ApiHarness, api_settings
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, api_settings, assert_error_body
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -27,6 +26,7 @@ from app.storage.answer_records import AnswerRecord
 from app.storage.db import utc_now
 from app.timing import AtMostEvery
 from testkit.builders import pdf_document
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, api_settings, assert_error_body
 
 pytestmark = pytest.mark.integration
 

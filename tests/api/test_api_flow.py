@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from conftest import ApiHarness, ApiUser, sse_events
 
 from testkit.builders import pdf_document, text_document
+from tests.api.harness import ApiHarness, ApiUser, sse_events
 
 pytestmark = pytest.mark.integration
 

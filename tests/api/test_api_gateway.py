@@ -18,10 +18,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ApiFactory, ApiHarness, assert_error_body
 from reverse_proxy import Nginx, nginx_binary
 
 from testkit.live_server import LiveServer, free_port
+from tests.api.harness import ApiFactory, ApiHarness, assert_error_body
 from tests.availability import needs
 
 pytestmark = [

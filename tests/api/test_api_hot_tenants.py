@@ -4,7 +4,8 @@ search still finds its own tenant's document after the tenant's keyword index wa
 from __future__ import annotations
 
 import pytest
-from conftest import ApiFactory
+
+from tests.api.harness import ApiFactory
 
 pytestmark = pytest.mark.integration
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser
 
 from app.job_runners.runner import run_jobs
 from testkit.builders import corrupt_pdf, text_document
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser
 from tests.scans import scanned_page, scanned_pdf
 
 pytestmark = pytest.mark.integration

@@ -4,10 +4,10 @@ accepted whole, and another tenant's single upload is not starved by it."""
 from __future__ import annotations
 
 import pytest
-from conftest import ApiFactory, ApiHarness
 
 from app.job_runners.runner import run_jobs
 from testkit.builders import text_document
+from tests.api.harness import ApiFactory, ApiHarness
 
 pytestmark = pytest.mark.integration
 

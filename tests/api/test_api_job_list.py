@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 from app.job_runners.runner import run_jobs
 from testkit.builders import corrupt_pdf, text_document
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser
 
 from testkit.builders import text_document
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser
 from tests.scans import scanned_page, scanned_pdf
 
 pytestmark = pytest.mark.integration

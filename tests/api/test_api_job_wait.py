@@ -16,11 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 from app.job_runners.runner import run_jobs
 from app.jobs.store import JobStore
 from testkit.builders import text_document
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from tests.queued_jobs import jobs_watched
 
 pytestmark = pytest.mark.integration

@@ -12,11 +12,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 from sqlalchemy import func, select, update
 
 from app.storage.db import utc_now
 from app.storage.tables import ApiKeyRow, ConversationRow
+from tests.api.harness import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
+
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from conftest import DEFAULT_PASSWORD, api_settings, assert_error_body
 from thread_server import ThreadServer, serving
 
 from app.main import create_app
+from tests.api.harness import DEFAULT_PASSWORD, api_settings, assert_error_body
 from tests.providers.llm_servers import API_KEY, SERVED_MODEL, ServerProcess, start_llama_server
 
 pytestmark = pytest.mark.slow

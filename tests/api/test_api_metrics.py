@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import api_settings, assert_error_body
 from prometheus_client.parser import text_string_to_metric_families
 from thread_server import ServerUser, ThreadServer, serving, wait_until
 
@@ -29,6 +28,7 @@ from app.main import create_app
 from app.providers.types import ChatRequest, LLMDelta
 from testkit.builders import text_document
 from testkit.live_server import free_port
+from tests.api.harness import api_settings, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from sqlalchemy import select
 
 from app.api.routes.documents import MAX_FILES_PER_REQUEST
 from app.storage.tables import JobRow
 from testkit.builders import text_document
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from tests.queued_jobs import mark_done
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import api_settings
 from thread_server import serving, wait_until
 
 from app.main import create_app
@@ -21,6 +20,7 @@ from app.providers.llms import LlamaCppLLM
 from app.providers.types import ChatRequest, LLMDelta
 from bench.noisy_neighbour import manual, measure, noisy_server, print_report
 from testkit.live_server import REPO_ROOT
+from tests.api.harness import api_settings
 
 pytestmark = pytest.mark.slow
 

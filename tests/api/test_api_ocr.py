@@ -10,9 +10,9 @@ import time
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from PIL import Image
 
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from tests.scans import SANS, image_bytes, scanned_page, scanned_pdf
 
 pytestmark = pytest.mark.integration

@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from conftest import ApiFactory
 
 from testkit.builders import text_document
 from testkit.live_server import LiveServer, free_port
+from tests.api.harness import ApiFactory
 
 pytestmark = pytest.mark.integration
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 from app.config import Settings
 from app.request_limits import K_CEILING, PAGE_SIZE_CEILING, QUESTION_CHARS_CEILING
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 import app.services.pages as pages_service
 from app.rendering.pdf_page import Passage, RenderedPage, RenderLimits
 from testkit.builders import corrupt_pdf, heavy_drawing_pdf, huge_image_pdf, pdf_document
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ApiFactory, ApiHarness
 
+from tests.api.harness import ApiFactory, ApiHarness
 from tests.page_role_pdf import FIRST_SECTION_PAGE, INDEX_PAGE, SECTIONS, write_manual
 from tests.stage_evidence import STAGE_KEYS
 

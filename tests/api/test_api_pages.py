@@ -7,10 +7,10 @@ import io
 from typing import Any
 
 import pytest
-from conftest import ApiHarness, ApiUser, assert_error_body
 from PIL import Image
 
 from testkit.builders import docx_document, pdf_document, text_document
+from tests.api.harness import ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

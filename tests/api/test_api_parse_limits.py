@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ApiFactory
 
 from testkit.builders import text_document
+from tests.api.harness import ApiFactory
 from tests.large_pdf import large_uncompressed_pdf
 
 pytestmark = pytest.mark.integration

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness
 
 from app.providers.types import Embedder
 from testkit.builders import text_document
+from tests.api.harness import ApiFactory, ApiHarness
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from conftest import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 from fastapi import FastAPI
 from glewlwyd import Glewlwyd, running_glewlwyd
 from sqlalchemy import update
@@ -34,6 +33,7 @@ from app.storage.db import utc_now
 from app.storage.documents import insert_missing_document
 from app.storage.tables import ApiKeyRow
 from testkit.builders import pdf_document
+from tests.api.harness import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import schemathesis
-from conftest import api_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
@@ -19,6 +18,7 @@ from app.container import Container
 from app.main import create_app
 from app.services.audit import Actor
 from app.services.auth import Identity
+from tests.api.harness import api_settings
 
 pytestmark = pytest.mark.integration
 

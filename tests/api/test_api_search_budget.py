@@ -10,8 +10,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser
 from sqlalchemy import event
+
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from tests.ingestion.ingestion_builders import pdf_from_pages
 
 pytestmark = pytest.mark.integration

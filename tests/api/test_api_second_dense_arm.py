@@ -10,8 +10,9 @@ device repaired?" and e5 ranks it first: it is found only when the second arm ta
 from __future__ import annotations
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser
 from extra_arms import SECOND, texts, upload_all
+
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser
 
 pytestmark = pytest.mark.integration
 

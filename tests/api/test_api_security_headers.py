@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ApiHarness, ApiUser
 
 from testkit.builders import pdf_document
+from tests.api.harness import ApiHarness, ApiUser
 
 pytestmark = pytest.mark.integration
 

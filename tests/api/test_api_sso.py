@@ -13,11 +13,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import ApiFactory, ApiHarness, ApiUser, assert_error_body
 from cryptography.fernet import Fernet
 from glewlwyd import Glewlwyd, running_glewlwyd
 
 from app.storage.sso import PendingSignIn
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,8 @@ import hashlib
 
 import httpx
 import pytest
-from conftest import ApiHarness, ApiUser, assert_error_body
+
+from tests.api.harness import ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
 

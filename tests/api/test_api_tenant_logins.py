@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 
+from tests.api.harness import DEFAULT_PASSWORD, ApiFactory, ApiHarness, ApiUser, assert_error_body
 from tests.bcrypt_cost import record_password_checks
 
 pytestmark = pytest.mark.integration

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ApiHarness, ApiUser, assert_error_body, sse_events
 
 from testkit.builders import text_document
+from tests.api.harness import ApiHarness, ApiUser, assert_error_body, sse_events
 
 pytestmark = pytest.mark.integration
 

@@ -11,12 +11,12 @@ from typing import ClassVar
 
 import httpx
 import pytest
-from conftest import api_settings
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from thread_server import ServerUser, serving
 
 from app import tracing
 from app.main import create_app
+from tests.api.harness import api_settings
 from tests.span_capture import captured_spans
 
 pytestmark = pytest.mark.integration
