@@ -34,13 +34,16 @@ def one_hot(position: int) -> list[float]:
     return [1.0 if n == position else 0.0 for n in range(DIM)]
 
 
-def make_legacy_tenant(path: Path, tenant: str, position: int) -> None:
-    """A one-vector collection as the service wrote it before (Chroma's default sync, 1000)."""
+def make_legacy_tenant(
+    path: Path, tenant: str, position: int, hnsw: dict[str, int] | None = None
+) -> None:
+    """A one-vector collection as the service wrote it before: Chroma's default sync (1000), or
+    the `hnsw` settings given (a sync threshold and batch size of 2, the release before)."""
     client = chromadb.PersistentClient(path=str(path), settings=ChromaSettings())
     collection = client.create_collection(
         collection_name(tenant, MODEL, DIM),
         embedding_function=None,
-        configuration={"hnsw": {"space": "cosine"}},
+        configuration={"hnsw": {"space": "cosine", **(hnsw or {})}},
         metadata={"storage_layout": 2, "embedding_model_id": MODEL, "dimension": DIM},
     )
     collection.upsert(
@@ -138,6 +141,28 @@ def test_vectors_added_later_one_at_a_time_survive_evictions_and_a_restart(
     SharedSystemClient.clear_system_cache()  # as a restart would: the next client is new
     index = ChromaVectorIndex(chroma_client(settings), MODEL, DIM, hot_tenants=HOT)
     assert_all_found()
+
+
+def test_a_collection_of_the_release_before_keeps_later_single_vectors_through_evictions(
+    tmp_path: Path,
+) -> None:
+    """Collections made at a sync threshold of 2 (and written twice per single vector) are
+    switched to persisting every write when first opened; later single writes survive."""
+    tenants = [f"older-{n}" for n in range(6)]
+    for n, tenant in enumerate(tenants):
+        make_legacy_tenant(
+            tmp_path / "chroma", tenant, n * 8, {"sync_threshold": 2, "batch_size": 2}
+        )
+    settings = load_settings(_env_file=None, data_dir=tmp_path, hot_tenants=HOT)
+    index = ChromaVectorIndex(chroma_client(settings), MODEL, DIM, hot_tenants=HOT)
+    for round_number in range(1, 4):
+        for n, tenant in enumerate(tenants):
+            vector = IndexedVector(f"{tenant}-{round_number}", "e", one_hot(n * 8 + round_number))
+            index.upsert(tenant, [vector])
+        for n, tenant in enumerate(tenants):
+            hits = index.query(tenant, one_hot(n * 8 + round_number), k=10)
+            assert hits[0] == (f"{tenant}-{round_number}", pytest.approx(1.0, abs=1e-4))
+            assert len(hits) == round_number + 1
 
 
 def test_the_embedded_store_keeps_a_write_ahead_log_for_new_and_existing_directories(
