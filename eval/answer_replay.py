@@ -172,27 +172,38 @@ CANDIDATES: dict[str, Rules] = {
 }
 
 
+def print_table(label: str, rows: dict[str, dict[str, float]]) -> None:
+    """A markdown table: one row per label (rules or manual)."""
+    print(
+        f"| {label} | n | cites gold | refused | gold not shown | other cited "
+        "| refused, gold shown |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, s in rows.items():
+        print(
+            f"| {name} | {s['questions']} | {s['cites_gold']:.3f} | {s['refused']:.2f} "
+            f"| {s['gold_not_shown']} | {s['other_cited']} | {s['refused_gold_shown']} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("results", type=Path, nargs="+")
     parser.add_argument("--threshold", type=float, default=0.05)
     parser.add_argument("--rules", nargs="+", default=list(CANDIDATES), choices=list(CANDIDATES))
+    parser.add_argument("--per-manual", action="store_true", help="one row per manual as well")
     args = parser.parse_args()
     rows = [
         row
         for path in args.results
         for row in json.loads(path.read_text(encoding="utf-8"))["answers"]
     ]
-    print(
-        "| rules | n | cites gold | refused | gold not shown | other cited | refused, gold shown |"
-    )
-    print("|---|---|---|---|---|---|---|")
-    for name in args.rules:
-        s = rescore(rows, args.threshold, CANDIDATES[name])["all"]
-        print(
-            f"| {name} | {s['questions']} | {s['cites_gold']:.3f} | {s['refused']:.2f} "
-            f"| {s['gold_not_shown']} | {s['other_cited']} | {s['refused_gold_shown']} |"
-        )
+    scores = {name: rescore(rows, args.threshold, CANDIDATES[name]) for name in args.rules}
+    print_table("rules", {name: s["all"] for name, s in scores.items()})
+    if args.per_manual:
+        for name, s in scores.items():
+            print(f"\nrules: {name}")
+            print_table("manual", {**s["manuals"], "all": s["all"]})
 
 
 if __name__ == "__main__":
