@@ -27,8 +27,21 @@ from eval.manual_sample import sample_manual_questions
 from eval.metrics import cites_gold
 from eval.retrieval import RESULTS_DIR
 
-# (max passages, focus characters): today's (3, 700), more passages, a larger focus budget.
-GRID = ((3, 700), (4, 700), (5, 700), (3, 1000), (4, 1000), (5, 1000), (3, 0), (5, 0))
+# (max passages, focus characters, passage characters in all): today's (3, 700, 3000), more
+# passages, a larger focus budget, whole passages, a larger cap on the passages' characters
+# (retrieval returns top_k = 5).
+GRID = (
+    (3, 700, 3000),
+    (4, 700, 3000),
+    (5, 700, 3000),
+    (3, 1000, 3000),
+    (5, 1000, 3000),
+    (3, 0, 3000),
+    (5, 700, 6000),
+    (5, 1000, 6000),
+    (5, 1400, 6000),
+    (5, 0, 6000),
+)
 
 
 def gold_shown_by_limits(
@@ -36,22 +49,16 @@ def gold_shown_by_limits(
     hits: Sequence[SearchHit],
     gold_pages: list[int],
     limits: PassageLimits,
-    grid: Sequence[tuple[int, int]] = GRID,
-) -> dict[tuple[int, int], bool]:
-    """(max passages, focus characters) -> whether the passages shown under `limits` changed
-    to them hold a gold page."""
-    return {
-        (passages, focus): cites_gold(
-            (
-                hit.chunk.page
-                for hit in replace(limits, max_passages=passages, focus_chars=focus).shown(
-                    question, hits
-                )
-            ),
-            gold_pages,
-        )
-        for passages, focus in grid
-    }
+    grid: Sequence[tuple[int, int, int]] = GRID,
+) -> dict[tuple[int, int, int], bool]:
+    """(max passages, focus characters, passage characters) -> whether the passages shown
+    under `limits` changed to them hold a gold page."""
+    shown = {}
+    for passages, focus, chars in grid:
+        variant = replace(limits, max_passages=passages, focus_chars=focus, max_passage_chars=chars)
+        pages = [hit.chunk.page for hit in variant.shown(question, hits)]
+        shown[(passages, focus, chars)] = cites_gold(pages, gold_pages)
+    return shown
 
 
 def main() -> None:
@@ -82,16 +89,18 @@ def main() -> None:
                         counts[(split, variant)] += hit
             print(manual, flush=True)
     table = {
-        f"{split} {passages} passages, focus {focus}": counts[(split, (passages, focus))]
+        f"{split}: {passages} passages, focus {focus}, {chars} characters": counts[
+            (split, (passages, focus, chars))
+        ]
         / len(halves[split])
         for split in halves
-        for passages, focus in GRID
+        for passages, focus, chars in GRID
     }
-    print("| half | passages | focus chars | gold shown |\n|---|---|---|---|")
+    print("| half | passages | focus chars | passage chars | gold shown |\n|---|---|---|---|---|")
     for split in halves:
-        for passages, focus in GRID:
-            share = counts[(split, (passages, focus))] / len(halves[split])
-            print(f"| {split} | {passages} | {focus} | {share:.3f} |")
+        for variant in GRID:
+            share = counts[(split, variant)] / len(halves[split])
+            print(f"| {split} | {' | '.join(map(str, variant))} | {share:.3f} |")
     out = RESULTS_DIR / "shown-gold-manuals-dev.json"
     out.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out}")

@@ -28,6 +28,8 @@ def test_a_gold_page_ranked_fourth_is_shown_only_with_four_passages() -> None:
     ]
     limits = PassageLimits(max_passages=3, max_passage_chars=3000, focus_chars=700, best_last=True)
 
-    shown = gold_shown_by_limits(QUESTION, hits, [9], limits, grid=((3, 700), (4, 700), (4, 0)))
+    shown = gold_shown_by_limits(
+        QUESTION, hits, [9], limits, grid=((3, 700, 3000), (4, 700, 3000), (4, 0, 3000))
+    )
 
-    assert shown == {(3, 700): False, (4, 700): True, (4, 0): True}
+    assert shown == {(3, 700, 3000): False, (4, 700, 3000): True, (4, 0, 3000): True}
