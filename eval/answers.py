@@ -35,7 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,17 +53,10 @@ from app.generation.grounded_answer import (
 from app.providers.llms import build_llm
 from app.providers.types import LLM
 from app.text.tokenizer import tokenize
+from eval.answer_replay import RecordingLLM
 from eval.datasets import Question, RetrievalTask, load_task
-from eval.manual_questions import (
-    GOLD_FILE,
-    SOURCES,
-    SPLITS,
-    ManualQuestion,
-    ingest_manual,
-    install_hint,
-    load_questions,
-    missing_sources,
-)
+from eval.manual_questions import GOLD_FILE, SPLITS, ingest_manual
+from eval.manual_sample import MANUAL_SETS, ManualSet, sample_manual_questions
 from eval.metrics import cites_gold, percentile
 from eval.retrieval import (
     CORPUS_OF_TASK,
@@ -365,6 +358,10 @@ class ManualOutcome:
     refusal_probability: float | None
     first_token_seconds: float
     seconds: float
+    # What the model read (after cutting) and wrote (before the marker checks), so other
+    # citation rules and thresholds can be scored from the record (eval.answer_replay).
+    shown_texts: list[str] = field(default_factory=list)
+    model_text: str | None = None  # None: the model was not asked
 
     @property
     def gold_shown(self) -> bool:
@@ -441,25 +438,22 @@ def print_manual_answers(provider: str, summaries: dict[str, dict[str, float]]) 
         )
 
 
-def sample_manual_questions(split: str, count: int, seed: int) -> list[ManualQuestion]:
-    """A fixed-seed sample of one split's questions of the installed manuals, in file order."""
-    missing = {source.name for source in missing_sources()}
-    pool = [
-        q for q in load_questions() if q.split == split and SOURCES[q.manual].name not in missing
-    ]
-    if missing:
-        print(f"SKIPPED {sorted(missing)} ({install_hint(missing_sources())})", file=sys.stderr)
-    chosen = set(random.Random(seed).sample(range(len(pool)), min(count, len(pool))))
-    return [q for i, q in enumerate(pool) if i in chosen]
-
-
 def run_manuals(
-    settings: Settings, providers: list[str], split: str, count: int, seed: int, tag: str
+    settings: Settings,
+    providers: list[str],
+    split: str,
+    count: int,
+    seed: int,
+    tag: str,
+    manual_set: ManualSet = "development",
 ) -> None:
     """Ingest the sampled questions' manuals, answer each question, print and write results."""
     container = Container(settings)
-    llms = {p: build_llm(settings.model_copy(update={"llm_provider": p})) for p in providers}
-    questions = sample_manual_questions(split, count, seed)
+    llms = {
+        p: RecordingLLM(build_llm(settings.model_copy(update={"llm_provider": p})))
+        for p in providers
+    }
+    questions = sample_manual_questions(split, count, seed, manual_set)
     gold: dict[str, list[int]] = json.loads(GOLD_FILE.read_text(encoding="utf-8"))
     outcomes: dict[str, list[ManualOutcome]] = {p: [] for p in providers}
     files = settings.data_dir / "eval-files"
@@ -488,6 +482,8 @@ def run_manuals(
                         refusal_probability=answer.refusal_probability,
                         first_token_seconds=first,
                         seconds=seconds,
+                        shown_texts=[h.chunk.text for h in shown] if retrieval.relevant else [],
+                        model_text=llm.take(),
                     )
                 )
             print(f"{manual} {number}/{len(mine)}", file=sys.stderr, flush=True)
@@ -505,6 +501,7 @@ def run_manuals(
             "provider": provider,
             "model": portable_model_id(llms[provider].model_id),
             "embedder": portable_model_id(container.embedder.model_id),
+            "manual_set": manual_set,
             "split": split,
             "questions": count,
             "seed": seed,
@@ -512,7 +509,8 @@ def run_manuals(
             "summary": summaries,
             "answers": [{**asdict(o), "cause": o.cause} for o in results],
         }
-        name = f"answers-manuals-{split}-{provider}{'-' + tag if tag else ''}.json"
+        prefix = "answers-manuals" if manual_set == "halved" else "answers-manuals-dev"
+        name = f"{prefix}-{split}-{provider}{'-' + tag if tag else ''}.json"
         out = RESULTS_DIR / name
         out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"wrote {out}")
@@ -530,6 +528,14 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=50, help="questions per task")
     parser.add_argument(
         "--split", default="tuning", choices=SPLITS, help="the manuals task's split"
+    )
+    parser.add_argument(
+        "--manual-set",
+        default="development",
+        choices=MANUAL_SETS,
+        help="the manuals task's manuals: all 15 development manuals, the same number of "
+        "questions from each (default), or `halved`, the first five pooled (runs before "
+        "2026-12-06)",
     )
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--embedding-provider", default="use")
@@ -561,7 +567,15 @@ def main() -> None:
                 manual_settings = settings.model_copy(
                     update={"llm_abstain_threshold": args.abstain_threshold}
                 )
-            run_manuals(manual_settings, providers, args.split, args.questions, args.seed, args.tag)
+            run_manuals(
+                manual_settings,
+                providers,
+                args.split,
+                args.questions,
+                args.seed,
+                args.tag,
+                args.manual_set,
+            )
         if tasks:
             threshold = 1.0 if args.abstain_threshold is None else args.abstain_threshold
             settings = settings.model_copy(update={"llm_abstain_threshold": threshold})
