@@ -9,6 +9,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Select, bindparam, case, delete, func, select, update
@@ -132,7 +133,7 @@ class DocumentStore(DatabaseStore):
         now = utc_now()
         values = _new_row(tenant_id, document_id, source, size_bytes, content_sha256, status, now)
         with self._db.session() as session:
-            session.execute(self._upsert(_UPLOAD_FACTS), values)
+            session.execute(self._upload_upsert, values)
             row = session.get(DocumentRow, (tenant_id, document_id), populate_existing=True)
             assert row is not None  # just written in this transaction
             return _record(row)
@@ -174,8 +175,18 @@ class DocumentStore(DatabaseStore):
                 if facts.document_id not in gone
             ]
             if rows:  # one statement for the batch (executemany), not two per document
-                session.execute(self._upsert(_INDEXED_FACTS), rows)
+                session.execute(self._indexed_upsert, rows)
         return gone
+
+    @cached_property
+    def _upload_upsert(self) -> Any:
+        """The upsert of `upsert`, built once (every upload runs it)."""
+        return self._upsert(_UPLOAD_FACTS)
+
+    @cached_property
+    def _indexed_upsert(self) -> Any:
+        """The upsert of `record_indexed`, built once (every ingest batch runs it)."""
+        return self._upsert(_INDEXED_FACTS)
 
     def _upsert(self, replaced: Sequence[str]) -> Any:
         """INSERT a document row (its values as parameters: one row, or many executed at once),
