@@ -11,6 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.columns import string_key, tenant_column, timestamp
+
 revision = "0001"
 down_revision = None
 
@@ -19,36 +21,35 @@ def _tables() -> list[sa.Table]:
     # Frozen copies of the models at this revision (the app's models move on without them).
     # index=True gives create_all's index names (ix_<table>_<column>), as older databases have.
     metadata = sa.MetaData()
-    utc = sa.DateTime(timezone=True)
     users = sa.Table(
         "users",
         metadata,
-        sa.Column("id", sa.String(40), primary_key=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False, index=True),
+        string_key("id", 40),
+        tenant_column(index=True),
         sa.Column("username", sa.String(64), nullable=False, unique=True),
         sa.Column("password_hash", sa.String(128), nullable=False),
         sa.Column("is_admin", sa.Boolean(), nullable=False),
-        sa.Column("created_at", utc, nullable=False),
+        timestamp("created_at"),
     )
     documents = sa.Table(
         "documents",
         metadata,
-        sa.Column("tenant_id", sa.String(64), primary_key=True),
-        sa.Column("document_id", sa.String(64), primary_key=True),
+        tenant_column(key=True),
+        string_key("document_id", 64),
         sa.Column("source", sa.String(255), nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("pages", sa.Integer(), nullable=False),
         sa.Column("chunks", sa.Integer(), nullable=False),
         sa.Column("size_bytes", sa.BigInteger(), nullable=False),
         sa.Column("content_sha256", sa.String(64), nullable=False),
-        sa.Column("uploaded_at", utc, nullable=False, index=True),
-        sa.Column("updated_at", utc, nullable=False),
+        timestamp("uploaded_at", index=True),
+        timestamp("updated_at"),
     )
     chunks = sa.Table(
         "chunks",
         metadata,
-        sa.Column("tenant_id", sa.String(64), primary_key=True),
-        sa.Column("chunk_id", sa.String(64), primary_key=True),
+        tenant_column(key=True),
+        string_key("chunk_id", 64),
         sa.Column("document_id", sa.String(64), nullable=False, index=True),
         sa.Column("source", sa.String(255), nullable=False),
         sa.Column("page", sa.Integer(), nullable=False),
@@ -62,14 +63,14 @@ def _tables() -> list[sa.Table]:
     corpus_versions = sa.Table(
         "corpus_versions",
         metadata,
-        sa.Column("tenant_id", sa.String(64), primary_key=True),
+        tenant_column(key=True),
         sa.Column("version", sa.BigInteger(), nullable=False),
     )
     jobs = sa.Table(
         "jobs",
         metadata,
-        sa.Column("job_id", sa.String(40), primary_key=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False, index=True),
+        string_key("job_id", 40),
+        tenant_column(index=True),
         sa.Column("document_id", sa.String(64), nullable=False),
         sa.Column("source", sa.String(255), nullable=False),
         sa.Column("stored_path", sa.String(1024), nullable=False),
@@ -82,19 +83,19 @@ def _tables() -> list[sa.Table]:
         sa.Column("pages", sa.Integer(), nullable=False),
         sa.Column("error", sa.Text(), nullable=True),
         sa.Column("attempts", sa.Integer(), nullable=False),
-        sa.Column("created_at", utc, nullable=False, index=True),
-        sa.Column("updated_at", utc, nullable=False),
+        timestamp("created_at", index=True),
+        timestamp("updated_at"),
     )
     turns = sa.Table(
         "job_tenant_turns",
         metadata,
-        sa.Column("tenant_id", sa.String(64), primary_key=True),
-        sa.Column("served_at", utc, nullable=False),
+        tenant_column(key=True),
+        timestamp("served_at"),
     )
     batch_members = sa.Table(
         "job_batch_members",
         metadata,
-        sa.Column("job_id", sa.String(40), primary_key=True),
+        string_key("job_id", 40),
         sa.Column("batch_id", sa.String(40), nullable=False, index=True),
     )
     return [users, documents, chunks, corpus_versions, jobs, turns, batch_members]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.columns import string_key, tenant_column, timestamp
 from app.storage.migrations.steps import add_columns, create_indexes, drop_columns
 
 revision = "0005"
@@ -16,7 +17,6 @@ down_revision = "0004"
 
 
 def upgrade() -> None:
-    utc = sa.DateTime(timezone=True)
     add_columns(
         "users",
         sa.Column("role", sa.String(16), nullable=False, server_default="member"),
@@ -28,29 +28,29 @@ def upgrade() -> None:
     add_columns("documents", sa.Column("uploaded_by", sa.String(40), nullable=True))
     op.create_table(
         "api_keys",
-        sa.Column("key_id", sa.String(40), primary_key=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False),
+        string_key("key_id", 40),
+        tenant_column(),
         sa.Column("user_id", sa.String(40), nullable=False),
         sa.Column("name", sa.String(100), nullable=False),
         sa.Column("role", sa.String(16), nullable=False),
         sa.Column("prefix", sa.String(16), nullable=False),
         sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
-        sa.Column("created_at", utc, nullable=False),
-        sa.Column("expires_at", utc, nullable=True),
-        sa.Column("last_used_at", utc, nullable=True),
+        timestamp("created_at"),
+        timestamp("expires_at", nullable=True),
+        timestamp("last_used_at", nullable=True),
     )
     create_indexes("api_keys", "tenant_id", "user_id")
     op.create_table(
         "revoked_tokens",
-        sa.Column("jti", sa.String(64), primary_key=True),
-        sa.Column("expires_at", utc, nullable=False),
+        string_key("jti", 64),
+        timestamp("expires_at"),
     )
     create_indexes("revoked_tokens", "expires_at")
     op.create_table(
         "audit_log",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False),
-        sa.Column("at", utc, nullable=False),
+        tenant_column(),
+        timestamp("at"),
         sa.Column("action", sa.String(32), nullable=False),
         sa.Column("user_id", sa.String(40), nullable=True),
         sa.Column("target_id", sa.String(64), nullable=True),

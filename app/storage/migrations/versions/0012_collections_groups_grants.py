@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.columns import string_key, tenant_column, timestamp
 from app.storage.migrations.steps import add_columns, create_indexes, drop_columns
 
 revision = "0012"
@@ -23,45 +24,44 @@ GENERAL = "general"
 
 
 def upgrade() -> None:
-    utc = sa.DateTime(timezone=True)
     op.create_table(
         "collections",
-        sa.Column("tenant_id", sa.String(64), primary_key=True),
-        sa.Column("collection_id", sa.String(40), primary_key=True),
+        tenant_column(key=True),
+        string_key("collection_id", 40),
         sa.Column("name", sa.String(64), nullable=False),
         sa.Column("description", sa.String(500), nullable=False, server_default=sa.text("''")),
         sa.Column("visibility", sa.String(16), nullable=False, server_default="tenant"),
-        sa.Column("created_at", utc, nullable=False),
-        sa.Column("updated_at", utc, nullable=False),
+        timestamp("created_at"),
+        timestamp("updated_at"),
         sa.UniqueConstraint("tenant_id", "name", name="uq_collections_tenant_id_name"),
     )
     op.create_table(
         "user_groups",
-        sa.Column("tenant_id", sa.String(64), primary_key=True),
-        sa.Column("group_id", sa.String(40), primary_key=True),
+        tenant_column(key=True),
+        string_key("group_id", 40),
         sa.Column("name", sa.String(64), nullable=False),
         sa.Column("description", sa.String(500), nullable=False, server_default=sa.text("''")),
-        sa.Column("created_at", utc, nullable=False),
+        timestamp("created_at"),
         sa.UniqueConstraint("tenant_id", "name", name="uq_user_groups_tenant_id_name"),
     )
     op.create_table(
         "group_members",
-        sa.Column("tenant_id", sa.String(64), primary_key=True),
-        sa.Column("group_id", sa.String(40), primary_key=True),
-        sa.Column("user_id", sa.String(40), primary_key=True),
+        tenant_column(key=True),
+        string_key("group_id", 40),
+        string_key("user_id", 40),
     )
     create_indexes("group_members", "user_id")
     op.create_table(
         "collection_grants",
-        sa.Column("tenant_id", sa.String(64), primary_key=True),
-        sa.Column("collection_id", sa.String(40), primary_key=True),
-        sa.Column("principal_kind", sa.String(8), primary_key=True),
-        sa.Column("principal_id", sa.String(40), primary_key=True),
+        tenant_column(key=True),
+        string_key("collection_id", 40),
+        string_key("principal_kind", 8),
+        string_key("principal_id", 40),
         sa.Column("permission", sa.String(8), nullable=False),
     )
     op.create_table(
         "access_versions",
-        sa.Column("tenant_id", sa.String(64), primary_key=True),
+        tenant_column(key=True),
         sa.Column("version", sa.BigInteger(), nullable=False),
     )
     add_columns(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.columns import string_key, tenant_column, timestamp
 from app.storage.migrations.steps import create_indexes
 
 revision = "0013"
@@ -15,13 +16,12 @@ down_revision = "0012"
 
 
 def upgrade() -> None:
-    utc = sa.DateTime(timezone=True)
     op.create_table(
         "answer_records",
-        sa.Column("answer_id", sa.String(32), primary_key=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False),
+        string_key("answer_id", 32),
+        tenant_column(),
         sa.Column("user_id", sa.String(40), nullable=False),
-        sa.Column("created_at", utc, nullable=False),
+        timestamp("created_at"),
         sa.Column("question", sa.Text(), nullable=True),
         sa.Column("refused", sa.Boolean(), nullable=True),
         sa.Column("cache", sa.String(8), nullable=True),
@@ -36,33 +36,33 @@ def upgrade() -> None:
     op.create_table(
         "answer_feedback",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False),
+        tenant_column(),
         sa.Column("answer_id", sa.String(32), nullable=False),
         sa.Column("user_id", sa.String(40), nullable=False),
         sa.Column("rating", sa.String(8), nullable=False),
         sa.Column("comment", sa.Text(), nullable=True),
         sa.Column("helpful_markers", sa.Text(), nullable=False),
         sa.Column("expected", sa.Text(), nullable=False),
-        sa.Column("created_at", utc, nullable=False),
-        sa.Column("updated_at", utc, nullable=False),
+        timestamp("created_at"),
+        timestamp("updated_at"),
         sa.UniqueConstraint("tenant_id", "answer_id", "user_id"),
     )
     create_indexes("answer_feedback", "tenant_id", "answer_id", "updated_at")
     op.create_table(
         "evaluation_sets",
-        sa.Column("set_id", sa.String(32), primary_key=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False),
+        string_key("set_id", 32),
+        tenant_column(),
         sa.Column("name", sa.String(200), nullable=False),
         sa.Column("items", sa.Text(), nullable=False),
         sa.Column("item_count", sa.Integer(), nullable=False),
         sa.Column("created_by", sa.String(40), nullable=True),
-        sa.Column("created_at", utc, nullable=False),
+        timestamp("created_at"),
     )
     create_indexes("evaluation_sets", "tenant_id")
     op.create_table(
         "evaluation_runs",
-        sa.Column("run_id", sa.String(32), primary_key=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False),
+        string_key("run_id", 32),
+        tenant_column(),
         sa.Column("set_id", sa.String(32), nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("answers", sa.Boolean(), nullable=False),
@@ -75,8 +75,8 @@ def upgrade() -> None:
         sa.Column("results", sa.Text(), nullable=True),
         sa.Column("error", sa.Text(), nullable=True),
         sa.Column("created_by", sa.String(40), nullable=True),
-        sa.Column("created_at", utc, nullable=False),
-        sa.Column("updated_at", utc, nullable=False),
+        timestamp("created_at"),
+        timestamp("updated_at"),
     )
     create_indexes("evaluation_runs", "tenant_id", "set_id", "status", "created_at")
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from app.storage.migrations.columns import string_key, tenant_column, timestamp
 from app.storage.migrations.steps import add_columns, create_indexes, drop_columns
 
 revision = "0014"
 down_revision = "0013"
-
-_UTC = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
@@ -24,18 +23,18 @@ def upgrade() -> None:
     )
     op.create_table(
         "sso_configs",
-        sa.Column("tenant_id", sa.String(64), primary_key=True),
+        tenant_column(key=True),
         sa.Column("issuer", sa.String(512), nullable=False),
         sa.Column("client_id", sa.String(255), nullable=False),
         sa.Column("client_secret_encrypted", sa.Text(), nullable=False),
         sa.Column("settings", sa.Text(), nullable=False),
-        sa.Column("updated_at", _UTC, nullable=False),
+        timestamp("updated_at"),
     )
     create_indexes("sso_configs", "issuer")
     op.create_table(
         "sso_identities",
-        sa.Column("user_id", sa.String(40), primary_key=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False),
+        string_key("user_id", 40),
+        tenant_column(),
         sa.Column("issuer", sa.String(512), nullable=False),
         sa.Column("subject", sa.String(255), nullable=False),
         sa.UniqueConstraint("tenant_id", "issuer", "subject", name="uq_sso_identities_subject"),
@@ -43,21 +42,21 @@ def upgrade() -> None:
     create_indexes("sso_identities", "tenant_id")
     op.create_table(
         "sso_pending",
-        sa.Column("state_hash", sa.String(64), primary_key=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False),
+        string_key("state_hash", 64),
+        tenant_column(),
         sa.Column("nonce", sa.String(128), nullable=False),
         sa.Column("code_verifier", sa.String(128), nullable=False),
         sa.Column("redirect_uri", sa.String(1024), nullable=False),
         sa.Column("next_path", sa.String(2048), nullable=False),
-        sa.Column("expires_at", _UTC, nullable=False),
+        timestamp("expires_at"),
     )
     create_indexes("sso_pending", "expires_at")
     op.create_table(
         "sso_exchange_codes",
-        sa.Column("code_hash", sa.String(64), primary_key=True),
-        sa.Column("tenant_id", sa.String(64), nullable=False),
+        string_key("code_hash", 64),
+        tenant_column(),
         sa.Column("user_id", sa.String(40), nullable=False),
-        sa.Column("expires_at", _UTC, nullable=False),
+        timestamp("expires_at"),
     )
     create_indexes("sso_exchange_codes", "expires_at")
 
