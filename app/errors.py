@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 
 class RagError(Exception):
     """Base of every error this service raises on purpose."""
@@ -118,6 +120,17 @@ class EmbeddingModelMismatch(RagError):
 class NotFound(RagError):
     code = "not_found"
     http_status = 404
+
+
+Found = TypeVar("Found")
+
+
+def or_not_found(found: Found | None, message: str) -> Found:
+    """`found` itself, or NotFound(message) when it is None: a loader answers the same 404
+    whether the thing is missing or belongs to another tenant or user."""
+    if found is None:
+        raise NotFound(message)
+    return found
 
 
 class ProviderUnavailable(RagError):

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from app.domain import ListedPage, role_at_least
-from app.errors import NotFound
+from app.errors import or_not_found
 from app.services.blocks.answer_log import answer_id_of
 from app.storage.answer_records import AnswerRecord, AnswerRecordStore
 
@@ -63,9 +63,7 @@ def get(
     It shows the documents the caller reads."""
     visible = _visible_user(caller, everyone=True)
     found = store.get(caller.tenant_id, answer_id_of(answer_id), user_id=visible)
-    if found is None:
-        raise NotFound("no such answer")
-    return shown(found, readable)
+    return shown(or_not_found(found, "no such answer"), readable)
 
 
 def export_lines(

@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from app.domain import ListedPage
-from app.errors import Forbidden, InvalidInput, NotFound
+from app.errors import Forbidden, InvalidInput, or_not_found
 from app.services.audit import Actor
 from app.services.indexing import DocumentDeps, documents_lock
 from app.storage.audit import AuditEntry
@@ -77,10 +77,7 @@ def list_documents(
 
 def get_document(deps: DocumentDeps, *, tenant_id: str, document_id: str) -> DocumentRecord:
     """The tenant's document; NotFound whether missing or another tenant's."""
-    record = deps.documents.get(tenant_id, document_id)
-    if record is None:
-        raise NotFound("document not found")
-    return record
+    return or_not_found(deps.documents.get(tenant_id, document_id), "document not found")
 
 
 def delete_document(
@@ -91,9 +88,7 @@ def delete_document(
     NotFound when missing; Forbidden (nothing removed) when the uploader may not delete it.
     """
     with documents_lock(deps, tenant_id=tenant_id):
-        found = deps.documents.get(tenant_id, document_id)
-        if found is None:
-            raise NotFound("document not found")
+        found = or_not_found(deps.documents.get(tenant_id, document_id), "document not found")
         audit = None
         if uploader is not None:
             uploader.check_may_change(found, "delete")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from app import metrics
 from app.domain import ListedPage
-from app.errors import InvalidInput, NotFound
+from app.errors import InvalidInput, NotFound, or_not_found
 from app.services.blocks.answer_log import answer_id_of
 from app.services.documents import document_named
 from app.storage.feedback import FeedbackFilter, FeedbackRecord, FeedbackStore, NewFeedback
@@ -137,9 +137,7 @@ def rate(
 def mine(deps: FeedbackDeps, *, tenant_id: str, user_id: str, answer_id: str) -> FeedbackRecord:
     """The caller's rating of their answer (NotFound when none)."""
     found = deps.feedback.mine(tenant_id, answer_id_of(answer_id), user_id)
-    if found is None:
-        raise NotFound("no rating of this answer")
-    return found
+    return or_not_found(found, "no rating of this answer")
 
 
 def _shown(record: FeedbackRecord, readable: Callable[[str], bool]) -> FeedbackRecord:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from app.domain import Chunk, OcrLayout
-from app.errors import InvalidInput, NotFound, PageUnavailable
+from app.errors import InvalidInput, NotFound, PageUnavailable, or_not_found
 from app.ingestion.loaders import IMAGE_EXTENSIONS
 from app.rendering.image_pdf import PixelCaps
 from app.rendering.isolated import (
@@ -193,10 +193,7 @@ def originals_dir(data_dir: Path) -> Path:
 
 
 def _document(deps: PageDeps, tenant_id: str, document_id: str) -> DocumentRecord:
-    record = deps.documents.get(tenant_id, document_id)
-    if record is None:
-        raise NotFound("document not found")
-    return record
+    return or_not_found(deps.documents.get(tenant_id, document_id), "document not found")
 
 
 def _page_chunks(deps: PageDeps, tenant_id: str, document_id: str, page: int) -> list[Chunk]:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 from app.domain import ListedPage
-from app.errors import InvalidInput, NotFound
+from app.errors import InvalidInput, NotFound, or_not_found
 from app.services.audit import Actor
 from app.services.blocks.webhook_delivery import new_secret
 from app.services.blocks.webhook_urls import UrlRules, check_url
@@ -80,10 +80,7 @@ def list_webhooks(deps: WebhookDeps, *, tenant_id: str) -> list[WebhookRecord]:
 
 def get_webhook(deps: WebhookDeps, *, tenant_id: str, webhook_id: str) -> WebhookRecord:
     """The tenant's webhook; NotFound whether missing or another tenant's."""
-    found = deps.store.get(tenant_id, webhook_id)
-    if found is None:
-        raise NotFound("webhook not found")
-    return found
+    return or_not_found(deps.store.get(tenant_id, webhook_id), "webhook not found")
 
 
 def update_webhook(
@@ -112,9 +109,7 @@ def update_webhook(
         enabled=enabled,
         audit=audit,
     )
-    if changed is None:
-        raise NotFound("webhook not found")
-    return changed
+    return or_not_found(changed, "webhook not found")
 
 
 def delete_webhook(deps: WebhookDeps, *, actor: Actor, webhook_id: str) -> None:
