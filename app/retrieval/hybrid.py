@@ -30,7 +30,7 @@ from app.retrieval.extra_dense import ExtraDense, extra_dense_hits
 from app.retrieval.function_words import (
     content_tokens,
     matches_content_word,
-    without_question_pronouns,
+    question_pronoun_weights,
 )
 from app.retrieval.fusion import (
     reciprocal_rank_fusion,
@@ -145,9 +145,10 @@ class RetrieverConfig:
     reserve_dense_first: int = 0
     reserve_keyword_first: int = 0
     reserve_within: int = 0
-    # BM25 scores the query without its first- and second-person pronouns ("How do I ...",
-    # "my data"; app/retrieval/function_words.py).
-    keyword_skip_pronouns: bool = False
+    # The share of its BM25 weight each first- and second-person pronoun of the query keeps
+    # ("How do I ...", "my data"; app/retrieval/function_words.py): 1 scores them like any
+    # word, 0 leaves them out.
+    keyword_pronoun_weight: float = 1.0
     # Fusion values used instead of these when the English arm ranked the dense list
     # (`ENGLISH_FUSION` of RAG_ENGLISH_EMBEDDING): (field name, value) pairs.
     english_fusion: tuple[tuple[str, float | int], ...] = ()
@@ -191,7 +192,9 @@ class RetrieverConfig:
             reserve_dense_first=settings.reserve_dense_first,
             reserve_keyword_first=settings.reserve_keyword_first,
             reserve_within=settings.reserve_within,
-            keyword_skip_pronouns=settings.keyword_skip_pronouns,
+            keyword_pronoun_weight=0.0
+            if settings.keyword_skip_pronouns
+            else settings.keyword_pronoun_weight,
             english_fusion=ENGLISH_FUSION[settings.english_embedding],
         )
 
@@ -727,8 +730,8 @@ class HybridRetriever:
             tenant_id, self.keyword_index.snapshot(tenant_id), scope
         )
         tokens = self.keyword_index.tokenizer(query)
-        scored = without_question_pronouns(tokens) if self.config.keyword_skip_pronouns else tokens
-        keyword = snapshot.search(scored, self.config.keyword_candidates * pool_factor)
+        weights = question_pronoun_weights(tokens, self.config.keyword_pronoun_weight)
+        keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor, weights)
         content = content_tokens(tokens, self.keyword_index.tokenizer)
         recall.coverage = snapshot.coverage(content)
         recall.content_match = matches_content_word(
