@@ -54,6 +54,7 @@ class AnswerShape(BaseModel):
     reserve_dense_first: int
     reserve_keyword_first: int
     reserve_within: int
+    reserve_dense_top_within: int
     relevance_threshold: float | None
     exact_max_terms: int
     exact_max_phrases: int

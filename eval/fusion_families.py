@@ -789,3 +789,15 @@ FAMILIES.append(
         _english_only(_dense_leaning_unless_rare),
     )
 )
+
+
+# --- the dense arm's very first candidate kept inside fewer places than its first two
+# (RAG_RESERVE_DENSE_TOP_WITHIN) ---
+
+FAMILIES.append(
+    Family(
+        "blend-top",
+        _grid(TODAYS_RULES, fusion=("blend",), reserve_dense_top_within=(0, 2, 3, 4)),
+        _service,
+    )
+)

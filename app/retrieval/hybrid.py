@@ -145,6 +145,9 @@ class RetrieverConfig:
     reserve_dense_first: int = 0
     reserve_keyword_first: int = 0
     reserve_within: int = 0
+    # The dense arm's very first candidate is kept inside this many places (0: off), a tighter
+    # bound than `reserve_within` gives it.
+    reserve_dense_top_within: int = 0
     # The share of its BM25 weight each first- and second-person pronoun of the query keeps
     # ("How do I ...", "my data"; app/retrieval/function_words.py): 1 scores them like any
     # word, 0 leaves them out.
@@ -192,6 +195,7 @@ class RetrieverConfig:
             reserve_dense_first=settings.reserve_dense_first,
             reserve_keyword_first=settings.reserve_keyword_first,
             reserve_within=settings.reserve_within,
+            reserve_dense_top_within=settings.reserve_dense_top_within,
             keyword_pronoun_weight=0.0
             if settings.keyword_skip_pronouns
             else settings.keyword_pronoun_weight,
@@ -327,21 +331,28 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
 
 def _reserve_arm_firsts(rest: list[str], recall: Recall, config: RetrieverConfig) -> list[str]:
     """The fused order (exact matches set aside) with each arm's first candidates inside the
-    first `reserve_within` places; those it moved up record the rule."""
-    if config.reserve_within <= 0:
-        return rest
+    first `reserve_within` places, and the dense arm's very first inside the first
+    `reserve_dense_top_within`; those it moved up record the rule."""
     wanted = recall.dense_ids[: config.reserve_dense_first]
     record = recall.fusion
     keyword_counted = record is not None and bool(record.keyword_weight)
     if keyword_counted and not recall.cross_script:
         wanted = [*wanted, *recall.keyword_ids[: config.reserve_keyword_first]]
-    if not wanted:
-        return rest
-    reserved = reserve_places(rest, wanted, config.reserve_within)
-    before = {cid: i for i, cid in enumerate(rest)}
-    for i, cid in enumerate(reserved[: config.reserve_within]):
-        if before[cid] > i and cid in wanted:
-            recall.candidates[cid].rules.append("arm_first_reserved")
+    reserved = _reserved(rest, recall, wanted, config.reserve_within)
+    return _reserved(reserved, recall, recall.dense_ids[:1], config.reserve_dense_top_within)
+
+
+def _reserved(ordered: list[str], recall: Recall, wanted: list[str], within: int) -> list[str]:
+    """`ordered` with `wanted` inside its first `within` places (`fusion.reserve_places`; 0:
+    unchanged); those it moved up record the rule."""
+    if within <= 0 or not wanted:
+        return ordered
+    reserved = reserve_places(ordered, wanted, within)
+    before = {cid: i for i, cid in enumerate(ordered)}
+    for i, cid in enumerate(reserved[:within]):
+        rules = recall.candidates[cid].rules
+        if before[cid] > i and cid in wanted and "arm_first_reserved" not in rules:
+            rules.append("arm_first_reserved")
     return reserved
 
 
