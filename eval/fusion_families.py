@@ -264,6 +264,7 @@ FAMILIES.extend(
                 score_dense_spread=(0.05, 0.08, 0.12, 0.2),
                 score_keyword_spread=(1.0, 2.0, 3.0, 5.0, 8.0),
                 reserve_dense_first=(0,),
+                reserve_dense_top_within=(0,),
             ),
             _service,
         ),
