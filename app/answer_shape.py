@@ -54,6 +54,7 @@ class AnswerShape(BaseModel):
     reserve_dense_first: int
     reserve_keyword_first: int
     reserve_within: int
+    reserve_dense_top_within: int
     relevance_threshold: float | None
     exact_max_terms: int
     exact_max_phrases: int
@@ -65,6 +66,7 @@ class AnswerShape(BaseModel):
     specific_evidence_max_chunks: int
     keyword_gate: bool
     keyword_skip_pronouns: bool
+    keyword_pronoun_weight: float
     page_role_shift: int
     exact_scope_chunks: int  # exact or filtered approximate dense search of a scope
     reranker: RerankerProvider

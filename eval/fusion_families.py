@@ -264,6 +264,7 @@ FAMILIES.extend(
                 score_dense_spread=(0.05, 0.08, 0.12, 0.2),
                 score_keyword_spread=(1.0, 2.0, 3.0, 5.0, 8.0),
                 reserve_dense_first=(0,),
+                reserve_dense_top_within=(0,),
             ),
             _service,
         ),
@@ -787,5 +788,17 @@ FAMILIES.append(
             boost=(1.0, 2.0, 4.0),
         ),
         _english_only(_dense_leaning_unless_rare),
+    )
+)
+
+
+# --- the dense arm's very first candidate kept inside fewer places than its first two
+# (RAG_RESERVE_DENSE_TOP_WITHIN) ---
+
+FAMILIES.append(
+    Family(
+        "blend-top",
+        _grid(TODAYS_RULES, fusion=("blend",), reserve_dense_top_within=(0, 2, 3, 4)),
+        _service,
     )
 )

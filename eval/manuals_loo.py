@@ -17,6 +17,7 @@ minus its better arm".
     python -m eval.manuals_loo --second-embedding e5   # RAG_SECOND_EMBEDDING, as /search
     python -m eval.manuals_loo --section-paths keyword   # manuals indexed with section paths
     python -m eval.manuals_loo --skip-pronouns   # BM25 without the questions' pronouns
+    python -m eval.manuals_loo --pronoun-weight 0.4   # the pronouns at 0.4 of their BM25 weight
     python -m eval.manuals_loo --held-out   # also the held-out manuals, never chosen on
 """
 
@@ -118,6 +119,8 @@ def _cache_key(manual: str, questions: list[ManualQuestion], settings: Settings)
         digest.update(f"{name}={getattr(settings, name)}\0".encode())
     if settings.keyword_skip_pronouns:  # keys of recalls cached before the setting stay valid
         digest.update(b"keyword_skip_pronouns\0")
+    if settings.keyword_pronoun_weight != 1.0:
+        digest.update(f"keyword_pronoun_weight={settings.keyword_pronoun_weight}\0".encode())
     if settings.english_embedding != "none":
         digest.update(f"english_embedding={settings.english_embedding}\0".encode())
     if settings.second_embedding != "none":
@@ -416,6 +419,13 @@ def main() -> None:
         action="store_true",
         help="ask with RAG_KEYWORD_SKIP_PRONOUNS=true (BM25 without the question's pronouns)",
     )
+    parser.add_argument(
+        "--pronoun-weight",
+        type=float,
+        default=None,
+        help="ask with this RAG_KEYWORD_PRONOUN_WEIGHT (the share of its BM25 weight each of the "
+        "question's pronouns keeps)",
+    )
     args = parser.parse_args()
     missing = {s.name for s in missing_sources(ALL_SOURCES)}
     manuals = args.manuals or [m for m, s in ALL_SOURCES.items() if s.name not in missing]
@@ -428,6 +438,8 @@ def main() -> None:
             settings = settings.model_copy(update={"section_paths": args.section_paths})
         if args.skip_pronouns:
             settings = settings.model_copy(update={"keyword_skip_pronouns": True})
+        if args.pronoun_weight is not None:
+            settings = settings.model_copy(update={"keyword_pronoun_weight": args.pronoun_weight})
         if args.english_embedding:
             settings = settings.model_copy(update={"english_embedding": args.english_embedding})
         if args.second_embedding:

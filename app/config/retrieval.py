@@ -154,6 +154,16 @@ class RetrievalSettings(BaseModel):
         "RAG_RESERVE_KEYWORD_FIRST reserve (0: no reservation).",
         ge=0,
     )
+    reserve_dense_top_within: int = setting(
+        4,
+        group="retrieval",
+        unit="places",
+        description="The dense arm's very first candidate is kept inside this many places of the "
+        "fused ranking (after exact matches), a tighter bound than RAG_RESERVE_WITHIN gives it "
+        "(0: off). 4 was chosen in all 15 leave-one-manual-out folds: no manual loses, and the "
+        "hybrid is no longer under its dense arm on any manual (docs/evaluation.md).",
+        ge=0,
+    )
     keyword_skip_pronouns: bool = setting(
         False,
         group="retrieval",
@@ -161,7 +171,17 @@ class RetrievalSettings(BaseModel):
         "me, my, we, our, you, your...): manuals rarely hold them (a loop variable i, an option "
         "-i), so they weigh as rare words and rank such passages first for any question worded "
         '"How do I ...". Off by default: it lifts the leave-one-manual-out mean but loses 0.028 '
-        "MRR on one manual (docs/evaluation.md).",
+        "MRR on one manual (docs/evaluation.md). On, it is RAG_KEYWORD_PRONOUN_WEIGHT=0.",
+    )
+    keyword_pronoun_weight: float = setting(
+        1.0,
+        group="retrieval",
+        description="The share of its BM25 weight each of a question's first- and second-person "
+        "pronouns keeps (1: scored like any word; 0: left out, as RAG_KEYWORD_SKIP_PRONOUNS). "
+        "Between, the pronoun still breaks ties (an option -i a question's I happens to name) "
+        "without outweighing the question's other words (docs/evaluation.md).",
+        ge=0,
+        le=1,
     )
     keyword_coverage_power: float = setting(
         1.0,

@@ -49,11 +49,13 @@ QUESTION_PRONOUNS = frozenset(
 )
 
 
-def without_question_pronouns(tokens: list[str]) -> list[str]:
-    """The query tokens BM25 scores: all but the first- and second-person pronouns (all of them
-    if nothing else is left)."""
-    kept = [t for t in tokens if t not in QUESTION_PRONOUNS]
-    return kept or tokens
+def question_pronoun_weights(tokens: list[str], weight: float) -> dict[str, float]:
+    """The question's first- and second-person pronouns with the share of their BM25 weight
+    they keep (`weight`; 0: left out). None when `weight` is 1 or when the question holds
+    nothing else, which is then scored whole."""
+    if weight >= 1.0 or all(t in QUESTION_PRONOUNS for t in tokens):
+        return {}
+    return {t: weight for t in tokens if t in QUESTION_PRONOUNS}
 
 
 # A word more than half the tenant's chunks hold ranks by length alone: its Robertson-Sparck Jones

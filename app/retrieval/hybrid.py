@@ -30,7 +30,7 @@ from app.retrieval.extra_dense import ExtraDense, extra_dense_hits
 from app.retrieval.function_words import (
     content_tokens,
     matches_content_word,
-    without_question_pronouns,
+    question_pronoun_weights,
 )
 from app.retrieval.fusion import (
     reciprocal_rank_fusion,
@@ -145,9 +145,13 @@ class RetrieverConfig:
     reserve_dense_first: int = 0
     reserve_keyword_first: int = 0
     reserve_within: int = 0
-    # BM25 scores the query without its first- and second-person pronouns ("How do I ...",
-    # "my data"; app/retrieval/function_words.py).
-    keyword_skip_pronouns: bool = False
+    # The dense arm's very first candidate is kept inside this many places (0: off), a tighter
+    # bound than `reserve_within` gives it.
+    reserve_dense_top_within: int = 0
+    # The share of its BM25 weight each first- and second-person pronoun of the query keeps
+    # ("How do I ...", "my data"; app/retrieval/function_words.py): 1 scores them like any
+    # word, 0 leaves them out.
+    keyword_pronoun_weight: float = 1.0
     # Fusion values used instead of these when the English arm ranked the dense list
     # (`ENGLISH_FUSION` of RAG_ENGLISH_EMBEDDING): (field name, value) pairs.
     english_fusion: tuple[tuple[str, float | int], ...] = ()
@@ -191,7 +195,10 @@ class RetrieverConfig:
             reserve_dense_first=settings.reserve_dense_first,
             reserve_keyword_first=settings.reserve_keyword_first,
             reserve_within=settings.reserve_within,
-            keyword_skip_pronouns=settings.keyword_skip_pronouns,
+            reserve_dense_top_within=settings.reserve_dense_top_within,
+            keyword_pronoun_weight=0.0
+            if settings.keyword_skip_pronouns
+            else settings.keyword_pronoun_weight,
             english_fusion=ENGLISH_FUSION[settings.english_embedding],
         )
 
@@ -324,21 +331,28 @@ def fuse(recall: Recall, mode: RetrievalMode, config: RetrieverConfig) -> list[s
 
 def _reserve_arm_firsts(rest: list[str], recall: Recall, config: RetrieverConfig) -> list[str]:
     """The fused order (exact matches set aside) with each arm's first candidates inside the
-    first `reserve_within` places; those it moved up record the rule."""
-    if config.reserve_within <= 0:
-        return rest
+    first `reserve_within` places, and the dense arm's very first inside the first
+    `reserve_dense_top_within`; those it moved up record the rule."""
     wanted = recall.dense_ids[: config.reserve_dense_first]
     record = recall.fusion
     keyword_counted = record is not None and bool(record.keyword_weight)
     if keyword_counted and not recall.cross_script:
         wanted = [*wanted, *recall.keyword_ids[: config.reserve_keyword_first]]
-    if not wanted:
-        return rest
-    reserved = reserve_places(rest, wanted, config.reserve_within)
-    before = {cid: i for i, cid in enumerate(rest)}
-    for i, cid in enumerate(reserved[: config.reserve_within]):
-        if before[cid] > i and cid in wanted:
-            recall.candidates[cid].rules.append("arm_first_reserved")
+    reserved = _reserved(rest, recall, wanted, config.reserve_within)
+    return _reserved(reserved, recall, recall.dense_ids[:1], config.reserve_dense_top_within)
+
+
+def _reserved(ordered: list[str], recall: Recall, wanted: list[str], within: int) -> list[str]:
+    """`ordered` with `wanted` inside its first `within` places (`fusion.reserve_places`; 0:
+    unchanged); those it moved up record the rule."""
+    if within <= 0 or not wanted:
+        return ordered
+    reserved = reserve_places(ordered, wanted, within)
+    before = {cid: i for i, cid in enumerate(ordered)}
+    for i, cid in enumerate(reserved[:within]):
+        rules = recall.candidates[cid].rules
+        if before[cid] > i and cid in wanted and "arm_first_reserved" not in rules:
+            rules.append("arm_first_reserved")
     return reserved
 
 
@@ -727,8 +741,8 @@ class HybridRetriever:
             tenant_id, self.keyword_index.snapshot(tenant_id), scope
         )
         tokens = self.keyword_index.tokenizer(query)
-        scored = without_question_pronouns(tokens) if self.config.keyword_skip_pronouns else tokens
-        keyword = snapshot.search(scored, self.config.keyword_candidates * pool_factor)
+        weights = question_pronoun_weights(tokens, self.config.keyword_pronoun_weight)
+        keyword = snapshot.search(tokens, self.config.keyword_candidates * pool_factor, weights)
         content = content_tokens(tokens, self.keyword_index.tokenizer)
         recall.coverage = snapshot.coverage(content)
         recall.content_match = matches_content_word(

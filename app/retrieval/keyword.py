@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -95,9 +95,13 @@ class KeywordSnapshot:
             return {}
         return {cid: token_ids[offsets[i] : offsets[i + 1]] for i, cid in enumerate(self.chunk_ids)}
 
-    def _scores(self, tokens: list[str]) -> np.ndarray | None:
+    def _scores(
+        self, tokens: list[str], weights: Mapping[str, float] | None = None
+    ) -> np.ndarray | None:
         if self.bm25 is None:
             return None
+        if weights and any(t in weights for t in tokens):
+            return self._weighted_scores(tokens, weights)
         ids = self.bm25.get_tokens_ids([t for t in tokens if t])
         if not ids:
             return None
@@ -106,9 +110,27 @@ class KeywordSnapshot:
             scores = np.where(self.mask, scores, 0.0)
         return scores
 
-    def search(self, tokens: list[str], limit: int) -> list[tuple[str, float]]:
-        """Best `limit` (chunk id, BM25 score) pairs with a positive score, best first."""
-        scores = self._scores(tokens)
+    def _weighted_scores(
+        self, tokens: list[str], weights: Mapping[str, float]
+    ) -> np.ndarray | None:
+        """BM25 as a sum over the query's tokens, each token's part times its weight (1 for a
+        token `weights` does not name)."""
+        groups: dict[float, list[str]] = {}
+        for t in tokens:
+            groups.setdefault(weights.get(t, 1.0), []).append(t)
+        total: np.ndarray | None = None
+        for weight, group in groups.items():
+            part = self._scores(group) if weight > 0 else None
+            if part is not None:
+                total = weight * part if total is None else total + weight * part
+        return total
+
+    def search(
+        self, tokens: list[str], limit: int, weights: Mapping[str, float] | None = None
+    ) -> list[tuple[str, float]]:
+        """Best `limit` (chunk id, BM25 score) pairs with a positive score, best first;
+        `weights`: the share of its weight a token keeps (the others keep all of it)."""
+        scores = self._scores(tokens, weights)
         if scores is None or limit <= 0:
             return []
         limit = min(limit, len(scores))

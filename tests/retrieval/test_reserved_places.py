@@ -116,3 +116,17 @@ def test_a_cross_script_question_is_fused_by_rank_under_the_blend() -> None:
     recall.cross_script = True
     fuse(recall, "hybrid", config)
     assert recall.fusion is not None and recall.fusion.method == "rrf"
+
+
+def test_the_dense_arms_very_first_can_be_kept_closer_to_the_top_than_its_second() -> None:
+    config = RetrieverConfig(rrf_k=5, dense_weight=0.3, reserve_dense_first=2, reserve_within=5)
+    # Both of the dense arm's first two take the last places of the five.
+    assert fuse(_recall(), "hybrid", config)[:5] == ["k1", "k2", "k3", "d1", "d2"]
+    tighter = replace(config, reserve_dense_top_within=3)
+    recall = _recall()
+    ordered = fuse(recall, "hybrid", tighter)
+    assert ordered[:5] == ["k1", "k2", "d1", "k3", "d2"]
+    assert recall.candidates["d1"].rules.count("arm_first_reserved") == 1
+    # Alone (no places reserved for the first two) it keeps the dense arm's first in reach.
+    alone = RetrieverConfig(rrf_k=5, dense_weight=0.3, reserve_dense_top_within=2)
+    assert fuse(_recall(), "hybrid", alone)[:2] == ["k1", "d1"]
