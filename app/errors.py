@@ -204,6 +204,11 @@ class Conflict(RagError):
     http_status = 409
 
 
+class DocumentNameTaken(Conflict):
+    """Another upload made a new document of the same name in the same collection at the same
+    moment; nothing of this upload was kept, and sent again it replaces that document."""
+
+
 class AuthenticationFailed(RagError):
     """Credentials or a bearer token were rejected; the message never says which part was wrong."""
 

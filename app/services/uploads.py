@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.domain import GENERAL_COLLECTION, ListedPage
-from app.errors import JobQueueFull, NotFound, QuotaExceeded
+from app.errors import DocumentNameTaken, JobQueueFull, NotFound, QuotaExceeded
 from app.jobs.queue import JobQueue, enqueue
 from app.jobs.store import (
     COLLECTION_DELETE,
@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 
 _UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
 MAX_SOURCE_CHARS = 200
+# Times a request is queued when uploads of the same new name race to create its document: the
+# second try finds the document the winner made, so more are needed only under a stream of them.
+NAME_RACE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -126,40 +129,27 @@ def submit_uploads(
     try:
         collection_id = (placement or {}).get("collection_id", GENERAL_COLLECTION)
         job_ids = reservations if reservations is not None else [new_job_id() for _ in files]
-        uploads = [
-            _stored_upload(deps.documents, tenant_id, collection_id, job_id, file, known or {})
-            for job_id, file in zip(job_ids, files, strict=True)
-        ]
-        audit = []
-        if uploader is not None:
-            for upload in uploads:
-                # An uploader who may change any document (checked already) needs no look.
-                existing = None
-                if not uploader.may_change_any:
-                    existing = deps.documents.get(tenant_id, upload.document_id)
-                if existing is not None:
-                    uploader.check_may_change(existing, "replace")
-                audit.append(
-                    uploader.actor.entry(
-                        "document.uploaded",
-                        target_id=upload.document_id,
-                        source=upload.source,
-                        size_bytes=upload.size_bytes,
-                    )
+        for attempt in range(1, NAME_RACE_ATTEMPTS + 1):
+            try:
+                jobs = _queue_files(
+                    deps,
+                    tenant_id,
+                    collection_id,
+                    job_ids,
+                    files,
+                    uploader,
+                    placement,
+                    # A retry looks every name up again: the racer's document is there now.
+                    known if attempt == 1 else None,
+                    active_limit=None if reservations is not None else deps.queued_jobs_limit,
                 )
-        # The jobs and, if missing, the document rows are committed in one transaction, after
-        # the quota check: a worker cannot claim a job before its row exists (it would fail it
-        # as "deleted before it could be indexed"), and a refused upload writes no row, so there
-        # is none to clean up that a concurrent upload of the same name might already rely on.
-        jobs = deps.jobs.fill_reservations(
-            tenant_id,
-            uploads,
-            deps.quota,
-            uploaded_by=uploader.actor.user_id if uploader else None,
-            audit=audit,
-            placement=placement,
-            active_limit=None if reservations is not None else deps.queued_jobs_limit,
-        )
+                break
+            except DocumentNameTaken:
+                # Another upload created a document of one of these names meanwhile; nothing
+                # was written, so the files are queued again, as that document's new version.
+                if attempt == NAME_RACE_ATTEMPTS:
+                    raise
+                log.info("upload raced another of the same name; queued again")
     except JobLimitReached:
         discard_uploads(deps, tenant_id=tenant_id, reservations=reservations, files=files)
         raise _queue_full(deps, uploader) from None
@@ -178,6 +168,56 @@ def submit_uploads(
         )
     enqueue(deps.queue, jobs)  # after the commit: a worker never sees a job before its row
     return jobs
+
+
+def _queue_files(
+    deps: UploadDeps,
+    tenant_id: str,
+    collection_id: str,
+    job_ids: list[str],
+    files: list[ReceivedFile],
+    uploader: Uploader | None,
+    placement: Mapping[str, str] | None,
+    known: Mapping[str, str] | None,
+    *,
+    active_limit: int | None,
+) -> list[JobRecord]:
+    """The files' jobs queued and their documents' rows written, in one transaction (see
+    `JobStore.fill_reservations`), each file under the document its name has in the collection."""
+    uploads = [
+        _stored_upload(deps.documents, tenant_id, collection_id, job_id, file, known or {})
+        for job_id, file in zip(job_ids, files, strict=True)
+    ]
+    audit = []
+    if uploader is not None:
+        for upload in uploads:
+            # An uploader who may change any document (checked already) needs no look.
+            existing = None
+            if not uploader.may_change_any:
+                existing = deps.documents.get(tenant_id, upload.document_id)
+            if existing is not None:
+                uploader.check_may_change(existing, "replace")
+            audit.append(
+                uploader.actor.entry(
+                    "document.uploaded",
+                    target_id=upload.document_id,
+                    source=upload.source,
+                    size_bytes=upload.size_bytes,
+                )
+            )
+    # The jobs and, if missing, the document rows are committed in one transaction, after
+    # the quota check: a worker cannot claim a job before its row exists (it would fail it
+    # as "deleted before it could be indexed"), and a refused upload writes no row, so there
+    # is none to clean up that a concurrent upload of the same name might already rely on.
+    return deps.jobs.fill_reservations(
+        tenant_id,
+        uploads,
+        deps.quota,
+        uploaded_by=uploader.actor.user_id if uploader else None,
+        audit=audit,
+        placement=placement,
+        active_limit=active_limit,
+    )
 
 
 def discard_uploads(

@@ -13,10 +13,12 @@ from functools import cached_property
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Select, bindparam, case, delete, func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.domain import ListedPage
 from app.domain import document_id as new_document_id
+from app.errors import DocumentNameTaken
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import DatabaseStore, affected_rows, conflict_insert, utc_now
 from app.storage.records import count_rows, listed_page, record_of
@@ -433,6 +435,9 @@ def insert_missing_document(
     An existing row keeps its pages and chunks (they still describe what is indexed) and only
     takes the new uploader and `placement` (`collection_id`, `metadata_json`, when given); the
     job store calls this so a job and the row its worker needs are committed together.
+
+    DocumentNameTaken (the transaction is then lost) when another document of the collection has
+    this name: an upload that raced this one to create it committed first, under its own id.
     """
     values = _new_row(
         tenant_id, document_id, source, size_bytes, content_sha256, "queued", utc_now()
@@ -443,7 +448,13 @@ def insert_missing_document(
     )
     keys = [DocumentRow.tenant_id, DocumentRow.document_id]
     if uploaded_by is None and not placed:  # the CLI: whoever uploaded the current version stays
-        session.execute(insert.on_conflict_do_nothing(index_elements=keys))
+        statement = insert.on_conflict_do_nothing(index_elements=keys)
     else:
         changed = {**({"uploaded_by": uploaded_by} if uploaded_by else {}), **placed}
-        session.execute(insert.on_conflict_do_update(index_elements=keys, set_=changed))
+        statement = insert.on_conflict_do_update(index_elements=keys, set_=changed)
+    try:
+        session.execute(statement)
+    except IntegrityError as exc:  # the other unique key: (tenant, collection, name)
+        raise DocumentNameTaken(
+            f"another upload of {source!r} was queued at the same moment; send it again"
+        ) from exc

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from app.domain import document_id as new_document_id
+from app.services.uploads import ReceivedFile, submit_uploads
 from tests.api.harness import ApiFactory, ApiHarness, ApiUser, assert_error_body
 
 pytestmark = pytest.mark.integration
@@ -224,6 +226,31 @@ def test_concurrent_uploads_over_the_job_queue_quota_are_refused_without_leftove
     for upload in accepted:
         job = api.client.get(f"/jobs/{upload['job_id']}", headers=uploader.headers).json()
         assert (job["status"], job["document_id"]) == ("queued", upload["document_id"])
+
+
+def test_an_upload_that_lost_the_race_to_create_its_name_is_queued_as_its_new_version(
+    api: ApiHarness, uploader: ApiUser
+) -> None:
+    # Two uploads of a new name at once: the second looked the name up before the first
+    # committed, then found the name's id taken (by the first, just committed) and picked the
+    # id a document gets when a moved one still holds it. It arrives with that id.
+    first = api.upload(uploader, "same.txt", b"first version")
+    assert first.status_code == 202, first.text
+    stored = api.settings.data_dir / "uploads" / "raced-upload.txt"
+    stored.write_bytes(b"second version")
+
+    jobs = submit_uploads(
+        api.container.upload_deps,
+        tenant_id=uploader.tenant,
+        reservations=None,
+        files=[ReceivedFile(stored, "same.txt", stored.stat().st_size)],
+        known={"same.txt": new_document_id(uploader.tenant, "same.txt\x001")},
+    )
+
+    # Queued as the new version of the document the first made, not refused with a 500.
+    assert [job.document_id for job in jobs] == [first.json()["document_id"]]
+    listing = api.client.get("/documents", headers=uploader.headers).json()
+    assert [d["source"] for d in listing["data"]] == ["same.txt"]
 
 
 def test_a_page_size_cap_below_the_default_page_still_lists(api: ApiHarness) -> None:
