@@ -32,9 +32,6 @@ log = logging.getLogger(__name__)
 
 _UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
 MAX_SOURCE_CHARS = 200
-# Times a request is queued when uploads of the same new name race to create its document: the
-# second try finds the document the winner made, so more are needed only under a stream of them.
-NAME_RACE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -102,6 +99,11 @@ class ReceivedFile:
     size_bytes: int
     source: str | None = None  # the document name, when not the client's file name (a sync)
     sha256: str | None = None  # its content hash, once taken (a sync compares it first)
+
+
+# Times a request is queued when uploads of the same new name race to create its document: the
+# second try finds the document the winner made, so more are needed only under a stream of them.
+NAME_RACE_ATTEMPTS = 3
 
 
 def submit_uploads(
