@@ -89,7 +89,9 @@ def build_index(path: Path, embed: Any) -> PeerIndex:
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], c: int = RRF_C) -> list[int]:
     """Equal-weight RRF of chunk rankings, as LangChain's EnsembleRetriever scores them (rank
-    from 1); ties keep the order in which chunks were first seen."""
+    from 1); ties keep the order in which chunks were first seen, as there. Not the service's
+    `app.retrieval.fusion.reciprocal_rank_fusion`, which breaks ties on best rank, then id: the
+    peer must order ties as the peer does (the first arm's chunk first)."""
     weight = 1.0 / len(rankings)
     scores: dict[int, float] = {}
     for ranking in rankings:

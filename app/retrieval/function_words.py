@@ -51,7 +51,7 @@ QUESTION_PRONOUNS = frozenset(
 
 def question_pronoun_weights(tokens: list[str], weight: float) -> dict[str, float]:
     """The question's first- and second-person pronouns with the share of their BM25 weight
-    they keep (`weight`; 0: left out). None when `weight` is 1 or when the question holds
+    they keep (`weight`; 0: left out). Empty when `weight` is 1 or when the question holds
     nothing else, which is then scored whole."""
     if weight >= 1.0 or all(t in QUESTION_PRONOUNS for t in tokens):
         return {}
