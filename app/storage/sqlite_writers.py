@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from typing import Any
 
 # Statements that make SQLite take its write lock (an implicit transaction starts before DML).
@@ -95,19 +96,19 @@ class WriterCursor(sqlite3.Cursor):
     """A cursor whose writes go through its connection's writer lock."""
 
     def execute(self, statement: str, parameters: Any = (), /) -> WriterCursor:
-        connection: WriterConnection = self.connection  # type: ignore[assignment]
-        connection.before(statement)
-        try:
-            super().execute(statement, parameters)
-            return self
-        finally:
-            connection.after()
+        return self._locked(super().execute, statement, parameters)
 
     def executemany(self, statement: str, parameters: Any, /) -> WriterCursor:
+        return self._locked(super().executemany, statement, parameters)
+
+    def _locked(
+        self, run: Callable[[str, Any], object], statement: str, parameters: Any
+    ) -> WriterCursor:
+        """`run` the statement, holding the writer lock when it is the transaction's first write."""
         connection: WriterConnection = self.connection  # type: ignore[assignment]
         connection.before(statement)
         try:
-            super().executemany(statement, parameters)
+            run(statement, parameters)
             return self
         finally:
             connection.after()
