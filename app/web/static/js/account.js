@@ -2,7 +2,7 @@
 
 import { ApiError, json, request } from "./api.js";
 import { confirmAction } from "./confirm.js";
-import { describeError, element, formatTime, jsonBody } from "./format.js";
+import { describeError, element, formatTime, jsonBody, smallButton } from "./format.js";
 import { rolesUpToMine } from "./roles.js";
 
 const $ = (id) => document.getElementById(id);
@@ -51,15 +51,10 @@ async function changePassword(event) {
 
 // One key's row; `owner` (a name) adds the owner's column and names the button after both.
 export function keyRow(key, onRevoke, owner = null) {
-  const revoke = element("button", {
+  const revoke = smallButton({
     text: "Revoke",
-    className: "secondary small",
-    attrs: {
-      type: "button",
-      "aria-label": owner === null ? `Revoke ${key.name}` : `Revoke ${key.name} of ${owner}`,
-    },
-  });
-  revoke.addEventListener("click", () => onRevoke(key));
+    label: owner === null ? `Revoke ${key.name}` : `Revoke ${key.name} of ${owner}`,
+  }, () => onRevoke(key));
   const ownerCell = owner === null ? [] : [element("td", {}, [element("bdi", { text: owner })])];
   return element("tr", { attrs: { "data-key": key.key_id } }, [
     ...ownerCell,

@@ -6,7 +6,7 @@
 
 import { json, saveFile } from "./api.js";
 import { confirmAction } from "./confirm.js";
-import { counted, describeError, element, formatTime } from "./format.js";
+import { counted, describeError, element, formatTime, smallButton } from "./format.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -17,13 +17,10 @@ function fact(name, value) {
 }
 
 function citedItem(citation) {
-  const open = element("button", {
+  const open = smallButton({
     text: `Open page ${citation.page}`,
-    className: "secondary small",
-    attrs: { type: "button", "aria-label": `Open page ${citation.page} of ${citation.source}` },
-  });
-  open.addEventListener("click", () =>
-    openCitation({ ...citation, page_label: String(citation.page), chunk_id: "" }, open));
+    label: `Open page ${citation.page} of ${citation.source}`,
+  }, () => openCitation({ ...citation, page_label: String(citation.page), chunk_id: "" }, open));
   return element("li", {}, [
     document.createTextNode(`[${citation.marker}] `),
     element("bdi", { text: `${citation.source}, page ${citation.page}` }),

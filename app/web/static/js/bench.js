@@ -7,7 +7,7 @@ import { json } from "./api.js";
 import { loadCollections } from "./collections.js";
 import { documentFinder } from "./document-finder.js";
 import { allOf, checkedScope, filterRows } from "./filter-rows.js";
-import { describeError, element } from "./format.js";
+import { describeError, element, smallButton } from "./format.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -79,12 +79,8 @@ function signal(name, value, max, rank) {
 function resultItem(result, maxima) {
   const explain = result.explain || {};
   const page = { ...result, marker: result.rank, chunk_id: "" };
-  const open = element("button", {
-    text: `Open page ${result.page_label}`,
-    className: "secondary small",
-    attrs: { type: "button" },
-  });
-  open.addEventListener("click", () => openCitation(page, open));
+  const open = smallButton({ text: `Open page ${result.page_label}` },
+    () => openCitation(page, open));
   const rules = (explain.rules || []).map((rule) => element("span", { className: "rule", text: rule }));
   const terms = (explain.matched_terms || []).map((term) => element("mark", { text: term }));
   return element("li", { attrs: { "data-rank": String(result.rank) } }, [

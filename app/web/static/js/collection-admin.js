@@ -5,7 +5,7 @@
 import { json, request } from "./api.js";
 import { loadCollections } from "./collections.js";
 import { confirmAction } from "./confirm.js";
-import { counted, describeError, element, jsonBody, sleep } from "./format.js";
+import { counted, describeError, element, jsonBody, sleep, smallButton } from "./format.js";
 import { closeAccess, setUpGrants, showAccess } from "./grants.js";
 import { refreshGroups, resetGroups, setUpGroups, whenGroupsChanged } from "./groups.js";
 import { refused } from "./refused.js";
@@ -37,13 +37,8 @@ const path = (collection) => `/collections/${encodeURIComponent(collection.colle
 function collectionRow(collection) {
   const actions = element("td", { className: "actions" });
   if (collection.permission === "manage") {
-    const manage = element("button", {
-      text: "Manage",
-      className: "secondary small",
-      attrs: { type: "button", "aria-label": `Manage ${collection.name}` },
-    });
-    manage.addEventListener("click", () => openPanel(collection));
-    actions.append(manage);
+    actions.append(smallButton({ text: "Manage", label: `Manage ${collection.name}` },
+      () => openPanel(collection)));
   }
   return element("tr", { attrs: { "data-collection": collection.collection_id } }, [
     element("td", { className: "name" }, [element("bdi", { text: collection.name })]),

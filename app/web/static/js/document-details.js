@@ -4,7 +4,7 @@
 
 import { json } from "./api.js";
 import { knownCollections } from "./collections.js";
-import { describeError, element, jsonBody } from "./format.js";
+import { describeError, element, jsonBody, smallButton } from "./format.js";
 import { refused } from "./refused.js";
 import { roleAtLeast } from "./roles.js";
 
@@ -67,18 +67,15 @@ function fieldRow(key = "", value = "") {
   kind.value = kindOf(value);
   const input = element("input", { attrs: { dir: "auto", autocomplete: "off", "data-part": "value" } });
   input.value = key ? shownValue(value) : "";
-  const remove = element("button", {
-    text: "Remove", className: "secondary small", attrs: { type: "button", "data-part": "remove" },
+  const remove = smallButton({ text: "Remove", attrs: { "data-part": "remove" } }, () => {
+    row.remove();
+    renumber();
+    $("metadata-add").focus();
   });
   const row = element("tr", {}, [
     element("td", {}, [name]), element("td", {}, [kind]), element("td", {}, [input]),
     element("td", { className: "actions" }, [remove]),
   ]);
-  remove.addEventListener("click", () => {
-    row.remove();
-    renumber();
-    $("metadata-add").focus();
-  });
   for (const control of [name, kind, input]) control.disabled = !editable;
   remove.hidden = !editable;
   return row;

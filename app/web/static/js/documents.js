@@ -9,7 +9,9 @@ import {
   openDocumentDetails,
   whenDocumentChanged,
 } from "./document-details.js";
-import { counted, describeError, drawPager, element, formatBytes, sleep } from "./format.js";
+import {
+  counted, describeError, drawPager, element, formatBytes, sleep, smallButton,
+} from "./format.js";
 import { mayDeleteDocument, roleAtLeast } from "./roles.js";
 
 const POLL_MS = 400;
@@ -221,21 +223,12 @@ export async function uploadFiles(files) {
 }
 
 function documentRow(doc, onDelete) {
-  const details = element("button", {
-    text: "Details",
-    className: "secondary small",
-    attrs: { type: "button", "aria-label": `Details of ${doc.source}` },
-  });
-  details.addEventListener("click", () => openDocumentDetails(doc, details));
+  const details = smallButton({ text: "Details", label: `Details of ${doc.source}` },
+    () => openDocumentDetails(doc, details));
   const actions = element("td", { className: "actions" }, [details]);
   if (mayDeleteDocument(doc)) {
-    const remove = element("button", {
-      text: "Delete",
-      className: "secondary small",
-      attrs: { type: "button", "aria-label": `Delete ${doc.source}` },
-    });
-    remove.addEventListener("click", () => onDelete(doc));
-    actions.append(remove);
+    actions.append(
+      smallButton({ text: "Delete", label: `Delete ${doc.source}` }, () => onDelete(doc)));
   }
   // A failed document says why under its name (the status column stays narrow).
   const reason = doc.status === "failed" ? failureReasons.get(doc.document_id) : undefined;

@@ -6,7 +6,9 @@ import { openAnswerRecord, resetAnswerRecord, setUpAnswerRecords } from "./answe
 import { everyListed, json, request, saveFile } from "./api.js";
 import { loadBenchPickers, testRetrieval } from "./bench.js";
 import { lineChart } from "./chart.js";
-import { counted, describeError, drawPager, element, formatTime, sleep } from "./format.js";
+import {
+  counted, describeError, drawPager, element, formatTime, sleep, smallButton,
+} from "./format.js";
 import { roleAtLeast } from "./roles.js";
 
 const $ = (id) => document.getElementById(id);
@@ -49,8 +51,7 @@ function runDate(iso) {
 
 function runRow(run, index) {
   const s = run.summary || {};
-  const show = element("button", { text: "Show misses", className: "secondary small", attrs: { type: "button" } });
-  show.addEventListener("click", () => showFailures(run, runs[index - 1]));
+  const show = smallButton({ text: "Show misses" }, () => showFailures(run, runs[index - 1]));
   show.hidden = run.status !== "done";
   return element("tr", { attrs: { "data-run": run.run_id } }, [
     element("td", { className: "when", text: formatTime(run.created_at) }),
@@ -88,8 +89,7 @@ async function showFailures(run, previous) {
     const misses = full.results.filter((result) => !result.withheld && missed(result));
     const withheld = full.results.filter((result) => result.withheld).length;
     list.replaceChildren(...misses.map((result) => {
-      const open = element("button", { text: "Open in test bench", className: "secondary small", attrs: { type: "button" } });
-      open.addEventListener("click", async () => {
+      const open = smallButton({ text: "Open in test bench" }, async () => {
         await testRetrieval(result.question, { anywhere: true });
         $("bench-title").focus();
       });
@@ -241,8 +241,7 @@ async function uploadSet(event) {
 // Feedback (admins): the newest ratings, filtered by rating, and the JSONL export.
 function feedbackRow(entry) {
   const expected = entry.expected.map((e) => `${e.source}${e.page ? ` p. ${e.page}` : ""}`).join("; ");
-  const open = element("button", { text: "Open answer record", className: "secondary small", attrs: { type: "button" } });
-  open.addEventListener("click", () => openAnswerRecord(entry));
+  const open = smallButton({ text: "Open answer record" }, () => openAnswerRecord(entry));
   return element("tr", {}, [
     element("td", { className: "when", text: formatTime(entry.updated_at) }),
     element("td", { text: entry.rating === "up" ? "▲ helpful" : "▼ not helpful" }),

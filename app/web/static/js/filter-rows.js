@@ -3,7 +3,7 @@
 // are labelled "<Part> of <noun> <n>" so two sets on one page never share a label.
 
 import { listedDocuments } from "./documents.js";
-import { element } from "./format.js";
+import { element, smallButton } from "./format.js";
 
 const CONDITIONS = {
   $eq: "is",
@@ -100,15 +100,12 @@ export function filterRows({ rows, fields, add, noun }) {
     const value = element("input", {
       attrs: { maxlength: "256", autocomplete: "off", dir: "auto", "data-part": "value" },
     });
-    const remove = element("button", {
-      text: "Remove", className: "secondary small", attrs: { type: "button", "data-part": "remove" },
-    });
-    const row = element("li", {}, [field, condition, value, remove]);
-    remove.addEventListener("click", () => {
+    const remove = smallButton({ text: "Remove", attrs: { "data-part": "remove" } }, () => {
       row.remove();
       renumber();
       add.focus();
     });
+    const row = element("li", {}, [field, condition, value, remove]);
     rows.append(row);
     renumber();
     field.focus();

@@ -9,6 +9,19 @@ export function element(tag, { text, className, attrs } = {}, children = []) {
   return node;
 }
 
+// A small secondary button (never a form's submit) that calls `onClick`. `label` names it for
+// screen readers where its text alone does not say which row it acts on; `danger` marks it
+// destructive; `attrs` adds attributes.
+export function smallButton({ text, label, danger = false, attrs = {} }, onClick) {
+  const button = element("button", {
+    text,
+    className: danger ? "secondary danger-text small" : "secondary small",
+    attrs: { type: "button", ...(label ? { "aria-label": label } : {}), ...attrs },
+  });
+  button.addEventListener("click", onClick);
+  return button;
+}
+
 export function formatBytes(bytes) {
   if (bytes < 1024) return `${bytes} B`;
   const units = ["KB", "MB", "GB"];
@@ -73,16 +86,10 @@ export function drawPager(container, { offset, limit, count, label }, go) {
   }
   const first = count === 0 ? 0 : offset + 1;
   const last = Math.min(offset + limit, count);
-  const previous = element("button", {
-    text: "Previous", className: "secondary small", attrs: { type: "button" },
-  });
-  const next = element("button", {
-    text: "Next", className: "secondary small", attrs: { type: "button" },
-  });
+  const previous = smallButton({ text: "Previous" }, () => go(Math.max(0, offset - limit)));
+  const next = smallButton({ text: "Next" }, () => go(offset + limit));
   previous.disabled = offset === 0;
   next.disabled = last >= count;
-  previous.addEventListener("click", () => go(Math.max(0, offset - limit)));
-  next.addEventListener("click", () => go(offset + limit));
   const where = element("span", { text: `${label} ${first}–${last} of ${count}` });
   container.replaceChildren(previous, where, next);
   container.setAttribute("role", "group");

@@ -4,7 +4,7 @@
 // its name.
 
 import { json } from "./api.js";
-import { describeError, element, jsonBody } from "./format.js";
+import { describeError, element, jsonBody, smallButton } from "./format.js";
 import { groupName, knownGroups, knownUsers, userName } from "./groups.js";
 import { refused } from "./refused.js";
 import { currentCaller } from "./roles.js";
@@ -65,12 +65,8 @@ function grantRow(grant, index) {
     grants[index].permission = picker.value;
     putGrants(grants, `The ${name} now has ${picker.value} access.`, `Changing ${name}`);
   });
-  const remove = element("button", {
-    text: "Remove",
-    className: "secondary danger-text small",
-    attrs: { type: "button", "aria-label": `Remove access of ${name}` },
-  });
-  remove.addEventListener("click", () => {
+  const label = `Remove access of ${name}`;
+  const remove = smallButton({ text: "Remove", label, danger: true }, () => {
     const grants = shown.grants.map(bare).filter((_, i) => i !== index);
     putGrants(grants, `The ${name} no longer has access of its own.`, `Removing ${name}`);
   });

@@ -3,7 +3,7 @@
 
 import { everyListed, json, request } from "./api.js";
 import { confirmAction } from "./confirm.js";
-import { describeError, element, jsonBody } from "./format.js";
+import { describeError, element, jsonBody, smallButton } from "./format.js";
 import { refused } from "./refused.js";
 import { roleAtLeast } from "./roles.js";
 
@@ -67,16 +67,12 @@ async function change(action, done, subject) {
 
 function memberItem(group, userId) {
   const name = userName(userId) || userId;
-  const remove = element("button", {
-    text: "Remove",
-    className: "secondary small",
-    attrs: { type: "button", "aria-label": `Remove ${name} from ${group.name}` },
-  });
-  remove.addEventListener("click", () => change(
-    () => request(memberPath(group, userId), { method: "DELETE" }),
-    `Removed ${name} from ${group.name}.`,
-    `Removing ${name}`,
-  ));
+  const remove = smallButton({ text: "Remove", label: `Remove ${name} from ${group.name}` },
+    () => change(
+      () => request(memberPath(group, userId), { method: "DELETE" }),
+      `Removed ${name} from ${group.name}.`,
+      `Removing ${name}`,
+    ));
   return element("li", {}, [element("bdi", { text: name }), document.createTextNode(" "), remove]);
 }
 
@@ -88,13 +84,7 @@ function addMemberControls(group) {
   const candidates = users.filter((u) => !group.members.includes(u.user_id));
   const picker = element("select", { attrs: { "aria-label": `New member of ${group.name}` } },
     candidates.map((u) => element("option", { text: u.username, attrs: { value: u.user_id } })));
-  const add = element("button", {
-    text: "Add",
-    className: "secondary small",
-    attrs: { type: "button", "aria-label": `Add to ${group.name}` },
-  });
-  add.disabled = candidates.length === 0;
-  add.addEventListener("click", () => {
+  const add = smallButton({ text: "Add", label: `Add to ${group.name}` }, () => {
     const name = userName(picker.value);
     change(
       () => request(memberPath(group, picker.value), { method: "PUT" }),
@@ -102,6 +92,7 @@ function addMemberControls(group) {
       `Adding ${name}`,
     );
   });
+  add.disabled = candidates.length === 0;
   return element("td", { className: "actions" }, [picker, document.createTextNode(" "), add]);
 }
 
@@ -154,22 +145,14 @@ function groupRow(group) {
   const members = group.members.length
     ? element("ul", { className: "members" }, group.members.map((id) => memberItem(group, id)))
     : element("span", { className: "hint", text: "No members" });
-  const del = element("button", {
-    text: "Delete",
-    className: "secondary danger-text small",
-    attrs: { type: "button", "aria-label": `Delete group ${group.name}` },
-  });
-  del.addEventListener("click", () => removeGroup(group));
-  const rename = element("button", {
-    text: "Rename",
-    className: "secondary small",
-    attrs: { type: "button", "aria-label": `Rename group ${group.name}` },
-  });
+  const del = smallButton({ text: "Delete", label: `Delete group ${group.name}`, danger: true },
+    () => removeGroup(group));
   const name = element("td", { className: "name" }, [
     element("bdi", { text: group.name }),
     ...(group.description ? [element("div", { className: "hint", text: group.description })] : []),
   ]);
-  rename.addEventListener("click", () => startRename(group, name));
+  const rename = smallButton({ text: "Rename", label: `Rename group ${group.name}` },
+    () => startRename(group, name));
   return element("tr", { attrs: { "data-group": group.group_id } }, [
     name,
     element("td", {}, [members]),

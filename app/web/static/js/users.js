@@ -3,7 +3,7 @@
 import { confirmAndRevoke, keyRow } from "./account.js";
 import { json, request } from "./api.js";
 import { confirmAction } from "./confirm.js";
-import { describeError, drawPager, element, formatTime, jsonBody } from "./format.js";
+import { describeError, drawPager, element, formatTime, jsonBody, smallButton } from "./format.js";
 import { currentCaller, ROLES } from "./roles.js";
 
 const $ = (id) => document.getElementById(id);
@@ -64,23 +64,13 @@ function userRow(user) {
   role.value = user.role;
   role.addEventListener("change", () => change(user, { role: role.value },
     (changed) => `${changed.username} is now ${changed.role}.`));
-  const toggle = element("button", {
-    text: user.disabled ? "Enable" : "Disable",
-    className: "secondary small",
-    attrs: {
-      type: "button",
-      "aria-label": `${user.disabled ? "Enable" : "Disable"} ${user.username}`,
-    },
-  });
-  toggle.addEventListener("click", () => change(user, { disabled: !user.disabled },
-    (changed) => `${changed.username} is ${changed.disabled ? "disabled: signed out everywhere, " +
-      "API keys deleted" : "enabled again"}.`));
-  const del = element("button", {
-    text: "Delete",
-    className: "secondary danger-text small",
-    attrs: { type: "button", "aria-label": `Delete ${user.username}` },
-  });
-  del.addEventListener("click", () => remove(user));
+  const verb = user.disabled ? "Enable" : "Disable";
+  const toggle = smallButton({ text: verb, label: `${verb} ${user.username}` },
+    () => change(user, { disabled: !user.disabled },
+      (changed) => `${changed.username} is ${changed.disabled ? "disabled: signed out " +
+        "everywhere, API keys deleted" : "enabled again"}.`));
+  const del = smallButton(
+    { text: "Delete", label: `Delete ${user.username}`, danger: true }, () => remove(user));
   const name = element("td", { className: "name" }, [element("bdi", { text: user.username })]);
   return element("tr", { attrs: { "data-user": user.user_id } }, [
     name,
