@@ -7,7 +7,7 @@ import { json } from "./api.js";
 import { loadCollections } from "./collections.js";
 import { documentFinder } from "./document-finder.js";
 import { allOf, checkedScope, filterRows } from "./filter-rows.js";
-import { describeError, element, smallButton } from "./format.js";
+import { describeError, element, jsonBody, smallButton } from "./format.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -130,11 +130,8 @@ export async function testRetrieval(question, { anywhere = false } = {}) {
   if (within === null) return;
   status.textContent = "Searching…";
   try {
-    const found = await json("/search", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ query: question, k: 10, explain: true, ...within }),
-    });
+    const found = await json(
+      "/search", jsonBody("POST", { query: question, k: 10, explain: true, ...within }));
     if (ticket !== loads) return;
     const max = (key) => Math.max(1e-9, ...found.results.map((r) => (r.explain || {})[key] || 0));
     const maxima = { keyword: max("keyword_score"), dense: max("dense_score"), fused: max("fused_score") };

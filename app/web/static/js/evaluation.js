@@ -7,7 +7,7 @@ import { everyListed, json, request, saveFile } from "./api.js";
 import { loadBenchPickers, testRetrieval } from "./bench.js";
 import { lineChart } from "./chart.js";
 import {
-  counted, describeError, drawPager, element, formatTime, sleep, smallButton,
+  counted, describeError, drawPager, element, formatTime, jsonBody, sleep, smallButton,
 } from "./format.js";
 import { roleAtLeast } from "./roles.js";
 
@@ -182,11 +182,9 @@ async function poll(runId) {
 async function startRun() {
   const status = $("eval-status");
   try {
-    const run = await json("/evaluations/runs", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ set_id: $("eval-set").value, answers: $("eval-answers").checked }),
-    });
+    const run = await json("/evaluations/runs", jsonBody("POST", {
+      set_id: $("eval-set").value, answers: $("eval-answers").checked,
+    }));
     status.textContent = "Evaluation queued.";
     await loadRuns();
     await poll(run.run_id);
@@ -199,11 +197,9 @@ async function setFromFeedback(event) {
   event.preventDefault();
   const status = $("eval-status");
   try {
-    const made = await json("/evaluations/sets/from-feedback", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ name: $("eval-feedback-name").value.trim() || "From feedback" }),
-    });
+    const made = await json("/evaluations/sets/from-feedback", jsonBody("POST", {
+      name: $("eval-feedback-name").value.trim() || "From feedback",
+    }));
     status.textContent = `Test set “${made.name}” made with ${counted(made.item_count, "question")}.`;
     await loadSets(made.set_id);
     await loadRuns();

@@ -4,7 +4,7 @@
 
 import { json } from "./api.js";
 import { documentFinder } from "./document-finder.js";
-import { describeError } from "./format.js";
+import { describeError, jsonBody } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
 let answerId = "";
@@ -18,11 +18,7 @@ function setPressed(rating) {
 }
 
 async function send(body) {
-  return json(`/answers/${encodeURIComponent(answerId)}/feedback`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(body),
-  });
+  return json(`/answers/${encodeURIComponent(answerId)}/feedback`, jsonBody("POST", body));
 }
 
 async function rate(rating) {

@@ -6,7 +6,7 @@
 import { json, sessionToken } from "./api.js";
 import { askCollections } from "./collections.js";
 import { allOf, checkedScope, filterRows } from "./filter-rows.js";
-import { describeError, element } from "./format.js";
+import { describeError, element, jsonBody } from "./format.js";
 import { openCitation } from "./viewer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -54,11 +54,7 @@ async function searchPassages() {
   beforeSearch(); // one result on screen: the passages take the last answer's place
   status.textContent = "Searching your documents…";
   try {
-    const found = await json("/search", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ query, k: 10, ...scope }),
-    });
+    const found = await json("/search", jsonBody("POST", { query, k: 10, ...scope }));
     if (ticket !== searches) return;
     list.replaceChildren(...found.results.map(resultItem));
     list.hidden = found.results.length === 0;
