@@ -241,7 +241,11 @@ class DocumentStore(DatabaseStore):
     def identify(self, tenant_id: str, collection_id: str, source: str) -> str:
         """The id of the document named `source` in a collection: the existing one's, else the
         one a new document gets (`app.domain.document_id`; a variant of it when a document
-        moved away from this collection still holds that id)."""
+        moved away from this collection still holds that id).
+
+        A candidate id held by a document of this very name and collection is that document's:
+        an upload racing this one created the name between the two reads, and this one becomes
+        its next version instead of a second document under a variant id."""
         with self._db.session() as session:
             existing = session.scalar(
                 select(DocumentRow.document_id).where(
@@ -255,13 +259,13 @@ class DocumentStore(DatabaseStore):
             key, attempt = source, 0
             while True:
                 candidate = new_document_id(tenant_id, key, collection_id)
-                taken = count_rows(
-                    session,
-                    DocumentRow,
-                    DocumentRow.tenant_id == tenant_id,
-                    DocumentRow.document_id == candidate,
-                )
-                if not taken:
+                holder = session.execute(
+                    select(DocumentRow.collection_id, DocumentRow.source).where(
+                        DocumentRow.tenant_id == tenant_id,
+                        DocumentRow.document_id == candidate,
+                    )
+                ).first()
+                if holder is None or tuple(holder) == (collection_id, source):
                     return candidate
                 attempt += 1
                 key = f"{source}\x00{attempt}"

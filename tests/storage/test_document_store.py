@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import event, update
 
 from app.domain import document_id
 from app.storage.db import Database
@@ -123,6 +123,34 @@ def test_chunk_usage_sums_one_tenant(documents: DocumentStore) -> None:
         mark_indexed(documents, "acme", add(documents, "acme", source), chunks=chunks)
     mark_indexed(documents, "globex", add(documents, "globex", "c"), chunks=100)
     assert documents.usage("acme").chunks == 12
+
+
+def test_a_name_created_between_the_look_up_and_the_id_check_is_that_document(
+    documents: DocumentStore, sql_database: Database
+) -> None:
+    # Two uploads of one new name: this one's look-up finds no document, then the other
+    # upload commits the name before this one checks whether the name's id is free.
+    from app.storage.documents import insert_missing_document
+
+    raced: list[str] = []
+
+    def commit_the_other_upload(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        if raced or "documents.source" not in statement:
+            return
+        raced.append(document_id("acme", "same.txt"))
+        with sql_database.session() as session:
+            insert_missing_document(session, "acme", raced[0], "same.txt", 2, sha("v1"), "u1")
+
+    event.listen(sql_database.engine, "after_cursor_execute", commit_the_other_upload)
+    try:
+        found = documents.identify("acme", "general", "same.txt")
+    finally:
+        event.remove(sql_database.engine, "after_cursor_execute", commit_the_other_upload)
+
+    # The other upload's document, so this upload is its next version, not a second document
+    # under a variant id that the (collection, name) key would refuse.
+    assert raced == [found]
+    assert [d.document_id for d in documents.named("acme", "same.txt")] == [found]
 
 
 def test_a_name_is_one_document_per_collection_and_a_moved_one_keeps_its_id(
