@@ -23,6 +23,7 @@ from app.security import (
     is_api_key,
 )
 from app.services.audit import Actor
+from app.services.blocks.admission import Caller
 from app.storage.api_keys import ApiKeyStore
 from app.storage.db import utc_now
 from app.storage.revoked_tokens import RevokedTokens
@@ -62,6 +63,10 @@ class Identity:
     def actor(self, client_ip: str | None) -> Actor:
         """This caller as the actor of audit entries."""
         return Actor(self.tenant_id, self.user_id, client_ip, key_id=self.key_id)
+
+    def as_caller(self) -> Caller:
+        """This caller as the unit of the per-user and per-tenant bounds on answers."""
+        return Caller(self.tenant_id, self.user_id)
 
 
 class Authenticator:

@@ -33,7 +33,6 @@ from app.services.answer import (
     CitationsFound,
     TextDelta,
 )
-from app.services.blocks.admission import Caller
 from app.services.blocks.search_explain import hit_explanation, result_explanation
 from app.services.search import search as search_service
 from app.timing import start_timer, timed
@@ -116,7 +115,7 @@ async def query(
     scope_of: ScopeOf,
 ) -> QueryOut:
     """A short answer whose claims carry [n] markers resolving to file and page."""
-    caller = Caller(principal.tenant_id, principal.user_id)
+    caller = principal.as_caller()
     scope = await run_in_threadpool(scope_of, body.collections, body.filters)
     answered = await answer_service.answer(lane, deps, caller, body.question, body.k, scope)
     return QueryOut.model_validate(answered)
@@ -175,7 +174,7 @@ async def query_stream(
     scope_of: ScopeOf,
 ) -> StreamingResponse:
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
-    caller = Caller(principal.tenant_id, principal.user_id)
+    caller = principal.as_caller()
     scope = await run_in_threadpool(scope_of, body.collections, body.filters)
     events = await answer_service.open_stream(lane, deps, caller, body.question, body.k, scope)
     return EventStreamResponse(events)

@@ -31,7 +31,6 @@ from app.api.errors import error_responses
 from app.api.records import Page
 from app.api.routes.answers import EventStreamResponse, wire_event
 from app.services import conversations as service
-from app.services.blocks.admission import Caller
 from app.services.conversations import (
     QuestionRewritten,
     TurnEvent,
@@ -39,10 +38,6 @@ from app.services.conversations import (
 )
 
 router = APIRouter(tags=["conversations"])
-
-
-def _caller(principal: Principal) -> Caller:
-    return Caller(principal.tenant_id, principal.user_id)
 
 
 def _wire_turn_event(event: TurnEvent) -> tuple[str, dict[str, Any]]:
@@ -66,7 +61,7 @@ def _wire_turn_event(event: TurnEvent) -> tuple[str, dict[str, Any]]:
 def create_conversation(principal: Principal, store: Conversations) -> ConversationOut:
     """Start an empty conversation; its id takes follow-up questions (413 `quota_exceeded`
     when the caller has RAG_QUOTA_CONVERSATIONS_PER_USER of them)."""
-    return ConversationOut.model_validate(service.start(store, _caller(principal)))
+    return ConversationOut.model_validate(service.start(store, principal.as_caller()))
 
 
 @router.get("/conversations", response_model=Page[ConversationOut], responses=error_responses(422))
@@ -74,7 +69,7 @@ def list_conversations(
     principal: Principal, store: Conversations, size: PageSize, offset: PageOffset = 0
 ) -> Page[ConversationOut]:
     """The caller's conversations, most recently used first."""
-    found = service.list_conversations(store, _caller(principal), size, offset)
+    found = service.list_conversations(store, principal.as_caller(), size, offset)
     return Page[ConversationOut].of(found.records, found.total)
 
 
@@ -90,7 +85,7 @@ def get_conversation(
     readable: ReadableDocuments,
 ) -> ConversationDetail:
     """The conversation with its kept messages; each answer with its own citations."""
-    caller = _caller(principal)
+    caller = principal.as_caller()
     record = service.get(store, caller, conversation_id=conversation_id)
     history = service.messages(store, caller, conversation_id=conversation_id)
     # Re-checked as shown (service.visible_history).
@@ -105,7 +100,7 @@ def delete_conversation(
     conversation_id: str, principal: Principal, store: Conversations
 ) -> Response:
     """Delete the conversation and every message of it."""
-    service.delete(store, _caller(principal), conversation_id=conversation_id)
+    service.delete(store, principal.as_caller(), conversation_id=conversation_id)
     return Response(status_code=204)
 
 
@@ -133,7 +128,7 @@ async def post_message(
 ) -> TurnOut | StreamingResponse:
     """Ask a question in the conversation: a follow-up is rewritten into a standalone question
     from the latest turns, answered like /query, and the turn is stored with its citations."""
-    caller = _caller(principal)
+    caller = principal.as_caller()
     # What the caller reads now: a follow-up never cites a document it can no longer read.
     scope = await run_in_threadpool(scope_of, body.collections, body.filters)
     if stream:

@@ -45,7 +45,6 @@ from app.services.answer import (
     CitationsFound,
     TextDelta,
 )
-from app.services.blocks.admission import Caller
 from app.services.blocks.answer_lane import AnswerStream
 from app.services.blocks.answer_log import completion_id_of
 
@@ -124,7 +123,7 @@ async def chat_completions(
     if named is not None:  # the model's collection, narrowed further by the body's, if any
         collections = [named] if collections is None or named in collections else []
     scope = await run_in_threadpool(scope_of, collections, body.filters)
-    caller = Caller(principal.tenant_id, principal.user_id)
+    caller = principal.as_caller()
     said = [service.Said(m.role, m.content) for m in body.messages]
     created = int(time.time())
     if body.stream:

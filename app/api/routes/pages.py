@@ -19,7 +19,6 @@ from app.api.deps import (
 from app.api.errors import error_responses
 from app.api.schemas import PageTextOut
 from app.services import pages as service
-from app.services.blocks.admission import Caller
 
 # Every page route counts against the caller's RAG_RATE_LIMIT_PAGES_PER_MINUTE.
 router = APIRouter(tags=["documents"], dependencies=[PageRateLimit])
@@ -68,7 +67,7 @@ async def page_image(
     rendered = await service.page_image(
         lane,
         deps,
-        Caller(principal.tenant_id, principal.user_id),
+        principal.as_caller(),
         document_id=document_id,
         page=page,
         chunk_id=chunk,
