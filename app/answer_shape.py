@@ -65,7 +65,6 @@ class AnswerShape(BaseModel):
     cross_script_dense_weight: float
     specific_evidence_max_chunks: int
     keyword_gate: bool
-    keyword_skip_pronouns: bool
     keyword_pronoun_weight: float
     page_role_shift: int
     exact_scope_chunks: int  # exact or filtered approximate dense search of a scope

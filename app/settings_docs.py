@@ -20,7 +20,7 @@ from pathlib import Path
 import annotated_types
 from pydantic.fields import FieldInfo
 
-from app.config import ENV_PREFIX, GROUPS, Group, Settings
+from app.config import ENV_PREFIX, GROUPS, RETIRED_SETTINGS, Group, Settings
 
 # What a production deployment (the Docker image, compose) sets; every other line stays
 # commented out and shows the default.
@@ -179,6 +179,10 @@ def render_reference() -> str:
                 cell(str(field.description)),
             ]
             lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "## Retired settings", ""]
+    lines += ["Still set, one of these stops start-up with the advice given here.", ""]
+    lines += ["| variable | use instead |", "|---|---|"]
+    lines += [f"| `{name}` | {cell(advice)} |" for name, advice in sorted(RETIRED_SETTINGS.items())]
     return "\n".join(lines) + "\n"
 
 

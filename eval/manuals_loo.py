@@ -117,8 +117,6 @@ def _cache_key(manual: str, questions: list[ManualQuestion], settings: Settings)
         "section_paths",
     ):
         digest.update(f"{name}={getattr(settings, name)}\0".encode())
-    if settings.keyword_skip_pronouns:  # keys of recalls cached before the setting stay valid
-        digest.update(b"keyword_skip_pronouns\0")
     if settings.keyword_pronoun_weight != 1.0:
         digest.update(f"keyword_pronoun_weight={settings.keyword_pronoun_weight}\0".encode())
     if settings.english_embedding != "none":
@@ -417,7 +415,7 @@ def main() -> None:
     parser.add_argument(
         "--skip-pronouns",
         action="store_true",
-        help="ask with RAG_KEYWORD_SKIP_PRONOUNS=true (BM25 without the question's pronouns)",
+        help="BM25 without the question's pronouns: the same as --pronoun-weight 0",
     )
     parser.add_argument(
         "--pronoun-weight",
@@ -437,7 +435,7 @@ def main() -> None:
         if args.section_paths:
             settings = settings.model_copy(update={"section_paths": args.section_paths})
         if args.skip_pronouns:
-            settings = settings.model_copy(update={"keyword_skip_pronouns": True})
+            settings = settings.model_copy(update={"keyword_pronoun_weight": 0.0})
         if args.pronoun_weight is not None:
             settings = settings.model_copy(update={"keyword_pronoun_weight": args.pronoun_weight})
         if args.english_embedding:

@@ -56,6 +56,26 @@ def test_invalid_environment_variable_is_named(monkeypatch: pytest.MonkeyPatch) 
         load_settings(_env_file=None)
 
 
+@pytest.mark.parametrize("source", ["environment", "env file"])
+def test_a_retired_setting_still_set_stops_the_start_saying_what_replaced_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, source: str
+) -> None:
+    # Ignored, it would quietly put the pronouns back at full weight.
+    env_file = tmp_path / ".env"
+    env_file.write_text("RAG_CHUNK_SIZE=700\n")
+    if source == "environment":
+        monkeypatch.setenv("rag_keyword_skip_pronouns", "true")  # names are not case sensitive
+    else:
+        env_file.write_text("RAG_CHUNK_SIZE=700\nRAG_KEYWORD_SKIP_PRONOUNS=true\n")
+    with pytest.raises(ConfigurationError) as info:
+        load_settings(_env_file=env_file)
+    assert "RAG_KEYWORD_SKIP_PRONOUNS" in str(info.value)
+    assert "RAG_KEYWORD_PRONOUN_WEIGHT" in str(info.value)
+    monkeypatch.delenv("rag_keyword_skip_pronouns", raising=False)
+    env_file.write_text("RAG_CHUNK_SIZE=700\nRAG_KEYWORD_PRONOUN_WEIGHT=0\n")
+    assert load_settings(_env_file=env_file).keyword_pronoun_weight == 0.0
+
+
 SECRETS = {
     "jwt_secret": "jwt-3f9c1a7e5b2d8c4f6a0e9b1d7c3f5a8e2b",
     "database_url": "postgresql+psycopg://rag:pg-pass-71c2e9@db:5432/rag",

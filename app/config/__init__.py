@@ -12,8 +12,11 @@ into one message that names the offending environment variable.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
+from pathlib import Path
 
+from dotenv import dotenv_values
 from pydantic import ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -48,6 +51,7 @@ __all__ = [
     "GROUPS",
     "JWT_TTL_CAP_S",
     "LLM_PROVIDERS",
+    "RETIRED_SETTINGS",
     "SERVICE_VERSION",
     "CacheBackend",
     "EmbeddingProvider",
@@ -68,6 +72,14 @@ __all__ = [
 
 # The service's version (the API's OpenAPI version and rag_build_info{version}).
 SERVICE_VERSION = "0.1.0"
+
+# Settings that were removed, each with what replaced it. One still set (in the environment or
+# the .env file) stops the start with this advice: ignored, it would change the service's
+# behaviour without a word.
+RETIRED_SETTINGS = {
+    f"{ENV_PREFIX}KEYWORD_SKIP_PRONOUNS": f"{ENV_PREFIX}KEYWORD_PRONOUN_WEIGHT (0 is what true "
+    "did; false is its default, 1)",
+}
 
 
 # The generated files list each block's settings in the order they are declared in their module.
@@ -146,7 +158,12 @@ class Settings(
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Build Settings, or fail with a message naming each invalid `RAG_*` variable."""
+    """Build Settings, or fail with a message naming each invalid or retired `RAG_*` variable."""
+    env_file = overrides.get("_env_file", Settings.model_config.get("env_file"))
+    retired = _retired_settings_set(env_file if isinstance(env_file, str | Path) else None)
+    if retired:
+        advice = "; ".join(f"{name} is retired, use {RETIRED_SETTINGS[name]}" for name in retired)
+        raise ConfigurationError(f"invalid configuration: {advice}")
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
@@ -157,6 +174,15 @@ def load_settings(**overrides: object) -> Settings:
             message = err["msg"].removeprefix("Value error, ")
             problems.append(f"{name}: {message} (got {err.get('input')!r})" if field else message)
         raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from exc
+
+
+def _retired_settings_set(env_file: str | Path | None) -> list[str]:
+    """The retired settings named in the environment or the env file (names are not case
+    sensitive, as for every setting)."""
+    names = {name.upper() for name in os.environ}
+    if env_file is not None and Path(env_file).is_file():
+        names |= {name.upper() for name in dotenv_values(env_file)}
+    return sorted(names & RETIRED_SETTINGS.keys())
 
 
 @lru_cache(maxsize=1)

@@ -164,22 +164,15 @@ class RetrievalSettings(BaseModel):
         "hybrid is no longer under its dense arm on any manual (docs/evaluation.md).",
         ge=0,
     )
-    keyword_skip_pronouns: bool = setting(
-        False,
-        group="retrieval",
-        description="BM25 scores a question without its first- and second-person pronouns (I, "
-        "me, my, we, our, you, your...): manuals rarely hold them (a loop variable i, an option "
-        "-i), so they weigh as rare words and rank such passages first for any question worded "
-        '"How do I ...". Off by default: it lifts the leave-one-manual-out mean but loses 0.028 '
-        "MRR on one manual (docs/evaluation.md). On, it is RAG_KEYWORD_PRONOUN_WEIGHT=0.",
-    )
     keyword_pronoun_weight: float = setting(
         1.0,
         group="retrieval",
         description="The share of its BM25 weight each of a question's first- and second-person "
-        "pronouns keeps (1: scored like any word; 0: left out, as RAG_KEYWORD_SKIP_PRONOUNS). "
-        "Between, the pronoun still breaks ties (an option -i a question's I happens to name) "
-        "without outweighing the question's other words (docs/evaluation.md).",
+        "pronouns (I, me, my, we, our, you, your...) keeps. Manuals rarely hold them (a loop "
+        "variable i, an option -i), so at full weight they count as rare words and rank such "
+        'passages first for any question worded "How do I ...". 1: scored like any word; 0: '
+        "left out. Between, the pronoun still breaks ties (an option -i a question's I happens "
+        "to name) without outweighing the question's other words (docs/evaluation.md).",
         ge=0,
         le=1,
     )

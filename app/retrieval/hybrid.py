@@ -196,9 +196,7 @@ class RetrieverConfig:
             reserve_keyword_first=settings.reserve_keyword_first,
             reserve_within=settings.reserve_within,
             reserve_dense_top_within=settings.reserve_dense_top_within,
-            keyword_pronoun_weight=0.0
-            if settings.keyword_skip_pronouns
-            else settings.keyword_pronoun_weight,
+            keyword_pronoun_weight=settings.keyword_pronoun_weight,
             english_fusion=ENGLISH_FUSION[settings.english_embedding],
         )
 

@@ -1,4 +1,4 @@
-"""The question's pronouns in BM25 (RAG_KEYWORD_PRONOUN_WEIGHT, RAG_KEYWORD_SKIP_PRONOUNS): "How
+"""The question's pronouns in BM25 (RAG_KEYWORD_PRONOUN_WEIGHT): "How
 do I ..." no longer ranks first the passage that happens to hold a loop variable `i`, and a
 weight between 0 and 1 still lets the pronoun break a tie. Real keyword index; the keyword arm
 alone (no embedder takes part)."""
@@ -40,7 +40,6 @@ def test_a_how_do_i_question_finds_its_page_not_the_loop_variable(
     add_document(store, embedder, "t", "manual.pdf", PAGES)
     # Scored, the pronoun matches the loop variable: "i", several times in one chunk, wins.
     assert _pages(settings, store, embedder)[0] == 1
-    assert _pages(settings, store, embedder, keyword_skip_pronouns=True)[0] == 2
     assert _pages(settings, store, embedder, keyword_pronoun_weight=0.0)[0] == 2
     assert _pages(settings, store, embedder, keyword_pronoun_weight=0.4)[0] == 2
 
