@@ -41,7 +41,7 @@ from app.api.routes import (
 )
 from app.api.routes.web import install_web
 from app.api.security_headers import NoSniff
-from app.config import SERVICE_VERSION, Settings, get_settings
+from app.config import SERVICE_VERSION, Settings, get_settings, warn_of_unknown_settings
 from app.container import Container
 from app.observability import configure_logging, configure_tracing, request_id_var
 from app.providers.types import ProviderOverrides
@@ -154,6 +154,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         active = settings or get_settings()
         configure_logging(active.log_level)
+        warn_of_unknown_settings(log)
         configure_tracing(active)  # LangSmith, when asked
         tracing_was_on = tracing.enabled()  # a test's own provider is left to the test
         own_tracing = tracing.configure(active) and not tracing_was_on  # OpenTelemetry

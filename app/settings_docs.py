@@ -74,8 +74,10 @@ REFERENCE_HEADER = """\
 # Configuration reference
 
 Every setting of the service, read from `RAG_*` environment variables or `.env` (copy
-`.env.example`). Invalid values stop start-up with a message naming the variable. Settings that
-can change an answer are part of the answer cache key (`AnswerShape`, `app/answer_shape.py`).
+`.env.example`). Invalid values stop start-up with a message naming the variable, and so does a
+retired setting (table at the end). A `RAG_*` variable that no setting reads, a misspelt one say,
+is named in the start-up log with the setting it resembles. Settings that can change an answer
+are part of the answer cache key (`AnswerShape`, `app/answer_shape.py`).
 
 Generated from `app/config/` (`python -m app.settings_docs --reference`); edit the
 descriptions there, not here.

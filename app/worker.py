@@ -20,7 +20,7 @@ from pathlib import Path
 import redis
 
 from app import metrics, tracing
-from app.config import SERVICE_VERSION, Settings, get_settings
+from app.config import SERVICE_VERSION, Settings, get_settings, warn_of_unknown_settings
 from app.container import Container
 from app.errors import ConfigurationError
 from app.job_runners.redis_worker import IngestWorker
@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None, *, providers: ProviderOverrides | None =
     if settings.job_backend != "redis":
         sys.exit("error: set RAG_JOB_BACKEND=redis; with `threads` the API process runs the jobs")
     configure_logging(settings.log_level)
+    warn_of_unknown_settings(log)
     from app.job_runners.redis_tasks import rq_worker
 
     tracing.configure(settings)

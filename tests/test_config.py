@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app import settings_docs
-from app.config import GROUPS, Settings, load_settings
+from app.config import GROUPS, Settings, load_settings, unknown_settings
 from app.errors import ConfigurationError
 
 pytestmark = pytest.mark.unit
@@ -74,6 +74,25 @@ def test_a_retired_setting_still_set_stops_the_start_saying_what_replaced_it(
     monkeypatch.delenv("rag_keyword_skip_pronouns", raising=False)
     env_file.write_text("RAG_CHUNK_SIZE=700\nRAG_KEYWORD_PRONOUN_WEIGHT=0\n")
     assert load_settings(_env_file=env_file).keyword_pronoun_weight == 0.0
+
+
+def test_unknown_variables_are_the_services_own_misspellings_only(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("RAG_EMBEDING_PROVIDER=use\nOTHER=1\n")
+    environ = {
+        "rag_chunk_siz": "500",  # names are not case sensitive
+        "RAG_CHUNK_SIZE": "700",
+        "RAG_URL": "http://rag",  # the command line's
+        "RAG_EVAL_DATA_DIR": "/data",  # the evaluations'
+        "RAG_KEYWORD_SKIP_PRONOUNS": "true",  # retired: load_settings refuses it
+        "HOME": "/root",
+    }
+    found = {(u.name, u.closest) for u in unknown_settings(environ, env_file)}
+    assert found == {
+        ("RAG_CHUNK_SIZ", "RAG_CHUNK_SIZE"),
+        ("RAG_EMBEDING_PROVIDER", "RAG_EMBEDDING_PROVIDER"),
+    }
+    assert unknown_settings({"RAG_ZZZZZZZZ": "1"}, None)[0].closest is None
 
 
 SECRETS = {

@@ -12,7 +12,11 @@ into one message that names the offending environment variable.
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -64,10 +68,13 @@ __all__ = [
     "SecondEmbedding",
     "SectionPathArms",
     "Settings",
+    "UnknownSetting",
     "VectorBackend",
     "get_settings",
     "load_settings",
     "setting",
+    "unknown_settings",
+    "warn_of_unknown_settings",
 ]
 
 # The service's version (the API's OpenAPI version and rag_build_info{version}).
@@ -179,10 +186,61 @@ def load_settings(**overrides: object) -> Settings:
 def _retired_settings_set(env_file: str | Path | None) -> list[str]:
     """The retired settings named in the environment or the env file (names are not case
     sensitive, as for every setting)."""
-    names = {name.upper() for name in os.environ}
+    return sorted(_names_set(os.environ, env_file) & RETIRED_SETTINGS.keys())
+
+
+def _names_set(environ: Mapping[str, str], env_file: str | Path | None) -> set[str]:
+    """The upper-cased names of the environment's and the env file's variables."""
+    names = {name.upper() for name in environ}
     if env_file is not None and Path(env_file).is_file():
         names |= {name.upper() for name in dotenv_values(env_file)}
-    return sorted(names & RETIRED_SETTINGS.keys())
+    return names
+
+
+# `RAG_*` variables that other programs of this repository read, not the service: the `rag`
+# command line's, and the tests', evaluations' and benchmarks' own.
+OTHER_PROGRAMS_VARIABLES = frozenset({"RAG_URL", "RAG_API_KEY", "RAG_CONFIG_FILE"})
+OTHER_PROGRAMS_PREFIXES = ("RAG_TEST_", "RAG_EVAL_", "RAG_BENCH_")
+
+
+@dataclass(frozen=True)
+class UnknownSetting:
+    """A `RAG_*` variable no setting reads, and the setting its name is closest to, if any."""
+
+    name: str
+    closest: str | None
+
+
+def unknown_settings(
+    environ: Mapping[str, str], env_file: str | Path | None = ".env"
+) -> list[UnknownSetting]:
+    """The `RAG_*` variables of the environment and the env file that no setting reads (a typo
+    would otherwise be ignored without a word), each with the closest setting's name."""
+    known = {f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields}
+    unknown = sorted(
+        name
+        for name in _names_set(environ, env_file)
+        if name.startswith(ENV_PREFIX)
+        and name not in known
+        and name not in RETIRED_SETTINGS
+        and name not in OTHER_PROGRAMS_VARIABLES
+        and not name.startswith(OTHER_PROGRAMS_PREFIXES)
+    )
+    return [
+        UnknownSetting(name, next(iter(difflib.get_close_matches(name, known, n=1)), None))
+        for name in unknown
+    ]
+
+
+def warn_of_unknown_settings(log: logging.Logger) -> None:
+    """Log each `RAG_*` variable of this process that no setting reads (at start-up)."""
+    for unknown in unknown_settings(os.environ):
+        log.warning(
+            "unknown setting ignored: %s%s",
+            unknown.name,
+            f" (did you mean {unknown.closest}?)" if unknown.closest else "",
+            extra={"variable": unknown.name, "closest": unknown.closest},
+        )
 
 
 @lru_cache(maxsize=1)
