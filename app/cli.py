@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
 
-from app.config import get_settings
+from app.config import get_settings, unknown_settings
 from app.container import Container
 from app.domain import ROLES
 from app.errors import RagError
@@ -385,6 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; typed errors become a one-line message and exit status 1."""
     args = build_parser().parse_args(argv)
+    for unknown in unknown_settings(os.environ):  # a misspelt RAG_DATA_DIR would act elsewhere
+        print(f"warning: {unknown.message}", file=sys.stderr)
     try:
         container = Container(get_settings())
         code: int = args.run(container, args)

@@ -268,3 +268,23 @@ def test_reindex_re_embeds_a_tenant_indexed_with_another_model(tmp_path: Path) -
     assert [row["text"] for row in json.loads(found.stdout)] == [text]
     again = cli(data_dir, "reindex", "--tenant", "acme")
     assert "re-indexed 0 chunks" in again.stdout
+
+
+def test_a_misspelt_setting_is_named_before_the_command_acts(tmp_path: Path) -> None:
+    # RAG_DATADIR is not RAG_DATA_DIR: the user lands in the data directory the other names.
+    made = cli(
+        tmp_path / "data",
+        "create-user",
+        "--tenant",
+        "acme",
+        "--username",
+        "ops",
+        "--password-stdin",
+        stdin="a long enough password\n",
+        RAG_DATADIR=str(tmp_path / "elsewhere"),
+    )
+    assert made.returncode == 0, made.stderr
+    assert "warning: unknown setting ignored: RAG_DATADIR (did you mean RAG_DATA_DIR?)" in (
+        made.stderr
+    )
+    assert "unknown setting" not in cli(tmp_path / "data", "list-users").stderr

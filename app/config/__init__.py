@@ -210,6 +210,12 @@ class UnknownSetting:
     name: str
     closest: str | None
 
+    @property
+    def message(self) -> str:
+        """What start-up says of it."""
+        guess = f" (did you mean {self.closest}?)" if self.closest else ""
+        return f"unknown setting ignored: {self.name}{guess}"
+
 
 def unknown_settings(
     environ: Mapping[str, str], env_file: str | Path | None = ".env"
@@ -235,12 +241,7 @@ def unknown_settings(
 def warn_of_unknown_settings(log: logging.Logger) -> None:
     """Log each `RAG_*` variable of this process that no setting reads (at start-up)."""
     for unknown in unknown_settings(os.environ):
-        log.warning(
-            "unknown setting ignored: %s%s",
-            unknown.name,
-            f" (did you mean {unknown.closest}?)" if unknown.closest else "",
-            extra={"variable": unknown.name, "closest": unknown.closest},
-        )
+        log.warning(unknown.message, extra={"variable": unknown.name, "closest": unknown.closest})
 
 
 @lru_cache(maxsize=1)
