@@ -7,7 +7,8 @@ question in the test bench. Signed out, and as a reader, none of the Quality sec
 
 Each test stands alone: the module's tenant holds only what no test changes (three people and two
 documents); a test makes through the API what it reads (its own user, rating, set or runs), and
-a test whose page shows every rating of the tenant gets a tenant of its own.
+a test that checks every rating of the tenant (a set made from them all, the export) gets a
+tenant of its own.
 """
 
 from __future__ import annotations
@@ -100,11 +101,11 @@ class Person:
             job = self.api("GET", f"/jobs/{accepted['job_id']}", params={"wait": 30})
         assert job["status"] == "done", job
 
-    def rate_down(self, comment: str, page: int = 8) -> dict[str, Any]:
-        """Ask QUESTION and rate the answer down naming `page` of manual.pdf (8, the canteen:
-        a miss by design); the rating."""
+    def rate_down(self, comment: str) -> dict[str, Any]:
+        """Ask QUESTION and rate the answer down naming page 8 of manual.pdf (the canteen: a
+        miss by design); the rating."""
         answer = self.api("POST", "/query", json={"question": QUESTION})
-        expected = [{"source": "manual.pdf", "page": page}]
+        expected = [{"source": "manual.pdf", "page": 8}]
         rating = {"rating": "down", "comment": comment, "expected": expected}
         rated: dict[str, Any] = self.api(
             "POST", f"/answers/{answer['answer_id']}/feedback", json=rating
@@ -142,8 +143,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 
 def tenant_of_its_own(live: LiveServer, tenant: str) -> Person:
-    """The admin of a new tenant that holds manual.pdf alone: for a test whose page shows every
-    rating of the tenant, so that it shows no other test's."""
+    """The admin of a new tenant that holds manual.pdf alone: for a test that checks every
+    rating of the tenant, so that no other test's rating counts."""
     live.create_user(tenant, "ada", PASSWORD)
     admin = Person(live, "ada", tenant)
     admin.upload("manual.pdf", pdf_document(*TOPICS))
