@@ -147,12 +147,16 @@ A11Y_AUDIT = """() => {
 }"""
 
 
-def sign_in_with_form(page: Any, url: str, username: str, password: str) -> None:
-    """Open the app at `url`, sign in through the form by its visible labels, and wait until it
-    greets `username`."""
+def sign_in_with_form(
+    page: Any, url: str, username: str, password: str, organisation: str = ""
+) -> None:
+    """Open the app at `url`, sign in through the form by its visible labels (typing the
+    `organisation` when given), and wait until it greets `username`."""
     from playwright.sync_api import expect
 
     page.goto(f"{url}/")
+    if organisation:
+        page.get_by_label("Organisation", exact=True).fill(organisation)
     page.get_by_label("User name", exact=True).fill(username)
     page.get_by_label("Password", exact=True).fill(password)
     page.get_by_role("button", name="Sign in").click()

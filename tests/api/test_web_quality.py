@@ -1,9 +1,14 @@
 """Answer quality in the web app, as people see it in Chromium, by visible labels and roles.
 
 A reader rates an answer down and names the page it should have used; a member tests retrieval
-and sees each passage's signals as bars; the admin finds the rating in Feedback, turns it into a
+and sees each passage's signals as bars; the admin finds a rating in Feedback, turns it into a
 test set, runs it twice, reads the chart (its points are the API's numbers) and opens the missed
 question in the test bench. Signed out, and as a reader, none of the Quality section shows.
+
+Each test stands alone: the module's tenant holds only what no test changes (three people and two
+documents); a test makes through the API what it reads (its own user, rating, set or runs), and
+a test that checks every rating of the tenant (a set made from them all, the export) gets a
+tenant of its own.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +33,7 @@ from sqlalchemy.orm import Session
 from app.storage.tables import AnswerFeedbackRow, DocumentRow, EvaluationRunRow, EvaluationSetRow
 from testkit.builders import pdf_document, text_document
 from testkit.live_server import LiveServer
+from tests.api.browser import sign_in_with_form
 
 pytestmark = pytest.mark.integration
 
@@ -46,24 +54,80 @@ QUESTION = "How often is the pump impeller seal replaced?"
 MINUTES = "Board minutes: the canteen closes for renovation in March; the budget is approved."
 
 
-def token(live: LiveServer, username: str) -> str:
-    response = httpx.post(
-        f"{live.url}/auth/token",
-        data={"username": username, "password": PASSWORD, "tenant": TENANT},
-    )
-    assert response.status_code == 200, response.text
-    return str(response.json()["access_token"])
+@dataclass
+class Person:
+    """Someone of a tenant on the live server, calling its API with one token."""
 
+    live: LiveServer
+    username: str
+    tenant: str = TENANT
 
-def api(live: LiveServer, username: str, method: str, path: str, **kwargs: Any) -> Any:
-    headers = {"Authorization": f"Bearer {token(live, username)}"}
-    response = httpx.request(method, f"{live.url}{path}", headers=headers, timeout=60, **kwargs)
-    assert response.status_code < 300, response.text
-    return response.json()
+    @cached_property
+    def headers(self) -> dict[str, str]:
+        """The bearer header of this person's token (signed in on first use)."""
+        response = httpx.post(
+            f"{self.live.url}/auth/token",
+            data={"username": self.username, "password": PASSWORD, "tenant": self.tenant},
+        )
+        assert response.status_code == 200, response.text
+        return {"Authorization": f"Bearer {response.json()['access_token']}"}
+
+    @cached_property
+    def user_id(self) -> str:
+        """This person's user id."""
+        return str(self.api("GET", "/auth/me")["user_id"])
+
+    def api(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The JSON body of a successful call to `path`."""
+        response = httpx.request(
+            method, f"{self.live.url}{path}", headers=self.headers, timeout=60, **kwargs
+        )
+        assert response.status_code < 300, response.text
+        return response.json()
+
+    def add_user(self, username: str, role: str) -> Person:
+        """A new user of this admin's tenant, named for the one test that uses it."""
+        self.api("POST", "/users", json={"username": username, "password": PASSWORD, "role": role})
+        return Person(self.live, username, self.tenant)
+
+    def upload(self, name: str, content: bytes, collection: str = "") -> None:
+        """Upload a document and wait until it is indexed."""
+        data = {"collection": collection} if collection else {}
+        accepted = self.api("POST", "/documents", files={"file": (name, content)}, data=data)
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        job = {"status": "queued"}
+        while job["status"] not in ("done", "failed"):
+            assert time.monotonic() < deadline, job
+            job = self.api("GET", f"/jobs/{accepted['job_id']}", params={"wait": 30})
+        assert job["status"] == "done", job
+
+    def rate_down(self, comment: str) -> dict[str, Any]:
+        """Ask QUESTION and rate the answer down naming page 8 of manual.pdf (the canteen: a
+        miss by design); the rating."""
+        answer = self.api("POST", "/query", json={"question": QUESTION})
+        expected = [{"source": "manual.pdf", "page": 8}]
+        rating = {"rating": "down", "comment": comment, "expected": expected}
+        rated: dict[str, Any] = self.api(
+            "POST", f"/answers/{answer['answer_id']}/feedback", json=rating
+        )
+        return rated
+
+    def run(self, set_id: str) -> None:
+        """Run a test set and wait until the run is done."""
+        run = self.api("POST", "/evaluations/runs", json={"set_id": set_id})
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        while run["status"] not in ("done", "failed"):
+            assert time.monotonic() < deadline, run
+            time.sleep(0.2)
+            run = self.api("GET", f"/evaluations/runs/{run['run_id']}")
+        assert run["status"] == "done", run
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The server, and the module's tenant as no test changes it: ada (admin), max (member),
+    rex (reader), manual.pdf for all of them and minutes.txt in the admin's restricted "board"
+    (the admin's test bench offers it, the member's does not)."""
     server = LiveServer(
         tmp_path_factory.mktemp("web-quality") / "data", {"RAG_RATE_LIMIT_AUTH_PER_MINUTE": "200"}
     )
@@ -71,32 +135,20 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.create_user(TENANT, "max", PASSWORD, role="member")
     server.create_user(TENANT, "rex", PASSWORD, role="reader")
     with server.running():
-        files = {"file": ("manual.pdf", pdf_document(*TOPICS))}
-        accepted = api(server, "ada", "POST", "/documents", files=files)
-        deadline = time.monotonic() + JOB_TIMEOUT_S
-        while True:
-            job = api(server, "ada", "GET", f"/jobs/{accepted['job_id']}")
-            if job["status"] in ("done", "failed"):
-                break
-            assert time.monotonic() < deadline, job
-            time.sleep(0.2)
-        assert job["status"] == "done", job
-        # The admin's own collection: the admin's test bench offers it, the member's does not.
-        api(
-            server,
-            "ada",
-            "POST",
-            "/collections",
-            json={"name": "board", "visibility": "restricted"},
-        )
-        files = {"file": ("minutes.txt", text_document(MINUTES))}
-        accepted = api(
-            server, "ada", "POST", "/documents", files=files, data={"collection": "board"}
-        )
-        while api(server, "ada", "GET", f"/jobs/{accepted['job_id']}")["status"] != "done":
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        ada = Person(server, "ada")
+        ada.upload("manual.pdf", pdf_document(*TOPICS))
+        ada.api("POST", "/collections", json={"name": "board", "visibility": "restricted"})
+        ada.upload("minutes.txt", text_document(MINUTES), collection="board")
         yield server
+
+
+def tenant_of_its_own(live: LiveServer, tenant: str) -> Person:
+    """The admin of a new tenant that holds manual.pdf alone: for a test that checks every
+    rating of the tenant, so that no other test's rating counts."""
+    live.create_user(tenant, "ada", PASSWORD)
+    admin = Person(live, "ada", tenant)
+    admin.upload("manual.pdf", pdf_document(*TOPICS))
+    return admin
 
 
 @pytest.fixture(scope="module")
@@ -106,14 +158,10 @@ def browser() -> Iterator[Any]:
         yield context
 
 
-def sign_in(browser: Any, live: LiveServer, username: str) -> Any:
+def sign_in(browser: Any, person: Person) -> Any:
+    """A new tab signed in as `person` through the form, organisation typed."""
     page = browser.new_page()
-    page.goto(f"{live.url}/")
-    page.get_by_label("Organisation", exact=True).fill(TENANT)
-    page.get_by_label("User name", exact=True).fill(username)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_text("Signed in as")).to_have_text(f"Signed in as {username}")
+    sign_in_with_form(page, person.live.url, person.username, PASSWORD, person.tenant)
     return page
 
 
@@ -128,7 +176,9 @@ def test_signed_out_nothing_of_quality_shows(live: LiveServer, browser: Any) -> 
 
 
 def test_a_reader_rates_an_answer_down_and_names_the_page(live: LiveServer, browser: Any) -> None:
-    page = sign_in(browser, live, "rex")
+    ada = Person(live, "ada")
+    reader = ada.add_user("rex-rates-down", "reader")
+    page = sign_in(browser, reader)
     assert page.get_by_role("link", name="Quality").filter(visible=True).count() == 0
     expect(page.get_by_role("group", name="Was this answer helpful?")).to_be_hidden()
     page.get_by_label("Question", exact=True).fill(QUESTION)
@@ -151,7 +201,7 @@ def test_a_reader_rates_an_answer_down_and_names_the_page(live: LiveServer, brow
     audit = page.evaluate(A11Y_AUDIT)
     assert audit["unnamed"] == [] and audit["low"] == [], audit
     page.close()
-    feedback = api(live, "ada", "GET", "/feedback", params={"rating": "down"})
+    feedback = ada.api("GET", "/feedback", params={"rating": "down", "user_id": reader.user_id})
     assert feedback["count"] == 1
     entry = feedback["data"][0]
     assert (entry["question"], entry["comment"]) == (QUESTION, "Wrong page for the seal")
@@ -159,7 +209,8 @@ def test_a_reader_rates_an_answer_down_and_names_the_page(live: LiveServer, brow
 
 
 def test_a_member_tests_retrieval_and_sees_the_signals(live: LiveServer, browser: Any) -> None:
-    page = sign_in(browser, live, "max")
+    member = Person(live, "max")
+    page = sign_in(browser, member)
     page.get_by_role("link", name="Quality").click()
     expect(page.get_by_role("heading", name="Test retrieval")).to_be_focused()
     assert page.get_by_role("heading", name="Feedback").filter(visible=True).count() == 0
@@ -168,12 +219,8 @@ def test_a_member_tests_retrieval_and_sees_the_signals(live: LiveServer, browser
     page.get_by_role("button", name="Test retrieval").click()
     results = page.get_by_role("list", name="Ranked passages").get_by_role("listitem")
     expect(results.first).to_be_visible()
-    expected = api(
-        live,
-        "max",
-        "POST",
-        "/search",
-        json={"query": "When is the canteen closed?", "k": 10, "explain": True},
+    expected = member.api(
+        "POST", "/search", json={"query": "When is the canteen closed?", "k": 10, "explain": True}
     )
     first = expected["results"][0]["explain"]
     meter = results.first.get_by_role("meter", name="Keyword match")
@@ -190,7 +237,9 @@ def test_a_member_tests_retrieval_and_sees_the_signals(live: LiveServer, browser
 def test_the_admin_turns_feedback_into_a_set_runs_it_and_reads_the_chart(
     live: LiveServer, browser: Any
 ) -> None:
-    page = sign_in(browser, live, "ada")
+    admin = tenant_of_its_own(live, "web-quality-feedback-set")
+    admin.rate_down("Wrong page for the seal")
+    page = sign_in(browser, admin)
     page.get_by_role("link", name="Quality").click()
     rows = page.get_by_role("table", name="Ratings of answers, newest first").get_by_role("row")
     expect(rows.filter(has_text=QUESTION)).to_contain_text("not helpful")
@@ -206,7 +255,7 @@ def test_the_admin_turns_feedback_into_a_set_runs_it_and_reads_the_chart(
     chart = page.get_by_role("img", name="Page MRR@10")
     expect(chart).to_be_visible()
     set_id = page.get_by_label("Test set", exact=True).input_value()
-    runs = api(live, "ada", "GET", "/evaluations/runs", params={"set_id": set_id})["data"]
+    runs = admin.api("GET", "/evaluations/runs", params={"set_id": set_id})["data"]
     shown = [
         float(v)
         for v in chart.locator("circle").evaluate_all("(dots) => dots.map((d) => d.dataset.value)")
@@ -244,7 +293,8 @@ def passages(page: Any) -> Any:
 
 
 def test_the_bench_searches_the_chosen_document_and_pages(live: LiveServer, browser: Any) -> None:
-    page = sign_in(browser, live, "max")
+    member = Person(live, "max")
+    page = sign_in(browser, member)
     page.get_by_role("link", name="Quality").click()
     # The member reads one collection: no collection to choose, and only its documents.
     expect(page.get_by_label("Only in the document")).to_be_visible()
@@ -259,9 +309,7 @@ def test_the_bench_searches_the_chosen_document_and_pages(live: LiveServer, brow
     expect(passages(page).first).to_be_visible()
     shown = passages(page).evaluate_all("(items) => items.map((i) => i.textContent)")
     assert shown and all(", page 2 " in t or ", page 3 " in t for t in shown), shown
-    expected = api(
-        live,
-        "max",
+    expected = member.api(
         "POST",
         "/search",
         json={
@@ -275,7 +323,7 @@ def test_the_bench_searches_the_chosen_document_and_pages(live: LiveServer, brow
 
 
 def test_the_admin_chooses_a_collection_in_the_bench(live: LiveServer, browser: Any) -> None:
-    page = sign_in(browser, live, "ada")
+    page = sign_in(browser, Person(live, "ada"))
     page.get_by_role("link", name="Quality").click()
     picker = page.get_by_label("Collection to search")
     expect(picker).to_be_visible()
@@ -297,7 +345,7 @@ def test_the_admin_chooses_a_collection_in_the_bench(live: LiveServer, browser: 
 def test_a_filter_in_the_bench_leaves_out_the_documents_it_does_not_match(
     live: LiveServer, browser: Any
 ) -> None:
-    page = sign_in(browser, live, "ada")
+    page = sign_in(browser, Person(live, "ada"))
     sent: list[Any] = []
     page.on(
         "request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/search") else None
@@ -330,17 +378,19 @@ def test_a_filter_in_the_bench_leaves_out_the_documents_it_does_not_match(
 
 
 def test_the_admin_opens_the_record_of_a_rated_answer(live: LiveServer, browser: Any) -> None:
-    rated = api(live, "ada", "GET", "/feedback", params={"rating": "down"})["data"][0]
-    record = api(live, "ada", "GET", f"/answers/{rated['answer_id']}")
-    page = sign_in(browser, live, "ada")
+    ada = Person(live, "ada")
+    comment = "Page 8 is the canteen, not the seal"
+    rated = ada.add_user("rex-record", "reader").rate_down(comment)
+    record = ada.api("GET", f"/answers/{rated['answer_id']}")
+    page = sign_in(browser, ada)
     page.get_by_role("link", name="Quality").click()
     rows = page.get_by_role("table", name="Ratings of answers, newest first").get_by_role("row")
-    rows.filter(has_text=QUESTION).get_by_role("button", name="Open answer record").click()
+    rows.filter(has_text=comment).get_by_role("button", name="Open answer record").click()
     shown = page.get_by_role("region", name="Answer record")
     expect(page.get_by_role("heading", name="Answer record")).to_be_focused()
     expect(shown).to_contain_text(f"Question{QUESTION}")
     expect(shown).to_contain_text("Not helpful: should have used manual.pdf p. 8")
-    expect(shown).to_contain_text("Wrong page for the seal")
+    expect(shown).to_contain_text(comment)
     expect(shown).to_contain_text(f"Model{record['model']}")
     ranked = shown.get_by_role("table", name="Passages retrieved, by rank").get_by_role("row")
     expect(ranked).to_have_count(len(record["retrieved"]) + 1)
@@ -363,7 +413,7 @@ def test_the_admin_opens_the_record_of_a_rated_answer(live: LiveServer, browser:
     page.close()
 
     # A member has no feedback list, so no answer record of anyone else's.
-    member = sign_in(browser, live, "max")
+    member = sign_in(browser, Person(live, "max"))
     member.get_by_role("link", name="Quality").click()
     expect(member.get_by_role("heading", name="Test retrieval")).to_be_focused()
     assert member.get_by_role("button", name="Open answer record").count() == 0
@@ -382,7 +432,7 @@ def saved_lines(page: Any, button: str) -> list[dict[str, Any]]:
 def test_a_member_uploads_test_set_files_and_runs_one_with_answers(
     live: LiveServer, browser: Any, tmp_path: Path
 ) -> None:
-    reader = sign_in(browser, live, "rex")
+    reader = sign_in(browser, Person(live, "rex"))
     assert reader.get_by_role("link", name="Quality").filter(visible=True).count() == 0
     assert reader.get_by_label("Test set file (JSONL or CSV)").filter(visible=True).count() == 0
     reader.close()
@@ -396,7 +446,8 @@ def test_a_member_uploads_test_set_files_and_runs_one_with_answers(
     csv.write_text(
         "question,source,page,answerable\nWhat is tested on the crane?,manual.pdf,3,true\n"
     )
-    page = sign_in(browser, live, "max")
+    member = Person(live, "max")
+    page = sign_in(browser, member)
     page.get_by_role("link", name="Quality").click()
     for path, name, count in ((csv, "crane", 1), (jsonl, "seal", 2)):
         page.get_by_label("Name of the uploaded set").fill(name)
@@ -417,9 +468,9 @@ def test_a_member_uploads_test_set_files_and_runs_one_with_answers(
         assert page.get_by_role("button", name=name).filter(visible=True).count() == 0, name
     set_id = page.get_by_label("Test set", exact=True).input_value()
     page.close()
-    (run,) = api(live, "max", "GET", "/evaluations/runs", params={"set_id": set_id})["data"]
+    (run,) = member.api("GET", "/evaluations/runs", params={"set_id": set_id})["data"]
     assert run["answers"] is True
-    results = api(live, "max", "GET", f"/evaluations/runs/{run['run_id']}")["results"]
+    results = member.api("GET", f"/evaluations/runs/{run['run_id']}")["results"]
     assert [r["question"] for r in results] == [item["question"] for item in items]
     assert all("answer" in r for r in results), results  # the model answered every item
     assert results[1]["answer"]["refused"] is True
@@ -427,12 +478,14 @@ def test_a_member_uploads_test_set_files_and_runs_one_with_answers(
 
 
 def test_the_admin_exports_feedback_as_jsonl(live: LiveServer, browser: Any) -> None:
-    page = sign_in(browser, live, "ada")
+    admin = tenant_of_its_own(live, "web-quality-feedback-export")
+    admin.rate_down("Wrong page for the seal")
+    page = sign_in(browser, admin)
     page.get_by_role("link", name="Quality").click()
     rows = page.get_by_role("table", name="Ratings of answers, newest first").get_by_role("row")
     expect(rows.filter(has_text=QUESTION)).to_be_visible()
     saved = saved_lines(page, "Export as JSONL")
-    listed = api(live, "ada", "GET", "/feedback")["data"]
+    listed = admin.api("GET", "/feedback")["data"]
     assert [line["answer_id"] for line in saved] == [entry["answer_id"] for entry in listed]
     assert saved[0]["question"] == QUESTION and saved[0]["rating"] == "down"
     page.get_by_label("Rating", exact=True).select_option(label="Helpful")
@@ -465,9 +518,13 @@ def _delete(live: LiveServer, *statements: Any) -> None:
 def test_the_chart_shows_the_newest_runs_by_date_and_pages_back(
     live: LiveServer, browser: Any
 ) -> None:
-    sets = api(live, "ada", "GET", "/evaluations/sets")["data"]
-    set_id = next(s["set_id"] for s in sets if s["name"] == "From feedback")
-    runs = api(live, "ada", "GET", "/evaluations/runs", params={"set_id": set_id})["data"]
+    ada = Person(live, "ada")
+    items = [{"question": QUESTION, "expected": [{"source": "manual.pdf", "page": 8}]}]
+    made = ada.api("POST", "/evaluations/sets", json={"name": "Runs by date", "items": items})
+    set_id = made["set_id"]
+    for _ in range(2):
+        ada.run(set_id)
+    runs = ada.api("GET", "/evaluations/runs", params={"set_id": set_id})["data"]
     newest = runs[-1]
     # 110 older runs, a year back and a day apart, whose page MRR@10 is 0.25.
     first = runs[0]
@@ -479,7 +536,7 @@ def test_the_chart_shows_the_newest_runs_by_date_and_pages_back(
         EvaluationRunRow.run_id == first["run_id"],
         [
             {
-                "run_id": f"run_old{i:03d}",
+                "run_id": f"run_bydate{i:03d}",
                 "created_at": when + timedelta(days=i),
                 "updated_at": when + timedelta(days=i),
                 "summary": summary,
@@ -487,30 +544,33 @@ def test_the_chart_shows_the_newest_runs_by_date_and_pages_back(
             for i in range(110)
         ],
     )
-    page = sign_in(browser, live, "ada")
-    page.get_by_role("link", name="Quality").click()
-    page.get_by_label("Test set", exact=True).select_option(value=set_id)
-    chart = page.get_by_role("img", name="Page MRR@10")
-    dots = chart.locator("circle")
-    expect(dots).to_have_count(100)
-    values = [float(v) for v in dots.evaluate_all("(d) => d.map((e) => e.dataset.value)")]
-    # The newest hundred: the two real runs last, after 98 of the old ones.
-    assert values[-1] == pytest.approx(newest["summary"]["page_mrr@10"])
-    assert values[:98] == [0.25] * 98
-    day = datetime.fromisoformat(newest["created_at"])
-    labels = chart.locator("text").all_text_contents()
-    assert "Run 1" not in labels and str(day.day) in labels[-1], labels
-    assert any(day.strftime("%b") in label for label in labels), labels
-    pager = page.get_by_role("group", name="Pages of runs")
-    expect(pager).to_contain_text("Runs 13–112 of 112")
-    pager.get_by_role("button", name="Previous").click()
-    expect(pager).to_contain_text("Runs 1–100 of 112")
-    expect(dots).to_have_count(100)
-    older = [float(v) for v in dots.evaluate_all("(d) => d.map((e) => e.dataset.value)")]
-    assert older == [0.25] * 100
-    page.locator("#eval-chart-figure").screenshot(path=str(artifacts_dir() / "chart-dates.png"))
-    page.close()
-    _delete(live, delete(EvaluationRunRow).where(EvaluationRunRow.run_id.like("run_old%")))
+    try:
+        page = sign_in(browser, ada)
+        page.get_by_role("link", name="Quality").click()
+        page.get_by_label("Test set", exact=True).select_option(value=set_id)
+        chart = page.get_by_role("img", name="Page MRR@10")
+        dots = chart.locator("circle")
+        expect(dots).to_have_count(100)
+        values = [float(v) for v in dots.evaluate_all("(d) => d.map((e) => e.dataset.value)")]
+        # The newest hundred: the two real runs last, after 98 of the old ones.
+        assert values[-1] == pytest.approx(newest["summary"]["page_mrr@10"])
+        assert values[:98] == [0.25] * 98
+        day = datetime.fromisoformat(newest["created_at"])
+        labels = chart.locator("text").all_text_contents()
+        assert "Run 1" not in labels and str(day.day) in labels[-1], labels
+        assert any(day.strftime("%b") in label for label in labels), labels
+        pager = page.get_by_role("group", name="Pages of runs")
+        expect(pager).to_contain_text("Runs 13–112 of 112")
+        pager.get_by_role("button", name="Previous").click()
+        expect(pager).to_contain_text("Runs 1–100 of 112")
+        expect(dots).to_have_count(100)
+        older = [float(v) for v in dots.evaluate_all("(d) => d.map((e) => e.dataset.value)")]
+        assert older == [0.25] * 100
+        figure = page.locator("#eval-chart-figure")
+        figure.screenshot(path=str(artifacts_dir() / "chart-dates.png"))
+        page.close()
+    finally:
+        _delete(live, delete(EvaluationRunRow).where(EvaluationRunRow.run_id.like("run_bydate%")))
 
 
 @contextmanager
@@ -518,7 +578,9 @@ def filler_documents(live: LiveServer, count: int) -> Iterator[None]:
     """`count` documents newer than manual.pdf (records only, no passages), named filler-000.txt
     and on: the manual falls past the first pages of the listing. Gone again afterwards."""
     manual = next(
-        d for d in api(live, "max", "GET", "/documents")["data"] if d["source"] == "manual.pdf"
+        d
+        for d in Person(live, "max").api("GET", "/documents")["data"]
+        if d["source"] == "manual.pdf"
     )
     newer = datetime.fromisoformat(manual["uploaded_at"]) + timedelta(minutes=1)
     _copies(
@@ -543,7 +605,7 @@ def filler_documents(live: LiveServer, count: int) -> Iterator[None]:
 
 def test_the_bench_finds_any_document_by_typing_its_name(live: LiveServer, browser: Any) -> None:
     with filler_documents(live, 120):
-        page = sign_in(browser, live, "max")
+        page = sign_in(browser, Person(live, "max"))
         page.get_by_role("link", name="Quality").click()
         picker = page.get_by_label("Only in the document")
         expect(page.get_by_text("type more of the name to find the others")).to_be_visible()
@@ -564,9 +626,10 @@ def test_the_documents_view_pages_through_every_document_and_filters_by_name(
     live: LiveServer, browser: Any
 ) -> None:
     with filler_documents(live, 120):
-        total = api(live, "rex", "GET", "/documents")["count"]
+        reader = Person(live, "rex")
+        total = reader.api("GET", "/documents")["count"]
         assert total == 121  # the reader reads the manual and the 120 fillers, not the board's
-        page = sign_in(browser, live, "rex")
+        page = sign_in(browser, reader)
         table = page.get_by_role("table", name="Your documents")
         rows = table.get_by_role("row").filter(has=page.get_by_role("cell"))
         expect(rows).to_have_count(100)
@@ -600,8 +663,10 @@ def test_the_documents_view_pages_through_every_document_and_filters_by_name(
 
 
 def test_the_thumbs_down_picker_finds_any_document_by_name(live: LiveServer, browser: Any) -> None:
+    ada = Person(live, "ada")
+    reader = ada.add_user("rex-picks-by-name", "reader")
     with filler_documents(live, 120):
-        page = sign_in(browser, live, "rex")
+        page = sign_in(browser, reader)
         page.get_by_label("Question", exact=True).fill(QUESTION)
         page.get_by_role("button", name="Ask", exact=True).click()
         expect(page.get_by_role("group", name="Was this answer helpful?")).to_be_visible(
@@ -623,34 +688,34 @@ def test_the_thumbs_down_picker_finds_any_document_by_name(live: LiveServer, bro
             page.get_by_role("status").filter(has_text="your details were saved")
         ).to_be_visible()
         page.close()
-    newest = api(live, "ada", "GET", "/feedback", params={"rating": "down"})["data"][0]
-    assert [(e["source"], e["page"]) for e in newest["expected"]] == [("manual.pdf", 1)]
+    (rated,) = ada.api("GET", "/feedback", params={"user_id": reader.user_id})["data"]
+    assert [(e["source"], e["page"]) for e in rated["expected"]] == [("manual.pdf", 1)]
 
 
 def test_the_admin_pages_back_through_older_feedback(live: LiveServer, browser: Any) -> None:
-    answer = api(live, "ada", "POST", "/query", json={"question": QUESTION})
-    api(live, "ada", "POST", f"/answers/{answer['answer_id']}/feedback", json={"rating": "down"})
-    rated = api(live, "ada", "GET", "/feedback")["data"]
-    oldest = datetime.fromisoformat(rated[-1]["updated_at"])
-    # 60 older ratings (records only), a day apart: more than the table's page of 50.
+    ada = Person(live, "ada")
+    rated = ada.rate_down("The newest rating")
+    newest = datetime.fromisoformat(rated["updated_at"])
+    # 60 older ratings (records only), a day apart, older than any other of the tenant's
+    # (made today): more than the table's page of 50.
     _copies(
         live,
         AnswerFeedbackRow,
-        AnswerFeedbackRow.answer_id == rated[-1]["answer_id"],
+        AnswerFeedbackRow.answer_id == rated["answer_id"],
         [
             {
                 "id": None,
                 "answer_id": f"oldanswer{i:03d}",
                 "comment": f"old rating {i:03d}",
-                "created_at": oldest - timedelta(days=60 - i),
-                "updated_at": oldest - timedelta(days=60 - i),
+                "created_at": newest - timedelta(days=60 - i),
+                "updated_at": newest - timedelta(days=60 - i),
             }
             for i in range(60)
         ],
     )
-    total = len(rated) + 60
+    total = ada.api("GET", "/feedback")["count"]
     try:
-        page = sign_in(browser, live, "ada")
+        page = sign_in(browser, ada)
         page.get_by_role("link", name="Quality").click()
         table = page.get_by_role("table", name="Ratings of answers, newest first")
         rows = table.get_by_role("row").filter(has=page.get_by_role("cell"))
@@ -672,7 +737,10 @@ def test_the_admin_pages_back_through_older_feedback(live: LiveServer, browser: 
 
 def test_the_set_picker_offers_every_test_set(live: LiveServer, browser: Any) -> None:
     items = [{"question": QUESTION, "expected": [{"source": "manual.pdf", "page": 1}]}]
-    made = api(live, "max", "POST", "/evaluations/sets", json={"name": "first", "items": items})
+    member = Person(live, "max")
+    made = member.api(
+        "POST", "/evaluations/sets", json={"name": "Newest in the picker", "items": items}
+    )
     # 110 older sets (records only): the first set made falls past a page of 100.
     _copies(
         live,
@@ -687,10 +755,10 @@ def test_the_set_picker_offers_every_test_set(live: LiveServer, browser: Any) ->
             for i in range(110)
         ],
     )
-    total = api(live, "max", "GET", "/evaluations/sets")["count"]
+    total = member.api("GET", "/evaluations/sets")["count"]
     assert total >= 111
     try:
-        page = sign_in(browser, live, "max")
+        page = sign_in(browser, member)
         page.get_by_role("link", name="Quality").click()
         picker = page.get_by_label("Test set", exact=True)
         expect(picker.locator("option")).to_have_count(total)
