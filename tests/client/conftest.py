@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -95,14 +96,22 @@ class Rag:
         return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
 
     def popen(self, *args: str) -> subprocess.Popen[bytes]:
-        """Start `rag` without waiting (to interrupt it)."""
+        """Start `rag` without waiting (to interrupt it), with Ctrl-C as a terminal gives it
+        even when the test run itself ignores SIGINT (started in the background by a shell)."""
         return subprocess.Popen(
             [str(self.executable), *args],
             env=self.environment(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=self.home,
+            preexec_fn=_ctrl_c_as_on_a_terminal,
         )
+
+
+def _ctrl_c_as_on_a_terminal() -> None:
+    """In the child before `rag` runs: SIGINT's default action, so Python turns it into
+    KeyboardInterrupt (a process started with SIGINT ignored keeps ignoring it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @dataclass
