@@ -42,6 +42,19 @@ def cli(
     )
 
 
+def create_user(
+    data_dir: Path,
+    name: str,
+    *role: str,
+    tenant: str = "acme",
+    password: str = "a-very-long-password",
+    **env: str,
+) -> subprocess.CompletedProcess[str]:
+    """`create-user`, the password on stdin as an operator gives it."""
+    args = ("create-user", "--tenant", tenant, "--username", name, "--password-stdin", *role)
+    return cli(data_dir, *args, stdin=f"{password}\n", **env)
+
+
 def test_ingest_then_search_prints_pages_and_json(tmp_path: Path) -> None:
     doc = tmp_path / "valves.md"
     doc.write_text(
@@ -101,27 +114,9 @@ def test_search_by_document_lists_each_document_once(tmp_path: Path) -> None:
 
 
 def test_user_commands(tmp_path: Path) -> None:
-    created = cli(
-        tmp_path / "data",
-        "create-user",
-        "--tenant",
-        "acme",
-        "--username",
-        "alice",
-        "--password-stdin",
-        stdin="a-very-long-password\n",
-    )
+    created = create_user(tmp_path / "data", "alice")
     assert created.returncode == 0, created.stderr
-    short = cli(
-        tmp_path / "data",
-        "create-user",
-        "--tenant",
-        "acme",
-        "--username",
-        "bob",
-        "--password-stdin",
-        stdin="short\n",
-    )
+    short = create_user(tmp_path / "data", "bob", password="short")
     assert short.returncode == 1 and "at least 12" in short.stderr
     listed = cli(tmp_path / "data", "list-users", "--tenant", "acme")
     assert "alice" in listed.stdout and "bob" not in listed.stdout
@@ -134,14 +129,10 @@ def test_roles_disabling_and_keys_from_the_command_line(tmp_path: Path) -> None:
     data = tmp_path / "data"
     secret = {"RAG_JWT_SECRET": "cli-test-secret-Zq8vN2pL7wXc4RtY9uBm1sDf6GhJ0"}
 
-    def create(name: str, *role: str) -> subprocess.CompletedProcess[str]:
-        args = ("create-user", "--tenant", "acme", "--username", name, "--password-stdin")
-        return cli(data, *args, *role, stdin="a-very-long-password\n")
-
-    assert "(admin)" in create("alice").stdout  # the tenant's first user
-    assert "(member)" in create("carol").stdout  # later ones: member by default
-    assert "(reader)" in create("bob", "--role", "reader").stdout
-    unknown = create("dave", "--role", "owner")
+    assert "(admin)" in create_user(data, "alice").stdout  # the tenant's first user
+    assert "(member)" in create_user(data, "carol").stdout  # later ones: member by default
+    assert "(reader)" in create_user(data, "bob", "--role", "reader").stdout
+    unknown = create_user(data, "dave", "--role", "owner")
     assert unknown.returncode == 2 and "invalid choice" in unknown.stderr
     listed = cli(data, "list-users", "--tenant", "acme").stdout
     assert "alice\tadmin\tenabled" in listed and "bob\treader\tenabled" in listed
@@ -168,19 +159,15 @@ def test_roles_disabling_and_keys_from_the_command_line(tmp_path: Path) -> None:
 def test_a_name_in_two_tenants_is_named_with_its_tenant(tmp_path: Path) -> None:
     data = tmp_path / "data"
 
-    def create(tenant: str, name: str, password: str) -> subprocess.CompletedProcess[str]:
-        args = ("create-user", "--tenant", tenant, "--username", name, "--password-stdin")
-        return cli(data, *args, stdin=password + "\n")
-
-    assert create("acme", "sam", "a-very-long-password").returncode == 0
-    assert create("acme", "sam-admin", "a-very-long-password").returncode == 0
-    assert create("globex", "gus", "a-very-long-password").returncode == 0  # its admin
-    second = create("globex", "sam", "a-very-long-password")
+    assert create_user(data, "sam").returncode == 0
+    assert create_user(data, "sam-admin").returncode == 0
+    assert create_user(data, "gus", tenant="globex").returncode == 0  # its admin
+    second = create_user(data, "sam", tenant="globex")
     assert second.returncode == 0, second.stderr  # names are unique per tenant only
     # Weak passwords are refused with their own codes.
-    common = create("acme", "rita", "Password123456")
+    common = create_user(data, "rita", password="Password123456")
     assert common.returncode == 1 and "password_too_common" in common.stderr
-    own = create("acme", "rita", "rita-long-enough-1")
+    own = create_user(data, "rita", password="rita-long-enough-1")
     assert own.returncode == 1 and "password_contains_username" in own.stderr
 
     ambiguous = cli(data, "set-role", "--username", "sam", "--role", "reader")
@@ -272,17 +259,7 @@ def test_reindex_re_embeds_a_tenant_indexed_with_another_model(tmp_path: Path) -
 
 def test_a_misspelt_setting_is_named_before_the_command_acts(tmp_path: Path) -> None:
     # RAG_DATADIR is not RAG_DATA_DIR: the user lands in the data directory the other names.
-    made = cli(
-        tmp_path / "data",
-        "create-user",
-        "--tenant",
-        "acme",
-        "--username",
-        "ops",
-        "--password-stdin",
-        stdin="a long enough password\n",
-        RAG_DATADIR=str(tmp_path / "elsewhere"),
-    )
+    made = create_user(tmp_path / "data", "ops", RAG_DATADIR=str(tmp_path / "elsewhere"))
     assert made.returncode == 0, made.stderr
     assert "warning: unknown setting ignored: RAG_DATADIR (did you mean RAG_DATA_DIR?)" in (
         made.stderr
