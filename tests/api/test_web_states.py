@@ -470,6 +470,10 @@ def test_a_failed_document_says_why_in_the_list_after_a_reload_too(
     delete = page.get_by_role("button", name="Delete empty.txt", exact=True)
     delete.scroll_into_view_if_needed()
     expect(delete).to_be_in_viewport()
+    # A short name keeps its line: the table used to squeeze the name column to a few letters
+    # a line ("winc / h.txt"), however narrow the other columns could have been.
+    name = page.locator("#documents-body tr", has_text="winch.txt").locator("td.name bdi")
+    assert name.evaluate("e => e.getClientRects().length") == 1
     screenshot(page, "19-phone-documents.png")
     page.set_viewport_size({"width": 1280, "height": 900})
 
