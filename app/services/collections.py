@@ -38,12 +38,20 @@ DOCUMENT_NOT_FOUND = "document not found"
 
 
 def checked_name(name: str, what: str) -> str:
-    """A collection's or group's name: 1-64 characters, not blank, not shaped like an id."""
+    """A collection's or group's name: 1-64 characters, not blank, not shaped like an id, and
+    usable as one segment of its URL."""
     stripped = name.strip()
     if not stripped or len(stripped) > MAX_NAME:
         raise InvalidInput(f"a {what} name has 1 to {MAX_NAME} characters")
     if _ID_LIKE.fullmatch(stripped):
         raise InvalidInput(f"a {what} name may not look like an id ({stripped!r})")
+    # The name is one segment of /collections/{name} or /groups/{name}: a '/' splits it even
+    # percent-encoded, and clients resolve '.' and '..' before sending, so neither reaches it.
+    if "/" in stripped or not stripped.strip("."):
+        raise InvalidInput(
+            f"a {what} name may not contain '/' or be only dots ({stripped!r}): "
+            f"/{what}s/<name> could not reach it"
+        )
     return stripped
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -470,3 +471,29 @@ def test_a_collection_name_is_one_to_sixty_four_characters_on_create_and_rename(
         for c in api.client.get("/collections", headers=people.admin.headers).json()["data"]
     }
     assert longest in names and "n" * 65 not in names
+
+
+def test_a_name_its_own_address_could_not_reach_is_refused_and_others_are_reached_by_name(
+    api: ApiHarness, people: People
+) -> None:
+    # /collections/{name} and /groups/{name} take one path segment: a '/' in the name (even
+    # percent-encoded) or a name of dots, which clients resolve as '.' and '..', cannot be it.
+    for bad in ("legal/contracts", "..", "."):
+        for path in ("/collections", "/groups"):
+            error = assert_error_body(_post(api, people.admin, path, {"name": bad}), 422)
+            assert "/" in error["message"] and "dots" in error["message"], error
+        assert bad not in {
+            c["name"]
+            for c in api.client.get("/collections", headers=people.admin.headers).json()["data"]
+        }
+    made = _post(api, people.admin, "/collections", {"name": "contracts"})
+    assert made.status_code == 201, made.text
+    renamed = api.client.patch(
+        "/collections/contracts", json={"name": "legal/contracts"}, headers=people.admin.headers
+    )
+    assert_error_body(renamed, 422)
+    # Spaces, Arabic and a dot inside a name stay allowed, and each is reached by its name.
+    for good in ("legal contracts", "العقود", "v1.2 notes"):
+        assert _post(api, people.admin, "/collections", {"name": good}).status_code == 201
+        found = api.client.get(f"/collections/{quote(good, safe='')}", headers=people.admin.headers)
+        assert found.status_code == 200 and found.json()["name"] == good, found.text
