@@ -72,9 +72,12 @@ def _data(payload: dict[str, Any] | str) -> bytes:
 
 
 async def _chunks(
-    events: AnswerStream[AnswerEvent], completion_id: str, created: int, standalone: str
+    events: AnswerStream[AnswerEvent],
+    completion_id: str,
+    created: int,
+    model: str,  # the one asked for, as the plain completion says it
+    standalone: str,
 ) -> AsyncIterator[bytes]:
-    model = service.SERVICE_MODEL
     yield _data(chunk(completion_id, created, model, {"role": "assistant", "content": ""}))
     found = CitationsFound([], False)
     async for event in events:
@@ -124,14 +127,14 @@ async def chat_completions(
         collections = [named] if collections is None or named in collections else []
     scope = await run_in_threadpool(scope_of, collections, body.filters)
     caller = principal.as_caller()
-    said = [service.Said(m.role, m.content) for m in body.messages]
+    said = [service.Said(m.role, m.text) for m in body.messages]
     created = int(time.time())
     if body.stream:
         streamed = await service.open_completion(deps, caller, said, scope)
         events = streamed.answer
         completion_id = completion_id_of(events.answer_id)
         return AnswerStreamResponse(
-            events, _chunks(events, completion_id, created, streamed.rewrite.question)
+            events, _chunks(events, completion_id, created, body.model, streamed.rewrite.question)
         )
     completed = await service.complete(deps, caller, said, scope)
     answered = completed.answer
