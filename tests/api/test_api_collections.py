@@ -103,6 +103,14 @@ def test_a_restricted_collection_is_invisible_to_those_without_a_grant(
             m["id"] for m in api.client.get("/v1/models", headers=user.headers).json()["data"]
         }
         assert models == {"rag", "rag:general"}
+        hidden_model = api.client.get("/v1/models/rag:board", headers=user.headers)
+        absent_model = api.client.get("/v1/models/rag:nothing-here", headers=user.headers)
+        assert_error_body(hidden_model, 404, "not_found")
+        assert hidden_model.json()["error"]["message"].replace("board", "X") == absent_model.json()[
+            "error"
+        ]["message"].replace("nothing-here", "X")
+    admin_model = api.client.get("/v1/models/rag:board", headers=people.admin.headers)
+    assert admin_model.status_code == 200 and admin_model.json()["id"] == "rag:board"
     admin_models = api.client.get("/v1/models", headers=people.admin.headers).json()["data"]
     assert {m["id"] for m in admin_models} == {"rag", "rag:general", "rag:board"}
     listed = api.client.get("/collections", headers=people.admin.headers).json()["data"]

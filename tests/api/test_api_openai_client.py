@@ -71,6 +71,19 @@ def test_models_lists_what_the_service_offers(client: openai.OpenAI) -> None:
     assert [model.id for model in client.models.list()] == ["rag", "rag:general"]
 
 
+def test_a_model_is_retrieved_by_its_id_and_a_missing_one_is_a_404(
+    client: openai.OpenAI,
+) -> None:
+    # What an SDK's models.retrieve() and front-ends that check the configured model ask.
+    for model in ("rag", "rag:general"):
+        found = client.models.retrieve(model)
+        assert (found.id, found.object) == (model, "model")
+    for missing in ("gpt-4o", "rag:no-such-collection"):
+        with pytest.raises(openai.NotFoundError) as caught:
+            client.models.retrieve(missing)
+        assert caught.value.code == "not_found" and missing in str(caught.value)
+
+
 def test_a_follow_up_completion_is_answered_with_citations(client: openai.OpenAI) -> None:
     completion = client.chat.completions.create(model="rag", messages=HISTORY)
     answer = completion.choices[0].message.content

@@ -36,6 +36,7 @@ from app.api.deps import (
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut
 from app.api.streams import AnswerStreamResponse
+from app.errors import NotFound
 from app.observability import error_payload
 from app.services import chat_completions as service
 from app.services.answer import (
@@ -47,6 +48,7 @@ from app.services.answer import (
 )
 from app.services.blocks.answer_lane import AnswerStream
 from app.services.blocks.answer_log import completion_id_of
+from app.services.collection_access import CollectionAccess
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 # The service's models exist as long as it runs; OpenAI's field wants a Unix time.
@@ -57,13 +59,24 @@ _MODELS_CREATED = 0
 def list_models(access: CallerAccess) -> ModelList:
     """What `model` of /v1/chat/completions accepts: `rag` (every collection you read) and
     `rag:<collection>` for each collection you read."""
-    names = [access.all_collections[c] for c in access.readable]
-    return ModelList(
-        data=[
-            ModelOut(id=model, created=_MODELS_CREATED, owned_by="rag-service")
-            for model in service.model_ids(names)
-        ]
-    )
+    return ModelList(data=[_model(model) for model in _models_of(access)])
+
+
+@router.get("/models/{model_id}", response_model=ModelOut, responses=error_responses(404, 422))
+def get_model(model_id: str, access: CallerAccess) -> ModelOut:
+    """One model of /v1/models (what an SDK's models.retrieve asks); a collection you do not
+    read is a 404 like a missing one."""
+    if model_id not in _models_of(access):
+        raise NotFound(f"model not found: {model_id}")
+    return _model(model_id)
+
+
+def _models_of(access: CollectionAccess) -> list[str]:
+    return service.model_ids([access.all_collections[c] for c in access.readable])
+
+
+def _model(model_id: str) -> ModelOut:
+    return ModelOut(id=model_id, created=_MODELS_CREATED, owned_by="rag-service")
 
 
 def _data(payload: dict[str, Any] | str) -> bytes:
