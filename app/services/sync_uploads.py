@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from app.domain import GENERAL_COLLECTION, ListedPage
@@ -174,4 +174,8 @@ def list_matching(
 ) -> ListedPage[DocumentRecord]:
     """One page of the tenant's documents that `wanted` keeps (by name; of these collections
     only, when given), and how many in all."""
+    if wanted.source_prefix:
+        # Names are stored NFC (`source_of_path`, `sanitise_filename`): so is the prefix, or a
+        # decomposed "café" would never match.
+        wanted = replace(wanted, source_prefix=unicodedata.normalize("NFC", wanted.source_prefix))
     return deps.documents.page_matching(tenant_id, wanted, limit, offset, collections)

@@ -4,6 +4,7 @@ compares with: names by path, unchanged content answered 200 with no job, bad fi
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 
 import httpx
 import pytest
@@ -130,3 +131,21 @@ def test_sync_fields_describe_one_file(api: ApiHarness, user: ApiUser) -> None:
 def test_unknown_listing_fields_are_refused(api: ApiHarness, user: ApiUser) -> None:
     response = api.client.get("/documents", params={"fields": "text"}, headers=user.headers)
     assert_error_body(response, 422, "validation_error")
+
+
+def test_a_name_prefix_matches_however_its_accents_are_composed(
+    api: ApiHarness, user: ApiUser
+) -> None:
+    # macOS spells file names decomposed (e + combining accent); names are stored composed.
+    decomposed = unicodedata.normalize("NFD", "café-menu.txt")
+    response = api.client.post(
+        "/documents", files={"file": (decomposed, b"Soup of the day.")}, headers=user.headers
+    )
+    assert response.status_code == 202, response.text
+    assert response.json()["source"] == unicodedata.normalize("NFC", "café-menu.txt")
+    for form in ("NFC", "NFD"):
+        prefix = unicodedata.normalize(form, "café")
+        listing = api.client.get(
+            "/documents", params={"source_prefix": prefix}, headers=user.headers
+        ).json()
+        assert [d["source"] for d in listing["data"]] == [response.json()["source"]], form
