@@ -6,6 +6,7 @@ citations, counts, /stats, pages, jobs, models or the answer cache, and a forbid
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
 from urllib.parse import quote
 
@@ -505,3 +506,19 @@ def test_a_name_its_own_address_could_not_reach_is_refused_and_others_are_reache
         assert _post(api, people.admin, "/collections", {"name": good}).status_code == 201
         found = api.client.get(f"/collections/{quote(good, safe='')}", headers=people.admin.headers)
         assert found.status_code == 200 and found.json()["name"] == good, found.text
+
+
+def test_a_name_is_one_name_however_its_accents_are_composed(
+    api: ApiHarness, people: People
+) -> None:
+    composed, decomposed = (unicodedata.normalize(f, "procès-verbaux") for f in ("NFC", "NFD"))
+    for path in ("/collections", "/groups"):
+        made = _post(api, people.admin, path, {"name": decomposed})
+        assert made.status_code == 201, made.text
+        assert made.json()["name"] == composed  # stored as every document name is: NFC
+        # The same name typed the other way is taken, and reaches the one it names.
+        assert_error_body(_post(api, people.admin, path, {"name": composed}), 409, "conflict")
+        for spelt in (composed, decomposed):
+            found = api.client.get(f"{path}/{quote(spelt, safe='')}", headers=people.admin.headers)
+            assert found.status_code == 200, found.text
+            assert found.json()["name"] == composed
