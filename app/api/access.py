@@ -40,6 +40,7 @@ ROUTE_ROLES: dict[tuple[str, str], Role] = {
     ("DELETE", "/conversations/{conversation_id}"): "reader",
     ("POST", "/conversations/{conversation_id}/messages"): "reader",
     ("GET", "/v1/models"): "reader",
+    ("GET", "/v1/models/{model_id}"): "reader",
     ("POST", "/v1/chat/completions"): "reader",
     ("GET", "/stats"): "reader",
     # the caller's own account and keys (GET /auth/keys?all=true: admin, checked by the service)

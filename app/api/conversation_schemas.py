@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.api.collection_schemas import ScopeFields
 from app.api.records import IsoTime, Record, fields_of
@@ -89,10 +89,47 @@ def rewrite_fields(rewrite: Rewrite) -> dict[str, Any]:
 # --- OpenAI wire format (the fields its clients read; other request fields are ignored) ---
 
 
+class ChatTextPart(BaseModel):
+    type: Literal["text"]
+    text: str = Field(max_length=CHAT_MESSAGE_CHARS_CEILING)
+
+
 class ChatMessageIn(BaseModel):
     role: Literal["system", "developer", "user", "assistant"]
-    # The question, the last user message, also has the configured /query cap.
-    content: str = Field(max_length=CHAT_MESSAGE_CHARS_CEILING)
+    # The question, the last user message, also has the configured /query cap. OpenAI's other
+    # form, a list of parts, is read as its text parts one per line.
+    content: (
+        Annotated[str, Field(max_length=CHAT_MESSAGE_CHARS_CEILING)]
+        | Annotated[list[ChatTextPart], Field(min_length=1, max_length=CHAT_MESSAGES_CEILING)]
+    )
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _text_parts_only(cls, content: Any) -> Any:
+        if isinstance(content, list):
+            kinds = {p.get("type") for p in content if isinstance(p, dict)} - {"text"}
+            if kinds:
+                named = ", ".join(sorted(str(k) for k in kinds))
+                raise ValueError(f"only text parts are read; this service cannot read {named}")
+        return content
+
+    @field_validator("content")
+    @classmethod
+    def _text_within_cap(cls, content: str | list[ChatTextPart]) -> str | list[ChatTextPart]:
+        if isinstance(content, list) and len(_joined(content)) > CHAT_MESSAGE_CHARS_CEILING:
+            raise ValueError(
+                f"the text parts have more than {CHAT_MESSAGE_CHARS_CEILING} characters"
+            )
+        return content
+
+    @property
+    def text(self) -> str:
+        """The message's text: the string, or its text parts one per line."""
+        return self.content if isinstance(self.content, str) else _joined(self.content)
+
+
+def _joined(parts: list[ChatTextPart]) -> str:
+    return "\n".join(part.text for part in parts)
 
 
 class ChatCompletionIn(BaseModel):

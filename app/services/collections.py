@@ -10,6 +10,7 @@ corpus version, so scopes, keyword masks and cached answers that depended on it 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -38,12 +39,21 @@ DOCUMENT_NOT_FOUND = "document not found"
 
 
 def checked_name(name: str, what: str) -> str:
-    """A collection's or group's name: 1-64 characters, not blank, not shaped like an id."""
-    stripped = name.strip()
+    """A collection's or group's name: 1-64 characters, not blank, not shaped like an id, and
+    usable as one segment of its URL."""
+    # NFC, as document names are: "café" typed composed or decomposed is one name.
+    stripped = unicodedata.normalize("NFC", name).strip()
     if not stripped or len(stripped) > MAX_NAME:
         raise InvalidInput(f"a {what} name has 1 to {MAX_NAME} characters")
     if _ID_LIKE.fullmatch(stripped):
         raise InvalidInput(f"a {what} name may not look like an id ({stripped!r})")
+    # The name is one segment of /collections/{name} or /groups/{name}: a '/' splits it even
+    # percent-encoded, and clients resolve '.' and '..' before sending, so neither reaches it.
+    if "/" in stripped or not stripped.strip("."):
+        raise InvalidInput(
+            f"a {what} name may not contain '/' or be only dots ({stripped!r}): "
+            f"/{what}s/<name> could not reach it"
+        )
     return stripped
 
 

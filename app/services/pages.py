@@ -291,6 +291,21 @@ def _not_drawn(failure: PageRenderFailed, document_id: str, page: int) -> PageUn
     )
 
 
+def _no_original(status: str) -> str:
+    """Why a PDF or image has no kept original, by its document's state, and what to do."""
+    if status == "failed":
+        return (
+            "this document failed to index, so there is no page to show; its job says why "
+            "(GET /jobs?status=failed): upload a repaired file"
+        )
+    if status in ("queued", "processing"):
+        return "this document is still being indexed; its pages can be shown once it is done"
+    return (
+        "the original of this document was not kept (it was indexed before page pictures "
+        "existed); upload it again to see its pages"
+    )
+
+
 def _beyond(page: int, page_count: int) -> NotFound:
     return NotFound(f"page {page} does not exist; the document has {page_count} page(s)")
 
@@ -309,10 +324,7 @@ def picture_job(
         )
     path = deps.originals.path(tenant_id=tenant_id, document_id=document_id)
     if not path.exists():
-        raise PageUnavailable(
-            "the original PDF of this document was not kept (it was indexed before page "
-            "pictures existed, or is still being indexed); upload it again to see its pages"
-        )
+        raise PageUnavailable(_no_original(record.status))
     page_count = deps.originals.page_count(tenant_id=tenant_id, document_id=document_id)
     if page_count is not None and page > page_count:
         raise _beyond(page, page_count)

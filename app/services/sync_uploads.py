@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 
 from app.domain import GENERAL_COLLECTION, ListedPage
 from app.errors import InvalidInput
@@ -48,6 +49,18 @@ def source_of_path(raw: str) -> str:
     if len(path) > MAX_SOURCE_PATH_CHARS:
         raise InvalidInput(f"source_path is longer than {MAX_SOURCE_PATH_CHARS} characters")
     return path
+
+
+def _check_same_type(source_path: str, filename: str) -> None:
+    """InvalidInput when the document name ends in another type than the file sent: the file
+    is read by its own suffix, while its page pictures and `content_type` follow the name."""
+    named = PurePosixPath(source_path).suffix.lower()
+    sent = PurePosixPath(filename.replace("\\", "/")).suffix.lower()
+    if named != sent:
+        raise InvalidInput(
+            f"source_path {source_path!r} ends in {named or 'no type'!r} but the file sent is "
+            f"{sent or 'of no type'!r}: a document's name keeps its file's type"
+        )
 
 
 @dataclass(frozen=True)
@@ -104,6 +117,8 @@ def submit_sync_upload(
     if fields != SyncFields():
         (file,) = files
         try:
+            if fields.source_path is not None:
+                _check_same_type(fields.source_path, file.client_filename)
             file.sha256 = file_sha256(file.path)
             if fields.sha256 is not None and fields.sha256 != file.sha256:
                 raise InvalidInput(
@@ -159,4 +174,8 @@ def list_matching(
 ) -> ListedPage[DocumentRecord]:
     """One page of the tenant's documents that `wanted` keeps (by name; of these collections
     only, when given), and how many in all."""
+    if wanted.source_prefix:
+        # Names are stored NFC (`source_of_path`, `sanitise_filename`): so is the prefix, or a
+        # decomposed "café" would never match.
+        wanted = replace(wanted, source_prefix=unicodedata.normalize("NFC", wanted.source_prefix))
     return deps.documents.page_matching(tenant_id, wanted, limit, offset, collections)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.domain import GENERAL_COLLECTION, ListedPage
-from app.errors import DocumentNameTaken, JobQueueFull, NotFound, QuotaExceeded
+from app.errors import DocumentNameTaken, InvalidInput, JobQueueFull, NotFound, QuotaExceeded
 from app.jobs.queue import JobQueue, enqueue
 from app.jobs.store import (
     COLLECTION_DELETE,
@@ -129,6 +129,7 @@ def submit_uploads(
     Without an uploader (the CLI) nothing is attributed or audited.
     """
     try:
+        _check_one_file_per_name(files)
         collection_id = (placement or {}).get("collection_id", GENERAL_COLLECTION)
         job_ids = reservations if reservations is not None else [new_job_id() for _ in files]
         for attempt in range(1, NAME_RACE_ATTEMPTS + 1):
@@ -170,6 +171,20 @@ def submit_uploads(
         )
     enqueue(deps.queue, jobs)  # after the commit: a worker never sees a job before its row
     return jobs
+
+
+def _check_one_file_per_name(files: list[ReceivedFile]) -> None:
+    """InvalidInput when two files of a request name one document (after the names are made
+    safe): both would be queued as its versions, and whichever job ran last would be kept."""
+    seen: dict[str, str] = {}
+    for file in files:
+        source = file.source or sanitise_filename(file.client_filename)
+        if source in seen:
+            raise InvalidInput(
+                f"two files of this request are named {source!r} (sent as {seen[source]!r} and "
+                f"{file.client_filename!r}); a document has one file: send one of them"
+            )
+        seen[source] = file.client_filename
 
 
 def _queue_files(

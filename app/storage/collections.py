@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -601,13 +602,18 @@ class AccessStore(DatabaseStore):
 def _by_id_or_name(
     session: Session, table: type[_Named], tenant_id: str, id_or_name: str
 ) -> _Named | None:
-    """The tenant's row with this id, else with this name (a collection's or a group's)."""
+    """The tenant's row with this id, else with this name (a collection's or a group's), as
+    given or NFC (names are stored NFC; one from before that may not be)."""
     row = session.get(table, (tenant_id, id_or_name))
     if row is not None:
         return row
-    return session.scalars(
-        select(table).where(table.tenant_id == tenant_id, table.name == id_or_name)
-    ).first()
+    for name in dict.fromkeys((id_or_name, unicodedata.normalize("NFC", id_or_name))):
+        found = session.scalars(
+            select(table).where(table.tenant_id == tenant_id, table.name == name)
+        ).first()
+        if found is not None:
+            return found
+    return None
 
 
 def _metadata(stored: str | None) -> dict[str, Any]:

@@ -6,7 +6,9 @@ citations, counts, /stats, pages, jobs, models or the answer cache, and a forbid
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -102,6 +104,14 @@ def test_a_restricted_collection_is_invisible_to_those_without_a_grant(
             m["id"] for m in api.client.get("/v1/models", headers=user.headers).json()["data"]
         }
         assert models == {"rag", "rag:general"}
+        hidden_model = api.client.get("/v1/models/rag:board", headers=user.headers)
+        absent_model = api.client.get("/v1/models/rag:nothing-here", headers=user.headers)
+        assert_error_body(hidden_model, 404, "not_found")
+        assert hidden_model.json()["error"]["message"].replace("board", "X") == absent_model.json()[
+            "error"
+        ]["message"].replace("nothing-here", "X")
+    admin_model = api.client.get("/v1/models/rag:board", headers=people.admin.headers)
+    assert admin_model.status_code == 200 and admin_model.json()["id"] == "rag:board"
     admin_models = api.client.get("/v1/models", headers=people.admin.headers).json()["data"]
     assert {m["id"] for m in admin_models} == {"rag", "rag:general", "rag:board"}
     listed = api.client.get("/collections", headers=people.admin.headers).json()["data"]
@@ -470,3 +480,45 @@ def test_a_collection_name_is_one_to_sixty_four_characters_on_create_and_rename(
         for c in api.client.get("/collections", headers=people.admin.headers).json()["data"]
     }
     assert longest in names and "n" * 65 not in names
+
+
+def test_a_name_its_own_address_could_not_reach_is_refused_and_others_are_reached_by_name(
+    api: ApiHarness, people: People
+) -> None:
+    # /collections/{name} and /groups/{name} take one path segment: a '/' in the name (even
+    # percent-encoded) or a name of dots, which clients resolve as '.' and '..', cannot be it.
+    for bad in ("legal/contracts", "..", "."):
+        for path in ("/collections", "/groups"):
+            error = assert_error_body(_post(api, people.admin, path, {"name": bad}), 422)
+            assert "/" in error["message"] and "dots" in error["message"], error
+        assert bad not in {
+            c["name"]
+            for c in api.client.get("/collections", headers=people.admin.headers).json()["data"]
+        }
+    made = _post(api, people.admin, "/collections", {"name": "contracts"})
+    assert made.status_code == 201, made.text
+    renamed = api.client.patch(
+        "/collections/contracts", json={"name": "legal/contracts"}, headers=people.admin.headers
+    )
+    assert_error_body(renamed, 422)
+    # Spaces, Arabic and a dot inside a name stay allowed, and each is reached by its name.
+    for good in ("legal contracts", "العقود", "v1.2 notes"):
+        assert _post(api, people.admin, "/collections", {"name": good}).status_code == 201
+        found = api.client.get(f"/collections/{quote(good, safe='')}", headers=people.admin.headers)
+        assert found.status_code == 200 and found.json()["name"] == good, found.text
+
+
+def test_a_name_is_one_name_however_its_accents_are_composed(
+    api: ApiHarness, people: People
+) -> None:
+    composed, decomposed = (unicodedata.normalize(f, "procès-verbaux") for f in ("NFC", "NFD"))
+    for path in ("/collections", "/groups"):
+        made = _post(api, people.admin, path, {"name": decomposed})
+        assert made.status_code == 201, made.text
+        assert made.json()["name"] == composed  # stored as every document name is: NFC
+        # The same name typed the other way is taken, and reaches the one it names.
+        assert_error_body(_post(api, people.admin, path, {"name": composed}), 409, "conflict")
+        for spelt in (composed, decomposed):
+            found = api.client.get(f"{path}/{quote(spelt, safe='')}", headers=people.admin.headers)
+            assert found.status_code == 200, found.text
+            assert found.json()["name"] == composed

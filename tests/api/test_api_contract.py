@@ -37,6 +37,7 @@ PROTECTED = [
     ("DELETE", "/conversations/{conversation_id}"),
     ("POST", "/conversations/{conversation_id}/messages"),
     ("GET", "/v1/models"),
+    ("GET", "/v1/models/{model_id}"),
     ("POST", "/v1/chat/completions"),
     ("GET", "/auth/me"),
     ("POST", "/auth/logout"),
@@ -131,6 +132,7 @@ def _call(api: ApiHarness, method: str, path: str, headers: dict[str, str], **id
         "webhook_id": "wh_x",
         "collection_id": "col_x",
         "group_id": "grp_x",
+        "model_id": "rag",
     }
     defaults |= {"answer_id": "0" * 32, "set_id": "0" * 32, "run_id": "0" * 32}
     url = path.format(page=1, **{**defaults, **ids})

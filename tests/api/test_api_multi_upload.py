@@ -62,8 +62,11 @@ def test_several_files_are_one_job_each(api: ApiHarness) -> None:
     [
         ([("a.txt", b"ok"), ("b.exe", b"MZ"), ("c.txt", b"ok")], 415, "unsupported_file_type"),
         ([(f"q{i}.txt", b"queue me") for i in range(4)], 429, "quota_exceeded"),
+        # Two files for one document: which version it kept depended on which job ran last.
+        ([("tide.txt", b"version one"), ("tide.txt", b"version two")], 422, "invalid_input"),
+        ([("a:b.txt", b"one"), ("c.txt", b"ok"), ("a_b.txt", b"two")], 422, "invalid_input"),
     ],
-    ids=["bad-type", "queue-quota"],
+    ids=["bad-type", "queue-quota", "one-name-twice", "one-name-once-made-safe"],
 )
 def test_a_request_with_one_refused_file_stores_none_of_them(
     api: ApiHarness, files: list[tuple[str, bytes]], status: int, code: str

@@ -71,6 +71,19 @@ def test_models_lists_what_the_service_offers(client: openai.OpenAI) -> None:
     assert [model.id for model in client.models.list()] == ["rag", "rag:general"]
 
 
+def test_a_model_is_retrieved_by_its_id_and_a_missing_one_is_a_404(
+    client: openai.OpenAI,
+) -> None:
+    # What an SDK's models.retrieve() and front-ends that check the configured model ask.
+    for model in ("rag", "rag:general"):
+        found = client.models.retrieve(model)
+        assert (found.id, found.object) == (model, "model")
+    for missing in ("gpt-4o", "rag:no-such-collection"):
+        with pytest.raises(openai.NotFoundError) as caught:
+            client.models.retrieve(missing)
+        assert caught.value.code == "not_found" and missing in str(caught.value)
+
+
 def test_a_follow_up_completion_is_answered_with_citations(client: openai.OpenAI) -> None:
     completion = client.chat.completions.create(model="rag", messages=HISTORY)
     answer = completion.choices[0].message.content
@@ -94,6 +107,54 @@ def test_a_streamed_completion_ends_with_its_citations(client: openai.OpenAI) ->
     # The plain completion of the same messages says the same (the stream filled the cache).
     plain = client.chat.completions.create(model="rag", messages=HISTORY)
     assert plain.choices[0].message.content == text
+
+
+def test_a_streamed_completion_names_the_model_it_was_asked_for(client: openai.OpenAI) -> None:
+    # A collection's model: every chunk says it, as the plain completion does.
+    chunks = list(
+        client.chat.completions.create(model="rag:general", messages=HISTORY, stream=True)
+    )
+    plain = client.chat.completions.create(model="rag:general", messages=HISTORY)
+    assert plain.model == "rag:general"
+    assert {c.model for c in chunks} == {"rag:general"}
+
+
+def test_messages_given_as_text_parts_are_read_as_their_text(client: openai.OpenAI) -> None:
+    # OpenAI's other form of `content`, which chat front-ends and agent frameworks send.
+    parts: Any = [
+        {"role": "user", "content": [{"type": "text", "text": HISTORY[0]["content"]}]},
+        {"role": "assistant", "content": [{"type": "text", "text": HISTORY[1]["content"]}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "When was"},
+                {"type": "text", "text": "it built?"},
+            ],
+        },
+    ]
+    for stream in (False, True):
+        if stream:
+            chunks = list(client.chat.completions.create(model="rag", messages=parts, stream=True))
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            extra = chunks[-1].model_extra or {}
+        else:
+            completion = client.chat.completions.create(model="rag", messages=parts)
+            text = completion.choices[0].message.content or ""
+            extra = completion.model_extra or {}
+        assert "1342" in text, text
+        assert "Harrowgate castle" in extra["standalone_question"]
+        assert "When was\nit built?" in extra["standalone_question"]
+    # A picture is not read: said so, not answered as if the question were empty.
+    picture: Any = [
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}],
+        }
+    ]
+    with pytest.raises(openai.UnprocessableEntityError) as caught:
+        client.chat.completions.create(model="rag", messages=picture)
+    assert "only text parts" in str(caught.value) and "image_url" in str(caught.value)
+    assert caught.value.code == "validation_error"
 
 
 def test_a_wrong_key_raises_an_authentication_error(live: LiveServer) -> None:

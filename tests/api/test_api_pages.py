@@ -218,3 +218,15 @@ def test_a_replaced_pdf_never_shows_the_old_picture(api: ApiHarness, owner: ApiU
         return sum(1 for red, _green, _blue in pixels if red < 128)  # type: ignore[misc]
 
     assert ink(new.content) > 5 * ink(old.content)
+
+
+def test_a_pdf_that_failed_to_index_says_so_instead_of_asking_to_wait(
+    api: ApiHarness, owner: ApiUser
+) -> None:
+    job = api.upload_and_wait(owner, "damaged.pdf", b"%PDF-1.4 this is not really a PDF")
+    assert job["status"] == "failed", job
+    response = api.client.get(f"/documents/{job['document_id']}/pages/1.png", headers=owner.headers)
+    error = assert_error_body(response, 409, "page_unavailable")
+    # Its job's reason is the one to act on; "still being indexed" would have the reader wait.
+    assert "failed to index" in error["message"] and "/jobs?status=failed" in error["message"]
+    assert "still being indexed" not in error["message"]

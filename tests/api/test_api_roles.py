@@ -60,6 +60,7 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("DELETE", "/conversations/{conversation_id}"): 204,
     ("POST", "/conversations/{conversation_id}/messages"): 200,
     ("GET", "/v1/models"): 200,
+    ("GET", "/v1/models/{model_id}"): 200,
     ("POST", "/v1/chat/completions"): 200,
     ("GET", "/stats"): 200,
     ("GET", "/auth/me"): 200,
@@ -116,8 +117,10 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("PATCH", "/documents/{document_id}"): 200,
 }
 # Tenant B's admin naming tenant A's objects in a body (not a path): A's file is not B's
-# document (422), A's set is not B's (404); B has no feedback to make a set from (422).
+# document (422), A's set is not B's (404); B has no feedback to make a set from (422). The
+# model `rag` in a path is every tenant's own (200).
 OTHER_TENANT: dict[tuple[str, str], int] = {
+    ("GET", "/v1/models/{model_id}"): 200,
     ("POST", "/evaluations/sets"): 422,
     ("POST", "/evaluations/sets/upload"): 422,
     ("POST", "/evaluations/sets/from-feedback"): 422,
@@ -339,6 +342,8 @@ def _request(setup: Setup, method: str, path: str, who: str) -> tuple[str, dict[
         ids["collection_id"] = _managed_collection(setup, who)
     if "{group_id}" in path:
         ids["group_id"] = _group(setup)
+    if "{model_id}" in path:
+        ids["model_id"] = "rag"
     if "{conversation_id}" in path:
         ids["conversation_id"] = _conversation(setup, who)
     if "{key_id}" in path:

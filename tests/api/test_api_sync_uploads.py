@@ -4,6 +4,7 @@ compares with: names by path, unchanged content answered 200 with no job, bad fi
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 
 import httpx
 import pytest
@@ -89,6 +90,10 @@ def test_unchanged_content_is_answered_without_a_job_and_changed_content_replace
         ({"source_path": "a//b.txt"}, "relative path"),
         ({"sync_root": "x" * 101}, "sync_root"),
         ({"source_path": "d/" + "x" * 260 + ".txt"}, "longer"),
+        # The name keeps the file's type: a .txt named .pdf would be "a PDF" without pages, and
+        # a PDF named .txt one whose pages never show and that a content_type filter misses.
+        ({"source_path": "charts/buoy.pdf"}, "keeps its file's type"),
+        ({"source_path": "charts/buoy"}, "keeps its file's type"),
     ],
 )
 def test_bad_sync_fields_are_refused_and_nothing_is_kept(
@@ -102,6 +107,14 @@ def test_bad_sync_fields_are_refused_and_nothing_is_kept(
         api.client.get("/jobs", headers=user.headers, params={"status": "queued"}).json()["count"]
         == 0
     )
+
+
+def test_a_source_path_may_spell_its_file_s_type_in_capitals(
+    api: ApiHarness, user: ApiUser
+) -> None:
+    response = send(api, user, b"Buoy 9 is green.", source_path="charts/BUOY-9.TXT")
+    assert response.status_code == 202, response.text
+    assert api.wait_for_job(user, response.json()["job_id"])["status"] == "done"
 
 
 def test_sync_fields_describe_one_file(api: ApiHarness, user: ApiUser) -> None:
@@ -118,3 +131,21 @@ def test_sync_fields_describe_one_file(api: ApiHarness, user: ApiUser) -> None:
 def test_unknown_listing_fields_are_refused(api: ApiHarness, user: ApiUser) -> None:
     response = api.client.get("/documents", params={"fields": "text"}, headers=user.headers)
     assert_error_body(response, 422, "validation_error")
+
+
+def test_a_name_prefix_matches_however_its_accents_are_composed(
+    api: ApiHarness, user: ApiUser
+) -> None:
+    # macOS spells file names decomposed (e + combining accent); names are stored composed.
+    decomposed = unicodedata.normalize("NFD", "café-menu.txt")
+    response = api.client.post(
+        "/documents", files={"file": (decomposed, b"Soup of the day.")}, headers=user.headers
+    )
+    assert response.status_code == 202, response.text
+    assert response.json()["source"] == unicodedata.normalize("NFC", "café-menu.txt")
+    for form in ("NFC", "NFD"):
+        prefix = unicodedata.normalize(form, "café")
+        listing = api.client.get(
+            "/documents", params={"source_prefix": prefix}, headers=user.headers
+        ).json()
+        assert [d["source"] for d in listing["data"]] == [response.json()["source"]], form

@@ -36,6 +36,7 @@ from app.api.deps import (
 from app.api.errors import error_responses
 from app.api.schemas import CitationOut
 from app.api.streams import AnswerStreamResponse
+from app.errors import NotFound
 from app.observability import error_payload
 from app.services import chat_completions as service
 from app.services.answer import (
@@ -47,6 +48,7 @@ from app.services.answer import (
 )
 from app.services.blocks.answer_lane import AnswerStream
 from app.services.blocks.answer_log import completion_id_of
+from app.services.collection_access import CollectionAccess
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 # The service's models exist as long as it runs; OpenAI's field wants a Unix time.
@@ -57,13 +59,24 @@ _MODELS_CREATED = 0
 def list_models(access: CallerAccess) -> ModelList:
     """What `model` of /v1/chat/completions accepts: `rag` (every collection you read) and
     `rag:<collection>` for each collection you read."""
-    names = [access.all_collections[c] for c in access.readable]
-    return ModelList(
-        data=[
-            ModelOut(id=model, created=_MODELS_CREATED, owned_by="rag-service")
-            for model in service.model_ids(names)
-        ]
-    )
+    return ModelList(data=[_model(model) for model in _models_of(access)])
+
+
+@router.get("/models/{model_id}", response_model=ModelOut, responses=error_responses(404, 422))
+def get_model(model_id: str, access: CallerAccess) -> ModelOut:
+    """One model of /v1/models (what an SDK's models.retrieve asks); a collection you do not
+    read is a 404 like a missing one."""
+    if model_id not in _models_of(access):
+        raise NotFound(f"model not found: {model_id}")
+    return _model(model_id)
+
+
+def _models_of(access: CollectionAccess) -> list[str]:
+    return service.model_ids([access.all_collections[c] for c in access.readable])
+
+
+def _model(model_id: str) -> ModelOut:
+    return ModelOut(id=model_id, created=_MODELS_CREATED, owned_by="rag-service")
 
 
 def _data(payload: dict[str, Any] | str) -> bytes:
@@ -72,9 +85,12 @@ def _data(payload: dict[str, Any] | str) -> bytes:
 
 
 async def _chunks(
-    events: AnswerStream[AnswerEvent], completion_id: str, created: int, standalone: str
+    events: AnswerStream[AnswerEvent],
+    completion_id: str,
+    created: int,
+    model: str,  # the one asked for, as the plain completion says it
+    standalone: str,
 ) -> AsyncIterator[bytes]:
-    model = service.SERVICE_MODEL
     yield _data(chunk(completion_id, created, model, {"role": "assistant", "content": ""}))
     found = CitationsFound([], False)
     async for event in events:
@@ -124,14 +140,14 @@ async def chat_completions(
         collections = [named] if collections is None or named in collections else []
     scope = await run_in_threadpool(scope_of, collections, body.filters)
     caller = principal.as_caller()
-    said = [service.Said(m.role, m.content) for m in body.messages]
+    said = [service.Said(m.role, m.text) for m in body.messages]
     created = int(time.time())
     if body.stream:
         streamed = await service.open_completion(deps, caller, said, scope)
         events = streamed.answer
         completion_id = completion_id_of(events.answer_id)
         return AnswerStreamResponse(
-            events, _chunks(events, completion_id, created, streamed.rewrite.question)
+            events, _chunks(events, completion_id, created, body.model, streamed.rewrite.question)
         )
     completed = await service.complete(deps, caller, said, scope)
     answered = completed.answer
