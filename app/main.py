@@ -19,6 +19,7 @@ from app.api.body_limit import BodySizeLimit
 from app.api.errors import error_responses, install_error_handlers, internal_error_response
 from app.api.forwarded import ForwardedHeaders
 from app.api.http_middleware import HttpMiddleware
+from app.api.known_query import refuse_unknown_query
 from app.api.openapi import install_openapi_limits
 from app.api.routes import (
     account,
@@ -214,7 +215,10 @@ def create_app(
     app.include_router(sso.public_router)
     app.include_router(scrape.router)  # its own bearer token (RAG_METRICS_TOKEN)
     # Authenticated by default, and each route's minimum role checked (app/api/access.py).
+    # Unknown query parameters are refused after authentication (a 401 comes first), except
+    # on the OpenAI-compatible routes, which ignore what OpenAI's clients send and they do not read.
     protected = [Depends(authorize)]
+    strict = [*protected, Depends(refuse_unknown_query)]
     routers = (
         documents.router,
         answers.router,
@@ -233,7 +237,8 @@ def create_app(
         groups.router,
     )
     for router in routers:
-        app.include_router(router, dependencies=protected, responses=error_responses(401))
+        checks = protected if router is openai_compat.router else strict
+        app.include_router(router, dependencies=checks, responses=error_responses(401))
     install_web(app)  # the web app at / and the offline /docs, /redoc
     check_route_table(app)
     return app
