@@ -524,6 +524,25 @@ def test_the_feedback_list_shows_an_admins_key_only_the_documents_it_reads(world
         assert _leaks(world, limited.text) == [], limited.text
 
 
+def test_the_audit_log_is_not_read_with_a_key_limited_to_some_collections(world: World) -> None:
+    """The audit log names the documents uploaded to every collection and the collections made
+    (the board's own upload and creation here); before, the admin's key limited to general read
+    it whole, file name of the vault ledger included."""
+    url = world.live.url
+    for action in ("document.uploaded", "collection.created"):
+        params = {"action": action, "limit": 100}
+        whole = httpx.get(f"{url}/audit", params=params, headers=world.callers["admin"])
+        assert whole.status_code == 200 and (SECRET_FILE in whole.text or "board" in whole.text)
+        limited = httpx.get(
+            f"{url}/audit",
+            params=params,
+            headers=world.callers["key of the admin limited to general"],
+        )
+        assert limited.status_code == 403, limited.text
+        assert limited.json()["error"]["code"] == "api_key_not_allowed"
+        assert _leaks(world, limited.text) == [] and "board" not in limited.text
+
+
 def test_a_revoked_grant_counts_at_once_and_its_cached_answer_stays_behind(
     world: World,
 ) -> None:

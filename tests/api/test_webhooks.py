@@ -279,3 +279,55 @@ def test_collection_changes_arrive_signed_and_only_to_their_tenant(
         for tenant in (hooks.acme, hooks.globex):
             for hook in hooks.call(tenant, "GET", "/webhooks").json()["data"]:
                 hooks.call(tenant, "DELETE", f"/webhooks/{hook['webhook_id']}")
+
+
+def test_a_key_limited_to_some_collections_cannot_send_itself_events_of_the_others(
+    hooks: Hooks, receiver: Receiver
+) -> None:
+    """An admin's key limited to general reads nothing of a restricted collection; before, it
+    registered a webhook (or pointed the admin's at its own URL) and heard each document
+    indexed there by name, since a webhook reports on what its creating user reads."""
+    ledger = hooks.call(
+        hooks.acme, "POST", "/collections", json={"name": "ledger", "visibility": "restricted"}
+    )
+    assert ledger.status_code == 201, ledger.text
+    signed_in = httpx.post(
+        f"{hooks.server.url}/auth/token",
+        data={"username": "ada", "password": "Hook-keeper 42 lighthouse", "tenant": "acme"},
+    )
+    assert signed_in.status_code == 200, signed_in.text
+    ada = Tenant(signed_in.json()["access_token"])  # a key is made by a signed-in person
+    limited = hooks.call(
+        ada, "POST", "/auth/keys", json={"name": "general only", "collections": ["general"]}
+    )
+    assert limited.status_code == 201, limited.text
+    key = Tenant(limited.json()["key"])
+    admins = hooks.make_hook(hooks.acme, receiver, ["document.indexed"])
+    own = Receiver().start()
+    try:
+        made = hooks.call(
+            key, "POST", "/webhooks", json={"url": own.url, "events": ["document.indexed"]}
+        )
+        assert made.status_code == 403, made.text
+        assert made.json()["error"]["code"] == "api_key_not_allowed"
+        path = f"/webhooks/{admins['webhook_id']}"
+        moved = hooks.call(key, "PATCH", path, json={"url": own.url})
+        assert moved.status_code == 403, moved.text
+        assert hooks.call(hooks.acme, "GET", path).json()["url"] == receiver.url
+
+        secret = hooks.call(
+            hooks.acme,
+            "POST",
+            "/documents",
+            files={"file": ("takeover-terms.txt", b"The takeover closes in May.")},
+            data={"collection": "ledger"},
+        )
+        assert secret.status_code == 202, secret.text
+        (heard,) = receiver.wait_for("document.indexed")  # the admin's own webhook hears it
+        assert heard.body["data"]["source"] == "takeover-terms.txt"
+        assert own.requests == []
+        hidden = f"/documents/{heard.body['data']['document_id']}"
+        assert hooks.call(key, "GET", hidden).status_code == 404
+    finally:
+        own.stop()
+        hooks.call(hooks.acme, "DELETE", f"/webhooks/{admins['webhook_id']}")
