@@ -102,6 +102,18 @@ ROUTE_ROLES: dict[tuple[str, str], Role] = {
     ("PATCH", "/documents/{document_id}"): "member",
 }
 
+# Routes an API key limited to some collections may not call, whatever its role: the audit log
+# names documents and collections of the whole tenant, and a webhook reports on every collection
+# its creator (a user, not a key) reads, so registering one, or pointing another at a new URL,
+# would carry the names of documents the key cannot read to wherever it chose.
+WHOLE_TENANT: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("GET", "/audit"),
+        ("POST", "/webhooks"),
+        ("PATCH", "/webhooks/{webhook_id}"),
+    }
+)
+
 PUBLIC: frozenset[tuple[str, str]] = frozenset(
     {
         ("GET", "/health"),
@@ -143,8 +155,9 @@ def check_route_table(app: FastAPI) -> None:
 
 
 async def authorize(request: Request, caller: Principal) -> Identity:
-    """The caller, when its role may call this route; 403 otherwise (on the event loop: it
-    reads only the route table)."""
+    """The caller, when its role may call this route, and its API key is not limited to some
+    collections on a WHOLE_TENANT route; 403 otherwise (on the event loop: it reads only the
+    route tables)."""
     route = request.scope.get("route")
     path = route.path if isinstance(route, Route) else request.url.path
     minimum = ROUTE_ROLES.get((request.method, path))
@@ -153,6 +166,14 @@ async def authorize(request: Request, caller: Principal) -> Identity:
     if not role_at_least(caller.role, minimum):
         raise ApiError(
             403, "forbidden", f"this needs the {minimum} role or higher; you are {caller.role}"
+        )
+    if caller.collections is not None and (request.method, path) in WHOLE_TENANT:
+        raise ApiError(
+            403,
+            "api_key_not_allowed",
+            "an API key limited to some collections cannot read the audit log or register or "
+            "change webhooks (they name documents of every collection); use an unlimited key or "
+            "sign in",
         )
     return caller
 

@@ -89,6 +89,21 @@ def _made_by_key(
     return min(wanted, limit)
 
 
+def _within_maker(caller: Identity, wanted: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The collections a new key is limited to: those asked (None: no limit of its own), and
+    never beyond a maker limited to some (no limit asked: the maker's; one outside them:
+    NotFound, as a collection the caller cannot read)."""
+    chosen = None if wanted is None else tuple(sorted(set(wanted)))
+    if caller.collections is None:
+        return chosen
+    if chosen is None:
+        return tuple(sorted(caller.collections))
+    outside = sorted(set(chosen) - set(caller.collections))
+    if outside:
+        raise NotFound(f"collection not found: {outside[0]}")
+    return chosen
+
+
 @dataclass(frozen=True)
 class IssuedKey:
     """A key just made: its record, and the key itself (shown this once, never stored)."""
@@ -119,7 +134,8 @@ class ApiKeyService:
     ) -> IssuedKey:
         """A new key of the caller and the key itself (shown once); InvalidInput, Forbidden for
         a role above the caller's or `keys:manage` from a non-admin, KeyNotAllowed for a key
-        without `keys:manage`, QuotaExceeded at the user's cap of working keys."""
+        without `keys:manage`, QuotaExceeded at the user's cap of working keys. A key made by a
+        key limited to some collections is limited to them too."""
         _check_key_may_manage_keys(caller)
         clean_name = validate_key_name(name)
         wanted: Role = validate_role(role) if role is not None else caller.role
@@ -134,6 +150,7 @@ class ApiKeyService:
             expires_at = _made_by_key(caller, clean_scopes, expires_at)
         elif KEYS_MANAGE in clean_scopes and caller.role != "admin":
             raise Forbidden(f"only an admin can give a key the {KEYS_MANAGE} scope")
+        limit = _within_maker(caller, collections)
         key = new_api_key()
         record = ApiKeyRecord(
             key_id="key_" + secrets.token_hex(12),
@@ -147,7 +164,7 @@ class ApiKeyService:
             last_used_at=None,
             scopes=clean_scopes,
             parent_key_id=caller.key_id,
-            collections=None if collections is None else tuple(sorted(set(collections))),
+            collections=limit,
         )
         audit = actor.entry(
             "key.created",

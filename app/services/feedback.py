@@ -103,9 +103,9 @@ def rate(
     expected: list[ExpectedPage] | None = None,
     readable: Callable[[str], bool] = lambda _document_id: True,
 ) -> Rated:
-    """Store or change the caller's rating of their answer; the record and whether it changed
-    an earlier one. NotFound for an answer that is not the caller's; `expected` names only
-    documents `readable` says the caller reads."""
+    """Store or change the caller's rating of their answer; the record (with the documents
+    `readable` says the caller reads now) and whether it changed an earlier one. NotFound for
+    an answer that is not the caller's; `expected` names only documents the caller reads."""
     if actor.user_id is None:
         raise _missing()
     answer_id = answer_id_of(answer_id)
@@ -131,13 +131,21 @@ def rate(
         )
     )
     metrics.feedback(rating)
-    return Rated(stored, previous is not None)
+    return Rated(_shown(stored, readable), previous is not None)
 
 
-def mine(deps: FeedbackDeps, *, tenant_id: str, user_id: str, answer_id: str) -> FeedbackRecord:
-    """The caller's rating of their answer (NotFound when none)."""
+def mine(
+    deps: FeedbackDeps,
+    *,
+    tenant_id: str,
+    user_id: str,
+    answer_id: str,
+    readable: Callable[[str], bool],
+) -> FeedbackRecord:
+    """The caller's rating of their answer, with the documents they read now (NotFound when
+    none)."""
     found = deps.feedback.mine(tenant_id, answer_id_of(answer_id), user_id)
-    return or_not_found(found, "no rating of this answer")
+    return _shown(or_not_found(found, "no rating of this answer"), readable)
 
 
 def _shown(record: FeedbackRecord, readable: Callable[[str], bool]) -> FeedbackRecord:

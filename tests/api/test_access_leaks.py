@@ -524,6 +524,49 @@ def test_the_feedback_list_shows_an_admins_key_only_the_documents_it_reads(world
         assert _leaks(world, limited.text) == [], limited.text
 
 
+def test_ones_own_rating_shows_only_the_documents_one_reads_now(world: World) -> None:
+    """A rating is shown with its answer's citations and its expected pages; before, the
+    person's own view of it (rating, rating again, reading it back) showed them whole, so the
+    admin's key limited to general read the vault ledger's name and id there."""
+    url = world.live.url
+    admin = world.callers["admin"]
+    key = world.callers["key of the admin limited to general"]
+    asked = _ok(httpx.post(f"{url}/query", json={"question": QUESTION}, headers=admin, timeout=120))
+    path = f"{url}/answers/{asked['answer_id']}/feedback"
+    expected = [{"source": SECRET_FILE, "page": 1}]
+    rated = httpx.post(path, json={"rating": "down", "expected": expected}, headers=admin)
+    assert rated.status_code == 200 and SECRET_FILE in rated.text, rated.text
+    shown = httpx.get(path, headers=admin)
+    assert shown.status_code == 200 and world.secret_id in shown.text, shown.text
+
+    read_back = httpx.get(path, headers=key)
+    assert read_back.status_code == 200, read_back.text
+    again = httpx.post(path, json={"rating": "up", "comment": "fine after all"}, headers=key)
+    assert again.status_code == 200, again.text
+    for response in (read_back, again):
+        assert _leaks(world, response.text) == [], response.text
+        assert response.json()["answer_id"] == asked["answer_id"]  # the rating itself is shown
+
+
+def test_the_audit_log_is_not_read_with_a_key_limited_to_some_collections(world: World) -> None:
+    """The audit log names the documents uploaded to every collection and the collections made
+    (the board's own upload and creation here); before, the admin's key limited to general read
+    it whole, file name of the vault ledger included."""
+    url = world.live.url
+    for action in ("document.uploaded", "collection.created"):
+        params = {"action": action, "limit": 100}
+        whole = httpx.get(f"{url}/audit", params=params, headers=world.callers["admin"])
+        assert whole.status_code == 200 and (SECRET_FILE in whole.text or "board" in whole.text)
+        limited = httpx.get(
+            f"{url}/audit",
+            params=params,
+            headers=world.callers["key of the admin limited to general"],
+        )
+        assert limited.status_code == 403, limited.text
+        assert limited.json()["error"]["code"] == "api_key_not_allowed"
+        assert _leaks(world, limited.text) == [] and "board" not in limited.text
+
+
 def test_a_revoked_grant_counts_at_once_and_its_cached_answer_stays_behind(
     world: World,
 ) -> None:

@@ -121,6 +121,29 @@ def test_a_key_never_makes_a_key_that_outlives_it(api: ApiHarness) -> None:
     assert _key_ids(api, admin) == set()
 
 
+def test_a_key_limited_to_some_collections_makes_keys_limited_to_them(api: ApiHarness) -> None:
+    """Before, a `keys:manage` key limited to general made a key with no limit at all, which
+    then opened the restricted collection its maker was kept out of."""
+    admin = api.add_user(_tenant())
+    made = api.client.post(
+        "/collections", json={"name": "payroll", "visibility": "restricted"}, headers=admin.headers
+    )
+    assert made.status_code == 201, made.text
+    maker = _new_key(api, admin, scopes=["keys:manage"], collections=["general"])
+    as_maker = _bearer(maker["key"])
+    assert_error_body(api.client.get("/collections/payroll", headers=as_maker), 404, "not_found")
+
+    wider = _make_key(api, as_maker, collections=["payroll"])
+    assert_error_body(wider, 404, "not_found")
+    child = _make_key(api, as_maker)
+    assert child.status_code == 201, child.text
+    assert child.json()["collections"] == ["general"]
+    as_child = _bearer(child.json()["key"])
+    assert_error_body(api.client.get("/collections/payroll", headers=as_child), 404, "not_found")
+    listed = api.client.get("/collections", headers=as_child).json()["data"]
+    assert [c["name"] for c in listed] == ["general"]
+
+
 def test_a_manage_key_made_without_expiry_revokes_and_its_children_die_with_it(
     api: ApiHarness,
 ) -> None:

@@ -39,10 +39,27 @@ class Hooks:
             method, f"{self.server.url}{path}", headers=tenant.headers, timeout=30, **kw
         )
 
-    def upload(self, tenant: Tenant, name: str, text: str) -> dict[str, Any]:
-        answer = self.call(tenant, "POST", "/documents", files={"file": (name, text.encode())})
+    def upload(
+        self, tenant: Tenant, name: str, text: str, collection: str = "general"
+    ) -> dict[str, Any]:
+        answer = self.call(
+            tenant,
+            "POST",
+            "/documents",
+            files={"file": (name, text.encode())},
+            data={"collection": collection},
+        )
         assert answer.status_code == 202, answer.text
         return answer.json()
+
+    def ada_signed_in(self) -> Tenant:
+        """Ada with an access token: users and keys are administered signed in."""
+        signed_in = httpx.post(
+            f"{self.server.url}/auth/token",
+            data={"username": "ada", "password": "Hook-keeper 42 lighthouse", "tenant": "acme"},
+        )
+        assert signed_in.status_code == 200, signed_in.text
+        return Tenant(signed_in.json()["access_token"])
 
     def make_hook(self, tenant: Tenant, receiver: Receiver, events: list[str]) -> dict[str, Any]:
         made = self.call(tenant, "POST", "/webhooks", json={"url": receiver.url, "events": events})
@@ -196,23 +213,11 @@ def test_a_webhook_hears_only_of_documents_its_creator_reads_when_it_is_delivere
     assert vault.status_code == 201, vault.text
     users = hooks.call(hooks.acme, "GET", "/users", params={"limit": 100}).json()["data"]
     ned = next(u for u in users if u["username"] == "ned")
-    signed_in = httpx.post(
-        f"{hooks.server.url}/auth/token",
-        data={"username": "ada", "password": "Hook-keeper 42 lighthouse", "tenant": "acme"},
-    )
-    assert signed_in.status_code == 200, signed_in.text
-    ada = Tenant(signed_in.json()["access_token"])  # users are administered signed in
+    ada = hooks.ada_signed_in()
     demoted = hooks.call(ada, "PATCH", f"/users/{ned['user_id']}", json={"role": "member"})
     assert demoted.status_code == 200, demoted.text
     try:
-        secret = hooks.call(
-            hooks.acme,
-            "POST",
-            "/documents",
-            files={"file": ("codes.txt", b"The vault opens with the brass key.")},
-            data={"collection": "vault"},
-        )
-        assert secret.status_code == 202, secret.text
+        hooks.upload(hooks.acme, "codes.txt", "The vault opens with the brass key.", "vault")
         public = hooks.upload(hooks.acme, "canteen.txt", "The canteen opens at noon.")
         (heard,) = receiver.wait_for("document.indexed")
         assert heard.body["data"]["document_id"] == public["document_id"]
@@ -279,3 +284,45 @@ def test_collection_changes_arrive_signed_and_only_to_their_tenant(
         for tenant in (hooks.acme, hooks.globex):
             for hook in hooks.call(tenant, "GET", "/webhooks").json()["data"]:
                 hooks.call(tenant, "DELETE", f"/webhooks/{hook['webhook_id']}")
+
+
+def test_a_key_limited_to_some_collections_cannot_send_itself_events_of_the_others(
+    hooks: Hooks, receiver: Receiver
+) -> None:
+    """An admin's key limited to general reads nothing of a restricted collection; before, it
+    registered a webhook (or pointed the admin's at its own URL) and heard each document
+    indexed there by name, since a webhook reports on what its creating user reads."""
+    ledger = hooks.call(
+        hooks.acme, "POST", "/collections", json={"name": "ledger", "visibility": "restricted"}
+    )
+    assert ledger.status_code == 201, ledger.text
+    limited = hooks.call(
+        hooks.ada_signed_in(),
+        "POST",
+        "/auth/keys",
+        json={"name": "general only", "collections": ["general"]},
+    )
+    assert limited.status_code == 201, limited.text
+    key = Tenant(limited.json()["key"])
+    admins = hooks.make_hook(hooks.acme, receiver, ["document.indexed"])
+    own = Receiver().start()
+    try:
+        made = hooks.call(
+            key, "POST", "/webhooks", json={"url": own.url, "events": ["document.indexed"]}
+        )
+        assert made.status_code == 403, made.text
+        assert made.json()["error"]["code"] == "api_key_not_allowed"
+        path = f"/webhooks/{admins['webhook_id']}"
+        moved = hooks.call(key, "PATCH", path, json={"url": own.url})
+        assert moved.status_code == 403, moved.text
+        assert hooks.call(hooks.acme, "GET", path).json()["url"] == receiver.url
+
+        hooks.upload(hooks.acme, "takeover-terms.txt", "The takeover closes in May.", "ledger")
+        (heard,) = receiver.wait_for("document.indexed")  # the admin's own webhook hears it
+        assert heard.body["data"]["source"] == "takeover-terms.txt"
+        assert own.requests == []
+        hidden = f"/documents/{heard.body['data']['document_id']}"
+        assert hooks.call(key, "GET", hidden).status_code == 404
+    finally:
+        own.stop()
+        hooks.call(hooks.acme, "DELETE", f"/webhooks/{admins['webhook_id']}")

@@ -74,10 +74,17 @@ def rate_answer(
 @router.get(
     "/answers/{answer_id}/feedback", response_model=FeedbackOut, responses=error_responses(404)
 )
-def my_rating(answer_id: AnswerId, deps: Feedback, caller: Authorized) -> FeedbackOut:
-    """Your rating of one of your answers (404 when you have not rated it)."""
+def my_rating(
+    answer_id: AnswerId, deps: Feedback, caller: Authorized, readable: ReadableDocuments
+) -> FeedbackOut:
+    """Your rating of one of your answers, with the documents you read now (404 when you have
+    not rated it)."""
     found = feedback.mine(
-        deps, tenant_id=caller.tenant_id, user_id=caller.user_id, answer_id=answer_id
+        deps,
+        tenant_id=caller.tenant_id,
+        user_id=caller.user_id,
+        answer_id=answer_id,
+        readable=readable,
     )
     return FeedbackOut.model_validate(found)
 
