@@ -169,7 +169,7 @@ class JobRecord:
     warnings: tuple[str, ...] = ()
     kind: JobKind = "index"
     collection_id: str | None = None  # the collection a `collection_delete` job deletes
-    requested_by: str | None = None  # who asked for a job that is not an upload
+    requested_by: str | None = None  # who asked for the job (an upload's uploader)
 
     @property
     def progress(self) -> JobProgress:
@@ -237,11 +237,15 @@ class JobStore:
             # below and the document rows are one serialised step against every other upload of
             # the tenant. Each returns its queued row.
             if active_limit is None:
-                queued = [self._queue_reserved(session, tenant_id, u, now) for u in uploads]
+                queued = [
+                    self._queue_reserved(session, tenant_id, u, now, uploaded_by) for u in uploads
+                ]
             else:
                 queued = [
                     _insert_below_limit(
-                        session, _new_job_row(tenant_id, u, "queued", now), active_limit
+                        session,
+                        _new_job_row(tenant_id, u, "queued", now, uploaded_by),
+                        active_limit,
                     )
                     for u in uploads
                 ]
@@ -268,7 +272,11 @@ class JobStore:
 
     @staticmethod
     def _queue_reserved(
-        session: Session, tenant_id: str, upload: StoredUpload, now: datetime
+        session: Session,
+        tenant_id: str,
+        upload: StoredUpload,
+        now: datetime,
+        uploaded_by: str | None,
     ) -> JobRow | None:
         """The upload's reservation made its queued job, in `session`; None if it is gone."""
         statement = (
@@ -286,6 +294,7 @@ class JobStore:
                 size_bytes=upload.size_bytes,
                 created_at=now,
                 updated_at=now,
+                requested_by=uploaded_by,
             )
             .returning(JobRow)
         )
@@ -385,7 +394,8 @@ class JobStore:
     ) -> ListedPage[JobRecord]:
         """One page of the tenant's jobs in `statuses` (never reservations), newest first, and
         how many the tenant has in them; with `collections`, only jobs of documents in them,
-        deletions of them, and the deletions and evaluation runs `requested_by` asked for."""
+        deletions of them, the deletions and evaluation runs `requested_by` asked for, and
+        their uploads whose documents were deleted since."""
         shown = [status for status in statuses if status != "reserved"]
         where = [JobRow.tenant_id == tenant_id, JobRow.status.in_(shown)]
         if collections is not None:
@@ -398,7 +408,15 @@ class JobStore:
             asked = JobRow.requested_by == requested_by if requested_by else false()
             deleting = (JobRow.kind == COLLECTION_DELETE) & (JobRow.collection_id.in_(kept) | asked)
             evaluating = (JobRow.kind == EVALUATION_RUN) & asked
-            where.append(or_(of_documents, deleting, evaluating))
+            # An upload whose document was deleted since: its uploader still sees how it ended.
+            uploaded_gone = (
+                (JobRow.kind == "index")
+                & asked
+                & JobRow.document_id.not_in(
+                    select(DocumentRow.document_id).where(DocumentRow.tenant_id == tenant_id)
+                )
+            )
+            where.append(or_(of_documents, deleting, evaluating, uploaded_gone))
         query = select(JobRow).order_by(JobRow.created_at.desc(), JobRow.job_id)
         with self._db.session() as session:
             return listed_page(session, query, where, JobRow, limit, offset, _record)
@@ -716,7 +734,7 @@ def new_job_id() -> str:
 def _new_reservation(tenant_id: str) -> JobRow:
     """A `reserved` row: the upload's document, source and size are filled in when stored."""
     empty = StoredUpload(new_job_id(), "", "", "", 0, "")
-    return _new_job_row(tenant_id, empty, "reserved", utc_now())
+    return _new_job_row(tenant_id, empty, "reserved", utc_now(), None)
 
 
 def _insert_below_limit(session: Session, row: JobRow, active_limit: int) -> JobRow:
@@ -727,7 +745,9 @@ def _insert_below_limit(session: Session, row: JobRow, active_limit: int) -> Job
     return row
 
 
-def _new_job_row(tenant_id: str, upload: StoredUpload, status: str, now: datetime) -> JobRow:
+def _new_job_row(
+    tenant_id: str, upload: StoredUpload, status: str, now: datetime, uploaded_by: str | None
+) -> JobRow:
     """An upload's job row, nothing done yet."""
     return JobRow(
         job_id=upload.job_id,
@@ -750,7 +770,7 @@ def _new_job_row(tenant_id: str, upload: StoredUpload, status: str, now: datetim
         warnings=None,
         kind="index",  # every column is given: the row is inserted by INSERT ... SELECT
         collection_id=None,
-        requested_by=None,
+        requested_by=uploaded_by,
     )
 
 

@@ -292,13 +292,14 @@ def job_readable(
     collection_of: Callable[[str], str | None],
 ) -> bool:
     """Whether a caller may see a job: one of a document in a collection it reads (by
-    `collection_of`), or a deletion of a collection it reads or that it asked for (the
-    deleted collection is gone by the end)."""
+    `collection_of`), or a deletion of a collection it reads, or one it asked for: a deletion
+    (the deleted collection is gone by the end), or an upload whose document was deleted since
+    (its uploader still learns how it ended)."""
+    mine = user_id is not None and job.requested_by == user_id
     if job.kind == COLLECTION_DELETE:
-        mine = user_id is not None and job.requested_by == user_id
         return mine or (job.collection_id is not None and readable(job.collection_id))
     where = collection_of(job.document_id)
-    return where is not None and readable(where)
+    return mine if where is None else readable(where)
 
 
 def get_job(deps: UploadDeps, *, tenant_id: str, job_id: str) -> JobRecord:

@@ -77,3 +77,27 @@ def test_bad_listing_parameters_get_a_422_error_body(api: ApiHarness, query: str
     user = api.add_user("jobs-bad-input")
     response = api.client.get(f"/jobs{query}", headers=user.headers)
     assert_error_body(response, 422)
+
+
+def test_an_uploader_still_sees_the_job_of_a_document_deleted_since(api: ApiHarness) -> None:
+    admin = api.add_user("jobs-deleted", role="admin")
+    uploader = api.add_user("jobs-deleted", role="member")
+    colleague = api.add_user("jobs-deleted", role="member")
+    # A collection the members do not read: their job listing is then filtered by collection.
+    hidden = {"name": "board", "visibility": "restricted"}
+    assert api.client.post("/collections", json=hidden, headers=admin.headers).status_code == 201
+    job_id = upload(api, uploader, "wrong-file.txt", text_document("Uploaded by mistake."))
+    document_id = api.client.get(f"/jobs/{job_id}", headers=uploader.headers).json()["document_id"]
+    deleted = api.client.delete(f"/documents/{document_id}", headers=uploader.headers)
+    assert deleted.status_code in (200, 202, 204), deleted.text
+
+    # The uploader (a `rag upload --wait` for example) learns how the job ended, by id and in
+    # the listing, instead of a 404 as if it had never uploaded anything.
+    seen = api.client.get(f"/jobs/{job_id}", headers=uploader.headers)
+    assert seen.status_code == 200, seen.text
+    assert seen.json()["source"] == "wrong-file.txt"
+    assert [job["job_id"] for job in listed(api, uploader)["data"]] == [job_id]
+    # A colleague who did not upload it sees nothing of a document that no longer exists.
+    assert_error_body(api.client.get(f"/jobs/{job_id}", headers=colleague.headers), 404)
+    assert listed(api, colleague)["count"] == 0
+    assert [job["job_id"] for job in listed(api, admin)["data"]] == [job_id]
