@@ -362,10 +362,10 @@ class DocumentFilter:
         """The SQL conditions of this filter (none: every document)."""
         found: list[Any] = []
         if self.source_prefix:
-            escaped = (
-                self.source_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            )
-            found.append(DocumentRow.source.like(f"{escaped}%", escape="\\"))
+            # The name's first characters compared as they are: a name is case-sensitive, and
+            # SQLite's LIKE (unlike PostgreSQL's) is not, so `docs/` used to list `Docs/` too.
+            prefix = self.source_prefix
+            found.append(func.substr(DocumentRow.source, 1, len(prefix)) == prefix)
         if self.sync_root is not None:
             found.append(DocumentRow.sync_root == self.sync_root)
         if self.collection_id is not None:

@@ -18,6 +18,7 @@ def test_prefix_and_label_keep_only_their_documents(sql_database: Database) -> N
         ("axb/two.txt", "east"),  # `_` in the prefix is a character, not a wildcard
         ("a_b/three.txt", "west"),
         ("100%/four.txt", None),
+        ("Docs/five.txt", None),
     ]:
         doc_id = document_id("acme", source)
         documents.upsert("acme", doc_id, source, 1, "0" * 64)
@@ -30,6 +31,9 @@ def test_prefix_and_label_keep_only_their_documents(sql_database: Database) -> N
 
     assert names(DocumentFilter(source_prefix="a_b/")) == (["a_b/one.txt", "a_b/three.txt"], 2)
     assert names(DocumentFilter(source_prefix="100%")) == (["100%/four.txt"], 1)
+    # A name is case-sensitive on both databases (SQLite's LIKE is not).
+    assert names(DocumentFilter(source_prefix="docs/")) == ([], 0)
+    assert names(DocumentFilter(source_prefix="Docs/")) == (["Docs/five.txt"], 1)
     assert names(DocumentFilter(sync_root="east")) == (["a_b/one.txt", "axb/two.txt"], 2)
     assert names(DocumentFilter("a_b/", "west")) == (["a_b/three.txt"], 1)
     assert names(DocumentFilter(sync_root="east"), limit=1, offset=1) == (["axb/two.txt"], 2)
