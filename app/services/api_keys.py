@@ -179,9 +179,16 @@ class ApiKeyService:
         return IssuedKey(stored, key)
 
     def list(self, caller: Identity, everyone: bool) -> list[ApiKeyRecord]:
-        """The caller's keys, or with `everyone` (admins only) every key of the tenant."""
+        """The caller's keys, or with `everyone` (admins only, and not through a key limited to
+        some collections: other keys name collections it does not read) every key of the
+        tenant."""
         if everyone and caller.role != "admin":
             raise Forbidden("only an admin can list every key of the tenant")
+        if everyone and caller.collections is not None:
+            raise KeyNotAllowed(
+                "an API key limited to some collections cannot list every key of the tenant "
+                "(they name collections it does not read); sign in, or use an unlimited key"
+            )
         return self._store.list(caller.tenant_id, None if everyone else caller.user_id)
 
     def revoke(self, caller: Identity, actor: Actor, *, key_id: str) -> None:

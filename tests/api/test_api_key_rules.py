@@ -144,6 +144,22 @@ def test_a_key_limited_to_some_collections_makes_keys_limited_to_them(api: ApiHa
     assert [c["name"] for c in listed] == ["general"]
 
 
+def test_a_key_limited_to_some_collections_lists_only_its_owners_keys(api: ApiHarness) -> None:
+    """Every key of the tenant names the collections each is limited to, and its own name
+    ("payroll-export"): a limited admin key listed them all."""
+    admin = api.add_user(_tenant())
+    made = api.client.post(
+        "/collections", json={"name": "payroll", "visibility": "restricted"}, headers=admin.headers
+    )
+    assert made.status_code == 201, made.text
+    _new_key(api, admin, collections=[made.json()["collection_id"]])
+    limited = _bearer(_new_key(api, admin, collections=["general"])["key"])
+    everyone = api.client.get("/auth/keys?all=true", headers=limited)
+    assert_error_body(everyone, 403, "api_key_not_allowed")
+    assert made.json()["collection_id"] not in everyone.text
+    assert api.client.get("/auth/keys?all=true", headers=admin.headers).status_code == 200
+
+
 def test_a_manage_key_made_without_expiry_revokes_and_its_children_die_with_it(
     api: ApiHarness,
 ) -> None:
