@@ -19,8 +19,9 @@ from app.api.errors import ApiError
 _read_by: dict[int, frozenset[str]] = {}
 
 
-def refuse_unknown_query(request: Request) -> None:
-    """422 naming the parameters the matched route does not read, and those it does."""
+async def refuse_unknown_query(request: Request) -> None:
+    """422 naming the parameters the matched route does not read, and those it does (on the
+    event loop, as it reads only the route: no hop to the thread pool per request)."""
     route = request.scope.get("route")
     if not isinstance(route, APIRoute) or not request.query_params:
         return
