@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from testkit.builders import text_document
-from tests.api.harness import ApiFactory, ApiHarness, ApiUser
+from tests.api.harness import ApiFactory, ApiHarness
 from tests.api.scripted_openai import scripted_openai
 
 pytestmark = pytest.mark.integration
