@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from testkit.builders import text_document
-from tests.api.harness import ApiFactory, ApiHarness
+from tests.api.harness import ApiFactory, ApiHarness, ApiUser, sse_events
 from tests.api.scripted_openai import scripted_openai
 
 pytestmark = pytest.mark.integration
@@ -64,11 +64,30 @@ def _ok(response: Any, status: int = 200) -> Any:
     return response.json() if "json" in response.headers.get("content-type", "") else None
 
 
+def _turn(api: ApiHarness, user: ApiUser, path: str, content: str, stream: bool) -> Any:
+    """A turn's body; streamed, the fields its events carry (`standalone`, tokens, citations,
+    `done`)."""
+    response = api.client.post(
+        f"{path}/messages",
+        params={"stream": "true"} if stream else {},
+        json={"content": content},
+        headers=user.headers,
+    )
+    if not stream:
+        return _ok(response)
+    events = sse_events(response)
+    named = {name: data for name, data in events}
+    text = "".join(data["text"] for name, data in events if name == "token")
+    return {**named["standalone"], **named["citations"], **named["done"], "answer": text}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_a_rewrite_quoting_an_answer_one_no_longer_reads_is_shown_as_typed(
-    api: ApiHarness,
+    api: ApiHarness, stream: bool
 ) -> None:
-    admin = api.add_user("rewrite-leak")
-    member = api.add_user("rewrite-leak")
+    tenant = "rewrite-leak-streamed" if stream else "rewrite-leak"
+    admin = api.add_user(tenant)
+    member = api.add_user(tenant)
     client = api.client
     made = {"name": "vault", "visibility": "restricted"}
     _ok(client.post("/collections", json=made, headers=admin.headers), 201)
@@ -82,11 +101,9 @@ def test_a_rewrite_quoting_an_answer_one_no_longer_reads_is_shown_as_typed(
 
     conversation = _ok(client.post("/conversations", headers=member.headers), 201)
     turns = f"/conversations/{conversation['conversation_id']}"
-    first = _ok(client.post(f"{turns}/messages", json={"content": FIRST}, headers=member.headers))
+    first = _turn(api, member, turns, FIRST, stream)
     assert SECRET in first["answer"]
-    second = _ok(
-        client.post(f"{turns}/messages", json={"content": FOLLOW_UP}, headers=member.headers)
-    )
+    second = _turn(api, member, turns, FOLLOW_UP, stream)
     # The leak's precondition: the rewrite quoted the first answer, the answer cites notes only.
     assert second["rewrite"] == "llm" and SECRET in second["standalone_question"]
     notes = [c["marker"] for c in second["citations"] if c["source"] == "notes.txt"]
@@ -132,3 +149,28 @@ def test_a_rewrite_quoting_an_answer_one_no_longer_reads_is_shown_as_typed(
     for response in (exported, feedback_lines):
         assert response.status_code == 200, response.text
         assert SECRET not in response.text and FOLLOW_UP in response.text
+
+
+def test_a_chat_completion_rewritten_from_the_clients_history_is_recorded_as_typed(
+    api: ApiHarness,
+) -> None:
+    # What the client's earlier answers cite is not known, so not even an admin who reads
+    # everything is shown the rewrite later.
+    admin = api.add_user("rewrite-chat")
+    for name, content in (("vault.txt", VAULT), ("notes.txt", NOTES)):
+        assert api.upload_and_wait(admin, name, content)["status"] == "done"
+    messages = [
+        {"role": "user", "content": FIRST},
+        {"role": "assistant", "content": f"The secret code word is {SECRET} [1]."},
+        {"role": "user", "content": FOLLOW_UP},
+    ]
+    completion = _ok(
+        api.client.post(
+            "/v1/chat/completions",
+            json={"model": "rag", "messages": messages},
+            headers=admin.headers,
+        )
+    )
+    assert SECRET in completion["standalone_question"]
+    record = _ok(api.client.get(f"/answers/{completion['id']}", headers=admin.headers))
+    assert record["question"] == FOLLOW_UP
