@@ -306,14 +306,9 @@ async def ask(
     """
     prepared = await _prepare(deps, caller, conversation_id, content, k, readable)
     follow_ups = deps.follow_ups
+    question, asked = prepared.rewrite.question, prepared.asked_as
     answered = await answer_service.answer(
-        follow_ups.lane,
-        follow_ups.answers,
-        caller,
-        prepared.rewrite.question,
-        k,
-        scope,
-        asked_as=prepared.asked_as,
+        follow_ups.lane, follow_ups.answers, caller, question, k, scope, asked_as=asked
     )
     found = CitationsFound(answered.citations, answered.refused)
     stored = await anyio.to_thread.run_sync(
@@ -413,13 +408,8 @@ async def open_turn_stream(
     """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
     prepared = await _prepare(deps, caller, conversation_id, content, k, readable)
     follow_ups = deps.follow_ups
+    question, asked = prepared.rewrite.question, prepared.asked_as
     inner = await answer_service.open_stream(
-        follow_ups.lane,
-        follow_ups.answers,
-        caller,
-        prepared.rewrite.question,
-        k,
-        scope,
-        asked_as=prepared.asked_as,
+        follow_ups.lane, follow_ups.answers, caller, question, k, scope, asked_as=asked
     )
     return TurnStream(deps, caller, conversation_id, prepared, inner)

@@ -15,9 +15,8 @@ from app.services import answer_history
 from app.services.conversations import visible_history
 from app.storage.answer_records import AnswerRecordStore
 from app.storage.conversations import ConversationQuota, ConversationStore
-from app.storage.db import Database, open_database
-from tests.fresh_database import fresh_postgres_database
-from tests.storage.schema_revisions import migrate_to
+from app.storage.db import Database
+from tests.storage.schema_revisions import database_at, migrate_to
 
 pytestmark = pytest.mark.integration
 
@@ -38,18 +37,7 @@ ASKED = [
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Database]:
     """An empty database of its own, at the revision before rewrite sources were kept."""
-    if request.param == "sqlite":
-        yield from _at_before(f"sqlite:///{data_dir / 'service.db'}")
-        return
-    with fresh_postgres_database(request.getfixturevalue("postgres_url")) as url:
-        yield from _at_before(url)
-
-
-def _at_before(url: str) -> Iterator[Database]:
-    database = open_database(url)  # migrates to head
-    migrate_to(database, BEFORE)
-    yield database
-    database.dispose()
+    yield from database_at(BEFORE, request, data_dir)
 
 
 def _old_rows(database: Database) -> None:
