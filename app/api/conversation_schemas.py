@@ -43,7 +43,9 @@ class MessageOut(Record):
     role: Literal["user", "assistant"]
     content: str
     standalone_question: str | None = Field(
-        default=None, description="user messages: the question retrieval and the answer used"
+        default=None,
+        description="user messages: the question retrieval and the answer used; one rewritten "
+        "from earlier answers shows as typed unless the caller reads every document they cite",
     )
     citations: list[CitationOut] | None = Field(
         default=None, description="assistant messages: what the [n] markers of this answer cite"

@@ -61,7 +61,10 @@ class FeedbackOut(FlatRecord):
     comment: str | None
     helpful_markers: list[int]
     expected: list[dict[str, Any]]
-    question: str | None = Field(description="the answer's question while the record keeps it")
+    question: str | None = Field(
+        description="the answer's question while the record keeps it (as the answer record "
+        "shows it to the caller)"
+    )
     cited: list[dict[str, Any]] = Field(description="what the answer cited (record kept)")
     created_at: IsoTime
     updated_at: IsoTime
@@ -72,7 +75,11 @@ class AnswerRecordOut(Record):
     answer_id: str
     user_id: str
     created_at: IsoTime
-    question: str | None = Field(description="null when RAG_ANSWER_LOG_DAYS is 0")
+    question: str | None = Field(
+        description="null when RAG_ANSWER_LOG_DAYS is 0; a conversation's rewritten question "
+        "only when the caller reads every document the earlier answers it was rewritten from "
+        "cite, else the question as typed"
+    )
     refused: bool | None
     cache: str | None
     model: str | None

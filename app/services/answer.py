@@ -28,7 +28,12 @@ from app.request_limits import RequestLimits
 from app.retrieval.scope import EVERYTHING, SearchScope
 from app.services.blocks.admission import Caller, ConcurrencyLimiter, Slot
 from app.services.blocks.answer_lane import AnswerLane, AnswerStream, Step
-from app.services.blocks.answer_log import FinishedAnswer, new_answer_id, retrieved_ranks
+from app.services.blocks.answer_log import (
+    AskedAs,
+    FinishedAnswer,
+    new_answer_id,
+    retrieved_ranks,
+)
 from app.storage.cache import AnswerCache, CacheKey, answer_cache_key
 from app.timing import StageTimer, start_timer, timed
 
@@ -157,6 +162,7 @@ class Lookup:
     user_id: str = ""
     corpus_version: int = 0
     answer_id: str = ""
+    asked_as: AskedAs | None = None  # a conversation's rewritten question: how it was typed
 
 
 def lookup(
@@ -206,6 +212,7 @@ def _record(deps: AnswerDeps, found: Lookup, answer: CachedAnswer, cache: CacheS
         total_ms=found.timer.total_ms(),
         corpus_version=found.corpus_version,
         retrieved=answer.retrieved,
+        asked_as=found.asked_as,
     )
     deps.answer_log.record(finished)
 
@@ -339,6 +346,7 @@ async def _lookup(
     question: str,
     k: int | None,
     scope: SearchScope = EVERYTHING,
+    asked_as: AskedAs | None = None,
 ) -> Lookup:
     # On the default threadpool: a few milliseconds of validation, database and cache reads.
     found: Lookup = await anyio.to_thread.run_sync(
@@ -353,6 +361,7 @@ async def _lookup(
             user_id=caller.user_id,
         ),
     )
+    found.asked_as = asked_as
     return found
 
 
@@ -372,11 +381,13 @@ async def answer(
     question: str,
     k: int | None,
     scope: SearchScope = EVERYTHING,
+    *,
+    asked_as: AskedAs | None = None,
 ) -> AnsweredQuestion:
     """The answer within `scope`; a cache hit at once, a miss after admission (Overloaded:
-    429/503)."""
+    429/503). `asked_as`: how a rewritten question was typed, for the answer record."""
     context = contextvars.copy_context()
-    found = await _lookup(deps, context, caller, question, k, scope)
+    found = await _lookup(deps, context, caller, question, k, scope, asked_as)
     if found.cached is not None:
         return cached_answer(deps, found)
     slot = await _admit(lane.answers, caller, found.timer)
@@ -394,13 +405,15 @@ async def open_stream(
     question: str,
     k: int | None,
     scope: SearchScope = EVERYTHING,
+    *,
+    asked_as: AskedAs | None = None,
 ) -> AnswerStream[AnswerEvent]:
     """An admitted answer stream within `scope` (Overloaded: 429/503 before any byte is
-    sent)."""
+    sent); `asked_as` as for `answer`."""
     slots = [await lane.streams.acquire(caller)]
     try:
         context = contextvars.copy_context()
-        found = await _lookup(deps, context, caller, question, k, scope)
+        found = await _lookup(deps, context, caller, question, k, scope, asked_as)
         if found.cached is not None:
             stream = AnswerStream(cached_events(deps, found), slots, _inline)
         else:

@@ -1,6 +1,7 @@
 """Reading, exporting and deleting the answer record: a person sees their own answers, a
 tenant admin every answer of the tenant; nobody another tenant's. A record shows the cited and
-retrieved documents the reader reads now (a document moved out of their reach drops out)."""
+retrieved documents the reader reads now (a document moved out of their reach drops out), and a
+question rewritten from earlier answers only to who reads what those cite (else as typed)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 from app.domain import ListedPage, role_at_least
 from app.errors import or_not_found
 from app.services.blocks.answer_log import answer_id_of
+from app.services.blocks.followups import question_shown
 from app.storage.answer_records import AnswerRecord, AnswerRecordStore
 
 if TYPE_CHECKING:
@@ -24,9 +26,13 @@ ReadsDocument = Callable[[str], bool]
 
 
 def shown(record: AnswerRecord, readable: ReadsDocument) -> AnswerRecord:
-    """The record with only the cited and retrieved documents `readable` says the reader reads."""
+    """The record with only the cited and retrieved documents `readable` says the reader reads,
+    and its question as `question_shown` lets them see it."""
     return dataclasses.replace(
         record,
+        question=question_shown(
+            record.question, record.typed_question, record.rewrite_sources, readable
+        ),
         cited=[c for c in record.cited if readable(str(c.get("document_id")))],
         retrieved=[r for r in record.retrieved if readable(str(r.get("document_id")))],
     )

@@ -16,8 +16,9 @@ from app.services import answer as answer_service
 from app.services.answer import AnsweredQuestion, AnswerEvent
 from app.services.blocks.admission import Caller
 from app.services.blocks.answer_lane import AnswerStream
+from app.services.blocks.answer_log import AskedAs
 from app.services.blocks.followups import Rewrite, Turn
-from app.services.conversations import FollowUpDeps, rewrite_follow_up
+from app.services.conversations import FollowUpDeps, asked_as, rewrite_follow_up
 
 # The one model this endpoint offers: cited answers from the caller's own documents.
 SERVICE_MODEL = "rag"
@@ -84,10 +85,15 @@ def model_ids(collection_names: Sequence[str]) -> list[str]:
     return [SERVICE_MODEL, *(f"{SERVICE_MODEL}:{name}" for name in sorted(collection_names))]
 
 
-async def _question(deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]) -> Rewrite:
+async def _question(
+    deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]
+) -> tuple[Rewrite, AskedAs | None]:
     chat = split_chat(messages)
     question = deps.answers.limits.question(chat.question)  # /query's limit, before any work
-    return await rewrite_follow_up(deps, caller, chat.history, question)
+    rewrite = await rewrite_follow_up(deps, caller, chat.history, question)
+    # The history is the client's: what its answers cite is not known, so the answer record
+    # shows a rewritten question as typed.
+    return rewrite, asked_as(question, rewrite)
 
 
 async def complete(
@@ -97,9 +103,9 @@ async def complete(
     scope: SearchScope = EVERYTHING,
 ) -> Completion[AnsweredQuestion]:
     """The answer to the standalone question within `scope`, and how that question was made."""
-    rewrite = await _question(deps, caller, messages)
+    rewrite, asked = await _question(deps, caller, messages)
     answered = await answer_service.answer(
-        deps.lane, deps.answers, caller, rewrite.question, None, scope
+        deps.lane, deps.answers, caller, rewrite.question, None, scope, asked_as=asked
     )
     return Completion(answered, rewrite)
 
@@ -112,8 +118,8 @@ async def open_completion(
 ) -> Completion[AnswerStream[AnswerEvent]]:
     """The admitted answer stream of the standalone question within `scope`, and how that
     question was made."""
-    rewrite = await _question(deps, caller, messages)
+    rewrite, asked = await _question(deps, caller, messages)
     events = await answer_service.open_stream(
-        deps.lane, deps.answers, caller, rewrite.question, None, scope
+        deps.lane, deps.answers, caller, rewrite.question, None, scope, asked_as=asked
     )
     return Completion(events, rewrite)

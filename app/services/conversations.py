@@ -34,7 +34,8 @@ from app.services.answer import (
 )
 from app.services.blocks.admission import Caller
 from app.services.blocks.answer_lane import AnswerStream
-from app.services.blocks.followups import Rewrite, Turn, standalone_question
+from app.services.blocks.answer_log import AskedAs
+from app.services.blocks.followups import Rewrite, Turn, question_shown, standalone_question
 from app.storage.conversations import ConversationRecord, MessageRecord, NewTurn, StoredTurn
 
 if TYPE_CHECKING:
@@ -121,9 +122,15 @@ def visible_history(
 ) -> list[MessageRecord]:
     """The history as its caller may see it now: an answer citing a document the caller no
     longer reads keeps only its other citations, and its text (which quotes the document) is
-    withheld. What is shown and what a follow-up's rewrite reads are both this."""
+    withheld; a question rewritten from answers citing such a document shows as it was typed.
+    What is shown and what a follow-up's rewrite reads are both this."""
     shown = []
     for message in history:
+        standalone = question_shown(
+            message.standalone_question, message.content, message.rewrite_sources, readable
+        )
+        if standalone != message.standalone_question:
+            message = replace(message, standalone_question=standalone)
         if message.citations is not None:
             kept = [c for c in message.citations if readable(str(c.get("document_id", "")))]
             if len(kept) < len(message.citations):
@@ -133,13 +140,15 @@ def visible_history(
 
 
 def turns_of(messages: Sequence[MessageRecord]) -> list[Turn]:
-    """The stored messages as question/answer turns (an unanswered question has answer '')."""
+    """The stored messages as question/answer turns (an unanswered question has answer ''),
+    each with the documents its answer cites."""
     turns: list[Turn] = []
     for message in messages:
         if message.role == "user":
-            turns.append(Turn(message.content, ""))
+            turns.append(Turn(message.content, "", ()))
         elif turns and not turns[-1].answer:
-            turns[-1] = Turn(turns[-1].question, message.content)
+            cites = tuple(str(c.get("document_id", "")) for c in message.citations or [])
+            turns[-1] = Turn(turns[-1].question, message.content, cites)
     return turns
 
 
@@ -217,6 +226,19 @@ class _Prepared:
     question: str
     rewrite: Rewrite
 
+    @property
+    def asked_as(self) -> AskedAs | None:
+        """How the answer's question was asked, when the rewrite changed it."""
+        return asked_as(self.question, self.rewrite)
+
+
+def asked_as(typed: str, rewrite: Rewrite) -> AskedAs | None:
+    """The typed question and what its rewrite may quote, for the answer record; None when the
+    question was not rewritten."""
+    if rewrite.question == typed:
+        return None
+    return AskedAs(typed, rewrite.sources)
+
 
 async def _prepare(
     deps: ConversationDeps,
@@ -257,6 +279,7 @@ def _store_turn(
         [asdict(citation) for citation in citations.citations],
         citations.refused,
         answer_id or None,
+        None if prepared.rewrite.sources is None else list(prepared.rewrite.sources),
     )
     stored = deps.store.add_turn(
         caller.tenant_id, caller.user_id, conversation_id, turn, deps.max_turns
@@ -283,8 +306,9 @@ async def ask(
     """
     prepared = await _prepare(deps, caller, conversation_id, content, k, readable)
     follow_ups = deps.follow_ups
+    question, asked = prepared.rewrite.question, prepared.asked_as
     answered = await answer_service.answer(
-        follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k, scope
+        follow_ups.lane, follow_ups.answers, caller, question, k, scope, asked_as=asked
     )
     found = CitationsFound(answered.citations, answered.refused)
     stored = await anyio.to_thread.run_sync(
@@ -384,7 +408,8 @@ async def open_turn_stream(
     """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
     prepared = await _prepare(deps, caller, conversation_id, content, k, readable)
     follow_ups = deps.follow_ups
+    question, asked = prepared.rewrite.question, prepared.asked_as
     inner = await answer_service.open_stream(
-        follow_ups.lane, follow_ups.answers, caller, prepared.rewrite.question, k, scope
+        follow_ups.lane, follow_ups.answers, caller, question, k, scope, asked_as=asked
     )
     return TurnStream(deps, caller, conversation_id, prepared, inner)

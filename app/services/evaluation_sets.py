@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.domain import ListedPage
 from app.errors import InvalidInput, NotFound
+from app.services.blocks.followups import question_shown
 from app.services.documents import document_named
 from app.storage.feedback import FeedbackFilter
 
@@ -185,7 +186,8 @@ def items_from_feedback(
 ) -> list[dict[str, Any]]:
     """Items from the tenant's feedback whose answer record still holds the question:
     thumbs-down naming expected pages, and thumbs-up with the citations that helped (of those,
-    the pages of documents `readable` says the caller reads)."""
+    the pages of documents `readable` says the caller reads). A rewritten question is taken as
+    rewritten only when it may quote nothing but the item's expected documents, else as typed."""
     items: dict[str, dict[str, Any]] = {}
     for record in deps.feedback.export(tenant_id, FeedbackFilter()):
         if record.question is None:
@@ -204,8 +206,17 @@ def items_from_feedback(
         expected = [page for page in expected if readable(page["document_id"])]
         if not expected:
             continue
+        # A set is seen by who reads its expected documents: a question rewritten from answers
+        # citing any other document is taken as typed.
+        expecting = {page["document_id"] for page in expected}
+        question = question_shown(
+            record.question,
+            record.typed_question,
+            record.rewrite_sources,
+            expecting.__contains__,
+        )
         item = items.setdefault(
-            record.question, {"question": record.question, "expected": [], "answerable": True}
+            question, {"question": question, "expected": [], "answerable": True}
         )
         for page in expected:
             if page not in item["expected"]:

@@ -18,6 +18,7 @@ from app import metrics
 from app.domain import ListedPage
 from app.errors import InvalidInput, NotFound, or_not_found
 from app.services.blocks.answer_log import answer_id_of
+from app.services.blocks.followups import question_shown
 from app.services.documents import document_named
 from app.storage.feedback import FeedbackFilter, FeedbackRecord, FeedbackStore, NewFeedback
 
@@ -149,10 +150,13 @@ def mine(
 
 
 def _shown(record: FeedbackRecord, readable: Callable[[str], bool]) -> FeedbackRecord:
-    """The rating with only the cited and expected documents `readable` says the reader reads
-    (as the answer record shows them)."""
+    """The rating with only the cited and expected documents `readable` says the reader reads,
+    and its answer's question, as the answer record shows them."""
     return dataclasses.replace(
         record,
+        question=question_shown(
+            record.question, record.typed_question, record.rewrite_sources, readable
+        ),
         cited=[c for c in record.cited if readable(str(c.get("document_id")))],
         expected=[e for e in record.expected if readable(str(e.get("document_id")))],
     )

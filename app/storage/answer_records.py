@@ -25,7 +25,12 @@ _EXPORT_BATCH = 500
 
 @dataclass(frozen=True)
 class AnswerRecord:
-    """One answer as the record keeps it; `question` is None when the record is off."""
+    """One answer as the record keeps it; `question` is None when the record is off.
+
+    A question rewritten from earlier turns of a conversation keeps how it was typed and the
+    documents the rewrite may quote (`rewrite_sources`; None when not known), so that a reader
+    who does not read all of them is shown it as typed. Neither is written out as such.
+    """
 
     answer_id: str
     tenant_id: str
@@ -40,6 +45,8 @@ class AnswerRecord:
     retrieved: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     total_ms: float | None = None
+    typed_question: str | None = None
+    rewrite_sources: list[str] | None = None
 
     def public(self) -> dict[str, Any]:
         """The JSON line GET /answers/export writes (the API's AnswerRecordOut reads the record
@@ -71,6 +78,7 @@ def _record(row: AnswerRecordRow) -> AnswerRecord:
         cited=json.loads(row.cited or "[]"),
         retrieved=json.loads(row.retrieved or "[]"),
         timings=json.loads(row.timings or "{}"),
+        rewrite_sources=None if row.rewrite_sources is None else json.loads(row.rewrite_sources),
     )
 
 
@@ -87,6 +95,7 @@ class AnswerRecordStore(DatabaseStore):
                         cited=_json(record.cited if record.question is not None else None),
                         retrieved=_json(record.retrieved if record.question is not None else None),
                         timings=_json(record.timings if record.question is not None else None),
+                        rewrite_sources=_json(record.rewrite_sources),
                     )
                 )
             )

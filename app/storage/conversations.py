@@ -47,7 +47,8 @@ class ConversationRecord:
 
 @dataclass(frozen=True)
 class MessageRecord:
-    """One stored message; `citations` only on answers."""
+    """One stored message; `citations` only on answers. A question's `rewrite_sources` are
+    the documents its standalone question may quote (None: not known)."""
 
     message_id: str
     role: Role
@@ -56,6 +57,7 @@ class MessageRecord:
     citations: list[dict[str, Any]] | None
     refused: bool | None
     created_at: datetime
+    rewrite_sources: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class NewTurn:
     citations: list[dict[str, Any]]
     refused: bool
     answer_id: str | None = None  # the answer's id becomes its message id (one id to rate)
+    rewrite_sources: list[str] | None = None  # the documents the standalone question may quote
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,8 @@ def _conversation(row: ConversationRow, messages: int = 0) -> ConversationRecord
 
 def _message(row: ConversationMessageRow) -> MessageRecord:
     citations = json.loads(row.citations_json) if row.citations_json is not None else None
-    return record_of(MessageRecord, row, citations=citations)
+    sources = json.loads(row.rewrite_sources) if row.rewrite_sources is not None else None
+    return record_of(MessageRecord, row, citations=citations, rewrite_sources=sources)
 
 
 def _new_id() -> str:
@@ -274,6 +278,9 @@ class ConversationStore:
                 role="user",
                 content=turn.question,
                 standalone_question=turn.standalone_question,
+                rewrite_sources=None
+                if turn.rewrite_sources is None
+                else json.dumps(turn.rewrite_sources),
                 size_bytes=_utf8_size(turn.question, turn.standalone_question),
                 created_at=now,
             )

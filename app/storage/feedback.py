@@ -35,6 +35,9 @@ class FeedbackRecord:
     expected: list[dict[str, Any]] = field(default_factory=list)
     question: str | None = None
     cited: list[dict[str, Any]] = field(default_factory=list)
+    # the answer record's, for a rewritten question (see AnswerRecord); never written out
+    typed_question: str | None = None
+    rewrite_sources: list[str] | None = None
 
     def public(self) -> dict[str, Any]:
         """The JSON line GET /feedback?format=jsonl exports (a page of the listing is read from
@@ -99,6 +102,10 @@ def _record(row: AnswerFeedbackRow, answer: AnswerRecordRow | None) -> FeedbackR
         expected=json.loads(row.expected or "[]"),
         question=None if answer is None else answer.question,
         cited=[] if answer is None or not answer.cited else json.loads(answer.cited),
+        typed_question=None if answer is None else answer.typed_question,
+        rewrite_sources=None
+        if answer is None or answer.rewrite_sources is None
+        else json.loads(answer.rewrite_sources),
     )
 
 

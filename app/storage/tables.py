@@ -466,6 +466,9 @@ class ConversationMessageRow(Base):
     content: Mapped[str] = mapped_column(Text)
     # user messages: the question retrieval ran on; assistant messages: citations and refusal
     standalone_question: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # user messages: the documents the rewrite may quote (JSON list; NULL: written before
+    # they were kept, so a rewritten question shows as typed)
+    rewrite_sources: Mapped[str | None] = mapped_column(Text, nullable=True)
     citations_json: Mapped[str | None] = mapped_column(Text, nullable=True)
     refused: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     # UTF-8 bytes of its text, standalone question and citations: the conversation_bytes quota
@@ -498,6 +501,10 @@ class AnswerRecordRow(Base):
     retrieved: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list
     timings: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON object
     total_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # A conversation's rewritten question: as typed, and the documents the rewrite may quote
+    # (JSON list; NULL with a typed question: not known).
+    typed_question: Mapped[str | None] = mapped_column(Text, nullable=True)
+    rewrite_sources: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class AnswerFeedbackRow(Base):

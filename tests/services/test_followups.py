@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from app.errors import InvalidInput, ProviderUnavailable
 from app.providers.extractive import ExtractiveLLM
 from app.providers.types import LLM, ChatRequest, LLMDelta
-from app.services.blocks.followups import Rewrite, Turn, fallback_question, standalone_question
+from app.services.blocks.followups import (
+    Rewrite,
+    Turn,
+    fallback_question,
+    question_shown,
+    standalone_question,
+)
 from app.services.chat_completions import Said, split_chat
 from tests.fakes import FakeLLM
 
@@ -138,3 +144,35 @@ def test_chat_messages_split_into_turns_and_the_last_question() -> None:
 def test_a_chat_without_a_last_user_question_is_refused(messages: list[Said]) -> None:
     with pytest.raises(InvalidInput):
         split_chat(messages)
+
+
+def _asked(history: list[Turn], llm: LLM | None) -> Rewrite:
+    return standalone_question(
+        llm, history, "When was it built?", refusal_text=REFUSAL, max_chars=2000, timeout_s=10.0
+    )
+
+
+def test_a_rewrite_shows_only_to_who_reads_every_document_it_may_quote() -> None:
+    history = [Turn("Who designed the castle?", "The stonemason guild [1][2].", ("doc-a", "doc-b"))]
+    rewrite = _asked(history, FakeLLM("When was the castle of the stonemason guild built?"))
+    assert (rewrite.method, rewrite.sources) == ("llm", ("doc-a", "doc-b"))
+    typed = "When was it built?"
+
+    def reads(*documents: str) -> Callable[[str], bool]:
+        return set(documents).__contains__
+
+    assert question_shown(rewrite.question, typed, rewrite.sources, reads("doc-a", "doc-b")) == (
+        rewrite.question
+    )
+    assert question_shown(rewrite.question, typed, rewrite.sources, reads("doc-a")) == typed
+    # Sources not known (a chat client's history, a record from before): always as typed.
+    chat = _asked(
+        [Turn("Who designed the castle?", "The stonemason guild [1].")],
+        FakeLLM("When was the castle of the stonemason guild built?"),
+    )
+    assert chat.sources is None
+    assert question_shown(chat.question, typed, chat.sources, reads("doc-a", "doc-b")) == typed
+    # The fallback reads only typed questions: it quotes no document.
+    fallback = _asked(history, None)
+    assert (fallback.method, fallback.sources) == ("fallback", ())
+    assert question_shown(fallback.question, typed, fallback.sources, reads()) == fallback.question

@@ -15,10 +15,9 @@ from sqlalchemy.exc import IntegrityError
 
 from app.domain import document_id
 from app.jobs.store import JobStore
-from app.storage.db import Database, open_database
+from app.storage.db import Database
 from app.storage.documents import DocumentStore
-from tests.fresh_database import fresh_postgres_database
-from tests.storage.schema_revisions import migrate_to
+from tests.storage.schema_revisions import database_at, migrate_to
 
 pytestmark = pytest.mark.integration
 
@@ -30,18 +29,7 @@ NOW = "2026-12-01 10:00:00+00:00"
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Database]:
     """An empty database of its own, at the revision before document identity per collection."""
-    if request.param == "sqlite":
-        yield from _at_before(f"sqlite:///{data_dir / 'service.db'}")
-        return
-    with fresh_postgres_database(request.getfixturevalue("postgres_url")) as url:
-        yield from _at_before(url)
-
-
-def _at_before(url: str) -> Iterator[Database]:
-    database = open_database(url)  # migrates to head
-    migrate_to(database, BEFORE)
-    yield database
-    database.dispose()
+    yield from database_at(BEFORE, request, data_dir)
 
 
 def _old_rows(database: Database) -> dict[str, str]:

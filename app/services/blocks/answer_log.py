@@ -50,6 +50,16 @@ def answer_id_of(given: str) -> str:
 
 
 @dataclass(frozen=True)
+class AskedAs:
+    """A question rewritten from earlier turns: as the person typed it, and the documents the
+    rewrite may quote (None when not known). The record shows the rewrite only to readers of
+    all of them."""
+
+    typed: str
+    sources: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
 class FinishedAnswer:
     """What the answer service knows once an answer is complete."""
 
@@ -64,6 +74,7 @@ class FinishedAnswer:
     total_ms: float
     corpus_version: int
     retrieved: Sequence[dict[str, object]] = ()  # retrieved_ranks of the answer's retrieval
+    asked_as: AskedAs | None = None  # when `question` is a rewrite
 
 
 def cited_pages(citations: Sequence[Citation]) -> list[dict[str, object]]:
@@ -105,6 +116,8 @@ class AnswerLog:
     def record(self, finished: FinishedAnswer) -> None:
         """Write the record of a finished answer (only its ids with the record off)."""
         if self.keeps_questions:
+            asked = finished.asked_as
+            sources = None if asked is None or asked.sources is None else list(asked.sources)
             record = AnswerRecord(
                 answer_id=finished.answer_id,
                 tenant_id=finished.tenant_id,
@@ -119,6 +132,8 @@ class AnswerLog:
                 retrieved=list(finished.retrieved),
                 timings=finished.timings,
                 total_ms=finished.total_ms,
+                typed_question=None if asked is None else asked.typed,
+                rewrite_sources=sources,
             )
         else:
             record = AnswerRecord(

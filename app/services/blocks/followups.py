@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, overload
 
 from app.errors import RagError
 from app.providers.types import LLM, ChatMessage, ChatRequest
@@ -77,19 +77,80 @@ _WORD = re.compile(r"\w{3,}")
 
 @dataclass(frozen=True)
 class Turn:
-    """One earlier question and the answer it got."""
+    """One earlier question and the answer it got, with the documents that answer cites (None
+    when they are not known: a chat client's own history)."""
 
     question: str
     answer: str
+    cites: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Rewrite:
-    """The question retrieval runs on, how it was made, and how long the LLM took (ms)."""
+    """The question retrieval runs on, how it was made, and how long the LLM took (ms).
+
+    `sources` are the documents whose text the question may quote: those the earlier answers
+    an LLM rewrite read cite (None when not known); none for the fallback, which reads only the
+    questions typed before.
+    """
 
     question: str
     method: RewriteMethod
     llm_ms: float = 0.0
+    sources: tuple[str, ...] | None = ()
+
+
+def cited_by(history: Sequence[Turn]) -> tuple[str, ...] | None:
+    """Every document the answers of `history` cite, sorted; None when one turn's are unknown."""
+    cited: set[str] = set()
+    for turn in history:
+        if turn.cites is None:
+            return None
+        cited.update(turn.cites)
+    return tuple(sorted(cited))
+
+
+@overload
+def question_shown(
+    question: str,
+    typed: str | None,
+    sources: Sequence[str] | None,
+    readable: Callable[[str], bool],
+) -> str: ...
+
+
+@overload
+def question_shown(
+    question: None,
+    typed: str | None,
+    sources: Sequence[str] | None,
+    readable: Callable[[str], bool],
+) -> None: ...
+
+
+@overload
+def question_shown(
+    question: str | None,
+    typed: str | None,
+    sources: Sequence[str] | None,
+    readable: Callable[[str], bool],
+) -> str | None: ...
+
+
+def question_shown(
+    question: str | None,
+    typed: str | None,
+    sources: Sequence[str] | None,
+    readable: Callable[[str], bool],
+) -> str | None:
+    """What a viewer is shown of a question: a rewritten one (`typed` is what was asked) only
+    when they read every document it may quote now, else the question as typed. Unknown
+    `sources` (a chat client's history, a record from before they were kept) show the typed."""
+    if question is None or typed is None or question == typed:
+        return question
+    if sources is not None and all(readable(document_id) for document_id in sources):
+        return question
+    return typed
 
 
 def fallback_question(history: Sequence[Turn], follow_up: str, max_chars: int) -> str:
@@ -215,6 +276,6 @@ def standalone_question(
         elapsed = (time.perf_counter() - started) * 1000.0
         rewritten = usable_rewrite(raw, history, follow_up, refusal_text, max_chars)
         if rewritten is not None:
-            return Rewrite(rewritten, "llm", elapsed)
+            return Rewrite(rewritten, "llm", elapsed, cited_by(history))
         return Rewrite(fallback_question(history, follow_up, max_chars), "fallback", elapsed)
     return Rewrite(fallback_question(history, follow_up, max_chars), "fallback")
