@@ -155,8 +155,12 @@ async function watchRounds() {
     for (const [jobId, watch] of watched) if (!watch.ui.row.isConnected) settle(jobId);
     if (!watched.size) return;
     await refreshIfStale();
+    // Only the jobs watched before the listing was asked for: one accepted while it was on its
+    // way is not in it, and fetching it on its own would count it as ended (it waits a round).
+    const asked = [...watched.keys()];
     const pending = await jobsToIndex();
-    for (const jobId of [...watched.keys()]) {
+    for (const jobId of asked) {
+      if (!watched.has(jobId)) continue;
       const job = pending.get(jobId) || await json(`/jobs/${encodeURIComponent(jobId)}`);
       if (watched.has(jobId) && showJob(job, watched.get(jobId))) {
         listStale = true;
