@@ -83,7 +83,6 @@ class AnswerRecordOut(Record):
     refused: bool | None
     cache: str | None
     model: str | None
-    corpus_version: int | None
     cited: list[dict[str, Any]]
     retrieved: list[dict[str, Any]]
     timings: dict[str, float]
@@ -141,7 +140,6 @@ class EvaluationRunOut(Record):
     progress: dict[str, int]
     created_at: IsoTime
     updated_at: IsoTime
-    corpus_version: int | None
     summary: dict[str, Any] = Field(description="the aggregate once done")
     error: str | None
     documents: int = Field(description="documents of the tenant when the run started")

@@ -293,6 +293,9 @@ def compare(before: RunRecord, after: RunRecord) -> dict[str, Any]:
     replaced = [
         d for d in new_docs if d in old_docs and new_docs[d]["sha256"] != old_docs[d]["sha256"]
     ]
+    # From the documents the runs' starters read, never the tenant's corpus version: that one
+    # moves with collections the viewer may not read (and is the time of the last change).
+    corpus_changed = bool(replaced) or old_docs.keys() != new_docs.keys()
     return {
         "before": before.run_id,
         "after": after.run_id,
@@ -308,7 +311,7 @@ def compare(before: RunRecord, after: RunRecord) -> dict[str, Any]:
             "removed": sorted(old_docs[d]["source"] for d in old_docs if d not in new_docs),
             "replaced": sorted(new_docs[d]["source"] for d in replaced),
         },
-        "corpus_changed": before.corpus_version != after.corpus_version,
+        "corpus_changed": corpus_changed,
         "settings_changed": sorted(
             name
             for name in set(before.settings) | set(after.settings)

@@ -59,7 +59,6 @@ class AnswerRecord:
             "refused": self.refused,
             "cache": self.cache,
             "model": self.model,
-            "corpus_version": self.corpus_version,
             "cited": self.cited,
             "retrieved": self.retrieved,
             "timings": self.timings,

@@ -154,7 +154,8 @@ def test_a_run_gives_the_numbers_our_harness_computes_on_the_same_items(
     assert summary["page_hit@5"] > 0.5  # the small manual is found
     assert 0 < summary["latency_p50_ms"] <= summary["latency_p95_ms"]
     assert summary["gate_refused_unanswerable"] in (0.0, 1.0)
-    assert run["corpus_version"] and run["documents"] == 2
+    assert run["documents"] == 2
+    assert "corpus_version" not in run  # the tenant's, moved by collections one may not read
 
 
 def test_a_run_with_answers_scores_citations_and_refusals(api: ApiHarness, tenant: Tenant) -> None:
@@ -545,3 +546,23 @@ def test_a_document_moved_out_of_sight_is_withheld_from_a_run(api: ApiHarness) -
     )
     whole = api.client.get(f"/evaluations/runs/{run['run_id']}", headers=admin.headers).json()
     assert whole["results"] == run["results"]
+
+
+def test_a_change_in_a_collection_one_does_not_read_leaves_a_comparison_unchanged(
+    api: ApiHarness,
+) -> None:
+    """Before, `corpus_changed` compared the tenant's corpus version, which the board's new
+    minutes move: a member learnt that the hidden collection had changed (and when)."""
+    world = board(api, "eval-compare-hidden")
+    set_id = new_set(api, world.member, "canteen", [BOARD_ITEM])
+    first = wait_for_run(api.client, world.member, start_run(api, world.member, set_id))
+    later = text_document("The pilots' salary band moves to grade 7 in March.")
+    assert api.upload_and_wait(world.admin, "minutes-2.txt", later, "board")["status"] == "done"
+    second = wait_for_run(api.client, world.member, start_run(api, world.member, set_id))
+    change = api.client.get(
+        f"/evaluations/runs/{second['run_id']}/compare",
+        params={"before": first["run_id"]},
+        headers=world.member.headers,
+    ).json()
+    assert change["corpus_changed"] is False, change
+    assert change["documents"] == {"added": [], "removed": [], "replaced": []}
