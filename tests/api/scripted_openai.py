@@ -9,17 +9,18 @@ through the same client a hosted model is called with.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from testkit.http_peer import QuietHandler, serving_handler
 
 Reply = Callable[[list[dict[str, str]]], str]
 
 
 def _handler(reply: Reply) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             text = reply(body["messages"])
@@ -44,15 +45,7 @@ def _handler(reply: Reply) -> type[BaseHTTPRequestHandler]:
             self._send("text/event-stream", "".join(lines))
 
         def _send(self, content_type: str, payload: str) -> None:
-            data = payload.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
+            self.send_body(200, content_type, payload.encode())
 
     return Handler
 
@@ -82,11 +75,5 @@ def _completion(model: str, text: str) -> dict[str, Any]:
 @contextmanager
 def scripted_openai(reply: Reply) -> Iterator[str]:
     """Serve `reply` while the block runs; yields the base URL (ending in /v1)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(reply))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_handler(_handler(reply)) as server:
         yield f"http://127.0.0.1:{server.server_port}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -108,6 +108,20 @@ def wait_for_run(client: TestClient, user: ApiUser, run_id: str) -> dict[str, An
         time.sleep(0.1)
 
 
+def compared(
+    api: ApiHarness, user: ApiUser, before: dict[str, Any], after: dict[str, Any]
+) -> dict[str, Any]:
+    """What `user` is told changed from run `before` to run `after`."""
+    response = api.client.get(
+        f"/evaluations/runs/{after['run_id']}/compare",
+        params={"before": before["run_id"]},
+        headers=user.headers,
+    )
+    assert response.status_code == 200, response.text
+    change: dict[str, Any] = response.json()
+    return change
+
+
 def start_run(api: ApiHarness, user: ApiUser, set_id: str, answers: bool = False) -> str:
     response = post(api, "/evaluations/runs", user, {"set_id": set_id, "answers": answers})
     assert response.status_code == 202, response.text
@@ -276,11 +290,7 @@ def test_two_runs_compare_and_name_the_replaced_document(api: ApiHarness, tenant
     job = api.upload_and_wait(tenant.member, "manual.pdf", pdf_document(*MANUAL[:2], "Blank."))
     assert job["status"] == "done"
     second = wait_for_run(api.client, tenant.member, start_run(api, tenant.member, set_id))
-    change = api.client.get(
-        f"/evaluations/runs/{second['run_id']}/compare",
-        params={"before": first["run_id"]},
-        headers=tenant.member.headers,
-    ).json()
+    change = compared(api, tenant.member, first, second)
     assert change["documents"]["replaced"] == ["manual.pdf"]
     assert change["corpus_changed"] is True and change["settings_changed"] == []
     assert "What is tested on the crane under load?" in {w["question"] for w in change["worse"]}
@@ -559,10 +569,6 @@ def test_a_change_in_a_collection_one_does_not_read_leaves_a_comparison_unchange
     later = text_document("The pilots' salary band moves to grade 7 in March.")
     assert api.upload_and_wait(world.admin, "minutes-2.txt", later, "board")["status"] == "done"
     second = wait_for_run(api.client, world.member, start_run(api, world.member, set_id))
-    change = api.client.get(
-        f"/evaluations/runs/{second['run_id']}/compare",
-        params={"before": first["run_id"]},
-        headers=world.member.headers,
-    ).json()
+    change = compared(api, world.member, first, second)
     assert change["corpus_changed"] is False, change
     assert change["documents"] == {"added": [], "removed": [], "replaced": []}

@@ -61,6 +61,12 @@ class Hooks:
         assert signed_in.status_code == 200, signed_in.text
         return Tenant(signed_in.json()["access_token"])
 
+    def remove_all(self) -> None:
+        """Delete both tenants' webhooks (the next test starts without them)."""
+        for tenant in (self.acme, self.globex):
+            for hook in self.call(tenant, "GET", "/webhooks").json()["data"]:
+                self.call(tenant, "DELETE", f"/webhooks/{hook['webhook_id']}")
+
     def make_hook(self, tenant: Tenant, receiver: Receiver, events: list[str]) -> dict[str, Any]:
         made = self.call(tenant, "POST", "/webhooks", json={"url": receiver.url, "events": events})
         assert made.status_code == 201, made.text
@@ -146,9 +152,7 @@ def test_document_events_arrive_signed_without_text_and_only_to_their_tenant(
         ]
     finally:
         other.stop()
-        for tenant in (hooks.acme, hooks.globex):
-            for hook in hooks.call(tenant, "GET", "/webhooks").json()["data"]:
-                hooks.call(tenant, "DELETE", f"/webhooks/{hook['webhook_id']}")
+        hooks.remove_all()
 
 
 def test_deliveries_are_retried_while_the_receiver_is_down_and_across_a_restart(
@@ -281,9 +285,7 @@ def test_collection_changes_arrive_signed_and_only_to_their_tenant(
         assert {d["status"] for d in log["data"]} == {"delivered"}
     finally:
         other.stop()
-        for tenant in (hooks.acme, hooks.globex):
-            for hook in hooks.call(tenant, "GET", "/webhooks").json()["data"]:
-                hooks.call(tenant, "DELETE", f"/webhooks/{hook['webhook_id']}")
+        hooks.remove_all()
 
 
 def test_a_key_limited_to_some_collections_cannot_send_itself_events_of_the_others(

@@ -10,8 +10,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from testkit.http_peer import QuietHandler, serving_handler
 
 
 @dataclass
@@ -42,7 +44,7 @@ class StubService:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         stub = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:  # the listing of a sync: nothing on the service yet
@@ -66,32 +68,19 @@ class StubService:
                 )
 
             def _answer(self, status: int, document: dict[str, Any]) -> None:
-                raw = json.dumps(document).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: object) -> None:
-                pass
+                self.send_body(status, "application/json", json.dumps(document).encode())
 
         return Handler
 
     @contextmanager
     def running(self) -> Iterator[StubService]:
         """Serve on 127.0.0.1 for the block; uploads still held are then answered."""
-        server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield self
-        finally:
-            self._released.set()
-            server.shutdown()
-            server.server_close()
+        with serving_handler(self._handler()) as server:
+            self.url = f"http://127.0.0.1:{server.server_port}"
+            try:
+                yield self
+            finally:
+                self._released.set()  # before the server stops: held uploads are answered
 
 
 def _file_name(body: bytes) -> str:

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import stat
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
+from testkit.http_peer import QuietHandler, serving_handler
 from tests.client.conftest import ClientServer, Rag
 
 pytestmark = pytest.mark.integration
@@ -75,7 +74,7 @@ def rag_with_stdin(rag: Rag, stdin: str, *args: str):
     )
 
 
-class Busy(BaseHTTPRequestHandler):
+class Busy(QuietHandler):
     """Answers `status` with Retry-After the first `busy` times, then an empty document list."""
 
     busy = 2
@@ -86,32 +85,18 @@ class Busy(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         Busy.seen.append(time.monotonic())
         if len(Busy.seen) <= Busy.busy:
-            body = json.dumps({"error": {"code": "overloaded", "message": "busy"}}).encode()
-            self.send_response(Busy.status)
-            self.send_header("Retry-After", Busy.retry_after)
+            busy = {"error": {"code": "overloaded", "message": "busy"}}
+            retry = {"Retry-After": Busy.retry_after}
+            self.send_body(Busy.status, "application/json", json.dumps(busy).encode(), retry)
         else:
-            body = json.dumps({"data": [], "count": 0}).encode()
-            self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+            self.send_body(200, "application/json", json.dumps({"data": [], "count": 0}).encode())
 
 
 @pytest.fixture
 def busy_server() -> Iterator[str]:
     Busy.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_handler(Busy) as server:
+        yield f"http://127.0.0.1:{server.server_port}"
 
 
 @pytest.mark.parametrize("status", [429, 503])
