@@ -23,7 +23,6 @@ from app.services.uploads import (
     ReceivedFile,
     UploadDeps,
     discard_uploads,
-    sanitise_filename,
     submit_uploads,
 )
 from app.storage.documents import DocumentFilter, DocumentRecord
@@ -130,7 +129,7 @@ def submit_sync_upload(
             raise
         if fields.source_path is not None:
             file.source = fields.source_path
-        source = file.source or sanitise_filename(file.client_filename)
+        source = file.document_name
         collection_id = (placement or {}).get("collection_id", GENERAL_COLLECTION)
         if source in found:
             existing = found[source]

@@ -100,6 +100,12 @@ class ReceivedFile:
     source: str | None = None  # the document name, when not the client's file name (a sync)
     sha256: str | None = None  # its content hash, once taken (a sync compares it first)
 
+    @property
+    def document_name(self) -> str:
+        """The name of the document it becomes: `source`, else the client's file name made
+        safe."""
+        return self.source or sanitise_filename(self.client_filename)
+
 
 # Times a request is queued when uploads of the same new name race to create its document: the
 # second try finds the document the winner made, so more are needed only under a stream of them.
@@ -178,7 +184,7 @@ def _check_one_file_per_name(files: list[ReceivedFile]) -> None:
     safe): both would be queued as its versions, and whichever job ran last would be kept."""
     seen: dict[str, str] = {}
     for file in files:
-        source = file.source or sanitise_filename(file.client_filename)
+        source = file.document_name
         if source in seen:
             raise InvalidInput(
                 f"two files of this request are named {source!r} (sent as {seen[source]!r} and "
@@ -255,7 +261,7 @@ def _stored_upload(
     file: ReceivedFile,
     known: Mapping[str, str],
 ) -> StoredUpload:
-    source = file.source or sanitise_filename(file.client_filename)
+    source = file.document_name
     document_id = known.get(source) or documents.identify(tenant_id, collection_id, source)
     return StoredUpload(
         job_id=job_id,
