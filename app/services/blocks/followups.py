@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Literal, TypeVar
 
 from app.errors import RagError
 from app.providers.types import LLM, ChatMessage, ChatRequest
@@ -110,39 +110,16 @@ def cited_by(history: Sequence[Turn]) -> tuple[str, ...] | None:
     return tuple(sorted(cited))
 
 
-@overload
-def question_shown(
-    question: str,
-    typed: str | None,
-    sources: Sequence[str] | None,
-    readable: Callable[[str], bool],
-) -> str: ...
-
-
-@overload
-def question_shown(
-    question: None,
-    typed: str | None,
-    sources: Sequence[str] | None,
-    readable: Callable[[str], bool],
-) -> None: ...
-
-
-@overload
-def question_shown(
-    question: str | None,
-    typed: str | None,
-    sources: Sequence[str] | None,
-    readable: Callable[[str], bool],
-) -> str | None: ...
+# A question shown is a str when the stored one is (a record with the question kept).
+Shown = TypeVar("Shown", str, str | None)
 
 
 def question_shown(
-    question: str | None,
+    question: Shown,
     typed: str | None,
     sources: Sequence[str] | None,
     readable: Callable[[str], bool],
-) -> str | None:
+) -> Shown:
     """What a viewer is shown of a question: a rewritten one (`typed` is what was asked) only
     when they read every document it may quote now, else the question as typed. Unknown
     `sources` (a chat client's history, a record from before they were kept) show the typed."""
