@@ -44,19 +44,33 @@ def in_scope(scope: ClaimScope) -> Any:
     return answering if scope == "api" else ~answering
 
 
-@functools.lru_cache(maxsize=16)
 def next_batch(
     max_running_per_tenant: int | None,
     max_jobs: int,
     max_bytes: int | None,
     scope: ClaimScope = "all",
+    skip_tenants: frozenset[str] = frozenset(),
 ) -> Any:
     """A subquery of the job ids to claim: the fairest tenant's oldest claimable jobs, at most
-    `max_jobs`, adding up to at most `max_bytes` of uploads (the first is always taken).
+    `max_jobs`, adding up to at most `max_bytes` of uploads (the first is always taken). Tenants
+    in `skip_tenants` are passed over, whatever their turn.
 
-    Built once per set of limits (a worker claims with the same ones every time; building it
-    was a third of a claim's cost): the statement holds no values of its own."""
-    tenant = fair_tenant(max_running_per_tenant, scope)
+    Built once per set of limits when no tenant is skipped (a worker claims with the same ones
+    every time; building it was a third of a claim's cost): the statement holds no values of
+    its own."""
+    if skip_tenants:
+        return _batch_of(max_running_per_tenant, max_jobs, max_bytes, scope, skip_tenants)
+    return _usual_batch_of(max_running_per_tenant, max_jobs, max_bytes, scope, skip_tenants)
+
+
+def _batch_of(
+    max_running_per_tenant: int | None,
+    max_jobs: int,
+    max_bytes: int | None,
+    scope: ClaimScope,
+    skip_tenants: frozenset[str],
+) -> Any:
+    tenant = fair_tenant(max_running_per_tenant, scope, skip_tenants)
     claimable = [JobRow.tenant_id == tenant, JobRow.status == "queued", in_scope(scope)]
     claimable.append(JobRow.progress_stage != RETRYING)
     order = (JobRow.created_at, JobRow.job_id)
@@ -80,8 +94,16 @@ def next_batch(
     return select(ranked.c.job_id).where(within)
 
 
-def fair_tenant(max_running_per_tenant: int | None, scope: ClaimScope = "all") -> Any:
-    """A scalar subquery: the tenant `claim_next` should serve (see its docstring)."""
+_usual_batch_of = functools.lru_cache(maxsize=16)(_batch_of)
+
+
+def fair_tenant(
+    max_running_per_tenant: int | None,
+    scope: ClaimScope = "all",
+    skip_tenants: frozenset[str] = frozenset(),
+) -> Any:
+    """A scalar subquery: the tenant `claim_next` should serve (see its docstring), never one
+    of `skip_tenants`."""
     # A batch is one running job: its members count once, under the batch's id.
     slot = func.coalesce(BatchMemberRow.batch_id, JobRow.job_id)
     running = (
@@ -92,6 +114,8 @@ def fair_tenant(max_running_per_tenant: int | None, scope: ClaimScope = "all") -
         .subquery()
     )
     claimable = [JobRow.status == "queued", JobRow.progress_stage != RETRYING, in_scope(scope)]
+    if skip_tenants:
+        claimable.append(JobRow.tenant_id.not_in(sorted(skip_tenants)))
     waiting = (
         select(JobRow.tenant_id, func.min(JobRow.created_at).label("oldest"))
         .where(*claimable)

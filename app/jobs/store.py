@@ -441,15 +441,17 @@ class JobStore:
         max_jobs: int,
         max_bytes: int | None = None,
         scope: ClaimScope = "all",
+        skip_tenants: frozenset[str] = frozenset(),
     ) -> list[JobRecord]:
         """Claim up to `max_jobs` queued jobs of the fairest tenant, oldest first; [] if none.
 
-        The tenant is the one `claim_next` would serve. Its jobs are taken while their uploads
-        add up to at most `max_bytes` (the first is always taken), so a batch stays a batch of
-        small files. The batch counts as one running job of the tenant and takes one turn. Only
-        jobs of the claimer's `scope` are taken (an evaluation run always alone).
+        The tenant is the one `claim_next` would serve, passing over `skip_tenants`. Its jobs
+        are taken while their uploads add up to at most `max_bytes` (the first is always
+        taken), so a batch stays a batch of small files. The batch counts as one running job of
+        the tenant and takes one turn. Only jobs of the claimer's `scope` are taken (an
+        evaluation run always alone).
         """
-        chosen = next_batch(max_running_per_tenant, max_jobs, max_bytes, scope)
+        chosen = next_batch(max_running_per_tenant, max_jobs, max_bytes, scope, skip_tenants)
         return self._claim_where(JobRow.job_id.in_(chosen))
 
     def claim(self, job_id: str) -> JobRecord | None:

@@ -7,7 +7,12 @@ cannot starve another, and runs it (with the `run_batch` it was given:
 upload claims at once: a lone upload never waits for a batch that may not come.
 Batches form on their own from the jobs that arrive while the threads are busy: a thread that
 has just run a batch claims everything of one tenant that arrived meanwhile (up to
-RAG_INGEST_BATCH_JOBS and RAG_INGEST_BATCH_BYTES). Jobs a crash left `processing` are re-queued
+RAG_INGEST_BATCH_JOBS and RAG_INGEST_BATCH_BYTES). While a batch of a tenant is young (under
+`JOIN_AFTER_S`), the other threads leave that tenant's new jobs to it and serve other tenants:
+a burst of small uploads then forms batches instead of each thread taking one file at a time
+(every batch pays one vector write, one claim and one record of its own), and a job queued
+behind a long batch (a big scan) is still taken by a free thread once that batch has run
+`JOIN_AFTER_S`. Jobs a crash left `processing` are re-queued
 at start-up; stable chunk ids make the retry an upsert. Evaluation runs are left to the
 evaluation runner's own thread (app/job_runners/evaluation.py), so a run never holds a thread
 that uploads need.
@@ -26,6 +31,10 @@ from app.jobs.store import JobRecord, JobStore
 
 log = logging.getLogger(__name__)
 
+# How long another thread leaves a tenant's new jobs to that tenant's running batch. Longer than
+# a batch of small files takes (tens of milliseconds), short beside a big file's indexing.
+JOIN_AFTER_S = 0.25
+
 
 class IngestWorkerPool:
     """RAG_WORKER_POOL_SIZE daemon threads taking queued jobs until stopped."""
@@ -42,9 +51,13 @@ class IngestWorkerPool:
         self._settings = settings
         self._size = settings.worker_pool_size
         self._poll = poll_interval_s
-        # Uploads so far; idle threads wait on `_arrival` for the count to move.
+        # Uploads so far, and those of them left to a young batch of their tenant; idle threads
+        # wait on `_arrival` for an upload that is not left to one.
         self._arrival = threading.Condition()
         self._arrivals = 0
+        self._left_to_batch = 0
+        # thread name -> (tenant, monotonic start) of the batch that thread is running
+        self._running: dict[str, tuple[str, float]] = {}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -61,9 +74,13 @@ class IngestWorkerPool:
 
     def enqueue(self, job: JobRecord) -> None:
         """Hand over a newly queued job: the threads poll the table, so just wake one of them
-        (one per upload: the others need not race it for the claim)."""
+        (one per upload: the others need not race it for the claim). A job of a tenant whose
+        batch is young is left to that batch's thread; an idle thread looks again once the batch
+        is no longer young."""
         with self._arrival:
             self._arrivals += 1
+            if job.tenant_id in self._young_batches()[0]:
+                self._left_to_batch += 1
             self._arrival.notify()
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -77,8 +94,11 @@ class IngestWorkerPool:
 
     def _loop(self) -> None:
         settings = self._settings
+        me = threading.current_thread().name
         while not self._stop.is_set():
-            seen = self._arrivals  # what was queued before this claim, it takes (up to a batch)
+            with self._arrival:  # what was queued before this claim, it takes (up to a batch)
+                seen = (self._arrivals, self._left_to_batch)
+                young, _ = self._young_batches()
             try:
                 # A read first: a claim is a write (SQLite's one write lock, which the uploads
                 # need too), and after a batch there is often nothing left to claim.
@@ -88,6 +108,7 @@ class IngestWorkerPool:
                         max_jobs=settings.ingest_batch_jobs,
                         max_bytes=settings.ingest_batch_bytes,
                         scope="jobs",  # evaluation runs have their own thread
+                        skip_tenants=young,
                     )
                     if self._jobs.has_claimable("jobs")
                     else []
@@ -98,15 +119,42 @@ class IngestWorkerPool:
             else:
                 metrics.worker_heartbeat(time.time())  # reached the job table
             if not batch:
-                # Idle until an upload arrives (or the poll interval passes), then claim at once.
-                self._idle(seen)
+                self._idle(seen)  # then claim at once
                 continue
-            self._run_batch(batch)
+            with self._arrival:
+                self._running[me] = (batch[0].tenant_id, time.monotonic())
+                self._arrival.notify_all()  # idle threads time their next look by it
+            try:
+                self._run_batch(batch)
+            finally:
+                with self._arrival:
+                    del self._running[me]
 
-    def _idle(self, seen: int) -> None:
-        """Wait until an upload has arrived since `seen` arrivals, the pool stops, or the poll
-        interval has passed."""
+    def _young_batches(self) -> tuple[frozenset[str], float | None]:
+        """The tenants with a batch running for less than JOIN_AFTER_S, and the seconds until
+        the first of those batches turns old (None: no young batch). Called holding `_arrival`."""
+        now = time.monotonic()
+        ages = [(tenant, now - started) for tenant, started in self._running.values()]
+        young = [(tenant, age) for tenant, age in ages if age < JOIN_AFTER_S]
+        if not young:
+            return frozenset(), None
+        return frozenset(tenant for tenant, _ in young), JOIN_AFTER_S - max(a for _, a in young)
+
+    def _idle(self, seen: tuple[int, int]) -> None:
+        """Wait, from `seen` (arrivals, of them left to a young batch), until an upload arrives
+        that is not left to a young batch, uploads were left to batches that are no longer
+        young, the pool stops, or the poll interval passes."""
+        arrivals, left = seen
+        deadline = time.monotonic() + self._poll
         with self._arrival:
-            self._arrival.wait_for(
-                lambda: self._arrivals != seen or self._stop.is_set(), self._poll
-            )
+            while not self._stop.is_set():
+                held = self._left_to_batch - left
+                if self._arrivals - arrivals > held:
+                    return  # an upload no batch will take
+                _, next_look = self._young_batches()
+                if held and next_look is None:
+                    return  # left to batches that have ended or run long: look again
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    return
+                self._arrival.wait(wait if next_look is None else min(wait, next_look))

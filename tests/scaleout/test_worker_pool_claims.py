@@ -1,13 +1,17 @@
 """The in-process pool (threads backend) claims a lone upload at once: the job is handed to its
 runner as soon as the upload wakes a thread, not after a batch-gathering window (a
 script that uploads a file and waits for it got twice as slow when lone jobs waited for a batch).
+Uploads of a tenant whose batch has just started are left to that batch's thread, which takes
+them together next (one vector write, claim and record for all of them), unless that batch runs
+long; another tenant's upload is taken at once by a free thread.
 
-The job table is a fake that records claims; the assertion is on events, not on timings.
+The job table is a fake that records claims; the assertions are on events and their order.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,16 +19,16 @@ import pytest
 
 from app.config import load_settings
 from app.jobs.store import JobRecord
-from app.jobs.threads import IngestWorkerPool
+from app.jobs.threads import JOIN_AFTER_S, IngestWorkerPool
 
 pytestmark = pytest.mark.unit
 
 
-def queued_job(job_id: str) -> JobRecord:
+def queued_job(job_id: str, tenant_id: str = "acme") -> JobRecord:
     now = datetime.now(UTC)
     return JobRecord(
         job_id=job_id,
-        tenant_id="acme",
+        tenant_id=tenant_id,
         document_id="d",
         source="note.txt",
         stored_path="/nonexistent",
@@ -60,12 +64,44 @@ class RecordingJobs:
                 self.empty_claim.set()
             return bool(self.queued)
 
-    def claim_batch(self, *args: Any, max_jobs: int, **kwargs: Any) -> list[JobRecord]:
+    def claim_batch(
+        self, *args: Any, max_jobs: int, skip_tenants: frozenset[str] = frozenset(), **kwargs: Any
+    ) -> list[JobRecord]:
         with self._lock:
-            batch, self.queued = self.queued[:max_jobs], self.queued[max_jobs:]
+            tenants = [job.tenant_id for job in self.queued if job.tenant_id not in skip_tenants]
+            batch = [job for job in self.queued if tenants and job.tenant_id == tenants[0]]
+            batch = batch[:max_jobs]
+            self.queued = [job for job in self.queued if job not in batch]
         if not batch:
             self.empty_claim.set()
         return batch
+
+    def queue(self, pool: IngestWorkerPool, job: JobRecord) -> None:
+        with self._lock:
+            self.queued.append(job)
+        pool.enqueue(job)
+
+
+class HeldBatches:
+    """Runs batches that each end only when the test lets them; records each batch's jobs and
+    when it started."""
+
+    def __init__(self) -> None:
+        self.ran: list[list[str]] = []
+        self.started: list[float] = []
+        self.release = threading.Event()
+        self._changed = threading.Condition()
+
+    def __call__(self, batch: list[JobRecord]) -> None:
+        with self._changed:
+            self.ran.append([job.job_id for job in batch])
+            self.started.append(time.monotonic())
+            self._changed.notify_all()
+        assert self.release.wait(30)
+
+    def wait_for(self, batches: int) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: len(self.ran) >= batches, 10)
 
 
 def test_a_lone_upload_is_claimed_at_once_not_after_a_batch_window() -> None:
@@ -93,4 +129,59 @@ def test_a_lone_upload_is_claimed_at_once_not_after_a_batch_window() -> None:
         assert handed_over.wait(5), "a lone upload waited for a batch instead of starting"
         assert ran == [["lone"]]
     finally:
+        pool.stop()
+
+
+def two_threads() -> Any:
+    return load_settings(_env_file=None, worker_pool_size=2, ingest_batch_jobs=32)
+
+
+def test_uploads_arriving_while_their_tenants_batch_is_young_are_claimed_together() -> None:
+    jobs, batches = RecordingJobs(), HeldBatches()
+    # The poll interval is far longer than the test: only uploads and batches' ages wake threads.
+    pool = IngestWorkerPool(jobs, batches, two_threads(), poll_interval_s=600)  # type: ignore[arg-type]
+    pool.start()
+    try:
+        jobs.queue(pool, queued_job("first"))
+        assert batches.wait_for(1)
+        for name in ("second", "third", "fourth"):  # while "first" runs, young
+            jobs.queue(pool, queued_job(name))
+        time.sleep(0.05)  # the idle thread had its chance to take them one at a time
+        batches.release.set()  # the batch ends well within JOIN_AFTER_S
+        assert batches.wait_for(2)
+        assert batches.ran == [["first"], ["second", "third", "fourth"]]
+    finally:
+        batches.release.set()
+        pool.stop()
+
+
+def test_another_tenants_upload_is_claimed_at_once_beside_a_young_batch() -> None:
+    jobs, batches = RecordingJobs(), HeldBatches()
+    pool = IngestWorkerPool(jobs, batches, two_threads(), poll_interval_s=600)  # type: ignore[arg-type]
+    pool.start()
+    try:
+        jobs.queue(pool, queued_job("big", tenant_id="acme"))
+        assert batches.wait_for(1)
+        jobs.queue(pool, queued_job("other", tenant_id="globex"))
+        assert batches.wait_for(2), "another tenant's upload waited for acme's batch"
+        assert batches.ran == [["big"], ["other"]]
+        assert batches.started[1] - batches.started[0] < JOIN_AFTER_S
+    finally:
+        batches.release.set()
+        pool.stop()
+
+
+def test_an_upload_behind_a_long_batch_of_its_tenant_is_taken_once_that_batch_is_old() -> None:
+    jobs, batches = RecordingJobs(), HeldBatches()
+    pool = IngestWorkerPool(jobs, batches, two_threads(), poll_interval_s=600)  # type: ignore[arg-type]
+    pool.start()
+    try:
+        jobs.queue(pool, queued_job("scan"))
+        assert batches.wait_for(1)
+        jobs.queue(pool, queued_job("note"))  # "scan" never ends within the test
+        assert batches.wait_for(2), "the upload waited for the long batch to end"
+        assert batches.ran == [["scan"], ["note"]]
+        assert batches.started[1] - batches.started[0] >= JOIN_AFTER_S
+    finally:
+        batches.release.set()
         pool.stop()

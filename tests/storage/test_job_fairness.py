@@ -286,3 +286,14 @@ def test_a_batch_left_processing_by_a_crash_is_requeued_whole_and_claimed_again(
     assert jobs.requeue_stale() == 3
     again = jobs.claim_batch(1, max_jobs=3)
     assert [job.job_id for job in again] == ids and {job.attempts for job in again} == {2}
+
+
+def test_a_claim_passes_over_the_tenants_it_is_told_to_skip(jobs: JobStore) -> None:
+    # The in-process pool leaves a tenant's new jobs to that tenant's young batch: a claim told
+    # to skip it serves the next tenant in line, whatever the turn order says.
+    busy = [sized(jobs, "busy", f"b{i}.txt", 10) for i in range(2)]
+    other = sized(jobs, "other", "o.txt", 10)
+    skip = frozenset({"busy"})
+    assert [job.job_id for job in jobs.claim_batch(max_jobs=3, skip_tenants=skip)] == [other]
+    assert jobs.claim_batch(max_jobs=3, skip_tenants=skip) == []  # only skipped jobs are left
+    assert [job.job_id for job in jobs.claim_batch(max_jobs=3)] == busy
