@@ -117,7 +117,8 @@ async def query(
     """A short answer whose claims carry [n] markers resolving to file and page."""
     caller = principal.as_caller()
     scope = await run_in_threadpool(scope_of, body.collections, body.filters)
-    answered = await answer_service.answer(lane, deps, caller, body.question, body.k, scope)
+    asked = answer_service.Question(caller, body.question, body.k, scope)
+    answered = await answer_service.answer(lane, deps, asked)
     return QueryOut.model_validate(answered)
 
 
@@ -176,5 +177,6 @@ async def query_stream(
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
     caller = principal.as_caller()
     scope = await run_in_threadpool(scope_of, body.collections, body.filters)
-    events = await answer_service.open_stream(lane, deps, caller, body.question, body.k, scope)
+    asked = answer_service.Question(caller, body.question, body.k, scope)
+    events = await answer_service.open_stream(lane, deps, asked)
     return EventStreamResponse(events)
