@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
@@ -113,20 +114,18 @@ def cmd_reindex(container: Container, args: argparse.Namespace) -> int:
     if they lack chunks."""
     count = container.corpus.reindex(args.tenant)
     print(f"re-indexed {count} chunks of tenant {args.tenant} with {container.embedder.model_id}")
-    second = container.second_arm
-    if second is not None:
-        filled = container.corpus.fill_second(args.tenant)
-        print(
-            f"second dense arm: embedded {filled} chunks of tenant {args.tenant} "
-            f"with {second.model_id}"
-        )
-    english = container.english_arm
-    if english is not None:
-        filled = container.corpus.fill_english(args.tenant)
-        print(
-            f"English arm: embedded {filled} chunks of tenant {args.tenant}'s English documents "
-            f"with {english.model_id}"
-        )
+    corpus = container.corpus
+    further_arms = (
+        ("second dense arm", container.second_arm, corpus.fill_second, ""),
+        ("English arm", container.english_arm, corpus.fill_english, "'s English documents"),
+    )
+    for name, arm, fill, which in further_arms:
+        if arm is not None:
+            filled = fill(args.tenant)
+            print(
+                f"{name}: embedded {filled} chunks of tenant {args.tenant}{which} "
+                f"with {arm.model_id}"
+            )
     return 0
 
 
@@ -277,12 +276,31 @@ def cmd_migrate(container: Container, args: argparse.Namespace) -> int:
     return 0
 
 
+Command = Callable[[Container, argparse.Namespace], int]
+
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, run: Command, help: str
+) -> argparse.ArgumentParser:
+    """The parser of the sub-command `name`, which `run` carries out."""
+    command = sub.add_parser(name, help=help)
+    command.set_defaults(run=run)
+    return command
+
+
+def _one_user(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`command` with the options naming the one user it acts on (--username, --tenant)."""
+    command.add_argument("--username", required=True)
+    command.add_argument("--tenant", default=None, help=TENANT_HELP)
+    return command
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command."""
     parser = argparse.ArgumentParser(prog="python -m app.cli", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ingest = sub.add_parser("ingest", help="ingest files into a tenant")
+    ingest = _command(sub, "ingest", cmd_ingest, "ingest files into a tenant")
     ingest.add_argument("--tenant", required=True)
     ingest.add_argument("paths", nargs="+")
     ingest.add_argument(
@@ -290,9 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="queue the files as upload jobs for the running service's workers (GET /jobs)",
     )
-    ingest.set_defaults(run=cmd_ingest)
 
-    search = sub.add_parser("search", help="retrieve ranked chunks (no LLM)")
+    search = _command(sub, "search", cmd_search, "retrieve ranked chunks (no LLM)")
     search.add_argument("--tenant", required=True)
     search.add_argument("question")
     search.add_argument("-k", type=int, default=None)
@@ -304,13 +321,13 @@ def build_parser() -> argparse.ArgumentParser:
         "documents, with how many more of it ranked",
     )
     search.add_argument("--json", action="store_true", help="print a JSON list")
-    search.set_defaults(run=cmd_search)
 
-    reindex = sub.add_parser("reindex", help="re-embed a tenant with the configured model(s)")
+    reindex = _command(
+        sub, "reindex", cmd_reindex, "re-embed a tenant with the configured model(s)"
+    )
     reindex.add_argument("--tenant", required=True)
-    reindex.set_defaults(run=cmd_reindex)
 
-    create = sub.add_parser("create-user", help="create a user (password on stdin)")
+    create = _command(sub, "create-user", cmd_create_user, "create a user (password on stdin)")
     create.add_argument("--tenant", required=True)
     create.add_argument("--username", required=True)
     create.add_argument("--password-stdin", action="store_true", required=True)
@@ -325,15 +342,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="an admin who keeps password sign-in when single sign-on turns it off",
     )
-    create.set_defaults(run=cmd_create_user)
 
-    glass = sub.add_parser("set-break-glass", help="make an admin a break-glass admin")
+    glass = _command(
+        sub, "set-break-glass", cmd_set_break_glass, "make an admin a break-glass admin"
+    )
     glass.add_argument("--tenant", required=True)
     glass.add_argument("--username", required=True)
     glass.add_argument("--off", action="store_true", help="make it an ordinary admin again")
-    glass.set_defaults(run=cmd_set_break_glass)
 
-    sso = sub.add_parser("set-sso", help="set a tenant's OpenID Connect provider")
+    sso = _command(sub, "set-sso", cmd_set_sso, "set a tenant's OpenID Connect provider")
     sso.add_argument("--tenant", required=True)
     sso.add_argument("--issuer", required=True)
     sso.add_argument("--client-id", required=True)
@@ -347,39 +364,29 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="a JSON file with the other fields of PUT /sso (role_groups, default_role, ...)",
     )
-    sso.set_defaults(run=cmd_set_sso)
 
-    list_cmd = sub.add_parser("list-users", help="list users")
-    list_cmd.add_argument("--tenant", default=None)
-    list_cmd.set_defaults(run=cmd_list_users)
+    listing = _command(sub, "list-users", cmd_list_users, "list users")
+    listing.add_argument("--tenant", default=None)
 
-    set_role = sub.add_parser("set-role", help="change a user's role")
-    set_role.add_argument("--username", required=True)
-    set_role.add_argument("--tenant", default=None, help=TENANT_HELP)
+    set_role = _one_user(_command(sub, "set-role", cmd_set_role, "change a user's role"))
     set_role.add_argument("--role", choices=ROLES, required=True)
-    set_role.set_defaults(run=cmd_set_role)
 
-    disable = sub.add_parser("disable-user", help="disable a user (ends its sessions and keys)")
-    disable.add_argument("--username", required=True)
-    disable.add_argument("--tenant", default=None, help=TENANT_HELP)
+    disable = _one_user(
+        _command(
+            sub, "disable-user", cmd_disable_user, "disable a user (ends its sessions and keys)"
+        )
+    )
     disable.add_argument("--enable", action="store_true", help="enable the user again instead")
-    disable.set_defaults(run=cmd_disable_user)
 
-    key = sub.add_parser("create-key", help="create an API key of a user (printed once)")
-    key.add_argument("--username", required=True)
-    key.add_argument("--tenant", default=None, help=TENANT_HELP)
+    key = _one_user(
+        _command(sub, "create-key", cmd_create_key, "create an API key of a user (printed once)")
+    )
     key.add_argument("--name", required=True, help="what the key is for")
     key.add_argument("--role", choices=ROLES, default=None, help="default: the user's role")
     key.add_argument("--expires-in-days", type=int, default=None)
-    key.set_defaults(run=cmd_create_key)
 
-    delete = sub.add_parser("delete-user", help="delete a user")
-    delete.add_argument("--username", required=True)
-    delete.add_argument("--tenant", default=None, help=TENANT_HELP)
-    delete.set_defaults(run=cmd_delete_user)
-
-    migrate = sub.add_parser("migrate", help="migrate the database schema to the newest revision")
-    migrate.set_defaults(run=cmd_migrate)
+    _one_user(_command(sub, "delete-user", cmd_delete_user, "delete a user"))
+    _command(sub, "migrate", cmd_migrate, "migrate the database schema to the newest revision")
     return parser
 
 

@@ -283,7 +283,8 @@ class EvaluationRunner:
         # comes after this; "" as the user: no answer record for a run's questions.
         caller = Caller(tenant_id, "", background=True)
         lane = self._deps.lane()
-        coroutine = answer_service.answer(lane, self._deps.answers(), caller, question, None, scope)
+        asked = answer_service.Question(caller, question, None, scope)
+        coroutine = answer_service.answer(lane, self._deps.answers(), asked)
         pending = asyncio.run_coroutine_threadsafe(coroutine, loop)
         deadline = time.monotonic() + ANSWER_TIMEOUT_S
         while not self._stop.is_set() and time.monotonic() < deadline:

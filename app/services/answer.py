@@ -95,6 +95,18 @@ class CachedAnswer:
 
 
 @dataclass(frozen=True)
+class Question:
+    """A question to answer: who asks, its text, the passages wanted (None: RAG_TOP_K), where to
+    search, and for a rewritten question how it was typed (`asked_as`, for the answer record)."""
+
+    caller: Caller
+    text: str
+    k: int | None = None
+    scope: SearchScope = EVERYTHING
+    asked_as: AskedAs | None = None
+
+
+@dataclass(frozen=True)
 class AnsweredQuestion:
     """A finished answer: text, citations, refusal, where it came from and the stage timings."""
 
@@ -339,29 +351,21 @@ async def _inline(step: Step, *args: Any) -> Any:
     return step(*args)
 
 
-async def _lookup(
-    deps: AnswerDeps,
-    context: contextvars.Context,
-    caller: Caller,
-    question: str,
-    k: int | None,
-    scope: SearchScope = EVERYTHING,
-    asked_as: AskedAs | None = None,
-) -> Lookup:
+async def _lookup(deps: AnswerDeps, context: contextvars.Context, asked: Question) -> Lookup:
     # On the default threadpool: a few milliseconds of validation, database and cache reads.
     found: Lookup = await anyio.to_thread.run_sync(
         context.run,
         functools.partial(
             lookup,
             deps,
-            tenant_id=caller.tenant_id,
-            question=question,
-            k=k,
-            scope=scope,
-            user_id=caller.user_id,
+            tenant_id=asked.caller.tenant_id,
+            question=asked.text,
+            k=asked.k,
+            scope=asked.scope,
+            user_id=asked.caller.user_id,
         ),
     )
-    found.asked_as = asked_as
+    found.asked_as = asked.asked_as
     return found
 
 
@@ -374,23 +378,14 @@ async def _admit(limiter: ConcurrencyLimiter, caller: Caller, timer: StageTimer)
     return slot
 
 
-async def answer(
-    lane: AnswerLane,
-    deps: AnswerDeps,
-    caller: Caller,
-    question: str,
-    k: int | None,
-    scope: SearchScope = EVERYTHING,
-    *,
-    asked_as: AskedAs | None = None,
-) -> AnsweredQuestion:
-    """The answer within `scope`; a cache hit at once, a miss after admission (Overloaded:
-    429/503). `asked_as`: how a rewritten question was typed, for the answer record."""
+async def answer(lane: AnswerLane, deps: AnswerDeps, asked: Question) -> AnsweredQuestion:
+    """The answer within the question's scope; a cache hit at once, a miss after admission
+    (Overloaded: 429/503)."""
     context = contextvars.copy_context()
-    found = await _lookup(deps, context, caller, question, k, scope, asked_as)
+    found = await _lookup(deps, context, asked)
     if found.cached is not None:
         return cached_answer(deps, found)
-    slot = await _admit(lane.answers, caller, found.timer)
+    slot = await _admit(lane.answers, asked.caller, found.timer)
     try:
         result: AnsweredQuestion = await lane.run(context, generate_answer, deps, found)
         return result
@@ -399,25 +394,18 @@ async def answer(
 
 
 async def open_stream(
-    lane: AnswerLane,
-    deps: AnswerDeps,
-    caller: Caller,
-    question: str,
-    k: int | None,
-    scope: SearchScope = EVERYTHING,
-    *,
-    asked_as: AskedAs | None = None,
+    lane: AnswerLane, deps: AnswerDeps, asked: Question
 ) -> AnswerStream[AnswerEvent]:
-    """An admitted answer stream within `scope` (Overloaded: 429/503 before any byte is
-    sent); `asked_as` as for `answer`."""
-    slots = [await lane.streams.acquire(caller)]
+    """An admitted answer stream within the question's scope (Overloaded: 429/503 before any
+    byte is sent)."""
+    slots = [await lane.streams.acquire(asked.caller)]
     try:
         context = contextvars.copy_context()
-        found = await _lookup(deps, context, caller, question, k, scope, asked_as)
+        found = await _lookup(deps, context, asked)
         if found.cached is not None:
             stream = AnswerStream(cached_events(deps, found), slots, _inline)
         else:
-            slots.append(await _admit(lane.answers, caller, found.timer))
+            slots.append(await _admit(lane.answers, asked.caller, found.timer))
             events = generated_events(deps, found)  # starts on its first step
 
             async def on_lane(step: Step, *args: Any) -> Any:

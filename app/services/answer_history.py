@@ -9,13 +9,14 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.domain import ListedPage, role_at_least
 from app.errors import or_not_found
 from app.services.blocks.answer_log import answer_id_of
 from app.services.blocks.followups import question_shown
 from app.storage.answer_records import AnswerRecord, AnswerRecordStore
+from app.storage.feedback import FeedbackRecord
 
 if TYPE_CHECKING:
     from app.services.audit import Actor, AuditLog
@@ -30,12 +31,23 @@ def shown(record: AnswerRecord, readable: ReadsDocument) -> AnswerRecord:
     and its question as `question_shown` lets them see it."""
     return dataclasses.replace(
         record,
-        question=question_shown(
-            record.question, record.typed_question, record.rewrite_sources, readable
-        ),
-        cited=[c for c in record.cited if readable(str(c.get("document_id")))],
-        retrieved=[r for r in record.retrieved if readable(str(r.get("document_id")))],
+        question=question_read(record, readable),
+        cited=documents_read(record.cited, readable),
+        retrieved=documents_read(record.retrieved, readable),
     )
+
+
+def question_read(record: AnswerRecord | FeedbackRecord, readable: ReadsDocument) -> str | None:
+    """A record's question as `question_shown` lets the reader see it."""
+    return question_shown(record.question, record.typed_question, record.rewrite_sources, readable)
+
+
+def documents_read(
+    documents: list[dict[str, Any]], readable: ReadsDocument
+) -> list[dict[str, Any]]:
+    """The documents of a record (cited, retrieved, expected) that `readable` says the reader
+    reads."""
+    return [d for d in documents if readable(str(d.get("document_id")))]
 
 
 def _visible_user(caller: Identity, everyone: bool) -> str | None:

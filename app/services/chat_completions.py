@@ -104,9 +104,8 @@ async def complete(
 ) -> Completion[AnsweredQuestion]:
     """The answer to the standalone question within `scope`, and how that question was made."""
     rewrite, asked = await _question(deps, caller, messages)
-    answered = await answer_service.answer(
-        deps.lane, deps.answers, caller, rewrite.question, None, scope, asked_as=asked
-    )
+    question = answer_service.Question(caller, rewrite.question, None, scope, asked)
+    answered = await answer_service.answer(deps.lane, deps.answers, question)
     return Completion(answered, rewrite)
 
 
@@ -119,7 +118,6 @@ async def open_completion(
     """The admitted answer stream of the standalone question within `scope`, and how that
     question was made."""
     rewrite, asked = await _question(deps, caller, messages)
-    events = await answer_service.open_stream(
-        deps.lane, deps.answers, caller, rewrite.question, None, scope, asked_as=asked
-    )
+    question = answer_service.Question(caller, rewrite.question, None, scope, asked)
+    events = await answer_service.open_stream(deps.lane, deps.answers, question)
     return Completion(events, rewrite)

@@ -30,6 +30,7 @@ from app.services.answer import (
     AnswerFailed,
     AnswerFinished,
     CitationsFound,
+    Question,
     TextDelta,
 )
 from app.services.blocks.admission import Caller
@@ -84,6 +85,18 @@ class ConversationDeps:
     store: ConversationStore
     follow_ups: FollowUpDeps
     max_turns: int  # RAG_CONVERSATION_MAX_TURNS: the newest turns kept
+
+
+@dataclass(frozen=True)
+class TurnQuestion:
+    """A question asked in a conversation: the text typed, the passages wanted (None: the
+    default k), and what the asker may search and read now."""
+
+    conversation_id: str
+    content: str
+    k: int | None
+    scope: SearchScope = EVERYTHING
+    readable: Callable[[str], bool] = lambda _document_id: True
 
 
 @dataclass(frozen=True)
@@ -240,27 +253,27 @@ def asked_as(typed: str, rewrite: Rewrite) -> AskedAs | None:
     return AskedAs(typed, rewrite.sources)
 
 
-async def _prepare(
-    deps: ConversationDeps,
-    caller: Caller,
-    conversation_id: str,
-    content: str,
-    k: int | None,
-    readable: Callable[[str], bool],
-) -> _Prepared:
+async def _prepare(deps: ConversationDeps, caller: Caller, asked: TurnQuestion) -> _Prepared:
     # /query's limits, checked before any work (the answer checks them again).
     limits = deps.follow_ups.answers.limits
-    question = limits.question(content)
-    limits.k(k)
+    question = limits.question(asked.content)
+    limits.k(asked.k)
+    conversation_id = asked.conversation_id
     read = functools.partial(messages, deps.store, caller, conversation_id=conversation_id)
     stored = await anyio.to_thread.run_sync(read)
     # A turn that could not be stored is refused before any model work (QuotaExceeded: 413).
     await anyio.to_thread.run_sync(_check_room, deps.store, caller, conversation_id, question)
     # The rewrite reads the history as the caller may see it now: an answer quoting a document
     # they no longer read never reaches the new question.
-    history = turns_of(visible_history(stored, readable))
+    history = turns_of(visible_history(stored, asked.readable))
     rewrite = await rewrite_follow_up(deps.follow_ups, caller, history, question)
     return _Prepared(question, rewrite)
+
+
+def _question(caller: Caller, asked: TurnQuestion, prepared: _Prepared) -> Question:
+    """What the answer is asked: the standalone question, within the turn's scope."""
+    rewritten = prepared.rewrite.question
+    return Question(caller, rewritten, asked.k, asked.scope, prepared.asked_as)
 
 
 def _store_turn(
@@ -289,33 +302,21 @@ def _store_turn(
     return stored
 
 
-async def ask(
-    deps: ConversationDeps,
-    caller: Caller,
-    *,
-    conversation_id: str,
-    content: str,
-    k: int | None,
-    scope: SearchScope = EVERYTHING,
-    readable: Callable[[str], bool] = lambda _document_id: True,
-) -> AnsweredTurn:
+async def ask(deps: ConversationDeps, caller: Caller, asked: TurnQuestion) -> AnsweredTurn:
     """The cited answer of a new turn, the question it answered and where it was stored.
 
     QuotaExceeded (413, nothing stored) when the turn does not fit the conversation's or the
     tenant's quota: checked before answering, and with the answer's own size before storing.
     """
-    prepared = await _prepare(deps, caller, conversation_id, content, k, readable)
-    follow_ups = deps.follow_ups
-    question, asked = prepared.rewrite.question, prepared.asked_as
-    answered = await answer_service.answer(
-        follow_ups.lane, follow_ups.answers, caller, question, k, scope, asked_as=asked
-    )
+    prepared = await _prepare(deps, caller, asked)
+    lane, answers = deps.follow_ups.lane, deps.follow_ups.answers
+    answered = await answer_service.answer(lane, answers, _question(caller, asked, prepared))
     found = CitationsFound(answered.citations, answered.refused)
     stored = await anyio.to_thread.run_sync(
         _store_turn,
         deps,
         caller,
-        conversation_id,
+        asked.conversation_id,
         prepared,
         answered.answer,
         found,
@@ -396,20 +397,10 @@ class TurnStream:
 
 
 async def open_turn_stream(
-    deps: ConversationDeps,
-    caller: Caller,
-    *,
-    conversation_id: str,
-    content: str,
-    k: int | None,
-    scope: SearchScope = EVERYTHING,
-    readable: Callable[[str], bool] = lambda _document_id: True,
+    deps: ConversationDeps, caller: Caller, asked: TurnQuestion
 ) -> TurnStream:
     """The events of a new turn, admitted (Overloaded: 429/503 before any byte is sent)."""
-    prepared = await _prepare(deps, caller, conversation_id, content, k, readable)
-    follow_ups = deps.follow_ups
-    question, asked = prepared.rewrite.question, prepared.asked_as
-    inner = await answer_service.open_stream(
-        follow_ups.lane, follow_ups.answers, caller, question, k, scope, asked_as=asked
-    )
-    return TurnStream(deps, caller, conversation_id, prepared, inner)
+    prepared = await _prepare(deps, caller, asked)
+    lane, answers = deps.follow_ups.lane, deps.follow_ups.answers
+    inner = await answer_service.open_stream(lane, answers, _question(caller, asked, prepared))
+    return TurnStream(deps, caller, asked.conversation_id, prepared, inner)

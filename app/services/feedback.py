@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from app import metrics
 from app.domain import ListedPage
 from app.errors import InvalidInput, NotFound, or_not_found
+from app.services.answer_history import documents_read, question_read
 from app.services.blocks.answer_log import answer_id_of
-from app.services.blocks.followups import question_shown
 from app.services.documents import document_named
 from app.storage.feedback import FeedbackFilter, FeedbackRecord, FeedbackStore, NewFeedback
 
@@ -154,11 +154,9 @@ def _shown(record: FeedbackRecord, readable: Callable[[str], bool]) -> FeedbackR
     and its answer's question, as the answer record shows them."""
     return dataclasses.replace(
         record,
-        question=question_shown(
-            record.question, record.typed_question, record.rewrite_sources, readable
-        ),
-        cited=[c for c in record.cited if readable(str(c.get("document_id")))],
-        expected=[e for e in record.expected if readable(str(e.get("document_id")))],
+        question=question_read(record, readable),
+        cited=documents_read(record.cited, readable),
+        expected=documents_read(record.expected, readable),
     )
 
 

@@ -35,23 +35,21 @@ def normalise_username(username: str) -> str:
 
 def validate_tenant_id(tenant_id: str) -> str:
     """The tenant id unchanged, or InvalidInput explaining the allowed form."""
-    if not TENANT_PATTERN.fullmatch(tenant_id):
-        raise InvalidInput(
-            f"tenant id {tenant_id!r} is invalid: use 1-64 lower-case letters, digits, '-' or "
-            "'_', starting and ending with a letter or digit"
-        )
-    return tenant_id
+    form = "1-64 lower-case letters, digits, '-' or '_', starting and ending with a letter or digit"
+    return _of_form(TENANT_PATTERN, tenant_id, f"tenant id {tenant_id!r}", form)
 
 
 def validate_username(username: str) -> str:
     """The normalised user name, or InvalidInput explaining the allowed form."""
-    normalised = normalise_username(username)
-    if not USERNAME_PATTERN.fullmatch(normalised):
-        raise InvalidInput(
-            f"user name {username!r} is invalid: use 3-64 letters, digits or . _ @ + -, "
-            "starting with a letter or digit"
-        )
-    return normalised
+    form = "3-64 letters, digits or . _ @ + -, starting with a letter or digit"
+    return _of_form(USERNAME_PATTERN, normalise_username(username), f"user name {username!r}", form)
+
+
+def _of_form(pattern: re.Pattern[str], value: str, named: str, form: str) -> str:
+    """`value` when `pattern` matches all of it, else InvalidInput saying what `named` must be."""
+    if not pattern.fullmatch(value):
+        raise InvalidInput(f"{named} is invalid: use {form}")
+    return value
 
 
 def validate_role(role: str) -> Role:

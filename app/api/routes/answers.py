@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
@@ -106,19 +106,22 @@ def document_counts(hit: SearchHit) -> dict[str, Any]:
     return {"other_chunks": len(hit.same_document), "other_pages": list(pages)}
 
 
-@router.post("/query", response_model=QueryOut)
-async def query(
-    body: QueryIn,
-    principal: Principal,
-    lane: AnswerLaneDep,
-    deps: Answers,
-    scope_of: ScopeOf,
-) -> QueryOut:
-    """A short answer whose claims carry [n] markers resolving to file and page."""
-    caller = principal.as_caller()
+async def asked_question(
+    body: QueryIn, principal: Principal, scope_of: ScopeOf
+) -> answer_service.Question:
+    """The question of a /query body, asked by the caller within the collections and filters
+    the body names."""
     scope = await run_in_threadpool(scope_of, body.collections, body.filters)
-    answered = await answer_service.answer(lane, deps, caller, body.question, body.k, scope)
-    return QueryOut.model_validate(answered)
+    return answer_service.Question(principal.as_caller(), body.question, body.k, scope)
+
+
+AskedQuestion = Annotated[answer_service.Question, Depends(asked_question)]
+
+
+@router.post("/query", response_model=QueryOut)
+async def query(lane: AnswerLaneDep, deps: Answers, asked: AskedQuestion) -> QueryOut:
+    """A short answer whose claims carry [n] markers resolving to file and page."""
+    return QueryOut.model_validate(await answer_service.answer(lane, deps, asked))
 
 
 def wire_event(event: AnswerEvent) -> tuple[str, dict[str, Any]]:
@@ -167,14 +170,7 @@ class EventStreamResponse(AnswerStreamResponse):
     responses={200: {"content": {"text/event-stream": {}}, "description": "SSE events"}},
 )
 async def query_stream(
-    body: QueryIn,
-    principal: Principal,
-    lane: AnswerLaneDep,
-    deps: Answers,
-    scope_of: ScopeOf,
+    lane: AnswerLaneDep, deps: Answers, asked: AskedQuestion
 ) -> StreamingResponse:
     """Server-sent events: `token` deltas, then `citations`, then `done`; or `error`."""
-    caller = principal.as_caller()
-    scope = await run_in_threadpool(scope_of, body.collections, body.filters)
-    events = await answer_service.open_stream(lane, deps, caller, body.question, body.k, scope)
-    return EventStreamResponse(events)
+    return EventStreamResponse(await answer_service.open_stream(lane, deps, asked))

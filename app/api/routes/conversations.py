@@ -131,24 +131,8 @@ async def post_message(
     caller = principal.as_caller()
     # What the caller reads now: a follow-up never cites a document it can no longer read.
     scope = await run_in_threadpool(scope_of, body.collections, body.filters)
+    asked = service.TurnQuestion(conversation_id, body.content, body.k, scope, readable)
     if stream:
-        events = await service.open_turn_stream(
-            deps,
-            caller,
-            conversation_id=conversation_id,
-            content=body.content,
-            k=body.k,
-            scope=scope,
-            readable=readable,
-        )
+        events = await service.open_turn_stream(deps, caller, asked)
         return EventStreamResponse(events, _wire_turn_event)
-    turn = await service.ask(
-        deps,
-        caller,
-        conversation_id=conversation_id,
-        content=body.content,
-        k=body.k,
-        scope=scope,
-        readable=readable,
-    )
-    return TurnOut.model_validate(turn)
+    return TurnOut.model_validate(await service.ask(deps, caller, asked))
