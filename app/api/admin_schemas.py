@@ -53,6 +53,7 @@ class KeyIn(BaseModel):
     )
     collections: list[Annotated[str, Field(max_length=80)]] | None = Field(
         default=None,
+        min_length=1,  # a key limited to no collection would read nothing, silently
         max_length=200,
         description="limit the key to these collections (ids or names, each one you read); "
         "it reads them with your permissions at the time of use. Default: all you read",

@@ -270,6 +270,10 @@ def test_an_api_key_reads_only_its_collections_with_its_owner_s_grants_now(
     # A member cannot give a key a collection it does not read.
     beyond = _post(api, people.member, "/auth/keys", {"name": "x", "collections": ["board"]})
     assert_error_body(beyond, 404, "not_found")
+    # A key limited to no collection would read nothing: refused, not made.
+    none = _post(api, people.member, "/auth/keys", {"name": "x", "collections": []})
+    assert_error_body(none, 422, "validation_error")
+    assert "collections" in none.text
 
 
 def test_a_collection_with_documents_is_deleted_only_when_asked_to(
