@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+DELETED_WHILE_INDEXING = (
+    "the document was deleted while it was being indexed; upload it again if you still want it"
+)
+
 
 @dataclass(frozen=True)
 class DocumentDeps:
@@ -217,6 +221,10 @@ def _index_together(
         return _in_order(outcomes)
 
     def report(reports: list[FileProgress]) -> None:
+        if must_exist:  # a file deleted meanwhile stops the embedding here, not at its end
+            _check_not_deleted(
+                deps, tenant_id, [ready[r.file] for r in reports if 0 < r.done < r.total]
+            )
         # `file` counts the files embedded together; the caller counts its whole request list.
         moved = [replace(r, file=ready[r.file].position) for r in reports]
         if embedding_progress is not None:
@@ -277,6 +285,16 @@ def _index_together(
     for (p, _), outcome in zip(indexed, recorded, strict=True):
         outcomes[p.position] = outcome
     return _in_order(outcomes)
+
+
+def _check_not_deleted(deps: DocumentDeps, tenant_id: str, embedding: list[_Parsed]) -> None:
+    """IngestionError when a file whose embedding is under way (more calls to come) was deleted
+    since it was parsed: a long file stops within one embedding call of its deletion. One read
+    per such file and call; a file embedded in one call is never checked here (its record says
+    at the end)."""
+    for item in embedding:
+        if deps.documents.get(tenant_id, item.parsed.document_id) is None:
+            raise IngestionError(DELETED_WHILE_INDEXING)
 
 
 def _in_order(outcomes: dict[int, IndexOutcome]) -> list[IndexOutcome]:
@@ -394,12 +412,7 @@ def _record_indexed(
             document = i.document
             if document.document_id in gone:
                 deps.corpus.delete_document(tenant_id=tenant_id, document_id=document.document_id)
-                outcomes.append(
-                    IngestionError(
-                        "the document was deleted while it was being indexed; upload it again "
-                        "if you still want it"
-                    )
-                )
+                outcomes.append(IngestionError(DELETED_WHILE_INDEXING))
                 continue
             deps.originals.keep(
                 tenant_id=tenant_id,

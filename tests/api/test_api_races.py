@@ -28,8 +28,10 @@ class GatedEmbedder:
         self._real = real
         self.embedding_started = threading.Event()
         self.release = threading.Event()
+        self.calls = 0
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
         self.embedding_started.set()
         assert self.release.wait(timeout=180), "the test never released the embedder"
         return self._real.embed_documents(texts)
@@ -74,6 +76,9 @@ def test_a_document_deleted_while_it_is_indexed_stays_deleted(
     final = api.wait_for_job(user, accepted["job_id"])
     assert final["status"] == "failed", final
     assert "deleted while it was being indexed" in final["error"]
+    # It stopped at the end of the embedding call under way, not after embedding the rest of
+    # the file's batches (12 calls more before).
+    assert gated_embedder.calls == 1, gated_embedder.calls
     doc = api.client.get(f"/documents/{accepted['document_id']}", headers=user.headers)
     assert doc.status_code == 404
     assert api.client.get("/documents", headers=user.headers).json()["count"] == 0
