@@ -4,13 +4,13 @@ The follow-ups are made from XQuAD English, deterministically (no one wrote them
 a question Q2 whose subject, a capitalised name such as "Tesla" or "Super Bowl", also appears in
 an earlier question Q1 of the same article becomes a follow-up by replacing that name with "it"
 ("its" for a possessive, "the Panthers" -> "it"). Q1 is the conversation's first question and its
-gold answer span is the assistant's reply; Q2's gold paragraph is the follow-up's gold. Two sets,
+gold answer span is the assistant's reply; Q2's gold paragraph is the follow-up's gold. Two sets:
 
 - same-paragraph: Q1 asks about the same paragraph as Q2 (the follow-up stays on the passage);
 - other-paragraph: Q1 asks about another paragraph of the article (the follow-up moves on, so
   the previous question can pull retrieval toward the wrong passage).
 
-Each again with three turns ("..., 3 turns"): a third question Q3 of the article naming the same
+And each with three turns ("..., 3 turns"): a third question Q3 of the article naming the same
 subject becomes the last follow-up, and Q2 (made a follow-up the same way) is the middle turn, so
 only the first question names the subject. Same paragraph: Q1, Q2 and Q3 ask about one paragraph;
 other paragraph: Q1 and Q2 ask about paragraphs other than Q3's.
