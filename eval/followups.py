@@ -10,6 +10,11 @@ gold answer span is the assistant's reply; Q2's gold paragraph is the follow-up'
 - other-paragraph: Q1 asks about another paragraph of the article (the follow-up moves on, so
   the previous question can pull retrieval toward the wrong passage).
 
+And each with three turns ("..., 3 turns"): a third question Q3 of the article naming the same
+subject becomes the last follow-up, and Q2 (made a follow-up the same way) is the middle turn, so
+only the first question names the subject. Same paragraph: Q1, Q2 and Q3 ask about one paragraph;
+other paragraph: Q1 and Q2 ask about paragraphs other than Q3's.
+
 All 240 paragraphs are ingested through the service's pipeline into one tenant and each question
 is asked through the service's retriever (its default mode), top 5 documents.
 
@@ -45,14 +50,16 @@ TENANT = "followups"
 # A run of capitalised words ("Super Bowl", "Nikola Tesla"); the question's first word is skipped.
 _NAME = re.compile(r"[A-Z][A-Za-z0-9\-]+(?:\s+[A-Z][A-Za-z0-9\-]+)*")
 VARIANTS = ("same-paragraph", "other-paragraph")
+# Questions in a conversation: the follow-up is the last; only the first names the subject.
+TURNS = (2, 3)
 
 
 @dataclass(frozen=True)
 class FollowUp:
-    """A first question (and its reply), the follow-up made from Q2, and Q2's gold paragraph."""
+    """The turns before (the first question as asked, then follow-ups, each with its reply), the
+    last follow-up, the question it was made from and that question's gold paragraph."""
 
-    first: str
-    reply: str
+    earlier: tuple[Turn, ...]
     follow_up: str
     original: str
     gold: str
@@ -81,8 +88,55 @@ def _paragraph(question: Question) -> str:
     return next(iter(question.gold))
 
 
-def build_follow_ups(questions: list[Question], variant: str, limit: int) -> list[FollowUp]:
-    """Up to `limit` follow-ups, one per paragraph, taken from the articles in turn."""
+def _reply(question: Question) -> str:
+    return (question.answers[0] if question.answers else "") + "."
+
+
+def _middle_turn(
+    candidates: list[Question], taken: tuple[Question, ...], subject: str, variant: str, gold: str
+) -> Turn | None:
+    """A question of the article about `subject` made a follow-up, as the middle turn, on the
+    gold paragraph (same-paragraph) or off it (other-paragraph); None when there is none."""
+    for middle in candidates:
+        if middle in taken or (_paragraph(middle) == gold) != (variant == "same-paragraph"):
+            continue
+        follow_up = as_follow_up(middle.text, subject)
+        if follow_up is not None:
+            return Turn(follow_up, _reply(middle))
+    return None
+
+
+def _conversation(
+    article_questions: list[Question], last: Question, variant: str, turns: int
+) -> FollowUp | None:
+    """The first conversation of `turns` questions that ends with `last` made a follow-up."""
+    gold = _paragraph(last)
+    for first in article_questions:
+        same = _paragraph(first) == gold
+        if first is last or same != (variant == "same-paragraph"):
+            continue
+        shared = [n for n in _names(last.text) if _mentions(first.text, n)]
+        if not shared:
+            continue
+        subject = max(shared, key=len)
+        follow_up = as_follow_up(last.text, subject)
+        if follow_up is None:
+            continue
+        earlier = [Turn(first.text, _reply(first))]
+        if turns == 3:
+            middle = _middle_turn(article_questions, (first, last), subject, variant, gold)
+            if middle is None:
+                continue
+            earlier.append(middle)
+        return FollowUp(tuple(earlier), follow_up, last.text, gold)
+    return None
+
+
+def build_follow_ups(
+    questions: list[Question], variant: str, limit: int, turns: int = 2
+) -> list[FollowUp]:
+    """Up to `limit` conversations of `turns` questions, one per paragraph of the last, taken
+    from the articles in turn."""
     by_article: dict[str, list[Question]] = defaultdict(list)
     for question in questions:
         by_article[_paragraph(question).split(":")[1]].append(question)
@@ -90,24 +144,13 @@ def build_follow_ups(questions: list[Question], variant: str, limit: int) -> lis
     for article_questions in by_article.values():
         found: list[FollowUp] = []
         used: set[str] = set()
-        for second in article_questions:
-            gold = _paragraph(second)
-            if gold in used:
+        for last in article_questions:
+            if _paragraph(last) in used:
                 continue
-            for first in article_questions:
-                same = _paragraph(first) == gold
-                if first is second or same != (variant == "same-paragraph"):
-                    continue
-                shared = [n for n in _names(second.text) if _mentions(first.text, n)]
-                if not shared:
-                    continue
-                follow_up = as_follow_up(second.text, max(shared, key=len))
-                if follow_up is None:
-                    continue
-                reply = (first.answers[0] if first.answers else "") + "."
-                found.append(FollowUp(first.text, reply, follow_up, second.text, gold))
-                used.add(gold)
-                break
+            conversation = _conversation(article_questions, last, variant, turns)
+            if conversation is not None:
+                found.append(conversation)
+                used.add(conversation.gold)
         per_article.append(found)
     chosen: list[FollowUp] = []
     for round_ in range(max((len(f) for f in per_article), default=0)):
@@ -135,9 +178,9 @@ def evaluate(
     usable = 0
     examples: list[dict[str, str]] = []
     for item in follow_ups:
-        history = [Turn(item.first, item.reply)]
+        history = list(item.earlier)
         asked = {
-            "original Q2 (ceiling)": item.original,
+            "original question (ceiling)": item.original,
             "raw follow-up": item.follow_up,
             "fallback": fallback_question(history, item.follow_up, settings.max_question_chars),
         }
@@ -163,7 +206,7 @@ def evaluate(
             top = top_paragraphs(container, doc_to_paragraph, query)
             hits[way].append(hit_at_k(top, {item.gold}, 5) == 1.0)
         if len(examples) < 5:
-            examples.append(asked | {"first": item.first})
+            examples.append(asked | {"earlier": " | ".join(t.question for t in item.earlier)})
     result: dict[str, Any] = {
         "pairs": len(follow_ups),
         "hit@5": {way: round(sum(v) / len(v), 3) for way, v in hits.items()},
@@ -206,12 +249,13 @@ def main() -> None:
         print(f"ingested {len(doc_to_paragraph)} paragraphs in {ingest_s:.0f} s", file=sys.stderr)
         llm = None if args.llm == "none" else container.llm
         results = {
-            variant: evaluate(
+            variant + ("" if turns == 2 else f", {turns} turns"): evaluate(
                 container,
                 doc_to_paragraph,
-                build_follow_ups(task.questions, variant, args.limit),
+                build_follow_ups(task.questions, variant, args.limit, turns),
                 llm,
             )
+            for turns in TURNS
             for variant in VARIANTS
         }
     print("| set | pairs | way of asking | hit@5 |")

@@ -81,6 +81,13 @@ def _turn(api: ApiHarness, user: ApiUser, path: str, content: str, stream: bool)
     return {**named["standalone"], **named["citations"], **named["done"], "answer": text}
 
 
+def _key_limited_to(api: ApiHarness, admin: ApiUser, collection: str) -> dict[str, str]:
+    """Headers of an API key of `admin` that reads only `collection`."""
+    made = {"name": f"{collection} only", "collections": [collection]}
+    key = _ok(api.client.post("/auth/keys", json=made, headers=admin.headers), 201)
+    return {"Authorization": f"Bearer {key['key']}"}
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_a_rewrite_quoting_an_answer_one_no_longer_reads_is_shown_as_typed(
     api: ApiHarness, stream: bool
@@ -111,15 +118,7 @@ def test_a_rewrite_quoting_an_answer_one_no_longer_reads_is_shown_as_typed(
     rating = {"rating": "up", "helpful_markers": notes}
     answer_id = second["answer_message_id"]
     _ok(client.post(f"/answers/{answer_id}/feedback", json=rating, headers=member.headers))
-    key = _ok(
-        client.post(
-            "/auth/keys",
-            json={"name": "general only", "collections": ["general"]},
-            headers=admin.headers,
-        ),
-        201,
-    )
-    limited = {"Authorization": f"Bearer {key['key']}"}
+    limited = _key_limited_to(api, admin, "general")
 
     # Who reads the vault sees the rewrite.
     everyone = _ok(client.get("/answers", params={"all": "true"}, headers=admin.headers))
@@ -174,3 +173,27 @@ def test_a_chat_completion_rewritten_from_the_clients_history_is_recorded_as_typ
     assert SECRET in completion["standalone_question"]
     record = _ok(api.client.get(f"/answers/{completion['id']}", headers=admin.headers))
     assert record["question"] == FOLLOW_UP
+
+
+def test_a_fallback_after_a_rewrite_that_quoted_an_answer_quotes_nothing(api: ApiHarness) -> None:
+    # The third turn's rewrite is unusable (it drops what was asked), so the fallback is used:
+    # it is made of typed questions, never of the second turn's rewrite, and is shown to anyone.
+    admin = api.add_user("rewrite-fallback")
+    client = api.client
+    _ok(client.post("/collections", json={"name": "elsewhere"}, headers=admin.headers), 201)
+    for name, content in (("vault.txt", VAULT), ("notes.txt", NOTES)):
+        assert api.upload_and_wait(admin, name, content)["status"] == "done"
+    conversation = _ok(client.post("/conversations", headers=admin.headers), 201)
+    turns = f"/conversations/{conversation['conversation_id']}"
+    _turn(api, admin, turns, FIRST, stream=False)
+    second = _turn(api, admin, turns, FOLLOW_UP, stream=False)
+    assert second["rewrite"] == "llm" and SECRET in second["standalone_question"]
+    third = _turn(api, admin, turns, "When did the notary sign it?", stream=False)
+    assert third["rewrite"] == "fallback"
+    assert third["standalone_question"].endswith(f"{FOLLOW_UP} When did the notary sign it?")
+    assert SECRET not in third["standalone_question"]
+    limited = _key_limited_to(api, admin, "elsewhere")
+    records = _ok(client.get("/answers", params={"all": "true"}, headers=limited))["data"]
+    questions = [r["question"] for r in records]
+    assert third["standalone_question"] in questions and FOLLOW_UP in questions
+    assert SECRET not in json.dumps(records)
