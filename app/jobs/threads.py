@@ -8,14 +8,15 @@ upload claims at once: a lone upload never waits for a batch that may not come.
 Batches form on their own from the jobs that arrive while the threads are busy: a thread that
 has just run a batch claims everything of one tenant that arrived meanwhile (up to
 RAG_INGEST_BATCH_JOBS and RAG_INGEST_BATCH_BYTES). While a batch of a tenant is young (under
-`JOIN_AFTER_S`), the other threads leave that tenant's new jobs to it and serve other tenants:
-a burst of small uploads then forms batches instead of each thread taking one file at a time
-(every batch pays one vector write, one claim and one record of its own), and a job queued
-behind a long batch (a big scan) is still taken by a free thread once that batch has run
-`JOIN_AFTER_S`. Jobs a crash left `processing` are re-queued
-at start-up; stable chunk ids make the retry an upsert. Evaluation runs are left to the
-evaluation runner's own thread (app/job_runners/evaluation.py), so a run never holds a thread
-that uploads need.
+`JOIN_AFTER_S`), the other threads leave to it as many of that tenant's new jobs as the batch
+holds, and serve other tenants: a few clients each uploading a file and waiting for it then form
+batches instead of each thread taking one file at a time (every batch pays one vector write, one
+claim and one record of its own). More newcomers than that are a burst, which a free thread
+shares at once (its batch embeds while the other's is stored); and a job queued behind a long
+batch (a big scan) is taken by a free thread once that batch has run `JOIN_AFTER_S`. Jobs a
+crash left `processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
+Evaluation runs are left to the evaluation runner's own thread (app/job_runners/evaluation.py),
+so a run never holds a thread that uploads need.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from app import metrics
 from app.config import Settings
@@ -34,6 +37,15 @@ log = logging.getLogger(__name__)
 # How long another thread leaves a tenant's new jobs to that tenant's running batch. Longer than
 # a batch of small files takes (tens of milliseconds), short beside a big file's indexing.
 JOIN_AFTER_S = 0.25
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """A batch one thread of the pool is running."""
+
+    tenant_id: str
+    jobs: int
+    started: float  # time.monotonic()
 
 
 class IngestWorkerPool:
@@ -56,8 +68,9 @@ class IngestWorkerPool:
         self._arrival = threading.Condition()
         self._arrivals = 0
         self._left_to_batch = 0
-        # thread name -> (tenant, monotonic start) of the batch that thread is running
-        self._running: dict[str, tuple[str, float]] = {}
+        self._running: dict[str, _Batch] = {}  # by the name of the thread running it
+        # tenant -> uploads left to its young batches since the latest of them started
+        self._left: Counter[str] = Counter()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -79,8 +92,11 @@ class IngestWorkerPool:
         is no longer young."""
         with self._arrival:
             self._arrivals += 1
-            if job.tenant_id in self._young_batches()[0]:
-                self._left_to_batch += 1
+            tenant = job.tenant_id
+            if self._young_holds()[0][tenant]:
+                self._left[tenant] += 1  # one more than its batches hold: shared from now on
+                if tenant in self._young_batches()[0]:
+                    self._left_to_batch += 1
             self._arrival.notify()
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -122,7 +138,9 @@ class IngestWorkerPool:
                 self._idle(seen)  # then claim at once
                 continue
             with self._arrival:
-                self._running[me] = (batch[0].tenant_id, time.monotonic())
+                tenant = batch[0].tenant_id
+                self._running[me] = _Batch(tenant, len(batch), time.monotonic())
+                self._left[tenant] = 0  # those left to its batches so far are in this one
                 self._arrival.notify_all()  # idle threads time their next look by it
             try:
                 self._run_batch(batch)
@@ -130,15 +148,26 @@ class IngestWorkerPool:
                 with self._arrival:
                     del self._running[me]
 
-    def _young_batches(self) -> tuple[frozenset[str], float | None]:
-        """The tenants with a batch running for less than JOIN_AFTER_S, and the seconds until
-        the first of those batches turns old (None: no young batch). Called holding `_arrival`."""
+    def _young_holds(self) -> tuple[Counter[str], list[_Batch]]:
+        """How many jobs each tenant's young batches (running for less than JOIN_AFTER_S)
+        hold, and those batches. Called holding `_arrival`."""
         now = time.monotonic()
-        ages = [(tenant, now - started) for tenant, started in self._running.values()]
-        young = [(tenant, age) for tenant, age in ages if age < JOIN_AFTER_S]
-        if not young:
+        young = [b for b in self._running.values() if now - b.started < JOIN_AFTER_S]
+        holds = Counter[str]()
+        for batch in young:
+            holds[batch.tenant_id] += batch.jobs
+        return holds, young
+
+    def _young_batches(self) -> tuple[frozenset[str], float | None]:
+        """The tenants whose new jobs are left to their young batches (left no more newcomers
+        than those batches hold), and the seconds until the first of those batches turns old
+        (None: no such batch). Called holding `_arrival`."""
+        holds, young = self._young_holds()
+        tenants = frozenset(t for t, jobs in holds.items() if self._left[t] <= jobs)
+        if not tenants:
             return frozenset(), None
-        return frozenset(tenant for tenant, _ in young), JOIN_AFTER_S - max(a for _, a in young)
+        oldest = min(b.started for b in young if b.tenant_id in tenants)
+        return tenants, JOIN_AFTER_S - (time.monotonic() - oldest)
 
     def _idle(self, seen: tuple[int, int]) -> None:
         """Wait, from `seen` (arrivals, of them left to a young batch), until an upload arrives

@@ -136,20 +136,42 @@ def two_threads() -> Any:
     return load_settings(_env_file=None, worker_pool_size=2, ingest_batch_jobs=32)
 
 
-def test_uploads_arriving_while_their_tenants_batch_is_young_are_claimed_together() -> None:
+def test_as_many_uploads_as_a_young_batch_holds_are_left_to_it_and_claimed_together() -> None:
     jobs, batches = RecordingJobs(), HeldBatches()
+    for name in ("a1", "a2", "a3"):  # queued before the pool starts: its first batch
+        jobs.queued.append(queued_job(name))
     # The poll interval is far longer than the test: only uploads and batches' ages wake threads.
+    pool = IngestWorkerPool(jobs, batches, two_threads(), poll_interval_s=600)  # type: ignore[arg-type]
+    pool.start()
+    try:
+        assert batches.wait_for(1)
+        for name in ("b1", "b2", "b3"):  # while the first batch runs, young
+            jobs.queue(pool, queued_job(name))
+        time.sleep(0.05)  # the idle thread had its chance to take them one at a time
+        assert len(batches.ran) == 1
+        batches.release.set()  # the batch ends well within JOIN_AFTER_S
+        assert batches.wait_for(2)
+        assert batches.ran == [["a1", "a2", "a3"], ["b1", "b2", "b3"]]
+    finally:
+        batches.release.set()
+        pool.stop()
+
+
+def test_more_newcomers_than_a_young_batch_holds_are_shared_at_once() -> None:
+    # A burst (a folder synced file by file): the free thread runs a batch beside the first.
+    jobs, batches = RecordingJobs(), HeldBatches()
     pool = IngestWorkerPool(jobs, batches, two_threads(), poll_interval_s=600)  # type: ignore[arg-type]
     pool.start()
     try:
         jobs.queue(pool, queued_job("first"))
         assert batches.wait_for(1)
-        for name in ("second", "third", "fourth"):  # while "first" runs, young
-            jobs.queue(pool, queued_job(name))
-        time.sleep(0.05)  # the idle thread had its chance to take them one at a time
-        batches.release.set()  # the batch ends well within JOIN_AFTER_S
-        assert batches.wait_for(2)
-        assert batches.ran == [["first"], ["second", "third", "fourth"]]
+        newcomers = [queued_job("second"), queued_job("third")]
+        jobs.queued += newcomers  # both in the table before either upload is handed over
+        for job in newcomers:
+            pool.enqueue(job)
+        assert batches.wait_for(2), "the burst waited for the young batch to end"
+        assert batches.ran == [["first"], ["second", "third"]]
+        assert batches.started[1] - batches.started[0] < JOIN_AFTER_S
     finally:
         batches.release.set()
         pool.stop()
