@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -132,18 +134,26 @@ def test_a_lone_upload_is_claimed_at_once_not_after_a_batch_window() -> None:
         pool.stop()
 
 
-def two_threads() -> Any:
-    return load_settings(_env_file=None, worker_pool_size=2, ingest_batch_jobs=32)
+@contextmanager
+def two_threads(jobs: RecordingJobs, batches: HeldBatches) -> Iterator[IngestWorkerPool]:
+    """A pool of two threads running `batches`, started; every batch let go and the pool
+    stopped afterwards. Its poll interval is far longer than a test: only uploads and batches'
+    ages wake its threads."""
+    settings = load_settings(_env_file=None, worker_pool_size=2, ingest_batch_jobs=32)
+    pool = IngestWorkerPool(jobs, batches, settings, poll_interval_s=600)  # type: ignore[arg-type]
+    pool.start()
+    try:
+        yield pool
+    finally:
+        batches.release.set()
+        pool.stop()
 
 
 def test_as_many_uploads_as_a_young_batch_holds_are_left_to_it_and_claimed_together() -> None:
     jobs, batches = RecordingJobs(), HeldBatches()
     for name in ("a1", "a2", "a3"):  # queued before the pool starts: its first batch
         jobs.queued.append(queued_job(name))
-    # The poll interval is far longer than the test: only uploads and batches' ages wake threads.
-    pool = IngestWorkerPool(jobs, batches, two_threads(), poll_interval_s=600)  # type: ignore[arg-type]
-    pool.start()
-    try:
+    with two_threads(jobs, batches) as pool:
         assert batches.wait_for(1)
         for name in ("b1", "b2", "b3"):  # while the first batch runs, young
             jobs.queue(pool, queued_job(name))
@@ -152,17 +162,12 @@ def test_as_many_uploads_as_a_young_batch_holds_are_left_to_it_and_claimed_toget
         batches.release.set()  # the batch ends well within JOIN_AFTER_S
         assert batches.wait_for(2)
         assert batches.ran == [["a1", "a2", "a3"], ["b1", "b2", "b3"]]
-    finally:
-        batches.release.set()
-        pool.stop()
 
 
 def test_more_newcomers_than_a_young_batch_holds_are_shared_at_once() -> None:
     # A burst (a folder synced file by file): the free thread runs a batch beside the first.
     jobs, batches = RecordingJobs(), HeldBatches()
-    pool = IngestWorkerPool(jobs, batches, two_threads(), poll_interval_s=600)  # type: ignore[arg-type]
-    pool.start()
-    try:
+    with two_threads(jobs, batches) as pool:
         jobs.queue(pool, queued_job("first"))
         assert batches.wait_for(1)
         newcomers = [queued_job("second"), queued_job("third")]
@@ -172,38 +177,25 @@ def test_more_newcomers_than_a_young_batch_holds_are_shared_at_once() -> None:
         assert batches.wait_for(2), "the burst waited for the young batch to end"
         assert batches.ran == [["first"], ["second", "third"]]
         assert batches.started[1] - batches.started[0] < JOIN_AFTER_S
-    finally:
-        batches.release.set()
-        pool.stop()
 
 
 def test_another_tenants_upload_is_claimed_at_once_beside_a_young_batch() -> None:
     jobs, batches = RecordingJobs(), HeldBatches()
-    pool = IngestWorkerPool(jobs, batches, two_threads(), poll_interval_s=600)  # type: ignore[arg-type]
-    pool.start()
-    try:
+    with two_threads(jobs, batches) as pool:
         jobs.queue(pool, queued_job("big", tenant_id="acme"))
         assert batches.wait_for(1)
         jobs.queue(pool, queued_job("other", tenant_id="globex"))
         assert batches.wait_for(2), "another tenant's upload waited for acme's batch"
         assert batches.ran == [["big"], ["other"]]
         assert batches.started[1] - batches.started[0] < JOIN_AFTER_S
-    finally:
-        batches.release.set()
-        pool.stop()
 
 
 def test_an_upload_behind_a_long_batch_of_its_tenant_is_taken_once_that_batch_is_old() -> None:
     jobs, batches = RecordingJobs(), HeldBatches()
-    pool = IngestWorkerPool(jobs, batches, two_threads(), poll_interval_s=600)  # type: ignore[arg-type]
-    pool.start()
-    try:
+    with two_threads(jobs, batches) as pool:
         jobs.queue(pool, queued_job("scan"))
         assert batches.wait_for(1)
         jobs.queue(pool, queued_job("note"))  # "scan" never ends within the test
         assert batches.wait_for(2), "the upload waited for the long batch to end"
         assert batches.ran == [["scan"], ["note"]]
         assert batches.started[1] - batches.started[0] >= JOIN_AFTER_S
-    finally:
-        batches.release.set()
-        pool.stop()
