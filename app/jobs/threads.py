@@ -88,14 +88,15 @@ class IngestWorkerPool:
     def enqueue(self, job: JobRecord) -> None:
         """Hand over a newly queued job: the threads poll the table, so just wake one of them
         (one per upload: the others need not race it for the claim). A job of a tenant whose
-        batch is young is left to that batch's thread; an idle thread looks again once the batch
-        is no longer young."""
+        young batches hold at least as many jobs as have been left to them is left to them too;
+        an idle thread looks again once those batches are no longer young. One newcomer more
+        makes the tenant's uploads a burst, shared with the idle threads from then on."""
         with self._arrival:
             self._arrivals += 1
             tenant = job.tenant_id
             if self._young_holds()[0][tenant]:
-                self._left[tenant] += 1  # one more than its batches hold: shared from now on
-                if tenant in self._young_batches()[0]:
+                self._left[tenant] += 1
+                if tenant in self._young_batches()[0]:  # still within what they hold
                     self._left_to_batch += 1
             self._arrival.notify()
 
