@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.api.records import IsoTime, Record
 from app.domain import KEY_SCOPES, KeyScope, Role
@@ -58,6 +58,16 @@ class KeyIn(BaseModel):
         description="limit the key to these collections (ids or names, each one you read); "
         "it reads them with your permissions at the time of use. Default: all you read",
     )
+
+    @field_validator("collections", mode="before")
+    @classmethod
+    def _names_a_collection(cls, value: Any) -> Any:
+        if isinstance(value, list) and not value:
+            raise ValueError(
+                "name at least one collection, or leave collections out for a key that reads "
+                "every collection you read"
+            )
+        return value
 
 
 class KeyOut(Record):

@@ -93,7 +93,9 @@ def _describe_validation(exc: RequestValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-        parts.append(f"{where}: {err.get('msg', 'invalid')}" if where else str(err.get("msg")))
+        # A validator's own words come without pydantic's "Value error, " in front.
+        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts) or "invalid request"
 
 
