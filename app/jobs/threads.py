@@ -94,9 +94,10 @@ class IngestWorkerPool:
         with self._arrival:
             self._arrivals += 1
             tenant = job.tenant_id
-            if self._young_holds()[0][tenant]:
+            holds = self._young_holds()[0][tenant]
+            if holds:
                 self._left[tenant] += 1
-                if tenant in self._young_batches()[0]:  # still within what they hold
+                if self._left[tenant] <= holds:  # still within what its young batches hold
                     self._left_to_batch += 1
             self._arrival.notify()
 
@@ -141,7 +142,7 @@ class IngestWorkerPool:
             with self._arrival:
                 tenant = batch[0].tenant_id
                 self._running[me] = _Batch(tenant, len(batch), time.monotonic())
-                self._left[tenant] = 0  # those left to its batches so far are in this one
+                self._left.pop(tenant, None)  # those left to its batches so far are in this one
                 self._arrival.notify_all()  # idle threads time their next look by it
             try:
                 self._run_batch(batch)
