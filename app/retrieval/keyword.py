@@ -39,6 +39,7 @@ import numpy as np
 
 from app.domain import Chunk, indexed_text
 from app.memory import HotMap
+from app.retrieval.bm25_matrix import build_bm25
 from app.retrieval.corpus_reader import CorpusReader
 from app.text.tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
@@ -470,9 +471,7 @@ def _index(
     flat = new_id[flat]
     offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
     np.cumsum([len(a) for a in arrays], out=offsets[1:])
-    bm25 = bm25s.BM25(k1=k1, b=b)
-    corpus = [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(ids))]
-    bm25.index((corpus, compact), show_progress=False)
+    bm25 = build_bm25(flat, offsets, compact, k1, b)
     return KeywordSnapshot(tenant_id, version, tokenizer_version, tuple(ids), bm25, flat, offsets)
 
 
