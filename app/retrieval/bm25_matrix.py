@@ -28,10 +28,9 @@ def build_bm25(
     bm25 = bm25s.BM25(k1=k1, b=b)
     n_docs, n_vocab = len(offsets) - 1, len(vocab)
     lengths = np.diff(offsets)
-    doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-    # One sorted key per (token, chunk) pair: the matrix's column-major order, with counts.
-    pairs, tf = np.unique(flat.astype(np.int64) * n_docs + doc_of, return_counts=True)
+    pairs, tf = _counted_pairs(flat, lengths)
     token_of, chunk_of = np.divmod(pairs, n_docs)
+    del pairs
     doc_freq = np.bincount(token_of, minlength=n_vocab)
     idf = _lucene_idf(doc_freq, n_docs, np.dtype(bm25.dtype))
     # bm25s's Lucene term component, in its order of operations and precision (float64, then
@@ -54,6 +53,23 @@ def build_bm25(
     bm25.vocab_dict = vocab
     bm25.unique_token_ids_set = set(vocab.values())
     return bm25
+
+
+def _counted_pairs(flat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each distinct (token, chunk) pair once, as the key token * chunks + chunk in ascending
+    order (the matrix's column-major order), and how often the token occurs in the chunk.
+    Sorted in place, so the peak is about two arrays of the corpus's token count."""
+    keys = flat.astype(np.int64)
+    keys *= len(lengths)
+    keys += np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
+    keys.sort()
+    starts = np.empty(len(keys), dtype=bool)
+    starts[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=starts[1:])
+    first = np.flatnonzero(starts)
+    del starts
+    counts = np.diff(first, append=len(keys))
+    return keys[first], counts
 
 
 def _lucene_idf(doc_freq: np.ndarray, n_docs: int, dtype: np.dtype) -> np.ndarray:
