@@ -191,6 +191,7 @@ def request_scope(
     filters: Any,
 ) -> SearchScope:
     """The scope of a request body's `collections` and `filters` (InvalidInput for a bad
-    filter, NotFound for a collection the caller cannot read)."""
-    checked = None if filters is None else parse_filter(filters)
+    filter, NotFound for a collection the caller cannot read). An empty filter object sets no
+    condition, as leaving `filters` out does."""
+    checked = None if filters is None or filters == {} else parse_filter(filters)
     return scopes.resolve(access, collections, checked)

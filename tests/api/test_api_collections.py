@@ -213,6 +213,10 @@ def test_scopes_and_filters_narrow_never_widen(
     assert (
         _search_sources(api, people.member, question, filters={"nobody_has": {"$eq": 1}}) == set()
     )
+    # An empty filter sets no condition: the same documents as no filter at all.
+    unfiltered = _search_sources(api, people.member, question)
+    assert "ferry.txt" in unfiltered
+    assert _search_sources(api, people.member, question, filters={}) == unfiltered
     refused = api.query(people.member, question, filters={"nobody_has": {"$eq": 1}})
     assert refused["refused"] is True and refused["citations"] == []
     # Asking for a collection one cannot read is the 404 of a missing one, never a wider search.
