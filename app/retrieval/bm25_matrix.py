@@ -35,9 +35,10 @@ def build_bm25(
     idf = _lucene_idf(doc_freq, n_docs, np.dtype(bm25.dtype))
     # bm25s's Lucene term component, in its order of operations and precision (float64, then
     # stored as float32): tf / (k1 * ((1 - b) + b * |d| / avg|d|) + tf).
-    avg_len = lengths.mean()
+    # The length part is one number per chunk, spread over its pairs.
+    length_part = k1 * ((1 - b) + b * lengths / lengths.mean())
     tf32 = tf.astype(bm25.dtype)
-    norm = k1 * ((1 - b) + b * lengths[chunk_of] / avg_len) + tf32
+    norm = length_part[chunk_of] + tf32
     scores = (idf[token_of] * (tf32 / norm)).astype(bm25.dtype)
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(doc_freq, out=indptr[1:])

@@ -82,19 +82,20 @@ class KeywordSnapshot:
         never cut into the top, counted or matched exactly."""
         return replace(self, mask=mask, known_scripts=self.scripts)
 
-    def tokens_by_chunk(self) -> dict[str, np.ndarray]:
-        """Each chunk's token ids (views, no copies); empty when the snapshot has none (or
-        its persisted file is gone or unreadable: the caller then rebuilds in full)."""
+    def tokens(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every chunk's token ids, as (ids, offsets): chunk i's are ids[offsets[i]:offsets[i +
+        1]], into `bm25.vocab_dict`. None when the snapshot has none (or its persisted file is
+        gone or unreadable: the caller then rebuilds in full)."""
         token_ids, offsets = self.token_ids, self.token_offsets
         if (token_ids is None or offsets is None) and self.tokens_file is not None:
             try:
                 token_ids, offsets = _load_tokens(self.tokens_file, len(self.chunk_ids))
             except (OSError, ValueError, KeyError):
                 logger.warning("persisted token ids unreadable; rebuilding in full", exc_info=True)
-                return {}
+                return None
         if token_ids is None or offsets is None:
-            return {}
-        return {cid: token_ids[offsets[i] : offsets[i + 1]] for i, cid in enumerate(self.chunk_ids)}
+            return None
+        return token_ids, offsets
 
     def _scores(
         self, tokens: list[str], weights: Mapping[str, float] | None = None
@@ -295,30 +296,38 @@ class KeywordIndex:
         self, tenant_id: str, version: int, previous: KeywordSnapshot | None = None
     ) -> KeywordSnapshot:
         started = time.perf_counter()
-        known: dict[str, np.ndarray] = {}  # chunk id -> token ids, from the previous snapshot
+        known = _TokenSource.empty()  # the previous snapshot's chunks and their token ids
         vocab: dict[str, int] = {}
         if (
             previous is not None
             and previous.bm25 is not None
             and previous.tokenizer_version == self.tokenizer.version
         ):
-            known = previous.tokens_by_chunk()
-            vocab = dict(previous.bm25.vocab_dict) if known else {}
+            tokens = previous.tokens()
+            if tokens is not None:
+                known = _TokenSource(previous.chunk_ids, *tokens)
+                vocab = _chunk_vocabulary(previous.bm25)
         ids: list[str] = []
-        arrays: list[np.ndarray] = []
-        read = 0
-        for cid, chunk in self._current_chunks(tenant_id, known):
-            tokens = known.get(cid)
-            if tokens is None:
-                assert chunk is not None
-                read += 1
-                words = self.tokenizer(indexed_text(chunk, self._section_paths)) or [""]
-                tokens = np.fromiter((vocab.setdefault(w, len(vocab)) for w in words), np.int32)
+        # Where each chunk's tokens are: its place in the previous snapshot, or -1 - its place
+        # in `fresh` (read and tokenized now).
+        where: list[int] = []
+        fresh: list[np.ndarray] = []
+        for cid, chunk in self._current_chunks(tenant_id, known.position):
             ids.append(cid)
-            arrays.append(tokens)
+            place = known.position.get(cid)
+            if place is None:
+                assert chunk is not None
+                words = self.tokenizer(indexed_text(chunk, self._section_paths)) or [""]
+                fresh.append(
+                    np.fromiter((vocab.setdefault(w, len(vocab)) for w in words), np.int32)
+                )
+                place = -len(fresh)
+            where.append(place)
+        flat, offsets = known.gathered(np.array(where, dtype=np.int64), fresh)
         snap = _index(
-            tenant_id, version, self.tokenizer.version, ids, arrays, vocab, self._k1, self._b
+            tenant_id, version, self.tokenizer.version, ids, flat, offsets, vocab, self._k1, self._b
         )
+        read = len(fresh)
         self.rebuilds[tenant_id] += 1
         try:
             self._save(snap)
@@ -334,7 +343,7 @@ class KeywordIndex:
         return snap
 
     def _current_chunks(
-        self, tenant_id: str, known: dict[str, np.ndarray]
+        self, tenant_id: str, known: Mapping[str, int]
     ) -> Iterator[tuple[str, Chunk | None]]:
         """(id, chunk) for every chunk the tenant has now; the chunk is None where its tokens are
         already `known` (only the others' texts are read from the store)."""
@@ -455,24 +464,74 @@ def _index(
     version: int,
     tokenizer_version: str,
     ids: list[str],
-    arrays: list[np.ndarray],
+    flat: np.ndarray,
+    offsets: np.ndarray,
     vocab: dict[str, int],
     k1: float,
     b: float,
 ) -> KeywordSnapshot:
-    """BM25 over the chunks' token ids; the vocabulary is compacted to the tokens still used,
-    so words of deleted chunks neither linger nor count as present in `coverage`."""
+    """BM25 over the chunks' token ids (chunk i's: flat[offsets[i]:offsets[i + 1]]); the
+    vocabulary is compacted to the tokens still used, so words of deleted chunks neither linger
+    nor count as present in `coverage`."""
     if not ids:
         return KeywordSnapshot(tenant_id, version, tokenizer_version, (), None)
-    flat = np.concatenate(arrays)
     used = np.bincount(flat, minlength=len(vocab)) > 0
-    new_id = (np.cumsum(used) - 1).astype(np.int32)
-    compact = {word: int(new_id[old]) for word, old in vocab.items() if used[old]}
-    flat = new_id[flat]
-    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-    np.cumsum([len(a) for a in arrays], out=offsets[1:])
-    bm25 = build_bm25(flat, offsets, compact, k1, b)
+    if not used.all():
+        new_id = (np.cumsum(used) - 1).astype(np.int32)
+        vocab = {word: int(new_id[old]) for word, old in vocab.items() if used[old]}
+        flat = new_id[flat]
+    bm25 = build_bm25(flat, offsets, vocab, k1, b)
     return KeywordSnapshot(tenant_id, version, tokenizer_version, tuple(ids), bm25, flat, offsets)
+
+
+def _chunk_vocabulary(bm25: bm25s.BM25) -> dict[str, int]:
+    """The ids of the words chunks hold: the index's vocabulary without the empty token bm25s
+    adds for queries (an id past the matrix's last column), so that a rebuild that only adds
+    chunks finds every id in use and need not compact the vocabulary."""
+    vocab = dict(bm25.vocab_dict)
+    if vocab.get("", 0) >= len(bm25.scores["indptr"]) - 1:
+        del vocab[""]
+    return vocab
+
+
+@dataclass(frozen=True)
+class _TokenSource:
+    """The token ids of a previous snapshot's chunks, to be gathered for the chunks kept."""
+
+    chunk_ids: tuple[str, ...]
+    token_ids: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def empty(cls) -> _TokenSource:
+        return cls((), np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64))
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Each chunk id's place in the previous snapshot."""
+        return {cid: i for i, cid in enumerate(self.chunk_ids)}
+
+    def gathered(self, where: np.ndarray, fresh: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(token ids, offsets) of the chunks in order, chunk j's tokens taken from the previous
+        snapshot's chunk where[j] or, where it is negative, from fresh[-1 - where[j]]; in array
+        steps, with no Python step per chunk kept."""
+        fresh_lengths = np.array([len(a) for a in fresh], dtype=np.int64)
+        fresh_starts = len(self.token_ids) + np.cumsum(fresh_lengths) - fresh_lengths
+        pool = np.concatenate([self.token_ids, *fresh]).astype(np.int32, copy=False)
+        starts = np.empty(len(where), dtype=np.int64)
+        lengths = np.empty(len(where), dtype=np.int64)
+        kept = where >= 0
+        old = where[kept]
+        starts[kept] = self.offsets[old]
+        lengths[kept] = self.offsets[old + 1] - self.offsets[old]
+        made = -1 - where[~kept]
+        starts[~kept] = fresh_starts[made]
+        lengths[~kept] = fresh_lengths[made]
+        offsets = np.zeros(len(where) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        # Token k of the result is pool[starts[j] + (k - offsets[j])] for its chunk j.
+        shift = np.repeat(starts - offsets[:-1], lengths)
+        return pool[np.arange(offsets[-1], dtype=np.int64) + shift], offsets
 
 
 def _load_tokens(path: Path, chunks: int) -> tuple[np.ndarray | None, np.ndarray | None]:
