@@ -49,6 +49,7 @@ from app.domain import SearchHit
 from app.generation.focus import focus_passages
 from app.retrieval.function_words import content_tokens
 from app.retrieval.fusion import reciprocal_rank_fusion
+from app.retrieval.keyword import KeywordSnapshot
 from eval.manual_questions import (
     SOURCES,
     SPLITS,
@@ -156,6 +157,15 @@ def default_ids(case: Case) -> list[str]:
     return [hit.chunk.id for hit in case.hybrid]
 
 
+def _tokens_by_chunk(snapshot: KeywordSnapshot) -> dict[str, np.ndarray]:
+    """Each chunk's token ids by chunk id (views into the snapshot's arrays)."""
+    tokens = snapshot.tokens()
+    if tokens is None:
+        return {}
+    ids, offsets = tokens
+    return {cid: ids[offsets[i] : offsets[i + 1]] for i, cid in enumerate(snapshot.chunk_ids)}
+
+
 def fusion_steps(container: Container) -> dict[str, Ranker]:
     """The two arms re-fused with other k and dense weights (keyword weight 1)."""
     retriever = container.retriever
@@ -187,7 +197,7 @@ def prf_steps(container: Container) -> dict[str, Ranker]:
         if tenant not in frequencies:
             snapshot = index.snapshot(tenant)
             df: Counter[int] = Counter()
-            for ids in snapshot.tokens_by_chunk().values():
+            for ids in _tokens_by_chunk(snapshot).values():
                 df.update(set(ids.tolist()))
             vocab = snapshot.bm25.vocab_dict if snapshot.bm25 is not None else {}
             frequencies[tenant] = (df, len(snapshot.chunk_ids), {v: k for k, v in vocab.items()})
@@ -199,7 +209,7 @@ def prf_steps(container: Container) -> dict[str, Ranker]:
             df, n, words = document_frequencies(case.tenant)
             tokens = tokenizer(case.text)
             asked = set(tokens)
-            by_chunk = snapshot.tokens_by_chunk()
+            by_chunk = _tokens_by_chunk(snapshot)
             weights: dict[str, float] = {}
             for hit in case.hybrid[:top]:
                 ids = by_chunk.get(hit.chunk.id)
