@@ -119,6 +119,7 @@ def write_and_search(data: Path, size: int, questions: list[str]) -> dict[str, o
     def timed(question: str, mode: RetrievalMode) -> float:
         return timed_ms(lambda: retriever.search(TENANT, question, 5, mode=mode))
 
+    container.embedder.embed_query("warm up the model")  # as a server does at start-up
     hybrid = [timed(q, "hybrid") for q in questions]
     dense = [timed(q, "dense") for q in questions]
     return {
