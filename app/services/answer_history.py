@@ -28,12 +28,14 @@ ReadsDocument = Callable[[str], bool]
 
 def shown(record: AnswerRecord, readable: ReadsDocument) -> AnswerRecord:
     """The record with only the cited and retrieved documents `readable` says the reader reads,
-    and its question as `question_shown` lets them see it."""
+    and its question as `question_shown` lets them see it. The retrieved passages are ranked
+    again among those shown, so a gap in the ranks does not tell where a hidden one stood."""
+    retrieved = documents_read(record.retrieved, readable)
     return dataclasses.replace(
         record,
         question=question_read(record, readable),
         cited=documents_read(record.cited, readable),
-        retrieved=documents_read(record.retrieved, readable),
+        retrieved=[{**hit, "rank": rank} for rank, hit in enumerate(retrieved, start=1)],
     )
 
 

@@ -323,6 +323,7 @@ def test_with_the_answer_record_off_no_question_text_is_stored(
 
 BOARD_MINUTES = "Board minutes: the harbour pilots' salary band rises to 90000 kroner next spring."
 BOARD_QUESTION = "What is the salary band of the harbour pilots?"
+HARBOUR_NOTICE = "Harbour notice: the pilots' boats are inspected each spring."
 MISSING_DOCUMENT = "doc_" + "0" * 32
 
 
@@ -338,6 +339,9 @@ def test_the_record_and_feedback_name_only_documents_the_person_still_reads(
     job = api.upload_and_wait(admin, "minutes.pdf", pdf_document(BOARD_MINUTES), "board")
     assert job["status"] == "done", job
     minutes = job["document_id"]
+    # A document everyone reads, retrieved for the question after the minutes.
+    notice = api.upload_and_wait(admin, "notice.txt", HARBOUR_NOTICE.encode())
+    assert notice["status"] == "done", notice
 
     def grant(grants: list[dict[str, str]]) -> None:
         granted = api.client.put(
@@ -352,6 +356,8 @@ def test_the_record_and_feedback_name_only_documents_the_person_still_reads(
     answer_id = ask(api, member, BOARD_QUESTION)["answer_id"]
     record = api.client.get(f"/answers/{answer_id}", headers=member.headers).json()
     assert minutes in documents_of(record)
+    ranked = [(hit["document_id"], hit["rank"]) for hit in record["retrieved"]]
+    assert ranked[0] == (minutes, 1) and (notice["document_id"], 2) in ranked, ranked
     grant([])  # revoked: the member no longer reads the minutes, nor sees them in the record
 
     for path in (f"/answers/{answer_id}", "/answers"):
@@ -359,6 +365,9 @@ def test_the_record_and_feedback_name_only_documents_the_person_still_reads(
         for record in shown.get("data", [shown]):
             assert minutes not in documents_of(record)
             assert record["question"] == BOARD_QUESTION
+            # Ranked among what the member sees: no gap where the minutes stood.
+            ranks = [hit["rank"] for hit in record["retrieved"]]
+            assert ranks == list(range(1, len(ranks) + 1)) and ranks, record["retrieved"]
     by_admin = api.client.get(f"/answers/{answer_id}", headers=admin.headers).json()
     assert minutes in documents_of(by_admin)
     exported = api.client.get("/answers/export", headers=admin.headers).text.splitlines()
