@@ -143,6 +143,15 @@ class HotMap(Generic[K, V]):
             for key in [key for key, value in self._entries.items() if which(key, value)]:
                 self._forget(key)
 
+    def newest(self, which: Callable[[K, V], bool]) -> tuple[K, V] | None:
+        """The most recently used entry `which` picks, leaving the order as it is."""
+        with self._guard:
+            for key in reversed(self._entries):
+                value = self._entries[key]
+                if which(key, value):
+                    return key, value
+        return None
+
     def keys(self) -> list[K]:
         """The held keys, least recently used first."""
         with self._guard:

@@ -125,6 +125,7 @@ class ChromaVectorIndex:
         self._only_current: set[str] = set()
         # The vectors of recently searched small scopes (an exact scoped search reads them).
         self._scope_vectors = ScopeVectors()
+        self.vectors_fetched = 0  # read back from the store for exact scoped searches
 
     @property
     def hot_tenants(self) -> list[str]:
@@ -232,6 +233,7 @@ class ChromaVectorIndex:
         collection = self._collection(tenant_id, create=True)
         assert collection is not None
         self._upsert(collection, tenant_id, vectors)
+        self._scope_vectors.overwritten(tenant_id, [entry.chunk_id for entry in vectors])
 
     def _upsert(
         self, collection: Collection, tenant_id: str, vectors: Sequence[IndexedVector]
@@ -366,7 +368,7 @@ class ChromaVectorIndex:
         key = scope_digest(tenant_id, wanted)
         scope = self._scope_vectors.get(key)
         if scope is None:
-            scope = self._fetch_units(collection, wanted)
+            scope = self._assemble_units(collection, tenant_id, wanted)
             self._scope_vectors.put(key, tenant_id, scope)
         ids = scope.ids
         if not ids:
@@ -379,6 +381,18 @@ class ChromaVectorIndex:
         )
         order = sorted(top, key=lambda i: (-float(similarity[i]), ids[i]))
         return [(ids[i], float(similarity[i])) for i in order]
+
+    def _assemble_units(
+        self, collection: Collection, tenant_id: str, wanted: list[str]
+    ) -> ScopeMatrix:
+        """The unit vectors of these chunk ids: those the tenant's newest kept scope holds
+        (a scope an upload changed still shares most of them), the others fetched."""
+        known = self._scope_vectors.newest(tenant_id)
+        if known is None:
+            return self._fetch_units(collection, wanted)
+        held = [cid for cid in wanted if cid in known.row_of]
+        missing = [cid for cid in wanted if cid not in known.row_of]
+        return known.reused(held, self._fetch_units(collection, missing))
 
     def _fetch_units(self, collection: Collection, wanted: list[str]) -> ScopeMatrix:
         """The unit vectors of these chunk ids (those Chroma has), fetched in pages."""
@@ -395,6 +409,7 @@ class ChromaVectorIndex:
             ids += page["ids"]
             rows.append(matrix / norms)
         units = np.concatenate(rows) if rows else np.zeros((0, self.dimension), np.float32)
+        self.vectors_fetched += len(ids)
         return ScopeMatrix(tuple(ids), units)
 
     def count(self, tenant_id: str) -> int:

@@ -2,9 +2,12 @@
 from the vector store on every query.
 
 A chunk id is derived from its tenant, document, page and text, so the vector stored under it
-changes only when the tenant is re-embedded by another model; the index drops a tenant's
-entries then (`forget`). Entries are whole scopes (the ids asked for, in order, and their
-matrix), least recently used first out, within a budget of vectors across all tenants.
+changes only when the tenant is re-embedded (another model: the index drops the tenant's entries,
+`forget`) or when an upsert writes the id again (a re-upload embedding a changed section path:
+the entries holding it go, `overwritten`). Entries are whole scopes (the ids asked for, in order,
+and their matrix), least recently used first out, within a budget of vectors across all tenants.
+A scope that changed (an upload into it) is assembled from the tenant's newest entry: only the
+ids it lacks are fetched (`newest`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -26,6 +30,20 @@ class ScopeMatrix:
 
     ids: tuple[str, ...]
     units: np.ndarray
+
+    @cached_property
+    def row_of(self) -> dict[str, int]:
+        """Each chunk id's row."""
+        return {cid: row for row, cid in enumerate(self.ids)}
+
+    def reused(self, ids: Sequence[str], fetched: ScopeMatrix) -> ScopeMatrix:
+        """The matrix of these ids (each one of this matrix's), in their order, then `fetched`'s
+        rows, in a matrix made once."""
+        units = np.empty((len(ids) + len(fetched.ids), self.units.shape[1]), self.units.dtype)
+        rows = np.fromiter((self.row_of[cid] for cid in ids), np.int64, len(ids))
+        units[: len(ids)] = self.units[rows]
+        units[len(ids) :] = fetched.units
+        return ScopeMatrix(tuple(ids) + fetched.ids, units)
 
 
 def scope_digest(tenant_id: str, chunk_ids: Sequence[str]) -> str:
@@ -53,6 +71,18 @@ class ScopeVectors:
     def put(self, key: str, tenant_id: str, matrix: ScopeMatrix) -> None:
         """Keep a matrix (one larger than the whole budget is not kept)."""
         self._kept.put(key, (tenant_id, matrix))
+
+    def newest(self, tenant_id: str) -> ScopeMatrix | None:
+        """The tenant's most recently used matrix (its order unchanged); None when none is kept."""
+        found = self._kept.newest(lambda _key, kept: kept[0] == tenant_id)
+        return None if found is None else found[1][1]
+
+    def overwritten(self, tenant_id: str, chunk_ids: Sequence[str]) -> None:
+        """Drop the tenant's matrices that hold any of these ids (their vectors were written)."""
+        written = frozenset(chunk_ids)
+        self._kept.pop_where(
+            lambda _key, kept: kept[0] == tenant_id and not written.isdisjoint(kept[1].ids)
+        )
 
     def forget(self, tenant_id: str) -> None:
         """Drop every matrix of a tenant (its vectors were rebuilt)."""

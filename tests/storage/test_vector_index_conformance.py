@@ -186,6 +186,40 @@ def test_the_exact_search_among_chunks_ranks_every_one_of_them(index: VectorInde
     assert index.nearest_among("acme", at_angle(0), 3, []) == []
 
 
+def test_the_exact_search_among_chunks_sees_a_vector_written_again_under_its_id(
+    index: VectorIndex,
+) -> None:
+    """A chunk id written again with another vector (a re-upload whose embedded section path
+    changed) is ranked by the new vector, however recently its scope was searched."""
+    index.upsert("acme", entries("d1", {f"c{i}": at_angle(3 * i) for i in range(30)}))
+    scope = [f"c{i}" for i in range(30)]
+    assert index.nearest_among("acme", at_angle(90), 1, scope)[0][0] == "c29"  # 87 degrees
+    index.upsert("acme", entries("d1", {"c20": at_angle(90)}))
+
+    assert index.nearest_among("acme", at_angle(90), 1, scope)[0][0] == "c20"
+
+
+def test_a_scope_an_upload_grew_fetches_only_the_new_vectors(tmp_path: Path) -> None:
+    """After an upload into a searched scope, the next exact search reads back only the new
+    chunks' vectors (the others are kept from the scope before) and ranks like a fresh index."""
+    quiet = ChromaSettings(anonymized_telemetry=False)
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=quiet)
+    index = ChromaVectorIndex(client, MODEL, DIM)
+    index.upsert("acme", entries("d1", {f"c{i}": at_angle(3 * i) for i in range(30)}))
+    scope = [f"c{i}" for i in range(30)]
+    index.nearest_among("acme", at_angle(46), 5, scope)
+    assert index.vectors_fetched == 30
+
+    index.upsert("acme", entries("d2", {"n1": at_angle(46.5), "n2": at_angle(120)}))
+    grown = [*scope, "n1", "n2"]
+    hits = index.nearest_among("acme", at_angle(46), 5, grown)
+    assert index.vectors_fetched == 32  # the two new ones only
+
+    fresh = ChromaVectorIndex(client, MODEL, DIM)
+    assert hits == fresh.nearest_among("acme", at_angle(46), 5, grown)
+    assert [cid for cid, _ in hits[:2]] == ["n1", "c15"]  # half a degree and one away
+
+
 def test_an_empty_tenant_has_nothing(index: VectorIndex) -> None:
     index.upsert("globex", entries("d1", {"g": vec(1)}))
 
