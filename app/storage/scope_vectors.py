@@ -81,7 +81,9 @@ class ScopeVectors:
         """Drop the tenant's matrices that hold any of these ids (their vectors were written)."""
         written = frozenset(chunk_ids)
         self._kept.pop_where(
-            lambda _key, kept: kept[0] == tenant_id and not written.isdisjoint(kept[1].ids)
+            lambda _key, kept: (
+                kept[0] == tenant_id and not kept[1].row_of.keys().isdisjoint(written)
+            )
         )
 
     def forget(self, tenant_id: str) -> None:
