@@ -12,7 +12,9 @@ exists so it can pay the rebuild up front instead of the next query.
 Incremental: a snapshot keeps every chunk's tokens as ids into its vocabulary, so a rebuild
 lists the tenant's chunk ids, reads and tokenizes only chunks it has not seen, and re-scores
 the whole tenant from token ids (BM25's idf and length norms are corpus-wide, so scores are
-recomputed; tokenizing, which cost ~75% of a rebuild, is not repeated).
+recomputed; tokenizing, which cost ~75% of a rebuild, is not repeated). The kept chunks' token
+ids are gathered and the matrix scored in array steps (`app/retrieval/bm25_matrix.py`, the
+index bm25s itself builds), so a rebuild spends little time holding the GIL.
 
 Thread safety: a snapshot is immutable and replaced whole, so a query sees the old or the new
 index, never half of one; rebuilds of one tenant are serialised by that tenant's lock.
