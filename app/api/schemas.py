@@ -279,13 +279,19 @@ class QuotasOut(BaseModel):
     ocr_pages: QuotaOut = Field(description="pages of the tenant's documents read by OCR")
 
 
+_CACHE_IN_REACH = (
+    "null for a caller who does not read every collection (the cache serves every collection's "
+    "questions)"
+)
+
+
 class StatsOut(BaseModel):
     documents: int
     chunks: int
-    cache_entries: int
-    cache_hits: int
-    cache_misses: int
-    cache_hit_rate: float
+    cache_entries: int | None = Field(description=_CACHE_IN_REACH)
+    cache_hits: int | None = Field(description=_CACHE_IN_REACH)
+    cache_misses: int | None = Field(description=_CACHE_IN_REACH)
+    cache_hit_rate: float | None = Field(description=_CACHE_IN_REACH)
     quotas: QuotasOut
 
 

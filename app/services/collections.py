@@ -333,7 +333,8 @@ class CollectionService:
 def stats_in_reach(stats: TenantStats, store: AccessStore, access: CollectionAccess) -> TenantStats:
     """/stats as the caller may see it: a caller who does not read every collection gets the
     documents, chunks and their quota use of the collections it reads (the rest of the tenant's
-    documents are not counted anywhere it can see)."""
+    documents are not counted anywhere it can see), and no answer-cache figures: they count the
+    questions asked of every collection."""
     if access.reads_everything:
         return stats
     usage = store.usage_in(access.tenant_id, access.readable)
@@ -346,4 +347,4 @@ def stats_in_reach(stats: TenantStats, store: AccessStore, access: CollectionAcc
     ):
         if name in quotas:
             quotas[name] = QuotaUse(used, quotas[name].limit)
-    return replace(stats, documents=usage.documents, chunks=usage.chunks, quotas=quotas)
+    return replace(stats, documents=usage.documents, chunks=usage.chunks, cache=None, quotas=quotas)

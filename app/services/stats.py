@@ -31,7 +31,7 @@ class TenantStats:
 
     documents: int
     chunks: int
-    cache: CacheStats
+    cache: CacheStats | None  # None for a caller who does not read every collection
     quotas: dict[str, QuotaUse]
 
 

@@ -77,6 +77,9 @@ def test_a_restricted_collection_is_invisible_to_those_without_a_grant(
 ) -> None:
     question = "salary band for the harbour pilots"
     assert "minutes.txt" in _search_sources(api, people.admin, question)
+    api.query(people.admin, question)  # an answer the cache keeps, read from the minutes
+    admin_stats = api.client.get("/stats", headers=people.admin.headers).json()
+    assert admin_stats["cache_entries"] >= 1 and admin_stats["cache_misses"] >= 1
     for user in (people.member, people.reader):
         assert "minutes.txt" not in _search_sources(api, user, question)
         # Every other way to learn about it is closed, and looks like nothing is there.
@@ -100,6 +103,9 @@ def test_a_restricted_collection_is_invisible_to_those_without_a_grant(
         assert names == {"general"}
         stats = api.client.get("/stats", headers=user.headers).json()
         assert stats["documents"] == 1 and stats["quotas"]["documents"]["used"] == 1
+        # The answer cache counts every collection's questions: no figures for them.
+        cache = ("cache_entries", "cache_hits", "cache_misses", "cache_hit_rate")
+        assert [stats[name] for name in cache] == [None] * 4, stats
         models = {
             m["id"] for m in api.client.get("/v1/models", headers=user.headers).json()["data"]
         }

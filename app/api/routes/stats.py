@@ -17,19 +17,21 @@ def stats(
     principal: Principal, deps: Stats, access_store: AccessStoreDep, access: CallerAccess
 ) -> StatsOut:
     """The tenant's documents, chunks, cache entries, cache hit rate and quota usage (the
-    per-user conversation quotas as the caller uses them)."""
+    per-user conversation quotas as the caller uses them); a caller who does not read every
+    collection sees its collections' documents and chunks, and no cache figures."""
     found = stats_in_reach(
         tenant_stats(deps, tenant_id=principal.tenant_id, user_id=principal.user_id),
         access_store,
         access,
     )
     quotas = {name: QuotaOut(used=q.used, limit=q.limit) for name, q in found.quotas.items()}
+    cache = found.cache
     return StatsOut(
         documents=found.documents,
         chunks=found.chunks,
-        cache_entries=found.cache.entries,
-        cache_hits=found.cache.hits,
-        cache_misses=found.cache.misses,
-        cache_hit_rate=found.cache.hit_rate,
+        cache_entries=None if cache is None else cache.entries,
+        cache_hits=None if cache is None else cache.hits,
+        cache_misses=None if cache is None else cache.misses,
+        cache_hit_rate=None if cache is None else cache.hit_rate,
         quotas=QuotasOut(**quotas),
     )
