@@ -293,11 +293,16 @@ def settle(results: list[UploadResult], jobs: dict[str, dict[str, Any]]) -> None
             result.error = job.get("error")
 
 
+# The service's default cap on a page (RAG_MAX_PAGE_SIZE): asking for more would be a 422
+# that the service logs as a refused request on every listing.
+PAGE_SIZE = 100
+
+
 def list_all(api: Api, path: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every item of a paged listing (`data`, `count`, `limit`/`offset`), in pages of 1,000
-    or of the service's own size where its cap is lower."""
+    """Every item of a paged listing (`data`, `count`, `limit`/`offset`), in pages of
+    `PAGE_SIZE`, or of the service's own size where its cap is lower."""
     items: list[dict[str, Any]] = []
-    size: int | None = 1000
+    size: int | None = PAGE_SIZE
     while True:
         paging = {"offset": len(items)} if size is None else {"limit": size, "offset": len(items)}
         try:

@@ -103,6 +103,29 @@ def test_sync_uploads_new_replaces_changed_and_deletes_gone_files(
     assert texts and all("9 bar" in text for text in texts)  # the old version's chunks are gone
 
 
+def test_a_sync_and_the_listings_ask_nothing_the_service_refuses(
+    client_server: ClientServer, tmp_path: Path
+) -> None:
+    """`rag` pages its listings within the service's cap: the server logs no refused request
+    (it logged a 422 for every listing when the client asked for 1,000 at a time)."""
+    rag = client_server.rag
+    root = tmp_path / "paged"
+    write(root, "a.txt", "The anchor chain is inspected monthly.")
+    write(root, "b.txt", "The bilge pump is tested before each voyage.")
+    log = client_server.server.log_path
+    start = log.stat().st_size
+    ok(rag("sync", str(root), "--wait", "--json"))
+    listed_names = {doc["source"] for doc in ok(rag("docs", "ls", "--json"))["data"]}
+    assert {"a.txt", "b.txt"} <= listed_names
+    ok(rag("jobs", "--json"))
+    with log.open("rb") as server_log:
+        server_log.seek(start)
+        refused = [
+            line for line in server_log.read().decode().splitlines() if '"status": 4' in line
+        ]
+    assert refused == []
+
+
 def test_two_sync_roots_in_one_collection_never_delete_each_other(
     client_server: ClientServer, tmp_path: Path
 ) -> None:
