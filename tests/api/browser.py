@@ -147,6 +147,56 @@ A11Y_AUDIT = """() => {
 }"""
 
 
+PHONE = {"width": 390, "height": 844}
+# What runs past the sides of the screen or of its card (or dialog): the page itself, then each
+# element that no scroll container of its own brings into view. Empty when everything fits.
+PAST_THE_EDGES = """() => {
+  const width = document.documentElement.clientWidth;
+  const past = [];
+  const pageWidth = document.documentElement.scrollWidth;
+  if (pageWidth > width) past.push(`the page is ${pageWidth} px wide`);
+  const scrolls = (e) => ["auto", "scroll"].includes(getComputedStyle(e).overflowX);
+  for (const e of document.querySelectorAll("body *")) {
+    if (!e.getClientRects().length || e.closest(".visually-hidden, .skip-link")) continue;
+    let parent = e.parentElement;
+    while (parent && parent !== document.body && !scrolls(parent)) parent = parent.parentElement;
+    if (parent && parent !== document.body) continue;
+    const box = e.getBoundingClientRect();
+    const card = e.parentElement.closest(".card, dialog");
+    const edges = card ? card.getBoundingClientRect() : { left: 0, right: width };
+    const left = Math.max(edges.left, 0);
+    const right = Math.min(edges.right, width);
+    if (box.left < left - 0.5 || box.right > right + 0.5) {
+      const text = e.textContent.trim().slice(0, 30);
+      past.push(`${e.tagName} "${text}" ${Math.round(box.left)}..${Math.round(box.right)}`);
+    }
+  }
+  return past;
+}"""
+
+
+def brightness(context: Any, png: bytes, x: int, y: int) -> float:
+    """The mean of red, green and blue (0..255) at (x, y) of a PNG picture, read by a blank tab
+    of the browser `context` (no page's content policy stands in its way)."""
+    blank = context.new_page()
+    try:
+        value: float = blank.evaluate(
+            """async ({ data, x, y }) => {
+              const picture = await createImageBitmap(
+                await (await fetch(`data:image/png;base64,${data}`)).blob());
+              const canvas = new OffscreenCanvas(picture.width, picture.height);
+              const drawn = canvas.getContext("2d");
+              drawn.drawImage(picture, 0, 0);
+              const [r, g, b] = drawn.getImageData(x, y, 1, 1).data;
+              return (r + g + b) / 3;
+            }""",
+            {"data": base64.b64encode(png).decode(), "x": x, "y": y},
+        )
+    finally:
+        blank.close()
+    return value
+
+
 def sign_in_with_form(
     page: Any, url: str, username: str, password: str, organisation: str = ""
 ) -> None:

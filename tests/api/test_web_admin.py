@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browser import A11Y_AUDIT, screenshot
+from browser import A11Y_AUDIT, PAST_THE_EDGES, PHONE, brightness, screenshot
 from playwright.sync_api import expect
 
 from app.services.audit import ACTIONS
@@ -34,6 +34,43 @@ USERS = {"ada": "admin", "mel": "member", "rex": "reader", "pat": "member", "kim
 NAV_ALL = ["Documents & Ask", "Account", "Collections", "Quality", "Users", "Activity"]
 NAV_MEMBER = ["Documents & Ask", "Account", "Collections", "Quality"]
 NAV_OWN = ["Documents & Ask", "Account", "Collections"]
+# A file name that is one long word: the documents list must still fit a phone.
+LONG_NAME = "quarterly-maintenance-report-for-the-north-sea-wind-farm-2026-final-version.txt"
+# What a section's heading is, to wait for it to open.
+HEADINGS = {
+    "Documents & Ask": "Documents",
+    "Account": "Change password",
+    "Collections": "Collections",
+    "Quality": "Test retrieval",
+    "Users": "Users",
+    "Activity": "Activity",
+}
+# The headers of a table that are not wholly inside the box it scrolls in, as it is shown.
+CUT_HEADERS = """(table) => {
+  const view = table.parentElement.getBoundingClientRect();
+  return [...table.querySelectorAll("th")].filter((th) => th.getClientRects().length)
+    .filter((th) => {
+      const box = th.getBoundingClientRect();
+      return box.left < view.left - 0.5 || box.right > view.right + 0.5;
+    }).map((th) => th.textContent.trim());
+}"""
+# The controls of the open section that scrolling (the page or their table) does not bring
+# under a finger: off the screen, or covered by something else.
+OUT_OF_REACH = """() => {
+  const missed = [];
+  const controls = "main button, main a[href], main input, main select, main textarea";
+  for (const e of document.querySelectorAll(controls)) {
+    if (!e.getClientRects().length || e.closest(".visually-hidden")) continue;
+    e.scrollIntoView({ block: "center", inline: "center" });
+    const box = e.getBoundingClientRect();
+    const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+    const onIt = hit && (e.contains(hit) || [...(e.labels || [])].some((l) => l.contains(hit)));
+    if (!onIt) missed.push(`${e.tagName} "${e.getAttribute("aria-label") || e.textContent}"`);
+  }
+  for (const scroller of document.querySelectorAll(".table-scroll")) scroller.scrollLeft = 0;
+  window.scrollTo(0, 0);
+  return missed;
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +93,18 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             stdin=PASSWORD + "\n",
         )
     with server.running():
-        # One upload by the admin and one by the member: who may delete which differs by role.
-        for username in ("ada", "mel"):
+        # One upload by the admin and one by the member: who may delete which differs by role;
+        # and one with a long name.
+        for username, name in (
+            ("ada", "ada-note.txt"),
+            ("mel", "mel-note.txt"),
+            ("ada", LONG_NAME),
+        ):
             note = text_document(f"{username} wrote that the AUK pump is serviced every 9 days.")
             response = httpx.post(
                 f"{server.url}/documents",
                 headers=_bearer(_token(server, username)),
-                files={"file": (f"{username}-note.txt", note, "text/plain")},
+                files={"file": (name, note, "text/plain")},
                 timeout=60,
             )
             assert response.status_code == 202, response.text
@@ -197,6 +239,67 @@ def test_sections_are_reached_with_the_keyboard(live: LiveServer, page: Any) -> 
     screenshot(page, "40-phone-users.png")
     _go(page, "Account")
     screenshot(page, "41-phone-account.png")
+
+
+def test_every_section_fits_a_phone_in_every_role(live: LiveServer, page: Any) -> None:
+    page.set_viewport_size(PHONE)
+    page.goto(f"{live.url}/")
+    expect(page.get_by_label("User name", exact=True)).to_be_visible()
+    assert page.evaluate(PAST_THE_EDGES) == []
+    screenshot(page, "42-phone-sign-in.png")
+    documents = page.get_by_role("table", name="Your documents")
+    for username, sections in (("ada", NAV_ALL), ("mel", NAV_MEMBER), ("rex", NAV_OWN)):
+        _sign_in(page, live, username)
+        assert _nav_names(page) == sections
+        for section in sections:
+            _go(page, section)
+            expect(page.get_by_role("heading", name=HEADINGS[section], exact=True)).to_be_focused()
+            page.wait_for_load_state("networkidle")
+            assert page.evaluate(PAST_THE_EDGES) == [], (username, section)
+            assert page.evaluate(OUT_OF_REACH) == [], (username, section)
+            screenshot(page, f"43-phone-{username}-{section.split()[0].lower()}.png")
+        # The documents list fits without scrolling: its headers were cut ("Sta|tus") and its
+        # buttons off to the right. What it leaves out on a phone, the Details dialog shows.
+        _go(page, "Documents & Ask")
+        expect(documents.get_by_role("cell", name=LONG_NAME, exact=True)).to_be_visible()
+        assert documents.evaluate(CUT_HEADERS) == [], username
+        expect(documents.get_by_role("columnheader", name="Status")).to_be_visible()
+        expect(documents.get_by_role("columnheader", name="Size")).to_be_hidden()
+        page.get_by_role("button", name=f"Details of {LONG_NAME}").click()
+        dialog = page.get_by_role("dialog", name=f"Details of “{LONG_NAME}”")
+        expect(dialog).to_contain_text("Uploaded byada")
+        expect(dialog).to_contain_text("Pages1")
+        assert page.evaluate(PAST_THE_EDGES) == [], username  # the dialog's border too
+        dialog.get_by_role("button", name="Close").click()
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_label("User name", exact=True)).to_be_visible()
+
+    # A table that scrolls sideways shows it: a shadow on the edge with columns beyond it.
+    _sign_in(page, live, "rex")
+    _go(page, "Collections")
+    scroller = page.locator(".table-scroll").filter(
+        has=page.get_by_role("table", name="Collections you may read")
+    )
+    box = scroller.bounding_box()
+    assert box is not None
+    # Just inside each edge, in the header row's top padding (no text there).
+    left, right, y = 2, int(box["width"]) - 3, 3
+    at_start = scroller.screenshot()
+    assert brightness(page.context, at_start, right, y) < 235
+    assert brightness(page.context, at_start, left, y) > 250
+    scroller.evaluate("(e) => { e.scrollLeft = e.scrollWidth; }")
+    at_end = scroller.screenshot()
+    assert brightness(page.context, at_end, right, y) > 250
+    assert brightness(page.context, at_end, left, y) < 235
+    page.get_by_role("button", name="Sign out").click()
+
+    # A wide screen keeps every column.
+    page.set_viewport_size({"width": 1280, "height": 800})
+    _sign_in(page, live, "rex")
+    for column in ("Name", "Size", "Pages", "Chunks", "Status", "Uploaded by"):
+        expect(documents.get_by_role("columnheader", name=column)).to_be_visible()
+    assert documents.evaluate(CUT_HEADERS) == []
+    screenshot(page, "44-wide-reader-documents.png")
 
 
 def test_admin_adds_a_user_changes_its_role_and_disables_it(

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browser import A11Y_AUDIT, artifacts_dir, launched_chromium, screenshot
+from browser import A11Y_AUDIT, PAST_THE_EDGES, PHONE, artifacts_dir, launched_chromium, screenshot
 from playwright.sync_api import expect
 from sqlalchemy import create_engine, delete, select
 from sqlalchemy.orm import Session
@@ -231,6 +231,10 @@ def test_a_member_tests_retrieval_and_sees_the_signals(live: LiveServer, browser
     expect(page.get_by_role("dialog")).to_be_visible()
     expect(page.get_by_role("img", name="Page 8 of manual.pdf")).to_be_visible(timeout=30_000)
     page.get_by_role("button", name="Close").click()
+    # On a phone the signals' words wrap and their meters narrow: they ran 10 px past the card.
+    page.set_viewport_size(PHONE)
+    assert page.evaluate(PAST_THE_EDGES) == []
+    screenshot(page, "bench-phone.png")
     page.close()
 
 
@@ -285,6 +289,11 @@ def test_the_admin_turns_feedback_into_a_set_runs_it_and_reads_the_chart(
     ).to_be_visible()
     audit = page.evaluate(A11Y_AUDIT)
     assert audit["unnamed"] == [] and audit["low"] == [], audit
+    # On a phone the chart takes the card's width and the metric picker keeps inside it (a
+    # figure's indent pushed the picker, as wide as its longest choice, past the card's edge).
+    page.set_viewport_size(PHONE)
+    assert page.evaluate(PAST_THE_EDGES) == []
+    screenshot(page, "evaluation-view-phone.png")
     page.close()
 
 

@@ -462,9 +462,8 @@ def test_a_failed_document_says_why_in_the_list_after_a_reload_too(
     expect(indexed.get_by_role("cell").first).to_have_text("winch.txt")
     screenshot(page, "18-failed-reason.png")
 
-    # On a phone the list scrolls inside its card: the page itself does not scroll sideways
-    # (it did, by 176 px, with the Delete buttons off to the right), and a row's Delete button
-    # is reached by scrolling the list.
+    # On a phone the list fits its card: the page itself does not scroll sideways (it did, by
+    # 176 px, with the Delete buttons off to the right), and a row's Delete button is in reach.
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     delete = page.get_by_role("button", name="Delete empty.txt", exact=True)

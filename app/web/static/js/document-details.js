@@ -4,7 +4,7 @@
 
 import { json } from "./api.js";
 import { knownCollections } from "./collections.js";
-import { describeError, element, jsonBody, smallButton } from "./format.js";
+import { describeError, element, formatBytes, jsonBody, smallButton } from "./format.js";
 import { refused } from "./refused.js";
 import { roleAtLeast } from "./roles.js";
 
@@ -131,10 +131,26 @@ function drawCollections(doc) {
   picker.disabled = !editable || choices.length < 2;
 }
 
+// "—": uploaded before roles existed, or by a user deleted since.
+export function uploaderName(doc) {
+  return doc.uploaded_by_name || "—";
+}
+
+// What the list shows beside the name, repeated here: a phone's list leaves it out.
+function drawFacts(doc) {
+  const facts = [
+    ["Size", formatBytes(doc.size_bytes)], ["Pages", String(doc.pages)],
+    ["Chunks", String(doc.chunks)], ["Uploaded by", uploaderName(doc)],
+  ];
+  $("document-facts").replaceChildren(...facts.flatMap(([term, value]) =>
+    [element("dt", { text: term }), element("dd", {}, [element("bdi", { text: value })])]));
+}
+
 function draw(doc) {
   current = doc;
   editable = mayChange(doc);
   $("document-dialog-name").textContent = doc.source;
+  drawFacts(doc);
   drawCollections(doc);
   const fields = Object.entries(doc.metadata || {});
   $("metadata-body").replaceChildren();

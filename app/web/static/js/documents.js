@@ -7,6 +7,7 @@ import { closeConfirm, confirmAction } from "./confirm.js";
 import {
   closeDocumentDetails,
   openDocumentDetails,
+  uploaderName,
   whenDocumentChanged,
 } from "./document-details.js";
 import {
@@ -242,12 +243,11 @@ function documentRow(doc, onDelete) {
   ]);
   return element("tr", { attrs: { "data-document": doc.document_id } }, [
     name,
-    element("td", { className: "num", text: formatBytes(doc.size_bytes) }),
-    element("td", { className: "num", text: String(doc.pages) }),
-    element("td", { className: "num", text: String(doc.chunks) }),
+    element("td", { className: "num in-details", text: formatBytes(doc.size_bytes) }),
+    element("td", { className: "num in-details", text: String(doc.pages) }),
+    element("td", { className: "num in-details", text: String(doc.chunks) }),
     element("td", {}, [element("span", { className: `badge ${doc.status}`, text: doc.status })]),
-    // "—": uploaded before roles existed, or by a user deleted since
-    element("td", {}, [element("bdi", { text: doc.uploaded_by_name || "—" })]),
+    element("td", { className: "in-details" }, [element("bdi", { text: uploaderName(doc) })]),
     actions,
   ]);
 }
