@@ -147,7 +147,7 @@ A11Y_AUDIT = """() => {
 }"""
 
 
-PHONE = {"width": 390, "height": 844}
+PHONE = {"width": 360, "height": 740}
 # What runs past the sides of the screen or of its card (or dialog): the page itself, then each
 # element that no scroll container of its own brings into view. Empty when everything fits.
 PAST_THE_EDGES = """() => {
