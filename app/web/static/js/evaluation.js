@@ -35,7 +35,10 @@ function drawChart() {
   if (done.length === 0) return;
   const metric = $("eval-metric").value;
   const points = done.map((run) => ({ x: runDate(run.created_at), y: run.summary[metric] ?? null }));
-  $("eval-chart").replaceChildren(lineChart(metricName(), points, { isRate: !RATES.has(metric) }));
+  const shownWidth = $("eval-chart").clientWidth || undefined; // 0 while its section is hidden
+  $("eval-chart").replaceChildren(
+    lineChart(metricName(), points, { isRate: !RATES.has(metric), shownWidth }),
+  );
   const last = done[done.length - 1];
   $("eval-chart-caption").textContent =
     `${metricName()} over ${done.length} run${done.length === 1 ? "" : "s"}; latest ` +
@@ -319,6 +322,7 @@ export function setUpQuality() {
   $("eval-run").addEventListener("click", startRun);
   $("eval-set").addEventListener("change", () => loadRuns().catch(() => {}));
   $("eval-metric").addEventListener("change", drawChart);
+  window.addEventListener("resize", drawChart); // a phone turned: the chart's text keeps its size
   $("eval-feedback-form").addEventListener("submit", setFromFeedback);
   $("eval-upload-form").addEventListener("submit", uploadSet);
   $("feedback-rating").addEventListener("change", () => {
