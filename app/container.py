@@ -223,6 +223,7 @@ class Container:
             limits=self.request_limits,
             generation=GenerationLimits.from_settings(self.settings),
             answer_log=self.answer_log,
+            embedder=self.embedder,
         )
 
     @cached_property

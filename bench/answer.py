@@ -76,7 +76,7 @@ def answer_once(
     refused = 0.0
     text = ""
     limits = GenerationLimits.from_settings(settings)
-    for event in limits.stream(question, retrieval, path.llm):
+    for event in limits.stream(question, retrieval, path.llm, container.embedder):
         if isinstance(event, AnswerDelta) and first_token_ms != first_token_ms:
             first_token_ms = timer.total_ms()
         if isinstance(event, AnswerDone):

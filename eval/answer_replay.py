@@ -18,14 +18,16 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from app.config import Settings
+from app.config import Settings, load_settings
 from app.domain import Chunk, SearchHit
 from app.generation import grounding
 from app.generation.grounded_answer import Draft, closing_text, ground, settle
-from app.providers.types import LLM, ChatRequest, LLMDelta
+from app.providers.embeddings import build_embedder
+from app.providers.types import LLM, ChatRequest, Embedder, LLMDelta
 from eval.metrics import cites_gold
 
 REFUSAL_TEXT: str = Settings.model_fields["refusal_text"].default  # what the runs used
@@ -63,6 +65,7 @@ class Rules:
     clear_support: float = grounding.CLEAR_SUPPORT
     uncited_support: float = grounding.UNCITED_SUPPORT
     lead: float = grounding.LEAD
+    embedding_lead: float = grounding.EMBEDDING_LEAD
 
 
 @contextmanager
@@ -74,6 +77,7 @@ def _thresholds(rules: Rules) -> Iterator[None]:
         "CLEAR_SUPPORT": rules.clear_support,
         "UNCITED_SUPPORT": rules.uncited_support,
         "LEAD": rules.lead,
+        "EMBEDDING_LEAD": rules.embedding_lead,
     }
     before = {name: getattr(grounding, name) for name in names}
     for name, value in names.items():
@@ -108,14 +112,26 @@ def _hits(row: dict[str, Any]) -> list[SearchHit]:
     ]
 
 
-def replay(row: dict[str, Any], threshold: float, rules: Rules = Rules()) -> tuple[bool, list[int]]:
-    """(refused, cited pages) of one recorded answer under `threshold` and `rules`."""
+@cache
+def shipped_embedder() -> Embedder:
+    """The service's default embedder (the citation check's, as the runs answered with it)."""
+    return build_embedder(load_settings(_env_file=None, embedding_provider="use"))
+
+
+def replay(
+    row: dict[str, Any],
+    threshold: float,
+    rules: Rules = Rules(),
+    embedder: Embedder | None = None,
+) -> tuple[bool, list[int]]:
+    """(refused, cited pages) of one recorded answer under `threshold` and `rules`, the
+    citation check comparing with `embedder` (None: terms only)."""
     text = row.get("model_text")
     probability = row.get("refusal_probability")
     if text is None or (probability is not None and probability >= threshold):
         return True, []
     with _thresholds(rules):
-        prompt = ground(row["question"], _hits(row), REFUSAL_TEXT)
+        prompt = ground(row["question"], _hits(row), REFUSAL_TEXT, embedder)
         draft = Draft(refusal_probability=probability)
         shown = prompt.markers.feed(text)
         if shown:
@@ -136,11 +152,16 @@ def cause(row: dict[str, Any], refused: bool, cited: list[int]) -> str:
     return "refused_gold_shown" if refused else "other_cited"
 
 
-def rescore(rows: list[dict[str, Any]], threshold: float, rules: Rules = Rules()) -> dict[str, Any]:
+def rescore(
+    rows: list[dict[str, Any]],
+    threshold: float,
+    rules: Rules = Rules(),
+    embedder: Embedder | None = None,
+) -> dict[str, Any]:
     """Cites-gold share, refusals and the count of each cause, overall and per manual."""
     scored = []
     for row in rows:
-        refused, cited = replay(row, threshold, rules)
+        refused, cited = replay(row, threshold, rules, embedder)
         scored.append((row["manual"], refused, cause(row, refused, cited)))
 
     def summary(items: list[tuple[str, bool, str]]) -> dict[str, float]:
@@ -159,10 +180,15 @@ def rescore(rows: list[dict[str, Any]], threshold: float, rules: Rules = Rules()
     }
 
 
-# Candidate rule sets, by name: today's and looser variants of the uncited-answer rule (the
-# model often writes the answer of one passage and no marker) and of the re-pointing rules.
+# Candidate rule sets, by name: today's, the terms alone (no embedder check), other cosine
+# leads for the embedder check, and looser variants of the uncited-answer rule (the model often
+# writes the answer of one passage and no marker) and of the term re-pointing rules.
 CANDIDATES: dict[str, Rules] = {
     "today": Rules(),
+    "terms-only": Rules(embedding_lead=0.0),
+    "embedding-0.05": Rules(embedding_lead=0.05),
+    "embedding-0.15": Rules(embedding_lead=0.15),
+    "embedding-0.2": Rules(embedding_lead=0.2),
     "uncited-0.3": Rules(uncited_support=0.3),
     "uncited-lead-0.15": Rules(lead=0.15),
     "uncited-0.3-lead-0.15": Rules(uncited_support=0.3, lead=0.15),
@@ -186,20 +212,71 @@ def print_table(label: str, rows: dict[str, dict[str, float]]) -> None:
         )
 
 
+def paragraph_row(answer: dict[str, Any]) -> dict[str, Any]:
+    """An XQuAD / ARCD answer (eval.answers' `Outcome` with its recorded passages) in the
+    manual rows' shape: the shown passages' places stand for pages, the gold ones for gold."""
+    places = list(range(1, len(answer["shown_texts"]) + 1))
+    return {
+        "id": answer["question"],
+        "manual": answer["task"],
+        "question": answer["question"],
+        "gold_pages": [p for p, gold in zip(places, answer["shown_is_gold"], strict=True) if gold],
+        "shown_pages": places,
+        "shown_texts": answer["shown_texts"],
+        "model_text": answer["model_text"],
+        "refusal_probability": answer["refusal_probability"],
+    }
+
+
+def replay_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows a results file can replay: every manual answer, or the answerable paragraph
+    answers that recorded their passages (a re-pointed marker cannot change a refusal)."""
+    return [
+        paragraph_row(a) if "task" in a else a
+        for a in report["answers"]
+        if "task" not in a or (a["setting"] == "answerable" and "shown_texts" in a)
+    ]
+
+
+def print_cases(
+    rows: list[dict[str, Any]], threshold: float, rules: Rules, embedder: Embedder
+) -> None:
+    """Every answer missing a gold page under `rules` with its cause, and every answer whose
+    citations the rules change against the terms alone."""
+    for row in rows:
+        refused, cited = replay(row, threshold, rules, embedder)
+        before = replay(row, threshold, Rules(embedding_lead=0.0), embedder)
+        why = cause(row, refused, cited)
+        if why or before != (refused, cited):
+            print(
+                f"{row['manual']} {row['id'][:60]!r}: {why or 'cites gold'}; gold "
+                f"{row['gold_pages']}, shown {row['shown_pages']}, cited {cited} "
+                f"(terms only: {before[1]})"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("results", type=Path, nargs="+")
     parser.add_argument("--threshold", type=float, default=0.05)
     parser.add_argument("--rules", nargs="+", default=list(CANDIDATES), choices=list(CANDIDATES))
     parser.add_argument("--per-manual", action="store_true", help="one row per manual as well")
+    parser.add_argument(
+        "--cases", action="store_true", help="each miss and each change of the first rules"
+    )
     args = parser.parse_args()
     rows = [
         row
         for path in args.results
-        for row in json.loads(path.read_text(encoding="utf-8"))["answers"]
+        for row in replay_rows(json.loads(path.read_text(encoding="utf-8")))
     ]
-    scores = {name: rescore(rows, args.threshold, CANDIDATES[name]) for name in args.rules}
+    embedder = shipped_embedder()
+    scores = {
+        name: rescore(rows, args.threshold, CANDIDATES[name], embedder) for name in args.rules
+    }
     print_table("rules", {name: s["all"] for name, s in scores.items()})
+    if args.cases:
+        print_cases(rows, args.threshold, CANDIDATES[args.rules[0]], embedder)
     if args.per_manual:
         for name, s in scores.items():
             print(f"\nrules: {name}")

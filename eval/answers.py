@@ -42,7 +42,7 @@ from typing import Any
 
 from app.config import Settings, load_settings
 from app.container import Container
-from app.domain import RetrievalResult
+from app.domain import RetrievalResult, SearchHit
 from app.generation.answer_limits import GenerationLimits
 from app.generation.citations import MARKER_GROUP, marker_numbers
 from app.generation.grounded_answer import (
@@ -51,7 +51,7 @@ from app.generation.grounded_answer import (
     AnswerDone,
 )
 from app.providers.llms import build_llm
-from app.providers.types import LLM
+from app.providers.types import LLM, Embedder
 from app.text.tokenizer import tokenize
 from eval.answer_replay import RecordingLLM
 from eval.datasets import Question, RetrievalTask, load_task
@@ -90,6 +90,11 @@ class Outcome:
     prompt_tokens: int | None
     refusal_probability: float | None
     seconds: float
+    # What the model read and wrote (as ManualOutcome records it), and which passages were a
+    # gold paragraph, so eval.answer_replay can re-score other citation rules.
+    shown_texts: list[str] = field(default_factory=list)
+    shown_is_gold: list[bool] = field(default_factory=list)
+    model_text: str | None = None
 
 
 def contains_span(answer: str, gold: str) -> bool:
@@ -119,16 +124,19 @@ def ask(
     question: Question,
     retrieval: RetrievalResult,
     doc_map: dict[str, str],
-) -> tuple[Answer, bool, float, int]:
-    """Answer one question; returns the answer, whether gold was shown, seconds taken and how
-    many passages the model read (its valid markers)."""
+    embedder: Embedder | None = None,
+) -> tuple[Answer, bool, float, list[SearchHit]]:
+    """Answer one question (the citation check comparing with `embedder`, as the service's
+    does); returns the answer, whether gold was shown, seconds taken and the passages the model
+    read (its valid markers)."""
     shown = GenerationLimits.from_settings(settings).passages.shown(question.text, retrieval.hits)
     gold_shown = retrieval.relevant and any(
         doc_map.get(hit.chunk.document_id) in question.gold for hit in shown
     )
     started = time.perf_counter()
-    answer = GenerationLimits.from_settings(settings).answer(question.text, retrieval, llm)
-    return answer, gold_shown, time.perf_counter() - started, len(shown)
+    limits = GenerationLimits.from_settings(settings)
+    answer = limits.answer(question.text, retrieval, llm, embedder)
+    return answer, gold_shown, time.perf_counter() - started, shown
 
 
 def outcome(
@@ -140,10 +148,12 @@ def outcome(
     gold_shown: bool,
     seconds: float,
     doc_map: dict[str, str],
-    passages: int,
+    passages: list[SearchHit],
+    model_text: str | None = None,
 ) -> Outcome:
     """Score one answer."""
-    shown, invalid = shown_marker_counts(answer.text, passages)
+    shown, invalid = shown_marker_counts(answer.text, len(passages))
+    read = passages if retrieval.relevant else []
     return Outcome(
         task=task,
         setting=setting,
@@ -164,6 +174,9 @@ def outcome(
         prompt_tokens=answer.prompt_tokens,
         refusal_probability=answer.refusal_probability,
         seconds=seconds,
+        shown_texts=[hit.chunk.text for hit in read],
+        shown_is_gold=[doc_map.get(hit.chunk.document_id) in question.gold for hit in read],
+        model_text=model_text,
     )
 
 
@@ -271,7 +284,10 @@ def run(
 ) -> None:
     """Ingest the tenants, ask every sampled question, print and write the results."""
     container = Container(settings)
-    llms = {p: build_llm(settings.model_copy(update={"llm_provider": p})) for p in providers}
+    llms = {
+        p: RecordingLLM(build_llm(settings.model_copy(update={"llm_provider": p})))
+        for p in providers
+    }
     outcomes: dict[str, list[Outcome]] = {p: [] for p in providers}
     corpora: dict[str, dict[str, str]] = {}
     files = settings.data_dir / "eval-files"
@@ -293,7 +309,7 @@ def run(
                 retrieval = container.retriever.search(tenant, question.text, settings.top_k)
                 for provider, llm in llms.items():
                     answer, shown, seconds, passages = ask(
-                        llm, settings, question, retrieval, doc_map
+                        llm, settings, question, retrieval, doc_map, container.embedder
                     )
                     outcomes[provider].append(
                         outcome(
@@ -306,6 +322,7 @@ def run(
                             seconds,
                             doc_map,
                             passages,
+                            llm.take(),
                         )
                     )
                 print(f"{name} {setting} {number}/{len(questions)}", file=sys.stderr, flush=True)
@@ -385,12 +402,18 @@ CAUSES = ("gold_not_shown", "other_cited", "refused_gold_shown")
 
 
 def ask_streamed(
-    llm: LLM, settings: Settings, question: str, retrieval: RetrievalResult
+    llm: LLM,
+    settings: Settings,
+    question: str,
+    retrieval: RetrievalResult,
+    embedder: Embedder | None = None,
 ) -> tuple[Answer, float, float]:
-    """Answer as /query streams it; returns the answer, seconds to its first text and in all."""
+    """Answer as /query streams it (with the service's embedder for the citation check);
+    returns the answer, seconds to its first text and in all."""
     started = time.perf_counter()
     first = float("nan")
-    for event in GenerationLimits.from_settings(settings).stream(question, retrieval, llm):
+    limits = GenerationLimits.from_settings(settings)
+    for event in limits.stream(question, retrieval, llm, embedder):
         if isinstance(event, AnswerDelta) and first != first:
             first = time.perf_counter() - started
         if isinstance(event, AnswerDone):
@@ -467,7 +490,9 @@ def run_manuals(
                 question.text, retrieval.hits
             )
             for provider, llm in llms.items():
-                answer, first, seconds = ask_streamed(llm, settings, question.text, retrieval)
+                answer, first, seconds = ask_streamed(
+                    llm, settings, question.text, retrieval, container.embedder
+                )
                 outcomes[provider].append(
                     ManualOutcome(
                         id=question.id,

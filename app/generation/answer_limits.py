@@ -17,7 +17,7 @@ from app.generation.grounded_answer import stream_answer as _stream_answer
 
 if TYPE_CHECKING:
     from app.config import Settings
-    from app.providers.types import LLM
+    from app.providers.types import LLM, Embedder
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,13 @@ class GenerationLimits:
         )
 
     def stream(
-        self, question: str, retrieval: RetrievalResult, llm: LLM
+        self,
+        question: str,
+        retrieval: RetrievalResult,
+        llm: LLM,
+        embedder: Embedder | None = None,
     ) -> Generator[AnswerEvent, None, None]:
-        """`stream_answer` under these limits."""
+        """`stream_answer` under these limits (`embedder`: the citation check's)."""
         return _stream_answer(
             question,
             retrieval,
@@ -85,8 +89,15 @@ class GenerationLimits:
             focus_chars=self.passages.focus_chars,
             best_last=self.passages.best_last,
             abstain_threshold=self.abstain_threshold,
+            embedder=embedder,
         )
 
-    def answer(self, question: str, retrieval: RetrievalResult, llm: LLM) -> Answer:
+    def answer(
+        self,
+        question: str,
+        retrieval: RetrievalResult,
+        llm: LLM,
+        embedder: Embedder | None = None,
+    ) -> Answer:
         """The complete answer under these limits (the text `stream` streams)."""
-        return final_answer(self.stream(question, retrieval, llm))
+        return final_answer(self.stream(question, retrieval, llm, embedder))

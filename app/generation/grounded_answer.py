@@ -21,9 +21,9 @@ from app import metrics, tracing
 from app.domain import RetrievalResult, SearchHit
 from app.generation.citations import Citation, MarkerFilter, citations_for, is_refusal
 from app.generation.focus import focus_passages
-from app.generation.grounding import CitationChecker
+from app.generation.grounding import CitationChecker, embedding_similarity
 from app.generation.prompt import build_request
-from app.providers.types import LLM, ChatRequest, LLMDelta
+from app.providers.types import LLM, ChatRequest, Embedder, LLMDelta
 from app.timing import timed
 
 
@@ -119,9 +119,14 @@ class Draft:
         return probability is not None and not self.shown and probability >= threshold
 
 
-def ground(question: str, hits: list[SearchHit], refusal_text: str) -> GroundedPrompt:
-    """The prompt stage: the request and the checks its markers go through."""
-    checker = CitationChecker(question, [hit.chunk.text for hit in hits])
+def ground(
+    question: str, hits: list[SearchHit], refusal_text: str, embedder: Embedder | None = None
+) -> GroundedPrompt:
+    """The prompt stage: the request and the checks its markers go through (with `embedder`,
+    the embedder's check as well)."""
+    texts = [hit.chunk.text for hit in hits]
+    similarity = embedding_similarity(embedder, texts) if embedder is not None else None
+    checker = CitationChecker(question, texts, similarity)
     return GroundedPrompt(
         hits=hits,
         request=build_request(question, hits, refusal_text),
@@ -180,8 +185,10 @@ def stream_answer(
     focus_chars: int = 0,
     best_last: bool = False,
     abstain_threshold: float = 1.0,
+    embedder: Embedder | None = None,
 ) -> Generator[AnswerEvent, None, None]:
-    """Yield cleaned text deltas, then one AnswerDone with citations and the refusal flag.
+    """Yield cleaned text deltas, then one AnswerDone with citations and the refusal flag
+    (`embedder`: the one the citation check compares claims and passages with, if any).
 
     When the model's first delta says it was at least `abstain_threshold` likely to start the
     refusal sentence, the generation is stopped before any text is shown and the answer is the
@@ -204,7 +211,7 @@ def stream_answer(
         return
 
     with timed("generate"):  # preparing the prompt and the marker checks is part of it
-        prompt = ground(question, hits, refusal_text)
+        prompt = ground(question, hits, refusal_text, embedder)
     draft = Draft()
     asked = time.perf_counter()
     call = tracing.start("llm.generate", llm__model=llm.model_id)

@@ -39,7 +39,7 @@ from app.timing import StageTimer, start_timer, timed
 
 if TYPE_CHECKING:
     from app.domain import RetrievalResult
-    from app.providers.types import LLM
+    from app.providers.types import LLM, Embedder
     from app.retrieval.hybrid import HybridRetriever
     from app.services.blocks.answer_log import AnswerLog
 
@@ -61,6 +61,7 @@ class AnswerDeps:
     limits: RequestLimits
     generation: GenerationLimits
     answer_log: AnswerLog | None = None  # the per-tenant answer record (None: not kept)
+    embedder: Embedder | None = None  # the citation check compares claims and passages with it
 
 
 @dataclass(frozen=True)
@@ -275,7 +276,7 @@ def generate_answer(deps: AnswerDeps, found: Lookup) -> AnsweredQuestion:
         retrieval = deps.retriever.search(
             found.tenant_id, found.question, found.k, scope=found.scope
         )
-        result = deps.generation.answer(found.question, retrieval, deps.llm)
+        result = deps.generation.answer(found.question, retrieval, deps.llm, deps.embedder)
         answer = CachedAnswer(
             result.text, list(result.citations), result.refused, retrieved_ranks(retrieval)
         )
@@ -317,7 +318,7 @@ def generated_events(deps: AnswerDeps, found: Lookup) -> Iterator[AnswerEvent]:
         retrieval = deps.retriever.search(
             found.tenant_id, found.question, found.k, scope=found.scope
         )
-        events = deps.generation.stream(found.question, retrieval, deps.llm)
+        events = deps.generation.stream(found.question, retrieval, deps.llm, deps.embedder)
         try:
             for event in events:
                 if isinstance(event, AnswerDelta):

@@ -9,8 +9,9 @@ import pytest
 
 from app.domain import Chunk, RetrievalResult, SearchHit
 from app.generation.answer_limits import GenerationLimits, PassageLimits
-from eval.answer_replay import REFUSAL_TEXT, RecordingLLM, Rules, replay
-from tests.fakes import FakeLLM
+from app.providers.types import Embedder
+from eval.answer_replay import REFUSAL_TEXT, RecordingLLM, Rules, replay, replay_rows
+from tests.fakes import FakeEmbedder, FakeLLM
 
 pytestmark = pytest.mark.unit
 
@@ -33,8 +34,11 @@ def _retrieval() -> RetrievalResult:
     return RetrievalResult(hits=hits, relevant=True)
 
 
-def _live(reply: str, probability: float | None, threshold: float) -> tuple[dict[str, Any], Any]:
-    """Answer as the evaluation does and record the row it writes."""
+def _live(
+    reply: str, probability: float | None, threshold: float, embedder: Embedder | None = None
+) -> tuple[dict[str, Any], Any]:
+    """Answer as the evaluation does (the citation check comparing with `embedder`) and record
+    the row it writes."""
     limits = GenerationLimits(
         refusal_text=REFUSAL_TEXT,
         passages=PassageLimits(
@@ -45,7 +49,7 @@ def _live(reply: str, probability: float | None, threshold: float) -> tuple[dict
     llm = RecordingLLM(FakeLLM(reply, probe_probability=probability))
     retrieval = _retrieval()
     shown = limits.passages.shown(QUESTION, retrieval.hits)
-    answer = limits.answer(QUESTION, retrieval, llm)
+    answer = limits.answer(QUESTION, retrieval, llm, embedder)
     row = {
         "id": "q",
         "manual": "R-admin",
@@ -73,6 +77,41 @@ def test_a_replayed_answer_cites_the_pages_the_service_cited(reply: str) -> None
     row, answer = _live(reply, probability=0.01, threshold=1.0)
 
     assert replay(row, threshold=1.0) == (answer.refused, [c.page for c in answer.citations])
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Use the sink function to divert printed output to a file [3].",
+        "It diverts all printed output [1].",  # every term the question's or shared: cosines
+        "Run R CMD INSTALL with the tarball [2].",
+    ],
+)
+def test_a_replay_with_the_embedder_check_cites_what_the_service_cited(reply: str) -> None:
+    row, answer = _live(reply, probability=0.01, threshold=1.0, embedder=FakeEmbedder())
+
+    cited = [c.page for c in answer.citations]
+    assert replay(row, threshold=1.0, embedder=FakeEmbedder()) == (answer.refused, cited)
+
+
+def test_a_paragraph_answer_replays_with_its_passages_places_as_pages() -> None:
+    recorded = {
+        "task": "xquad-en-en",
+        "setting": "answerable",
+        "question": QUESTION,
+        "shown_texts": list(PASSAGES.values()),
+        "shown_is_gold": [False, True, False],
+        "model_text": "Use the sink function to divert printed output to a file [1].",
+        "refusal_probability": 0.01,
+    }
+    unanswerable = {**recorded, "setting": "unanswerable"}
+    older = {key: value for key, value in recorded.items() if key != "shown_texts"}
+
+    rows = replay_rows({"answers": [recorded, unanswerable, older]})
+
+    assert [row["gold_pages"] for row in rows] == [[2]]  # only what a marker can change
+    # The marker named the install passage; the term check points it at passage 2, the gold.
+    assert replay(rows[0], threshold=0.05) == (False, [2])
 
 
 def test_a_lower_threshold_refuses_as_the_service_would_have() -> None:

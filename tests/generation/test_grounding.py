@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from generation_builders import PARIS, relevant
 
+from app.generation import grounding
 from app.generation.grounded_answer import AnswerDelta, final_answer, stream_answer
-from app.generation.grounding import CitationChecker
-from tests.fakes import FakeLLM
+from app.generation.grounding import CitationChecker, embedding_similarity
+from tests.fakes import FakeEmbedder, FakeLLM
 
 pytestmark = pytest.mark.unit
 
@@ -115,3 +118,60 @@ def test_an_uncited_answer_gets_the_marker_of_a_passage_clearly_ahead_of_the_oth
     assert checker.best_supported("Gustave Eiffel built it with steel rivets and cranes") is None
     claim = "The company of Gustave Eiffel built it, and wrote about the Louvre museum in the world"
     assert checker.best_supported(claim) is None
+
+
+def _cosines(*values: float) -> Callable[[str], list[float]]:
+    """A scripted embedder check: the same cosine with each passage for any claim."""
+    return lambda claim: list(values)
+
+
+def test_a_marker_the_terms_leave_alone_yields_to_a_clearly_closer_passage() -> None:
+    # Every word of the claim is the question's, so the term checks have nothing to go on.
+    question = "When was the Eiffel Tower completed?"
+    claim = "The Eiffel Tower was completed"
+    assert CitationChecker(question, TEXTS).repoint(claim, [2]) == [2]
+
+    closer = CitationChecker(question, TEXTS, _cosines(0.6, 0.45, 0.2))
+    assert closer.repoint(claim, [2]) == [1]  # 0.15 closer than the cited passage
+    near = CitationChecker(question, TEXTS, _cosines(0.5, 0.45, 0.2))
+    assert near.repoint(claim, [2]) == [2]  # 0.05: a close call stays the model's
+    assert closer.repoint(claim, [1]) == [1]  # already the closest
+    assert closer.repoint(claim, [1, 2]) == [1, 2]
+
+
+def test_a_closer_passage_holding_fewer_of_the_claims_terms_does_not_take_the_marker() -> None:
+    question = "Who designed it?"
+    claim = "the Louvre, the most visited museum"
+    # Passage 2 holds the claim's terms; passage 1 is closer by the scripted cosines.
+    checker = CitationChecker(question, TEXTS, _cosines(0.7, 0.3, 0.1))
+    assert checker.repoint(claim, [2]) == [2]
+
+
+def test_the_embedder_check_is_off_at_a_zero_lead(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grounding, "EMBEDDING_LEAD", 0.0)
+    checker = CitationChecker("When was the Eiffel Tower completed?", TEXTS, _cosines(0.9, 0.1, 0))
+    assert checker.repoint("The Eiffel Tower was completed", [2]) == [2]
+
+
+def test_the_passages_are_embedded_at_the_first_marker_not_before() -> None:
+    embedder = CountingEmbedder()
+    similarity = embedding_similarity(embedder, TEXTS)
+    assert embedder.calls == 0  # nothing before the model writes a marker
+
+    first = similarity("The Eiffel Tower was completed in 1889")
+    assert embedder.calls == len(TEXTS) + 1
+    similarity("It is 330 metres tall")
+    assert embedder.calls == len(TEXTS) + 2  # the passages once, each claim once
+    assert max(range(len(first)), key=first.__getitem__) == 0  # the tower's own passage
+
+
+class CountingEmbedder(FakeEmbedder):
+    """The fake embedder, counting the texts it embeds as questions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def embed_query(self, text: str) -> list[float]:
+        self.calls += 1
+        return super().embed_query(text)
