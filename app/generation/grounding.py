@@ -20,12 +20,15 @@ passages are embedded at the first marker, not before the model starts.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from app.providers.types import Embedder
 from app.text.tokenizer import tokenize
+
+log = logging.getLogger(__name__)
 
 WEAK_SUPPORT = 0.5  # the cited passages hold at most this share of the claim's terms ...
 STRONG_SUPPORT = 0.8  # ... and another passage holds at least this share: re-point
@@ -94,7 +97,12 @@ class CitationChecker:
         holds no fewer of the claim's terms (None when there is none or no embedder)."""
         if self._similarity is None or EMBEDDING_LEAD <= 0 or not claim.strip():
             return None
-        cosine = self._similarity(claim)
+        try:
+            cosine = self._similarity(claim)
+        except Exception:  # an embedding server down: the answer goes on with the term rules
+            log.warning("citation check: the embedder failed; markers kept as the model wrote")
+            self._similarity = None
+            return None
         best = max(range(len(cosine)), key=cosine.__getitem__)
         if (
             best + 1 in numbers

@@ -153,6 +153,33 @@ def test_the_embedder_check_is_off_at_a_zero_lead(monkeypatch: pytest.MonkeyPatc
     assert checker.repoint("The Eiffel Tower was completed", [2]) == [2]
 
 
+class FailingEmbedder(FakeEmbedder):
+    """An embedding server that is down."""
+
+    def embed_query(self, text: str) -> list[float]:
+        raise ConnectionError("embedding server unreachable")
+
+
+def test_an_embedder_that_fails_leaves_the_answer_to_the_term_rules() -> None:
+    """The citation check is a refinement: the answer streams to its end with the markers the
+    term rules give, as without an embedder."""
+    llm = FakeLLM("The Eiffel Tower was completed [2]. It is 330 metres tall [2].", piece_chars=5)
+
+    def answered(embedder: FakeEmbedder | None) -> str:
+        events = list(
+            stream_answer(
+                "When was the Eiffel Tower completed?",
+                relevant(PARIS),
+                llm,
+                refusal_text=REFUSAL,
+                embedder=embedder,
+            )
+        )
+        return events[-1].answer.text  # type: ignore[union-attr]
+
+    assert answered(FailingEmbedder()) == answered(None)
+
+
 def test_the_passages_are_embedded_at_the_first_marker_not_before() -> None:
     embedder = CountingEmbedder()
     similarity = embedding_similarity(embedder, TEXTS)
