@@ -43,6 +43,7 @@ from rag_client.sync import (
     upload_requests,
 )
 from rag_client.transfer import (
+    UNFINISHED,
     UploadRequest,
     UploadResult,
     list_all,
@@ -606,7 +607,7 @@ def jobs(context: Context, wait: bool) -> None:
     """List the ingestion jobs (newest first)."""
     api = context.api()
     if wait:
-        pending = list_all(api, "/jobs", {"status": ["queued", "processing"]})
+        pending = list_all(api, "/jobs", {"status": list(UNFINISHED)})
         # The listing is newest first; the wait takes the jobs in the order they were queued.
         wait_for_jobs(api, [job["job_id"] for job in reversed(pending)])
     found = list_all(api, "/jobs", {}) if not wait else api.get("/jobs")["data"]

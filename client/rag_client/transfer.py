@@ -18,6 +18,10 @@ from rag_client.errors import ApiError
 from rag_client.http import Api
 
 FINISHED = ("done", "failed")
+UNFINISHED = ("queued", "processing")
+# The service's default cap on a page (RAG_MAX_PAGE_SIZE): asking for more would be a 422
+# that the service logs as a refused request on every listing.
+PAGE_SIZE = 100
 POLL_S = 1.0  # between two looks at the jobs when the service does not hold the request
 LONG_POLL_S = 20  # `GET /jobs/{id}?wait=` where the service supports it (else ignored)
 # After Ctrl-C, how long uploads already sending may finish before the command stops anyway.
@@ -253,7 +257,9 @@ def _ended_jobs(
     wanted = set(job_ids) - set(found)
     offset = 0
     while wanted:
-        page = api.get("/jobs", params={"status": list(FINISHED), "limit": 100, "offset": offset})
+        page = api.get(
+            "/jobs", params={"status": list(FINISHED), "limit": PAGE_SIZE, "offset": offset}
+        )
         for job in page["data"]:
             if job["job_id"] in wanted:
                 found[job["job_id"]] = job
@@ -268,17 +274,7 @@ def _ended_jobs(
 
 def _unfinished(api: Api) -> set[str]:
     """Ids of the tenant's jobs still queued or processing (every page)."""
-    found: set[str] = set()
-    offset = 0
-    while True:
-        page = api.get(
-            "/jobs",
-            params={"status": ["queued", "processing"], "limit": 100, "offset": offset},
-        )
-        found.update(job["job_id"] for job in page["data"])
-        offset += len(page["data"])
-        if not page["data"] or offset >= page["count"]:
-            return found
+    return {job["job_id"] for job in list_all(api, "/jobs", {"status": list(UNFINISHED)})}
 
 
 def settle(results: list[UploadResult], jobs: dict[str, dict[str, Any]]) -> None:
@@ -291,11 +287,6 @@ def settle(results: list[UploadResult], jobs: dict[str, dict[str, Any]]) -> None
         if job["status"] == "failed":
             result.error_code = job.get("error_code")
             result.error = job.get("error")
-
-
-# The service's default cap on a page (RAG_MAX_PAGE_SIZE): asking for more would be a 422
-# that the service logs as a refused request on every listing.
-PAGE_SIZE = 100
 
 
 def list_all(api: Api, path: str, params: dict[str, Any]) -> list[dict[str, Any]]:
