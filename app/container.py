@@ -22,6 +22,7 @@ from app.services.blocks.pipeline import PipelineConfig
 if TYPE_CHECKING:
     from app.job_runners.evaluation import EvaluationRunner
     from app.job_runners.runner import IngestDeps
+    from app.jobs.ending_bell import RedisEndingBell
     from app.jobs.evaluation_runs import EvaluationRunStore
     from app.jobs.queue import JobQueue
     from app.jobs.store import JobRecord, JobStore, StorageQuota
@@ -609,7 +610,22 @@ class Container:
     def jobs(self) -> JobStore:
         from app.jobs.store import JobStore
 
-        return JobStore(self.database)
+        store = JobStore(self.database)
+        if self.ending_bell is not None:  # other processes wait on the jobs this one ends
+            store.endings.announce = self.ending_bell.announce
+        return store
+
+    @cached_property
+    def ending_bell(self) -> RedisEndingBell | None:
+        """With the `redis` job backend: job ends announced to and heard from other processes."""
+        if self.settings.job_backend != "redis":
+            return None
+        from app.jobs.ending_bell import RedisEndingBell, ending_channel
+        from app.jobs.redis_queue import queue_name
+        from app.storage.redis_client import connect_redis
+
+        client = connect_redis(self.settings.redis_url)
+        return RedisEndingBell(client, ending_channel(queue_name(self.settings)))
 
     def queue_depths(self) -> dict[str, QueueBacklog]:
         """The ingestion queue's waiting jobs and the oldest one's wait (seconds), for metrics;
@@ -625,7 +641,7 @@ class Container:
         def run_batch(batch: list[JobRecord]) -> list[str]:
             return run_jobs(self.ingest_deps, batch)  # built on the first batch, not here
 
-        queue = build_job_queue(self.settings, self.jobs, run_batch)
+        queue = build_job_queue(self.settings, self.jobs, run_batch, self.ending_bell)
         if not tracing.wanted(self.settings):
             return queue
         from app.jobs.trace_carriers import TracedQueue

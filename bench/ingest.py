@@ -24,11 +24,14 @@ go (in this process, while no server runs). Target: within 2x of that one-batch 
     python -m bench.ingest --one-file-per-request [--uploads 240] [--concurrency 4] [--set RAG_X=v]
         [--files-per-request 10]     # the multi-file workload: several files in each request
     python -m bench.ingest --upload-and-wait [--uploads 240] [--concurrency 4] [--poll-ms 20]
+        [--workers 1]                # on the scale-out stack, with this many worker processes
 
 `--upload-and-wait`: each of `--concurrency` clients uploads one file, waits until its
 job is done, then uploads the next, on a live server; and the latency of a lone 1 KB upload on
 the idle server, median and p95 (bench/ingest_wait.py). A client waits with the long poll
-`GET /jobs/{id}?wait=30`; `--poll-ms N` makes it poll every N ms instead.
+`GET /jobs/{id}?wait=30`; `--poll-ms N` makes it poll every N ms instead. `--workers N` runs it
+on the scale-out stack instead (one API process, N worker processes, a Chroma server, PostgreSQL
+and Redis, as `testkit/local_stack.py` starts them).
 """
 
 from __future__ import annotations
@@ -125,6 +128,13 @@ def main() -> None:
         default=0,
         help="--upload-and-wait: poll each job every N ms instead of the long poll (0)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="--upload-and-wait: run on the scale-out stack (API process, this many worker "
+        "processes, Chroma server, PostgreSQL, Redis) instead of one embedded process",
+    )
     add_server_setting_option(parser, "RAG_INGEST_BATCH_JOBS=1")
     args = parser.parse_args()
     if args.upload_and_wait:
@@ -135,6 +145,7 @@ def main() -> None:
             args.rounds,
             server_settings_given(args.set),
             args.poll_ms,
+            args.workers,
         )
         return
     if args.one_file_per_request:

@@ -20,10 +20,13 @@ upload-and-wait within 2x of the floor.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -31,7 +34,8 @@ import httpx
 from bench.common import percentile, process_cpu_s, table
 from bench.ingest_common import bench_settings, embed_once, paragraph_files
 from bench.ingest_http import bench_server
-from testkit.live_server import LiveServer
+from testkit.local_stack import PASSWORD as STACK_PASSWORD
+from testkit.local_stack import LocalStack
 
 PASSWORD = "bench password, long enough"
 TENANT = "bench-wait"
@@ -42,8 +46,8 @@ WAIT_S = 30  # a long poll's `wait`
 LONE_TEXT = ("The night crew services pump {n} on line four every ninth day. " * 16)[:1000]
 
 
-async def _login(client: httpx.AsyncClient) -> dict[str, str]:
-    form = {"username": "bench-user", "password": PASSWORD}
+async def _login(client: httpx.AsyncClient, password: str) -> dict[str, str]:
+    form = {"username": "bench-user", "password": password}
     token = (await client.post("/auth/token", data=form)).json()["access_token"]
     return {"Authorization": f"Bearer {token}"}
 
@@ -72,12 +76,68 @@ async def _upload_and_wait(
             await asyncio.sleep(poll_s)
 
 
+@dataclass(frozen=True)
+class Target:
+    """The service under test: its URL, the bench user's password and the processes whose CPU
+    is the server's (the API's, and on the scale-out stack the workers' and Chroma's)."""
+
+    url: str
+    password: str
+    pids: tuple[int, ...]
+
+    def cpu_s(self) -> float:
+        return sum(process_cpu_s(pid) for pid in self.pids)
+
+
+@contextlib.contextmanager
+def _target(
+    base: Path, provider: str, uploads: int, extra: dict[str, str], workers: int
+) -> Iterator[Target]:
+    """The service a round runs against, started and stopped: one `python -m app.serve` on
+    embedded storage, or with `workers` the scale-out stack (API, workers, Chroma server,
+    PostgreSQL, Redis)."""
+    if not workers:
+        server = bench_server(base / "data", provider, uploads, extra)
+        with server.running():
+            assert server.process is not None
+            yield Target(server.url, PASSWORD, (server.process.pid,))
+        return
+    settings = {
+        "RAG_EMBEDDING_PROVIDER": provider,
+        "RAG_QUOTA_QUEUED_JOBS": str(10 * uploads),
+        "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
+        **extra,
+    }
+    stack = LocalStack(base / "stack", settings=settings)
+    try:
+        stack.start_backends()
+        stack.create_user(TENANT, "bench-user")
+        api = stack.start_api("api")
+        started = [stack.start_worker(f"worker{n}") for n in range(workers)]
+        stack.wait_ready(api)
+        for worker in started:
+            stack.wait_worker_ready(worker)
+        pids = tuple(process.popen.pid for process in stack.processes)
+        yield Target(api.url, STACK_PASSWORD, pids)
+    finally:
+        stack.close()
+
+
+def _stack_named(workers: int) -> str:
+    if not workers:
+        return "live server (one process, embedded storage)"
+    return (
+        f"scale-out stack (one API process, {workers} worker process(es), Chroma server, "
+        "PostgreSQL, Redis)"
+    )
+
+
 async def _round(
-    server: LiveServer, paths: list[Path], concurrency: int, poll_s: float | None
+    target: Target, paths: list[Path], concurrency: int, poll_s: float | None
 ) -> dict[str, object]:
     limits = httpx.Limits(max_connections=concurrency + 2)
-    async with httpx.AsyncClient(base_url=server.url, timeout=300, limits=limits) as client:
-        headers = await _login(client)
+    async with httpx.AsyncClient(base_url=target.url, timeout=300, limits=limits) as client:
+        headers = await _login(client, target.password)
         # Warm the path once (first upload loads lazily built parts), then time lone uploads.
         lone_poll_s = None if poll_s is None else LONE_POLL_S
         await _upload_and_wait(client, headers, "warm.txt", b"warm up " * 100, lone_poll_s)
@@ -93,11 +153,10 @@ async def _round(
                 path = todo.pop(0)
                 await _upload_and_wait(client, headers, path.name, path.read_bytes(), poll_s)
 
-        assert server.process is not None
-        started, cpu_started = time.perf_counter(), process_cpu_s(server.process.pid)
+        started, cpu_started = time.perf_counter(), target.cpu_s()
         await asyncio.gather(*(client_loop() for _ in range(concurrency)))
         total = time.perf_counter() - started
-        cpu = process_cpu_s(server.process.pid) - cpu_started
+        cpu = target.cpu_s() - cpu_started
     return {"lone": lone, "total": total, "cpu": cpu}
 
 
@@ -108,8 +167,10 @@ def run_wait_workload(
     rounds: int,
     extra: dict[str, str],
     poll_ms: int = 0,
+    workers: int = 0,
 ) -> None:
-    """Print the lone-upload latency and the upload-and-wait table, medians over `rounds`."""
+    """Print the lone-upload latency and the upload-and-wait table, medians over `rounds`; with
+    `workers`, on the scale-out stack with that many worker processes."""
     lone: list[float] = []
     totals: list[float] = []
     floors: list[float] = []
@@ -126,10 +187,9 @@ def run_wait_workload(
             wall, floor_cpu, chunks = embed_once(bench_settings(base / "embed", provider), paths)
             floors.append(wall)
             floor_cpus.append(floor_cpu)
-            server = bench_server(base / "data", provider, uploads, extra)
-            with server.running():
-                poll_s = poll_ms / 1000 if poll_ms > 0 else None
-                result = asyncio.run(_round(server, paths, concurrency, poll_s))
+            poll_s = poll_ms / 1000 if poll_ms > 0 else None
+            with _target(base, provider, uploads, extra, workers) as target:
+                result = asyncio.run(_round(target, paths, concurrency, poll_s))
             lone += result["lone"]  # type: ignore[arg-type]
             totals.append(float(result["total"]))  # type: ignore[arg-type]
             cpus.append(float(result["cpu"]))  # type: ignore[arg-type]
@@ -141,7 +201,7 @@ def run_wait_workload(
         f"{uploads} uploads (one XQuAD paragraph each, {chunks} chunks), {concurrency} clients "
         f"each uploading one file and waiting for its job "
         f"({f'polling every {poll_ms} ms' if poll_ms > 0 else f'GET /jobs/{{id}}?wait={WAIT_S}'}); "
-        f"live server; embedder {provider}; "
+        f"{_stack_named(workers)}; embedder {provider}; "
         f"settings beyond the defaults: {extra or 'none'}; median of {rounds} round(s); load "
         f"average (1 min) {min(loads):.1f}-{max(loads):.1f}"
     )

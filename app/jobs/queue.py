@@ -20,6 +20,7 @@ from app.jobs.store import JobRecord, JobStore
 
 if TYPE_CHECKING:
     from app.config import Settings
+    from app.jobs.ending_bell import RedisEndingBell
 
 
 class JobQueue(Protocol):
@@ -45,16 +46,20 @@ def enqueue(queue: JobQueue, jobs: Iterable[JobRecord]) -> None:
 
 
 def build_job_queue(
-    settings: Settings, jobs: JobStore, run_batch: Callable[[list[JobRecord]], object]
+    settings: Settings,
+    jobs: JobStore,
+    run_batch: Callable[[list[JobRecord]], object],
+    ending_bell: RedisEndingBell | None = None,
 ) -> JobQueue:
     """The queue chosen by RAG_JOB_BACKEND for an API process; `run_batch` runs claimed jobs
-    (threads backend only: with Redis, worker processes run them)."""
+    (threads backend only: with Redis, worker processes run them, and the process hears of their
+    ends through `ending_bell`)."""
     if settings.job_backend == "redis":
         from app.jobs.redis_queue import RedisJobQueue, rq_queue
         from app.storage.redis_client import connect_redis
 
         client = connect_redis(settings.redis_url)
-        return RedisJobQueue(rq_queue(settings, client), settings.job_timeout_s)
+        return RedisJobQueue(rq_queue(settings, client), settings.job_timeout_s, jobs, ending_bell)
     from app.jobs.threads import IngestWorkerPool
 
     return IngestWorkerPool(jobs, run_batch, settings)

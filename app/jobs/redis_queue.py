@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING
 
 import redis
 
-from app.jobs.store import JobRecord
+from app.jobs.store import JobRecord, JobStore
 
 if TYPE_CHECKING:
     from rq import Queue
 
     from app.config import Settings
+    from app.jobs.ending_bell import RedisEndingBell
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +115,17 @@ class RedisJobQueue:
     worker's sweep (which respects heartbeats) may decide a job was abandoned.
     """
 
-    def __init__(self, queue: Queue, timeout_s: int) -> None:
+    def __init__(
+        self,
+        queue: Queue,
+        timeout_s: int,
+        jobs: JobStore | None = None,
+        ending_bell: RedisEndingBell | None = None,
+    ) -> None:
         self._queue = queue
         self._timeout_s = timeout_s
+        self._jobs = jobs
+        self._ending_bell = ending_bell
 
     @property
     def name(self) -> str:
@@ -124,8 +133,11 @@ class RedisJobQueue:
         return str(self._queue.name)
 
     def start(self) -> None:
-        """Nothing to start in the API process; workers run elsewhere."""
+        """Listen for the workers' job ends (for this process's waiting clients); the workers
+        run elsewhere."""
         log.info("ingestion jobs go to Redis queue %s", self._queue.name)
+        if self._ending_bell is not None and self._jobs is not None:
+            self._ending_bell.listen(self._jobs.endings.heard)
 
     def enqueue(self, job: JobRecord) -> None:
         """Send the job id; if Redis is down the job stays queued and a worker's sweep sends it."""
@@ -139,5 +151,7 @@ class RedisJobQueue:
             )
 
     def stop(self) -> None:
-        """Close the Redis connections of this process."""
+        """Stop listening and close the Redis connections of this process."""
+        if self._ending_bell is not None:
+            self._ending_bell.stop()
         self._queue.connection.close()

@@ -3,9 +3,10 @@ done or failed, or after S seconds (at most `MAX_WAIT_S`) with its state then.
 
 A client that uploads a file and waits for it learns of the end at once, without polling: the
 job store rings the job's watchers when a worker of this process records its end, handing them
-the ended job (so the answer needs no read of its own). A job ended
-in another process (a Redis worker) rings nothing here, so the waiter also reads the job again
-every `RECHECK_S`. The wait is on the event loop, never in a thread: a thousand waiting clients
+the ended job (so the answer needs no read of its own). A job ended in another process (a Redis
+worker) rings here when its announcement is heard (`app.jobs.ending_bell`), and the waiter reads
+the job; since an announcement can be lost, the waiter also reads the job again every
+`RECHECK_S`. The wait is on the event loop, never in a thread: a thousand waiting clients
 hold no thread of the pool the other requests share.
 """
 
@@ -21,7 +22,8 @@ from app.jobs.store import JobRecord
 from app.services.uploads import UploadDeps, get_job
 
 MAX_WAIT_S = 30.0
-# How often a waiter reads its job again when no doorbell rang (a job ended in another process).
+# How often a waiter reads its job again when no doorbell rang (an announcement from another
+# process was lost).
 RECHECK_S = 0.25
 ENDED = ("done", "failed")
 
@@ -43,8 +45,9 @@ async def wait_for_job(
     rang = asyncio.Event()
     ended: list[JobRecord] = []  # the job as its end was committed, once rung
 
-    def wake(job: JobRecord) -> None:  # called from the worker thread that recorded the end
-        ended.append(job)
+    def wake(job: JobRecord | None) -> None:  # from the thread that recorded or heard the end
+        if job is not None:
+            ended.append(job)
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
             loop.call_soon_threadsafe(rang.set)
 
