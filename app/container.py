@@ -160,7 +160,9 @@ class Container:
         def changed(tenant_id: str) -> None:  # a move or new metadata: scopes and answers
             self.chunk_records.bump_version(tenant_id)
 
-        return CollectionService(self.access_store, self.collection_access, changed)
+        return CollectionService(
+            self.access_store, self.collection_access, changed, self.document_events
+        )
 
     @cached_property
     def second_arm(self) -> SecondArm | None:

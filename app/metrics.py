@@ -333,6 +333,13 @@ def _probe_queues(metrics: _Metrics) -> None:
 # --- recorders: each a no-op while metrics are off ---
 
 
+def _count(counter: Callable[[_Metrics], Any], *labels: str) -> None:
+    """One more on the labelled counter `counter` picks, when metrics are on."""
+    metrics = _metrics
+    if metrics is not None:
+        counter(metrics).labels(*labels).inc()
+
+
 def http_request(route: str, method: str, status: int, seconds: float) -> None:
     """One answered HTTP request; `route` is the template (`/documents/{document_id}`)."""
     metrics = _metrics
@@ -362,16 +369,12 @@ def answer(
 
 def cache_request(hit: bool) -> None:
     """One answer-cache look-up."""
-    metrics = _metrics
-    if metrics is not None:
-        metrics.cache_requests.labels("hit" if hit else "miss").inc()
+    _count(lambda m: m.cache_requests, "hit" if hit else "miss")
 
 
 def feedback(rating: str) -> None:
     """A person rated an answer (`up` or `down`; a changed rating counts again)."""
-    metrics = _metrics
-    if metrics is not None:
-        metrics.feedback.labels(rating).inc()
+    _count(lambda m: m.feedback, rating)
 
 
 def llm_first_token(seconds: float) -> None:
@@ -403,23 +406,17 @@ def admission(lane: str, waiting: int, in_flight: int) -> None:
 
 def admission_refused(lane: str, reason: str) -> None:
     """One request refused for load; reason "user_or_tenant" (429) or "server_busy" (503)."""
-    metrics = _metrics
-    if metrics is not None:
-        metrics.admission_refused.labels(lane, reason).inc()
+    _count(lambda m: m.admission_refused, lane, reason)
 
 
 def sso_signin(outcome: str) -> None:
     """One single sign-on attempt ended: "ok", or the reason it was refused."""
-    metrics = _metrics
-    if metrics is not None:
-        metrics.sso_signins.labels(outcome).inc()
+    _count(lambda m: m.sso_signins, outcome)
 
 
 def sso_jwks_refresh(outcome: str) -> None:
     """One fetch of a provider's signing keys: "ok" or "failed"."""
-    metrics = _metrics
-    if metrics is not None:
-        metrics.sso_jwks_refreshes.labels(outcome).inc()
+    _count(lambda m: m.sso_jwks_refreshes, outcome)
 
 
 def job_finished(outcome: str, seconds: float | None = None) -> None:
@@ -430,14 +427,12 @@ def job_finished(outcome: str, seconds: float | None = None) -> None:
         return
     metrics.jobs.labels(outcome).inc()
     if seconds is not None:
-        metrics.job_duration.labels("total").observe(seconds)
+        job_duration(seconds)
 
 
 def job_duration(seconds: float) -> None:
     """The whole time of one job that ran alone (stage "total")."""
-    metrics = _metrics
-    if metrics is not None:
-        metrics.job_duration.labels("total").observe(seconds)
+    job_stage("total", seconds)
 
 
 def job_stage(stage: str, seconds: float) -> None:

@@ -25,12 +25,12 @@ LAYERS = (
 LAYERS += ("app.retrieval", "app.generation", "app.providers", "app.storage", "app.rendering")
 LAYERS += ("app.text",)
 # What sits below everything: settings, errors, shared records, limits, timing, the answer cache
-# key's settings, passwords and tokens, logging, child-process limits, and the metrics and
-# trace recorders every layer calls.
+# key's settings, passwords and tokens, logging, child-process limits, the metrics and trace
+# recorders every layer calls, and the wakeable polling thread.
 FOUNDATION = ("app.config", "app.settings_docs", "app.errors", "app.domain", "app.request_limits")
 FOUNDATION += ("app.timing", "app.answer_shape", "app.security", "app.observability")
 FOUNDATION += ("app.child_process", "app.metrics", "app.tracing", "app.memory")
-FOUNDATION += ("app.ranking_metrics",)
+FOUNDATION += ("app.ranking_metrics", "app.wakeable_thread")
 
 # module or package -> what it must never import (the most specific entry applies), at module
 # level, in a function or under TYPE_CHECKING (a type-only import still couples the layers).

@@ -40,7 +40,7 @@ from app.services.sso.signin import SingleSignOn
 from app.services.stats import StatsDeps
 from app.services.uploads import UploadDeps
 from app.services.users import UserService
-from app.services.webhooks import DocumentEvents, WebhookDeps
+from app.services.webhooks import WebhookDeps
 from app.storage.answer_records import AnswerRecordStore
 from app.storage.collections import AccessStore
 from app.storage.conversations import ConversationStore
@@ -202,10 +202,6 @@ async def _job_queue(container: ContainerDep) -> JobQueue:
     return container.job_queue
 
 
-async def _document_events(container: ContainerDep) -> DocumentEvents:
-    return container.document_events
-
-
 def _answer_records(container: ContainerDep) -> AnswerRecordStore:
     """The answer record, read after dropping what is past its days (at most hourly, as on a
     write and at start-up): a process whose tenants ask nothing new still forgets old answers."""
@@ -286,7 +282,6 @@ AccessStoreDep = Annotated[AccessStore, Depends(_access_store)]
 RateLimiterDep = Annotated[RateLimiter, Depends(_rate_limiter)]
 JobStoreDep = Annotated[JobStore, Depends(_jobs)]
 JobQueueDep = Annotated[JobQueue, Depends(_job_queue)]
-DocumentEventsDep = Annotated[DocumentEvents, Depends(_document_events)]
 
 
 def readable_documents(container: Container, caller: Identity) -> Callable[[str], bool]:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -43,6 +42,7 @@ from app.services import answer as answer_service
 from app.services import evaluation_runs as runs_service
 from app.services.blocks.admission import Caller
 from app.storage.rate_limit import query_rate_key
+from app.wakeable_thread import WakeableThread
 
 if TYPE_CHECKING:
     from app.domain import RetrievalResult
@@ -94,9 +94,7 @@ class EvaluationRunner:
     def __init__(self, deps: RunnerDeps, poll_interval_s: float = 2.0) -> None:
         self._deps = deps
         self._poll = poll_interval_s
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = WakeableThread(self._run, "evaluation")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scope: ClaimScope = "evaluations"
 
@@ -111,19 +109,15 @@ class EvaluationRunner:
                 log.warning("failed evaluation runs queued without a job", extra={"count": failed})
         except Exception:
             log.exception("could not check for evaluation runs without a job")
-        self._thread = threading.Thread(target=self._run, name="evaluation", daemon=True)
         self._thread.start()
 
     def wake(self) -> None:
         """A run was queued: claim it now rather than at the next poll."""
-        self._wake.set()
+        self._thread.wake()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop after the current item (the run goes back to the queue)."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        self._thread.stop(timeout_s)
 
     def _run(self) -> None:
         """Claim runs and advance them an item at a time, in turn (see `_Execution`)."""
@@ -134,10 +128,9 @@ class EvaluationRunner:
         beats: dict[str, ExitStack] = {}  # each active run's heartbeat: closing it stops it
         claim_at = 0.0
         try:
-            while not self._stop.is_set():
+            while not self._thread.stopping:
                 now = time.monotonic()
-                woken = self._wake.is_set()
-                self._wake.clear()  # (full: a freed place claims at the next poll)
+                woken = self._thread.take_wake()  # (full: a freed place claims at the next poll)
                 if len(active) < MAX_INTERLEAVED and (woken or now >= claim_at):
                     claim_at = now + self._poll
                     while len(active) < MAX_INTERLEAVED and (claimed := self._claim()):
@@ -156,7 +149,7 @@ class EvaluationRunner:
                 ready = [e for e in active if e.ready_at <= now]
                 if not ready:
                     soonest = min([claim_at, *(e.ready_at for e in active)])
-                    self._wake.wait(max(0.0, soonest - now))
+                    self._thread.wait(max(0.0, soonest - now))
                     continue
                 execution = ready[0]
                 active.remove(execution)
@@ -287,14 +280,14 @@ class EvaluationRunner:
         coroutine = answer_service.answer(lane, self._deps.answers(), asked)
         pending = asyncio.run_coroutine_threadsafe(coroutine, loop)
         deadline = time.monotonic() + ANSWER_TIMEOUT_S
-        while not self._stop.is_set() and time.monotonic() < deadline:
+        while not self._thread.stopping and time.monotonic() < deadline:
             try:
                 answered: AnsweredQuestion = pending.result(timeout=0.5)
                 return answered
             except concurrent.futures.TimeoutError:
                 continue
         pending.cancel()  # leaves the admission queue, or stops the answer
-        if self._stop.is_set():
+        if self._thread.stopping:
             raise _Stopped
         raise TimeoutError(f"no answer within {ANSWER_TIMEOUT_S:g} s")
 

@@ -3,7 +3,8 @@ may do what (app/services/collection_access.py decides the permissions).
 
 A collection the caller may not read behaves exactly like a missing one (404, the same message);
 one it reads but may not manage or write answers 403. Every change writes its audit entry in
-the transaction of the change. Moving a document or changing its metadata bumps the tenant's
+the transaction of the change; creating, changing or deleting a collection then queues its
+webhook event. Moving a document or changing its metadata bumps the tenant's
 corpus version, so scopes, keyword masks and cached answers that depended on it are rebuilt.
 """
 
@@ -13,6 +14,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from app.domain import GENERAL_COLLECTION, Role
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -21,6 +23,7 @@ from app.services.collection_access import AccessResolver, CollectionAccess
 from app.services.document_metadata import MetadataValue
 from app.services.search_scope import collection_not_found
 from app.services.stats import QuotaUse, TenantStats
+from app.services.webhooks import DocumentEvents, EventType
 from app.storage.collections import (
     AccessStore,
     CollectionChange,
@@ -91,10 +94,12 @@ class CollectionService:
         store: AccessStore,
         resolver: AccessResolver,
         bump_corpus: Callable[[str], object],
+        events: DocumentEvents,
     ) -> None:
         self.store = store
         self.resolver = resolver
         self._bump_corpus = bump_corpus
+        self._events = events
 
     def access(
         self, *, tenant_id: str, user_id: str, role: Role, key_collections: tuple[str, ...] | None
@@ -130,7 +135,11 @@ class CollectionService:
         """A new collection (the route lets only admins call it)."""
         name = checked_name(name, "collection")
         entry = actor.entry("collection.created", name=name, visibility=visibility)
-        return self.store.create_collection(access.tenant_id, name, description, visibility, entry)
+        created = self.store.create_collection(
+            access.tenant_id, name, description, visibility, entry
+        )
+        self._announce("collection.created", created, visibility=created.visibility)
+        return created
 
     def readable_views(self, access: CollectionAccess) -> list[CollectionView]:
         """The collections the caller reads, by name, with counts and its permission."""
@@ -158,14 +167,16 @@ class CollectionService:
     ) -> CollectionRecord:
         """Rename, re-describe or change the visibility of a managed collection."""
         found = self._managed(access, id_or_name)
+        asked = change.values()
         if change.name is not None:
             change = CollectionChange(
                 checked_name(change.name, "collection"), change.description, change.visibility
             )
-        entry = actor.entry(
-            "collection.changed", **{k: v for k, v in vars(change).items() if v is not None}
-        )
-        return self.store.update_collection(access.tenant_id, found.collection_id, change, entry)
+        entry = actor.entry("collection.changed", **change.values())
+        changed = self.store.update_collection(access.tenant_id, found.collection_id, change, entry)
+        # The event names the values as they were asked (the audit entry: as they are stored).
+        self._announce("collection.changed", changed, changes=asked)
+        return changed
 
     def delete(self, access: CollectionAccess, actor: Actor, id_or_name: str) -> bool:
         """Delete an empty managed collection; False (nothing done) when it holds documents."""
@@ -173,7 +184,20 @@ class CollectionService:
         if found.collection_id == GENERAL_COLLECTION:
             raise Conflict("the general collection cannot be deleted")
         entry = actor.entry("collection.deleted", name=found.name)
-        return self.store.delete_collection(access.tenant_id, found.collection_id, entry)
+        if not self.store.delete_collection(access.tenant_id, found.collection_id, entry):
+            return False
+        self._announce("collection.deleted", found, documents=0)
+        return True
+
+    def _announce(self, event_type: EventType, collection: CollectionRecord, **fields: Any) -> None:
+        """Queue the collection's event for the tenant's webhooks."""
+        self._events.collection(
+            tenant_id=collection.tenant_id,
+            event_type=event_type,
+            collection_id=collection.collection_id,
+            name=collection.name,
+            **fields,
+        )
 
     def documents_of(self, access: CollectionAccess, id_or_name: str) -> CollectionDocuments:
         """A managed collection's id and its documents' ids (to delete them first)."""

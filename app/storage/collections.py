@@ -121,6 +121,10 @@ class CollectionChange:
     description: str | None = None
     visibility: Visibility | None = None
 
+    def values(self) -> dict[str, Any]:
+        """The fields it changes, by name (those not None)."""
+        return {k: v for k, v in vars(self).items() if v is not None}
+
 
 def new_collection_id() -> str:
     """A fresh collection id (never a valid collection name: names may not look like one)."""
@@ -244,7 +248,7 @@ class AccessStore(DatabaseStore):
         self, tenant_id: str, collection_id: str, change: CollectionChange, audit: AuditEntry
     ) -> CollectionRecord:
         """Apply `change`; NotFound or Conflict (a name taken)."""
-        values = {k: v for k, v in vars(change).items() if v is not None}
+        values = change.values()
         try:
             with self._db.session() as session:
                 row = session.get(CollectionRow, (tenant_id, collection_id))

@@ -24,7 +24,6 @@ from app.api.deps import (
     CallerAccess,
     ClientIp,
     CollectionServiceDep,
-    DocumentEventsDep,
     JobQueueDep,
     JobStoreDep,
 )
@@ -43,7 +42,6 @@ _PATH = "/{collection_id}"
 def create_collection(
     body: CollectionIn,
     collections: CollectionServiceDep,
-    events: DocumentEventsDep,
     caller: Authorized,
     access: CallerAccess,
     ip: ClientIp,
@@ -52,13 +50,6 @@ def create_collection(
     only its grants. 409 when the name is taken."""
     created = collections.create(
         access, caller.actor(ip), body.name, body.description, body.visibility
-    )
-    events.collection(
-        tenant_id=caller.tenant_id,
-        event_type="collection.created",
-        collection_id=created.collection_id,
-        name=created.name,
-        visibility=created.visibility,
     )
     return CollectionOut.model_validate(CollectionView(created, 0, 0, "manage"))
 
@@ -86,7 +77,6 @@ def change_collection(
     collection_id: str,
     body: CollectionPatch,
     collections: CollectionServiceDep,
-    events: DocumentEventsDep,
     caller: Authorized,
     access: CallerAccess,
     ip: ClientIp,
@@ -98,13 +88,6 @@ def change_collection(
         )
     change = CollectionChange(body.name, body.description, body.visibility)
     changed = collections.change(access, caller.actor(ip), collection_id, change)
-    events.collection(
-        tenant_id=caller.tenant_id,
-        event_type="collection.changed",
-        collection_id=changed.collection_id,
-        name=changed.name,
-        changes={k: v for k, v in vars(change).items() if v is not None},
-    )
     fresh = collections.access(
         tenant_id=caller.tenant_id,
         user_id=caller.user_id,
@@ -125,7 +108,6 @@ def change_collection(
 def delete_collection(
     collection_id: str,
     collections: CollectionServiceDep,
-    events: DocumentEventsDep,
     jobs: JobStoreDep,
     job_queue: JobQueueDep,
     caller: Authorized,
@@ -141,20 +123,12 @@ def delete_collection(
     a restart) that deletes them, then the collection; asked again meanwhile, the same job."""
     actor = caller.actor(ip)
     if documents != "delete":
-        found = collections.readable(access, collection_id)
         if not collections.delete(access, actor, collection_id):
             raise ApiError(
                 409,
                 "conflict",
                 "the collection holds documents: move them, or DELETE with ?documents=delete",
             )
-        events.collection(
-            tenant_id=caller.tenant_id,
-            event_type="collection.deleted",
-            collection_id=found.collection_id,
-            name=found.name,
-            documents=0,
-        )
         return Response(status_code=204)
     job = queue_collection_deletion(collections, jobs, job_queue, access, actor, collection_id)
     if job is None:

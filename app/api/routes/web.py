@@ -7,8 +7,10 @@ Swagger UI and ReDoc from the `fastapi-offline` package's files, never from a CD
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import fastapi_offline
 from fastapi import APIRouter, FastAPI, Request
@@ -89,38 +91,50 @@ def _require_docs(request: Request) -> None:
         raise ApiError(404, "not_found", "Not Found")  # the same answer as any unknown path
 
 
-@router.get("/docs")
-def swagger_ui(request: Request) -> HTMLResponse:
-    """Swagger UI from installed assets (RAG_DOCS_ENABLED)."""
+def _docs_page(
+    request: Request, render: Callable[..., HTMLResponse], name: str, **assets: Any
+) -> HTMLResponse:
+    """A docs page drawn by `render` with these assets (404 unless RAG_DOCS_ENABLED): titled
+    after the app, reading the OpenAPI document under the gateway's prefix, with the docs'
+    security headers."""
     _require_docs(request)
-    root = _prefix(request)
-    page = get_swagger_ui_html(
-        openapi_url=root + request.app.openapi_url,
-        title=f"{request.app.title} - Swagger UI",
-        swagger_js_url=f"{root}{DOCS_ASSETS_URL}/swagger-ui-bundle.js",
-        swagger_css_url=f"{root}{DOCS_ASSETS_URL}/swagger-ui.css",
-        swagger_favicon_url=f"{root}{DOCS_ASSETS_URL}/favicon.png",
-        # Swagger UI would otherwise load a validator badge from an external site.
-        swagger_ui_parameters={"validatorUrl": None},
+    page = render(
+        openapi_url=_prefix(request) + request.app.openapi_url,
+        title=f"{request.app.title} - {name}",
+        **assets,
     )
     page.headers.update(DOCS_SECURITY_HEADERS)
     return page
+
+
+@router.get("/docs")
+def swagger_ui(request: Request) -> HTMLResponse:
+    """Swagger UI from installed assets (RAG_DOCS_ENABLED)."""
+    assets = _prefix(request) + DOCS_ASSETS_URL
+    return _docs_page(
+        request,
+        get_swagger_ui_html,
+        "Swagger UI",
+        swagger_js_url=f"{assets}/swagger-ui-bundle.js",
+        swagger_css_url=f"{assets}/swagger-ui.css",
+        swagger_favicon_url=f"{assets}/favicon.png",
+        # Swagger UI would otherwise load a validator badge from an external site.
+        swagger_ui_parameters={"validatorUrl": None},
+    )
 
 
 @router.get("/redoc")
 def redoc(request: Request) -> HTMLResponse:
     """ReDoc from installed assets (RAG_DOCS_ENABLED); no web fonts."""
-    _require_docs(request)
     root = _prefix(request)
-    page = get_redoc_html(
-        openapi_url=root + request.app.openapi_url,
-        title=f"{request.app.title} - ReDoc",
+    return _docs_page(
+        request,
+        get_redoc_html,
+        "ReDoc",
         redoc_js_url=root + REDOC_JS_URL,
         redoc_favicon_url=f"{root}{DOCS_ASSETS_URL}/favicon.png",
         with_google_fonts=False,
     )
-    page.headers.update(DOCS_SECURITY_HEADERS)
-    return page
 
 
 @cache

@@ -17,7 +17,6 @@ import hashlib
 import hmac
 import logging
 import secrets
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from app.services.blocks.webhook_urls import Target, UrlRules, check_url
 from app.storage.audit import AuditEntry
 from app.storage.db import utc_now
 from app.storage.webhooks import DeliveryRecord, WebhookRecord, WebhookStore
+from app.wakeable_thread import WakeableThread
 
 log = logging.getLogger(__name__)
 
@@ -131,50 +131,40 @@ class WebhookDispatcher:
         self._rules = rules
         self._retry_base_s = retry_base_s
         self._poll_s = poll_s
-        self._woken = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = WakeableThread(self._loop, "webhooks")
         self._client = _sending_client()
 
     def start(self) -> None:
         """Start sending (deliveries left pending by an earlier process are sent too)."""
-        if self._thread is not None:
-            return
         if self._client.is_closed:
             self._client = _sending_client()
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="webhooks", daemon=True)
         self._thread.start()
 
     def wake(self) -> None:
         """Look for due deliveries now (an event was just queued)."""
-        self._woken.set()
+        self._thread.wake()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Finish the current attempt and stop."""
-        self._stop.set()
-        self._woken.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            self._thread = None
+        self._thread.stop(timeout_s)
         self._client.close()
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
+        while not self._thread.stopping:
             try:
                 sent = self.run_due()
             except Exception:
                 log.exception("webhook deliveries could not be read")
                 sent = 0
             if not sent:
-                self._woken.wait(self._poll_s)
-                self._woken.clear()
+                self._thread.wait(self._poll_s)
+                self._thread.take_wake()
 
     def run_due(self) -> int:
         """Attempt every delivery that is due now; how many were attempted."""
         due = self._store.claim_due(BATCH, LEASE)
         for delivery in due:
-            if self._stop.is_set():
+            if self._thread.stopping:
                 break
             self._attempt(delivery)
         return len(due)
