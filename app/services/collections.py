@@ -167,15 +167,14 @@ class CollectionService:
     ) -> CollectionRecord:
         """Rename, re-describe or change the visibility of a managed collection."""
         found = self._managed(access, id_or_name)
-        asked = change.values()
         if change.name is not None:
             change = CollectionChange(
                 checked_name(change.name, "collection"), change.description, change.visibility
             )
         entry = actor.entry("collection.changed", **change.values())
         changed = self.store.update_collection(access.tenant_id, found.collection_id, change, entry)
-        # The event names the values as they were asked (the audit entry: as they are stored).
-        self._announce("collection.changed", changed, changes=asked)
+        # The event and the audit entry name the values as stored (a name trimmed, NFC).
+        self._announce("collection.changed", changed, changes=change.values())
         return changed
 
     def delete(self, access: CollectionAccess, actor: Actor, id_or_name: str) -> bool:

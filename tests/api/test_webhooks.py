@@ -253,8 +253,11 @@ def test_collection_changes_arrive_signed_and_only_to_their_tenant(
         assert born.signed
         assert born.body["data"]["collection"] == {"id": harbour, "name": "harbour"}
 
-        renamed = hooks.call(hooks.acme, "PATCH", f"/collections/{harbour}", json={"name": "port"})
+        # A name is stored trimmed: the event names it as stored, not as it was typed.
+        change = {"name": "  port "}
+        renamed = hooks.call(hooks.acme, "PATCH", f"/collections/{harbour}", json=change)
         assert renamed.status_code == 200, renamed.text
+        assert renamed.json()["name"] == "port"
         (moved,) = receiver.wait_for("collection.changed")
         assert moved.signed and moved.body["data"]["collection"] == {"id": harbour, "name": "port"}
         assert moved.body["data"]["changes"] == {"name": "port"}
