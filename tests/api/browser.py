@@ -148,18 +148,23 @@ A11Y_AUDIT = """() => {
 
 
 PHONE = {"width": 360, "height": 740}
+SMALLEST_PHONE = {"width": 320, "height": 568}  # the narrowest phones still in use
 # What runs past the sides of the screen or of its card (or dialog): the page itself, then each
-# element that no scroll container of its own brings into view. Empty when everything fits.
+# element that no container of its own brings into view (it scrolls) or cuts short on purpose
+# (a name that ends in an ellipsis). Empty when everything fits.
 PAST_THE_EDGES = """() => {
   const width = document.documentElement.clientWidth;
   const past = [];
   const pageWidth = document.documentElement.scrollWidth;
   if (pageWidth > width) past.push(`the page is ${pageWidth} px wide`);
-  const scrolls = (e) => ["auto", "scroll"].includes(getComputedStyle(e).overflowX);
+  const holds = (e) => {
+    const style = getComputedStyle(e);
+    return ["auto", "scroll"].includes(style.overflowX) || style.textOverflow === "ellipsis";
+  };
   for (const e of document.querySelectorAll("body *")) {
     if (!e.getClientRects().length || e.closest(".visually-hidden, .skip-link")) continue;
     let parent = e.parentElement;
-    while (parent && parent !== document.body && !scrolls(parent)) parent = parent.parentElement;
+    while (parent && parent !== document.body && !holds(parent)) parent = parent.parentElement;
     if (parent && parent !== document.body) continue;
     const box = e.getBoundingClientRect();
     const card = e.parentElement.closest(".card, dialog");

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browser import A11Y_AUDIT, PAST_THE_EDGES, PHONE, brightness, screenshot
+from browser import A11Y_AUDIT, PAST_THE_EDGES, PHONE, SMALLEST_PHONE, brightness, screenshot
 from playwright.sync_api import expect
 
 from app.services.audit import ACTIONS
@@ -29,8 +29,17 @@ SIGNED_OUT = "You are signed out."
 SESSION_ENDED = "Your session has ended; sign in again."
 PASSWORD_CHANGED = "Your password has changed; sign in with the new one."
 LAST_ADMIN = "the tenant must keep at least one enabled admin"
+# A user name as long as people's get (30 characters): the top bar must still fit a phone.
+LONG_USER = "konstantina.papadopoulos-weber"
 # ada is the tenant's first user, so its admin; the others get their role from the CLI.
-USERS = {"ada": "admin", "mel": "member", "rex": "reader", "pat": "member", "kim": "reader"}
+USERS = {
+    "ada": "admin",
+    "mel": "member",
+    "rex": "reader",
+    "pat": "member",
+    "kim": "reader",
+    LONG_USER: "member",
+}
 NAV_ALL = ["Documents & Ask", "Account", "Collections", "Quality", "Users", "Activity"]
 NAV_MEMBER = ["Documents & Ask", "Account", "Collections", "Quality"]
 NAV_OWN = ["Documents & Ask", "Account", "Collections"]
@@ -54,11 +63,15 @@ CUT_HEADERS = """(table) => {
       return box.left < view.left - 0.5 || box.right > view.right + 0.5;
     }).map((th) => th.textContent.trim());
 }"""
-# The controls of the open section that scrolling (the page or their table) does not bring
-# under a finger: off the screen, or covered by something else.
+# How many lines an element's text takes on screen.
+LINES = """(e) => Math.round(
+  e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight))"""
+# The controls of the top bar and the open section that scrolling (the page or their table)
+# does not bring under a finger: off the screen, or covered by something else.
 OUT_OF_REACH = """() => {
   const missed = [];
-  const controls = "main button, main a[href], main input, main select, main textarea";
+  const controls = "header a[href], header button, " +
+    "main button, main a[href], main input, main select, main textarea";
   for (const e of document.querySelectorAll(controls)) {
     if (!e.getClientRects().length || e.closest(".visually-hidden")) continue;
     e.scrollIntoView({ block: "center", inline: "center" });
@@ -242,11 +255,15 @@ def test_sections_are_reached_with_the_keyboard(live: LiveServer, page: Any) -> 
 
 
 def test_every_section_fits_a_phone_in_every_role(live: LiveServer, page: Any) -> None:
-    page.set_viewport_size(PHONE)
+    # A common phone (360 px) and the narrowest still in use (320 px; an admin's documents
+    # list had its buttons 14 px past the card there).
+    phones = (PHONE, SMALLEST_PHONE)
     page.goto(f"{live.url}/")
     expect(page.get_by_label("User name", exact=True)).to_be_visible()
-    assert page.evaluate(PAST_THE_EDGES) == []
-    screenshot(page, "42-phone-sign-in.png")
+    for phone in phones:
+        page.set_viewport_size(phone)
+        assert page.evaluate(PAST_THE_EDGES) == [], phone
+        screenshot(page, f"42-phone-{phone['width']}-sign-in.png")
     documents = page.get_by_role("table", name="Your documents")
     for username, sections in (("ada", NAV_ALL), ("mel", NAV_MEMBER), ("rex", NAV_OWN)):
         _sign_in(page, live, username)
@@ -255,26 +272,34 @@ def test_every_section_fits_a_phone_in_every_role(live: LiveServer, page: Any) -
             _go(page, section)
             expect(page.get_by_role("heading", name=HEADINGS[section], exact=True)).to_be_focused()
             page.wait_for_load_state("networkidle")
-            assert page.evaluate(PAST_THE_EDGES) == [], (username, section)
-            assert page.evaluate(OUT_OF_REACH) == [], (username, section)
-            screenshot(page, f"43-phone-{username}-{section.split()[0].lower()}.png")
+            for phone in phones:
+                page.set_viewport_size(phone)
+                where = (username, section, phone["width"])
+                assert page.evaluate(PAST_THE_EDGES) == [], where
+                assert page.evaluate(OUT_OF_REACH) == [], where
+                name = section.split()[0].lower()
+                screenshot(page, f"43-phone-{phone['width']}-{username}-{name}.png")
         # The documents list fits without scrolling: its headers were cut ("Sta|tus") and its
         # buttons off to the right. What it leaves out on a phone, the Details dialog shows.
         _go(page, "Documents & Ask")
-        expect(documents.get_by_role("cell", name=LONG_NAME, exact=True)).to_be_visible()
-        assert documents.evaluate(CUT_HEADERS) == [], username
-        expect(documents.get_by_role("columnheader", name="Status")).to_be_visible()
-        expect(documents.get_by_role("columnheader", name="Size")).to_be_hidden()
-        page.get_by_role("button", name=f"Details of {LONG_NAME}").click()
-        dialog = page.get_by_role("dialog", name=f"Details of “{LONG_NAME}”")
-        expect(dialog).to_contain_text("Uploaded byada")
-        expect(dialog).to_contain_text("Pages1")
-        assert page.evaluate(PAST_THE_EDGES) == [], username  # the dialog's border too
-        dialog.get_by_role("button", name="Close").click()
+        for phone in phones:
+            page.set_viewport_size(phone)
+            expect(documents.get_by_role("cell", name=LONG_NAME, exact=True)).to_be_visible()
+            assert documents.evaluate(CUT_HEADERS) == [], (username, phone["width"])
+            expect(documents.get_by_role("columnheader", name="Status")).to_be_visible()
+            expect(documents.get_by_role("columnheader", name="Size")).to_be_hidden()
+            page.get_by_role("button", name=f"Details of {LONG_NAME}").click()
+            dialog = page.get_by_role("dialog", name=f"Details of “{LONG_NAME}”")
+            expect(dialog).to_contain_text("Uploaded byada")
+            expect(dialog).to_contain_text("Pages1")
+            # The dialog's border too.
+            assert page.evaluate(PAST_THE_EDGES) == [], (username, phone["width"])
+            dialog.get_by_role("button", name="Close").click()
         page.get_by_role("button", name="Sign out").click()
         expect(page.get_by_label("User name", exact=True)).to_be_visible()
 
     # A table that scrolls sideways shows it: a shadow on the edge with columns beyond it.
+    page.set_viewport_size(PHONE)
     _sign_in(page, live, "rex")
     _go(page, "Collections")
     scroller = page.locator(".table-scroll").filter(
@@ -300,6 +325,27 @@ def test_every_section_fits_a_phone_in_every_role(live: LiveServer, page: Any) -
         expect(documents.get_by_role("columnheader", name=column)).to_be_visible()
     assert documents.evaluate(CUT_HEADERS) == []
     screenshot(page, "44-wide-reader-documents.png")
+
+
+def test_the_signed_in_name_keeps_one_line_on_a_phone(live: LiveServer, page: Any) -> None:
+    # "Signed in as" wrapped over "mel" on a 360 px phone, and a long name ran the page past
+    # the screen's edge; now a name too long for the screen ends in an ellipsis, whole in the
+    # text and the title, and every control of the top bar stays on the screen.
+    for phone in (PHONE, SMALLEST_PHONE):
+        page.set_viewport_size(phone)
+        for username in ("mel", LONG_USER):
+            where = (username, phone["width"])
+            _sign_in(page, live, username)
+            signed_in = page.get_by_text("Signed in as")
+            assert signed_in.evaluate(LINES) == 1, where
+            expect(signed_in).to_have_attribute("title", f"Signed in as {username}")
+            if username == "mel":  # a short name is not cut
+                assert signed_in.evaluate("(e) => e.scrollWidth <= e.clientWidth"), where
+            assert page.evaluate(PAST_THE_EDGES) == [], where
+            assert page.evaluate(OUT_OF_REACH) == [], where  # the top bar's links and button
+            screenshot(page, f"45-phone-{phone['width']}-{username[:3]}-top-bar.png")
+            page.get_by_role("button", name="Sign out").click()
+            expect(page.get_by_label("User name", exact=True)).to_be_visible()
 
 
 def test_admin_adds_a_user_changes_its_role_and_disables_it(

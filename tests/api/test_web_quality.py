@@ -26,7 +26,15 @@ from typing import Any
 
 import httpx
 import pytest
-from browser import A11Y_AUDIT, PAST_THE_EDGES, PHONE, artifacts_dir, launched_chromium, screenshot
+from browser import (
+    A11Y_AUDIT,
+    PAST_THE_EDGES,
+    PHONE,
+    SMALLEST_PHONE,
+    artifacts_dir,
+    launched_chromium,
+    screenshot,
+)
 from playwright.sync_api import expect
 from sqlalchemy import create_engine, delete, select
 from sqlalchemy.orm import Session
@@ -53,6 +61,9 @@ TOPICS = [
 ]
 QUESTION = "How often is the pump impeller seal replaced?"
 MINUTES = "Board minutes: the canteen closes for renovation in March; the budget is approved."
+# A file name in one piece (underscores) and a word longer than a small phone's line.
+UNBROKEN_NAME = "north_sea_wind_farm_quarterly_maintenance_report_2026.txt"
+LONG_WORD = "Betriebsanleitungsaktualisierungsprotokoll"
 
 
 @dataclass
@@ -236,6 +247,39 @@ def test_a_member_tests_retrieval_and_sees_the_signals(live: LiveServer, browser
     page.set_viewport_size(PHONE)
     assert page.evaluate(PAST_THE_EDGES) == []
     screenshot(page, "bench-phone.png")
+    page.close()
+
+
+def test_the_bench_fits_the_smallest_phone(live: LiveServer, browser: Any) -> None:
+    # A passage ran past a 320 px screen: its unbroken file name, a long word, and the matched
+    # words, run together without a space into one word too long for the line.
+    admin = Person(live, "ada", "web-quality-smallest-phone")
+    live.create_user(admin.tenant, admin.username, PASSWORD)
+    text = f"The {LONG_WORD} says when the pump impeller seal and shaft bearing were checked."
+    admin.upload(UNBROKEN_NAME, text_document(text))
+    question = f"{LONG_WORD}: pump impeller seal, shaft bearing checked"
+    page = sign_in(browser, admin)
+    page.set_viewport_size(SMALLEST_PHONE)
+    page.get_by_role("link", name="Quality").click()
+    page.get_by_label("Text to search for").fill(question)
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(passages(page).first).to_contain_text(UNBROKEN_NAME)
+    assert page.evaluate(PAST_THE_EDGES) == []
+    # The matched words read as words, and a line wraps between them, not inside a short one.
+    found = admin.api("POST", "/search", json={"query": question, "k": 10, "explain": True})
+    words = found["results"][0]["explain"]["matched_terms"]
+    assert len(words) >= 5, words
+    terms = passages(page).first.locator(".terms")
+    expect(terms).to_have_text("Matched words: " + " ".join(words))
+    cut = terms.locator("mark").evaluate_all(
+        "(marks) => marks.filter((m) => m.getClientRects().length > 1).map((m) => m.textContent)"
+    )
+    assert cut in ([], [LONG_WORD.lower()]), cut
+    screenshot(page, "bench-smallest-phone.png")
+    # Where there is room, the name keeps one line.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    name = passages(page).first.locator("strong")
+    assert name.evaluate("(e) => e.getClientRects().length") == 1
     page.close()
 
 

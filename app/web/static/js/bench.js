@@ -76,6 +76,12 @@ function signal(name, value, max, rank) {
   return [element("span", { text: name }), meter, element("span", { text })];
 }
 
+// Words side by side with a space between them: a line may wrap there, and they read as words
+// (run together, several matched words made one word too long for a small phone).
+function spaced(words) {
+  return words.flatMap((word, i) => (i ? [document.createTextNode(" "), word] : [word]));
+}
+
 function resultItem(result, maxima) {
   const explain = result.explain || {};
   const page = { ...result, marker: result.rank, chunk_id: "" };
@@ -97,11 +103,11 @@ function resultItem(result, maxima) {
     ]),
     element("p", { className: "hint" }, [
       document.createTextNode(rules.length ? "Rules: " : "No rule moved it. "),
-      ...rules,
+      ...spaced(rules),
     ]),
     element("p", { className: "terms hint" }, [
       document.createTextNode(terms.length ? "Matched words: " : "No word matched exactly."),
-      ...terms,
+      ...spaced(terms),
     ]),
   ]);
 }

@@ -72,6 +72,7 @@ function clearPanels() {
   resetActivity();
   setCaller(null);
   $("session-user").textContent = "";
+  $("signed-in").title = "";
   $("session-role").textContent = "";
 }
 
@@ -104,6 +105,7 @@ async function loadCaller() {
   }
   setCaller(me.value);
   $("session-user").textContent = me.value.username;
+  $("signed-in").title = `Signed in as ${me.value.username}`; // the whole name, if cut short
   $("session-role").textContent = me.value.role;
   drawDocuments(); // with the controls this role may use
   return true;
