@@ -137,7 +137,7 @@ class IngestWorkerPool:
             else:
                 metrics.worker_heartbeat(time.time())  # reached the job table
             if not batch:
-                self._idle(seen)  # then claim at once
+                self._idle(seen, young)  # then claim at once
                 continue
             with self._arrival:
                 tenant = batch[0].tenant_id
@@ -171,10 +171,11 @@ class IngestWorkerPool:
         oldest = min(b.started for b in young if b.tenant_id in tenants)
         return tenants, JOIN_AFTER_S - (time.monotonic() - oldest)
 
-    def _idle(self, seen: tuple[int, int]) -> None:
+    def _idle(self, seen: tuple[int, int], skipped: frozenset[str]) -> None:
         """Wait, from `seen` (arrivals, of them left to a young batch), until an upload arrives
         that is not left to a young batch, uploads were left to batches that are no longer
-        young, the pool stops, or the poll interval passes."""
+        young, a tenant the last claim `skipped` (its batch was young) is no longer left to its
+        batches, the pool stops, or the poll interval passes."""
         arrivals, left = seen
         deadline = time.monotonic() + self._poll
         with self._arrival:
@@ -182,9 +183,11 @@ class IngestWorkerPool:
                 held = self._left_to_batch - left
                 if self._arrivals - arrivals > held:
                     return  # an upload no batch will take
-                _, next_look = self._young_batches()
+                young, next_look = self._young_batches()
                 if held and next_look is None:
                     return  # left to batches that have ended or run long: look again
+                if skipped - young:
+                    return  # the claim passed over jobs no batch holds for any more
                 wait = deadline - time.monotonic()
                 if wait <= 0:
                     return
