@@ -22,11 +22,12 @@ from typing import Any
 
 import httpx
 import pytest
-from thread_server import ServerUser, ThreadServer, serving, wait_until
+from thread_server import ServerUser, ThreadServer, serving
 
 from app.main import create_app
 from app.providers.types import ChatRequest, LLMDelta
 from testkit.builders import text_document
+from testkit.waiting import wait_until
 from tests.api.harness import api_settings, assert_error_body
 
 pytestmark = pytest.mark.integration

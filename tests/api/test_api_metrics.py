@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from thread_server import ServerUser, ThreadServer, serving, wait_until
+from thread_server import ServerUser, ThreadServer, serving
 
 from app.api.access import route_keys
 from app.errors import ConfigurationError
@@ -28,6 +28,7 @@ from app.main import create_app
 from app.providers.types import ChatRequest, LLMDelta
 from testkit.builders import text_document
 from testkit.live_server import free_port
+from testkit.waiting import wait_until
 from tests.api.harness import api_settings, assert_error_body
 
 pytestmark = pytest.mark.integration

@@ -13,13 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
-from thread_server import serving, wait_until
+from thread_server import serving
 
 from app.main import create_app
 from app.providers.llms import LlamaCppLLM
 from app.providers.types import ChatRequest, LLMDelta
 from bench.noisy_neighbour import manual, measure, noisy_server, print_report
 from testkit.live_server import REPO_ROOT
+from testkit.waiting import wait_until
 from tests.api.harness import api_settings
 
 pytestmark = pytest.mark.slow

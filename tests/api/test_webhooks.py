@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from testkit.live_server import LiveServer
+from testkit.waiting import wait_until
 from tests.api.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.integration
@@ -162,7 +163,7 @@ def test_deliveries_are_retried_while_the_receiver_is_down_and_across_a_restart(
     receiver.status = 503
     try:
         hooks.upload(hooks.acme, "tide-table.txt", "High tide at 06:12 and 18:40.")
-        receiver_saw = _wait_until(lambda: len(receiver.requests) >= 2)
+        receiver_saw = wait_until(lambda: len(receiver.requests) >= 2, 60, 0.1)
         assert receiver_saw, "the failed delivery was not retried"
         first_ids = {r.headers["webhook-id"] for r in receiver.requests}
         assert len(first_ids) == 1  # one delivery, retried under the same webhook-id
@@ -179,17 +180,6 @@ def test_deliveries_are_retried_while_the_receiver_is_down_and_across_a_restart(
         assert entry["status"] == "delivered" and entry["attempts"] >= 3
     finally:
         hooks.call(hooks.acme, "DELETE", f"/webhooks/{made['webhook_id']}")
-
-
-def _wait_until(condition: Any, timeout_s: float = 60) -> bool:
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_bad_webhook_bodies_are_refused(hooks: Hooks, tmp_path: Path) -> None:
@@ -230,7 +220,9 @@ def test_a_webhook_hears_only_of_documents_its_creator_reads_when_it_is_delivere
             path = f"/webhooks/{made['webhook_id']}/deliveries"
             return hooks.call(hooks.acme, "GET", path).json()["data"]
 
-        assert _wait_until(lambda: {d["status"] for d in settled()} == {"delivered", "failed"})
+        assert wait_until(
+            lambda: {d["status"] for d in settled()} == {"delivered", "failed"}, 60, 0.1
+        )
         (withheld,) = [d for d in settled() if d["status"] == "failed"]
         assert "may not read" in withheld["last_error"]
         assert [r.body["data"]["source"] for r in receiver.requests] == ["canteen.txt"]

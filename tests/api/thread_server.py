@@ -70,16 +70,6 @@ def serving(app: FastAPI) -> Iterator[ThreadServer]:
         server.stop()
 
 
-def wait_until(condition: object, timeout_s: float = 10.0) -> bool:
-    """Poll a zero-argument callable until it is true (the server acts on its own thread)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return True
-        time.sleep(0.01)
-    return bool(callable(condition) and condition())
-
-
 class ServerUser:
     """A user of one tenant (`name-tenant`), created in the server's container, talking to the
     server over HTTP with a bearer token."""

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from testkit.waiting import wait_until
 from tests.client.conftest import ClientServer, Ran
 
 pytestmark = pytest.mark.integration
@@ -230,10 +231,10 @@ def test_watch_syncs_again_when_files_change(client_server: ClientServer, tmp_pa
     write(root, "first.txt", "The first buoy is green.")
     running = rag.popen("sync", str(root), "--watch", "--delete", "--json")
     try:
-        assert _eventually(lambda: set(listed(client_server, "watched")) == {"first.txt"})
+        assert wait_until(lambda: set(listed(client_server, "watched")) == {"first.txt"}, 60, 0.2)
         write(root, "second.txt", "The second buoy is red.")
         (root / "first.txt").unlink()
-        assert _eventually(lambda: set(listed(client_server, "watched")) == {"second.txt"})
+        assert wait_until(lambda: set(listed(client_server, "watched")) == {"second.txt"}, 60, 0.2)
     finally:
         running.send_signal(signal.SIGINT)
         running.wait(timeout=30)
@@ -241,15 +242,6 @@ def test_watch_syncs_again_when_files_change(client_server: ClientServer, tmp_pa
     assert running.stdout is not None
     summaries = [json.loads(line) for line in running.stdout.read().decode().splitlines()]
     assert len(summaries) >= 2  # one JSON document per line, one per sync
-
-
-def _eventually(condition: Callable[[], bool], timeout_s: float = 60) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def test_docs_and_jobs_commands(client_server: ClientServer, tmp_path: Path) -> None:
@@ -283,7 +275,7 @@ def test_ctrl_c_stops_a_sync_and_a_rerun_finishes_it(
         root, "log", lambda i: f"Logbook entry {i}: wind {i % 8} Beaufort, {i * 3} nautical miles."
     )
     running = rag.popen("sync", str(root), "--concurrency", "1")
-    assert _eventually(lambda: len(listed(client_server, "stopped")) >= 3)
+    assert wait_until(lambda: len(listed(client_server, "stopped")) >= 3, 60, 0.2)
     pressed = time.monotonic()
     running.send_signal(signal.SIGINT)
     running.wait(timeout=30)

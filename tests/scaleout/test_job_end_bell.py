@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from app.jobs.ending_bell import RedisEndingBell
 from app.jobs.store import JobRecord
 from app.services.job_wait import wait_for_job
 from testkit.local_stack import REDIS_URL
+from testkit.waiting import wait_until
 from tests.queued_jobs import jobs_watched, mark_done, queue_job
 
 pytestmark = pytest.mark.integration
@@ -102,7 +102,7 @@ def test_the_listener_hears_again_after_its_connection_is_cut(redis_namespace: A
     bell.listen(heard.extend)
     try:
         announcer.announce(["job-1"])
-        assert eventually(lambda: heard == ["job-1"])
+        assert wait_until(lambda: heard == ["job-1"])
         for client in redis_namespace.client.client_list(_type="pubsub"):
             if client["name"] == name:  # as a Redis restart or a network cut would
                 redis_namespace.client.client_kill_filter(_id=client["id"])
@@ -113,17 +113,7 @@ def test_the_listener_hears_again_after_its_connection_is_cut(redis_namespace: A
             announcer.announce(["job-2"])
             return "job-2" in heard
 
-        assert eventually(announced_and_heard)
+        assert wait_until(announced_and_heard)
     finally:
         bell.stop()
         listening.close()
-
-
-def eventually(condition: Callable[[], bool], timeout_s: float = 10) -> bool:
-    """Whether `condition` holds within `timeout_s`, looked at every 50 ms."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
