@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -108,41 +109,37 @@ def rq_queue(settings: Settings, client: redis.Redis[bytes]) -> Queue:
     return Queue(queue_name(settings), connection=client, serializer=JSONSerializer)
 
 
+@dataclass
 class RedisJobQueue:
     """The API side of the Redis backend: sends job ids to worker processes, runs none itself.
 
     It never re-queues jobs at start-up: with several API processes and live workers, only a
-    worker's sweep (which respects heartbeats) may decide a job was abandoned.
+    worker's sweep (which respects heartbeats) may decide a job was abandoned. Given an
+    `ending_bell`, it listens from its start for the jobs the workers end, and rings the waiters
+    of `jobs` (this process's job store).
     """
 
-    def __init__(
-        self,
-        queue: Queue,
-        timeout_s: int,
-        jobs: JobStore | None = None,
-        ending_bell: RedisEndingBell | None = None,
-    ) -> None:
-        self._queue = queue
-        self._timeout_s = timeout_s
-        self._jobs = jobs
-        self._ending_bell = ending_bell
+    queue: Queue
+    timeout_s: int
+    jobs: JobStore | None = None
+    ending_bell: RedisEndingBell | None = None
 
     @property
     def name(self) -> str:
         """The rq queue the jobs go to."""
-        return str(self._queue.name)
+        return str(self.queue.name)
 
     def start(self) -> None:
         """Listen for the workers' job ends (for this process's waiting clients); the workers
         run elsewhere."""
-        log.info("ingestion jobs go to Redis queue %s", self._queue.name)
-        if self._ending_bell is not None and self._jobs is not None:
-            self._ending_bell.listen(self._jobs.endings.heard)
+        log.info("ingestion jobs go to Redis queue %s", self.queue.name)
+        if self.ending_bell is not None and self.jobs is not None:
+            self.ending_bell.listen(self.jobs.endings.heard)
 
     def enqueue(self, job: JobRecord) -> None:
         """Send the job id; if Redis is down the job stays queued and a worker's sweep sends it."""
         try:
-            send(self._queue, job.job_id, job.attempts, self._timeout_s)
+            send(self.queue, job.job_id, job.attempts, self.timeout_s)
         except redis.RedisError as exc:
             log.warning(
                 "could not send job %s to Redis (%s); it stays queued and will be re-sent",
@@ -152,6 +149,6 @@ class RedisJobQueue:
 
     def stop(self) -> None:
         """Stop listening and close the Redis connections of this process."""
-        if self._ending_bell is not None:
-            self._ending_bell.stop()
-        self._queue.connection.close()
+        if self.ending_bell is not None:
+            self.ending_bell.stop()
+        self.queue.connection.close()
