@@ -336,28 +336,29 @@ def test_the_admin_turns_feedback_into_a_set_runs_it_and_reads_the_chart(
     assert audit["unnamed"] == [] and audit["low"] == [], audit
     # On a phone the chart takes the card's width and the metric picker keeps inside it (a
     # figure's indent pushed the picker, as wide as its longest choice, past the card's edge).
-    page.set_viewport_size(PHONE)
-    assert page.evaluate(PAST_THE_EDGES) == []
-    # Redrawn for the phone: its text as large on screen as at full width (it shrank with the
-    # drawing to about 5 px), and the dates under the axis do not run into each other.
-    expect(page.locator("#eval-chart svg")).to_have_count(1)
-    labels = page.locator("#eval-chart svg text").evaluate_all(
-        """(texts) => texts.map((t) => {
-            const box = t.getBoundingClientRect();
-            return {text: t.textContent, height: box.height, left: box.left, right: box.right,
-                    top: box.top};
-        })"""
-    )
-    assert labels and min(label["height"] for label in labels) >= 10, labels
-    drawing = page.locator("#eval-chart svg").bounding_box()
-    assert drawing is not None
-    inside = (drawing["x"] - 0.5, drawing["x"] + drawing["width"] + 0.5)
-    assert all(inside[0] <= lab["left"] and lab["right"] <= inside[1] for lab in labels), labels
-    under_axis = sorted(
-        (label for label in labels if label["top"] == max(lab["top"] for lab in labels)),
-        key=lambda label: label["left"],
-    )
-    assert all(a["right"] <= b["left"] for a, b in pairwise(under_axis)), under_axis
+    for size in (PHONE, SMALLEST_PHONE):  # a common phone, and the narrowest still in use
+        page.set_viewport_size(size)
+        assert page.evaluate(PAST_THE_EDGES) == []
+        # Redrawn for the phone: its text as large on screen as at full width (it shrank with the
+        # drawing to about 5 px), and the dates under the axis do not run into each other.
+        expect(page.locator("#eval-chart svg")).to_have_count(1)
+        labels = page.locator("#eval-chart svg text").evaluate_all(
+            """(texts) => texts.map((t) => {
+                const box = t.getBoundingClientRect();
+                return {text: t.textContent, height: box.height, left: box.left, right: box.right,
+                        top: box.top};
+            })"""
+        )
+        assert labels and min(label["height"] for label in labels) >= 10, labels
+        drawing = page.locator("#eval-chart svg").bounding_box()
+        assert drawing is not None
+        inside = (drawing["x"] - 0.5, drawing["x"] + drawing["width"] + 0.5)
+        assert all(inside[0] <= lab["left"] and lab["right"] <= inside[1] for lab in labels), labels
+        under_axis = sorted(
+            (label for label in labels if label["top"] == max(lab["top"] for lab in labels)),
+            key=lambda label: label["left"],
+        )
+        assert all(a["right"] <= b["left"] for a, b in pairwise(under_axis)), under_axis
     screenshot(page, "evaluation-view-phone.png")
     page.locator("#eval-chart-figure").screenshot(path=str(artifacts_dir() / "chart-phone.png"))
     page.close()

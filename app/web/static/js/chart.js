@@ -27,7 +27,10 @@ function label(value, isRate) {
 // the drawing shrinks, and fewer dates go under the axis).
 export function lineChart(title, points, { isRate = true, shownWidth = WIDTH } = {}) {
   const screenWidth = Math.max(1, Math.min(shownWidth, WIDTH));
-  const axisLabels = Math.max(2, Math.min(AXIS_LABELS, Math.floor(screenWidth / LABEL_PX)));
+  // As many dates as the axis holds on screen (its margins keep their size there): one, the
+  // newest, on the narrowest phones, where two ran into each other.
+  const axisPx = screenWidth - PAD.left - PAD.right;
+  const axisLabels = Math.max(1, Math.min(AXIS_LABELS, Math.floor(axisPx / LABEL_PX)));
   // Drawing units per screen pixel: the text and the margins that hold it grow by this much.
   const grow = WIDTH / screenWidth;
   const pad = Object.fromEntries(Object.entries(PAD).map(([side, units]) => [side, units * grow]));
