@@ -159,18 +159,21 @@ async def _sync_folder(
     return timings, probed
 
 
+def bench_server_settings(provider: str, uploads: int, extra: dict[str, str]) -> dict[str, str]:
+    """The server settings of an upload bench: the embedder, and the queue quota and the auth
+    rate opened up for `uploads` files; `extra` on top."""
+    return {
+        "RAG_EMBEDDING_PROVIDER": provider,
+        "RAG_QUOTA_QUEUED_JOBS": str(10 * uploads),
+        "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
+        **extra,
+    }
+
+
 def bench_server(data: Path, provider: str, uploads: int, extra: dict[str, str]) -> LiveServer:
-    """A live server for `uploads` files (queue quota and auth rate opened up) with the bench
-    user made; not started."""
-    server = LiveServer(
-        data,
-        {
-            "RAG_EMBEDDING_PROVIDER": provider,
-            "RAG_QUOTA_QUEUED_JOBS": str(10 * uploads),
-            "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
-            **extra,
-        },
-    )
+    """A live server for `uploads` files (`bench_server_settings`) with the bench user made;
+    not started."""
+    server = LiveServer(data, bench_server_settings(provider, uploads, extra))
     server.create_user(TENANT, "bench-user", PASSWORD)
     return server
 

@@ -33,7 +33,7 @@ import httpx
 
 from bench.common import percentile, process_cpu_s, table
 from bench.ingest_common import bench_settings, embed_once, paragraph_files
-from bench.ingest_http import bench_server
+from bench.ingest_http import bench_server, bench_server_settings
 from testkit.local_stack import PASSWORD as STACK_PASSWORD
 from testkit.local_stack import LocalStack
 
@@ -102,12 +102,7 @@ def _target(
             assert server.process is not None
             yield Target(server.url, PASSWORD, (server.process.pid,))
         return
-    settings = {
-        "RAG_EMBEDDING_PROVIDER": provider,
-        "RAG_QUOTA_QUEUED_JOBS": str(10 * uploads),
-        "RAG_RATE_LIMIT_AUTH_PER_MINUTE": "1000",
-        **extra,
-    }
+    settings = bench_server_settings(provider, uploads, extra)
     stack = LocalStack(base / "stack", settings=settings)
     try:
         stack.start_backends()
