@@ -6,6 +6,9 @@
 - Every `make TARGET` command in the README's quick start is a target of the Makefile.
 - No document points at an issue tracker the repository does not hold ("#37", "issue 38"): it
   says what the thing is instead.
+- No document names a folder of the machine it was written on (`/work/...`, `/home/...`,
+  `/root/...`, `/Users/...`), code blocks included: paths are relative to the checkout or named
+  by their setting.
 
 Prints each problem and exits 1 when there is one.
 """
@@ -24,6 +27,9 @@ FENCE = re.compile(r"^\s*(```|~~~)")
 EXTERNAL = ("http://", "https://", "mailto:")
 # "#37" standing alone (not a heading's marks, an anchor, `&#39;` or inside a word), or "issue 38".
 TRACKER_REFERENCE = re.compile(r"(?<![\w/&#(])#\d{1,3}(?![\w-])|\bissues? ?#?\d+\b", re.IGNORECASE)
+
+# A home or workplace folder at the start of a path (not `/home` inside a longer name).
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|home|root|Users)/[\w.-]+")
 
 
 def markdown_files(root: Path = ROOT) -> list[Path]:
@@ -99,6 +105,19 @@ def tracker_references(path: Path, root: Path = ROOT) -> list[str]:
     return problems
 
 
+def machine_paths(path: Path, root: Path = ROOT) -> list[str]:
+    """Lines of one Markdown file, code included, that name a folder of the writer's machine."""
+    problems = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for match in MACHINE_PATH.finditer(line):
+            where = f"{path.relative_to(root)}:{number}"
+            problems.append(
+                f"{where}: names a folder of one machine ({match.group(0)!r}); "
+                "make it relative to the checkout or name its setting"
+            )
+    return problems
+
+
 def quick_start_commands(readme: Path) -> list[str]:
     """The `make` targets named in the code blocks of the README's "Quick start" section."""
     targets, in_section, fenced = [], False, False
@@ -145,6 +164,7 @@ def main() -> int:
     for path in markdown_files():
         problems.extend(link_problems(path))
         problems.extend(tracker_references(path))
+        problems.extend(machine_paths(path))
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0

@@ -32,7 +32,19 @@ def test_the_repository_documents_pass() -> None:
     for path in check_docs.markdown_files():
         problems += check_docs.link_problems(path)
         problems += check_docs.tracker_references(path)
+        problems += check_docs.machine_paths(path)
     assert problems == []
+
+
+def test_a_document_naming_a_folder_of_one_machine_is_reported(tmp_path: Path) -> None:
+    write_repo(
+        tmp_path,
+        QUICK_START + "Run it with `RAG_EVAL_DATA_DIR=/work/shared/data`.\n"
+        "```\ncd /home/sara/rag && make eval\n```\n"
+        "Not a machine's folder: `eval/work/notes`, `~/.config/rag`, `/srv/rag/data`.\n",
+    )
+    problems = check_docs.machine_paths(tmp_path / "README.md", tmp_path)
+    assert [p.split("(")[1].split(")")[0] for p in problems] == ["'/work/shared'", "'/home/sara'"]
 
 
 def test_a_document_naming_an_issue_by_its_number_is_reported(tmp_path: Path) -> None:
