@@ -63,6 +63,9 @@ class MemoisedEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self._inner.embed_query(text)
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        return self._inner.embed_queries(texts)
+
 
 def memo_providers() -> ProviderOverrides:
     """The configured `use` model, memoised, as this process's embedder."""

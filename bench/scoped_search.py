@@ -57,6 +57,9 @@ class HashedEmbedder:
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [self.embed_query(text) for text in texts]
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_documents(texts)
+
 
 def _load(corpus: Corpus, embedder: HashedEmbedder, chunks: int, rng: random.Random) -> list[str]:
     words = [f"w{i}" for i in range(2000)]

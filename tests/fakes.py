@@ -96,6 +96,10 @@ class FakeEmbedder:
         """Embed passages."""
         return [self.embed_query(text) for text in texts]
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Embed questions."""
+        return [self.embed_query(text) for text in texts]
+
     def embed_query(self, text: str) -> list[float]:
         """Embed a question (the fake model has no query prefix)."""
         vector = np.zeros(self._dimension, dtype=np.float32)

@@ -48,14 +48,14 @@ Similarity = Callable[[str], Sequence[float]]
 
 def embedding_similarity(embedder: Embedder, passages: Sequence[str]) -> Similarity:
     """Cosine of a claim with each passage by `embedder` (its vectors are L2-normalised), the
-    passages embedded once, at the first call. Claim and passages are both embedded as
-    questions: a symmetric comparison, in this process (an embedder's passage side may be a
-    child process busy with an upload's batch)."""
+    passages embedded once, together (one request to a remote embedder), at the first call.
+    Claim and passages are both embedded as questions: a symmetric comparison, in this process
+    (an embedder's passage side may be a child process busy with an upload's batch)."""
     vectors: list[np.ndarray] = []
 
     def similarity(claim: str) -> list[float]:
         if not vectors:
-            vectors.extend(np.asarray(embedder.embed_query(text)) for text in passages)
+            vectors.extend(np.asarray(vector) for vector in embedder.embed_queries(list(passages)))
         query = np.asarray(embedder.embed_query(claim))
         return [float(vector @ query) for vector in vectors]
 

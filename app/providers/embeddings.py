@@ -101,7 +101,13 @@ class LocalModelEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a question (the model adds its query prefix, if it has one)."""
-        return _as_lists(self._encode(self._encode_queries, [text]))[0]
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Embed questions in batches (the model adds its query prefix, if it has one)."""
+        if not texts:
+            return []
+        return _as_lists(self._encode(self._encode_queries, texts))
 
 
 class LangChainEmbedder:
@@ -159,6 +165,16 @@ class LangChainEmbedder:
             lambda: [self._embeddings.embed_query(self.query_prefix + strip_vowel_marks(text))]
         )[0].tolist()
         return vector
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Embed questions in one request: the query prefix added here, then the model's
+        passage call, which is what `embed_query` of the wrapped classes does for one text
+        (OpenAI's and Ollama's embed a question as a batch of one; sentence-transformers' use
+        the same encoding arguments for both, as `_build_huggingface` sets only those)."""
+        if not texts:
+            return []
+        prefixed = [self.query_prefix + strip_vowel_marks(text) for text in texts]
+        return _as_lists(self._call(lambda: self._embeddings.embed_documents(prefixed)))
 
 
 class EmbedderKey(NamedTuple):

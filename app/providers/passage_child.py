@@ -95,6 +95,10 @@ class PassageChildEmbedder:
         """A question: embedded in this process (one text, faster than a round trip)."""
         return self._local_model().embed_query(text)
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Questions, several at once: in this process too."""
+        return self._local_model().embed_queries(texts)
+
     def _local_model(self) -> Embedder:
         with self._local_lock:
             if self._local is None:

@@ -29,6 +29,11 @@ class Embedder(Protocol):
         """Embed a question (with the model's query prefix, if it has one)."""
         ...
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Embed several texts as questions at once (one request to a remote server); each gets
+        the vector `embed_query` gives it."""
+        ...
+
 
 @runtime_checkable
 class Reranker(Protocol):

@@ -159,6 +159,9 @@ class FailingEmbedder(FakeEmbedder):
     def embed_query(self, text: str) -> list[float]:
         raise ConnectionError("embedding server unreachable")
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        raise ConnectionError("embedding server unreachable")
+
 
 def test_an_embedder_that_fails_leaves_the_answer_to_the_term_rules() -> None:
     """The citation check is a refinement: the answer streams to its end with the markers the
@@ -180,25 +183,30 @@ def test_an_embedder_that_fails_leaves_the_answer_to_the_term_rules() -> None:
     assert answered(FailingEmbedder()) == answered(None)
 
 
-def test_the_passages_are_embedded_at_the_first_marker_not_before() -> None:
+def test_the_passages_are_embedded_at_the_first_marker_in_one_request() -> None:
     embedder = CountingEmbedder()
     similarity = embedding_similarity(embedder, TEXTS)
-    assert embedder.calls == 0  # nothing before the model writes a marker
+    assert embedder.requests == []  # nothing before the model writes a marker
 
     first = similarity("The Eiffel Tower was completed in 1889")
-    assert embedder.calls == len(TEXTS) + 1
+    # The passages together (one request to a remote embedder), then the claim.
+    assert embedder.requests == [len(TEXTS), 1]
     similarity("It is 330 metres tall")
-    assert embedder.calls == len(TEXTS) + 2  # the passages once, each claim once
+    assert embedder.requests == [len(TEXTS), 1, 1]  # the passages once, each claim once
     assert max(range(len(first)), key=first.__getitem__) == 0  # the tower's own passage
 
 
 class CountingEmbedder(FakeEmbedder):
-    """The fake embedder, counting the texts it embeds as questions."""
+    """The fake embedder, recording how many texts each request embeds as questions."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.calls = 0
+        self.requests: list[int] = []
 
     def embed_query(self, text: str) -> list[float]:
-        self.calls += 1
+        self.requests.append(1)
         return super().embed_query(text)
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        self.requests.append(len(texts))
+        return [super(CountingEmbedder, self).embed_query(text) for text in texts]
