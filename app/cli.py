@@ -238,7 +238,7 @@ def cmd_create_key(container: Container, args: argparse.Namespace) -> int:
     if user.disabled:
         print(f"error: user {args.username} is disabled", file=sys.stderr)
         return 1
-    owner = Identity(user.id, user.tenant_id, user.username, user.role)
+    owner = Identity.of_user(user)
     operator = Actor(user.tenant_id, None, "cli")
     issued = container.api_keys.create(owner, operator, args.name, args.role, args.expires_in_days)
     record = issued.record

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from app.services.uploads import UploadDeps
     from app.services.users import UserService
     from app.services.webhooks import DocumentEvents, WebhookDeps
+    from app.storage.api_keys import ApiKeyStore
     from app.storage.cache import AnswerCache
     from app.storage.chunks import ChunkStore
     from app.storage.collections import AccessStore
@@ -551,12 +552,18 @@ class Container:
         return ApiKeyHasher(resolve_api_key_secret(self.settings))
 
     @cached_property
-    def api_keys(self) -> ApiKeyService:
-        from app.services.api_keys import ApiKeyService
+    def api_key_store(self) -> ApiKeyStore:
+        """API keys and their owners in the service database (one for issuing and checking)."""
         from app.storage.api_keys import ApiKeyStore
 
+        return ApiKeyStore(self.database)
+
+    @cached_property
+    def api_keys(self) -> ApiKeyService:
+        from app.services.api_keys import ApiKeyService
+
         return ApiKeyService(
-            ApiKeyStore(self.database), self.api_key_hasher, self.settings.max_keys_per_user
+            self.api_key_store, self.api_key_hasher, self.settings.max_keys_per_user
         )
 
     @cached_property
@@ -570,12 +577,11 @@ class Container:
     def authenticator(self) -> Authenticator:
         """Checks every request's bearer credential: an access token or an API key."""
         from app.services.auth import Authenticator
-        from app.storage.api_keys import ApiKeyStore
 
         return Authenticator(
             self.token_codec,
             self.user_store,
-            ApiKeyStore(self.database),
+            self.api_key_store,
             self.api_key_hasher,
             self.revoked_tokens,
             self.single_sign_on.user_for_access_token,

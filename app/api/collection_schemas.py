@@ -90,6 +90,13 @@ class GrantIn(BaseModel):
             raise ValueError("a grant names exactly one of group_id and user_id")
         return self
 
+    def as_grant(self) -> Grant:
+        """This grant as the service takes it (a group still by id or name)."""
+        if self.group_id is not None:
+            return Grant("group", self.group_id, self.permission)
+        assert self.user_id is not None  # _one_holder: exactly one of them
+        return Grant("user", self.user_id, self.permission)
+
 
 class GrantsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")

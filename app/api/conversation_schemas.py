@@ -17,6 +17,7 @@ from app.request_limits import (
 )
 from app.services.blocks.followups import Rewrite
 from app.services.conversations import AnsweredTurn
+from app.storage.tables import CONVERSATION_TITLE_CHARS
 
 RewriteMethod = Literal["none", "llm", "fallback"]
 
@@ -27,6 +28,26 @@ class ConversationOut(Record):
     messages: int = Field(description="messages kept (two per turn)")
     created_at: IsoTime
     updated_at: IsoTime
+
+
+class ConversationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(
+        default=None,
+        max_length=CONVERSATION_TITLE_CHARS,
+        description="what listings show for it (on one line); without it, the first question",
+    )
+
+    @field_validator("title")
+    @classmethod
+    def _one_line(cls, title: str | None) -> str | None:
+        if title is None:
+            return None
+        line = " ".join(title.split())
+        if not line:
+            raise ValueError("a title needs a visible character (or leave it out)")
+        return line
 
 
 class MessageIn(ScopeFields):

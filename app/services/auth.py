@@ -10,7 +10,7 @@ gone; it acts with the weaker of its own role and its user's current role.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from app.domain import KeyScope, Role, weaker_role
@@ -54,6 +54,13 @@ class Identity:
     # The tenant's access version, read with the credential (None: not read; whoever resolves
     # the caller's collections reads it then).
     access_version: int | None = None
+
+    @classmethod
+    def of_user(cls, user: UserRecord) -> Identity:
+        """A user acting with their own role; a credential's details are `replace`d in."""
+        return cls(
+            user_id=user.id, tenant_id=user.tenant_id, username=user.username, role=user.role
+        )
 
     @property
     def is_key(self) -> bool:
@@ -116,11 +123,8 @@ class Authenticator:
             or (not in_database and self._revoked.is_revoked(claims.token_id))
         ):
             raise AuthenticationFailed(INVALID_TOKEN_MESSAGE)
-        return Identity(
-            user_id=user.id,
-            tenant_id=user.tenant_id,
-            username=user.username,
-            role=user.role,
+        return replace(
+            Identity.of_user(user),
             token_id=claims.token_id,
             token_expires_at=claims.expires_at,
             access_version=subject.access_version,
@@ -131,9 +135,7 @@ class Authenticator:
         if user is None or not _active_in(user, user.tenant_id):
             raise AuthenticationFailed(INVALID_TOKEN_MESSAGE)
         # Not a session of this service: it ends when the provider's token expires.
-        return Identity(
-            user_id=user.id, tenant_id=user.tenant_id, username=user.username, role=user.role
-        )
+        return Identity.of_user(user)
 
     def _by_key(self, key: str) -> Identity:
         if not API_KEY_PATTERN.fullmatch(key):  # not even shaped like a key: no lookup
@@ -147,10 +149,8 @@ class Authenticator:
         if expired or not _active_in(user, record.tenant_id):
             raise AuthenticationFailed(INVALID_KEY_MESSAGE)
         self._keys.touch(record, now)
-        return Identity(
-            user_id=user.id,
-            tenant_id=user.tenant_id,
-            username=user.username,
+        return replace(
+            Identity.of_user(user),
             role=weaker_role(record.role, user.role),
             key_id=record.key_id,
             key_expires_at=record.expires_at,

@@ -2,10 +2,14 @@
 may do what (app/services/collection_access.py decides the permissions).
 
 A collection the caller may not read behaves exactly like a missing one (404, the same message);
-one it reads but may not manage or write answers 403. Every change writes its audit entry in
-the transaction of the change; creating, changing or deleting a collection then queues its
-webhook event. Moving a document or changing its metadata bumps the tenant's
-corpus version, so scopes, keyword masks and cached answers that depended on it are rebuilt.
+one it reads but may not manage or write answers 403. Names are unique in a tenant, so choosing
+one (creating or renaming a collection) is for callers who read every collection: anyone else
+could learn a hidden collection's name from the 409 of a taken one, so they get a 403 whatever
+the name. A grant names a group only once the caller is known to manage the collection.
+Every change writes its audit entry in the transaction of the change; creating, changing or
+deleting a collection then queues its webhook event. Moving a document or changing its
+metadata bumps the tenant's corpus version, so scopes, keyword masks and cached answers that
+depended on it are rebuilt.
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ MAX_NAME = 64
 # Names may not look like generated ids, so "id or name" never means two things.
 _ID_LIKE = re.compile(r"(col|grp)_[0-9a-f]{12}")
 DOCUMENT_NOT_FOUND = "document not found"
+NAMING_NEEDS_EVERY_COLLECTION = (
+    "choosing a collection's name needs read access to every collection of the tenant (names "
+    "are unique across it, hidden ones too): ask an admin, signed in or with an unlimited key"
+)
 
 
 def checked_name(name: str, what: str) -> str:
@@ -133,6 +141,7 @@ class CollectionService:
         visibility: Visibility,
     ) -> CollectionRecord:
         """A new collection (the route lets only admins call it)."""
+        _check_sees_every_name(access)
         name = checked_name(name, "collection")
         entry = actor.entry("collection.created", name=name, visibility=visibility)
         created = self.store.create_collection(
@@ -168,6 +177,7 @@ class CollectionService:
         """Rename, re-describe or change the visibility of a managed collection."""
         found = self._managed(access, id_or_name)
         if change.name is not None:
+            _check_sees_every_name(access)
             change = CollectionChange(
                 checked_name(change.name, "collection"), change.description, change.visibility
             )
@@ -216,8 +226,10 @@ class CollectionService:
     def set_grants(
         self, access: CollectionAccess, actor: Actor, id_or_name: str, grants: Sequence[Grant]
     ) -> CollectionRecord:
-        """Replace a managed collection's grants (in effect on every process's next request)."""
+        """Replace a managed collection's grants (in effect on every process's next request); a
+        group's grant may name it by id or name (NotFound: no such group)."""
         found = self._managed(access, id_or_name)
+        grants = [self._by_group_id(access.tenant_id, g) for g in grants]
         unique = {(g.principal_kind, g.principal_id): g for g in grants}
         if len(unique) != len(grants):
             raise InvalidInput("a group or user appears twice in grants")
@@ -227,6 +239,13 @@ class CollectionService:
         )
         self.store.replace_grants(access.tenant_id, found.collection_id, list(grants), entry)
         return found
+
+    def _by_group_id(self, tenant_id: str, grant: Grant) -> Grant:
+        """The grant with its group named by id (a user's as it is)."""
+        if grant.principal_kind != "group":
+            return grant
+        group = self.group(tenant_id=tenant_id, id_or_name=grant.principal_id).group
+        return Grant("group", group.group_id, grant.permission)
 
     # --- groups (admins: the routes check the role) ---
 
@@ -351,6 +370,13 @@ class CollectionService:
         self._check_write(
             access, self.document_collection(access, document_id=document_id), uploaded_by, user_id
         )
+
+
+def _check_sees_every_name(access: CollectionAccess) -> None:
+    """Forbidden, whatever the name, unless the caller reads every collection: a taken name's
+    409 would otherwise confirm a collection it may not see."""
+    if not access.reads_everything:
+        raise Forbidden(NAMING_NEEDS_EVERY_COLLECTION)
 
 
 def stats_in_reach(stats: TenantStats, store: AccessStore, access: CollectionAccess) -> TenantStats:

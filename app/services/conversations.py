@@ -191,9 +191,10 @@ async def rewrite_follow_up(
         slot.release()
 
 
-def start(store: ConversationStore, caller: Caller) -> ConversationRecord:
-    """A new, empty conversation of the caller (QuotaExceeded at their quota: 413)."""
-    return store.create(caller.tenant_id, caller.user_id)
+def start(store: ConversationStore, caller: Caller, title: str = "") -> ConversationRecord:
+    """A new, empty conversation of the caller, titled (else its first question titles it;
+    QuotaExceeded at their quota: 413)."""
+    return store.create(caller.tenant_id, caller.user_id, title)
 
 
 def get(store: ConversationStore, caller: Caller, *, conversation_id: str) -> ConversationRecord:

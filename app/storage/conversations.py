@@ -134,20 +134,21 @@ class ConversationStore:
         self._db = database
         self.quota = quota
 
-    def create(self, tenant_id: str, user_id: str) -> ConversationRecord:
-        """A new, empty conversation of this user (QuotaExceeded when they have their quota)."""
+    def create(self, tenant_id: str, user_id: str, title: str = "") -> ConversationRecord:
+        """A new, empty conversation of this user (QuotaExceeded when they have their quota);
+        without a title, its first question gives it one."""
         # Two creates at once would both count below the quota; the lock orders them.
         with self._db.named_lock(f"conversations-of:{tenant_id}:{user_id}"):
-            return self._create(tenant_id, user_id)
+            return self._create(tenant_id, user_id, title)
 
-    def _create(self, tenant_id: str, user_id: str) -> ConversationRecord:
+    def _create(self, tenant_id: str, user_id: str, title: str) -> ConversationRecord:
         limit = self.quota.conversations_per_user
         now = utc_now()
         row = ConversationRow(
             conversation_id=_new_id(),
             tenant_id=tenant_id,
             user_id=user_id,
-            title="",
+            title=title,
             created_at=now,
             updated_at=now,
         )

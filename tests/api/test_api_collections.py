@@ -539,3 +539,99 @@ def test_a_name_is_one_name_however_its_accents_are_composed(
             found = api.client.get(f"{path}/{quote(spelt, safe='')}", headers=people.admin.headers)
             assert found.status_code == 200, found.text
             assert found.json()["name"] == composed
+
+
+def _same_answer(hidden: Any, absent: Any, hidden_name: str, absent_name: str) -> None:
+    """Two responses alike but for the name asked for: nothing tells the two names apart."""
+    assert hidden.status_code == absent.status_code, (hidden.text, absent.text)
+    assert hidden.text.replace(hidden_name, "X") == absent.text.replace(absent_name, "X")
+
+
+def test_a_hidden_collection_s_name_is_no_oracle_when_naming_a_collection(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    """Creating or renaming to the name of a collection the caller cannot read answers exactly
+    as a free name does; only a caller who sees every collection is told a name is taken."""
+    made = _post(api, people.admin, "/collections", {"name": "harbour-ops"})
+    assert made.status_code == 201, made.text
+    ops = made.json()["collection_id"]
+    granted = api.client.put(
+        f"/collections/{ops}/access",
+        json={"grants": [{"user_id": people.member.user_id, "permission": "manage"}]},
+        headers=people.admin.headers,
+    )
+    assert granted.status_code == 200, granted.text
+    issued = _post(api, people.admin, "/auth/keys", {"name": "ops", "collections": ["general"]})
+    assert issued.status_code == 201, issued.text
+    key = {"Authorization": f"Bearer {issued.json()['key']}"}
+    created: list[str] = []
+    try:
+        # The member manages harbour-ops but cannot read board; the admin's key reads general.
+        probes = [
+            (people.member.headers, "PATCH", f"/collections/{ops}"),
+            (key, "PATCH", "/collections/general"),
+            (key, "POST", "/collections"),
+        ]
+        for headers, method, path in probes:
+            answers = []
+            for name in ("board", "free-name"):
+                response = api.client.request(method, path, json={"name": name}, headers=headers)
+                if response.status_code == 201:
+                    created.append(response.json()["collection_id"])
+                answers.append(response)
+            hidden, free = answers
+            _same_answer(hidden, free, "board", "free-name")
+            assert_error_body(hidden, 403, "forbidden")
+        # Nothing was renamed; the manager still re-describes it.
+        names = {
+            c["name"]
+            for c in api.client.get("/collections", headers=people.admin.headers).json()["data"]
+        }
+        assert {"harbour-ops", "general", "board"} <= names and "free-name" not in names
+        described = api.client.patch(
+            f"/collections/{ops}",
+            json={"description": "Tugs and pilots"},
+            headers=people.member.headers,
+        )
+        assert described.status_code == 200, described.text
+        # An admin signed in reads every collection: a taken name is a 409 naming it.
+        taken = api.client.patch(
+            f"/collections/{ops}", json={"name": "board"}, headers=people.admin.headers
+        )
+        assert_error_body(taken, 409, "conflict")
+        assert "board" in taken.json()["error"]["message"]
+    finally:
+        for collection_id in [ops, *created]:
+            api.client.delete(f"/collections/{collection_id}", headers=people.admin.headers)
+        api.client.delete(f"/auth/keys/{issued.json()['key_id']}", headers=people.admin.headers)
+
+
+def test_grants_reveal_no_group_to_who_may_not_manage_the_collection(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    """Granting to a group that exists or to one that does not answers alike unless the caller
+    manages the collection: a member cannot probe group names through another's grants."""
+    made = _post(api, people.admin, "/groups", {"name": "tug-crews"})
+    assert made.status_code == 201, made.text
+    try:
+        for collection in ("general", "board", "nothing-here"):
+            answers = [
+                api.client.put(
+                    f"/collections/{collection}/access",
+                    json={"grants": [{"group_id": group, "permission": "read"}]},
+                    headers=people.member.headers,
+                )
+                for group in ("tug-crews", "no-such-crew")
+            ]
+            _same_answer(answers[0], answers[1], "tug-crews", "no-such-crew")
+            assert answers[0].status_code in (403, 404), answers[0].text
+        # Who manages it still learns that a group is missing.
+        missing = api.client.put(
+            "/collections/board/access",
+            json={"grants": [{"group_id": "no-such-crew", "permission": "read"}]},
+            headers=people.admin.headers,
+        )
+        assert_error_body(missing, 404, "not_found")
+        assert "group not found" in missing.json()["error"]["message"]
+    finally:
+        api.client.delete(f"/groups/{made.json()['group_id']}", headers=people.admin.headers)

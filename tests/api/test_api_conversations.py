@@ -333,3 +333,34 @@ def test_a_follow_up_after_a_revoked_grant_never_reads_the_old_answer(
         transcript = rewrite.messages[-1].content
         assert "What is the code of the vault of Kettle Bay?" in transcript
         assert "4417" not in transcript and "withheld" in transcript
+
+
+def test_a_conversation_starts_with_the_title_asked_for_and_refuses_what_it_does_not_read(
+    api: ApiHarness, reader: ApiUser
+) -> None:
+    titled = api.client.post(
+        "/conversations", json={"title": "  Harrowgate\n  castle  "}, headers=reader.headers
+    )
+    assert titled.status_code == 201, titled.text
+    assert titled.json()["title"] == "Harrowgate castle"
+    conversation = titled.json()["conversation_id"]
+    _ask(api, reader, conversation, "How many towers does the Harrowgate castle have?")
+    shown = api.client.get(f"/conversations/{conversation}", headers=reader.headers).json()
+    assert shown["title"] == "Harrowgate castle"  # the first question does not replace it
+    # Without a title (no body, or an empty object) the first question names it, as before.
+    for body in (None, {}):
+        untitled = api.client.post("/conversations", json=body, headers=reader.headers)
+        assert untitled.status_code == 201, untitled.text
+        assert untitled.json()["title"] == ""
+    # A field it does not read, a blank or an overlong title: the 422 naming it, nothing made.
+    before = api.client.get("/conversations", headers=reader.headers).json()["count"]
+    for body, named in (
+        ({"titel": "Harrowgate"}, "titel"),
+        ({"collections": ["general"]}, "collections"),
+        ({"title": " \n "}, "title"),
+        ({"title": "x" * 121}, "title"),
+    ):
+        refused = api.client.post("/conversations", json=body, headers=reader.headers)
+        error = assert_error_body(refused, 422, "validation_error")
+        assert named in error["message"], error
+    assert api.client.get("/conversations", headers=reader.headers).json()["count"] == before

@@ -31,7 +31,7 @@ from app.api.errors import ApiError, error_responses
 from app.api.records import Page
 from app.services.collection_deletion import queue_collection_deletion
 from app.services.collections import CollectionView
-from app.storage.collections import CollectionChange, Grant
+from app.storage.collections import CollectionChange
 
 router = APIRouter(prefix="/collections", tags=["collections"], responses=error_responses(422))
 
@@ -47,7 +47,8 @@ def create_collection(
     ip: ClientIp,
 ) -> CollectionOut:
     """A new collection (admins). `tenant`: every user of the tenant reads it; `restricted`:
-    only its grants. 409 when the name is taken."""
+    only its grants. 409 when the name is taken; 403, whatever the name, for an API key that
+    does not read every collection (a taken name would name one it may not see)."""
     created = collections.create(
         access, caller.actor(ip), body.name, body.description, body.visibility
     )
@@ -81,7 +82,9 @@ def change_collection(
     access: CallerAccess,
     ip: ClientIp,
 ) -> CollectionOut:
-    """Rename, re-describe or change the visibility of a collection you manage."""
+    """Rename, re-describe or change the visibility of a collection you manage. Renaming needs
+    read access to every collection (403 otherwise, whatever the name): names are unique in the
+    tenant, and a taken name's 409 would name a collection you may not see."""
     if body.name is None and body.description is None and body.visibility is None:
         raise ApiError(
             422, "validation_error", "nothing to change: send name, description or visibility"
@@ -163,13 +166,6 @@ def put_access(
 ) -> AccessOut:
     """Replace a collection's grants (groups and users by id; a group also by name). In effect
     on the next request of every process."""
-    grants = []
-    for item in body.grants:
-        if item.group_id is not None:
-            group = collections.group(tenant_id=caller.tenant_id, id_or_name=item.group_id).group
-            grants.append(Grant("group", group.group_id, item.permission))
-        else:
-            assert item.user_id is not None
-            grants.append(Grant("user", item.user_id, item.permission))
+    grants = [item.as_grant() for item in body.grants]
     found = collections.set_grants(access, caller.actor(ip), collection_id, grants)
     return AccessOut.model_validate(collections.grants(access, found.collection_id))

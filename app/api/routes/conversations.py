@@ -11,6 +11,7 @@ from fastapi.responses import StreamingResponse
 
 from app.api.conversation_schemas import (
     ConversationDetail,
+    ConversationIn,
     ConversationOut,
     MessageIn,
     TurnOut,
@@ -56,12 +57,16 @@ def _wire_turn_event(event: TurnEvent) -> tuple[str, dict[str, Any]]:
     status_code=201,
     response_model=ConversationOut,
     dependencies=[ConversationRateLimit],
-    responses=error_responses(413, 429),
+    responses=error_responses(413, 422, 429),
 )
-def create_conversation(principal: Principal, store: Conversations) -> ConversationOut:
-    """Start an empty conversation; its id takes follow-up questions (413 `quota_exceeded`
-    when the caller has RAG_QUOTA_CONVERSATIONS_PER_USER of them)."""
-    return ConversationOut.model_validate(service.start(store, principal.as_caller()))
+def create_conversation(
+    principal: Principal, store: Conversations, body: ConversationIn | None = None
+) -> ConversationOut:
+    """Start an empty conversation, titled as asked or else by its first question; its id
+    takes follow-up questions (413 `quota_exceeded` when the caller has
+    RAG_QUOTA_CONVERSATIONS_PER_USER of them)."""
+    title = body.title if body is not None and body.title is not None else ""
+    return ConversationOut.model_validate(service.start(store, principal.as_caller(), title))
 
 
 @router.get("/conversations", response_model=Page[ConversationOut], responses=error_responses(422))
