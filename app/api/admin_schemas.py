@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.api.records import IsoTime, Record
 from app.domain import KEY_SCOPES, KeyScope, Role
@@ -24,6 +24,23 @@ class MeOut(BaseModel):
     credential: Literal["token", "key"]
     key_id: str | None = Field(description="the API key's id when called with a key")
     scopes: list[KeyScope] = Field(description="the API key's scopes (none with a token)")
+
+
+class LogoutIn(BaseModel):
+    """POST /auth/logout has no body fields. A client that sent `{"all": true}` and got a 204
+    would believe every session ended while only this one did: any field is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data:
+            raise ValueError(
+                f"sign-out takes no body fields (got {', '.join(sorted(map(str, data)))}); "
+                "to end every session of the user, ask POST /auth/logout?all=true"
+            )
+        return data
 
 
 class PasswordChangeIn(BaseModel):

@@ -359,6 +359,20 @@ def test_logout_everywhere_ends_every_token_but_not_the_keys(api: ApiHarness) ->
     assert _me(api, _bearer(api.login(user.username, DEFAULT_PASSWORD))) == 200
 
 
+def test_logout_with_a_body_field_is_refused_and_ends_no_session(api: ApiHarness) -> None:
+    """`all` is a query parameter: `{"all": true}` in the body once got a 204 that had ended
+    only the presented token, while its sender believed every session was over."""
+    user = api.add_user(_tenant())
+    other = _bearer(api.login(user.username, DEFAULT_PASSWORD))
+    refused = api.client.post("/auth/logout", json={"all": True}, headers=user.headers)
+    error = assert_error_body(refused, 422, "validation_error")
+    assert "all" in error["message"] and "?all=true" in error["message"]
+    assert _me(api, user.headers) == 200 and _me(api, other) == 200
+    empty = api.client.post("/auth/logout", json={}, headers=user.headers)
+    assert empty.status_code == 204
+    assert _me(api, user.headers) == 401 and _me(api, other) == 200
+
+
 # --- audit log -----------------------------------------------------------------------------
 
 

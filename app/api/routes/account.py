@@ -9,7 +9,14 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
 from app.api.access import Authorized
-from app.api.admin_schemas import KeyCreatedOut, KeyIn, KeyList, MeOut, PasswordChangeIn
+from app.api.admin_schemas import (
+    KeyCreatedOut,
+    KeyIn,
+    KeyList,
+    LogoutIn,
+    MeOut,
+    PasswordChangeIn,
+)
 from app.api.deps import (
     ApiKeys,
     AuthenticatorDep,
@@ -49,12 +56,14 @@ def log_out(
     all: Annotated[
         bool, Query(description="sign out every session of the user (API keys stay valid)")
     ] = False,
+    body: LogoutIn | None = None,
 ) -> Response:
     """Revoke the presented access token on every API process until it expires; with
     `all=true`, every token of the user issued so far. An API key is revoked with
     DELETE /auth/keys/{key_id} instead (409 without `all=true`). When the tenant signs in
     through a provider that has an end-session URL, the answer is 200
-    `{"end_session_url": ...}`: open it to sign out of the provider too."""
+    `{"end_session_url": ...}`: open it to sign out of the provider too. A body with any
+    field (`{"all": true}`) is a 422: `all` is a query parameter."""
     authenticator.log_out(caller, caller.actor(ip), everywhere=all)
     end_session = sso.end_session_url(caller.tenant_id)
     if end_session is not None:
