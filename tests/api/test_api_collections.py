@@ -594,6 +594,14 @@ def test_a_hidden_collection_s_name_is_no_oracle_when_naming_a_collection(
             headers=people.member.headers,
         )
         assert described.status_code == 200, described.text
+        # A client that sends the form whole, its own name unchanged, is not refused for it.
+        resent = api.client.patch(
+            f"/collections/{ops}",
+            json={"name": "harbour-ops", "description": "Tugs, pilots and moorings"},
+            headers=people.member.headers,
+        )
+        assert resent.status_code == 200, resent.text
+        assert resent.json()["description"] == "Tugs, pilots and moorings"
         # An admin signed in reads every collection: a taken name is a 409 naming it.
         taken = api.client.patch(
             f"/collections/{ops}", json={"name": "board"}, headers=people.admin.headers
