@@ -33,9 +33,9 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,12 @@ TERM_BRIDGES = ("sentences", "titles", "cooccur")
 SENTENCE_DENSE = "sentence-dense"
 DENSE_WEIGHTS = (0.25, 0.5, 1.0)
 DENSE_SENTENCES = 200  # nearest sentences read for that list
-BRIDGES = (*TERM_BRIDGES, SENTENCE_DENSE)
+# Added after reading the four bridges above (R-intro included): the sentence and title
+# bridges' terms kept only when one of the dense arm's first AGREED_DEPTH chunks holds them, so a
+# term the nearest units bring from a neighbouring topic is dropped.
+AGREED_BRIDGES = ("sentences-agreed", "titles-agreed")
+AGREED_DEPTH = 10
+BRIDGES = (*TERM_BRIDGES, *AGREED_BRIDGES, SENTENCE_DENSE)
 # The grid. The first run (eval/results/corpus-bridge-first-grid.json) read 3 or 8 units, added
 # 3 or 6 terms at 0.2, 0.4 or 0.7 and gated on the dense arm alone; most folds chose an edge of
 # it (0.2; 8 units and 6 terms for titles), so it was widened at those edges and the keyword
@@ -210,6 +215,16 @@ def asked_alone(
     return base, alone, time.perf_counter() - started
 
 
+def each_asked(
+    retriever: HybridRetriever, tenant: str, questions: list[ManualQuestion]
+) -> Iterator[tuple[ManualQuestion, Recall, list[float], list[str], float]]:
+    """Each question with `asked_alone`'s recall, its vector, pages and seconds."""
+    for question in questions:
+        base, alone, seconds = asked_alone(retriever, tenant, question.text)
+        assert base.query_vector is not None
+        yield question, base, base.query_vector, alone, seconds
+
+
 def sentence_dense_pages(
     container: Container, prepared_tenant: Tenant, questions: list[ManualQuestion]
 ) -> list[dict[str, Any]]:
@@ -220,14 +235,12 @@ def sentence_dense_pages(
     tenant = prepared_tenant.name
     depth = retriever.config.dense_candidates
     out = []
-    for question in questions:
-        base, _, base_seconds = asked_alone(retriever, tenant, question.text)
-        assert base.query_vector is not None
+    for question, base, vector, _, base_seconds in each_asked(retriever, tenant, questions):
         pages, timing = {}, {}
         for weight in DENSE_WEIGHTS:
             started = time.perf_counter()
             vectors = prepared_tenant.sentence_vectors
-            similarity = vectors @ np.asarray(base.query_vector, dtype=np.float32)
+            similarity = vectors @ np.asarray(vector, dtype=np.float32)
             extra: dict[str, float] = {}
             for i in np.argsort(-similarity)[:DENSE_SENTENCES].tolist():
                 for chunk_id in prepared_tenant.sentence_chunks[i]:
@@ -236,7 +249,8 @@ def sentence_dense_pages(
             recall = with_dense_list(retriever, tenant, question.text, base, listed, weight)
             pages[dense_key(weight)] = ranked_pages(retriever, tenant, question.text, recall)[:10]
             timing[dense_key(weight)] = time.perf_counter() - started - base_seconds
-        out.append({"pages": pages, "added_seconds": timing})
+        terms: dict[str, list[str]] = {dense_key(0).rsplit("/", 1)[0]: []}  # it adds none
+        out.append({"pages": pages, "added_seconds": timing, "terms": terms})
     return out
 
 
@@ -322,9 +336,7 @@ def question_rows(
     gold = resolve_gold(questions)
     tokenizer = retriever.keyword_index.tokenizer
     rows = []
-    for question in questions:
-        base, alone, base_seconds = asked_alone(retriever, tenant, question.text)
-        assert base.query_vector is not None
+    for question, base, vector, alone, base_seconds in each_asked(retriever, tenant, questions):
         tokens = tokenizer(question.text)
         selectivity = keyword_selectivity(base, tokens, prepared_tenant.cooccur.words)
         pages: dict[str, list[str]] = {}
@@ -337,19 +349,14 @@ def question_rows(
             if bridge == "cooccur":
                 terms = prepared_tenant.cooccur.terms(tokens, count)
             else:
-                terms = prepared_tenant.units[bridge].terms(
-                    base.query_vector, set(tokens), units, count
-                )
+                terms = prepared_tenant.units[bridge].terms(vector, set(tokens), units, count)
             chosen = time.perf_counter() - started
             terms_of[f"{bridge}/{units}/{count}"] = terms
-            for weight in WEIGHTS:
-                started = time.perf_counter()
-                expanded = with_terms(retriever, tenant, question.text, base, terms, weight)
-                order = ranked_pages(retriever, tenant, question.text, expanded)
-                timing[f"{bridge}/{units}/{count}/{weight}"] = (
-                    chosen + time.perf_counter() - started - base_seconds
-                )
-                pages[f"{bridge}/{units}/{count}/{weight}"] = order[:10]
+            found, spent = at_each_weight(
+                retriever, tenant, question.text, base, terms, f"{bridge}/{units}/{count}"
+            )
+            pages.update(found)
+            timing.update({key: chosen + t - base_seconds for key, t in spent.items()})
         rows.append(
             {
                 "id": question.id,
@@ -366,6 +373,70 @@ def question_rows(
     return rows
 
 
+def at_each_weight(
+    retriever: HybridRetriever,
+    tenant: str,
+    question: str,
+    base: Recall,
+    terms: list[str],
+    prefix: str,
+) -> tuple[dict[str, list[str]], dict[str, float]]:
+    """The first 10 pages with `terms` added at each of WEIGHTS, and the seconds each took
+    (keyed `prefix/weight`)."""
+    pages, seconds = {}, {}
+    for weight in WEIGHTS:
+        started = time.perf_counter()
+        expanded = with_terms(retriever, tenant, question, base, terms, weight)
+        pages[f"{prefix}/{weight}"] = ranked_pages(retriever, tenant, question, expanded)[:10]
+        seconds[f"{prefix}/{weight}"] = time.perf_counter() - started
+    return pages, seconds
+
+
+def agreed_rows(
+    container: Container, prepared_tenant: Tenant, questions: list[ManualQuestion]
+) -> list[dict[str, Any]]:
+    """Per question and grid point of the agreed bridges: the terms, the pages and the time the
+    step adds (as `question_rows`)."""
+    retriever = container.retriever
+    tenant = prepared_tenant.name
+    tokenizer = retriever.keyword_index.tokenizer
+    out = []
+    for question, base, vector, _, base_seconds in each_asked(retriever, tenant, questions):
+        tokens = set(tokenizer(question.text))
+        row: dict[str, dict[str, Any]] = {"pages": {}, "added_seconds": {}, "terms": {}}
+        for bridge, units, count in itertools.product(AGREED_BRIDGES, UNITS, TERMS):
+            started = time.perf_counter()
+            held: set[str] = set()
+            for chunk_id in base.dense_ids[:AGREED_DEPTH]:
+                chunk = base.candidates[chunk_id].chunk
+                held.update(tokenizer(chunk.text) if chunk is not None else [])
+            source = prepared_tenant.units[bridge.removesuffix("-agreed")]
+            offered = source.terms(vector, tokens, units, count=1000)  # every one
+            terms = [t for t in offered if t in held][:count]
+            chosen = time.perf_counter() - started
+            row["terms"][f"{bridge}/{units}/{count}"] = terms
+            found, spent = at_each_weight(
+                retriever, tenant, question.text, base, terms, f"{bridge}/{units}/{count}"
+            )
+            row["pages"].update(found)
+            row["added_seconds"].update({k: chosen + t - base_seconds for k, t in spent.items()})
+        out.append(row)
+    return out
+
+
+RowsOf = Callable[[Container, Tenant, list[ManualQuestion]], list[dict[str, Any]]]
+
+
+def cached_json(name: str, compute: Callable[[], Any]) -> Any:
+    """`compute()`, kept in eval/.cache/corpus-bridge-NAME.json and read from there next time."""
+    path = CACHE / f"corpus-bridge-{name}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    value = compute()
+    path.write_text(json.dumps(value, ensure_ascii=False))
+    return value
+
+
 def cached_rows(
     container: Container, manual: str, questions: list[ManualQuestion]
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -375,28 +446,29 @@ def cached_rows(
     digest.update(repr((TERM_BRIDGES, UNITS, TERMS, WEIGHTS, TOP_K)).encode())
     for question in questions:
         digest.update(f"{question.id}\0{question.text}\0".encode())
-    path = CACHE / f"corpus-bridge-rows-{manual}-{digest.hexdigest()[:16]}.json"
-    tenant: Tenant | None = None
-    if path.is_file():
-        found: dict[str, Any] = json.loads(path.read_text())
-        rows, about = found["rows"], found["tenant"]
-    else:
-        tenant = prepared(container, manual)
-        rows = question_rows(container, tenant, questions)
-        about = {"units": tenant.unit_counts}
-        path.write_text(json.dumps({"rows": rows, "tenant": about}, ensure_ascii=False))
-    digest.update(repr((DENSE_WEIGHTS, DENSE_SENTENCES)).encode())
-    dense_path = CACHE / f"corpus-bridge-dense-{manual}-{digest.hexdigest()[:16]}.json"
-    if dense_path.is_file():
-        dense = json.loads(dense_path.read_text())
-    else:
-        tenant = tenant or prepared(container, manual)
-        dense = sentence_dense_pages(container, tenant, questions)
-        dense_path.write_text(json.dumps(dense))
-    for row, extra in zip(rows, dense, strict=True):
-        row["pages"].update(extra["pages"])
-        row["added_seconds"].update(extra["added_seconds"])
-        row["terms"][dense_key(0).rsplit("/", 1)[0]] = []
+    tenant = cache(partial(prepared, container, manual))
+
+    def rows_and_counts() -> dict[str, Any]:
+        rows = question_rows(container, tenant(), questions)
+        return {"rows": rows, "tenant": {"units": tenant().unit_counts}}
+
+    found = cached_json(f"rows-{manual}-{digest.hexdigest()[:16]}", rows_and_counts)
+    rows, about = found["rows"], found["tenant"]
+    # The later bridges' rankings, each cached apart (keyed by the grid before them too).
+    for label, key, compute in (
+        ("dense-v2", (DENSE_WEIGHTS, DENSE_SENTENCES), sentence_dense_pages),
+        ("agreed", (AGREED_BRIDGES, AGREED_DEPTH), agreed_rows),
+    ):
+        digest.update(repr(key).encode())
+        name = f"{label}-{manual}-{digest.hexdigest()[:16]}"
+
+        def computed(compute: RowsOf = compute) -> list[dict[str, Any]]:
+            return compute(container, tenant(), questions)
+
+        extras = cached_json(name, computed)
+        for row, extra in zip(rows, extras, strict=True):
+            for field in ("pages", "added_seconds", "terms"):
+                row[field].update(extra[field])
     return rows, about
 
 
@@ -406,7 +478,8 @@ Gate = tuple[float | None, float | None]  # dense similarity, keyword selectivit
 def grid(thresholds: Sequence[Gate]) -> list[tuple[str, str, Gate]]:
     """(bridge, point key, gate thresholds) for every grid point."""
     out = []
-    for bridge, units, count, weight in itertools.product(TERM_BRIDGES, UNITS, TERMS, WEIGHTS):
+    term_bridges = (*TERM_BRIDGES, *AGREED_BRIDGES)
+    for bridge, units, count, weight in itertools.product(term_bridges, UNITS, TERMS, WEIGHTS):
         if bridge == "cooccur" and units != UNITS[0]:
             continue
         for threshold in thresholds:
