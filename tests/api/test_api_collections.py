@@ -68,6 +68,14 @@ def world(api: ApiHarness, people: People) -> dict[str, Any]:
     return {"board": board, "secret": secret["document_id"], "public": public["document_id"]}
 
 
+def _grant_board(api: ApiHarness, admin: ApiUser, grants: list[dict[str, str]]) -> None:
+    """Give the board collection exactly these grants."""
+    response = api.client.put(
+        "/collections/board/access", json={"grants": grants}, headers=admin.headers
+    )
+    assert response.status_code == 200, response.text
+
+
 def _search_sources(api: ApiHarness, user: ApiUser, query: str, **extra: Any) -> set[str]:
     return {hit["source"] for hit in api.search(user, query, **extra)["results"]}
 
@@ -190,21 +198,13 @@ def test_a_removed_write_grant_hides_the_collection_and_the_job_on_the_next_requ
 ) -> None:
     # The member's access to the board is held once a request has resolved it; the removal
     # must count on the next request all the same (their upload and their job's reading).
-    granted = api.client.put(
-        "/collections/board/access",
-        json={"grants": [{"user_id": people.member.user_id, "permission": "write"}]},
-        headers=people.admin.headers,
-    )
-    assert granted.status_code == 200, granted.text
+    _grant_board(api, people.admin, [{"user_id": people.member.user_id, "permission": "write"}])
     job = _uploaded(
         api, people.member, "log.txt", "The pilots' log of the week.", collection="board"
     )
     seen = api.client.get(f"/jobs/{job['job_id']}", headers=people.member.headers)
     assert seen.status_code == 200 and seen.json()["status"] == "done"
-    removed = api.client.put(
-        "/collections/board/access", json={"grants": []}, headers=people.admin.headers
-    )
-    assert removed.status_code == 200, removed.text
+    _grant_board(api, people.admin, [])
     hidden = api.client.get(f"/jobs/{job['job_id']}?wait=1", headers=people.member.headers)
     assert_error_body(hidden, 404, "not_found")
     refused = _upload(api, people.member, "log2.txt", "Another week.", collection="board")
@@ -216,20 +216,12 @@ def test_a_removed_write_grant_hides_the_collection_and_the_job_on_the_next_requ
 def test_a_reader_never_writes_even_with_a_write_grant(
     api: ApiHarness, people: People, world: dict[str, Any]
 ) -> None:
-    granted = api.client.put(
-        "/collections/board/access",
-        json={"grants": [{"user_id": people.reader.user_id, "permission": "write"}]},
-        headers=people.admin.headers,
-    )
-    assert granted.status_code == 200
+    _grant_board(api, people.admin, [{"user_id": people.reader.user_id, "permission": "write"}])
     refused = _upload(api, people.reader, "reader.txt", "A reader's note.", collection="board")
     assert_error_body(refused, 403, "forbidden")
     listed = api.client.get("/collections", headers=people.reader.headers).json()["data"]
     assert {c["name"]: c["permission"] for c in listed} == {"general": "read", "board": "read"}
-    reset = api.client.put(
-        "/collections/board/access", json={"grants": []}, headers=people.admin.headers
-    )
-    assert reset.status_code == 200
+    _grant_board(api, people.admin, [])
 
 
 def test_scopes_and_filters_narrow_never_widen(
