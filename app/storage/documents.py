@@ -72,9 +72,9 @@ def _document_where(*keys: str) -> Any:
     """A document with the name of its uploader (as `_with_uploader`), by the values of `keys`
     (columns of the documents table, bound by name): built once, so a read skips rebuilding
     the statement and its cache key."""
-    documents = DocumentRow.__table__.columns
+    documents = table_of(DocumentRow).columns
     return (
-        select(*documents, UserRow.__table__.c.username.label("uploaded_by_name"))
+        select(*documents, table_of(UserRow).c.username.label("uploaded_by_name"))
         .outerjoin(UserRow, UserRow.id == DocumentRow.uploaded_by)
         .where(*(documents[key] == bindparam(key) for key in keys))
     )

@@ -31,6 +31,7 @@ from app.storage.tables import (
     ConversationRow,
     RevokedTokenRow,
     UserRow,
+    table_of,
 )
 
 LAST_ADMIN_MESSAGE = (
@@ -102,7 +103,7 @@ def _token_check(revocation: bool) -> Any:
     revoked = (
         exists().where(RevokedTokenRow.jti == bindparam("jti")) if revocation else literal(False)
     )
-    users = UserRow.__table__
+    users = table_of(UserRow)
     return select(
         *users.columns,
         revoked.label("revoked"),
