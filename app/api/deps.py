@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from app.api.errors import ApiError
 from app.config import Settings
@@ -268,9 +269,21 @@ def caller_access(container: Container, caller: Identity) -> CollectionAccess:
     )
 
 
-def get_caller_access(container: ContainerDep, principal: Principal) -> CollectionAccess:
-    """`caller_access` as a dependency."""
-    return caller_access(container, principal)
+async def get_caller_access(container: ContainerDep, principal: Principal) -> CollectionAccess:
+    """`caller_access` as a dependency: on the event loop when the answer is already held for
+    the access version the credential read (no database read), else in a worker thread."""
+    version = principal.access_version
+    if version is not None:
+        held = container.collection_access.resolve_held(
+            tenant_id=principal.tenant_id,
+            user_id=principal.user_id,
+            role=principal.role,
+            key_collections=principal.collections,
+            version=version,
+        )
+        if held is not None:
+            return held
+    return await run_in_threadpool(caller_access, container, principal)
 
 
 CallerAccess = Annotated[CollectionAccess, Depends(get_caller_access)]

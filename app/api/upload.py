@@ -195,8 +195,10 @@ async def receive_uploads(
     try:
         async for chunk in request.stream():
             # In a worker thread: the callbacks write files and may reserve job slots in the
-            # database, neither of which may block the event loop.
-            await run_in_threadpool(parser.write, chunk)
+            # database, neither of which may block the event loop. The stream ends with an
+            # empty chunk, which needs no thread.
+            if chunk:
+                await run_in_threadpool(parser.write, chunk)
         parser.finalize()
     except _Abort as abort:
         state.discard()

@@ -99,6 +99,8 @@ class IngestWorkerPool:
                 self._left[tenant] += 1
                 if self._left[tenant] <= holds:  # still within what its young batches hold
                     self._left_to_batch += 1
+                    # No idle thread would take it: they already wake when the batch turns old.
+                    return
             self._arrival.notify()
 
     def stop(self, timeout_s: float = 10.0) -> None:

@@ -111,6 +111,22 @@ class AccessResolver:
             self._memo.put(memo_key, found)
         return found
 
+    def resolve_held(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str,
+        role: Role,
+        key_collections: tuple[str, ...] | None,
+        version: int,
+    ) -> CollectionAccess | None:
+        """`resolve` when its answer is already held for this access `version` (read with the
+        credential), without any read of the database; None when it would have to read."""
+        cached = self._graphs.get(tenant_id)
+        if cached is None or cached.version < version:
+            return None
+        return self._memo.get((tenant_id, cached.version, user_id, role, key_collections))
+
     def _graph(self, tenant_id: str, version: int) -> AccessGraph:
         cached = self._graphs.get(tenant_id)
         # Versions only grow: a graph at least as new as the one the request read is current

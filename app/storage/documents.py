@@ -68,6 +68,22 @@ def _with_uploader() -> Select[DocumentRow, str]:
     )
 
 
+def _document_where(*keys: str) -> Any:
+    """A document with the name of its uploader (as `_with_uploader`), by the values of `keys`
+    (columns of the documents table, bound by name): built once, so a read skips rebuilding
+    the statement and its cache key."""
+    documents = table_of(DocumentRow).columns
+    return (
+        select(*documents, table_of(UserRow).c.username.label("uploaded_by_name"))
+        .outerjoin(UserRow, UserRow.id == DocumentRow.uploaded_by)
+        .where(*(documents[key] == bindparam(key) for key in keys))
+    )
+
+
+_DOCUMENT_BY_ID = _document_where("tenant_id", "document_id")
+_DOCUMENT_BY_NAME = _document_where("tenant_id", "collection_id", "source")
+
+
 def _in_collections(collections: Collection[str] | None) -> list[Any]:
     """The condition of a listing limited to some collections (none: no condition)."""
     return [] if collections is None else [DocumentRow.collection_id.in_(sorted(collections))]
@@ -211,22 +227,19 @@ class DocumentStore(DatabaseStore):
 
     def get(self, tenant_id: str, document_id: str) -> DocumentRecord | None:
         """The tenant's document, or None when missing or another tenant's."""
-        return self._first(
-            DocumentRow.tenant_id == tenant_id, DocumentRow.document_id == document_id
-        )
+        return self._first(_DOCUMENT_BY_ID, tenant_id=tenant_id, document_id=document_id)
 
     def find(self, tenant_id: str, collection_id: str, source: str) -> DocumentRecord | None:
         """The document of this name in a collection, or None."""
         return self._first(
-            DocumentRow.tenant_id == tenant_id,
-            DocumentRow.collection_id == collection_id,
-            DocumentRow.source == source,
+            _DOCUMENT_BY_NAME, tenant_id=tenant_id, collection_id=collection_id, source=source
         )
 
-    def _first(self, *where: ColumnElement[bool]) -> DocumentRecord | None:
-        with self._db.session() as session:
-            found = session.execute(_with_uploader().where(*where)).first()
-            return _record(*found) if found else None
+    def _first(self, statement: Any, **values: str) -> DocumentRecord | None:
+        # A read of one row: a plain connection, no ORM session to set up.
+        with self._db.engine.connect() as connection:
+            found = connection.execute(statement, values).first()
+        return record_of(DocumentRecord, found) if found else None
 
     def named(self, tenant_id: str, source: str) -> list[DocumentRecord]:
         """The tenant's documents of this name, one per collection that holds it."""

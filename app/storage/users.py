@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, exists, func, literal, select, update
+from sqlalchemy import bindparam, delete, exists, func, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -31,6 +31,7 @@ from app.storage.tables import (
     ConversationRow,
     RevokedTokenRow,
     UserRow,
+    table_of,
 )
 
 LAST_ADMIN_MESSAGE = (
@@ -94,6 +95,24 @@ def access_version_of_user() -> Any:
         .scalar_subquery()
     )
     return func.coalesce(version, 0)
+
+
+def _token_check(revocation: bool) -> Any:
+    """The token check's query: the user's row by `:user_id`, whether `:jti` is revoked (with
+    `revocation`; else false), and the tenant's access version."""
+    revoked = (
+        exists().where(RevokedTokenRow.jti == bindparam("jti")) if revocation else literal(False)
+    )
+    users = table_of(UserRow)
+    return select(
+        *users.columns,
+        revoked.label("revoked"),
+        access_version_of_user().label("access_version"),
+    ).where(users.c.id == bindparam("user_id"))
+
+
+# Built once: a statement object keeps its cache key, so each request skips rebuilding it.
+_TOKEN_CHECK = {revocation: _token_check(revocation) for revocation in (False, True)}
 
 
 def _users_lock(tenant_id: str) -> str:
@@ -220,20 +239,20 @@ class UserStore:
     def get_for_token(self, user_id: str, revoked_jti: str | None) -> TokenSubject:
         """The user with this id, whether the token `revoked_jti` is in the database's
         revocation list (False when None: the list is elsewhere), and its tenant's access
-        version, in one query: the check every request with an access token makes."""
-        revoked = (
-            exists().where(RevokedTokenRow.jti == revoked_jti)
-            if revoked_jti is not None
-            else literal(False)
+        version, in one query: the check every request with an access token makes (a statement
+        built once, read on a plain connection: no ORM session to set up per request)."""
+        checked = revoked_jti is not None
+        with self._db.engine.connect() as connection:
+            found = connection.execute(
+                _TOKEN_CHECK[checked], {"user_id": user_id, "jti": revoked_jti or ""}
+            ).first()
+        if found is None:
+            return TokenSubject(user=None, revoked=False, access_version=0)
+        return TokenSubject(
+            user=record_of(UserRecord, found),
+            revoked=bool(found.revoked),
+            access_version=int(found.access_version),
         )
-        query = select(UserRow, revoked, access_version_of_user()).where(UserRow.id == user_id)
-        with self._db.session() as session:
-            found = session.execute(query).first()
-            if found is None:
-                return TokenSubject(user=None, revoked=False, access_version=0)
-            return TokenSubject(
-                user=user_record(found[0]), revoked=bool(found[1]), access_version=int(found[2])
-            )
 
     def list(self, tenant_id: str | None = None) -> list[UserRecord]:
         """Users of one tenant, or of every tenant, ordered by tenant then name."""

@@ -68,6 +68,14 @@ def world(api: ApiHarness, people: People) -> dict[str, Any]:
     return {"board": board, "secret": secret["document_id"], "public": public["document_id"]}
 
 
+def _grant_board(api: ApiHarness, admin: ApiUser, grants: list[dict[str, str]]) -> None:
+    """Give the board collection exactly these grants."""
+    response = api.client.put(
+        "/collections/board/access", json={"grants": grants}, headers=admin.headers
+    )
+    assert response.status_code == 200, response.text
+
+
 def _search_sources(api: ApiHarness, user: ApiUser, query: str, **extra: Any) -> set[str]:
     return {hit["source"] for hit in api.search(user, query, **extra)["results"]}
 
@@ -185,23 +193,35 @@ def test_a_grant_counts_on_the_next_request_and_its_removal_too(
         assert action in actions
 
 
+def test_a_removed_write_grant_hides_the_collection_and_the_job_on_the_next_request(
+    api: ApiHarness, people: People, world: dict[str, Any]
+) -> None:
+    # The member's access to the board is held once a request has resolved it; the removal
+    # must count on the next request all the same (their upload and their job's reading).
+    _grant_board(api, people.admin, [{"user_id": people.member.user_id, "permission": "write"}])
+    job = _uploaded(
+        api, people.member, "log.txt", "The pilots' log of the week.", collection="board"
+    )
+    seen = api.client.get(f"/jobs/{job['job_id']}", headers=people.member.headers)
+    assert seen.status_code == 200 and seen.json()["status"] == "done"
+    _grant_board(api, people.admin, [])
+    hidden = api.client.get(f"/jobs/{job['job_id']}?wait=1", headers=people.member.headers)
+    assert_error_body(hidden, 404, "not_found")
+    refused = _upload(api, people.member, "log2.txt", "Another week.", collection="board")
+    assert_error_body(refused, 404, "not_found")  # as for a collection that is not there
+    gone = api.client.delete(f"/documents/{job['document_id']}", headers=people.admin.headers)
+    assert gone.status_code in (200, 202, 204), gone.text  # the board as the other tests know it
+
+
 def test_a_reader_never_writes_even_with_a_write_grant(
     api: ApiHarness, people: People, world: dict[str, Any]
 ) -> None:
-    granted = api.client.put(
-        "/collections/board/access",
-        json={"grants": [{"user_id": people.reader.user_id, "permission": "write"}]},
-        headers=people.admin.headers,
-    )
-    assert granted.status_code == 200
+    _grant_board(api, people.admin, [{"user_id": people.reader.user_id, "permission": "write"}])
     refused = _upload(api, people.reader, "reader.txt", "A reader's note.", collection="board")
     assert_error_body(refused, 403, "forbidden")
     listed = api.client.get("/collections", headers=people.reader.headers).json()["data"]
     assert {c["name"]: c["permission"] for c in listed} == {"general": "read", "board": "read"}
-    reset = api.client.put(
-        "/collections/board/access", json={"grants": []}, headers=people.admin.headers
-    )
-    assert reset.status_code == 200
+    _grant_board(api, people.admin, [])
 
 
 def test_scopes_and_filters_narrow_never_widen(

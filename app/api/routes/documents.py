@@ -165,18 +165,7 @@ async def upload_document(
             texts=texts,
         )
         fields = sync_uploads.SyncFields.parse(texts, len(received))
-        # Where the files go: a collection the caller writes, and documents it may replace.
-        placement, found = await run_in_threadpool(
-            _placement,
-            collections,
-            document_deps,
-            access,
-            caller,
-            texts,
-            received,
-            fields.source_path,
-        )
-    except BaseException:  # 403/404/413/415/422/429 or a client gone mid-body: files and slots go
+    except BaseException:  # 413/415/422/429 or a client gone mid-body: files and slots go
         discard = run_in_threadpool(
             uploads.discard_uploads,
             deps,
@@ -186,21 +175,40 @@ async def upload_document(
         )
         await asyncio.shield(discard)  # completes even if this request is being cancelled
         raise
-    # Checked above for every document replaced (those of the same names in the collection).
-    uploader = documents.Uploader(caller.actor(ip), may_change_any=True)
-    # Hashing the files, writing the job rows and handing them to the workers (maybe Redis)
-    # block: keep them off the event loop.
-    submitted = await run_in_threadpool(
-        sync_uploads.submit_sync_upload,
-        deps,
-        tenant_id=tenant,
-        reservations=None if small else reservations,
-        files=received,
-        uploader=uploader,
-        fields=fields,
-        placement=placement,
-        found=found,
-    )
+
+    def place_and_submit() -> list[JobRecord] | sync_uploads.Unchanged:
+        """Where the files go (403/404/422: files and slots go), then hashing the files, writing
+        the job rows and handing them to the workers (maybe Redis): all of it blocks, so one
+        worker thread does it, off the event loop."""
+        try:
+            placement, found = _placement(
+                collections,
+                document_deps,
+                access,
+                caller,
+                texts,
+                received,
+                fields.source_path,
+            )
+        except BaseException:
+            uploads.discard_uploads(
+                deps, tenant_id=tenant, reservations=reservations, files=received
+            )
+            raise
+        return sync_uploads.submit_sync_upload(
+            deps,
+            tenant_id=tenant,
+            reservations=None if small else reservations,
+            files=received,
+            # Checked by `_placement` for every document replaced (those of the same names in
+            # the collection).
+            uploader=documents.Uploader(caller.actor(ip), may_change_any=True),
+            fields=fields,
+            placement=placement,
+            found=found,
+        )
+
+    submitted = await run_in_threadpool(place_and_submit)
     if isinstance(submitted, sync_uploads.Unchanged):
         response.status_code = 200
         return UploadUnchanged(document_id=submitted.document_id, source=submitted.source)
