@@ -9,6 +9,7 @@ single round can fall either way by luck.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 from collections.abc import Callable
@@ -145,7 +146,9 @@ def _key(tenant: str, user_id: str, expires_in: timedelta | None = None) -> ApiK
 
 def _add_key(keys: ApiKeyStore, record: ApiKeyRecord, cap: int) -> ApiKeyRecord:
     audit = AuditEntry(record.tenant_id, "key.created", target_id=record.key_id)
-    return keys.add(record, f"{record.key_id:0<64}"[:64], audit, max_active_per_user=cap)
+    # A distinct hash per key id ("key_race1" and "key_race10" padded with zeros were the same).
+    key_hash = hashlib.sha256(record.key_id.encode()).hexdigest()
+    return keys.add(record, key_hash, audit, max_active_per_user=cap)
 
 
 def test_the_keys_cap_holds_when_many_are_made_at_once(sql_database: Database) -> None:
