@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import bindparam, delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.domain import KEY_SCOPES, KeyScope, Role
@@ -22,7 +24,7 @@ from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import DatabaseStore, utc_now
 from app.storage.records import columns_of, count_rows, record_of
 from app.storage.tables import ApiKeyRow, UserRow
-from app.storage.users import UserRecord, access_version_of_user, user_record
+from app.storage.users import UserRecord, access_version_of_user
 
 # last_used_at is written at most this often per key: a busy script costs one write a minute,
 # not one per request.
@@ -58,7 +60,7 @@ class KeyWithOwner:
     access_version: int
 
 
-def _record(row: ApiKeyRow) -> ApiKeyRecord:
+def _record(row: ApiKeyRow | SimpleNamespace) -> ApiKeyRecord:
     stored = row.scopes.split()
     limited = None if row.collections is None else tuple(json.loads(row.collections))
     return record_of(
@@ -66,6 +68,36 @@ def _record(row: ApiKeyRow) -> ApiKeyRecord:
         row,
         scopes=tuple(s for s in KEY_SCOPES if s in stored),
         collections=limited,
+    )
+
+
+def _key_check() -> Any:
+    """The key check's query: the key by `:key_hash` (its columns labelled `key_*`), its owner
+    (`owner_*`) and their tenant's access version."""
+    keys, owners = ApiKeyRow.__table__, UserRow.__table__
+    return (
+        select(
+            *(column.label(f"key_{column.name}") for column in keys.columns),
+            *(column.label(f"owner_{column.name}") for column in owners.columns),
+            access_version_of_user().label("access_version"),
+        )
+        .join_from(keys, owners, owners.c.id == keys.c.user_id)
+        .where(keys.c.key_hash == bindparam("key_hash"))
+    )
+
+
+# Built once, like the token check (app/storage/users.py): each request skips rebuilding it.
+_KEY_CHECK = _key_check()
+
+
+def _columns(found: Any, prefix: str) -> SimpleNamespace:
+    """One table's columns of a `_KEY_CHECK` row, by their own names."""
+    return SimpleNamespace(
+        **{
+            name.removeprefix(prefix): value
+            for name, value in found._mapping.items()
+            if name.startswith(prefix)
+        }
     )
 
 
@@ -144,19 +176,17 @@ class ApiKeyStore(DatabaseStore):
 
     def find_with_owner(self, key_hash: str) -> KeyWithOwner | None:
         """The key with this hash, its user and their tenant's access version, in one query
-        (what every request with a key checks), or None."""
-        query = (
-            select(ApiKeyRow, UserRow, access_version_of_user())
-            .join(UserRow, UserRow.id == ApiKeyRow.user_id)
-            .where(ApiKeyRow.key_hash == key_hash)
+        (what every request with a key checks), or None: a statement built once, read on a
+        plain connection, as the token check is."""
+        with self._db.engine.connect() as connection:
+            found = connection.execute(_KEY_CHECK, {"key_hash": key_hash}).first()
+        if found is None:
+            return None
+        return KeyWithOwner(
+            key=_record(_columns(found, "key_")),
+            owner=record_of(UserRecord, _columns(found, "owner_")),
+            access_version=int(found.access_version),
         )
-        with self._db.session() as session:
-            found = session.execute(query).first()
-            if found is None:
-                return None
-            return KeyWithOwner(
-                key=_record(found[0]), owner=user_record(found[1]), access_version=int(found[2])
-            )
 
     def list(self, tenant_id: str, user_id: str | None) -> list[ApiKeyRecord]:
         """The tenant's keys (of one user, or of everyone with None), newest first."""
