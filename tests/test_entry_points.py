@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # bench.ingest --one-file-per-request`, bench.ingest_wait `--upload-and-wait`).
 HELPERS = {"__init__", "__main__", "common", "datasets", "metrics", "custom_set", "scan_render"}
 HELPERS |= {"ingest_common", "ingest_http", "ingest_wait", "fusion_families", "glued_words"}
-HELPERS |= {"query_signals", "manual_sample"}
+HELPERS |= {"query_signals", "manual_sample", "corpus_terms"}
 SCRIPTS = sorted(
     f"{folder}.{path.stem}"
     for folder in ("bench", "eval")
