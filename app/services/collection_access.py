@@ -80,6 +80,18 @@ class CollectionAccess:
         )
 
 
+def _memo_key(
+    tenant_id: str,
+    graph_version: int,
+    user_id: str,
+    role: Role,
+    key_collections: tuple[str, ...] | None,
+) -> tuple[object, ...]:
+    """What a resolved `CollectionAccess` is held under: the same for `resolve`, which fills
+    the memo, and `resolve_held`, which only reads it."""
+    return (tenant_id, graph_version, user_id, role, key_collections)
+
+
 class AccessResolver:
     """Resolves a caller's `CollectionAccess`; see the module docstring."""
 
@@ -104,7 +116,7 @@ class AccessResolver:
         if version is None:
             version = self.store.version(tenant_id)
         graph = self._graph(tenant_id, version)
-        memo_key = (tenant_id, graph.version, user_id, role, key_collections)
+        memo_key = _memo_key(tenant_id, graph.version, user_id, role, key_collections)
         found = self._memo.get(memo_key)
         if found is None:
             found = self._compute(tenant_id, graph, user_id, role, key_collections)
@@ -125,7 +137,7 @@ class AccessResolver:
         cached = self._graphs.get(tenant_id)
         if cached is None or cached.version < version:
             return None
-        return self._memo.get((tenant_id, cached.version, user_id, role, key_collections))
+        return self._memo.get(_memo_key(tenant_id, cached.version, user_id, role, key_collections))
 
     def _graph(self, tenant_id: str, version: int) -> AccessGraph:
         cached = self._graphs.get(tenant_id)
