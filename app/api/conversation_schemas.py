@@ -17,6 +17,7 @@ from app.request_limits import (
 )
 from app.services.blocks.followups import Rewrite
 from app.services.conversations import AnsweredTurn
+from app.storage.conversations import one_line_title
 from app.storage.tables import CONVERSATION_TITLE_CHARS
 
 RewriteMethod = Literal["none", "llm", "fallback"]
@@ -44,7 +45,8 @@ class ConversationIn(BaseModel):
     def _one_line(cls, title: str | None) -> str | None:
         if title is None:
             return None
-        line = " ".join(title.split())
+        # Within the length already checked, so nothing is cut: only the white space folds.
+        line = one_line_title(title)
         if not line:
             raise ValueError("a title needs a visible character (or leave it out)")
         return line

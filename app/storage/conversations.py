@@ -127,6 +127,12 @@ def _new_id() -> str:
     return secrets.token_hex(16)
 
 
+def one_line_title(text: str) -> str:
+    """A conversation's title from a text (a title asked for, or the first question): its
+    white space folded to single spaces, cut to CONVERSATION_TITLE_CHARS."""
+    return " ".join(text.split())[:CONVERSATION_TITLE_CHARS]
+
+
 class ConversationStore:
     """Tenant- and user-scoped conversations in the service database."""
 
@@ -300,7 +306,7 @@ class ConversationStore:
             )
             session.add_all([question, answer])
             if not row.title:
-                row.title = " ".join(turn.question.split())[:CONVERSATION_TITLE_CHARS]
+                row.title = one_line_title(turn.question)
             row.updated_at = now
             session.flush()
             self._drop_oldest(session, conversation_id, keep_messages=2 * max_turns)
