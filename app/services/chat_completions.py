@@ -16,7 +16,6 @@ from app.services import answer as answer_service
 from app.services.answer import AnsweredQuestion, AnswerEvent
 from app.services.blocks.admission import Caller
 from app.services.blocks.answer_lane import AnswerStream
-from app.services.blocks.answer_log import AskedAs
 from app.services.blocks.followups import Rewrite, Turn
 from app.services.conversations import FollowUpDeps, asked_as, rewrite_follow_up
 
@@ -85,15 +84,18 @@ def model_ids(collection_names: Sequence[str]) -> list[str]:
     return [SERVICE_MODEL, *(f"{SERVICE_MODEL}:{name}" for name in sorted(collection_names))]
 
 
-async def _question(
-    deps: FollowUpDeps, caller: Caller, messages: Sequence[Said]
-) -> tuple[Rewrite, AskedAs | None]:
+async def _standalone(
+    deps: FollowUpDeps, caller: Caller, messages: Sequence[Said], scope: SearchScope
+) -> tuple[Rewrite, answer_service.Question]:
+    """How the standalone question was made, and the question the answer is asked: that
+    question within `scope`."""
     chat = split_chat(messages)
-    question = deps.answers.limits.question(chat.question)  # /query's limit, before any work
-    rewrite = await rewrite_follow_up(deps, caller, chat.history, question)
+    typed = deps.answers.limits.question(chat.question)  # /query's limit, before any work
+    rewrite = await rewrite_follow_up(deps, caller, chat.history, typed)
     # The history is the client's: what its answers cite is not known, so the answer record
     # shows a rewritten question as typed.
-    return rewrite, asked_as(question, rewrite)
+    asked = asked_as(typed, rewrite)
+    return rewrite, answer_service.Question(caller, rewrite.question, None, scope, asked)
 
 
 async def complete(
@@ -103,10 +105,8 @@ async def complete(
     scope: SearchScope = EVERYTHING,
 ) -> Completion[AnsweredQuestion]:
     """The answer to the standalone question within `scope`, and how that question was made."""
-    rewrite, asked = await _question(deps, caller, messages)
-    question = answer_service.Question(caller, rewrite.question, None, scope, asked)
-    answered = await answer_service.answer(deps.lane, deps.answers, question)
-    return Completion(answered, rewrite)
+    rewrite, question = await _standalone(deps, caller, messages, scope)
+    return Completion(await answer_service.answer(deps.lane, deps.answers, question), rewrite)
 
 
 async def open_completion(
@@ -117,7 +117,5 @@ async def open_completion(
 ) -> Completion[AnswerStream[AnswerEvent]]:
     """The admitted answer stream of the standalone question within `scope`, and how that
     question was made."""
-    rewrite, asked = await _question(deps, caller, messages)
-    question = answer_service.Question(caller, rewrite.question, None, scope, asked)
-    events = await answer_service.open_stream(deps.lane, deps.answers, question)
-    return Completion(events, rewrite)
+    rewrite, question = await _standalone(deps, caller, messages, scope)
+    return Completion(await answer_service.open_stream(deps.lane, deps.answers, question), rewrite)
