@@ -1,4 +1,5 @@
-"""/openapi.json with the configured caps, so clients generated from it send what is accepted.
+"""/openapi.json with the configured caps, so clients generated from it send what is accepted,
+and the documented 200 of a route whose body is not a JSON model (`content_response`).
 
 The request models carry static outer bounds; the real limits (`RAG_MAX_K`,
 `RAG_MAX_QUESTION_CHARS`, `RAG_MAX_PAGE_SIZE` of every listing) are settings, written into the
@@ -29,6 +30,12 @@ def _set_k_limit(model: dict[str, Any], max_k: int) -> None:
     for option in model["properties"]["k"].get("anyOf", []):
         if option.get("type") == "integer":
             option["maximum"] = max_k
+
+
+def content_response(description: str, media_type: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entry of a route's 200 whose body is of `media_type` (server-sent
+    events, a picture, JSON lines), beside or instead of its JSON model."""
+    return {200: {"content": {media_type: {}}, "description": description}}
 
 
 def apply_limits(schema: dict[str, Any], limits: RequestLimits) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 from fastapi.responses import StreamingResponse
 from starlette.types import Send
 
+EVENT_STREAM = "text/event-stream"  # the media type of server-sent events
+
 
 class ClosableEvents(Protocol):
     """The events of an admitted answer (an `AnswerStream`, or a stream wrapping one)."""
@@ -25,7 +27,7 @@ class AnswerStreamResponse(StreamingResponse):
     def __init__(self, events: ClosableEvents, body: AsyncIterator[bytes]) -> None:
         super().__init__(
             body,
-            media_type="text/event-stream",
+            media_type=EVENT_STREAM,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
         self._events = events

@@ -21,8 +21,9 @@ from app.api.deps import (
     ScopeOf,
 )
 from app.api.errors import error_responses
+from app.api.openapi import content_response
 from app.api.schemas import QueryIn, QueryOut, SearchIn, SearchOut, SearchResultOut
-from app.api.streams import AnswerStreamResponse, ClosableEvents
+from app.api.streams import EVENT_STREAM, AnswerStreamResponse, ClosableEvents
 from app.domain import SearchHit, ocr_confidence, section_path, text_source
 from app.observability import error_payload
 from app.services import answer as answer_service
@@ -167,7 +168,7 @@ class EventStreamResponse(AnswerStreamResponse):
 @router.post(
     "/query/stream",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "SSE events"}},
+    responses=content_response("SSE events", EVENT_STREAM),
 )
 async def query_stream(
     lane: AnswerLaneDep, deps: Answers, asked: AskedQuestion

@@ -29,8 +29,10 @@ from app.api.deps import (
     ScopeOf,
 )
 from app.api.errors import error_responses
+from app.api.openapi import content_response
 from app.api.records import Page
 from app.api.routes.answers import EventStreamResponse, wire_event
+from app.api.streams import EVENT_STREAM
 from app.services import conversations as service
 from app.services.conversations import (
     QuestionRewritten,
@@ -114,11 +116,11 @@ def delete_conversation(
     response_model=TurnOut,
     dependencies=[QueryRateLimit],
     responses={
-        200: {
-            "content": {"text/event-stream": {}},
-            "description": "the answer; with ?stream=true, SSE events `standalone`, `token`, "
-            "`citations`, `done` (with the turn's message ids) or `error`",
-        },
+        **content_response(
+            "the answer; with ?stream=true, SSE events `standalone`, `token`, `citations`, "
+            "`done` (with the turn's message ids) or `error`",
+            EVENT_STREAM,
+        ),
         **error_responses(404, 409, 413, 422, 429, 503),
     },
 )

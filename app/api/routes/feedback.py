@@ -20,6 +20,7 @@ from app.api.deps import (
     ReadableDocuments,
 )
 from app.api.errors import error_responses
+from app.api.openapi import content_response
 from app.api.quality_schemas import (
     AnswerRecordOut,
     DeletedOut,
@@ -92,9 +93,7 @@ def my_rating(
 @router.get(
     "/feedback",
     response_model=Page[FeedbackOut],
-    responses={
-        200: {"content": {JSONL: {}}, "description": "a page, or with format=jsonl every match"}
-    },
+    responses=content_response("a page, or with format=jsonl every match", JSONL),
 )
 def list_feedback(
     deps: Feedback,

@@ -34,8 +34,9 @@ from app.api.deps import (
     ScopeOf,
 )
 from app.api.errors import error_responses
+from app.api.openapi import content_response
 from app.api.schemas import CitationOut
-from app.api.streams import AnswerStreamResponse
+from app.api.streams import EVENT_STREAM, AnswerStreamResponse
 from app.errors import NotFound
 from app.observability import error_payload
 from app.services import chat_completions as service
@@ -123,10 +124,9 @@ async def _chunks(
     response_model=ChatCompletionOut,
     dependencies=[QueryRateLimit],
     responses={
-        200: {
-            "content": {"text/event-stream": {}},
-            "description": "with `stream: true`, chat.completion.chunk lines, then [DONE]",
-        },
+        **content_response(
+            "with `stream: true`, chat.completion.chunk lines, then [DONE]", EVENT_STREAM
+        ),
         **error_responses(404, 409, 413, 422, 429, 503),  # 404: a collection you do not read
     },
 )

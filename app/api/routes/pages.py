@@ -17,6 +17,7 @@ from app.api.deps import (
     Principal,
 )
 from app.api.errors import error_responses
+from app.api.openapi import content_response
 from app.api.schemas import PageTextOut
 from app.services import pages as service
 
@@ -39,11 +40,11 @@ _IMAGE_CACHE_CONTROL = "private, max-age=300"
     "/documents/{document_id}/pages/{page}.png",
     response_class=Response,
     responses={
-        200: {
-            "content": {"image/png": {}},
-            "description": "the rendered page; `X-Highlight-Boxes` counts the boxes drawn over "
-            "the passage, `X-Highlight-Top` (0..1) is where the first starts",
-        },
+        **content_response(
+            "the rendered page; `X-Highlight-Boxes` counts the boxes drawn over the passage, "
+            "`X-Highlight-Top` (0..1) is where the first starts",
+            "image/png",
+        ),
         **error_responses(404, 409, 422, 429, 503),
     },
 )

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request, Response
 
 from app.api.deps import SettingsDep
 from app.api.errors import ApiError, error_responses
+from app.api.openapi import content_response
 from app.metrics import enabled, exposition
 
 router = APIRouter()
@@ -22,7 +23,7 @@ router = APIRouter()
     tags=["ops"],
     response_class=Response,
     responses={
-        200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
+        **content_response("Prometheus text format", "text/plain"),
         **error_responses(401, 404),
     },
 )
