@@ -13,7 +13,7 @@ import json
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
@@ -25,7 +25,13 @@ from app.services.blocks.webhook_urls import UrlRules, check_url
 from app.services.collection_access import AccessResolver
 from app.storage.collections import AccessStore
 from app.storage.users import UserStore
-from app.storage.webhooks import DeliveryRecord, NewDelivery, WebhookRecord, WebhookStore
+from app.storage.webhooks import (
+    DeliveryRecord,
+    NewDelivery,
+    WebhookChange,
+    WebhookRecord,
+    WebhookStore,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,31 +90,21 @@ def get_webhook(deps: WebhookDeps, *, tenant_id: str, webhook_id: str) -> Webhoo
 
 
 def update_webhook(
-    deps: WebhookDeps,
-    *,
-    actor: Actor,
-    webhook_id: str,
-    url: str | None = None,
-    events: list[str] | None = None,
-    description: str | None = None,
-    enabled: bool | None = None,
+    deps: WebhookDeps, *, actor: Actor, webhook_id: str, change: WebhookChange
 ) -> WebhookRecord:
     """Change a webhook (a new URL is checked like a new webhook's); NotFound when missing."""
-    if url is not None:
-        check_url(url, deps.rules)
-    chosen = None if events is None else _events(events)
+    if change.url is not None:
+        check_url(change.url, deps.rules)
+    if change.events is not None:
+        change = replace(change, events=_events(change.events))
     audit = actor.entry(
-        "webhook.changed", target_id=webhook_id, url=url, events=chosen, enabled=enabled
+        "webhook.changed",
+        target_id=webhook_id,
+        url=change.url,
+        events=change.events,
+        enabled=change.enabled,
     )
-    changed = deps.store.update(
-        actor.tenant_id,
-        webhook_id,
-        url=url,
-        events=chosen,
-        description=description,
-        enabled=enabled,
-        audit=audit,
-    )
+    changed = deps.store.update(actor.tenant_id, webhook_id, change, audit)
     return or_not_found(changed, "webhook not found")
 
 

@@ -40,6 +40,16 @@ class WebhookRecord:
 
 
 @dataclass(frozen=True)
+class WebhookChange:
+    """What to change on a webhook; None leaves a field as it is."""
+
+    url: str | None = None
+    events: list[str] | None = None
+    description: str | None = None
+    enabled: bool | None = None  # true again clears the failure count
+
+
+@dataclass(frozen=True)
 class DeliveryRecord:
     """One event for one webhook and how its delivery went so far."""
 
@@ -134,25 +144,21 @@ class WebhookStore(DatabaseStore):
         self,
         tenant_id: str,
         webhook_id: str,
-        *,
-        url: str | None = None,
-        events: list[str] | None = None,
-        description: str | None = None,
-        enabled: bool | None = None,
+        change: WebhookChange,
         audit: AuditEntry | None = None,
     ) -> WebhookRecord | None:
         """Change the given fields (enabling again clears the failure count); None when the
         tenant has no such webhook."""
         values: dict[str, object] = {"updated_at": utc_now()}
-        if url is not None:
-            values["url"] = url
-        if events is not None:
-            values["events"] = json.dumps(events)
-        if description is not None:
-            values["description"] = description
-        if enabled is not None:
-            values["enabled"] = enabled
-            if enabled:
+        if change.url is not None:
+            values["url"] = change.url
+        if change.events is not None:
+            values["events"] = json.dumps(change.events)
+        if change.description is not None:
+            values["description"] = change.description
+        if change.enabled is not None:
+            values["enabled"] = change.enabled
+            if change.enabled:
                 values.update(consecutive_failures=0, disabled_reason=None)
         with self._db.session() as session:
             matched = affected_rows(

@@ -16,6 +16,7 @@ from app.api.webhook_schemas import (
     WebhookUpdate,
 )
 from app.services import webhooks as service
+from app.storage.webhooks import WebhookChange
 
 router = APIRouter(tags=["webhooks"], responses=error_responses(403, 422))
 
@@ -61,14 +62,14 @@ def update_webhook(
 ) -> WebhookOut:
     """Change a webhook's URL, events, description, or enable it again (`"enabled": true`
     clears its failure count)."""
-    changed = service.update_webhook(
-        deps,
-        actor=caller.actor(ip),
-        webhook_id=webhook_id,
+    change = WebhookChange(
         url=body.url,
         events=None if body.events is None else list(body.events),
         description=body.description,
         enabled=body.enabled,
+    )
+    changed = service.update_webhook(
+        deps, actor=caller.actor(ip), webhook_id=webhook_id, change=change
     )
     return WebhookOut.model_validate(changed)
 
