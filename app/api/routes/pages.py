@@ -34,6 +34,7 @@ ChunkParam = Annotated[
 ]
 # The picture can change only when the document is replaced; a client may keep it briefly.
 _IMAGE_CACHE_CONTROL = "private, max-age=300"
+_PNG = "image/png"  # what the route sends, and documents
 
 
 @router.get(
@@ -43,7 +44,7 @@ _IMAGE_CACHE_CONTROL = "private, max-age=300"
         **content_response(
             "the rendered page; `X-Highlight-Boxes` counts the boxes drawn over the passage, "
             "`X-Highlight-Top` (0..1) is where the first starts",
-            "image/png",
+            _PNG,
         ),
         **error_responses(404, 409, 422, 429, 503),
     },
@@ -79,7 +80,7 @@ async def page_image(
     }
     if rendered.highlight_top is not None:  # lets a viewer scroll the passage into view
         headers["X-Highlight-Top"] = f"{rendered.highlight_top:.4f}"
-    return Response(rendered.png, media_type="image/png", headers=headers)
+    return Response(rendered.png, media_type=_PNG, headers=headers)
 
 
 @router.get(
