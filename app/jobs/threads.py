@@ -8,12 +8,15 @@ upload claims at once: a lone upload never waits for a batch that may not come.
 Batches form on their own from the jobs that arrive while the threads are busy: a thread that
 has just run a batch claims everything of one tenant that arrived meanwhile (up to
 RAG_INGEST_BATCH_JOBS and RAG_INGEST_BATCH_BYTES). While a batch of a tenant is young (under
-`JOIN_AFTER_S`), the other threads leave to it as many of that tenant's new jobs as the batch
-holds, and serve other tenants: a few clients each uploading a file and waiting for it then form
-batches instead of each thread taking one file at a time (every batch pays one vector write, one
-claim and one record of its own). More newcomers than that are a burst, which a free thread
-shares at once (its batch embeds while the other's is stored); and a job queued behind a long
-batch (a big scan) is taken by a free thread once that batch has run `JOIN_AFTER_S`. Jobs a
+`JOIN_AFTER_S`), the other threads leave to it fewer of that tenant's new jobs than it holds, and
+serve other tenants; as soon as as many have come as it holds, a free thread takes them as a
+batch of its own. So a few clients each uploading a file and waiting for it form batches as big
+as each other instead of each thread taking one file at a time (every batch pays one vector
+write, one claim and one record of its own), and the next batch is parsed and waiting for the
+embedder while the running one embeds and is stored, instead of starting once it has ended (with
+four such clients the embedder stood idle 40% of the time, waiting for each store). A burst (a
+folder synced file by file) is shared the same way; and a job queued behind a long batch (a big
+scan) is taken by a free thread once that batch has run `JOIN_AFTER_S`. Jobs a
 crash left `processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
 Evaluation runs are left to the evaluation runner's own thread (app/job_runners/evaluation.py),
 so a run never holds a thread that uploads need.
@@ -88,16 +91,16 @@ class IngestWorkerPool:
     def enqueue(self, job: JobRecord) -> None:
         """Hand over a newly queued job: the threads poll the table, so just wake one of them
         (one per upload: the others need not race it for the claim). A job of a tenant whose
-        young batches hold at least as many jobs as have been left to them is left to them too;
-        an idle thread looks again once those batches are no longer young. One newcomer more
-        makes the tenant's uploads a burst, shared with the idle threads from then on."""
+        young batches hold more jobs than have been left to them is left to them too; an idle
+        thread looks again once those batches are no longer young. The newcomer that makes as
+        many as they hold wakes an idle thread, which takes them all as a batch of its own."""
         with self._arrival:
             self._arrivals += 1
             tenant = job.tenant_id
             holds = self._young_holds()[0][tenant]
             if holds:
                 self._left[tenant] += 1
-                if self._left[tenant] <= holds:  # still within what its young batches hold
+                if self._left[tenant] < holds:  # fewer than its young batches hold
                     self._left_to_batch += 1
                     # No idle thread would take it: they already wake when the batch turns old.
                     return
@@ -163,11 +166,11 @@ class IngestWorkerPool:
         return holds, young
 
     def _young_batches(self) -> tuple[frozenset[str], float | None]:
-        """The tenants whose new jobs are left to their young batches (left no more newcomers
-        than those batches hold), and the seconds until the first of those batches turns old
+        """The tenants whose new jobs are left to their young batches (left fewer newcomers than
+        those batches hold), and the seconds until the first of those batches turns old
         (None: no such batch). Called holding `_arrival`."""
         holds, young = self._young_holds()
-        tenants = frozenset(t for t, jobs in holds.items() if self._left[t] <= jobs)
+        tenants = frozenset(t for t, jobs in holds.items() if self._left[t] < jobs)
         if not tenants:
             return frozenset(), None
         oldest = min(b.started for b in young if b.tenant_id in tenants)

@@ -1,9 +1,10 @@
 """The in-process pool (threads backend) claims a lone upload at once: the job is handed to its
 runner as soon as the upload wakes a thread, not after a batch-gathering window (a
 script that uploads a file and waits for it got twice as slow when lone jobs waited for a batch).
-Uploads of a tenant whose batch has just started are left to that batch's thread, which takes
-them together next (one vector write, claim and record for all of them), unless that batch runs
-long; another tenant's upload is taken at once by a free thread.
+Fewer uploads of a tenant than its just started batch holds are left to that batch's thread,
+which takes them together next (one vector write, claim and record for all of them), unless that
+batch runs long; as many as it holds are taken at once by a free thread, as a batch of their own
+(parsed and embedded while the first is stored); another tenant's upload is taken at once.
 
 The job table is a fake that records claims; the assertions are on events and their order.
 """
@@ -149,19 +150,37 @@ def two_threads(jobs: RecordingJobs, batches: HeldBatches) -> Iterator[IngestWor
         pool.stop()
 
 
-def test_as_many_uploads_as_a_young_batch_holds_are_left_to_it_and_claimed_together() -> None:
+def test_fewer_uploads_than_a_young_batch_holds_are_left_to_it_and_claimed_together() -> None:
     jobs, batches = RecordingJobs(), HeldBatches()
     for name in ("a1", "a2", "a3"):  # queued before the pool starts: its first batch
         jobs.queued.append(queued_job(name))
     with two_threads(jobs, batches) as pool:
         assert batches.wait_for(1)
-        for name in ("b1", "b2", "b3"):  # while the first batch runs, young
+        for name in ("b1", "b2"):  # while the first batch runs, young
             jobs.queue(pool, queued_job(name))
         time.sleep(0.05)  # the idle thread had its chance to take them one at a time
         assert len(batches.ran) == 1
         batches.release.set()  # the batch ends well within JOIN_AFTER_S
         assert batches.wait_for(2)
-        assert batches.ran == [["a1", "a2", "a3"], ["b1", "b2", "b3"]]
+        assert batches.ran == [["a1", "a2", "a3"], ["b1", "b2"]]
+
+
+def test_as_many_uploads_as_a_young_batch_holds_form_a_batch_beside_it_at_once() -> None:
+    # Four clients each uploading a file and waiting for it: two batches of two, the next one
+    # taken while the other is still embedded and stored, not once it has ended (before, the
+    # pair waited for the first batch, and the embedder stood idle while each was stored).
+    jobs, batches = RecordingJobs(), HeldBatches()
+    for name in ("a1", "a2"):  # queued before the pool starts: its first batch
+        jobs.queued.append(queued_job(name))
+    with two_threads(jobs, batches) as pool:
+        assert batches.wait_for(1)
+        jobs.queue(pool, queued_job("b1"))
+        time.sleep(0.05)  # the idle thread had its chance to take it alone
+        assert len(batches.ran) == 1
+        jobs.queue(pool, queued_job("b2"))
+        assert batches.wait_for(2)
+        assert batches.ran == [["a1", "a2"], ["b1", "b2"]]
+        assert batches.started[1] - batches.started[0] < JOIN_AFTER_S, "b waited for a's end"
 
 
 def test_more_newcomers_than_a_young_batch_holds_are_shared_at_once() -> None:
@@ -198,10 +217,11 @@ def test_an_upload_behind_a_long_batch_of_its_tenant_is_taken_once_that_batch_is
     attempt: int,
 ) -> None:
     jobs, batches = RecordingJobs(), HeldBatches()
+    for name in ("scan", "slides"):  # queued before the pool starts: its first batch
+        jobs.queued.append(queued_job(name))
     with two_threads(jobs, batches) as pool:
-        jobs.queue(pool, queued_job("scan"))
         assert batches.wait_for(1)
-        jobs.queue(pool, queued_job("note"))  # "scan" never ends within the test
+        jobs.queue(pool, queued_job("note"))  # the batch never ends within the test
         assert batches.wait_for(2), "the upload waited for the long batch to end"
-        assert batches.ran == [["scan"], ["note"]]
+        assert batches.ran == [["scan", "slides"], ["note"]]
         assert batches.started[1] - batches.started[0] >= JOIN_AFTER_S
