@@ -28,6 +28,7 @@ of a batch still ends on its own (done, failed, or put back for a retry).
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import (
     ColumnElement,
+    Select,
     bindparam,
     delete,
     false,
@@ -186,6 +188,20 @@ _JOBS = table_of(JobRow).columns
 _JOB_OF_TENANT = select(*_JOBS).where(
     _JOBS.tenant_id == bindparam("tenant_id"), _JOBS.job_id == bindparam("job_id")
 )
+
+
+_UNFINISHED_OF_TENANT = (
+    select(JobRow.job_id)
+    .where(JobRow.tenant_id == bindparam("tenant_id"), JobRow.status.in_(("queued", "processing")))
+    .limit(1)
+)
+
+
+@functools.cache
+def _claimable(scope: ClaimScope) -> Select[Any]:
+    """A job a claimer of `scope` could be handed now, if any (built once per scope)."""
+    waiting = [JobRow.status == "queued", JobRow.progress_stage != RETRYING, in_scope(scope)]
+    return select(JobRow.job_id).where(*waiting).limit(1)
 
 
 def _record(row: JobRow | Row[Any]) -> JobRecord:
@@ -623,25 +639,17 @@ class JobStore:
     def has_claimable(self, scope: ClaimScope = "all") -> bool:
         """Whether any tenant has a job waiting that `claim_next` could hand out to a claimer
         of `scope` (ignoring the per-tenant running limit)."""
-        with self._db.session() as session:
-            waiting = session.scalar(
-                select(JobRow.job_id)
-                .where(
-                    JobRow.status == "queued", JobRow.progress_stage != RETRYING, in_scope(scope)
-                )
-                .limit(1)
-            )
-            return waiting is not None
+        return self._any(_claimable(scope))
 
     def has_unfinished(self, tenant_id: str) -> bool:
         """Whether the tenant has a job queued or processing."""
-        with self._db.session() as session:
-            waiting = session.scalar(
-                select(JobRow.job_id)
-                .where(JobRow.tenant_id == tenant_id, JobRow.status.in_(("queued", "processing")))
-                .limit(1)
-            )
-            return waiting is not None
+        return self._any(_UNFINISHED_OF_TENANT, tenant_id=tenant_id)
+
+    def _any(self, statement: Any, **values: str) -> bool:
+        """Whether `statement` finds a row. A pool thread asks after every batch: a plain
+        connection and a statement built once, no ORM session to set up."""
+        with self._db.engine.connect() as connection:
+            return connection.execute(statement, values).first() is not None
 
     def queued_summary(self, now: datetime | None = None) -> QueueBacklog:
         """How many jobs wait to be claimed, and how long (seconds) the oldest has waited by

@@ -8,6 +8,7 @@ in one process is refused by the next request in any other, the way a revoked to
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import unicodedata
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Select, bindparam, delete, func, select, update
+from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -34,6 +36,7 @@ from app.storage.tables import (
     GroupMemberRow,
     GroupRow,
     UserRow,
+    table_of,
 )
 
 Visibility = Literal["tenant", "restricted"]
@@ -238,11 +241,29 @@ class AccessStore(DatabaseStore):
         except IntegrityError:
             raise Conflict(f"a collection named {name!r} already exists") from None
 
+    def _by_id_or_name(
+        self, table: type[_Named], tenant_id: str, id_or_name: str
+    ) -> Row[Any] | None:
+        """The tenant's row with this id, else with this name (a collection's or a group's), as
+        given or NFC (names are stored NFC; one from before that may not be). A read: a plain
+        connection, no ORM session to set up."""
+        by_id, by_name = _lookups(table)
+        keys = [(by_id, id_or_name)]
+        keys += [
+            (by_name, n)
+            for n in dict.fromkeys((id_or_name, unicodedata.normalize("NFC", id_or_name)))
+        ]
+        with self._db.engine.connect() as connection:
+            for statement, key in keys:
+                row = connection.execute(statement, {"tenant_id": tenant_id, "key": key}).first()
+                if row is not None:
+                    return row
+        return None
+
     def find_collection(self, tenant_id: str, id_or_name: str) -> CollectionRecord | None:
         """The collection with this id, else with this name; None when neither exists."""
-        with self._db.session() as session:
-            row = _by_id_or_name(session, CollectionRow, tenant_id, id_or_name)
-            return None if row is None else record_of(CollectionRecord, row)
+        row = self._by_id_or_name(CollectionRow, tenant_id, id_or_name)
+        return None if row is None else record_of(CollectionRecord, row)
 
     def update_collection(
         self, tenant_id: str, collection_id: str, change: CollectionChange, audit: AuditEntry
@@ -521,9 +542,8 @@ class AccessStore(DatabaseStore):
 
     def find_group(self, tenant_id: str, id_or_name: str) -> GroupRecord | None:
         """The group with this id, else with this name."""
-        with self._db.session() as session:
-            row = _by_id_or_name(session, GroupRow, tenant_id, id_or_name)
-            return None if row is None else record_of(GroupRecord, row)
+        row = self._by_id_or_name(GroupRow, tenant_id, id_or_name)
+        return None if row is None else record_of(GroupRecord, row)
 
     def update_group(
         self,
@@ -603,21 +623,15 @@ class AccessStore(DatabaseStore):
             return True
 
 
-def _by_id_or_name(
-    session: Session, table: type[_Named], tenant_id: str, id_or_name: str
-) -> _Named | None:
-    """The tenant's row with this id, else with this name (a collection's or a group's), as
-    given or NFC (names are stored NFC; one from before that may not be)."""
-    row = session.get(table, (tenant_id, id_or_name))
-    if row is not None:
-        return row
-    for name in dict.fromkeys((id_or_name, unicodedata.normalize("NFC", id_or_name))):
-        found = session.scalars(
-            select(table).where(table.tenant_id == tenant_id, table.name == name)
-        ).first()
-        if found is not None:
-            return found
-    return None
+@functools.cache
+def _lookups(table: type[_Named]) -> tuple[Select[Any], Select[Any]]:
+    """The statements that find a tenant's row of `table` (collections or groups) by id and by
+    name, built once: every upload looks its collection up."""
+    columns = table_of(table).columns
+    key = next(c for c in table_of(table).primary_key.columns if c.name != "tenant_id")
+    of_tenant = columns.tenant_id == bindparam("tenant_id")
+    by_id = select(*columns).where(of_tenant, key == bindparam("key"))
+    return by_id, select(*columns).where(of_tenant, columns.name == bindparam("key")).limit(1)
 
 
 def _metadata(stored: str | None) -> dict[str, Any]:

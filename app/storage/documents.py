@@ -82,6 +82,17 @@ def _document_where(*keys: str) -> Any:
 
 _DOCUMENT_BY_ID = _document_where("tenant_id", "document_id")
 _DOCUMENT_BY_NAME = _document_where("tenant_id", "collection_id", "source")
+# What `identify` reads (every upload of a new name): the id of the name's document, and where
+# the document holding a candidate id is.
+_ID_OF_NAME = select(DocumentRow.document_id).where(
+    DocumentRow.tenant_id == bindparam("tenant_id"),
+    DocumentRow.collection_id == bindparam("collection_id"),
+    DocumentRow.source == bindparam("source"),
+)
+_HOLDER_OF_ID = select(DocumentRow.collection_id, DocumentRow.source).where(
+    DocumentRow.tenant_id == bindparam("tenant_id"),
+    DocumentRow.document_id == bindparam("document_id"),
+)
 
 
 def _in_collections(collections: Collection[str] | None) -> list[Any]:
@@ -259,24 +270,16 @@ class DocumentStore(DatabaseStore):
         A candidate id held by a document of this very name and collection is that document's:
         an upload racing this one created the name between the two reads, and this one becomes
         its next version instead of a second document under a variant id."""
-        with self._db.session() as session:
-            existing = session.scalar(
-                select(DocumentRow.document_id).where(
-                    DocumentRow.tenant_id == tenant_id,
-                    DocumentRow.collection_id == collection_id,
-                    DocumentRow.source == source,
-                )
-            )
+        name = {"tenant_id": tenant_id, "collection_id": collection_id, "source": source}
+        with self._db.engine.connect() as connection:  # reads: no ORM session to set up
+            existing = connection.execute(_ID_OF_NAME, name).scalar()
             if existing is not None:
-                return existing
+                return str(existing)
             key, attempt = source, 0
             while True:
                 candidate = new_document_id(tenant_id, key, collection_id)
-                holder = session.execute(
-                    select(DocumentRow.collection_id, DocumentRow.source).where(
-                        DocumentRow.tenant_id == tenant_id,
-                        DocumentRow.document_id == candidate,
-                    )
+                holder = connection.execute(
+                    _HOLDER_OF_ID, {"tenant_id": tenant_id, "document_id": candidate}
                 ).first()
                 if holder is None or tuple(holder) == (collection_id, source):
                     return candidate

@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy.engine import Row
 
 from app.domain import ListedPage
 from app.storage.audit import AuditEntry, write_entry
 from app.storage.db import DatabaseStore, affected_rows, utc_now
 from app.storage.records import listed_page, record_of
-from app.storage.tables import WebhookDeliveryRow, WebhookRow
+from app.storage.tables import WebhookDeliveryRow, WebhookRow, table_of
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,12 @@ class DeliveryRecord:
     updated_at: datetime
 
 
-def _webhook(row: WebhookRow) -> WebhookRecord:
+_ENABLED_OF_TENANT = select(*table_of(WebhookRow).columns).where(
+    WebhookRow.tenant_id == bindparam("tenant_id"), WebhookRow.enabled.is_(True)
+)
+
+
+def _webhook(row: WebhookRow | Row[Any]) -> WebhookRecord:
     return record_of(WebhookRecord, row, events=tuple(json.loads(row.events)))
 
 
@@ -192,11 +199,10 @@ class WebhookStore(DatabaseStore):
 
     def subscribed(self, tenant_id: str, event_type: str) -> list[WebhookRecord]:
         """The tenant's enabled webhooks that listen to `event_type`."""
-        query = select(WebhookRow).where(
-            WebhookRow.tenant_id == tenant_id, WebhookRow.enabled.is_(True)
-        )
-        with self._db.session() as session:
-            hooks = [_webhook(row) for row in session.scalars(query)]
+        # Asked at every job's end: a plain connection and a statement built once.
+        with self._db.engine.connect() as connection:
+            rows = connection.execute(_ENABLED_OF_TENANT, {"tenant_id": tenant_id}).all()
+        hooks = [_webhook(row) for row in rows]
         return [hook for hook in hooks if event_type in hook.events]
 
     # --- deliveries ----------------------------------------------------------------------
