@@ -317,10 +317,12 @@ class DocumentStore(DatabaseStore):
                 *_in_collections(collections),
             )
 
-    def usage(self, tenant_id: str, except_document: str | None = None) -> StoredUsage:
+    def usage(self, tenant_id: str) -> StoredUsage:
         """The tenant's document, byte and chunk totals (quotas and `/stats`)."""
-        with self._db.session() as session:
-            return stored_usage(session, tenant_id, except_document)
+        # Read by every batch of jobs: a plain connection and a statement built once.
+        with self._db.engine.connect() as connection:
+            totals = connection.execute(_USAGE_OF_TENANT, {"usage_tenant": tenant_id}).one()
+        return StoredUsage(*(int(total) for total in totals))
 
     def delete(self, tenant_id: str, document_id: str, audit: AuditEntry | None = None) -> bool:
         """Remove the tenant's document row (with the audit entry, when it existed); returns
@@ -399,16 +401,6 @@ class StoredUsage:
     ocr_pages: int = 0
 
 
-def stored_usage(
-    session: Session, tenant_id: str, except_document: str | None = None
-) -> StoredUsage:
-    """The tenant's totals in `session`, leaving out `except_document` (a replaced version)."""
-    query = select(*_totals()).where(DocumentRow.tenant_id == tenant_id)
-    if except_document is not None:
-        query = query.where(DocumentRow.document_id != except_document)
-    return StoredUsage(*(int(total) for total in session.execute(query).one()))
-
-
 def usage_beside(
     session: Session, tenant_id: str, document_id: str
 ) -> tuple[StoredUsage, StoredUsage]:
@@ -433,11 +425,11 @@ def _totals(kept: ColumnElement[bool] | None = None) -> list[ColumnElement[int]]
 
 
 _USAGE_COLUMNS = (DocumentRow.size_bytes, DocumentRow.chunks, DocumentRow.ocr_pages)
+_OF_TENANT = DocumentRow.tenant_id == bindparam("usage_tenant")
+_USAGE_OF_TENANT = select(*_totals()).where(_OF_TENANT)
 # `usage_beside`'s query, built once (each upload runs it inside its write transaction).
 _BESIDE = DocumentRow.document_id == bindparam("usage_beside")
-_USAGE_BESIDE = select(*_totals(~_BESIDE), *_totals(_BESIDE)).where(
-    DocumentRow.tenant_id == bindparam("usage_tenant")
-)
+_USAGE_BESIDE = select(*_totals(~_BESIDE), *_totals(_BESIDE)).where(_OF_TENANT)
 
 
 def insert_missing_document(
