@@ -13,11 +13,11 @@ serve other tenants; as soon as as many have come as it holds, a free thread tak
 batch of its own. So a few clients each uploading a file and waiting for it form batches as big
 as each other instead of each thread taking one file at a time (every batch pays one vector
 write, one claim and one record of its own), and the next batch is parsed and waiting for the
-embedder while the running one embeds and is stored, instead of starting once it has ended (with
-four such clients the embedder stood idle 40% of the time, waiting for each store). A burst (a
-folder synced file by file) is shared the same way; and a job queued behind a long batch (a big
-scan) is taken by a free thread once that batch has run `JOIN_AFTER_S`. Jobs a
-crash left `processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
+embedder while the running one embeds and is stored, instead of starting once it has ended
+(with four such clients the embedder stood idle over 40% of the time, waiting for each store). A
+burst (a folder synced file by file) is shared the same way; and a job queued behind a long batch
+(a big scan) is taken by a free thread once that batch has run `JOIN_AFTER_S`. Jobs a crash left
+`processing` are re-queued at start-up; stable chunk ids make the retry an upsert.
 Evaluation runs are left to the evaluation runner's own thread (app/job_runners/evaluation.py),
 so a run never holds a thread that uploads need.
 """
