@@ -84,6 +84,7 @@ class AnswerShape(BaseModel):
     llm_passage_order: str
     llm_max_context_chars: int
     llm_focus_chars: int
+    llm_focus_rule: str
     refusal_text: str
     llm_abstain_threshold: float
 

@@ -14,15 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.config import load_settings
 from app.container import Container
 from app.domain import SearchHit
 from app.generation.answer_limits import PassageLimits
-from eval.manual_questions import GOLD_FILE, ingest_manual
+from eval.manual_questions import GOLD_FILE, SPLITS, ingest_manual
 from eval.manual_sample import sample_manual_questions
 from eval.metrics import cites_gold
 from eval.retrieval import RESULTS_DIR
@@ -61,45 +61,66 @@ def gold_shown_by_limits(
     return shown
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--questions", type=int, default=45)
-    parser.add_argument("--seed", type=int, default=2026)
-    args = parser.parse_args()
+@dataclass(frozen=True)
+class Retrieved:
+    """One sampled question of a half, the hits the service retrieved for it, its gold pages."""
+
+    split: str
+    question: str
+    hits: list[SearchHit]
+    gold_pages: list[int]
+
+
+def retrieved_questions(count: int, seed: int) -> Iterator[Retrieved]:
+    """The fixed-seed sample of both halves (`count` each), asked through the service's
+    retriever manual by manual (the service's settings, the USE embedder)."""
     gold: dict[str, list[int]] = json.loads(GOLD_FILE.read_text(encoding="utf-8"))
+    halves = {s: sample_manual_questions(s, count, seed, "development") for s in SPLITS}
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(
             _env_file=None, data_dir=Path(data), embedding_provider="use", env="development"
         )
         container = Container(settings)
-        limits = PassageLimits.from_settings(settings)
-        halves = {
-            s: sample_manual_questions(s, args.questions, args.seed, "development")
-            for s in ("tuning", "test")
-        }
-        counts = {(s, g): 0 for s in halves for g in GRID}
         for manual in dict.fromkeys(q.manual for qs in halves.values() for q in qs):
             tenant = ingest_manual(container, manual)
             for split, questions in halves.items():
                 for question in (q for q in questions if q.manual == manual):
                     result = container.retriever.search(tenant, question.text, settings.top_k)
                     hits = result.hits if result.relevant else []
-                    shown = gold_shown_by_limits(question.text, hits, gold[question.id], limits)
-                    for variant, hit in shown.items():
-                        counts[(split, variant)] += hit
+                    yield Retrieved(split, question.text, hits, gold[question.id])
             print(manual, flush=True)
+
+
+def service_limits() -> PassageLimits:
+    """The passage limits the service reads from its `RAG_*` variables."""
+    return PassageLimits.from_settings(load_settings(_env_file=None, env="development"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--questions", type=int, default=45)
+    parser.add_argument("--seed", type=int, default=2026)
+    args = parser.parse_args()
+    limits = service_limits()
+    counts = {(s, g): 0 for s in SPLITS for g in GRID}
+    sizes = dict.fromkeys(SPLITS, 0)
+    for item in retrieved_questions(args.questions, args.seed):
+        sizes[item.split] += 1
+        shown = gold_shown_by_limits(item.question, item.hits, item.gold_pages, limits)
+        for variant, hit in shown.items():
+            counts[(item.split, variant)] += hit
     table = {
         f"{split}: {passages} passages, focus {focus}, {chars} characters": counts[
             (split, (passages, focus, chars))
         ]
-        / len(halves[split])
-        for split in halves
+        / sizes[split]
+        for split in SPLITS
         for passages, focus, chars in GRID
     }
     print("| half | passages | focus chars | passage chars | gold shown |\n|---|---|---|---|---|")
-    for split in halves:
+    for split in SPLITS:
         for variant in GRID:
-            share = counts[(split, variant)] / len(halves[split])
+            share = counts[(split, variant)] / sizes[split]
             print(f"| {split} | {' | '.join(map(str, variant))} | {share:.3f} |")
     out = RESULTS_DIR / "shown-gold-manuals-dev.json"
     out.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")

@@ -84,6 +84,14 @@ class GenerationSettings(BaseModel):
         "all; 0 shows whole passages (about twice the prompt to read before the first token).",
         ge=0,
     )
+    llm_focus_rule: Literal["shares", "ranked"] = setting(
+        "ranked",
+        group="generation",
+        description="How the focus budget is shared out: shares gives every passage shown an "
+        "equal share for its own best sentences (none shown with less than 150 characters); "
+        "ranked takes the best sentences of all passages first, so a lower-ranked passage may "
+        "show only a few words.",
+    )
     models_dir: Path = setting(
         Path("models"),
         group="generation",

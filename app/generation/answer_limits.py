@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.domain import RetrievalResult, SearchHit
+from app.generation.focus import FocusRule
 from app.generation.grounded_answer import Answer, AnswerEvent, final_answer, shown_passages
 from app.generation.grounded_answer import stream_answer as _stream_answer
 
@@ -23,22 +24,25 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class PassageLimits:
     """Which passages the model reads: the top `max_passages` within `max_passage_chars`, cut
-    to the question's best sentences (`focus_chars` in all; 0 = whole passages), the best one
+    to the question's best sentences (`focus_chars` in all, shared out by `focus_rule`; 0 =
+    whole passages), the best one
     last when `best_last`."""
 
     max_passages: int
     max_passage_chars: int
     focus_chars: int
+    focus_rule: FocusRule = "ranked"
     best_last: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PassageLimits:
-        """RAG_LLM_MAX_PASSAGES, RAG_LLM_MAX_CONTEXT_CHARS, RAG_LLM_FOCUS_CHARS and
-        RAG_LLM_PASSAGE_ORDER."""
+        """RAG_LLM_MAX_PASSAGES, RAG_LLM_MAX_CONTEXT_CHARS, RAG_LLM_FOCUS_CHARS,
+        RAG_LLM_FOCUS_RULE and RAG_LLM_PASSAGE_ORDER."""
         return cls(
             max_passages=settings.llm_max_passages,
             max_passage_chars=settings.llm_max_context_chars,
             focus_chars=settings.llm_focus_chars,
+            focus_rule=settings.llm_focus_rule,
             best_last=settings.llm_passage_order == "best_last",
         )
 
@@ -50,6 +54,7 @@ class PassageLimits:
             max_passages=self.max_passages,
             max_passage_chars=self.max_passage_chars,
             focus_chars=self.focus_chars,
+            focus_rule=self.focus_rule,
             best_last=self.best_last,
         )
 
@@ -87,6 +92,7 @@ class GenerationLimits:
             max_passages=self.passages.max_passages,
             max_passage_chars=self.passages.max_passage_chars,
             focus_chars=self.passages.focus_chars,
+            focus_rule=self.passages.focus_rule,
             best_last=self.passages.best_last,
             abstain_threshold=self.abstain_threshold,
             embedder=embedder,

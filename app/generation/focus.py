@@ -3,11 +3,26 @@
 Reading the prompt is most of a local model's time to first token (~90 tokens/s here), and the
 fixed rules and examples are already evaluated once and reused; what is left is the passages.
 Most of a retrieved paragraph does not bear on the question, so each passage shows only its
-best-scoring sentences (rare question terms, `app.text.sentences.rank_sentences`), best first
-until `max_chars` is spent, in their original order, with "…" where text was left out. A passage
-none of whose sentences made the cut is not shown, so the markers number only what the model
-reads. Sentences sharing no term with the question (a paraphrase, another language) fill the
-budget in rank and reading order: the top passage's opening sentences.
+best-scoring sentences (rare question terms, `app.text.sentences.rank_sentences`), each with its
+neighbours, in their original order, with "…" where text was left out; `max_chars` is the
+budget for all of them together. A sentence's neighbours join it only when it is chosen itself.
+
+Two rules share the budget out (`RAG_LLM_FOCUS_RULE`):
+
+- `shares`: every passage shown gets an equal share of the budget for its own best sentences
+  (a passage that needs less leaves the rest to the others), so a passage whose sentences score
+  lower than a neighbour's is still shown at a readable length. A best sentence longer than its
+  share is cut to the words around the question's terms. No passage is shown with less than
+  `MIN_EXCERPT_CHARS` (or its whole text, if shorter): when the budget cannot give every passage
+  that much, the lowest-ranked passages are not shown. Characters left over from the shares go
+  to the best remaining sentences of the passages shown.
+- `ranked`: the best sentences of all passages first, until the budget is spent (the best one
+  always, whatever its length); a passage none of whose sentences made the cut is not shown.
+  A lower-ranked passage often gets a few words only.
+
+Either way the markers number only what the model reads. Sentences sharing no term with the
+question (a paraphrase, another language) fill the budget in rank and reading order: the
+passages' opening sentences.
 
 The hits keep their ids, pages and scores: only the text the model reads (and the citation
 snippet, taken from it) is shortened.
@@ -15,21 +30,93 @@ snippet, taken from it) is shortened.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from itertools import pairwise
+from typing import Literal
 
 from app.domain import SearchHit
 from app.text.sentences import RankedSentence, rank_sentences
+from app.text.tokenizer import tokenize
 
+FocusRule = Literal["shares", "ranked"]
 ELISION = " … "
+MIN_SHARE_CHARS = 200  # a passage's share is never smaller (unless the budget is)
+MIN_CUT_CHARS = 80  # room a share must have left for a sentence cut to fit it
+
+Place = tuple[int, int]  # (marker, position)
 
 
-def _chosen(ranked: list[RankedSentence], max_chars: int) -> list[RankedSentence]:
-    """The best sentences, each followed by its neighbours, within `max_chars` (the best one
-    always, whatever its length)."""
+def _cost(sentence: RankedSentence) -> int:
+    """What a sentence adds to an excerpt at most: its text and the "…" joining it."""
+    return len(sentence.text) + len(ELISION)
+
+
+class _Selection:
+    """Sentences chosen so far, by place, and the characters they cost."""
+
+    def __init__(self, ranked: Iterable[RankedSentence]) -> None:
+        self.by_place = {(s.marker, s.position): s for s in ranked}
+        self.chosen: dict[Place, RankedSentence] = {}
+        self.used = 0
+
+    def add(self, sentence: RankedSentence) -> None:
+        self.chosen[(sentence.marker, sentence.position)] = sentence
+        self.used += _cost(sentence)
+
+    def fill(self, ranked: Iterable[RankedSentence], budget: int) -> None:
+        """Add the best sentences not yet chosen, each followed by its neighbours, while they
+        cost at most `budget` (a sentence that does not fit is skipped, and its neighbours with
+        it; a shorter, lower-ranked one may still fit)."""
+        spent = 0
+        for best in ranked:
+            place = (best.marker, best.position)
+            if place in self.chosen or spent + _cost(best) > budget:
+                continue
+            self.add(best)
+            spent += _cost(best)
+            for near in ((best.marker, best.position - 1), (best.marker, best.position + 1)):
+                neighbour = self.by_place.get(near)
+                if neighbour and near not in self.chosen and spent + _cost(neighbour) <= budget:
+                    self.add(neighbour)
+                    spent += _cost(neighbour)
+
+
+def _window(bears: list[bool], lengths: list[int], room: int) -> tuple[int, int]:
+    """The words [start, end) of at most `room` characters holding the most question terms,
+    those terms nearest its middle (no term: the opening words)."""
+    best: tuple[int, int, int, int] = (-1, 0, 0, 0)  # terms held, -off-centre, start, end
+    for start in range(len(lengths)):
+        end, length = start, -1
+        while end < len(lengths) and length + 1 + lengths[end] <= room:
+            length += 1 + lengths[end]
+            end += 1
+        held = [i for i in range(start, end) if bears[i]]
+        off_centre = abs((held[0] - start) - (end - 1 - held[-1])) if held else start
+        best = max(best, (len(held), -off_centre, start, end))
+        if end == len(lengths):
+            break
+    return best[2], best[3]
+
+
+def _clipped(sentence: RankedSentence, terms: frozenset[str], max_chars: int) -> RankedSentence:
+    """The sentence cut at word boundaries to cost at most `max_chars` (its "…" marks and the
+    joiner included), keeping the words around the question's terms."""
+    words = sentence.text.split(" ")
+    room = max_chars - len(ELISION) - len("… ") - len(" …")
+    bears = [bool(terms.intersection(tokenize(word))) for word in words]
+    start, end = _window(bears, [len(word) for word in words], room)
+    text = " ".join(words[start:end]) or sentence.text[: max(room, 0)]
+    lead = "… " if start > 0 and not text.startswith("…") else ""
+    tail = " …" if end < len(words) and not text.endswith("…") else ""
+    return replace(sentence, text=lead + text + tail)
+
+
+def _chosen_ranked(ranked: list[RankedSentence], max_chars: int) -> list[RankedSentence]:
+    """The best sentences of all passages, each followed by its neighbours, within `max_chars`
+    (the best one always, whatever its length; a neighbour may join without its sentence)."""
     by_place = {(s.marker, s.position): s for s in ranked}
-    chosen: dict[tuple[int, int], RankedSentence] = {}
+    chosen: dict[Place, RankedSentence] = {}
     used = 0
     for best in ranked:
         group = [best] + [
@@ -41,12 +128,34 @@ def _chosen(ranked: list[RankedSentence], max_chars: int) -> list[RankedSentence
             place = (sentence.marker, sentence.position)
             if place in chosen:
                 continue
-            cost = len(sentence.text) + len(ELISION)
-            if chosen and used + cost > max_chars:
+            if chosen and used + _cost(sentence) > max_chars:
                 continue  # a shorter, lower-ranked sentence may still fit
             chosen[place] = sentence
-            used += cost
+            used += _cost(sentence)
     return list(chosen.values())
+
+
+def _chosen_in_shares(
+    ranked: list[RankedSentence], max_chars: int, terms: frozenset[str]
+) -> list[RankedSentence]:
+    """Each passage's best sentences within an equal share of `max_chars`, the passages that
+    need least served first, the room a share has left filled by its next best sentence cut to
+    fit; what the shares leave goes to the best remaining sentences of the passages shown."""
+    of_passage: dict[int, list[RankedSentence]] = {}
+    for sentence in ranked:
+        of_passage.setdefault(sentence.marker, []).append(sentence)
+    shown = sorted(of_passage)[: max(1, max_chars // MIN_SHARE_CHARS)]
+    needs = {marker: sum(map(_cost, of_passage[marker])) for marker in shown}
+    selection = _Selection(ranked)
+    for served, marker in enumerate(sorted(shown, key=needs.__getitem__)):
+        share = (max_chars - selection.used) // (len(shown) - served)
+        end = selection.used + share
+        selection.fill(of_passage[marker], share)
+        rest = [s for s in of_passage[marker] if (marker, s.position) not in selection.chosen]
+        if rest and end - selection.used >= MIN_CUT_CHARS:
+            selection.add(_clipped(rest[0], terms, end - selection.used))
+    selection.fill([s for s in ranked if s.marker in needs], max_chars - selection.used)
+    return list(selection.chosen.values())
 
 
 def _excerpt(sentences: list[RankedSentence]) -> str:
@@ -56,7 +165,7 @@ def _excerpt(sentences: list[RankedSentence]) -> str:
     for previous, sentence in pairwise(ordered):
         parts.append(" " if sentence.position == previous.position + 1 else ELISION)
         parts.append(sentence.text)
-    lead = "… " if ordered[0].position > 0 else ""
+    lead = "… " if ordered[0].position > 0 and not ordered[0].text.startswith("…") else ""
     return lead + "".join(parts)
 
 
@@ -64,11 +173,16 @@ def focus_passages(
     question: str,
     hits: Sequence[SearchHit],
     max_chars: int,
+    rule: FocusRule,
 ) -> list[SearchHit]:
     """The hits, in rank order, whose text is cut to the question's best sentences."""
     ranked = rank_sentences(question, [hit.chunk.text for hit in hits])
+    if rule == "shares":
+        chosen = _chosen_in_shares(ranked, max_chars, frozenset(tokenize(question)))
+    else:
+        chosen = _chosen_ranked(ranked, max_chars)
     by_marker: dict[int, list[RankedSentence]] = {}
-    for sentence in _chosen(ranked, max_chars):
+    for sentence in chosen:
         by_marker.setdefault(sentence.marker, []).append(sentence)
     return [
         replace(hit, chunk=replace(hit.chunk, text=_excerpt(by_marker[marker])))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from app import metrics, tracing
 from app.domain import RetrievalResult, SearchHit
 from app.generation.citations import Citation, MarkerFilter, citations_for, is_refusal
-from app.generation.focus import focus_passages
+from app.generation.focus import FocusRule, focus_passages
 from app.generation.grounding import CitationChecker, embedding_similarity
 from app.generation.prompt import build_request
 from app.providers.types import LLM, ChatRequest, Embedder, LLMDelta
@@ -76,14 +76,16 @@ def shown_passages(
     max_passages: int | None = None,
     max_passage_chars: int | None = None,
     focus_chars: int = 0,
+    focus_rule: FocusRule = "ranked",
     best_last: bool = False,
 ) -> list[SearchHit]:
     """What the model reads, in the order it reads it: the top `max_passages` hits within
-    `max_passage_chars`, each cut to the question's best sentences (`focus_chars` in all) unless
-    `focus_chars` is 0; with `best_last`, the best-ranked passage comes last, next to the
-    question (a small model cites the passage it read last far more often than the first)."""
+    `max_passage_chars`, each cut to the question's best sentences (`focus_chars` in all, shared
+    out by `focus_rule`) unless `focus_chars` is 0; with `best_last`, the best-ranked passage
+    comes last, next to the question (a small model cites the passage it read last far more
+    often than the first)."""
     hits = fit_passages(hits[:max_passages], max_passage_chars)
-    shown = focus_passages(question, hits, focus_chars) if focus_chars else hits
+    shown = focus_passages(question, hits, focus_chars, focus_rule) if focus_chars else hits
     return shown[::-1] if best_last else shown
 
 
@@ -183,6 +185,7 @@ def stream_answer(
     max_passages: int | None = None,
     max_passage_chars: int | None = None,
     focus_chars: int = 0,
+    focus_rule: FocusRule = "ranked",
     best_last: bool = False,
     abstain_threshold: float = 1.0,
     embedder: Embedder | None = None,
@@ -203,6 +206,7 @@ def stream_answer(
                 max_passages=max_passages,
                 max_passage_chars=max_passage_chars,
                 focus_chars=focus_chars,
+                focus_rule=focus_rule,
                 best_last=best_last,
             )
     if not hits:

@@ -43,7 +43,7 @@ QUESTION = "What compiles and reports on data about the size of design and const
 
 def test_the_matching_sentence_keeps_its_neighbours_and_the_rest_is_elided() -> None:
     hits = make_hits(CONSTRUCTION)
-    focused = focus_passages(QUESTION, hits, max_chars=250)
+    focused = focus_passages(QUESTION, hits, max_chars=250, rule="ranked")
     top = focused[0].chunk.text
     assert "Engineering News-Record (ENR) is a trade magazine" in top  # the answer, one before
     assert "Each year, ENR compiles" in top
@@ -55,14 +55,21 @@ def test_the_matching_sentence_keeps_its_neighbours_and_the_rest_is_elided() -> 
 
 def test_passages_with_nothing_chosen_are_not_shown_and_citations_keep_their_pages() -> None:
     hits = make_hits(CONSTRUCTION)
-    focused = focus_passages(QUESTION, hits, max_chars=250)
+    focused = focus_passages(QUESTION, hits, max_chars=250, rule="ranked")
     assert [hit.chunk.source for hit in focused] == ["industry.pdf"]
     assert focused[0].chunk.id == hits[0].chunk.id
     assert (focused[0].chunk.page, focused[0].chunk.page_label) == (12, "12")
     # the marker the model writes points at what it read, and resolves to the real page
     llm = FakeLLM("Engineering News-Record (ENR) compiles it [1].")
     answer = final_answer(
-        stream_answer(QUESTION, relevant(CONSTRUCTION), llm, refusal_text=REFUSAL, focus_chars=250)
+        stream_answer(
+            QUESTION,
+            relevant(CONSTRUCTION),
+            llm,
+            refusal_text=REFUSAL,
+            focus_chars=250,
+            focus_rule="ranked",
+        )
     )
     assert [(c.source, c.page_label) for c in answer.citations] == [("industry.pdf", "12")]
     prompt = llm.requests[0].messages[-1].content
@@ -72,7 +79,7 @@ def test_passages_with_nothing_chosen_are_not_shown_and_citations_keep_their_pag
 
 
 def test_the_best_sentence_is_kept_even_when_longer_than_the_budget() -> None:
-    focused = focus_passages(QUESTION, make_hits(CONSTRUCTION), max_chars=10)
+    focused = focus_passages(QUESTION, make_hits(CONSTRUCTION), max_chars=10, rule="ranked")
     assert [hit.chunk.text for hit in focused] == [
         "… Each year, ENR compiles and reports on data about the size of design and "
         "construction companies."
@@ -81,7 +88,7 @@ def test_the_best_sentence_is_kept_even_when_longer_than_the_budget() -> None:
 
 def test_no_shared_term_keeps_the_top_passages_opening_sentences() -> None:
     # An Arabic question over English passages shares no term: reading order fills the budget.
-    focused = focus_passages("متى اكتمل بناء برج إيفل؟", make_hits(PARIS), max_chars=60)
+    focused = focus_passages("متى اكتمل بناء برج إيفل؟", make_hits(PARIS), max_chars=60, rule="ranked")
     assert [hit.chunk.text for hit in focused] == ["The Eiffel Tower was completed in 1889."]
 
 
