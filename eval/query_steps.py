@@ -350,7 +350,7 @@ def llm_steps(container: Container, settings: Settings, chosen: set[str]) -> dic
 
     def yes_no(case: Case, top: int = 5, chars: int = 300) -> list[str]:
         head = case.hybrid[:top]
-        focused = {h.chunk.id: h for h in focus_passages(case.text, head, chars)}
+        focused = {h.chunk.id: h for h in focus_passages(case.text, head, chars, "ranked")}
         scores = []
         for hit in head:
             passage = focused.get(hit.chunk.id, hit).chunk.text
@@ -389,7 +389,7 @@ def upr_step(settings: Settings, model: Path | None, top: int = 10, chars: int =
 
     def rerank(case: Case) -> list[str]:
         head = case.hybrid[:top]
-        focused = {h.chunk.id: h for h in focus_passages(case.text, head, chars)}
+        focused = {h.chunk.id: h for h in focus_passages(case.text, head, chars, "ranked")}
         scores = [likelihood(focused.get(h.chunk.id, h).chunk.text, case.text) for h in head]
         order = [head[i].chunk.id for i in np.argsort(scores, kind="stable")[::-1]]
         return order + default_ids(case)[top:]

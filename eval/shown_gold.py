@@ -22,7 +22,7 @@ from app.config import load_settings
 from app.container import Container
 from app.domain import SearchHit
 from app.generation.answer_limits import PassageLimits
-from eval.manual_questions import GOLD_FILE, SPLITS, ingest_manual
+from eval.manual_questions import GOLD_FILE, SPLITS, Split, ingest_manual
 from eval.manual_sample import sample_manual_questions
 from eval.metrics import cites_gold
 from eval.retrieval import RESULTS_DIR
@@ -65,7 +65,7 @@ def gold_shown_by_limits(
 class Retrieved:
     """One sampled question of a half, the hits the service retrieved for it, its gold pages."""
 
-    split: str
+    split: Split
     question: str
     hits: list[SearchHit]
     gold_pages: list[int]

@@ -88,7 +88,8 @@ def test_the_best_sentence_is_kept_even_when_longer_than_the_budget() -> None:
 
 def test_no_shared_term_keeps_the_top_passages_opening_sentences() -> None:
     # An Arabic question over English passages shares no term: reading order fills the budget.
-    focused = focus_passages("متى اكتمل بناء برج إيفل؟", make_hits(PARIS), max_chars=60, rule="ranked")
+    question = "متى اكتمل بناء برج إيفل؟"
+    focused = focus_passages(question, make_hits(PARIS), max_chars=60, rule="ranked")
     assert [hit.chunk.text for hit in focused] == ["The Eiffel Tower was completed in 1889."]
 
 
