@@ -84,7 +84,7 @@ class GenerationSettings(BaseModel):
         "all; 0 shows whole passages (about twice the prompt to read before the first token).",
         ge=0,
     )
-    llm_focus_rule: Literal["shares", "ranked"] = setting(
+    llm_focus_rule: Literal["shares", "lead", "ranked"] = setting(
         "ranked",
         group="generation",
         description="How the focus budget is shared out: shares gives every passage shown an "

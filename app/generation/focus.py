@@ -39,9 +39,10 @@ from app.domain import SearchHit
 from app.text.sentences import RankedSentence, rank_sentences
 from app.text.tokenizer import tokenize
 
-FocusRule = Literal["shares", "ranked"]
+FocusRule = Literal["shares", "lead", "ranked"]
 ELISION = " … "
 MIN_SHARE_CHARS = 200  # a passage's share is never smaller (unless the budget is)
+LEAD_SHARES = 2  # under "lead", the best-ranked passage's shares
 MIN_CUT_CHARS = 80  # room a share must have left for a sentence cut to fit it
 
 Place = tuple[int, int]  # (marker, position)
@@ -61,8 +62,19 @@ class _Selection:
         self.used = 0
 
     def add(self, sentence: RankedSentence) -> None:
-        self.chosen[(sentence.marker, sentence.position)] = sentence
+        """Choose the sentence (in place of a cut of it chosen before)."""
+        place = (sentence.marker, sentence.position)
+        if place in self.chosen:
+            self.used -= _cost(self.chosen[place])
+        self.chosen[place] = sentence
         self.used += _cost(sentence)
+
+    def widen(self, ranked: Iterable[RankedSentence], max_chars: int) -> None:
+        """Put back whole, best first, the sentences chosen as cuts, while `max_chars` holds."""
+        for sentence in ranked:
+            cut = self.chosen.get((sentence.marker, sentence.position))
+            if cut and cut != sentence and self.used + _cost(sentence) - _cost(cut) <= max_chars:
+                self.add(sentence)
 
     def fill(self, ranked: Iterable[RankedSentence], budget: int) -> None:
         """Add the best sentences not yet chosen, each followed by its neighbours, while they
@@ -136,25 +148,31 @@ def _chosen_ranked(ranked: list[RankedSentence], max_chars: int) -> list[RankedS
 
 
 def _chosen_in_shares(
-    ranked: list[RankedSentence], max_chars: int, terms: frozenset[str]
+    ranked: list[RankedSentence], max_chars: int, terms: frozenset[str], lead: int
 ) -> list[RankedSentence]:
-    """Each passage's best sentences within an equal share of `max_chars`, the passages that
-    need least served first, the room a share has left filled by its next best sentence cut to
-    fit; what the shares leave goes to the best remaining sentences of the passages shown."""
+    """Each passage's best sentences within its share of `max_chars` (the best-ranked passage
+    `lead` shares, every other one), the passages that need least served first, the room a
+    share has left filled by its next best sentence cut to fit; what the shares leave goes to
+    the cut sentences made whole, then to the best remaining sentences of the passages shown."""
     of_passage: dict[int, list[RankedSentence]] = {}
     for sentence in ranked:
         of_passage.setdefault(sentence.marker, []).append(sentence)
     shown = sorted(of_passage)[: max(1, max_chars // MIN_SHARE_CHARS)]
-    needs = {marker: sum(map(_cost, of_passage[marker])) for marker in shown}
+    weights = {marker: lead if marker == shown[0] else 1 for marker in shown}
+    needs = {marker: sum(map(_cost, of_passage[marker])) / weights[marker] for marker in shown}
     selection = _Selection(ranked)
-    for served, marker in enumerate(sorted(shown, key=needs.__getitem__)):
-        share = (max_chars - selection.used) // (len(shown) - served)
+    waiting = sum(weights.values())
+    for marker in sorted(shown, key=needs.__getitem__):
+        share = (max_chars - selection.used) * weights[marker] // waiting
+        waiting -= weights[marker]
         end = selection.used + share
         selection.fill(of_passage[marker], share)
         rest = [s for s in of_passage[marker] if (marker, s.position) not in selection.chosen]
         if rest and end - selection.used >= MIN_CUT_CHARS:
             selection.add(_clipped(rest[0], terms, end - selection.used))
-    selection.fill([s for s in ranked if s.marker in needs], max_chars - selection.used)
+    remaining = [s for s in ranked if s.marker in needs]
+    selection.widen(remaining, max_chars)
+    selection.fill(remaining, max_chars - selection.used)
     return list(selection.chosen.values())
 
 
@@ -177,8 +195,9 @@ def focus_passages(
 ) -> list[SearchHit]:
     """The hits, in rank order, whose text is cut to the question's best sentences."""
     ranked = rank_sentences(question, [hit.chunk.text for hit in hits])
-    if rule == "shares":
-        chosen = _chosen_in_shares(ranked, max_chars, frozenset(tokenize(question)))
+    if rule in ("shares", "lead"):
+        lead = LEAD_SHARES if rule == "lead" else 1
+        chosen = _chosen_in_shares(ranked, max_chars, frozenset(tokenize(question)), lead)
     else:
         chosen = _chosen_ranked(ranked, max_chars)
     by_marker: dict[int, list[RankedSentence]] = {}
