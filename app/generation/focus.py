@@ -42,7 +42,7 @@ from app.text.tokenizer import tokenize
 FocusRule = Literal["shares", "lead", "ranked"]
 ELISION = " … "
 MIN_SHARE_CHARS = 200  # a passage's share is never smaller (unless the budget is)
-LEAD_SHARES = 2  # under "lead", the best-ranked passage's shares
+LEAD_SHARES = 2  # under "lead", the shares of the passage holding the best sentence
 MIN_CUT_CHARS = 80  # room a share must have left for a sentence cut to fit it
 
 Place = tuple[int, int]  # (marker, position)
@@ -150,15 +150,16 @@ def _chosen_ranked(ranked: list[RankedSentence], max_chars: int) -> list[RankedS
 def _chosen_in_shares(
     ranked: list[RankedSentence], max_chars: int, terms: frozenset[str], lead: int
 ) -> list[RankedSentence]:
-    """Each passage's best sentences within its share of `max_chars` (the best-ranked passage
-    `lead` shares, every other one), the passages that need least served first, the room a
+    """Each passage's best sentences within its share of `max_chars` (the passage holding the
+    best sentence `lead` shares, every other one), the passages that need least served first, the room a
     share has left filled by its next best sentence cut to fit; what the shares leave goes to
     the cut sentences made whole, then to the best remaining sentences of the passages shown."""
     of_passage: dict[int, list[RankedSentence]] = {}
     for sentence in ranked:
         of_passage.setdefault(sentence.marker, []).append(sentence)
     shown = sorted(of_passage)[: max(1, max_chars // MIN_SHARE_CHARS)]
-    weights = {marker: lead if marker == shown[0] else 1 for marker in shown}
+    first = ranked[0].marker if ranked[0].marker in shown else shown[0]
+    weights = {marker: lead if marker == first else 1 for marker in shown}
     needs = {marker: sum(map(_cost, of_passage[marker])) / weights[marker] for marker in shown}
     selection = _Selection(ranked)
     waiting = sum(weights.values())
