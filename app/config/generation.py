@@ -84,13 +84,14 @@ class GenerationSettings(BaseModel):
         "all; 0 shows whole passages (about twice the prompt to read before the first token).",
         ge=0,
     )
-    llm_focus_rule: Literal["shares", "lead", "ranked"] = setting(
+    llm_focus_rule: Literal["lead", "ranked"] = setting(
         "ranked",
         group="generation",
-        description="How the focus budget is shared out: shares gives every passage shown an "
-        "equal share for its own best sentences (none shown with less than 150 characters); "
-        "ranked takes the best sentences of all passages first, so a lower-ranked passage may "
-        "show only a few words.",
+        description="How the focus budget is shared among the passages: lead gives each its "
+        "own best sentences within a share (two shares for the passage holding the question's "
+        "best sentence), so none is shown as a few words; ranked takes the best sentences of all "
+        "passages first, and a lower-ranked passage may show only a few words "
+        "(docs/evaluation.md).",
     )
     models_dir: Path = setting(
         Path("models"),

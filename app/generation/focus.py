@@ -5,20 +5,24 @@ fixed rules and examples are already evaluated once and reused; what is left is 
 Most of a retrieved paragraph does not bear on the question, so each passage shows only its
 best-scoring sentences (rare question terms, `app.text.sentences.rank_sentences`), each with its
 neighbours, in their original order, with "…" where text was left out; `max_chars` is the
-budget for all of them together. A sentence's neighbours join it only when it is chosen itself.
+budget for all of them together.
 
 Two rules share the budget out (`RAG_LLM_FOCUS_RULE`):
 
-- `shares`: every passage shown gets an equal share of the budget for its own best sentences
-  (a passage that needs less leaves the rest to the others), so a passage whose sentences score
-  lower than a neighbour's is still shown at a readable length. A best sentence longer than its
-  share is cut to the words around the question's terms. No passage is shown with less than
-  `MIN_EXCERPT_CHARS` (or its whole text, if shorter): when the budget cannot give every passage
-  that much, the lowest-ranked passages are not shown. Characters left over from the shares go
-  to the best remaining sentences of the passages shown.
+- `lead`: every passage shown gets a share of the budget for its own best sentences, the
+  passage holding the question's best sentence two shares, every other one share (700
+  characters over three passages: 350, 175, 175). A passage that needs less than its share
+  leaves the rest to the others; the room a share has left is filled by the passage's next
+  best sentence cut at word boundaries to the words around the question's terms (a best
+  sentence longer than its share is cut the same way); a sentence's neighbours join it only
+  when it is chosen itself. One passage is shown per `MIN_SHARE_CHARS` of the budget at most
+  (three for 700), the lowest-ranked ones left out. What the shares leave goes back to the
+  cut sentences, made whole, then to the best remaining sentences.
 - `ranked`: the best sentences of all passages first, until the budget is spent (the best one
-  always, whatever its length); a passage none of whose sentences made the cut is not shown.
-  A lower-ranked passage often gets a few words only.
+  always, whatever its length; a neighbour may join without its sentence); a passage none of
+  whose sentences made the cut is not shown. A passage whose sentences score lower than a
+  neighbour's is often shown as a few words ("… Tip", "5.10."): the model is shown the page
+  and cannot read it.
 
 Either way the markers number only what the model reads. Sentences sharing no term with the
 question (a paraphrase, another language) fill the budget in rank and reading order: the
@@ -39,10 +43,10 @@ from app.domain import SearchHit
 from app.text.sentences import RankedSentence, rank_sentences
 from app.text.tokenizer import tokenize
 
-FocusRule = Literal["shares", "lead", "ranked"]
+FocusRule = Literal["lead", "ranked"]
 ELISION = " … "
-MIN_SHARE_CHARS = 200  # a passage's share is never smaller (unless the budget is)
-LEAD_SHARES = 2  # under "lead", the shares of the passage holding the best sentence
+MIN_SHARE_CHARS = 200  # budget characters per passage shown, at least
+LEAD_SHARES = 2  # the shares of the passage holding the question's best sentence
 MIN_CUT_CHARS = 80  # room a share must have left for a sentence cut to fit it
 
 Place = tuple[int, int]  # (marker, position)
@@ -148,18 +152,19 @@ def _chosen_ranked(ranked: list[RankedSentence], max_chars: int) -> list[RankedS
 
 
 def _chosen_in_shares(
-    ranked: list[RankedSentence], max_chars: int, terms: frozenset[str], lead: int
+    ranked: list[RankedSentence], max_chars: int, terms: frozenset[str]
 ) -> list[RankedSentence]:
-    """Each passage's best sentences within its share of `max_chars` (the passage holding the
-    best sentence `lead` shares, every other one), the passages that need least served first, the room a
-    share has left filled by its next best sentence cut to fit; what the shares leave goes to
-    the cut sentences made whole, then to the best remaining sentences of the passages shown."""
+    """Each passage's best sentences within its share of `max_chars` (`LEAD_SHARES` for the
+    passage holding the best sentence, one for every other), the passages that need least
+    served first, the room a share has left filled by its next best sentence cut to fit; what
+    the shares leave goes to the cut sentences made whole, then to the best remaining
+    sentences of the passages shown."""
     of_passage: dict[int, list[RankedSentence]] = {}
     for sentence in ranked:
         of_passage.setdefault(sentence.marker, []).append(sentence)
     shown = sorted(of_passage)[: max(1, max_chars // MIN_SHARE_CHARS)]
     first = ranked[0].marker if ranked[0].marker in shown else shown[0]
-    weights = {marker: lead if marker == first else 1 for marker in shown}
+    weights = {marker: LEAD_SHARES if marker == first else 1 for marker in shown}
     needs = {marker: sum(map(_cost, of_passage[marker])) / weights[marker] for marker in shown}
     selection = _Selection(ranked)
     waiting = sum(weights.values())
@@ -196,9 +201,8 @@ def focus_passages(
 ) -> list[SearchHit]:
     """The hits, in rank order, whose text is cut to the question's best sentences."""
     ranked = rank_sentences(question, [hit.chunk.text for hit in hits])
-    if rule in ("shares", "lead"):
-        lead = LEAD_SHARES if rule == "lead" else 1
-        chosen = _chosen_in_shares(ranked, max_chars, frozenset(tokenize(question)), lead)
+    if rule == "lead":
+        chosen = _chosen_in_shares(ranked, max_chars, frozenset(tokenize(question)))
     else:
         chosen = _chosen_ranked(ranked, max_chars)
     by_marker: dict[int, list[RankedSentence]] = {}
