@@ -87,11 +87,12 @@ class GenerationSettings(BaseModel):
     llm_focus_rule: Literal["lead", "ranked"] = setting(
         "ranked",
         group="generation",
-        description="How the focus budget is shared among the passages: lead gives each its "
-        "own best sentences within a share (two shares for the passage holding the question's "
-        "best sentence), so none is shown as a few words; ranked takes the best sentences of all "
-        "passages first, and a lower-ranked passage may show only a few words "
-        "(docs/evaluation.md).",
+        description="How the focus budget is shared among the passages: ranked takes the best "
+        "sentences of all passages first, so a lower-ranked passage may show only a few words; "
+        "lead gives each passage its own best sentences within a share (two shares for the one "
+        "holding the question's best sentence), so none does. With the local model lead cites a "
+        "gold page no more often on the manuals (0.600 / 0.422 against 0.600 / 0.467, test / "
+        "tuning half; docs/evaluation.md).",
     )
     models_dir: Path = setting(
         Path("models"),
