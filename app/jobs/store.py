@@ -402,10 +402,7 @@ class JobStore:
 
         A reservation (an upload still being received) is returned too, with status `reserved`.
         """
-        with self._db.engine.connect() as connection:  # a read: no ORM session to set up
-            row = connection.execute(
-                _JOB_OF_TENANT, {"tenant_id": tenant_id, "job_id": job_id}
-            ).first()
+        row = self._db.first_row(_JOB_OF_TENANT, {"tenant_id": tenant_id, "job_id": job_id})
         return _record(row) if row else None
 
     def page(
@@ -639,17 +636,11 @@ class JobStore:
     def has_claimable(self, scope: ClaimScope = "all") -> bool:
         """Whether any tenant has a job waiting that `claim_next` could hand out to a claimer
         of `scope` (ignoring the per-tenant running limit)."""
-        return self._any(_claimable(scope))
+        return self._db.first_row(_claimable(scope), {}) is not None
 
     def has_unfinished(self, tenant_id: str) -> bool:
         """Whether the tenant has a job queued or processing."""
-        return self._any(_UNFINISHED_OF_TENANT, tenant_id=tenant_id)
-
-    def _any(self, statement: Any, **values: str) -> bool:
-        """Whether `statement` finds a row. A pool thread asks after every batch: a plain
-        connection and a statement built once, no ORM session to set up."""
-        with self._db.engine.connect() as connection:
-            return connection.execute(statement, values).first() is not None
+        return self._db.first_row(_UNFINISHED_OF_TENANT, {"tenant_id": tenant_id}) is not None
 
     def queued_summary(self, now: datetime | None = None) -> QueueBacklog:
         """How many jobs wait to be claimed, and how long (seconds) the oldest has waited by

@@ -178,8 +178,7 @@ class ApiKeyStore(DatabaseStore):
         """The key with this hash, its user and their tenant's access version, in one query
         (what every request with a key checks), or None: a statement built once, read on a
         plain connection, as the token check is."""
-        with self._db.engine.connect() as connection:
-            found = connection.execute(_KEY_CHECK, {"key_hash": key_hash}).first()
+        found = self._db.first_row(_KEY_CHECK, {"key_hash": key_hash})
         if found is None:
             return None
         return KeyWithOwner(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,8 +19,9 @@ from typing import Any
 
 from sqlalchemy import Delete, Engine, Update, create_engine, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Row, make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.sql.expression import Executable
 
 from app.config import Settings
 from app.errors import ConfigurationError
@@ -140,6 +141,13 @@ class Database:
                 yield
             finally:
                 connection.execute(select(func.pg_advisory_unlock(key)))
+
+    def first_row(self, statement: Executable, values: Mapping[str, Any]) -> Row[Any] | None:
+        """The first row `statement` reads with `values`, or None. For the reads made on every
+        request, upload or batch: a plain pooled connection and a statement built once, no ORM
+        session to set up."""
+        with self.engine.connect() as connection:
+            return connection.execute(statement, values).first()
 
     @contextmanager
     def session(self) -> Iterator[Session]:

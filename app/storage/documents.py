@@ -247,9 +247,7 @@ class DocumentStore(DatabaseStore):
         )
 
     def _first(self, statement: Any, **values: str) -> DocumentRecord | None:
-        # A read of one row: a plain connection, no ORM session to set up.
-        with self._db.engine.connect() as connection:
-            found = connection.execute(statement, values).first()
+        found = self._db.first_row(statement, values)
         return record_of(DocumentRecord, found) if found else None
 
     def named(self, tenant_id: str, source: str) -> list[DocumentRecord]:

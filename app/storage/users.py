@@ -242,10 +242,9 @@ class UserStore:
         version, in one query: the check every request with an access token makes (a statement
         built once, read on a plain connection: no ORM session to set up per request)."""
         checked = revoked_jti is not None
-        with self._db.engine.connect() as connection:
-            found = connection.execute(
-                _TOKEN_CHECK[checked], {"user_id": user_id, "jti": revoked_jti or ""}
-            ).first()
+        found = self._db.first_row(
+            _TOKEN_CHECK[checked], {"user_id": user_id, "jti": revoked_jti or ""}
+        )
         if found is None:
             return TokenSubject(user=None, revoked=False, access_version=0)
         return TokenSubject(
