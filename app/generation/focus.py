@@ -131,24 +131,20 @@ def _clipped(sentence: RankedSentence, terms: frozenset[str], max_chars: int) ->
 def _chosen_ranked(ranked: list[RankedSentence], max_chars: int) -> list[RankedSentence]:
     """The best sentences of all passages, each followed by its neighbours, within `max_chars`
     (the best one always, whatever its length; a neighbour may join without its sentence)."""
-    by_place = {(s.marker, s.position): s for s in ranked}
-    chosen: dict[Place, RankedSentence] = {}
-    used = 0
+    selection = _Selection(ranked)
     for best in ranked:
         group = [best] + [
-            by_place[place]
+            selection.by_place[place]
             for place in ((best.marker, best.position - 1), (best.marker, best.position + 1))
-            if place in by_place
+            if place in selection.by_place
         ]
         for sentence in group:
-            place = (sentence.marker, sentence.position)
-            if place in chosen:
+            if (sentence.marker, sentence.position) in selection.chosen:
                 continue
-            if chosen and used + _cost(sentence) > max_chars:
+            if selection.chosen and selection.used + _cost(sentence) > max_chars:
                 continue  # a shorter, lower-ranked sentence may still fit
-            chosen[place] = sentence
-            used += _cost(sentence)
-    return list(chosen.values())
+            selection.add(sentence)
+    return list(selection.chosen.values())
 
 
 def _chosen_in_shares(
