@@ -40,6 +40,9 @@ from app.storage.tables import (
 )
 
 Visibility = Literal["tenant", "restricted"]
+_VERSION_OF_TENANT = select(AccessVersionRow.version).where(
+    AccessVersionRow.tenant_id == bindparam("tenant_id")
+)
 Permission = Literal["read", "write", "manage"]
 PrincipalKind = Literal["group", "user"]
 PERMISSIONS: tuple[Permission, ...] = ("read", "write", "manage")
@@ -157,11 +160,9 @@ class AccessStore(DatabaseStore):
 
     def version(self, tenant_id: str) -> int:
         """The tenant's access version (0 before its first change): read on every request, so
-        one Core statement on a pooled connection, no ORM session."""
-        statement = select(AccessVersionRow.version).where(AccessVersionRow.tenant_id == tenant_id)
-        with self._db.engine.connect() as connection:
-            found = connection.execute(statement).scalar()
-            return 0 if found is None else int(found)
+        one Core statement, built once, on a pooled connection, no ORM session."""
+        found = self._db.first_row(_VERSION_OF_TENANT, {"tenant_id": tenant_id})
+        return 0 if found is None else int(found.version)
 
     def ensure_general(self, tenant_id: str) -> None:
         """Create the tenant's `general` collection if it has none yet (a new tenant)."""
