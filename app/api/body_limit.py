@@ -54,22 +54,30 @@ class BodySizeLimit(HttpMiddleware):
         self.max_body_bytes = active.max_body_bytes
         self.max_upload_bytes = active.max_upload_bytes
 
-    def _refusal(self, scope: Scope) -> tuple[int, str]:
-        """The cap of this request and the message that refuses it."""
-        if (scope["method"], route_path(scope)) == UPLOAD_ROUTE:
-            return upload_body_cap(self.max_upload_bytes), too_large(self.max_upload_bytes).message
-        cap = self.max_body_bytes
-        if (scope["method"], route_path(scope)) in EVALUATION_SET_ROUTES:
-            cap = max(cap, EVALUATION_SET_BYTES)
-        return cap, f"the request body is larger than the limit of {cap} bytes"
+    def _cap(self, scope: Scope) -> int:
+        """The largest body this request may send."""
+        route = (scope["method"], route_path(scope))
+        if route == UPLOAD_ROUTE:
+            return upload_body_cap(self.max_upload_bytes)
+        if route in EVALUATION_SET_ROUTES:
+            return max(self.max_body_bytes, EVALUATION_SET_BYTES)
+        return self.max_body_bytes
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        cap, message = self._refusal(scope)
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, cap: int) -> None:
+        """Answer 413 (built only for a refused request, not for every one)."""
+        if (scope["method"], route_path(scope)) == UPLOAD_ROUTE:
+            message = too_large(self.max_upload_bytes).message
+        else:
+            message = f"the request body is larger than the limit of {cap} bytes"
         # "Connection: close": the client is still sending; this answer ends the exchange.
         refusal = error_response(413, "payload_too_large", message, {"Connection": "close"})
+        await refusal(scope, receive, send)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        cap = self._cap(scope)
         declared = _declared_length(scope)
         if declared is not None and declared > cap:
-            await refusal(scope, receive, send)
+            await self._refuse(scope, receive, send, cap)
             return
 
         received = 0
@@ -100,4 +108,4 @@ class BodySizeLimit(HttpMiddleware):
             if not refused:
                 raise
         if refused and not started:
-            await refusal(scope, receive, send)
+            await self._refuse(scope, receive, send, cap)
