@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.api.collection_schemas import MAX_SCOPE_COLLECTIONS, CollectionRef
 from app.api.records import IsoTime, Record
 from app.domain import KEY_SCOPES, KeyScope, Role
 from app.services.api_keys import KEY_MAX_DAYS, KEY_NAME_MAX_CHARS
@@ -68,10 +69,10 @@ class KeyIn(BaseModel):
         description="`keys:manage`: the key may make and revoke keys (given by an admin "
         "signed in with a token only)",
     )
-    collections: list[Annotated[str, Field(max_length=80)]] | None = Field(
+    collections: list[CollectionRef] | None = Field(
         default=None,
         min_length=1,  # a key limited to no collection would read nothing, silently
-        max_length=200,
+        max_length=MAX_SCOPE_COLLECTIONS,
         description="limit the key to these collections (ids or names, each one you read); "
         "it reads them with your permissions at the time of use. Default: all you read",
     )

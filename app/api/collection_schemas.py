@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -15,12 +15,14 @@ DESCRIPTION_CHARS = 500
 ID_CHARS = 80  # an id or a name
 MAX_SCOPE_COLLECTIONS = 200
 MAX_GRANTS = 500
+# A collection named in a request's scope, by id or name.
+CollectionRef = Annotated[str, Field(max_length=ID_CHARS)]
 
 
 class ScopeFields(BaseModel):
     """`collections` and `filters`: narrow what a search or an answer may read."""
 
-    collections: list[str] | None = Field(
+    collections: list[CollectionRef] | None = Field(
         default=None,
         max_length=MAX_SCOPE_COLLECTIONS,
         description="ids or names of collections to search; only ever narrows what you may "

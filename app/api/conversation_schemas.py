@@ -157,7 +157,10 @@ def _joined(parts: list[ChatTextPart]) -> str:
     return "\n".join(part.text for part in parts)
 
 
-class ChatCompletionIn(BaseModel):
+class ChatCompletionIn(ScopeFields):
+    """The OpenAI request body; `collections` and `filters` come as extra body fields (the
+    OpenAI SDK's `extra_body`) and narrow what the answer may read, as on /query."""
+
     model_config = ConfigDict(extra="ignore")  # temperature, top_p, user...: not ours to honour
 
     model: str = Field(
@@ -166,11 +169,6 @@ class ChatCompletionIn(BaseModel):
     )
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=CHAT_MESSAGES_CEILING)
     stream: bool = False
-    # Extra body fields (the OpenAI SDK's `extra_body`): narrow what the answer may read.
-    collections: list[Annotated[str, Field(max_length=80)]] | None = Field(
-        default=None, max_length=200, description="ids or names; only ever narrows"
-    )
-    filters: dict[str, Any] | None = Field(default=None, description="a metadata filter tree")
 
 
 class ChatMessageOut(BaseModel):

@@ -248,6 +248,16 @@ def test_scopes_and_filters_narrow_never_widen(
     # Asking for a collection one cannot read is the 404 of a missing one, never a wider search.
     hidden = _post(api, people.member, "/search", {"query": question, "collections": ["board"]})
     assert_error_body(hidden, 404, "not_found")
+    # A reference longer than any id or name is bad input, the same on every route that scopes.
+    too_long = ["c" * 81]
+    chat = {"model": "rag", "messages": [{"role": "user", "content": question}]}
+    for path, body in (
+        ("/search", {"query": question, "collections": too_long}),
+        ("/query", {"question": question, "collections": too_long}),
+        ("/v1/chat/completions", {**chat, "collections": too_long}),
+    ):
+        error = assert_error_body(_post(api, people.member, path, body), 422, "validation_error")
+        assert "collections" in error["message"], (path, error)
     for bad, named in (
         ({"team": {"$regex": "o"}}, "$regex"),
         ({"page": {"$gt": "three"}}, "page"),
