@@ -6,7 +6,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.api.collection_schemas import MAX_SCOPE_COLLECTIONS, CollectionRef
+from app.api.collection_schemas import (
+    MAX_SCOPE_COLLECTIONS,
+    CollectionRef,
+    names_a_collection,
+)
 from app.api.records import IsoTime, Record
 from app.domain import KEY_SCOPES, KeyScope, Role
 from app.services.api_keys import KEY_MAX_DAYS, KEY_NAME_MAX_CHARS
@@ -80,12 +84,7 @@ class KeyIn(BaseModel):
     @field_validator("collections", mode="before")
     @classmethod
     def _names_a_collection(cls, value: Any) -> Any:
-        if isinstance(value, list) and not value:
-            raise ValueError(
-                "name at least one collection, or leave collections out for a key that reads "
-                "every collection you read"
-            )
-        return value
+        return names_a_collection(value, "for a key that reads every collection you read")
 
 
 class KeyOut(Record):

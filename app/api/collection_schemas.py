@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.api.records import FlatRecord, IsoTime, Record
 from app.storage.collections import Grant, Permission, Visibility
@@ -17,6 +17,14 @@ MAX_SCOPE_COLLECTIONS = 200
 MAX_GRANTS = 500
 # A collection named in a request's scope, by id or name.
 CollectionRef = Annotated[str, Field(max_length=ID_CHARS)]
+
+
+def names_a_collection(value: Any, left_out: str) -> Any:
+    """Refuse an empty `collections` list: it would read nothing and answer as if nothing
+    matched. `left_out` says what leaving the field out does instead."""
+    if isinstance(value, list) and not value:
+        raise ValueError(f"name at least one collection, or leave collections out {left_out}")
+    return value
 
 
 class ScopeFields(BaseModel):
@@ -35,6 +43,11 @@ class ScopeFields(BaseModel):
         "$lt $lte $contains, combined with $and, $or, $not, at most 4 levels (docs/api.md, "
         "Filters)",
     )
+
+    @field_validator("collections", mode="before")
+    @classmethod
+    def _names_a_collection(cls, value: Any) -> Any:
+        return names_a_collection(value, "to read every collection you read")
 
 
 class CollectionIn(BaseModel):

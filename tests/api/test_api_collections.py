@@ -258,6 +258,10 @@ def test_scopes_and_filters_narrow_never_widen(
     ):
         error = assert_error_body(_post(api, people.member, path, body), 422, "validation_error")
         assert "collections" in error["message"], (path, error)
+        # An empty list would read nothing and answer as if nothing matched: refused, as for keys.
+        empty = {**body, "collections": []}
+        error = assert_error_body(_post(api, people.member, path, empty), 422, "validation_error")
+        assert "name at least one collection" in error["message"], (path, error)
     for bad, named in (
         ({"team": {"$regex": "o"}}, "$regex"),
         ({"page": {"$gt": "three"}}, "page"),
