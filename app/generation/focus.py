@@ -73,6 +73,11 @@ class _Selection:
         self.chosen[place] = sentence
         self.used += _cost(sentence)
 
+    def neighbours(self, sentence: RankedSentence) -> list[RankedSentence]:
+        """The sentences just before and after `sentence` in its passage (those there are)."""
+        near = ((sentence.marker, sentence.position - 1), (sentence.marker, sentence.position + 1))
+        return [self.by_place[place] for place in near if place in self.by_place]
+
     def widen(self, ranked: Iterable[RankedSentence], max_chars: int) -> None:
         """Put back whole, best first, the sentences chosen as cuts, while `max_chars` holds."""
         for sentence in ranked:
@@ -91,9 +96,9 @@ class _Selection:
                 continue
             self.add(best)
             spent += _cost(best)
-            for near in ((best.marker, best.position - 1), (best.marker, best.position + 1)):
-                neighbour = self.by_place.get(near)
-                if neighbour and near not in self.chosen and spent + _cost(neighbour) <= budget:
+            for neighbour in self.neighbours(best):
+                near = (neighbour.marker, neighbour.position)
+                if near not in self.chosen and spent + _cost(neighbour) <= budget:
                     self.add(neighbour)
                     spent += _cost(neighbour)
 
@@ -133,12 +138,7 @@ def _chosen_ranked(ranked: list[RankedSentence], max_chars: int) -> list[RankedS
     (the best one always, whatever its length; a neighbour may join without its sentence)."""
     selection = _Selection(ranked)
     for best in ranked:
-        group = [best] + [
-            selection.by_place[place]
-            for place in ((best.marker, best.position - 1), (best.marker, best.position + 1))
-            if place in selection.by_place
-        ]
-        for sentence in group:
+        for sentence in [best, *selection.neighbours(best)]:
             if (sentence.marker, sentence.position) in selection.chosen:
                 continue
             if selection.chosen and selection.used + _cost(sentence) > max_chars:
