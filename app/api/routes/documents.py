@@ -40,7 +40,7 @@ from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents, sync_uploads, uploads
 from app.services.auth import Identity
-from app.services.collection_access import CollectionAccess
+from app.services.collection_access import CollectionAccess, reads_everything_ever
 from app.services.collections import CollectionService
 from app.services.document_metadata import checked_metadata, parse_metadata
 from app.services.indexing import DocumentDeps
@@ -275,7 +275,7 @@ def list_jobs(
     `?status=queued&status=processing` is what is still to do: a client syncing a folder polls
     that one listing until its `count` is 0."""
     statuses = status or list(get_args(JobStatus))
-    shown = None if _sees_every_job(principal, access) else access.readable
+    shown = None if reads_everything_ever(principal.role, access) else access.readable
     found = uploads.list_jobs(
         deps,
         tenant_id=principal.tenant_id,
@@ -289,19 +289,12 @@ def list_jobs(
     return Page[JobOut].of(found.records, found.total)
 
 
-def _sees_every_job(principal: Identity, access: CollectionAccess) -> bool:
-    """Whether the caller sees every job of the tenant: an admin reading every collection.
-    Reading every collection there is now is not enough: the jobs of a collection deleted
-    since, and of its documents, name what the caller may never have read."""
-    return principal.role == "admin" and access.reads_everything
-
-
 def _check_job_readable(
     access_store: AccessStore, access: CollectionAccess, principal: Identity, job: JobRecord
 ) -> None:
     """404 unless the caller may see the tenant's job (its document's collection, or the
     collection it deletes, is one they read; or they asked for it)."""
-    if _sees_every_job(principal, access):
+    if reads_everything_ever(principal.role, access):
         return
     if not uploads.job_readable(
         job,
