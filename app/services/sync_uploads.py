@@ -72,9 +72,10 @@ class SyncFields:
 
     @classmethod
     def parse(cls, texts: dict[str, str], files: int) -> SyncFields:
-        """The fields from the request's text fields; InvalidInput when malformed or given with
-        more than one file (they describe one file)."""
-        if not texts:
+        """The fields from the request's text fields (others, such as the collection, are not
+        theirs); InvalidInput when malformed or given with more than one file (they describe
+        one file)."""
+        if not any(name in texts for name in SYNC_FIELDS):
             return cls()
         if files != 1:
             raise InvalidInput("source_path, sync_root and sha256 describe one file: send one")
