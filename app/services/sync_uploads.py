@@ -31,7 +31,7 @@ from app.storage.documents import DocumentFilter, DocumentRecord
 SYNC_FIELDS = ("source_path", "sync_root", "sha256")
 MAX_SOURCE_PATH_CHARS = 255  # the documents.source column
 MAX_SYNC_ROOT_CHARS = 100
-_UNSAFE_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f\\:*?\"<>|]")
+_UNSAFE_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069\\:*?\"<>|]")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 

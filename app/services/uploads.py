@@ -31,7 +31,9 @@ from app.storage.documents import DocumentStore
 
 log = logging.getLogger(__name__)
 
-_UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
+# Control characters, path and shell specials, and the bidirectional-text controls that
+# reorder how the rest of a name reads ("invoice<U+202E>fdp.txt" shows as "invoicetxt.pdf").
+_UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069/\\:*?\"<>|]+")
 MAX_SOURCE_CHARS = 200
 
 
