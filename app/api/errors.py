@@ -129,6 +129,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400:  # FastAPI's "error parsing the body": a bad body, like the rest
             message = f"the request body could not be decoded: {exc.detail}"
+            log.info("invalid request", extra={"status": 422, "detail": message})
             return error_response(422, "validation_error", message)
         code = _STATUS_CODES.get(exc.status_code, "error")
         log.info(

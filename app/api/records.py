@@ -5,13 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import fields, is_dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, model_validator
 
 # A moment as the API writes it: ISO 8601 with the offset (`datetime.isoformat`).
 IsoTime = Annotated[datetime, PlainSerializer(datetime.isoformat, return_type=str)]
+
+
+def _in_utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+# A moment as the API reads it: ISO 8601; a date, or a time without an offset, is UTC (as in a
+# search filter).
+UtcMoment = Annotated[datetime, AfterValidator(_in_utc)]
 Item = TypeVar("Item", bound=BaseModel)
 
 

@@ -46,6 +46,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    true,
     update,
 )
 from sqlalchemy.engine import Row
@@ -413,11 +414,13 @@ class JobStore:
         offset: int = 0,
         collections: Collection[str] | None = None,
         requested_by: str | None = None,
+        every_run: bool = False,
     ) -> ListedPage[JobRecord]:
         """One page of the tenant's jobs in `statuses` (never reservations), newest first, and
         how many the tenant has in them; with `collections`, only jobs of documents in them,
-        deletions of them, the deletions and evaluation runs `requested_by` asked for, and
-        their uploads whose documents were deleted since."""
+        deletions of them, the deletions and evaluation runs `requested_by` asked for (every
+        evaluation run with `every_run`), and their uploads whose documents were deleted
+        since."""
         shown = [status for status in statuses if status != "reserved"]
         where = [JobRow.tenant_id == tenant_id, JobRow.status.in_(shown)]
         if collections is not None:
@@ -429,7 +432,7 @@ class JobStore:
             )
             asked = JobRow.requested_by == requested_by if requested_by else false()
             deleting = (JobRow.kind == COLLECTION_DELETE) & (JobRow.collection_id.in_(kept) | asked)
-            evaluating = (JobRow.kind == EVALUATION_RUN) & asked
+            evaluating = (JobRow.kind == EVALUATION_RUN) & (true() if every_run else asked)
             # An upload whose document was deleted since: its uploader still sees how it ended.
             uploaded_gone = (
                 (JobRow.kind == "index")

@@ -80,6 +80,14 @@ class CollectionAccess:
         )
 
 
+def reads_everything_ever(role: Role, access: CollectionAccess) -> bool:
+    """Whether the caller may learn of anything in any collection of the tenant, deleted ones
+    included: an admin reading every collection. Reading every collection there is now is not
+    enough, since a collection deleted since (its name, its documents' names, their jobs and
+    events) may be one the caller never read."""
+    return role == "admin" and access.reads_everything
+
+
 def _memo_key(
     tenant_id: str,
     graph_version: int,

@@ -31,7 +31,7 @@ from app.storage.documents import DocumentFilter, DocumentRecord
 SYNC_FIELDS = ("source_path", "sync_root", "sha256")
 MAX_SOURCE_PATH_CHARS = 255  # the documents.source column
 MAX_SYNC_ROOT_CHARS = 100
-_UNSAFE_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f\\:*?\"<>|]")
+_UNSAFE_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069\\:*?\"<>|]")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -72,9 +72,10 @@ class SyncFields:
 
     @classmethod
     def parse(cls, texts: dict[str, str], files: int) -> SyncFields:
-        """The fields from the request's text fields; InvalidInput when malformed or given with
-        more than one file (they describe one file)."""
-        if not texts:
+        """The fields from the request's text fields (others, such as the collection, are not
+        theirs); InvalidInput when malformed or given with more than one file (they describe
+        one file)."""
+        if not any(name in texts for name in SYNC_FIELDS):
             return cls()
         if files != 1:
             raise InvalidInput("source_path, sync_root and sha256 describe one file: send one")

@@ -15,6 +15,7 @@ from app.errors import DocumentNameTaken, InvalidInput, JobQueueFull, NotFound, 
 from app.jobs.queue import JobQueue, enqueue
 from app.jobs.store import (
     COLLECTION_DELETE,
+    EVALUATION_RUN,
     JobLimitReached,
     JobRecord,
     JobStatus,
@@ -30,7 +31,9 @@ from app.storage.documents import DocumentStore
 
 log = logging.getLogger(__name__)
 
-_UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
+# Control characters, path and shell specials, and the bidirectional-text controls that
+# reorder how the rest of a name reads ("invoice<U+202E>fdp.txt" shows as "invoicetxt.pdf").
+_UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069/\\:*?\"<>|]+")
 MAX_SOURCE_CHARS = 200
 
 
@@ -283,11 +286,13 @@ def list_jobs(
     offset: int,
     collections: Collection[str] | None = None,
     user_id: str | None = None,
+    every_run: bool = False,
 ) -> ListedPage[JobRecord]:
     """The tenant's jobs in `statuses` (uploads still being received are not jobs yet); with
-    `collections`, those of documents in them, deletions of them, and the deletions `user_id`
-    asked for."""
-    return deps.jobs.page(tenant_id, statuses, limit, offset, collections, user_id)
+    `collections`, those of documents in them, deletions of them, and the deletions, uploads
+    of documents deleted since and evaluation runs `user_id` asked for (every run with
+    `every_run`)."""
+    return deps.jobs.page(tenant_id, statuses, limit, offset, collections, user_id, every_run)
 
 
 def job_readable(
@@ -296,14 +301,17 @@ def job_readable(
     *,
     user_id: str | None,
     collection_of: Callable[[str], str | None],
+    every_run: bool = False,
 ) -> bool:
     """Whether a caller may see a job: one of a document in a collection it reads (by
     `collection_of`), or a deletion of a collection it reads, or one it asked for: a deletion
-    (the deleted collection is gone by the end), or an upload whose document was deleted since
-    (its uploader still learns how it ended)."""
+    (the deleted collection is gone by the end), an evaluation run (any, with `every_run`), or
+    an upload whose document was deleted since (its uploader still learns how it ended)."""
     mine = user_id is not None and job.requested_by == user_id
     if job.kind == COLLECTION_DELETE:
         return mine or (job.collection_id is not None and readable(job.collection_id))
+    if job.kind == EVALUATION_RUN:
+        return mine or every_run
     where = collection_of(job.document_id)
     return mine if where is None else readable(where)
 

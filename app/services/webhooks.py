@@ -22,7 +22,7 @@ from app.errors import InvalidInput, NotFound, or_not_found
 from app.services.audit import Actor
 from app.services.blocks.webhook_delivery import new_secret
 from app.services.blocks.webhook_urls import UrlRules, check_url
-from app.services.collection_access import AccessResolver
+from app.services.collection_access import AccessResolver, reads_everything_ever
 from app.storage.collections import AccessStore
 from app.storage.users import UserStore
 from app.storage.webhooks import (
@@ -239,7 +239,8 @@ def event_collection(body: str) -> str | None:
 
 class CreatorReads:
     """Whether a webhook's creator reads, now, the collection an event is about: an admin
-    reads every one; a creator gone, disabled or of another tenant reads none."""
+    reads every one, deleted ones too; anyone else only those that still exist and they read;
+    a creator gone, disabled or of another tenant reads none."""
 
     def __init__(self, users: UserStore, access: AccessResolver) -> None:
         self._users = users
@@ -250,7 +251,7 @@ class CreatorReads:
         if user is None or user.disabled or user.tenant_id != webhook.tenant_id:
             return False
         access = self._access.resolve(tenant_id=user.tenant_id, user_id=user.id, role=user.role)
-        if access.reads_everything:
+        if reads_everything_ever(user.role, access):
             return True
         collection_id = event_collection(delivery.body)
         return collection_id is not None and access.permission(collection_id) is not None

@@ -22,7 +22,7 @@ from rag_client.http import Api
 from rag_client.transfer import UploadRequest, UploadResult, file_sha256, list_all
 
 # The service names a document after its path this way (app/services/sync_uploads.py).
-_UNSAFE_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f\\:*?\"<>|]")
+_UNSAFE_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069\\:*?\"<>|]")
 LISTED_FIELDS = ("document_id", "source", "content_sha256", "status", "sync_root")
 # Where an upload without a collection goes on the service (so where a sync without one looks).
 DEFAULT_COLLECTION = "general"

@@ -377,6 +377,33 @@ def test_a_collection_deletion_is_followed_by_its_manager_and_hidden_from_others
     assert theirs.content == missing.content
 
 
+def test_a_deleted_restricted_collection_leaves_no_jobs_for_those_who_never_read_it(
+    api: ApiHarness,
+) -> None:
+    # A tenant of its own: once its one restricted collection is gone, the member reads every
+    # collection left, which must not open the jobs of what they could never read.
+    tenant = "collections-gone"
+    admin, member = api.add_user(tenant), api.add_user(tenant)
+    made = _post(api, admin, "/collections", {"name": "payroll", "visibility": "restricted"})
+    assert made.status_code == 201, made.text
+    upload = _uploaded(api, admin, "salaries-2026.txt", SECRET, collection="payroll")
+    going = api.client.delete("/collections/payroll?documents=delete", headers=admin.headers)
+    assert going.status_code == 202, going.text
+    deletion = api.wait_for_job(admin, going.json()["job_id"])
+    assert deletion["status"] == "done", deletion
+
+    for job_id in (upload["job_id"], deletion["job_id"]):
+        theirs = api.client.get(f"/jobs/{job_id}", headers=member.headers)
+        missing = api.client.get(f"/jobs/job_{'0' * 24}", headers=member.headers)
+        assert_error_body(theirs, 404, "not_found")
+        assert theirs.content == missing.content
+    listed = api.client.get("/jobs", headers=member.headers).json()
+    assert listed == {"data": [], "count": 0}
+    # The admin who did it still follows both.
+    seen = {j["source"] for j in api.client.get("/jobs", headers=admin.headers).json()["data"]}
+    assert seen == {"salaries-2026.txt", "payroll"}
+
+
 def test_each_collection_holds_its_own_document_of_a_name(
     api: ApiHarness, people: People, world: dict[str, Any]
 ) -> None:

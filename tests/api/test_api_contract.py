@@ -3,6 +3,7 @@ bad input -> 422, always with the one error body."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -295,12 +296,25 @@ def test_bad_retrieval_bodies_are_422_with_the_error_body(
     ],
     ids=["broken-json", "empty", "form", "not-utf8"],
 )
-def test_undecodable_retrieval_bodies_are_422(
-    api: ApiHarness, outsider: ApiUser, path: str, content: bytes, content_type: str
+def test_undecodable_retrieval_bodies_are_422_and_logged_with_the_reason(
+    api: ApiHarness,
+    outsider: ApiUser,
+    path: str,
+    content: bytes,
+    content_type: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     headers = {**outsider.headers, "Content-Type": content_type}
-    response = api.client.post(path, content=content, headers=headers)
+    with caplog.at_level(logging.INFO, logger="app.api"):
+        response = api.client.post(path, content=content, headers=headers)
     assert_error_body(response, 422, "validation_error")
+    # An operator finds why in the log, as for every other refused body.
+    logged = [
+        getattr(record, "detail", None)
+        for record in caplog.records
+        if record.name == "app.api" and getattr(record, "status", None) == 422
+    ]
+    assert logged == [response.json()["error"]["message"]]
 
 
 @pytest.mark.parametrize(

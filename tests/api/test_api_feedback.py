@@ -295,6 +295,28 @@ def test_feedback_is_listed_filtered_and_exported_for_admins_only(
     assert api.client.get("/feedback", headers=people.dave.headers).json()["count"] == 0
 
 
+def test_a_date_or_a_time_without_an_offset_is_read_as_utc(api: ApiHarness, people: People) -> None:
+    rated = ask(api, people.bob, "When does the ferry leave Wick?")["answer_id"]
+    assert rate(api, people.bob, rated, rating="up").status_code == 200
+    today = utc_now().date()
+    tomorrow, yesterday = today + timedelta(days=1), today - timedelta(days=1)
+    for params, kept in [
+        ({"since": today.isoformat()}, True),
+        ({"since": f"{today}T00:00:00"}, True),
+        ({"until": tomorrow.isoformat()}, True),
+        ({"since": tomorrow.isoformat()}, False),
+    ]:
+        listed = api.client.get("/feedback", params=params, headers=people.alice.headers)
+        assert listed.status_code == 200, (params, listed.text)
+        assert (rated in {f["answer_id"] for f in listed.json()["data"]}) is kept, params
+    older = {"before": yesterday.isoformat()}
+    deleted = api.client.delete("/answers", params=older, headers=people.alice.headers)
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json()["deleted"] == 0  # every record here is from today
+    shown = api.client.get(f"/answers/{rated}", headers=people.bob.headers)
+    assert shown.status_code == 200
+
+
 def test_with_the_answer_record_off_no_question_text_is_stored(
     api_factory: ApiFactory,
 ) -> None:

@@ -57,6 +57,30 @@ def test_several_files_are_one_job_each(api: ApiHarness) -> None:
     assert {b"alpha", b"# beta", b"gamma"} <= set(stored)
 
 
+def test_several_files_go_together_into_a_collection_with_metadata(api: ApiHarness) -> None:
+    admin = api.add_user("multi-placed", login=False)
+    made = api.client.post("/collections", json={"name": "tides"}, headers=admin.headers)
+    assert made.status_code == 201, made.text
+    response = api.client.post(
+        "/documents",
+        files=[("file", ("high.txt", b"High tide")), ("file", ("low.txt", b"Low tide"))],
+        data={"collection": "tides", "metadata": '{"year": 2026}'},
+        headers=admin.headers,
+    )
+    assert response.status_code == 202, response.text
+    for job in response.json()["jobs"]:
+        shown = api.client.get(f"/documents/{job['document_id']}", headers=admin.headers).json()
+        assert (shown["collection"], shown["metadata"]) == ("tides", {"year": 2026})
+    # The fields that describe one file are still refused with several.
+    several = api.client.post(
+        "/documents",
+        files=[("file", ("a.txt", b"one")), ("file", ("b.txt", b"two"))],
+        data={"sync_root": "laptop"},
+        headers=admin.headers,
+    )
+    assert_error_body(several, 422, "invalid_input")
+
+
 @pytest.mark.parametrize(
     ("files", "status", "code"),
     [

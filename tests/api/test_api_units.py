@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rag_client.sync import document_name
 from starlette.requests import ClientDisconnect, Request
 
 from app.api.errors import ApiError
@@ -18,6 +19,7 @@ from app.api.upload import receive_uploads
 from app.config import Settings
 from app.ingestion import SUPPORTED_EXTENSIONS
 from app.main import _safe_request_id, create_app
+from app.services.sync_uploads import source_of_path
 from app.services.uploads import MAX_SOURCE_CHARS, sanitise_filename
 
 pytestmark = pytest.mark.unit
@@ -124,6 +126,21 @@ def test_sanitised_file_names_are_safe_display_names(raw: str) -> None:
     assert not any(ord(c) < 32 or ord(c) == 127 for c in name)
     assert not name.startswith((".", " ")), "no hidden files, no leading blanks"
     assert name == sanitise_filename(name), "sanitising must be idempotent"
+
+
+# Characters that reorder how the rest of a name reads: "invoice<U+202E>fdp.txt" shows in a
+# list or a citation as "invoicetxt.pdf".
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+@pytest.mark.parametrize("control", list(BIDI_CONTROLS))
+def test_a_name_cannot_reorder_how_it_reads(control: str) -> None:
+    assert sanitise_filename(f"invoice{control}fdp.txt") == "invoice_fdp.txt"
+    assert source_of_path(f"bills/invoice{control}fdp.txt") == "bills/invoice_fdp.txt"
+    # `rag sync` names a file the same way, or it would upload it again on every run.
+    assert document_name(f"bills/invoice{control}fdp.txt") == "bills/invoice_fdp.txt"
+    # Marks that only set the direction of a name in Arabic stay.
+    assert sanitise_filename("\u0644\u200f\u0645.txt") == "\u0644\u200f\u0645.txt"
 
 
 @given(

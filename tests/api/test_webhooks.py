@@ -323,3 +323,48 @@ def test_a_key_limited_to_some_collections_cannot_send_itself_events_of_the_othe
     finally:
         own.stop()
         hooks.call(hooks.acme, "DELETE", f"/webhooks/{admins['webhook_id']}")
+
+
+def test_a_demoted_creator_hears_nothing_of_a_restricted_collection_deleted_since(
+    hooks: Hooks, receiver: Receiver
+) -> None:
+    """Once its one restricted collection is deleted, a creator made a member reads every
+    collection left; that must not let its webhook hear the deleted collection's name, or its
+    documents' names, which the creator never read."""
+    server = hooks.server
+    server.create_user("initech", "lumbergh", "Hook-boss 45 lighthouse")
+    server.create_user("initech", "milton", "Hook-stapler 46 lighthouse", role="admin")
+    boss, creator = Tenant(_key(server, "lumbergh")), Tenant(_key(server, "milton"))
+    made = hooks.make_hook(creator, receiver, ["document.deleted", "collection.deleted"])
+    server.cli("set-role", "--username", "milton", "--role", "member")
+    try:
+        made_payroll = hooks.call(
+            boss, "POST", "/collections", json={"name": "payroll", "visibility": "restricted"}
+        )
+        assert made_payroll.status_code == 201, made_payroll.text
+        salaries = hooks.upload(boss, "salaries.txt", "Milton earns too little.", "payroll")
+        canteen = hooks.upload(boss, "canteen.txt", "The canteen serves cake on Fridays.")
+        for job in (salaries, canteen):
+            ended = hooks.call(boss, "GET", f"/jobs/{job['job_id']}", params={"wait": 30})
+            assert ended.json()["status"] == "done", ended.text
+        gone = hooks.call(boss, "DELETE", "/collections/payroll", params={"documents": "delete"})
+        assert gone.status_code == 202, gone.text
+        ended = hooks.call(boss, "GET", f"/jobs/{gone.json()['job_id']}", params={"wait": 30})
+        assert ended.json()["status"] == "done", ended.text
+        deleted = hooks.call(boss, "DELETE", f"/documents/{canteen['document_id']}")
+        assert deleted.status_code == 204, deleted.text
+
+        receiver.wait_for("document.deleted")  # the canteen, which the creator reads
+
+        def settled() -> list[dict[str, Any]]:
+            path = f"/webhooks/{made['webhook_id']}/deliveries"
+            return hooks.call(boss, "GET", path).json()["data"]
+
+        assert wait_until(lambda: "pending" not in {d["status"] for d in settled()}, 60, 0.1)
+        assert len(settled()) == 3  # the salaries, payroll and the canteen
+        heard = [r.body["data"] for r in receiver.delivered()]
+        assert [(d.get("source"), d["collection"]["name"]) for d in heard] == [
+            ("canteen.txt", "general")
+        ]
+    finally:
+        hooks.call(boss, "DELETE", f"/webhooks/{made['webhook_id']}")

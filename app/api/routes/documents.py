@@ -40,7 +40,7 @@ from app.ingestion import SUPPORTED_EXTENSIONS
 from app.jobs.store import JobRecord
 from app.services import documents, sync_uploads, uploads
 from app.services.auth import Identity
-from app.services.collection_access import CollectionAccess
+from app.services.collection_access import CollectionAccess, reads_everything_ever
 from app.services.collections import CollectionService
 from app.services.document_metadata import checked_metadata, parse_metadata
 from app.services.indexing import DocumentDeps
@@ -275,7 +275,7 @@ def list_jobs(
     `?status=queued&status=processing` is what is still to do: a client syncing a folder polls
     that one listing until its `count` is 0."""
     statuses = status or list(get_args(JobStatus))
-    shown = None if access.reads_everything else access.readable
+    shown = None if reads_everything_ever(principal.role, access) else access.readable
     found = uploads.list_jobs(
         deps,
         tenant_id=principal.tenant_id,
@@ -284,6 +284,7 @@ def list_jobs(
         offset=offset,
         collections=shown,
         user_id=None if access.key_limited else principal.user_id,
+        every_run=access.reads_everything,
     )
     return Page[JobOut].of(found.records, found.total)
 
@@ -293,7 +294,7 @@ def _check_job_readable(
 ) -> None:
     """404 unless the caller may see the tenant's job (its document's collection, or the
     collection it deletes, is one they read; or they asked for it)."""
-    if access.reads_everything:
+    if reads_everything_ever(principal.role, access):
         return
     if not uploads.job_readable(
         job,
@@ -302,6 +303,7 @@ def _check_job_readable(
         collection_of=lambda document_id: access_store.collection_of(
             principal.tenant_id, document_id
         ),
+        every_run=access.reads_everything,
     ):
         raise ApiError(404, "not_found", "job not found")
 

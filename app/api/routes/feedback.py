@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
@@ -27,7 +26,7 @@ from app.api.quality_schemas import (
     FeedbackIn,
     FeedbackOut,
 )
-from app.api.records import Page
+from app.api.records import Page, UtcMoment
 from app.services import answer_history, feedback
 from app.storage.feedback import FeedbackFilter
 
@@ -103,8 +102,8 @@ def list_feedback(
     offset: PageOffset = 0,
     rating: Literal["up", "down"] | None = None,
     user_id: Annotated[str | None, Query(max_length=40)] = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    since: UtcMoment | None = None,
+    until: UtcMoment | None = None,
     with_expected: Annotated[
         bool | None, Query(description="only ratings that name (or do not name) expected pages")
     ] = None,
@@ -168,7 +167,7 @@ def delete_answers(
     audit: Audit,
     caller: Authorized,
     ip: ClientIp,
-    before: Annotated[datetime | None, Query(description="only records older than this")] = None,
+    before: Annotated[UtcMoment | None, Query(description="only records older than this")] = None,
 ) -> DeletedOut:
     """Delete your tenant's answer record (all of it, or what is older than `before`)."""
     deleted = answer_history.delete(records, audit, caller.actor(ip), before)
