@@ -27,6 +27,23 @@ LINK = (
 )
 LONG_NAME = "KESTREL_winch_brake_inspection_report_fortnightly_archive_copy.txt"
 LINK_NOTE = text_document(f"The KESTREL winch brake inspection report is filed at {LINK} daily.")
+CUT_SHORT = "The answer stopped before it was finished (the connection was cut): ask again."
+# Hands the page the real server's answer stream cut in the middle of its second event (half a
+# JSON object), the way a dropped connection or a proxy's timeout ends it.
+CUT_THE_STREAM = """(() => {
+  const realFetch = window.fetch;
+  window.fetch = async (...args) => {
+    const response = await realFetch(...args);
+    const url = typeof args[0] === "string" ? args[0] : args[0].url;
+    if (!url.includes("/query/stream") || !response.ok) return response;
+    const whole = await response.text();
+    const second = whole.indexOf("\\n\\n") + 2;
+    const secondEnd = whole.indexOf("\\n\\n", second);
+    const cut = whole.slice(0, second + Math.floor((secondEnd - second) / 2));
+    window.firstEvent = whole.slice(0, second);
+    return new Response(cut, { status: response.status, headers: response.headers });
+  };
+})();"""
 
 
 @pytest.fixture(scope="module")
@@ -76,4 +93,20 @@ def test_a_long_link_in_an_answer_stays_on_a_phones_screen(live: LiveServer, bro
         assert page.evaluate(PAST_THE_EDGES) == [], ("page viewer", phone["width"])
         screenshot(page, f"40-long-link-{phone['width']}.png")
         page.keyboard.press("Escape")
+    page.close()
+
+
+def test_an_answer_cut_off_mid_stream_says_so_in_words(live: LiveServer, browser: Any) -> None:
+    page = browser.new_page()
+    sign_in_with_form(page, live.url, "ada", PASSWORD)
+    _upload(page, "winch.txt", text_document("The KESTREL winch brake is tested every 14 days."))
+    page.evaluate(CUT_THE_STREAM)
+    _ask(page, "How often is the KESTREL winch brake tested?")
+    first_event: str = page.evaluate("window.firstEvent")
+    assert first_event.startswith("event: token")
+    expect(page.locator("#ask-status")).to_have_text(CUT_SHORT)
+    # What arrived whole is shown; half an event is never shown as raw JSON.
+    assert "{" not in page.locator("#answer").inner_text()
+    assert page.locator("#answer").inner_text() in first_event
+    expect(page.get_by_role("button", name="Ask", exact=True)).to_be_enabled()
     page.close()
