@@ -28,6 +28,8 @@ LINK = (
 LONG_NAME = "KESTREL_winch_brake_inspection_report_fortnightly_archive_copy.txt"
 LINK_NOTE = text_document(f"The KESTREL winch brake inspection report is filed at {LINK} daily.")
 CUT_SHORT = "The answer stopped before it was finished (the connection was cut): ask again."
+GONE = "is no longer in your documents: it was deleted or moved, in another tab or by someone else."
+UNREACHABLE = "could not be reached (check your connection, then try again)."
 # Hands the page the real server's answer stream cut in the middle of its second event (half a
 # JSON object), the way a dropped connection or a proxy's timeout ends it.
 CUT_THE_STREAM = """(() => {
@@ -110,3 +112,64 @@ def test_an_answer_cut_off_mid_stream_says_so_in_words(live: LiveServer, browser
     assert page.locator("#answer").inner_text() in first_event
     expect(page.get_by_role("button", name="Ask", exact=True)).to_be_enabled()
     page.close()
+
+
+def test_a_lost_connection_is_said_in_words_and_clears_once_back(
+    live: LiveServer, browser: Any
+) -> None:
+    page = browser.new_page()
+    sign_in_with_form(page, live.url, "ada", PASSWORD)
+    documents_status = page.locator("#documents-status")
+    # The file arrives, then the page loses the server while it is indexed.
+    page.route("**/jobs**", lambda route: route.abort("internetdisconnected"))
+    state = _upload(page, "lost.txt", text_document("The KESTREL mast is painted in May."))
+    assert state == (
+        "“lost.txt” was uploaded, but the page lost contact with the server while it was "
+        "indexed: the list shows how it went once the connection is back."
+    )
+    page.unroute("**/jobs**")
+    browser.set_offline(True)
+    try:
+        _ask(page, "When is the KESTREL mast painted?")
+        expect(page.locator("#ask-status")).to_have_text(
+            f"The question failed: the service {UNREACHABLE}"
+        )
+        page.get_by_label("Show documents whose name starts with").fill("lost")
+        expect(documents_status).to_have_text(
+            f"Loading the documents failed: the service {UNREACHABLE}"
+        )
+    finally:
+        browser.set_offline(False)
+    page.get_by_label("Show documents whose name starts with").fill("")
+    expect(page.get_by_role("row").filter(has_text="lost.txt")).to_be_visible()
+    expect(documents_status).to_have_text("")
+    page.close()
+
+
+def _delete_in(page: Any, name: str) -> None:
+    """Delete the listed document `name` with its button and the confirmation."""
+    page.get_by_role("button", name=f"Delete {name}").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+
+
+def test_a_document_deleted_in_another_tab_is_said_gone(live: LiveServer, browser: Any) -> None:
+    here, there = browser.new_page(), browser.new_page()
+    sign_in_with_form(here, live.url, "ada", PASSWORD)
+    sign_in_with_form(there, live.url, "ada", PASSWORD)
+    # This tab still lists the document the other one deleted: Details and Delete say it is
+    # gone, and the list is drawn again without it (no dialog of a document that is no more).
+    for name, act in (("gone-a.txt", "Details"), ("gone-b.txt", "Delete")):
+        _upload(here, name, text_document(f"The note {name} is about the KESTREL galley."))
+        there.reload()
+        _delete_in(there, name)
+        expect(there.locator("#documents-status")).to_have_text(f"Deleted “{name}”.")
+        if act == "Delete":
+            _delete_in(here, name)
+        else:
+            here.get_by_role("button", name=f"Details of {name}").click()
+        expect(here.locator("#documents-status")).to_have_text(f"“{name}” {GONE}")
+        expect(here.get_by_role("dialog")).to_have_count(0)
+        expect(here.get_by_role("row").filter(has_text=name)).to_have_count(0)
+    screenshot(here, "41-deleted-in-another-tab.png")
+    here.close()
+    there.close()

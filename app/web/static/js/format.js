@@ -43,6 +43,11 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // The wording a person can act on, for the statuses an upload or a question can meet.
 export function describeError(error, subject) {
+  // fetch() rejects with a TypeError ("Failed to fetch") when no answer came at all.
+  if (error instanceof TypeError) {
+    return `${subject} failed: the service could not be reached (check your connection, then ` +
+      "try again).";
+  }
   if (error.code === "quota_exceeded" && error.status !== 429) {
     return `${subject} was refused: ${error.message}`; // a tenant quota, not the file's size
   }
@@ -55,6 +60,7 @@ export function describeError(error, subject) {
       return `Too many requests right now: ${error.message}`;
     case 422:
       return `${subject} was refused: ${error.message}`;
+    case 502:
     case 503:
     case 504:
       return `The service is busy or unavailable: ${error.message}`;
