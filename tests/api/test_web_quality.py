@@ -849,3 +849,23 @@ def test_the_set_picker_offers_every_test_set(live: LiveServer, browser: Any) ->
             delete(EvaluationRunRow).where(EvaluationRunRow.set_id.like("set_old%")),
             delete(EvaluationSetRow).where(EvaluationSetRow.set_id.like("set_old%")),
         )
+
+
+def test_a_page_range_that_runs_backwards_is_named_not_searched(
+    live: LiveServer, browser: Any
+) -> None:
+    # From page 5 to page 2 matched nothing and said only "Nothing was found.".
+    page = sign_in(browser, Person(live, "max"))
+    page.get_by_role("link", name="Quality").click()
+    page.get_by_label("Text to search for").fill("When is the canteen closed?")
+    page.get_by_label("From page").fill("5")
+    page.get_by_label("To page").fill("2")
+    searches: list[str] = []
+    page.on(
+        "request",
+        lambda request: searches.append(request.url) if "/search" in request.url else None,
+    )
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(page.get_by_text("From page 5 is after to page 2: nothing could match.")).to_be_visible()
+    assert searches == []
+    page.close()
