@@ -9,7 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser import PAST_THE_EDGES, PHONE, SMALLEST_PHONE, screenshot, sign_in_with_form
+from browser import (
+    PAST_THE_EDGES,
+    PHONE,
+    SMALLEST_PHONE,
+    answer_stream_rewritten,
+    screenshot,
+    sign_in_with_form,
+)
 from playwright.sync_api import expect
 
 from testkit.builders import text_document
@@ -32,20 +39,14 @@ GONE = "is no longer in your documents: it was deleted or moved, in another tab 
 UNREACHABLE = "could not be reached (check your connection, then try again)."
 # Hands the page the real server's answer stream cut in the middle of its second event (half a
 # JSON object), the way a dropped connection or a proxy's timeout ends it.
-CUT_THE_STREAM = """(() => {
-  const realFetch = window.fetch;
-  window.fetch = async (...args) => {
-    const response = await realFetch(...args);
-    const url = typeof args[0] === "string" ? args[0] : args[0].url;
-    if (!url.includes("/query/stream") || !response.ok) return response;
+CUT_THE_STREAM = answer_stream_rewritten("""
     const whole = await response.text();
     const second = whole.indexOf("\\n\\n") + 2;
     const secondEnd = whole.indexOf("\\n\\n", second);
     const cut = whole.slice(0, second + Math.floor((secondEnd - second) / 2));
     window.firstEvent = whole.slice(0, second);
     return new Response(cut, { status: response.status, headers: response.headers });
-  };
-})();"""
+""")
 
 
 @pytest.fixture(scope="module")
