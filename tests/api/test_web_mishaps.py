@@ -1,10 +1,12 @@
 """What the web app shows when something goes wrong half-way, as a person sees it in Chromium:
 an answer quoting a long link on a phone, an answer whose stream is cut, a connection that drops
-and comes back, and a document deleted in another tab while this one still lists it. Each is
-said in words and the page recovers; nothing runs past the screen's edge."""
+and comes back, a document deleted in another tab while this one still lists it, and sign-in
+attempts past the server's limit. Each is said in words and the page recovers; nothing runs past
+the screen's edge."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -174,3 +176,21 @@ def test_a_document_deleted_in_another_tab_is_said_gone(live: LiveServer, browse
     screenshot(here, "41-deleted-in-another-tab.png")
     here.close()
     there.close()
+
+
+def test_too_many_sign_in_attempts_say_how_long_to_wait(live: LiveServer, page: Any) -> None:
+    # It said "Too many requests right now: too many login attempts; try again later", with
+    # the server's Retry-After left unsaid.
+    live.create_user("mishaps", "lou", PASSWORD, role="reader")
+    page.goto(f"{live.url}/")
+    for attempt in range(10):
+        page.get_by_label("User name", exact=True).fill("lou")
+        page.get_by_label("Password", exact=True).fill(f"not the password {attempt}")
+        with page.expect_response("**/auth/token") as answered:
+            page.get_by_role("button", name="Sign in").click()
+        if answered.value.status == 429:
+            break
+    alert = page.get_by_role("alert")
+    expect(alert).to_have_text(
+        re.compile(r"^Too many sign-in attempts: try again in \d+ (second|minute)s?\.$")
+    )

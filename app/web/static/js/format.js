@@ -39,6 +39,13 @@ export function counted(count, noun) {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 
+// How long a wait of `seconds` is, in the unit a person would say: "41 seconds", "3 minutes".
+export function waitWords(seconds) {
+  if (seconds < 90) return counted(seconds, "second");
+  const minutes = Math.ceil(seconds / 60);
+  return minutes < 90 ? counted(minutes, "minute") : counted(Math.ceil(minutes / 60), "hour");
+}
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // The wording a person can act on, for the statuses an upload or a question can meet.
