@@ -1,7 +1,7 @@
 """What the web app shows when something goes wrong half-way, as a person sees it in Chromium:
 an answer quoting a long link on a phone, an answer whose stream is cut, a connection that drops
 and comes back, a document deleted in another tab while this one still lists it, and sign-in
-attempts past the server's limit. Each is said in words and the page recovers; nothing runs past
+attempts past the server's limit (and a question of only spaces). Each is said in words and the page recovers; nothing runs past
 the screen's edge."""
 
 from __future__ import annotations
@@ -194,3 +194,17 @@ def test_too_many_sign_in_attempts_say_how_long_to_wait(live: LiveServer, page: 
     expect(alert).to_have_text(
         re.compile(r"^Too many sign-in attempts: try again in \d+ (second|minute)s?\.$")
     )
+
+
+def test_a_question_of_only_spaces_is_named_not_sent(live: LiveServer, page: Any) -> None:
+    # Ask did nothing at all (Search passages said what to do).
+    sign_in_with_form(page, live.url, "ada", PASSWORD)
+    asked: list[str] = []
+    page.on(
+        "request", lambda request: asked.append(request.url) if "/query" in request.url else None
+    )
+    page.get_by_label("Question").fill("   ")
+    page.get_by_role("button", name="Ask", exact=True).click()
+    expect(page.locator("#ask-status")).to_have_text("Type your question in Question.")
+    expect(page.get_by_label("Question")).to_be_focused()
+    assert asked == []

@@ -153,7 +153,12 @@ export function setUpAsk() {
   $("ask-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const question = $("question").value.trim();
-    if (question) ask(question);
+    if (question) {
+      ask(question);
+    } else { // only spaces: the browser's own check lets them through
+      $("ask-status").textContent = "Type your question in Question.";
+      $("question").focus();
+    }
   });
   // Ctrl/Cmd+Enter sends from the text area; Enter alone makes a new line.
   $("question").addEventListener("keydown", (event) => {
