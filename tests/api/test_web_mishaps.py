@@ -1,8 +1,8 @@
 """What the web app shows when something goes wrong half-way, as a person sees it in Chromium:
 an answer quoting a long link on a phone, an answer whose stream is cut, a connection that drops
-and comes back, a document deleted in another tab while this one still lists it, and sign-in
-attempts past the server's limit (and a question of only spaces). Each is said in words and the page recovers; nothing runs past
-the screen's edge."""
+and comes back, a document deleted in another tab while this one still lists or cites it,
+sign-in attempts past the server's limit and a question of only spaces. Each is said in words
+and the page recovers; nothing runs past the screen's edge."""
 
 from __future__ import annotations
 
@@ -163,6 +163,7 @@ def test_a_document_deleted_in_another_tab_is_said_gone(live: LiveServer, browse
     # gone, and the list is drawn again without it (no dialog of a document that is no more).
     for name, act in (("gone-a.txt", "Details"), ("gone-b.txt", "Delete")):
         _upload(here, name, text_document(f"The note {name} is about the KESTREL galley."))
+        _ask(here, f"What is the note {name} about?")
         there.reload()
         _delete_in(there, name)
         expect(there.locator("#documents-status")).to_have_text(f"Deleted “{name}”.")
@@ -173,6 +174,10 @@ def test_a_document_deleted_in_another_tab_is_said_gone(live: LiveServer, browse
         expect(here.locator("#documents-status")).to_have_text(f"“{name}” {GONE}")
         expect(here.get_by_role("dialog")).to_have_count(0)
         expect(here.get_by_role("row").filter(has_text=name)).to_have_count(0)
+        # The answer given before still cites it: its page says the same, not "failed (404)".
+        here.get_by_role("link", name=f"Source 1: {name}, page 1").click()
+        expect(here.get_by_role("dialog").get_by_role("status")).to_have_text(f"“{name}” {GONE}")
+        here.keyboard.press("Escape")
     screenshot(here, "41-deleted-in-another-tab.png")
     here.close()
     there.close()

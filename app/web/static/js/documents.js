@@ -11,7 +11,7 @@ import {
   whenDocumentChanged,
 } from "./document-details.js";
 import {
-  counted, describeError, drawPager, element, formatBytes, sleep, smallButton,
+  counted, describeError, drawPager, element, formatBytes, goneFromDocuments, sleep, smallButton,
 } from "./format.js";
 import { mayDeleteDocument, roleAtLeast } from "./roles.js";
 
@@ -242,9 +242,7 @@ export async function uploadFiles(files) {
 // A listed document the server no longer shows this person (deleted or moved elsewhere since
 // the list was drawn): said in words, and the list drawn again without it.
 async function showGone(doc) {
-  $("documents-status").textContent =
-    `“${doc.source}” is no longer in your documents: it was deleted or moved, in another tab ` +
-    "or by someone else.";
+  $("documents-status").textContent = goneFromDocuments(doc.source);
   await refreshList();
 }
 

@@ -77,6 +77,12 @@ export function describeError(error, subject) {
   }
 }
 
+// A document the person had on screen that the server no longer shows them.
+export function goneFromDocuments(source) {
+  return `“${source}” is no longer in your documents: it was deleted or moved, in another tab ` +
+    "or by someone else.";
+}
+
 // A server timestamp (ISO 8601) in the reader's time zone, to the minute; "—" for none.
 export function formatTime(iso) {
   if (!iso) return "—";
