@@ -96,7 +96,7 @@ def test_a_long_link_in_an_answer_stays_on_a_phones_screen(live: LiveServer, bro
         expect(page.get_by_role("dialog")).to_contain_text(LONG_NAME)
         page.wait_for_selector("#viewer-text:not([hidden]) mark")
         assert page.evaluate(PAST_THE_EDGES) == [], ("page viewer", phone["width"])
-        screenshot(page, f"40-long-link-{phone['width']}.png")
+        screenshot(page, f"50-long-link-{phone['width']}.png")
         page.keyboard.press("Escape")
     page.close()
 
@@ -178,7 +178,7 @@ def test_a_document_deleted_in_another_tab_is_said_gone(live: LiveServer, browse
         here.get_by_role("link", name=f"Source 1: {name}, page 1").click()
         expect(here.get_by_role("dialog").get_by_role("status")).to_have_text(f"“{name}” {GONE}")
         here.keyboard.press("Escape")
-    screenshot(here, "41-deleted-in-another-tab.png")
+    screenshot(here, "51-deleted-in-another-tab.png")
     here.close()
     there.close()
 
