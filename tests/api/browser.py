@@ -100,6 +100,22 @@ DROP_FILES = """({ files, target }) => {
 }"""
 
 
+def answer_stream_rewritten(rewrite: str) -> str:
+    """A page script that hands the page the real server's answer stream (`POST /query/stream`)
+    changed by `rewrite`: the body of an async function of `response` (the server's) that
+    returns the Response the page reads instead. Every other request is left alone."""
+    wrapper = """(() => {
+  const realFetch = window.fetch;
+  window.fetch = async (...args) => {
+    const response = await realFetch(...args);
+    const url = typeof args[0] === "string" ? args[0] : args[0].url;
+    if (!url.includes("/query/stream") || !response.ok) return response;
+    return (async (response) => { REWRITE })(response);
+  };
+})();"""
+    return wrapper.replace("REWRITE", rewrite)
+
+
 def drop_files(page: Any, files: list[tuple[str, bytes, str]], target: str = "#drop-zone") -> bool:
     """Drop (name, bytes, MIME type) files on the element `target` selects (the drop zone);
     whether the page took the drop (else the browser would leave the page to open the file)."""

@@ -616,3 +616,18 @@ def test_password_change_errors_and_other_sessions_signed_out(
     old = httpx.post(f"{live.url}/auth/token", data={"username": "pat", "password": PASSWORD})
     assert old.status_code == 401
     _sign_in(page, live, "pat", NEW_PASSWORD)
+
+
+def test_a_key_expiry_past_the_limit_is_named_in_words(live: LiveServer, page: Any) -> None:
+    # 100000 days was sent and came back as the schema's "expires_in_days: Input should be
+    # less than or equal to 3650".
+    _sign_in(page, live, "rex")
+    _go(page, "Account")
+    page.get_by_label("Key name").fill("too long lived")
+    for days in ("100000", "0"):
+        page.get_by_label("Expires after (days)").fill(days)
+        page.get_by_role("button", name="Create key").click()
+        expect(
+            page.get_by_text("Expiry must be a whole number of days from 1 to 3650, or empty.")
+        ).to_be_visible()
+        expect(page.get_by_label("Expires after (days)")).to_be_focused()

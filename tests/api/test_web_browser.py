@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browser import A11Y_AUDIT, drop_files, screenshot
+from browser import A11Y_AUDIT, answer_stream_rewritten, drop_files, screenshot
 
 from testkit.builders import pdf_document, text_document
 from testkit.live_server import LiveServer
@@ -45,12 +45,7 @@ ANSWER_RECORDER = """() => {
 # Paces the real server's event stream one event per 60 ms, so each event lands in its own read
 # (on loopback the answer's token and citations events often arrive in one packet): the test can
 # then see what the page shows between them. The bytes are the server's, unchanged.
-PACE_EVENTS = """(() => {
-  const realFetch = window.fetch;
-  window.fetch = async (...args) => {
-    const response = await realFetch(...args);
-    const url = typeof args[0] === "string" ? args[0] : args[0].url;
-    if (!url.includes("/query/stream") || !response.ok) return response;
+PACE_EVENTS = answer_stream_rewritten("""
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     const encoder = new TextEncoder();
@@ -77,8 +72,7 @@ PACE_EVENTS = """(() => {
       },
     });
     return new Response(paced, { status: response.status, headers: response.headers });
-  };
-})();"""
+""")
 
 
 @pytest.fixture(scope="module")

@@ -849,3 +849,56 @@ def test_the_set_picker_offers_every_test_set(live: LiveServer, browser: Any) ->
             delete(EvaluationRunRow).where(EvaluationRunRow.set_id.like("set_old%")),
             delete(EvaluationSetRow).where(EvaluationSetRow.set_id.like("set_old%")),
         )
+
+
+def test_a_page_range_that_runs_backwards_is_named_not_searched(
+    live: LiveServer, browser: Any
+) -> None:
+    # From page 5 to page 2 matched nothing and said only "Nothing was found.".
+    page = sign_in(browser, Person(live, "max"))
+    page.get_by_role("link", name="Quality").click()
+    page.get_by_label("Text to search for").fill("When is the canteen closed?")
+    page.get_by_label("From page").fill("5")
+    page.get_by_label("To page").fill("2")
+    searches: list[str] = []
+    page.on(
+        "request",
+        lambda request: searches.append(request.url) if "/search" in request.url else None,
+    )
+    page.get_by_role("button", name="Test retrieval").click()
+    expect(page.get_by_text("From page 5 is after to page 2: nothing could match.")).to_be_visible()
+    assert searches == []
+    page.close()
+
+
+def test_a_page_that_cannot_be_saved_with_a_rating_is_named(live: LiveServer, browser: Any) -> None:
+    # Page -1 was left out and "your details were saved" said; a page past the document's end
+    # was "Your details was refused"; a page with no document was dropped without a word.
+    ada = Person(live, "ada")
+    reader = ada.add_user("rex-names-no-page", "reader")
+    page = sign_in(browser, reader)
+    page.get_by_label("Question", exact=True).fill(QUESTION)
+    page.get_by_role("button", name="Ask", exact=True).click()
+    page.get_by_role("button", name="Not helpful").click(timeout=60_000)
+    status = page.get_by_role("group", name="Was this answer helpful?").get_by_role("status")
+    expect(status).to_contain_text("you rated this answer not helpful")
+    page.get_by_label("Page", exact=True).fill("3")
+    page.get_by_role("button", name="Send details").click()
+    expect(status).to_have_text("Nothing was sent: choose the document that page is in.")
+    expect(page.get_by_label("Document it should have used")).to_be_focused()
+    page.get_by_label("Document it should have used").select_option(label="manual.pdf")
+    for typed in ("-1", "2.5"):
+        page.get_by_label("Page", exact=True).fill(typed)
+        page.get_by_role("button", name="Send details").click()
+        expect(status).to_have_text(
+            "Nothing was sent: the page must be a whole number, 1 or more (or empty)."
+        )
+        expect(page.get_by_label("Page", exact=True)).to_be_focused()
+    page.get_by_label("Page", exact=True).fill("999")
+    page.get_by_role("button", name="Send details").click()
+    expect(status).to_have_text(
+        f"Your details were not saved: expected page 999 is not in 'manual.pdf' (1-{len(TOPICS)})."
+    )
+    page.close()
+    feedback = ada.api("GET", "/feedback", params={"rating": "down", "user_id": reader.user_id})
+    assert [entry["expected"] for entry in feedback["data"]] == [[]]

@@ -120,8 +120,9 @@ async function createKey(event) {
     $("key-name").focus();
     return;
   }
-  if (days && !(/^\d+$/.test(days) && Number(days) >= 1)) {
-    error.textContent = "Expiry must be a whole number of days (1 or more), or empty.";
+  const most = Number($("key-days").max); // the server's limit, written on the field
+  if (days && !(/^\d+$/.test(days) && Number(days) >= 1 && Number(days) <= most)) {
+    error.textContent = `Expiry must be a whole number of days from 1 to ${most}, or empty.`;
     $("key-days").focus();
     return;
   }

@@ -10,6 +10,7 @@ import { openCitation } from "./viewer.js";
 
 const MARKER_GROUP = /\[(\d+(?:\s*,\s*\d+)*)\]/g;
 const $ = (id) => document.getElementById(id);
+const CUT_SHORT = "The answer stopped before it was finished (the connection was cut): ask again.";
 let streaming = null; // the AbortController of the answer being read, if any
 
 function markerLink(number, citation) {
@@ -76,6 +77,7 @@ async function ask(question) {
   const button = $("ask-button");
   let text = "";
   let tokens = 0;
+  let ended = false; // the server said the answer is complete (done) or failed (error)
   answer.replaceChildren();
   renderCitations([]);
   showFeedback("");
@@ -105,13 +107,16 @@ async function ask(question) {
         renderCitations(data.citations);
         answer.dataset.refused = String(Boolean(data.refused));
       } else if (name === "done") {
+        ended = true;
         const cache = data.cache === "hit" ? " (from cache)" : "";
         status.textContent = `Answered in ${Math.round(data.total_ms)} ms${cache}.`;
         showFeedback(data.answer_id);
       } else if (name === "error") {
+        ended = true;
         status.textContent = `The answer failed: ${data.message}`;
       }
     });
+    if (!ended && !controller.signal.aborted) status.textContent = CUT_SHORT;
   } catch (error) {
     if (!controller.signal.aborted) status.textContent = describeError(error, "The question");
   } finally {
@@ -148,7 +153,12 @@ export function setUpAsk() {
   $("ask-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const question = $("question").value.trim();
-    if (question) ask(question);
+    if (question) {
+      ask(question);
+    } else { // only spaces: the browser's own check lets them through
+      $("ask-status").textContent = "Type your question in Question.";
+      $("question").focus();
+    }
   });
   // Ctrl/Cmd+Enter sends from the text area; Enter alone makes a new line.
   $("question").addEventListener("keydown", (event) => {

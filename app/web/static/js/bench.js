@@ -43,6 +43,9 @@ function scope() {
   if (documentId) conditions.push({ document_id: { $eq: documentId } });
   const from = Number($("bench-page-from").value);
   const to = Number($("bench-page-to").value);
+  if (from >= 1 && to >= 1 && from > to) {
+    throw new Error(`From page ${from} is after to page ${to}: nothing could match.`);
+  }
   if (from >= 1) conditions.push({ page: { $gte: from } });
   if (to >= 1) conditions.push({ page: { $lte: to } });
   conditions.push(...filters.conditions());

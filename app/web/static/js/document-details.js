@@ -196,7 +196,8 @@ async function save(event) {
 }
 
 // Opens the details of a listed document, as the server has them now (the listing may be old;
-// drawn once, so nothing typed in the dialog is replaced by a late answer).
+// drawn once, so nothing typed in the dialog is replaced by a late answer). False, and nothing
+// opened, when the document is gone (deleted in another tab or by someone else).
 export async function openDocumentDetails(doc, opener) {
   returnFocus = opener || null;
   let shown = doc;
@@ -204,6 +205,7 @@ export async function openDocumentDetails(doc, opener) {
   try {
     shown = await json(`/documents/${encodeURIComponent(doc.document_id)}`);
   } catch (error) {
+    if (error.status === 404) return false;
     problem = describeError(error, "Loading the document");
   }
   report(problem, { isError: Boolean(problem) });
@@ -211,6 +213,7 @@ export async function openDocumentDetails(doc, opener) {
   const dialog = $("document-dialog");
   if (!dialog.open) dialog.showModal();
   $("document-dialog-close").focus();
+  return true;
 }
 
 export function closeDocumentDetails() {

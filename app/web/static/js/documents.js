@@ -11,7 +11,7 @@ import {
   whenDocumentChanged,
 } from "./document-details.js";
 import {
-  counted, describeError, drawPager, element, formatBytes, sleep, smallButton,
+  counted, describeError, drawPager, element, formatBytes, goneFromDocuments, sleep, smallButton,
 } from "./format.js";
 import { mayDeleteDocument, roleAtLeast } from "./roles.js";
 
@@ -35,6 +35,7 @@ const TYPING_MS = 250; // the name filter lists again this long after the last k
 let listOffset = 0;
 let listLoads = 0; // only the latest listing is drawn (the filter changes quickly)
 let typing = 0;
+let listFailure = ""; // why the last listing failed, while the status line still says so
 
 function uploadRow(file) {
   uploadCounter += 1;
@@ -193,20 +194,31 @@ async function watchAll() {
   }
 }
 
+// Why an upload failed, in words. With no answer at all, it matters whether the server had
+// accepted the file: then only the watching of its indexing was lost.
+function uploadProblem(file, error, accepted) {
+  if (error instanceof ApiError) return describeError(error, `“${file.name}”`);
+  if (accepted) {
+    return `“${file.name}” was uploaded, but the page lost contact with the server while it ` +
+      "was indexed: the list shows how it went once the connection is back.";
+  }
+  // A server may refuse an oversize body before reading it and close the connection: the
+  // browser then reports a network error instead of the 413.
+  return `“${file.name}” could not be sent: the connection closed before the server answered ` +
+    "(the file may be too large for the server, or the server is unreachable)";
+}
+
 async function uploadOne(file) {
   const ui = uploadRow(file);
+  let accepted = false;
   try {
-    const accepted = await postFile(file, ui);
+    const job = await postFile(file, ui);
+    accepted = true;
     ui.show(0, "Queued");
     listStale = true; // the watching loop shows the new document in the list
-    await watchJob(accepted.job_id, ui);
+    await watchJob(job.job_id, ui);
   } catch (error) {
-    // A server may refuse an oversize body before reading it and close the connection: the
-    // browser then reports a network error instead of the 413.
-    const message = error instanceof ApiError ? describeError(error, `“${file.name}”`) :
-      `“${file.name}” could not be sent: the connection closed before the server answered ` +
-      "(the file may be too large for the server, or the server is unreachable)";
-    ui.finish("failed", message);
+    ui.finish("failed", uploadProblem(file, error, accepted));
   }
 }
 
@@ -227,9 +239,18 @@ export async function uploadFiles(files) {
   await Promise.all(pending);
 }
 
+// A listed document the server no longer shows this person (deleted or moved elsewhere since
+// the list was drawn): said in words, and the list drawn again without it.
+async function showGone(doc) {
+  $("documents-status").textContent = goneFromDocuments(doc.source);
+  await refreshList();
+}
+
 function documentRow(doc, onDelete) {
   const details = smallButton({ text: "Details", label: `Details of ${doc.source}` },
-    () => openDocumentDetails(doc, details));
+    async () => {
+      if (!(await openDocumentDetails(doc, details))) await showGone(doc);
+    });
   const actions = element("td", { className: "actions" }, [details]);
   if (mayDeleteDocument(doc)) {
     actions.append(
@@ -269,6 +290,10 @@ async function deleteDocument(doc) {
     await request(`/documents/${encodeURIComponent(doc.document_id)}`, { method: "DELETE" });
     status.textContent = `Deleted “${doc.source}”.`;
   } catch (error) {
+    if (error.status === 404) {
+      await showGone(doc);
+      return;
+    }
     status.textContent = describeError(error, `Deleting “${doc.source}”`);
   }
   await refreshList();
@@ -297,6 +322,9 @@ export async function refreshList() {
       return;
     }
     shownDocuments = listing.data;
+    // The list loads again: a failure it showed is over (a message shown since then stays).
+    if (listFailure && status.textContent === listFailure) status.textContent = "";
+    listFailure = "";
     drawDocuments();
     $("documents-empty").textContent = prefix
       ? `No document's name starts with “${prefix}”.` : "No documents yet.";
@@ -304,7 +332,9 @@ export async function refreshList() {
       { offset: listOffset, limit: LIST_PAGE, count: listing.count, label: "Documents" },
       (next) => { listOffset = next; refreshList(); });
   } catch (error) {
-    if (ticket === listLoads) status.textContent = describeError(error, "Loading the documents");
+    if (ticket !== listLoads) return;
+    listFailure = describeError(error, "Loading the documents");
+    status.textContent = listFailure;
   }
 }
 
@@ -354,6 +384,7 @@ export function resetDocuments() {
   failureReasons = new Map();
   explained = null;
   $("documents-status").textContent = "";
+  listFailure = "";
   listLoads += 1;
   listOffset = 0;
   clearTimeout(typing);

@@ -45,8 +45,20 @@ async function sendDetails(event) {
   const status = $("feedback-status");
   const body = { rating: "down" };
   const documentId = $("expected-document").value;
-  const page = Number($("expected-page").value);
-  if (documentId) body.expected = [{ document_id: documentId, ...(page >= 1 ? { page } : {}) }];
+  const typed = $("expected-page").value.trim();
+  const page = Number(typed);
+  // A page that is no page (-1, 2.5) is named, not left out of what "was saved".
+  if (typed && !(Number.isInteger(page) && page >= 1)) {
+    status.textContent = "Nothing was sent: the page must be a whole number, 1 or more (or empty).";
+    $("expected-page").focus();
+    return;
+  }
+  if (typed && !documentId) {
+    status.textContent = "Nothing was sent: choose the document that page is in.";
+    $("expected-document").focus();
+    return;
+  }
+  if (documentId) body.expected = [{ document_id: documentId, ...(typed ? { page } : {}) }];
   const comment = $("feedback-comment").value.trim();
   if (comment) body.comment = comment;
   try {
@@ -54,7 +66,8 @@ async function sendDetails(event) {
     status.textContent = "Thanks: your details were saved.";
     $("feedback-details").hidden = true;
   } catch (error) {
-    status.textContent = describeError(error, "Your details");
+    status.textContent = error.status === 422 ? `Your details were not saved: ${error.message}.` :
+      describeError(error, "Saving your details");
   }
 }
 

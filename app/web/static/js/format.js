@@ -39,10 +39,22 @@ export function counted(count, noun) {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 
+// How long a wait of `seconds` is, in the unit a person would say: "41 seconds", "3 minutes".
+export function waitWords(seconds) {
+  if (seconds < 90) return counted(seconds, "second");
+  const minutes = Math.ceil(seconds / 60);
+  return minutes < 90 ? counted(minutes, "minute") : counted(Math.ceil(minutes / 60), "hour");
+}
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // The wording a person can act on, for the statuses an upload or a question can meet.
 export function describeError(error, subject) {
+  // fetch() rejects with a TypeError ("Failed to fetch") when no answer came at all.
+  if (error instanceof TypeError) {
+    return `${subject} failed: the service could not be reached (check your connection, then ` +
+      "try again).";
+  }
   if (error.code === "quota_exceeded" && error.status !== 429) {
     return `${subject} was refused: ${error.message}`; // a tenant quota, not the file's size
   }
@@ -55,6 +67,7 @@ export function describeError(error, subject) {
       return `Too many requests right now: ${error.message}`;
     case 422:
       return `${subject} was refused: ${error.message}`;
+    case 502:
     case 503:
     case 504:
       return `The service is busy or unavailable: ${error.message}`;
@@ -62,6 +75,12 @@ export function describeError(error, subject) {
       return error.status ? `${subject} failed (${error.status}): ${error.message}` :
         `${subject} failed: ${error.message}`;
   }
+}
+
+// A document the person had on screen that the server no longer shows them.
+export function goneFromDocuments(source) {
+  return `“${source}” is no longer in your documents: it was deleted or moved, in another tab ` +
+    "or by someone else.";
 }
 
 // A server timestamp (ISO 8601) in the reader's time zone, to the minute; "—" for none.

@@ -34,7 +34,7 @@ import { drawDocuments, refreshList, resetDocuments, setUpDocuments } from "./do
 import { openQuality, resetQuality, setUpQuality } from "./evaluation.js";
 import { setUpFeedback } from "./feedback.js";
 import { resetFilters, setUpFilters } from "./filters.js";
-import { describeError } from "./format.js";
+import { describeError, waitWords } from "./format.js";
 import { roleAtLeast, setCaller } from "./roles.js";
 import { openUsers, resetUsers, setUpUsers, whenOwnAccountChanged } from "./users.js";
 import { closeViewer, setUpViewer } from "./viewer.js";
@@ -180,6 +180,10 @@ function signInProblem(error, organisation) {
     return organisation
       ? "Wrong organisation, user name or password."
       : "Wrong user name or password.";
+  }
+  if (error.status === 429) {
+    const when = error.retryAfter ? `in ${waitWords(error.retryAfter)}` : "later";
+    return `Too many sign-in attempts: try again ${when}.`;
   }
   if (error.code === "tenant_required") {
     return "Your user name is used in more than one organisation: enter your organisation.";

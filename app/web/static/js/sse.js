@@ -1,6 +1,8 @@
 // Server-sent events over fetch(): EventSource cannot POST a question or send a header.
 
-// Calls onEvent(name, data) for every event of the response body, in order.
+// Calls onEvent(name, data) for every event of the response body, in order. An event the body
+// ends in the middle of (no blank line after it: the connection was cut) is not dispatched, as
+// the standard says: its data may be half a JSON object.
 export async function readEvents(response, onEvent) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder("utf-8");
@@ -16,7 +18,6 @@ export async function readEvents(response, onEvent) {
     }
     if (done) break;
   }
-  if (buffer.trim()) dispatch(buffer, onEvent);
 }
 
 function dispatch(block, onEvent) {

@@ -2,7 +2,7 @@
 // passage marked (other formats, or when the picture cannot be made).
 
 import { json, request } from "./api.js";
-import { describeError, element } from "./format.js";
+import { describeError, element, goneFromDocuments } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
 let objectUrl = null;
@@ -90,7 +90,18 @@ export async function openCitation(citation, opener) {
     await showText(citation);
     status.textContent = "";
   } catch (error) {
-    status.textContent = describeError(error, "Opening the page");
+    status.textContent = error.status === 404 && await documentGone(citation)
+      ? goneFromDocuments(citation.source) : describeError(error, "Opening the page");
+  }
+}
+
+// Whether the cited document itself is gone (a page's 404 may also be a page past its end).
+async function documentGone(citation) {
+  try {
+    await json(`/documents/${encodeURIComponent(citation.document_id)}`);
+    return false;
+  } catch (error) {
+    return error.status === 404;
   }
 }
 
