@@ -87,6 +87,11 @@ class SearchScopes:
         readable = access.readable
         return lambda document_id: where.get(document_id) in readable
 
+    def existing_documents(self, tenant_id: str) -> Callable[[str], bool]:
+        """Whether a document id is one the tenant has now (a deleted one is not)."""
+        known = {d.document_id for d in self.catalog(tenant_id).documents}
+        return known.__contains__
+
     def hidden_documents(self, access: CollectionAccess) -> Callable[[str], bool]:
         """Whether a document id is one of the tenant's that the caller may not read now (a
         deleted one is not hidden: nobody reads it, and what was recorded of it stays)."""

@@ -572,3 +572,27 @@ def test_a_change_in_a_collection_one_does_not_read_leaves_a_comparison_unchange
     change = compared(api, world.member, first, second)
     assert change["corpus_changed"] is False, change
     assert change["documents"] == {"added": [], "removed": [], "replaced": []}
+
+
+def test_a_deleted_restricted_collection_leaves_no_set_or_run_for_those_who_never_read_it(
+    api: ApiHarness,
+) -> None:
+    # Once the board is deleted, the member reads every collection left: that must not open
+    # the admin's set about the minutes or the run that read them (their questions and file
+    # names), while the admin who made them still sees both.
+    world = board(api, "eval-gone")
+    admin, member = world.admin, world.member
+    item = {"question": BOARD_QUESTION, "expected": [{"source": "minutes.txt"}]}
+    set_id = new_set(api, admin, "board questions", [item])
+    run = wait_for_run(api.client, admin, start_run(api, admin, set_id))
+    assert "minutes.txt" in retrieved_sources(run)
+    going = api.client.delete("/collections/board?documents=delete", headers=admin.headers)
+    assert going.status_code == 202, going.text
+    assert api.wait_for_job(admin, going.json()["job_id"])["status"] == "done"
+
+    for path in (f"/evaluations/sets/{set_id}", f"/evaluations/runs/{run['run_id']}"):
+        assert_error_body(api.client.get(path, headers=member.headers), 404, "not_found")
+        assert api.client.get(path, headers=admin.headers).status_code == 200
+    for path in ("/evaluations/sets", "/evaluations/runs"):
+        assert api.client.get(path, headers=member.headers).json() == {"data": [], "count": 0}
+        assert api.client.get(path, headers=admin.headers).json()["count"] == 1

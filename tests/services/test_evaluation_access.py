@@ -1,7 +1,7 @@
 """Who sees an evaluation set or run, and what of it: a set whole or not at all, a run only by
-those who read every collection it read (a deleted collection asks nothing, a run from before
-runs recorded their collections only those who read everything), and inside a run a document
-moved out of the viewer's sight withheld wherever it is named."""
+those who read every collection it read (what was deleted since, and a run from before runs
+recorded their collections, only an admin reading everything and whoever made it), and inside a
+run a document moved out of the viewer's sight withheld wherever it is named."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from app.domain import Role
 from app.jobs.evaluation_runs import RunRecord
 from app.services.collection_access import CollectionAccess
 from app.services.evaluation_access import QualityViewer
@@ -21,11 +22,13 @@ pytestmark = pytest.mark.unit
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 COLLECTIONS = {"general": "general", "board": "board"}
 WHERE = {"doc-public": "general", "doc-board": "board"}  # document -> its collection now
+MAKER = "u1"  # who made the sets and started the runs
 
 
-def viewer(reads: tuple[str, ...]) -> QualityViewer:
+def viewer(reads: tuple[str, ...], role: Role = "member", user_id: str = "u2") -> QualityViewer:
     access = CollectionAccess("t1", 1, dict.fromkeys(reads, "read"), COLLECTIONS)
-    return QualityViewer(access, lambda d: d in WHERE and WHERE[d] not in reads)
+    hidden = lambda d: d in WHERE and WHERE[d] not in reads  # noqa: E731
+    return QualityViewer(access, hidden, WHERE.__contains__, role, user_id)
 
 
 def expected(document_id: str) -> dict[str, Any]:
@@ -34,7 +37,7 @@ def expected(document_id: str) -> dict[str, Any]:
 
 def a_set(*documents: str) -> EvaluationSet:
     items = [{"question": "Q?", "expected": [expected(d)], "answerable": True} for d in documents]
-    return EvaluationSet("s1", "t1", "set", len(items), NOW, "u1", items)
+    return EvaluationSet("s1", "t1", "set", len(items), NOW, MAKER, items)
 
 
 def a_run(collections: tuple[str, ...] | None, results: list[dict[str, Any]]) -> RunRecord:
@@ -50,6 +53,7 @@ def a_run(collections: tuple[str, ...] | None, results: list[dict[str, Any]]) ->
         NOW,
         documents={d: {"source": f"{d}.txt", "sha256": "x"} for d in WHERE},
         results=results,
+        created_by=MAKER,
         collections=collections,
     )
 
@@ -71,8 +75,12 @@ def test_a_set_is_seen_only_by_those_who_read_every_document_it_expects() -> Non
     assert viewer(("general",)).sees_set(a_set("doc-public"))
     assert not viewer(("general",)).sees_set(a_set("doc-public", "doc-board"))
     assert viewer(("general", "board")).sees_set(a_set("doc-public", "doc-board"))
-    # A deleted document hides nothing: nobody reads it.
-    assert viewer(("general",)).sees_set(a_set("doc-deleted"))
+    # A deleted document cannot be asked who read it: it may have been restricted.
+    wide = ("general", "board")
+    assert not viewer(wide).sees_set(a_set("doc-public", "doc-deleted"))
+    assert viewer(("general",), user_id=MAKER).sees_set(a_set("doc-public", "doc-deleted"))
+    assert viewer(wide, role="admin").sees_set(a_set("doc-deleted"))
+    assert not viewer(("general",), role="admin").sees_set(a_set("doc-board"))
 
 
 def test_a_run_is_seen_only_by_those_who_read_every_collection_it_read() -> None:
@@ -80,9 +88,18 @@ def test_a_run_is_seen_only_by_those_who_read_every_collection_it_read() -> None
     assert narrow.sees_run(a_run(("general",), []))
     assert not narrow.sees_run(a_run(("board", "general"), []))
     assert wide.sees_run(a_run(("board", "general"), []))
-    assert narrow.sees_run(a_run(("general", "deleted-collection"), []))
-    # Made before runs recorded their collections: only those who read everything.
-    assert wide.sees_run(a_run(None, [])) and not narrow.sees_run(a_run(None, []))
+    # A deleted collection cannot be asked who read it: only an admin reading everything and
+    # the run's starter see the run.
+    gone = a_run(("general", "deleted-collection"), [])
+    assert not narrow.sees_run(gone) and not wide.sees_run(gone)
+    assert viewer(("general",), user_id=MAKER).sees_run(gone)
+    assert viewer(("general", "board"), role="admin").sees_run(gone)
+    # Made before runs recorded their collections: the same, its starter reading everything.
+    old = a_run(None, [])
+    assert not wide.sees_run(old) and not narrow.sees_run(old)
+    assert viewer(("general", "board"), user_id=MAKER).sees_run(old)
+    assert not viewer(("general",), user_id=MAKER).sees_run(old)
+    assert viewer(("general", "board"), role="admin").sees_run(old)
 
 
 def test_a_document_out_of_sight_is_withheld_wherever_a_run_names_it() -> None:
@@ -106,4 +123,4 @@ def test_a_document_out_of_sight_is_withheld_wherever_a_run_names_it() -> None:
     }
     assert list(shown.documents) == ["doc-public"]
     assert run.results == results  # the stored run is untouched
-    assert viewer(("general", "board")).redacted(run) is run
+    assert viewer(("general", "board"), role="admin").redacted(run) is run
