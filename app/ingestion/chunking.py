@@ -106,6 +106,11 @@ def _unique_id(
     return chunk_id(tenant_id, document_id, page, hashed)
 
 
+def _has_words(text: str) -> bool:
+    """Whether a piece holds a letter or a digit (of any script)."""
+    return any(character.isalnum() for character in text)
+
+
 def chunk_pages(
     pages: Sequence[Page],
     *,
@@ -149,7 +154,7 @@ def chunk_pages(
                 spans = split_text(page.text, chunk_size, chunk_overlap, separators)
             pieces = [(span, page.text[span.start : span.end], label) for span in spans]
         for span, text, label in pieces:
-            if not text.strip():
+            if not _has_words(text):  # white space or brackets only: nothing to find it by
                 continue
             metadata: dict[str, str | int] = {"kind": page.kind}
             if page.language:

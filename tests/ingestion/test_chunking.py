@@ -115,8 +115,10 @@ def test_chunks_cover_the_page_and_match_their_offsets(text: str, size: int, rat
         assert c.text == text[c.start : c.end]
         assert 0 < len(c.text) <= size
         covered[c.start : c.end] = [True] * (c.end - c.start)
-    missing = [i for i, ok in enumerate(covered) if not ok and not text[i].isspace()]
+    # Every letter and digit is in a chunk (a piece of only spaces and punctuation is not).
+    missing = [i for i, ok in enumerate(covered) if not ok and text[i].isalnum()]
     assert missing == []
+    assert all(any(ch.isalnum() for ch in c.text) for c in chunks)
     assert [c.start for c in chunks] == sorted(c.start for c in chunks)
 
 
@@ -206,6 +208,19 @@ def test_json_is_split_between_members(tmp_path: Path, limits: LoadLimits) -> No
     # Each chunk starts at a member of the top-level object: readable, nearly valid JSON.
     for c in chunks[1:]:
         assert c.text.startswith('  "service_'), c.text[:30]
+
+
+def test_a_piece_of_only_brackets_is_no_chunk(tmp_path: Path, limits: LoadLimits) -> None:
+    # Nested JSON cut at its members leaves pieces such as "}\n  ]\n": nothing in them to find,
+    # yet the keyword arm ranked them first for a nonsense question.
+    data = {"data": [{"paragraphs": [{"context": f"paragraph {n} " * 20} for n in range(6)]}]}
+    path = tmp_path / "nested.json"
+    path.write_text(json.dumps(data))
+    chunks = chunk(load(path, limits), 120, 0)
+    assert chunks and all(any(ch.isalnum() for ch in c.text) for c in chunks), [
+        c.text for c in chunks if not any(ch.isalnum() for ch in c.text)
+    ]
+    assert all(any(f"paragraph {n} " in c.text for c in chunks) for n in range(6))
 
 
 def test_invalid_json_is_indexed_as_written(tmp_path: Path, limits: LoadLimits) -> None:
