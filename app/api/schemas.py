@@ -174,6 +174,10 @@ class SearchIn(ScopeFields):
 
 class SearchResultOut(BaseModel):
     rank: int
+    chunk_id: str = Field(
+        description="the passage; pass it as `chunk` to GET /documents/{id}/pages/{page}.png "
+        "(or .../{page}/text) to see it highlighted on its page"
+    )
     document_id: str
     source: str
     page: int

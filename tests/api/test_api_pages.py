@@ -77,6 +77,25 @@ def test_a_citation_opens_its_pdf_page_with_the_passage_highlighted(
     assert _highlighted_pixels(marked.content) > 2000
 
 
+def test_a_search_hit_opens_its_page_with_the_passage_highlighted(
+    api: ApiHarness, owner: ApiUser, handbook: dict[str, Any]
+) -> None:
+    found = api.client.post(
+        "/search", json={"query": "GANNET mast bolts torque", "k": 3}, headers=owner.headers
+    )
+    assert found.status_code == 200, found.text
+    hit = found.json()["results"][0]
+    assert hit["page"] == 2 and "45 newton metres" in hit["text"]
+    shown = api.client.get(
+        f"/documents/{hit['document_id']}/pages/2/text",
+        params={"chunk": hit["chunk_id"]},
+        headers=owner.headers,
+    )
+    assert shown.status_code == 200, shown.text
+    page = shown.json()
+    assert page["text"][page["highlight"]["start"] : page["highlight"]["end"]] == hit["text"]
+
+
 def test_the_highlight_sits_where_the_passage_is_printed(
     api: ApiHarness, owner: ApiUser, handbook: dict[str, Any]
 ) -> None:

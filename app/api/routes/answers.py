@@ -75,6 +75,7 @@ def search(
     results = [
         SearchResultOut(
             rank=rank,
+            chunk_id=hit.chunk.id,
             document_id=hit.chunk.document_id,
             source=hit.chunk.source,
             page=hit.chunk.page,
