@@ -112,7 +112,8 @@ def message_pending(
     status = message.get_status(refresh=False)
     if status == JobStatus.SCHEDULED and overdue_after_s is not None:
         try:
-            due = ScheduledJobRegistry(queue=queue).get_scheduled_time(message)
+            registry = ScheduledJobRegistry(queue=queue)  # type: ignore[no-untyped-call]
+            due = registry.get_scheduled_time(message)
         except NoSuchJobError:  # delivered meanwhile
             return True
         if (now or datetime.now(UTC)) - due > timedelta(seconds=overdue_after_s):
