@@ -80,9 +80,18 @@ class ServiceJob(Job):
         """Never posts anywhere: the service's messages list no webhooks."""
 
 
-def rq_worker(queue: Queue, connection: redis.Redis[bytes], name: str) -> SimpleWorker:
+class ServiceWorker(SimpleWorker):
+    """rq's in-process worker, telling whether a stop (SIGTERM, SIGINT) was asked for."""
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether a signal asked this worker to stop."""
+        return bool(self._stop_requested)
+
+
+def rq_worker(queue: Queue, connection: redis.Redis[bytes], name: str) -> ServiceWorker:
     """The worker `python -m app.worker` runs: in-process, JSON messages, checked tasks only."""
-    return SimpleWorker(
+    return ServiceWorker(
         [queue],
         connection=connection,
         name=name,
