@@ -10,6 +10,7 @@ webhook or a bound instance fails unrun and is logged, and nothing it names is i
 from __future__ import annotations
 
 import logging
+from types import FrameType
 from typing import Any
 
 import redis
@@ -81,12 +82,15 @@ class ServiceJob(Job):
 
 
 class ServiceWorker(SimpleWorker):
-    """rq's in-process worker, telling whether a stop (SIGTERM, SIGINT) was asked for."""
+    """rq's in-process worker, remembering whether a signal (SIGTERM, SIGINT) asked it to stop:
+    rq itself records that only for a busy worker (an idle one leaves its loop at once)."""
 
-    @property
-    def stop_requested(self) -> bool:
-        """Whether a signal asked this worker to stop."""
-        return bool(self._stop_requested)
+    stop_requested = False
+
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        """rq's handler of a first SIGTERM or SIGINT (finish the current message, then stop)."""
+        self.stop_requested = True
+        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
 
 
 def rq_worker(queue: Queue, connection: redis.Redis[bytes], name: str) -> ServiceWorker:

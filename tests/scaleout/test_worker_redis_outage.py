@@ -9,6 +9,8 @@ itself is never stopped.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
 import threading
 import time
@@ -116,3 +118,6 @@ def test_a_worker_takes_jobs_again_after_redis_went_away_during_one(
         worker = next(p for p in stack.processes if p.name == "w1")
         assert worker.alive(), worker.tail()
         client.close()
+        # A stop asked for still stops it (idle, it leaves at once).
+        os.killpg(worker.popen.pid, signal.SIGTERM)
+        assert worker.popen.wait(30) == 0
