@@ -140,6 +140,15 @@ class ProviderUnavailable(RagError):
     http_status = 503
 
 
+def unreachable_server_errors() -> tuple[type[Exception], ...]:
+    """What a server that did not answer raises where no provider turned it into
+    ProviderUnavailable: chromadb's HTTP client passes httpx's transport errors through (not
+    ConnectionError). A job is retried after one; a request answers 503."""
+    import httpx  # on demand: importing the errors costs nothing
+
+    return (ConnectionError, TimeoutError, httpx.TransportError)
+
+
 class ProviderUnreachable(ProviderUnavailable):
     """The identity provider did not answer, or answered with something unusable."""
 

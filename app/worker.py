@@ -15,7 +15,9 @@ import os
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import redis
 
@@ -29,7 +31,12 @@ from app.observability import configure_logging
 from app.providers.types import ProviderOverrides
 from app.storage.redis_client import connect_redis
 
+if TYPE_CHECKING:
+    from app.job_runners.redis_tasks import ServiceWorker
+
 log = logging.getLogger("app.worker")
+# How often a worker whose rq loop ended on an error asks whether Redis answers again.
+REDIS_RETRY_S = 1.0
 
 _current: IngestWorker | None = None
 
@@ -39,6 +46,36 @@ def process_job(job_id: str) -> str:
     if _current is None:
         raise RuntimeError("process_job runs only inside `python -m app.worker`")
     return _current.process(job_id)
+
+
+def work_until_stopped(worker: ServiceWorker, *, burst: bool, logging_level: str) -> None:
+    """Run rq's loop until a signal stops it (or, in a burst, the queue is empty).
+
+    rq leaves its loop on an error outside its wait for messages, such as Redis gone while it
+    records the end of a message (a Redis restart during a job); the process would then exit
+    with nothing left to take the queue's messages. So the loop is run again once Redis answers.
+    """
+    while True:
+        try:
+            worker.work(burst=burst, with_scheduler=True, logging_level=logging_level)
+        except redis.RedisError:  # rq's teardown could not reach Redis either
+            log.warning("rq's worker loop ended without Redis", exc_info=True)
+        if burst or worker.stop_requested:
+            return
+        log.warning("rq's worker loop ended on an error; listening again once Redis answers")
+        _wait_for_redis(worker)
+
+
+def _wait_for_redis(worker: ServiceWorker) -> None:
+    """Block until Redis answers (or a stop is asked for), then mark the worker's last run
+    dead, so the next run may register under the same name."""
+    while not worker.stop_requested:
+        time.sleep(REDIS_RETRY_S)
+        try:
+            worker.register_death()  # type: ignore[no-untyped-call]
+            return
+        except redis.RedisError:
+            continue
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -93,7 +130,7 @@ def main(argv: list[str] | None = None, *, providers: ProviderOverrides | None =
     container.webhook_dispatcher.start()  # webhook events go out from the job runners
     log.info("worker %s ready on queue %s", name, queue_name(settings))
     try:
-        worker.work(burst=args.burst, with_scheduler=True, logging_level=settings.log_level)
+        work_until_stopped(worker, burst=args.burst, logging_level=settings.log_level)
     finally:
         stop.set()
         container.webhook_dispatcher.stop()

@@ -13,7 +13,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.schemas import ErrorOut
-from app.errors import GENERIC_SERVER_MESSAGE, RagError, RateLimited, public_message
+from app.errors import (
+    GENERIC_SERVER_MESSAGE,
+    ProviderUnavailable,
+    RagError,
+    RateLimited,
+    public_message,
+    unreachable_server_errors,
+)
 from app.observability import error_payload
 
 log = logging.getLogger("app.api")
@@ -118,6 +125,14 @@ def install_error_handlers(app: FastAPI) -> None:
         if isinstance(exc, RateLimited):  # every 429 tells the client when to come back
             headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
         return error_response(exc.http_status, exc.code, public_message(exc), headers)
+
+    async def _unreachable(request: Request, exc: Exception) -> JSONResponse:
+        # A server the service calls directly (the Chroma server) did not answer: a 503 to
+        # retry, like any unavailable component, not a 500.
+        return await _rag_error(request, ProviderUnavailable(f"server unreachable: {exc!r}"))
+
+    for kind in unreachable_server_errors():
+        app.add_exception_handler(kind, _unreachable)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

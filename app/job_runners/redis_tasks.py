@@ -10,6 +10,7 @@ webhook or a bound instance fails unrun and is logged, and nothing it names is i
 from __future__ import annotations
 
 import logging
+from types import FrameType
 from typing import Any
 
 import redis
@@ -80,9 +81,21 @@ class ServiceJob(Job):
         """Never posts anywhere: the service's messages list no webhooks."""
 
 
-def rq_worker(queue: Queue, connection: redis.Redis[bytes], name: str) -> SimpleWorker:
+class ServiceWorker(SimpleWorker):
+    """rq's in-process worker, remembering whether a signal (SIGTERM, SIGINT) asked it to stop:
+    rq itself records that only for a busy worker (an idle one leaves its loop at once)."""
+
+    stop_requested = False
+
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        """rq's handler of a first SIGTERM or SIGINT (finish the current message, then stop)."""
+        self.stop_requested = True
+        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
+
+
+def rq_worker(queue: Queue, connection: redis.Redis[bytes], name: str) -> ServiceWorker:
     """The worker `python -m app.worker` runs: in-process, JSON messages, checked tasks only."""
-    return SimpleWorker(
+    return ServiceWorker(
         [queue],
         connection=connection,
         name=name,

@@ -6,7 +6,8 @@ the queue honest against the job table:
 - a running job's heartbeat (`updated_at`) is refreshed every RAG_JOB_HEARTBEAT_S;
 - jobs `processing` without a heartbeat for RAG_JOB_STALE_AFTER_S (their worker died) go back to
   `queued`, or fail after RAG_JOB_MAX_ATTEMPTS tries;
-- jobs `queued` with no pending message (worker death, Redis outage at upload) are sent again.
+- jobs `queued` with no pending message (worker death, Redis outage at upload), or whose retry
+  is overdue (the worker running rq's scheduler died), are sent again.
 A retried job re-indexes from its upload; stable chunk ids make that an upsert, not a duplicate.
 """
 
@@ -145,10 +146,11 @@ class IngestWorker:
         if requeued:
             log.warning("re-queued %d jobs whose worker stopped heart-beating", requeued)
         resent = 0
-        # The grace period covers an API process between creating the row and sending its message.
+        # The grace period covers an API process between creating the row and sending its
+        # message, and the scheduler between a retry's time and its delivery.
         grace = 2 * settings.job_heartbeat_s
         for job_id, attempts in jobs.queued_since(grace, now=now, scope="worker"):
-            if not message_pending(self.queue, job_id, attempts):
+            if not message_pending(self.queue, job_id, attempts, overdue_after_s=grace, now=now):
                 send(self.queue, job_id, attempts, settings.job_timeout_s)
                 resent += 1
         if resent:

@@ -22,10 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import httpx
-
 from app import metrics, tracing
-from app.errors import JobPaused, ProviderUnavailable, RagError
+from app.errors import JobPaused, ProviderUnavailable, RagError, unreachable_server_errors
 from app.ingestion.ocr_checkpoint import checkpoint_of
 from app.ingestion.parse_turn import ParseTurn
 from app.jobs.store import JobDone, JobKind, JobProgress, JobRecord, JobStore
@@ -66,10 +64,7 @@ class IngestDeps:
 
 def is_transient(exc: BaseException) -> bool:
     """Whether a failure is an unreachable server (worth retrying), not a problem of the file."""
-    if isinstance(exc, ProviderUnavailable):
-        return True
-    # chromadb's HttpClient surfaces a down server as httpx transport errors.
-    return isinstance(exc, ConnectionError | TimeoutError | httpx.TransportError)
+    return isinstance(exc, (ProviderUnavailable, *unreachable_server_errors()))
 
 
 def run_jobs(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import redis
@@ -82,10 +82,25 @@ def send(
         queue.enqueue(TASK, job_id, **options)
 
 
-def message_pending(queue: Queue, job_id: str, attempts: int) -> bool:
-    """Whether the message for this attempt is still waiting for or held by a worker."""
+def message_pending(
+    queue: Queue,
+    job_id: str,
+    attempts: int,
+    *,
+    overdue_after_s: float | None = None,
+    now: datetime | None = None,
+) -> bool:
+    """Whether the message for this attempt is still waiting for or held by a worker.
+
+    With `overdue_after_s`, a delayed message (a retry) still waiting that long after its time
+    at `now` (default: the current time) is not pending: rq delivers delayed messages through
+    the scheduler of one worker, and when that worker dies the others take over its scheduler
+    only at their next maintenance, up to 10 minutes later. Such a message is deleted, so the
+    caller can send it again at once.
+    """
     from rq.exceptions import NoSuchJobError
     from rq.job import Job, JobStatus
+    from rq.registry import ScheduledJobRegistry
     from rq.serializers import JSONSerializer
 
     try:
@@ -94,8 +109,18 @@ def message_pending(queue: Queue, job_id: str, attempts: int) -> bool:
         )
     except NoSuchJobError:
         return False
+    status = message.get_status(refresh=False)
+    if status == JobStatus.SCHEDULED and overdue_after_s is not None:
+        try:
+            registry = ScheduledJobRegistry(queue=queue)  # type: ignore[no-untyped-call]
+            due = registry.get_scheduled_time(message)
+        except NoSuchJobError:  # delivered meanwhile
+            return True
+        if (now or datetime.now(UTC)) - due > timedelta(seconds=overdue_after_s):
+            message.delete()  # nobody delivered it: make room to send it again
+            return False
     waiting = (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, JobStatus.STARTED)
-    if message.get_status(refresh=False) in waiting:
+    if status in waiting:
         return True
     message.delete()  # consumed without running the job: make room to send it again
     return False

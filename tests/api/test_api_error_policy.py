@@ -18,6 +18,7 @@ from sqlalchemy import text
 from app.container import Container
 from app.job_runners.runner import run_jobs
 from testkit.live_server import free_port
+from testkit.local_stack import chroma_server
 from tests.api.harness import ApiFactory, ApiHarness, assert_error_body
 
 pytestmark = pytest.mark.integration
@@ -76,6 +77,24 @@ def test_an_unreachable_redis_is_a_generic_503_without_its_address(
         harness.client.post("/auth/token", data={"username": user.username, "password": "x"}),
     ):
         assert_server_error(response, 503, "provider_unavailable", str(port), "redis", "refused")
+
+
+def test_a_stopped_chroma_server_is_a_generic_503_without_its_address(
+    api_factory: ApiFactory, tmp_path: Path
+) -> None:
+    with chroma_server(tmp_path) as port:
+        harness = api_factory(
+            vector_backend="chroma-http", chroma_host="127.0.0.1", chroma_port=port
+        )
+        user = harness.add_user("chroma-down")
+        assert harness.upload_and_wait(user, "boiler.txt", DOC)["status"] == "done"
+    # The server is stopped (as while it restarts): searching and asking are a 503 to retry,
+    # not a 500 "internal error".
+    for response in (
+        harness.client.post("/search", json={"query": "boiler key"}, headers=user.headers),
+        harness.client.post("/query", json={"question": "Where is the key?"}, headers=user.headers),
+    ):
+        assert_server_error(response, 503, "provider_unavailable", str(port), "refused", "http")
 
 
 def test_an_unexpected_failure_is_a_500_with_only_the_request_id(

@@ -34,6 +34,20 @@ from tests.scaleout.job_container import queued_upload
 pytestmark = pytest.mark.integration
 
 
+def chroma_down_once(container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Chroma server refuses the next vector write (restarting), and takes the ones after."""
+    real_upsert = container.vector_index.upsert
+    calls = []
+
+    def upsert(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise httpx.ConnectError("[Errno 111] Connection refused")
+        real_upsert(*args, **kwargs)
+
+    monkeypatch.setattr(container.vector_index, "upsert", upsert)
+
+
 def test_retry_delays_grow_fourfold() -> None:
     assert [retry_delay_s(5.0, attempt) for attempt in (1, 2, 3)] == [5.0, 20.0, 80.0]
 
@@ -76,16 +90,7 @@ def test_a_transient_failure_is_retried_later_with_the_upload_kept(
 ) -> None:
     job_id = queued_upload(container, data_dir)
     upload = Path(container.jobs.get("acme", job_id).stored_path)  # type: ignore[union-attr]
-    real_upsert = container.vector_index.upsert
-    calls = []
-
-    def chroma_down_once(*args: Any, **kwargs: Any) -> None:
-        calls.append(1)
-        if len(calls) == 1:
-            raise httpx.ConnectError("[Errno 111] Connection refused")
-        real_upsert(*args, **kwargs)
-
-    monkeypatch.setattr(container.vector_index, "upsert", chroma_down_once)
+    chroma_down_once(container, monkeypatch)
 
     assert "retry in 30 s" in worker.process(job_id)
     waiting = container.jobs.get("acme", job_id)
@@ -102,6 +107,34 @@ def test_a_transient_failure_is_retried_later_with_the_upload_kept(
     done = container.jobs.get("acme", job_id)
     assert done is not None and done.status == "done" and done.error is None
     assert done.attempts == 2 and not upload.exists()
+
+
+def test_a_retry_left_undelivered_by_a_dead_scheduler_is_sent_by_the_sweep(
+    container: Container, worker: IngestWorker, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rq delivers a delayed retry through the scheduler of one worker (the holder of its lock);
+    # when that worker dies, the others take the lock only at their next maintenance, up to
+    # 10 minutes later. No scheduler runs here: the sweep must deliver the retry once it is due.
+    job_id = queued_upload(container, data_dir)
+    chroma_down_once(container, monkeypatch)
+    assert "retry in 30 s" in worker.process(job_id)
+    grace = 2 * container.settings.job_heartbeat_s
+
+    # Before its time the retry waits for the scheduler, as sent.
+    before_due = utc_now() + timedelta(seconds=20)
+    assert worker.sweep(now=before_due) == Swept(requeued=0, resent=0)
+    assert message_id(job_id, 1) in ScheduledJobRegistry(queue=worker.queue).get_job_ids()
+
+    # Past its time and the grace, with nobody delivering it, the sweep puts it on the queue.
+    overdue = utc_now() + timedelta(seconds=30 + grace + 1)
+    assert worker.sweep(now=overdue) == Swept(requeued=0, resent=1)
+    assert message_id(job_id, 1) in worker.queue.get_job_ids()
+    assert message_id(job_id, 1) not in ScheduledJobRegistry(queue=worker.queue).get_job_ids()
+    assert worker.sweep(now=overdue) == Swept(requeued=0, resent=0)  # sent once
+
+    assert worker.process(job_id) == f"finished {job_id}"
+    done = container.jobs.get("acme", job_id)
+    assert done is not None and done.status == "done" and done.attempts == 2
 
 
 def test_a_job_that_keeps_failing_transiently_fails_after_the_last_attempt(

@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
 import pytest
 from chroma_helpers import ingest, make_chunks
 
@@ -74,6 +75,29 @@ def test_delete_removes_every_chunk_of_that_document_only(store, embedder):
     assert (
         store.delete_document(tenant_id="acme", document_id=document_id("acme", "manual.pdf")) == 0
     )
+
+
+def test_a_delete_the_vector_store_refuses_removes_nothing_until_it_is_retried(
+    store, embedder, monkeypatch
+):
+    chunks = ingest(store, embedder, "acme", "manual.pdf", MANUAL)
+    doc = document_id("acme", "manual.pdf")
+
+    def unreachable(*args, **kwargs):
+        raise httpx.ConnectError("[Errno 111] Connection refused")
+
+    with monkeypatch.context() as patch:  # the Chroma server restarting
+        patch.setattr(store.index, "delete", unreachable)
+        with pytest.raises(httpx.ConnectError):
+            store.delete_document(tenant_id="acme", document_id=doc)
+    # The client was told to retry (503); meanwhile the document is whole, not a listed
+    # document whose chunks are gone.
+    assert sorted(store.chunk_ids("acme")) == sorted(c.id for c in chunks)
+    hits = store.query(tenant_id="acme", vector=embedder.embed_query(MANUAL[1]), k=1)
+    assert [chunk.text for chunk, _ in hits] == [MANUAL[1]]
+
+    assert store.delete_document(tenant_id="acme", document_id=doc) == len(MANUAL)
+    assert store.chunk_ids("acme") == [] and store.count("acme") == 0
 
 
 def test_tenants_never_see_each_others_chunks(store, embedder):

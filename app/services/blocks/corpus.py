@@ -8,7 +8,9 @@ handling:
   vector write fails nothing changed; if the rows' transaction fails the new vectors have no row
   and are never returned (uploading again completes the write, ids are stable); if the last
   delete fails the leftover vectors have no row either, and deleting the document removes them.
-- delete: rows first (bumping the version), then every vector of the document.
+- delete: every vector of the document first, then the rows (bumping the version): with the
+  vector store unreachable (a server restarting) nothing changed and the delete can be
+  retried, instead of a listed document whose chunks are gone.
 - reindex: re-embeds the tenant's rows into the index when its vectors are another model's, and
   bumps the version once they are all written.
 
@@ -198,13 +200,12 @@ class Corpus(NearestReads):
     def delete_document(self, *, tenant_id: str, document_id: str) -> int:
         """Remove every chunk of a document; returns how many were removed."""
         with self._write_lock:
-            removed = self.chunks.delete_document(tenant_id, document_id)  # rows first
-            self.index.delete(tenant_id, document_id=document_id)
+            self.index.delete(tenant_id, document_id=document_id)  # vectors first (module doc)
             if self.second is not None:
                 self.second.index.delete(tenant_id, document_id=document_id)
             if self.english is not None:
                 self.english.index.delete(tenant_id, document_id=document_id)
-            return removed
+            return self.chunks.delete_document(tenant_id, document_id)
 
     def reindex(self, tenant_id: str) -> int:
         """Re-embed the tenant's chunks with the configured model if its vectors are another
