@@ -56,6 +56,18 @@ def _cited(api: ApiHarness, user: ApiUser, question: str) -> dict[str, Any]:
     return citation
 
 
+def _page_text(api: ApiHarness, user: ApiUser, passage: dict[str, Any]) -> dict[str, Any]:
+    """The text of a cited or found passage's page, with the passage's offsets."""
+    response = api.client.get(
+        f"/documents/{passage['document_id']}/pages/{passage['page']}/text",
+        params={"chunk": passage["chunk_id"]},
+        headers=user.headers,
+    )
+    assert response.status_code == 200, response.text
+    page: dict[str, Any] = response.json()
+    return page
+
+
 def test_a_citation_opens_its_pdf_page_with_the_passage_highlighted(
     api: ApiHarness, owner: ApiUser, handbook: dict[str, Any]
 ) -> None:
@@ -86,13 +98,7 @@ def test_a_search_hit_opens_its_page_with_the_passage_highlighted(
     assert found.status_code == 200, found.text
     hit = found.json()["results"][0]
     assert hit["page"] == 2 and "45 newton metres" in hit["text"]
-    shown = api.client.get(
-        f"/documents/{hit['document_id']}/pages/2/text",
-        params={"chunk": hit["chunk_id"]},
-        headers=owner.headers,
-    )
-    assert shown.status_code == 200, shown.text
-    page = shown.json()
+    page = _page_text(api, owner, hit)
     assert page["text"][page["highlight"]["start"] : page["highlight"]["end"]] == hit["text"]
 
 
@@ -139,13 +145,7 @@ def test_page_text_shows_the_passage_in_its_surrounding_text(
     assert job["status"] == "done", job
     citation = _cited(api, owner, "Where must the PLOVER forklifts be charged?")
     assert citation["source"] == "plover-notes.txt"
-    response = api.client.get(
-        f"/documents/{citation['document_id']}/pages/{citation['page']}/text",
-        params={"chunk": citation["chunk_id"]},
-        headers=owner.headers,
-    )
-    assert response.status_code == 200, response.text
-    page = response.json()
+    page = _page_text(api, owner, citation)
     start, end = page["highlight"]["start"], page["highlight"]["end"]
     assert "bay 7" in page["text"][start:end]
     assert page["text"].startswith("Warehouse rules")
