@@ -305,7 +305,9 @@ def readable_documents(container: Container, caller: Identity) -> Callable[[str]
 def quality_viewer(container: Container, caller: Identity) -> QualityViewer:
     """The caller's view of the tenant's evaluation sets and runs (blocking: a few reads)."""
     access = caller_access(container, caller)
-    return QualityViewer.of(access, container.search_scopes, caller.role, caller.user_id)
+    return QualityViewer.of(
+        access, container.search_scopes, role=caller.role, user_id=caller.user_id
+    )
 
 
 def scope_of(

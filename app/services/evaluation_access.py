@@ -44,7 +44,7 @@ class QualityViewer:
 
     @classmethod
     def of(
-        cls, access: CollectionAccess, scopes: SearchScopes, role: Role, user_id: str | None
+        cls, access: CollectionAccess, scopes: SearchScopes, *, role: Role, user_id: str | None
     ) -> QualityViewer:
         """The view of a caller with this access, role and user id."""
         return cls(

@@ -50,7 +50,7 @@ def _start(container: Container, worker: IngestWorker, answers: bool) -> str:
         T, "eva", "x", "admin"
     )
     access = container.collection_access.resolve(tenant_id=T, user_id=user.id, role="admin")
-    viewer = QualityViewer.of(access, container.search_scopes, "admin", user.id)
+    viewer = QualityViewer.of(access, container.search_scopes, role="admin", user_id=user.id)
     actor = Actor(T, user.id, None)
     found = evaluation_sets.create(container.evaluation_set_deps, actor, "valves", ITEMS)
     queue = RedisJobQueue(worker.queue, 60)
