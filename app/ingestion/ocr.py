@@ -27,6 +27,7 @@ from app.domain import OcrLayout, OcrWord
 from app.errors import NeedsOCR
 from app.ingestion.normalise import normalise_text
 from app.ingestion.parse_limits import OcrLimits
+from app.text.arabic import BIDI_CONTROLS
 
 INSTALL_HINT = "install tesseract-ocr, tesseract-ocr-eng and tesseract-ocr-ara"
 LANGUAGES = ("eng", "ara")
@@ -34,7 +35,7 @@ _ARABIC = re.compile("[\u0600-\u06ff\u0750-\u077f]")
 _LATIN = re.compile("[A-Za-z\u00c0-\u024f]")
 # Direction marks Tesseract puts around left-to-right runs inside Arabic lines; the text is in
 # logical order already, and no query contains them.
-_BIDI_MARKS = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI_MARKS = re.compile(f"[\u200e\u200f{BIDI_CONTROLS}]")
 # Share of Arabic letters from which a page is read again with the Arabic model first.
 _ARABIC_PAGE_SHARE = 0.5
 _MIXED_LOW, _MIXED_HIGH = 0.1, 0.9

@@ -26,12 +26,13 @@ from app.services.uploads import (
     submit_uploads,
 )
 from app.storage.documents import DocumentFilter, DocumentRecord
+from app.text.arabic import BIDI_CONTROLS
 
 # The form fields of an upload that a sync sends beside its one file.
 SYNC_FIELDS = ("source_path", "sync_root", "sha256")
 MAX_SOURCE_PATH_CHARS = 255  # the documents.source column
 MAX_SYNC_ROOT_CHARS = 100
-_UNSAFE_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069\\:*?\"<>|]")
+_UNSAFE_PATH_CHARS = re.compile(rf"[\x00-\x1f\x7f{BIDI_CONTROLS}\\:*?\"<>|]")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 

@@ -28,12 +28,13 @@ from app.services.audit import AuditLog
 from app.services.documents import Uploader
 from app.services.indexing import file_sha256
 from app.storage.documents import DocumentStore
+from app.text.arabic import BIDI_CONTROLS
 
 log = logging.getLogger(__name__)
 
 # Control characters, path and shell specials, and the bidirectional-text controls that
 # reorder how the rest of a name reads ("invoice<U+202E>fdp.txt" shows as "invoicetxt.pdf").
-_UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069/\\:*?\"<>|]+")
+_UNSAFE_NAME_CHARS = re.compile(rf"[\x00-\x1f\x7f{BIDI_CONTROLS}/\\:*?\"<>|]+")
 MAX_SOURCE_CHARS = 200
 
 

@@ -9,6 +9,9 @@ ARCD (bench/tokenizer_ablation.py, numbers in bench/README.md).
 
 from __future__ import annotations
 
+# The bidirectional-text controls (embeddings, overrides, isolates: U+202A-202E, U+2066-2069),
+# as a regex character range: they reorder how the text around them displays.
+BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
 _TATWEEL = "\u0640"
 _ALEF_FORMS = {"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا"}
 _TA_MARBUTA = {"ة": "ه"}
